@@ -1,0 +1,246 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * hsched.h — Harmonia's scheduling core (libhsched).
+ *
+ * A pure library: no I/O, no threads, no clock, no global state.  A driver (bbsim's
+ * discrete-event engine, or bbmgrd with the real clock) tells a scheduler instance
+ * what happens — a job arrives or leaves, a job asks to start an I/O phase, a phase
+ * finishes — always passing the current time, and asks it for the bandwidth each
+ * pending phase receives until the next event.
+ *
+ * Units and precision
+ *   - time: double, seconds since an origin chosen by the driver (bbsim: 0 at start;
+ *     bbmgrd: seconds since its epoch).  A double keeps sub-microsecond resolution
+ *     for runs up to ~10^8 s (3 years).
+ *   - volumes: double, bytes.  Exact for integers up to 2^53 bytes (8 PiB) per phase;
+ *     larger volumes are rounded to ~1 part in 10^16.
+ *   - bandwidths: double, bytes per second.
+ *   Comparisons of "is this phase done" use a relative tolerance HS_EPS_REL on the
+ *   volume (see hs_sched_next_event()).
+ *
+ * Model (DESIGN.md §2, gainaru-io-congestion.md §2.1): a platform of N compute nodes,
+ * each with I/O bandwidth b, sharing an I/O system of bandwidth B.  Application k runs
+ * on beta_k nodes, is released at r_k, and alternates compute chunks w(k,i) with I/O
+ * transfers vol(k,i).  At any instant, the bandwidth given to k is at most
+ * min(beta_k * b, B) and the sum over all jobs is at most B.
+ *
+ * Error convention (flux-core style): functions return 0 / a pointer on success and
+ * -1 / NULL on failure with errno set; when an hs_error_t is passed, its text says
+ * what was wrong.  Functions have no side effect on failure.
+ */
+#ifndef HARMONIA_HSCHED_H
+#define HARMONIA_HSCHED_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define HS_EPS_REL 1e-9     /* relative tolerance on volumes and times */
+
+typedef struct {
+    char text[256];
+} hs_error_t;
+
+/* ---------------------------------------------------------------- platform */
+
+/* One buffer node of the burst-buffer tier (used from the buffer-tier issue on;
+ * a platform with nbuffers == 0 behaves exactly as the plain model). */
+typedef struct {
+    char name[64];
+    double capacity;        /* bytes */
+    double bandwidth;       /* bytes/s, one stream alone */
+    double msca[16];        /* MSCA(c) for c = 1..16 (msca[0] = MSCA(1) = 0) */
+    int nmsca;              /* number of valid entries in msca (0: insensitive) */
+} hs_buffer_t;
+
+typedef struct {
+    int nodes;              /* N */
+    double node_bw;         /* b, bytes/s per compute node */
+    double bw;              /* B, bytes/s of the shared I/O system (PFS) */
+    int nbuffers;
+    const hs_buffer_t *buffers;   /* borrowed: copied by hs_sched_create() */
+} hs_platform_t;
+
+/* ---------------------------------------------------------------- policies */
+
+typedef enum {
+    HS_POL_FAIRSHARE = 0,
+    HS_POL_FCFS,
+    HS_POL_STATIC,
+    HS_POL_ROUNDROBIN,
+    HS_POL_MINDILATION,
+    HS_POL_MAXSYSEFF,
+    HS_POL_MINMAX,
+    HS_POL_SET,                 /* set10 and set:<base> */
+    HS_POL_SET_FAIRSHARE,
+    HS_POL_PRIORITY_SHARING,
+    HS_POL_PERIODIC_THROU,
+    HS_POL_PERIODIC_CONG,
+    HS_POL_PERSCHED,
+    HS_POL_HARMONIA_MAXBW,
+    HS_POL_HARMONIA_MINSTALL,
+    HS_POL_HARMONIA_FAIRNESS,
+    HS_POL_HARMONIA_BUFFER_EFF,
+    HS_POL_HARMONIA_PRIORITY,
+    HS_POL__COUNT
+} hs_policy_kind_t;
+
+typedef struct {
+    hs_policy_kind_t kind;
+    bool priority;          /* the "-priority" variant (Gainaru §3.1) */
+    double gamma;           /* minmax:<gamma>, in [0,1] */
+    double set_base;        /* set:<base>; 10 for set10 */
+} hs_policy_t;
+
+/* Parse a policy id of DESIGN.md §3 ("fairshare", "minmax:0.5", "mindilation-priority",
+ * "set10", "set:2", ...).  Returns 0, or -1 with errno = EINVAL and err filled. */
+int hs_policy_parse(const char *id, hs_policy_t *pol, hs_error_t *err);
+
+/* Canonical id of a parsed policy, written into buf (e.g. "minmax:0.5"). */
+const char *hs_policy_name(const hs_policy_t *pol, char *buf, size_t len);
+
+/* NULL-terminated list of the base ids accepted (for --help and error messages). */
+const char *const *hs_policy_ids(void);
+
+/* ---------------------------------------------------------------- jobs */
+
+typedef enum { HS_DIR_WRITE = 0, HS_DIR_READ = 1 } hs_dir_t;
+
+typedef struct {
+    uint64_t id;            /* driver's job id, unique within an instance */
+    int nodes;              /* beta_k >= 1 */
+    double release;         /* r_k */
+    /* What is known ahead of time (hints; from the workload in bbsim, from the
+     * #BB_HARMONIA iohints in bbmgrd).  <= 0 means unknown. */
+    double w;               /* typical compute time between phases, s */
+    double volume;          /* typical volume of one phase, bytes */
+    double w_iter;          /* IO-Sets w_iter, s (if <= 0: w + volume/min(beta b, B),
+                               then learnt online from phase starts) */
+    int instances;          /* n_tot (0: unknown) */
+    int priority;           /* 1..10, for harmonia-priority (0: default 1) */
+    /* Buffer nodes this job may use (indices into platform.buffers); empty means
+     * "all" for the online policies and none for static. */
+    int nalloc;
+    const int *alloc;       /* borrowed: copied */
+} hs_job_t;
+
+/* ---------------------------------------------------------------- scheduler */
+
+typedef struct hs_sched hs_sched_t;
+
+hs_sched_t *hs_sched_create(const hs_platform_t *plat, const hs_policy_t *pol,
+                            hs_error_t *err);
+void hs_sched_destroy(hs_sched_t *s);         /* accepts NULL, keeps errno */
+
+/* Change the policy of a live scheduler: takes effect at the next decision; jobs and
+ * phases are kept (bbmgrd's "policy change without dropping jobs"). */
+int hs_sched_set_policy(hs_sched_t *s, double now, const hs_policy_t *pol,
+                        hs_error_t *err);
+
+/* Events.  'now' must never decrease between calls (EINVAL otherwise). Every event
+ * first integrates the progress of active transfers from the last event to 'now'
+ * at the rates of the last decision. */
+int hs_job_arrive(hs_sched_t *s, double now, const hs_job_t *job, hs_error_t *err);
+int hs_job_leave(hs_sched_t *s, double now, uint64_t id);    /* drops its phase too */
+
+/* Job 'id' finished a compute chunk of 'w_done' seconds (its w(k,i)) and asks to move
+ * 'volume' bytes.  One phase per job at a time (EBUSY otherwise). */
+int hs_phase_request(hs_sched_t *s, double now, uint64_t id, double volume,
+                     hs_dir_t dir, double w_done, hs_error_t *err);
+
+/* External progress report (bbmgrd: the client says how much it moved). Sets the
+ * bytes done so far; the model otherwise integrates rate x time itself. */
+int hs_phase_progress(hs_sched_t *s, double now, uint64_t id, double bytes_done);
+
+/* The phase of job 'id' is over (all bytes moved, or the client says so). */
+int hs_phase_finish(hs_sched_t *s, double now, uint64_t id);
+
+/* Advance the model to 'now' without an event (integrates progress). */
+int hs_sched_advance(hs_sched_t *s, double now);
+
+/* ---------------------------------------------------------------- decisions */
+
+typedef struct {
+    uint64_t id;            /* job id */
+    double bw;              /* bytes/s granted until the next event (0: waiting) */
+    double share;           /* bw / B */
+    int buffer;             /* buffer node index the phase goes to, -1: the PFS */
+    double start;           /* planned start (>= now) for schedules computed ahead;
+                               == now for online policies when bw > 0 */
+    double remaining;       /* bytes left in the phase */
+    double weight;          /* the policy's weight for this job (SFQ(D)+ weights) */
+} hs_grant_t;
+
+/* Recompute the allocation at time 'now' (after one or several events at 'now').
+ * Fills 'out' with one entry per pending phase (granted or waiting), in a stable
+ * order (by job id); returns the number of entries, or -1 with errno set.  When
+ * 'out' is too small (n > cap), returns the needed count and fills 'cap' entries. */
+int hs_sched_decide(hs_sched_t *s, double now, hs_grant_t *out, size_t cap);
+
+/* Earliest future time at which something changes without an outside event: a
+ * granted transfer completes at its current rate, or a schedule computed ahead
+ * starts/stops a phase.  INFINITY when nothing is in flight. */
+double hs_sched_next_event(const hs_sched_t *s);
+
+/* Number of jobs known / with a pending phase. */
+size_t hs_sched_njobs(const hs_sched_t *s);
+size_t hs_sched_npending(const hs_sched_t *s);
+
+/* ---------------------------------------------------------------- accounting */
+
+/* Per-job accounting kept by the scheduler from the events it saw. */
+typedef struct {
+    uint64_t id;
+    int nodes;
+    double release;         /* r_k */
+    double end;             /* d_k: time of the last phase finish or job leave (NAN if still running) */
+    int phases;             /* instances completed */
+    double work;            /* sum of w(k,i) reported with phase requests */
+    double io_dedicated;    /* sum of time_io(k,i) = vol / min(beta b, B) */
+    double io_time;         /* sum of (finish - request) over completed phases */
+    double io_wait;         /* time phases spent with bw == 0 (not granted) */
+    double bytes;           /* bytes moved */
+    double w_iter_est;      /* w_iter used by the policy */
+} hs_job_stats_t;
+
+int hs_job_stats(const hs_sched_t *s, uint64_t id, hs_job_stats_t *st);
+
+/* ---------------------------------------------------------------- metrics */
+
+/* Metrics of a finished run (DESIGN.md §2).  Input: one record per application. */
+typedef struct {
+    double sys_efficiency;  /* (1/N) sum beta_k rho~_k(d_k) */
+    double upper_limit;     /* (1/N) sum beta_k rho_k */
+    double dilation;        /* max_k rho_k / rho~_k(d_k) */
+    double stretch_max;     /* max_k (d_k - r_k) / (work_k + io_dedicated_k) */
+    double stretch_mean;
+    double io_slowdown_mean;/* mean_k io_time_k / io_dedicated_k */
+    double utilization;     /* sum beta_k work_k / (N * makespan) */
+    double fairness;        /* Jain's index over per-job dilations */
+    double stall_time;      /* sum_k (io_time_k - io_dedicated_k), s (>= 0 each) */
+    double makespan;        /* max d_k - min r_k */
+} hs_metrics_t;
+
+/* Per-app derived figures, filled by hs_metrics_compute() when 'per_app' != NULL. */
+typedef struct {
+    double rho;             /* work / (work + io_dedicated) */
+    double rho_tilde;       /* work / (end - release) */
+    double dilation;        /* rho / rho_tilde */
+    double stretch;
+    double io_slowdown;
+    double stall;
+} hs_app_metrics_t;
+
+/* 'N' is the platform's node count (the paper's N = sum beta_k when all nodes are
+ * used; pass plat.nodes).  Returns 0, or -1 with errno = EINVAL (n == 0, N <= 0). */
+int hs_metrics_compute(const hs_job_stats_t *apps, size_t n, int N,
+                       hs_metrics_t *m, hs_app_metrics_t *per_app);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* HARMONIA_HSCHED_H */

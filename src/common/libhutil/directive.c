@@ -1,0 +1,1 @@
+/* placeholder while the skeleton is brought up */
