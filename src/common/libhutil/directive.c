@@ -1,1 +1,976 @@
-/* placeholder while the skeleton is brought up */
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * directive.c — the #BB_HARMONIA grammar (DESIGN.md §4).
+ *
+ * A directive is a verb followed by key=value pairs separated by blanks.  Values
+ * may be double-quoted ("a b", with \" and \\ escapes) to hold blanks.  Every error
+ * names where the directive came from (script line, --bb item), the verb and the
+ * key, and what is wrong; hbb_parse() leaves 'req' as it was when it fails.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "directive.h"
+
+/* ------------------------------------------------------------------ helpers */
+
+typedef struct {
+    const char *where;      /* "line 3", "--bb item 2" */
+    const char *verb;
+} ctx_t;
+
+/* Fill err with "#BB_HARMONIA <where>: <verb>: <message>"; returns -1. */
+static int fail(hu_error_t *err, const ctx_t *c, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int fail(hu_error_t *err, const ctx_t *c, const char *fmt, ...)
+{
+    char m[sizeof(err->text)];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(m, sizeof(m), fmt, ap);
+    va_end(ap);
+    errno = EINVAL;
+    return hu_errprintf(err, "#BB_HARMONIA %s: %s%s%s", c->where,
+                        c->verb ? c->verb : "", c->verb ? ": " : "", m);
+}
+
+#define FAIL(err, c, ...) return fail((err), (c), __VA_ARGS__)
+
+static const char *verbs[] = {
+    "jobbuffer", "iohints", "stage_in", "stage_out",
+    "create_persistent", "use_persistent", "destroy_persistent", NULL,
+};
+
+enum { V_JOBBUFFER, V_IOHINTS, V_STAGE_IN, V_STAGE_OUT, V_CREATE, V_USE, V_DESTROY };
+
+static int verb_index(const char *s, size_t n)
+{
+    for (int i = 0; verbs[i]; i++)
+        if (strlen(verbs[i]) == n && strncmp(verbs[i], s, n) == 0)
+            return i;
+    return -1;
+}
+
+/* Keys each verb takes; "!" marks a required key. */
+static const char *const verb_keys[][8] = {
+    [V_JOBBUFFER] = { "!capacity", "nodes", "pool", NULL },
+    [V_IOHINTS] = { "!w_iter", "!io_volume", "phases", "io", "priority", NULL },
+    [V_STAGE_IN] = { "!source", "!destination", "type", NULL },
+    [V_STAGE_OUT] = { "!source", "!destination", "type", NULL },
+    [V_CREATE] = { "!name", "!capacity", "pool", NULL },
+    [V_USE] = { "!name", NULL },
+    [V_DESTROY] = { "!name", NULL },
+};
+
+#define MAX_KV 8
+
+typedef struct {
+    char key[32];
+    char *val;              /* malloc'd, unquoted */
+} kv_t;
+
+static void kv_clear(kv_t *kv, int n)
+{
+    for (int i = 0; i < n; i++) {
+        free(kv[i].val);
+        kv[i].val = NULL;
+    }
+}
+
+static const char *kv_get(kv_t *kv, int n, const char *key)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(kv[i].key, key) == 0)
+            return kv[i].val;
+    return NULL;
+}
+
+static void list_keys(int v, char *buf, size_t len)
+{
+    buf[0] = '\0';
+    for (int i = 0; verb_keys[v][i]; i++) {
+        const char *k = verb_keys[v][i];
+        if (*k == '!')
+            k++;
+        if (i)
+            strncat(buf, ", ", len - strlen(buf) - 1);
+        strncat(buf, k, len - strlen(buf) - 1);
+    }
+}
+
+/* Printable form of a token for messages (control bytes escaped, truncated). */
+static const char *printable(const char *s, size_t n, char *buf, size_t len)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < n && o + 5 < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c < 0x20 || c == 0x7f)
+            o += (size_t)snprintf(buf + o, len - o, "\\x%02x", c);
+        else
+            buf[o++] = (char)c;
+    }
+    if (n > 0 && o + 5 >= len && len > 4)
+        memcpy(buf + len - 4, "...", 4), o = len - 1;
+    buf[o < len ? o : len - 1] = '\0';
+    return buf;
+}
+
+static bool valid_name(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > HBB_NAME_MAX)
+        return false;
+    if (!isalpha((unsigned char)s[0]))
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!isalnum((unsigned char)s[i]) && s[i] != '_' && s[i] != '-' && s[i] != '.')
+            return false;
+    return true;
+}
+
+static int parse_uint(const char *s, unsigned long max, unsigned long *out)
+{
+    char *end;
+    unsigned long v;
+
+    if (!isdigit((unsigned char)*s))
+        return -1;
+    errno = 0;
+    v = strtoul(s, &end, 10);
+    if (errno || *end || v > max)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ paths */
+
+static const char *bb_var_rest(const char *p)
+{
+    if (strncmp(p, "$HARMONIA_BB", 12) == 0)
+        return p + 12;
+    if (strncmp(p, "${HARMONIA_BB}", 14) == 0)
+        return p + 14;
+    return NULL;
+}
+
+/* A path inside the job buffer: "$HARMONIA_BB" or "$HARMONIA_BB/...", with no ".."
+ * component (it would leave the buffer). */
+static bool path_has_dotdot(const char *p)
+{
+    const char *s = p;
+    while ((s = strstr(s, ".."))) {
+        bool start = (s == p || s[-1] == '/');
+        bool end = (s[2] == '\0' || s[2] == '/');
+        if (start && end)
+            return true;
+        s += 2;
+    }
+    return false;
+}
+
+static int check_bb_path(const char *key, const char *val, ctx_t *c, hu_error_t *err)
+{
+    const char *rest = bb_var_rest(val);
+    if (!rest)
+        FAIL(err, c, "%s '%s' must be inside the job buffer: start it with "
+             "$HARMONIA_BB/", key, val);
+    if (*rest != '\0' && *rest != '/')
+        FAIL(err, c, "%s '%s' must be $HARMONIA_BB or start with $HARMONIA_BB/",
+             key, val);
+    if (path_has_dotdot(rest))
+        FAIL(err, c, "%s '%s' may not contain '..'", key, val);
+    return 0;
+}
+
+static int check_pfs_path(const char *key, const char *val, ctx_t *c, hu_error_t *err)
+{
+    if (bb_var_rest(val))
+        FAIL(err, c, "%s '%s' must be a file system path, not the job buffer", key, val);
+    if (val[0] != '/')
+        FAIL(err, c, "%s '%s' is a relative path: give an absolute path", key, val);
+    if (path_has_dotdot(val))
+        FAIL(err, c, "%s '%s' may not contain '..'", key, val);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ one directive */
+
+static int size_value(const char *key, const char *val, uint64_t *out, ctx_t *c,
+                      hu_error_t *err)
+{
+    hu_error_t e;
+    if (hu_parse_size(val, 0, out, &e) < 0)
+        FAIL(err, c, "%s: %s", key, e.text);
+    if (*out == 0)
+        FAIL(err, c, "%s must be greater than zero", key);
+    return 0;
+}
+
+static int type_value(const char *val, hbb_type_t *t, ctx_t *c, hu_error_t *err)
+{
+    if (!val) {
+        *t = HBB_TYPE_UNSET;
+        return 0;
+    }
+    if (strcmp(val, "file") == 0)
+        *t = HBB_TYPE_FILE;
+    else if (strcmp(val, "directory") == 0)
+        *t = HBB_TYPE_DIRECTORY;
+    else
+        FAIL(err, c, "type '%s' is not file or directory", val);
+    return 0;
+}
+
+/* Apply one tokenised directive to 'req'. */
+static int apply(hbb_request_t *req, int v, kv_t *kv, int nkv, int line, ctx_t *c,
+                 hu_error_t *err)
+{
+    const char *val;
+    unsigned long u;
+
+    switch (v) {
+    case V_JOBBUFFER:
+        if (req->has_buffer)
+            FAIL(err, c, "a second jobbuffer directive (only one per job)");
+        if (size_value("capacity", kv_get(kv, nkv, "capacity"), &req->capacity,
+                       c, err) < 0)
+            return -1;
+        if ((val = kv_get(kv, nkv, "nodes"))) {
+            if (parse_uint(val, HBB_MAX_NODES, &u) < 0 || u == 0)
+                FAIL(err, c, "nodes '%s' is not a whole number from 1 to %d", val,
+                     HBB_MAX_NODES);
+            req->nodes = (uint32_t)u;
+        }
+        if ((val = kv_get(kv, nkv, "pool"))) {
+            if (!valid_name(val))
+                FAIL(err, c, "pool '%s' is not a valid name (a letter, then letters, "
+                     "digits, '_', '-' or '.', at most %d)", val, HBB_NAME_MAX);
+            if (!(req->pool = strdup(val)))
+                return -1;
+        }
+        req->has_buffer = true;
+        return 0;
+    case V_IOHINTS:
+        if (req->has_hints)
+            FAIL(err, c, "a second iohints directive (only one per job)");
+        {
+            hu_error_t e;
+            val = kv_get(kv, nkv, "w_iter");
+            if (hu_parse_duration(val, 0, &req->w_iter, &e) < 0)
+                FAIL(err, c, "w_iter: %s", e.text);
+            if (!(req->w_iter > 0))
+                FAIL(err, c, "w_iter must be greater than zero");
+        }
+        if (size_value("io_volume", kv_get(kv, nkv, "io_volume"), &req->io_volume,
+                       c, err) < 0)
+            return -1;
+        if ((val = kv_get(kv, nkv, "phases"))) {
+            if (parse_uint(val, 100000000UL, &u) < 0 || u == 0)
+                FAIL(err, c, "phases '%s' is not a whole number from 1 to 100000000",
+                     val);
+            req->phases = (uint32_t)u;
+        }
+        if ((val = kv_get(kv, nkv, "io"))) {
+            if (strcmp(val, "write") == 0)
+                req->io = HBB_IO_WRITE;
+            else if (strcmp(val, "read") == 0)
+                req->io = HBB_IO_READ;
+            else if (strcmp(val, "readwrite") == 0)
+                req->io = HBB_IO_READWRITE;
+            else
+                FAIL(err, c, "io '%s' is not write, read or readwrite", val);
+        }
+        if ((val = kv_get(kv, nkv, "priority"))) {
+            if (parse_uint(val, 10, &u) < 0 || u < 1)
+                FAIL(err, c, "priority '%s' is not a whole number from 1 to 10", val);
+            req->priority = (int)u;
+        }
+        req->has_hints = true;
+        return 0;
+    case V_STAGE_IN:
+    case V_STAGE_OUT: {
+        bool in = (v == V_STAGE_IN);
+        const char *src = kv_get(kv, nkv, "source");
+        const char *dst = kv_get(kv, nkv, "destination");
+        hbb_type_t t = HBB_TYPE_UNSET;
+        if (req->nstage_in + req->nstage_out >= HBB_MAX_STAGE)
+            FAIL(err, c, "too many stage_in/stage_out directives (at most %d)",
+                 HBB_MAX_STAGE);
+        if (in) {
+            if (check_pfs_path("source", src, c, err) < 0
+                || check_bb_path("destination", dst, c, err) < 0)
+                return -1;
+        } else {
+            if (check_bb_path("source", src, c, err) < 0
+                || check_pfs_path("destination", dst, c, err) < 0)
+                return -1;
+        }
+        if (type_value(kv_get(kv, nkv, "type"), &t, c, err) < 0)
+            return -1;
+        hbb_stage_t *s = in ? &req->stage_in[req->nstage_in]
+                            : &req->stage_out[req->nstage_out];
+        if (!(s->source = strdup(src)) || !(s->destination = strdup(dst))) {
+            free(s->source);
+            s->source = NULL;
+            return -1;
+        }
+        s->type = t;
+        s->line = line;
+        if (in)
+            req->nstage_in++;
+        else
+            req->nstage_out++;
+        return 0;
+    }
+    case V_CREATE:
+    case V_USE:
+    case V_DESTROY: {
+        const char *name = kv_get(kv, nkv, "name");
+        hbb_persist_t *p;
+        if (req->npersist >= HBB_MAX_PERSIST)
+            FAIL(err, c, "too many persistent-buffer directives (at most %d)",
+                 HBB_MAX_PERSIST);
+        if (!valid_name(name))
+            FAIL(err, c, "name '%s' is not a valid buffer name (a letter, then "
+                 "letters, digits, '_', '-' or '.', at most %d)", name, HBB_NAME_MAX);
+        for (int i = 0; i < req->npersist; i++) {
+            if (strcmp(req->persist[i].name, name) == 0
+                && req->persist[i].op == (hbb_persist_op_t)(v - V_CREATE))
+                FAIL(err, c, "persistent buffer '%s' is named twice", name);
+        }
+        p = &req->persist[req->npersist];
+        memset(p, 0, sizeof(*p));
+        p->op = (hbb_persist_op_t)(v - V_CREATE);
+        p->line = line;
+        if (v == V_CREATE) {
+            if (size_value("capacity", kv_get(kv, nkv, "capacity"), &p->capacity,
+                           c, err) < 0)
+                return -1;
+            if ((val = kv_get(kv, nkv, "pool"))) {
+                if (!valid_name(val))
+                    FAIL(err, c, "pool '%s' is not a valid name", val);
+                if (!(p->pool = strdup(val)))
+                    return -1;
+            }
+        }
+        if (!(p->name = strdup(name))) {
+            free(p->pool);
+            return -1;
+        }
+        req->npersist++;
+        return 0;
+    }
+    }
+    FAIL(err, c, "internal error: verb %d", v);
+}
+
+/* Read a value starting at *pp (after '='): bare up to blank, or double-quoted. */
+static int read_value(const char **pp, const char *end, char **out, const char *key,
+                      ctx_t *c, hu_error_t *err)
+{
+    const char *p = *pp;
+    char *buf = malloc((size_t)(end - p) + 1);
+    size_t o = 0;
+
+    if (!buf)
+        return -1;
+    if (p < end && *p == '"') {
+        p++;
+        while (p < end && *p != '"') {
+            if (*p == '\\' && p + 1 < end && (p[1] == '"' || p[1] == '\\'))
+                p++;
+            buf[o++] = *p++;
+        }
+        if (p >= end) {
+            free(buf);
+            FAIL(err, c, "%s: the quoted value has no closing '\"'", key);
+        }
+        p++;
+        if (p < end && *p != ' ' && *p != '\t') {
+            free(buf);
+            FAIL(err, c, "%s: unexpected text after the closing '\"'", key);
+        }
+    } else {
+        while (p < end && *p != ' ' && *p != '\t')
+            buf[o++] = *p++;
+    }
+    buf[o] = '\0';
+    if (o == 0) {
+        free(buf);
+        FAIL(err, c, "%s has no value (write %s=...)", key, key);
+    }
+    *pp = p;
+    *out = buf;
+    return 0;
+}
+
+/* Parse one directive line [s, end) (prefix already removed). */
+static int parse_one(hbb_request_t *req, const char *s, const char *end, int line,
+                     ctx_t *c, hu_error_t *err)
+{
+    const char *p = s;
+    kv_t kv[MAX_KV];
+    int nkv = 0, v, rc = -1;
+    char pb[80];
+
+    memset(kv, 0, sizeof(kv));
+    while (p < end && (*p == ' ' || *p == '\t'))
+        p++;
+    const char *vs = p;
+    while (p < end && *p != ' ' && *p != '\t')
+        p++;
+    if (p == vs)
+        FAIL(err, c, "empty directive (expected one of jobbuffer, iohints, stage_in, "
+             "stage_out, create_persistent, use_persistent, destroy_persistent)");
+    if ((v = verb_index(vs, (size_t)(p - vs))) < 0)
+        FAIL(err, c, "unknown directive '%s' (expected one of jobbuffer, iohints, "
+             "stage_in, stage_out, create_persistent, use_persistent, "
+             "destroy_persistent)", printable(vs, (size_t)(p - vs), pb, sizeof(pb)));
+    c->verb = verbs[v];
+
+    while (1) {
+        while (p < end && (*p == ' ' || *p == '\t'))
+            p++;
+        if (p >= end)
+            break;
+        const char *ks = p;
+        while (p < end && *p != '=' && *p != ' ' && *p != '\t')
+            p++;
+        size_t klen = (size_t)(p - ks);
+        char key[32];
+        printable(ks, klen, pb, sizeof(pb));
+        if (p >= end || *p != '=') {
+            bool known = false;
+            for (int i = 0; verb_keys[v][i]; i++) {
+                const char *k = verb_keys[v][i] + (verb_keys[v][i][0] == '!');
+                if (strlen(k) == klen && strncmp(k, ks, klen) == 0)
+                    known = true;
+            }
+            if (known) {
+                errno = EINVAL;
+                hu_errprintf(err, "#BB_HARMONIA %s: %s: %s has no value (write %s=...)",
+                             c->where, c->verb, pb, pb);
+            } else {
+                errno = EINVAL;
+                hu_errprintf(err, "#BB_HARMONIA %s: %s: '%s' is not key=value",
+                             c->where, c->verb, pb);
+            }
+            goto out;
+        }
+        int found = 0;
+        for (int i = 0; verb_keys[v][i]; i++) {
+            const char *k = verb_keys[v][i] + (verb_keys[v][i][0] == '!');
+            if (strlen(k) == klen && strncmp(k, ks, klen) == 0)
+                found = 1;
+        }
+        if (!found) {
+            char keys[128];
+            list_keys(v, keys, sizeof(keys));
+            errno = EINVAL;
+            hu_errprintf(err, "#BB_HARMONIA %s: %s: unknown key '%s' (%s takes %s)",
+                         c->where, c->verb, pb, c->verb, keys);
+            goto out;
+        }
+        memcpy(key, ks, klen);
+        key[klen] = '\0';
+        if (kv_get(kv, nkv, key)) {
+            errno = EINVAL;
+            hu_errprintf(err, "#BB_HARMONIA %s: %s: %s is given twice", c->where,
+                         c->verb, key);
+            goto out;
+        }
+        p++;    /* '=' */
+        if (nkv >= MAX_KV)
+            goto out;
+        strcpy(kv[nkv].key, key);
+        if (read_value(&p, end, &kv[nkv].val, key, c, err) < 0)
+            goto out;
+        nkv++;
+    }
+    for (int i = 0; verb_keys[v][i]; i++) {
+        const char *k = verb_keys[v][i];
+        if (k[0] == '!' && !kv_get(kv, nkv, k + 1)) {
+            errno = EINVAL;
+            hu_errprintf(err, "#BB_HARMONIA %s: %s: %s is missing (write %s=...)",
+                         c->where, c->verb, k + 1, k + 1);
+            goto out;
+        }
+    }
+    rc = apply(req, v, kv, nkv, line, c, err);
+out:
+    kv_clear(kv, nkv);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ public */
+
+static bool starts_with_prefix(const char *p, const char *end)
+{
+    size_t n = strlen(HBB_PREFIX);
+    return (size_t)(end - p) >= n && memcmp(p, HBB_PREFIX, n) == 0
+           && ((size_t)(end - p) == n || p[n] == ' ' || p[n] == '\t');
+}
+
+char *hbb_collect_script(const char *script)
+{
+    size_t cap = 256, len = 0;
+    char *out = malloc(cap);
+    const char *p = script;
+    int lineno = 0;
+
+    if (!out)
+        return NULL;
+    out[0] = '\0';
+    if (!script)
+        return out;
+    while (*p) {
+        const char *eol = strchr(p, '\n');
+        const char *end = eol ? eol : p + strlen(p);
+        const char *q = p;
+        lineno++;
+        while (q < end && (*q == ' ' || *q == '\t' || *q == '\r'))
+            q++;
+        if (lineno == 1 && end - q >= 2 && q[0] == '#' && q[1] == '!') {
+            /* interpreter line */
+        } else if (q == end) {
+            /* blank */
+        } else if (*q != '#') {
+            break;  /* first command: directives end here, as for #SBATCH */
+        } else if (starts_with_prefix(q, end)) {
+            const char *e = end;
+            while (e > q && (e[-1] == '\r' || e[-1] == ' ' || e[-1] == '\t'))
+                e--;
+            size_t need = (size_t)(e - q) + 32;
+            if (len + need + 1 > cap) {
+                while (len + need + 1 > cap)
+                    cap *= 2;
+                char *n = realloc(out, cap);
+                if (!n) {
+                    free(out);
+                    return NULL;
+                }
+                out = n;
+            }
+            len += (size_t)sprintf(out + len, "@%d ", lineno);
+            memcpy(out + len, q, (size_t)(e - q));
+            len += (size_t)(e - q);
+            out[len++] = '\n';
+            out[len] = '\0';
+        }
+        if (!eol)
+            break;
+        p = eol + 1;
+    }
+    return out;
+}
+
+bool hbb_has_directives(const char *text, bool bare_ok)
+{
+    if (!text)
+        return false;
+    if (strstr(text, HBB_PREFIX))
+        return true;
+    if (!bare_ok)
+        return false;
+    const char *p = text;
+    while (*p) {
+        while (*p == ' ' || *p == '\t' || *p == ';' || *p == '\n' || *p == '\r')
+            p++;
+        const char *s = p;
+        while (*p && !strchr(" \t;\n\r", *p))
+            p++;
+        if (p > s && verb_index(s, (size_t)(p - s)) >= 0)
+            return true;
+        while (*p && *p != ';' && *p != '\n')
+            p++;
+    }
+    return false;
+}
+
+int hbb_parse(hbb_request_t *req, const char *text, size_t len, hbb_source_t src,
+              hu_error_t *err)
+{
+    hbb_request_t work;
+    const char *p = text, *end = text + len;
+    int item = 0;
+    char where[48];
+    ctx_t c = { .where = where, .verb = NULL };
+
+    if (!req || (!text && len)) {
+        errno = EINVAL;
+        return hu_errprintf(err, "invalid arguments");
+    }
+    /* Work on a copy: on failure, 'req' is left as it was.  Strings added during
+     * this call are freed on failure; strings already in req are shared and never
+     * freed here. */
+    work = *req;
+    if (memchr(text, '\0', len)) {
+        size_t at = (size_t)((const char *)memchr(text, '\0', len) - text);
+        errno = EINVAL;
+        return hu_errprintf(err, "#BB_HARMONIA: the directives contain a NUL byte "
+                            "(at byte %zu)", at);
+    }
+    while (p < end) {
+        const char *eol = p;
+        int line;
+        while (eol < end && *eol != '\n' && !(src == HBB_SRC_BB_OPTION && *eol == ';'))
+            eol++;
+        const char *s = p, *e = eol;
+        p = (eol < end) ? eol + 1 : end;
+        item++;
+        line = item;
+        /* "@N " marks from hbb_collect_script() carry the script's line number */
+        if (e - s > 1 && *s == '@' && isdigit((unsigned char)s[1])) {
+            line = 0;
+            s++;
+            while (s < e && isdigit((unsigned char)*s) && line < 100000000)
+                line = line * 10 + (*s++ - '0');
+            if (s < e && *s == ' ')
+                s++;
+        }
+        while (s < e && (*s == ' ' || *s == '\t' || *s == '\r'))
+            s++;
+        while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r'))
+            e--;
+        switch (src) {
+        case HBB_SRC_SCRIPT:
+            snprintf(where, sizeof(where), "line %d", line);
+            break;
+        case HBB_SRC_BB_OPTION:
+            snprintf(where, sizeof(where), "--bb item %d", line);
+            break;
+        default:
+            snprintf(where, sizeof(where), "directive %d", line);
+            break;
+        }
+        c.verb = NULL;
+        if (s == e)
+            continue;
+        if ((size_t)(e - s) > HBB_MAX_LINE) {
+            errno = EINVAL;
+            hu_errprintf(err, "#BB_HARMONIA %s: the directive is %zu bytes long "
+                         "(at most %d)", where, (size_t)(e - s), HBB_MAX_LINE);
+            goto fail;
+        }
+        if (starts_with_prefix(s, e)) {
+            s += strlen(HBB_PREFIX);
+        } else if (src != HBB_SRC_BB_OPTION) {
+            /* only --bb may omit the prefix; any other line is not ours */
+            continue;
+        } else if (*s == '#') {
+            continue;   /* another plugin's directive (#DW, #BB_LUA) */
+        }
+        for (const char *q = s; q < e; q++) {
+            unsigned char ch = (unsigned char)*q;
+            if (ch < 0x20 && ch != '\t') {
+                errno = EINVAL;
+                hu_errprintf(err, "#BB_HARMONIA %s: control character 0x%02x in the "
+                             "directive", where, ch);
+                goto fail;
+            }
+        }
+        if (parse_one(&work, s, e, line, &c, err) < 0)
+            goto fail;
+    }
+    *req = work;
+    return 0;
+fail:
+    /* free what this call added */
+    for (int i = req->nstage_in; i < work.nstage_in; i++) {
+        free(work.stage_in[i].source);
+        free(work.stage_in[i].destination);
+    }
+    for (int i = req->nstage_out; i < work.nstage_out; i++) {
+        free(work.stage_out[i].source);
+        free(work.stage_out[i].destination);
+    }
+    for (int i = req->npersist; i < work.npersist; i++) {
+        free(work.persist[i].name);
+        free(work.persist[i].pool);
+    }
+    if (work.pool != req->pool)
+        free(work.pool);
+    errno = EINVAL;
+    return -1;
+}
+
+int hbb_validate(hbb_request_t *req, hu_error_t *err)
+{
+    bool uses = false;
+    for (int i = 0; i < req->npersist; i++)
+        if (req->persist[i].op == HBB_PERSIST_USE)
+            uses = true;
+    if ((req->nstage_in || req->nstage_out) && !req->has_buffer && !uses) {
+        int line = req->nstage_in ? req->stage_in[0].line : req->stage_out[0].line;
+        errno = EINVAL;
+        return hu_errprintf(err, "#BB_HARMONIA line %d: %s needs a buffer: add a "
+                            "jobbuffer or use_persistent directive", line,
+                            req->nstage_in ? "stage_in" : "stage_out");
+    }
+    if (req->has_hints && req->has_buffer && req->io_volume > req->capacity) {
+        char a[32], b[32];
+        errno = EINVAL;
+        return hu_errprintf(err, "#BB_HARMONIA: iohints: io_volume %s is larger than "
+                            "the jobbuffer capacity %s: one I/O phase must fit in "
+                            "the buffer", hbb_size_str(req->io_volume, a, sizeof(a)),
+                            hbb_size_str(req->capacity, b, sizeof(b)));
+    }
+    for (int i = 0; i < req->npersist; i++) {
+        for (int j = 0; j < req->npersist; j++) {
+            if (i != j && req->persist[i].op == HBB_PERSIST_CREATE
+                && req->persist[j].op == HBB_PERSIST_DESTROY
+                && strcmp(req->persist[i].name, req->persist[j].name) == 0) {
+                errno = EINVAL;
+                return hu_errprintf(err, "#BB_HARMONIA line %d: persistent buffer "
+                                    "'%s' is both created and destroyed by the job",
+                                    req->persist[j].line, req->persist[j].name);
+            }
+        }
+    }
+    if (req->has_hints) {
+        if (req->io == HBB_IO_UNSET)
+            req->io = HBB_IO_WRITE;
+        if (req->priority == 0)
+            req->priority = 1;
+    }
+    return 0;
+}
+
+int hbb_check_paths(const hbb_request_t *req, hu_error_t *err)
+{
+    struct stat st;
+
+    for (int i = 0; i < req->nstage_in; i++) {
+        const hbb_stage_t *s = &req->stage_in[i];
+        if (stat(s->source, &st) < 0)
+            return hu_errprintf(err, "#BB_HARMONIA line %d: stage_in: source '%s' "
+                                "does not exist (%s)", s->line, s->source,
+                                strerror(errno));
+        if (s->type == HBB_TYPE_FILE && !S_ISREG(st.st_mode)) {
+            errno = EINVAL;
+            return hu_errprintf(err, "#BB_HARMONIA line %d: stage_in: source '%s' is "
+                                "not a regular file (type=file)", s->line, s->source);
+        }
+        if (s->type == HBB_TYPE_DIRECTORY && !S_ISDIR(st.st_mode)) {
+            errno = EINVAL;
+            return hu_errprintf(err, "#BB_HARMONIA line %d: stage_in: source '%s' is "
+                                "not a directory (type=directory)", s->line, s->source);
+        }
+    }
+    for (int i = 0; i < req->nstage_out; i++) {
+        const hbb_stage_t *s = &req->stage_out[i];
+        char *parent = strdup(s->destination);
+        char *slash;
+        int rc;
+        if (!parent)
+            return -1;
+        slash = strrchr(parent, '/');
+        if (slash == parent)
+            slash[1] = '\0';
+        else if (slash)
+            *slash = '\0';
+        rc = stat(parent, &st);
+        if (rc < 0 || !S_ISDIR(st.st_mode)) {
+            hu_errprintf(err, "#BB_HARMONIA line %d: stage_out: the directory of "
+                         "destination '%s' does not exist", s->line, s->destination);
+            free(parent);
+            errno = ENOENT;
+            return -1;
+        }
+        free(parent);
+    }
+    return 0;
+}
+
+const char *hbb_size_str(uint64_t bytes, char *buf, size_t len)
+{
+    static const struct {
+        const char *u;
+        uint64_t m;
+    } units[] = {
+        { "EiB", 1ULL << 60 }, { "PiB", 1ULL << 50 }, { "TiB", 1ULL << 40 },
+        { "GiB", 1ULL << 30 }, { "MiB", 1ULL << 20 }, { "KiB", 1ULL << 10 },
+        { "EB", 1000000000000000000ULL }, { "PB", 1000000000000000ULL },
+        { "TB", 1000000000000ULL }, { "GB", 1000000000ULL }, { "MB", 1000000ULL },
+        { "KB", 1000ULL },
+    };
+    if (bytes) {
+        for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+            if (bytes % units[i].m == 0) {
+                snprintf(buf, len, "%llu%s",
+                         (unsigned long long)(bytes / units[i].m), units[i].u);
+                return buf;
+            }
+        }
+    }
+    snprintf(buf, len, "%lluB", (unsigned long long)bytes);
+    return buf;
+}
+
+const char *hbb_io_str(hbb_io_t io)
+{
+    switch (io) {
+    case HBB_IO_WRITE: return "write";
+    case HBB_IO_READ: return "read";
+    case HBB_IO_READWRITE: return "readwrite";
+    default: return "unset";
+    }
+}
+
+const char *hbb_type_str(hbb_type_t t)
+{
+    switch (t) {
+    case HBB_TYPE_FILE: return "file";
+    case HBB_TYPE_DIRECTORY: return "directory";
+    default: return "unset";
+    }
+}
+
+/* Value for output: quoted when it holds blanks or quotes. */
+static int put_value(char **buf, size_t *len, size_t *cap, const char *v);
+
+static int appendf(char **buf, size_t *len, size_t *cap, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static int appendf(char **buf, size_t *len, size_t *cap, const char *fmt, ...)
+{
+    va_list ap;
+    int n;
+
+    while (1) {
+        va_start(ap, fmt);
+        n = vsnprintf(*buf + *len, *cap - *len, fmt, ap);
+        va_end(ap);
+        if (n < 0)
+            return -1;
+        if ((size_t)n < *cap - *len)
+            break;
+        size_t ncap = *cap * 2 + (size_t)n;
+        char *nb = realloc(*buf, ncap);
+        if (!nb)
+            return -1;
+        *buf = nb;
+        *cap = ncap;
+    }
+    *len += (size_t)n;
+    return 0;
+}
+
+static int put_value(char **buf, size_t *len, size_t *cap, const char *v)
+{
+    if (!strpbrk(v, " \t\"\\"))
+        return appendf(buf, len, cap, "%s", v);
+    if (appendf(buf, len, cap, "\"") < 0)
+        return -1;
+    for (const char *p = v; *p; p++) {
+        if ((*p == '"' || *p == '\\') && appendf(buf, len, cap, "\\") < 0)
+            return -1;
+        if (appendf(buf, len, cap, "%c", *p) < 0)
+            return -1;
+    }
+    return appendf(buf, len, cap, "\"");
+}
+
+char *hbb_format(const hbb_request_t *req)
+{
+    size_t cap = 256, len = 0;
+    char *buf = malloc(cap);
+    char sz[32];
+
+    if (!buf)
+        return NULL;
+    buf[0] = '\0';
+#define AP(...) do { if (appendf(&buf, &len, &cap, __VA_ARGS__) < 0) goto error; } while (0)
+#define PV(v) do { if (put_value(&buf, &len, &cap, (v)) < 0) goto error; } while (0)
+    if (req->has_buffer) {
+        AP("%s jobbuffer capacity=%s", HBB_PREFIX,
+           hbb_size_str(req->capacity, sz, sizeof(sz)));
+        if (req->nodes)
+            AP(" nodes=%u", req->nodes);
+        if (req->pool)
+            AP(" pool=%s", req->pool);
+        AP("\n");
+    }
+    if (req->has_hints) {
+        AP("%s iohints w_iter=%.17gs io_volume=%s", HBB_PREFIX, req->w_iter,
+           hbb_size_str(req->io_volume, sz, sizeof(sz)));
+        if (req->phases)
+            AP(" phases=%u", req->phases);
+        if (req->io != HBB_IO_UNSET)
+            AP(" io=%s", hbb_io_str(req->io));
+        if (req->priority)
+            AP(" priority=%d", req->priority);
+        AP("\n");
+    }
+    for (int i = 0; i < req->npersist; i++) {
+        const hbb_persist_t *p = &req->persist[i];
+        if (p->op != HBB_PERSIST_CREATE)
+            continue;
+        AP("%s create_persistent name=%s capacity=%s", HBB_PREFIX, p->name,
+           hbb_size_str(p->capacity, sz, sizeof(sz)));
+        if (p->pool)
+            AP(" pool=%s", p->pool);
+        AP("\n");
+    }
+    for (int i = 0; i < req->npersist; i++) {
+        const hbb_persist_t *p = &req->persist[i];
+        if (p->op == HBB_PERSIST_USE)
+            AP("%s use_persistent name=%s\n", HBB_PREFIX, p->name);
+    }
+    for (int k = 0; k < 2; k++) {
+        int n = k ? req->nstage_out : req->nstage_in;
+        const hbb_stage_t *st = k ? req->stage_out : req->stage_in;
+        for (int i = 0; i < n; i++) {
+            AP("%s %s source=", HBB_PREFIX, k ? "stage_out" : "stage_in");
+            PV(st[i].source);
+            AP(" destination=");
+            PV(st[i].destination);
+            if (st[i].type != HBB_TYPE_UNSET)
+                AP(" type=%s", hbb_type_str(st[i].type));
+            AP("\n");
+        }
+    }
+    for (int i = 0; i < req->npersist; i++) {
+        const hbb_persist_t *p = &req->persist[i];
+        if (p->op == HBB_PERSIST_DESTROY)
+            AP("%s destroy_persistent name=%s\n", HBB_PREFIX, p->name);
+    }
+#undef AP
+#undef PV
+    return buf;
+error:
+    free(buf);
+    errno = ENOMEM;
+    return NULL;
+}
+
+void hbb_request_free(hbb_request_t *req)
+{
+    int saved = errno;
+
+    if (!req)
+        return;
+    free(req->pool);
+    for (int i = 0; i < req->nstage_in; i++) {
+        free(req->stage_in[i].source);
+        free(req->stage_in[i].destination);
+    }
+    for (int i = 0; i < req->nstage_out; i++) {
+        free(req->stage_out[i].source);
+        free(req->stage_out[i].destination);
+    }
+    for (int i = 0; i < req->npersist; i++) {
+        free(req->persist[i].name);
+        free(req->persist[i].pool);
+    }
+    memset(req, 0, sizeof(*req));
+    errno = saved;
+}

@@ -16,7 +16,7 @@ extern "C" {
 
 /* An error text filled by the parsers (flux-core's errprintf idea). */
 typedef struct {
-    char text[256];
+    char text[512];
 } hu_error_t;
 
 /* printf into err (if not NULL); always returns -1 so it can be returned. */
