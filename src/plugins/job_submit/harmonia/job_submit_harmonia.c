@@ -53,7 +53,7 @@ static int _normalise(const char *script, const char *bb, char **canon,
 	if (hbb_has_directives(bb, true) &&
 	    hbb_parse(&req, bb, strlen(bb), HBB_SRC_BB_OPTION, &err) < 0)
 		goto invalid;
-	if (hbb_validate(&req, &err) < 0)
+	if (hbb_validate(&req, &err) < 0 || hbb_check_paths(&req, &err) < 0)
 		goto invalid;
 	if (!(*canon = hbb_format(&req)))
 		rc = ENOMEM;
