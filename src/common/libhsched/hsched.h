@@ -223,6 +223,10 @@ typedef struct {
     double fairness;        /* Jain's index over per-job dilations */
     double stall_time;      /* sum_k (io_time_k - io_dedicated_k), s (>= 0 each) */
     double makespan;        /* max d_k - min r_k */
+    /* appended */
+    double dilation_mean;   /* mean_k rho_k / rho~_k(d_k) */
+    double io_slowdown_max; /* max_k io_time_k / io_dedicated_k */
+    double io_wait;         /* sum_k io_wait_k: time phases waited with no bandwidth, s */
 } hs_metrics_t;
 
 /* Per-app derived figures, filled by hs_metrics_compute() when 'per_app' != NULL. */
@@ -239,6 +243,38 @@ typedef struct {
  * used; pass plat.nodes).  Returns 0, or -1 with errno = EINVAL (n == 0, N <= 0). */
 int hs_metrics_compute(const hs_job_stats_t *apps, size_t n, int N,
                        hs_metrics_t *m, hs_app_metrics_t *per_app);
+
+/* ---------------------------------------------------------------- additions
+ * (appended after the first version of this interface; see doc/policies.md) */
+
+/* Forget a departed job's record (its statistics): bbmgrd calls it once the job's
+ * figures are stored, so that a long-running daemon does not grow.  0, or -1 with
+ * errno = ENOENT (unknown id) or EBUSY (the job is still live). */
+int hs_job_forget(hs_sched_t *s, uint64_t id);
+
+/* Pending phases whose volume is done in the model (within HS_EPS_REL) but that were
+ * not finished yet: the driver calls hs_phase_finish() for them.  Fills up to 'cap'
+ * ids (in no particular order) and returns how many there are. */
+size_t hs_sched_completed(const hs_sched_t *s, uint64_t *ids, size_t cap);
+
+/* Time of the last event seen (-INFINITY before the first one). */
+double hs_sched_now(const hs_sched_t *s);
+
+/* The current phase of a live job, as the model sees it. */
+typedef struct {
+    uint64_t id;
+    bool pending;           /* false: the job is computing (other fields 0) */
+    bool complete;          /* volume done in the model, waiting for hs_phase_finish */
+    double volume;          /* bytes requested */
+    double done;            /* bytes moved so far */
+    double request;         /* time of the request */
+    double bw;              /* rate of the last decision */
+    double weight;          /* weight of the last decision */
+    double w_iter;          /* w_iter used for this phase */
+} hs_phase_info_t;
+
+/* 0, or -1 with errno = ENOENT (no such live job) or EINVAL. */
+int hs_phase_info(const hs_sched_t *s, uint64_t id, hs_phase_info_t *pi);
 
 #ifdef __cplusplus
 }

@@ -105,20 +105,23 @@ static void list_keys(int v, char *buf, size_t len)
     }
 }
 
-/* Printable form of a token for messages (control bytes escaped, truncated). */
+/* Printable form of a token for messages: control and non-ASCII bytes escaped
+ * as \xNN, truncated with "..." when it does not fit.  len must be > 8. */
 static const char *printable(const char *s, size_t n, char *buf, size_t len)
 {
-    size_t o = 0;
-    for (size_t i = 0; i < n && o + 5 < len; i++) {
+    size_t o = 0, i;
+    for (i = 0; i < n && o + 8 < len; i++) {
         unsigned char c = (unsigned char)s[i];
-        if (c < 0x20 || c == 0x7f)
+        if (c < 0x20 || c >= 0x7f)
             o += (size_t)snprintf(buf + o, len - o, "\\x%02x", c);
         else
             buf[o++] = (char)c;
     }
-    if (n > 0 && o + 5 >= len && len > 4)
-        memcpy(buf + len - 4, "...", 4), o = len - 1;
-    buf[o < len ? o : len - 1] = '\0';
+    if (i < n) {
+        memcpy(buf + o, "...", 3);
+        o += 3;
+    }
+    buf[o] = '\0';
     return buf;
 }
 
@@ -203,6 +206,12 @@ static int check_pfs_path(const char *key, const char *val, ctx_t *c, hu_error_t
 
 /* ------------------------------------------------------------------ one directive */
 
+/* w_iter from microseconds, computed as parse_number() computes "<s>.<frac>s" */
+static double w_iter_from_us(uint64_t us)
+{
+    return (double)(us / 1000000) + (double)(us % 1000000) / 1e6;
+}
+
 static int size_value(const char *key, const char *val, uint64_t *out, ctx_t *c,
                       hu_error_t *err)
 {
@@ -268,6 +277,15 @@ static int apply(hbb_request_t *req, int v, kv_t *kv, int nkv, int line, ctx_t *
                 FAIL(err, c, "w_iter: %s", e.text);
             if (!(req->w_iter > 0))
                 FAIL(err, c, "w_iter must be greater than zero");
+            if (!(req->w_iter <= HBB_MAX_W_ITER))
+                FAIL(err, c, "w_iter '%s' is too long (at most %.0fs, about 31 "
+                     "years)", val, HBB_MAX_W_ITER);
+            /* Kept to the microsecond, so that hbb_format() writes it exactly
+             * in a form hbb_parse() reads back to the same double. */
+            uint64_t us = (uint64_t)(req->w_iter * 1e6 + 0.5);
+            if (us == 0)
+                FAIL(err, c, "w_iter '%s' is shorter than 0.000001s", val);
+            req->w_iter = w_iter_from_us(us);
         }
         if (size_value("io_volume", kv_get(kv, nkv, "io_volume"), &req->io_volume,
                        c, err) < 0)
@@ -356,7 +374,9 @@ static int apply(hbb_request_t *req, int v, kv_t *kv, int nkv, int line, ctx_t *
                 return -1;
             if ((val = kv_get(kv, nkv, "pool"))) {
                 if (!valid_name(val))
-                    FAIL(err, c, "pool '%s' is not a valid name", val);
+                    FAIL(err, c, "pool '%s' is not a valid name (a letter, then "
+                         "letters, digits, '_', '-' or '.', at most %d)", val,
+                         HBB_NAME_MAX);
                 if (!(p->pool = strdup(val)))
                     return -1;
             }
@@ -535,7 +555,8 @@ char *hbb_collect_script(const char *script)
         const char *eol = strchr(p, '\n');
         const char *end = eol ? eol : p + strlen(p);
         const char *q = p;
-        lineno++;
+        if (lineno < 99999999)  /* hbb_parse() reads at most 8 digits */
+            lineno++;
         while (q < end && (*q == ' ' || *q == '\t' || *q == '\r'))
             q++;
         if (lineno == 1 && end - q >= 2 && q[0] == '#' && q[1] == '!') {
@@ -595,11 +616,43 @@ bool hbb_has_directives(const char *text, bool bare_ok)
     return false;
 }
 
+/* End of one --bb item: the next newline, or the next ';' that is not inside a
+ * double-quoted value.  Tokens are scanned as parse_one() and read_value() do: a
+ * value is quoted when its first character, just after "key=", is '"'. */
+static const char *bb_item_end(const char *p, const char *end)
+{
+    enum { BLANK, KEY, VALSTART, VALUE, QUOTED } st = BLANK;
+
+    for (; p < end && *p != '\n'; p++) {
+        char ch = *p;
+        if (st == QUOTED) {
+            if (ch == '\\' && p + 1 < end && (p[1] == '"' || p[1] == '\\'))
+                p++;
+            else if (ch == '"')
+                st = VALUE;
+            continue;
+        }
+        if (ch == ';')
+            break;
+        if (ch == ' ' || ch == '\t')
+            st = BLANK;
+        else if (st == VALSTART && ch == '"')
+            st = QUOTED;
+        else if ((st == BLANK || st == KEY) && ch == '=')
+            st = VALSTART;
+        else if (st == BLANK)
+            st = KEY;
+        else if (st == VALSTART)
+            st = VALUE;
+    }
+    return p;
+}
+
 int hbb_parse(hbb_request_t *req, const char *text, size_t len, hbb_source_t src,
               hu_error_t *err)
 {
     hbb_request_t work;
-    const char *p = text, *end = text + len;
+    const char *p = text, *end;
     int item = 0;
     char where[48];
     ctx_t c = { .where = where, .verb = NULL };
@@ -608,6 +661,9 @@ int hbb_parse(hbb_request_t *req, const char *text, size_t len, hbb_source_t src
         errno = EINVAL;
         return hu_errprintf(err, "invalid arguments");
     }
+    if (len == 0)
+        return 0;
+    end = text + len;
     /* Work on a copy: on failure, 'req' is left as it was.  Strings added during
      * this call are freed on failure; strings already in req are shared and never
      * freed here. */
@@ -621,8 +677,11 @@ int hbb_parse(hbb_request_t *req, const char *text, size_t len, hbb_source_t src
     while (p < end) {
         const char *eol = p;
         int line;
-        while (eol < end && *eol != '\n' && !(src == HBB_SRC_BB_OPTION && *eol == ';'))
-            eol++;
+        if (src == HBB_SRC_BB_OPTION)
+            eol = bb_item_end(p, end);
+        else
+            while (eol < end && *eol != '\n')
+                eol++;
         const char *s = p, *e = eol;
         p = (eol < end) ? eol + 1 : end;
         item++;
@@ -654,12 +713,7 @@ int hbb_parse(hbb_request_t *req, const char *text, size_t len, hbb_source_t src
         c.verb = NULL;
         if (s == e)
             continue;
-        if ((size_t)(e - s) > HBB_MAX_LINE) {
-            errno = EINVAL;
-            hu_errprintf(err, "#BB_HARMONIA %s: the directive is %zu bytes long "
-                         "(at most %d)", where, (size_t)(e - s), HBB_MAX_LINE);
-            goto fail;
-        }
+        const char *ds = s;     /* the directive, prefix included */
         if (starts_with_prefix(s, e)) {
             s += strlen(HBB_PREFIX);
         } else if (src != HBB_SRC_BB_OPTION) {
@@ -667,6 +721,13 @@ int hbb_parse(hbb_request_t *req, const char *text, size_t len, hbb_source_t src
             continue;
         } else if (*s == '#') {
             continue;   /* another plugin's directive (#DW, #BB_LUA) */
+        }
+        /* (other plugins' lines are not ours to limit) */
+        if ((size_t)(e - ds) > HBB_MAX_LINE) {
+            errno = EINVAL;
+            hu_errprintf(err, "#BB_HARMONIA %s: the directive is %zu bytes long "
+                         "(at most %d)", where, (size_t)(e - ds), HBB_MAX_LINE);
+            goto fail;
         }
         for (const char *q = s; q < e; q++) {
             unsigned char ch = (unsigned char)*q;
@@ -772,6 +833,9 @@ int hbb_check_paths(const hbb_request_t *req, hu_error_t *err)
         int rc;
         if (!parent)
             return -1;
+        /* "/pfs/out/" names the directory out: its parent is /pfs */
+        for (size_t n = strlen(parent); n > 1 && parent[n - 1] == '/'; n--)
+            parent[n - 1] = '\0';
         slash = strrchr(parent, '/');
         if (slash == parent)
             slash[1] = '\0';
@@ -802,16 +866,17 @@ const char *hbb_size_str(uint64_t bytes, char *buf, size_t len)
         { "TB", 1000000000000ULL }, { "GB", 1000000000ULL }, { "MB", 1000000ULL },
         { "KB", 1000ULL },
     };
-    if (bytes) {
-        for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
-            if (bytes % units[i].m == 0) {
-                snprintf(buf, len, "%llu%s",
-                         (unsigned long long)(bytes / units[i].m), units[i].u);
-                return buf;
-            }
+    /* the largest unit that divides exactly, binary or decimal: the smallest
+     * number ("1TB", not "976562500KiB"; "1000KiB", not "1024KB") */
+    const char *unit = "B";
+    uint64_t best = bytes;
+    for (size_t i = 0; bytes && i < sizeof(units) / sizeof(units[0]); i++) {
+        if (bytes % units[i].m == 0 && bytes / units[i].m < best) {
+            best = bytes / units[i].m;
+            unit = units[i].u;
         }
     }
-    snprintf(buf, len, "%lluB", (unsigned long long)bytes);
+    snprintf(buf, len, "%llu%s", (unsigned long long)best, unit);
     return buf;
 }
 
@@ -834,7 +899,8 @@ const char *hbb_type_str(hbb_type_t t)
     }
 }
 
-/* Value for output: quoted when it holds blanks or quotes. */
+/* Value for output: quoted when it holds blanks, quotes, backslashes or ';' (the
+ * canonical text is read again as --bb text, where ';' separates directives). */
 static int put_value(char **buf, size_t *len, size_t *cap, const char *v);
 
 static int appendf(char **buf, size_t *len, size_t *cap, const char *fmt, ...)
@@ -866,7 +932,7 @@ static int appendf(char **buf, size_t *len, size_t *cap, const char *fmt, ...)
 
 static int put_value(char **buf, size_t *len, size_t *cap, const char *v)
 {
-    if (!strpbrk(v, " \t\"\\"))
+    if (!strpbrk(v, " \t\"\\;"))
         return appendf(buf, len, cap, "%s", v);
     if (appendf(buf, len, cap, "\"") < 0)
         return -1;
@@ -900,8 +966,21 @@ char *hbb_format(const hbb_request_t *req)
         AP("\n");
     }
     if (req->has_hints) {
-        AP("%s iohints w_iter=%.17gs io_volume=%s", HBB_PREFIX, req->w_iter,
-           hbb_size_str(req->io_volume, sz, sizeof(sz)));
+        if (req->w_iter > 0 && req->w_iter <= HBB_MAX_W_ITER) {
+            /* microseconds, written exactly (see apply()): "600s", "0.25s" */
+            uint64_t us = (uint64_t)(req->w_iter * 1e6 + 0.5);
+            char frac[8] = "";
+            if (us % 1000000) {
+                snprintf(frac, sizeof(frac), ".%06u", (unsigned)(us % 1000000));
+                for (size_t n = strlen(frac); frac[n - 1] == '0'; n--)
+                    frac[n - 1] = '\0';
+            }
+            AP("%s iohints w_iter=%llu%ss", HBB_PREFIX,
+               (unsigned long long)(us / 1000000), frac);
+        } else {
+            AP("%s iohints w_iter=%.17gs", HBB_PREFIX, req->w_iter);
+        }
+        AP(" io_volume=%s", hbb_size_str(req->io_volume, sz, sizeof(sz)));
         if (req->phases)
             AP(" phases=%u", req->phases);
         if (req->io != HBB_IO_UNSET)

@@ -37,6 +37,7 @@ extern "C" {
 #define HBB_MAX_PERSIST   16        /* persistent-buffer directives per job */
 #define HBB_MAX_NODES     100000
 #define HBB_NAME_MAX      63        /* pool and persistent buffer names */
+#define HBB_MAX_W_ITER    1e9       /* longest w_iter, seconds (about 31 years) */
 
 typedef enum {
     HBB_IO_UNSET = 0,
@@ -79,7 +80,7 @@ typedef struct {
     char *pool;             /* NULL: default pool */
 
     bool has_hints;
-    double w_iter;          /* seconds, > 0 */
+    double w_iter;          /* seconds, > 0, whole microseconds */
     uint64_t io_volume;     /* bytes per I/O phase, > 0 */
     uint32_t phases;        /* 0: unknown */
     hbb_io_t io;            /* HBB_IO_UNSET: not given (normalised to write) */

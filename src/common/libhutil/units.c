@@ -128,7 +128,8 @@ static int parse_size_common(const char *s, int flags, number_t *num,
     n = parse_number(s, num);
     if (n < 0) {
         errno = ERANGE;
-        return hu_errprintf(err, "size '%s' is too large", s);
+        return hu_errprintf(err, "size '%s' is too large (sizes must be below "
+                            "16 EiB)", s);
     }
     if (n == 0) {
         errno = EINVAL;
@@ -148,29 +149,34 @@ static int parse_size_common(const char *s, int flags, number_t *num,
     } else if (!(*unit = find_unit(size_units, p, ulen))) {
         errno = EINVAL;
         return hu_errprintf(err, "unknown size unit '%.*s' in '%s' (use B, KB, "
-                            "MB, GB, TB, PB, KiB, MiB, GiB, TiB, PiB)",
+                            "MB, GB, TB, PB, EB, KiB, MiB, GiB, TiB, PiB, EiB)",
                             (int)ulen, p, s);
     }
     *rest = skip_space(p + ulen);
     return 0;
 }
 
-/* Exact num * mult, rounded down to whole bytes; -1 on overflow. */
+/* Exact num * mult, rounded down to whole bytes; -1 on overflow.  The fraction
+ * is scaled in 128-bit integers: frac_num < 10^18 and mult <= 2^60, so the
+ * product fits, and the result is exact ("0.644702485PB" is 644702485000000 B;
+ * long double arithmetic gave one byte less). */
 static int scale_exact(const number_t *num, uint64_t mult, uint64_t *out)
 {
-    uint64_t v;
+    uint64_t v, f;
 
     if (num->ip != 0 && mult > UINT64_MAX / num->ip)
         return -1;
     v = num->ip * mult;
     if (num->frac_num) {
-        /* fraction * mult without overflow: use long double, exact enough for
-         * the <= 18 digits kept */
-        long double f = (long double)num->frac_num * (long double)mult
-                        / (long double)num->frac_den;
-        if ((long double)(UINT64_MAX - v) < f)
+#ifdef __SIZEOF_INT128__
+        f = (uint64_t)(((unsigned __int128)num->frac_num * mult) / num->frac_den);
+#else
+        f = (uint64_t)((long double)num->frac_num * (long double)mult
+                       / (long double)num->frac_den);
+#endif
+        if (UINT64_MAX - v < f)
             return -1;
-        v += (uint64_t)f;
+        v += f;
     }
     *out = v;
     return 0;
@@ -191,8 +197,8 @@ int hu_parse_size(const char *s, int flags, uint64_t *out, hu_error_t *err)
     }
     if (scale_exact(&num, unit->mult, &v) < 0) {
         errno = ERANGE;
-        return hu_errprintf(err, "size '%s' is too large (the limit is 16 EiB)",
-                            skip_space(s));
+        return hu_errprintf(err, "size '%s' is too large (sizes must be below "
+                            "16 EiB)", skip_space(s));
     }
     *out = v;
     return 0;
@@ -286,7 +292,8 @@ static int parse_clock(const char *s, double *seconds, hu_error_t *err)
             goto bad;
         break;
     }
-    if (nf < 2 || (dash && nf < 2))
+    /* "D-" goes with HH:MM:SS only: "1-02:03" is not read as 1 day + 2m03s */
+    if (nf < 2 || (dash && nf < 3))
         goto bad;
     if (nf == 2) {              /* MM:SS */
         if (f[1] >= 60)
@@ -391,6 +398,10 @@ const char *hu_duration_str(double seconds, char *buf, size_t len)
 {
     if (!isfinite(seconds) || seconds < 0) {
         snprintf(buf, len, "-");
+        return buf;
+    }
+    if (seconds >= 1e15) {     /* beyond 30 million years: no exact h/m/s */
+        snprintf(buf, len, "%.3gs", seconds);
         return buf;
     }
     unsigned long long t = (unsigned long long)(seconds + 0.5);

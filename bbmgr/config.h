@@ -1,0 +1,236 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * config.h — bbmgr.yaml: one table describes every key.
+ *
+ * BBMGR_CONFIG_KEYS is the only place a key is declared.  The YAML parser, the
+ * defaults, `bbmgr config --help` and the bbmgr.yaml(5) man page are generated from
+ * it (UnifyFS's configurator idea).  Columns:
+ *
+ *   X(section, struct, field, key, type, default, check, live, help)
+ *
+ *   section  one of BBMGR_CONFIG_SECTIONS; "listen" keys are written listen.port
+ *   struct   the C struct holding the value (cfg_t, or an item of a list section)
+ *   field    its member
+ *   type     CFG_* below: how the YAML scalar is parsed
+ *   default  text parsed exactly as if written in the file; NULL: required
+ *   check    validator of the parsed value (NULL: none)
+ *   live     true if SIGHUP applies a change without restart
+ *   help     one sentence for --help and the man page
+ */
+#ifndef BBMGR_CONFIG_H
+#define BBMGR_CONFIG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "libhutil/hutil.h"
+
+typedef enum {
+    CFG_STRING,         /* char * */
+    CFG_BOOL,           /* bool: true/false/yes/no/on/off */
+    CFG_INT,            /* long */
+    CFG_DOUBLE,         /* double */
+    CFG_SIZE,           /* uint64_t bytes: "1TiB", "200 GB" (unit required) */
+    CFG_BANDWIDTH,      /* double bytes/s: "2 GB/s" */
+    CFG_DURATION,       /* double seconds: "30s", "10m", "1:30:00", bare seconds */
+    CFG_HOSTLIST,       /* cfg_names_t: "bb[01-04]" or a list of such */
+    CFG_DOUBLES,        /* cfg_doubles_t: a YAML list of numbers */
+} cfg_type_t;
+
+typedef struct {
+    char *text;         /* as written (joined with ',' when given as a list) */
+    char **v;
+    int n;
+} cfg_names_t;
+
+typedef struct {
+    double *v;
+    int n;
+} cfg_doubles_t;
+
+typedef struct {
+    int line, col;      /* where the item starts, for cross-check messages */
+    cfg_names_t names;
+    uint64_t capacity;
+    double bandwidth;
+    char *device;
+    char *mount;
+    char *pool;
+} cfg_nodeset_t;
+
+typedef struct {
+    int line, col;
+    char *name;
+    cfg_doubles_t msca;
+} cfg_device_t;
+
+typedef struct {
+    int line, col;
+    char *name;
+    uint64_t granularity;
+} cfg_pool_t;
+
+typedef struct cfg {
+    char *path;                     /* file it was read from */
+    /* listen */
+    char *listen_address;
+    long listen_port;
+    char *listen_unix;
+    /* state */
+    char *state_dir;
+    bool state_durable;
+    /* auth */
+    char *auth_type;
+    char *auth_munge_socket;
+    char *auth_slurm_user;
+    bool auth_metrics_public;
+    /* log */
+    char *log_level;
+    char *log_file;
+    char *log_format;
+    /* policy */
+    char *policy_id;
+    double policy_overprovision;
+    /* platform (the model libhsched schedules) */
+    long platform_compute_nodes;
+    double platform_node_bandwidth;
+    double platform_pfs_bandwidth;
+    /* limits */
+    uint64_t limits_max_body;
+    long limits_max_connections;
+    double limits_connection_timeout;
+    double limits_max_wait;
+    long limits_max_jobs;
+    long limits_max_persistent;
+    double limits_grant_timeout;
+    long limits_history_keep;
+    long limits_threads;
+    /* stage */
+    char *stage_mode;
+    /* list sections */
+    cfg_nodeset_t *nodes;
+    int nnodes;
+    cfg_device_t *devices;
+    int ndevices;
+    cfg_pool_t *pools;
+    int npools;
+    /* derived */
+    uid_t slurm_uid;
+} cfg_t;
+
+/* S(name, is_list, item_struct, array_field, count_field, help) */
+#define BBMGR_CONFIG_SECTIONS(S) \
+    S(listen,   false, cfg_t, _, _, "Where the HTTP/JSON API listens.") \
+    S(state,    false, cfg_t, _, _, "Durable state (SQLite database).") \
+    S(auth,     false, cfg_t, _, _, "Authentication of callers (MUNGE).") \
+    S(log,      false, cfg_t, _, _, "Logging.") \
+    S(policy,   false, cfg_t, _, _, "Scheduling policy and allocation.") \
+    S(platform, false, cfg_t, _, _, "The compute side as the scheduler models it.") \
+    S(limits,   false, cfg_t, _, _, "Timeouts and limits.") \
+    S(stage,    false, cfg_t, _, _, "Stage-in and stage-out.") \
+    S(nodes,    true, cfg_nodeset_t, nodes, nnodes, \
+      "Buffer nodes: a list of sets of nodes sharing the same properties.") \
+    S(devices,  true, cfg_device_t, devices, ndevices, \
+      "Device profiles: sensitivity of a storage device to concurrent streams.") \
+    S(pools,    true, cfg_pool_t, pools, npools, \
+      "Pools of buffer nodes, as Slurm's burst_buffer pools.")
+
+#define BBMGR_CONFIG_KEYS(X) \
+    X(listen, cfg_t, listen_address, "address", CFG_STRING, "127.0.0.1", chk_address, false, \
+      "TCP address (IPv4 or IPv6 literal, or localhost) the API listens on; empty: no TCP listener.") \
+    X(listen, cfg_t, listen_port, "port", CFG_INT, "7470", chk_port, false, \
+      "TCP port of the API (0: let the kernel choose, logged at start).") \
+    X(listen, cfg_t, listen_unix, "unix_socket", CFG_STRING, "/run/harmonia/bbmgrd.sock", chk_path_or_empty, false, \
+      "Unix socket for the local slurmctld (mode 0666, access is decided by MUNGE); empty: none.") \
+    X(state, cfg_t, state_dir, "dir", CFG_STRING, "/var/lib/harmonia", chk_path, false, \
+      "Directory of the state database state.db (created mode 0700 if missing).") \
+    X(state, cfg_t, state_durable, "durable", CFG_BOOL, "true", NULL, false, \
+      "Commit with synchronous=FULL (fsync before every acknowledgement); false only for throw-away test setups.") \
+    X(auth, cfg_t, auth_type, "type", CFG_STRING, "munge", chk_auth_type, false, \
+      "munge (every request carries a MUNGE credential) or none (development only: refused unless every listener is loopback).") \
+    X(auth, cfg_t, auth_munge_socket, "munge_socket", CFG_STRING, "", chk_path_or_empty, false, \
+      "Socket of munged; empty: libmunge's default (/run/munge/munge.socket.2).") \
+    X(auth, cfg_t, auth_slurm_user, "slurm_user", CFG_STRING, "slurm", chk_user, true, \
+      "SlurmUser (name or uid): with root, the only callers with full rights.") \
+    X(auth, cfg_t, auth_metrics_public, "metrics_public", CFG_BOOL, "true", NULL, true, \
+      "Serve /metrics without a credential (for Prometheus scrapers).") \
+    X(log, cfg_t, log_level, "level", CFG_STRING, "info", chk_log_level, true, \
+      "error, warning, info or debug (scheduling decisions and their reasons).") \
+    X(log, cfg_t, log_file, "file", CFG_STRING, "", chk_path_or_empty, true, \
+      "Log file (reopened on SIGHUP, for logrotate); empty: stderr.") \
+    X(log, cfg_t, log_format, "format", CFG_STRING, "text", chk_log_format, true, \
+      "text (one line key=value) or json (one object per line).") \
+    X(policy, cfg_t, policy_id, "id", CFG_STRING, "fairshare", chk_policy, true, \
+      "Scheduling policy id (DESIGN.md section 3), parameters included: fairshare, fcfs, minmax:0.5, set10, ...") \
+    X(policy, cfg_t, policy_overprovision, "overprovision", CFG_DOUBLE, "1.0", chk_overprovision, true, \
+      "Over-provisioning factor: a job gets up to this many times the buffer nodes its capacity needs, when spare nodes exist.") \
+    X(platform, cfg_t, platform_compute_nodes, "compute_nodes", CFG_INT, "1024", chk_positive_int, true, \
+      "Compute nodes N of the cluster (scheduler model).") \
+    X(platform, cfg_t, platform_node_bandwidth, "node_bandwidth", CFG_BANDWIDTH, "1 GB/s", chk_positive, true, \
+      "I/O bandwidth b of one compute node (scheduler model).") \
+    X(platform, cfg_t, platform_pfs_bandwidth, "pfs_bandwidth", CFG_BANDWIDTH, "100 GB/s", chk_positive, true, \
+      "Bandwidth B of the shared I/O system (scheduler model).") \
+    X(limits, cfg_t, limits_max_body, "max_body", CFG_SIZE, "64KiB", chk_body, true, \
+      "Largest request body accepted; larger bodies get 413 and the connection is closed.") \
+    X(limits, cfg_t, limits_max_connections, "max_connections", CFG_INT, "4096", chk_positive_int, false, \
+      "Concurrent connections; more are refused at accept.") \
+    X(limits, cfg_t, limits_connection_timeout, "connection_timeout", CFG_DURATION, "10s", chk_positive, false, \
+      "Idle or slow connections are closed after this long without progress.") \
+    X(limits, cfg_t, limits_max_wait, "max_wait", CFG_DURATION, "60s", chk_positive, true, \
+      "Longest long-poll wait a request may ask for (?wait= or \"wait\").") \
+    X(limits, cfg_t, limits_max_jobs, "max_jobs", CFG_INT, "100000", chk_positive_int, true, \
+      "Registered (not yet ended) jobs; more registrations get 503.") \
+    X(limits, cfg_t, limits_max_persistent, "max_persistent", CFG_INT, "1000", chk_positive_int, true, \
+      "Persistent buffers.") \
+    X(limits, cfg_t, limits_grant_timeout, "grant_timeout", CFG_DURATION, "1h", chk_positive, true, \
+      "A granted phase not reported finished within this time is expired (its share is given back).") \
+    X(limits, cfg_t, limits_history_keep, "history_keep", CFG_INT, "100", chk_positive_int, true, \
+      "Observations kept per user and job name for learned defaults.") \
+    X(limits, cfg_t, limits_threads, "threads", CFG_INT, "2", chk_threads, false, \
+      "HTTP worker threads (each serves many connections).") \
+    X(stage, cfg_t, stage_mode, "mode", CFG_STRING, "scheduled", chk_stage_mode, true, \
+      "immediate: a stage request is marked done at once; scheduled: done at its scheduled start (no data mover yet).") \
+    X(nodes, cfg_nodeset_t, names, "names", CFG_HOSTLIST, NULL, NULL, true, \
+      "Host list of the nodes of this set (bb[01-04]) or a YAML list of them.") \
+    X(nodes, cfg_nodeset_t, capacity, "capacity", CFG_SIZE, NULL, chk_positive_size, true, \
+      "Capacity of each node.") \
+    X(nodes, cfg_nodeset_t, bandwidth, "bandwidth", CFG_BANDWIDTH, NULL, chk_positive, true, \
+      "Bandwidth of each node, one stream alone.") \
+    X(nodes, cfg_nodeset_t, device, "device", CFG_STRING, "", NULL, true, \
+      "Name of a device profile (section devices); empty: insensitive to concurrency.") \
+    X(nodes, cfg_nodeset_t, mount, "mount", CFG_STRING, NULL, chk_path, true, \
+      "Where the nodes' storage is reachable from compute nodes; a job's directory is MOUNT/JOBID.") \
+    X(nodes, cfg_nodeset_t, pool, "pool", CFG_STRING, "default", chk_name, true, \
+      "Pool the nodes belong to (section pools).") \
+    X(devices, cfg_device_t, name, "name", CFG_STRING, NULL, chk_name, true, \
+      "Name of the profile, used by nodes' device key.") \
+    X(devices, cfg_device_t, msca, "msca", CFG_DOUBLES, NULL, chk_msca, true, \
+      "MSCA(c) = BW(1)/BW(c) - 1 for c = 1..n (n <= 16, first value 0), as measured by bbmgr calibrate.") \
+    X(pools, cfg_pool_t, name, "name", CFG_STRING, NULL, chk_name, true, \
+      "Name of the pool (Slurm's Pool=).") \
+    X(pools, cfg_pool_t, granularity, "granularity", CFG_SIZE, "1MiB", chk_positive_size, true, \
+      "Allocations in this pool are rounded up to a multiple of this, per node.")
+
+/* Read and check FILE.  On error returns NULL, errno set, and err->text is
+ * "FILE:LINE:COL: reason" (or "FILE: reason" when no position applies). */
+cfg_t *cfg_load(const char *path, hu_error_t *err);
+void cfg_destroy(cfg_t *cfg);       /* accepts NULL, keeps errno */
+
+/* Which keys differ between two configurations and need a restart: writes their
+ * names into buf (comma-separated); returns how many. */
+int cfg_restart_needed(const cfg_t *a, const cfg_t *b, char *buf, size_t len);
+
+/* Documentation generated from the table. */
+void cfg_print_help(FILE *f);
+void cfg_print_man(FILE *f);
+
+/* Index of the pool named 'name', or -1. */
+int cfg_pool_index(const cfg_t *cfg, const char *name);
+int cfg_device_index(const cfg_t *cfg, const char *name);
+
+/* True if addr is a loopback address (127/8, ::1, localhost). */
+bool cfg_is_loopback(const char *addr);
+
+#endif /* BBMGR_CONFIG_H */

@@ -1,0 +1,600 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * state.c — SQLite state of bbmgrd: migrations, group-commit writer, reads.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "state.h"
+#include "log.h"
+
+/* ------------------------------------------------------------------ schema
+ * Migration i brings the schema from version i to i+1.  Never edit a released
+ * migration: add one. */
+static const char *const migrations[] = {
+    /* 0 -> 1: the core tables */
+    "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+    "CREATE TABLE jobs(id TEXT PRIMARY KEY, uid INTEGER NOT NULL, gid INTEGER NOT NULL,"
+    " user TEXT, name TEXT, nodes INTEGER NOT NULL, w_iter REAL, io_volume REAL,"
+    " phases INTEGER, io TEXT, priority INTEGER, state TEXT NOT NULL,"
+    " created REAL NOT NULL, updated REAL NOT NULL, begun REAL, ended REAL,"
+    " nphases INTEGER NOT NULL DEFAULT 0, bytes REAL NOT NULL DEFAULT 0);"
+    "CREATE INDEX jobs_state ON jobs(state);"
+    "CREATE TABLE allocations(job_id TEXT PRIMARY KEY, pool TEXT NOT NULL,"
+    " capacity INTEGER NOT NULL, reserved INTEGER NOT NULL,"
+    " nodes_requested INTEGER NOT NULL, created REAL NOT NULL);"
+    "CREATE TABLE alloc_nodes(kind TEXT NOT NULL, owner TEXT NOT NULL, node TEXT NOT NULL,"
+    " bytes INTEGER NOT NULL, PRIMARY KEY(kind, owner, node));"
+    "CREATE TABLE persistent(name TEXT PRIMARY KEY, uid INTEGER NOT NULL,"
+    " gid INTEGER NOT NULL, pool TEXT NOT NULL, capacity INTEGER NOT NULL,"
+    " reserved INTEGER NOT NULL, created REAL NOT NULL);"
+    "CREATE TABLE phases(id INTEGER PRIMARY KEY, job_id TEXT NOT NULL,"
+    " volume REAL NOT NULL, direction TEXT NOT NULL, state TEXT NOT NULL,"
+    " requested REAL NOT NULL, granted REAL, finished REAL, bytes REAL,"
+    " bandwidth REAL, nodes TEXT, w_done REAL);"
+    "CREATE INDEX phases_job ON phases(job_id);"
+    "CREATE INDEX phases_open ON phases(state) WHERE state IN ('waiting','granted');"
+    "CREATE TABLE transfers(id INTEGER PRIMARY KEY, job_id TEXT NOT NULL,"
+    " kind TEXT NOT NULL, source TEXT NOT NULL, destination TEXT NOT NULL,"
+    " type TEXT NOT NULL, state TEXT NOT NULL, bytes_total INTEGER,"
+    " bytes_done INTEGER NOT NULL DEFAULT 0, message TEXT, requested REAL NOT NULL,"
+    " start REAL, finished REAL);"
+    "CREATE INDEX transfers_job ON transfers(job_id);"
+    "CREATE TABLE node_state(name TEXT PRIMARY KEY, state TEXT NOT NULL, reason TEXT,"
+    " updated REAL NOT NULL);",
+    /* 1 -> 2: persistent buffer use by jobs, observed history for defaults */
+    "CREATE TABLE persistent_use(name TEXT NOT NULL, job_id TEXT NOT NULL,"
+    " since REAL NOT NULL, PRIMARY KEY(name, job_id));"
+    "CREATE TABLE history(id INTEGER PRIMARY KEY, uid INTEGER NOT NULL, user TEXT,"
+    " job_name TEXT, job_id TEXT, w_iter REAL, volume REAL, phases INTEGER,"
+    " time REAL NOT NULL);"
+    "CREATE INDEX history_key ON history(user, job_name);",
+};
+_Static_assert(sizeof(migrations) / sizeof(migrations[0]) == STATE_SCHEMA_VERSION,
+               "one migration per schema version");
+
+static const char *const stmt_sql[] = {
+#define X(name, sql) sql,
+    STATE_STMTS(X)
+#undef X
+};
+
+/* ------------------------------------------------------------------ ops */
+typedef enum { SV_NULL, SV_INT, SV_REAL, SV_TEXT } sv_type_t;
+
+typedef struct {
+    sv_type_t t;
+    union {
+        int64_t i;
+        double d;
+        char *s;
+    } u;
+} sv_t;
+
+#define OP_MAXARGS 18
+
+typedef struct {
+    int stmt;
+    int n;
+    sv_t v[OP_MAXARGS];
+} op_t;
+
+typedef struct {
+    op_t *ops;
+    size_t n, cap;
+} batch_t;
+
+struct state {
+    char *dir;
+    int lockfd;
+    sqlite3 *db;            /* the writer's */
+    sqlite3 *rdb;           /* readers' */
+    pthread_mutex_t rlock;
+    sqlite3_stmt *stmts[ST__COUNT];
+
+    pthread_mutex_t lock;
+    pthread_cond_t cond;        /* writer waits for work */
+    pthread_cond_t done_cond;   /* state_sync waits for commits */
+    batch_t pending;
+    uint64_t seq;               /* last queued */
+    uint64_t committed;
+    bool failed;
+    bool stop;
+    bool running;
+    pthread_t thread;
+    state_commit_f cb;
+    void *cb_arg;
+    state_stats_t stats;
+};
+
+static void batch_clear(batch_t *b)
+{
+    for (size_t i = 0; i < b->n; i++)
+        for (int k = 0; k < b->ops[i].n; k++)
+            if (b->ops[i].v[k].t == SV_TEXT)
+                free(b->ops[i].v[k].u.s);
+    b->n = 0;
+}
+
+static int vbind(sqlite3_stmt *s, const char *fmt, va_list ap)
+{
+    int k = 1;
+    for (const char *f = fmt; *f; f++, k++) {
+        int rc;
+        switch (*f) {
+        case 'i':
+            rc = sqlite3_bind_int64(s, k, va_arg(ap, int64_t));
+            break;
+        case 'd': {
+            double d = va_arg(ap, double);
+            rc = isnan(d) ? sqlite3_bind_null(s, k) : sqlite3_bind_double(s, k, d);
+            break;
+        }
+        case 's': {
+            const char *t = va_arg(ap, const char *);
+            rc = t ? sqlite3_bind_text(s, k, t, -1, SQLITE_TRANSIENT) : sqlite3_bind_null(s, k);
+            break;
+        }
+        default:
+            return SQLITE_MISUSE;
+        }
+        if (rc != SQLITE_OK)
+            return rc;
+    }
+    return SQLITE_OK;
+}
+
+uint64_t state_put(state_t *st, state_stmt_t stmt, const char *fmt, ...)
+{
+    op_t op = { .stmt = stmt, .n = 0 };
+    va_list ap;
+    uint64_t seq;
+
+    va_start(ap, fmt);
+    for (const char *f = fmt; *f && op.n < OP_MAXARGS; f++) {
+        sv_t *v = &op.v[op.n++];
+        switch (*f) {
+        case 'i':
+            v->t = SV_INT;
+            v->u.i = va_arg(ap, int64_t);
+            break;
+        case 'd':
+            v->u.d = va_arg(ap, double);
+            v->t = isnan(v->u.d) ? SV_NULL : SV_REAL;
+            break;
+        case 's': {
+            const char *s = va_arg(ap, const char *);
+            if (!s) {
+                v->t = SV_NULL;
+            } else {
+                v->t = SV_TEXT;
+                if (!(v->u.s = strdup(s))) {
+                    op.n--;
+                    goto nomem;
+                }
+            }
+            break;
+        }
+        default:
+            op.n--;
+            goto nomem;
+        }
+    }
+    va_end(ap);
+    pthread_mutex_lock(&st->lock);
+    if (st->pending.n == st->pending.cap) {
+        size_t cap = st->pending.cap ? st->pending.cap * 2 : 256;
+        op_t *ops = realloc(st->pending.ops, cap * sizeof(op_t));
+        if (!ops) {
+            pthread_mutex_unlock(&st->lock);
+            goto nomem_unlocked;
+        }
+        st->pending.ops = ops;
+        st->pending.cap = cap;
+    }
+    st->pending.ops[st->pending.n++] = op;
+    seq = ++st->seq;
+    pthread_cond_signal(&st->cond);
+    pthread_mutex_unlock(&st->lock);
+    return seq;
+nomem:
+    va_end(ap);
+nomem_unlocked:
+    for (int k = 0; k < op.n; k++)
+        if (op.v[k].t == SV_TEXT)
+            free(op.v[k].u.s);
+    errno = ENOMEM;
+    return 0;
+}
+
+static int exec_op(state_t *st, const op_t *op)
+{
+    sqlite3_stmt *s = st->stmts[op->stmt];
+    int rc = SQLITE_OK;
+    for (int k = 0; k < op->n && rc == SQLITE_OK; k++) {
+        const sv_t *v = &op->v[k];
+        switch (v->t) {
+        case SV_NULL: rc = sqlite3_bind_null(s, k + 1); break;
+        case SV_INT: rc = sqlite3_bind_int64(s, k + 1, v->u.i); break;
+        case SV_REAL: rc = sqlite3_bind_double(s, k + 1, v->u.d); break;
+        case SV_TEXT: rc = sqlite3_bind_text(s, k + 1, v->u.s, -1, SQLITE_STATIC); break;
+        }
+    }
+    if (rc == SQLITE_OK) {
+        rc = sqlite3_step(s);
+        if (rc == SQLITE_DONE)
+            rc = SQLITE_OK;
+    }
+    sqlite3_reset(s);
+    sqlite3_clear_bindings(s);
+    return rc;
+}
+
+static double mono(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Write batch b in one transaction.  Returns 0 or -1 (err filled). */
+static int write_batch(state_t *st, batch_t *b, hu_error_t *err)
+{
+    char *emsg = NULL;
+    int rc;
+
+    if (b->n == 0)
+        return 0;
+    if ((rc = sqlite3_exec(st->db, "BEGIN IMMEDIATE", NULL, NULL, &emsg)) != SQLITE_OK)
+        goto error;
+    for (size_t i = 0; i < b->n; i++) {
+        if ((rc = exec_op(st, &b->ops[i])) != SQLITE_OK) {
+            hu_errprintf(err, "%s: %s", stmt_sql[b->ops[i].stmt], sqlite3_errmsg(st->db));
+            sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+            errno = EIO;
+            return -1;
+        }
+    }
+    double t0 = mono();
+    if ((rc = sqlite3_exec(st->db, "COMMIT", NULL, NULL, &emsg)) != SQLITE_OK) {
+        sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+        goto error;
+    }
+    st->stats.commit_seconds += mono() - t0;
+    st->stats.commits++;
+    st->stats.statements += b->n;
+    return 0;
+error:
+    hu_errprintf(err, "sqlite: %s", emsg ? emsg : sqlite3_errstr(rc));
+    sqlite3_free(emsg);
+    errno = EIO;
+    return -1;
+}
+
+static void *writer(void *arg)
+{
+    state_t *st = arg;
+    batch_t mine = { 0 };
+
+    pthread_mutex_lock(&st->lock);
+    for (;;) {
+        while (st->pending.n == 0 && !st->stop)
+            pthread_cond_wait(&st->cond, &st->lock);
+        if (st->pending.n == 0 && st->stop)
+            break;
+        /* swap: the writer owns 'mine' while handlers fill 'pending' */
+        batch_t tmp = st->pending;
+        st->pending = mine;
+        mine = tmp;
+        uint64_t hi = st->seq;
+        pthread_mutex_unlock(&st->lock);
+
+        hu_error_t err = { "" };
+        bool ok = write_batch(st, &mine, &err) == 0;
+        if (!ok)
+            bl_error("state: commit failed: %s", err.text);
+        batch_clear(&mine);
+
+        pthread_mutex_lock(&st->lock);
+        if (ok)
+            st->committed = hi;
+        else
+            st->failed = true;
+        pthread_cond_broadcast(&st->done_cond);
+        pthread_mutex_unlock(&st->lock);
+        if (st->cb)
+            st->cb(hi, ok, st->cb_arg);
+        pthread_mutex_lock(&st->lock);
+        if (!ok)
+            break;      /* nothing more can be trusted: the daemon stops */
+    }
+    pthread_mutex_unlock(&st->lock);
+    batch_clear(&mine);
+    free(mine.ops);
+    return NULL;
+}
+
+int state_start(state_t *st, state_commit_f cb, void *arg, hu_error_t *err)
+{
+    int e;
+    st->cb = cb;
+    st->cb_arg = arg;
+    if ((e = pthread_create(&st->thread, NULL, writer, st)) != 0) {
+        errno = e;
+        return hu_errprintf(err, "pthread_create: %s", strerror(e));
+    }
+    st->running = true;
+    return 0;
+}
+
+int state_flush(state_t *st, hu_error_t *err)
+{
+    int rc;
+    pthread_mutex_lock(&st->lock);
+    batch_t b = st->pending;
+    uint64_t hi = st->seq;
+    memset(&st->pending, 0, sizeof(st->pending));
+    pthread_mutex_unlock(&st->lock);
+    rc = write_batch(st, &b, err);
+    batch_clear(&b);
+    free(b.ops);
+    pthread_mutex_lock(&st->lock);
+    if (rc == 0)
+        st->committed = hi;
+    else
+        st->failed = true;
+    pthread_mutex_unlock(&st->lock);
+    return rc;
+}
+
+uint64_t state_last_seq(state_t *st)
+{
+    pthread_mutex_lock(&st->lock);
+    uint64_t s = st->seq;
+    pthread_mutex_unlock(&st->lock);
+    return s;
+}
+
+uint64_t state_committed(state_t *st)
+{
+    pthread_mutex_lock(&st->lock);
+    uint64_t s = st->committed;
+    pthread_mutex_unlock(&st->lock);
+    return s;
+}
+
+int state_sync(state_t *st)
+{
+    int rc = 0;
+    if (!st->running)
+        return state_flush(st, NULL);
+    pthread_mutex_lock(&st->lock);
+    uint64_t want = st->seq;
+    while (st->committed < want && !st->failed)
+        pthread_cond_wait(&st->done_cond, &st->lock);
+    if (st->failed) {
+        errno = EIO;
+        rc = -1;
+    }
+    pthread_mutex_unlock(&st->lock);
+    return rc;
+}
+
+void state_get_stats(state_t *st, state_stats_t *out)
+{
+    pthread_mutex_lock(&st->lock);
+    *out = st->stats;
+    pthread_mutex_unlock(&st->lock);
+}
+
+/* ------------------------------------------------------------------ open */
+static int exec(sqlite3 *db, const char *sql, hu_error_t *err)
+{
+    char *emsg = NULL;
+    if (sqlite3_exec(db, sql, NULL, NULL, &emsg) != SQLITE_OK) {
+        hu_errprintf(err, "sqlite: %s: %s", sql, emsg ? emsg : "error");
+        sqlite3_free(emsg);
+        errno = EIO;
+        return -1;
+    }
+    return 0;
+}
+
+static int get_version(sqlite3 *db)
+{
+    sqlite3_stmt *s;
+    int v = -1;
+    if (sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &s, NULL) != SQLITE_OK)
+        return -1;
+    if (sqlite3_step(s) == SQLITE_ROW)
+        v = sqlite3_column_int(s, 0);
+    sqlite3_finalize(s);
+    return v;
+}
+
+static int migrate(sqlite3 *db, hu_error_t *err)
+{
+    int v = get_version(db);
+    if (v < 0) {
+        errno = EIO;
+        return hu_errprintf(err, "cannot read the schema version: %s", sqlite3_errmsg(db));
+    }
+    if (v > STATE_SCHEMA_VERSION) {
+        errno = EPROTO;
+        return hu_errprintf(err, "state.db has schema version %d, newer than this "
+                            "bbmgrd's %d: refusing to touch it", v, STATE_SCHEMA_VERSION);
+    }
+    for (; v < STATE_SCHEMA_VERSION; v++) {
+        char setv[64];
+        snprintf(setv, sizeof(setv), "PRAGMA user_version = %d", v + 1);
+        if (exec(db, "BEGIN IMMEDIATE", err) < 0)
+            return -1;
+        if (exec(db, migrations[v], err) < 0 || exec(db, setv, err) < 0) {
+            sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+            return -1;
+        }
+        if (exec(db, "COMMIT", err) < 0)
+            return -1;
+        bl_info("state: schema migrated to version %d", v + 1);
+    }
+    return 0;
+}
+
+int state_schema_version(state_t *st)
+{
+    return get_version(st->db);
+}
+
+state_t *state_open(const char *dir, bool durable, hu_error_t *err)
+{
+    state_t *st = NULL;
+    char *path = NULL, *lpath = NULL;
+    struct stat sb;
+
+    if (!(st = calloc(1, sizeof(*st))))
+        goto nomem;
+    st->lockfd = -1;
+    pthread_mutex_init(&st->lock, NULL);
+    pthread_mutex_init(&st->rlock, NULL);
+    pthread_cond_init(&st->cond, NULL);
+    pthread_cond_init(&st->done_cond, NULL);
+    if (!(st->dir = strdup(dir)))
+        goto nomem;
+    if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
+        hu_errprintf(err, "%s: %s", dir, strerror(errno));
+        goto error;
+    }
+    if (stat(dir, &sb) < 0 || !S_ISDIR(sb.st_mode)) {
+        errno = ENOTDIR;
+        hu_errprintf(err, "%s: not a directory", dir);
+        goto error;
+    }
+    if (sb.st_mode & S_IWOTH) {
+        errno = EPERM;
+        hu_errprintf(err, "%s: writable by others: refusing to keep state there", dir);
+        goto error;
+    }
+    if (asprintf(&lpath, "%s/bbmgrd.lock", dir) < 0 || asprintf(&path, "%s/state.db", dir) < 0)
+        goto nomem;
+    if ((st->lockfd = open(lpath, O_RDWR | O_CREAT | O_CLOEXEC, 0600)) < 0) {
+        hu_errprintf(err, "%s: %s", lpath, strerror(errno));
+        goto error;
+    }
+    if (flock(st->lockfd, LOCK_EX | LOCK_NB) < 0) {
+        errno = EBUSY;
+        hu_errprintf(err, "%s: another bbmgrd uses this state directory", dir);
+        goto error;
+    }
+    if (sqlite3_open_v2(path, &st->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
+                        | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
+        errno = EIO;
+        hu_errprintf(err, "%s: %s", path, st->db ? sqlite3_errmsg(st->db) : "cannot open");
+        goto error;
+    }
+    sqlite3_busy_timeout(st->db, 5000);
+    if (exec(st->db, "PRAGMA journal_mode=WAL", err) < 0
+        || exec(st->db, durable ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL",
+                err) < 0
+        || exec(st->db, "PRAGMA foreign_keys=OFF", err) < 0
+        || migrate(st->db, err) < 0)
+        goto error;
+    for (int i = 0; i < ST__COUNT; i++)
+        if (sqlite3_prepare_v3(st->db, stmt_sql[i], -1, SQLITE_PREPARE_PERSISTENT,
+                               &st->stmts[i], NULL) != SQLITE_OK) {
+            errno = EIO;
+            hu_errprintf(err, "sqlite: %s: %s", stmt_sql[i], sqlite3_errmsg(st->db));
+            goto error;
+        }
+    if (sqlite3_open_v2(path, &st->rdb, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX,
+                        NULL) != SQLITE_OK) {
+        errno = EIO;
+        hu_errprintf(err, "%s: %s", path, st->rdb ? sqlite3_errmsg(st->rdb) : "cannot open");
+        goto error;
+    }
+    sqlite3_busy_timeout(st->rdb, 5000);
+    free(path);
+    free(lpath);
+    return st;
+nomem:
+    errno = ENOMEM;
+    hu_errprintf(err, "out of memory");
+error:
+    free(path);
+    free(lpath);
+    state_close(st);
+    return NULL;
+}
+
+void state_close(state_t *st)
+{
+    if (!st)
+        return;
+    int saved = errno;
+    if (st->running) {
+        pthread_mutex_lock(&st->lock);
+        st->stop = true;
+        pthread_cond_signal(&st->cond);
+        pthread_mutex_unlock(&st->lock);
+        pthread_join(st->thread, NULL);
+    } else if (st->db && st->pending.n && !st->failed) {
+        state_flush(st, NULL);
+    }
+    batch_clear(&st->pending);
+    free(st->pending.ops);
+    for (int i = 0; i < ST__COUNT; i++)
+        sqlite3_finalize(st->stmts[i]);
+    if (st->rdb)
+        sqlite3_close(st->rdb);
+    if (st->db)
+        sqlite3_close(st->db);
+    if (st->lockfd >= 0)
+        close(st->lockfd);
+    pthread_mutex_destroy(&st->lock);
+    pthread_mutex_destroy(&st->rlock);
+    pthread_cond_destroy(&st->cond);
+    pthread_cond_destroy(&st->done_cond);
+    free(st->dir);
+    free(st);
+    errno = saved;
+}
+
+int state_query(state_t *st, int (*row)(sqlite3_stmt *s, void *arg), void *arg,
+                const char *sql, const char *fmt, ...)
+{
+    sqlite3_stmt *s = NULL;
+    va_list ap;
+    int rc;
+
+    pthread_mutex_lock(&st->rlock);
+    if ((rc = sqlite3_prepare_v2(st->rdb, sql, -1, &s, NULL)) != SQLITE_OK)
+        goto error;
+    va_start(ap, fmt);
+    rc = vbind(s, fmt ? fmt : "", ap);
+    va_end(ap);
+    if (rc != SQLITE_OK)
+        goto error;
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW)
+        if (row && row(s, arg))
+            break;
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        goto error;
+    sqlite3_finalize(s);
+    pthread_mutex_unlock(&st->rlock);
+    return 0;
+error:
+    bl_error("state: query failed: %s: %s", sql, sqlite3_errmsg(st->rdb));
+    sqlite3_finalize(s);
+    pthread_mutex_unlock(&st->rlock);
+    errno = EIO;
+    return -1;
+}

@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * state.h — bbmgrd's durable state: SQLite (WAL) with versioned migrations, and a
+ * group-commit writer.
+ *
+ * The daemon's core changes its in-memory model under its lock and, in the same
+ * critical section, queues the rows that express the change (state_put()).  A
+ * writer thread takes everything queued so far, writes it in one transaction and
+ * commits it (synchronous=FULL: fsync'd), then reports the highest sequence number
+ * committed.  A request is answered only once the sequence number of everything it
+ * changed, or saw, is committed: what the daemon acknowledges is on disk, and many
+ * concurrent requests share one fsync.
+ */
+#ifndef BBMGR_STATE_H
+#define BBMGR_STATE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sqlite3.h>
+
+#include "libhutil/hutil.h"
+
+#define STATE_SCHEMA_VERSION 2
+
+/* Statements the writer knows (name, SQL).  Parameters are bound in order. */
+#define STATE_STMTS(X) \
+    X(JOB_PUT, "INSERT OR REPLACE INTO jobs(id,uid,gid,user,name,nodes,w_iter," \
+      "io_volume,phases,io,priority,state,created,updated,begun,ended,nphases,bytes)" \
+      " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)") \
+    X(ALLOC_PUT, "INSERT OR REPLACE INTO allocations(job_id,pool,capacity,reserved," \
+      "nodes_requested,created) VALUES(?,?,?,?,?,?)") \
+    X(ALLOC_DEL, "DELETE FROM allocations WHERE job_id=?") \
+    X(ANODE_PUT, "INSERT OR REPLACE INTO alloc_nodes(kind,owner,node,bytes) VALUES(?,?,?,?)") \
+    X(ANODE_DEL, "DELETE FROM alloc_nodes WHERE kind=? AND owner=?") \
+    X(PERS_PUT, "INSERT OR REPLACE INTO persistent(name,uid,gid,pool,capacity,reserved," \
+      "created) VALUES(?,?,?,?,?,?,?)") \
+    X(PERS_DEL, "DELETE FROM persistent WHERE name=?") \
+    X(PUSE_PUT, "INSERT OR IGNORE INTO persistent_use(name,job_id,since) VALUES(?,?,?)") \
+    X(PUSE_DEL, "DELETE FROM persistent_use WHERE name=? AND job_id=?") \
+    X(PUSE_DEL_NAME, "DELETE FROM persistent_use WHERE name=?") \
+    X(PUSE_DEL_JOB, "DELETE FROM persistent_use WHERE job_id=?") \
+    X(PHASE_PUT, "INSERT OR REPLACE INTO phases(id,job_id,volume,direction,state," \
+      "requested,granted,finished,bytes,bandwidth,nodes,w_done) VALUES(?,?,?,?,?,?,?,?,?,?,?,?)") \
+    X(XFER_PUT, "INSERT OR REPLACE INTO transfers(id,job_id,kind,source,destination," \
+      "type,state,bytes_total,bytes_done,message,requested,start,finished)" \
+      " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)") \
+    X(NODE_PUT, "INSERT OR REPLACE INTO node_state(name,state,reason,updated) VALUES(?,?,?,?)") \
+    X(HIST_PUT, "INSERT INTO history(uid,user,job_name,job_id,w_iter,volume,phases,time)" \
+      " VALUES(?,?,?,?,?,?,?,?)") \
+    X(HIST_PRUNE, "DELETE FROM history WHERE user=?1 AND job_name=?2 AND id NOT IN" \
+      " (SELECT id FROM history WHERE user=?1 AND job_name=?2 ORDER BY id DESC LIMIT ?3)") \
+    X(META_PUT, "INSERT OR REPLACE INTO meta(key,value) VALUES(?,?)")
+
+typedef enum {
+#define X(name, sql) ST_##name,
+    STATE_STMTS(X)
+#undef X
+    ST__COUNT
+} state_stmt_t;
+
+typedef struct state state_t;
+
+/* Called by the writer thread after each commit with the highest sequence number
+ * now durable; ok is false if the transaction failed (the daemon must stop: its
+ * memory holds changes the disk does not). */
+typedef void (*state_commit_f)(uint64_t seq, bool ok, void *arg);
+
+/* Open (creating if needed) DIR/state.db, take DIR/bbmgrd.lock (one daemon per
+ * directory), migrate the schema to STATE_SCHEMA_VERSION.  durable: synchronous=FULL
+ * (else NORMAL). */
+state_t *state_open(const char *dir, bool durable, hu_error_t *err);
+void state_close(state_t *st);          /* stops the writer after a final commit */
+
+/* Schema version of the open database. */
+int state_schema_version(state_t *st);
+
+/* Start the writer thread. */
+int state_start(state_t *st, state_commit_f cb, void *arg, hu_error_t *err);
+
+/* Queue one statement; fmt gives the parameters: i (int64_t), d (double, NAN is
+ * NULL), s (const char *, NULL is NULL).  Returns the sequence number, 0 on error
+ * (ENOMEM). Call with the caller's own lock held so that order is kept. */
+uint64_t state_put(state_t *st, state_stmt_t stmt, const char *fmt, ...);
+
+uint64_t state_last_seq(state_t *st);       /* last queued */
+uint64_t state_committed(state_t *st);      /* last durable */
+/* Block until everything queued so far is committed (or failed: -1). */
+int state_sync(state_t *st);
+/* Without a writer thread (tools, unit tests): write what is queued now. */
+int state_flush(state_t *st, hu_error_t *err);
+
+/* Read access (a second connection; WAL readers see committed data only).  Runs
+ * sql with the given parameters (same fmt as state_put) and calls row() for each
+ * result row; row returns non-zero to stop.  Serialised by an internal mutex. */
+int state_query(state_t *st, int (*row)(sqlite3_stmt *s, void *arg), void *arg,
+                const char *sql, const char *fmt, ...);
+
+/* Statistics for /metrics. */
+typedef struct {
+    uint64_t commits;
+    uint64_t statements;
+    double commit_seconds;  /* total time in COMMIT */
+} state_stats_t;
+void state_get_stats(state_t *st, state_stats_t *out);
+
+#endif

@@ -1,0 +1,240 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * bbsim.c — command line of the simulator (DESIGN.md §5, a contract).
+ *
+ *   bbsim run WORKLOAD.yaml --policy ID [--policy ID ...] [--format table|json|csv]
+ *             [--seed N] [--gantt OUT.svg]
+ *   bbsim gen iosets|gainaru|harmonia [options] --seed N > WORKLOAD.yaml
+ *
+ * Exit codes: 0 ok, 1 bad input (workload, option value, simulation failure),
+ * 2 usage.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim.h"
+
+#define MAX_POLICIES 64
+
+static void usage (FILE *f)
+{
+    fprintf (f,
+             "Usage: bbsim run WORKLOAD.yaml --policy ID [--policy ID ...]\n"
+             "                 [--format table|json|csv] [--seed N] [--gantt OUT.svg]\n"
+             "       bbsim gen iosets|gainaru|harmonia [options] [--seed N] "
+             "> WORKLOAD.yaml\n"
+             "       bbsim --help | run --help | gen NAME --help\n"
+             "\n"
+             "bbsim simulates concurrent HPC jobs that alternate computation and I/O\n"
+             "phases on a shared I/O system, under the I/O scheduling policies of\n"
+             "libhsched, and prints SysEfficiency, Dilation, stretch, I/O slowdown,\n"
+             "utilization and fairness for each policy side by side.\n"
+             "Exit status: 0 ok, 1 bad input, 2 usage error.  See bbsim(1).\n");
+}
+
+static void run_usage (FILE *f)
+{
+    const char *const *ids = hs_policy_ids ();
+    fprintf (f,
+             "Usage: bbsim run WORKLOAD.yaml --policy ID [--policy ID ...] [options]\n"
+             "\n"
+             "Runs the workload once per --policy (same random draws for all) and\n"
+             "prints the results side by side.\n"
+             "\n"
+             "Options:\n"
+             "  --policy ID        a policy id (repeatable), e.g. fairshare, fcfs,\n"
+             "                     mindilation, maxsyseff, minmax:0.5, set10,\n"
+             "                     mindilation-priority\n"
+             "  --format FMT       table (default), json or csv\n"
+             "  --seed N           seed of the random variations (default 1)\n"
+             "  --gantt OUT.svg    draw who did I/O when (one panel per policy)\n"
+             "  --help             this text\n"
+             "\n"
+             "Policy ids known to libhsched:");
+    for (int i = 0; ids && ids[i]; i++)
+        fprintf (f, " %s", ids[i]);
+    fprintf (f, "\n");
+}
+
+/* Value of "--opt VALUE" or "--opt=VALUE"; NULL and *bad when missing. */
+static const char *optval (int argc, char **argv, int *i, const char *name, int *bad)
+{
+    size_t nl = strlen (name);
+    const char *a = argv[*i];
+    if (strncmp (a, name, nl))
+        return NULL;
+    if (a[nl] == '=')
+        return a + nl + 1;
+    if (a[nl] != '\0')
+        return NULL;
+    if (*i + 1 >= argc) {
+        fprintf (stderr, "bbsim run: option %s needs a value\n", name);
+        *bad = 1;
+        return NULL;
+    }
+    return argv[++*i];
+}
+
+static int cmd_run (int argc, char **argv)
+{
+    const char *path = NULL, *gantt = NULL, *v;
+    hs_policy_t pols[MAX_POLICIES];
+    int npol = 0;
+    sim_format_t fmt = OUT_TABLE;
+    uint64_t seed = 1;
+    wl_error_t err = { .text = "" };
+    wl_t *wl = NULL;
+    wl_jobs_t *jobs = NULL;
+    sim_result_t *res = NULL;
+    int nres = 0;
+    int rc = 1;
+
+    for (int i = 1; i < argc; i++) {
+        int bad = 0;
+        const char *a = argv[i];
+        if (!strcmp (a, "--help") || !strcmp (a, "-h")) {
+            run_usage (stdout);
+            return 0;
+        }
+        if ((v = optval (argc, argv, &i, "--policy", &bad))) {
+            hs_error_t herr = { .text = "" };
+            if (npol >= MAX_POLICIES) {
+                fprintf (stderr, "bbsim run: at most %d policies\n", MAX_POLICIES);
+                return 2;
+            }
+            if (hs_policy_parse (v, &pols[npol], &herr) < 0) {
+                fprintf (stderr, "bbsim run: --policy %s: %s\n", v,
+                         herr.text[0] ? herr.text : "unknown policy");
+                return 2;
+            }
+            npol++;
+        }
+        else if ((v = optval (argc, argv, &i, "--format", &bad))) {
+            if (!strcmp (v, "table"))
+                fmt = OUT_TABLE;
+            else if (!strcmp (v, "json"))
+                fmt = OUT_JSON;
+            else if (!strcmp (v, "csv"))
+                fmt = OUT_CSV;
+            else {
+                fprintf (stderr, "bbsim run: --format must be table, json or csv, "
+                         "not '%s'\n", v);
+                return 2;
+            }
+        }
+        else if ((v = optval (argc, argv, &i, "--seed", &bad))) {
+            char *end;
+            errno = 0;
+            seed = strtoull (v, &end, 10);
+            if (errno || end == v || *end || v[0] == '-') {
+                fprintf (stderr, "bbsim run: --seed must be a non-negative integer, "
+                         "not '%s'\n", v);
+                return 2;
+            }
+        }
+        else if ((v = optval (argc, argv, &i, "--gantt", &bad)))
+            gantt = v;
+        else if (bad)
+            return 2;
+        else if (a[0] == '-' && a[1] != '\0') {
+            fprintf (stderr, "bbsim run: unknown option '%s' (see bbsim run --help)\n",
+                     a);
+            return 2;
+        }
+        else if (!path)
+            path = a;
+        else {
+            fprintf (stderr, "bbsim run: one workload only ('%s' and '%s')\n", path,
+                     a);
+            return 2;
+        }
+        if (bad)
+            return 2;
+    }
+    if (!path) {
+        fprintf (stderr, "bbsim run: missing WORKLOAD.yaml (see bbsim run --help)\n");
+        return 2;
+    }
+    if (npol == 0) {
+        fprintf (stderr, "bbsim run: at least one --policy is required "
+                 "(e.g. --policy fairshare)\n");
+        return 2;
+    }
+    if (!(wl = wl_load_file (path, &err))) {
+        fprintf (stderr, "bbsim: %s\n", err.text);
+        goto done;
+    }
+    if (wl->plat.nbuffers > 0) {
+        fprintf (stderr, "bbsim: %s:%d:%d: buffers are not supported yet (the "
+                 "burst-buffer tier comes in a later release)\n", wl->file,
+                 wl->plat.buffers_line, wl->plat.buffers_col);
+        goto done;
+    }
+    if (!(jobs = wl_expand (wl, seed, &err))) {
+        fprintf (stderr, "bbsim: %s\n", err.text);
+        goto done;
+    }
+    if (!(res = calloc ((size_t)npol, sizeof (*res)))) {
+        fprintf (stderr, "bbsim: out of memory\n");
+        goto done;
+    }
+    for (int p = 0; p < npol; p++) {
+        sim_opts_t opts = { .record = gantt != NULL };
+        if (sim_run (wl, jobs, &pols[p], &opts, &res[p], &err) < 0) {
+            fprintf (stderr, "bbsim: %s\n", err.text);
+            goto done;
+        }
+        nres++;
+    }
+    if (sim_output (stdout, fmt, wl, seed, res, nres) < 0) {
+        fprintf (stderr, "bbsim: cannot write the results: %s\n", strerror (errno));
+        goto done;
+    }
+    if (gantt && sim_gantt (gantt, wl, res, nres, &err) < 0) {
+        fprintf (stderr, "bbsim: %s\n", err.text);
+        goto done;
+    }
+    rc = 0;
+done:
+    for (int p = 0; p < nres; p++)
+        sim_result_clear (&res[p]);
+    free (res);
+    wl_jobs_destroy (jobs);
+    wl_destroy (wl);
+    return rc;
+}
+
+int main (int argc, char **argv)
+{
+    if (argc < 2) {
+        usage (stderr);
+        return 2;
+    }
+    if (!strcmp (argv[1], "--help") || !strcmp (argv[1], "-h")
+        || !strcmp (argv[1], "help")) {
+        usage (stdout);
+        return 0;
+    }
+    if (!strcmp (argv[1], "--version")) {
+        printf ("bbsim %s\n", PACKAGE_VERSION);
+        return 0;
+    }
+    if (!strcmp (argv[1], "run"))
+        return cmd_run (argc - 1, argv + 1);
+    if (!strcmp (argv[1], "gen")) {
+        int rc;
+        if (argc < 3) {
+            gen_usage (stderr);
+            return 2;
+        }
+        rc = gen_main (argc - 2, argv + 2, stdout, stderr);
+        if (fflush (stdout) != 0 && rc == 0)
+            rc = 1;
+        return rc;
+    }
+    fprintf (stderr, "bbsim: unknown command '%s'\n", argv[1]);
+    usage (stderr);
+    return 2;
+}

@@ -1,0 +1,439 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * engine.c — bbsim's discrete-event loop around one libhsched instance.
+ *
+ * Each job alternates compute chunks w(k,i) (dedicated nodes: never slowed) and I/O
+ * phases vol(k,i) whose bandwidth libhsched decides.  The loop takes the earliest of
+ *   - the next compute end or release (a binary heap),
+ *   - hs_sched_next_event() (a granted transfer completes, or a schedule computed
+ *     ahead starts or stops a phase),
+ * applies every event due at that time (finishes first, then releases and phase
+ * requests), then asks for one decision.  Costs per step are proportional to the
+ * number of pending phases plus log(jobs).
+ *
+ * Guards: time never goes backwards; a step that changes nothing is counted and too
+ * many in a row is an error ("no progress"); pending phases with nothing granted and
+ * no future event is an error ("stalled"); the total number of steps is bounded.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "sim.h"
+
+typedef enum { EV_RELEASE = 0, EV_COMPUTE_END = 1 } ev_kind_t;
+
+typedef struct {
+    double t;
+    int job;
+    int kind;
+} ev_t;
+
+typedef struct {
+    ev_t *v;
+    size_t n, cap;
+} heap_t;
+
+static bool ev_less (const ev_t *a, const ev_t *b)
+{
+    if (a->t != b->t)
+        return a->t < b->t;
+    if (a->kind != b->kind)
+        return a->kind < b->kind;
+    return a->job < b->job;
+}
+
+static int heap_push (heap_t *h, ev_t e)
+{
+    size_t i;
+    if (h->n == h->cap) {
+        size_t cap = h->cap ? h->cap * 2 : 64;
+        ev_t *v = realloc (h->v, cap * sizeof (*v));
+        if (!v)
+            return -1;
+        h->v = v;
+        h->cap = cap;
+    }
+    i = h->n++;
+    while (i > 0) {
+        size_t p = (i - 1) / 2;
+        if (!ev_less (&e, &h->v[p]))
+            break;
+        h->v[i] = h->v[p];
+        i = p;
+    }
+    h->v[i] = e;
+    return 0;
+}
+
+static ev_t heap_pop (heap_t *h)
+{
+    ev_t top = h->v[0];
+    ev_t last = h->v[--h->n];
+    size_t i = 0;
+    for (;;) {
+        size_t l = 2 * i + 1, r = l + 1, m = i;
+        const ev_t *best = &last;
+        if (l < h->n && ev_less (&h->v[l], best)) {
+            m = l;
+            best = &h->v[l];
+        }
+        if (r < h->n && ev_less (&h->v[r], best))
+            m = r;
+        if (m == i)
+            break;
+        h->v[i] = h->v[m];
+        i = m;
+    }
+    if (h->n)
+        h->v[i] = last;
+    return top;
+}
+
+typedef enum { J_WAITING = 0, J_COMPUTE, J_IO, J_DONE } jstate_t;
+
+typedef struct {
+    jstate_t state;
+    int it;                 /* current iteration */
+    double phase_start;     /* I/O request time */
+    double seg_bw;          /* bw of the open I/O segment (trace) */
+    double seg_t0;
+} jrun_t;
+
+static int efail (wl_error_t *err, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static int efail (wl_error_t *err, const char *fmt, ...)
+{
+    int e = errno ? errno : EINVAL;
+    if (err) {
+        va_list ap;
+        va_start (ap, fmt);
+        vsnprintf (err->text, sizeof (err->text), fmt, ap);
+        va_end (ap);
+    }
+    errno = e;
+    return -1;
+}
+
+static int trace_add (sim_trace_t *tr, double t0, double t1, double bw,
+                      sim_seg_kind_t kind)
+{
+    if (t1 <= t0)
+        return 0;
+    if (tr->n > 0) {
+        sim_seg_t *last = &tr->segs[tr->n - 1];
+        if (last->kind == kind && last->bw == bw && last->t1 == t0) {
+            last->t1 = t1;
+            return 0;
+        }
+    }
+    if (tr->n == tr->cap) {
+        int cap = tr->cap ? tr->cap * 2 : 16;
+        sim_seg_t *s = realloc (tr->segs, (size_t)cap * sizeof (*s));
+        if (!s)
+            return -1;
+        tr->segs = s;
+        tr->cap = cap;
+    }
+    tr->segs[tr->n++] = (sim_seg_t){ .t0 = t0, .t1 = t1, .bw = bw, .kind = kind };
+    return 0;
+}
+
+void sim_result_clear (sim_result_t *res)
+{
+    int saved = errno;
+    if (!res)
+        return;
+    if (res->traces) {
+        for (int i = 0; i < res->napps; i++)
+            free (res->traces[i].segs);
+        free (res->traces);
+    }
+    free (res->names);
+    free (res->stats);
+    free (res->app);
+    memset (res, 0, sizeof (*res));
+    errno = saved;
+}
+
+static double now_wall (void)
+{
+    struct timespec ts;
+    clock_gettime (CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static double mean (const double *v, int n)
+{
+    double s = 0;
+    for (int i = 0; i < n; i++)
+        s += v[i];
+    return n ? s / n : 0;
+}
+
+int sim_run (const wl_t *wl, const wl_jobs_t *jobs, const hs_policy_t *pol,
+             const sim_opts_t *opts, sim_result_t *res, wl_error_t *err)
+{
+    hs_platform_t plat = {
+        .nodes = wl->plat.nodes,
+        .node_bw = wl->plat.node_bw,
+        .bw = wl->plat.bw,
+    };
+    hs_error_t herr = { .text = "" };
+    hs_sched_t *s = NULL;
+    heap_t heap = { 0 };
+    jrun_t *jr = NULL;
+    hs_grant_t *grants = NULL;
+    int ngrants = 0;
+    int n = jobs->njobs;
+    int ndone = 0;
+    double t = -INFINITY;
+    uint64_t steps = 0, idle = 0;
+    uint64_t max_steps;
+    double w0;
+    char pname[64];
+
+    memset (res, 0, sizeof (*res));
+    hs_policy_name (pol, pname, sizeof (pname));
+    snprintf (res->policy, sizeof (res->policy), "%s", pname);
+    res->napps = n;
+    res->bw = wl->plat.bw;
+    res->has_buffers = wl->plat.nbuffers > 0;
+    res->buffer_efficiency = NAN;
+    if (n <= 0) {
+        errno = EINVAL;
+        return efail (err, "%s: no jobs", wl->file);
+    }
+    if (!(res->names = calloc ((size_t)n, sizeof (*res->names)))
+        || !(res->stats = calloc ((size_t)n, sizeof (*res->stats)))
+        || !(res->app = calloc ((size_t)n, sizeof (*res->app)))
+        || !(jr = calloc ((size_t)n, sizeof (*jr)))
+        || !(grants = calloc ((size_t)n, sizeof (*grants))))
+        goto nomem;
+    if (opts && opts->record
+        && !(res->traces = calloc ((size_t)n, sizeof (*res->traces))))
+        goto nomem;
+    max_steps = opts && opts->max_steps ? opts->max_steps : 0;
+    if (!max_steps) {
+        uint64_t phases = 0;
+        for (int i = 0; i < n; i++)
+            phases += (uint64_t)jobs->jobs[i].iterations;
+        /* Online policies need at most a few steps per phase; schedules computed
+         * ahead may add start/stop events.  Generous, but finite. */
+        max_steps = 64 * (phases + (uint64_t)n) + 1000000;
+    }
+    if (!(s = hs_sched_create (&plat, pol, &herr))) {
+        efail (err, "%s: policy %s: %s", wl->file, pname, herr.text);
+        goto error;
+    }
+    for (int i = 0; i < n; i++) {
+        res->names[i] = jobs->jobs[i].name;
+        if (heap_push (&heap, (ev_t){ jobs->jobs[i].release, i, EV_RELEASE }) < 0)
+            goto nomem;
+    }
+
+    w0 = now_wall ();
+    while (ndone < n) {
+        double t_sched = hs_sched_next_event (s);
+        double t_heap = heap.n ? heap.v[0].t : INFINITY;
+        double tn = fmin (t_sched, t_heap);
+        bool progress = false;
+
+        if (++steps > max_steps) {
+            errno = ELOOP;
+            efail (err, "%s: policy %s: more than %llu steps without finishing "
+                   "(t = %.9g s); giving up", wl->file, pname,
+                   (unsigned long long)max_steps, t);
+            goto error;
+        }
+        if (isnan (tn) || tn == INFINITY) {
+            errno = EDEADLK;
+            efail (err, "%s: policy %s stalled at t = %.9g s: %zu phase(s) waiting, "
+                   "nothing granted and no future event", wl->file, pname, t,
+                   hs_sched_npending (s));
+            goto error;
+        }
+        if (tn < t)
+            tn = t;             /* never go backwards (rounding in next_event) */
+        t = tn;
+        if (hs_sched_advance (s, t) < 0) {
+            efail (err, "%s: policy %s: hs_sched_advance(%.9g): %s", wl->file,
+                   pname, t, strerror (errno));
+            goto error;
+        }
+
+        /* 1. phases completing now, judged from the last decision */
+        for (int g = 0; g < ngrants; g++) {
+            hs_grant_t *gr = &grants[g];
+            int j = (int)gr->id;
+            double left, tol;
+            if (gr->bw <= 0 || jr[j].state != J_IO)
+                continue;
+            left = gr->remaining - gr->bw * (t - gr->start);
+            tol = HS_EPS_REL * fmax (jobs->jobs[j].volume[jr[j].it], 1.);
+            if (left > tol && gr->start + gr->remaining / gr->bw > t
+                                  + 1e-12 * fmax (1., fabs (t)))
+                continue;
+            if (hs_phase_finish (s, t, gr->id) < 0) {
+                efail (err, "%s: policy %s: hs_phase_finish(%s, t = %.9g): %s",
+                       wl->file, pname, jobs->jobs[j].name, t, strerror (errno));
+                goto error;
+            }
+            res->events++;
+            progress = true;
+            gr->bw = 0;
+            if (res->traces) {
+                if (trace_add (&res->traces[j], jr[j].seg_t0, t, jr[j].seg_bw,
+                               SEG_IO) < 0)
+                    goto nomem;
+            }
+            if (++jr[j].it >= jobs->jobs[j].iterations) {
+                jr[j].state = J_DONE;
+                ndone++;
+                if (hs_job_stats (s, (uint64_t)j, &res->stats[j]) < 0) {
+                    efail (err, "%s: hs_job_stats(%s): %s", wl->file,
+                           jobs->jobs[j].name, strerror (errno));
+                    goto error;
+                }
+                if (hs_job_leave (s, t, (uint64_t)j) < 0) {
+                    efail (err, "%s: hs_job_leave(%s): %s", wl->file,
+                           jobs->jobs[j].name, strerror (errno));
+                    goto error;
+                }
+                res->events++;
+            }
+            else {
+                double w = jobs->jobs[j].w[jr[j].it];
+                jr[j].state = J_COMPUTE;
+                if (res->traces && trace_add (&res->traces[j], t, t + w, 0,
+                                              SEG_COMPUTE) < 0)
+                    goto nomem;
+                if (heap_push (&heap, (ev_t){ t + w, j, EV_COMPUTE_END }) < 0)
+                    goto nomem;
+            }
+        }
+
+        /* 2. releases and compute ends due now (zero-length computes included) */
+        while (heap.n && heap.v[0].t <= t) {
+            ev_t e = heap_pop (&heap);
+            const wl_job_t *jb = &jobs->jobs[e.job];
+            progress = true;
+            if (e.kind == EV_RELEASE) {
+                hs_job_t hj = {
+                    .id = (uint64_t)e.job,
+                    .nodes = jb->nodes,
+                    .release = t,
+                    .w = mean (jb->w, jb->iterations),
+                    .volume = mean (jb->volume, jb->iterations),
+                    .w_iter = jb->w_iter,
+                    .instances = jb->iterations,
+                    .priority = jb->priority,
+                };
+                if (hs_job_arrive (s, t, &hj, &herr) < 0) {
+                    efail (err, "%s: policy %s: job %s: %s", wl->file, pname,
+                           jb->name, herr.text);
+                    goto error;
+                }
+                res->events++;
+                jr[e.job].state = J_COMPUTE;
+                if (res->traces && trace_add (&res->traces[e.job], t, t + jb->w[0],
+                                              0, SEG_COMPUTE) < 0)
+                    goto nomem;
+                if (heap_push (&heap, (ev_t){ t + jb->w[0], e.job,
+                                              EV_COMPUTE_END }) < 0)
+                    goto nomem;
+            }
+            else {
+                int it = jr[e.job].it;
+                if (hs_phase_request (s, t, (uint64_t)e.job, jb->volume[it],
+                                      jb->io == WL_IO_READ ? HS_DIR_READ
+                                      : HS_DIR_WRITE, jb->w[it], &herr) < 0) {
+                    efail (err, "%s: policy %s: job %s: phase %d: %s", wl->file,
+                           pname, jb->name, it + 1, herr.text);
+                    goto error;
+                }
+                res->events++;
+                jr[e.job].state = J_IO;
+                jr[e.job].phase_start = t;
+                jr[e.job].seg_t0 = t;
+                jr[e.job].seg_bw = 0;
+            }
+        }
+
+        /* 3. one decision for everything that happened at t */
+        if (ndone == n)
+            break;
+        {
+            int k = hs_sched_decide (s, t, grants, (size_t)n);
+            if (k < 0) {
+                efail (err, "%s: policy %s: hs_sched_decide(t = %.9g): %s",
+                       wl->file, pname, t, strerror (errno));
+                goto error;
+            }
+            if (k > n) {
+                errno = EOVERFLOW;
+                efail (err, "%s: policy %s: %d decisions for %d jobs", wl->file,
+                       pname, k, n);
+                goto error;
+            }
+            ngrants = k;
+            res->decisions++;
+        }
+        for (int g = 0; g < ngrants; g++) {
+            hs_grant_t *gr = &grants[g];
+            int j = (int)gr->id;
+            if (gr->id >= (uint64_t)n || jr[j].state != J_IO) {
+                errno = EPROTO;
+                efail (err, "%s: policy %s: decision for unknown phase (id %llu)",
+                       wl->file, pname, (unsigned long long)gr->id);
+                goto error;
+            }
+            if (!(gr->bw >= 0) || !isfinite (gr->bw))
+                gr->bw = 0;
+            if (gr->start > t + 1e-12 * fmax (1., fabs (t)))
+                gr->bw = 0;     /* planned ahead: not moving yet */
+            gr->start = t;      /* from here on: the time 'remaining' refers to */
+            if (res->traces && gr->bw != jr[j].seg_bw) {
+                if (trace_add (&res->traces[j], jr[j].seg_t0, t, jr[j].seg_bw,
+                               SEG_IO) < 0)
+                    goto nomem;
+                jr[j].seg_t0 = t;
+                jr[j].seg_bw = gr->bw;
+            }
+        }
+        if (progress)
+            idle = 0;
+        else if (++idle > 10000) {
+            errno = ELOOP;
+            efail (err, "%s: policy %s made no progress at t = %.9g s (%zu phase(s) "
+                   "pending)", wl->file, pname, t, hs_sched_npending (s));
+            goto error;
+        }
+    }
+    res->wall = now_wall () - w0;
+
+    if (hs_metrics_compute (res->stats, (size_t)n, wl->plat.nodes, &res->m,
+                            res->app) < 0) {
+        efail (err, "%s: hs_metrics_compute: %s", wl->file, strerror (errno));
+        goto error;
+    }
+    hs_sched_destroy (s);
+    free (heap.v);
+    free (jr);
+    free (grants);
+    return 0;
+nomem:
+    errno = ENOMEM;
+    efail (err, "%s: out of memory", wl->file);
+error:
+    hs_sched_destroy (s);
+    free (heap.v);
+    free (jr);
+    free (grants);
+    sim_result_clear (res);
+    return -1;
+}

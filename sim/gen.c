@@ -1,0 +1,455 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * gen.c — workload generators: 'bbsim gen iosets|gainaru|harmonia'.
+ *
+ * Every random draw goes through rng.h with the --seed given, so a seed always
+ * produces the same file.  The output is an ordinary workload (doc/workload-format.md)
+ * with a comment header recording the generator and its parameters.
+ *
+ * iosets   IO-Sets (Boito et al.): 60 jobs, nH with w_iter ~ N(10,1), nM ~ N(100,10),
+ *          nL ~ N(1000,100) (nL = 40 - nH by default); random releases; with --eta,
+ *          the noise study: 20/20/20 jobs with w_iter ~ N(m, eta*m).  Each job alone
+ *          can use all of B (the paper's jobs are limited by the PFS, not their
+ *          nodes); its I/O share of w_iter is drawn so that the I/O load (sum over
+ *          jobs of time_io / w_iter) is --io-load on average.
+ * gainaru  Intrepid-like mixes of Gainaru et al. §4.2: few large apps sharing the
+ *          machine, or many small apps with a few large ones; I/O-to-compute ratio
+ *          time_io / w as a parameter; platform N = sum of the apps' nodes as in §2.2.
+ * harmonia (the buffer tier) not available yet.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "libhutil/hutil.h"
+#include "rng.h"
+#include "sim.h"
+
+typedef struct {
+    const char *name;
+    const char *arg;        /* NULL: flag */
+    const char *help;
+} gopt_t;
+
+static const gopt_t iosets_opts[] = {
+    { "--nh", "N", "high-frequency jobs, w_iter ~ N(10 s, 1 s) (default 10)" },
+    { "--nm", "N", "medium-frequency jobs, w_iter ~ N(100 s, 10 s) (default 20)" },
+    { "--nl", "N", "low-frequency jobs, w_iter ~ N(1000 s, 100 s) (default 40 - nh)" },
+    { "--eta", "X", "noise study: 20/20/20 jobs with w_iter ~ N(m, X*m)" },
+    { "--io-load", "X", "mean sum over jobs of time_io / w_iter (default 0.8)" },
+    { "--horizon", "DURATION", "each job runs about this long alone (default 4000 s)" },
+    { "--release-window", "DURATION", "releases ~ U(0, this) (default 1000 s)" },
+    { "--bandwidth", "BW", "B, the shared I/O bandwidth (default 10 GB/s)" },
+    { "--app-nodes", "N", "nodes per job; b = B / N so one job alone fills B "
+      "(default 64)" },
+    { "--seed", "N", "random seed (default 1)" },
+    { NULL, NULL, NULL },
+};
+
+static const gopt_t gainaru_opts[] = {
+    { "--scenario", "large|mixed", "few large apps sharing the machine (large), or "
+      "many small apps with a few large ones (mixed) (default large)" },
+    { "--large", "N", "large apps, 1285..8192 nodes (default 10, mixed: 5)" },
+    { "--small", "N", "small apps, 32..1284 nodes (default 0, mixed: 50)" },
+    { "--io-ratio", "X", "mean time_io / w of an app, drawn in [X/2, 3X/2] "
+      "(default 0.2)" },
+    { "--sens", "X", "sensibility of w: each w(k,i) ~ U(w, w(1+X)) (default 0)" },
+    { "--horizon", "DURATION", "each app runs about this long alone (default 20000 s)" },
+    { "--machine-nodes", "N", "Intrepid's nodes; apps are scaled to fit (default "
+      "40960)" },
+    { "--bandwidth", "BW", "B (default 88 GB/s)" },
+    { "--node-bandwidth", "BW", "b (default 0.0125 GB/s)" },
+    { "--seed", "N", "random seed (default 1)" },
+    { NULL, NULL, NULL },
+};
+
+static void opts_usage (FILE *f, const char *gen, const char *what, const gopt_t *o)
+{
+    fprintf (f, "Usage: bbsim gen %s [options] [--seed N] > WORKLOAD.yaml\n%s\n\n"
+             "Options:\n", gen, what);
+    for (; o->name; o++) {
+        char b[64];
+        snprintf (b, sizeof (b), "%s%s%s", o->name, o->arg ? " " : "",
+                  o->arg ? o->arg : "");
+        fprintf (f, "  %-26s %s\n", b, o->help);
+    }
+    fprintf (f, "  %-26s %s\n", "--help", "this text");
+}
+
+void gen_usage (FILE *f)
+{
+    fprintf (f, "Usage: bbsim gen iosets|gainaru|harmonia [options] [--seed N] "
+             "> WORKLOAD.yaml\n"
+             "  iosets    IO-Sets mixes (60 jobs, nH/nM/nL, or the eta noise study)\n"
+             "  gainaru   Intrepid-like mixes of Gainaru et al. §4.2\n"
+             "  harmonia  burst-buffer workloads (not yet available)\n"
+             "'bbsim gen NAME --help' lists a generator's options.\n");
+}
+
+/* Parsed options: name -> value string. */
+typedef struct {
+    const char *val[16];
+} gvals_t;
+
+static int parse_opts (int argc, char **argv, const gopt_t *opts, gvals_t *v,
+                       FILE *errf, bool *help)
+{
+    memset (v, 0, sizeof (*v));
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *eq = strchr (a, '=');
+        size_t nl = eq ? (size_t)(eq - a) : strlen (a);
+        int k;
+        if (!strcmp (a, "--help") || !strcmp (a, "-h")) {
+            *help = true;
+            return 0;
+        }
+        for (k = 0; opts[k].name; k++) {
+            if (strlen (opts[k].name) == nl && !strncmp (opts[k].name, a, nl))
+                break;
+        }
+        if (!opts[k].name) {
+            fprintf (errf, "bbsim gen %s: unknown option '%s'\n", argv[0], a);
+            return 2;
+        }
+        if (eq)
+            v->val[k] = eq + 1;
+        else if (i + 1 < argc)
+            v->val[k] = argv[++i];
+        else {
+            fprintf (errf, "bbsim gen %s: option %s needs a value\n", argv[0], a);
+            return 2;
+        }
+    }
+    return 0;
+}
+
+static int opt_index (const gopt_t *opts, const char *name)
+{
+    for (int k = 0; opts[k].name; k++)
+        if (!strcmp (opts[k].name, name))
+            return k;
+    return -1;
+}
+
+static int get_long (const char *gen, const gopt_t *o, const gvals_t *v,
+                     const char *name, long def, long min, long max, long *out,
+                     FILE *errf)
+{
+    const char *s = v->val[opt_index (o, name)];
+    char *end;
+    if (!s) {
+        *out = def;
+        return 0;
+    }
+    errno = 0;
+    *out = strtol (s, &end, 10);
+    if (errno || end == s || *end || *out < min || *out > max) {
+        fprintf (errf, "bbsim gen %s: %s must be an integer in [%ld, %ld], not '%s'\n",
+                 gen, name, min, max, s);
+        return 1;
+    }
+    return 0;
+}
+
+static int get_u64 (const char *gen, const gopt_t *o, const gvals_t *v,
+                    const char *name, uint64_t *out, FILE *errf)
+{
+    const char *s = v->val[opt_index (o, name)];
+    char *end;
+    if (!s) {
+        *out = 1;
+        return 0;
+    }
+    errno = 0;
+    *out = strtoull (s, &end, 10);
+    if (errno || end == s || *end || s[0] == '-') {
+        fprintf (errf, "bbsim gen %s: %s must be a non-negative integer, not '%s'\n",
+                 gen, name, s);
+        return 1;
+    }
+    return 0;
+}
+
+static int get_double (const char *gen, const gopt_t *o, const gvals_t *v,
+                       const char *name, double def, double min, double max,
+                       double *out, FILE *errf)
+{
+    const char *s = v->val[opt_index (o, name)];
+    char *end;
+    if (!s) {
+        *out = def;
+        return 0;
+    }
+    errno = 0;
+    *out = strtod (s, &end);
+    if (errno || end == s || *end || !isfinite (*out) || *out < min || *out > max) {
+        fprintf (errf, "bbsim gen %s: %s must be a number in [%g, %g], not '%s'\n",
+                 gen, name, min, max, s);
+        return 1;
+    }
+    return 0;
+}
+
+static int get_dur (const char *gen, const gopt_t *o, const gvals_t *v,
+                    const char *name, double def, double *out, FILE *errf)
+{
+    const char *s = v->val[opt_index (o, name)];
+    hu_error_t e = { .text = "" };
+    if (!s) {
+        *out = def;
+        return 0;
+    }
+    if (hu_parse_duration (s, 0, out, &e) < 0 || !(*out > 0)) {
+        fprintf (errf, "bbsim gen %s: %s: bad duration '%s'%s%s\n", gen, name, s,
+                 e.text[0] ? ": " : "", e.text);
+        return 1;
+    }
+    return 0;
+}
+
+static int get_bw (const char *gen, const gopt_t *o, const gvals_t *v,
+                   const char *name, double def, double *out, FILE *errf)
+{
+    const char *s = v->val[opt_index (o, name)];
+    hu_error_t e = { .text = "" };
+    if (!s) {
+        *out = def;
+        return 0;
+    }
+    if (hu_parse_bandwidth (s, out, &e) < 0 || !(*out > 0)) {
+        fprintf (errf, "bbsim gen %s: %s: bad bandwidth '%s'%s%s\n", gen, name, s,
+                 e.text[0] ? ": " : "", e.text);
+        return 1;
+    }
+    return 0;
+}
+
+static void header (FILE *out, int argc, char **argv)
+{
+    fprintf (out, "# Generated by: bbsim gen");
+    for (int i = 0; i < argc; i++)
+        fprintf (out, " %s", argv[i]);
+    fprintf (out, "\n");
+}
+
+/* Units written out, without exponents. */
+static void put_bw (FILE *out, const char *key, double bps)
+{
+    fprintf (out, "  %s: %.6f GB/s\n", key, bps / 1e9);
+}
+
+/* ---------------------------------------------------------------- iosets */
+
+static int gen_iosets (int argc, char **argv, FILE *out, FILE *errf)
+{
+    const gopt_t *o = iosets_opts;
+    gvals_t v;
+    bool help = false;
+    long nh, nm, nl, app_nodes;
+    double eta = -1, load, horizon, window, B;
+    uint64_t seed;
+    rng_t r;
+    int rc;
+    int idx = 0;
+    static const double means[3] = { 10, 100, 1000 };
+    static const char *const cls[3] = { "high", "medium", "low" };
+
+    if ((rc = parse_opts (argc, argv, o, &v, errf, &help)))
+        return rc;
+    if (help) {
+        opts_usage (out, "iosets", "IO-Sets workloads (Boito et al.): jobs whose "
+                    "w_iter is around 10 s, 100 s or 1000 s.", o);
+        return 0;
+    }
+    if (v.val[opt_index (o, "--eta")]
+        && get_double ("iosets", o, &v, "--eta", 0, 0, 100, &eta, errf))
+        return 1;
+    if (get_long ("iosets", o, &v, "--nh", eta >= 0 ? 20 : 10, 0, 100000, &nh, errf)
+        || get_long ("iosets", o, &v, "--nm", 20, 0, 100000, &nm, errf)
+        || get_long ("iosets", o, &v, "--nl", eta >= 0 ? 20 : (nh <= 40 ? 40 - nh : 0),
+                     0, 100000, &nl, errf)
+        || get_double ("iosets", o, &v, "--io-load", 0.8, 1e-6, 1e6, &load, errf)
+        || get_dur ("iosets", o, &v, "--horizon", 4000, &horizon, errf)
+        || get_dur ("iosets", o, &v, "--release-window", 1000, &window, errf)
+        || get_bw ("iosets", o, &v, "--bandwidth", 10e9, &B, errf)
+        || get_long ("iosets", o, &v, "--app-nodes", 64, 1, 1000000, &app_nodes,
+                     errf)
+        || get_u64 ("iosets", o, &v, "--seed", &seed, errf))
+        return 1;
+    if (nh + nm + nl == 0) {
+        fprintf (errf, "bbsim gen iosets: no jobs (nh + nm + nl = 0)\n");
+        return 1;
+    }
+    rng_seed (&r, seed);
+    long n = nh + nm + nl;
+    long counts[3] = { nh, nm, nl };
+    header (out, argc, argv);
+    fprintf (out, "# IO-Sets mix: nH=%ld nM=%ld nL=%ld%s, I/O load %.3g, seed %llu\n",
+             nh, nm, nl, eta >= 0 ? " (eta noise study)" : "", load,
+             (unsigned long long)seed);
+    if (eta >= 0)
+        fprintf (out, "# w_iter ~ N(m, %.3g m) for m = 10, 100, 1000 s\n", eta);
+    fprintf (out, "platform:\n  nodes: %ld\n", n * app_nodes);
+    put_bw (out, "node_bandwidth", B / (double)app_nodes);
+    put_bw (out, "bandwidth", B);
+    fprintf (out, "apps:\n");
+    for (int c = 0; c < 3; c++) {
+        for (long k = 0; k < counts[c]; k++) {
+            double sd = eta >= 0 ? eta * means[c] : means[c] / 10;
+            double wit = rng_normal (&r, means[c], sd);
+            double f, w, vol, rel;
+            long it;
+            if (wit < 0.1 * means[c])
+                wit = 0.1 * means[c];   /* truncated: keeps the order of magnitude */
+            f = rng_uniform (&r, 0.5, 1.5) * load / (double)n;
+            if (f > 0.9)
+                f = 0.9;
+            w = wit * (1 - f);
+            vol = f * wit * B;
+            rel = rng_uniform (&r, 0, window);
+            it = lround (horizon / wit);
+            if (it < 1)
+                it = 1;
+            fprintf (out, "  - name: %s%03d\n    nodes: %ld\n    release: %.3f s\n"
+                     "    iterations: %ld\n    w: %.6f s\n    io_volume: %.3f MB\n"
+                     "    w_iter: %.6f s\n", cls[c], idx++, app_nodes, rel, it, w,
+                     vol / 1e6, wit);
+        }
+    }
+    return ferror (out) ? 1 : 0;
+}
+
+/* ---------------------------------------------------------------- gainaru */
+
+static int gen_gainaru (int argc, char **argv, FILE *out, FILE *errf)
+{
+    const gopt_t *o = gainaru_opts;
+    gvals_t v;
+    bool help = false;
+    const char *scen;
+    bool mixed;
+    long nlarge, nsmall, machine;
+    double ratio, sens, horizon, B, b;
+    uint64_t seed;
+    rng_t r;
+    int rc;
+    long *nodes = NULL;
+    long n, sum = 0;
+
+    if ((rc = parse_opts (argc, argv, o, &v, errf, &help)))
+        return rc;
+    if (help) {
+        opts_usage (out, "gainaru", "Intrepid-like application mixes (Gainaru et al. "
+                    "§4.2).", o);
+        return 0;
+    }
+    scen = v.val[opt_index (o, "--scenario")];
+    if (scen && strcmp (scen, "large") && strcmp (scen, "mixed")) {
+        fprintf (errf, "bbsim gen gainaru: --scenario must be large or mixed, not "
+                 "'%s'\n", scen);
+        return 1;
+    }
+    mixed = scen && !strcmp (scen, "mixed");
+    if (get_long ("gainaru", o, &v, "--large", mixed ? 5 : 10, 0, 10000, &nlarge,
+                  errf)
+        || get_long ("gainaru", o, &v, "--small", mixed ? 50 : 0, 0, 100000, &nsmall,
+                     errf)
+        || get_double ("gainaru", o, &v, "--io-ratio", 0.2, 1e-6, 100, &ratio, errf)
+        || get_double ("gainaru", o, &v, "--sens", 0, 0, 100, &sens, errf)
+        || get_dur ("gainaru", o, &v, "--horizon", 20000, &horizon, errf)
+        || get_long ("gainaru", o, &v, "--machine-nodes", 40960, 1, 100000000,
+                     &machine, errf)
+        || get_bw ("gainaru", o, &v, "--bandwidth", 88e9, &B, errf)
+        || get_bw ("gainaru", o, &v, "--node-bandwidth", 0.0125e9, &b, errf)
+        || get_u64 ("gainaru", o, &v, "--seed", &seed, errf))
+        return 1;
+    n = nlarge + nsmall;
+    if (n == 0) {
+        fprintf (errf, "bbsim gen gainaru: no apps (--large + --small = 0)\n");
+        return 1;
+    }
+    if (!(nodes = calloc ((size_t)n, sizeof (*nodes)))) {
+        fprintf (errf, "bbsim gen gainaru: out of memory\n");
+        return 1;
+    }
+    rng_seed (&r, seed);
+    for (long k = 0; k < n; k++) {
+        nodes[k] = k < nlarge ? 1285 + (long)rng_below (&r, 8192 - 1285 + 1)
+                              : 32 + (long)rng_below (&r, 1284 - 32 + 1);
+        sum += nodes[k];
+    }
+    if (sum > machine) {        /* scale the mix down to the machine */
+        long s2 = 0;
+        for (long k = 0; k < n; k++) {
+            nodes[k] = (long)floor ((double)nodes[k] * (double)machine / (double)sum);
+            if (nodes[k] < 1)
+                nodes[k] = 1;
+            s2 += nodes[k];
+        }
+        sum = s2;
+    }
+    header (out, argc, argv);
+    fprintf (out, "# Intrepid-like %s mix: %ld large + %ld small apps, I/O ratio "
+             "%.3g, seed %llu\n# platform nodes = sum of the apps' nodes "
+             "(Gainaru §2.2)\n", mixed ? "mixed" : "large", nlarge, nsmall, ratio,
+             (unsigned long long)seed);
+    fprintf (out, "platform:\n  nodes: %ld\n", sum);
+    put_bw (out, "node_bandwidth", b);
+    put_bw (out, "bandwidth", B);
+    fprintf (out, "apps:\n");
+    for (long k = 0; k < n; k++) {
+        double w = rng_uniform (&r, 100, 1000);
+        double rk = rng_uniform (&r, 0.5, 1.5) * ratio;
+        double bwk = fmin ((double)nodes[k] * b, B);
+        double vol = rk * w * bwk;
+        double wmean = w * (1 + sens / 2);
+        long it = lround (horizon / (wmean * (1 + rk)));
+        double rel = rng_uniform (&r, 0, w);
+        if (it < 2)
+            it = 2;
+        fprintf (out, "  - name: %s%03ld\n    nodes: %ld\n    release: %.3f s\n"
+                 "    iterations: %ld\n", k < nlarge ? "large" : "small", k, nodes[k],
+                 rel, it);
+        if (sens > 0)
+            fprintf (out, "    w: {dist: uniform, min: %.6f s, max: %.6f s}\n", w,
+                     w * (1 + sens));
+        else
+            fprintf (out, "    w: %.6f s\n", w);
+        fprintf (out, "    io_volume: %.3f MB\n", vol / 1e6);
+    }
+    free (nodes);
+    return ferror (out) ? 1 : 0;
+}
+
+int gen_main (int argc, char **argv, FILE *out, FILE *errf)
+{
+    if (argc < 1 || !argv[0] || !strcmp (argv[0], "--help")
+        || !strcmp (argv[0], "-h")) {
+        gen_usage (argc < 1 ? errf : out);
+        return argc < 1 ? 2 : 0;
+    }
+    if (!strcmp (argv[0], "iosets"))
+        return gen_iosets (argc, argv, out, errf);
+    if (!strcmp (argv[0], "gainaru"))
+        return gen_gainaru (argc, argv, out, errf);
+    if (!strcmp (argv[0], "harmonia")) {
+        for (int i = 1; i < argc; i++) {
+            if (!strcmp (argv[i], "--help") || !strcmp (argv[i], "-h")) {
+                fprintf (out, "Usage: bbsim gen harmonia [options] --seed N\n"
+                         "Burst-buffer workloads for the Harmonia policies: not yet "
+                         "available (the buffer tier comes in a later release).\n");
+                return 0;
+            }
+        }
+        fprintf (errf, "bbsim gen harmonia: not yet available: the burst-buffer tier "
+                 "comes in a later release\n");
+        return 1;
+    }
+    fprintf (errf, "bbsim gen: unknown generator '%s' (iosets, gainaru, harmonia)\n",
+             argv[0]);
+    return 2;
+}

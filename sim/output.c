@@ -1,0 +1,224 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * output.c — bbsim's results as a terminal table, JSON (DESIGN.md §5, a contract)
+ * or CSV.
+ *
+ * JSON: one object { "workload", "seed", "platform", "results": [ ... ] } with one
+ * entry per policy holding policy, sys_efficiency, upper_limit, dilation,
+ * stretch_max, utilization, io_slowdown_mean, fairness, stall_time,
+ * buffer_efficiency (null without buffers), makespan, events, and "apps" (one entry
+ * per simulated job).  Ratios are fractions (0.85, not 85); times are seconds.
+ */
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "sim.h"
+
+static json_t *num (double v)
+{
+    return isfinite (v) ? json_real (v) : json_null ();
+}
+
+static json_t *app_json (const sim_result_t *r, int i)
+{
+    const hs_job_stats_t *st = &r->stats[i];
+    const hs_app_metrics_t *am = &r->app[i];
+    json_t *o = json_object ();
+    if (!o)
+        return NULL;
+    json_object_set_new (o, "name", json_string (r->names[i]));
+    json_object_set_new (o, "nodes", json_integer (st->nodes));
+    json_object_set_new (o, "release", num (st->release));
+    json_object_set_new (o, "end", num (st->end));
+    json_object_set_new (o, "phases", json_integer (st->phases));
+    json_object_set_new (o, "work", num (st->work));
+    json_object_set_new (o, "io_time", num (st->io_time));
+    json_object_set_new (o, "io_dedicated", num (st->io_dedicated));
+    json_object_set_new (o, "io_wait", num (st->io_wait));
+    json_object_set_new (o, "bytes", num (st->bytes));
+    json_object_set_new (o, "w_iter", num (st->w_iter_est));
+    json_object_set_new (o, "rho", num (am->rho));
+    json_object_set_new (o, "rho_tilde", num (am->rho_tilde));
+    json_object_set_new (o, "dilation", num (am->dilation));
+    json_object_set_new (o, "stretch", num (am->stretch));
+    json_object_set_new (o, "io_slowdown", num (am->io_slowdown));
+    json_object_set_new (o, "stall_time", num (am->stall));
+    return o;
+}
+
+static json_t *result_json (const sim_result_t *r)
+{
+    json_t *o = json_object ();
+    json_t *apps = json_array ();
+    if (!o || !apps) {
+        json_decref (o);
+        json_decref (apps);
+        return NULL;
+    }
+    json_object_set_new (o, "policy", json_string (r->policy));
+    json_object_set_new (o, "sys_efficiency", num (r->m.sys_efficiency));
+    json_object_set_new (o, "upper_limit", num (r->m.upper_limit));
+    json_object_set_new (o, "dilation", num (r->m.dilation));
+    json_object_set_new (o, "stretch_max", num (r->m.stretch_max));
+    json_object_set_new (o, "stretch_mean", num (r->m.stretch_mean));
+    json_object_set_new (o, "utilization", num (r->m.utilization));
+    json_object_set_new (o, "io_slowdown_mean", num (r->m.io_slowdown_mean));
+    json_object_set_new (o, "fairness", num (r->m.fairness));
+    json_object_set_new (o, "stall_time", num (r->m.stall_time));
+    json_object_set_new (o, "buffer_efficiency", r->has_buffers
+                         ? num (r->buffer_efficiency) : json_null ());
+    json_object_set_new (o, "makespan", num (r->m.makespan));
+    json_object_set_new (o, "events", json_integer ((json_int_t)r->events));
+    json_object_set_new (o, "decisions", json_integer ((json_int_t)r->decisions));
+    json_object_set_new (o, "wall_seconds", num (r->wall));
+    for (int i = 0; i < r->napps; i++) {
+        json_t *a = app_json (r, i);
+        if (!a || json_array_append_new (apps, a) < 0) {
+            json_decref (o);
+            json_decref (apps);
+            return NULL;
+        }
+    }
+    json_object_set_new (o, "apps", apps);
+    return o;
+}
+
+static int out_json (FILE *f, const wl_t *wl, uint64_t seed, const sim_result_t *res,
+                     int nres)
+{
+    json_t *root = json_object ();
+    json_t *arr = json_array ();
+    json_t *plat = json_object ();
+    int rc = -1;
+
+    if (!root || !arr || !plat)
+        goto done;
+    json_object_set_new (root, "workload", json_string (wl->file));
+    json_object_set_new (root, "seed", json_integer ((json_int_t)seed));
+    json_object_set_new (plat, "nodes", json_integer (wl->plat.nodes));
+    json_object_set_new (plat, "node_bandwidth", num (wl->plat.node_bw));
+    json_object_set_new (plat, "bandwidth", num (wl->plat.bw));
+    json_object_set_new (root, "platform", plat);
+    plat = NULL;
+    for (int i = 0; i < nres; i++) {
+        json_t *r = result_json (&res[i]);
+        if (!r || json_array_append_new (arr, r) < 0)
+            goto done;
+    }
+    json_object_set_new (root, "results", arr);
+    arr = NULL;
+    if (json_dumpf (root, f, JSON_INDENT (2) | JSON_PRESERVE_ORDER
+                    | JSON_REAL_PRECISION (10)) < 0)
+        goto done;
+    fputc ('\n', f);
+    rc = 0;
+done:
+    json_decref (plat);
+    json_decref (arr);
+    json_decref (root);
+    if (rc < 0)
+        errno = ENOMEM;
+    return rc;
+}
+
+static void csv_field (FILE *f, double v)
+{
+    if (isfinite (v))
+        fprintf (f, ",%.10g", v);
+    else
+        fputc (',', f);
+}
+
+static int out_csv (FILE *f, const sim_result_t *res, int nres)
+{
+    fprintf (f, "policy,sys_efficiency,upper_limit,dilation,stretch_max,"
+             "utilization,io_slowdown_mean,fairness,stall_time,buffer_efficiency,"
+             "makespan,events\n");
+    for (int i = 0; i < nres; i++) {
+        const sim_result_t *r = &res[i];
+        fprintf (f, "%s", r->policy);
+        csv_field (f, r->m.sys_efficiency);
+        csv_field (f, r->m.upper_limit);
+        csv_field (f, r->m.dilation);
+        csv_field (f, r->m.stretch_max);
+        csv_field (f, r->m.utilization);
+        csv_field (f, r->m.io_slowdown_mean);
+        csv_field (f, r->m.fairness);
+        csv_field (f, r->m.stall_time);
+        csv_field (f, r->has_buffers ? r->buffer_efficiency : NAN);
+        csv_field (f, r->m.makespan);
+        fprintf (f, ",%llu\n", (unsigned long long)r->events);
+    }
+    return 0;
+}
+
+static void cell (FILE *f, int width, double v, const char *fmt)
+{
+    char b[64];
+    if (isfinite (v))
+        snprintf (b, sizeof (b), fmt, v);
+    else
+        snprintf (b, sizeof (b), "-");
+    fprintf (f, " %*s", width, b);
+}
+
+static int out_table (FILE *f, const wl_t *wl, uint64_t seed, const sim_result_t *res,
+                      int nres)
+{
+    int pw = 10;
+    long njobs = 0;
+
+    for (int i = 0; i < nres; i++) {
+        int l = (int)strlen (res[i].policy);
+        if (l > pw)
+            pw = l;
+    }
+    if (nres > 0)
+        njobs = res[0].napps;
+    fprintf (f, "%s: %ld jobs on %d nodes, B = %.4g GB/s, b = %.4g GB/s, seed %llu\n",
+             wl->file, njobs, wl->plat.nodes, wl->plat.bw / 1e9,
+             wl->plat.node_bw / 1e9, (unsigned long long)seed);
+    fprintf (f, "%-*s %8s %8s %9s %9s %8s %9s %8s %11s %11s %9s\n", pw, "policy",
+             "SysEff%", "Upper%", "Dilation", "StretchMx", "Util%", "IOslowdn",
+             "Fairness", "Stall(s)", "Makespan(s)", "Events");
+    for (int i = 0; i < nres; i++) {
+        const sim_result_t *r = &res[i];
+        fprintf (f, "%-*s", pw, r->policy);
+        cell (f, 8, 100. * r->m.sys_efficiency, "%.2f");
+        cell (f, 8, 100. * r->m.upper_limit, "%.2f");
+        cell (f, 9, r->m.dilation, "%.3f");
+        cell (f, 9, r->m.stretch_max, "%.3f");
+        cell (f, 8, 100. * r->m.utilization, "%.2f");
+        cell (f, 9, r->m.io_slowdown_mean, "%.3f");
+        cell (f, 8, r->m.fairness, "%.4f");
+        cell (f, 11, r->m.stall_time, "%.1f");
+        cell (f, 11, r->m.makespan, "%.1f");
+        fprintf (f, " %9llu\n", (unsigned long long)r->events);
+    }
+    if (nres > 0 && !res[0].has_buffers)
+        fprintf (f, "(no buffer tier: buffer efficiency not applicable)\n");
+    return 0;
+}
+
+int sim_output (FILE *f, sim_format_t fmt, const wl_t *wl, uint64_t seed,
+                const sim_result_t *res, int nres)
+{
+    int rc;
+    switch (fmt) {
+        case OUT_JSON:
+            rc = out_json (f, wl, seed, res, nres);
+            break;
+        case OUT_CSV:
+            rc = out_csv (f, res, nres);
+            break;
+        default:
+            rc = out_table (f, wl, seed, res, nres);
+            break;
+    }
+    if (rc == 0 && (fflush (f) != 0 || ferror (f)))
+        return -1;
+    return rc;
+}

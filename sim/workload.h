@@ -1,0 +1,136 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * workload.h — bbsim's workload files (DESIGN.md §5, doc/workload-format.md).
+ *
+ * A workload is a YAML file with a 'platform:' mapping and an 'apps:' sequence.  The
+ * loader is strict: unknown keys, missing units, non-positive bandwidths, apps larger
+ * than the platform, anchors/aliases and YAML syntax errors are refused with an error
+ * text "FILE:LINE:COL: reason" (1-based line and column of the offending node).
+ *
+ * The loader only reads and checks; wl_expand() turns the description into concrete
+ * jobs (count replicas, per-iteration compute times and volumes, random draws made
+ * with a seed through the PRNG of rng.h, reproducible across libc versions).
+ *
+ * Nothing here depends on libhsched: the fuzzer builds this file alone.
+ */
+#ifndef BBSIM_WORKLOAD_H
+#define BBSIM_WORKLOAD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct {
+    char text[512];
+} wl_error_t;
+
+/* A number drawn per use: a fixed value or a distribution. */
+typedef enum {
+    WL_DIST_FIXED = 0,
+    WL_DIST_NORMAL,         /* a = mean, b = sd; negative draws are redrawn */
+    WL_DIST_UNIFORM,        /* a = min, b = max */
+    WL_DIST_EXPONENTIAL,    /* a = mean */
+} wl_dist_kind_t;
+
+typedef struct {
+    wl_dist_kind_t kind;
+    double a, b;
+} wl_dist_t;
+
+/* A value of an app: one distribution for every iteration, or one per iteration. */
+typedef struct {
+    wl_dist_t one;          /* used when nlist == 0 */
+    wl_dist_t *list;        /* per-iteration values (nlist of them) */
+    int nlist;
+} wl_value_t;
+
+typedef enum { WL_IO_WRITE = 0, WL_IO_READ = 1 } wl_io_t;
+
+typedef struct {
+    char *name;
+    int nodes;
+    wl_dist_t release;      /* drawn once per replica */
+    int iterations;
+    wl_value_t w;           /* seconds of compute before each phase */
+    wl_value_t volume;      /* bytes of each phase */
+    int count;              /* replicas (>= 1) */
+    wl_io_t io;
+    double w_iter;          /* hint (s), 0: none */
+    int priority;           /* 0: none, else 1..10 */
+    int line, col;          /* where the app's mapping starts (1-based) */
+} wl_app_t;
+
+typedef struct {
+    char *name;
+    double capacity;        /* bytes */
+    double bandwidth;       /* bytes/s */
+    char *device;           /* name of a device profile, or NULL */
+    int count;
+    int line, col;
+} wl_buffer_t;
+
+typedef struct {
+    char *name;
+    double msca[16];        /* MSCA(c), c = 1..16 */
+    int nmsca;
+    int line, col;
+} wl_device_t;
+
+typedef struct {
+    int nodes;              /* N */
+    double node_bw;         /* b, bytes/s */
+    double bw;              /* B, bytes/s */
+    wl_buffer_t *buffers;
+    int nbuffers;
+    wl_device_t *devices;
+    int ndevices;
+    int buffers_line, buffers_col;  /* mark of 'buffers:' (0 when absent) */
+} wl_platform_t;
+
+typedef struct {
+    char *file;             /* name used in messages */
+    wl_platform_t plat;
+    wl_app_t *apps;
+    int napps;
+} wl_t;
+
+/* Parse a workload from memory ('name' is used in messages).  Returns NULL with errno
+ * set (EINVAL: bad input, ENOMEM) and err filled with "NAME:LINE:COL: reason". */
+wl_t *wl_load_buffer(const char *buf, size_t len, const char *name, wl_error_t *err);
+
+/* Same from a file ("-" reads stdin). */
+wl_t *wl_load_file(const char *path, wl_error_t *err);
+
+void wl_destroy(wl_t *wl);      /* accepts NULL, keeps errno */
+
+/* ---------------------------------------------------------------- expansion */
+
+typedef struct {
+    char *name;             /* "app" or "app#3" for replicas */
+    int app;                /* index in wl->apps */
+    int nodes;
+    double release;
+    int iterations;
+    double *w;              /* iterations values, s (>= 0) */
+    double *volume;         /* iterations values, bytes (> 0) */
+    wl_io_t io;
+    double w_iter;          /* hint or 0 */
+    int priority;
+} wl_job_t;
+
+typedef struct {
+    wl_job_t *jobs;
+    int njobs;
+} wl_jobs_t;
+
+/* Draw every random value with 'seed'.  Returns NULL with errno set. */
+wl_jobs_t *wl_expand(const wl_t *wl, uint64_t seed, wl_error_t *err);
+void wl_jobs_destroy(wl_jobs_t *jobs);
+
+/* ---------------------------------------------------------------- limits */
+
+#define WL_MAX_DEPTH        32          /* nesting of YAML collections */
+#define WL_MAX_NODES        (1 << 22)   /* YAML nodes in one file */
+#define WL_MAX_JOBS         1000000     /* jobs after replication */
+#define WL_MAX_ITERATIONS   10000000    /* sum over jobs of iterations */
+
+#endif /* BBSIM_WORKLOAD_H */

@@ -1,0 +1,984 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * hs_core.c — libhsched's model: jobs, phases, time, fluid progress, decisions and
+ * per-job accounting.  The policies live in hs_online.c (and, plugged in through
+ * policy.h, in other files).
+ *
+ * Data layout (10^4 jobs and more):
+ *   - jobs[] holds one record per known job (live or departed, so that statistics
+ *     survive hs_job_leave()); free slots are chained for reuse by hs_job_forget();
+ *   - an open-addressing hash table (linear probing, backward-shift deletion) maps
+ *     job ids to jobs[] slots;
+ *   - live[] and pend[] list the live jobs and the jobs with a pending phase; each job
+ *     knows its position in them, so insertion and removal are O(1).
+ * Events cost O(1) plus the integration of the pending phases (O(K)); a decision
+ * costs O(K log K) (one sort by id here, one sort by the policy's key there).
+ *
+ * Fluid model (gainaru-io-congestion.md §2.1): between two decisions, the phase of
+ * job k progresses at the rate bw_k chosen by the last decision.  Every event first
+ * integrates progress up to its time.  A phase is "complete in the model" when the
+ * bytes left are at most HS_EPS_REL of its volume; it then needs no bandwidth, and
+ * the driver is expected to call hs_phase_finish() (hs_sched_completed() lists them).
+ *
+ * Which instances count in rho and rho~ at decision time t (for the policies): the
+ * pending instance i counts in both.  Its compute chunk w(k,i) is over (it was
+ * reported with the request) and its volume is known, so
+ *     rho_k      = sum_{j<=i} w(k,j) / sum_{j<=i} (w(k,j) + time_io(k,j))
+ *     rho~_k(t)  = sum_{j<=i} w(k,j) / (t - r_k)          (rho_k when t == r_k)
+ * i.e. rho~ is the fraction of the job's life spent computing so far, and it decays
+ * while the job waits for I/O, which is what the online heuristics react to.
+ * (Counting only completed instances would give rho~ = 0 to every job in its first
+ * phase and make MINDILATION blind until each job has finished one phase.)
+ * The metrics at the end of a run count completed instances only (hs_job_stats()).
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <stdio.h>
+
+#include "hsched.h"
+#include "policy.h"
+
+#define NO_SLOT ((size_t)-1)
+
+struct job {
+    hs_job_t info;          /* info.alloc points at 'alloc' */
+    int *alloc;
+    bool used;              /* slot holds a job (live or departed) */
+    bool live;
+    size_t live_pos;
+    size_t next_free;
+    double cap;             /* min(beta b, B) */
+    /* the pending phase */
+    bool pending;
+    size_t pend_pos;
+    double vol;
+    double done;
+    double req;
+    double w_done;
+    double rate;            /* bw of the last decision */
+    double weight;
+    double w_iter;          /* w_iter used for this phase */
+    hs_dir_t dir;
+    bool active;            /* rate > 0 at the last decision */
+    /* history */
+    double last_io_end;     /* finish of the previous phase, r_k if none */
+    double first_req;
+    double last_req;
+    int nreq;
+    hs_job_stats_t st;      /* completed instances only */
+};
+
+struct hs_sched {
+    hs_platform_t plat;
+    hs_buffer_t *buffers;
+    hs_policy_t pol;
+    const hs_policy_ops_t *ops;
+    void *pstate;
+    double now;             /* time of the last event (-INFINITY before the first) */
+
+    struct job *jobs;
+    size_t jobs_len;        /* slots ever used */
+    size_t jobs_cap;
+    size_t free_head;
+
+    size_t *htab;           /* slot + 1, 0 = empty */
+    size_t hcap;            /* power of two */
+    size_t hcount;
+
+    size_t *live;
+    size_t nlive;
+    size_t live_cap;
+    size_t *pend;
+    size_t npend;
+    size_t pend_cap;
+
+    hs_view_t *views;       /* decision scratch */
+    struct idsort { uint64_t id; size_t slot; } *ids;
+    size_t scratch_cap;
+};
+
+/* ------------------------------------------------------------------ helpers */
+
+static int errprintf(hs_error_t *err, int errnum, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+#include <stdarg.h>
+static int errprintf(hs_error_t *err, int errnum, const char *fmt, ...)
+{
+    if (err) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err->text, sizeof(err->text), fmt, ap);
+        va_end(ap);
+    }
+    errno = errnum;
+    return -1;
+}
+
+static uint64_t hash64(uint64_t x)
+{
+    /* splitmix64 finaliser */
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ULL;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebULL;
+    x ^= x >> 31;
+    return x;
+}
+
+static int grow(void **p, size_t *cap, size_t need, size_t elsize)
+{
+    size_t ncap;
+    void *np;
+
+    if (need <= *cap)
+        return 0;
+    ncap = *cap ? *cap : 16;
+    while (ncap < need)
+        ncap *= 2;
+    if (ncap > SIZE_MAX / elsize) {
+        errno = ENOMEM;
+        return -1;
+    }
+    if (!(np = realloc(*p, ncap * elsize)))
+        return -1;
+    *p = np;
+    *cap = ncap;
+    return 0;
+}
+
+/* Slot of job 'id' in jobs[], or NO_SLOT. */
+static size_t hfind(const hs_sched_t *s, uint64_t id)
+{
+    size_t mask, i;
+
+    if (s->hcap == 0)
+        return NO_SLOT;
+    mask = s->hcap - 1;
+    for (i = hash64(id) & mask; s->htab[i]; i = (i + 1) & mask) {
+        size_t slot = s->htab[i] - 1;
+        if (s->jobs[slot].info.id == id)
+            return slot;
+    }
+    return NO_SLOT;
+}
+
+static void hput_raw(size_t *tab, size_t cap, uint64_t id, size_t slot)
+{
+    size_t mask = cap - 1;
+    size_t i = hash64(id) & mask;
+
+    while (tab[i])
+        i = (i + 1) & mask;
+    tab[i] = slot + 1;
+}
+
+static int hreserve(hs_sched_t *s, size_t count)
+{
+    size_t ncap, i;
+    size_t *ntab;
+
+    if (s->hcap && count * 2 <= s->hcap)    /* load factor <= 1/2 */
+        return 0;
+    ncap = s->hcap ? s->hcap * 2 : 64;
+    while (count * 2 > ncap)
+        ncap *= 2;
+    if (!(ntab = calloc(ncap, sizeof(*ntab))))
+        return -1;
+    for (i = 0; i < s->hcap; i++) {
+        if (s->htab[i]) {
+            size_t slot = s->htab[i] - 1;
+            hput_raw(ntab, ncap, s->jobs[slot].info.id, slot);
+        }
+    }
+    free(s->htab);
+    s->htab = ntab;
+    s->hcap = ncap;
+    return 0;
+}
+
+/* Backward-shift deletion for linear probing. */
+static void hdel(hs_sched_t *s, uint64_t id)
+{
+    size_t mask = s->hcap - 1;
+    size_t i = hash64(id) & mask;
+    size_t j;
+
+    while (s->htab[i] && s->jobs[s->htab[i] - 1].info.id != id)
+        i = (i + 1) & mask;
+    if (!s->htab[i])
+        return;
+    s->htab[i] = 0;
+    j = i;
+    for (;;) {
+        size_t home;
+        j = (j + 1) & mask;
+        if (!s->htab[j])
+            break;
+        home = hash64(s->jobs[s->htab[j] - 1].info.id) & mask;
+        /* move htab[j] into the hole i if its home is not in (i, j] cyclically */
+        if ((j > i && (home <= i || home > j)) || (j < i && (home <= i && home > j))) {
+            s->htab[i] = s->htab[j];
+            s->htab[j] = 0;
+            i = j;
+        }
+    }
+    s->hcount--;
+}
+
+static int check_time(const hs_sched_t *s, double now)
+{
+    if (!isfinite(now) || now < s->now) {
+        errno = EINVAL;
+        return -1;
+    }
+    return 0;
+}
+
+static bool phase_complete(const struct job *j)
+{
+    return j->vol - j->done <= HS_EPS_REL * j->vol;
+}
+
+/* Completion time of a granted phase at its current rate, from time t0. */
+static double completion_time(const struct job *j, double t0)
+{
+    return t0 + (j->vol - j->done) / j->rate;
+}
+
+/* Integrate progress of the pending phases from s->now to 'now' (>= s->now). */
+static void integrate(hs_sched_t *s, double now)
+{
+    size_t i;
+    double dt;
+
+    if (!(now > s->now)) {
+        if (s->now == -INFINITY)
+            s->now = now;
+        return;
+    }
+    dt = now - s->now;
+    for (i = 0; i < s->npend; i++) {
+        struct job *j = &s->jobs[s->pend[i]];
+        if (phase_complete(j))
+            continue;
+        if (j->rate > 0) {
+            /* the same expression as hs_sched_next_event(): advancing exactly to
+             * the time it returned completes the phase exactly */
+            if (now >= completion_time(j, s->now))
+                j->done = j->vol;
+            else
+                j->done = fmin(j->vol, j->done + j->rate * dt);
+        }
+        else
+            j->st.io_wait += dt;
+    }
+    s->now = now;
+}
+
+static struct job *live_job(hs_sched_t *s, uint64_t id)
+{
+    size_t slot = hfind(s, id);
+
+    if (slot == NO_SLOT || !s->jobs[slot].live)
+        return NULL;
+    return &s->jobs[slot];
+}
+
+static void pend_remove(hs_sched_t *s, struct job *j)
+{
+    size_t pos = j->pend_pos;
+    size_t last = s->pend[--s->npend];
+
+    s->pend[pos] = last;
+    s->jobs[last].pend_pos = pos;
+    j->pending = false;
+    j->rate = 0;
+    j->weight = 0;
+    j->active = false;
+}
+
+static void live_remove(hs_sched_t *s, struct job *j)
+{
+    size_t pos = j->live_pos;
+    size_t last = s->live[--s->nlive];
+
+    s->live[pos] = last;
+    s->jobs[last].live_pos = pos;
+    j->live = false;
+}
+
+static int check_policy(const hs_policy_t *pol, hs_policy_t *out, hs_error_t *err)
+{
+    hs_policy_t p;
+    char buf[64];
+
+    if (!pol)
+        return errprintf(err, EINVAL, "no policy given");
+    p = *pol;
+    if ((int)p.kind < 0 || p.kind >= HS_POL__COUNT)
+        return errprintf(err, EINVAL, "unknown policy kind %d", (int)p.kind);
+    if (p.priority && p.kind != HS_POL_ROUNDROBIN && p.kind != HS_POL_MINDILATION
+        && p.kind != HS_POL_MAXSYSEFF && p.kind != HS_POL_MINMAX) {
+        p.priority = false;
+        return errprintf(err, EINVAL, "policy %s has no -priority variant",
+                         hs_policy_name(&p, buf, sizeof(buf)));
+    }
+    if (p.kind == HS_POL_MINMAX && !(p.gamma >= 0 && p.gamma <= 1))
+        return errprintf(err, EINVAL,
+                         "minmax: gamma %g is out of range (expected 0 <= gamma <= 1)",
+                         p.gamma);
+    if (p.kind == HS_POL_SET || p.kind == HS_POL_SET_FAIRSHARE
+        || p.kind == HS_POL_PRIORITY_SHARING) {
+        if (p.set_base == 0)
+            p.set_base = 10;
+        if (!(p.set_base > 1) || !isfinite(p.set_base))
+            return errprintf(err, EINVAL,
+                             "IO-Sets: base %g is invalid (expected a number > 1)",
+                             p.set_base);
+    }
+    *out = p;
+    return 0;
+}
+
+static int policy_start(hs_sched_t *s, const hs_policy_t *pol,
+                        const hs_policy_ops_t **opsp, void **statep, hs_error_t *err)
+{
+    const hs_policy_ops_t *ops = hs_policy_ops(pol->kind);
+    void *state = NULL;
+    char buf[64];
+
+    if (!ops)
+        return errprintf(err, ENOTSUP, "policy %s is not available in this build",
+                         hs_policy_name(pol, buf, sizeof(buf)));
+    if (ops->create) {
+        hs_ctx_t ctx = { .plat = &s->plat, .pol = pol, .sched = s, .now = s->now };
+        if (ops->create(&ctx, &state, err) < 0)
+            return -1;
+    }
+    *opsp = ops;
+    *statep = state;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ lifecycle */
+
+hs_sched_t *hs_sched_create(const hs_platform_t *plat, const hs_policy_t *pol,
+                            hs_error_t *err)
+{
+    hs_sched_t *s = NULL;
+    hs_policy_t p;
+    int i;
+
+    if (!plat) {
+        errprintf(err, EINVAL, "no platform given");
+        return NULL;
+    }
+    if (plat->nodes < 1) {
+        errprintf(err, EINVAL, "platform: nodes must be >= 1 (got %d)", plat->nodes);
+        return NULL;
+    }
+    if (!(plat->node_bw > 0) || !isfinite(plat->node_bw)) {
+        errprintf(err, EINVAL, "platform: node bandwidth b must be > 0 (got %g)",
+                  plat->node_bw);
+        return NULL;
+    }
+    if (!(plat->bw > 0) || !isfinite(plat->bw)) {
+        errprintf(err, EINVAL, "platform: I/O bandwidth B must be > 0 (got %g)",
+                  plat->bw);
+        return NULL;
+    }
+    if (plat->nbuffers < 0 || (plat->nbuffers > 0 && !plat->buffers)) {
+        errprintf(err, EINVAL, "platform: invalid buffer list (%d buffers)",
+                  plat->nbuffers);
+        return NULL;
+    }
+    for (i = 0; i < plat->nbuffers; i++) {
+        const hs_buffer_t *b = &plat->buffers[i];
+        if (b->nmsca < 0 || b->nmsca > 16 || !(b->capacity >= 0)
+            || !(b->bandwidth >= 0)) {
+            errprintf(err, EINVAL, "platform: buffer %d (%.*s) is invalid", i,
+                      (int)sizeof(b->name), b->name);
+            return NULL;
+        }
+    }
+    if (check_policy(pol, &p, err) < 0)
+        return NULL;
+    if (!(s = calloc(1, sizeof(*s))))
+        goto nomem;
+    s->plat = *plat;
+    s->now = -INFINITY;
+    s->free_head = NO_SLOT;
+    if (plat->nbuffers > 0) {
+        if (!(s->buffers = calloc(plat->nbuffers, sizeof(*s->buffers))))
+            goto nomem;
+        memcpy(s->buffers, plat->buffers, plat->nbuffers * sizeof(*s->buffers));
+    }
+    s->plat.buffers = s->buffers;
+    s->pol = p;
+    if (policy_start(s, &s->pol, &s->ops, &s->pstate, err) < 0)
+        goto error;
+    return s;
+nomem:
+    errprintf(err, ENOMEM, "out of memory");
+error:
+    hs_sched_destroy(s);
+    return NULL;
+}
+
+void hs_sched_destroy(hs_sched_t *s)
+{
+    int saved = errno;
+    size_t i;
+
+    if (s) {
+        if (s->ops && s->ops->destroy)
+            s->ops->destroy(s->pstate);
+        for (i = 0; i < s->jobs_len; i++)
+            free(s->jobs[i].alloc);
+        free(s->jobs);
+        free(s->htab);
+        free(s->live);
+        free(s->pend);
+        free(s->views);
+        free(s->ids);
+        free(s->buffers);
+        free(s);
+    }
+    errno = saved;
+}
+
+int hs_sched_set_policy(hs_sched_t *s, double now, const hs_policy_t *pol,
+                        hs_error_t *err)
+{
+    hs_policy_t p;
+    const hs_policy_ops_t *ops;
+    void *state;
+
+    if (!s)
+        return errprintf(err, EINVAL, "no scheduler");
+    if (check_time(s, now) < 0)
+        return errprintf(err, EINVAL, "time %g is before the last event (%g)", now,
+                         s->now);
+    if (check_policy(pol, &p, err) < 0)
+        return -1;
+    if (policy_start(s, &p, &ops, &state, err) < 0)
+        return -1;
+    integrate(s, now);
+    if (s->ops && s->ops->destroy)
+        s->ops->destroy(s->pstate);
+    s->pol = p;
+    s->ops = ops;
+    s->pstate = state;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ events */
+
+int hs_job_arrive(hs_sched_t *s, double now, const hs_job_t *job, hs_error_t *err)
+{
+    size_t slot, old;
+    struct job *j;
+    int *alloc = NULL;
+    int i;
+
+    if (!s || !job)
+        return errprintf(err, EINVAL, "no scheduler or job");
+    if (check_time(s, now) < 0)
+        return errprintf(err, EINVAL, "job %ju: time %g is before the last event (%g)",
+                         (uintmax_t)job->id, now, s->now);
+    if (job->nodes < 1)
+        return errprintf(err, EINVAL, "job %ju: nodes must be >= 1 (got %d)",
+                         (uintmax_t)job->id, job->nodes);
+    if (!isfinite(job->release) || job->release > now)
+        return errprintf(err, EINVAL, "job %ju: release %g must be a time <= now (%g)",
+                         (uintmax_t)job->id, job->release, now);
+    if (isnan(job->w) || isnan(job->volume) || isnan(job->w_iter)
+        || isinf(job->w) || isinf(job->volume) || isinf(job->w_iter))
+        return errprintf(err, EINVAL, "job %ju: hints must be finite numbers",
+                         (uintmax_t)job->id);
+    if (job->instances < 0 || job->priority < 0 || job->priority > 10)
+        return errprintf(err, EINVAL,
+                         "job %ju: instances must be >= 0 and priority in 0..10",
+                         (uintmax_t)job->id);
+    if (job->nalloc < 0 || (job->nalloc > 0 && !job->alloc))
+        return errprintf(err, EINVAL, "job %ju: invalid buffer allocation list",
+                         (uintmax_t)job->id);
+    for (i = 0; i < job->nalloc; i++) {
+        if (job->alloc[i] < 0 || job->alloc[i] >= s->plat.nbuffers)
+            return errprintf(err, EINVAL,
+                             "job %ju: buffer index %d out of range (%d buffers)",
+                             (uintmax_t)job->id, job->alloc[i], s->plat.nbuffers);
+    }
+    old = hfind(s, job->id);
+    if (old != NO_SLOT && s->jobs[old].live)
+        return errprintf(err, EEXIST, "job %ju is already known", (uintmax_t)job->id);
+
+    if (job->nalloc > 0) {
+        if (!(alloc = malloc(job->nalloc * sizeof(*alloc))))
+            goto nomem;
+        memcpy(alloc, job->alloc, job->nalloc * sizeof(*alloc));
+    }
+    if (grow((void **)&s->live, &s->live_cap, s->nlive + 1, sizeof(*s->live)) < 0
+        || grow((void **)&s->pend, &s->pend_cap, s->nlive + 1, sizeof(*s->pend)) < 0)
+        goto nomem;
+    if (old != NO_SLOT) {
+        /* a departed job's id comes back: its old record is replaced */
+        slot = old;
+        free(s->jobs[slot].alloc);
+    }
+    else {
+        if (hreserve(s, s->hcount + 1) < 0)
+            goto nomem;
+        if (s->free_head != NO_SLOT) {
+            slot = s->free_head;
+            s->free_head = s->jobs[slot].next_free;
+        }
+        else {
+            if (grow((void **)&s->jobs, &s->jobs_cap, s->jobs_len + 1,
+                     sizeof(*s->jobs)) < 0)
+                goto nomem;
+            slot = s->jobs_len++;
+        }
+        hput_raw(s->htab, s->hcap, job->id, slot);
+        s->hcount++;
+    }
+    integrate(s, now);
+    j = &s->jobs[slot];
+    memset(j, 0, sizeof(*j));
+    j->info = *job;
+    j->alloc = alloc;
+    j->info.alloc = alloc;
+    j->used = true;
+    j->live = true;
+    j->live_pos = s->nlive;
+    s->live[s->nlive++] = slot;
+    j->cap = fmin(job->nodes * s->plat.node_bw, s->plat.bw);
+    j->last_io_end = job->release;
+    j->st.id = job->id;
+    j->st.nodes = job->nodes;
+    j->st.release = job->release;
+    j->st.end = NAN;
+    return 0;
+nomem:
+    free(alloc);
+    return errprintf(err, ENOMEM, "out of memory");
+}
+
+int hs_job_leave(hs_sched_t *s, double now, uint64_t id)
+{
+    struct job *j;
+
+    if (!s || check_time(s, now) < 0) {
+        errno = EINVAL;
+        return -1;
+    }
+    if (!(j = live_job(s, id))) {
+        errno = ENOENT;
+        return -1;
+    }
+    integrate(s, now);
+    if (j->pending)
+        pend_remove(s, j);
+    live_remove(s, j);
+    j->st.end = now;
+    return 0;
+}
+
+int hs_job_forget(hs_sched_t *s, uint64_t id)
+{
+    size_t slot;
+    struct job *j;
+
+    if (!s) {
+        errno = EINVAL;
+        return -1;
+    }
+    if ((slot = hfind(s, id)) == NO_SLOT) {
+        errno = ENOENT;
+        return -1;
+    }
+    j = &s->jobs[slot];
+    if (j->live) {
+        errno = EBUSY;
+        return -1;
+    }
+    hdel(s, id);
+    free(j->alloc);
+    memset(j, 0, sizeof(*j));
+    j->next_free = s->free_head;
+    s->free_head = slot;
+    return 0;
+}
+
+/* w_iter of the phase just requested (IO-Sets): the hint, else w + volume/cap from
+ * the hints, else the mean time between consecutive requests, else (first phase)
+ * w_done + time_io of this phase. */
+static double estimate_w_iter(const struct job *j)
+{
+    if (j->info.w_iter > 0)
+        return j->info.w_iter;
+    if (j->info.w > 0 && j->info.volume > 0)
+        return j->info.w + j->info.volume / j->cap;
+    if (j->nreq >= 2)
+        return (j->last_req - j->first_req) / (j->nreq - 1);
+    return j->w_done + j->vol / j->cap;
+}
+
+int hs_phase_request(hs_sched_t *s, double now, uint64_t id, double volume,
+                     hs_dir_t dir, double w_done, hs_error_t *err)
+{
+    struct job *j;
+
+    if (!s)
+        return errprintf(err, EINVAL, "no scheduler");
+    if (check_time(s, now) < 0)
+        return errprintf(err, EINVAL, "job %ju: time %g is before the last event (%g)",
+                         (uintmax_t)id, now, s->now);
+    if (!(j = live_job(s, id)))
+        return errprintf(err, ENOENT, "job %ju is not known", (uintmax_t)id);
+    if (j->pending)
+        return errprintf(err, EBUSY, "job %ju already has a phase in progress",
+                         (uintmax_t)id);
+    if (!(volume >= 0) || !isfinite(volume))
+        return errprintf(err, EINVAL, "job %ju: volume %g must be >= 0",
+                         (uintmax_t)id, volume);
+    if (!(w_done >= 0) || !isfinite(w_done))
+        return errprintf(err, EINVAL, "job %ju: w_done %g must be >= 0",
+                         (uintmax_t)id, w_done);
+    if (dir != HS_DIR_WRITE && dir != HS_DIR_READ)
+        return errprintf(err, EINVAL, "job %ju: invalid direction %d", (uintmax_t)id,
+                         (int)dir);
+    integrate(s, now);
+    j->pending = true;
+    j->pend_pos = s->npend;
+    s->pend[s->npend++] = (size_t)(j - s->jobs);
+    j->vol = volume;
+    j->done = 0;
+    j->req = now;
+    j->w_done = w_done;
+    j->dir = dir;
+    j->rate = 0;
+    j->weight = 0;
+    j->active = false;
+    if (j->nreq++ == 0)
+        j->first_req = now;
+    j->last_req = now;
+    j->w_iter = estimate_w_iter(j);
+    j->st.w_iter_est = j->w_iter;
+    return 0;
+}
+
+static struct job *pending_job(hs_sched_t *s, double now, uint64_t id)
+{
+    struct job *j;
+
+    if (!s || check_time(s, now) < 0) {
+        errno = EINVAL;
+        return NULL;
+    }
+    if (!(j = live_job(s, id))) {
+        errno = ENOENT;
+        return NULL;
+    }
+    if (!j->pending) {
+        errno = EINVAL;
+        return NULL;
+    }
+    return j;
+}
+
+int hs_phase_progress(hs_sched_t *s, double now, uint64_t id, double bytes_done)
+{
+    struct job *j;
+
+    if (!(j = pending_job(s, now, id)))
+        return -1;
+    if (!(bytes_done >= 0) || !isfinite(bytes_done)) {
+        errno = EINVAL;
+        return -1;
+    }
+    integrate(s, now);
+    j->done = fmin(bytes_done, j->vol);
+    return 0;
+}
+
+int hs_phase_finish(hs_sched_t *s, double now, uint64_t id)
+{
+    struct job *j;
+
+    if (!(j = pending_job(s, now, id)))
+        return -1;
+    integrate(s, now);
+    /* the instance is over: it counts with its requested volume */
+    j->st.phases++;
+    j->st.work += j->w_done;
+    j->st.io_dedicated += j->vol / j->cap;
+    j->st.io_time += now - j->req;
+    j->st.bytes += j->vol;
+    j->last_io_end = now;
+    pend_remove(s, j);
+    if (j->info.instances > 0 && j->st.phases >= j->info.instances)
+        j->st.end = now;
+    return 0;
+}
+
+int hs_sched_advance(hs_sched_t *s, double now)
+{
+    if (!s || check_time(s, now) < 0) {
+        errno = EINVAL;
+        return -1;
+    }
+    integrate(s, now);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ decisions */
+
+static int cmp_idsort(const void *a, const void *b)
+{
+    const struct idsort *x = a;
+    const struct idsort *y = b;
+
+    return (x->id > y->id) - (x->id < y->id);
+}
+
+static void fill_view(const hs_sched_t *s, const struct job *j, hs_view_t *v)
+{
+    double W = j->st.work + j->w_done;
+    double TIO = j->st.io_dedicated + j->vol / j->cap;
+    double life = s->now - j->info.release;
+
+    memset(v, 0, sizeof(*v));
+    v->id = j->info.id;
+    v->job = &j->info;
+    v->cap = j->cap;
+    v->volume = j->vol;
+    v->complete = phase_complete(j);
+    v->remaining = v->complete ? 0 : j->vol - j->done;
+    v->request = j->req;
+    v->w_done = j->w_done;
+    v->last_io_end = j->last_io_end;
+    v->rho = (W + TIO > 0) ? W / (W + TIO) : 1.0;
+    v->rho_tilde = (life > 0) ? W / life : v->rho;
+    v->w_iter = j->w_iter;
+    v->phase = j->st.phases + 1;
+    v->active = j->active;
+    v->bw = 0;
+    v->weight = 0;
+    v->start = INFINITY;
+    v->buffer = -1;
+}
+
+int hs_sched_decide(hs_sched_t *s, double now, hs_grant_t *out, size_t cap)
+{
+    hs_ctx_t ctx;
+    size_t n, i;
+    double sum = 0;
+
+    if (!s || (cap > 0 && !out) || check_time(s, now) < 0) {
+        errno = EINVAL;
+        return -1;
+    }
+    n = s->npend;
+    if (n > (size_t)INT32_MAX) {
+        errno = EOVERFLOW;
+        return -1;
+    }
+    if (!s->ops) {
+        errno = ENOTSUP;
+        return -1;
+    }
+    if (n > s->scratch_cap) {
+        size_t c1 = s->scratch_cap, c2 = s->scratch_cap;
+        if (grow((void **)&s->views, &c1, n, sizeof(*s->views)) < 0
+            || grow((void **)&s->ids, &c2, n, sizeof(*s->ids)) < 0)
+            return -1;
+        s->scratch_cap = c1 < c2 ? c1 : c2;
+    }
+    integrate(s, now);
+    for (i = 0; i < n; i++) {
+        s->ids[i].slot = s->pend[i];
+        s->ids[i].id = s->jobs[s->pend[i]].info.id;
+    }
+    if (n > 1)
+        qsort(s->ids, n, sizeof(*s->ids), cmp_idsort);
+    for (i = 0; i < n; i++)
+        fill_view(s, &s->jobs[s->ids[i].slot], &s->views[i]);
+
+    ctx.plat = &s->plat;
+    ctx.pol = &s->pol;
+    ctx.sched = s;
+    ctx.now = now;
+    if (n > 0 && s->ops->decide(s->pstate, &ctx, s->views, n) < 0)
+        return -1;
+
+    /* check what the policy did: the model's constraints must hold */
+    for (i = 0; i < n; i++) {
+        hs_view_t *v = &s->views[i];
+        if (!isfinite(v->bw) || v->bw < 0 || v->bw > v->cap * (1 + HS_EPS_REL)) {
+            errno = EPROTO;
+            return -1;
+        }
+        if (v->complete)
+            v->bw = 0;
+        v->bw = fmin(v->bw, v->cap);
+        sum += v->bw;
+    }
+    if (sum > s->plat.bw * (1 + HS_EPS_REL)) {
+        errno = EPROTO;
+        return -1;
+    }
+    for (i = 0; i < n; i++) {
+        hs_view_t *v = &s->views[i];
+        struct job *j = &s->jobs[s->ids[i].slot];
+        j->rate = v->bw;
+        j->weight = v->weight;
+        j->active = v->bw > 0;
+        if (v->bw > 0 && !(v->start <= now))
+            v->start = now;
+        if (i < cap) {
+            out[i].id = v->id;
+            out[i].bw = v->bw;
+            out[i].share = v->bw / s->plat.bw;
+            out[i].buffer = v->buffer;
+            out[i].start = v->start;
+            out[i].remaining = v->remaining;
+            out[i].weight = v->weight;
+        }
+    }
+    return (int)n;
+}
+
+double hs_sched_next_event(const hs_sched_t *s)
+{
+    double t = INFINITY;
+    size_t i;
+
+    if (!s)
+        return INFINITY;
+    for (i = 0; i < s->npend; i++) {
+        const struct job *j = &s->jobs[s->pend[i]];
+        if (phase_complete(j))
+            t = fmin(t, s->now);
+        else if (j->rate > 0)
+            t = fmin(t, completion_time(j, s->now));
+    }
+    if (s->ops && s->ops->next_event)
+        t = fmin(t, s->ops->next_event(s->pstate, s->now));
+    return t;
+}
+
+size_t hs_sched_completed(const hs_sched_t *s, uint64_t *ids, size_t cap)
+{
+    size_t i, n = 0;
+
+    if (!s)
+        return 0;
+    for (i = 0; i < s->npend; i++) {
+        const struct job *j = &s->jobs[s->pend[i]];
+        if (phase_complete(j)) {
+            if (n < cap && ids)
+                ids[n] = j->info.id;
+            n++;
+        }
+    }
+    return n;
+}
+
+double hs_sched_now(const hs_sched_t *s)
+{
+    return s ? s->now : NAN;
+}
+
+size_t hs_sched_njobs(const hs_sched_t *s)
+{
+    return s ? s->nlive : 0;
+}
+
+size_t hs_sched_npending(const hs_sched_t *s)
+{
+    return s ? s->npend : 0;
+}
+
+/* ------------------------------------------------------------------ accounting */
+
+int hs_job_stats(const hs_sched_t *s, uint64_t id, hs_job_stats_t *st)
+{
+    size_t slot;
+
+    if (!s || !st) {
+        errno = EINVAL;
+        return -1;
+    }
+    if ((slot = hfind(s, id)) == NO_SLOT) {
+        errno = ENOENT;
+        return -1;
+    }
+    *st = s->jobs[slot].st;
+    return 0;
+}
+
+int hs_phase_info(const hs_sched_t *s, uint64_t id, hs_phase_info_t *pi)
+{
+    size_t slot;
+    const struct job *j;
+
+    if (!s || !pi) {
+        errno = EINVAL;
+        return -1;
+    }
+    if ((slot = hfind(s, id)) == NO_SLOT || !s->jobs[slot].live) {
+        errno = ENOENT;
+        return -1;
+    }
+    j = &s->jobs[slot];
+    memset(pi, 0, sizeof(*pi));
+    pi->id = id;
+    pi->pending = j->pending;
+    if (j->pending) {
+        pi->volume = j->vol;
+        pi->done = j->done;
+        pi->request = j->req;
+        pi->bw = j->rate;
+        pi->weight = j->weight;
+        pi->w_iter = j->w_iter;
+        pi->complete = phase_complete(j);
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------ policy access */
+
+size_t hs_core_njobs(const hs_sched_t *s)
+{
+    return s ? s->nlive : 0;
+}
+
+const hs_job_t *hs_core_job(const hs_sched_t *s, size_t i)
+{
+    if (!s || i >= s->nlive)
+        return NULL;
+    return &s->jobs[s->live[i]].info;
+}
+
+int hs_core_job_stats(const hs_sched_t *s, size_t i, hs_job_stats_t *st, bool *pending)
+{
+    const struct job *j;
+
+    if (!s || i >= s->nlive) {
+        errno = EINVAL;
+        return -1;
+    }
+    j = &s->jobs[s->live[i]];
+    if (st)
+        *st = j->st;
+    if (pending)
+        *pending = j->pending;
+    return 0;
+}
+
+/* vi: ts=4 sw=4 expandtab
+ */

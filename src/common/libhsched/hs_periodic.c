@@ -1,0 +1,1326 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * hs_periodic.c — periodic I/O schedules: Insert-In-Schedule-Throu/-Cong (Gainaru et
+ * al., RR-8519 §3.2.3) and PerSched (Aupy, Gainaru, Le Fèvre, PMBS 2017).
+ *
+ * Symbols are those of gainaru-io-congestion.md §2: N nodes of bandwidth b, a shared
+ * I/O system of bandwidth B; job k on beta_k nodes computes w_k then moves vol_k.
+ *   cap_k     = min(beta_k b, B)            the most job k can ever get
+ *   time_io_k = vol_k / cap_k               (Gainaru §2.1)
+ *   rho_k     = w_k / (w_k + time_io_k)     (Gainaru §2.2)
+ *   rho~_k    = n_per(k) w_k / T            (Gainaru §3.2, eq. (1))
+ *
+ * Representation while building (one "work" per period tried):
+ *   - the bandwidth profile: breakpoints 0 = t[0] < t[1] < ... < t[S-1] < T, and
+ *     used[i] = total bandwidth granted on [t[i], t[i+1][ (t[S] = T).  Every I/O
+ *     piece lies inside one segment, so a segment's total is exact, and
+ *     used[i] <= B always holds (Gainaru §3.2.1, constraint (ii));
+ *   - per job, its instances sorted by init_w (normalised into [0, T[), each with the
+ *     span from init_w to the end of its I/O (w_k + I/O duration) and its pieces.
+ * All times are kept normalised in [0, T[; "distances" along the circle are used for
+ * the limits, so no unwrapped arithmetic perturbs the profile.
+ *
+ * Pure code: no I/O, no clock, no global state.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hs_periodic.h"
+
+#define AVAIL_EPS 1e-12     /* bandwidth below B * AVAIL_EPS counts as none */
+#define TIME_EPS 1e-12      /* tolerance on instants, relative to T */
+#define CMP_EPS 1e-9        /* relative tolerance when comparing objectives */
+
+struct ctx {
+    size_t K;
+    const hs_pjob_t *jobs;
+    int N;
+    double B;
+    hs_periodic_params_t prm;
+    double *cap;            /* cap_k = min(beta_k b, B) */
+    double *tio;            /* time_io_k = vol_k / cap_k */
+    double *ratio;          /* w_k / time_io_k */
+    size_t *order;          /* Insert-In-Schedule-Throu order */
+};
+
+struct piece {              /* normalised, inside one segment: 0 <= a < b <= T */
+    double a, b, bw;
+};
+
+struct winst {
+    double init_w;          /* in [0, T[ */
+    double span;            /* w_k + distance from end_w to the end of the I/O */
+    double io_end;          /* normalised end of the last piece */
+    size_t p0, np;          /* pieces in work.pool, in time order */
+};
+
+struct wjob {
+    struct winst *in;       /* sorted by init_w */
+    size_t n, cap;
+    size_t last;            /* index of the instance inserted last (PerSched) */
+    bool active;
+};
+
+struct cand {               /* a candidate for an I/O start (first fit) */
+    double x;               /* instant, normalised */
+    double lmax;            /* room for the I/O from x, as a distance */
+};
+
+struct segsort {
+    double a;               /* available bandwidth */
+    size_t idx;
+};
+
+struct work {
+    double T, teps;
+    size_t nseg, capseg;
+    double *t, *used;
+    size_t K;
+    struct wjob *job;
+    struct piece *pool;     /* pieces of every instance */
+    size_t npool, cappool;
+    struct piece *tmp;      /* pieces of the instance being built */
+    size_t ntmp, captmp;
+    struct cand *cand;
+    size_t capcand;
+    struct segsort *ss;
+    size_t capss;
+    uint64_t visits;
+    /* evaluation (see work_eval()) */
+    double W;               /* sum_k beta_k n_per(k) w_k */
+    double sys, dil;
+    int nsched, ninst;
+};
+
+struct hs_pattern {
+    double T;
+    int K;
+    hs_pattern_stats_t st;
+    double *w;              /* w_k */
+    int *n;                 /* n_per(k) */
+    hs_pinstance_t **inst;  /* per job, sorted by init_w */
+    hs_ppiece_t *pieces;    /* storage of every instance's pieces (unwrapped) */
+    hs_ppiece_t **rep;      /* per job, normalised pieces sorted by start */
+    size_t *nrep;
+    hs_ppiece_t *repstore;
+    double *chg;            /* sorted change instants in [0, T[ */
+    size_t nchg;
+};
+
+/* ------------------------------------------------------------------ helpers */
+
+static int errprintf(hs_error_t *err, int errnum, const char *fmt, ...)
+{
+    if (err) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err->text, sizeof(err->text), fmt, ap);
+        va_end(ap);
+    }
+    errno = errnum;
+    return -1;
+}
+
+/* Make room for 'need' elements of size 'sz' in *ptr (capacity *cap). */
+static int grow(void *ptrp, size_t *cap, size_t need, size_t sz)
+{
+    void **ptr = ptrp;
+    size_t ncap;
+    void *np;
+
+    if (need <= *cap)
+        return 0;
+    ncap = *cap ? *cap : 16;
+    while (ncap < need)
+        ncap *= 2;
+    if (!(np = realloc(*ptr, ncap * sz))) {
+        errno = ENOMEM;
+        return -1;
+    }
+    *ptr = np;
+    *cap = ncap;
+    return 0;
+}
+
+/* x mod T in [0, T[ (the period is a circle, Gainaru §3.2.1). */
+static double norm_t(double x, double T)
+{
+    double r = fmod(x, T);
+
+    if (r < 0)
+        r += T;
+    if (r >= T)
+        r = 0;
+    return r;
+}
+
+/* Distance travelled on the circle from x to y, in [0, T[. */
+static double dist_t(double x, double y, double T)
+{
+    return norm_t(y - x, T);
+}
+
+/* ------------------------------------------------------------------ profile */
+
+static double seg_end(const struct work *wk, size_t i)
+{
+    return i + 1 < wk->nseg ? wk->t[i + 1] : wk->T;
+}
+
+/* Largest i with t[i] <= x, for x in [0, T[ (binary search). */
+static size_t tl_find(const struct work *wk, double x)
+{
+    size_t lo = 0, hi = wk->nseg;
+
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (wk->t[mid] <= x)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Bandwidth job k may still get on segment i:
+ *   avail_k(i) = min(cap_k, B - used[i])        (Gainaru §3.2.1 (i) and (ii))
+ * values below B * AVAIL_EPS count as 0. */
+static double seg_avail(const struct work *wk, const struct ctx *c, size_t k, size_t i)
+{
+    double a = c->B - wk->used[i];
+
+    if (a > c->cap[k])
+        a = c->cap[k];
+    return a > c->B * AVAIL_EPS ? a : 0.;
+}
+
+/* Make x (in [0, T[) a breakpoint; *idx receives the segment starting at x. */
+static int tl_split(struct work *wk, double x, size_t *idx)
+{
+    size_t i = tl_find(wk, x);
+    size_t capu = wk->capseg;
+
+    if (wk->t[i] == x) {
+        *idx = i;
+        return 0;
+    }
+    if (grow(&wk->t, &wk->capseg, wk->nseg + 1, sizeof(double)) < 0
+        || grow(&wk->used, &capu, wk->capseg, sizeof(double)) < 0)
+        return -1;
+    memmove(wk->t + i + 2, wk->t + i + 1, (wk->nseg - i - 1) * sizeof(double));
+    memmove(wk->used + i + 2, wk->used + i + 1, (wk->nseg - i - 1) * sizeof(double));
+    wk->t[i + 1] = x;
+    wk->used[i + 1] = wk->used[i];
+    wk->nseg++;
+    *idx = i + 1;
+    return 0;
+}
+
+/* Grant bw on [a, b[, a piece inside one segment: used[s] += bw. */
+static int tl_add(struct work *wk, const struct piece *p)
+{
+    size_t ia, ib;
+
+    if (tl_split(wk, p->a, &ia) < 0)
+        return -1;
+    if (p->b < wk->T && p->b < seg_end(wk, ia)) {
+        if (tl_split(wk, p->b, &ib) < 0)
+            return -1;
+    }
+    wk->used[ia] += p->bw;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ work */
+
+static void work_free(struct work *wk)
+{
+    if (!wk)
+        return;
+    free(wk->t);
+    free(wk->used);
+    if (wk->job) {
+        for (size_t k = 0; k < wk->K; k++)
+            free(wk->job[k].in);
+        free(wk->job);
+    }
+    free(wk->pool);
+    free(wk->tmp);
+    free(wk->cand);
+    free(wk->ss);
+    memset(wk, 0, sizeof(*wk));
+}
+
+static int work_init(struct work *wk, size_t K)
+{
+    memset(wk, 0, sizeof(*wk));
+    wk->K = K;
+    if (!(wk->job = calloc(K, sizeof(*wk->job)))
+        || grow(&wk->t, &wk->capseg, 64, sizeof(double)) < 0
+        || !(wk->used = malloc(wk->capseg * sizeof(double)))) {
+        work_free(wk);
+        errno = ENOMEM;
+        return -1;
+    }
+    return 0;
+}
+
+/* Empty pattern of period T: one segment [0, T[ with nothing granted. */
+static void work_reset(struct work *wk, double T)
+{
+    wk->T = T;
+    wk->teps = T * TIME_EPS;
+    wk->nseg = 1;
+    wk->t[0] = 0.;
+    wk->used[0] = 0.;
+    wk->npool = 0;
+    for (size_t k = 0; k < wk->K; k++) {
+        wk->job[k].n = 0;
+        wk->job[k].last = 0;
+        wk->job[k].active = true;
+    }
+}
+
+static int tmp_push(struct work *wk, double a, double b, double bw)
+{
+    if (b <= a)
+        return 0;
+    if (grow(&wk->tmp, &wk->captmp, wk->ntmp + 1, sizeof(*wk->tmp)) < 0)
+        return -1;
+    wk->tmp[wk->ntmp++] = (struct piece){ a, b, bw };
+    return 0;
+}
+
+/* Distance from instance i's init_w to the next instance's init_w (T when alone):
+ * the instance owns [init_w, init_w + D[ (Gainaru §3.2.1: [initW_i, initW_{i+1}[). */
+static double inst_room(const struct work *wk, const struct wjob *j, size_t i)
+{
+    double d;
+
+    if (j->n == 1)
+        return wk->T;
+    d = dist_t(j->in[i].init_w, j->in[(i + 1) % j->n].init_w, wk->T);
+    return d > 0 ? d : wk->T;
+}
+
+/* Commit the pieces of wk->tmp (time order) as a new instance of job k starting its
+ * compute at init_w, whose I/O ends 'span' after init_w.  Returns its index. */
+static int commit_instance(struct work *wk, size_t k, double init_w, double span,
+                           size_t *index)
+{
+    struct wjob *j = &wk->job[k];
+    size_t pos;
+
+    if (grow(&j->in, &j->cap, j->n + 1, sizeof(*j->in)) < 0
+        || grow(&wk->pool, &wk->cappool, wk->npool + wk->ntmp, sizeof(*wk->pool)) < 0)
+        return -1;
+    for (size_t i = 0; i < wk->ntmp; i++) {
+        if (tl_add(wk, &wk->tmp[i]) < 0)
+            return -1;
+    }
+    memcpy(wk->pool + wk->npool, wk->tmp, wk->ntmp * sizeof(*wk->tmp));
+    for (pos = 0; pos < j->n && j->in[pos].init_w <= init_w; pos++)
+        ;
+    memmove(j->in + pos + 1, j->in + pos, (j->n - pos) * sizeof(*j->in));
+    j->in[pos] = (struct winst){
+        .init_w = init_w,
+        .span = span,
+        .io_end = wk->tmp[wk->ntmp - 1].b >= wk->T ? 0. : wk->tmp[wk->ntmp - 1].b,
+        .p0 = wk->npool,
+        .np = wk->ntmp,
+    };
+    wk->npool += wk->ntmp;
+    j->n++;
+    *index = pos;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ first fit */
+
+/* Constant-bandwidth placement (Gainaru §3.2.3, "the first instant in the period
+ * where vol_io^(k) can be executed contiguously with a constant bandwidth"): from x,
+ * the largest constant gamma with
+ *     gamma <= avail_k(t) for t in [x, x + vol_k / gamma[   and
+ *     vol_k / gamma <= lmax                                  (the gap's room).
+ * Walking segments with m = running min of avail_k, the first segment where the
+ * transfer at rate m ends inside it gives gamma = m (a larger gamma would have ended
+ * in an earlier segment).  Returns the duration vol_k / gamma, or -1 if no fit. */
+static double ff_gamma(struct work *wk, const struct ctx *c, size_t k, double x,
+                       double lmax, double *gamma)
+{
+    double vol = c->jobs[k].volume;
+    double m = INFINITY, dist = 0., cur = x;
+    size_t idx = tl_find(wk, x);
+
+    for (size_t steps = 0; steps <= wk->nseg; steps++) {
+        double se = seg_end(wk, idx);
+        double len = se - cur;
+        double a = seg_avail(wk, c, k, idx);
+        double need;
+
+        wk->visits++;
+        if (a <= 0)
+            return -1;
+        if (a < m)
+            m = a;
+        need = vol / m;
+        if (need <= dist + len) {
+            if (need > lmax + wk->teps)
+                return -1;
+            *gamma = m;
+            return need;
+        }
+        dist += len;
+        if (dist >= lmax + wk->teps)
+            return -1;
+        cur = se;
+        if (++idx == wk->nseg) {
+            idx = 0;
+            cur = 0.;
+        }
+    }
+    return -1;
+}
+
+static int cand_cmp(const void *a, const void *b)
+{
+    const struct cand *x = a, *y = b;
+    return (x->x > y->x) - (x->x < y->x);
+}
+
+/* Insert-In-Schedule (Gainaru §3.2.3): add one instance of job k at the first instant
+ * x of [0, T[ where its I/O fits with a constant bandwidth, its compute chunk
+ * [x - w_k, x[ lying in free time of job k.  Candidates: the breakpoints of the
+ * profile and, for each gap [g0, g1[ of job k (after an instance's I/O, before the
+ * next compute), g0 + w_k; the earliest feasible instant is always one of them
+ * (moving x earlier inside a segment keeps the same gamma feasible).
+ * Returns 1 (inserted), 0 (no room), -1 (ENOMEM). */
+static int ff_insert(struct work *wk, const struct ctx *c, size_t k)
+{
+    struct wjob *j = &wk->job[k];
+    double w = c->jobs[k].w, T = wk->T;
+    size_t nc = 0;
+
+    if (j->n == 0) {
+        /* alone in its cycle: I/O must end before x - w + T */
+        if (grow(&wk->cand, &wk->capcand, wk->nseg, sizeof(*wk->cand)) < 0)
+            return -1;
+        for (size_t i = 0; i < wk->nseg; i++)
+            wk->cand[nc++] = (struct cand){ wk->t[i], T - w };
+    } else {
+        for (size_t i = 0; i < j->n; i++) {
+            double gap = inst_room(wk, j, i) - j->in[i].span;
+            double g0 = j->in[i].io_end, x0, d;
+            size_t idx;
+
+            if (gap + wk->teps < w + c->tio[k])
+                continue;       /* not even with the full bandwidth cap_k */
+            x0 = norm_t(g0 + w, T);
+            if (grow(&wk->cand, &wk->capcand, nc + 1, sizeof(*wk->cand)) < 0)
+                return -1;
+            wk->cand[nc++] = (struct cand){ x0, gap - w };
+            /* later starts: the breakpoints up to g0 + gap - time_io */
+            idx = tl_find(wk, x0);
+            d = w + (seg_end(wk, idx) - x0);
+            for (size_t s = 0; s < wk->nseg; s++) {
+                if (++idx == wk->nseg)
+                    idx = 0;
+                wk->visits++;
+                if (d > gap - c->tio[k] + wk->teps)
+                    break;
+                if (grow(&wk->cand, &wk->capcand, nc + 1, sizeof(*wk->cand)) < 0)
+                    return -1;
+                wk->cand[nc++] = (struct cand){ wk->t[idx], gap - d };
+                d += seg_end(wk, idx) - wk->t[idx];
+            }
+        }
+        qsort(wk->cand, nc, sizeof(*wk->cand), cand_cmp);
+    }
+    for (size_t i = 0; i < nc; i++) {
+        double gamma, dur = ff_gamma(wk, c, k, wk->cand[i].x, wk->cand[i].lmax, &gamma);
+        double cur, left;
+        size_t idx, pos;
+
+        if (dur < 0)
+            continue;
+        /* cut [x, x + dur[ at the breakpoints, one piece per segment */
+        wk->ntmp = 0;
+        cur = wk->cand[i].x;
+        idx = tl_find(wk, cur);
+        left = dur;
+        while (left > 0) {
+            double se = seg_end(wk, idx);
+            double end = (se - cur >= left) ? fmin(cur + left, se) : se;
+            if (tmp_push(wk, cur, end, gamma) < 0)
+                return -1;
+            left -= se - cur;
+            cur = se;
+            if (++idx == wk->nseg) {
+                idx = 0;
+                cur = 0.;
+            }
+        }
+        if (wk->ntmp == 0)
+            continue;
+        return commit_instance(wk, k, norm_t(wk->cand[i].x - w, T), w + dur, &pos) < 0
+               ? -1 : 1;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------ PerSched */
+
+static int ss_cmp(const void *a, const void *b)
+{
+    const struct segsort *x = a, *y = b;
+
+    if (x->a != y->a)
+        return x->a < y->a ? 1 : -1;    /* most available bandwidth first */
+    return (x->idx > y->idx) - (x->idx < y->idx);
+}
+
+/* Water-filling of one window [x, x + L[ (x a breakpoint): take the segments by
+ * non-increasing avail_k, each fully (a partial one from its start), until vol_k is
+ * covered.  Returns the I/O time D = sum of durations taken (-1 if vol_k does not
+ * fit or D exceeds 'dbound'); *span = furthest end, as a distance from x.  With
+ * 'emit', the pieces go to wk->tmp. */
+static double wf_window(struct work *wk, const struct ctx *c, size_t k, size_t nss,
+                        double x, double L, double dbound, double *span, bool emit)
+{
+    double rem = c->jobs[k].volume, D = 0., far = 0.;
+
+    wk->ntmp = 0;
+    for (size_t s = 0; s < nss && rem > 0; s++) {
+        size_t idx = wk->ss[s].idx;
+        double a = wk->ss[s].a, ts = wk->t[idx];
+        double rel = dist_t(x, ts, wk->T);
+        double len = seg_end(wk, idx) - ts, dur;
+
+        wk->visits++;
+        if (rel >= L + wk->teps)
+            continue;
+        if (len > L + wk->teps - rel)
+            len = L + wk->teps - rel;
+        if (rem <= a * len) {
+            dur = rem / a;
+            rem = 0;
+        } else {
+            dur = len;
+            rem -= a * len;
+        }
+        D += dur;
+        if (rel + dur > far)
+            far = rel + dur;
+        if (D > dbound)
+            return -1;
+        if (emit && tmp_push(wk, ts, fmin(ts + dur, seg_end(wk, idx)), a) < 0)
+            return -2;
+    }
+    if (rem > 0)
+        return -1;
+    *span = far;
+    return D;
+}
+
+/* Sort wk->tmp by distance from origin x (time order inside the window). */
+static void tmp_sort_from(struct work *wk, double x)
+{
+    /* insertion sort: few pieces; the key is the distance from x on the circle */
+    for (size_t i = 1; i < wk->ntmp; i++) {
+        struct piece p = wk->tmp[i];
+        double kp = dist_t(x, p.a, wk->T);
+        size_t j = i;
+        while (j > 0 && dist_t(x, wk->tmp[j - 1].a, wk->T) > kp) {
+            wk->tmp[j] = wk->tmp[j - 1];
+            j--;
+        }
+        wk->tmp[j] = p;
+    }
+}
+
+/* PerSched, first instance of job k: water-filling.  The instance is alone in its
+ * cycle, so its I/O must fit in a window [x, x + L[ with L = T - w_k, after its
+ * compute chunk [x - w_k, x[.  Among windows starting at a breakpoint, take the one
+ * whose water-filling needs the least I/O time D (= the highest mean bandwidth,
+ * vol_k / D), then the shortest span, then the earliest x.  Shortcut: the global
+ * water-filling over the whole period gives the least D of all; if its pieces fit in
+ * one window of length L (T minus the largest circular hole between them), take it.
+ * Returns 1, 0 (no room), -1 (ENOMEM). */
+static int ps_first(struct work *wk, const struct ctx *c, size_t k)
+{
+    double w = c->jobs[k].w, T = wk->T, L = T - w;
+    double bestD = INFINITY, bestspan = INFINITY, bestx = 0, span, D;
+    size_t nss = 0, pos;
+    bool found = false;
+
+    if (L + wk->teps < c->tio[k])
+        return 0;
+    if (grow(&wk->ss, &wk->capss, wk->nseg, sizeof(*wk->ss)) < 0)
+        return -1;
+    for (size_t i = 0; i < wk->nseg; i++) {
+        double a = seg_avail(wk, c, k, i);
+        if (a > 0)
+            wk->ss[nss++] = (struct segsort){ a, i };
+    }
+    qsort(wk->ss, nss, sizeof(*wk->ss), ss_cmp);
+
+    /* global water-filling (window = the whole circle from 0) */
+    D = wf_window(wk, c, k, nss, 0., T, INFINITY, &span, true);
+    if (D == -2)
+        return -1;
+    if (D < 0)
+        return 0;               /* not enough bandwidth in the whole period */
+    if (wk->ntmp > 0) {
+        double maxhole = -1, start = 0;
+        tmp_sort_from(wk, 0.);
+        for (size_t i = 0; i < wk->ntmp; i++) {
+            const struct piece *p = &wk->tmp[i], *q = &wk->tmp[(i + 1) % wk->ntmp];
+            double hole = wk->ntmp == 1 ? T - (p->b - p->a) : dist_t(p->b, q->a, T);
+            if (hole > maxhole) {
+                maxhole = hole;
+                start = q->a;
+            }
+        }
+        if (T - maxhole <= L + wk->teps) {
+            found = true;
+            bestx = start;
+            bestD = D;
+        }
+    }
+    if (!found) {
+        for (size_t i = 0; i < wk->nseg; i++) {
+            double x = wk->t[i];
+            D = wf_window(wk, c, k, nss, x, L, bestD * (1 + 1e-12), &span, false);
+            if (D < 0)
+                continue;
+            if (D < bestD * (1 - 1e-12)
+                || (D <= bestD * (1 + 1e-12) && span < bestspan)) {
+                bestD = D;
+                bestspan = span;
+                bestx = x;
+                found = true;
+            }
+        }
+        if (!found)
+            return 0;
+    }
+    D = wf_window(wk, c, k, nss, bestx, L, INFINITY, &span, true);
+    if (D == -2)
+        return -1;
+    if (D < 0 || wk->ntmp == 0)
+        return 0;
+    tmp_sort_from(wk, bestx);
+    span = dist_t(bestx, wk->tmp[wk->ntmp - 1].a, T)
+           + (wk->tmp[wk->ntmp - 1].b - wk->tmp[wk->ntmp - 1].a);
+    if (commit_instance(wk, k, norm_t(bestx - w, T), w + span, &pos) < 0)
+        return -1;
+    wk->job[k].last = pos;
+    return 1;
+}
+
+/* PerSched, later instances of job k: right after the last one inserted.  Its compute
+ * starts when that instance's I/O ends, g0; its I/O starts at g0 + w_k and takes, in
+ * time order, all the bandwidth left: avail_k(t) = min(cap_k, B - used(t)), until
+ * vol_k is moved, and must end before the next instance computes (g0 + gap).
+ * Returns 1, 0 (no room), -1 (ENOMEM). */
+static int ps_next(struct work *wk, const struct ctx *c, size_t k)
+{
+    struct wjob *j = &wk->job[k];
+    const struct winst *li = &j->in[j->last];
+    double w = c->jobs[k].w, T = wk->T;
+    double gap = inst_room(wk, j, j->last) - li->span;
+    double lmax = gap - w, rem = c->jobs[k].volume, dist = 0., cur;
+    double g0 = li->io_end;
+    size_t idx, pos;
+
+    if (lmax + wk->teps < c->tio[k])
+        return 0;
+    wk->ntmp = 0;
+    cur = norm_t(g0 + w, T);
+    idx = tl_find(wk, cur);
+    for (size_t steps = 0; steps <= wk->nseg && rem > 0; steps++) {
+        double se = seg_end(wk, idx), len = se - cur;
+        double room = lmax + wk->teps - dist;
+        double a = seg_avail(wk, c, k, idx);
+
+        wk->visits++;
+        if (room <= 0)
+            return 0;
+        if (a > 0) {
+            double usable = len < room ? len : room;
+            if (rem <= a * usable) {
+                double dur = rem / a;
+                if (tmp_push(wk, cur, fmin(cur + dur, se), a) < 0)
+                    return -1;
+                dist += dur;
+                rem = 0;
+                break;
+            }
+            if (usable < len)
+                return 0;
+            if (tmp_push(wk, cur, se, a) < 0)
+                return -1;
+            rem -= a * len;
+        }
+        dist += len;
+        cur = se;
+        if (++idx == wk->nseg) {
+            idx = 0;
+            cur = 0.;
+        }
+    }
+    if (rem > 0 || wk->ntmp == 0)
+        return 0;
+    if (commit_instance(wk, k, g0, w + dist, &pos) < 0)
+        return -1;
+    j->last = pos;
+    return 1;
+}
+
+/* ------------------------------------------------------------------ heuristics */
+
+/* Job with the worst current dilation: the least n_per(k) (w_k + time_io_k), that is
+ * the least rho~_k / rho_k = n_per(k) (w_k + time_io_k) / T.  Ties: PerSched takes
+ * the largest w_k / time_io_k (PMBS 2017 code), Cong the smallest (the Throu order),
+ * then the lowest index.  Returns K when no job is left. */
+static size_t pick_worst(const struct work *wk, const struct ctx *c, bool persched)
+{
+    size_t best = c->K;
+    double bv = INFINITY;
+
+    for (size_t k = 0; k < c->K; k++) {
+        double v;
+        if (!wk->job[k].active)
+            continue;
+        v = (double)wk->job[k].n * (c->jobs[k].w + c->tio[k]);
+        if (best == c->K || v < bv * (1 - 1e-12)) {
+            best = k;
+            bv = v;
+        } else if (v <= bv * (1 + 1e-12)) {
+            bool better = persched ? c->ratio[k] > c->ratio[best]
+                                   : c->ratio[k] < c->ratio[best];
+            if (better) {
+                best = k;
+                bv = v;
+            }
+        }
+    }
+    return best;
+}
+
+/* Objectives of the pattern (Gainaru §2.2 with eq. (1)):
+ *   SysEfficiency = (1/N) sum_k beta_k n_per(k) w_k / T
+ *   Dilation      = max_k rho_k / rho~_k = max_k T / (n_per(k) (w_k + time_io_k)) */
+static void work_eval(struct work *wk, const struct ctx *c)
+{
+    wk->W = 0;
+    wk->dil = 0;
+    wk->nsched = 0;
+    wk->ninst = 0;
+    for (size_t k = 0; k < c->K; k++) {
+        size_t n = wk->job[k].n;
+        wk->W += (double)c->jobs[k].nodes * (double)n * c->jobs[k].w;
+        wk->ninst += (int)n;
+        if (n > 0) {
+            double d = wk->T / ((double)n * (c->jobs[k].w + c->tio[k]));
+            wk->nsched++;
+            if (d > wk->dil)
+                wk->dil = d;
+        } else
+            wk->dil = INFINITY;
+    }
+    wk->sys = wk->W / ((double)c->N * wk->T);
+}
+
+/* Build the pattern of period T with the chosen heuristic (Gainaru §3.2.3: "greedily
+ * add instances of the applications until no more instance can fit"). */
+static int build(struct work *wk, const struct ctx *c, double T)
+{
+    int rc;
+
+    work_reset(wk, T);
+    switch (c->prm.heuristic) {
+    case HS_PERIODIC_THROU:
+        /* non-decreasing w_k / time_io_k; as many instances of each as fit */
+        for (size_t o = 0; o < c->K; o++) {
+            while ((rc = ff_insert(wk, c, c->order[o])) == 1)
+                ;
+            if (rc < 0)
+                return -1;
+        }
+        break;
+    case HS_PERIODIC_CONG:
+    case HS_PERIODIC_PERSCHED: {
+        bool ps = c->prm.heuristic == HS_PERIODIC_PERSCHED;
+        size_t k;
+        while ((k = pick_worst(wk, c, ps)) < c->K) {
+            if (ps)
+                rc = wk->job[k].n == 0 ? ps_first(wk, c, k) : ps_next(wk, c, k);
+            else
+                rc = ff_insert(wk, c, k);
+            if (rc < 0)
+                return -1;
+            if (rc == 0)
+                wk->job[k].active = false;
+        }
+        break;
+    }
+    }
+    work_eval(wk, c);
+    return 0;
+}
+
+/* Is 'a' a better pattern than 'b'?  First the number of jobs with at least one
+ * instance (a job left out would starve), then the heuristic's objective: Dilation
+ * (then SysEfficiency) for Cong, SysEfficiency for Throu and PerSched.  Ties keep b,
+ * the shorter period already found. */
+static bool better(const struct work *a, const struct work *b, const struct ctx *c)
+{
+    if (a->nsched != b->nsched)
+        return a->nsched > b->nsched;
+    if (c->prm.heuristic == HS_PERIODIC_CONG) {
+        if (a->dil < b->dil * (1 - CMP_EPS))
+            return true;
+        if (a->dil > b->dil * (1 + CMP_EPS))
+            return false;
+    }
+    return a->sys > b->sys * (1 + CMP_EPS);
+}
+
+/* ------------------------------------------------------------------ export */
+
+static int piece_cmp(const void *a, const void *b)
+{
+    const hs_ppiece_t *x = a, *y = b;
+    return (x->start > y->start) - (x->start < y->start);
+}
+
+static int dbl_cmp(const void *a, const void *b)
+{
+    const double *x = a, *y = b;
+    return (*x > *y) - (*x < *y);
+}
+
+/* Unwrapped pieces of instance i of job k into 'out' (touching pieces with the same
+ * bandwidth merged): start = init_w + distance(init_w, a) (Gainaru §3.2.1: the I/O of
+ * instance i lies in [endW_i, initW_{i+1}[).  Returns the count. */
+static size_t export_pieces(const struct work *wk, const struct winst *in,
+                            hs_ppiece_t *out)
+{
+    size_t np = 0;
+
+    for (size_t q = 0; q < in->np; q++) {
+        const struct piece *s = &wk->pool[in->p0 + q];
+        double ua = in->init_w + dist_t(in->init_w, s->a, wk->T);
+        double ub = ua + (s->b - s->a);
+
+        if (np > 0 && out[np - 1].bw == s->bw && fabs(out[np - 1].end - ua) <= wk->teps) {
+            out[np - 1].end = ub;
+            continue;
+        }
+        out[np++] = (hs_ppiece_t){ ua, ub, s->bw };
+    }
+    qsort(out, np, sizeof(*out), piece_cmp);
+    return np;
+}
+
+/* Normalised pieces of job k, sorted, touching equal ones merged (for replay). */
+static size_t export_replay(const struct work *wk, const struct wjob *j, hs_ppiece_t *out)
+{
+    size_t raw = 0, r = 0;
+
+    for (size_t i = 0; i < j->n; i++) {
+        for (size_t q = 0; q < j->in[i].np; q++) {
+            const struct piece *s = &wk->pool[j->in[i].p0 + q];
+            out[raw++] = (hs_ppiece_t){ s->a, s->b, s->bw };
+        }
+    }
+    qsort(out, raw, sizeof(*out), piece_cmp);
+    for (size_t q = 0; q < raw; q++) {
+        if (r > 0 && out[r - 1].bw == out[q].bw && out[r - 1].end == out[q].start) {
+            out[r - 1].end = out[q].end;
+            continue;
+        }
+        out[r++] = out[q];
+    }
+    return r;
+}
+
+static hs_pattern_t *export_pattern(const struct work *wk, const struct ctx *c)
+{
+    hs_pattern_t *p;
+    double T = wk->T;
+    size_t ninst = 0, npc = 0, used = 0, nk = 0, nchg = 0, u = 0;
+
+    if (!(p = calloc(1, sizeof(*p))))
+        return NULL;
+    p->T = T;
+    p->K = (int)c->K;
+    for (size_t k = 0; k < c->K; k++) {
+        ninst += wk->job[k].n;
+        for (size_t i = 0; i < wk->job[k].n; i++)
+            npc += wk->job[k].in[i].np;
+    }
+    if (!(p->w = calloc(c->K, sizeof(*p->w)))
+        || !(p->n = calloc(c->K, sizeof(*p->n)))
+        || !(p->inst = calloc(c->K, sizeof(*p->inst)))
+        || !(p->rep = calloc(c->K, sizeof(*p->rep)))
+        || !(p->nrep = calloc(c->K, sizeof(*p->nrep)))
+        || !(p->pieces = calloc(npc + 1, sizeof(*p->pieces)))
+        || !(p->repstore = calloc(npc + 1, sizeof(*p->repstore)))
+        || !(p->chg = calloc(1 + 2 * ninst + 2 * npc, sizeof(*p->chg))))
+        goto error;
+    p->chg[nchg++] = 0.;
+    for (size_t k = 0; k < c->K; k++) {
+        const struct wjob *j = &wk->job[k];
+
+        p->w[k] = c->jobs[k].w;
+        p->n[k] = (int)j->n;
+        if (j->n == 0)
+            continue;
+        if (!(p->inst[k] = calloc(j->n, sizeof(*p->inst[k]))))
+            goto error;
+        for (size_t i = 0; i < j->n; i++) {
+            hs_pinstance_t *o = &p->inst[k][i];
+            size_t np = export_pieces(wk, &j->in[i], p->pieces + used);
+
+            o->init_w = j->in[i].init_w;
+            o->end_w = o->init_w + c->jobs[k].w;
+            o->next_w = o->init_w + inst_room(wk, j, i);
+            o->pieces = p->pieces + used;
+            o->npieces = np;
+            o->io_start = np ? o->pieces[0].start : o->end_w;
+            o->io_end = np ? o->pieces[np - 1].end : o->end_w;
+            used += np;
+            p->chg[nchg++] = o->init_w;
+            p->chg[nchg++] = norm_t(o->end_w, T);
+        }
+        p->rep[k] = p->repstore + nk;
+        p->nrep[k] = export_replay(wk, j, p->rep[k]);
+        for (size_t q = 0; q < p->nrep[k]; q++) {
+            p->chg[nchg++] = p->rep[k][q].start;
+            if (p->rep[k][q].end < T)
+                p->chg[nchg++] = p->rep[k][q].end;
+        }
+        nk += p->nrep[k];
+    }
+    qsort(p->chg, nchg, sizeof(double), dbl_cmp);
+    for (size_t i = 0; i < nchg; i++) {
+        if (u == 0 || p->chg[i] != p->chg[u - 1])
+            p->chg[u++] = p->chg[i];
+    }
+    p->nchg = u;
+    p->st.period = T;
+    p->st.sys_efficiency = wk->sys;
+    p->st.dilation = wk->dil;
+    p->st.jobs_unscheduled = (int)c->K - wk->nsched;
+    p->st.instances = wk->ninst;
+    return p;
+error:
+    hs_pattern_destroy(p);
+    errno = ENOMEM;
+    return NULL;
+}
+
+/* ------------------------------------------------------------------ API */
+
+int hs_periodic_params_init(hs_periodic_params_t *prm, hs_periodic_heuristic_t h)
+{
+    if (!prm || (h != HS_PERIODIC_THROU && h != HS_PERIODIC_CONG
+                 && h != HS_PERIODIC_PERSCHED)) {
+        errno = EINVAL;
+        return -1;
+    }
+    prm->heuristic = h;
+    prm->epsilon = 0.01;        /* PMBS 2017: epsilon = 1/100 */
+    prm->tmax_factor = 10.;     /* PMBS 2017: T_max = 10 T_min */
+    prm->refine = h == HS_PERIODIC_PERSCHED;
+    return 0;
+}
+
+int hs_periodic_from_policy(hs_policy_kind_t kind, hs_periodic_heuristic_t *h)
+{
+    hs_periodic_heuristic_t v;
+
+    switch (kind) {
+    case HS_POL_PERIODIC_THROU:
+        v = HS_PERIODIC_THROU;
+        break;
+    case HS_POL_PERIODIC_CONG:
+        v = HS_PERIODIC_CONG;
+        break;
+    case HS_POL_PERSCHED:
+        v = HS_PERIODIC_PERSCHED;
+        break;
+    default:
+        errno = EINVAL;
+        return -1;
+    }
+    if (!h) {
+        errno = EINVAL;
+        return -1;
+    }
+    *h = v;
+    return 0;
+}
+
+static int check_input(const hs_platform_t *plat, const hs_pjob_t *jobs, size_t njobs,
+                       const hs_periodic_params_t *prm, hs_error_t *err)
+{
+    if (!plat || !jobs || !prm)
+        return errprintf(err, EINVAL, "periodic: NULL argument");
+    if (plat->nodes < 1)
+        return errprintf(err, EINVAL, "periodic: platform nodes must be >= 1");
+    if (!(plat->node_bw > 0) || !isfinite(plat->node_bw))
+        return errprintf(err, EINVAL, "periodic: node bandwidth b must be > 0");
+    if (!(plat->bw > 0) || !isfinite(plat->bw))
+        return errprintf(err, EINVAL, "periodic: I/O bandwidth B must be > 0");
+    if (njobs == 0 || njobs > (size_t)1 << 24)
+        return errprintf(err, EINVAL, "periodic: need 1..%d jobs", 1 << 24);
+    if (prm->heuristic != HS_PERIODIC_THROU && prm->heuristic != HS_PERIODIC_CONG
+        && prm->heuristic != HS_PERIODIC_PERSCHED)
+        return errprintf(err, EINVAL, "periodic: unknown heuristic %d", (int)prm->heuristic);
+    if (!(prm->epsilon > 0) || prm->epsilon > 1)
+        return errprintf(err, EINVAL, "periodic: epsilon must be in ]0, 1]");
+    if (!(prm->tmax_factor >= 1) || prm->tmax_factor > 1e6)
+        return errprintf(err, EINVAL, "periodic: Tmax factor must be in [1, 1e6]");
+    for (size_t k = 0; k < njobs; k++) {
+        if (jobs[k].nodes < 1)
+            return errprintf(err, EINVAL, "periodic: job %zu: nodes must be >= 1", k);
+        if (!(jobs[k].w > 0) || !isfinite(jobs[k].w))
+            return errprintf(err, EINVAL, "periodic: job %zu: w must be > 0", k);
+        if (!(jobs[k].volume > 0) || !isfinite(jobs[k].volume))
+            return errprintf(err, EINVAL, "periodic: job %zu: volume must be > 0", k);
+    }
+    return 0;
+}
+
+static int ratio_cmp_ctx_less(const struct ctx *c, size_t a, size_t b)
+{
+    if (c->ratio[a] != c->ratio[b])
+        return c->ratio[a] < c->ratio[b];
+    return a < b;
+}
+
+/* Period search (Gainaru §3.2.3; PMBS 2017):
+ *   T_min = max_k (w_k + time_io_k),  T_max = K' T_min,
+ *   T_i = T_min (1 + epsilon)^i  for i = 0, 1, ... while T_i <= T_max,
+ * keep the best pattern (better()).  Then, if prm->refine (PerSched's refinement),
+ *   delta = (T_opt - T_opt / (1 + epsilon)) / floor(1 / epsilon),
+ *   T = T_opt - j delta, j = 1 .. floor(1 / epsilon), T >= T_min,
+ * keeping each pattern whose work per period sum_k beta_k n_per(k) w_k (and number of
+ * jobs served) is still that of T_opt (its SysEfficiency is then higher), and stopping
+ * at the first one that loses work.
+ * Complexity: (log K' / log(1 + epsilon) + 1/epsilon) patterns, each of
+ * sum_k n_per(k) insertions; see doc/periodic.md. */
+hs_pattern_t *hs_pattern_compute(const hs_platform_t *plat, const hs_pjob_t *jobs,
+                                 size_t njobs, const hs_periodic_params_t *prm,
+                                 hs_error_t *err)
+{
+    struct ctx c = { 0 };
+    struct work wa = { 0 }, wb = { 0 };
+    struct work *cur = &wa, *best = &wb, *swp;
+    hs_pattern_t *p = NULL;
+    double tmin = 0, tmax, topt, ul = 0;
+    int tried = 0, refined = 0;
+    uint64_t visits = 0;
+    bool have = false;
+
+    if (check_input(plat, jobs, njobs, prm, err) < 0)
+        return NULL;
+    c.K = njobs;
+    c.jobs = jobs;
+    c.N = plat->nodes;
+    c.B = plat->bw;
+    c.prm = *prm;
+    if (!(c.cap = calloc(njobs, sizeof(double)))
+        || !(c.tio = calloc(njobs, sizeof(double)))
+        || !(c.ratio = calloc(njobs, sizeof(double)))
+        || !(c.order = calloc(njobs, sizeof(size_t))))
+        goto nomem;
+    for (size_t k = 0; k < njobs; k++) {
+        double bk = (double)jobs[k].nodes * plat->node_bw;
+        c.cap[k] = bk < c.B ? bk : c.B;                 /* min(beta_k b, B) */
+        c.tio[k] = jobs[k].volume / c.cap[k];           /* time_io_k */
+        c.ratio[k] = jobs[k].w / c.tio[k];
+        if (jobs[k].w + c.tio[k] > tmin)
+            tmin = jobs[k].w + c.tio[k];
+        ul += jobs[k].nodes * (jobs[k].w / (jobs[k].w + c.tio[k]));
+        /* insertion sort of the Throu order (stable: ties by index) */
+        size_t pos = k;
+        while (pos > 0 && ratio_cmp_ctx_less(&c, k, c.order[pos - 1])) {
+            c.order[pos] = c.order[pos - 1];
+            pos--;
+        }
+        c.order[pos] = k;
+    }
+    if (!isfinite(tmin))
+        goto toolarge;
+    tmax = prm->tmax_factor * tmin;
+    if (work_init(&wa, njobs) < 0 || work_init(&wb, njobs) < 0)
+        goto nomem;
+
+    for (int i = 0;; i++) {
+        double T = tmin * pow(1 + prm->epsilon, i);
+        if (T > tmax * (1 + 1e-12) || (i > 0 && !(T > cur->T)))
+            break;
+        if (build(cur, &c, T) < 0)
+            goto nomem;
+        tried++;
+        visits += cur->visits;
+        cur->visits = 0;
+        if (!have || better(cur, best, &c)) {
+            swp = cur;
+            cur = best;
+            best = swp;
+            have = true;
+        }
+    }
+    topt = best->T;
+    if (prm->refine) {
+        int nref = (int)floor(1. / prm->epsilon + 1e-9);
+        double delta = (topt - topt / (1 + prm->epsilon)) / nref;
+        double W0 = best->W;
+        int n0 = best->nsched;
+
+        for (int j = 1; j <= nref; j++) {
+            double T = topt - j * delta;
+            if (T < tmin * (1 - 1e-12))
+                break;
+            if (build(cur, &c, T) < 0)
+                goto nomem;
+            tried++;
+            refined++;
+            visits += cur->visits;
+            cur->visits = 0;
+            if (cur->nsched < n0 || cur->W < W0 * (1 - CMP_EPS))
+                break;
+            swp = cur;
+            cur = best;
+            best = swp;
+        }
+    }
+    if (!(p = export_pattern(best, &c)))
+        goto nomem;
+    p->st.tmin = tmin;
+    p->st.tmax = tmax;
+    p->st.t_search = topt;
+    p->st.upper_limit = ul / c.N;
+    p->st.periods_tried = tried;
+    p->st.refine_steps = refined;
+    p->st.segments_visited = visits;
+    work_free(&wa);
+    work_free(&wb);
+    free(c.cap);
+    free(c.tio);
+    free(c.ratio);
+    free(c.order);
+    return p;
+toolarge:
+    errprintf(err, EINVAL, "periodic: T_min is not finite");
+    goto out;
+nomem:
+    errprintf(err, ENOMEM, "periodic: out of memory");
+out:
+    work_free(&wa);
+    work_free(&wb);
+    free(c.cap);
+    free(c.tio);
+    free(c.ratio);
+    free(c.order);
+    return NULL;
+}
+
+void hs_pattern_destroy(hs_pattern_t *p)
+{
+    int saved = errno;
+
+    if (p) {
+        if (p->inst) {
+            for (int k = 0; k < p->K; k++)
+                free(p->inst[k]);
+        }
+        free(p->inst);
+        free(p->w);
+        free(p->n);
+        free(p->rep);
+        free(p->nrep);
+        free(p->pieces);
+        free(p->repstore);
+        free(p->chg);
+        free(p);
+    }
+    errno = saved;
+}
+
+static bool bad_job(const hs_pattern_t *p, int job)
+{
+    if (!p || job < 0 || job >= p->K) {
+        errno = EINVAL;
+        return true;
+    }
+    return false;
+}
+
+double hs_pattern_period(const hs_pattern_t *p)
+{
+    if (!p) {
+        errno = EINVAL;
+        return NAN;
+    }
+    return p->T;
+}
+
+int hs_pattern_njobs(const hs_pattern_t *p)
+{
+    if (!p) {
+        errno = EINVAL;
+        return -1;
+    }
+    return p->K;
+}
+
+int hs_pattern_stats(const hs_pattern_t *p, hs_pattern_stats_t *st)
+{
+    if (!p || !st) {
+        errno = EINVAL;
+        return -1;
+    }
+    *st = p->st;
+    return 0;
+}
+
+int hs_pattern_ninstances(const hs_pattern_t *p, int job)
+{
+    if (bad_job(p, job))
+        return -1;
+    return p->n[job];
+}
+
+int hs_pattern_instance(const hs_pattern_t *p, int job, int i, hs_pinstance_t *out)
+{
+    if (bad_job(p, job) || i < 0 || i >= p->n[job] || !out) {
+        errno = EINVAL;
+        return -1;
+    }
+    *out = p->inst[job][i];
+    return 0;
+}
+
+/* rho~_k = n_per(k) w_k / T (Gainaru §3.2, eq. (1)). */
+double hs_pattern_job_efficiency(const hs_pattern_t *p, int job)
+{
+    if (bad_job(p, job))
+        return NAN;
+    return p->n[job] * p->w[job] / p->T;
+}
+
+/* gamma_k(t) beta_k: the piece of job k containing t mod T (binary search over its
+ * sorted, disjoint pieces), 0 outside (Gainaru §3.2.1: constant on each interval). */
+double hs_pattern_bw(const hs_pattern_t *p, int job, double t_in_period)
+{
+    const hs_ppiece_t *r;
+    size_t lo = 0, hi;
+    double t;
+
+    if (bad_job(p, job))
+        return NAN;
+    r = p->rep[job];
+    hi = p->nrep[job];
+    if (hi == 0)
+        return 0.;
+    t = norm_t(t_in_period, p->T);
+    if (t < r[0].start)
+        return 0.;
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (r[mid].start <= t)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return t < r[lo].end ? r[lo].bw : 0.;
+}
+
+/* sum_k beta_k gamma_k(t) <= B (Gainaru §3.2.1 (ii)). */
+double hs_pattern_bw_total(const hs_pattern_t *p, double t_in_period)
+{
+    double s = 0.;
+
+    if (!p) {
+        errno = EINVAL;
+        return NAN;
+    }
+    for (int k = 0; k < p->K; k++)
+        s += hs_pattern_bw(p, k, t_in_period);
+    return s;
+}
+
+/* The next of the S events of the period (Gainaru §3.2.1: compute starts and ends)
+ * or bandwidth changes after t: min { c in chg : c > t }, else T. */
+double hs_pattern_next_change(const hs_pattern_t *p, double t_in_period)
+{
+    size_t lo = 0, hi;
+    double t;
+
+    if (!p) {
+        errno = EINVAL;
+        return NAN;
+    }
+    t = norm_t(t_in_period, p->T);
+    hi = p->nchg;
+    /* first index with chg > t */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (p->chg[mid] <= t)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < p->nchg ? p->chg[lo] : p->T;
+}
+
+/* Instance i owns [initW_i, initW_{i+1}[ (Gainaru §3.2.1): computing on
+ * [initW_i, endW_i[, then in its I/O window: IO where the bandwidth is > 0, WAIT
+ * elsewhere. */
+hs_pstate_t hs_pattern_state(const hs_pattern_t *p, int job, double t_in_period,
+                             int *instance)
+{
+    const hs_pinstance_t *in;
+    size_t lo = 0, hi;
+    double t, u;
+    int i;
+
+    if (instance)
+        *instance = -1;
+    if (bad_job(p, job))
+        return HS_PSTATE_NONE;
+    if (p->n[job] == 0)
+        return HS_PSTATE_NONE;
+    in = p->inst[job];
+    t = norm_t(t_in_period, p->T);
+    if (t < in[0].init_w) {
+        i = p->n[job] - 1;
+        u = t + p->T;
+    } else {
+        hi = (size_t)p->n[job];
+        while (hi - lo > 1) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (in[mid].init_w <= t)
+                lo = mid;
+            else
+                hi = mid;
+        }
+        i = (int)lo;
+        u = t;
+    }
+    if (instance)
+        *instance = i;
+    if (u < in[i].end_w)
+        return HS_PSTATE_COMPUTE;
+    return hs_pattern_bw(p, job, t) > 0 ? HS_PSTATE_IO : HS_PSTATE_WAIT;
+}

@@ -1,0 +1,110 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * policy.h — libhsched's internal policy interface (not installed, not public).
+ *
+ * The core (hs_core.c) owns jobs, phases, time and accounting.  At each decision it
+ * builds one hs_view_t per pending phase (sorted by job id) and hands the array to
+ * the policy's decide(), which fills bw (and optionally weight, start, buffer) for
+ * every entry.  The core then checks the result (0 <= bw <= cap, sum bw <= B within
+ * HS_EPS_REL), stores the rates and integrates progress with them until the next
+ * decision.
+ *
+ * Plugging a policy in (periodic, dp, ...): define a const hs_policy_ops_t in its
+ * own file and return it from hs_policy_ops() (hs_policy.c) for its kinds.  Kinds
+ * with no ops make hs_sched_create() fail with ENOTSUP.
+ */
+#ifndef HARMONIA_HSCHED_POLICY_H
+#define HARMONIA_HSCHED_POLICY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hsched.h"
+
+/* One pending phase as a policy sees it.  Inputs are filled by the core. */
+typedef struct {
+    /* inputs */
+    uint64_t id;
+    const hs_job_t *job;    /* the job's description and hints (core-owned copy) */
+    double cap;             /* min(beta_k b, B): the most this phase can use */
+    double volume;          /* bytes of the phase */
+    double remaining;       /* bytes left (0 when complete in the model) */
+    double request;         /* time of the phase request */
+    double w_done;          /* w(k,i) reported with this request */
+    double last_io_end;     /* finish time of the job's previous phase, r_k if none */
+    double rho;             /* dedicated efficiency, instances 1..i (see hs_core.c) */
+    double rho_tilde;       /* achieved efficiency at 'now', instances 1..i */
+    double w_iter;          /* IO-Sets w_iter used for this phase (> 0) */
+    int phase;              /* instance number i (1-based) */
+    bool active;            /* bw > 0 at the previous decision (-priority variants) */
+    bool complete;          /* remaining == 0 within HS_EPS_REL: needs no bandwidth */
+    /* outputs (the core presets bw = 0, weight = 0, start = INFINITY, buffer = -1) */
+    double bw;              /* bytes/s granted until the next decision */
+    double weight;          /* the policy's weight (SFQ(D)+); 0 when not granted */
+    double start;           /* planned start; 'now' when bw > 0 for online policies */
+    int buffer;             /* buffer node index, -1: the PFS */
+} hs_view_t;
+
+/* What a decide() call may read besides the views. */
+typedef struct {
+    const hs_platform_t *plat;  /* platform (buffers copied, owned by the core) */
+    const hs_policy_t *pol;     /* the parsed policy */
+    const hs_sched_t *sched;    /* for hs_core_* accessors below */
+    double now;
+} hs_ctx_t;
+
+typedef struct hs_policy_ops {
+    const char *name;
+    /* Optional: private state for this scheduler instance. */
+    int (*create)(const hs_ctx_t *ctx, void **state, hs_error_t *err);
+    void (*destroy)(void *state);
+    /* Required: fill v[i].bw etc. for the n pending phases (v sorted by id).
+     * Return 0, or -1 with errno set (the core then keeps the previous rates). */
+    int (*decide)(void *state, const hs_ctx_t *ctx, hs_view_t *v, size_t n);
+    /* Optional: next time a schedule computed ahead starts/stops something
+     * (INFINITY if none); the core takes the min with transfer completions. */
+    double (*next_event)(const void *state, double now);
+} hs_policy_ops_t;
+
+/* hs_policy.c: the ops for a policy kind, or NULL when not available in this build. */
+const hs_policy_ops_t *hs_policy_ops(hs_policy_kind_t kind);
+
+/* hs_online.c: the online policies of this file set. */
+extern const hs_policy_ops_t hs_ops_fairshare;   /* fairshare, static */
+extern const hs_policy_ops_t hs_ops_fcfs;
+extern const hs_policy_ops_t hs_ops_gainaru;     /* roundrobin, mindilation, maxsyseff,
+                                                    minmax (and -priority) */
+extern const hs_policy_ops_t hs_ops_iosets;      /* set10/set:<b>, set-fairshare,
+                                                    priority-sharing */
+
+/* ---- helpers shared by policies (hs_online.c) ---- */
+
+/* Gainaru §3.1 "favouring": walk 'order' (indices into v) and give each phase
+ * min(cap, bw_avail); what is left goes to the next.  Returns bandwidth left. */
+double hs_alloc_favour(hs_view_t *v, const size_t *order, size_t n, double B);
+
+/* Weighted max-min fair sharing (water-filling) of B among the entries of 'idx'
+ * (indices into v) with weights w[j] > 0 and caps v[idx[j]].cap: each gets
+ * min(cap, lambda * w) with lambda the largest level such that the sum <= B.
+ * Unused capacity of capped entries is redistributed by the same weights.
+ * 'scratch' must hold n entries.  Returns bandwidth left (> 0 only if all capped). */
+typedef struct {
+    double key;
+    double w;
+    size_t idx;
+} hs_wf_item_t;
+double hs_alloc_waterfill(hs_view_t *v, const size_t *idx, const double *w, size_t n,
+                          double B, hs_wf_item_t *scratch);
+
+/* IO-Sets class of a w_iter: round(log_base w_iter), clamped to +-100000. */
+int hs_iosets_class(double w_iter, double base);
+
+/* ---- read access to the scheduler's jobs, for policies that plan ahead ---- */
+
+size_t hs_core_njobs(const hs_sched_t *s);                  /* live jobs */
+const hs_job_t *hs_core_job(const hs_sched_t *s, size_t i); /* i < hs_core_njobs() */
+/* Live job i's accounting so far (end = NAN) and whether it has a pending phase. */
+int hs_core_job_stats(const hs_sched_t *s, size_t i, hs_job_stats_t *st, bool *pending);
+
+#endif /* HARMONIA_HSCHED_POLICY_H */

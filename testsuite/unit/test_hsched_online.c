@@ -1,0 +1,570 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * test_hsched_online.c — one hand-checkable decision per online policy.
+ *
+ * Unless said otherwise: N = 100 nodes, b = 1 B/s per node, B = 4 B/s, so a job on
+ * beta nodes can use cap = min(beta, 4) B/s.  Numbers are worked out in comments.
+ */
+#include <check.h>
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "libhsched/hsched.h"
+
+#define EPS 1e-9
+
+static const hs_platform_t plat = { .nodes = 100, .node_bw = 1.0, .bw = 4.0 };
+
+static hs_sched_t *mk(const char *policy)
+{
+    hs_policy_t pol;
+    hs_error_t err;
+    hs_sched_t *s;
+
+    ck_assert_msg(hs_policy_parse(policy, &pol, &err) == 0, "%s", err.text);
+    s = hs_sched_create(&plat, &pol, &err);
+    ck_assert_msg(s != NULL, "create %s: %s", policy, err.text);
+    return s;
+}
+
+static void arrive(hs_sched_t *s, double now, uint64_t id, int nodes, double w_iter)
+{
+    hs_job_t j = { .id = id, .nodes = nodes, .release = now, .w_iter = w_iter };
+    hs_error_t err;
+
+    ck_assert_msg(hs_job_arrive(s, now, &j, &err) == 0, "%s", err.text);
+}
+
+static void request(hs_sched_t *s, double now, uint64_t id, double vol, double w)
+{
+    hs_error_t err;
+
+    ck_assert_msg(hs_phase_request(s, now, id, vol, HS_DIR_WRITE, w, &err) == 0,
+                  "%s", err.text);
+}
+
+/* Decide at 'now' and return the grant of job 'id' out of g[]. */
+static const hs_grant_t *grant(const hs_grant_t *g, int n, uint64_t id)
+{
+    int i;
+
+    for (i = 0; i < n; i++) {
+        if (g[i].id == id)
+            return &g[i];
+    }
+    ck_abort_msg("no grant for job %ju", (uintmax_t)id);
+    return NULL;
+}
+
+static double bw_of(const hs_grant_t *g, int n, uint64_t id)
+{
+    return grant(g, n, id)->bw;
+}
+
+/*
+ * fairshare (water-filling).  Jobs 1 (1 node, cap 1), 2 (8 nodes, cap 4) and 3 (4
+ * nodes, cap 4) all in I/O.  Equal share 4/3 > cap 1 for job 1: it gets 1, the 3 B/s
+ * left are split 1.5 / 1.5.  'static' does the same for now.
+ */
+static void check_waterfill(const char *policy)
+{
+    hs_sched_t *s = mk(policy);
+    hs_grant_t g[3];
+    int n;
+
+    arrive(s, 0, 1, 1, 0);
+    arrive(s, 0, 2, 8, 0);
+    arrive(s, 0, 3, 4, 0);
+    request(s, 0, 1, 10, 0);
+    request(s, 0, 2, 10, 0);
+    request(s, 0, 3, 10, 0);
+    n = hs_sched_decide(s, 0, g, 3);
+    ck_assert_int_eq(n, 3);
+    ck_assert_double_eq_tol(bw_of(g, n, 1), 1.0, EPS);
+    ck_assert_double_eq_tol(bw_of(g, n, 2), 1.5, EPS);
+    ck_assert_double_eq_tol(bw_of(g, n, 3), 1.5, EPS);
+    ck_assert_double_eq_tol(grant(g, n, 2)->weight, 1.0 / 3, EPS);
+    hs_sched_destroy(s);
+}
+
+START_TEST(test_fairshare)
+{
+    check_waterfill("fairshare");
+}
+END_TEST
+
+START_TEST(test_static_is_fairshare)
+{
+    check_waterfill("static");
+}
+END_TEST
+
+/* Two jobs with large caps share equally: 2 and 2. */
+START_TEST(test_fairshare_equal)
+{
+    hs_sched_t *s = mk("fairshare");
+    hs_grant_t g[2];
+
+    arrive(s, 0, 1, 50, 0);
+    arrive(s, 0, 2, 50, 0);
+    request(s, 0, 1, 10, 0);
+    request(s, 0, 2, 10, 0);
+    ck_assert_int_eq(hs_sched_decide(s, 0, g, 2), 2);
+    ck_assert_double_eq_tol(g[0].bw, 2, EPS);
+    ck_assert_double_eq_tol(g[1].bw, 2, EPS);
+    hs_sched_destroy(s);
+}
+END_TEST
+
+/*
+ * fcfs = Gainaru's favouring in request order: each gets min(beta b, bw_avail).
+ * Job 3 (1 node, cap 1) asks at t = 0, job 1 (2 nodes, cap 2) at t = 1, job 2
+ * (8 nodes, cap 4) at t = 2.  At t = 2: job 3 gets min(1, 4) = 1, job 1 min(2, 3) = 2,
+ * job 2 min(4, 1) = 1.  Then job 4 (cap 4) asks at t = 3: nothing is left, it waits.
+ */
+START_TEST(test_fcfs_favouring)
+{
+    hs_sched_t *s = mk("fcfs");
+    hs_grant_t g[4];
+    int n;
+
+    arrive(s, 0, 1, 2, 0);
+    arrive(s, 0, 2, 8, 0);
+    arrive(s, 0, 3, 1, 0);
+    arrive(s, 0, 4, 8, 0);
+    request(s, 0, 3, 100, 0);
+    request(s, 1, 1, 100, 1);
+    request(s, 2, 2, 100, 2);
+    n = hs_sched_decide(s, 2, g, 4);
+    ck_assert_int_eq(n, 3);
+    ck_assert_double_eq_tol(bw_of(g, n, 3), 1, EPS);
+    ck_assert_double_eq_tol(bw_of(g, n, 1), 2, EPS);
+    ck_assert_double_eq_tol(bw_of(g, n, 2), 1, EPS);
+    request(s, 3, 4, 100, 3);
+    n = hs_sched_decide(s, 3, g, 4);
+    ck_assert_int_eq(n, 4);
+    ck_assert_double_eq_tol(bw_of(g, n, 4), 0, EPS);
+    ck_assert_double_eq_tol(grant(g, n, 4)->weight, 0, EPS);
+    ck_assert_double_eq_tol(grant(g, n, 3)->weight, 0.25, EPS);   /* bw / B */
+    hs_sched_destroy(s);
+}
+END_TEST
+
+/* fcfs with one job able to take all of B: exclusive. */
+START_TEST(test_fcfs_exclusive)
+{
+    hs_sched_t *s = mk("fcfs");
+    hs_grant_t g[2];
+
+    arrive(s, 0, 1, 8, 0);
+    arrive(s, 0, 2, 8, 0);
+    request(s, 0, 2, 100, 0);           /* id 2 asks first */
+    request(s, 1, 1, 100, 1);
+    ck_assert_int_eq(hs_sched_decide(s, 1, g, 2), 2);
+    ck_assert_double_eq_tol(g[0].bw, 0, EPS);       /* job 1 */
+    ck_assert_double_eq_tol(g[1].bw, 4, EPS);       /* job 2 */
+    hs_sched_destroy(s);
+}
+END_TEST
+
+/*
+ * roundrobin: favour the job whose last I/O ended the longest time ago.  Jobs 1, 2
+ * on 4 nodes (cap 4).  Job 2 does 4 bytes from t = 2 to 3; job 1 from t = 4 to 5.
+ * Both ask at t = 10 (job 1 first): job 2's I/O ended at 3 < 5, so job 2 gets 4,
+ * job 1 waits.  A job with no I/O yet counts from its release: job 3 (released at 1,
+ * cap 4) asking at t = 10 goes before both.
+ */
+START_TEST(test_roundrobin)
+{
+    hs_sched_t *s = mk("roundrobin");
+    hs_grant_t g[3];
+    int n;
+
+    arrive(s, 0, 1, 4, 0);
+    arrive(s, 0, 2, 4, 0);
+    request(s, 2, 2, 4, 2);
+    ck_assert_int_eq(hs_sched_decide(s, 2, g, 3), 1);
+    ck_assert_double_eq_tol(hs_sched_next_event(s), 3, EPS);
+    ck_assert_int_eq(hs_phase_finish(s, 3, 2), 0);
+    request(s, 4, 1, 4, 4);
+    ck_assert_int_eq(hs_sched_decide(s, 4, g, 3), 1);
+    ck_assert_int_eq(hs_phase_finish(s, 5, 1), 0);
+    request(s, 10, 1, 4, 5);
+    request(s, 10, 2, 4, 7);
+    n = hs_sched_decide(s, 10, g, 3);
+    ck_assert_int_eq(n, 2);
+    ck_assert_double_eq_tol(bw_of(g, n, 2), 4, EPS);
+    ck_assert_double_eq_tol(bw_of(g, n, 1), 0, EPS);
+    {
+        /* job 3 arrives at 10 but was released at 1 */
+        hs_job_t j = { .id = 3, .nodes = 4, .release = 1 };
+        hs_error_t err;
+        ck_assert_int_eq(hs_job_arrive(s, 10, &j, &err), 0);
+    }
+    request(s, 10, 3, 4, 9);
+    n = hs_sched_decide(s, 10, g, 3);
+    ck_assert_int_eq(n, 3);
+    ck_assert_double_eq_tol(bw_of(g, n, 3), 4, EPS);
+    ck_assert_double_eq_tol(bw_of(g, n, 2), 0, EPS);
+    hs_sched_destroy(s);
+}
+END_TEST
+
+/*
+ * Gainaru §3.1 keys.  Both jobs released at 0, single phase requested at t = 10:
+ *   A (id 1): 1 node (cap 1), w_done 9, 1 byte  -> time_io 1
+ *       rho = 9/(9+1) = 0.9, rho~ = 9/10 = 0.9, rho~/rho = 1.0, beta rho~ = 0.9
+ *   B (id 2): 4 nodes (cap 4), w_done 3, 8 bytes -> time_io 2
+ *       rho = 3/(3+2) = 0.6, rho~ = 3/10 = 0.3, rho~/rho = 0.5, beta rho~ = 1.2
+ * mindilation favours B (0.5 < 1.0): B gets min(4, 4) = 4, A gets 0.
+ * maxsyseff favours A (0.9 < 1.2): A gets min(1, 4) = 1, B gets min(4, 3) = 3.
+ * minmax:0.6: B's ratio 0.5 < 0.6 -> mindilation's order (B 4, A 0);
+ * minmax:0.4: no ratio below 0.4 -> maxsyseff's order (A 1, B 3).
+ */
+static void setup_ab(hs_sched_t *s)
+{
+    hs_job_t a = { .id = 1, .nodes = 1, .release = 0 };
+    hs_job_t b = { .id = 2, .nodes = 4, .release = 0 };
+    hs_error_t err;
+
+    ck_assert_int_eq(hs_job_arrive(s, 0, &a, &err), 0);
+    ck_assert_int_eq(hs_job_arrive(s, 0, &b, &err), 0);
+    request(s, 10, 1, 1, 9);
+    request(s, 10, 2, 8, 3);
+}
+
+static void check_ab(const char *policy, double bw_a, double bw_b)
+{
+    hs_sched_t *s = mk(policy);
+    hs_grant_t g[2];
+
+    setup_ab(s);
+    ck_assert_int_eq(hs_sched_decide(s, 10, g, 2), 2);
+    ck_assert_msg(fabs(g[0].bw - bw_a) < EPS && fabs(g[1].bw - bw_b) < EPS,
+                  "%s: A %g (want %g), B %g (want %g)", policy, g[0].bw, bw_a,
+                  g[1].bw, bw_b);
+    hs_sched_destroy(s);
+}
+
+START_TEST(test_mindilation)
+{
+    check_ab("mindilation", 0, 4);
+}
+END_TEST
+
+START_TEST(test_maxsyseff)
+{
+    check_ab("maxsyseff", 1, 3);
+}
+END_TEST
+
+START_TEST(test_minmax)
+{
+    check_ab("minmax:0.6", 0, 4);
+    check_ab("minmax:0.4", 1, 3);
+    check_ab("minmax:1", 0, 4);         /* = mindilation */
+    check_ab("minmax:0", 1, 3);         /* = maxsyseff */
+}
+END_TEST
+
+/*
+ * -priority: a job that had bw > 0 at the previous decision goes first.
+ * mindilation-priority: A asks alone at t = 10 and gets 1; B asks at t = 10 too;
+ * at the next decision plain mindilation would give B 4 and A 0, the priority variant
+ * keeps A first (1) and B gets the rest (3).
+ * maxsyseff-priority: B asks alone first and gets 4; then A asks: plain maxsyseff
+ * would give A 1 and B 3; the priority variant keeps B first: B 4, A 0.
+ * Once a job's phase is finished it is no longer "doing I/O".
+ */
+START_TEST(test_priority_variants)
+{
+    hs_job_t a = { .id = 1, .nodes = 1, .release = 0 };
+    hs_job_t b = { .id = 2, .nodes = 4, .release = 0 };
+    hs_error_t err;
+    hs_grant_t g[2];
+    hs_sched_t *s;
+
+    s = mk("mindilation-priority");
+    ck_assert_int_eq(hs_job_arrive(s, 0, &a, &err), 0);
+    ck_assert_int_eq(hs_job_arrive(s, 0, &b, &err), 0);
+    request(s, 10, 1, 1, 9);
+    ck_assert_int_eq(hs_sched_decide(s, 10, g, 2), 1);
+    ck_assert_double_eq_tol(g[0].bw, 1, EPS);
+    request(s, 10, 2, 8, 3);
+    ck_assert_int_eq(hs_sched_decide(s, 10, g, 2), 2);
+    ck_assert_double_eq_tol(g[0].bw, 1, EPS);
+    ck_assert_double_eq_tol(g[1].bw, 3, EPS);
+    hs_sched_destroy(s);
+
+    /* the same sequence without -priority: B first */
+    s = mk("mindilation");
+    ck_assert_int_eq(hs_job_arrive(s, 0, &a, &err), 0);
+    ck_assert_int_eq(hs_job_arrive(s, 0, &b, &err), 0);
+    request(s, 10, 1, 1, 9);
+    ck_assert_int_eq(hs_sched_decide(s, 10, g, 2), 1);
+    request(s, 10, 2, 8, 3);
+    ck_assert_int_eq(hs_sched_decide(s, 10, g, 2), 2);
+    ck_assert_double_eq_tol(g[0].bw, 0, EPS);
+    ck_assert_double_eq_tol(g[1].bw, 4, EPS);
+    hs_sched_destroy(s);
+
+    s = mk("maxsyseff-priority");
+    ck_assert_int_eq(hs_job_arrive(s, 0, &a, &err), 0);
+    ck_assert_int_eq(hs_job_arrive(s, 0, &b, &err), 0);
+    request(s, 10, 2, 8, 3);
+    ck_assert_int_eq(hs_sched_decide(s, 10, g, 2), 1);
+    ck_assert_double_eq_tol(g[0].bw, 4, EPS);
+    request(s, 10, 1, 1, 9);
+    ck_assert_int_eq(hs_sched_decide(s, 10, g, 2), 2);
+    ck_assert_double_eq_tol(g[0].bw, 0, EPS);       /* A */
+    ck_assert_double_eq_tol(g[1].bw, 4, EPS);       /* B keeps going */
+    /* B finishes at 12; A is then alone and B asks again at 12: A has bw > 0 at
+     * the decision of t = 12, so A stays first at the next one even though
+     * maxsyseff alone would also pick A here (A 0.9 < B's) */
+    ck_assert_double_eq_tol(hs_sched_next_event(s), 12, EPS);
+    ck_assert_int_eq(hs_phase_finish(s, 12, 2), 0);
+    ck_assert_int_eq(hs_sched_decide(s, 12, g, 2), 1);
+    ck_assert_double_eq_tol(g[0].bw, 1, EPS);
+    request(s, 12, 2, 8, 0);
+    ck_assert_int_eq(hs_sched_decide(s, 12, g, 2), 2);
+    ck_assert_double_eq_tol(g[0].bw, 1, EPS);
+    ck_assert_double_eq_tol(g[1].bw, 3, EPS);
+    hs_sched_destroy(s);
+
+    /* minmax:g-priority: A active first, whatever the threshold says */
+    s = mk("minmax:0.6-priority");
+    ck_assert_int_eq(hs_job_arrive(s, 0, &a, &err), 0);
+    ck_assert_int_eq(hs_job_arrive(s, 0, &b, &err), 0);
+    request(s, 10, 1, 1, 9);
+    ck_assert_int_eq(hs_sched_decide(s, 10, g, 2), 1);
+    request(s, 10, 2, 8, 3);
+    ck_assert_int_eq(hs_sched_decide(s, 10, g, 2), 2);
+    ck_assert_double_eq_tol(g[0].bw, 1, EPS);
+    ck_assert_double_eq_tol(g[1].bw, 3, EPS);
+    hs_sched_destroy(s);
+}
+END_TEST
+
+/* roundrobin-priority: the job in I/O keeps going although the other ended its last
+ * I/O longer ago (setup as test_roundrobin, but job 1 asks and is decided alone). */
+START_TEST(test_roundrobin_priority)
+{
+    hs_sched_t *s = mk("roundrobin-priority");
+    hs_grant_t g[2];
+
+    arrive(s, 0, 1, 4, 0);
+    arrive(s, 0, 2, 4, 0);
+    request(s, 2, 2, 4, 2);
+    ck_assert_int_eq(hs_sched_decide(s, 2, g, 2), 1);
+    ck_assert_int_eq(hs_phase_finish(s, 3, 2), 0);
+    request(s, 4, 1, 4, 4);
+    ck_assert_int_eq(hs_sched_decide(s, 4, g, 2), 1);
+    ck_assert_int_eq(hs_phase_finish(s, 5, 1), 0);
+    request(s, 10, 1, 40, 5);
+    ck_assert_int_eq(hs_sched_decide(s, 10, g, 2), 1);
+    request(s, 10, 2, 4, 7);
+    ck_assert_int_eq(hs_sched_decide(s, 10, g, 2), 2);
+    ck_assert_double_eq_tol(g[0].bw, 4, EPS);       /* job 1 keeps going */
+    ck_assert_double_eq_tol(g[1].bw, 0, EPS);
+    hs_sched_destroy(s);
+}
+END_TEST
+
+/*
+ * set10, the IO-Sets example: jobs with w_iter 10, 100, 1000 are in sets 1, 2, 3,
+ * p = 0.1, 0.01, 0.001; x_1 = 0.1/0.111 = 0.9009, x_2 = 0.09009, x_3 = 0.009009.
+ * Each job on 4 nodes (cap 4 = B): no cap binds, bw = 4 x_i.
+ * Job 4 (w_iter 12: set round(1.08) = 1) asks after job 1: exclusive inside a set, it
+ * waits.  When job 1 finishes, job 4 takes set 1's share.
+ */
+START_TEST(test_set10_shares)
+{
+    hs_sched_t *s = mk("set10");
+    hs_grant_t g[4];
+    const double sum = 0.1 + 0.01 + 0.001;
+    int n;
+
+    arrive(s, 0, 1, 4, 10);
+    arrive(s, 0, 2, 4, 100);
+    arrive(s, 0, 3, 4, 1000);
+    arrive(s, 0, 4, 4, 12);
+    request(s, 0, 1, 1000, 0);
+    request(s, 0, 2, 1000, 0);
+    request(s, 0, 3, 1000, 0);
+    request(s, 1, 4, 1000, 1);
+    n = hs_sched_decide(s, 1, g, 4);
+    ck_assert_int_eq(n, 4);
+    ck_assert_double_eq_tol(grant(g, n, 1)->share, 0.1 / sum, EPS);
+    ck_assert_double_eq_tol(grant(g, n, 2)->share, 0.01 / sum, EPS);
+    ck_assert_double_eq_tol(grant(g, n, 3)->share, 0.001 / sum, EPS);
+    ck_assert_double_eq_tol(grant(g, n, 1)->share, 0.90, 0.001);
+    ck_assert_double_eq_tol(grant(g, n, 2)->share, 0.09, 0.001);
+    ck_assert_double_eq_tol(grant(g, n, 3)->share, 0.009, 0.0001);
+    ck_assert_double_eq_tol(grant(g, n, 1)->weight, 0.1 / sum, EPS);
+    ck_assert_double_eq_tol(grant(g, n, 4)->bw, 0, EPS);
+    ck_assert_double_eq_tol(grant(g, n, 4)->weight, 0, EPS);
+    ck_assert_int_eq(hs_phase_finish(s, 2, 1), 0);
+    n = hs_sched_decide(s, 2, g, 4);
+    ck_assert_int_eq(n, 3);
+    ck_assert_double_eq_tol(grant(g, n, 4)->share, 0.1 / sum, EPS);
+    hs_sched_destroy(s);
+}
+END_TEST
+
+/*
+ * set10, work-conserving between sets: job 1 (set 1, 1 node: cap 1) and job 2
+ * (set 2, 4 nodes: cap 4).  Weights 0.1 and 0.01 would give 3.64 and 0.36; job 1 is
+ * capped at 1, the 3 B/s left go to set 2: job 2 gets min(4, 3) = 3.
+ * A second job of set 1 (job 3, cap 4, asking later) stays out: exclusive.
+ */
+START_TEST(test_set10_capped)
+{
+    hs_sched_t *s = mk("set10");
+    hs_grant_t g[3];
+    int n;
+
+    arrive(s, 0, 1, 1, 10);
+    arrive(s, 0, 2, 4, 100);
+    arrive(s, 0, 3, 4, 10);
+    request(s, 0, 1, 100, 0);
+    request(s, 0, 2, 100, 0);
+    request(s, 1, 3, 100, 0);
+    n = hs_sched_decide(s, 1, g, 3);
+    ck_assert_double_eq_tol(bw_of(g, n, 1), 1, EPS);
+    ck_assert_double_eq_tol(bw_of(g, n, 2), 3, EPS);
+    ck_assert_double_eq_tol(bw_of(g, n, 3), 0, EPS);
+    hs_sched_destroy(s);
+}
+END_TEST
+
+/* set:2: w_iter 2, 4, 8 -> sets 1, 2, 3, p = 1/2, 1/4, 1/8 -> x = 4/7, 2/7, 1/7. */
+START_TEST(test_set_base2)
+{
+    hs_sched_t *s = mk("set:2");
+    hs_grant_t g[3];
+    int n;
+
+    arrive(s, 0, 1, 4, 2);
+    arrive(s, 0, 2, 4, 4);
+    arrive(s, 0, 3, 4, 8);
+    request(s, 0, 1, 100, 0);
+    request(s, 0, 2, 100, 0);
+    request(s, 0, 3, 100, 0);
+    n = hs_sched_decide(s, 0, g, 3);
+    ck_assert_double_eq_tol(bw_of(g, n, 1), 16.0 / 7, EPS);
+    ck_assert_double_eq_tol(bw_of(g, n, 2), 8.0 / 7, EPS);
+    ck_assert_double_eq_tol(bw_of(g, n, 3), 4.0 / 7, EPS);
+    hs_sched_destroy(s);
+}
+END_TEST
+
+/*
+ * set-fairshare: sets as set10, exclusive inside, equal shares between sets.
+ * Jobs 1 (set 1), 2 (set 2), 3 (set 3), 4 (set 1, later): 4/3 each for 1, 2, 3; 0 for 4.
+ */
+START_TEST(test_set_fairshare)
+{
+    hs_sched_t *s = mk("set-fairshare");
+    hs_grant_t g[4];
+    int n;
+
+    arrive(s, 0, 1, 4, 10);
+    arrive(s, 0, 2, 4, 100);
+    arrive(s, 0, 3, 4, 1000);
+    arrive(s, 0, 4, 4, 9);
+    request(s, 0, 1, 100, 0);
+    request(s, 0, 2, 100, 0);
+    request(s, 0, 3, 100, 0);
+    request(s, 1, 4, 100, 1);
+    n = hs_sched_decide(s, 1, g, 4);
+    ck_assert_double_eq_tol(bw_of(g, n, 1), 4.0 / 3, EPS);
+    ck_assert_double_eq_tol(bw_of(g, n, 2), 4.0 / 3, EPS);
+    ck_assert_double_eq_tol(bw_of(g, n, 3), 4.0 / 3, EPS);
+    ck_assert_double_eq_tol(bw_of(g, n, 4), 0, EPS);
+    hs_sched_destroy(s);
+}
+END_TEST
+
+/*
+ * priority-sharing: no sets.  Jobs 1 and 4 (w_iter 10 and 9: class 1, weight 0.1)
+ * and 2 (w_iter 100: class 2, weight 0.01) share B = 4 by weights 0.1 : 0.1 : 0.01:
+ * 4 x 0.1/0.21 = 1.9048 each for 1 and 4, 4 x 0.01/0.21 = 0.1905 for 2.
+ */
+START_TEST(test_priority_sharing)
+{
+    hs_sched_t *s = mk("priority-sharing");
+    hs_grant_t g[3];
+    int n;
+
+    arrive(s, 0, 1, 4, 10);
+    arrive(s, 0, 2, 4, 100);
+    arrive(s, 0, 4, 4, 9);
+    request(s, 0, 1, 100, 0);
+    request(s, 0, 2, 100, 0);
+    request(s, 1, 4, 100, 1);
+    n = hs_sched_decide(s, 1, g, 3);
+    ck_assert_double_eq_tol(bw_of(g, n, 1), 4 * 0.1 / 0.21, EPS);
+    ck_assert_double_eq_tol(bw_of(g, n, 4), 4 * 0.1 / 0.21, EPS);
+    ck_assert_double_eq_tol(bw_of(g, n, 2), 4 * 0.01 / 0.21, EPS);
+    ck_assert_double_eq_tol(grant(g, n, 2)->weight, 0.01 / 0.21, EPS);
+    hs_sched_destroy(s);
+}
+END_TEST
+
+/* IO-Sets with a learnt w_iter: no hints; the first phase's w_iter is
+ * w_done + time_io = 95 + 20/4 = 100 -> set 2; job 2's is 9 + 4/4 = 10 -> set 1. */
+START_TEST(test_set10_learnt)
+{
+    hs_sched_t *s = mk("set10");
+    hs_grant_t g[2];
+    const double sum = 0.1 + 0.01;
+
+    arrive(s, 0, 1, 4, 0);
+    arrive(s, 0, 2, 4, 0);
+    request(s, 95, 1, 20, 95);
+    request(s, 95, 2, 4, 9);
+    ck_assert_int_eq(hs_sched_decide(s, 95, g, 2), 2);
+    ck_assert_double_eq_tol(g[0].share, 0.01 / sum, EPS);
+    ck_assert_double_eq_tol(g[1].share, 0.1 / sum, EPS);
+    hs_sched_destroy(s);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("hsched_online");
+    TCase *tc = tcase_create("online");
+
+    tcase_add_test(tc, test_fairshare);
+    tcase_add_test(tc, test_static_is_fairshare);
+    tcase_add_test(tc, test_fairshare_equal);
+    tcase_add_test(tc, test_fcfs_favouring);
+    tcase_add_test(tc, test_fcfs_exclusive);
+    tcase_add_test(tc, test_roundrobin);
+    tcase_add_test(tc, test_roundrobin_priority);
+    tcase_add_test(tc, test_mindilation);
+    tcase_add_test(tc, test_maxsyseff);
+    tcase_add_test(tc, test_minmax);
+    tcase_add_test(tc, test_priority_variants);
+    tcase_add_test(tc, test_set10_shares);
+    tcase_add_test(tc, test_set10_capped);
+    tcase_add_test(tc, test_set_base2);
+    tcase_add_test(tc, test_set_fairshare);
+    tcase_add_test(tc, test_priority_sharing);
+    tcase_add_test(tc, test_set10_learnt);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *r = srunner_create(suite());
+    int failed;
+
+    srunner_run_all(r, CK_NORMAL);
+    failed = srunner_ntests_failed(r);
+    srunner_free(r);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
