@@ -11,14 +11,16 @@
  *     job ids to jobs[] slots;
  *   - live[] and pend[] list the live jobs and the jobs with a pending phase; each job
  *     knows its position in them, so insertion and removal are O(1).
- * Events cost O(1) plus the integration of the pending phases (O(K)); a decision
- * costs O(K log K) (one sort by id here, one sort by the policy's key there).
+ * Events cost O(1) (progress is integrated lazily, per phase); a decision costs
+ * O(K log K) (one sort by id here, one by the policy's key there); next_event and
+ * hs_sched_completed() scan the K pending phases.
  *
  * Fluid model (gainaru-io-congestion.md §2.1): between two decisions, the phase of
  * job k progresses at the rate bw_k chosen by the last decision.  Every event first
- * integrates progress up to its time.  A phase is "complete in the model" when the
- * bytes left are at most HS_EPS_REL of its volume; it then needs no bandwidth, and
- * the driver is expected to call hs_phase_finish() (hs_sched_completed() lists them).
+ * integrates progress up to its time (lazily, see job_at()).  A phase is "complete
+ * in the model" when the bytes left are at most HS_EPS_REL of its volume; it then
+ * needs no bandwidth, and the driver is expected to call hs_phase_finish()
+ * (hs_sched_completed() lists them).
  *
  * Which instances count in rho and rho~ at decision time t (for the policies): the
  * pending instance i counts in both.  Its compute chunk w(k,i) is over (it was
@@ -33,9 +35,10 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <stdio.h>
 
 #include "hsched.h"
 #include "policy.h"
@@ -54,7 +57,8 @@ struct job {
     bool pending;
     size_t pend_pos;
     double vol;
-    double done;
+    double done;            /* bytes done at t_sync */
+    double t_sync;
     double req;
     double w_done;
     double rate;            /* bw of the last decision */
@@ -104,7 +108,6 @@ struct hs_sched {
 static int errprintf(hs_error_t *err, int errnum, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-#include <stdarg.h>
 static int errprintf(hs_error_t *err, int errnum, const char *fmt, ...)
 {
     if (err) {
@@ -237,45 +240,64 @@ static int check_time(const hs_sched_t *s, double now)
     return 0;
 }
 
-static bool phase_complete(const struct job *j)
+static bool done_complete(const struct job *j, double done)
 {
-    return j->vol - j->done <= HS_EPS_REL * j->vol;
+    return j->vol - done <= HS_EPS_REL * j->vol;
 }
 
-/* Completion time of a granted phase at its current rate, from time t0. */
-static double completion_time(const struct job *j, double t0)
+/* Completion time of a granted phase at its current rate (j->rate > 0).  Fixed
+ * between two decisions: it does not depend on when the phase was last synced. */
+static double completion_time(const struct job *j)
 {
-    return t0 + (j->vol - j->done) / j->rate;
+    return j->t_sync + (j->vol - j->done) / j->rate;
 }
 
-/* Integrate progress of the pending phases from s->now to 'now' (>= s->now). */
+/* Progress is integrated lazily, per phase: j->done and j->st.io_wait hold the
+ * state at j->t_sync, and the rate is constant until the next decision (which syncs
+ * every pending phase).  job_at() computes the state at 'now' >= t_sync. */
+static void job_at(const struct job *j, double now, double *done, double *io_wait)
+{
+    double dt = now - j->t_sync;
+
+    *done = j->done;
+    *io_wait = j->st.io_wait;
+    if (!(dt > 0) || done_complete(j, j->done))
+        return;
+    if (j->rate > 0) {
+        /* the same expression as hs_sched_next_event(): advancing exactly to the
+         * time it returned completes the phase exactly */
+        if (now >= completion_time(j))
+            *done = j->vol;
+        else
+            *done = fmin(j->vol, j->done + j->rate * dt);
+    }
+    else
+        *io_wait += dt;
+}
+
+static bool phase_complete(const hs_sched_t *s, const struct job *j)
+{
+    double done, wait;
+
+    job_at(j, s->now, &done, &wait);
+    return done_complete(j, done);
+}
+
+/* Bring a pending phase's state to s->now. */
+static void sync_job(const hs_sched_t *s, struct job *j)
+{
+    if (j->pending && j->t_sync < s->now) {
+        job_at(j, s->now, &j->done, &j->st.io_wait);
+        j->t_sync = s->now;
+    }
+}
+
+/* Move the clock to 'now' (>= s->now, checked by the caller).  O(1): the pending
+ * phases are synced lazily. */
 static void integrate(hs_sched_t *s, double now)
 {
-    size_t i;
-    double dt;
-
-    if (!(now > s->now)) {
-        if (s->now == -INFINITY)
-            s->now = now;
-        return;
-    }
-    dt = now - s->now;
-    for (i = 0; i < s->npend; i++) {
-        struct job *j = &s->jobs[s->pend[i]];
-        if (phase_complete(j))
-            continue;
-        if (j->rate > 0) {
-            /* the same expression as hs_sched_next_event(): advancing exactly to
-             * the time it returned completes the phase exactly */
-            if (now >= completion_time(j, s->now))
-                j->done = j->vol;
-            else
-                j->done = fmin(j->vol, j->done + j->rate * dt);
-        }
-        else
-            j->st.io_wait += dt;
-    }
-    s->now = now;
+    if (now > s->now || s->now == -INFINITY)
+        s->now = now;
 }
 
 static struct job *live_job(hs_sched_t *s, uint64_t id)
@@ -580,6 +602,7 @@ int hs_job_leave(hs_sched_t *s, double now, uint64_t id)
         return -1;
     }
     integrate(s, now);
+    sync_job(s, j);
     if (j->pending)
         pend_remove(s, j);
     live_remove(s, j);
@@ -657,6 +680,7 @@ int hs_phase_request(hs_sched_t *s, double now, uint64_t id, double volume,
     s->pend[s->npend++] = (size_t)(j - s->jobs);
     j->vol = volume;
     j->done = 0;
+    j->t_sync = now;
     j->req = now;
     j->w_done = w_done;
     j->dir = dir;
@@ -701,6 +725,7 @@ int hs_phase_progress(hs_sched_t *s, double now, uint64_t id, double bytes_done)
         return -1;
     }
     integrate(s, now);
+    sync_job(s, j);
     j->done = fmin(bytes_done, j->vol);
     return 0;
 }
@@ -712,6 +737,7 @@ int hs_phase_finish(hs_sched_t *s, double now, uint64_t id)
     if (!(j = pending_job(s, now, id)))
         return -1;
     integrate(s, now);
+    sync_job(s, j);             /* its io_wait up to now */
     /* the instance is over: it counts with its requested volume */
     j->st.phases++;
     j->st.work += j->w_done;
@@ -756,7 +782,7 @@ static void fill_view(const hs_sched_t *s, const struct job *j, hs_view_t *v)
     v->job = &j->info;
     v->cap = j->cap;
     v->volume = j->vol;
-    v->complete = phase_complete(j);
+    v->complete = done_complete(j, j->done);    /* synced by the caller */
     v->remaining = v->complete ? 0 : j->vol - j->done;
     v->request = j->req;
     v->w_done = j->w_done;
@@ -800,6 +826,7 @@ int hs_sched_decide(hs_sched_t *s, double now, hs_grant_t *out, size_t cap)
     }
     integrate(s, now);
     for (i = 0; i < n; i++) {
+        sync_job(s, &s->jobs[s->pend[i]]);
         s->ids[i].slot = s->pend[i];
         s->ids[i].id = s->jobs[s->pend[i]].info.id;
     }
@@ -861,10 +888,10 @@ double hs_sched_next_event(const hs_sched_t *s)
         return INFINITY;
     for (i = 0; i < s->npend; i++) {
         const struct job *j = &s->jobs[s->pend[i]];
-        if (phase_complete(j))
+        if (phase_complete(s, j))
             t = fmin(t, s->now);
         else if (j->rate > 0)
-            t = fmin(t, completion_time(j, s->now));
+            t = fmin(t, completion_time(j));
     }
     if (s->ops && s->ops->next_event)
         t = fmin(t, s->ops->next_event(s->pstate, s->now));
@@ -879,7 +906,7 @@ size_t hs_sched_completed(const hs_sched_t *s, uint64_t *ids, size_t cap)
         return 0;
     for (i = 0; i < s->npend; i++) {
         const struct job *j = &s->jobs[s->pend[i]];
-        if (phase_complete(j)) {
+        if (phase_complete(s, j)) {
             if (n < cap && ids)
                 ids[n] = j->info.id;
             n++;
@@ -905,6 +932,16 @@ size_t hs_sched_npending(const hs_sched_t *s)
 
 /* ------------------------------------------------------------------ accounting */
 
+/* A job's statistics at s->now (io_wait of a waiting phase included). */
+static void job_stats_now(const hs_sched_t *s, const struct job *j, hs_job_stats_t *st)
+{
+    *st = j->st;
+    if (j->pending) {
+        double done;
+        job_at(j, s->now, &done, &st->io_wait);
+    }
+}
+
 int hs_job_stats(const hs_sched_t *s, uint64_t id, hs_job_stats_t *st)
 {
     size_t slot;
@@ -917,7 +954,7 @@ int hs_job_stats(const hs_sched_t *s, uint64_t id, hs_job_stats_t *st)
         errno = ENOENT;
         return -1;
     }
-    *st = s->jobs[slot].st;
+    job_stats_now(s, &s->jobs[slot], st);
     return 0;
 }
 
@@ -939,13 +976,14 @@ int hs_phase_info(const hs_sched_t *s, uint64_t id, hs_phase_info_t *pi)
     pi->id = id;
     pi->pending = j->pending;
     if (j->pending) {
+        double wait;
         pi->volume = j->vol;
-        pi->done = j->done;
+        job_at(j, s->now, &pi->done, &wait);
         pi->request = j->req;
         pi->bw = j->rate;
         pi->weight = j->weight;
         pi->w_iter = j->w_iter;
-        pi->complete = phase_complete(j);
+        pi->complete = done_complete(j, pi->done);
     }
     return 0;
 }
@@ -974,7 +1012,7 @@ int hs_core_job_stats(const hs_sched_t *s, size_t i, hs_job_stats_t *st, bool *p
     }
     j = &s->jobs[s->live[i]];
     if (st)
-        *st = j->st;
+        job_stats_now(s, j, st);
     if (pending)
         *pending = j->pending;
     return 0;
