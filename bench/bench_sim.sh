@@ -1,0 +1,47 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
+# bench_sim.sh — bbsim figures: events/s on a 1,000-job workload, the cost of one
+# decision for K = 10 .. 10,000 jobs doing I/O, and the wall time of a full IO-Sets
+# study.  Prints figures only; nothing is asserted on time.
+set -e
+B=${HARMONIA_BUILDDIR:-$(cd "$(dirname "$0")/.." && pwd)}
+BBSIM=$B/sim/bbsim
+DECIDE=$B/bench/bench_sim_decide
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT INT TERM
+
+echo "-- events/s, 1,000 jobs (bbsim gen iosets --nh 400 --nm 300 --nl 300), target >= 1M"
+"$BBSIM" gen iosets --nh 400 --nm 300 --nl 300 --seed 1 > "$TMP/k1000.yaml"
+for pol in fairshare mindilation set10; do
+    "$BBSIM" run "$TMP/k1000.yaml" --policy "$pol" --format json > "$TMP/r.json"
+    /usr/bin/python3 - "$TMP/r.json" <<'PY'
+import json, sys
+e = json.load(open(sys.argv[1]))["results"][0]
+print(f"{e['policy']:14s} {e['events']:9d} events in {e['wall_seconds']:.3f} s = "
+      f"{e['events'] / e['wall_seconds'] / 1e6:.2f} M events/s "
+      f"({e['decisions']} decisions)")
+PY
+done
+
+echo "-- decision cost, K jobs all doing I/O"
+for pol in fairshare mindilation maxsyseff set10; do
+    for k in 10 100 1000 10000; do
+        "$DECIDE" "$pol" "$k"
+    done
+done
+
+echo "-- full IO-Sets study: nH = 0..40 (step 1), 20 seeds, fairshare + set10, target < 60 s"
+start=$(date +%s.%N)
+nh=0
+while [ $nh -le 40 ]; do
+    seed=1
+    while [ $seed -le 20 ]; do
+        "$BBSIM" gen iosets --nh $nh --seed $seed > "$TMP/s.yaml"
+        "$BBSIM" run "$TMP/s.yaml" --policy fairshare --policy set10 --format csv \
+            > /dev/null
+        seed=$((seed + 1))
+    done
+    nh=$((nh + 1))
+done
+end=$(date +%s.%N)
+echo "$start $end" | awk '{ printf "820 workloads x 2 policies: %.1f s wall\n", $2 - $1 }'
