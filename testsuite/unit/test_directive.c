@@ -1,1 +1,1319 @@
-int main(void){return 0;}
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * test_directive.c — the #BB_HARMONIA directive grammar (DESIGN.md §4, a
+ * contract): every verb and key, the canonical text, merging, every error message,
+ * long lines, NUL and control bytes, non-ASCII text and the stage path checks.
+ */
+#include <check.h>
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "libhutil/directive.h"
+
+#define GiB (1ULL << 30)
+
+#define VERBS "jobbuffer, iohints, stage_in, stage_out, create_persistent, " \
+              "use_persistent, destroy_persistent"
+#define NAME_RULE "(a letter, then letters, digits, '_', '-' or '.', at most 63)"
+
+/* ------------------------------------------------------------------ helpers */
+
+static void parse_ok(hbb_request_t *req, const char *text, hbb_source_t src)
+{
+    hu_error_t err = { "" };
+
+    ck_assert_msg(hbb_parse(req, text, strlen(text), src, &err) == 0,
+                  "'%s' refused: %s", text, err.text);
+}
+
+/* Parse 'text' (into a zeroed request), which must fail with exactly 'msg';
+ * the request must be left all zero. */
+static void parse_bad(const char *text, size_t len, hbb_source_t src,
+                      const char *msg)
+{
+    hbb_request_t req, zero;
+    hu_error_t err = { "" };
+
+    memset(&req, 0, sizeof(req));
+    memset(&zero, 0, sizeof(zero));
+    errno = 0;
+    ck_assert_msg(hbb_parse(&req, text, len, src, &err) == -1, "'%s' accepted",
+                  text);
+    ck_assert_int_eq(errno, EINVAL);
+    ck_assert_str_eq(err.text, msg);
+    ck_assert_msg(memcmp(&req, &zero, sizeof(req)) == 0,
+                  "request changed by a failed parse");
+}
+
+/* Script-source directive text that must fail with 'msg'. */
+static void bad(const char *text, const char *msg)
+{
+    parse_bad(text, strlen(text), HBB_SRC_SCRIPT, msg);
+}
+
+/* Parse 'text' (script source), validate, and compare the canonical text. */
+static void canon_eq(const char *text, hbb_source_t src, const char *want)
+{
+    hbb_request_t req;
+    hu_error_t err = { "" };
+    char *f;
+
+    memset(&req, 0, sizeof(req));
+    parse_ok(&req, text, src);
+    ck_assert_msg(hbb_validate(&req, &err) == 0, "%s", err.text);
+    f = hbb_format(&req);
+    ck_assert_ptr_nonnull(f);
+    ck_assert_str_eq(f, want);
+    free(f);
+    hbb_request_free(&req);
+}
+
+/* Validation must fail with exactly 'msg'. */
+static void validate_bad(const char *text, hbb_source_t src, const char *msg)
+{
+    hbb_request_t req;
+    hu_error_t err = { "" };
+
+    memset(&req, 0, sizeof(req));
+    parse_ok(&req, text, src);
+    errno = 0;
+    ck_assert_int_eq(hbb_validate(&req, &err), -1);
+    ck_assert_int_eq(errno, EINVAL);
+    ck_assert_str_eq(err.text, msg);
+    hbb_request_free(&req);
+}
+
+static bool str_eq(const char *a, const char *b)
+{
+    return (!a && !b) || (a && b && strcmp(a, b) == 0);
+}
+
+/* Two requests hold the same directives (line numbers aside). */
+static bool req_equal(const hbb_request_t *a, const hbb_request_t *b)
+{
+    if (a->has_buffer != b->has_buffer || a->capacity != b->capacity
+        || a->nodes != b->nodes || !str_eq(a->pool, b->pool)
+        || a->has_hints != b->has_hints || a->w_iter != b->w_iter
+        || a->io_volume != b->io_volume || a->phases != b->phases || a->io != b->io
+        || a->priority != b->priority || a->hints_learned != b->hints_learned
+        || a->nstage_in != b->nstage_in || a->nstage_out != b->nstage_out
+        || a->npersist != b->npersist)
+        return false;
+    for (int k = 0; k < 2; k++) {
+        const hbb_stage_t *sa = k ? a->stage_out : a->stage_in;
+        const hbb_stage_t *sb = k ? b->stage_out : b->stage_in;
+        for (int i = 0; i < (k ? a->nstage_out : a->nstage_in); i++)
+            if (!str_eq(sa[i].source, sb[i].source)
+                || !str_eq(sa[i].destination, sb[i].destination)
+                || sa[i].type != sb[i].type)
+                return false;
+    }
+    for (int i = 0; i < a->npersist; i++)
+        if (a->persist[i].op != b->persist[i].op
+            || !str_eq(a->persist[i].name, b->persist[i].name)
+            || a->persist[i].capacity != b->persist[i].capacity
+            || !str_eq(a->persist[i].pool, b->persist[i].pool))
+            return false;
+    return true;
+}
+
+/* ------------------------------------------------------------------ verbs */
+
+START_TEST(test_jobbuffer)
+{
+    hbb_request_t req;
+
+    memset(&req, 0, sizeof(req));
+    parse_ok(&req, "#BB_HARMONIA jobbuffer capacity=200GiB nodes=2 pool=nvme",
+             HBB_SRC_SCRIPT);
+    ck_assert(req.has_buffer);
+    ck_assert_uint_eq(req.capacity, 200 * GiB);
+    ck_assert_uint_eq(req.nodes, 2);
+    ck_assert_str_eq(req.pool, "nvme");
+    ck_assert(!req.has_hints);
+    hbb_request_free(&req);
+    ck_assert(!req.has_buffer && !req.pool);     /* zeroed by free */
+
+    /* defaults; keys in any order; extra blanks and tabs */
+    parse_ok(&req, "#BB_HARMONIA \t jobbuffer   capacity=1.5TB \t", HBB_SRC_SCRIPT);
+    ck_assert_uint_eq(req.capacity, 1500000000000ULL);
+    ck_assert_uint_eq(req.nodes, 0);
+    ck_assert_ptr_null(req.pool);
+    hbb_request_free(&req);
+    parse_ok(&req, "#BB_HARMONIA jobbuffer pool=a.b-c_9 nodes=100000 capacity=1B",
+             HBB_SRC_SCRIPT);
+    ck_assert_uint_eq(req.capacity, 1);
+    ck_assert_uint_eq(req.nodes, 100000);
+    ck_assert_str_eq(req.pool, "a.b-c_9");
+    hbb_request_free(&req);
+}
+END_TEST
+
+START_TEST(test_iohints)
+{
+    hbb_request_t req;
+    hu_error_t err;
+
+    memset(&req, 0, sizeof(req));
+    parse_ok(&req, "#BB_HARMONIA iohints w_iter=10m io_volume=50GiB phases=20 "
+             "io=readwrite priority=10", HBB_SRC_SCRIPT);
+    ck_assert(req.has_hints);
+    ck_assert_double_eq(req.w_iter, 600);
+    ck_assert_uint_eq(req.io_volume, 50 * GiB);
+    ck_assert_uint_eq(req.phases, 20);
+    ck_assert_int_eq(req.io, HBB_IO_READWRITE);
+    ck_assert_int_eq(req.priority, 10);
+    ck_assert(!req.hints_learned);
+    hbb_request_free(&req);
+
+    /* defaults: unset until hbb_validate() normalises them */
+    parse_ok(&req, "#BB_HARMONIA iohints w_iter=01:30:00 io_volume=1MB",
+             HBB_SRC_SCRIPT);
+    ck_assert_double_eq(req.w_iter, 5400);
+    ck_assert_uint_eq(req.phases, 0);
+    ck_assert_int_eq(req.io, HBB_IO_UNSET);
+    ck_assert_int_eq(req.priority, 0);
+    ck_assert_int_eq(hbb_validate(&req, &err), 0);
+    ck_assert_int_eq(req.io, HBB_IO_WRITE);
+    ck_assert_int_eq(req.priority, 1);
+    hbb_request_free(&req);
+
+    parse_ok(&req, "#BB_HARMONIA iohints w_iter=1.5h io_volume=1KiB io=read "
+             "priority=1 phases=100000000", HBB_SRC_SCRIPT);
+    ck_assert_double_eq(req.w_iter, 5400);
+    ck_assert_int_eq(req.io, HBB_IO_READ);
+    ck_assert_uint_eq(req.phases, 100000000);
+    hbb_request_free(&req);
+    parse_ok(&req, "#BB_HARMONIA iohints w_iter=2-00:00:01 io_volume=1B io=write",
+             HBB_SRC_SCRIPT);
+    ck_assert_double_eq(req.w_iter, 2 * 86400 + 1);
+    ck_assert_int_eq(req.io, HBB_IO_WRITE);
+    hbb_request_free(&req);
+}
+END_TEST
+
+START_TEST(test_stage)
+{
+    hbb_request_t req;
+
+    memset(&req, 0, sizeof(req));
+    parse_ok(&req,
+             "#BB_HARMONIA stage_in source=/pfs/in destination=$HARMONIA_BB/in "
+             "type=directory\n"
+             "#BB_HARMONIA stage_in source=/pfs/f destination=${HARMONIA_BB}/f "
+             "type=file\n"
+             "#BB_HARMONIA stage_in source=/pfs/all destination=$HARMONIA_BB\n"
+             "#BB_HARMONIA stage_out source=$HARMONIA_BB/out destination=/pfs/out\n"
+             "#BB_HARMONIA stage_out destination=/pfs/..x/y.. type=file "
+             "source=${HARMONIA_BB}/a..b\n", HBB_SRC_SCRIPT);
+    ck_assert_int_eq(req.nstage_in, 3);
+    ck_assert_int_eq(req.nstage_out, 2);
+    ck_assert_str_eq(req.stage_in[0].source, "/pfs/in");
+    ck_assert_str_eq(req.stage_in[0].destination, "$HARMONIA_BB/in");
+    ck_assert_int_eq(req.stage_in[0].type, HBB_TYPE_DIRECTORY);
+    ck_assert_int_eq(req.stage_in[0].line, 1);
+    ck_assert_str_eq(req.stage_in[1].destination, "${HARMONIA_BB}/f");
+    ck_assert_int_eq(req.stage_in[1].type, HBB_TYPE_FILE);
+    ck_assert_str_eq(req.stage_in[2].destination, "$HARMONIA_BB");
+    ck_assert_int_eq(req.stage_in[2].type, HBB_TYPE_UNSET);
+    ck_assert_str_eq(req.stage_out[0].source, "$HARMONIA_BB/out");
+    ck_assert_str_eq(req.stage_out[0].destination, "/pfs/out");
+    ck_assert_int_eq(req.stage_out[0].line, 4);
+    ck_assert_str_eq(req.stage_out[1].source, "${HARMONIA_BB}/a..b");
+    ck_assert_str_eq(req.stage_out[1].destination, "/pfs/..x/y..");
+    hbb_request_free(&req);
+}
+END_TEST
+
+START_TEST(test_persistent)
+{
+    hbb_request_t req;
+    hu_error_t err;
+
+    memset(&req, 0, sizeof(req));
+    parse_ok(&req,
+             "#BB_HARMONIA create_persistent name=ckpt capacity=1TiB pool=nvme\n"
+             "#BB_HARMONIA create_persistent name=b2 capacity=1GB\n"
+             "#BB_HARMONIA use_persistent name=ckpt\n"
+             "#BB_HARMONIA destroy_persistent name=old\n", HBB_SRC_SCRIPT);
+    ck_assert_int_eq(req.npersist, 4);
+    ck_assert_int_eq(req.persist[0].op, HBB_PERSIST_CREATE);
+    ck_assert_str_eq(req.persist[0].name, "ckpt");
+    ck_assert_uint_eq(req.persist[0].capacity, 1ULL << 40);
+    ck_assert_str_eq(req.persist[0].pool, "nvme");
+    ck_assert_ptr_null(req.persist[1].pool);
+    ck_assert_int_eq(req.persist[2].op, HBB_PERSIST_USE);
+    ck_assert_int_eq(req.persist[2].line, 3);
+    ck_assert_uint_eq(req.persist[2].capacity, 0);
+    ck_assert_int_eq(req.persist[3].op, HBB_PERSIST_DESTROY);
+    ck_assert_str_eq(req.persist[3].name, "old");
+    ck_assert_int_eq(hbb_validate(&req, &err), 0);
+    hbb_request_free(&req);
+
+    /* use and destroy of one name, and create + use, are allowed */
+    parse_ok(&req, "#BB_HARMONIA use_persistent name=x\n"
+             "#BB_HARMONIA destroy_persistent name=x\n"
+             "#BB_HARMONIA create_persistent name=y capacity=1G\n"
+             "#BB_HARMONIA use_persistent name=y", HBB_SRC_SCRIPT);
+    ck_assert_int_eq(hbb_validate(&req, &err), 0);
+    hbb_request_free(&req);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ canonical text */
+
+START_TEST(test_canonical)
+{
+    canon_eq("#BB_HARMONIA jobbuffer capacity=200GiB nodes=2 pool=nvme",
+             HBB_SRC_SCRIPT,
+             "#BB_HARMONIA jobbuffer capacity=200GiB nodes=2 pool=nvme\n");
+    canon_eq("jobbuffer capacity=0.5GiB", HBB_SRC_BB_OPTION,
+             "#BB_HARMONIA jobbuffer capacity=512MiB\n");
+    canon_eq("jobbuffer capacity=1TB", HBB_SRC_BB_OPTION,
+             "#BB_HARMONIA jobbuffer capacity=1TB\n");
+    canon_eq("jobbuffer capacity=1500MB", HBB_SRC_BB_OPTION,
+             "#BB_HARMONIA jobbuffer capacity=1500MB\n");
+    canon_eq("jobbuffer capacity=1024000B", HBB_SRC_BB_OPTION,
+             "#BB_HARMONIA jobbuffer capacity=1000KiB\n");
+    canon_eq("jobbuffer capacity=1B", HBB_SRC_BB_OPTION,
+             "#BB_HARMONIA jobbuffer capacity=1B\n");
+    canon_eq("jobbuffer capacity=1025B", HBB_SRC_BB_OPTION,
+             "#BB_HARMONIA jobbuffer capacity=1025B\n");
+    canon_eq("jobbuffer capacity=9223372036854775808B", HBB_SRC_BB_OPTION,
+             "#BB_HARMONIA jobbuffer capacity=8EiB\n");
+    canon_eq("jobbuffer capacity=18446744073709551615B", HBB_SRC_BB_OPTION,
+             "#BB_HARMONIA jobbuffer capacity=18446744073709551615B\n");
+    /* w_iter in seconds, to the microsecond; defaults written after validation */
+    canon_eq("iohints w_iter=10m io_volume=50GiB", HBB_SRC_BB_OPTION,
+             "#BB_HARMONIA iohints w_iter=600s io_volume=50GiB io=write "
+             "priority=1\n");
+    canon_eq("iohints w_iter=0.1s io_volume=1KB phases=3 io=read priority=7",
+             HBB_SRC_BB_OPTION,
+             "#BB_HARMONIA iohints w_iter=0.1s io_volume=1KB phases=3 io=read "
+             "priority=7\n");
+    canon_eq("iohints w_iter=0.25m io_volume=1KB", HBB_SRC_BB_OPTION,
+             "#BB_HARMONIA iohints w_iter=15s io_volume=1KB io=write priority=1\n");
+    canon_eq("iohints w_iter=0.000001s io_volume=1KB", HBB_SRC_BB_OPTION,
+             "#BB_HARMONIA iohints w_iter=0.000001s io_volume=1KB io=write "
+             "priority=1\n");
+    canon_eq("iohints w_iter=1.0000004s io_volume=1KB", HBB_SRC_BB_OPTION,
+             "#BB_HARMONIA iohints w_iter=1s io_volume=1KB io=write priority=1\n");
+    canon_eq("iohints w_iter=0.0000007s io_volume=1KB", HBB_SRC_BB_OPTION,
+             "#BB_HARMONIA iohints w_iter=0.000001s io_volume=1KB io=write "
+             "priority=1\n");
+    canon_eq("iohints w_iter=1000000000s io_volume=1KB", HBB_SRC_BB_OPTION,
+             "#BB_HARMONIA iohints w_iter=1000000000s io_volume=1KB io=write "
+             "priority=1\n");
+    canon_eq("iohints w_iter=2-03:04:05 io_volume=1KB", HBB_SRC_BB_OPTION,
+             "#BB_HARMONIA iohints w_iter=183845s io_volume=1KB io=write "
+             "priority=1\n");
+}
+END_TEST
+
+/* A whole request: directives in the canonical order. */
+START_TEST(test_canonical_order)
+{
+    canon_eq("#BB_HARMONIA destroy_persistent name=old\n"
+             "#BB_HARMONIA stage_out source=$HARMONIA_BB/out destination=/pfs/out "
+             "type=directory\n"
+             "#BB_HARMONIA stage_in source=/pfs/in destination=$HARMONIA_BB/in\n"
+             "#BB_HARMONIA use_persistent name=shared\n"
+             "#BB_HARMONIA create_persistent name=ckpt capacity=1TiB pool=nvme\n"
+             "#BB_HARMONIA iohints w_iter=10m io_volume=50GiB phases=20\n"
+             "#BB_HARMONIA jobbuffer capacity=200GiB nodes=2\n", HBB_SRC_SCRIPT,
+             "#BB_HARMONIA jobbuffer capacity=200GiB nodes=2\n"
+             "#BB_HARMONIA iohints w_iter=600s io_volume=50GiB phases=20 io=write "
+             "priority=1\n"
+             "#BB_HARMONIA create_persistent name=ckpt capacity=1TiB pool=nvme\n"
+             "#BB_HARMONIA use_persistent name=shared\n"
+             "#BB_HARMONIA stage_in source=/pfs/in destination=$HARMONIA_BB/in\n"
+             "#BB_HARMONIA stage_out source=$HARMONIA_BB/out destination=/pfs/out "
+             "type=directory\n"
+             "#BB_HARMONIA destroy_persistent name=old\n");
+    canon_eq("", HBB_SRC_SCRIPT, "");
+}
+END_TEST
+
+/* Quoted values: blanks, quotes, backslashes and ';' survive the round trip. */
+START_TEST(test_quoted_values)
+{
+    hbb_request_t req;
+
+    memset(&req, 0, sizeof(req));
+    parse_ok(&req, "#BB_HARMONIA stage_in source=\"/pfs/my data\" "
+             "destination=\"$HARMONIA_BB/a \\\"b\\\" \\\\c\\x\" type=file",
+             HBB_SRC_SCRIPT);
+    ck_assert_str_eq(req.stage_in[0].source, "/pfs/my data");
+    ck_assert_str_eq(req.stage_in[0].destination, "$HARMONIA_BB/a \"b\" \\c\\x");
+    hbb_request_free(&req);
+
+    canon_eq("#BB_HARMONIA stage_in source=\"/pfs/my data\" "
+             "destination=\"$HARMONIA_BB/a \\\"b\\\" \\\\c\"\n"
+             "#BB_HARMONIA stage_in source=\"/pfs/plain\" destination=$HARMONIA_BB/q\"\n"
+             "#BB_HARMONIA stage_in source=\"/pfs/tab\there\" destination=$HARMONIA_BB\n"
+             "#BB_HARMONIA stage_in source=/pfs/a;b destination=$HARMONIA_BB/c\\d\n"
+             "#BB_HARMONIA jobbuffer capacity=\"1 GiB\"\n", HBB_SRC_SCRIPT,
+             "#BB_HARMONIA jobbuffer capacity=1GiB\n"
+             "#BB_HARMONIA stage_in source=\"/pfs/my data\" "
+             "destination=\"$HARMONIA_BB/a \\\"b\\\" \\\\c\"\n"
+             "#BB_HARMONIA stage_in source=/pfs/plain destination=\"$HARMONIA_BB/q\\\"\"\n"
+             "#BB_HARMONIA stage_in source=\"/pfs/tab\there\" destination=$HARMONIA_BB\n"
+             "#BB_HARMONIA stage_in source=\"/pfs/a;b\" destination=\"$HARMONIA_BB/c\\\\d\"\n");
+
+    /* in --bb, a ';' inside a quoted value does not end the directive */
+    parse_ok(&req, "stage_in source=\"/pfs/a;b\" destination=$HARMONIA_BB;"
+             "jobbuffer capacity=1GiB", HBB_SRC_BB_OPTION);
+    ck_assert_str_eq(req.stage_in[0].source, "/pfs/a;b");
+    ck_assert(req.has_buffer);
+    hbb_request_free(&req);
+    /* but one in a bare value does */
+    parse_bad("stage_in source=/pfs/a;b destination=$HARMONIA_BB", 49,
+              HBB_SRC_BB_OPTION, "#BB_HARMONIA --bb item 1: stage_in: destination "
+              "is missing (write destination=...)");
+}
+END_TEST
+
+START_TEST(test_round_trip)
+{
+    static const char *texts[] = {
+        "#BB_HARMONIA jobbuffer capacity=1B",
+        "#BB_HARMONIA jobbuffer capacity=3.14159GB nodes=7 pool=p",
+        "#BB_HARMONIA jobbuffer capacity=16383.999PiB",
+        "#BB_HARMONIA jobbuffer capacity=12345678901234567890B",
+        "#BB_HARMONIA iohints w_iter=0.1s io_volume=1GiB",
+        "#BB_HARMONIA iohints w_iter=0.3m io_volume=0.3MB phases=1",
+        "#BB_HARMONIA iohints w_iter=123.456789s io_volume=5B io=readwrite",
+        "#BB_HARMONIA iohints w_iter=11574-01:46:39 io_volume=1EB priority=5",
+        "#BB_HARMONIA iohints w_iter=0.000001s io_volume=1KiB",
+        "#BB_HARMONIA iohints w_iter=\"31.7 d\" io_volume=\"1.7 TiB\"",
+        "#BB_HARMONIA iohints w_iter=0.1234567s io_volume=1.7TiB",
+        "#BB_HARMONIA create_persistent name=a capacity=1G\n"
+        "#BB_HARMONIA create_persistent name=b capacity=2G pool=x\n"
+        "#BB_HARMONIA use_persistent name=c\n"
+        "#BB_HARMONIA destroy_persistent name=d\n",
+        "#BB_HARMONIA use_persistent name=bb\n"
+        "#BB_HARMONIA stage_in source=\"/p a\" destination=$HARMONIA_BB\n"
+        "#BB_HARMONIA stage_in source=/p/\xc3\xa9t\xc3\xa9 destination=$HARMONIA_BB/"
+        "\xe2\x82\xac type=file\n"
+        "#BB_HARMONIA stage_out source=\"${HARMONIA_BB}/\\\"\" destination=\"/;\\\\\" "
+        "type=directory\n"
+        "#BB_HARMONIA stage_out source=$HARMONIA_BB/x=y destination=/a=b#c\n",
+        "#BB_HARMONIA jobbuffer capacity=200GiB nodes=2 pool=nvme\n"
+        "#BB_HARMONIA iohints w_iter=10m io_volume=50GiB phases=20 io=write "
+        "priority=3\n"
+        "#BB_HARMONIA create_persistent name=ckpt capacity=1TiB\n"
+        "#BB_HARMONIA use_persistent name=ckpt\n"
+        "#BB_HARMONIA stage_in source=/pfs/in destination=$HARMONIA_BB/in\n"
+        "#BB_HARMONIA stage_out source=$HARMONIA_BB/out destination=/pfs/out\n"
+        "#BB_HARMONIA destroy_persistent name=old\n",
+    };
+
+    for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
+        for (int validate = 0; validate < 2; validate++) {
+            static const hbb_source_t srcs[] = { HBB_SRC_CANONICAL,
+                                                 HBB_SRC_BB_OPTION };
+            hbb_request_t r, r2;
+            hu_error_t err;
+            char *f, *f2;
+
+            memset(&r, 0, sizeof(r));
+            parse_ok(&r, texts[i], HBB_SRC_SCRIPT);
+            if (validate)
+                ck_assert_msg(hbb_validate(&r, &err) == 0, "%s", err.text);
+            f = hbb_format(&r);
+            ck_assert_ptr_nonnull(f);
+            for (int s = 0; s < 2; s++) {
+                memset(&r2, 0, sizeof(r2));
+                parse_ok(&r2, f, srcs[s]);
+                ck_assert_msg(req_equal(&r, &r2), "text %zu: parse(format(r)) != r:"
+                              "\n%s", i, f);
+                f2 = hbb_format(&r2);
+                ck_assert_str_eq(f2, f);
+                free(f2);
+                hbb_request_free(&r2);
+            }
+            free(f);
+            hbb_request_free(&r);
+        }
+    }
+}
+END_TEST
+
+START_TEST(test_size_str)
+{
+    static const struct {
+        uint64_t bytes;
+        const char *want;
+    } t[] = {
+        { 0, "0B" }, { 1, "1B" }, { 999, "999B" }, { 1000, "1KB" }, { 1024, "1KiB" },
+        { 1536, "1536B" }, { 1024000, "1000KiB" }, { 1000000000000ULL, "1TB" },
+        { 1500000000ULL, "1500MB" }, { 200 * GiB, "200GiB" },
+        { 1000000000000000000ULL, "1EB" }, { 1ULL << 63, "8EiB" },
+        { UINT64_MAX, "18446744073709551615B" }, { 15ULL << 60, "15EiB" },
+        { 3ULL << 29, "1536MiB" },
+    };
+    char buf[32];
+
+    for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+        uint64_t back;
+        hu_error_t err;
+        ck_assert_str_eq(hbb_size_str(t[i].bytes, buf, sizeof(buf)), t[i].want);
+        ck_assert_int_eq(hu_parse_size(buf, 0, &back, &err), 0);
+        ck_assert_uint_eq(back, t[i].bytes);
+    }
+    ck_assert_str_eq(hbb_io_str(HBB_IO_WRITE), "write");
+    ck_assert_str_eq(hbb_io_str(HBB_IO_READ), "read");
+    ck_assert_str_eq(hbb_io_str(HBB_IO_READWRITE), "readwrite");
+    ck_assert_str_eq(hbb_io_str(HBB_IO_UNSET), "unset");
+    ck_assert_str_eq(hbb_type_str(HBB_TYPE_FILE), "file");
+    ck_assert_str_eq(hbb_type_str(HBB_TYPE_DIRECTORY), "directory");
+    ck_assert_str_eq(hbb_type_str(HBB_TYPE_UNSET), "unset");
+}
+END_TEST
+
+/* ------------------------------------------------------------------ sources */
+
+START_TEST(test_collect_script)
+{
+    static const char script[] =
+        "#!/bin/bash\n"                                     /* 1 */
+        "#SBATCH -N 2\n"                                    /* 2 */
+        "#DW jobdw capacity=10GB\n"                         /* 3 */
+        "\n"                                                /* 4 */
+        "   #BB_HARMONIA jobbuffer capacity=1GiB  \r\n"     /* 5 */
+        "#BB_LUA pool=x\n"                                  /* 6 */
+        "# #BB_HARMONIA not at the start\n"                 /* 7 */
+        "#BB_HARMONIAX iohints\n"                           /* 8 */
+        "\t#BB_HARMONIA\tuse_persistent name=a\n"           /* 9 */
+        "srun ./app\n"                                      /* 10 */
+        "#BB_HARMONIA iohints w_iter=1s io_volume=1B\n";    /* 11: after a command */
+    char *c = hbb_collect_script(script);
+
+    ck_assert_ptr_nonnull(c);
+    ck_assert_str_eq(c, "@5 #BB_HARMONIA jobbuffer capacity=1GiB\n"
+                     "@9 #BB_HARMONIA\tuse_persistent name=a\n");
+    free(c);
+    c = hbb_collect_script(NULL);
+    ck_assert_str_eq(c, "");
+    free(c);
+    c = hbb_collect_script("echo hi\n#BB_HARMONIA jobbuffer capacity=1GiB\n");
+    ck_assert_str_eq(c, "");
+    free(c);
+    c = hbb_collect_script("#BB_HARMONIA jobbuffer capacity=1GiB");   /* no \n */
+    ck_assert_str_eq(c, "@1 #BB_HARMONIA jobbuffer capacity=1GiB\n");
+    free(c);
+}
+END_TEST
+
+START_TEST(test_line_numbers)
+{
+    static const char script[] =
+        "#!/bin/bash\n#SBATCH -N1\n\n# comment\n"
+        "#BB_HARMONIA jobbuffer capacity=0GiB\n";
+    char *c = hbb_collect_script(script);
+
+    parse_bad(c, strlen(c), HBB_SRC_SCRIPT,
+              "#BB_HARMONIA line 5: jobbuffer: capacity must be greater than zero");
+    free(c);
+    parse_bad("jobbuffer capacity=1GiB;iohints w_iter=0s io_volume=1GiB", 56,
+              HBB_SRC_BB_OPTION,
+              "#BB_HARMONIA --bb item 2: iohints: w_iter must be greater than zero");
+    parse_bad("jobbuffer capacity=1GiB;;\n;jobbuffer capacity=1GiB", 50,
+              HBB_SRC_BB_OPTION, "#BB_HARMONIA --bb item 5: jobbuffer: a second "
+              "jobbuffer directive (only one per job)");   /* empty items count */
+    parse_bad("#BB_HARMONIA jobbuffer capacity=1GiB\n"
+              "#BB_HARMONIA jobbuffer capacity=2GiB\n", 74, HBB_SRC_CANONICAL,
+              "#BB_HARMONIA directive 2: jobbuffer: a second jobbuffer directive "
+              "(only one per job)");
+    bad("@1234 #BB_HARMONIA use_persistent name=",
+        "#BB_HARMONIA line 1234: use_persistent: name has no value (write name=...)");
+}
+END_TEST
+
+START_TEST(test_merge)
+{
+    static const char script[] =
+        "#!/bin/bash\n"
+        "#BB_HARMONIA jobbuffer capacity=100GiB\n"
+        "#BB_HARMONIA stage_in source=/pfs/in destination=$HARMONIA_BB/in\n"
+        "srun app\n";
+    hbb_request_t req;
+    hu_error_t err;
+    char *c = hbb_collect_script(script);
+
+    memset(&req, 0, sizeof(req));
+    parse_ok(&req, c, HBB_SRC_SCRIPT);
+    /* --bb: ';' separates, the prefix is optional, others' directives skipped */
+    parse_ok(&req, " iohints w_iter=5m io_volume=10GiB ; #DW jobdw capacity=1GB;"
+             "#BB_LUA x;#BB_HARMONIA stage_out source=$HARMONIA_BB/out "
+             "destination=/pfs/out\n\n;  ;", HBB_SRC_BB_OPTION);
+    ck_assert(req.has_buffer && req.has_hints);
+    ck_assert_int_eq(req.nstage_in, 1);
+    ck_assert_int_eq(req.nstage_out, 1);
+    ck_assert_int_eq(req.stage_in[0].line, 3);
+    ck_assert_int_eq(hbb_validate(&req, &err), 0);
+
+    /* a second jobbuffer or iohints from --bb is an error */
+    errno = 0;
+    ck_assert_int_eq(hbb_parse(&req, "jobbuffer capacity=1GiB", 23,
+                               HBB_SRC_BB_OPTION, &err), -1);
+    ck_assert_str_eq(err.text, "#BB_HARMONIA --bb item 1: jobbuffer: a second "
+                     "jobbuffer directive (only one per job)");
+    ck_assert_int_eq(hbb_parse(&req, "iohints w_iter=1s io_volume=1B", 30,
+                               HBB_SRC_BB_OPTION, &err), -1);
+    ck_assert_str_eq(err.text, "#BB_HARMONIA --bb item 1: iohints: a second "
+                     "iohints directive (only one per job)");
+    hbb_request_free(&req);
+    free(c);
+
+    /* script text read directly: lines without the prefix are not ours */
+    memset(&req, 0, sizeof(req));
+    parse_ok(&req, "#!/bin/sh\njobbuffer capacity=0B\n#DW x\necho\n"
+             "#BB_HARMONIA use_persistent name=p\n", HBB_SRC_SCRIPT);
+    ck_assert(!req.has_buffer);
+    ck_assert_int_eq(req.npersist, 1);
+    ck_assert_int_eq(req.persist[0].line, 5);
+    hbb_request_free(&req);
+
+    /* nothing to parse */
+    ck_assert_int_eq(hbb_parse(&req, "", 0, HBB_SRC_BB_OPTION, &err), 0);
+    ck_assert_int_eq(hbb_parse(&req, NULL, 0, HBB_SRC_BB_OPTION, &err), 0);
+    ck_assert_int_eq(hbb_parse(&req, " ;\n; \t", 6, HBB_SRC_BB_OPTION, &err), 0);
+    ck_assert(!req.has_buffer && req.npersist == 0);
+    ck_assert_int_eq(hbb_parse(NULL, "x", 1, HBB_SRC_BB_OPTION, &err), -1);
+    ck_assert_str_eq(err.text, "invalid arguments");
+    ck_assert_int_eq(hbb_parse(&req, NULL, 1, HBB_SRC_BB_OPTION, &err), -1);
+    hbb_request_free(NULL);
+}
+END_TEST
+
+START_TEST(test_has_directives)
+{
+    ck_assert(hbb_has_directives("#BB_HARMONIA jobbuffer capacity=1G", false));
+    ck_assert(!hbb_has_directives("jobbuffer capacity=1G", false));
+    ck_assert(hbb_has_directives("jobbuffer capacity=1G", true));
+    ck_assert(hbb_has_directives("#DW x; use_persistent name=a", true));
+    ck_assert(!hbb_has_directives("#DW jobdw capacity=1GB", true));
+    ck_assert(!hbb_has_directives("jobbuffers", true));
+    ck_assert(!hbb_has_directives("", true));
+    ck_assert(!hbb_has_directives(NULL, true));
+}
+END_TEST
+
+/* ------------------------------------------------------------------ errors */
+
+START_TEST(test_errors_verbs_keys)
+{
+    bad("#BB_HARMONIA jobbufer capacity=1GiB",
+        "#BB_HARMONIA line 1: unknown directive 'jobbufer' (expected one of "
+        VERBS ")");
+    bad("#BB_HARMONIA JOBBUFFER capacity=1GiB",
+        "#BB_HARMONIA line 1: unknown directive 'JOBBUFFER' (expected one of "
+        VERBS ")");
+    bad("#BB_HARMONIA", "#BB_HARMONIA line 1: empty directive (expected one of "
+        VERBS ")");
+    bad("#BB_HARMONIA   \t", "#BB_HARMONIA line 1: empty directive (expected one of "
+        VERBS ")");
+    parse_bad("bogus x=1", 9, HBB_SRC_BB_OPTION,
+              "#BB_HARMONIA --bb item 1: unknown directive 'bogus' (expected one of "
+              VERBS ")");
+    bad("#BB_HARMONIA jobbuffer capacity=1GiB size=2",
+        "#BB_HARMONIA line 1: jobbuffer: unknown key 'size' (jobbuffer takes "
+        "capacity, nodes, pool)");
+    bad("#BB_HARMONIA iohints w_iter=1s io_volume=1B phase=2",
+        "#BB_HARMONIA line 1: iohints: unknown key 'phase' (iohints takes w_iter, "
+        "io_volume, phases, io, priority)");
+    bad("#BB_HARMONIA stage_in src=/a",
+        "#BB_HARMONIA line 1: stage_in: unknown key 'src' (stage_in takes source, "
+        "destination, type)");
+    bad("#BB_HARMONIA stage_out Source=/a",
+        "#BB_HARMONIA line 1: stage_out: unknown key 'Source' (stage_out takes "
+        "source, destination, type)");
+    bad("#BB_HARMONIA create_persistent name=a capacity=1G nodes=1",
+        "#BB_HARMONIA line 1: create_persistent: unknown key 'nodes' "
+        "(create_persistent takes name, capacity, pool)");
+    bad("#BB_HARMONIA use_persistent name=a pool=b",
+        "#BB_HARMONIA line 1: use_persistent: unknown key 'pool' (use_persistent "
+        "takes name)");
+    bad("#BB_HARMONIA destroy_persistent =a",
+        "#BB_HARMONIA line 1: destroy_persistent: unknown key '' "
+        "(destroy_persistent takes name)");
+    bad("#BB_HARMONIA jobbuffer nodes=2",
+        "#BB_HARMONIA line 1: jobbuffer: capacity is missing (write capacity=...)");
+    bad("#BB_HARMONIA iohints w_iter=1s",
+        "#BB_HARMONIA line 1: iohints: io_volume is missing (write io_volume=...)");
+    bad("#BB_HARMONIA iohints io_volume=1B",
+        "#BB_HARMONIA line 1: iohints: w_iter is missing (write w_iter=...)");
+    bad("#BB_HARMONIA stage_in source=/a",
+        "#BB_HARMONIA line 1: stage_in: destination is missing (write "
+        "destination=...)");
+    bad("#BB_HARMONIA stage_out destination=/a",
+        "#BB_HARMONIA line 1: stage_out: source is missing (write source=...)");
+    bad("#BB_HARMONIA create_persistent name=a",
+        "#BB_HARMONIA line 1: create_persistent: capacity is missing (write "
+        "capacity=...)");
+    bad("#BB_HARMONIA use_persistent",
+        "#BB_HARMONIA line 1: use_persistent: name is missing (write name=...)");
+    bad("#BB_HARMONIA jobbuffer capacity=",
+        "#BB_HARMONIA line 1: jobbuffer: capacity has no value (write "
+        "capacity=...)");
+    bad("#BB_HARMONIA jobbuffer capacity= nodes=2",
+        "#BB_HARMONIA line 1: jobbuffer: capacity has no value (write "
+        "capacity=...)");
+    bad("#BB_HARMONIA jobbuffer capacity",
+        "#BB_HARMONIA line 1: jobbuffer: capacity has no value (write "
+        "capacity=...)");
+    bad("#BB_HARMONIA jobbuffer capacity=\"\"",
+        "#BB_HARMONIA line 1: jobbuffer: capacity has no value (write "
+        "capacity=...)");
+    bad("#BB_HARMONIA jobbuffer 1GiB",
+        "#BB_HARMONIA line 1: jobbuffer: '1GiB' is not key=value");
+    bad("#BB_HARMONIA jobbuffer capacity=1GiB capacity=2GiB",
+        "#BB_HARMONIA line 1: jobbuffer: capacity is given twice");
+    bad("#BB_HARMONIA jobbuffer capacity=1GiB\n#BB_HARMONIA jobbuffer capacity=2GiB",
+        "#BB_HARMONIA line 2: jobbuffer: a second jobbuffer directive (only one "
+        "per job)");
+    bad("#BB_HARMONIA iohints w_iter=1s io_volume=1B\n\n"
+        "#BB_HARMONIA iohints w_iter=1s io_volume=1B",
+        "#BB_HARMONIA line 3: iohints: a second iohints directive (only one per "
+        "job)");
+}
+END_TEST
+
+START_TEST(test_errors_values)
+{
+    static const char *nodes[] = { "0", "-1", "100001", "2x", "+2", " 2", "1.5",
+                                   "99999999999999999999999" };
+    char text[128], msg[256];
+
+    for (size_t i = 0; i < sizeof(nodes) / sizeof(nodes[0]); i++) {
+        snprintf(text, sizeof(text), "#BB_HARMONIA jobbuffer capacity=1G "
+                 "nodes=\"%s\"", nodes[i]);
+        snprintf(msg, sizeof(msg), "#BB_HARMONIA line 1: jobbuffer: nodes '%s' is "
+                 "not a whole number from 1 to 100000", nodes[i]);
+        bad(text, msg);
+    }
+    bad("#BB_HARMONIA jobbuffer capacity=0B",
+        "#BB_HARMONIA line 1: jobbuffer: capacity must be greater than zero");
+    bad("#BB_HARMONIA jobbuffer capacity=0.1B",
+        "#BB_HARMONIA line 1: jobbuffer: capacity must be greater than zero");
+    bad("#BB_HARMONIA jobbuffer capacity=10",
+        "#BB_HARMONIA line 1: jobbuffer: capacity: size '10' has no unit (write "
+        "e.g. '10GiB' or '10B')");
+    bad("#BB_HARMONIA jobbuffer capacity=16EiB",
+        "#BB_HARMONIA line 1: jobbuffer: capacity: size '16EiB' is too large "
+        "(sizes must be below 16 EiB)");
+    bad("#BB_HARMONIA jobbuffer capacity=18446744073709551616B",
+        "#BB_HARMONIA line 1: jobbuffer: capacity: size '18446744073709551616B' is "
+        "too large (sizes must be below 16 EiB)");
+    bad("#BB_HARMONIA jobbuffer capacity=-1GiB",
+        "#BB_HARMONIA line 1: jobbuffer: capacity: size '-1GiB' is negative");
+    bad("#BB_HARMONIA jobbuffer capacity=1GiBs",
+        "#BB_HARMONIA line 1: jobbuffer: capacity: unknown size unit 'GiBs' in "
+        "'1GiBs' (use B, KB, MB, GB, TB, PB, EB, KiB, MiB, GiB, TiB, PiB, EiB)");
+    bad("#BB_HARMONIA jobbuffer capacity=1G pool=1nvme",
+        "#BB_HARMONIA line 1: jobbuffer: pool '1nvme' is not a valid name "
+        NAME_RULE);
+    bad("#BB_HARMONIA jobbuffer capacity=1G pool=nv/me",
+        "#BB_HARMONIA line 1: jobbuffer: pool 'nv/me' is not a valid name "
+        NAME_RULE);
+    bad("#BB_HARMONIA create_persistent name=a capacity=1G pool=_x",
+        "#BB_HARMONIA line 1: create_persistent: pool '_x' is not a valid name "
+        NAME_RULE);
+    bad("#BB_HARMONIA create_persistent name=a capacity=0KB",
+        "#BB_HARMONIA line 1: create_persistent: capacity must be greater than "
+        "zero");
+
+    bad("#BB_HARMONIA iohints w_iter=0s io_volume=1GiB",
+        "#BB_HARMONIA line 1: iohints: w_iter must be greater than zero");
+    bad("#BB_HARMONIA iohints w_iter=00:00 io_volume=1GiB",
+        "#BB_HARMONIA line 1: iohints: w_iter must be greater than zero");
+    bad("#BB_HARMONIA iohints w_iter=10 io_volume=1GiB",
+        "#BB_HARMONIA line 1: iohints: w_iter: duration '10' has no unit (write "
+        "e.g. '10s', '10m' or '10h')");
+    bad("#BB_HARMONIA iohints w_iter=00:61 io_volume=1GiB",
+        "#BB_HARMONIA line 1: iohints: w_iter: duration '00:61' has minutes or "
+        "seconds above 59");
+    bad("#BB_HARMONIA iohints w_iter=1-02:03 io_volume=1GiB",
+        "#BB_HARMONIA line 1: iohints: w_iter: duration '1-02:03' is not "
+        "[[D-]HH:]MM:SS");
+    bad("#BB_HARMONIA iohints w_iter=5 weeks io_volume=1GiB",
+        "#BB_HARMONIA line 1: iohints: 'weeks' is not key=value");
+    bad("#BB_HARMONIA iohints w_iter=\"5 weeks\" io_volume=1GiB",
+        "#BB_HARMONIA line 1: iohints: w_iter: unknown duration unit 'weeks' in "
+        "'5 weeks' (use s, m, h or d)");
+    bad("#BB_HARMONIA iohints w_iter=1000000000.000001s io_volume=1GiB",
+        "#BB_HARMONIA line 1: iohints: w_iter '1000000000.000001s' is too long "
+        "(at most 1000000000s, about 31 years)");
+    bad("#BB_HARMONIA iohints w_iter=0.0000004s io_volume=1GiB",
+        "#BB_HARMONIA line 1: iohints: w_iter '0.0000004s' is shorter than "
+        "0.000001s");
+    bad("#BB_HARMONIA iohints w_iter=1s io_volume=0GiB",
+        "#BB_HARMONIA line 1: iohints: io_volume must be greater than zero");
+    bad("#BB_HARMONIA iohints w_iter=1s io_volume=1",
+        "#BB_HARMONIA line 1: iohints: io_volume: size '1' has no unit (write "
+        "e.g. '1GiB' or '1B')");
+    bad("#BB_HARMONIA iohints w_iter=1s io_volume=1B phases=0",
+        "#BB_HARMONIA line 1: iohints: phases '0' is not a whole number from 1 to "
+        "100000000");
+    bad("#BB_HARMONIA iohints w_iter=1s io_volume=1B phases=100000001",
+        "#BB_HARMONIA line 1: iohints: phases '100000001' is not a whole number "
+        "from 1 to 100000000");
+    bad("#BB_HARMONIA iohints w_iter=1s io_volume=1B io=bogus",
+        "#BB_HARMONIA line 1: iohints: io 'bogus' is not write, read or readwrite");
+    bad("#BB_HARMONIA iohints w_iter=1s io_volume=1B io=Write",
+        "#BB_HARMONIA line 1: iohints: io 'Write' is not write, read or readwrite");
+    bad("#BB_HARMONIA iohints w_iter=1s io_volume=1B priority=0",
+        "#BB_HARMONIA line 1: iohints: priority '0' is not a whole number from 1 "
+        "to 10");
+    bad("#BB_HARMONIA iohints w_iter=1s io_volume=1B priority=11",
+        "#BB_HARMONIA line 1: iohints: priority '11' is not a whole number from 1 "
+        "to 10");
+    bad("#BB_HARMONIA iohints w_iter=1s io_volume=1B priority=high",
+        "#BB_HARMONIA line 1: iohints: priority 'high' is not a whole number from "
+        "1 to 10");
+}
+END_TEST
+
+START_TEST(test_errors_names)
+{
+    char text[256], name[80];
+
+    bad("#BB_HARMONIA use_persistent name=9x",
+        "#BB_HARMONIA line 1: use_persistent: name '9x' is not a valid buffer name "
+        NAME_RULE);
+    bad("#BB_HARMONIA destroy_persistent name=a/b",
+        "#BB_HARMONIA line 1: destroy_persistent: name 'a/b' is not a valid buffer "
+        "name " NAME_RULE);
+    bad("#BB_HARMONIA create_persistent name=\"a b\" capacity=1G",
+        "#BB_HARMONIA line 1: create_persistent: name 'a b' is not a valid buffer "
+        "name " NAME_RULE);
+    bad("#BB_HARMONIA use_persistent name=a\n#BB_HARMONIA use_persistent name=a",
+        "#BB_HARMONIA line 2: use_persistent: persistent buffer 'a' is named twice");
+    /* names of 63 characters are accepted, 64 refused */
+    memset(name, 'n', 63);
+    name[63] = '\0';
+    snprintf(text, sizeof(text), "#BB_HARMONIA jobbuffer capacity=1G pool=%s", name);
+    hbb_request_t req;
+    memset(&req, 0, sizeof(req));
+    parse_ok(&req, text, HBB_SRC_SCRIPT);
+    hbb_request_free(&req);
+    strcat(name, "n");
+    snprintf(text, sizeof(text), "#BB_HARMONIA use_persistent name=%s", name);
+    char msg[512];
+    snprintf(msg, sizeof(msg), "#BB_HARMONIA line 1: use_persistent: name '%s' is "
+             "not a valid buffer name " NAME_RULE, name);
+    bad(text, msg);
+}
+END_TEST
+
+START_TEST(test_errors_paths)
+{
+    bad("#BB_HARMONIA stage_in source=pfs/in destination=$HARMONIA_BB/in",
+        "#BB_HARMONIA line 1: stage_in: source 'pfs/in' is a relative path: give "
+        "an absolute path");
+    bad("#BB_HARMONIA stage_out source=$HARMONIA_BB/o destination=./out",
+        "#BB_HARMONIA line 1: stage_out: destination './out' is a relative path: "
+        "give an absolute path");
+    bad("#BB_HARMONIA stage_in source=/pfs/in destination=/tmp/x",
+        "#BB_HARMONIA line 1: stage_in: destination '/tmp/x' must be inside the "
+        "job buffer: start it with $HARMONIA_BB/");
+    bad("#BB_HARMONIA stage_in source=/pfs/in destination=HARMONIA_BB/x",
+        "#BB_HARMONIA line 1: stage_in: destination 'HARMONIA_BB/x' must be inside "
+        "the job buffer: start it with $HARMONIA_BB/");
+    bad("#BB_HARMONIA stage_in source=/pfs/in destination=$HARMONIA_BBX",
+        "#BB_HARMONIA line 1: stage_in: destination '$HARMONIA_BBX' must be "
+        "$HARMONIA_BB or start with $HARMONIA_BB/");
+    bad("#BB_HARMONIA stage_out source=/pfs/x destination=/pfs/out",
+        "#BB_HARMONIA line 1: stage_out: source '/pfs/x' must be inside the job "
+        "buffer: start it with $HARMONIA_BB/");
+    bad("#BB_HARMONIA stage_in source=$HARMONIA_BB/x destination=$HARMONIA_BB/y",
+        "#BB_HARMONIA line 1: stage_in: source '$HARMONIA_BB/x' must be a file "
+        "system path, not the job buffer");
+    bad("#BB_HARMONIA stage_in source=/pfs/in destination=$HARMONIA_BB/../x",
+        "#BB_HARMONIA line 1: stage_in: destination '$HARMONIA_BB/../x' may not "
+        "contain '..'");
+    bad("#BB_HARMONIA stage_out source=${HARMONIA_BB}/a/.. destination=/x",
+        "#BB_HARMONIA line 1: stage_out: source '${HARMONIA_BB}/a/..' may not "
+        "contain '..'");
+    bad("#BB_HARMONIA stage_in source=/pfs/../etc destination=$HARMONIA_BB",
+        "#BB_HARMONIA line 1: stage_in: source '/pfs/../etc' may not contain '..'");
+    bad("#BB_HARMONIA stage_out source=$HARMONIA_BB destination=/..",
+        "#BB_HARMONIA line 1: stage_out: destination '/..' may not contain '..'");
+    bad("#BB_HARMONIA stage_in source=/a destination=$HARMONIA_BB type=link",
+        "#BB_HARMONIA line 1: stage_in: type 'link' is not file or directory");
+    bad("#BB_HARMONIA stage_in source=/a destination=$HARMONIA_BB type=File",
+        "#BB_HARMONIA line 1: stage_in: type 'File' is not file or directory");
+}
+END_TEST
+
+START_TEST(test_errors_quotes)
+{
+    bad("#BB_HARMONIA stage_in source=\"/pfs/in destination=$HARMONIA_BB",
+        "#BB_HARMONIA line 1: stage_in: source: the quoted value has no closing "
+        "'\"'");
+    bad("#BB_HARMONIA stage_in source=\"/pfs/in\\\"",
+        "#BB_HARMONIA line 1: stage_in: source: the quoted value has no closing "
+        "'\"'");
+    bad("#BB_HARMONIA stage_in source=\"/pfs/in\"x destination=$HARMONIA_BB",
+        "#BB_HARMONIA line 1: stage_in: source: unexpected text after the closing "
+        "'\"'");
+    parse_bad("stage_in source=\"/a;b destination=$HARMONIA_BB;jobbuffer "
+              "capacity=1G", 60, HBB_SRC_BB_OPTION,
+              "#BB_HARMONIA --bb item 1: stage_in: source: the quoted value has no "
+              "closing '\"'");
+}
+END_TEST
+
+START_TEST(test_errors_limits)
+{
+    hbb_request_t req;
+    hu_error_t err;
+    char line[128];
+
+    memset(&req, 0, sizeof(req));
+    for (int i = 0; i < HBB_MAX_STAGE; i++) {
+        snprintf(line, sizeof(line), "stage_%s source=%s%d destination=%s%d",
+                 i % 2 ? "in" : "out", i % 2 ? "/p" : "$HARMONIA_BB/",
+                 i, i % 2 ? "$HARMONIA_BB/" : "/p", i);
+        parse_ok(&req, line, HBB_SRC_BB_OPTION);
+    }
+    ck_assert_int_eq(hbb_parse(&req, "stage_in source=/x destination=$HARMONIA_BB",
+                               43, HBB_SRC_BB_OPTION, &err), -1);
+    ck_assert_str_eq(err.text, "#BB_HARMONIA --bb item 1: stage_in: too many "
+                     "stage_in/stage_out directives (at most 64)");
+    for (int i = 0; i < HBB_MAX_PERSIST; i++) {
+        snprintf(line, sizeof(line), "use_persistent name=p%d", i);
+        parse_ok(&req, line, HBB_SRC_BB_OPTION);
+    }
+    ck_assert_int_eq(hbb_parse(&req, "destroy_persistent name=z", 25,
+                               HBB_SRC_BB_OPTION, &err), -1);
+    ck_assert_str_eq(err.text, "#BB_HARMONIA --bb item 1: destroy_persistent: too "
+                     "many persistent-buffer directives (at most 16)");
+    hbb_request_free(&req);
+}
+END_TEST
+
+START_TEST(test_validate)
+{
+    hbb_request_t req;
+    hu_error_t err;
+
+    validate_bad("#BB_HARMONIA iohints w_iter=1s io_volume=1B\n"
+                 "#BB_HARMONIA stage_in source=/a destination=$HARMONIA_BB",
+                 HBB_SRC_SCRIPT, "#BB_HARMONIA line 2: stage_in needs a buffer: "
+                 "add a jobbuffer or use_persistent directive");
+    validate_bad("@7 #BB_HARMONIA stage_out source=$HARMONIA_BB destination=/a",
+                 HBB_SRC_SCRIPT, "#BB_HARMONIA line 7: stage_out needs a buffer: "
+                 "add a jobbuffer or use_persistent directive");
+    validate_bad("create_persistent name=p capacity=1G;"
+                 "stage_out source=$HARMONIA_BB destination=/a",
+                 HBB_SRC_BB_OPTION, "#BB_HARMONIA line 2: stage_out needs a buffer: "
+                 "add a jobbuffer or use_persistent directive");
+    validate_bad("jobbuffer capacity=1GiB;iohints w_iter=1s io_volume=2GiB",
+                 HBB_SRC_BB_OPTION, "#BB_HARMONIA: iohints: io_volume 2GiB is larger "
+                 "than the jobbuffer capacity 1GiB: one I/O phase must fit in the "
+                 "buffer");
+    validate_bad("jobbuffer capacity=1B;iohints w_iter=1s io_volume=1.5KB",
+                 HBB_SRC_BB_OPTION, "#BB_HARMONIA: iohints: io_volume 1500B is "
+                 "larger than the jobbuffer capacity 1B: one I/O phase must fit in "
+                 "the buffer");
+    validate_bad("create_persistent name=ckpt capacity=1G\n"
+                 "destroy_persistent name=ckpt", HBB_SRC_BB_OPTION,
+                 "#BB_HARMONIA line 2: persistent buffer 'ckpt' is both created and "
+                 "destroyed by the job");
+
+    /* accepted: equal volume and capacity; a stage with use_persistent; no hints */
+    memset(&req, 0, sizeof(req));
+    parse_ok(&req, "jobbuffer capacity=1GiB;iohints w_iter=1s io_volume=1024MiB",
+             HBB_SRC_BB_OPTION);
+    ck_assert_int_eq(hbb_validate(&req, &err), 0);
+    hbb_request_free(&req);
+    parse_ok(&req, "use_persistent name=p;stage_in source=/a destination="
+             "$HARMONIA_BB", HBB_SRC_BB_OPTION);
+    ck_assert_int_eq(hbb_validate(&req, &err), 0);
+    ck_assert_int_eq(req.io, HBB_IO_UNSET);     /* no hints: nothing normalised */
+    ck_assert_int_eq(req.priority, 0);
+    hbb_request_free(&req);
+    parse_ok(&req, "iohints w_iter=1s io_volume=1EiB", HBB_SRC_BB_OPTION);
+    ck_assert_int_eq(hbb_validate(&req, &err), 0);      /* no buffer to compare */
+    hbb_request_free(&req);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ bytes */
+
+/* A "#BB_HARMONIA stage_in ..." directive of exactly n bytes. */
+static char *directive_of_length(size_t n)
+{
+    static const char head[] = "#BB_HARMONIA stage_in destination=$HARMONIA_BB "
+                               "source=/";
+    char *s = malloc(n + 1);
+
+    ck_assert_ptr_nonnull(s);
+    memcpy(s, head, strlen(head));
+    memset(s + strlen(head), 'x', n - strlen(head));
+    s[n] = '\0';
+    return s;
+}
+
+START_TEST(test_long_lines)
+{
+    hbb_request_t req;
+    char *s = directive_of_length(HBB_MAX_LINE);
+    char *c;
+    char *script;
+
+    memset(&req, 0, sizeof(req));
+    parse_ok(&req, s, HBB_SRC_SCRIPT);
+    ck_assert_uint_eq(strlen(req.stage_in[0].source), HBB_MAX_LINE - 54);
+    hbb_request_free(&req);
+    /* the "@N " mark and surrounding blanks do not count */
+    script = malloc(HBB_MAX_LINE + 64);
+    ck_assert_ptr_nonnull(script);
+    snprintf(script, HBB_MAX_LINE + 64, "#!/bin/sh\n  %s \r\n", s);
+    c = hbb_collect_script(script);
+    parse_ok(&req, c, HBB_SRC_SCRIPT);
+    ck_assert_int_eq(req.stage_in[0].line, 2);
+    hbb_request_free(&req);
+    free(c);
+    free(s);
+
+    s = directive_of_length(HBB_MAX_LINE + 1);
+    bad(s, "#BB_HARMONIA line 1: the directive is 4097 bytes long (at most 4096)");
+    snprintf(script, HBB_MAX_LINE + 64, "#!/bin/sh\n\n%s\n", s);
+    c = hbb_collect_script(script);
+    parse_bad(c, strlen(c), HBB_SRC_SCRIPT,
+              "#BB_HARMONIA line 3: the directive is 4097 bytes long (at most 4096)");
+    free(c);
+    free(script);
+    free(s);
+}
+END_TEST
+
+START_TEST(test_long_lines_bb)
+{
+    hbb_request_t req;
+    hu_error_t err;
+    size_t n = 3 * HBB_MAX_LINE;
+    char *s = malloc(n + 64);
+
+    ck_assert_ptr_nonnull(s);
+    /* a bare --bb directive over the limit */
+    memset(s, 0, n + 64);
+    strcpy(s, "use_persistent name=");
+    memset(s + strlen(s), 'a', n);
+    parse_bad(s, strlen(s), HBB_SRC_BB_OPTION,
+              "#BB_HARMONIA --bb item 1: the directive is 12308 bytes long (at most "
+              "4096)");
+    /* another plugin's long line is not ours to refuse */
+    memset(s, 0, n + 64);
+    strcpy(s, "#DW jobdw x=");
+    memset(s + strlen(s), 'a', n);
+    strcat(s, ";jobbuffer capacity=1G");
+    memset(&req, 0, sizeof(req));
+    ck_assert_msg(hbb_parse(&req, s, strlen(s), HBB_SRC_BB_OPTION, &err) == 0, "%s",
+                  err.text);
+    ck_assert(req.has_buffer);
+    hbb_request_free(&req);
+    free(s);
+}
+END_TEST
+
+START_TEST(test_nul_and_control)
+{
+    static const char nul[] = "#BB_HARMONIA jobbuffer capacity=1GiB\0 nodes=2";
+    char ctl[64];
+
+    parse_bad(nul, sizeof(nul) - 1, HBB_SRC_SCRIPT,
+              "#BB_HARMONIA: the directives contain a NUL byte (at byte 36)");
+    parse_bad("\0", 1, HBB_SRC_BB_OPTION,
+              "#BB_HARMONIA: the directives contain a NUL byte (at byte 0)");
+    bad("#BB_HARMONIA jobbuffer capacity=1GiB\x01",
+        "#BB_HARMONIA line 1: control character 0x01 in the directive");
+    bad("#BB_HARMONIA jobbuffer\x1b[31m capacity=1GiB",
+        "#BB_HARMONIA line 1: control character 0x1b in the directive");
+    bad("#BB_HARMONIA jobbuffer capacity=1GiB\rnodes=2",
+        "#BB_HARMONIA line 1: control character 0x0d in the directive");
+    bad("#BB_HARMONIA use_persistent name=a\n#BB_HARMONIA stage_in "
+        "source=\"/a\x7f\x08\" destination=$HARMONIA_BB",
+        "#BB_HARMONIA line 2: control character 0x08 in the directive");
+    /* others' lines may hold anything but NUL */
+    hbb_request_t req;
+    memset(&req, 0, sizeof(req));
+    snprintf(ctl, sizeof(ctl), "#DW \x01\x02;jobbuffer capacity=1GiB\r\n");
+    parse_ok(&req, ctl, HBB_SRC_BB_OPTION);
+    ck_assert(req.has_buffer);
+    hbb_request_free(&req);
+    /* a tab is a blank */
+    parse_ok(&req, "#BB_HARMONIA\tjobbuffer\tcapacity=1GiB\tnodes=1",
+             HBB_SRC_SCRIPT);
+    ck_assert_uint_eq(req.nodes, 1);
+    hbb_request_free(&req);
+}
+END_TEST
+
+START_TEST(test_non_ascii)
+{
+    hbb_request_t req;
+
+    /* UTF-8 in paths is fine, and is kept byte for byte */
+    memset(&req, 0, sizeof(req));
+    parse_ok(&req, "#BB_HARMONIA stage_in source=/pfs/\xc3\xa9t\xc3\xa9 "
+             "destination=$HARMONIA_BB/\xe2\x82\xac\xf0\x9f\x92\xbe", HBB_SRC_SCRIPT);
+    ck_assert_str_eq(req.stage_in[0].source, "/pfs/\xc3\xa9t\xc3\xa9");
+    ck_assert_str_eq(req.stage_in[0].destination,
+                     "$HARMONIA_BB/\xe2\x82\xac\xf0\x9f\x92\xbe");
+    hbb_request_free(&req);
+    /* invalid UTF-8 too: paths are bytes */
+    parse_ok(&req, "#BB_HARMONIA stage_in source=/\xff\xfe destination=$HARMONIA_BB",
+             HBB_SRC_SCRIPT);
+    hbb_request_free(&req);
+
+    /* in a verb or a key: refused, the bytes escaped in the message */
+    bad("#BB_HARMONIA j\xc3\xb6" "bbuffer capacity=1G",
+        "#BB_HARMONIA line 1: unknown directive 'j\\xc3\\xb6bbuffer' (expected one "
+        "of " VERBS ")");
+    bad("#BB_HARMONIA jobbuffer capacit\xc3\xa9=1G",
+        "#BB_HARMONIA line 1: jobbuffer: unknown key 'capacit\\xc3\\xa9' (jobbuffer "
+        "takes capacity, nodes, pool)");
+    /* a no-break space is not a blank */
+    bad("#BB_HARMONIA jobbuffer capacity=1G\xc2\xa0nodes=2",
+        "#BB_HARMONIA line 1: jobbuffer: capacity: unexpected '\xc2\xa0nodes=2' "
+        "after size");
+    /* names are ASCII */
+    bad("#BB_HARMONIA use_persistent name=caf\xc3\xa9",
+        "#BB_HARMONIA line 1: use_persistent: name 'caf\xc3\xa9' is not a valid "
+        "buffer name " NAME_RULE);
+}
+END_TEST
+
+START_TEST(test_long_token_message)
+{
+    char text[600], msg[400];
+
+    /* a long unknown verb is cut in the message */
+    strcpy(text, "#BB_HARMONIA ");
+    memset(text + 13, 'v', 500);
+    text[513] = '\0';
+    snprintf(msg, sizeof(msg), "#BB_HARMONIA line 1: unknown directive '%.72s...' "
+             "(expected one of " VERBS ")", text + 13);
+    bad(text, msg);
+    /* escapes are not cut in the middle */
+    strcpy(text, "#BB_HARMONIA ");
+    for (int i = 0; i < 100; i++)
+        text[13 + i] = (char)0xe9;
+    text[113] = '\0';
+    hbb_request_t req;
+    hu_error_t err;
+    memset(&req, 0, sizeof(req));
+    ck_assert_int_eq(hbb_parse(&req, text, strlen(text), HBB_SRC_SCRIPT, &err), -1);
+    ck_assert_msg(strstr(err.text, "'\\xe9\\xe9") && strstr(err.text, "\\xe9...'"),
+                  "%s", err.text);
+}
+END_TEST
+
+/* A failed parse leaves the request as it was, and frees what it added. */
+START_TEST(test_failure_leaves_request)
+{
+    static const char *bad_texts[] = {
+        /* adds a stage, a persistent buffer and hints, then fails */
+        "stage_in source=/p/2 destination=$HARMONIA_BB/2;use_persistent name=u;"
+        "iohints w_iter=1s io_volume=1B;create_persistent name=c capacity=1G pool=q;"
+        "jobbuffer capacity=1G",
+        "stage_out source=$HARMONIA_BB/o destination=/o;bogus",
+        "use_persistent name=first",                /* named twice */
+        "create_persistent name=n capacity=1G pool=p;nul\0",
+        "iohints w_iter=1s io_volume=1B;jobbuffer capacity=2G",
+    };
+    static const size_t bad_lens[] = { 0, 0, 0, 49, 0 };
+    hbb_request_t req, saved;
+    hu_error_t err;
+    char *before, *after;
+
+    memset(&req, 0, sizeof(req));
+    parse_ok(&req, "jobbuffer capacity=1GiB pool=nvme;use_persistent name=first;"
+             "stage_in source=/p/1 destination=$HARMONIA_BB/1", HBB_SRC_BB_OPTION);
+    memcpy(&saved, &req, sizeof(req));
+    before = hbb_format(&req);
+    for (size_t i = 0; i < sizeof(bad_texts) / sizeof(bad_texts[0]); i++) {
+        size_t len = bad_lens[i] ? bad_lens[i] : strlen(bad_texts[i]);
+        ck_assert_msg(hbb_parse(&req, bad_texts[i], len, HBB_SRC_BB_OPTION,
+                                &err) == -1, "text %zu accepted", i);
+        ck_assert_msg(memcmp(&req, &saved, sizeof(req)) == 0,
+                      "text %zu changed the request (%s)", i, err.text);
+        after = hbb_format(&req);
+        ck_assert_str_eq(after, before);
+        free(after);
+    }
+    /* and it still takes good directives */
+    parse_ok(&req, "iohints w_iter=1s io_volume=1B", HBB_SRC_BB_OPTION);
+    ck_assert(req.has_hints);
+    ck_assert_str_eq(req.pool, "nvme");
+    free(before);
+    hbb_request_free(&req);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ paths */
+
+static char tmpdir[64];
+
+static void make_tmp(void)
+{
+    char path[128];
+    FILE *f;
+
+    strcpy(tmpdir, "/tmp/test_directive.XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+    snprintf(path, sizeof(path), "%s/file", tmpdir);
+    ck_assert_ptr_nonnull((f = fopen(path, "w")));
+    fclose(f);
+    snprintf(path, sizeof(path), "%s/dir", tmpdir);
+    ck_assert_int_eq(mkdir(path, 0700), 0);
+}
+
+static void remove_tmp(void)
+{
+    char path[128];
+
+    snprintf(path, sizeof(path), "%s/file", tmpdir);
+    unlink(path);
+    snprintf(path, sizeof(path), "%s/dir", tmpdir);
+    rmdir(path);
+    rmdir(tmpdir);
+}
+
+/* hbb_check_paths() on "stage_<dir> ..." built from fmt (with %s = tmpdir);
+ * msg NULL: must pass, else must fail with msg (%s = tmpdir). */
+static void paths(const char *fmt, const char *msgfmt, int eno)
+{
+    char text[512], msg[512];
+    hbb_request_t req;
+    hu_error_t err = { "" };
+
+    snprintf(text, sizeof(text), fmt, tmpdir, tmpdir);
+    memset(&req, 0, sizeof(req));
+    parse_ok(&req, text, HBB_SRC_BB_OPTION);
+    errno = 0;
+    if (!msgfmt) {
+        ck_assert_msg(hbb_check_paths(&req, &err) == 0, "%s: %s", text, err.text);
+    } else {
+        snprintf(msg, sizeof(msg), msgfmt, tmpdir, tmpdir);
+        ck_assert_int_eq(hbb_check_paths(&req, &err), -1);
+        ck_assert_int_eq(errno, eno);
+        ck_assert_str_eq(err.text, msg);
+    }
+    hbb_request_free(&req);
+}
+
+START_TEST(test_check_paths)
+{
+    make_tmp();
+    paths("stage_in source=%s/file destination=$HARMONIA_BB/f type=file", NULL, 0);
+    paths("stage_in source=%s/file destination=$HARMONIA_BB/f", NULL, 0);
+    paths("stage_in source=%s/dir destination=$HARMONIA_BB/d type=directory", NULL,
+          0);
+    paths("stage_in source=%s/dir/ destination=$HARMONIA_BB/d", NULL, 0);
+    paths("stage_in source=%s/file destination=$HARMONIA_BB/d type=directory",
+          "#BB_HARMONIA line 1: stage_in: source '%s/file' is not a directory "
+          "(type=directory)", EINVAL);
+    paths("stage_in source=%s/dir destination=$HARMONIA_BB/f type=file",
+          "#BB_HARMONIA line 1: stage_in: source '%s/dir' is not a regular file "
+          "(type=file)", EINVAL);
+    paths("jobbuffer capacity=1G;stage_in source=%s/nope destination=$HARMONIA_BB",
+          "#BB_HARMONIA line 2: stage_in: source '%s/nope' does not exist (No such "
+          "file or directory)", ENOENT);
+    paths("stage_out source=$HARMONIA_BB/o destination=%s/out", NULL, 0);
+    paths("stage_out source=$HARMONIA_BB/o destination=%s/dir/out type=file", NULL,
+          0);
+    paths("stage_out source=$HARMONIA_BB/o destination=%s/newdir/", NULL, 0);
+    paths("stage_out source=$HARMONIA_BB/o destination=%s//", NULL, 0);
+    paths("stage_out source=$HARMONIA_BB/o destination=/", NULL, 0);
+    paths("stage_out source=$HARMONIA_BB/o destination=/out", NULL, 0);
+    paths("stage_out source=$HARMONIA_BB/o destination=%s/nodir/out",
+          "#BB_HARMONIA line 1: stage_out: the directory of destination "
+          "'%s/nodir/out' does not exist", ENOENT);
+    paths("stage_out source=$HARMONIA_BB/o destination=%s/file/out",
+          "#BB_HARMONIA line 1: stage_out: the directory of destination "
+          "'%s/file/out' does not exist", ENOENT);
+    /* the first failure is reported: stage_in before stage_out */
+    paths("stage_out source=$HARMONIA_BB/o destination=%s/nodir/out;"
+          "stage_in source=%s/nope destination=$HARMONIA_BB",
+          "#BB_HARMONIA line 2: stage_in: source '%s/nope' does not exist (No such "
+          "file or directory)", ENOENT);
+    remove_tmp();
+}
+END_TEST
+
+static Suite *directive_suite(void)
+{
+    Suite *s = suite_create("libhutil directives");
+    TCase *tc;
+
+    tc = tcase_create("verbs");
+    tcase_add_test(tc, test_jobbuffer);
+    tcase_add_test(tc, test_iohints);
+    tcase_add_test(tc, test_stage);
+    tcase_add_test(tc, test_persistent);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("canonical");
+    tcase_add_test(tc, test_canonical);
+    tcase_add_test(tc, test_canonical_order);
+    tcase_add_test(tc, test_quoted_values);
+    tcase_add_test(tc, test_round_trip);
+    tcase_add_test(tc, test_size_str);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("sources");
+    tcase_add_test(tc, test_collect_script);
+    tcase_add_test(tc, test_line_numbers);
+    tcase_add_test(tc, test_merge);
+    tcase_add_test(tc, test_has_directives);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("errors");
+    tcase_add_test(tc, test_errors_verbs_keys);
+    tcase_add_test(tc, test_errors_values);
+    tcase_add_test(tc, test_errors_names);
+    tcase_add_test(tc, test_errors_paths);
+    tcase_add_test(tc, test_errors_quotes);
+    tcase_add_test(tc, test_errors_limits);
+    tcase_add_test(tc, test_validate);
+    tcase_add_test(tc, test_failure_leaves_request);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("bytes");
+    tcase_add_test(tc, test_long_lines);
+    tcase_add_test(tc, test_long_lines_bb);
+    tcase_add_test(tc, test_nul_and_control);
+    tcase_add_test(tc, test_non_ascii);
+    tcase_add_test(tc, test_long_token_message);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("paths");
+    tcase_add_test(tc, test_check_paths);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(directive_suite());
+    int failed;
+
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
+/*
+ * vi: ts=4 sw=4 expandtab
+ */

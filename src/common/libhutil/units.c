@@ -140,10 +140,15 @@ static int parse_size_common(const char *s, int flags, number_t *num,
     while (isalpha((unsigned char)p[ulen]))
         ulen++;
     if (ulen == 0) {
+        if (!(flags & HU_SIZE_BARE_BYTES) && *p != '\0' && *p != '/') {
+            errno = EINVAL;
+            return hu_errprintf(err, "unexpected '%s' after the number in '%s'",
+                                p, s);
+        }
         if (!(flags & HU_SIZE_BARE_BYTES)) {
             errno = EINVAL;
-            return hu_errprintf(err, "size '%s' has no unit (write e.g. '%sGiB' "
-                                "or '%sB')", s, s, s);
+            return hu_errprintf(err, "size '%s' has no unit (write e.g. '%.*sGiB' "
+                                "or '%.*sB')", s, n, s, n, s);
         }
         *unit = &size_units[sizeof(size_units) / sizeof(size_units[0]) - 2];
     } else if (!(*unit = find_unit(size_units, p, ulen))) {
