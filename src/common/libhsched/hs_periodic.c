@@ -65,9 +65,10 @@ struct wjob {
     bool active;
 };
 
-struct cand {               /* a candidate for an I/O start (first fit) */
-    double x;               /* instant, normalised */
-    double lmax;            /* room for the I/O from x, as a distance */
+struct cand {               /* a range of I/O starts of job k (first fit) */
+    double xs, xe;          /* [xs, xe], normalised, xs <= xe */
+    double g0, gap;         /* the gap of job k it lies in */
+    bool first;             /* xs is the gap's earliest start g0 + w_k */
 };
 
 struct segsort {
@@ -220,7 +221,17 @@ static int tl_split(struct work *wk, double x, size_t *idx)
     return 0;
 }
 
-/* Grant bw on [a, b[, a piece inside one segment: used[s] += bw. */
+/* Remove breakpoint i > 0 (its segment joins the previous one). */
+static void tl_join(struct work *wk, size_t i)
+{
+    memmove(wk->t + i, wk->t + i + 1, (wk->nseg - i - 1) * sizeof(double));
+    memmove(wk->used + i, wk->used + i + 1, (wk->nseg - i - 1) * sizeof(double));
+    wk->nseg--;
+}
+
+/* Grant bw on [a, b[, a piece inside one segment: used[s] += bw.  Neighbours left
+ * with exactly the same total are joined (the pieces keep their own bounds), which
+ * keeps the profile short where the I/O system is saturated. */
 static int tl_add(struct work *wk, const struct piece *p)
 {
     size_t ia, ib;
@@ -232,6 +243,10 @@ static int tl_add(struct work *wk, const struct piece *p)
             return -1;
     }
     wk->used[ia] += p->bw;
+    if (ia + 1 < wk->nseg && wk->used[ia + 1] == wk->used[ia])
+        tl_join(wk, ia + 1);
+    if (ia > 0 && wk->used[ia - 1] == wk->used[ia])
+        tl_join(wk, ia);
     return 0;
 }
 
@@ -368,9 +383,9 @@ static double ff_gamma(struct work *wk, const struct ctx *c, size_t k, double x,
         if (a < m)
             m = a;
         need = vol / m;
+        if (need > lmax + wk->teps)
+            return -1;          /* m only decreases: no later end can fit */
         if (need <= dist + len) {
-            if (need > lmax + wk->teps)
-                return -1;
             *gamma = m;
             return need;
         }
@@ -389,85 +404,102 @@ static double ff_gamma(struct work *wk, const struct ctx *c, size_t k, double x,
 static int cand_cmp(const void *a, const void *b)
 {
     const struct cand *x = a, *y = b;
-    return (x->x > y->x) - (x->x < y->x);
+    return (x->xs > y->xs) - (x->xs < y->xs);
+}
+
+/* Try an I/O start at x with 'lmax' of room: on success, cut [x, x + dur[ at the
+ * breakpoints (one piece per segment) and commit the instance.  Returns 1 if
+ * inserted, 0 if it does not fit there, -1 (ENOMEM). */
+static int ff_try(struct work *wk, const struct ctx *c, size_t k, double x, double lmax)
+{
+    double w = c->jobs[k].w, gamma, dur, cur, left;
+    size_t idx, pos;
+
+    if (lmax + wk->teps < c->tio[k])
+        return 0;
+    if ((dur = ff_gamma(wk, c, k, x, lmax, &gamma)) < 0)
+        return 0;
+    wk->ntmp = 0;
+    cur = x;
+    idx = tl_find(wk, cur);
+    left = dur;
+    while (left > 0) {
+        double se = seg_end(wk, idx);
+        double end = (se - cur >= left) ? fmin(cur + left, se) : se;
+        if (tmp_push(wk, cur, end, gamma) < 0)
+            return -1;
+        left -= se - cur;
+        cur = se;
+        if (++idx == wk->nseg) {
+            idx = 0;
+            cur = 0.;
+        }
+    }
+    if (wk->ntmp == 0)
+        return 0;
+    return commit_instance(wk, k, norm_t(x - w, wk->T), w + dur, &pos) < 0 ? -1 : 1;
 }
 
 /* Insert-In-Schedule (Gainaru §3.2.3): add one instance of job k at the first instant
  * x of [0, T[ where its I/O fits with a constant bandwidth, its compute chunk
- * [x - w_k, x[ lying in free time of job k.  Candidates: the breakpoints of the
- * profile and, for each gap [g0, g1[ of job k (after an instance's I/O, before the
- * next compute), g0 + w_k; the earliest feasible instant is always one of them
- * (moving x earlier inside a segment keeps the same gamma feasible).
+ * [x - w_k, x[ lying in free time of job k.  In a gap [g0, g0 + gap[ of job k (after
+ * an instance's I/O, before the next compute; the whole circle when n_per(k) = 0),
+ * the I/O can start in [g0 + w_k, g0 + gap - time_io_k], with room
+ * lmax = gap - (x - g0).  The earliest feasible instant is g0 + w_k or a breakpoint
+ * of the profile (moving x earlier inside a segment keeps the same gamma feasible),
+ * so those are tried in increasing x; the first that fits wins.
  * Returns 1 (inserted), 0 (no room), -1 (ENOMEM). */
 static int ff_insert(struct work *wk, const struct ctx *c, size_t k)
 {
     struct wjob *j = &wk->job[k];
-    double w = c->jobs[k].w, T = wk->T;
-    size_t nc = 0;
+    double w = c->jobs[k].w, T = wk->T, tio = c->tio[k];
+    size_t nr = 0;
+    int rc;
 
     if (j->n == 0) {
-        /* alone in its cycle: I/O must end before x - w + T */
-        if (grow(&wk->cand, &wk->capcand, wk->nseg, sizeof(*wk->cand)) < 0)
-            return -1;
-        for (size_t i = 0; i < wk->nseg; i++)
-            wk->cand[nc++] = (struct cand){ wk->t[i], T - w };
-    } else {
-        for (size_t i = 0; i < j->n; i++) {
-            double gap = inst_room(wk, j, i) - j->in[i].span;
-            double g0 = j->in[i].io_end, x0, d;
-            size_t idx;
-
-            if (gap + wk->teps < w + c->tio[k])
-                continue;       /* not even with the full bandwidth cap_k */
-            x0 = norm_t(g0 + w, T);
-            if (grow(&wk->cand, &wk->capcand, nc + 1, sizeof(*wk->cand)) < 0)
-                return -1;
-            wk->cand[nc++] = (struct cand){ x0, gap - w };
-            /* later starts: the breakpoints up to g0 + gap - time_io */
-            idx = tl_find(wk, x0);
-            d = w + (seg_end(wk, idx) - x0);
-            for (size_t s = 0; s < wk->nseg; s++) {
-                if (++idx == wk->nseg)
-                    idx = 0;
-                wk->visits++;
-                if (d > gap - c->tio[k] + wk->teps)
-                    break;
-                if (grow(&wk->cand, &wk->capcand, nc + 1, sizeof(*wk->cand)) < 0)
-                    return -1;
-                wk->cand[nc++] = (struct cand){ wk->t[idx], gap - d };
-                d += seg_end(wk, idx) - wk->t[idx];
-            }
+        /* alone in its cycle: the I/O must end before x - w + T */
+        for (size_t i = 0; i < wk->nseg; i++) {
+            wk->visits++;
+            if ((rc = ff_try(wk, c, k, wk->t[i], T - w)) != 0)
+                return rc;
         }
-        qsort(wk->cand, nc, sizeof(*wk->cand), cand_cmp);
+        return 0;
     }
-    for (size_t i = 0; i < nc; i++) {
-        double gamma, dur = ff_gamma(wk, c, k, wk->cand[i].x, wk->cand[i].lmax, &gamma);
-        double cur, left;
-        size_t idx, pos;
+    if (grow(&wk->cand, &wk->capcand, 2 * j->n, sizeof(*wk->cand)) < 0)
+        return -1;
+    for (size_t i = 0; i < j->n; i++) {
+        double gap = inst_room(wk, j, i) - j->in[i].span;
+        double g0 = j->in[i].io_end, xs, len;
 
-        if (dur < 0)
-            continue;
-        /* cut [x, x + dur[ at the breakpoints, one piece per segment */
-        wk->ntmp = 0;
-        cur = wk->cand[i].x;
-        idx = tl_find(wk, cur);
-        left = dur;
-        while (left > 0) {
-            double se = seg_end(wk, idx);
-            double end = (se - cur >= left) ? fmin(cur + left, se) : se;
-            if (tmp_push(wk, cur, end, gamma) < 0)
-                return -1;
-            left -= se - cur;
-            cur = se;
-            if (++idx == wk->nseg) {
-                idx = 0;
-                cur = 0.;
-            }
+        if (gap + wk->teps < w + tio)
+            continue;           /* not even with the full bandwidth cap_k */
+        xs = norm_t(g0 + w, T);
+        len = gap - w - tio + wk->teps;
+        if (len < 0)
+            len = 0;
+        if (xs + len < T)
+            wk->cand[nr++] = (struct cand){ xs, xs + len, g0, gap, true };
+        else {
+            wk->cand[nr++] = (struct cand){ xs, T, g0, gap, true };
+            wk->cand[nr++] = (struct cand){ 0., xs + len - T, g0, gap, false };
         }
-        if (wk->ntmp == 0)
-            continue;
-        return commit_instance(wk, k, norm_t(wk->cand[i].x - w, T), w + dur, &pos) < 0
-               ? -1 : 1;
+    }
+    qsort(wk->cand, nr, sizeof(*wk->cand), cand_cmp);
+    for (size_t r = 0; r < nr; r++) {
+        const struct cand cd = wk->cand[r];
+        size_t idx;
+
+        if (cd.first && (rc = ff_try(wk, c, k, cd.xs, cd.gap - w)) != 0)
+            return rc;
+        idx = tl_find(wk, cd.xs);
+        if (wk->t[idx] < cd.xs || (cd.first && wk->t[idx] == cd.xs))
+            idx++;
+        for (; idx < wk->nseg && wk->t[idx] <= cd.xe; idx++) {
+            double x = wk->t[idx];
+            wk->visits++;
+            if ((rc = ff_try(wk, c, k, x, cd.gap - dist_t(cd.g0, x, T))) != 0)
+                return rc;
+        }
     }
     return 0;
 }
