@@ -166,12 +166,6 @@ static int cmd_run (int argc, char **argv)
         fprintf (stderr, "bbsim: %s\n", err.text);
         goto done;
     }
-    if (wl->plat.nbuffers > 0) {
-        fprintf (stderr, "bbsim: %s:%d:%d: buffers are not supported yet (the "
-                 "burst-buffer tier comes in a later release)\n", wl->file,
-                 wl->plat.buffers_line, wl->plat.buffers_col);
-        goto done;
-    }
     if (!(jobs = wl_expand (wl, seed, &err))) {
         fprintf (stderr, "bbsim: %s\n", err.text);
         goto done;

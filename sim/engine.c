@@ -101,7 +101,24 @@ typedef struct {
     double phase_start;     /* I/O request time */
     double seg_bw;          /* bw of the open I/O segment (trace) */
     double seg_t0;
+    bool seg_full;          /* the open I/O segment is a buffer-full stall */
+    /* buffer tier */
+    int *alloc;             /* buffer nodes given at arrival */
+    int nalloc, nbase;
+    double per_node;        /* bytes reserved on each of the nbase first */
+    double t_arrive;
 } jrun_t;
+
+/* The buffer allocator's state during a run (bbsim allocates; libhsched decides). */
+typedef struct {
+    bool on;
+    const hs_platform_t *plat;
+    double *reserved;       /* bytes reserved per node */
+    int *scratch;           /* nbuffers */
+    double factor;          /* over-provisioning */
+    int *queue;             /* jobs waiting for buffer nodes (FIFO) */
+    int qhead, qtail;
+} balloc_t;
 
 static int efail (wl_error_t *err, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
@@ -156,6 +173,8 @@ void sim_result_clear (sim_result_t *res)
     free (res->names);
     free (res->stats);
     free (res->app);
+    free (res->devs);
+    free (res->nalloc);
     memset (res, 0, sizeof (*res));
     errno = saved;
 }
@@ -173,6 +192,139 @@ static double mean (const double *v, int n)
     for (int i = 0; i < n; i++)
         s += v[i];
     return n ? s / n : 0;
+}
+
+/* The platform's buffer nodes for libhsched: built-in device curves, then the
+ * workload's 'devices:' entries over them. */
+static hs_buffer_t *make_buffers (const wl_t *wl)
+{
+    const wl_platform_t *p = &wl->plat;
+    hs_buffer_t *b = calloc ((size_t)p->nbnodes, sizeof (*b));
+    if (!b)
+        return NULL;
+    for (int k = 0; k < p->nbnodes; k++) {
+        const wl_buffer_t *e = &p->buffers[p->bnodes[k].entry];
+        snprintf (b[k].name, sizeof (b[k].name), "%s", p->bnodes[k].name);
+        b[k].capacity = e->capacity;
+        b[k].bandwidth = e->bandwidth;
+        if (!e->device)
+            continue;
+        (void)hs_device_builtin (e->device, &b[k]);     /* ENOENT: not built in */
+        snprintf (b[k].device, sizeof (b[k].device), "%s", e->device);
+        for (int d = 0; d < p->ndevices; d++) {
+            const wl_device_t *dv = &p->devices[d];
+            if (strcmp (dv->name, e->device))
+                continue;
+            if (dv->nmsca > 0) {
+                memset (b[k].msca, 0, sizeof (b[k].msca));
+                memcpy (b[k].msca, dv->msca, sizeof (double) * (size_t)dv->nmsca);
+                b[k].nmsca = dv->nmsca;
+                b[k].nmsca_read = 0;            /* reads follow it unless given */
+            }
+            if (dv->nmsca_read > 0) {
+                memset (b[k].msca_read, 0, sizeof (b[k].msca_read));
+                memcpy (b[k].msca_read, dv->msca_read,
+                        sizeof (double) * (size_t)dv->nmsca_read);
+                b[k].nmsca_read = dv->nmsca_read;
+            }
+        }
+    }
+    return b;
+}
+
+/* Give job e its buffer nodes (if the tier has room) and make it arrive at t.
+ * *started is false when it must wait for room.  Returns 0 or -1 (err filled). */
+static int job_start (hs_sched_t *s, const wl_t *wl, const wl_jobs_t *jobs, int e,
+                      double t, bool queued, jrun_t *jr, heap_t *heap, balloc_t *ba,
+                      sim_result_t *res, const char *pname, bool *started,
+                      wl_error_t *err)
+{
+    const wl_job_t *jb = &jobs->jobs[e];
+    hs_error_t herr = { .text = "" };
+    hs_job_t hj = {
+        .id = (uint64_t)e,
+        .nodes = jb->nodes,
+        .release = queued ? jb->release : t,
+        .w = mean (jb->w, jb->iterations),
+        .volume = mean (jb->volume, jb->iterations),
+        .w_iter = jb->w_iter,
+        .instances = jb->iterations,
+        .priority = jb->priority,
+    };
+
+    *started = false;
+    if (ba->on) {
+        hs_alloc_request_t rq = { .capacity = jb->buffer_capacity,
+                                  .nodes = jb->buffer_nodes,
+                                  .overprovision = ba->factor };
+        hs_alloc_result_t ar;
+        if (hs_alloc_nodes (ba->plat, ba->reserved, &rq, ba->scratch,
+                            ba->plat->nbuffers, &ar, &herr) < 0) {
+            if (errno == ENOSPC)
+                return 0;
+            return efail (err, "%s: policy %s: job %s: %s", wl->file, pname,
+                          jb->name, herr.text);
+        }
+        free (jr[e].alloc);
+        if (!(jr[e].alloc = malloc ((size_t)ar.n * sizeof (int)))) {
+            errno = ENOMEM;
+            return efail (err, "%s: out of memory", wl->file);
+        }
+        memcpy (jr[e].alloc, ba->scratch, (size_t)ar.n * sizeof (int));
+        jr[e].nalloc = ar.n;
+        jr[e].nbase = ar.nbase;
+        jr[e].per_node = ar.per_node;
+        for (int k = 0; k < ar.nbase; k++)
+            ba->reserved[jr[e].alloc[k]] += ar.per_node;
+        hj.alloc = jr[e].alloc;
+        hj.nalloc = ar.n;
+        hj.stripe = ar.nbase;
+        res->nalloc[e] = ar.n;
+    }
+    if (hs_job_arrive (s, t, &hj, &herr) < 0)
+        return efail (err, "%s: policy %s: job %s: %s", wl->file, pname, jb->name,
+                      herr.text);
+    res->events++;
+    jr[e].t_arrive = t;
+    jr[e].state = J_COMPUTE;
+    if (res->traces && trace_add (&res->traces[e], t, t + jb->w[0], 0,
+                                  SEG_COMPUTE) < 0)
+        goto nomem;
+    if (heap_push (heap, (ev_t){ t + jb->w[0], e, EV_COMPUTE_END }) < 0)
+        goto nomem;
+    *started = true;
+    return 0;
+nomem:
+    errno = ENOMEM;
+    return efail (err, "%s: out of memory", wl->file);
+}
+
+/* A job left at t: give its reservation back and start the waiting jobs that fit
+ * now, in arrival order. */
+static int job_release_buffers (hs_sched_t *s, const wl_t *wl, const wl_jobs_t *jobs,
+                                int e, double t, jrun_t *jr, heap_t *heap,
+                                balloc_t *ba, sim_result_t *res, const char *pname,
+                                wl_error_t *err)
+{
+    if (!ba->on)
+        return 0;
+    for (int k = 0; k < jr[e].nbase; k++) {
+        double *r = &ba->reserved[jr[e].alloc[k]];
+        *r -= jr[e].per_node;
+        if (*r < 1e-6 * jr[e].per_node)
+            *r = 0;
+    }
+    jr[e].nbase = 0;
+    while (ba->qhead < ba->qtail) {
+        bool started;
+        if (job_start (s, wl, jobs, ba->queue[ba->qhead], t, true, jr, heap, ba, res,
+                       pname, &started, err) < 0)
+            return -1;
+        if (!started)
+            break;
+        ba->qhead++;
+    }
+    return 0;
 }
 
 int sim_run (const wl_t *wl, const wl_jobs_t *jobs, const hs_policy_t *pol,
@@ -196,13 +348,15 @@ int sim_run (const wl_t *wl, const wl_jobs_t *jobs, const hs_policy_t *pol,
     uint64_t max_steps;
     double w0;
     char pname[64];
+    hs_buffer_t *bufs = NULL;
+    balloc_t ba = { .on = false };
 
     memset (res, 0, sizeof (*res));
     hs_policy_name (pol, pname, sizeof (pname));
     snprintf (res->policy, sizeof (res->policy), "%s", pname);
     res->napps = n;
     res->bw = wl->plat.bw;
-    res->has_buffers = wl->plat.nbuffers > 0;
+    res->has_buffers = wl->plat.nbnodes > 0;
     res->buffer_efficiency = NAN;
     if (n <= 0) {
         errno = EINVAL;
@@ -225,6 +379,40 @@ int sim_run (const wl_t *wl, const wl_jobs_t *jobs, const hs_policy_t *pol,
         /* Online policies need at most a few steps per phase; schedules computed
          * ahead may add start/stop events.  Generous, but finite. */
         max_steps = 64 * (phases + (uint64_t)n) + 1000000;
+    }
+    if (res->has_buffers) {
+        int nb = wl->plat.nbnodes;
+        if (!(bufs = make_buffers (wl))
+            || !(ba.reserved = calloc ((size_t)nb, sizeof (double)))
+            || !(ba.scratch = calloc ((size_t)nb, sizeof (int)))
+            || !(ba.queue = calloc ((size_t)n, sizeof (int)))
+            || !(res->nalloc = calloc ((size_t)n, sizeof (int))))
+            goto nomem;
+        plat.nbuffers = nb;
+        plat.buffers = bufs;
+        ba.on = true;
+        ba.plat = &plat;
+        /* static is DataWarp-like: exactly what the capacity needs */
+        ba.factor = pol->kind == HS_POL_STATIC ? 1.0
+                    : wl->plat.overprovision > 0 ? wl->plat.overprovision
+                    : HS_OVERPROVISION_DEFAULT;
+        res->overprovision = ba.factor;
+        /* a request that does not fit an empty tier would wait forever */
+        for (int i = 0; i < n; i++) {
+            const wl_job_t *jb = &jobs->jobs[i];
+            const wl_app_t *a = &wl->apps[jb->app];
+            hs_alloc_request_t rq = { .capacity = jb->buffer_capacity,
+                                      .nodes = jb->buffer_nodes,
+                                      .overprovision = 1 };
+            hs_alloc_result_t ar;
+            if (hs_alloc_nodes (&plat, NULL, &rq, ba.scratch, nb, &ar, &herr) < 0) {
+                errno = EINVAL;
+                efail (err, "%s:%d:%d: app '%s' cannot get buffer nodes even on an "
+                       "empty tier: %s", wl->file, a->line, a->col, a->name,
+                       herr.text);
+                goto error;
+            }
+        }
     }
     if (!(s = hs_sched_create (&plat, pol, &herr))) {
         efail (err, "%s: policy %s: %s", wl->file, pname, herr.text);
@@ -288,7 +476,7 @@ int sim_run (const wl_t *wl, const wl_jobs_t *jobs, const hs_policy_t *pol,
             gr->bw = 0;
             if (res->traces) {
                 if (trace_add (&res->traces[j], jr[j].seg_t0, t, jr[j].seg_bw,
-                               SEG_IO) < 0)
+                               jr[j].seg_full ? SEG_STALL : SEG_IO) < 0)
                     goto nomem;
             }
             if (++jr[j].it >= jobs->jobs[j].iterations) {
@@ -299,12 +487,16 @@ int sim_run (const wl_t *wl, const wl_jobs_t *jobs, const hs_policy_t *pol,
                            jobs->jobs[j].name, strerror (errno));
                     goto error;
                 }
+                res->stats[j].alloc_wait = jr[j].t_arrive - jobs->jobs[j].release;
                 if (hs_job_leave (s, t, (uint64_t)j) < 0) {
                     efail (err, "%s: hs_job_leave(%s): %s", wl->file,
                            jobs->jobs[j].name, strerror (errno));
                     goto error;
                 }
                 res->events++;
+                if (job_release_buffers (s, wl, jobs, j, t, jr, &heap, &ba, res,
+                                         pname, err) < 0)
+                    goto error;
             }
             else {
                 double w = jobs->jobs[j].w[jr[j].it];
@@ -323,29 +515,16 @@ int sim_run (const wl_t *wl, const wl_jobs_t *jobs, const hs_policy_t *pol,
             const wl_job_t *jb = &jobs->jobs[e.job];
             progress = true;
             if (e.kind == EV_RELEASE) {
-                hs_job_t hj = {
-                    .id = (uint64_t)e.job,
-                    .nodes = jb->nodes,
-                    .release = t,
-                    .w = mean (jb->w, jb->iterations),
-                    .volume = mean (jb->volume, jb->iterations),
-                    .w_iter = jb->w_iter,
-                    .instances = jb->iterations,
-                    .priority = jb->priority,
-                };
-                if (hs_job_arrive (s, t, &hj, &herr) < 0) {
-                    efail (err, "%s: policy %s: job %s: %s", wl->file, pname,
-                           jb->name, herr.text);
-                    goto error;
+                bool started = false;
+                if (ba.qhead < ba.qtail)
+                    ba.queue[ba.qtail++] = e.job;       /* FIFO: others wait */
+                else {
+                    if (job_start (s, wl, jobs, e.job, t, false, jr, &heap, &ba,
+                                   res, pname, &started, err) < 0)
+                        goto error;
+                    if (!started)
+                        ba.queue[ba.qtail++] = e.job;
                 }
-                res->events++;
-                jr[e.job].state = J_COMPUTE;
-                if (res->traces && trace_add (&res->traces[e.job], t, t + jb->w[0],
-                                              0, SEG_COMPUTE) < 0)
-                    goto nomem;
-                if (heap_push (&heap, (ev_t){ t + jb->w[0], e.job,
-                                              EV_COMPUTE_END }) < 0)
-                    goto nomem;
             }
             else {
                 int it = jr[e.job].it;
@@ -361,6 +540,7 @@ int sim_run (const wl_t *wl, const wl_jobs_t *jobs, const hs_policy_t *pol,
                 jr[e.job].phase_start = t;
                 jr[e.job].seg_t0 = t;
                 jr[e.job].seg_bw = 0;
+                jr[e.job].seg_full = false;
             }
         }
 
@@ -397,12 +577,14 @@ int sim_run (const wl_t *wl, const wl_jobs_t *jobs, const hs_policy_t *pol,
             if (gr->start > t + 1e-12 * fmax (1., fabs (t)))
                 gr->bw = 0;     /* planned ahead: not moving yet */
             gr->start = t;      /* from here on: the time 'remaining' refers to */
-            if (res->traces && gr->bw != jr[j].seg_bw) {
+            if (res->traces && (gr->bw != jr[j].seg_bw
+                                || gr->buffer_full != jr[j].seg_full)) {
                 if (trace_add (&res->traces[j], jr[j].seg_t0, t, jr[j].seg_bw,
-                               SEG_IO) < 0)
+                               jr[j].seg_full ? SEG_STALL : SEG_IO) < 0)
                     goto nomem;
                 jr[j].seg_t0 = t;
                 jr[j].seg_bw = gr->bw;
+                jr[j].seg_full = gr->buffer_full;
             }
         }
         if (progress)
@@ -421,10 +603,44 @@ int sim_run (const wl_t *wl, const wl_jobs_t *jobs, const hs_policy_t *pol,
         efail (err, "%s: hs_metrics_compute: %s", wl->file, strerror (errno));
         goto error;
     }
+    if (res->has_buffers) {
+        double held = 0, alloc = 0, ifs = 0;
+        long phases = 0;
+        for (int i = 0; i < n; i++) {
+            const hs_job_stats_t *st = &res->stats[i];
+            held += st->buf_held;
+            alloc += st->buf_alloc;
+            ifs += st->if_sum;
+            phases += st->phases;
+            res->if_max = fmax (res->if_max, st->if_max);
+            res->buffer_full += st->buffer_full;
+            res->alloc_wait += st->alloc_wait;
+        }
+        res->buffer_efficiency = alloc > 0 ? held / alloc : NAN;
+        res->if_mean = phases > 0 ? ifs / (double)phases : NAN;
+        res->ndevs = wl->plat.nbnodes;
+        if (!(res->devs = calloc ((size_t)res->ndevs, sizeof (*res->devs))))
+            goto nomem;
+        for (int k = 0; k < res->ndevs; k++) {
+            res->devs[k].name = wl->plat.bnodes[k].name;
+            snprintf (res->devs[k].device, sizeof (res->devs[k].device), "%s",
+                      bufs[k].device);
+            if (hs_buffer_stats (s, k, &res->devs[k].st) < 0) {
+                efail (err, "%s: hs_buffer_stats: %s", wl->file, strerror (errno));
+                goto error;
+            }
+        }
+    }
     hs_sched_destroy (s);
     free (heap.v);
+    for (int i = 0; i < n; i++)
+        free (jr[i].alloc);
     free (jr);
     free (grants);
+    free (bufs);
+    free (ba.reserved);
+    free (ba.scratch);
+    free (ba.queue);
     return 0;
 nomem:
     errno = ENOMEM;
@@ -432,8 +648,16 @@ nomem:
 error:
     hs_sched_destroy (s);
     free (heap.v);
+    if (jr) {
+        for (int i = 0; i < n; i++)
+            free (jr[i].alloc);
+    }
     free (jr);
     free (grants);
+    free (bufs);
+    free (ba.reserved);
+    free (ba.scratch);
+    free (ba.queue);
     sim_result_clear (res);
     return -1;
 }

@@ -2,7 +2,8 @@
 /*
  * gantt.c — a hand-written SVG Gantt chart of a run: one panel per policy, one row
  * per job; compute in green, I/O in blue shaded by the share of the I/O system the
- * job had (light: a small share, dark: all of B), waiting for I/O in red.  Every
+ * job had (light: a small share, dark: all of B), waiting for I/O in red, and (with
+ * a buffer tier) I/O slowed by a full buffer node in orange, hatched.  Every
  * rectangle has a <title> (hover text) with its times and bandwidth.
  */
 #include <errno.h>
@@ -124,6 +125,17 @@ int sim_gantt (const char *path, const wl_t *wl, const sim_result_t *res, int nr
     }
     fprintf (f, "<text x=\"%d\" y=\"%d\">0%%</text><text x=\"%d\" y=\"%d\">"
              "100%%</text></g>\n", LEFT + 395, y + 22, LEFT + 595, y + 22);
+    if (nres > 0 && res[0].has_buffers) {
+        fprintf (f, "<defs><pattern id=\"full\" width=\"6\" height=\"6\" "
+                 "patternUnits=\"userSpaceOnUse\" patternTransform=\"rotate(45)\">"
+                 "<rect width=\"6\" height=\"6\" fill=\"#fd8d3c\"/>"
+                 "<line x1=\"0\" y1=\"0\" x2=\"0\" y2=\"6\" stroke=\"#a63603\" "
+                 "stroke-width=\"2\"/></pattern></defs>\n"
+                 "<g font-size=\"11\"><rect x=\"%d\" y=\"%d\" width=\"14\" "
+                 "height=\"10\" fill=\"url(#full)\"/><text x=\"%d\" y=\"%d\">"
+                 "buffer full (stall: drain rate)</text></g>\n", LEFT + 640, y,
+                 LEFT + 658, y + 9);
+    }
 
     y = TOP + LEGEND_H - 20;
     for (int p = 0; p < nres; p++) {
@@ -159,6 +171,8 @@ int sim_gantt (const char *path, const wl_t *wl, const sim_result_t *res, int nr
                     wpx = 0.05;
                 if (sg->kind == SEG_COMPUTE)
                     snprintf (col, sizeof (col), "#a1d99b");
+                else if (sg->kind == SEG_STALL)
+                    snprintf (col, sizeof (col), "url(#full)");
                 else if (sg->bw <= 0)
                     snprintf (col, sizeof (col), "#f28e8e");
                 else
@@ -169,6 +183,9 @@ int sim_gantt (const char *path, const wl_t *wl, const sim_result_t *res, int nr
                 esc (f, r->names[i]);
                 if (sg->kind == SEG_COMPUTE)
                     fprintf (f, ": compute %.6g–%.6g s", sg->t0, sg->t1);
+                else if (sg->kind == SEG_STALL)
+                    fprintf (f, ": buffer full (stall) %.6g–%.6g s at %.4g GB/s, the "
+                             "node's drain rate", sg->t0, sg->t1, sg->bw / 1e9);
                 else if (sg->bw <= 0)
                     fprintf (f, ": waiting %.6g–%.6g s", sg->t0, sg->t1);
                 else

@@ -15,7 +15,11 @@
  * gainaru  Intrepid-like mixes of Gainaru et al. §4.2: few large apps sharing the
  *          machine, or many small apps with a few large ones; I/O-to-compute ratio
  *          time_io / w as a parameter; platform N = sum of the apps' nodes as in §2.2.
- * harmonia (the buffer tier) not available yet.
+ * harmonia Harmonia's synthetic study (Kougkas et al., CLUSTER 2018; harmonia.txt):
+ *          2..8 instances of one benchmark alternating compute and I/O phases, with
+ *          a compute-intensive, balanced, I/O-intensive or only-I/O profile, on a
+ *          burst-buffer tier that holds about 4 instances' data before it must
+ *          drain to the PFS (the paper: 800 GB of buffers, 1.6 TB for 8 instances).
  */
 #include <errno.h>
 #include <math.h>
@@ -66,6 +70,24 @@ static const gopt_t gainaru_opts[] = {
     { NULL, NULL, NULL },
 };
 
+static const gopt_t harmonia_opts[] = {
+    { "--profile", "P", "compute, balanced, io or only-io: compute time per phase "
+      "= 4, 1, 1/4 or 0 times the phase's I/O time alone (default balanced)" },
+    { "--instances", "N", "concurrent instances, 2..8 (default 4)" },
+    { "--iterations", "N", "phases per instance (default 8)" },
+    { "--phase-volume", "SIZE", "bytes written per phase (default 25 GB)" },
+    { "--device", "TYPE", "buffer device type: nvme, ssd or hdd (default ssd)" },
+    { "--buffers", "N", "buffer nodes (default 4); together they hold 4 instances' "
+      "data" },
+    { "--buffer-bandwidth", "BW", "bandwidth of one buffer node alone (default "
+      "2 GB/s)" },
+    { "--bandwidth", "BW", "B, the PFS the buffers drain to (default: a quarter of "
+      "the buffers' aggregate bandwidth)" },
+    { "--over-provisioning", "X", "allocator factor >= 1 (default 2)" },
+    { "--seed", "N", "random seed (default 1)" },
+    { NULL, NULL, NULL },
+};
+
 static void opts_usage (FILE *f, const char *gen, const char *what, const gopt_t *o)
 {
     fprintf (f, "Usage: bbsim gen %s [options] [--seed N] > WORKLOAD.yaml\n%s\n\n"
@@ -85,7 +107,8 @@ void gen_usage (FILE *f)
              "> WORKLOAD.yaml\n"
              "  iosets    IO-Sets mixes (60 jobs, nH/nM/nL, or the eta noise study)\n"
              "  gainaru   Intrepid-like mixes of Gainaru et al. §4.2\n"
-             "  harmonia  burst-buffer workloads (not yet available)\n"
+             "  harmonia  Harmonia's synthetic burst-buffer study (profiles, "
+             "2..8 instances)\n"
              "'bbsim gen NAME --help' lists a generator's options.\n");
 }
 
@@ -425,6 +448,107 @@ static int gen_gainaru (int argc, char **argv, FILE *out, FILE *errf)
     return ferror (out) ? 1 : 0;
 }
 
+/* ---------------------------------------------------------------- harmonia */
+
+static int gen_harmonia (int argc, char **argv, FILE *out, FILE *errf)
+{
+    const gopt_t *o = harmonia_opts;
+    static const char *const profiles[] = { "compute", "balanced", "io", "only-io",
+                                            NULL };
+    static const double ratio[] = { 4, 1, 0.25, 0 };
+    gvals_t v;
+    bool help = false;
+    const char *prof, *dev;
+    int pi = 1;
+    long inst, iters, nbuf;
+    double vol, bbw, B, over;
+    uint64_t seed;
+    rng_t r;
+    int rc;
+
+    if ((rc = parse_opts (argc, argv, o, &v, errf, &help)))
+        return rc;
+    if (help) {
+        opts_usage (out, "harmonia", "Harmonia's synthetic study: instances of a "
+                    "benchmark alternating compute and I/O phases on a burst-buffer "
+                    "tier.", o);
+        return 0;
+    }
+    prof = v.val[opt_index (o, "--profile")];
+    if (prof) {
+        for (pi = 0; profiles[pi] && strcmp (profiles[pi], prof); pi++)
+            ;
+        if (!profiles[pi]) {
+            fprintf (errf, "bbsim gen harmonia: --profile must be compute, balanced, "
+                     "io or only-io, not '%s'\n", prof);
+            return 1;
+        }
+    }
+    dev = v.val[opt_index (o, "--device")];
+    if (!dev)
+        dev = "ssd";
+    if (strcmp (dev, "nvme") && strcmp (dev, "ssd") && strcmp (dev, "hdd")) {
+        fprintf (errf, "bbsim gen harmonia: --device must be nvme, ssd or hdd, not "
+                 "'%s'\n", dev);
+        return 1;
+    }
+    if (get_long ("harmonia", o, &v, "--instances", 4, 2, 8, &inst, errf)
+        || get_long ("harmonia", o, &v, "--iterations", 8, 1, 100000, &iters, errf)
+        || get_long ("harmonia", o, &v, "--buffers", 4, 1, 4096, &nbuf, errf)
+        || get_bw ("harmonia", o, &v, "--buffer-bandwidth", 2e9, &bbw, errf)
+        || get_double ("harmonia", o, &v, "--over-provisioning", 2, 1, 1000, &over,
+                       errf)
+        || get_u64 ("harmonia", o, &v, "--seed", &seed, errf))
+        return 1;
+    {
+        const char *sv = v.val[opt_index (o, "--phase-volume")];
+        hu_error_t e = { .text = "" };
+        vol = 25e9;
+        if (sv && (hu_parse_size_d (sv, 0, &vol, &e) < 0 || !(vol > 0))) {
+            fprintf (errf, "bbsim gen harmonia: --phase-volume: bad size '%s'%s%s\n",
+                     sv, e.text[0] ? ": " : "", e.text);
+            return 1;
+        }
+    }
+    if (get_bw ("harmonia", o, &v, "--bandwidth", (double)nbuf * bbw / 4, &B, errf))
+        return 1;
+    rng_seed (&r, seed);
+    {
+        double tio = vol / bbw;                 /* a phase alone on one node */
+        double w = ratio[pi] * tio;
+        double data = (double)iters * vol;      /* one instance's data */
+        double cap = 4 * data / (double)nbuf;   /* the tier holds 4 instances */
+        header (out, argc, argv);
+        fprintf (out, "# Harmonia synthetic study: %ld instances, profile %s "
+                 "(compute = %.3g x the I/O time alone), %ld phases of %.4g GB each;\n"
+                 "# %ld %s buffer nodes of %.4g GB (4 instances' data), PFS %.4g "
+                 "GB/s, over-provisioning %.3g, seed %llu\n", inst, profiles[pi],
+                 ratio[pi], iters, vol / 1e9, nbuf, dev, cap / 1e9, B / 1e9, over,
+                 (unsigned long long)seed);
+        fprintf (out, "platform:\n  nodes: %ld\n", inst * 16);
+        put_bw (out, "node_bandwidth", bbw / 4);    /* 16 nodes: 4x a buffer node */
+        put_bw (out, "bandwidth", B);
+        fprintf (out, "  over_provisioning: %.6g\n", over);
+        fprintf (out, "  buffers:\n    - name: bb[1-%ld]\n      capacity: %.6f GB\n"
+                 "      bandwidth: %.6f GB/s\n      device: %s\n", nbuf, cap / 1e9,
+                 bbw / 1e9, dev);
+        fprintf (out, "apps:\n");
+        for (long k = 0; k < inst; k++) {
+            double rel = rng_uniform (&r, 0, tio);
+            fprintf (out, "  - name: inst%ld\n    nodes: 16\n    release: %.3f s\n"
+                     "    iterations: %ld\n", k + 1, rel, iters);
+            if (w > 0)
+                fprintf (out, "    w: {dist: uniform, min: %.6f s, max: %.6f s}\n",
+                         0.75 * w, 1.25 * w);
+            else
+                fprintf (out, "    w: 0 s\n");
+            fprintf (out, "    io_volume: %.6f GB\n    buffer_capacity: %.6f GB\n",
+                     vol / 1e9, 2 * vol / 1e9);
+        }
+    }
+    return ferror (out) ? 1 : 0;
+}
+
 int gen_main (int argc, char **argv, FILE *out, FILE *errf)
 {
     if (argc < 1 || !argv[0] || !strcmp (argv[0], "--help")
@@ -436,19 +560,8 @@ int gen_main (int argc, char **argv, FILE *out, FILE *errf)
         return gen_iosets (argc, argv, out, errf);
     if (!strcmp (argv[0], "gainaru"))
         return gen_gainaru (argc, argv, out, errf);
-    if (!strcmp (argv[0], "harmonia")) {
-        for (int i = 1; i < argc; i++) {
-            if (!strcmp (argv[i], "--help") || !strcmp (argv[i], "-h")) {
-                fprintf (out, "Usage: bbsim gen harmonia [options] --seed N\n"
-                         "Burst-buffer workloads for the Harmonia policies: not yet "
-                         "available (the buffer tier comes in a later release).\n");
-                return 0;
-            }
-        }
-        fprintf (errf, "bbsim gen harmonia: not yet available: the burst-buffer tier "
-                 "comes in a later release\n");
-        return 1;
-    }
+    if (!strcmp (argv[0], "harmonia"))
+        return gen_harmonia (argc, argv, out, errf);
     fprintf (errf, "bbsim gen: unknown generator '%s' (iosets, gainaru, harmonia)\n",
              argv[0]);
     return 2;

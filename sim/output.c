@@ -46,7 +46,47 @@ static json_t *app_json (const sim_result_t *r, int i)
     json_object_set_new (o, "stretch", num (am->stretch));
     json_object_set_new (o, "io_slowdown", num (am->io_slowdown));
     json_object_set_new (o, "stall_time", num (am->stall));
+    if (r->has_buffers) {
+        json_object_set_new (o, "buffer_nodes", json_integer (r->nalloc[i]));
+        json_object_set_new (o, "if_mean", num (st->phases > 0
+                                                 ? st->if_sum / st->phases : NAN));
+        json_object_set_new (o, "if_max", num (st->phases > 0 ? st->if_max : NAN));
+        json_object_set_new (o, "buffer_full_time", num (st->buffer_full));
+        json_object_set_new (o, "alloc_wait", num (st->alloc_wait));
+        json_object_set_new (o, "buffer_efficiency", num (st->buf_alloc > 0
+                                                           ? st->buf_held
+                                                             / st->buf_alloc
+                                                           : NAN));
+    }
     return o;
+}
+
+static json_t *devices_json (const sim_result_t *r)
+{
+    json_t *a = json_array ();
+    if (!a)
+        return NULL;
+    for (int k = 0; k < r->ndevs; k++) {
+        const sim_dev_t *d = &r->devs[k];
+        json_t *o = json_object ();
+        if (!o || json_array_append_new (a, o) < 0) {
+            json_decref (a);
+            return NULL;
+        }
+        json_object_set_new (o, "name", json_string (d->name));
+        json_object_set_new (o, "device", json_string (d->device));
+        json_object_set_new (o, "capacity", num (d->st.capacity));
+        json_object_set_new (o, "concurrency_mean", num (d->st.concurrency_mean));
+        json_object_set_new (o, "concurrency_max", json_integer (d->st.concurrency_max));
+        json_object_set_new (o, "busy_time", num (d->st.busy));
+        json_object_set_new (o, "bytes_written", num (d->st.written));
+        json_object_set_new (o, "bytes_read", num (d->st.read));
+        json_object_set_new (o, "bytes_drained", num (d->st.drained));
+        json_object_set_new (o, "occupancy_max", num (d->st.occupancy_max));
+        json_object_set_new (o, "occupancy_end", num (d->st.occupancy));
+        json_object_set_new (o, "full_time", num (d->st.full_time));
+    }
+    return a;
 }
 
 static json_t *result_json (const sim_result_t *r)
@@ -74,6 +114,20 @@ static json_t *result_json (const sim_result_t *r)
     json_object_set_new (o, "events", json_integer ((json_int_t)r->events));
     json_object_set_new (o, "decisions", json_integer ((json_int_t)r->decisions));
     json_object_set_new (o, "wall_seconds", num (r->wall));
+    if (r->has_buffers) {
+        json_t *d = devices_json (r);
+        json_object_set_new (o, "over_provisioning", num (r->overprovision));
+        json_object_set_new (o, "if_mean", num (r->if_mean));
+        json_object_set_new (o, "if_max", num (r->if_max));
+        json_object_set_new (o, "buffer_full_time", num (r->buffer_full));
+        json_object_set_new (o, "alloc_wait", num (r->alloc_wait));
+        if (!d) {
+            json_decref (o);
+            json_decref (apps);
+            return NULL;
+        }
+        json_object_set_new (o, "devices", d);
+    }
     for (int i = 0; i < r->napps; i++) {
         json_t *a = app_json (r, i);
         if (!a || json_array_append_new (apps, a) < 0) {
@@ -101,6 +155,8 @@ static int out_json (FILE *f, const wl_t *wl, uint64_t seed, const sim_result_t 
     json_object_set_new (plat, "nodes", json_integer (wl->plat.nodes));
     json_object_set_new (plat, "node_bandwidth", num (wl->plat.node_bw));
     json_object_set_new (plat, "bandwidth", num (wl->plat.bw));
+    if (wl->plat.nbnodes > 0)
+        json_object_set_new (plat, "buffers", json_integer (wl->plat.nbnodes));
     json_object_set_new (root, "platform", plat);
     plat = NULL;
     for (int i = 0; i < nres; i++) {
@@ -200,6 +256,43 @@ static int out_table (FILE *f, const wl_t *wl, uint64_t seed, const sim_result_t
     }
     if (nres > 0 && !res[0].has_buffers)
         fprintf (f, "(no buffer tier: buffer efficiency not applicable)\n");
+    if (nres > 0 && res[0].has_buffers) {
+        fprintf (f, "\nburst buffers: %d nodes\n", res[0].ndevs);
+        fprintf (f, "%-*s %8s %8s %8s %11s %11s %8s %9s\n", pw, "policy", "BufEff%",
+                 "If mean", "If max", "BufFull(s)", "AllocWt(s)", "OverProv",
+                 "Conc mean");
+        for (int i = 0; i < nres; i++) {
+            const sim_result_t *r = &res[i];
+            double ci = 0, busy = 0;
+            for (int k = 0; k < r->ndevs; k++) {
+                ci += r->devs[k].st.concurrency_mean * r->devs[k].st.busy;
+                busy += r->devs[k].st.busy;
+            }
+            fprintf (f, "%-*s", pw, r->policy);
+            cell (f, 8, 100. * r->buffer_efficiency, "%.2f");
+            cell (f, 8, r->if_mean, "%.3f");
+            cell (f, 8, r->if_max, "%.3f");
+            cell (f, 11, r->buffer_full, "%.1f");
+            cell (f, 11, r->alloc_wait, "%.1f");
+            cell (f, 8, r->overprovision, "%.2g");
+            cell (f, 9, busy > 0 ? ci / busy : NAN, "%.2f");
+            fputc ('\n', f);
+        }
+        for (int i = 0; i < nres; i++) {
+            const sim_result_t *r = &res[i];
+            if (r->ndevs > 16)
+                continue;
+            fprintf (f, "%s, per node (concurrency mean/max, time full, GB written):",
+                     r->policy);
+            for (int k = 0; k < r->ndevs; k++) {
+                const sim_dev_t *d = &r->devs[k];
+                fprintf (f, "%s %s%s%s %.2f/%d %.0fs %.1f", k ? ";" : "", d->name,
+                         d->device[0] ? ":" : "", d->device, d->st.concurrency_mean,
+                         d->st.concurrency_max, d->st.full_time, d->st.written / 1e9);
+            }
+            fputc ('\n', f);
+        }
+    }
     return 0;
 }
 

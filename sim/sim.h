@@ -14,7 +14,8 @@
 
 /* ---------------------------------------------------------------- engine */
 
-typedef enum { SEG_COMPUTE = 0, SEG_IO = 1 } sim_seg_kind_t;
+typedef enum { SEG_COMPUTE = 0, SEG_IO = 1, SEG_STALL = 2 } sim_seg_kind_t;
+/* SEG_STALL: I/O slowed by a full buffer node (the writer gets its drain rate). */
 
 /* One interval of a job's life, for the Gantt chart.  An I/O interval has the
  * bandwidth granted during it (0: the phase waits). */
@@ -28,6 +29,13 @@ typedef struct {
     sim_seg_t *segs;
     int n, cap;
 } sim_trace_t;
+
+/* One buffer node's figures at the end of a run. */
+typedef struct {
+    const char *name;           /* borrowed from the workload */
+    char device[32];            /* device type, "" for an ideal device */
+    hs_buffer_stats_t st;
+} sim_dev_t;
 
 typedef struct {
     char policy[64];            /* canonical id */
@@ -43,6 +51,15 @@ typedef struct {
     double buffer_efficiency;   /* NAN without buffers */
     sim_trace_t *traces;        /* napps, when recorded */
     double bw;                  /* B, for the Gantt shading */
+    /* buffer tier (has_buffers) */
+    int ndevs;
+    sim_dev_t *devs;
+    int *nalloc;                /* napps: buffer nodes each job was given */
+    double if_mean;             /* mean over all phases of If */
+    double if_max;
+    double buffer_full;         /* sum over jobs of the time slowed by full nodes */
+    double alloc_wait;          /* sum over jobs of the wait for buffer nodes */
+    double overprovision;       /* factor used by the allocator */
 } sim_result_t;
 
 typedef struct {

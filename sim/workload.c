@@ -548,6 +548,151 @@ static int parse_value (ctx_t *c, const yn_t *n, qkind_t kind, const char *what,
     return 0;
 }
 
+/* ---------------------------------------------------------------- host lists */
+
+/* Append a name to a list (grown by doubling). */
+static int names_add (char ***v, int *n, int *cap, const char *s, size_t len)
+{
+    char *d;
+    if (*n == *cap) {
+        int nc = *cap ? *cap * 2 : 8;
+        char **nv = realloc (*v, (size_t)nc * sizeof (*nv));
+        if (!nv)
+            return -1;
+        *v = nv;
+        *cap = nc;
+    }
+    if (!(d = malloc (len + 1)))
+        return -1;
+    memcpy (d, s, len);
+    d[len] = '\0';
+    (*v)[(*n)++] = d;
+    return 0;
+}
+
+static void names_free (char **v, int n)
+{
+    for (int i = 0; i < n; i++)
+        free (v[i]);
+    free (v);
+}
+
+/*
+ * Expand one host-list item "pre[a-b,c]post[...]" (Slurm style; numbers keep the
+ * width of the lower bound when it has leading zeros) by recursion on the first
+ * bracket group.  Appends to v.  Returns 0, or -1 with 'why' set.
+ */
+static int hl_item (const char *s, size_t len, char ***v, int *n, int *cap,
+                    const char **why)
+{
+    const char *lb = memchr (s, '[', len), *rb, *p;
+    char buf[300];
+
+    if (!lb) {
+        if (memchr (s, ']', len)) {
+            *why = "unbalanced ']'";
+            return -1;
+        }
+        if (len == 0 || len >= 128) {
+            *why = len ? "a node name is longer than 127 characters"
+                       : "empty node name";
+            return -1;
+        }
+        if (*n >= WL_MAX_BUFFER_NODES) {
+            *why = "more than 4096 buffer nodes";
+            return -1;
+        }
+        return names_add (v, n, cap, s, len) < 0 ? (*why = "out of memory", -1) : 0;
+    }
+    if (!(rb = memchr (lb, ']', len - (size_t)(lb - s)))) {
+        *why = "unbalanced '['";
+        return -1;
+    }
+    if (rb == lb + 1) {
+        *why = "empty range '[]'";
+        return -1;
+    }
+    for (p = lb + 1; p < rb;) {
+        const char *e = memchr (p, ',', (size_t)(rb - p));
+        const char *dash;
+        char *end;
+        unsigned long a, b;
+        int width;
+        if (!e)
+            e = rb;
+        dash = memchr (p, '-', (size_t)(e - p));
+        if (p == e || *p < '0' || *p > '9') {
+            *why = "ranges must be numbers such as [01-04,07]";
+            return -1;
+        }
+        errno = 0;
+        a = strtoul (p, &end, 10);
+        if (errno || end != (dash ? dash : e)) {
+            *why = "ranges must be numbers such as [01-04,07]";
+            return -1;
+        }
+        width = (*p == '0' && end - p > 1) ? (int)(end - p) : 0;
+        b = a;
+        if (dash) {
+            if (dash + 1 >= e || dash[1] < '0' || dash[1] > '9') {
+                *why = "ranges must be numbers such as [01-04,07]";
+                return -1;
+            }
+            b = strtoul (dash + 1, &end, 10);
+            if (errno || end != e) {
+                *why = "ranges must be numbers such as [01-04,07]";
+                return -1;
+            }
+            if (b < a) {
+                *why = "a range goes down";
+                return -1;
+            }
+        }
+        if (b - a >= WL_MAX_BUFFER_NODES) {
+            *why = "more than 4096 buffer nodes";
+            return -1;
+        }
+        for (unsigned long x = a; x <= b; x++) {
+            int k = snprintf (buf, sizeof (buf), "%.*s%0*lu%.*s", (int)(lb - s), s,
+                              width, x, (int)(len - (size_t)(rb + 1 - s)), rb + 1);
+            if (k < 0 || (size_t)k >= sizeof (buf)) {
+                *why = "a node name is longer than 127 characters";
+                return -1;
+            }
+            if (hl_item (buf, (size_t)k, v, n, cap, why) < 0)
+                return -1;
+        }
+        p = e < rb ? e + 1 : rb;
+    }
+    return 0;
+}
+
+/* Expand "bb[01-04,07],io1" into names.  Returns the count, or -1 with 'why'. */
+static int hostlist (const char *expr, char ***out, const char **why)
+{
+    char **v = NULL;
+    int n = 0, cap = 0, depth = 0;
+    const char *p = expr, *start = expr;
+
+    for (;; p++) {
+        if (*p == '[')
+            depth++;
+        else if (*p == ']')
+            depth--;
+        if ((*p == ',' && depth == 0) || *p == '\0') {
+            if (hl_item (start, (size_t)(p - start), &v, &n, &cap, why) < 0) {
+                names_free (v, n);
+                return -1;
+            }
+            if (*p == '\0')
+                break;
+            start = p + 1;
+        }
+    }
+    *out = v;
+    return n;
+}
+
 /* ---------------------------------------------------------------- sections */
 
 static int parse_buffers (ctx_t *c, const yn_t *n, wl_platform_t *p)
@@ -596,13 +741,104 @@ static int parse_buffers (ctx_t *c, const yn_t *n, wl_platform_t *p)
                 return -1;
             bb->count = (int)v;
         }
+        /* the nodes of this entry: a host list, or name1..nameN with 'count' */
+        {
+            char **names = NULL;
+            const char *why = NULL;
+            const yn_t *nm = get (b, "name");
+            int k = hostlist (bb->name, &names, &why);
+            bool listed = strchr (bb->name, '[') || strchr (bb->name, ',');
+            if (k < 0)
+                return fail (c, nm, "bad host list '%s': %s", bb->name, why);
+            if (listed && get (b, "count") && bb->count != k) {
+                names_free (names, k);
+                return fail (c, get (b, "count"), "count is %d but '%s' names %d "
+                             "node(s)", bb->count, bb->name, k);
+            }
+            if (!listed && bb->count > 1) {
+                names_free (names, k);
+                names = NULL;
+                k = 0;
+                for (int q = 1; q <= bb->count; q++) {
+                    char nb[160];
+                    int cap = k, l = snprintf (nb, sizeof (nb), "%s%d", bb->name, q);
+                    if (names_add (&names, &k, &cap, nb, (size_t)l) < 0) {
+                        names_free (names, k);
+                        errno = ENOMEM;
+                        return fail (c, nm, "out of memory");
+                    }
+                }
+            }
+            bb->count = k;
+            if (p->nbnodes + k > WL_MAX_BUFFER_NODES) {
+                names_free (names, k);
+                return fail (c, nm, "more than %d buffer nodes", WL_MAX_BUFFER_NODES);
+            }
+            {
+                wl_bnode_t *nv = realloc (p->bnodes, (size_t)(p->nbnodes + k)
+                                          * sizeof (*nv));
+                if (!nv) {
+                    names_free (names, k);
+                    errno = ENOMEM;
+                    return fail (c, nm, "out of memory");
+                }
+                p->bnodes = nv;
+            }
+            for (int q = 0; q < k; q++) {
+                for (int o = 0; o < p->nbnodes; o++) {
+                    if (!strcmp (p->bnodes[o].name, names[q])) {
+                        int line = p->buffers[p->bnodes[o].entry].line;
+                        const char *dup = names[q];
+                        int rc = fail (c, nm, "duplicate buffer node '%s' (first at "
+                                       "line %d)", dup, line);
+                        names_free (names, k);
+                        return rc;
+                    }
+                }
+                p->bnodes[p->nbnodes].name = names[q];
+                p->bnodes[p->nbnodes].entry = (int)i;
+                p->nbnodes++;
+                names[q] = NULL;
+            }
+            free (names);
+        }
     }
+    return 0;
+}
+
+/* MSCA values: numbers > -1, MSCA(1) = 0, at most 16. */
+static int parse_msca (ctx_t *c, const yn_t *x, const char *what, double *out,
+                       int *nout)
+{
+    if (need_type (c, x, YN_SEQ, what) < 0)
+        return -1;
+    if (x->n == 0)
+        return fail (c, x, "'%s' is an empty list", what);
+    if (x->n > 16)
+        return fail (c, x, "'%s' has %zu values; at most 16", what, x->n);
+    for (size_t j = 0; j < x->n; j++) {
+        const yn_t *m = x->kids[j];
+        char *end;
+        double v;
+        if (m->type != YN_SCALAR || m->len == 0)
+            return fail (c, m, "'%s' values must be numbers > -1", what);
+        errno = 0;
+        v = strtod (m->str, &end);
+        if (*end != '\0' || errno == ERANGE || !isfinite (v) || !(v > -1))
+            return fail (c, m, "'%s' values must be numbers > -1", what);
+        if (j == 0 && v != 0)
+            return fail (c, m, "'%s' starts with MSCA(1), which is 0 by definition "
+                         "(BW(1)/BW(1) - 1)", what);
+        out[j] = v;
+    }
+    *nout = (int)x->n;
     return 0;
 }
 
 static int parse_devices (ctx_t *c, const yn_t *n, wl_platform_t *p)
 {
-    static const char *const keys[] = { "name", "msca", NULL };
+    static const char *const keys[] = { "name", "msca", "msca_read", NULL };
+    static const char *const builtin[] = WL_BUILTIN_DEVICES;
     char where[64];
 
     if (need_type (c, n, YN_SEQ, "devices") < 0)
@@ -626,23 +862,24 @@ static int parse_devices (ctx_t *c, const yn_t *n, wl_platform_t *p)
             return fail (c, d, "missing key 'name' in %s", where);
         if (parse_string (c, x, "name", &dd->name) < 0)
             return -1;
-        if ((x = get (d, "msca"))) {
-            if (need_type (c, x, YN_SEQ, "msca") < 0)
-                return -1;
-            if (x->n > 16)
-                return fail (c, x, "'msca' has %zu values; at most 16", x->n);
-            for (size_t j = 0; j < x->n; j++) {
-                const yn_t *m = x->kids[j];
-                char *end;
-                double v;
-                if (m->type != YN_SCALAR || m->len == 0)
-                    return fail (c, m, "'msca' values must be numbers >= 0");
-                errno = 0;
-                v = strtod (m->str, &end);
-                if (*end != '\0' || errno == ERANGE || !isfinite (v) || v < 0)
-                    return fail (c, m, "'msca' values must be numbers >= 0");
-                dd->msca[dd->nmsca++] = v;
-            }
+        for (int q = 0; q < p->ndevices - 1; q++) {
+            if (!strcmp (p->devices[q].name, dd->name))
+                return fail (c, x, "duplicate device '%s' (first at line %d)",
+                             dd->name, p->devices[q].line);
+        }
+        if ((x = get (d, "msca")) && parse_msca (c, x, "msca", dd->msca, &dd->nmsca) < 0)
+            return -1;
+        if ((x = get (d, "msca_read"))
+            && parse_msca (c, x, "msca_read", dd->msca_read, &dd->nmsca_read) < 0)
+            return -1;
+        if (!get (d, "msca")) {
+            bool known = false;
+            for (int q = 0; builtin[q]; q++)
+                known = known || !strcmp (builtin[q], dd->name);
+            if (!known)
+                return fail (c, d, "device '%s' needs 'msca' (its MSCA curve, "
+                             "MSCA(c) for c = 1..16); built-in types are nvme, ssd "
+                             "and hdd", dd->name);
         }
     }
     return 0;
@@ -650,13 +887,17 @@ static int parse_devices (ctx_t *c, const yn_t *n, wl_platform_t *p)
 
 static int check_buffer_devices (ctx_t *c, const wl_platform_t *p)
 {
+    static const char *const builtin[] = WL_BUILTIN_DEVICES;
     for (int i = 0; i < p->nbuffers; i++) {
         bool found = p->buffers[i].device == NULL;
+        for (int j = 0; builtin[j] && !found; j++)
+            found = !strcmp (p->buffers[i].device, builtin[j]);
         for (int j = 0; j < p->ndevices && !found; j++)
             found = !strcmp (p->buffers[i].device, p->devices[j].name);
         if (!found)
             return fail_at (c, p->buffers[i].line, p->buffers[i].col,
-                            "buffers[%d]: unknown device '%s'", i,
+                            "buffers[%d]: unknown device '%s' (not in 'devices:' "
+                            "and not one of nvme, ssd, hdd)", i,
                             p->buffers[i].device);
     }
     return 0;
@@ -665,7 +906,8 @@ static int check_buffer_devices (ctx_t *c, const wl_platform_t *p)
 static int parse_platform (ctx_t *c, const yn_t *n, wl_platform_t *p)
 {
     static const char *const keys[] = { "nodes", "node_bandwidth", "bandwidth",
-                                        "buffers", "devices", NULL };
+                                        "buffers", "devices", "over_provisioning",
+                                        NULL };
     const yn_t *x;
     long v;
 
@@ -691,6 +933,19 @@ static int parse_platform (ctx_t *c, const yn_t *n, wl_platform_t *p)
         return -1;
     if (check_buffer_devices (c, p) < 0)
         return -1;
+    if ((x = get (n, "over_provisioning"))) {
+        char *end;
+        if (x->type != YN_SCALAR || x->len == 0)
+            return fail (c, x, "'over_provisioning' must be a number >= 1");
+        errno = 0;
+        p->overprovision = strtod (x->str, &end);
+        if (*end != '\0' || errno == ERANGE || !isfinite (p->overprovision)
+            || !(p->overprovision >= 1) || p->overprovision > 1000)
+            return fail (c, x, "'over_provisioning' must be a number in [1, 1000]");
+        if (p->nbuffers == 0)
+            return fail (c, key_node (n, "over_provisioning"), "'over_provisioning' "
+                         "needs 'buffers:'");
+    }
     return 0;
 }
 
@@ -699,7 +954,8 @@ static int parse_app (ctx_t *c, const yn_t *n, size_t idx, const wl_platform_t *
 {
     static const char *const keys[] = { "name", "nodes", "release", "iterations",
                                         "w", "io_volume", "count", "io", "w_iter",
-                                        "priority", NULL };
+                                        "priority", "buffer_capacity",
+                                        "buffer_nodes", NULL };
     char where[64];
     const yn_t *x;
     long v;
@@ -772,6 +1028,22 @@ static int parse_app (ctx_t *c, const yn_t *n, size_t idx, const wl_platform_t *
         if (parse_int (c, x, "priority", 1, 10, &v) < 0)
             return -1;
         a->priority = (int)v;
+    }
+    if ((x = get (n, "buffer_capacity"))) {
+        if (p->nbnodes == 0)
+            return fail (c, key_node (n, "buffer_capacity"), "%s: 'buffer_capacity' "
+                         "needs platform 'buffers:'", where);
+        if (parse_quantity (c, x, Q_SIZE, "buffer_capacity", true,
+                            &a->buffer_capacity) < 0)
+            return -1;
+    }
+    if ((x = get (n, "buffer_nodes"))) {
+        if (p->nbnodes == 0)
+            return fail (c, key_node (n, "buffer_nodes"), "%s: 'buffer_nodes' needs "
+                         "platform 'buffers:'", where);
+        if (parse_int (c, x, "buffer_nodes", 1, p->nbnodes, &v) < 0)
+            return -1;
+        a->buffer_nodes = (int)v;
     }
     return 0;
 }
@@ -847,6 +1119,9 @@ void wl_destroy (wl_t *wl)
     free (wl->plat.buffers);
     for (int i = 0; i < wl->plat.ndevices; i++)
         free (wl->plat.devices[i].name);
+    for (int i = 0; i < wl->plat.nbnodes; i++)
+        free (wl->plat.bnodes[i].name);
+    free (wl->plat.bnodes);
     free (wl->plat.devices);
     free (wl->file);
     free (wl);
@@ -1020,6 +1295,7 @@ wl_jobs_t *wl_expand (const wl_t *wl, uint64_t seed, wl_error_t *err)
             j->io = a->io;
             j->w_iter = a->w_iter;
             j->priority = a->priority;
+            j->buffer_nodes = a->buffer_nodes;
             if (!(j->w = malloc ((size_t)a->iterations * sizeof (double)))
                 || !(j->volume = malloc ((size_t)a->iterations * sizeof (double))))
                 goto nomem;
@@ -1027,7 +1303,11 @@ wl_jobs_t *wl_expand (const wl_t *wl, uint64_t seed, wl_error_t *err)
                 j->w[it] = draw (&r, a->w.nlist ? &a->w.list[it] : &a->w.one, false);
                 j->volume[it] = draw (&r, a->volume.nlist ? &a->volume.list[it]
                                       : &a->volume.one, true);
+                if (j->volume[it] > j->buffer_capacity)
+                    j->buffer_capacity = j->volume[it];
             }
+            if (a->buffer_capacity > 0)
+                j->buffer_capacity = a->buffer_capacity;
         }
     }
     return jobs;

@@ -57,10 +57,12 @@ typedef struct {
     double w_iter;          /* hint (s), 0: none */
     int priority;           /* 0: none, else 1..10 */
     int line, col;          /* where the app's mapping starts (1-based) */
+    double buffer_capacity; /* bytes of buffer asked for (0: its largest phase) */
+    int buffer_nodes;       /* at least this many buffer nodes (0: from capacity) */
 } wl_app_t;
 
 typedef struct {
-    char *name;
+    char *name;             /* a name or a host list ("bb[01-04]") */
     double capacity;        /* bytes */
     double bandwidth;       /* bytes/s */
     char *device;           /* name of a device profile, or NULL */
@@ -68,12 +70,24 @@ typedef struct {
     int line, col;
 } wl_buffer_t;
 
+/* One buffer node after host-list expansion (in file order). */
 typedef struct {
     char *name;
-    double msca[16];        /* MSCA(c), c = 1..16 */
+    int entry;              /* index in buffers[] */
+} wl_bnode_t;
+
+typedef struct {
+    char *name;
+    double msca[16];        /* MSCA(c), c = 1..16 (write, and read by default) */
     int nmsca;
+    double msca_read[16];   /* read curve (nmsca_read == 0: the write curve) */
+    int nmsca_read;
     int line, col;
 } wl_device_t;
+
+/* Device types known without a 'devices:' entry (libhsched's built-in curves). */
+#define WL_BUILTIN_DEVICES { "nvme", "ssd", "hdd", NULL }
+#define WL_MAX_BUFFER_NODES 4096
 
 typedef struct {
     int nodes;              /* N */
@@ -84,6 +98,9 @@ typedef struct {
     wl_device_t *devices;
     int ndevices;
     int buffers_line, buffers_col;  /* mark of 'buffers:' (0 when absent) */
+    wl_bnode_t *bnodes;     /* the buffer nodes, host lists expanded */
+    int nbnodes;
+    double overprovision;   /* over_provisioning (0: the default, 2.0) */
 } wl_platform_t;
 
 typedef struct {
@@ -115,6 +132,8 @@ typedef struct {
     wl_io_t io;
     double w_iter;          /* hint or 0 */
     int priority;
+    double buffer_capacity; /* bytes asked for (the app's, or the largest phase) */
+    int buffer_nodes;
 } wl_job_t;
 
 typedef struct {

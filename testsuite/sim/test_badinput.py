@@ -54,9 +54,9 @@ CASES = [
      "    w: 1 s\n    io_volume: 1 GB\n    io: append\n",
      "11:9: 'io' must be write or read"),
     ("empty", "", "1:1: empty workload"),
-    ("buffers", PLAT + "  buffers:\n    - name: bb\n      capacity: 1 TB\n"
-     "      bandwidth: 5 GB/s\napps:\n" + APP.format(n="a"),
-     "6:5: buffers are not supported yet"),
+    ("buffers_unknown_device", PLAT + "  buffers:\n    - name: bb\n"
+     "      capacity: 1 TB\n      bandwidth: 5 GB/s\n      device: tape\napps:\n"
+     + APP.format(n="a"), "6:7: buffers[0]: unknown device 'tape'"),
 ]
 
 

@@ -46,8 +46,8 @@ def test_usage_errors(bbsim, args):
 def test_gen_bad_values(bbsim):
     assert bbsim("gen", "iosets", "--nh", "abc").returncode == 1
     assert bbsim("gen", "gainaru", "--scenario", "huge").returncode == 1
-    p = bbsim("gen", "harmonia", "--seed", "1")
-    assert p.returncode == 1 and "not yet available" in p.stderr
+    p = bbsim("gen", "harmonia", "--profile", "nosuch")
+    assert p.returncode == 1 and "--profile must be" in p.stderr
 
 
 def test_json_contract(bbsim):

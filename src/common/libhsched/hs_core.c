@@ -66,6 +66,17 @@ struct job {
     double w_iter;          /* w_iter used for this phase */
     hs_dir_t dir;
     bool active;            /* rate > 0 at the last decision */
+    /* buffer tier (doc/buffer-tier.md) */
+    int *place;             /* nodes of the pending phase (nplace; core-owned) */
+    int nplace;
+    int place_cap;
+    bool placed;            /* placement decided */
+    double alone_bw;        /* the phase's rate alone on its placement */
+    bool throttled;         /* rate limited by a full node at the last decision */
+    double arrive;          /* time of hs_job_arrive() */
+    double held0;           /* sum over the allocation of node occupancy integrals
+                               at arrival */
+    double alloc_cap;       /* sum of the (finite) capacities of the allocation */
     /* history */
     double last_io_end;     /* finish of the previous phase, r_k if none */
     double first_req;
@@ -101,6 +112,29 @@ struct hs_sched {
     hs_view_t *views;       /* decision scratch */
     struct idsort { uint64_t id; size_t slot; } *ids;
     size_t scratch_cap;
+
+    /* buffer tier (nbuffers > 0) */
+    struct bnode *nodes;
+    double bt;              /* time the nodes' state refers to */
+    struct bscratch *bs;
+};
+
+/* One buffer node's dynamic state.  Occupancy is piecewise linear between two
+ * decisions (slope inflow - drain), clamped to [0, cap]. */
+struct bnode {
+    double cap;             /* bytes (INFINITY when the platform gave 0) */
+    double bw;              /* B_j, bytes/s (B when the platform gave 0) */
+    double occ;             /* bytes at s->bt */
+    double occ_int;         /* integral of occ from creation to s->bt, byte.s */
+    double inflow;          /* bytes/s written in (last decision) */
+    double drain;           /* bytes/s drained to the PFS (last decision) */
+    double readrate;        /* bytes/s read (last decision) */
+    int streams;            /* streams moving data (last decision) */
+    int placed;             /* pending phases placed on it */
+    bool full;
+    /* figures */
+    double busy, conc_int, written, read, drained, occ_max, full_time;
+    int conc_max;
 };
 
 /* ------------------------------------------------------------------ helpers */
@@ -255,24 +289,40 @@ static double completion_time(const struct job *j)
 /* Progress is integrated lazily, per phase: j->done and j->st.io_wait hold the
  * state at j->t_sync, and the rate is constant until the next decision (which syncs
  * every pending phase).  job_at() computes the state at 'now' >= t_sync. */
-static void job_at(const struct job *j, double now, double *done, double *io_wait)
+static void job_at3(const struct job *j, double now, double *done, double *io_wait,
+                    double *bfull)
 {
     double dt = now - j->t_sync;
 
     *done = j->done;
     *io_wait = j->st.io_wait;
+    if (bfull)
+        *bfull = j->st.buffer_full;
     if (!(dt > 0) || done_complete(j, j->done))
         return;
     if (j->rate > 0) {
         /* the same expression as hs_sched_next_event(): advancing exactly to the
          * time it returned completes the phase exactly */
-        if (now >= completion_time(j))
+        double tc = completion_time(j);     /* before *done (may alias j->done) */
+        double t0 = j->t_sync;
+        if (now >= tc) {
             *done = j->vol;
-        else
+            if (bfull && j->throttled)
+                *bfull += tc - t0;
+        }
+        else {
             *done = fmin(j->vol, j->done + j->rate * dt);
+            if (bfull && j->throttled)
+                *bfull += dt;
+        }
     }
     else
         *io_wait += dt;
+}
+
+static void job_at(const struct job *j, double now, double *done, double *io_wait)
+{
+    job_at3(j, now, done, io_wait, NULL);
 }
 
 static bool phase_complete(const hs_sched_t *s, const struct job *j)
@@ -287,7 +337,7 @@ static bool phase_complete(const hs_sched_t *s, const struct job *j)
 static void sync_job(const hs_sched_t *s, struct job *j)
 {
     if (j->pending && j->t_sync < s->now) {
-        job_at(j, s->now, &j->done, &j->st.io_wait);
+        job_at3(j, s->now, &j->done, &j->st.io_wait, &j->st.buffer_full);
         j->t_sync = s->now;
     }
 }
@@ -385,6 +435,815 @@ static int policy_start(hs_sched_t *s, const hs_policy_t *pol,
     return 0;
 }
 
+/* ------------------------------------------------------------------ buffer nodes */
+
+static bool has_buffers(const hs_sched_t *s)
+{
+    return s->plat.nbuffers > 0;
+}
+
+/* Node b advanced by dt >= 0 at its current rates (pure): occupancy moves at
+ * inflow - drain and stops at 0 or at the capacity; past that point the node passes
+ * data through (empty: drains what comes in; full: takes what drains). */
+static void node_at(const struct bnode *b, double dt, struct bnode *o)
+{
+    double slope = b->inflow - b->drain;
+    double tl = dt;                     /* linear part */
+    double rest = 0;                    /* clamped part */
+    double occ1;
+
+    *o = *b;
+    if (!(dt > 0) || !isfinite(dt))
+        return;
+    if (slope > 0 && isfinite(b->cap)) {
+        double th = (b->cap - b->occ) / slope;
+        if (th < dt) {
+            tl = th > 0 ? th : 0;
+            rest = dt - tl;
+        }
+    }
+    else if (slope < 0) {
+        double th = b->occ / -slope;
+        if (th < dt) {
+            tl = th > 0 ? th : 0;
+            rest = dt - tl;
+        }
+    }
+    occ1 = b->occ + slope * tl;
+    if (rest > 0)
+        occ1 = slope > 0 ? b->cap : 0;
+    if (occ1 < 0)
+        occ1 = 0;
+    if (occ1 > b->cap)
+        occ1 = b->cap;
+    o->occ = occ1;
+    o->occ_int = b->occ_int + 0.5 * (b->occ + occ1) * tl + occ1 * rest;
+    if (slope > 0) {                    /* clamped full: inflow limited to drain */
+        o->written = b->written + b->inflow * tl + b->drain * rest;
+        o->drained = b->drained + b->drain * dt;
+    }
+    else {                              /* clamped empty: drain limited to inflow */
+        o->written = b->written + b->inflow * dt;
+        o->drained = b->drained + b->drain * tl + b->inflow * rest;
+    }
+    o->read = b->read + b->readrate * dt;
+    if (b->streams > 0) {
+        o->busy = b->busy + dt;
+        o->conc_int = b->conc_int + b->streams * dt;
+    }
+    if (b->full || (rest > 0 && slope > 0))
+        o->full_time = b->full_time + (b->full ? dt : rest);
+    if (occ1 > o->occ_max)
+        o->occ_max = occ1;
+}
+
+static bool node_empty(const struct bnode *b)
+{
+    return b->occ <= HS_EPS_REL * (isfinite(b->cap) ? fmax(b->cap, 1.) : 1.);
+}
+
+static bool node_full(const struct bnode *b)
+{
+    return isfinite(b->cap) && b->cap - b->occ <= HS_EPS_REL * b->cap;
+}
+
+static void nodes_sync(hs_sched_t *s)
+{
+    int i;
+
+    if (!has_buffers(s))
+        return;
+    if (!isfinite(s->bt)) {
+        s->bt = s->now;
+        return;
+    }
+    if (!(s->now > s->bt))
+        return;
+    for (i = 0; i < s->plat.nbuffers; i++) {
+        struct bnode o;
+        node_at(&s->nodes[i], s->now - s->bt, &o);
+        if (node_empty(&o))
+            o.occ = 0;
+        else if (node_full(&o))
+            o.occ = o.cap;
+        s->nodes[i] = o;
+    }
+    s->bt = s->now;
+}
+
+/* Occupancy integral of node i at s->now. */
+static double node_int_now(const hs_sched_t *s, int i)
+{
+    struct bnode o;
+
+    node_at(&s->nodes[i], s->now - s->bt, &o);
+    return o.occ_int;
+}
+
+/* The nodes a job may use: its allocation, or every node when it has none
+ * (except under static, where no allocation means the PFS). */
+static int job_nodes(const hs_sched_t *s, const struct job *j, const int **list)
+{
+    *list = j->alloc;
+    if (j->info.nalloc > 0)
+        return j->info.nalloc;
+    if (s->pol.kind == HS_POL_STATIC)
+        return 0;
+    *list = NULL;                       /* all: 0..nbuffers-1 */
+    return s->plat.nbuffers;
+}
+
+static int nodes_at(const int *list, int k)
+{
+    return list ? list[k] : k;
+}
+
+/* Stripe count of a job's phases. */
+static int job_stripe(const hs_sched_t *s, const struct job *j)
+{
+    const int *list;
+    int n = job_nodes(s, j, &list);
+    int m;
+
+    if (s->pol.kind == HS_POL_STATIC)
+        return n;
+    m = j->info.stripe > 0 ? j->info.stripe : 1;
+    return m < n ? m : n;
+}
+
+static double buffers_sum_int(const hs_sched_t *s, const struct job *j)
+{
+    const int *list;
+    int n = job_nodes(s, j, &list), k;
+    double sum = 0;
+
+    for (k = 0; k < n; k++)
+        sum += node_int_now(s, nodes_at(list, k));
+    return sum;
+}
+
+/* Job-level cap with buffers: min(beta b, sum of the 'stripe' largest B_j). */
+static double job_cap_buffers(const hs_sched_t *s, const struct job *j)
+{
+    const int *list;
+    int n = job_nodes(s, j, &list), m = job_stripe(s, j), k, r;
+    double sum = 0, prev = INFINITY;
+    int taken = 0;
+
+    if (n == 0 || m == 0)
+        return fmin(j->info.nodes * s->plat.node_bw, s->plat.bw);
+    /* m largest bandwidths (m passes over n; m and n are small) */
+    for (r = 0; r < m; r++) {
+        double best = -1;
+        int cnt = 0;
+        for (k = 0; k < n; k++) {
+            double bw = s->nodes[nodes_at(list, k)].bw;
+            if (bw < prev && bw > best)
+                best = bw;
+        }
+        if (best < 0)
+            break;
+        for (k = 0; k < n; k++)
+            cnt += s->nodes[nodes_at(list, k)].bw == best;
+        while (cnt-- > 0 && taken < m) {
+            sum += best;
+            taken++;
+        }
+        prev = best;
+        if (taken >= m)
+            break;
+    }
+    return fmin(j->info.nodes * s->plat.node_bw, sum);
+}
+
+static int set_place(struct job *j, const int *nodes, int n)
+{
+    if (n > j->place_cap) {
+        int *p = realloc(j->place, (size_t)n * sizeof(*p));
+        if (!p)
+            return -1;
+        j->place = p;
+        j->place_cap = n;
+    }
+    if (n > 0)
+        memcpy(j->place, nodes, (size_t)n * sizeof(*nodes));
+    j->nplace = n;
+    j->placed = true;
+    return 0;
+}
+
+static double place_alone_bw(const hs_sched_t *s, const struct job *j)
+{
+    double sum = 0;
+    int k;
+
+    if (j->nplace == 0)
+        return fmin(j->info.nodes * s->plat.node_bw, s->plat.bw);
+    for (k = 0; k < j->nplace; k++)
+        sum += s->nodes[j->place[k]].bw;
+    return fmin(j->info.nodes * s->plat.node_bw, sum);
+}
+
+/* Scratch of a buffer-mode decision (grown, never shrunk). */
+struct bscratch {
+    size_t ncap, scap, ncap_nodes;
+    hs_view_t *gv;          /* views of one group */
+    size_t *gidx;           /* group member -> stripe id */
+    size_t *off;            /* n + 1: first stripe of phase i */
+    size_t *sphase;         /* stripe -> phase index */
+    int *snode;             /* stripe -> node */
+    double *sgrant, *srate;
+    size_t *sorder;         /* stripes sorted by node */
+    size_t *nfirst;         /* nbuffers + 1 */
+    double *pgrant, *prate;
+    double *wcap, *wout;
+    hs_wf_item_t *wsc;
+    int *tmp;               /* placement scratch */
+};
+
+static void bscratch_free(struct bscratch *b)
+{
+    if (!b)
+        return;
+    free(b->gv);
+    free(b->gidx);
+    free(b->off);
+    free(b->sphase);
+    free(b->snode);
+    free(b->sgrant);
+    free(b->srate);
+    free(b->sorder);
+    free(b->nfirst);
+    free(b->pgrant);
+    free(b->prate);
+    free(b->wcap);
+    free(b->wout);
+    free(b->wsc);
+    free(b->tmp);
+    free(b);
+}
+
+static int bscratch_reserve(hs_sched_t *s, size_t n, size_t ns)
+{
+    struct bscratch *b = s->bs;
+    size_t nb = (size_t)s->plat.nbuffers;
+    size_t nn = n + nb + 1;             /* flows of the PFS water-filling */
+    size_t need = ns > nn ? ns : nn;
+
+    if (!b) {
+        if (!(b = calloc(1, sizeof(*b))))
+            return -1;
+        s->bs = b;
+    }
+    if (n + 1 > b->ncap) {
+        size_t c = n + 1 > 64 ? n + 1 : 64;
+        void *p;
+#define RE(f) if (!(p = realloc(b->f, c * sizeof(*b->f)))) return -1; b->f = p
+        RE(off); RE(pgrant); RE(prate);
+#undef RE
+        b->ncap = c;
+    }
+    if (need > b->scap) {
+        size_t c = need > 64 ? need : 64;
+        void *p;
+#define RE(f) if (!(p = realloc(b->f, c * sizeof(*b->f)))) return -1; b->f = p
+        RE(gv); RE(gidx); RE(sphase); RE(snode); RE(sgrant); RE(srate); RE(sorder);
+        RE(wcap); RE(wout); RE(wsc);
+#undef RE
+        b->scap = c;
+    }
+    if (nb + 1 > b->ncap_nodes) {
+        void *p;
+        if (!(p = realloc(b->nfirst, (nb + 1) * sizeof(*b->nfirst))))
+            return -1;
+        b->nfirst = p;
+        if (!(p = realloc(b->tmp, (nb + 1) * sizeof(*b->tmp))))
+            return -1;
+        b->tmp = p;
+        b->ncap_nodes = nb + 1;
+    }
+    return 0;
+}
+
+static int cmp_wf_key(const void *a, const void *b)
+{
+    const hs_wf_item_t *x = a;
+    const hs_wf_item_t *y = b;
+
+    if (x->key != y->key)
+        return x->key < y->key ? -1 : 1;
+    return (x->idx > y->idx) - (x->idx < y->idx);
+}
+
+/* Max-min fair sharing of 'total' among n flows with caps: out[i] = min(cap[i],
+ * level).  O(n log n). */
+static void waterfill(const double *cap, double *out, size_t n, double total,
+                      hs_wf_item_t *sc)
+{
+    double avail = total;
+    size_t i;
+
+    for (i = 0; i < n; i++) {
+        sc[i].key = cap[i] > 0 ? cap[i] : 0;
+        sc[i].idx = i;
+        out[i] = 0;
+    }
+    if (n > 1)
+        qsort(sc, n, sizeof(*sc), cmp_wf_key);
+    for (i = 0; i < n; i++) {
+        double level = avail / (double)(n - i);
+        if (sc[i].key <= level) {
+            out[sc[i].idx] = sc[i].key;
+            avail -= sc[i].key;
+            if (avail < 0)
+                avail = 0;
+            continue;
+        }
+        for (; i < n; i++)
+            out[sc[i].idx] = level;
+        return;
+    }
+}
+
+/* MSCA of a node for a mix of nw write and nr read streams (c = nw + nr). */
+static double mix_bw(const hs_sched_t *s, int node, int nw, int nr)
+{
+    const hs_buffer_t *b = &s->plat.buffers[node];
+    int c = nw + nr;
+    double m;
+
+    if (c <= 0)
+        return s->nodes[node].bw;
+    m = (nw * hs_msca(b, HS_DIR_WRITE, c) + nr * hs_msca(b, HS_DIR_READ, c)) / c;
+    return s->nodes[node].bw / (1. + m);
+}
+
+/*
+ * Place the phases that have no placement yet (policies without 'places'): the m
+ * nodes of the job's allocation with the fewest placed phases, then the most free
+ * space, then the lowest index; static: the whole allocation.  Counts placed[].
+ */
+static int place_phases(hs_sched_t *s, size_t n)
+{
+    struct bscratch *bs = s->bs;
+    size_t i;
+    int k;
+
+    for (k = 0; k < s->plat.nbuffers; k++)
+        s->nodes[k].placed = 0;
+    for (i = 0; i < n; i++) {
+        struct job *j = &s->jobs[s->ids[i].slot];
+        if (j->placed && !s->views[i].complete) {
+            for (k = 0; k < j->nplace; k++)
+                s->nodes[j->place[k]].placed++;
+        }
+    }
+    for (i = 0; i < n; i++) {
+        struct job *j = &s->jobs[s->ids[i].slot];
+        const int *list;
+        int na, m, r;
+        if (j->placed)
+            continue;
+        na = job_nodes(s, j, &list);
+        m = job_stripe(s, j);
+        if (s->pol.kind == HS_POL_STATIC) {
+            for (r = 0; r < na; r++)
+                bs->tmp[r] = nodes_at(list, r);
+            m = na;
+        }
+        else {
+            for (r = 0; r < m; r++) {
+                int best = -1;
+                for (k = 0; k < na; k++) {
+                    int x = nodes_at(list, k);
+                    const struct bnode *bx = &s->nodes[x];
+                    int q;
+                    bool taken = false;
+                    for (q = 0; q < r; q++)
+                        taken = taken || bs->tmp[q] == x;
+                    if (taken)
+                        continue;
+                    if (best < 0) {
+                        best = x;
+                        continue;
+                    }
+                    {
+                        const struct bnode *bb = &s->nodes[best];
+                        double fx = bx->cap - bx->occ, fb = bb->cap - bb->occ;
+                        if (bx->placed < bb->placed
+                            || (bx->placed == bb->placed
+                                && (fx > fb || (fx == fb && x < best))))
+                            best = x;
+                    }
+                }
+                bs->tmp[r] = best;
+            }
+        }
+        if (set_place(j, bs->tmp, m) < 0)
+            return -1;
+        if (!s->views[i].complete) {
+            for (r = 0; r < m; r++)
+                s->nodes[bs->tmp[r]].placed++;
+        }
+    }
+    return 0;
+}
+
+/* A policy with 'places' chose v->buffer: apply it to phases not started. */
+static int apply_policy_places(hs_sched_t *s, size_t n)
+{
+    size_t i;
+
+    for (i = 0; i < n; i++) {
+        hs_view_t *v = &s->views[i];
+        struct job *j = &s->jobs[s->ids[i].slot];
+        const int *list;
+        int na = job_nodes(s, j, &list), k;
+        bool ok = v->buffer == -1;
+        if (j->placed && j->done > 0)
+            continue;                   /* started: its placement is fixed */
+        for (k = 0; k < na && !ok; k++)
+            ok = nodes_at(list, k) == v->buffer;
+        if (!ok) {
+            errno = EPROTO;
+            return -1;
+        }
+        if (set_place(j, &v->buffer, v->buffer < 0 ? 0 : 1) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* Call the policy on the views of one group (indices bs->gidx[] into the stripe
+ * arrays), with B = 'B'.  Fills bs->sgrant of the members. */
+static int group_decide(hs_sched_t *s, const hs_ctx_t *ctx, size_t g, double B,
+                        bool stripes)
+{
+    struct bscratch *bs = s->bs;
+    hs_platform_t plat = s->plat;
+    hs_ctx_t c2 = *ctx;
+    double sum = 0;
+    size_t q;
+
+    plat.bw = B;
+    c2.plat = &plat;
+    for (q = 0; q < g; q++) {
+        size_t st = bs->gidx[q];
+        size_t i = stripes ? bs->sphase[st] : st;
+        const struct job *j = &s->jobs[s->ids[i].slot];
+        double m = stripes ? (double)j->nplace : 1.;
+        hs_view_t *v = &bs->gv[q];
+        *v = s->views[i];
+        v->cap = fmin(v->cap / m, B);
+        v->volume /= m;
+        v->remaining /= m;
+        v->bw = 0;
+        v->weight = 0;
+        v->start = INFINITY;
+    }
+    if (g > 0 && s->ops->decide(s->pstate, &c2, bs->gv, g) < 0)
+        return -1;
+    for (q = 0; q < g; q++) {
+        hs_view_t *v = &bs->gv[q];
+        if (!isfinite(v->bw) || v->bw < 0 || v->bw > v->cap * (1 + HS_EPS_REL)) {
+            errno = EPROTO;
+            return -1;
+        }
+        if (v->complete)
+            v->bw = 0;
+        sum += v->bw;
+    }
+    if (sum > B * (1 + HS_EPS_REL)) {
+        errno = EPROTO;
+        return -1;
+    }
+    for (q = 0; q < g; q++) {
+        size_t st = bs->gidx[q];
+        size_t i = stripes ? bs->sphase[st] : st;
+        if (stripes)
+            bs->sgrant[st] = fmin(bs->gv[q].bw, bs->gv[q].cap);
+        else
+            bs->pgrant[i] = fmin(bs->gv[q].bw, bs->gv[q].cap);
+        if (bs->gv[q].bw > 0 || !stripes) {
+            s->views[i].weight = bs->gv[q].weight;
+            if (bs->gv[q].start < s->views[i].start)
+                s->views[i].start = bs->gv[q].start;
+        }
+    }
+    return 0;
+}
+
+/* phase rate = m x min over its stripes of the stripe rate; stripes follow it. */
+static void stripes_follow(hs_sched_t *s, size_t n)
+{
+    struct bscratch *bs = s->bs;
+    size_t i, st;
+
+    for (i = 0; i < n; i++) {
+        size_t m = bs->off[i + 1] - bs->off[i];
+        double mn = INFINITY;
+        if (m == 0)
+            continue;
+        for (st = bs->off[i]; st < bs->off[i + 1]; st++)
+            mn = fmin(mn, bs->srate[st]);
+        bs->prate[i] = fmin((double)m * mn, s->views[i].cap);
+        for (st = bs->off[i]; st < bs->off[i + 1]; st++)
+            bs->srate[st] = bs->prate[i] / (double)m;
+    }
+}
+
+/* Share each node's BW(c) among its granted stripes, capped by 'caps' (per stripe). */
+static void device_share(hs_sched_t *s, const double *caps)
+{
+    struct bscratch *bs = s->bs;
+    int k;
+
+    for (k = 0; k < s->plat.nbuffers; k++) {
+        size_t a = bs->nfirst[k], b = bs->nfirst[k + 1], q, g = 0;
+        int nw = 0, nr = 0;
+        for (q = a; q < b; q++) {
+            size_t st = bs->sorder[q];
+            if (caps[st] > 0) {
+                if (s->views[bs->sphase[st]].dir == HS_DIR_READ)
+                    nr++;
+                else
+                    nw++;
+                bs->wcap[g++] = caps[st];
+            }
+        }
+        waterfill(bs->wcap, bs->wout, g, mix_bw(s, k, nw, nr), bs->wsc);
+        g = 0;
+        for (q = a; q < b; q++) {
+            size_t st = bs->sorder[q];
+            bs->srate[st] = caps[st] > 0 ? bs->wout[g++] : 0;
+        }
+    }
+}
+
+/*
+ * One decision on a platform with buffers (doc/buffer-tier.md §3):
+ *   1. placement; 2. the policy's grants (per node, or once for 'places'
+ *   policies; static: none); 3. the MSCA model per node; 4. the PFS shared by the
+ *   drains and the phases sent to it; 5. full nodes limit their writers to their
+ *   drain.  Leaves the rates in s->views[i].bw.
+ */
+static int decide_buffers(hs_sched_t *s, const hs_ctx_t *ctx, size_t n)
+{
+    struct bscratch *bs;
+    int nb = s->plat.nbuffers, k;
+    size_t i, st, ns = 0, ndirect = 0, nf;
+    double B = s->plat.bw;
+
+    for (i = 0; i < n; i++) {
+        const struct job *j = &s->jobs[s->ids[i].slot];
+        const int *list;
+        ns += (size_t)job_nodes(s, j, &list);
+    }
+    if (bscratch_reserve(s, n, ns + n) < 0)
+        return -1;
+    bs = s->bs;
+
+    /* 1. placement */
+    if (s->ops->places) {
+        for (i = 0; i < n; i++) {
+            struct job *j = &s->jobs[s->ids[i].slot];
+            s->views[i].buffer = j->placed && j->nplace > 0 ? j->place[0] : -1;
+        }
+        if (n > 0 && s->ops->decide(s->pstate, ctx, s->views, n) < 0)
+            return -1;
+        if (apply_policy_places(s, n) < 0)
+            return -1;
+    }
+    else if (place_phases(s, n) < 0)
+        return -1;
+
+    /* stripes */
+    ns = 0;
+    for (i = 0; i < n; i++) {
+        struct job *j = &s->jobs[s->ids[i].slot];
+        hs_view_t *v = &s->views[i];
+        bs->off[i] = ns;
+        j->alone_bw = place_alone_bw(s, j);
+        v->cap = j->alone_bw;
+        v->nplace = j->nplace;
+        v->place = j->place;
+        v->buffer = j->nplace > 0 ? j->place[0] : -1;
+        for (k = 0; k < j->nplace; k++) {
+            bs->sphase[ns] = i;
+            bs->snode[ns] = j->place[k];
+            bs->sgrant[ns] = 0;
+            bs->srate[ns] = 0;
+            ns++;
+        }
+        if (j->nplace == 0)
+            ndirect++;
+        bs->pgrant[i] = 0;
+        bs->prate[i] = 0;
+    }
+    bs->off[n] = ns;
+    /* stripes by node (counting sort) */
+    for (k = 0; k <= nb; k++)
+        bs->nfirst[k] = 0;
+    for (st = 0; st < ns; st++)
+        bs->nfirst[bs->snode[st] + 1]++;
+    for (k = 0; k < nb; k++)
+        bs->nfirst[k + 1] += bs->nfirst[k];
+    for (k = 0; k < nb; k++)
+        s->nodes[k].streams = (int)bs->nfirst[k];      /* reused as a cursor */
+    for (st = 0; st < ns; st++)
+        bs->sorder[s->nodes[bs->snode[st]].streams++] = st;
+
+    /* 2. grants */
+    if (s->ops->places) {
+        for (i = 0; i < n; i++) {
+            hs_view_t *v = &s->views[i];
+            if (!isfinite(v->bw) || v->bw < 0) {
+                errno = EPROTO;
+                return -1;
+            }
+            bs->pgrant[i] = v->complete ? 0 : fmin(v->bw, v->cap);
+        }
+    }
+    else if (s->pol.kind == HS_POL_STATIC) {
+        for (i = 0; i < n; i++)
+            bs->pgrant[i] = s->views[i].complete ? 0 : s->views[i].cap;
+    }
+    else {
+        size_t g = 0;
+        /* the PFS group */
+        for (i = 0; i < n; i++) {
+            if (s->jobs[s->ids[i].slot].nplace == 0)
+                bs->gidx[g++] = i;
+        }
+        if (g > 0 && group_decide(s, ctx, g, B, false) < 0)
+            return -1;
+        /* one group per node, B = BW(c) of the streams it lets run */
+        for (k = 0; k < nb; k++) {
+            size_t a = bs->nfirst[k], b = bs->nfirst[k + 1], q;
+            int nw = 0, nr = 0, c, it;
+            g = 0;
+            for (q = a; q < b; q++) {
+                size_t x = bs->sorder[q];
+                if (s->views[bs->sphase[x]].complete)
+                    continue;
+                bs->gidx[g++] = x;
+                if (s->views[bs->sphase[x]].dir == HS_DIR_READ)
+                    nr++;
+                else
+                    nw++;
+            }
+            if (g == 0)
+                continue;
+            c = nw + nr;
+            for (it = 0; it < 3; it++) {
+                int gw = 0, gr = 0;
+                if (group_decide(s, ctx, g, mix_bw(s, k, nw, nr), true) < 0)
+                    return -1;
+                for (q = 0; q < g; q++) {
+                    if (bs->sgrant[bs->gidx[q]] > 0) {
+                        if (s->views[bs->sphase[bs->gidx[q]]].dir == HS_DIR_READ)
+                            gr++;
+                        else
+                            gw++;
+                    }
+                }
+                if (gw + gr == c || gw + gr == 0)
+                    break;
+                nw = gw;
+                nr = gr;
+                c = gw + gr;
+            }
+        }
+        for (i = 0; i < n; i++) {
+            size_t m = bs->off[i + 1] - bs->off[i];
+            double mn = INFINITY;
+            if (m == 0)
+                continue;
+            for (st = bs->off[i]; st < bs->off[i + 1]; st++)
+                mn = fmin(mn, bs->sgrant[st]);
+            bs->pgrant[i] = fmin((double)m * mn, s->views[i].cap);
+        }
+    }
+
+    /* 3. the device model: BW(c) of each node shared max-min among its granted
+     * stripes (twice: what a stripe cannot use because of another node goes to
+     * the others) */
+    for (i = 0; i < n; i++) {
+        size_t m = bs->off[i + 1] - bs->off[i];
+        for (st = bs->off[i]; st < bs->off[i + 1]; st++)
+            bs->sgrant[st] = bs->pgrant[i] / (double)m;
+        if (m == 0)
+            bs->prate[i] = bs->pgrant[i];
+    }
+    device_share(s, bs->sgrant);
+    /* second pass: a stripe is capped by what its phase's other stripes got, and
+     * what it leaves goes to the others on its node */
+    for (i = 0; i < n; i++) {
+        size_t m = bs->off[i + 1] - bs->off[i];
+        for (st = bs->off[i]; st < bs->off[i + 1]; st++) {
+            double c = bs->pgrant[i] / (double)m;
+            size_t t2;
+            for (t2 = bs->off[i]; t2 < bs->off[i + 1]; t2++) {
+                if (t2 != st)
+                    c = fmin(c, bs->srate[t2]);
+            }
+            bs->sgrant[st] = c;
+        }
+    }
+    device_share(s, bs->sgrant);
+    stripes_follow(s, n);
+
+    /* 4. the PFS: max-min among the drains and the direct phases */
+    for (k = 0; k < nb; k++) {
+        struct bnode *b = &s->nodes[k];
+        double in = 0;
+        size_t q;
+        for (q = bs->nfirst[k]; q < bs->nfirst[k + 1]; q++) {
+            size_t x = bs->sorder[q];
+            if (s->views[bs->sphase[x]].dir != HS_DIR_READ)
+                in += bs->srate[x];
+        }
+        b->inflow = in;
+        /* a node holding data drains at up to B_j; an empty one passes through
+         * what comes in */
+        bs->wcap[k] = node_empty(b) ? fmin(b->bw, in) : b->bw;
+    }
+    nf = (size_t)nb;
+    for (i = 0; i < n; i++) {
+        if (bs->off[i + 1] == bs->off[i])
+            bs->wcap[nf++] = bs->pgrant[i];
+    }
+    waterfill(bs->wcap, bs->wout, nf, B, bs->wsc);
+    for (k = 0; k < nb; k++)
+        s->nodes[k].drain = bs->wout[k];
+    nf = (size_t)nb;
+    for (i = 0; i < n; i++) {
+        if (bs->off[i + 1] == bs->off[i])
+            bs->prate[i] = bs->wout[nf++];
+    }
+
+    /* 5. full nodes: writers get what drains */
+    for (i = 0; i < n; i++)
+        s->jobs[s->ids[i].slot].throttled = false;
+    for (k = 0; k < nb; k++) {
+        struct bnode *b = &s->nodes[k];
+        size_t q, g = 0;
+        b->full = node_full(b);
+        if (!b->full || !(b->inflow > b->drain * (1 + HS_EPS_REL)))
+            continue;
+        for (q = bs->nfirst[k]; q < bs->nfirst[k + 1]; q++) {
+            size_t x = bs->sorder[q];
+            if (s->views[bs->sphase[x]].dir != HS_DIR_READ && bs->srate[x] > 0)
+                bs->wcap[g++] = bs->srate[x];
+        }
+        waterfill(bs->wcap, bs->wout, g, b->drain, bs->wsc);
+        g = 0;
+        for (q = bs->nfirst[k]; q < bs->nfirst[k + 1]; q++) {
+            size_t x = bs->sorder[q];
+            if (s->views[bs->sphase[x]].dir != HS_DIR_READ && bs->srate[x] > 0) {
+                if (bs->wout[g] < bs->srate[x])
+                    s->jobs[s->ids[bs->sphase[x]].slot].throttled = true;
+                bs->srate[x] = bs->wout[g++];
+            }
+        }
+    }
+    stripes_follow(s, n);
+
+    /* the nodes' rates from the final stripe rates */
+    for (k = 0; k < nb; k++) {
+        struct bnode *b = &s->nodes[k];
+        size_t q;
+        double in = 0, rd = 0;
+        int c = 0;
+        for (q = bs->nfirst[k]; q < bs->nfirst[k + 1]; q++) {
+            size_t x = bs->sorder[q];
+            if (bs->srate[x] <= 0)
+                continue;
+            c++;
+            if (s->views[bs->sphase[x]].dir == HS_DIR_READ)
+                rd += bs->srate[x];
+            else
+                in += bs->srate[x];
+        }
+        b->inflow = in;
+        b->readrate = rd;
+        b->streams = c;
+        if (c > b->conc_max)
+            b->conc_max = c;
+        if (node_empty(b))
+            b->drain = fmin(b->drain, in);          /* empty: drains what comes */
+    }
+    for (i = 0; i < n; i++) {
+        hs_view_t *v = &s->views[i];
+        v->bw = v->complete ? 0 : fmin(bs->prate[i], v->cap);
+        if (s->pol.kind == HS_POL_STATIC || s->ops->places) {
+            if (v->bw > 0 && !(v->weight > 0))
+                v->weight = v->bw / fmax(v->cap, 1e-300);
+        }
+    }
+    return 0;
+}
+
 /* ------------------------------------------------------------------ lifecycle */
 
 hs_sched_t *hs_sched_create(const hs_platform_t *plat, const hs_policy_t *pol,
@@ -419,8 +1278,15 @@ hs_sched_t *hs_sched_create(const hs_platform_t *plat, const hs_policy_t *pol,
     }
     for (i = 0; i < plat->nbuffers; i++) {
         const hs_buffer_t *b = &plat->buffers[i];
-        if (b->nmsca < 0 || b->nmsca > 16 || !(b->capacity >= 0)
-            || !(b->bandwidth >= 0)) {
+        int k;
+        bool ok = !(b->nmsca < 0 || b->nmsca > 16 || b->nmsca_read < 0
+                    || b->nmsca_read > 16 || !(b->capacity >= 0)
+                    || !(b->bandwidth >= 0) || isinf(b->bandwidth));
+        for (k = 0; ok && k < b->nmsca; k++)
+            ok = b->msca[k] > -1 && isfinite(b->msca[k]);
+        for (k = 0; ok && k < b->nmsca_read; k++)
+            ok = b->msca_read[k] > -1 && isfinite(b->msca_read[k]);
+        if (!ok) {
             errprintf(err, EINVAL, "platform: buffer %d (%.*s) is invalid", i,
                       (int)sizeof(b->name), b->name);
             return NULL;
@@ -439,6 +1305,16 @@ hs_sched_t *hs_sched_create(const hs_platform_t *plat, const hs_policy_t *pol,
         memcpy(s->buffers, plat->buffers, plat->nbuffers * sizeof(*s->buffers));
     }
     s->plat.buffers = s->buffers;
+    if (plat->nbuffers > 0) {
+        if (!(s->nodes = calloc(plat->nbuffers, sizeof(*s->nodes))))
+            goto nomem;
+        for (i = 0; i < plat->nbuffers; i++) {
+            const hs_buffer_t *b = &s->buffers[i];
+            s->nodes[i].cap = b->capacity > 0 ? b->capacity : INFINITY;
+            s->nodes[i].bw = b->bandwidth > 0 ? b->bandwidth : plat->bw;
+        }
+    }
+    s->bt = -INFINITY;
     s->pol = p;
     if (policy_start(s, &s->pol, &s->ops, &s->pstate, err) < 0)
         goto error;
@@ -458,8 +1334,12 @@ void hs_sched_destroy(hs_sched_t *s)
     if (s) {
         if (s->ops && s->ops->destroy)
             s->ops->destroy(s->pstate);
-        for (i = 0; i < s->jobs_len; i++)
+        for (i = 0; i < s->jobs_len; i++) {
             free(s->jobs[i].alloc);
+            free(s->jobs[i].place);
+        }
+        free(s->nodes);
+        bscratch_free(s->bs);
         free(s->jobs);
         free(s->htab);
         free(s->live);
@@ -550,6 +1430,7 @@ int hs_job_arrive(hs_sched_t *s, double now, const hs_job_t *job, hs_error_t *er
         /* a departed job's id comes back: its old record is replaced */
         slot = old;
         free(s->jobs[slot].alloc);
+        free(s->jobs[slot].place);
     }
     else {
         if (hreserve(s, s->hcount + 1) < 0)
@@ -578,6 +1459,18 @@ int hs_job_arrive(hs_sched_t *s, double now, const hs_job_t *job, hs_error_t *er
     j->live_pos = s->nlive;
     s->live[s->nlive++] = slot;
     j->cap = fmin(job->nodes * s->plat.node_bw, s->plat.bw);
+    if (has_buffers(s)) {
+        const int *list;
+        int na = job_nodes(s, j, &list), k;
+        j->cap = job_cap_buffers(s, j);
+        j->arrive = now;
+        j->held0 = buffers_sum_int(s, j);
+        for (k = 0; k < na; k++) {
+            double c = s->nodes[nodes_at(list, k)].cap;
+            if (isfinite(c))
+                j->alloc_cap += c;
+        }
+    }
     j->last_io_end = job->release;
     j->st.id = job->id;
     j->st.nodes = job->nodes;
@@ -605,6 +1498,10 @@ int hs_job_leave(hs_sched_t *s, double now, uint64_t id)
     sync_job(s, j);
     if (j->pending)
         pend_remove(s, j);
+    if (has_buffers(s)) {
+        j->st.buf_held = buffers_sum_int(s, j) - j->held0;
+        j->st.buf_alloc = j->alloc_cap * (now - j->arrive);
+    }
     live_remove(s, j);
     j->st.end = now;
     return 0;
@@ -630,6 +1527,7 @@ int hs_job_forget(hs_sched_t *s, uint64_t id)
     }
     hdel(s, id);
     free(j->alloc);
+    free(j->place);
     memset(j, 0, sizeof(*j));
     j->next_free = s->free_head;
     s->free_head = slot;
@@ -687,6 +1585,10 @@ int hs_phase_request(hs_sched_t *s, double now, uint64_t id, double volume,
     j->rate = 0;
     j->weight = 0;
     j->active = false;
+    j->placed = false;
+    j->nplace = 0;
+    j->throttled = false;
+    j->alone_bw = 0;
     if (j->nreq++ == 0)
         j->first_req = now;
     j->last_req = now;
@@ -741,10 +1643,20 @@ int hs_phase_finish(hs_sched_t *s, double now, uint64_t id)
     /* the instance is over: it counts with its requested volume */
     j->st.phases++;
     j->st.work += j->w_done;
-    j->st.io_dedicated += j->vol / j->cap;
+    {
+        /* with buffers, "alone" is the phase alone on the nodes it went to */
+        double alone = has_buffers(s) && j->alone_bw > 0 ? j->alone_bw : j->cap;
+        double ded = j->vol / alone;
+        double ifac = ded > 0 ? (now - j->req) / ded : 1.0;
+        j->st.io_dedicated += ded;
+        j->st.if_sum += ifac;
+        if (ifac > j->st.if_max)
+            j->st.if_max = ifac;
+    }
     j->st.io_time += now - j->req;
     j->st.bytes += j->vol;
     j->last_io_end = now;
+    j->throttled = false;
     pend_remove(s, j);
     if (j->info.instances > 0 && j->st.phases >= j->info.instances)
         j->st.end = now;
@@ -825,6 +1737,7 @@ int hs_sched_decide(hs_sched_t *s, double now, hs_grant_t *out, size_t cap)
         s->scratch_cap = c1 < c2 ? c1 : c2;
     }
     integrate(s, now);
+    nodes_sync(s);
     for (i = 0; i < n; i++) {
         sync_job(s, &s->jobs[s->pend[i]]);
         s->ids[i].slot = s->pend[i];
@@ -839,6 +1752,25 @@ int hs_sched_decide(hs_sched_t *s, double now, hs_grant_t *out, size_t cap)
     ctx.pol = &s->pol;
     ctx.sched = s;
     ctx.now = now;
+    if (has_buffers(s)) {
+        for (i = 0; i < n; i++) {
+            const struct job *j = &s->jobs[s->ids[i].slot];
+            s->views[i].dir = j->dir;
+            s->views[i].started = j->done > 0;
+            s->views[i].nplace = j->nplace;
+            s->views[i].place = j->place;
+        }
+        if (decide_buffers(s, &ctx, n) < 0)
+            return -1;
+        for (i = 0; i < n; i++) {
+            hs_view_t *v = &s->views[i];
+            if (!isfinite(v->bw) || v->bw < 0 || v->bw > v->cap * (1 + HS_EPS_REL)) {
+                errno = EPROTO;
+                return -1;
+            }
+        }
+        goto store;
+    }
     if (n > 0 && s->ops->decide(s->pstate, &ctx, s->views, n) < 0)
         return -1;
 
@@ -858,6 +1790,7 @@ int hs_sched_decide(hs_sched_t *s, double now, hs_grant_t *out, size_t cap)
         errno = EPROTO;
         return -1;
     }
+store:
     for (i = 0; i < n; i++) {
         hs_view_t *v = &s->views[i];
         struct job *j = &s->jobs[s->ids[i].slot];
@@ -874,6 +1807,8 @@ int hs_sched_decide(hs_sched_t *s, double now, hs_grant_t *out, size_t cap)
             out[i].start = v->start;
             out[i].remaining = v->remaining;
             out[i].weight = v->weight;
+            out[i].buffer_full = j->throttled;
+            out[i].nbuffers = j->nplace;
         }
     }
     return (int)n;
@@ -895,6 +1830,19 @@ double hs_sched_next_event(const hs_sched_t *s)
     }
     if (s->ops && s->ops->next_event)
         t = fmin(t, s->ops->next_event(s->pstate, s->now));
+    if (has_buffers(s) && isfinite(s->bt)) {
+        int k;
+        for (k = 0; k < s->plat.nbuffers; k++) {
+            struct bnode o;
+            double slope;
+            node_at(&s->nodes[k], s->now - s->bt, &o);
+            slope = o.inflow - o.drain;
+            if (slope > 0 && !node_full(&o) && isfinite(o.cap))
+                t = fmin(t, s->now + (o.cap - o.occ) / slope);
+            else if (slope < 0 && !node_empty(&o))
+                t = fmin(t, s->now + o.occ / -slope);
+        }
+    }
     return t;
 }
 
@@ -938,7 +1886,11 @@ static void job_stats_now(const hs_sched_t *s, const struct job *j, hs_job_stats
     *st = j->st;
     if (j->pending) {
         double done;
-        job_at(j, s->now, &done, &st->io_wait);
+        job_at3(j, s->now, &done, &st->io_wait, &st->buffer_full);
+    }
+    if (j->live && has_buffers(s)) {
+        st->buf_held = buffers_sum_int(s, j) - j->held0;
+        st->buf_alloc = j->alloc_cap * (s->now - j->arrive);
     }
 }
 
@@ -1015,6 +1967,80 @@ int hs_core_job_stats(const hs_sched_t *s, size_t i, hs_job_stats_t *st, bool *p
         job_stats_now(s, j, st);
     if (pending)
         *pending = j->pending;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ buffer access */
+
+int hs_core_nbuffers(const hs_sched_t *s)
+{
+    return s ? s->plat.nbuffers : 0;
+}
+
+int hs_core_node_state(const hs_sched_t *s, int j, hs_node_state_t *ns)
+{
+    struct bnode o;
+
+    if (!s || !ns || j < 0 || j >= s->plat.nbuffers) {
+        errno = EINVAL;
+        return -1;
+    }
+    node_at(&s->nodes[j], isfinite(s->bt) ? s->now - s->bt : 0, &o);
+    ns->buf = &s->plat.buffers[j];
+    ns->capacity = o.cap;
+    ns->bandwidth = o.bw;
+    ns->occupancy = o.occ;
+    ns->inflow = o.inflow;
+    ns->drain = o.drain;
+    ns->streams = o.streams;
+    ns->placed = o.placed;
+    ns->full = node_full(&o);
+    return 0;
+}
+
+int hs_buffer_stats(const hs_sched_t *s, int j, hs_buffer_stats_t *st)
+{
+    struct bnode o;
+
+    if (!s || !st || j < 0 || j >= s->plat.nbuffers) {
+        errno = EINVAL;
+        return -1;
+    }
+    node_at(&s->nodes[j], isfinite(s->bt) ? s->now - s->bt : 0, &o);
+    memset(st, 0, sizeof(*st));
+    st->capacity = o.cap;
+    st->occupancy = o.occ;
+    st->inflow = o.inflow;
+    st->drain = o.drain;
+    st->streams = o.streams;
+    st->placed = o.placed;
+    st->full = node_full(&o);
+    st->busy = o.busy;
+    st->concurrency_mean = o.busy > 0 ? o.conc_int / o.busy : 0;
+    st->concurrency_max = o.conc_max;
+    st->written = o.written;
+    st->read = o.read;
+    st->drained = o.drained;
+    st->occupancy_max = o.occ_max;
+    st->full_time = o.full_time;
+    return 0;
+}
+
+int hs_buffer_set_occupancy(hs_sched_t *s, double now, int j, double bytes)
+{
+    struct bnode *b;
+
+    if (!s || j < 0 || j >= s->plat.nbuffers || check_time(s, now) < 0
+        || !(bytes >= 0) || !isfinite(bytes)) {
+        errno = EINVAL;
+        return -1;
+    }
+    integrate(s, now);
+    nodes_sync(s);
+    b = &s->nodes[j];
+    b->occ = fmin(bytes, b->cap);
+    if (b->occ > b->occ_max)
+        b->occ_max = b->occ;
     return 0;
 }
 

@@ -55,6 +55,10 @@ typedef struct {
     double bandwidth;       /* bytes/s, one stream alone */
     double msca[16];        /* MSCA(c) for c = 1..16 (msca[0] = MSCA(1) = 0) */
     int nmsca;              /* number of valid entries in msca (0: insensitive) */
+    /* appended (buffer tier, doc/buffer-tier.md) */
+    double msca_read[16];   /* read curve, same convention as msca */
+    int nmsca_read;         /* 0: reads use the write curve 'msca' */
+    char device[32];        /* device type ("nvme", "ssd", "hdd", ...), for filters */
 } hs_buffer_t;
 
 typedef struct {
@@ -126,6 +130,9 @@ typedef struct {
      * "all" for the online policies and none for static. */
     int nalloc;
     const int *alloc;       /* borrowed: copied */
+    /* appended (buffer tier): number of nodes of 'alloc' a phase is striped over
+     * (0: 1).  'static' ignores it and stripes over the whole allocation. */
+    int stripe;
 } hs_job_t;
 
 /* ---------------------------------------------------------------- scheduler */
@@ -173,6 +180,10 @@ typedef struct {
                                == now for online policies when bw > 0 */
     double remaining;       /* bytes left in the phase */
     double weight;          /* the policy's weight for this job (SFQ(D)+ weights) */
+    /* appended (buffer tier) */
+    bool buffer_full;       /* the rate is limited by a full buffer node (a stall) */
+    int nbuffers;           /* buffer nodes the phase is striped over (0: the PFS;
+                               'buffer' is the first of them) */
 } hs_grant_t;
 
 /* Recompute the allocation at time 'now' (after one or several events at 'now').
@@ -205,6 +216,15 @@ typedef struct {
     double io_wait;         /* time phases spent with bw == 0 (not granted) */
     double bytes;           /* bytes moved */
     double w_iter_est;      /* w_iter used by the policy */
+    /* appended (buffer tier).  If is computed on every platform (alone = the
+     * dedicated time); the buffer figures are 0 on a platform without buffers. */
+    double if_sum;          /* sum over completed phases of If = io time / alone time */
+    double if_max;          /* largest If of a completed phase */
+    double buffer_full;     /* time phases were slowed by a full buffer node, s */
+    double buf_held;        /* integral over the job's life of the bytes held by its
+                               allocated buffer nodes, byte.s */
+    double buf_alloc;       /* integral of the capacity of its allocated nodes, byte.s */
+    double alloc_wait;      /* not set by the core: a driver's allocation wait, s */
 } hs_job_stats_t;
 
 int hs_job_stats(const hs_sched_t *s, uint64_t id, hs_job_stats_t *st);
@@ -275,6 +295,94 @@ typedef struct {
 
 /* 0, or -1 with errno = ENOENT (no such live job) or EINVAL. */
 int hs_phase_info(const hs_sched_t *s, uint64_t id, hs_phase_info_t *pi);
+
+/* ---------------------------------------------------------------- buffer tier
+ * (appended; the model is written down in doc/buffer-tier.md)
+ *
+ * A platform with nbuffers > 0 has a burst-buffer tier.  Each phase of a job goes to
+ * buffer nodes of its allocation (hs_job_t.alloc): a write fills them, and every node
+ * drains to the PFS in the background, the PFS bandwidth B being shared by the
+ * draining nodes (and any phase sent to the PFS directly); a full node slows its
+ * writers to its drain rate (a stall).  A node with c concurrent streams delivers
+ * BW(c) = bandwidth / (1 + MSCA(c)) in all (DESIGN.md §2).  Drivers must call
+ * hs_sched_decide() at the times hs_sched_next_event() returns: a node filling up or
+ * emptying changes the rates. */
+
+#define HS_OVERPROVISION_DEFAULT 2.0
+
+/* MSCA(c) of a buffer node for a direction: its curve, the last value held beyond
+ * the curve, 0 for an empty curve or c <= 1. */
+double hs_msca(const hs_buffer_t *b, hs_dir_t dir, int c);
+
+/* Aggregate bandwidth of a node with c >= 1 streams: bandwidth / (1 + MSCA(c)). */
+double hs_buffer_bw(const hs_buffer_t *b, hs_dir_t dir, int c);
+
+/* Interference factor of one stream among c on the node: c (1 + MSCA(c)). */
+double hs_buffer_if(const hs_buffer_t *b, hs_dir_t dir, int c);
+
+/* Built-in device types: "nvme" (nearly flat), "ssd" (moderate), "hdd" (steep).
+ * Illustrative curves (doc/buffer-tier.md), to be replaced by measured ones
+ * ('bbmgr calibrate').  Fills b->msca, b->msca_read, their counts and b->device.
+ * Returns 0, or -1 with errno = ENOENT for an unknown name. */
+int hs_device_builtin(const char *name, hs_buffer_t *b);
+
+/* NULL-terminated list of the built-in device names. */
+const char *const *hs_device_names(void);
+
+/* Buffer-node allocation (pure; bbsim and bbmgrd). */
+typedef struct {
+    double capacity;        /* bytes requested, > 0 */
+    int nodes;              /* at least this many nodes (0: from the capacity alone) */
+    const char *device;     /* only nodes of this device type (NULL or "": any) */
+    double overprovision;   /* factor >= 1 (0: HS_OVERPROVISION_DEFAULT) */
+} hs_alloc_request_t;
+
+typedef struct {
+    int n;                  /* nodes returned */
+    int nbase;              /* the first nbase hold the reservation */
+    double per_node;        /* bytes reserved on each of them: capacity / nbase */
+} hs_alloc_result_t;
+
+/* Choose buffer nodes for a request, given 'reserved[j]' (bytes already reserved
+ * on node j, nbuffers entries; NULL: none).  The base set is
+ * max(nodes, ceil(capacity / largest eligible node capacity)) nodes, those with the
+ * most unreserved capacity first (ties: lowest index), each of which must have
+ * capacity / nbase unreserved; then up to ceil(nbase * overprovision) - nbase spare
+ * nodes (eligible, not in the base set, with that much unreserved too; most free
+ * first) are added without a reservation.  Writes the indices into 'nodes' (room
+ * for 'cap'), the base nodes first.  Returns 0, or -1 with errno EINVAL (bad
+ * request), ENOSPC (does not fit now; err says why) or ERANGE ('cap' too small).
+ * The caller adds res->per_node to reserved[] of the base nodes. */
+int hs_alloc_nodes(const hs_platform_t *plat, const double *reserved,
+                   const hs_alloc_request_t *req, int *nodes, int cap,
+                   hs_alloc_result_t *res, hs_error_t *err);
+
+/* State and figures of buffer node j (0 <= j < nbuffers) at the last event. */
+typedef struct {
+    double capacity;        /* bytes */
+    double occupancy;       /* bytes held now */
+    double inflow;          /* bytes/s written into it (last decision) */
+    double drain;           /* bytes/s drained to the PFS (last decision) */
+    int streams;            /* phases moving data on it (last decision) */
+    int placed;             /* pending phases placed on it */
+    bool full;
+    /* accumulated since hs_sched_create() */
+    double busy;            /* time with at least one stream, s */
+    double concurrency_mean;/* time-weighted mean of streams while busy */
+    int concurrency_max;
+    double written;         /* bytes written into the node */
+    double read;            /* bytes read from it */
+    double drained;         /* bytes drained to the PFS */
+    double occupancy_max;
+    double full_time;       /* time full with writers waiting, s */
+} hs_buffer_stats_t;
+
+/* 0, or -1 with errno = EINVAL (no scheduler or j out of range). */
+int hs_buffer_stats(const hs_sched_t *s, int j, hs_buffer_stats_t *st);
+
+/* bbmgrd: the real occupancy of node j (the mover knows it); replaces the model's.
+ * 0, or -1 with errno = EINVAL. */
+int hs_buffer_set_occupancy(hs_sched_t *s, double now, int j, double bytes);
 
 #ifdef __cplusplus
 }

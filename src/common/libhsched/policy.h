@@ -44,6 +44,13 @@ typedef struct {
     double weight;          /* the policy's weight (SFQ(D)+); 0 when not granted */
     double start;           /* planned start; 'now' when bw > 0 for online policies */
     int buffer;             /* buffer node index, -1: the PFS */
+    /* appended: buffer tier (doc/buffer-tier.md); unused without buffers */
+    hs_dir_t dir;           /* input */
+    bool started;           /* input: bytes already moved (placement is fixed) */
+    int nplace;             /* input: nodes the phase is placed on (0: none yet or
+                               the PFS); for a policy with 'places', the current
+                               placement before its decide() */
+    const int *place;       /* input: those nodes (core-owned) */
 } hs_view_t;
 
 /* What a decide() call may read besides the views. */
@@ -65,6 +72,15 @@ typedef struct hs_policy_ops {
     /* Optional: next time a schedule computed ahead starts/stops something
      * (INFINITY if none); the core takes the min with transfer completions. */
     double (*next_event)(const void *state, double now);
+    /* Appended (buffer tier).  false: with buffers, the core places each phase
+     * (least-concurrent nodes of the job's allocation) and calls decide() once per
+     * node with the phases striped on it (ctx->plat->bw = the node's BW(c)), and
+     * once for the phases sent to the PFS.  true: decide() is called once with
+     * every phase and sets v->buffer (a node of the job's allocation, or -1: the
+     * PFS) and v->bw (the most the phase may use; 0: wait); the core keeps the
+     * placement of a phase once it has moved data, and applies the MSCA model,
+     * the drain and the full-buffer stalls on top of v->bw. */
+    bool places;
 } hs_policy_ops_t;
 
 /* hs_policy.c: the ops for a policy kind, or NULL when not available in this build. */
@@ -106,5 +122,23 @@ size_t hs_core_njobs(const hs_sched_t *s);                  /* live jobs */
 const hs_job_t *hs_core_job(const hs_sched_t *s, size_t i); /* i < hs_core_njobs() */
 /* Live job i's accounting so far (end = NAN) and whether it has a pending phase. */
 int hs_core_job_stats(const hs_sched_t *s, size_t i, hs_job_stats_t *st, bool *pending);
+
+/* ---- buffer tier: node state, for policies that place phases (DP) ---- */
+
+typedef struct {
+    const hs_buffer_t *buf; /* description: name, curves, device type */
+    double capacity;        /* bytes (INFINITY when the platform gave 0) */
+    double bandwidth;       /* B_j = BW(1), bytes/s (B when the platform gave 0) */
+    double occupancy;       /* bytes held at the time of the call's decision */
+    double inflow;          /* bytes/s written in, last decision */
+    double drain;           /* bytes/s drained to the PFS, last decision */
+    int streams;            /* streams moving data on it, last decision */
+    int placed;             /* pending phases (not complete) placed on it */
+    bool full;              /* occupancy >= capacity */
+} hs_node_state_t;
+
+int hs_core_nbuffers(const hs_sched_t *s);
+/* State of node j; 0, or -1 with errno = EINVAL. */
+int hs_core_node_state(const hs_sched_t *s, int j, hs_node_state_t *ns);
 
 #endif /* HARMONIA_HSCHED_POLICY_H */
