@@ -657,7 +657,8 @@ int hs_dp_place(const hs_dp_problem_t *p, hs_dp_cost_t cost, hs_dp_solution_t *s
         exact = false;
         break;
     default:
-        exact = x.n <= HS_DP_EXACT_MAX_PHASES && exact_steps(&x) <= x.budget;
+        exact = x.n <= HS_DP_EXACT_MAX_PHASES
+                && exact_steps(&x) <= HS_DP_EXACT_STEP_RATIO * x.budget;
         break;
     }
     if (exact) {

@@ -22,7 +22,9 @@ extern "C" {
 
 #define HS_DP_MAX_SLOTS 64              /* S <= 64 */
 #define HS_DP_EXACT_MAX_PHASES 16       /* the exact DP's bitmask limit */
-#define HS_DP_BUDGET_DEFAULT 4e6        /* steps (about 5 ms); see doc §3.2 */
+#define HS_DP_BUDGET_DEFAULT 1.6e5      /* steps (a few ms); see doc §3.2, §4 */
+#define HS_DP_EXACT_STEP_RATIO 4.       /* an exact-DP step costs ~1/4 of a fallback
+                                           step: exact if its steps <= ratio*budget */
 
 typedef enum {
     HS_DP_COST_MAXBW = 0,       /* min makespan of the batch (= max aggregate bw) */

@@ -1,0 +1,659 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * test_dp.c — Harmonia's dynamic programme (src/common/libhsched/hs_dp.[ch]).
+ *
+ *  - hand-checked cases for each of the five costs (numbers in the comments);
+ *  - the DP equals exhaustive search on hundreds of generated instances of up to
+ *    6 phases x 3 nodes x 8 slots (fixed seed, own PRNG), to 1e-9 relative, for the
+ *    cost and (maxbw, fairness) the secondary;
+ *  - allowed nodes, capacity, running streams, errors;
+ *  - the fallback: never below the optimum, valid at 1,000 phases x 64 nodes.
+ *
+ * Model (doc/harmonia-dp.md §1): phase i in cell (node j, slot s) with c streams
+ * takes T = v * If(c) / B_j, If(c) = c (1 + MSCA(c)); it ends at tau = s*Delta + T.
+ */
+#if HAVE_CONFIG_H
+#include "harmonia_config.h"
+#endif
+#include <check.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "libhsched/hs_dp.h"
+
+#define REL 1e-9
+
+static int close_rel(double a, double b)
+{
+    double s = fabs(a) > fabs(b) ? fabs(a) : fabs(b);
+    return fabs(a - b) <= REL * (s > 1. ? s : 1.);
+}
+
+/* ------------------------------------------------------------ fixtures */
+
+/* "NVMe": B = 2, insensitive.  "HDD": B = 1.5, MSCA(c) = c - 1 so If(c) = c^2. */
+static hs_dp_node_t nvme(double cap)
+{
+    hs_dp_node_t n;
+    memset(&n, 0, sizeof(n));
+    n.bandwidth = 2.;
+    n.capacity = cap;
+    return n;
+}
+
+static hs_dp_node_t hdd(double cap)
+{
+    hs_dp_node_t n;
+    memset(&n, 0, sizeof(n));
+    n.bandwidth = 1.5;
+    n.capacity = cap;
+    n.nmsca = 16;
+    for (int c = 1; c <= 16; c++)
+        n.msca[c - 1] = (double)(c - 1);
+    return n;
+}
+
+static hs_dp_phase_t phase(double v, int prio, double waited)
+{
+    hs_dp_phase_t p;
+    memset(&p, 0, sizeof(p));
+    p.volume = v;
+    p.dir = HS_DIR_WRITE;
+    p.priority = prio;
+    p.waited = waited;
+    return p;
+}
+
+static hs_dp_problem_t problem(hs_dp_phase_t *ph, int n, hs_dp_node_t *nd, int m,
+                               int S, double dt)
+{
+    hs_dp_problem_t p;
+    memset(&p, 0, sizeof(p));
+    p.phases = ph;
+    p.nphases = n;
+    p.nodes = nd;
+    p.nnodes = m;
+    p.nslots = S;
+    p.slot = dt;
+    return p;
+}
+
+static double solve(const hs_dp_problem_t *p, hs_dp_cost_t c, hs_dp_place_t *pl,
+                    double *sec)
+{
+    hs_dp_solution_t sol = { .place = pl };
+    hs_error_t err = { "" };
+    double v, s2;
+
+    ck_assert_msg(hs_dp_place(p, c, &sol, &err) == 0, "%s: %s", hs_dp_cost_name(c),
+                  err.text);
+    ck_assert(sol.exact);
+    /* the reported cost is the model's cost of the placement */
+    ck_assert_msg(hs_dp_evaluate(p, c, pl, &v, &s2, &err) == 0, "%s", err.text);
+    ck_assert(close_rel(v, sol.cost));
+    if (sec)
+        *sec = sol.secondary;
+    return sol.cost;
+}
+
+/* ------------------------------------------------------------ hand cases */
+
+/* Two writes of 10 on {NVMe, HDD}, one slot (Delta = 100):
+ *   both NVMe: c = 2, If = 2, T = 10*2/2 = 10 each         max 10,    sum 20
+ *   split:     NVMe T = 10/2 = 5, HDD T = 10/1.5 = 6.667    max 6.667, sum 11.667
+ *   both HDD:  If(2) = 2*2 = 4, T = 10*4/1.5 = 26.67 each    max 26.67
+ * maxbw spreads (20/3), minstall too (35/3); fairness: alone = 10/2 = 5 for both,
+ * split gives max(5/5, 6.667/5) = 4/3 vs 2 on NVMe. */
+START_TEST(test_hand_maxbw_minstall_fairness)
+{
+    hs_dp_node_t nd[2] = { nvme(100.), hdd(100.) };
+    hs_dp_phase_t ph[2] = { phase(10., 1, 0.), phase(10., 1, 0.) };
+    hs_dp_problem_t p = problem(ph, 2, nd, 2, 1, 100.);
+    hs_dp_place_t pl[2];
+    double sec;
+
+    ck_assert(close_rel(solve(&p, HS_DP_COST_MAXBW, pl, &sec), 20. / 3.));
+    ck_assert(close_rel(sec, 35. / 3.));
+    ck_assert_int_ne(pl[0].node, pl[1].node);
+    ck_assert(close_rel(solve(&p, HS_DP_COST_MINSTALL, pl, NULL), 35. / 3.));
+    ck_assert_int_ne(pl[0].node, pl[1].node);
+    ck_assert(close_rel(solve(&p, HS_DP_COST_FAIRNESS, pl, &sec), 4. / 3.));
+    ck_assert_int_ne(pl[0].node, pl[1].node);
+    /* granted bandwidth = B / If: 2 on NVMe, 1.5 on HDD */
+    for (int i = 0; i < 2; i++)
+        ck_assert(close_rel(pl[i].bw, pl[i].node == 0 ? 2. : 1.5));
+}
+END_TEST
+
+/* Same pair, capacity 100 on both, buffer-eff = sum over used nodes (F - W) * D:
+ *   both NVMe: (100 - 20) * 10                     = 800
+ *   split:     (100 - 10) * 5 + (100 - 10) * 6.667 = 1050
+ *   both HDD:  (100 - 20) * 26.67                  = 2133
+ * so buffer-eff packs both on the NVMe node, where maxbw spread them. With the HDD's
+ * capacity at 12 and NVMe's at 500, packing on NVMe wastes (500-20)*10 = 4800 while
+ * split wastes (500-10)*5 + (12-10)*6.667 = 2463.3: it splits. */
+START_TEST(test_hand_buffer_eff)
+{
+    hs_dp_node_t nd[2] = { nvme(100.), hdd(100.) };
+    hs_dp_phase_t ph[2] = { phase(10., 1, 0.), phase(10., 1, 0.) };
+    hs_dp_problem_t p = problem(ph, 2, nd, 2, 1, 100.);
+    hs_dp_place_t pl[2];
+
+    ck_assert(close_rel(solve(&p, HS_DP_COST_BUFFER_EFF, pl, NULL), 800.));
+    ck_assert_int_eq(pl[0].node, 0);
+    ck_assert_int_eq(pl[1].node, 0);
+    ck_assert_int_eq(pl[0].concurrency, 2);
+
+    nd[0].capacity = 500.;
+    nd[1].capacity = 12.;
+    ck_assert(close_rel(solve(&p, HS_DP_COST_BUFFER_EFF, pl, NULL),
+                        490. * 5. + 2. * 10. / 1.5));
+    ck_assert_int_ne(pl[0].node, pl[1].node);
+}
+END_TEST
+
+/* Nodes B = 2 and B = 1, both insensitive, one slot.  A: v = 10, prio 1; B: v = 6,
+ * prio 10.
+ *   A fast, B slow: T_A = 5,  T_B = 6 : sum 11, weighted 5 + 60  = 65
+ *   A slow, B fast: T_A = 10, T_B = 3 : sum 13, weighted 10 + 30 = 40
+ *   both fast (c=2): T_A = 10, T_B = 6: sum 16, weighted 70
+ * minstall gives the fast node to A (11), priority to B (40).  Fairness: alone
+ * 5 and 3; the first two give max slowdown 2 (and so does "both fast"): a tie the
+ * secondary (sum of finishes) breaks: 11. */
+START_TEST(test_hand_priority)
+{
+    hs_dp_node_t nd[2] = { nvme(100.), nvme(100.) };
+    hs_dp_phase_t ph[2] = { phase(10., 1, 0.), phase(6., 10, 0.) };
+    hs_dp_problem_t p = problem(ph, 2, nd, 2, 1, 100.);
+    hs_dp_place_t pl[2];
+    double sec;
+
+    nd[1].bandwidth = 1.;
+    ck_assert(close_rel(solve(&p, HS_DP_COST_MINSTALL, pl, NULL), 11.));
+    ck_assert_int_eq(pl[0].node, 0);
+    ck_assert(close_rel(solve(&p, HS_DP_COST_PRIORITY, pl, NULL), 40.));
+    ck_assert_int_eq(pl[1].node, 0);
+    ck_assert(close_rel(solve(&p, HS_DP_COST_FAIRNESS, pl, &sec), 2.));
+    ck_assert(close_rel(sec, 11.));
+    /* waiting adds to stall: waited 3 and 1 -> minstall 11 + 4, priority 40 + 13 */
+    ph[0].waited = 3.;
+    ph[1].waited = 1.;
+    ck_assert(close_rel(solve(&p, HS_DP_COST_MINSTALL, pl, NULL), 15.));
+    ck_assert(close_rel(solve(&p, HS_DP_COST_PRIORITY, pl, NULL), 53.));
+}
+END_TEST
+
+/* Start slots: one node, B = 1, If(c) = c^2 (MSCA(c) = c - 1), two writes of 5,
+ * S = 2, Delta = 5.
+ *   both at slot 0: T = 5*4 = 20 each: sum 40, max 20
+ *   one at 0 (T = 5, wave of 1 slot), one at 1 (tau = 5 + 5 = 10): sum 15, max 10
+ * Serialising wins for every cost. */
+START_TEST(test_hand_slots)
+{
+    hs_dp_node_t nd[1] = { hdd(100.) };
+    hs_dp_phase_t ph[2] = { phase(5., 1, 0.), phase(5., 1, 0.) };
+    hs_dp_problem_t p = problem(ph, 2, nd, 1, 2, 5.);
+    hs_dp_place_t pl[2];
+
+    nd[0].bandwidth = 1.;
+    ck_assert(close_rel(solve(&p, HS_DP_COST_MINSTALL, pl, NULL), 15.));
+    ck_assert_int_ne(pl[0].slot, pl[1].slot);
+    ck_assert(close_rel(solve(&p, HS_DP_COST_MAXBW, pl, NULL), 10.));
+    ck_assert_int_eq(pl[0].concurrency, 1);
+    /* A longer slot-0 wave blocks slot 1: with Delta = 4 the first wave (T = 5)
+     * lasts 2 slots, so the only valid placements put both in one wave:
+     * at slot 0: 20 each (sum 40); at slot 1: 4 + 20 (sum 48). */
+    p.slot = 4.;
+    ck_assert(close_rel(solve(&p, HS_DP_COST_MINSTALL, pl, NULL), 40.));
+    ck_assert_int_eq(pl[0].slot, pl[1].slot);
+}
+END_TEST
+
+/* Running streams: one insensitive node B = 1 with a stream ending at t = 4;
+ * S = 2, Delta = 5; one write of 6.
+ *   slot 0: c = 2, T = 12: tau = 12;   slot 1: stream gone, tau = 5 + 6 = 11.
+ * It waits for slot 1. */
+START_TEST(test_hand_running)
+{
+    double end[1] = { 4. };
+    hs_dp_node_t nd[1] = { nvme(100.) };
+    hs_dp_phase_t ph[1] = { phase(6., 1, 0.) };
+    hs_dp_problem_t p = problem(ph, 1, nd, 1, 2, 5.);
+    hs_dp_place_t pl[1];
+
+    nd[0].bandwidth = 1.;
+    nd[0].nrunning = 1;
+    nd[0].running_end = end;
+    ck_assert(close_rel(solve(&p, HS_DP_COST_MAXBW, pl, NULL), 11.));
+    ck_assert_int_eq(pl[0].slot, 1);
+    ck_assert_int_eq(pl[0].concurrency, 1);
+    end[0] = 50.;               /* still running at slot 1: go now (12 < 5 + 12) */
+    ck_assert(close_rel(solve(&p, HS_DP_COST_MAXBW, pl, NULL), 12.));
+    ck_assert_int_eq(pl[0].slot, 0);
+    ck_assert_int_eq(pl[0].concurrency, 2);
+}
+END_TEST
+
+/* Allowed nodes (over-provisioning = any node of the allocation), capacity, reads. */
+START_TEST(test_allowed_capacity)
+{
+    int only_hdd[1] = { 1 };
+    hs_dp_node_t nd[2] = { nvme(15.), hdd(100.) };
+    hs_dp_phase_t ph[2] = { phase(10., 1, 0.), phase(10., 1, 0.) };
+    hs_dp_problem_t p = problem(ph, 2, nd, 2, 1, 100.);
+    hs_dp_place_t pl[2];
+    hs_dp_solution_t sol = { .place = pl };
+    hs_error_t err;
+
+    /* NVMe holds only one write of 10: buffer-eff must split,
+     * (15 - 10) * 5 + (100 - 10) * 6.667 = 625 */
+    for (int c = 0; c < HS_DP_COST__COUNT; c++) {
+        solve(&p, (hs_dp_cost_t)c, pl, NULL);
+        ck_assert_int_ne(pl[0].node, pl[1].node);
+    }
+    ck_assert(close_rel(solve(&p, HS_DP_COST_BUFFER_EFF, pl, NULL), 625.));
+    /* reads take no capacity: both reads can share the NVMe */
+    ph[0].dir = ph[1].dir = HS_DIR_READ;
+    solve(&p, HS_DP_COST_BUFFER_EFF, pl, NULL);
+    ck_assert_int_eq(pl[0].node, 0);
+    ck_assert_int_eq(pl[1].node, 0);
+    ph[0].dir = ph[1].dir = HS_DIR_WRITE;
+
+    /* phase 0 may only use the HDD */
+    ph[0].nallowed = 1;
+    ph[0].allowed = only_hdd;
+    for (int c = 0; c < HS_DP_COST__COUNT; c++) {
+        solve(&p, (hs_dp_cost_t)c, pl, NULL);
+        ck_assert_int_eq(pl[0].node, 1);
+    }
+    /* alone time of phase 0 is now on its best allowed node: 10 / 1.5 */
+    ck_assert(close_rel(solve(&p, HS_DP_COST_FAIRNESS, pl, NULL), 1.));
+
+    /* no room at all: ENOSPC, from the DP and from the fallback */
+    nd[0].capacity = 5.;
+    nd[1].capacity = 5.;
+    for (int m = HS_DP_EXACT; m <= HS_DP_HEURISTIC; m++) {
+        p.method = (hs_dp_method_t)m;
+        errno = 0;
+        ck_assert_int_eq(hs_dp_place(&p, HS_DP_COST_MINSTALL, &sol, &err), -1);
+        ck_assert_int_eq(errno, ENOSPC);
+    }
+    /* an invalid placement is refused by hs_dp_evaluate */
+    nd[0].capacity = nd[1].capacity = 100.;
+    p.method = HS_DP_AUTO;
+    pl[0].node = 0;             /* not allowed for phase 0 */
+    pl[0].slot = 0;
+    pl[1].node = 1;
+    pl[1].slot = 0;
+    double v;
+    ck_assert_int_eq(hs_dp_evaluate(&p, HS_DP_COST_MAXBW, pl, &v, NULL, &err), -1);
+    ck_assert_int_eq(errno, EINVAL);
+}
+END_TEST
+
+START_TEST(test_errors)
+{
+    hs_dp_node_t nd[1] = { nvme(INFINITY) };
+    hs_dp_phase_t ph[1] = { phase(1., 1, 0.) };
+    hs_dp_problem_t p = problem(ph, 1, nd, 1, 1, 1.);
+    hs_dp_place_t pl[1];
+    hs_dp_solution_t sol = { .place = pl };
+    hs_error_t err;
+    hs_dp_cost_t c;
+
+    /* unlimited capacity is fine, except for buffer-eff */
+    ck_assert_int_eq(hs_dp_place(&p, HS_DP_COST_MAXBW, &sol, &err), 0);
+    ck_assert_int_eq(hs_dp_place(&p, HS_DP_COST_BUFFER_EFF, &sol, &err), -1);
+    ck_assert_int_eq(errno, EINVAL);
+    nd[0].capacity = 10.;
+    ph[0].volume = 0.;
+    ck_assert_int_eq(hs_dp_place(&p, HS_DP_COST_MAXBW, &sol, &err), -1);
+    ck_assert_int_eq(errno, EINVAL);
+    ck_assert(strstr(err.text, "volume") != NULL);
+    ph[0].volume = 1.;
+    p.nslots = HS_DP_MAX_SLOTS + 1;
+    ck_assert_int_eq(hs_dp_place(&p, HS_DP_COST_MAXBW, &sol, &err), -1);
+    p.nslots = 1;
+    nd[0].nmsca = 1;
+    nd[0].msca[0] = -1.;
+    ck_assert_int_eq(hs_dp_place(&p, HS_DP_COST_MAXBW, &sol, &err), -1);
+    nd[0].nmsca = 0;
+    ck_assert_int_eq(hs_dp_place(&p, (hs_dp_cost_t)99, &sol, &err), -1);
+    /* zero phases: nothing to do */
+    p.nphases = 0;
+    ck_assert_int_eq(hs_dp_place(&p, HS_DP_COST_MINSTALL, &sol, &err), 0);
+    ck_assert(sol.cost == 0.);
+    /* policy mapping */
+    ck_assert_int_eq(hs_dp_cost_from_policy(HS_POL_HARMONIA_PRIORITY, &c), 0);
+    ck_assert_int_eq(c, HS_DP_COST_PRIORITY);
+    ck_assert_int_eq(hs_dp_cost_from_policy(HS_POL_FCFS, &c), -1);
+    ck_assert_str_eq(hs_dp_cost_name(HS_DP_COST_BUFFER_EFF), "harmonia-buffer-eff");
+    /* If(c) holds the last MSCA value beyond the curve */
+    hs_dp_node_t h = hdd(1.);
+    h.nmsca = 3;
+    ck_assert(close_rel(hs_dp_if(&h, HS_DIR_WRITE, 3), 9.));
+    ck_assert(close_rel(hs_dp_if(&h, HS_DIR_WRITE, 5), 15.));
+    ck_assert(close_rel(hs_dp_if(&h, HS_DIR_READ, 2), 4.));
+    /* the exact DP refuses more than 16 phases */
+    hs_dp_phase_t many[17];
+    hs_dp_place_t mpl[17];
+    hs_dp_solution_t msol = { .place = mpl };
+    for (int i = 0; i < 17; i++)
+        many[i] = phase(1., 1, 0.);
+    hs_dp_problem_t q = problem(many, 17, nd, 1, 1, 1.);
+    q.method = HS_DP_EXACT;
+    ck_assert_int_eq(hs_dp_place(&q, HS_DP_COST_MINSTALL, &msol, &err), -1);
+    ck_assert_int_eq(errno, E2BIG);
+}
+END_TEST
+
+/* ------------------------------------------------------------ generator */
+
+typedef struct {
+    uint64_t s;
+} rng_t;
+
+static uint64_t rng_next(rng_t *r)      /* xorshift64* */
+{
+    r->s ^= r->s >> 12;
+    r->s ^= r->s << 25;
+    r->s ^= r->s >> 27;
+    return r->s * 2685821657736338717ULL;
+}
+
+static int rng_int(rng_t *r, int lo, int hi)     /* [lo, hi] */
+{
+    return lo + (int)(rng_next(r) % (uint64_t)(hi - lo + 1));
+}
+
+#define GMAX_N 16
+#define GMAX_M 64
+
+typedef struct {
+    hs_dp_phase_t ph[GMAX_N];
+    int allowed[GMAX_N][GMAX_M];
+    hs_dp_node_t nd[GMAX_M];
+    double ends[GMAX_M][3];
+    hs_dp_problem_t p;
+} inst_t;
+
+/* Volumes, times and capacities are small integers or halves, so that sums are exact
+ * (the capacity test W <= F then has no rounding). */
+static void gen_curve(rng_t *r, double *v, int *k)
+{
+    int type = rng_int(r, 0, 4);
+
+    *k = type == 0 ? 0 : rng_int(r, 1, 16);
+    for (int c = 1; c <= *k; c++) {
+        switch (type) {
+        case 1: v[c - 1] = 0.05 * (c - 1); break;                 /* SSD-like */
+        case 2: v[c - 1] = 0.5 * (c - 1); break;                  /* HDD-like */
+        case 3: v[c - 1] = c == 1 ? 0. : c <= 3 ? -0.25 : 0.1 * c; break; /* queue depth */
+        default: v[c - 1] = (double)rng_int(r, 0, 8) / 4.; break; /* arbitrary */
+        }
+    }
+}
+
+static void gen(rng_t *r, inst_t *in, int n, int m, int S)
+{
+    static const double bws[] = { 1., 1.5, 2., 4. };
+    static const double dts[] = { 1., 2., 5., 10. };
+
+    memset(in, 0, sizeof(*in));
+    for (int j = 0; j < m; j++) {
+        hs_dp_node_t *nd = &in->nd[j];
+        nd->bandwidth = bws[rng_int(r, 0, 3)];
+        nd->capacity = rng_int(r, 0, 3) == 0 ? (double)rng_int(r, 4, 20) : 1e6;
+        gen_curve(r, nd->msca, &nd->nmsca);
+        if (rng_int(r, 0, 2) == 0)
+            gen_curve(r, nd->msca_read, &nd->nmsca_read);
+        nd->nrunning = rng_int(r, 0, 3) == 0 ? rng_int(r, 1, 3) : 0;
+        for (int k = 0; k < nd->nrunning; k++)
+            in->ends[j][k] = (double)rng_int(r, 1, 30) / 2.;
+        nd->running_end = in->ends[j];
+    }
+    for (int i = 0; i < n; i++) {
+        hs_dp_phase_t *ph = &in->ph[i];
+        ph->job = (uint64_t)i + 1;
+        ph->volume = (double)rng_int(r, 1, 20) / 2.;
+        ph->dir = rng_int(r, 0, 3) == 0 ? HS_DIR_READ : HS_DIR_WRITE;
+        ph->waited = (double)rng_int(r, 0, 6);
+        ph->stall = (double)rng_int(r, 0, 6);
+        ph->priority = rng_int(r, 0, 10);
+        if (m > 1 && rng_int(r, 0, 2) == 0) {
+            for (int j = 0; j < m; j++)
+                if (rng_int(r, 0, 1))
+                    in->allowed[i][ph->nallowed++] = j;
+            if (ph->nallowed == 0)
+                in->allowed[i][ph->nallowed++] = rng_int(r, 0, m - 1);
+            ph->allowed = in->allowed[i];
+        }
+    }
+    in->p = problem(in->ph, n, in->nd, m, S, dts[rng_int(r, 0, 3)]);
+}
+
+static double leaves(const inst_t *in)
+{
+    double l = 1.;
+    for (int i = 0; i < in->p.nphases; i++) {
+        int a = in->ph[i].nallowed ? in->ph[i].nallowed : in->p.nnodes;
+        l *= (double)(a * in->p.nslots);
+    }
+    return l;
+}
+
+static int ncompared, nenospc, nfull;
+
+/* Compare DP and exhaustive on one instance, all five costs. */
+static void compare(inst_t *in, int idx)
+{
+    hs_dp_place_t xp[HS_DP_COST__COUNT][GMAX_N], dp[GMAX_N];
+    hs_dp_solution_t xs[HS_DP_COST__COUNT];
+    hs_error_t err = { "" };
+    int rx;
+
+    for (int k = 0; k < HS_DP_COST__COUNT; k++)
+        xs[k].place = xp[k];
+    rx = hs_dp_exhaustive_all(&in->p, xs, &err);
+    ck_assert_msg(rx == 0 || errno == ENOSPC, "instance %d: %s", idx, err.text);
+    for (int k = 0; k < HS_DP_COST__COUNT; k++) {
+        hs_dp_solution_t ds = { .place = dp };
+        int rd = hs_dp_place(&in->p, (hs_dp_cost_t)k, &ds, &err);
+        if (rx < 0) {
+            ck_assert_msg(rd < 0 && errno == ENOSPC, "instance %d %s: DP found a "
+                          "placement, exhaustive none", idx,
+                          hs_dp_cost_name((hs_dp_cost_t)k));
+            continue;
+        }
+        ck_assert_msg(rd == 0, "instance %d %s: %s", idx,
+                      hs_dp_cost_name((hs_dp_cost_t)k), err.text);
+        ck_assert(ds.exact);
+        ck_assert_msg(close_rel(ds.cost, xs[k].cost),
+                      "instance %d (%d phases, %d nodes, %d slots) %s: DP %.17g, "
+                      "exhaustive %.17g", idx, in->p.nphases, in->p.nnodes,
+                      in->p.nslots, hs_dp_cost_name((hs_dp_cost_t)k), ds.cost,
+                      xs[k].cost);
+        ck_assert_msg(close_rel(ds.secondary, xs[k].secondary),
+                      "instance %d %s: secondary DP %.17g, exhaustive %.17g", idx,
+                      hs_dp_cost_name((hs_dp_cost_t)k), ds.secondary, xs[k].secondary);
+        /* the placement is valid and is worth what the DP says */
+        double v;
+        ck_assert_msg(hs_dp_evaluate(&in->p, (hs_dp_cost_t)k, dp, &v, NULL, &err) == 0,
+                      "instance %d: %s", idx, err.text);
+        ck_assert(close_rel(v, ds.cost));
+    }
+    if (rx < 0)
+        nenospc++;
+    else
+        ncompared++;
+}
+
+/* Hundreds of generated instances of up to 6 phases x 3 nodes x 8 slots: every size
+ * in that box is drawn, except that instances whose exhaustive search exceeds 3e6
+ * leaves are redrawn (the test stays fast under sanitizers); the full 6 x 3 x 8 box
+ * is covered by test_dp_vs_exhaustive_full. */
+START_TEST(test_dp_vs_exhaustive)
+{
+    rng_t r = { 0x5eed0fdeadbeefULL };
+    inst_t in;
+    int count = 0;
+
+    while (count < 600) {
+        int n = rng_int(&r, 1, 6), m = rng_int(&r, 1, 3), S = rng_int(&r, 1, 8);
+        gen(&r, &in, n, m, S);
+        if (leaves(&in) > 3e6)
+            continue;
+        compare(&in, count);
+        count++;
+    }
+    fprintf(stderr, "test_dp: DP == exhaustive on %d instances (x5 costs), "
+            "%d infeasible in both\n", ncompared, nenospc);
+    ck_assert_int_ge(ncompared, 500);
+}
+END_TEST
+
+/* The full box: 6 phases on 3 nodes with 8 slots, every phase allowed everywhere
+ * (24^6 = 1.9e8 placements each). */
+START_TEST(test_dp_vs_exhaustive_full)
+{
+    rng_t r = { 0xf0115eedULL };
+    inst_t in;
+
+    gen(&r, &in, 6, 3, 8);
+    for (int i = 0; i < 6; i++)
+        in.ph[i].nallowed = 0;
+    compare(&in, -1);
+    nfull++;
+    fprintf(stderr, "test_dp: DP == exhaustive on a full 6 x 3 x 8 instance\n");
+}
+END_TEST
+
+/* The fallback is never better than the optimum, and is valid; report its gap. */
+START_TEST(test_fallback_vs_exact)
+{
+    rng_t r = { 42 };
+    inst_t in;
+    double gap[HS_DP_COST__COUNT] = { 0 };
+    int cnt[HS_DP_COST__COUNT] = { 0 };
+
+    for (int t = 0; t < 60; t++) {
+        gen(&r, &in, rng_int(&r, 2, 9), rng_int(&r, 1, 4), rng_int(&r, 1, 4));
+        for (int k = 0; k < HS_DP_COST__COUNT; k++) {
+            hs_dp_place_t a[GMAX_N], b[GMAX_N];
+            hs_dp_solution_t se = { .place = a }, sh = { .place = b };
+            hs_error_t err;
+            double v;
+            in.p.method = HS_DP_EXACT;
+            if (hs_dp_place(&in.p, (hs_dp_cost_t)k, &se, &err) < 0) {
+                ck_assert_int_eq(errno, ENOSPC);
+                continue;
+            }
+            in.p.method = HS_DP_HEURISTIC;
+            if (hs_dp_place(&in.p, (hs_dp_cost_t)k, &sh, &err) < 0) {
+                ck_assert_int_eq(errno, ENOSPC);    /* packing may fail */
+                continue;
+            }
+            ck_assert(!sh.exact);
+            ck_assert(hs_dp_evaluate(&in.p, (hs_dp_cost_t)k, b, &v, NULL, &err) == 0);
+            ck_assert_msg(sh.cost >= se.cost * (1. - REL) - 1e-12,
+                          "fallback %.17g below the optimum %.17g", sh.cost, se.cost);
+            gap[k] += se.cost > 0. ? sh.cost / se.cost - 1. : 0.;
+            cnt[k]++;
+        }
+    }
+    for (int k = 0; k < HS_DP_COST__COUNT; k++)
+        fprintf(stderr, "test_dp: fallback mean gap %-20s %6.2f%% over %d instances\n",
+                hs_dp_cost_name((hs_dp_cost_t)k),
+                cnt[k] ? 100. * gap[k] / cnt[k] : 0., cnt[k]);
+}
+END_TEST
+
+/* 1,000 phases over 64 nodes: completes (fallback), valid placement. */
+START_TEST(test_large)
+{
+    rng_t r = { 7 };
+    const int n = 1000, m = 64, S = 8;
+    hs_dp_phase_t *ph = calloc(n, sizeof(*ph));
+    hs_dp_node_t *nd = calloc(m, sizeof(*nd));
+    hs_dp_place_t *pl = calloc(n, sizeof(*pl));
+    int (*al)[8] = calloc(n, sizeof(*al));
+
+    ck_assert(ph && nd && pl && al);
+    for (int j = 0; j < m; j++) {
+        nd[j].bandwidth = j % 4 == 3 ? 1.5e9 : 4e9;
+        nd[j].capacity = 4e12;
+        nd[j].nmsca = 16;
+        for (int c = 1; c <= 16; c++)
+            nd[j].msca[c - 1] = j % 4 == 3 ? 0.5 * (c - 1) : 0.02 * (c - 1);
+    }
+    for (int i = 0; i < n; i++) {
+        ph[i].volume = (double)rng_int(&r, 1, 64) * 1e9;
+        ph[i].dir = rng_int(&r, 0, 4) ? HS_DIR_WRITE : HS_DIR_READ;
+        ph[i].waited = rng_int(&r, 0, 30);
+        ph[i].priority = rng_int(&r, 1, 10);
+        if (i % 2) {            /* a job allocation of 8 nodes */
+            int base = rng_int(&r, 0, m - 8);
+            for (int k = 0; k < 8; k++)
+                al[i][k] = base + k;
+            ph[i].nallowed = 8;
+            ph[i].allowed = al[i];
+        }
+    }
+    hs_dp_problem_t p = problem(ph, n, nd, m, S, 10.);
+    for (int k = 0; k < HS_DP_COST__COUNT; k++) {
+        hs_dp_solution_t sol = { .place = pl };
+        hs_error_t err;
+        double v;
+        ck_assert_msg(hs_dp_place(&p, (hs_dp_cost_t)k, &sol, &err) == 0, "%s",
+                      err.text);
+        ck_assert(!sol.exact);
+        ck_assert(isfinite(sol.cost) && sol.cost > 0.);
+        for (int i = 0; i < n; i++) {
+            ck_assert(pl[i].node >= 0 && pl[i].node < m);
+            ck_assert(pl[i].slot >= 0 && pl[i].slot < S);
+            if (ph[i].nallowed)
+                ck_assert(pl[i].node >= al[i][0] && pl[i].node <= al[i][7]);
+        }
+        ck_assert(hs_dp_evaluate(&p, (hs_dp_cost_t)k, pl, &v, NULL, &err) == 0);
+        ck_assert(close_rel(v, sol.cost));
+    }
+    free(ph);
+    free(nd);
+    free(pl);
+    free(al);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("dp");
+    TCase *tc = tcase_create("hand");
+    TCase *tx = tcase_create("exhaustive");
+    SRunner *sr;
+    int nf;
+
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, test_hand_maxbw_minstall_fairness);
+    tcase_add_test(tc, test_hand_buffer_eff);
+    tcase_add_test(tc, test_hand_priority);
+    tcase_add_test(tc, test_hand_slots);
+    tcase_add_test(tc, test_hand_running);
+    tcase_add_test(tc, test_allowed_capacity);
+    tcase_add_test(tc, test_errors);
+    tcase_add_test(tc, test_fallback_vs_exact);
+    tcase_add_test(tc, test_large);
+    suite_add_tcase(s, tc);
+    tcase_set_timeout(tx, 600);
+    tcase_add_test(tx, test_dp_vs_exhaustive);
+    tcase_add_test(tx, test_dp_vs_exhaustive_full);
+    suite_add_tcase(s, tx);
+    sr = srunner_create(s);
+    srunner_set_fork_status(sr, CK_NOFORK);
+    srunner_run_all(sr, CK_NORMAL);
+    nf = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return nf == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
