@@ -390,6 +390,27 @@ int state_sync(state_t *st)
     return rc;
 }
 
+int state_checkpoint(state_t *st)
+{
+    /* PASSIVE: copies what it can without blocking the writer; the read
+     * connection is used so that the writer's commits never wait behind it.
+     * A checkpoint cannot run on a read-only connection: open a short-lived one. */
+    sqlite3 *db = NULL;
+    const char *path = sqlite3_db_filename(st->db, "main");
+    int rc = -1, nlog = 0, nckpt = 0;
+    if (!path || sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX,
+                                 NULL) != SQLITE_OK)
+        goto out;
+    sqlite3_busy_timeout(db, 100);
+    if (sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_PASSIVE, &nlog, &nckpt)
+        == SQLITE_OK)
+        rc = 0;
+out:
+    if (db)
+        sqlite3_close(db);
+    return rc;
+}
+
 void state_get_stats(state_t *st, state_stats_t *out)
 {
     pthread_mutex_lock(&st->lock);
@@ -506,6 +527,8 @@ state_t *state_open(const char *dir, bool durable, hu_error_t *err)
         || exec(st->db, durable ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL",
                 err) < 0
         || exec(st->db, "PRAGMA foreign_keys=OFF", err) < 0
+        /* checkpoints run outside the commit path (state_checkpoint()) */
+        || exec(st->db, "PRAGMA wal_autocheckpoint=0", err) < 0
         || migrate(st->db, err) < 0)
         goto error;
     for (int i = 0; i < ST__COUNT; i++)

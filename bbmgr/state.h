@@ -95,6 +95,10 @@ int state_flush(state_t *st, hu_error_t *err);
 int state_query(state_t *st, int (*row)(sqlite3_stmt *s, void *arg), void *arg,
                 const char *sql, const char *fmt, ...);
 
+/* Copy the WAL into the database (PASSIVE: never blocks commits).  The writer
+ * does not checkpoint by itself; the daemon calls this from its timer. */
+int state_checkpoint(state_t *st);
+
 /* Statistics for /metrics. */
 typedef struct {
     uint64_t commits;

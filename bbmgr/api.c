@@ -1,0 +1,790 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * api.c — HTTP mechanics of bbmgrd on libmicrohttpd.
+ *
+ * Request flow: the body is read (at most limits.max_body, else 413 and the
+ * connection is closed); the MUNGE credential is decoded; the route's handler runs
+ * under the core lock and notes the state sequence number its reply depends on;
+ * if that is not yet committed the connection is suspended and resumed by the
+ * state writer's commit callback (group commit: one fsync for all of them).  A
+ * long-poll suspends the connection until its phase changes or its wait ends.
+ * Slow or idle clients are closed after limits.connection_timeout; suspended
+ * connections do not hold a thread.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+#include <microhttpd.h>
+
+#include "api.h"
+#include "auth.h"
+#include "log.h"
+#include "metrics.h"
+#include "routes.h"
+
+typedef struct req req_t;
+
+struct req {
+    api_t *api;
+    struct MHD_Connection *conn;
+    char method[12];
+    char *path;
+    char *body;
+    size_t len, cap;
+    bool too_large;
+    bool early;                 /* a reply was queued during the upload */
+    int stage;                  /* 0: new, 1: suspended, 2: reply ready */
+    reply_t r;
+    caller_t who;
+    uint64_t barrier;
+    /* waiting lists */
+    bool on_commit, on_phase;
+    req_t *prev, *next;         /* api->waiters (both kinds) */
+    req_t *pnext;               /* chain of the same phase */
+    uint64_t wait_phase;
+    double deadline;
+    double t0;
+};
+
+struct api {
+    core_t *core;
+    state_t *st;
+    struct MHD_Daemon *tcp, *unx;
+    char *unix_path;
+    int tcp_port;
+    /* live settings */
+    pthread_mutex_t wlock;
+    size_t max_body;
+    double max_wait;
+    uid_t slurm_uid;
+    bool auth_none;
+    bool metrics_public;
+    char *munge_socket;
+    /* waiters */
+    uint64_t committed;
+    bool failed, stopping;
+    req_t *waiters;
+    hmap_t *by_phase;           /* phase id -> first req */
+    /* counters */
+    pthread_mutex_t clock_;
+    api_counters_t cnt;
+};
+
+static double mono(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* ------------------------------------------------------------------ replies */
+static const char *status_text(int s)
+{
+    switch (s) {
+    case 400: return "bad_request";
+    case 401: return "unauthorized";
+    case 403: return "forbidden";
+    case 404: return "not_found";
+    case 405: return "method_not_allowed";
+    case 409: return "conflict";
+    case 411: return "length_required";
+    case 413: return "payload_too_large";
+    case 415: return "unsupported_media_type";
+    case 422: return "unprocessable";
+    case 500: return "internal_error";
+    case 503: return "unavailable";
+    case 507: return "insufficient_storage";
+    default: return "error";
+    }
+}
+
+void reply_json(reply_t *r, int status, json_t *body)
+{
+    json_decref(r->body);
+    r->status = status;
+    r->body = body;
+}
+
+int reply_error(reply_t *r, int status, const char *field, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    reply_json(r, status, json_pack("{s:{s:i s:s s:o s:s}}", "error", "code", status,
+                                    "status", status_text(status), "field",
+                                    field && *field ? json_string(field) : json_null(),
+                                    "message", msg));
+    r->wait_phase = 0;
+    return -1;
+}
+
+void reply_cerr(reply_t *r, const cerr_t *e)
+{
+    reply_error(r, e->status ? e->status : 500, e->field, "%s", e->msg);
+}
+
+const char *hreq_query(hreq_t *rq, const char *key)
+{
+    return MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND, key);
+}
+
+/* ------------------------------------------------------------------ waiters */
+static void waiter_link(api_t *a, req_t *q)
+{
+    q->prev = NULL;
+    q->next = a->waiters;
+    if (a->waiters)
+        a->waiters->prev = q;
+    a->waiters = q;
+    a->cnt.waiters++;
+}
+
+static void waiter_unlink(api_t *a, req_t *q)
+{
+    if (!q->on_commit && !q->on_phase)
+        return;
+    if (q->prev)
+        q->prev->next = q->next;
+    else
+        a->waiters = q->next;
+    if (q->next)
+        q->next->prev = q->prev;
+    q->prev = q->next = NULL;
+    if (q->on_phase) {
+        req_t *first = hmap_iget(a->by_phase, q->wait_phase);
+        if (first == q) {
+            if (q->pnext)
+                hmap_iput(a->by_phase, q->wait_phase, q->pnext);
+            else
+                hmap_idel(a->by_phase, q->wait_phase);
+        } else {
+            for (req_t *p = first; p; p = p->pnext)
+                if (p->pnext == q) {
+                    p->pnext = q->pnext;
+                    break;
+                }
+        }
+        q->pnext = NULL;
+    }
+    q->on_commit = q->on_phase = false;
+    a->cnt.waiters--;
+}
+
+/* wlock held */
+static void wake(api_t *a, req_t *q)
+{
+    waiter_unlink(a, q);
+    MHD_resume_connection(q->conn);
+}
+
+void api_on_commit(uint64_t seq, bool ok, void *arg)
+{
+    api_t *a = arg;
+    pthread_mutex_lock(&a->wlock);
+    if (ok && seq > a->committed)
+        a->committed = seq;
+    if (!ok)
+        a->failed = true;
+    req_t *q = a->waiters;
+    while (q) {
+        req_t *n = q->next;
+        if (q->on_commit && (q->barrier <= a->committed || a->failed))
+            wake(a, q);
+        q = n;
+    }
+    pthread_mutex_unlock(&a->wlock);
+}
+
+/* core lock held */
+void api_on_phase(uint64_t pid, void *arg)
+{
+    api_t *a = arg;
+    pthread_mutex_lock(&a->wlock);
+    req_t *q;
+    while ((q = hmap_iget(a->by_phase, pid)))
+        wake(a, q);
+    pthread_mutex_unlock(&a->wlock);
+}
+
+void api_tick(api_t *a)
+{
+    double now = mono();
+    pthread_mutex_lock(&a->wlock);
+    req_t *q = a->waiters;
+    while (q) {
+        req_t *n = q->next;
+        if (q->on_phase && q->deadline <= now)
+            wake(a, q);
+        q = n;
+    }
+    pthread_mutex_unlock(&a->wlock);
+}
+
+bool api_failed(api_t *a)
+{
+    pthread_mutex_lock(&a->wlock);
+    bool f = a->failed;
+    pthread_mutex_unlock(&a->wlock);
+    return f;
+}
+
+void api_get_counters(api_t *a, api_counters_t *out)
+{
+    pthread_mutex_lock(&a->clock_);
+    *out = a->cnt;
+    pthread_mutex_unlock(&a->clock_);
+}
+
+void api_reconfigure(api_t *a, const cfg_t *cfg)
+{
+    pthread_mutex_lock(&a->wlock);
+    a->max_body = cfg->limits_max_body;
+    a->max_wait = cfg->limits_max_wait;
+    a->slurm_uid = cfg->slurm_uid;
+    a->metrics_public = cfg->auth_metrics_public;
+    pthread_mutex_unlock(&a->wlock);
+}
+
+/* ------------------------------------------------------------------ responses */
+static const double lat_buckets[] = { 1e-4, 2.5e-4, 5e-4, 1e-3, 2e-3, 5e-3, 1e-2, 2.5e-2,
+                                      0.1, 1, 10 };
+
+static enum MHD_Result send_reply(req_t *q)
+{
+    api_t *a = q->api;
+    reply_t *r = &q->r;
+    char *buf;
+    size_t len;
+    const char *ctype;
+
+    if (r->text) {
+        buf = r->text;
+        r->text = NULL;
+        len = strlen(buf);
+        ctype = r->ctype ? r->ctype : "text/plain; charset=utf-8";
+    } else {
+        if (!r->body) {
+            r->status = r->status ? r->status : 204;
+            buf = NULL;
+            len = 0;
+        } else {
+            buf = json_dumps(r->body, JSON_COMPACT | JSON_REAL_PRECISION(17));
+            if (!buf)
+                return MHD_NO;
+            len = strlen(buf);
+            char *nb = realloc(buf, len + 2);
+            if (!nb) {
+                free(buf);
+                return MHD_NO;
+            }
+            buf = nb;
+            buf[len++] = '\n';
+            buf[len] = '\0';
+        }
+        ctype = "application/json";
+    }
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(len, buf ? buf : (void *)"", buf ? MHD_RESPMEM_MUST_FREE
+                                                                   : MHD_RESPMEM_PERSISTENT);
+    if (!resp) {
+        free(buf);
+        return MHD_NO;
+    }
+    if (len)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+    if (r->status == 401)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "MUNGE");
+    if (q->too_large || r->status == 413)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
+    enum MHD_Result ret = MHD_queue_response(q->conn, (unsigned)r->status, resp);
+    MHD_destroy_response(resp);
+
+    double dt = mono() - q->t0;
+    int b = 0;
+    while (b < 11 && dt > lat_buckets[b])
+        b++;
+    pthread_mutex_lock(&a->clock_);
+    if (r->status > 0 && r->status < 600)
+        a->cnt.by_code[r->status]++;
+    a->cnt.lat_hist[b]++;
+    a->cnt.lat_sum += dt;
+    a->cnt.lat_count++;
+    if (r->status == 401)
+        a->cnt.auth_failures++;
+    if (r->status == 413)
+        a->cnt.too_large++;
+    pthread_mutex_unlock(&a->clock_);
+    bl_debug("api: %s %s -> %d (%.3f ms, uid %d)", q->method, q->path, r->status, dt * 1e3,
+             (int)q->who.uid);
+    return ret;
+}
+
+/* Hold the reply until its barrier is committed.  Returns true if suspended. */
+static bool hold_for_commit(req_t *q)
+{
+    api_t *a = q->api;
+    bool held = false;
+    pthread_mutex_lock(&a->wlock);
+    if (a->failed) {
+        reply_error(&q->r, 500, NULL, "the state database failed: the daemon is stopping");
+    } else if (q->barrier > a->committed) {
+        q->on_commit = true;
+        waiter_link(a, q);
+        q->stage = 1;
+        MHD_suspend_connection(q->conn);
+        held = true;
+    }
+    pthread_mutex_unlock(&a->wlock);
+    return held;
+}
+
+/* ------------------------------------------------------------------ processing */
+static bool json_ctype(struct MHD_Connection *conn)
+{
+    const char *ct = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+                                                 MHD_HTTP_HEADER_CONTENT_TYPE);
+    if (!ct)
+        return false;
+    size_t n = strcspn(ct, ";");
+    while (n > 0 && ct[n - 1] == ' ')
+        n--;
+    return n == strlen("application/json") && !strncasecmp(ct, "application/json", n);
+}
+
+/* Run the request.  Returns true if the connection was suspended. */
+static bool process(req_t *q)
+{
+    api_t *a = q->api;
+    reply_t *r = &q->r;
+    const char *args[4] = { NULL };
+    char *pathcopy = NULL;
+    json_t *body = NULL;
+    int status = 0;
+    bool suspended = false;
+
+    if (q->too_large) {
+        reply_error(r, 413, NULL, "request body larger than limits.max_body (%zu bytes)",
+                    a->max_body);
+        return false;
+    }
+    if (a->stopping) {
+        reply_error(r, 503, NULL, "bbmgrd is stopping");
+        return false;
+    }
+    bool is_metrics = !strcmp(q->path, "/metrics");
+    /* authentication */
+    if (a->auth_none || (is_metrics && a->metrics_public)) {
+        q->who.uid = 0;
+        q->who.gid = 0;
+        q->who.admin = a->auth_none;
+    } else {
+        char msg[300];
+        const char *hdr = MHD_lookup_connection_value(q->conn, MHD_HEADER_KIND,
+                                                      MHD_HTTP_HEADER_AUTHORIZATION);
+        int st = auth_munge(a->munge_socket, hdr, q->method, q->path, &q->who.uid,
+                            &q->who.gid, msg, sizeof(msg));
+        if (st) {
+            reply_error(r, st, "Authorization", "%s", msg);
+            return false;
+        }
+        q->who.admin = q->who.uid == 0 || q->who.uid == a->slurm_uid;
+    }
+    if (is_metrics) {
+        if (!a->metrics_public && !q->who.admin) {
+            reply_error(r, 403, NULL, "metrics are for SlurmUser and root");
+            return false;
+        }
+        r->status = 200;
+        r->text = metrics_render(a, a->core, a->st);
+        r->ctype = "text/plain; version=0.0.4; charset=utf-8";
+        if (!r->text)
+            reply_error(r, 500, NULL, "out of memory");
+        return false;
+    }
+    if (!(pathcopy = strdup(q->path))) {
+        reply_error(r, 500, NULL, "out of memory");
+        return false;
+    }
+    const route_t *rt = routes_match(q->method, pathcopy, args, &status);
+    if (!rt) {
+        if (status == 405)
+            reply_error(r, 405, NULL, "method %s not allowed on %s", q->method, q->path);
+        else
+            reply_error(r, 404, NULL, "no such resource: %s", q->path);
+        goto out;
+    }
+    if (q->len > 0) {
+        json_error_t jerr;
+        if (!rt->body) {
+            reply_error(r, 400, NULL, "%s %s takes no body", q->method, q->path);
+            goto out;
+        }
+        if (!json_ctype(q->conn)) {
+            reply_error(r, 415, "Content-Type", "the body must be application/json");
+            goto out;
+        }
+        body = json_loadb(q->body, q->len, JSON_REJECT_DUPLICATES, &jerr);
+        if (!body) {
+            reply_error(r, 400, NULL, "invalid JSON at line %d column %d: %s", jerr.line,
+                        jerr.column, jerr.text);
+            goto out;
+        }
+        if (!json_is_object(body)) {
+            reply_error(r, 400, NULL, "the body must be a JSON object");
+            goto out;
+        }
+    }
+    hreq_t rq = { .api = a, .who = &q->who, .body = body, .conn = q->conn,
+                  .max_wait = a->max_wait };
+    memcpy(rq.args, args, sizeof(args));
+    core_lock(a->core);
+    rt->fn(a->core, &rq, r);
+    if (r->wait_phase && r->wait > 0 && r->status < 300) {
+        pthread_mutex_lock(&a->wlock);
+        if (!a->stopping) {
+            q->wait_phase = r->wait_phase;
+            q->deadline = mono() + fmin(r->wait, a->max_wait);
+            q->on_phase = true;
+            q->pnext = hmap_iget(a->by_phase, q->wait_phase);
+            hmap_iput(a->by_phase, q->wait_phase, q);
+            waiter_link(a, q);
+            q->stage = 1;
+            MHD_suspend_connection(q->conn);
+            suspended = true;
+        }
+        pthread_mutex_unlock(&a->wlock);
+    }
+    q->barrier = state_last_seq(a->st);
+    core_unlock(a->core);
+out:
+    json_decref(body);
+    free(pathcopy);
+    if (suspended)
+        return true;
+    return hold_for_commit(q);
+}
+
+/* After a long-poll wakes: the phase's current view. */
+static bool process_wake(req_t *q)
+{
+    api_t *a = q->api;
+    hreq_t rq = { .api = a, .who = &q->who, .conn = q->conn, .max_wait = a->max_wait };
+    core_lock(a->core);
+    routes_phase_view(a->core, &rq, q->wait_phase, &q->r);
+    q->r.wait_phase = 0;
+    q->barrier = state_last_seq(a->st);
+    core_unlock(a->core);
+    return hold_for_commit(q);
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+                                  const char *method, const char *version,
+                                  const char *upload_data, size_t *upload_size, void **con_cls)
+{
+    api_t *a = cls;
+    req_t *q = *con_cls;
+
+    if (!q) {
+        if (!(q = calloc(1, sizeof(*q))) || !(q->path = strdup(url))) {
+            free(q);
+            return MHD_NO;
+        }
+        q->api = a;
+        q->conn = conn;
+        q->t0 = mono();
+        q->who.uid = (uid_t)-1;
+        snprintf(q->method, sizeof(q->method), "%s", method);
+        *con_cls = q;
+        const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+                                                     MHD_HTTP_HEADER_CONTENT_LENGTH);
+        if (cl && strtoull(cl, NULL, 10) > a->max_body) {
+            /* refuse before reading it: the connection is closed after the reply */
+            q->too_large = true;
+            q->early = true;
+            process(q);
+            return send_reply(q);
+        }
+        return MHD_YES;
+    }
+    if (*upload_size) {
+        if (q->early) {
+            *upload_size = 0;
+            return MHD_YES;
+        }
+        if (!q->too_large) {
+            if (q->len + *upload_size > a->max_body) {
+                /* a body without Content-Length grew past the limit: MHD cannot
+                 * answer in the middle of an upload, so the connection is closed */
+                pthread_mutex_lock(&a->clock_);
+                a->cnt.too_large++;
+                pthread_mutex_unlock(&a->clock_);
+                bl_debug("api: %s %s: body over %zu bytes: connection closed", q->method,
+                         q->path, a->max_body);
+                return MHD_NO;
+            }
+            if (q->len + *upload_size + 1 > q->cap) {
+                size_t cap = q->cap ? q->cap : 1024;
+                while (cap < q->len + *upload_size + 1)
+                    cap *= 2;
+                char *nb = realloc(q->body, cap);
+                if (!nb)
+                    return MHD_NO;
+                q->body = nb;
+                q->cap = cap;
+            }
+            memcpy(q->body + q->len, upload_data, *upload_size);
+            q->len += *upload_size;
+            q->body[q->len] = '\0';
+        }
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    if (q->early)
+        return MHD_YES;
+    if (q->stage == 0) {
+        if (process(q))
+            return MHD_YES;
+        return send_reply(q);
+    }
+    if (q->stage == 1) {
+        /* resumed: by a commit (the reply is ready) or a long-poll wake (the
+         * phase's view is computed now, then held for its commit like any reply) */
+        q->stage = 2;
+        if (q->wait_phase) {
+            bool held = process_wake(q);
+            q->wait_phase = 0;
+            if (held)
+                return MHD_YES;
+        }
+        return send_reply(q);
+    }
+    return send_reply(q);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    api_t *a = cls;
+    req_t *q = *con_cls;
+    if (!q)
+        return;
+    pthread_mutex_lock(&a->wlock);
+    waiter_unlink(a, q);
+    pthread_mutex_unlock(&a->wlock);
+    json_decref(q->r.body);
+    free(q->r.text);
+    free(q->body);
+    free(q->path);
+    free(q);
+    *con_cls = NULL;
+}
+
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    char buf[512];
+    vsnprintf(buf, sizeof(buf), fmt, ap);
+    size_t n = strlen(buf);
+    while (n && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
+        buf[--n] = '\0';
+    bl_debug("http: %s", buf);
+}
+
+/* ------------------------------------------------------------------ listeners */
+static int unix_listen(const char *path, hu_error_t *err)
+{
+    struct sockaddr_un sa = { .sun_family = AF_UNIX };
+    struct stat sb;
+    int fd;
+
+    if (strlen(path) >= sizeof(sa.sun_path)) {
+        errno = ENAMETOOLONG;
+        return hu_errprintf(err, "%s: path too long for a unix socket", path);
+    }
+    strcpy(sa.sun_path, path);
+    /* its directory (/run/harmonia) may not exist yet outside systemd */
+    char *dir = strdup(path), *slash = dir ? strrchr(dir, '/') : NULL;
+    if (slash && slash != dir) {
+        *slash = '\0';
+        if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
+            int e = errno;
+            free(dir);
+            errno = e;
+            return hu_errprintf(err, "%s: cannot create its directory: %s", path, strerror(e));
+        }
+    }
+    free(dir);
+    if (lstat(path, &sb) == 0) {
+        if (!S_ISSOCK(sb.st_mode)) {
+            errno = EEXIST;
+            return hu_errprintf(err, "%s exists and is not a socket", path);
+        }
+        unlink(path);
+    }
+    if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
+        return hu_errprintf(err, "socket: %s", strerror(errno));
+    if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || chmod(path, 0666) < 0
+        || listen(fd, 1024) < 0) {
+        int e = errno;
+        close(fd);
+        errno = e;
+        return hu_errprintf(err, "%s: %s", path, strerror(e));
+    }
+    return fd;
+}
+
+static struct MHD_Daemon *start_daemon(api_t *a, const cfg_t *cfg, int fd,
+                                       const struct sockaddr *sa, bool ipv6, hu_error_t *err)
+{
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME
+                     | MHD_USE_ERROR_LOG | (ipv6 ? MHD_USE_IPv6 : 0);
+    struct MHD_OptionItem opts[] = {
+        { MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)mhd_log, a },
+        { fd >= 0 ? MHD_OPTION_LISTEN_SOCKET : MHD_OPTION_SOCK_ADDR, fd >= 0 ? fd : 0,
+          fd >= 0 ? NULL : (void *)sa },
+        { MHD_OPTION_THREAD_POOL_SIZE, (intptr_t)cfg->limits_threads, NULL },
+        { MHD_OPTION_CONNECTION_LIMIT, (intptr_t)cfg->limits_max_connections, NULL },
+        { MHD_OPTION_CONNECTION_TIMEOUT, (intptr_t)ceil(cfg->limits_connection_timeout), NULL },
+        { MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, a },
+        { MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024, NULL },
+        { MHD_OPTION_END, 0, NULL },
+    };
+    struct MHD_Daemon *d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, a,
+                                            MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
+    if (!d) {
+        errno = EADDRINUSE;
+        hu_errprintf(err, "cannot start the HTTP listener%s%s", fd >= 0 ? " on " : "",
+                     fd >= 0 ? a->unix_path : "");
+    }
+    return d;
+}
+
+api_t *api_create(core_t *core, state_t *st, const cfg_t *cfg, hu_error_t *err)
+{
+    api_t *a = calloc(1, sizeof(*a));
+    int ufd = -1;
+
+    if (!a) {
+        errno = ENOMEM;
+        hu_errprintf(err, "out of memory");
+        return NULL;
+    }
+    a->core = core;
+    a->st = st;
+    pthread_mutex_init(&a->wlock, NULL);
+    pthread_mutex_init(&a->clock_, NULL);
+    a->auth_none = !strcmp(cfg->auth_type, "none");
+    a->committed = state_committed(st);
+    if (!(a->by_phase = hmap_create()) || !(a->munge_socket = strdup(cfg->auth_munge_socket))) {
+        errno = ENOMEM;
+        hu_errprintf(err, "out of memory");
+        goto error;
+    }
+    api_reconfigure(a, cfg);
+    if (*cfg->listen_address) {
+        struct sockaddr_storage ss = { 0 };
+        bool v6 = false;
+        const char *addr = strcmp(cfg->listen_address, "localhost") ? cfg->listen_address
+                                                                      : "127.0.0.1";
+        struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
+        struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
+        if (inet_pton(AF_INET, addr, &s4->sin_addr) == 1) {
+            s4->sin_family = AF_INET;
+            s4->sin_port = htons((uint16_t)cfg->listen_port);
+        } else if (inet_pton(AF_INET6, addr, &s6->sin6_addr) == 1) {
+            s6->sin6_family = AF_INET6;
+            s6->sin6_port = htons((uint16_t)cfg->listen_port);
+            v6 = true;
+        } else {
+            errno = EINVAL;
+            hu_errprintf(err, "listen.address %s: not an address", addr);
+            goto error;
+        }
+        if (!(a->tcp = start_daemon(a, cfg, -1, (struct sockaddr *)&ss, v6, err))) {
+            hu_errprintf(err, "cannot listen on %s port %ld: address in use or not local",
+                         cfg->listen_address, cfg->listen_port);
+            goto error;
+        }
+        const union MHD_DaemonInfo *di = MHD_get_daemon_info(a->tcp, MHD_DAEMON_INFO_BIND_PORT);
+        a->tcp_port = di ? di->port : (int)cfg->listen_port;
+    }
+    if (*cfg->listen_unix) {
+        if ((ufd = unix_listen(cfg->listen_unix, err)) < 0)
+            goto error;
+        if (!(a->unix_path = strdup(cfg->listen_unix))) {
+            close(ufd);
+            goto error;
+        }
+        if (!(a->unx = start_daemon(a, cfg, ufd, NULL, false, err))) {
+            close(ufd);
+            goto error;
+        }
+    }
+    return a;
+error:
+    api_stop(a);
+    api_destroy(a);
+    return NULL;
+}
+
+int api_tcp_port(api_t *a)
+{
+    return a->tcp_port;
+}
+
+void api_stop(api_t *a)
+{
+    if (!a)
+        return;
+    pthread_mutex_lock(&a->wlock);
+    a->stopping = true;
+    while (a->waiters)
+        wake(a, a->waiters);
+    pthread_mutex_unlock(&a->wlock);
+    /* let the resumed connections get their answer */
+    for (int i = 0; i < 20; i++) {
+        pthread_mutex_lock(&a->wlock);
+        bool busy = a->waiters != NULL;
+        pthread_mutex_unlock(&a->wlock);
+        if (!busy)
+            break;
+        usleep(10000);
+    }
+    if (a->tcp)
+        MHD_quiesce_daemon(a->tcp);
+    if (a->unx)
+        MHD_quiesce_daemon(a->unx);
+    usleep(50000);
+    if (a->tcp)
+        MHD_stop_daemon(a->tcp);
+    if (a->unx)
+        MHD_stop_daemon(a->unx);
+    a->tcp = a->unx = NULL;
+    if (a->unix_path)
+        unlink(a->unix_path);
+}
+
+void api_destroy(api_t *a)
+{
+    if (!a)
+        return;
+    int saved = errno;
+    hmap_destroy(a->by_phase);
+    free(a->unix_path);
+    free(a->munge_socket);
+    pthread_mutex_destroy(&a->wlock);
+    pthread_mutex_destroy(&a->clock_);
+    free(a);
+    errno = saved;
+}

@@ -1,0 +1,439 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * bbmgr — admin command of the Harmonia burst-buffer manager.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <jansson.h>
+
+#include "harmonia/client.h"
+#include "libhutil/hutil.h"
+#include "config.h"
+
+typedef struct {
+    hm_client_t *c;
+    bool json;
+} cli_t;
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "Usage: bbmgr [OPTIONS] COMMAND [ARGS]\n"
+            "Talk to bbmgrd, the Harmonia burst-buffer manager.\n\n"
+            "Commands:\n"
+            "  status                  daemon state, policy, counts\n"
+            "  jobs                    registered and running jobs\n"
+            "  job ID                  one job (JSON)\n"
+            "  nodes                   buffer nodes: capacity, use, load, state\n"
+            "  pools                   pools: capacity, free, granularity\n"
+            "  persistent              persistent buffers\n"
+            "  schedule [MINUTES]      text Gantt of phases and transfers (default 10)\n"
+            "  drain NODE [REASON]     stop allocating on NODE\n"
+            "  resume NODE             allocate on NODE again\n"
+            "  policy [ID]             show or change the scheduling policy\n"
+            "  history USER [NAME]     learned w_iter and volume for USER's jobs NAME\n"
+            "  config check FILE       check a bbmgr.yaml\n"
+            "  config --help           every configuration key\n"
+            "  config --man            bbmgr.yaml(5) in groff\n\n"
+            "Options:\n"
+            "  -u, --url URL           http://HOST:PORT or unix:/PATH ($HARMONIA_URL,\n"
+            "                          default " HM_DEFAULT_URL ")\n"
+            "  -S, --munge-socket PATH munged's socket ($HARMONIA_MUNGE_SOCKET)\n"
+            "  -n, --no-auth           send no credential (bbmgrd with auth: none)\n"
+            "  -j, --json              print the daemon's JSON answers\n"
+            "  -V, --version           print the version\n"
+            "  -h, --help              this help\n");
+}
+
+static int call(cli_t *cli, const char *method, const char *path, json_t *body, json_t **out)
+{
+    hm_error_t err = { "" };
+    char ebuf[400];
+    json_t *resp = NULL;
+    int st = hm_request(cli->c, method, path, body, &resp, &err);
+    if (st < 0) {
+        fprintf(stderr, "bbmgr: %s\n", err.text);
+        return -1;
+    }
+    if (st >= 400) {
+        fprintf(stderr, "bbmgr: %s %s: HTTP %d: %s\n", method, path, st,
+                hm_error_text(resp, ebuf, sizeof(ebuf)));
+        json_decref(resp);
+        return -1;
+    }
+    if (cli->json && resp) {
+        char *s = json_dumps(resp, JSON_INDENT(2) | JSON_SORT_KEYS);
+        if (s)
+            puts(s);
+        free(s);
+    }
+    *out = resp;
+    return 0;
+}
+
+static const char *sz(json_t *v, char *buf, size_t len)
+{
+    if (!json_is_number(v))
+        return "-";
+    return hu_size_str((uint64_t)json_number_value(v), buf, len);
+}
+
+static int cmd_status(cli_t *cli)
+{
+    json_t *o;
+    if (call(cli, "GET", "/v1/status", NULL, &o) < 0)
+        return 1;
+    if (!cli->json) {
+        char up[64];
+        printf("bbmgrd %s, up %s, policy %s%s, auth %s\n",
+               json_string_value(json_object_get(o, "version")),
+               hu_duration_str(json_number_value(json_object_get(o, "uptime")), up, sizeof(up)),
+               json_string_value(json_object_get(o, "policy")),
+               json_is_true(json_object_get(o, "policy_override")) ? " (set by API)" : "",
+               json_string_value(json_object_get(o, "auth")));
+        json_t *j = json_object_get(o, "jobs"), *p = json_object_get(o, "phases"),
+               *n = json_object_get(o, "nodes"), *s = json_object_get(o, "state");
+        printf("jobs: %lld registered, %lld running\n",
+               json_integer_value(json_object_get(j, "registered")),
+               json_integer_value(json_object_get(j, "running")));
+        printf("phases: %lld waiting, %lld granted, %lld finished, %lld expired\n",
+               json_integer_value(json_object_get(p, "waiting")),
+               json_integer_value(json_object_get(p, "granted")),
+               json_integer_value(json_object_get(p, "finished")),
+               json_integer_value(json_object_get(p, "expired")));
+        printf("nodes: %lld (%lld drained) in %lld pools; %lld persistent buffers\n",
+               json_integer_value(json_object_get(n, "total")),
+               json_integer_value(json_object_get(n, "drained")),
+               json_integer_value(json_object_get(n, "pools")),
+               json_integer_value(json_object_get(o, "persistent")));
+        printf("state: %s (schema %lld, %s)\n", json_string_value(json_object_get(s, "dir")),
+               json_integer_value(json_object_get(s, "schema")),
+               json_is_true(json_object_get(s, "durable")) ? "durable" : "NOT durable");
+    }
+    json_decref(o);
+    return 0;
+}
+
+static int cmd_jobs(cli_t *cli)
+{
+    json_t *o, *j;
+    size_t i;
+    char b1[32];
+    if (call(cli, "GET", "/v1/jobs", NULL, &o) < 0)
+        return 1;
+    if (!cli->json) {
+        printf("%-12s %-10s %-10s %-10s %10s %-9s %s\n", "JOBID", "USER", "NAME", "STATE",
+               "BUFFER", "PHASE", "PHASES");
+        json_array_foreach(json_object_get(o, "jobs"), i, j) {
+            json_t *a = json_object_get(j, "allocation"), *p = json_object_get(j, "phase");
+            const char *u = json_string_value(json_object_get(j, "user"));
+            const char *n = json_string_value(json_object_get(j, "name"));
+            printf("%-12s %-10s %-10s %-10s %10s %-9s %lld\n",
+                   json_string_value(json_object_get(j, "id")), u ? u : "-", n ? n : "-",
+                   json_string_value(json_object_get(j, "state")),
+                   a ? sz(json_object_get(a, "reserved"), b1, sizeof(b1)) : "-",
+                   p ? json_string_value(json_object_get(p, "state")) : "-",
+                   json_integer_value(json_object_get(j, "phases_done")));
+        }
+    }
+    json_decref(o);
+    return 0;
+}
+
+static int cmd_nodes(cli_t *cli)
+{
+    json_t *o, *n;
+    size_t i;
+    char b1[32], b2[32], b3[32];
+    if (call(cli, "GET", "/v1/nodes", NULL, &o) < 0)
+        return 1;
+    if (!cli->json) {
+        printf("%-12s %-10s %-8s %11s %11s %12s %6s %s\n", "NODE", "POOL", "STATE", "CAPACITY",
+               "USED", "LOAD/s", "PHASES", "REASON");
+        json_array_foreach(json_object_get(o, "nodes"), i, n) {
+            const char *r = json_string_value(json_object_get(n, "reason"));
+            printf("%-12s %-10s %-8s %11s %11s %12s %6lld %s\n",
+                   json_string_value(json_object_get(n, "name")),
+                   json_string_value(json_object_get(n, "pool")),
+                   json_string_value(json_object_get(n, "state")),
+                   sz(json_object_get(n, "capacity"), b1, sizeof(b1)),
+                   sz(json_object_get(n, "used"), b2, sizeof(b2)),
+                   hu_size_str_si(json_number_value(json_object_get(n, "load")), b3, sizeof(b3)),
+                   json_integer_value(json_object_get(n, "active_phases")), r ? r : "");
+        }
+    }
+    json_decref(o);
+    return 0;
+}
+
+static int cmd_pools(cli_t *cli)
+{
+    json_t *o, *p;
+    size_t i;
+    char b1[32], b2[32], b3[32];
+    if (call(cli, "GET", "/v1/pools", NULL, &o) < 0)
+        return 1;
+    if (!cli->json) {
+        printf("%-12s %6s %6s %11s %11s %11s\n", "POOL", "NODES", "UP", "CAPACITY", "FREE",
+               "GRANULARITY");
+        json_array_foreach(json_object_get(o, "pools"), i, p)
+            printf("%-12s %6lld %6lld %11s %11s %11s\n",
+                   json_string_value(json_object_get(p, "name")),
+                   json_integer_value(json_object_get(p, "nodes")),
+                   json_integer_value(json_object_get(p, "nodes_up")),
+                   sz(json_object_get(p, "capacity"), b1, sizeof(b1)),
+                   sz(json_object_get(p, "free"), b2, sizeof(b2)),
+                   sz(json_object_get(p, "granularity"), b3, sizeof(b3)));
+    }
+    json_decref(o);
+    return 0;
+}
+
+static int cmd_persistent(cli_t *cli)
+{
+    json_t *o, *b;
+    size_t i;
+    char b1[32];
+    if (call(cli, "GET", "/v1/persistent", NULL, &o) < 0)
+        return 1;
+    if (!cli->json) {
+        printf("%-20s %8s %-10s %11s %6s %s\n", "NAME", "UID", "POOL", "CAPACITY", "NODES",
+               "USERS");
+        json_array_foreach(json_object_get(o, "persistent"), i, b)
+            printf("%-20s %8lld %-10s %11s %6zu %zu\n",
+                   json_string_value(json_object_get(b, "name")),
+                   json_integer_value(json_object_get(b, "uid")),
+                   json_string_value(json_object_get(b, "pool")),
+                   sz(json_object_get(b, "capacity"), b1, sizeof(b1)),
+                   json_array_size(json_object_get(b, "nodes")),
+                   json_array_size(json_object_get(b, "users")));
+    }
+    json_decref(o);
+    return 0;
+}
+
+/* A text Gantt: one row per open phase and queued transfer, 60 columns for
+ * 'minutes' minutes from now.  '#' granted, '.' waiting, 'S' a transfer start. */
+static int cmd_schedule(cli_t *cli, double minutes)
+{
+    json_t *o, *p;
+    size_t i;
+    char path[64];
+    const int W = 60;
+    double horizon = minutes * 60;
+    snprintf(path, sizeof(path), "/v1/schedule?horizon=%.0f", horizon);
+    if (call(cli, "GET", path, NULL, &o) < 0)
+        return 1;
+    if (!cli->json) {
+        double now = json_number_value(json_object_get(o, "now"));
+        printf("policy %s; now .. +%.0f min, one column = %.0f s ('#' granted, '.' waiting, "
+               "'S' stage)\n", json_string_value(json_object_get(o, "policy")), minutes,
+               horizon / W);
+        printf("%-8s %-12s %-9s |", "PHASE", "JOB", "STATE");
+        for (int k = 0; k < W; k += 10)
+            printf("%-10s", k == 0 ? "now" : "");
+        printf("|\n");
+        json_array_foreach(json_object_get(o, "phases"), i, p) {
+            char row[61];
+            memset(row, ' ', (size_t)W);
+            row[W] = '\0';
+            const char *state = json_string_value(json_object_get(p, "state"));
+            if (!strcmp(state, "granted")) {
+                json_t *e = json_object_get(p, "expected_end");
+                double end = json_is_number(e) ? json_number_value(e) : now + horizon;
+                int last = (int)fmin(W - 1, floor((end - now) / horizon * W));
+                for (int k = 0; k <= last; k++)
+                    row[k] = '#';
+            } else {
+                row[0] = '.';
+            }
+            printf("%-8lld %-12s %-9s |%s|\n", json_integer_value(json_object_get(p, "id")),
+                   json_string_value(json_object_get(p, "job")), state, row);
+        }
+        json_array_foreach(json_object_get(o, "transfers"), i, p) {
+            char row[61];
+            memset(row, ' ', (size_t)W);
+            row[W] = '\0';
+            double start = json_number_value(json_object_get(p, "start"));
+            int k = (int)fmax(0, fmin(W - 1, floor((start - now) / horizon * W)));
+            row[k] = 'S';
+            printf("%-8s %-12s %-9s |%s|\n", json_string_value(json_object_get(p, "kind")),
+                   json_string_value(json_object_get(p, "job")),
+                   json_string_value(json_object_get(p, "state")), row);
+        }
+    }
+    json_decref(o);
+    return 0;
+}
+
+static int cmd_drain(cli_t *cli, const char *node, const char *reason, bool drain)
+{
+    json_t *o, *body = NULL;
+    char path[256];
+    snprintf(path, sizeof(path), "/v1/nodes/%s/%s", node, drain ? "drain" : "resume");
+    if (reason)
+        body = json_pack("{s:s}", "reason", reason);
+    int rc = call(cli, "POST", path, body, &o);
+    json_decref(body);
+    if (rc < 0)
+        return 1;
+    if (!cli->json)
+        printf("%s: %s\n", node, json_string_value(json_object_get(o, "state")));
+    json_decref(o);
+    return 0;
+}
+
+static int cmd_policy(cli_t *cli, const char *id)
+{
+    json_t *o, *body = NULL;
+    int rc;
+    if (id) {
+        body = json_pack("{s:s}", "id", id);
+        rc = call(cli, "PUT", "/v1/policy", body, &o);
+        json_decref(body);
+    } else {
+        rc = call(cli, "GET", "/v1/policy", NULL, &o);
+    }
+    if (rc < 0)
+        return 1;
+    if (!cli->json)
+        printf("%s%s\n", json_string_value(json_object_get(o, "id")),
+               json_is_true(json_object_get(o, "override")) ? " (set by API; bbmgr.yaml says "
+                                                              : "");
+    if (!cli->json && json_is_true(json_object_get(o, "override")))
+        printf("  configured: %s)\n", json_string_value(json_object_get(o, "configured")));
+    json_decref(o);
+    return 0;
+}
+
+static int cmd_history(cli_t *cli, const char *user, const char *name)
+{
+    json_t *o;
+    char path[600];
+    snprintf(path, sizeof(path), "/v1/history?user=%s&name=%s", user, name ? name : "");
+    if (call(cli, "GET", path, NULL, &o) < 0)
+        return 1;
+    if (!cli->json) {
+        char b1[32], b2[32];
+        json_t *w = json_object_get(o, "w_iter"), *v = json_object_get(o, "io_volume");
+        printf("%s/%s: %lld jobs, w_iter %s, io_volume %s\n", user, name ? name : "",
+               json_integer_value(json_object_get(o, "jobs")),
+               json_is_number(w) ? hu_duration_str(json_number_value(w), b1, sizeof(b1)) : "-",
+               sz(v, b2, sizeof(b2)));
+    }
+    json_decref(o);
+    return 0;
+}
+
+static int cmd_config(int argc, char **argv)
+{
+    if (argc >= 1 && (!strcmp(argv[0], "--help") || !strcmp(argv[0], "help"))) {
+        cfg_print_help(stdout);
+        return 0;
+    }
+    if (argc >= 1 && !strcmp(argv[0], "--man")) {
+        cfg_print_man(stdout);
+        return 0;
+    }
+    if (argc == 2 && !strcmp(argv[0], "check")) {
+        hu_error_t err = { "" };
+        cfg_t *cfg = cfg_load(argv[1], &err);
+        if (!cfg) {
+            fprintf(stderr, "%s\n", err.text);
+            return 1;
+        }
+        int n = 0;
+        for (int i = 0; i < cfg->nnodes; i++)
+            n += cfg->nodes[i].names.n;
+        printf("%s: OK (%d buffer nodes in %d pools, policy %s, auth %s)\n", argv[1], n,
+               cfg->npools, cfg->policy_id, cfg->auth_type);
+        cfg_destroy(cfg);
+        return 0;
+    }
+    fprintf(stderr, "Usage: bbmgr config check FILE | config --help | config --man\n");
+    return 2;
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        { "url", required_argument, NULL, 'u' },
+        { "munge-socket", required_argument, NULL, 'S' },
+        { "no-auth", no_argument, NULL, 'n' },
+        { "json", no_argument, NULL, 'j' },
+        { "version", no_argument, NULL, 'V' },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    hm_client_opts_t opts = { 0 };
+    cli_t cli = { NULL, false };
+    hm_error_t err = { "" };
+    int opt, rc;
+
+    const char *na = getenv("HARMONIA_NO_AUTH");
+    opts.no_auth = na && *na && strcmp(na, "0");
+    while ((opt = getopt_long(argc, argv, "+u:S:njVh", longopts, NULL)) != -1) {
+        switch (opt) {
+        case 'u': opts.url = optarg; break;
+        case 'S': opts.munge_socket = optarg; break;
+        case 'n': opts.no_auth = true; break;
+        case 'j': cli.json = true; break;
+        case 'V': printf("bbmgr %s\n", PACKAGE_VERSION); return 0;
+        case 'h': usage(stdout); return 0;
+        default: usage(stderr); return 2;
+        }
+    }
+    if (optind >= argc) {
+        usage(stderr);
+        return 2;
+    }
+    const char *cmd = argv[optind];
+    int nargs = argc - optind - 1;
+    char **args = argv + optind + 1;
+    if (!strcmp(cmd, "config"))
+        return cmd_config(nargs, args);
+    if (!(cli.c = hm_client_create(&opts, &err))) {
+        fprintf(stderr, "bbmgr: %s\n", err.text);
+        return 1;
+    }
+    if (!strcmp(cmd, "status") && nargs == 0)
+        rc = cmd_status(&cli);
+    else if (!strcmp(cmd, "jobs") && nargs == 0)
+        rc = cmd_jobs(&cli);
+    else if (!strcmp(cmd, "job") && nargs == 1) {
+        char path[256];
+        json_t *o;
+        snprintf(path, sizeof(path), "/v1/jobs/%s", args[0]);
+        cli.json = true;
+        rc = call(&cli, "GET", path, NULL, &o) < 0 ? 1 : 0;
+        if (!rc)
+            json_decref(o);
+    } else if (!strcmp(cmd, "nodes") && nargs == 0)
+        rc = cmd_nodes(&cli);
+    else if (!strcmp(cmd, "pools") && nargs == 0)
+        rc = cmd_pools(&cli);
+    else if (!strcmp(cmd, "persistent") && nargs == 0)
+        rc = cmd_persistent(&cli);
+    else if (!strcmp(cmd, "schedule") && nargs <= 1) {
+        double m = nargs ? strtod(args[0], NULL) : 10;
+        rc = m > 0 ? cmd_schedule(&cli, m) : 2;
+    } else if (!strcmp(cmd, "drain") && nargs >= 1 && nargs <= 2)
+        rc = cmd_drain(&cli, args[0], nargs == 2 ? args[1] : NULL, true);
+    else if (!strcmp(cmd, "resume") && nargs == 1)
+        rc = cmd_drain(&cli, args[0], NULL, false);
+    else if (!strcmp(cmd, "policy") && nargs <= 1)
+        rc = cmd_policy(&cli, nargs ? args[0] : NULL);
+    else if (!strcmp(cmd, "history") && nargs >= 1 && nargs <= 2)
+        rc = cmd_history(&cli, args[0], nargs == 2 ? args[1] : NULL);
+    else {
+        usage(stderr);
+        rc = 2;
+    }
+    hm_client_destroy(cli.c);
+    return rc;
+}

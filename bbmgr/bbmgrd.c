@@ -1,0 +1,251 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * bbmgrd — the Harmonia burst-buffer manager daemon.
+ *
+ * Runs in the foreground (systemd Type=notify): READY=1 is sent once the state
+ * database is open and recovered and the API listens.  Signal handlers only set
+ * flags; the main loop acts on them: SIGTERM/SIGINT stop cleanly, SIGHUP reloads
+ * bbmgr.yaml (keeping the running configuration if the new one is bad) and
+ * reopens the log file.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#ifdef HAVE_LIBSYSTEMD
+#include <systemd/sd-daemon.h>
+#endif
+
+#include "api.h"
+#include "config.h"
+#include "core.h"
+#include "log.h"
+#include "state.h"
+
+#ifndef SYSCONFDIR
+#define SYSCONFDIR "/etc"
+#endif
+#define DEFAULT_CONFIG SYSCONFDIR "/harmonia/bbmgr.yaml"
+
+static volatile sig_atomic_t got_stop;
+static volatile sig_atomic_t got_hup;
+
+static void on_stop(int sig)
+{
+    got_stop = sig;
+}
+
+static void on_hup(int sig)
+{
+    got_hup = 1;
+}
+
+typedef struct {
+    api_t *api;
+} ctx_t;
+
+static void on_commit(uint64_t seq, bool ok, void *arg)
+{
+    ctx_t *ctx = arg;
+    api_t *api = __atomic_load_n(&ctx->api, __ATOMIC_ACQUIRE);
+    if (api)
+        api_on_commit(seq, ok, api);
+}
+
+static void notify(const char *msg)
+{
+#ifdef HAVE_LIBSYSTEMD
+    sd_notify(0, msg);
+#else
+    (void)msg;
+#endif
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "Usage: bbmgrd [OPTIONS] [CONFIG]\n"
+            "The Harmonia burst-buffer manager daemon (always in the foreground).\n\n"
+            "  -c, --config FILE   configuration (default " DEFAULT_CONFIG ")\n"
+            "  -f, --foreground    accepted for compatibility: bbmgrd never forks\n"
+            "  -v, --verbose       log at debug level (scheduling decisions and reasons)\n"
+            "  -C, --check         check the configuration and exit\n"
+            "  -V, --version       print the version and exit\n"
+            "  -h, --help          this help\n\n"
+            "Signals: TERM/INT stop, HUP reloads the configuration and reopens the log.\n"
+            "See bbmgrd(8), bbmgr.yaml(5).\n");
+}
+
+static void reload(const char *path, core_t *core, api_t *api, int verbose)
+{
+    hu_error_t err = { "" };
+    cfg_t *nc = cfg_load(path, &err);
+    if (!nc) {
+        bl_error("reload: %s: keeping the running configuration", err.text);
+        return;
+    }
+    /* log settings first: the rest reports through it */
+    if (bl_configure(nc->log_file, verbose ? "debug" : nc->log_level, nc->log_format, &err) < 0)
+        bl_error("reload: log: %s", err.text);
+    if (core_reconfigure(core, nc, &err) < 0) {
+        bl_error("reload: %s: keeping the running configuration", err.text);
+        cfg_destroy(nc);
+        return;
+    }
+    core_lock(core);
+    api_reconfigure(api, core->cfg);
+    core_unlock(core);
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        { "config", required_argument, NULL, 'c' },
+        { "foreground", no_argument, NULL, 'f' },
+        { "verbose", no_argument, NULL, 'v' },
+        { "check", no_argument, NULL, 'C' },
+        { "version", no_argument, NULL, 'V' },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    const char *path = DEFAULT_CONFIG;
+    int verbose = 0, check = 0, opt, rc = 1;
+    hu_error_t err = { "" };
+    cfg_t *cfg = NULL;
+    state_t *st = NULL;
+    core_t *core = NULL;
+    ctx_t ctx = { NULL };
+    api_t *api = NULL;
+
+    while ((opt = getopt_long(argc, argv, "c:fvCVh", longopts, NULL)) != -1) {
+        switch (opt) {
+        case 'c': path = optarg; break;
+        case 'f': break;
+        case 'v': verbose++; break;
+        case 'C': check = 1; break;
+        case 'V': printf("bbmgrd %s\n", PACKAGE_VERSION); return 0;
+        case 'h': usage(stdout); return 0;
+        default: usage(stderr); return 2;
+        }
+    }
+    /* "bbmgrd -f FILE": a lone operand is the configuration file */
+    if (optind + 1 == argc)
+        path = argv[optind++];
+    if (optind < argc) {
+        usage(stderr);
+        return 2;
+    }
+    if (!(cfg = cfg_load(path, &err))) {
+        fprintf(stderr, "bbmgrd: %s\n", err.text);
+        return 1;
+    }
+    if (check) {
+        printf("%s: OK\n", path);
+        cfg_destroy(cfg);
+        return 0;
+    }
+    if (bl_configure(cfg->log_file, verbose ? "debug" : cfg->log_level, cfg->log_format, &err) < 0) {
+        fprintf(stderr, "bbmgrd: log.file: %s\n", err.text);
+        cfg_destroy(cfg);
+        return 1;
+    }
+
+    struct sigaction sa = { 0 };
+    sigemptyset(&sa.sa_mask);
+    sa.sa_handler = on_stop;
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    sa.sa_handler = on_hup;
+    sigaction(SIGHUP, &sa, NULL);
+    sa.sa_handler = SIG_IGN;
+    sigaction(SIGPIPE, &sa, NULL);
+
+    bl_info("bbmgrd %s starting: config %s, state %s, policy %s, auth %s", PACKAGE_VERSION,
+            path, cfg->state_dir, cfg->policy_id, cfg->auth_type);
+    if (!(st = state_open(cfg->state_dir, cfg->state_durable, &err))) {
+        bl_error("state: %s", err.text);
+        goto out;
+    }
+    if (state_start(st, on_commit, &ctx, &err) < 0) {
+        bl_error("state: %s", err.text);
+        goto out;
+    }
+    if (!(core = core_create(cfg, st, &err))) {
+        cfg = NULL;
+        bl_error("%s", err.text);
+        goto out;
+    }
+    cfg = NULL;     /* the core owns it */
+    if (core_recover(core, &err) < 0) {
+        bl_error("recovery: %s", err.text);
+        goto out;
+    }
+    if (state_sync(st) < 0) {
+        bl_error("state: the recovery could not be committed");
+        goto out;
+    }
+    if (!(api = api_create(core, st, core->cfg, &err))) {
+        bl_error("api: %s", err.text);
+        goto out;
+    }
+    __atomic_store_n(&ctx.api, api, __ATOMIC_RELEASE);
+    /* commits that happened before the api existed */
+    api_on_commit(state_committed(st), true, api);
+    core_lock(core);
+    core_set_notify(core, api_on_phase, api);
+    core_unlock(core);
+    if (*core->cfg->listen_address)
+        bl_info("listening on http://%s:%d/", core->cfg->listen_address, api_tcp_port(api));
+    if (*core->cfg->listen_unix)
+        bl_info("listening on unix:%s", core->cfg->listen_unix);
+    notify("READY=1\nSTATUS=serving");
+    bl_info("ready");
+
+    rc = 0;
+    unsigned long ticks = 0;
+    while (!got_stop) {
+        struct timespec ts = { 0, 50 * 1000 * 1000 };
+        if (got_hup) {
+            got_hup = 0;
+            notify("RELOADING=1");
+            bl_info("SIGHUP: reloading %s", path);
+            reload(path, core, api, verbose);
+            notify("READY=1");
+        }
+        if (api_failed(api)) {
+            bl_error("the state database failed: stopping (a restart recovers the "
+                     "last committed state)");
+            rc = 1;
+            break;
+        }
+        core_tick(core);
+        api_tick(api);
+        if (++ticks % 20 == 0)      /* about once a second */
+            state_checkpoint(st);
+        nanosleep(&ts, NULL);
+    }
+    if (got_stop)
+        bl_info("signal %d: stopping", (int)got_stop);
+    notify("STOPPING=1");
+out:
+    if (api) {
+        api_stop(api);
+        core_lock(core);
+        core_set_notify(core, NULL, NULL);
+        core_unlock(core);
+    }
+    if (st && state_sync(st) < 0)
+        rc = 1;
+    state_close(st);
+    __atomic_store_n(&ctx.api, NULL, __ATOMIC_RELEASE);
+    api_destroy(api);
+    core_destroy(core);
+    cfg_destroy(cfg);
+    bl_info("stopped");
+    bl_close();
+    return rc ? 1 : 0;
+}

@@ -1,0 +1,253 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * core.h — bbmgrd's in-memory model: buffer nodes, pools, jobs, allocations,
+ * persistent buffers, phases and transfers, the live scheduler (libhsched driven
+ * with the real clock), and recovery from the state database.
+ *
+ * One mutex guards everything here (core_lock()); every change is queued to the
+ * state writer (state_put()) inside the same critical section, so the database sees
+ * changes in the order memory did.  The HTTP layer answers a request only after
+ * what it changed or saw is committed (see api.c).
+ */
+#ifndef BBMGR_CORE_H
+#define BBMGR_CORE_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <jansson.h>
+
+#include "libhsched/hsched.h"
+#include "config.h"
+#include "hmap.h"
+#include "state.h"
+
+typedef struct core core_t;
+typedef struct job job_t;
+
+typedef struct {
+    char name[64];
+    int pool;                   /* index in core->pools */
+    uint64_t capacity;
+    uint64_t used;              /* allocated bytes (jobs + persistent) */
+    double bandwidth;
+    char *mount;
+    int device;                 /* index in cfg->devices, -1: none */
+    bool drained;
+    char *reason;
+    bool in_config;             /* false: removed from bbmgr.yaml, kept drained while used */
+    int nallocs;                /* allocations using it */
+    int active;                 /* granted phases on it */
+    double load;                /* bytes/s of granted phases on it */
+} node_t;
+
+typedef struct {
+    char name[64];
+    uint64_t granularity;
+} pool_t;
+
+typedef struct {
+    int node;
+    uint64_t bytes;
+} anode_t;
+
+typedef struct {
+    char pool[64];
+    uint64_t capacity;          /* asked */
+    uint64_t reserved;          /* sum over nodes (>= capacity) */
+    int nodes_requested;
+    double created;
+    int n;
+    anode_t *v;
+} alloc_t;
+
+typedef enum { PH_WAITING, PH_GRANTED, PH_FINISHED, PH_EXPIRED, PH_CANCELLED } phase_state_t;
+
+typedef struct {
+    uint64_t id;
+    job_t *job;
+    double volume;
+    char dir[12];
+    phase_state_t state;
+    double requested, granted, finished;    /* Unix times; NAN: not yet */
+    double bytes;
+    double bw;                  /* current share, bytes/s */
+    double share;               /* bw / B */
+    int buffer;                 /* node index chosen by the policy, -1: none */
+    double w_done;
+} phase_t;
+
+typedef enum { XF_QUEUED, XF_RUNNING, XF_DONE, XF_FAILED, XF_CANCELLED } xfer_state_t;
+
+typedef struct {
+    uint64_t id;
+    char *job_id;
+    char kind[12];              /* stage_in | stage_out */
+    char *source, *destination;
+    char type[12];              /* file | directory */
+    xfer_state_t state;
+    int64_t bytes_total;        /* -1: unknown */
+    int64_t bytes_done;
+    char *message;
+    double requested, start, finished;
+} xfer_t;
+
+typedef enum { JOB_REGISTERED, JOB_RUNNING, JOB_ENDED } job_state_t;
+
+struct job {
+    char id[64];
+    uid_t uid;
+    gid_t gid;
+    char *user;
+    char *name;
+    int nodes;
+    double w_iter;              /* hints; NAN: none */
+    double io_volume;
+    long phases;                /* -1: none */
+    char io[12];                /* write | read | readwrite | "" */
+    int priority;               /* 1..10, 0: none */
+    job_state_t state;
+    double created, updated, begun, ended;
+    uint64_t hs_id;             /* id inside the scheduler */
+    bool in_sched;
+    alloc_t *alloc;
+    phase_t *phase;             /* the open phase (waiting or granted), at most one */
+    long nphases;               /* finished phases */
+    double bytes;               /* bytes of finished phases */
+    double first_request, last_request;
+    double last_end;            /* end of the previous phase (or begin) */
+    xfer_t **xfers;
+    int nxfers;
+    char **uses;                /* persistent buffers used */
+    int nuses;
+};
+
+typedef struct {
+    char name[64];
+    uid_t uid;
+    gid_t gid;
+    alloc_t alloc;
+    double created;
+    char **users;               /* job ids using it */
+    int nusers;
+} pbuf_t;
+
+/* Error of a core operation: an HTTP status, the field at fault, a reason. */
+typedef struct {
+    int status;
+    char field[64];
+    char msg[320];
+} cerr_t;
+
+int cerr_set(cerr_t *e, int status, const char *field, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+typedef void (*core_notify_f)(uint64_t phase_id, void *arg);
+
+struct core {
+    pthread_mutex_t lock;
+    cfg_t *cfg;                 /* owned; replaced by core_reconfigure() */
+    state_t *st;                /* borrowed */
+    /* clock: scheduler time = monotonic seconds since mono0 + hs_offset */
+    double mono0, hs_offset, epoch, hs_last;
+    hs_sched_t *sched;
+    hs_policy_t policy;
+    char policy_id[64];
+    bool policy_override;       /* set through the API, persisted in meta */
+    node_t *nodes;
+    int nnodes;
+    hmap_t *node_by_name;       /* name -> node index + 1 */
+    pool_t *pools;
+    int npools;
+    hmap_t *jobs;               /* id -> job_t (not ended) */
+    hmap_t *jobs_hs;            /* hs_id -> job_t */
+    hmap_t *phases;             /* phase id -> phase_t (open ones) */
+    hmap_t *pbufs;              /* name -> pbuf_t */
+    hmap_t *xfers;              /* id -> xfer_t (not finished) */
+    uint64_t next_phase, next_xfer, next_hs;
+    hs_grant_t *grants;
+    size_t grants_cap;
+    double started;             /* Unix time of start */
+    core_notify_f notify;
+    void *notify_arg;
+    /* counters for /metrics */
+    uint64_t n_granted, n_finished, n_expired, n_requested;
+    double bytes_finished, stall_seconds;
+    uint64_t decisions;
+    uint64_t dec_hist[12];      /* decision latency buckets, see metrics.c */
+    double dec_sum;
+};
+
+core_t *core_create(cfg_t *cfg, state_t *st, hu_error_t *err);     /* takes cfg */
+void core_destroy(core_t *c);
+int core_recover(core_t *c, hu_error_t *err);
+void core_set_notify(core_t *c, core_notify_f fn, void *arg);
+
+void core_lock(core_t *c);
+void core_unlock(core_t *c);
+
+/* Clocks. */
+double core_wall(void);
+double core_hs_now(core_t *c);
+
+/* Apply a new configuration (SIGHUP): policy, limits, nodes added or drained.
+ * Takes newcfg on success; on failure the running one stays. Lock not held. */
+int core_reconfigure(core_t *c, cfg_t *newcfg, hu_error_t *err);
+
+/* Periodic work (timer): expire grants, complete scheduled transfers, follow
+ * the scheduler's own next event.  Lock not held. */
+void core_tick(core_t *c);
+
+/* ---- operations (lock held) ---- */
+job_t *core_job(core_t *c, const char *id);
+int core_job_register(core_t *c, const char *id, uid_t uid, gid_t gid, const char *user,
+                      const char *name, int nodes, json_t *hints, bool *created, cerr_t *e);
+int core_job_hints(core_t *c, job_t *j, json_t *hints, cerr_t *e);
+void core_job_save(core_t *c, job_t *j);       /* queue the job's row */
+int core_job_begin(core_t *c, job_t *j, int nodes, cerr_t *e);
+int core_job_end(core_t *c, job_t *j, cerr_t *e);
+
+int core_alloc_create(core_t *c, job_t *j, uint64_t capacity, int nodes, const char *pool,
+                      bool *created, cerr_t *e);
+int core_alloc_release(core_t *c, job_t *j, cerr_t *e);
+
+phase_t *core_phase_request(core_t *c, job_t *j, double volume, const char *dir,
+                            double w_done, cerr_t *e);
+phase_t *core_phase(core_t *c, uint64_t id);
+int core_phase_finish(core_t *c, phase_t *p, double bytes, cerr_t *e);
+int core_phase_progress(core_t *c, phase_t *p, double bytes, cerr_t *e);
+
+xfer_t *core_stage(core_t *c, job_t *j, const char *kind, const char *src, const char *dst,
+                   const char *type, int64_t size, cerr_t *e);
+xfer_t *core_xfer(core_t *c, uint64_t id);
+int core_xfer_update(core_t *c, xfer_t *x, const char *state, int64_t bytes_done,
+                     int64_t bytes_total, const char *message, cerr_t *e);
+
+pbuf_t *core_pbuf(core_t *c, const char *name);
+pbuf_t *core_pbuf_create(core_t *c, const char *name, uid_t uid, gid_t gid,
+                         uint64_t capacity, const char *pool, bool *created, cerr_t *e);
+int core_pbuf_destroy(core_t *c, pbuf_t *b, cerr_t *e);
+int core_pbuf_use(core_t *c, pbuf_t *b, job_t *j, cerr_t *e);
+int core_pbuf_unuse(core_t *c, pbuf_t *b, job_t *j, cerr_t *e);
+
+int core_node_index(core_t *c, const char *name);
+int core_node_drain(core_t *c, int idx, bool drain, const char *reason, cerr_t *e);
+int core_set_policy(core_t *c, const char *id, cerr_t *e);
+
+/* ---- JSON views (lock held) ---- */
+json_t *core_job_json(core_t *c, job_t *j, bool detail);
+json_t *core_alloc_json(core_t *c, const job_t *j, const alloc_t *a, const char *owner_path);
+json_t *core_phase_json(core_t *c, phase_t *p);
+json_t *core_xfer_json(core_t *c, xfer_t *x);
+json_t *core_pbuf_json(core_t *c, pbuf_t *b);
+json_t *core_node_json(core_t *c, int idx);
+json_t *core_pool_json(core_t *c, int idx);
+json_t *core_schedule_json(core_t *c, double horizon);
+json_t *core_status_json(core_t *c);
+
+const char *phase_state_name(phase_state_t s);
+const char *xfer_state_name(xfer_state_t s);
+const char *job_state_name(job_state_t s);
+
+#endif

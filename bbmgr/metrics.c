@@ -1,0 +1,159 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * metrics.c — Prometheus exposition of bbmgrd's counters and gauges.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "metrics.h"
+
+typedef struct {
+    char *buf;
+    size_t len, cap;
+    bool oom;
+} sb_t;
+
+static void sb_printf(sb_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void sb_printf(sb_t *b, const char *fmt, ...)
+{
+    va_list ap;
+    if (b->oom)
+        return;
+    for (;;) {
+        va_start(ap, fmt);
+        int n = vsnprintf(b->buf + b->len, b->cap - b->len, fmt, ap);
+        va_end(ap);
+        if (n >= 0 && (size_t)n < b->cap - b->len) {
+            b->len += (size_t)n;
+            return;
+        }
+        size_t cap = b->cap * 2 + (size_t)(n > 0 ? n : 0) + 256;
+        char *nb = realloc(b->buf, cap);
+        if (!nb) {
+            b->oom = true;
+            return;
+        }
+        b->buf = nb;
+        b->cap = cap;
+    }
+}
+
+static void head(sb_t *b, const char *name, const char *type, const char *help)
+{
+    sb_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+static void histogram(sb_t *b, const char *name, const char *help, const double *bounds,
+                      int nb, const uint64_t *counts, double sum, uint64_t total)
+{
+    uint64_t cum = 0;
+    head(b, name, "histogram", help);
+    for (int i = 0; i < nb; i++) {
+        cum += counts[i];
+        sb_printf(b, "%s_bucket{le=\"%g\"} %ju\n", name, bounds[i], (uintmax_t)cum);
+    }
+    cum += counts[nb];
+    sb_printf(b, "%s_bucket{le=\"+Inf\"} %ju\n", name, (uintmax_t)cum);
+    sb_printf(b, "%s_sum %.9f\n%s_count %ju\n", name, sum, name, (uintmax_t)total);
+}
+
+char *metrics_render(api_t *a, core_t *c, state_t *st)
+{
+    static const double dec_b[] = { 1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3,
+                                    5e-3, 1e-2, 1e-1 };
+    static const double lat_b[] = { 1e-4, 2.5e-4, 5e-4, 1e-3, 2e-3, 5e-3, 1e-2, 2.5e-2, 0.1,
+                                    1, 10 };
+    sb_t b = { 0 };
+    api_counters_t ac;
+    state_stats_t ss;
+
+    if (!(b.buf = malloc(b.cap = 16384)))
+        return NULL;
+    b.buf[0] = '\0';
+    api_get_counters(a, &ac);
+    state_get_stats(st, &ss);
+
+    core_lock(c);
+    int reg = 0, run = 0, waiting = 0, granted = 0;
+    void *v;
+    for (void *it = hmap_first(c->jobs, &v); it; it = hmap_next(c->jobs, it, &v))
+        ((job_t *)v)->state == JOB_RUNNING ? run++ : reg++;
+    for (void *it = hmap_first(c->phases, &v); it; it = hmap_next(c->phases, it, &v))
+        ((phase_t *)v)->state == PH_GRANTED ? granted++ : waiting++;
+
+    head(&b, "harmonia_jobs", "gauge", "Jobs known to bbmgrd, by state.");
+    sb_printf(&b, "harmonia_jobs{state=\"registered\"} %d\n", reg);
+    sb_printf(&b, "harmonia_jobs{state=\"running\"} %d\n", run);
+    head(&b, "harmonia_phases", "gauge", "Open I/O phases, by state.");
+    sb_printf(&b, "harmonia_phases{state=\"waiting\"} %d\n", waiting);
+    sb_printf(&b, "harmonia_phases{state=\"granted\"} %d\n", granted);
+    head(&b, "harmonia_phases_total", "counter", "I/O phases since start, by outcome.");
+    sb_printf(&b, "harmonia_phases_total{event=\"requested\"} %ju\n", (uintmax_t)c->n_requested);
+    sb_printf(&b, "harmonia_phases_total{event=\"granted\"} %ju\n", (uintmax_t)c->n_granted);
+    sb_printf(&b, "harmonia_phases_total{event=\"finished\"} %ju\n", (uintmax_t)c->n_finished);
+    sb_printf(&b, "harmonia_phases_total{event=\"expired\"} %ju\n", (uintmax_t)c->n_expired);
+    head(&b, "harmonia_phase_bytes_total", "counter", "Bytes of finished phases.");
+    sb_printf(&b, "harmonia_phase_bytes_total %.0f\n", c->bytes_finished);
+    head(&b, "harmonia_stall_seconds_total", "counter",
+         "Seconds phases waited between request and grant.");
+    sb_printf(&b, "harmonia_stall_seconds_total %.6f\n", c->stall_seconds);
+    head(&b, "harmonia_persistent_buffers", "gauge", "Persistent buffers.");
+    sb_printf(&b, "harmonia_persistent_buffers %zu\n", hmap_size(c->pbufs));
+    head(&b, "harmonia_transfers_open", "gauge", "Stage-in/out transfers not finished.");
+    sb_printf(&b, "harmonia_transfers_open %zu\n", hmap_size(c->xfers));
+
+    json_t *dummy = c->nnodes ? core_node_json(c, 0) : NULL;   /* refreshes node loads */
+    json_decref(dummy);
+    head(&b, "harmonia_node_capacity_bytes", "gauge", "Capacity of each buffer node.");
+    for (int i = 0; i < c->nnodes; i++)
+        sb_printf(&b, "harmonia_node_capacity_bytes{node=\"%s\",pool=\"%s\"} %ju\n",
+                  c->nodes[i].name, c->pools[c->nodes[i].pool].name,
+                  (uintmax_t)c->nodes[i].capacity);
+    head(&b, "harmonia_node_used_bytes", "gauge", "Allocated bytes on each buffer node.");
+    for (int i = 0; i < c->nnodes; i++)
+        sb_printf(&b, "harmonia_node_used_bytes{node=\"%s\"} %ju\n", c->nodes[i].name,
+                  (uintmax_t)c->nodes[i].used);
+    head(&b, "harmonia_node_active_phases", "gauge", "Granted phases on each buffer node.");
+    for (int i = 0; i < c->nnodes; i++)
+        sb_printf(&b, "harmonia_node_active_phases{node=\"%s\"} %d\n", c->nodes[i].name,
+                  c->nodes[i].active);
+    head(&b, "harmonia_node_load_bytes_per_second", "gauge",
+         "Bandwidth granted to phases on each buffer node.");
+    for (int i = 0; i < c->nnodes; i++)
+        sb_printf(&b, "harmonia_node_load_bytes_per_second{node=\"%s\"} %.0f\n",
+                  c->nodes[i].name, c->nodes[i].load);
+    head(&b, "harmonia_node_drained", "gauge", "1 if the node is drained.");
+    for (int i = 0; i < c->nnodes; i++)
+        sb_printf(&b, "harmonia_node_drained{node=\"%s\"} %d\n", c->nodes[i].name,
+                  c->nodes[i].drained ? 1 : 0);
+    histogram(&b, "harmonia_decision_seconds", "Time of one scheduling decision.", dec_b, 11,
+              c->dec_hist, c->dec_sum, c->decisions);
+    sb_printf(&b, "# HELP harmonia_policy_info Current policy.\n# TYPE harmonia_policy_info gauge\n"
+              "harmonia_policy_info{policy=\"%s\"} 1\n", c->policy_id);
+    core_unlock(c);
+
+    head(&b, "harmonia_api_requests_total", "counter", "API requests answered, by HTTP code.");
+    for (int code = 100; code < 600; code++)
+        if (ac.by_code[code])
+            sb_printf(&b, "harmonia_api_requests_total{code=\"%d\"} %ju\n", code,
+                      (uintmax_t)ac.by_code[code]);
+    histogram(&b, "harmonia_api_request_seconds", "API request latency (commit included).",
+              lat_b, 11, ac.lat_hist, ac.lat_sum, ac.lat_count);
+    head(&b, "harmonia_api_waiting_connections", "gauge",
+         "Connections suspended for a commit or a long-poll.");
+    sb_printf(&b, "harmonia_api_waiting_connections %ju\n", (uintmax_t)ac.waiters);
+    head(&b, "harmonia_state_commits_total", "counter", "SQLite transactions committed.");
+    sb_printf(&b, "harmonia_state_commits_total %ju\n", (uintmax_t)ss.commits);
+    head(&b, "harmonia_state_statements_total", "counter", "Rows written.");
+    sb_printf(&b, "harmonia_state_statements_total %ju\n", (uintmax_t)ss.statements);
+    head(&b, "harmonia_state_commit_seconds_total", "counter", "Time spent in COMMIT (fsync).");
+    sb_printf(&b, "harmonia_state_commit_seconds_total %.6f\n", ss.commit_seconds);
+    if (b.oom) {
+        free(b.buf);
+        return NULL;
+    }
+    return b.buf;
+}

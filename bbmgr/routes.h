@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * routes.h — the /v1 API: one table of routes and their handlers (doc/api.md).
+ */
+#ifndef BBMGR_ROUTES_H
+#define BBMGR_ROUTES_H
+
+#include "api.h"
+#include "core.h"
+
+typedef void (*route_f)(core_t *c, hreq_t *rq, reply_t *r);
+
+typedef struct {
+    const char *method;
+    const char *pattern;        /* '*' matches one path segment */
+    route_f fn;
+    bool body;                  /* takes a JSON body (optional unless noted in docs) */
+} route_t;
+
+/* Find the route for method+path; *args gets the '*' segments (pointing into
+ * 'path', which is modified).  NULL and *status = 404 or 405 when none. */
+const route_t *routes_match(const char *method, char *path, const char **args, int *status);
+
+/* The phase view a long-poll returns when it wakes (lock held). */
+void routes_phase_view(core_t *c, hreq_t *rq, uint64_t pid, reply_t *r);
+
+#endif

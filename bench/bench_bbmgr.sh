@@ -1,0 +1,94 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
+# bench_bbmgr.sh — bbmgrd figures: phase grant round trips (request -> grant ->
+# finish) with 1, 100 and 1,000 concurrent jobs, durable state (synchronous=FULL)
+# and MUNGE on every request; RSS with 10,000 jobs and 100,000 phases in history.
+# Environment: HARMONIA_BUILDDIR; BENCH_SECONDS (default 5) per load point;
+# BENCH_THREADS (default 4) client threads; BENCH_PHASES (default 100000).
+set -eu
+B=${HARMONIA_BUILDDIR:-$(cd "$(dirname "$0")/.." && pwd)}
+SECS=${BENCH_SECONDS:-5}
+THREADS=${BENCH_THREADS:-4}
+PHASES=${BENCH_PHASES:-100000}
+T=$(mktemp -d /tmp/bench-bbmgr.XXXXXX)
+chmod 755 "$T"
+MPID=""
+DPID=""
+cleanup() {
+    [ -n "$DPID" ] && kill "$DPID" 2>/dev/null || true
+    [ -n "$MPID" ] && kill "$MPID" 2>/dev/null || true
+    sleep 0.2
+    rm -rf "$T"
+}
+trap cleanup EXIT INT TERM
+
+mkdir -m 0700 "$T/key"; mkdir -m 0755 "$T/sock"
+mungekey -c -k "$T/key/munge.key" >/dev/null 2>&1
+munged --socket="$T/sock/munge.socket" --key-file="$T/key/munge.key" \
+    --pid-file="$T/sock/munged.pid" --log-file="$T/munged.log" --seed-file="$T/munged.seed" \
+    --num-threads=4 --force
+sleep 0.2
+MPID=$(cat "$T/sock/munged.pid")
+export HARMONIA_MUNGE_SOCKET="$T/sock/munge.socket"
+
+PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+AUTH=munge
+start_daemon() {
+    cat > "$T/bbmgr.yaml" <<EOC
+listen: {address: 127.0.0.1, port: $PORT, unix_socket: "$T/bbmgrd.sock"}
+state: {dir: "$T/state", durable: true}
+auth: {type: $AUTH, munge_socket: "$T/sock/munge.socket", slurm_user: "4242"}
+log: {level: warning}
+policy: {id: fairshare}
+limits: {max_jobs: 200000}
+nodes:
+  - {names: "bb[01-08]", capacity: 4TiB, bandwidth: 4 GB/s, mount: /mnt/bb}
+EOC
+    "$B/bbmgr/bbmgrd" -f -c "$T/bbmgr.yaml" 2>>"$T/bbmgrd.log" &
+    DPID=$!
+    i=0
+    while ! "$B/bbmgr/bbmgr" -u "unix:$T/bbmgrd.sock" status >/dev/null 2>&1; do
+        i=$((i+1)); [ $i -gt 100 ] && { cat "$T/bbmgrd.log"; exit 1; }; sleep 0.05
+    done
+}
+stop_daemon() { kill "$DPID"; wait "$DPID" 2>/dev/null || true; DPID=""; rm -rf "$T/state"; }
+rss_kb() { awk '/^VmRSS/ {print $2}' "/proc/$DPID/status"; }
+
+URL="http://127.0.0.1:$PORT"
+echo "bbmgrd: durable (synchronous=FULL, WAL), MUNGE credential per request, policy fairshare,"
+echo "        $(nproc) cores; client: $THREADS threads, keep-alive, ${SECS}s per point"
+echo "        op = one HTTP request (phase request or finish); rt = request -> grant -> finish"
+for N in 1 100 1000; do
+    start_daemon
+    th=$THREADS; [ "$N" -lt "$th" ] && th=$N
+    out=$("$B/bench/bench_bbmgr_load" --url "$URL" --jobs $N --threads $th --seconds "$SECS")
+    echo "concurrent_jobs=$N $out"
+    eval "$(echo "$out" | tr ' ' '\n' | grep -E '^(ops_per_s|op_p99_ms|rt_p99_ms)=' | sed "s/^/R${N}_/")"
+    stop_daemon
+done
+echo "ratio ops_per_s 1000/1 jobs = $(python3 -c "print(round($R1000_ops_per_s/$R1_ops_per_s, 2))")"
+echo "ratio ops_per_s 1000/100 jobs = $(python3 -c "print(round($R1000_ops_per_s/$R100_ops_per_s, 2))")"
+echo "ratio op_p99 1000/1 jobs = $(python3 -c "print(round($R1000_op_p99_ms/$R1_op_p99_ms, 2))")"
+python3 -c "
+ok1 = $R1000_op_p99_ms < 2.0; ok2 = $R1000_ops_per_s >= 5000
+print('target op p99 < 2 ms at 1000 jobs: %s (%.3f ms)' % ('met' if ok1 else 'NOT met', $R1000_op_p99_ms))
+print('target >= 5000 phase ops/s at 1000 jobs: %s (%.0f/s)' % ('met' if ok2 else 'NOT met', $R1000_ops_per_s))"
+
+# the same at 1,000 jobs without MUNGE: what the daemon itself costs
+AUTH=none
+start_daemon
+out=$(HARMONIA_NO_AUTH=1 "$B/bench/bench_bbmgr_load" --url "$URL" --jobs 1000 --threads $THREADS --seconds "$SECS")
+echo "auth=none concurrent_jobs=1000 $out"
+eval "$(echo "$out" | tr ' ' '\n' | grep -E '^(ops_per_s|op_p99_ms)=' | sed "s/^/N_/")"
+stop_daemon
+AUTH=munge
+echo "ratio ops_per_s munge/none at 1000 jobs = $(python3 -c "print(round($R1000_ops_per_s/$N_ops_per_s, 2))")"
+
+# memory: 10,000 registered jobs, PHASES phases in history
+start_daemon
+r0=$(rss_kb)
+out=$("$B/bench/bench_bbmgr_load" --url "$URL" --jobs 10000 --threads $THREADS --phases "$PHASES" --closed --prefix m)
+r1=$(rss_kb)
+echo "memory: rss_start_kb=$r0 rss_10000_jobs_${PHASES}_phases_kb=$r1 ($out)"
+python3 -c "print('target RSS < 200 MB: %s (%.1f MB)' % ('met' if $r1 < 200*1024 else 'NOT met', $r1/1024))"
+stop_daemon

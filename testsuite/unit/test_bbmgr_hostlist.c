@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* Unit tests: Slurm-style host list expansion (bbmgr/hostlist.c). */
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hostlist.h"
+
+static char *joined(const char *expr)
+{
+    char **v;
+    int n;
+    hu_error_t err;
+    static char buf[4096];
+    if (hostlist_expand(expr, &v, &n, &err) < 0) {
+        snprintf(buf, sizeof(buf), "ERR:%s", err.text);
+        return buf;
+    }
+    buf[0] = '\0';
+    for (int i = 0; i < n; i++) {
+        if (i)
+            strcat(buf, " ");
+        strcat(buf, v[i]);
+    }
+    hostlist_free(v, n);
+    return buf;
+}
+
+START_TEST(test_expand)
+{
+    ck_assert_str_eq(joined("bb1"), "bb1");
+    ck_assert_str_eq(joined("bb[1-3]"), "bb1 bb2 bb3");
+    ck_assert_str_eq(joined("bb[01-03,07]"), "bb01 bb02 bb03 bb07");
+    ck_assert_str_eq(joined("bb[8-10]x"), "bb8x bb9x bb10x");
+    ck_assert_str_eq(joined("r[1-2]n[0-1]"), "r1n0 r1n1 r2n0 r2n1");
+    ck_assert_str_eq(joined("a, b,c[1-2]"), "a b c1 c2");
+    ck_assert_str_eq(joined("io-node_1.x"), "io-node_1.x");
+}
+END_TEST
+
+START_TEST(test_errors)
+{
+    ck_assert(strstr(joined(""), "ERR:empty"));
+    ck_assert(strstr(joined("bb["), "ERR:"));
+    ck_assert(strstr(joined("bb]"), "ERR:"));
+    ck_assert(strstr(joined("bb[]"), "ERR:"));
+    ck_assert(strstr(joined("bb[3-1]"), "decreasing"));
+    ck_assert(strstr(joined("bb[1-]"), "ERR:"));
+    ck_assert(strstr(joined("bb[a-b]"), "ERR:"));
+    ck_assert(strstr(joined("bb[[1]]"), "nested"));
+    ck_assert(strstr(joined("a,"), "trailing"));
+    ck_assert(strstr(joined("a b"), "invalid character"));
+    ck_assert(strstr(joined("n[0-999999999]"), "more than"));
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("bbmgr_hostlist");
+    TCase *tc = tcase_create("hostlist");
+    tcase_add_test(tc, test_expand);
+    tcase_add_test(tc, test_errors);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
