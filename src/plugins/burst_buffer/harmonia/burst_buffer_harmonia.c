@@ -2,25 +2,38 @@
 /*****************************************************************************\
  *  burst_buffer_harmonia.c - Harmonia burst buffer plugin for Slurm 22.05.
  *
- *  Translates between slurmctld's burst buffer hooks and Harmonia: the
- *  #BB_HARMONIA directives of a job are collected from its script and from
- *  sbatch --bb, validated at submit time (a bad request is refused with a
- *  message on sbatch's stderr) and kept in canonical form in the job's
- *  burst_buffer field.  Stage-in and stage-out run in the plugin's own agent
- *  thread; their results are applied under slurmctld's job write lock, then
- *  the plugin mutex (that order, always).  No hook waits on anything slow.
+ *  Translates between slurmctld's burst buffer hooks and bbmgrd, Harmonia's
+ *  manager daemon.  The #BB_HARMONIA directives of a job are collected from
+ *  its script and from sbatch --bb, validated at submit time (a bad request is
+ *  refused with a message on sbatch's stderr) and kept in canonical form in
+ *  the job's burst_buffer field.
+ *
+ *  Hooks never wait on the network.  Each job with a request has a small
+ *  record (hjob_t) saying what the plugin's agent thread must do next for it
+ *  (stage-in, begin, stage-out, teardown) and at which step it is.  The agent
+ *  runs the steps against bbmgrd with bounded timeouts and no lock held, then
+ *  applies the results under slurmctld's job write lock and then the plugin
+ *  mutex (that order, always).  Every step is idempotent against bbmgrd, so a
+ *  step cut short by a restart of slurmctld or bbmgrd is simply run again.
+ *
+ *  Without harmonia.conf (no manager daemon), requests are validated and jobs
+ *  pass through stage-in and stage-out with no buffer behind them.
  *
  *  burst_buffer.conf is read with Slurm's own burst buffer common code
- *  (AllowUsers, DenyUsers, Pools, Granularity, timeouts, Flags), which also
- *  packs what "scontrol show burst" prints.
+ *  (AllowUsers, DenyUsers, Pools, Flags, timeouts), which also packs what
+ *  "scontrol show burst" prints; with bbmgrd, the pools shown are bbmgrd's.
 \*****************************************************************************/
 
 #include "config.h"
 
+#include <ctype.h>
 #include <inttypes.h>
+#include <math.h>
 #include <pthread.h>
 #include <string.h>
 #include <time.h>
+
+#include <jansson.h>
 
 #include "slurm/slurm.h"
 #include "slurm/slurm_errno.h"
@@ -29,37 +42,140 @@
 #include "src/common/log.h"
 #include "src/common/macros.h"
 #include "src/common/run_in_daemon.h"
+#include "src/common/slurm_protocol_defs.h"
+#include "src/common/uid.h"
 #include "src/common/xmalloc.h"
 #include "src/common/xstring.h"
 #include "src/slurmctld/locks.h"
 #include "src/slurmctld/slurmctld.h"
 #include "src/plugins/burst_buffer/common/burst_buffer_common.h"
 
+#include "harmonia/client.h"
 #include "libhutil/directive.h"
+
+#include "bbh_conf.h"
 
 const char plugin_name[] = "burst_buffer harmonia plugin";
 const char plugin_type[] = "burst_buffer/harmonia";
 const uint32_t plugin_version = SLURM_VERSION_NUMBER;
 
-/* Work handed to the agent thread. */
+/* What the agent must do for a job. */
 typedef enum {
-	OP_STAGE_IN = 1,
-	OP_STAGE_OUT,
-	OP_TEARDOWN,
-} op_type_t;
+	WANT_NOTHING = 0,
+	WANT_STAGE_IN,		/* register, allocate, persistent, stage-in */
+	WANT_RECONCILE,		/* after a restart: learn the allocation again */
+	WANT_BEGIN,		/* tell bbmgrd the job runs */
+	WANT_STAGE_OUT,		/* stage-out, destroy persistent, teardown */
+	WANT_TEARDOWN,		/* cancel: end the job in bbmgrd */
+} want_t;
 
-typedef struct {
-	op_type_t op;
+/* Result of one agent step. */
+typedef enum {
+	STEP_NEXT,		/* go on with the next step now */
+	STEP_AGAIN,		/* try this step again later */
+	STEP_DONE,		/* the whole operation is over */
+	STEP_FAIL,		/* permanent failure */
+} step_rc_t;
+
+#define HJOB_HASH 256
+
+typedef struct hjob {
 	uint32_t job_id;
 	uint32_t user_id;
-} op_t;
+	uint32_t group_id;
+	char *user_name;
+	char *job_name;
+	char *canon;		/* canonical directive text */
+	want_t want;
+	int step;
+	time_t next_try;
+	int tries;
+	bool registered;
+	char *bb_path;		/* $HARMONIA_BB */
+	char *bb_nodes;		/* buffer nodes, comma separated */
+	char *persist_env;	/* "HARMONIA_PERSISTENT_<name>=<path>\n"... */
+	uint32_t ncompute;
+	char *note;		/* what the agent waits for (state_desc) */
+	struct hjob *next;
+} hjob_t;
 
 static bb_state_t bb_state;
-static List op_queue = NULL;		/* of op_t, protected by op_mutex */
-static pthread_mutex_t op_mutex = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t op_cond = PTHREAD_COND_INITIALIZER;
+static bbh_conf_t conf;
+static hjob_t *hjobs[HJOB_HASH];	/* protected by bb_state.bb_mutex */
+static pthread_cond_t agent_cond = PTHREAD_COND_INITIALIZER;
 static pthread_t agent_tid = 0;
 static bool agent_stop = false;
+static bool agent_rescan = true;	/* scan all jobs (start, reconfig) */
+static char *status_cache = NULL;	/* last /v1/status text */
+
+/* ------------------------------------------------------------------ jobs */
+
+static hjob_t *_hjob_find(uint32_t job_id)
+{
+	hjob_t *h;
+
+	for (h = hjobs[job_id % HJOB_HASH]; h; h = h->next)
+		if (h->job_id == job_id)
+			return h;
+	return NULL;
+}
+
+static hjob_t *_hjob_get(job_record_t *job_ptr)
+{
+	hjob_t *h = _hjob_find(job_ptr->job_id);
+
+	if (h)
+		return h;
+	h = xmalloc(sizeof(*h));
+	h->job_id = job_ptr->job_id;
+	h->user_id = job_ptr->user_id;
+	h->group_id = job_ptr->group_id;
+	h->user_name = uid_to_string_or_null(job_ptr->user_id);
+	h->job_name = xstrdup(job_ptr->name);
+	h->canon = xstrdup(job_ptr->burst_buffer);
+	h->next = hjobs[h->job_id % HJOB_HASH];
+	hjobs[h->job_id % HJOB_HASH] = h;
+	return h;
+}
+
+static void _hjob_free(hjob_t *h)
+{
+	xfree(h->user_name);
+	xfree(h->job_name);
+	xfree(h->canon);
+	xfree(h->bb_path);
+	xfree(h->bb_nodes);
+	xfree(h->persist_env);
+	xfree(h->note);
+	xfree(h);
+}
+
+static void _hjob_del(uint32_t job_id)
+{
+	hjob_t **pp = &hjobs[job_id % HJOB_HASH];
+
+	while (*pp) {
+		if ((*pp)->job_id == job_id) {
+			hjob_t *h = *pp;
+			*pp = h->next;
+			_hjob_free(h);
+			return;
+		}
+		pp = &(*pp)->next;
+	}
+}
+
+/* Ask the agent to do 'want' for the job (call with bb_mutex held). */
+static void _want(job_record_t *job_ptr, want_t want)
+{
+	hjob_t *h = _hjob_get(job_ptr);
+
+	h->want = want;
+	h->step = 0;
+	h->tries = 0;
+	h->next_try = 0;
+	slurm_cond_signal(&agent_cond);
+}
 
 /* Parse a job's burst_buffer text into 'req'.  Returns 0 when the text holds
  * Harmonia directives, -1 when it holds none or is invalid (err filled). */
@@ -101,14 +217,18 @@ static bool _script_merged(const hbb_request_t *script_req, const char *bb)
 	return merged;
 }
 
-/* Find the plugin's record of a job, rebuilding it from the job's canonical
- * burst_buffer text when needed (e.g. after slurmctld restarted).
- * Call with bb_state.bb_mutex held. */
+/*
+ * Find the plugin's record of a job, rebuilding it from the job's canonical
+ * burst_buffer text and burst_buffer_state when needed (e.g. after slurmctld
+ * restarted: the agent then reconciles with bbmgrd).
+ * Call with bb_state.bb_mutex held.
+ */
 static bb_job_t *_get_bb_job(job_record_t *job_ptr)
 {
 	bb_job_t *bb_job;
 	hbb_request_t req;
 	hu_error_t err;
+	int state;
 
 	if (!job_ptr->burst_buffer || !job_ptr->burst_buffer[0])
 		return NULL;
@@ -136,94 +256,793 @@ static bb_job_t *_get_bb_job(job_record_t *job_ptr)
 		if (req.persist[i].op == HBB_PERSIST_CREATE)
 			bb_job->persist_add += req.persist[i].capacity;
 	hbb_request_free(&req);
+
+	/* After a restart, take up where the job was. */
+	state = job_ptr->burst_buffer_state ?
+		bb_state_num(job_ptr->burst_buffer_state) : 0;
+	if (state && state != BB_STATE_PENDING) {
+		bb_job->state = state;
+		if (conf.configured) {
+			if (state == BB_STATE_STAGING_IN)
+				_want(job_ptr, WANT_STAGE_IN);
+			else if (state == BB_STATE_STAGED_IN ||
+				 state == BB_STATE_RUNNING)
+				_want(job_ptr, WANT_RECONCILE);
+			else if (state == BB_STATE_POST_RUN ||
+				 state == BB_STATE_STAGING_OUT)
+				_want(job_ptr, WANT_STAGE_OUT);
+			else if (state == BB_STATE_TEARDOWN)
+				_want(job_ptr, WANT_TEARDOWN);
+		} else if (state == BB_STATE_STAGING_IN) {
+			bb_job->state = BB_STATE_STAGED_IN;
+		}
+		info("%s: %pJ recovered in burst buffer state %s", plugin_type,
+		     job_ptr, bb_state_string(state));
+	}
 	return bb_job;
 }
 
-static void _queue_op(op_type_t op, uint32_t job_id, uint32_t user_id)
-{
-	op_t *o = xmalloc(sizeof(*o));
+/* ------------------------------------------------------------------ bbmgrd */
 
-	o->op = op;
-	o->job_id = job_id;
-	o->user_id = user_id;
-	slurm_mutex_lock(&op_mutex);
-	list_append(op_queue, o);
-	slurm_cond_signal(&op_cond);
-	slurm_mutex_unlock(&op_mutex);
+/* One request; returns the HTTP status or -1 (transport error, *msg set). */
+static int _call(hm_client_t *cli, const char *method, const char *path,
+		 json_t *body, json_t **resp, char **msg)
+{
+	hm_error_t err;
+	int status;
+
+	if (resp)
+		*resp = NULL;
+	status = hm_request(cli, method, path, body, resp, &err);
+	if (status < 0) {
+		xfree(*msg);
+		*msg = xstrdup_printf("bbmgrd unreachable (%s)", err.text);
+		return -1;
+	}
+	if (status >= 400 && msg) {
+		char buf[512];
+		xfree(*msg);
+		*msg = xstrdup_printf("bbmgrd: %s %s: %d: %s", method, path,
+				      status, resp && *resp ?
+				      hm_error_text(*resp, buf, sizeof(buf)) :
+				      "");
+	}
+	return status;
 }
 
-/*
- * The agent: takes queued operations one at a time, does the slow part with no
- * lock held, then applies the result under the job write lock and the plugin
- * mutex.  Without bbmgrd (a later stage of the project), stage-in and stage-out
- * have no data to move and complete at once.
- */
-static void _apply_op(op_t *o)
+static const char *_json_str(json_t *o, const char *key)
+{
+	json_t *v = o ? json_object_get(o, key) : NULL;
+	return json_is_string(v) ? json_string_value(v) : NULL;
+}
+
+/* $HARMONIA_BB/x -> <path>/x */
+static char *_expand(const char *s, const char *bb_path)
+{
+	const char *rest = NULL;
+
+	if (!strncmp(s, "$HARMONIA_BB", 12))
+		rest = s + 12;
+	else if (!strncmp(s, "${HARMONIA_BB}", 14))
+		rest = s + 14;
+	if (!rest || !bb_path)
+		return xstrdup(s);
+	return xstrdup_printf("%s%s", bb_path, rest);
+}
+
+/* What an agent step needs, copied out of the hjob under the mutex. */
+typedef struct {
+	uint32_t job_id;
+	uint32_t user_id, group_id;
+	char *user_name, *job_name;
+	hbb_request_t req;
+	want_t want;
+	int step;
+	bool registered;
+	char *bb_path;
+	uint32_t ncompute;
+	/* results */
+	char *new_path, *new_nodes, *persist_env;
+	char *msg;
+	bool allocated;
+} work_t;
+
+static void _work_free(work_t *w)
+{
+	xfree(w->user_name);
+	xfree(w->job_name);
+	hbb_request_free(&w->req);
+	xfree(w->bb_path);
+	xfree(w->new_path);
+	xfree(w->new_nodes);
+	xfree(w->persist_env);
+	xfree(w->msg);
+}
+
+static step_rc_t _step_register(hm_client_t *cli, work_t *w)
+{
+	json_t *body, *hints, *resp = NULL;
+	char path[64];
+	int st;
+
+	body = json_pack("{s:s s:i s:i}", "id", "", "uid", (int) w->user_id,
+			 "gid", (int) w->group_id);
+	snprintf(path, sizeof(path), "%u", w->job_id);
+	json_object_set_new(body, "id", json_string(path));
+	if (w->user_name)
+		json_object_set_new(body, "user", json_string(w->user_name));
+	if (w->job_name)
+		json_object_set_new(body, "name", json_string(w->job_name));
+	if (w->req.has_hints) {
+		hints = json_pack("{s:f s:f s:s s:i}",
+				  "w_iter", w->req.w_iter,
+				  "io_volume", (double) w->req.io_volume,
+				  "io", hbb_io_str(w->req.io),
+				  "priority", w->req.priority);
+		if (w->req.phases)
+			json_object_set_new(hints, "phases",
+					    json_integer(w->req.phases));
+		json_object_set_new(body, "hints", hints);
+	}
+	st = _call(cli, "POST", "/v1/jobs", body, &resp, &w->msg);
+	json_decref(body);
+	json_decref(resp);
+	if (st < 0 || st >= 500)
+		return STEP_AGAIN;
+	if (st >= 400)
+		return STEP_FAIL;
+	w->registered = true;
+	return STEP_NEXT;
+}
+
+static step_rc_t _step_alloc(hm_client_t *cli, work_t *w)
+{
+	json_t *body, *resp = NULL, *nodes;
+	char path[64];
+	size_t i;
+	int st;
+
+	if (!w->req.has_buffer)
+		return STEP_NEXT;
+	body = json_pack("{s:f}", "capacity", (double) w->req.capacity);
+	if (w->req.nodes)
+		json_object_set_new(body, "nodes", json_integer(w->req.nodes));
+	if (w->req.pool)
+		json_object_set_new(body, "pool", json_string(w->req.pool));
+	snprintf(path, sizeof(path), "/v1/jobs/%u/allocation", w->job_id);
+	st = _call(cli, "POST", path, body, &resp, &w->msg);
+	json_decref(body);
+	if (st == 507 || st == 503 || st < 0 || st >= 500) {
+		if (st == 507) {
+			char sz[32];
+			xfree(w->msg);
+			w->msg = xstrdup_printf("waiting for %s of free buffer space%s%s",
+						hbb_size_str(w->req.capacity, sz, sizeof(sz)),
+						w->req.pool ? " in pool " : "",
+						w->req.pool ? w->req.pool : "");
+		}
+		json_decref(resp);
+		return STEP_AGAIN;
+	}
+	if (st >= 400) {
+		json_decref(resp);
+		return STEP_FAIL;
+	}
+	nodes = json_object_get(resp, "nodes");
+	for (i = 0; json_is_array(nodes) && i < json_array_size(nodes); i++) {
+		json_t *n = json_array_get(nodes, i);
+		const char *name = _json_str(n, "name");
+		if (i == 0 && _json_str(n, "path"))
+			w->new_path = xstrdup(_json_str(n, "path"));
+		if (name)
+			xstrfmtcat(w->new_nodes, "%s%s", w->new_nodes ? "," : "",
+				   name);
+	}
+	json_decref(resp);
+	w->allocated = true;
+	return STEP_NEXT;
+}
+
+static step_rc_t _step_persistent(hm_client_t *cli, work_t *w)
+{
+	for (int i = 0; i < w->req.npersist; i++) {
+		hbb_persist_t *p = &w->req.persist[i];
+		json_t *body = NULL, *resp = NULL, *nodes;
+		char path[160];
+		int st;
+
+		if (p->op == HBB_PERSIST_CREATE) {
+			body = json_pack("{s:s s:f s:i s:i}", "name", p->name,
+					 "capacity", (double) p->capacity,
+					 "uid", (int) w->user_id,
+					 "gid", (int) w->group_id);
+			if (p->pool)
+				json_object_set_new(body, "pool",
+						    json_string(p->pool));
+			st = _call(cli, "POST", "/v1/persistent", body, &resp,
+				   &w->msg);
+		} else if (p->op == HBB_PERSIST_USE) {
+			char id[32];
+			snprintf(id, sizeof(id), "%u", w->job_id);
+			body = json_pack("{s:s}", "job", id);
+			snprintf(path, sizeof(path), "/v1/persistent/%s/use",
+				 p->name);
+			st = _call(cli, "POST", path, body, &resp, &w->msg);
+		} else {
+			continue;	/* destroy: at stage-out */
+		}
+		json_decref(body);
+		if (st < 0 || st >= 500 || st == 507) {
+			json_decref(resp);
+			return STEP_AGAIN;
+		}
+		if (st >= 400) {
+			json_decref(resp);
+			return STEP_FAIL;
+		}
+		nodes = json_object_get(resp, "nodes");
+		if (json_is_array(nodes) && json_array_size(nodes)) {
+			const char *pp = _json_str(json_array_get(nodes, 0),
+						   "path");
+			if (pp) {
+				char *up = xstrdup(p->name);
+				for (char *c = up; *c; c++)
+					*c = (*c == '-' || *c == '.') ? '_' :
+					     toupper((unsigned char) *c);
+				xstrfmtcat(w->persist_env,
+					   "HARMONIA_PERSISTENT_%s=%s\n", up, pp);
+				xfree(up);
+				if (!w->bb_path && !w->new_path)
+					w->new_path = xstrdup(pp);
+			}
+		}
+		json_decref(resp);
+	}
+	return STEP_NEXT;
+}
+
+/* Stage-in or stage-out: request the transfers once, then poll until done. */
+static step_rc_t _step_stage(hm_client_t *cli, work_t *w, bool in)
+{
+	const char *kind = in ? "stage_in" : "stage_out";
+	hbb_stage_t *items = in ? w->req.stage_in : w->req.stage_out;
+	int n = in ? w->req.nstage_in : w->req.nstage_out;
+	const char *bb = w->new_path ? w->new_path : w->bb_path;
+	json_t *resp = NULL;
+	const char *state;
+	char path[96];
+	int st;
+
+	if (n == 0)
+		return STEP_NEXT;
+	snprintf(path, sizeof(path), "/v1/jobs/%u/%s", w->job_id, kind);
+	st = _call(cli, "GET", path, NULL, &resp, &w->msg);
+	if (st < 0 || st >= 500) {
+		json_decref(resp);
+		return STEP_AGAIN;
+	}
+	if (st >= 400) {
+		json_decref(resp);
+		return STEP_FAIL;
+	}
+	state = _json_str(resp, "state");
+	if (state && !strcmp(state, "none")) {
+		json_decref(resp);
+		for (int i = 0; i < n; i++) {
+			char *src = _expand(items[i].source, bb);
+			char *dst = _expand(items[i].destination, bb);
+			json_t *body = json_pack("{s:s s:s}", "source", src,
+						 "destination", dst);
+			if (items[i].type != HBB_TYPE_UNSET)
+				json_object_set_new(body, "type",
+					json_string(hbb_type_str(items[i].type)));
+			st = _call(cli, "POST", path, body, NULL, &w->msg);
+			json_decref(body);
+			xfree(src);
+			xfree(dst);
+			if (st < 0 || st >= 500)
+				return STEP_AGAIN;	/* GET first next time */
+			if (st >= 400)
+				return STEP_FAIL;
+		}
+		xfree(w->msg);
+		w->msg = xstrdup_printf("%s requested", in ? "stage-in" : "stage-out");
+		return STEP_AGAIN;
+	}
+	if (state && !strcmp(state, "done")) {
+		json_decref(resp);
+		return STEP_NEXT;
+	}
+	if (state && !strcmp(state, "failed")) {
+		json_t *tr = json_object_get(resp, "transfers");
+		const char *m = NULL;
+		for (size_t i = 0; json_is_array(tr) && i < json_array_size(tr); i++)
+			if ((m = _json_str(json_array_get(tr, i), "message")))
+				break;
+		xfree(w->msg);
+		w->msg = xstrdup_printf("%s failed: %s", in ? "stage-in" : "stage-out",
+					m ? m : "no reason given");
+		json_decref(resp);
+		return STEP_FAIL;
+	}
+	xfree(w->msg);
+	w->msg = xstrdup_printf("%s %s", in ? "stage-in" : "stage-out",
+				state ? state : "in progress");
+	json_decref(resp);
+	return STEP_AGAIN;
+}
+
+static step_rc_t _step_reconcile(hm_client_t *cli, work_t *w)
+{
+	json_t *resp = NULL, *alloc, *nodes;
+	char path[64];
+	int st;
+
+	snprintf(path, sizeof(path), "/v1/jobs/%u", w->job_id);
+	st = _call(cli, "GET", path, NULL, &resp, &w->msg);
+	if (st == 404) {
+		json_decref(resp);
+		return STEP_NEXT;	/* bbmgrd forgot it: register again */
+	}
+	if (st < 0 || st >= 400) {
+		json_decref(resp);
+		return st >= 400 && st < 500 ? STEP_FAIL : STEP_AGAIN;
+	}
+	alloc = json_object_get(resp, "allocation");
+	nodes = alloc ? json_object_get(alloc, "nodes") : NULL;
+	for (size_t i = 0; json_is_array(nodes) && i < json_array_size(nodes); i++) {
+		json_t *n = json_array_get(nodes, i);
+		if (i == 0 && _json_str(n, "path"))
+			w->new_path = xstrdup(_json_str(n, "path"));
+		if (_json_str(n, "name"))
+			xstrfmtcat(w->new_nodes, "%s%s", w->new_nodes ? "," : "",
+				   _json_str(n, "name"));
+	}
+	w->registered = true;
+	w->allocated = (w->new_path != NULL);
+	json_decref(resp);
+	return STEP_DONE;
+}
+
+static step_rc_t _step_begin(hm_client_t *cli, work_t *w)
+{
+	json_t *body = json_pack("{s:i}", "nodes",
+				 (int) (w->ncompute ? w->ncompute : 1));
+	char path[64];
+	int st;
+
+	snprintf(path, sizeof(path), "/v1/jobs/%u/begin", w->job_id);
+	st = _call(cli, "POST", path, body, NULL, &w->msg);
+	json_decref(body);
+	if (st < 0 || st >= 500)
+		return STEP_AGAIN;
+	return STEP_DONE;	/* a refused begin is not fatal to the job */
+}
+
+static step_rc_t _step_destroy_persistent(hm_client_t *cli, work_t *w)
+{
+	for (int i = 0; i < w->req.npersist; i++) {
+		hbb_persist_t *p = &w->req.persist[i];
+		char path[128];
+		int st;
+
+		if (p->op != HBB_PERSIST_DESTROY)
+			continue;
+		snprintf(path, sizeof(path), "/v1/persistent/%s", p->name);
+		st = _call(cli, "DELETE", path, NULL, NULL, &w->msg);
+		if (st < 0 || st >= 500)
+			return STEP_AGAIN;
+		if (st >= 400 && st != 404)
+			error("%s: JobId=%u: %s", plugin_type, w->job_id, w->msg);
+	}
+	return STEP_NEXT;
+}
+
+static step_rc_t _step_teardown(hm_client_t *cli, work_t *w)
+{
+	char path[64];
+	int st;
+
+	snprintf(path, sizeof(path), "/v1/jobs/%u", w->job_id);
+	st = _call(cli, "DELETE", path, NULL, NULL, &w->msg);
+	if (st < 0 || st >= 500)
+		return STEP_AGAIN;
+	return STEP_DONE;	/* 404: nothing left to end */
+}
+
+/* Run the current step of w; w->step advances over STEP_NEXT results. */
+static step_rc_t _run(hm_client_t *cli, work_t *w)
+{
+	step_rc_t rc = STEP_NEXT;
+
+	while (rc == STEP_NEXT) {
+		switch (w->want) {
+		case WANT_STAGE_IN:
+			switch (w->step) {
+			case 0: rc = _step_register(cli, w); break;
+			case 1: rc = _step_alloc(cli, w); break;
+			case 2: rc = _step_persistent(cli, w); break;
+			case 3: rc = _step_stage(cli, w, true); break;
+			default: return STEP_DONE;
+			}
+			break;
+		case WANT_RECONCILE:
+			rc = _step_reconcile(cli, w);
+			if (rc == STEP_NEXT) {	/* unknown to bbmgrd */
+				w->want = WANT_STAGE_IN;
+				w->step = 0;
+				continue;
+			}
+			return rc;
+		case WANT_BEGIN:
+			return _step_begin(cli, w);
+		case WANT_STAGE_OUT:
+			switch (w->step) {
+			case 0: rc = _step_stage(cli, w, false); break;
+			case 1: rc = _step_destroy_persistent(cli, w); break;
+			case 2: rc = _step_teardown(cli, w);
+				return rc == STEP_DONE ? STEP_DONE : rc;
+			default: return STEP_DONE;
+			}
+			break;
+		case WANT_TEARDOWN:
+			return _step_teardown(cli, w);
+		default:
+			return STEP_DONE;
+		}
+		if (rc == STEP_NEXT)
+			w->step++;
+	}
+	return rc;
+}
+
+/* ------------------------------------------------------------------ agent */
+
+/* Hold a pending job whose buffer could not be set up (FAIL_BURST_BUFFER_OP). */
+static void _fail_job(job_record_t *job_ptr, bb_job_t *bb_job, const char *op,
+		      const char *msg)
+{
+	xfree(job_ptr->state_desc);
+	job_ptr->state_reason = FAIL_BURST_BUFFER_OP;
+	xstrfmtcat(job_ptr->state_desc, "%s: %s: %s", plugin_type, op, msg);
+	bb_update_system_comment(job_ptr, (char *) op, (char *) msg, 0);
+	if (IS_JOB_PENDING(job_ptr))
+		job_ptr->priority = 0;	/* hold */
+	last_job_update = time(NULL);
+	error("%s: %pJ: %s failed: %s", plugin_type, job_ptr, op, msg);
+}
+
+static void _set_note(job_record_t *job_ptr, const char *msg)
+{
+	if (!msg)
+		return;
+	if (job_ptr->state_desc && strstr(job_ptr->state_desc, msg))
+		return;
+	xfree(job_ptr->state_desc);
+	xstrfmtcat(job_ptr->state_desc, "%s: %s", plugin_type, msg);
+	last_job_update = time(NULL);
+}
+
+static void _apply(work_t *w, step_rc_t rc)
 {
 	slurmctld_lock_t job_write_lock = { .job = WRITE_LOCK };
 	job_record_t *job_ptr;
-	bb_job_t *bb_job;
+	bb_job_t *bb_job = NULL;
+	hjob_t *h;
+	time_t now = time(NULL);
 
 	lock_slurmctld(job_write_lock);
 	slurm_mutex_lock(&bb_state.bb_mutex);
-	job_ptr = find_job_record(o->job_id);
-	bb_job = bb_job_find(&bb_state, o->job_id);
-	switch (o->op) {
-	case OP_STAGE_IN:
+	job_ptr = find_job_record(w->job_id);
+	h = _hjob_find(w->job_id);
+	if (job_ptr)
+		bb_job = _get_bb_job(job_ptr);
+	if (!h || h->want != w->want) {
+		/* a hook asked for something else meanwhile */
+		goto out;
+	}
+	h->registered = h->registered || w->registered;
+	if (w->new_path) {
+		xfree(h->bb_path);
+		h->bb_path = xstrdup(w->new_path);
+	}
+	if (w->new_nodes) {
+		xfree(h->bb_nodes);
+		h->bb_nodes = xstrdup(w->new_nodes);
+	}
+	if (w->persist_env) {
+		xfree(h->persist_env);
+		h->persist_env = xstrdup(w->persist_env);
+	}
+	if (w->allocated && job_ptr && bb_job && bb_job->total_size &&
+	    !bb_find_alloc_rec(&bb_state, job_ptr))
+		(void) bb_alloc_job(&bb_state, job_ptr, bb_job);
+	h->step = w->step;
+
+	switch (rc) {
+	case STEP_AGAIN:
+		h->tries++;
+		h->next_try = now + (w->msg && strstr(w->msg, "unreachable") ?
+				     conf.retry_interval : conf.poll_interval);
+		xfree(h->note);
+		h->note = xstrdup(w->msg);
+		if (job_ptr && w->msg)
+			_set_note(job_ptr, w->msg);
+		goto out;
+	case STEP_FAIL:
+		h->want = WANT_NOTHING;
+		if (job_ptr && bb_job) {
+			if (w->want == WANT_STAGE_IN) {
+				_fail_job(job_ptr, bb_job, "stage-in",
+					  w->msg ? w->msg : "failed");
+				bb_set_job_bb_state(job_ptr, bb_job,
+						    BB_STATE_PENDING);
+			} else if (w->want == WANT_STAGE_OUT) {
+				/* keep the buffer (its data was not saved) and
+				 * let the job end; an admin recovers it */
+				_fail_job(job_ptr, bb_job, "stage-out",
+					  w->msg ? w->msg : "failed");
+				job_ptr->job_state &= (~JOB_STAGE_OUT);
+				bb_set_job_bb_state(job_ptr, bb_job,
+						    BB_STATE_COMPLETE);
+			}
+		}
+		goto out;
+	case STEP_DONE:
+	default:
+		break;
+	}
+
+	h->want = WANT_NOTHING;
+	xfree(h->note);
+	switch (w->want) {
+	case WANT_STAGE_IN:
 		if (job_ptr && bb_job &&
-		    (bb_job->state == BB_STATE_STAGING_IN)) {
+		    bb_job->state == BB_STATE_STAGING_IN) {
 			bb_set_job_bb_state(job_ptr, bb_job,
 					    BB_STATE_STAGED_IN);
-			log_flag(BURST_BUF, "%pJ stage-in complete", job_ptr);
+			xfree(job_ptr->state_desc);
+			log_flag(BURST_BUF, "%pJ stage-in complete (%s on %s)",
+				 job_ptr, h->bb_path ? h->bb_path : "-",
+				 h->bb_nodes ? h->bb_nodes : "-");
 			queue_job_scheduler();
 		}
 		break;
-	case OP_STAGE_OUT:
-		if (job_ptr && bb_job) {
+	case WANT_RECONCILE:
+		if (job_ptr && bb_job && bb_job->state == BB_STATE_STAGING_IN) {
 			bb_set_job_bb_state(job_ptr, bb_job,
-					    BB_STATE_STAGED_OUT);
-			bb_set_job_bb_state(job_ptr, bb_job,
-					    BB_STATE_COMPLETE);
-		}
-		if (job_ptr) {
-			job_ptr->job_state &= (~JOB_STAGE_OUT);
-			xfree(job_ptr->state_desc);
-			last_job_update = time(NULL);
-			log_flag(BURST_BUF, "%pJ stage-out complete", job_ptr);
+					    BB_STATE_STAGED_IN);
+			queue_job_scheduler();
 		}
 		break;
-	case OP_TEARDOWN:
-		if (job_ptr && bb_job)
-			bb_set_job_bb_state(job_ptr, bb_job,
-					    BB_STATE_COMPLETE);
-		if (job_ptr)
-			job_ptr->job_state &= (~JOB_STAGE_OUT);
+	case WANT_STAGE_OUT:
+	case WANT_TEARDOWN:
+		if (job_ptr) {
+			bb_alloc_t *a = bb_find_alloc_rec(&bb_state, job_ptr);
+			if (a)
+				(void) bb_free_alloc_rec(&bb_state, a);
+			if (bb_job)
+				bb_set_job_bb_state(job_ptr, bb_job,
+						    BB_STATE_COMPLETE);
+			if (w->want == WANT_STAGE_OUT || IS_JOB_STAGE_OUT(job_ptr)) {
+				job_ptr->job_state &= (~JOB_STAGE_OUT);
+				xfree(job_ptr->state_desc);
+				last_job_update = now;
+			}
+			log_flag(BURST_BUF, "%pJ %s complete", job_ptr,
+				 w->want == WANT_STAGE_OUT ? "stage-out" :
+				 "teardown");
+		}
+		_hjob_del(w->job_id);
+		break;
+	default:
 		break;
 	}
+out:
 	slurm_mutex_unlock(&bb_state.bb_mutex);
 	unlock_slurmctld(job_write_lock);
 }
 
-static void *_agent(void *arg)
+/* Without bbmgrd: every operation completes at once. */
+static void _run_local(work_t *w)
 {
-	while (1) {
-		op_t *o;
+	w->step = 99;
+	_apply(w, STEP_DONE);
+}
 
-		slurm_mutex_lock(&op_mutex);
-		while (!agent_stop && !list_count(op_queue))
-			slurm_cond_wait(&op_cond, &op_mutex);
-		if (agent_stop) {
-			slurm_mutex_unlock(&op_mutex);
-			break;
-		}
-		o = list_dequeue(op_queue);
-		slurm_mutex_unlock(&op_mutex);
-		if (o) {
-			_apply_op(o);
-			xfree(o);
+/* Pick one job whose work is due; fill w.  Call with bb_mutex held. */
+static bool _next_due(work_t *w, time_t now)
+{
+	for (int i = 0; i < HJOB_HASH; i++) {
+		for (hjob_t *h = hjobs[i]; h; h = h->next) {
+			hu_error_t err;
+			if (h->want == WANT_NOTHING || h->next_try > now)
+				continue;
+			memset(w, 0, sizeof(*w));
+			w->job_id = h->job_id;
+			w->user_id = h->user_id;
+			w->group_id = h->group_id;
+			w->user_name = xstrdup(h->user_name);
+			w->job_name = xstrdup(h->job_name);
+			w->want = h->want;
+			w->step = h->step;
+			w->registered = h->registered;
+			w->bb_path = xstrdup(h->bb_path);
+			w->ncompute = h->ncompute;
+			if (_parse_job_bb(h->canon, &w->req, &err) < 0)
+				memset(&w->req, 0, sizeof(w->req));
+			/* not again before this round is over */
+			h->next_try = now + 1;
+			return true;
 		}
 	}
+	return false;
+}
+
+/* Refresh the pools shown by "scontrol show burst" from bbmgrd. */
+static void _refresh_pools(hm_client_t *cli)
+{
+	json_t *resp = NULL, *pools;
+	char *msg = NULL;
+	int st = _call(cli, "GET", "/v1/pools", NULL, &resp, &msg);
+
+	xfree(msg);
+	if (st != 200 || !(pools = json_object_get(resp, "pools")) ||
+	    !json_is_array(pools)) {
+		json_decref(resp);
+		return;
+	}
+	slurm_mutex_lock(&bb_state.bb_mutex);
+	for (uint32_t i = 0; i < bb_state.bb_config.pool_cnt; i++)
+		xfree(bb_state.bb_config.pool_ptr[i].name);
+	xfree(bb_state.bb_config.pool_ptr);
+	bb_state.bb_config.pool_cnt = json_array_size(pools);
+	bb_state.bb_config.pool_ptr = xcalloc(bb_state.bb_config.pool_cnt + 1,
+					      sizeof(burst_buffer_pool_t));
+	bb_state.total_space = bb_state.used_space = bb_state.unfree_space = 0;
+	for (size_t i = 0; i < json_array_size(pools); i++) {
+		json_t *p = json_array_get(pools, i);
+		burst_buffer_pool_t *bp = &bb_state.bb_config.pool_ptr[i];
+		const char *name = _json_str(p, "name");
+		bp->name = xstrdup(name ? name : "?");
+		bp->total_space = json_number_value(json_object_get(p, "capacity"));
+		bp->used_space = json_number_value(json_object_get(p, "used"));
+		bp->unfree_space = bp->total_space -
+			(uint64_t) json_number_value(json_object_get(p, "free"));
+		bp->granularity = json_number_value(json_object_get(p, "granularity"));
+		if (!bp->granularity)
+			bp->granularity = 1;
+		bb_state.total_space += bp->total_space;
+		bb_state.used_space += bp->used_space;
+		bb_state.unfree_space += bp->unfree_space;
+	}
+	bb_state.last_update_time = time(NULL);
+	slurm_mutex_unlock(&bb_state.bb_mutex);
+	json_decref(resp);
+}
+
+/* After start or reconfigure: rebuild the records of every job with a request
+ * (jobs recovered from slurmctld's state). */
+static void _scan_jobs(void)
+{
+	slurmctld_lock_t job_read_lock = { .job = READ_LOCK };
+	ListIterator it;
+	job_record_t *job_ptr;
+
+	lock_slurmctld(job_read_lock);
+	slurm_mutex_lock(&bb_state.bb_mutex);
+	it = list_iterator_create(job_list);
+	while ((job_ptr = list_next(it))) {
+		if (job_ptr->burst_buffer && job_ptr->burst_buffer[0] &&
+		    !IS_JOB_COMPLETED(job_ptr))
+			(void) _get_bb_job(job_ptr);
+		else if (job_ptr->burst_buffer && IS_JOB_STAGE_OUT(job_ptr))
+			(void) _get_bb_job(job_ptr);
+	}
+	list_iterator_destroy(it);
+	slurm_mutex_unlock(&bb_state.bb_mutex);
+	unlock_slurmctld(job_read_lock);
+}
+
+static hm_client_t *_client(long timeout_s)
+{
+	hm_client_opts_t o = { 0 };
+	hm_error_t err;
+	hm_client_t *cli;
+
+	o.url = conf.url;
+	o.munge_socket = conf.munge_socket;
+	o.connect_timeout_ms = 2000;
+	o.timeout_ms = timeout_s * 1000;
+	if (!(cli = hm_client_create(&o, &err)))
+		error("%s: cannot create the bbmgrd client: %s", plugin_type,
+		      err.text);
+	return cli;
+}
+
+static void *_agent(void *arg)
+{
+	hm_client_t *cli = NULL;
+	time_t last_pools = 0;
+
+	while (1) {
+		work_t w;
+		bool due;
+		time_t now;
+
+		slurm_mutex_lock(&bb_state.bb_mutex);
+		if (!agent_stop) {
+			struct timespec ts = { .tv_sec = time(NULL) + 1 };
+			pthread_cond_timedwait(&agent_cond, &bb_state.bb_mutex,
+					       &ts);
+		}
+		if (agent_stop) {
+			slurm_mutex_unlock(&bb_state.bb_mutex);
+			break;
+		}
+		bool rescan = agent_rescan;
+		agent_rescan = false;
+		slurm_mutex_unlock(&bb_state.bb_mutex);
+
+		if (rescan && bb_state.last_load_time)
+			_scan_jobs();
+		else if (rescan)
+			agent_rescan = true;	/* jobs not loaded yet */
+
+		if (conf.configured && !cli)
+			cli = _client(conf.timeout);
+		now = time(NULL);
+		if (cli && now - last_pools >= 10) {
+			_refresh_pools(cli);
+			last_pools = now;
+		}
+		/* Run every due job once per round. */
+		while (1) {
+			slurm_mutex_lock(&bb_state.bb_mutex);
+			due = !agent_stop && _next_due(&w, now);
+			slurm_mutex_unlock(&bb_state.bb_mutex);
+			if (!due)
+				break;
+			if (!conf.configured) {
+				_run_local(&w);
+			} else if (cli) {
+				step_rc_t rc = _run(cli, &w);
+				_apply(&w, rc);
+				if (w.allocated)
+					last_pools = 0;
+			}
+			_work_free(&w);
+		}
+	}
+	hm_client_destroy(cli);
 	return NULL;
+}
+
+/* ------------------------------------------------------------------ plugin */
+
+static int _load_conf(void)
+{
+	char *path = get_extra_conf_path("harmonia.conf");
+	char *err = NULL;
+	bbh_conf_t c;
+	int rc = SLURM_SUCCESS;
+
+	if (bbh_conf_load(path, &c, &err) < 0) {
+		error("%s: %s", plugin_type, err);
+		xfree(err);
+		rc = SLURM_ERROR;
+	} else {
+		bbh_conf_free(&conf);
+		conf = c;
+		if (conf.configured)
+			info("%s: bbmgrd at %s (jobs use %s)", plugin_type,
+			     conf.url, conf.job_url ? conf.job_url : "-");
+		else
+			info("%s: no %s: requests are validated, no buffer is set up",
+			     plugin_type, path);
+	}
+	xfree(path);
+	return rc;
 }
 
 extern int init(void)
@@ -238,9 +1057,11 @@ extern int init(void)
 	bb_load_config(&bb_state, (char *) plugin_type);
 	bb_alloc_cache(&bb_state);
 	slurm_mutex_unlock(&bb_state.bb_mutex);
+	if (_load_conf() != SLURM_SUCCESS)
+		return SLURM_ERROR;
 
-	op_queue = list_create(xfree_ptr);
 	agent_stop = false;
+	agent_rescan = true;
 	slurm_thread_create(&agent_tid, _agent, NULL);
 	log_flag(BURST_BUF, "loaded");
 	return SLURM_SUCCESS;
@@ -248,19 +1069,26 @@ extern int init(void)
 
 extern int fini(void)
 {
-	if (!op_queue)
+	if (!agent_tid)
 		return SLURM_SUCCESS;
 
-	slurm_mutex_lock(&op_mutex);
+	slurm_mutex_lock(&bb_state.bb_mutex);
 	agent_stop = true;
-	slurm_cond_broadcast(&op_cond);
-	slurm_mutex_unlock(&op_mutex);
-	if (agent_tid)
-		pthread_join(agent_tid, NULL);
+	slurm_cond_broadcast(&agent_cond);
+	slurm_mutex_unlock(&bb_state.bb_mutex);
+	pthread_join(agent_tid, NULL);
 	agent_tid = 0;
-	FREE_NULL_LIST(op_queue);
 
 	slurm_mutex_lock(&bb_state.bb_mutex);
+	for (int i = 0; i < HJOB_HASH; i++) {
+		while (hjobs[i]) {
+			hjob_t *h = hjobs[i];
+			hjobs[i] = h->next;
+			_hjob_free(h);
+		}
+	}
+	xfree(status_cache);
+	bbh_conf_free(&conf);
 	bb_clear_config(&bb_state.bb_config, true);
 	bb_clear_cache(&bb_state);
 	slurm_mutex_unlock(&bb_state.bb_mutex);
@@ -272,7 +1100,6 @@ extern uint64_t bb_p_get_system_size(void)
 	uint64_t size = 0;
 
 	slurm_mutex_lock(&bb_state.bb_mutex);
-	size = bb_state.total_space;
 	for (uint32_t i = 0; i < bb_state.bb_config.pool_cnt; i++)
 		size += bb_state.bb_config.pool_ptr[i].total_space;
 	slurm_mutex_unlock(&bb_state.bb_mutex);
@@ -287,24 +1114,53 @@ extern int bb_p_load_state(bool init_config)
 	slurm_mutex_lock(&bb_state.bb_mutex);
 	bb_set_tres_pos(&bb_state);
 	bb_state.last_load_time = time(NULL);
+	agent_rescan = true;
+	slurm_cond_signal(&agent_cond);
 	slurm_mutex_unlock(&bb_state.bb_mutex);
 	return SLURM_SUCCESS;
 }
 
+/* "scontrol show bbstat": bbmgrd's status (bounded wait, no lock held). */
 extern char *bb_p_get_status(uint32_t argc, char **argv)
 {
-	char *status = NULL;
-	int njobs = 0;
+	char *out = NULL, *text = NULL;
+	int njobs = 0, nwait = 0;
 
 	slurm_mutex_lock(&bb_state.bb_mutex);
-	for (int i = 0; i < BB_HASH_SIZE; i++)
-		for (bb_job_t *j = bb_state.bb_jhash[i]; j; j = j->next)
+	for (int i = 0; i < HJOB_HASH; i++)
+		for (hjob_t *h = hjobs[i]; h; h = h->next) {
 			njobs++;
-	xstrfmtcat(status, "Harmonia burst buffer plugin\n"
-		   "  jobs with buffer requests: %d\n"
-		   "  manager daemon: not configured\n", njobs);
+			if (h->want != WANT_NOTHING)
+				nwait++;
+		}
 	slurm_mutex_unlock(&bb_state.bb_mutex);
-	return status;
+	xstrfmtcat(out, "Harmonia burst buffer plugin\n"
+		   "  jobs followed: %d (%d with work under way)\n", njobs, nwait);
+	if (!conf.configured) {
+		xstrcat(out, "  manager daemon: not configured (no harmonia.conf)\n");
+		return out;
+	}
+	xstrfmtcat(out, "  manager daemon: %s\n", conf.url);
+	hm_client_t *cli = _client(2);
+	hm_error_t err;
+	int st = cli ? hm_request_text(cli, "GET", "/v1/status", NULL, &text, &err)
+		     : -1;
+	if (st == 200 && text) {
+		json_t *j = json_loads(text, 0, NULL);
+		char *pretty = j ? json_dumps(j, JSON_INDENT(2) | JSON_SORT_KEYS)
+				 : NULL;
+		xstrfmtcat(out, "%s\n", pretty ? pretty : text);
+		free(pretty);
+		json_decref(j);
+	} else if (st < 0) {
+		xstrfmtcat(out, "  bbmgrd unreachable: %s\n",
+			   cli ? err.text : "no client");
+	} else {
+		xstrfmtcat(out, "  bbmgrd answered %d: %s\n", st, text ? text : "");
+	}
+	free(text);
+	hm_client_destroy(cli);
+	return out;
 }
 
 extern int bb_p_state_pack(uid_t uid, buf_t *buffer, uint16_t protocol_version)
@@ -323,10 +1179,15 @@ extern int bb_p_state_pack(uid_t uid, buf_t *buffer, uint16_t protocol_version)
 
 extern int bb_p_reconfig(void)
 {
+	int rc;
+
 	slurm_mutex_lock(&bb_state.bb_mutex);
 	bb_load_config(&bb_state, (char *) plugin_type);
+	rc = _load_conf();
+	agent_rescan = true;
+	slurm_cond_signal(&agent_cond);
 	slurm_mutex_unlock(&bb_state.bb_mutex);
-	return SLURM_SUCCESS;
+	return rc;
 }
 
 static bool _uid_in(uid_t *list, uid_t uid)
@@ -388,10 +1249,24 @@ extern int bb_p_job_validate(job_desc_msg_t *job_desc, uid_t submit_uid,
 		xstrfmtcat(*err_msg, "#BB_HARMONIA: jobbuffer: pool '%s' does not exist",
 			   req.pool);
 		rc = ESLURM_INVALID_BURST_BUFFER_REQUEST;
-	} else if (bb_state.tres_pos > 0 && job_desc->tres_req_cnt) {
+	} else if (req.has_buffer && req.pool && conf.configured) {
+		for (uint32_t i = 0; i < bb_state.bb_config.pool_cnt; i++) {
+			burst_buffer_pool_t *p = &bb_state.bb_config.pool_ptr[i];
+			if (!xstrcmp(p->name, req.pool) && p->total_space &&
+			    req.capacity > p->total_space) {
+				char a[32], b[32];
+				xstrfmtcat(*err_msg, "#BB_HARMONIA: jobbuffer: capacity %s is larger than pool '%s' (%s)",
+					   hbb_size_str(req.capacity, a, sizeof(a)),
+					   req.pool,
+					   hbb_size_str(p->total_space, b, sizeof(b)));
+				rc = ESLURM_INVALID_BURST_BUFFER_REQUEST;
+			}
+		}
+	}
+	if (rc == SLURM_SUCCESS && bb_state.tres_pos > 0 &&
+	    job_desc->tres_req_cnt)
 		job_desc->tres_req_cnt[bb_state.tres_pos] =
 			req.capacity / (1024 * 1024);
-	}
 	slurm_mutex_unlock(&bb_state.bb_mutex);
 	if (rc != SLURM_SUCCESS)
 		goto out;
@@ -426,7 +1301,7 @@ extern int bb_p_job_validate2(job_record_t *job_ptr, char **err_msg)
 		return SLURM_SUCCESS;
 	slurm_mutex_lock(&bb_state.bb_mutex);
 	bb_job = _get_bb_job(job_ptr);
-	if (bb_job)
+	if (bb_job && bb_job->state < BB_STATE_STAGING_IN)
 		bb_set_job_bb_state(job_ptr, bb_job, BB_STATE_PENDING);
 	slurm_mutex_unlock(&bb_state.bb_mutex);
 	return SLURM_SUCCESS;
@@ -445,30 +1320,86 @@ extern void bb_p_job_set_tres_cnt(job_record_t *job_ptr, uint64_t *tres_cnt,
 	slurm_mutex_unlock(&bb_state.bb_mutex);
 }
 
+/*
+ * An estimate from the free capacity bbmgrd reported: now if the pool can hold
+ * the job's buffer, else the time at which enough of the running Harmonia jobs
+ * of that pool will have ended (their end_time), else one hour from now.
+ */
 extern time_t bb_p_job_get_est_start(job_record_t *job_ptr)
 {
-	return time(NULL);
+	time_t now = time(NULL), est = now;
+	bb_job_t *bb_job;
+	uint64_t free_space = 0, need;
+	const char *pool;
+
+	if (!job_ptr->burst_buffer || !job_ptr->burst_buffer[0])
+		return now;
+	slurm_mutex_lock(&bb_state.bb_mutex);
+	bb_job = _get_bb_job(job_ptr);
+	if (!bb_job || !bb_job->total_size || !conf.configured ||
+	    bb_job->state >= BB_STATE_STAGING_IN)
+		goto out;
+	pool = bb_job->job_pool;
+	need = bb_job->total_size;
+	for (uint32_t i = 0; i < bb_state.bb_config.pool_cnt; i++) {
+		burst_buffer_pool_t *p = &bb_state.bb_config.pool_ptr[i];
+		if (!pool || !xstrcmp(p->name, pool) || i == 0) {
+			free_space = p->total_space > p->unfree_space ?
+				     p->total_space - p->unfree_space : 0;
+			if (!pool || !xstrcmp(p->name, pool))
+				break;
+		}
+	}
+	if (free_space >= need)
+		goto out;
+	/* walk the allocations of that pool by end time */
+	est = now + 3600;
+	for (int round = 0; round < 2 && free_space < need; round++) {
+		time_t best = 0;
+		bb_alloc_t *best_a = NULL;
+		for (int i = 0; i < BB_HASH_SIZE; i++)
+			for (bb_alloc_t *a = bb_state.bb_ahash[i]; a; a = a->next) {
+				job_record_t *j = find_job_record(a->job_id);
+				if (!j || (pool && xstrcmp(a->pool, pool)))
+					continue;
+				if (j->end_time > now && (!best || j->end_time < best)) {
+					best = j->end_time;
+					best_a = a;
+				}
+			}
+		if (!best_a)
+			break;
+		free_space += best_a->size;
+		if (free_space >= need)
+			est = best;
+	}
+out:
+	slurm_mutex_unlock(&bb_state.bb_mutex);
+	return est;
 }
 
-/* Start stage-in for the pending jobs that have a request (the scheduler calls
- * this once per pass with its queue). */
+/* Start stage-in for one pending job with a request.  bb_mutex held. */
+static void _start_stage_in(job_record_t *job_ptr, bb_job_t *bb_job)
+{
+	bb_set_job_bb_state(job_ptr, bb_job, BB_STATE_STAGING_IN);
+	_want(job_ptr, WANT_STAGE_IN);
+}
+
 static int _try_one(void *x, void *arg)
 {
 	job_record_t *job_ptr = x;	/* the queue holds job records */
 	bb_job_t *bb_job;
 
 	if (!IS_JOB_PENDING(job_ptr) || !job_ptr->burst_buffer ||
-	    !job_ptr->burst_buffer[0])
+	    !job_ptr->burst_buffer[0] || job_ptr->priority == 0)
 		return 0;
 	if (job_ptr->array_recs && ((job_ptr->array_task_id == NO_VAL) ||
 				    (job_ptr->array_task_id == INFINITE)))
 		return 0;
 	if (!(bb_job = _get_bb_job(job_ptr)))
 		return 0;
-	if (bb_job->state < BB_STATE_STAGING_IN) {
-		bb_set_job_bb_state(job_ptr, bb_job, BB_STATE_STAGING_IN);
-		_queue_op(OP_STAGE_IN, job_ptr->job_id, job_ptr->user_id);
-	}
+	if (bb_job->state < BB_STATE_STAGING_IN)
+		_start_stage_in(job_ptr, bb_job);
 	return 0;
 }
 
@@ -485,6 +1416,7 @@ extern int bb_p_job_try_stage_in(List job_queue)
 extern int bb_p_job_test_stage_in(job_record_t *job_ptr, bool test_only)
 {
 	bb_job_t *bb_job;
+	hjob_t *h;
 	int rc;
 
 	if (!job_ptr->burst_buffer || !job_ptr->burst_buffer[0])
@@ -500,19 +1432,22 @@ extern int bb_p_job_test_stage_in(job_record_t *job_ptr, bool test_only)
 	} else {
 		if (bb_job->state == BB_STATE_COMPLETE)	/* requeued */
 			bb_set_job_bb_state(job_ptr, bb_job, BB_STATE_PENDING);
+		h = _hjob_find(job_ptr->job_id);
 		if (bb_job->state < BB_STATE_STAGING_IN) {
 			rc = -1;
-			if (!test_only) {
-				bb_set_job_bb_state(job_ptr, bb_job,
-						    BB_STATE_STAGING_IN);
-				_queue_op(OP_STAGE_IN, job_ptr->job_id,
-					  job_ptr->user_id);
+			if (!test_only && job_ptr->priority != 0) {
+				_start_stage_in(job_ptr, bb_job);
 				rc = 0;
 			}
 		} else if (bb_job->state == BB_STATE_STAGING_IN) {
 			rc = 0;
 		} else if (bb_job->state == BB_STATE_STAGED_IN) {
-			rc = 1;
+			/* after a restart, the buffer path must be known again
+			 * before the job may start */
+			rc = (conf.configured && (!h || h->want == WANT_RECONCILE))
+				? 0 : 1;
+			if (conf.configured && !h)
+				_want(job_ptr, WANT_RECONCILE);
 		} else {
 			rc = -1;
 		}
@@ -521,15 +1456,52 @@ extern int bb_p_job_test_stage_in(job_record_t *job_ptr, bool test_only)
 	return rc;
 }
 
+static void _env_add(job_record_t *job_ptr, const char *name, const char *val)
+{
+	struct job_details *d = job_ptr->details;
+
+	if (!d || !val)
+		return;
+	xrecalloc(d->env_sup, d->env_cnt + 2, sizeof(char *));
+	d->env_sup[d->env_cnt++] = xstrdup_printf("%s=%s", name, val);
+}
+
+/* The job starts: give it its buffer's environment; tell bbmgrd. */
 extern int bb_p_job_begin(job_record_t *job_ptr)
 {
 	bb_job_t *bb_job;
+	hjob_t *h;
+	char id[32];
 
 	if (!job_ptr->burst_buffer || !job_ptr->burst_buffer[0])
 		return SLURM_SUCCESS;
 	slurm_mutex_lock(&bb_state.bb_mutex);
-	if ((bb_job = _get_bb_job(job_ptr)))
-		bb_set_job_bb_state(job_ptr, bb_job, BB_STATE_RUNNING);
+	if (!(bb_job = _get_bb_job(job_ptr)))
+		goto out;
+	bb_set_job_bb_state(job_ptr, bb_job, BB_STATE_RUNNING);
+	snprintf(id, sizeof(id), "%u", job_ptr->job_id);
+	_env_add(job_ptr, "HARMONIA_JOBID", id);
+	if (!conf.configured)
+		goto out;
+	_env_add(job_ptr, "HARMONIA_URL", conf.job_url);
+	h = _hjob_get(job_ptr);
+	_env_add(job_ptr, "HARMONIA_BB", h->bb_path);
+	_env_add(job_ptr, "HARMONIA_BB_NODES", h->bb_nodes);
+	if (h->persist_env) {
+		char *copy = xstrdup(h->persist_env), *save = NULL, *l;
+		for (l = strtok_r(copy, "\n", &save); l;
+		     l = strtok_r(NULL, "\n", &save)) {
+			char *eq = strchr(l, '=');
+			if (eq) {
+				*eq = '\0';
+				_env_add(job_ptr, l, eq + 1);
+			}
+		}
+		xfree(copy);
+	}
+	h->ncompute = job_ptr->node_cnt;
+	_want(job_ptr, WANT_BEGIN);
+out:
 	slurm_mutex_unlock(&bb_state.bb_mutex);
 	return SLURM_SUCCESS;
 }
@@ -562,7 +1534,7 @@ extern int bb_p_job_start_stage_out(job_record_t *job_ptr)
 		xfree(job_ptr->state_desc);
 		xstrfmtcat(job_ptr->state_desc, "%s: Stage-out in progress",
 			   plugin_type);
-		_queue_op(OP_STAGE_OUT, job_ptr->job_id, job_ptr->user_id);
+		_want(job_ptr, WANT_STAGE_OUT);
 	}
 	slurm_mutex_unlock(&bb_state.bb_mutex);
 	return SLURM_SUCCESS;
@@ -597,11 +1569,13 @@ extern int bb_p_job_test_stage_out(job_record_t *job_ptr)
 	bb_job = bb_job_find(&bb_state, job_ptr->job_id);
 	if (bb_job) {
 		if (bb_job->state == BB_STATE_COMPLETE) {
-			bb_job_del(&bb_state, job_ptr->job_id);
+			if (!_hjob_find(job_ptr->job_id))
+				bb_job_del(&bb_state, job_ptr->job_id);
 			rc = 1;
 		} else if (bb_job->state >= BB_STATE_POST_RUN) {
 			rc = 0;
-		} else if (IS_JOB_FINISHED(job_ptr) && !IS_JOB_STAGE_OUT(job_ptr)) {
+		} else if (IS_JOB_FINISHED(job_ptr) &&
+			   !IS_JOB_STAGE_OUT(job_ptr)) {
 			rc = 1;	/* ended before it ran (cancelled) */
 		} else {
 			rc = 0;
@@ -614,20 +1588,26 @@ extern int bb_p_job_test_stage_out(job_record_t *job_ptr)
 extern int bb_p_job_cancel(job_record_t *job_ptr)
 {
 	bb_job_t *bb_job;
+	hjob_t *h;
 
 	if (!job_ptr->burst_buffer || !job_ptr->burst_buffer[0])
 		return SLURM_SUCCESS;
 	slurm_mutex_lock(&bb_state.bb_mutex);
 	bb_job = _get_bb_job(job_ptr);
+	h = _hjob_find(job_ptr->job_id);
 	if (bb_job) {
-		if (bb_job->state < BB_STATE_STAGING_IN) {
+		if (bb_job->state < BB_STATE_STAGING_IN &&
+		    (!h || !h->registered)) {
 			bb_set_job_bb_state(job_ptr, bb_job,
 					    BB_STATE_COMPLETE);
+			if (h && conf.configured)
+				_want(job_ptr, WANT_TEARDOWN);
+			else if (h)
+				_hjob_del(job_ptr->job_id);
 		} else if (bb_job->state < BB_STATE_COMPLETE) {
 			bb_set_job_bb_state(job_ptr, bb_job,
 					    BB_STATE_TEARDOWN);
-			_queue_op(OP_TEARDOWN, job_ptr->job_id,
-				  job_ptr->user_id);
+			_want(job_ptr, WANT_TEARDOWN);
 		}
 	}
 	slurm_mutex_unlock(&bb_state.bb_mutex);
