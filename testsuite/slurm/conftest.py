@@ -26,10 +26,42 @@ def _have_cluster_tools():
 
 
 class Cluster:
-    def __init__(self, conf, workdir):
+    def __init__(self, conf, workdir, cdir=None):
         self.conf = conf
         self.workdir = workdir
+        self.cdir = cdir            # private cluster's directory (None: external)
         self.env = dict(os.environ, SLURM_CONF=conf)
+        self.bbmgr_url = os.environ.get("HARMONIA_BBMGR_URL")
+        self.munge_socket = os.environ.get("HARMONIA_MUNGE_SOCKET")
+        if cdir and os.path.exists(os.path.join(cdir, "etc", "harmonia.conf")):
+            self.bbmgr_url = "unix:" + os.path.join(cdir, "run", "bbmgrd.sock")
+            self.munge_socket = os.path.join(cdir, "munge-run", "munge.socket")
+
+    def bbmgr(self, *args, check=True):
+        """bbmgr --json ARGS against the cluster's bbmgrd; parsed JSON or text."""
+        import json
+        cmd = [os.path.join(BUILDDIR, "bbmgr", "bbmgr"), "--url", self.bbmgr_url, "--json"]
+        if self.munge_socket:
+            cmd += ["--munge-socket", self.munge_socket]
+        p = subprocess.run(cmd + list(args), capture_output=True, text=True, timeout=30)
+        if check and p.returncode != 0:
+            raise AssertionError("bbmgr %s failed: %s%s" % (args, p.stdout, p.stderr))
+        try:
+            return json.loads(p.stdout)
+        except ValueError:
+            return p.stdout
+
+    def control(self, what):
+        """Failure tests: bbmgrd-stop, bbmgrd-start, slurmctld-restart."""
+        if not self.cdir:
+            pytest.skip("needs the private cluster")
+        p = subprocess.run([CLUSTER, what, self.cdir, "--builddir", BUILDDIR],
+                           capture_output=True, text=True, timeout=90)
+        assert p.returncode == 0, p.stdout + p.stderr
+
+    def out(self, jobid):
+        with open(os.path.join(self.workdir, "slurm-%s.out" % jobid)) as f:
+            return f.read()
 
     def run(self, *args, check=True, input=None, timeout=30):
         p = subprocess.run(list(args), env=self.env, capture_output=True, text=True,
@@ -108,7 +140,7 @@ def cluster():
                        capture_output=True, text=True, timeout=120)
     if p.returncode != 0:
         raise RuntimeError("cluster start failed:\n" + p.stdout + p.stderr)
-    c = Cluster(os.path.join(cdir, "etc", "slurm.conf"), workdir)
+    c = Cluster(os.path.join(cdir, "etc", "slurm.conf"), workdir, cdir)
     try:
         yield c
     finally:

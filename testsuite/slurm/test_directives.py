@@ -49,11 +49,11 @@ def test_valid_request_is_normalised_and_completes(cluster, tmp_path):
 
 def test_bb_option_and_script_are_merged(cluster):
     rc, jobid, _, err = cluster.sbatch(
-        script("jobbuffer capacity=2000MB pool=ssd"),
+        script("jobbuffer capacity=2000MB pool=nvme"),
         "--bb", "iohints w_iter=01:30 io_volume=1.5GiB io=read priority=7")
     assert rc == 0, err
     assert cluster.job(jobid)["BurstBuffer"].splitlines() == [
-        "#BB_HARMONIA jobbuffer capacity=2GB pool=ssd",
+        "#BB_HARMONIA jobbuffer capacity=2GB pool=nvme",
         "#BB_HARMONIA iohints w_iter=90s io_volume=1536MiB io=read priority=7",
     ]
     assert cluster.wait_state(jobid, {"COMPLETED", "FAILED"}) == "COMPLETED"
