@@ -191,3 +191,45 @@ def test_slurmctld_restart_while_running(cluster):
     assert cluster.wait_state(jobid, DONE, timeout=90) == "COMPLETED"
     assert cluster.job(jobid)["BurstBufferState"] == "complete"
     wait_for(lambda: ended(cluster, jobid), what="teardown after restart")
+
+
+PHASE = r'''
+ph() {  # one I/O phase of $1 bytes through bbmgrd's API, as the job's user
+    local url=${HARMONIA_URL#http://} path="/v1/jobs/$HARMONIA_JOBID/phases" id
+    id=$(curl -s -X POST "http://$url$path" -H "Content-Type: application/json" \
+         -H "Authorization: MUNGE $(munge -n -s "POST $path" -S "$MUNGE_SOCKET")" \
+         -d "{\"volume\": $1, \"wait\": 10}" | sed -n 's/^{"id": *\([0-9]*\).*/\1/p')
+    path="/v1/phases/$id/finish"
+    curl -s -X POST "http://$url$path" -H "Content-Type: application/json" \
+         -H "Authorization: MUNGE $(munge -n -s "POST $path" -S "$MUNGE_SOCKET")" \
+         -d '{}' >/dev/null
+}
+'''
+
+
+def test_hints_learned_from_history(cluster):
+    """A job run that did I/O phases teaches bbmgrd its w_iter and volume; the
+    next job of the same user and name without iohints gets them, marked."""
+    if not cluster.munge_socket:
+        pytest.skip("needs the cluster's munge socket")
+    body = PHASE + "MUNGE_SOCKET=%s\nph 1048576; sleep 1; ph 1048576; sleep 1; ph 1048576\n" \
+        % cluster.munge_socket
+    rc, j1, _, err = cluster.sbatch(script("jobbuffer capacity=1GiB", body=body),
+                                    "-J", "learnme")
+    assert rc == 0, err
+    assert cluster.wait_state(j1, DONE) == "COMPLETED", cluster.out(j1)
+    wait_for(lambda: ended(cluster, j1), what="first job ended")
+    rc, j2, _, err = cluster.sbatch(script("jobbuffer capacity=1GiB", body="true"),
+                                    "-J", "learnme")
+    assert rc == 0, err
+    lines = cluster.job(j2)["BurstBuffer"].splitlines()
+    assert lines[0] == "#BB_HARMONIA jobbuffer capacity=1GiB"
+    assert lines[1].startswith("#BB_HARMONIA iohints w_iter=")
+    assert lines[1].endswith(" io_volume=1MiB io=write priority=1 source=learned")
+    w_iter = float(lines[1].split("w_iter=")[1].split("s ")[0])
+    assert 0.5 < w_iter < 5
+    # a name with no history gets nothing learned
+    rc, j3, _, err = cluster.sbatch(script("jobbuffer capacity=1GiB", body="true"),
+                                    "-J", "nohistory")
+    assert rc == 0, err
+    assert cluster.job(j3)["BurstBuffer"] == "#BB_HARMONIA jobbuffer capacity=1GiB"

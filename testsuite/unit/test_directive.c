@@ -194,6 +194,26 @@ START_TEST(test_iohints)
     ck_assert_double_eq(req.w_iter, 2 * 86400 + 1);
     ck_assert_int_eq(req.io, HBB_IO_WRITE);
     hbb_request_free(&req);
+
+    /* hints learned from history (job_submit/harmonia) keep their mark through
+     * the canonical form; source=user is the default and is not written */
+    parse_ok(&req, "#BB_HARMONIA iohints w_iter=60s io_volume=1GiB source=learned",
+             HBB_SRC_SCRIPT);
+    ck_assert(req.hints_learned);
+    ck_assert_int_eq(hbb_validate(&req, &err), 0);
+    char *canon = hbb_format(&req);
+    ck_assert_str_eq(canon, "#BB_HARMONIA iohints w_iter=60s io_volume=1GiB io=write "
+                     "priority=1 source=learned\n");
+    free(canon);
+    hbb_request_free(&req);
+    parse_ok(&req, "#BB_HARMONIA iohints w_iter=60s io_volume=1GiB source=user",
+             HBB_SRC_SCRIPT);
+    ck_assert(!req.hints_learned);
+    hbb_request_free(&req);
+    ck_assert_int_eq(hbb_parse(&req, "iohints w_iter=1s io_volume=1B source=guess", 43,
+                               HBB_SRC_BB_OPTION, &err), -1);
+    ck_assert_str_eq(err.text, "#BB_HARMONIA --bb item 1: iohints: source 'guess' is "
+                     "not user or learned");
 }
 END_TEST
 
@@ -627,7 +647,7 @@ START_TEST(test_errors_verbs_keys)
         "capacity, nodes, pool)");
     bad("#BB_HARMONIA iohints w_iter=1s io_volume=1B phase=2",
         "#BB_HARMONIA line 1: iohints: unknown key 'phase' (iohints takes w_iter, "
-        "io_volume, phases, io, priority)");
+        "io_volume, phases, io, priority, source)");
     bad("#BB_HARMONIA stage_in src=/a",
         "#BB_HARMONIA line 1: stage_in: unknown key 'src' (stage_in takes source, "
         "destination, type)");

@@ -61,7 +61,8 @@ static int verb_index(const char *s, size_t n)
 /* Keys each verb takes; "!" marks a required key. */
 static const char *const verb_keys[][8] = {
     [V_JOBBUFFER] = { "!capacity", "nodes", "pool", NULL },
-    [V_IOHINTS] = { "!w_iter", "!io_volume", "phases", "io", "priority", NULL },
+    [V_IOHINTS] = { "!w_iter", "!io_volume", "phases", "io", "priority", "source",
+                    NULL },
     [V_STAGE_IN] = { "!source", "!destination", "type", NULL },
     [V_STAGE_OUT] = { "!source", "!destination", "type", NULL },
     [V_CREATE] = { "!name", "!capacity", "pool", NULL },
@@ -310,6 +311,12 @@ static int apply(hbb_request_t *req, int v, kv_t *kv, int nkv, int line, ctx_t *
             if (parse_uint(val, 10, &u) < 0 || u < 1)
                 FAIL(err, c, "priority '%s' is not a whole number from 1 to 10", val);
             req->priority = (int)u;
+        }
+        if ((val = kv_get(kv, nkv, "source"))) {
+            if (strcmp(val, "learned") == 0)
+                req->hints_learned = true;
+            else if (strcmp(val, "user") != 0)
+                FAIL(err, c, "source '%s' is not user or learned", val);
         }
         req->has_hints = true;
         return 0;
@@ -987,6 +994,8 @@ char *hbb_format(const hbb_request_t *req)
             AP(" io=%s", hbb_io_str(req->io));
         if (req->priority)
             AP(" priority=%d", req->priority);
+        if (req->hints_learned)
+            AP(" source=learned");
         AP("\n");
     }
     for (int i = 0; i < req->npersist; i++) {
