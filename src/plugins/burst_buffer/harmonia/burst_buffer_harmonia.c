@@ -46,6 +46,7 @@
 #include "src/common/uid.h"
 #include "src/common/xmalloc.h"
 #include "src/common/xstring.h"
+#include "src/slurmctld/job_scheduler.h"
 #include "src/slurmctld/locks.h"
 #include "src/slurmctld/slurmctld.h"
 #include "src/plugins/burst_buffer/common/burst_buffer_common.h"
@@ -106,6 +107,7 @@ static pthread_cond_t agent_cond = PTHREAD_COND_INITIALIZER;
 static pthread_t agent_tid = 0;
 static bool agent_stop = false;
 static bool agent_rescan = true;	/* scan all jobs (start, reconfig) */
+static bool agent_work = false;		/* a hook asked for work since the last round */
 static char *status_cache = NULL;	/* last /v1/status text */
 
 /* ------------------------------------------------------------------ jobs */
@@ -174,6 +176,7 @@ static void _want(job_record_t *job_ptr, want_t want)
 	h->step = 0;
 	h->tries = 0;
 	h->next_try = 0;
+	agent_work = true;
 	slurm_cond_signal(&agent_cond);
 }
 
@@ -723,8 +726,10 @@ static void _set_note(job_record_t *job_ptr, const char *msg)
 	last_job_update = time(NULL);
 }
 
-static void _apply(work_t *w, step_rc_t rc)
+/* Apply a step's result; returns true when a job became ready to start. */
+static bool _apply(work_t *w, step_rc_t rc)
 {
+	bool kick = false;
 	slurmctld_lock_t job_write_lock = { .job = WRITE_LOCK };
 	job_record_t *job_ptr;
 	bb_job_t *bb_job = NULL;
@@ -805,14 +810,14 @@ static void _apply(work_t *w, step_rc_t rc)
 			log_flag(BURST_BUF, "%pJ stage-in complete (%s on %s)",
 				 job_ptr, h->bb_path ? h->bb_path : "-",
 				 h->bb_nodes ? h->bb_nodes : "-");
-			queue_job_scheduler();
+			kick = true;
 		}
 		break;
 	case WANT_RECONCILE:
 		if (job_ptr && bb_job && bb_job->state == BB_STATE_STAGING_IN) {
 			bb_set_job_bb_state(job_ptr, bb_job,
 					    BB_STATE_STAGED_IN);
-			queue_job_scheduler();
+			kick = true;
 		}
 		break;
 	case WANT_STAGE_OUT:
@@ -841,13 +846,23 @@ static void _apply(work_t *w, step_rc_t rc)
 out:
 	slurm_mutex_unlock(&bb_state.bb_mutex);
 	unlock_slurmctld(job_write_lock);
+	return kick;
+}
+
+/* A job's buffer is ready: ask the main scheduler for a pass now rather than
+ * at the next periodic one (schedule() queues the request; it takes its own
+ * locks, none may be held here). */
+static void _kick_scheduler(void)
+{
+	schedule(false);
 }
 
 /* Without bbmgrd: every operation completes at once. */
 static void _run_local(work_t *w)
 {
 	w->step = 99;
-	_apply(w, STEP_DONE);
+	if (_apply(w, STEP_DONE))
+		_kick_scheduler();
 }
 
 /* Pick one job whose work is due; fill w.  Call with bb_mutex held. */
@@ -971,11 +986,14 @@ static void *_agent(void *arg)
 		time_t now;
 
 		slurm_mutex_lock(&bb_state.bb_mutex);
-		if (!agent_stop) {
+		if (!agent_stop && !agent_work) {
+			/* no new work since the last round: sleep until a hook
+			 * signals or the next retry/poll second */
 			struct timespec ts = { .tv_sec = time(NULL) + 1 };
 			pthread_cond_timedwait(&agent_cond, &bb_state.bb_mutex,
 					       &ts);
 		}
+		agent_work = false;
 		if (agent_stop) {
 			slurm_mutex_unlock(&bb_state.bb_mutex);
 			break;
@@ -1007,7 +1025,8 @@ static void *_agent(void *arg)
 				_run_local(&w);
 			} else if (cli) {
 				step_rc_t rc = _run(cli, &w);
-				_apply(&w, rc);
+				if (_apply(&w, rc))
+					_kick_scheduler();
 				if (w.allocated)
 					last_pools = 0;
 			}
