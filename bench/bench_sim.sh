@@ -45,3 +45,21 @@ while [ $nh -le 40 ]; do
 done
 end=$(date +%s.%N)
 echo "$start $end" | awk '{ printf "820 workloads x 2 policies: %.1f s wall\n", $2 - $1 }'
+
+echo "-- schedules computed inside the scheduler (bbsim times the decisions)"
+"$BBSIM" gen harmonia --instances 8 --profile balanced --seed 1 > "$TMP/h.yaml"
+"$BBSIM" run "$TMP/h.yaml" --policy harmonia-maxbw --policy harmonia-buffer-eff \
+    --format json | python3 -c '
+import json, sys
+for r in json.load(sys.stdin)["results"]:
+    print("%-20s DP decision: %d placements (%d exact, up to %d phases), mean %.3f ms, longest %.3f ms"
+          % (r["policy"], r["schedules"], r["dp_exact"], r["dp_max_phases"],
+             1e3 * r["dp_decision_s_mean"], 1e3 * r["schedule_compute_max_s"]))'
+"$BBSIM" gen gainaru --scenario large --seed 1 > "$TMP/g.yaml"
+"$BBSIM" run "$TMP/g.yaml" --policy persched --policy periodic-throu \
+    --policy periodic-cong --format json | python3 -c '
+import json, sys
+for r in json.load(sys.stdin)["results"]:
+    print("%-16s period %.1f s (T_min %.1f s), %d patterns in %.3f s (longest %.3f s)"
+          % (r["policy"], r["period"], r["period_min"], r["schedules"],
+             r["schedule_compute_s"], r["schedule_compute_max_s"]))'

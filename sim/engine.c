@@ -354,6 +354,7 @@ int sim_run (const wl_t *wl, const wl_jobs_t *jobs, const hs_policy_t *pol,
     memset (res, 0, sizeof (*res));
     hs_policy_name (pol, pname, sizeof (pname));
     snprintf (res->policy, sizeof (res->policy), "%s", pname);
+    res->kind = pol->kind;
     res->napps = n;
     res->bw = wl->plat.bw;
     res->has_buffers = wl->plat.nbnodes > 0;
@@ -548,7 +549,19 @@ int sim_run (const wl_t *wl, const wl_jobs_t *jobs, const hs_policy_t *pol,
         if (ndone == n)
             break;
         {
-            int k = hs_sched_decide (s, t, grants, (size_t)n);
+            hs_policy_stats_t ps0, ps1;
+            double w1, w2;
+            int k;
+            (void)hs_sched_policy_stats (s, &ps0);
+            w1 = now_wall ();
+            k = hs_sched_decide (s, t, grants, (size_t)n);
+            w2 = now_wall () - w1;
+            res->decide_wall += w2;
+            (void)hs_sched_policy_stats (s, &ps1);
+            if (ps1.schedules > ps0.schedules) {
+                res->sched_wall += w2;
+                res->sched_wall_max = fmax (res->sched_wall_max, w2);
+            }
             if (k < 0) {
                 efail (err, "%s: policy %s: hs_sched_decide(t = %.9g): %s",
                        wl->file, pname, t, strerror (errno));
@@ -597,6 +610,7 @@ int sim_run (const wl_t *wl, const wl_jobs_t *jobs, const hs_policy_t *pol,
         }
     }
     res->wall = now_wall () - w0;
+    (void)hs_sched_policy_stats (s, &res->pstats);
 
     if (hs_metrics_compute (res->stats, (size_t)n, wl->plat.nodes, &res->m,
                             res->app) < 0) {

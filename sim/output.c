@@ -22,6 +22,12 @@ static json_t *num (double v)
     return isfinite (v) ? json_real (v) : json_null ();
 }
 
+static bool is_periodic (hs_policy_kind_t k)
+{
+    return k == HS_POL_PERIODIC_THROU || k == HS_POL_PERIODIC_CONG
+           || k == HS_POL_PERSCHED;
+}
+
 static json_t *app_json (const sim_result_t *r, int i)
 {
     const hs_job_stats_t *st = &r->stats[i];
@@ -114,6 +120,33 @@ static json_t *result_json (const sim_result_t *r)
     json_object_set_new (o, "events", json_integer ((json_int_t)r->events));
     json_object_set_new (o, "decisions", json_integer ((json_int_t)r->decisions));
     json_object_set_new (o, "wall_seconds", num (r->wall));
+    if (r->pstats.plans) {
+        const hs_policy_stats_t *ps = &r->pstats;
+        json_object_set_new (o, "schedules",
+                             json_integer ((json_int_t)ps->schedules));
+        json_object_set_new (o, "schedule_work", num (ps->work));
+        json_object_set_new (o, "schedule_compute_s", num (r->sched_wall));
+        json_object_set_new (o, "schedule_compute_max_s", num (r->sched_wall_max));
+        if (is_periodic (r->kind)) {
+            json_object_set_new (o, "period", num (ps->period));
+            json_object_set_new (o, "period_min", num (ps->period_tmin));
+            json_object_set_new (o, "period_jobs", json_integer (ps->period_jobs));
+            json_object_set_new (o, "period_unscheduled",
+                                 json_integer (ps->period_unscheduled));
+            json_object_set_new (o, "period_sys_efficiency",
+                                 num (ps->period_sys_efficiency));
+            json_object_set_new (o, "period_dilation", num (ps->period_dilation));
+        }
+        else {
+            json_object_set_new (o, "dp_exact", json_integer ((json_int_t)ps->exact));
+            json_object_set_new (o, "dp_held_back",
+                                 json_integer ((json_int_t)ps->held_back));
+            json_object_set_new (o, "dp_max_phases", json_integer (ps->max_phases));
+            json_object_set_new (o, "dp_decision_s_mean",
+                                 num (ps->schedules > 0
+                                      ? r->sched_wall / (double)ps->schedules : NAN));
+        }
+    }
     if (r->has_buffers) {
         json_t *d = devices_json (r);
         json_object_set_new (o, "over_provisioning", num (r->overprovision));
@@ -253,6 +286,28 @@ static int out_table (FILE *f, const wl_t *wl, uint64_t seed, const sim_result_t
         cell (f, 11, r->m.stall_time, "%.1f");
         cell (f, 11, r->m.makespan, "%.1f");
         fprintf (f, " %9llu\n", (unsigned long long)r->events);
+    }
+    for (int i = 0; i < nres; i++) {
+        const sim_result_t *r = &res[i];
+        const hs_policy_stats_t *ps = &r->pstats;
+        if (!ps->plans)
+            continue;
+        if (is_periodic (r->kind))
+            fprintf (f, "%s: period %.6g s (T_min %.6g s, %d jobs, %d without an "
+                     "instance; pattern SysEff %.2f%%, Dilation %.3f); %llu patterns "
+                     "computed in %.3g s (longest %.3g s)\n",
+                     r->policy, ps->period, ps->period_tmin, ps->period_jobs,
+                     ps->period_unscheduled, 100 * ps->period_sys_efficiency,
+                     ps->period_dilation, (unsigned long long)ps->schedules,
+                     r->sched_wall, r->sched_wall_max);
+        else
+            fprintf (f, "%s: %llu DP placements (%llu exact, up to %d phases, %llu "
+                     "held back for capacity) in %.3g s (mean %.3g ms, longest "
+                     "%.3g ms)\n", r->policy, (unsigned long long)ps->schedules,
+                     (unsigned long long)ps->exact, ps->max_phases,
+                     (unsigned long long)ps->held_back, r->sched_wall,
+                     ps->schedules ? 1e3 * r->sched_wall / (double)ps->schedules : 0.,
+                     1e3 * r->sched_wall_max);
     }
     if (nres > 0 && !res[0].has_buffers)
         fprintf (f, "(no buffer tier: buffer efficiency not applicable)\n");

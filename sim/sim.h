@@ -60,6 +60,12 @@ typedef struct {
     double buffer_full;         /* sum over jobs of the time slowed by full nodes */
     double alloc_wait;          /* sum over jobs of the wait for buffer nodes */
     double overprovision;       /* factor used by the allocator */
+    /* schedules computed ahead (periodic, harmonia-*; pstats.plans) */
+    hs_policy_kind_t kind;
+    hs_policy_stats_t pstats;   /* hs_sched_policy_stats() at the end of the run */
+    double sched_wall;          /* seconds in the decisions that computed one */
+    double sched_wall_max;      /* the longest such decision */
+    double decide_wall;         /* seconds in all hs_sched_decide() calls */
 } sim_result_t;
 
 typedef struct {

@@ -1,10 +1,11 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""Paper reproductions with bbsim: Gainaru et al. §4.2 mixes and the IO-Sets study.
+"""Paper reproductions with bbsim: Gainaru et al. §4.2 mixes, the IO-Sets study,
+Harmonia's synthetic study and the periodic heuristics against the online ones.
 
 Used by test_reproductions.py, and on its own to print the figures of
 doc/reproductions.md:
 
-    HARMONIA_BUILDDIR=. python3 testsuite/sim/repro.py [--seeds N]
+    HARMONIA_BUILDDIR=. python3 testsuite/sim/repro.py [--seeds N] [--only PARTS]
 """
 import json
 import os
@@ -69,11 +70,133 @@ def iosets_eta(eta, seeds, policies=IOSETS_POLICIES):
     return study(["iosets", "--eta", str(eta)], seeds, policies)
 
 
+# ---------------------------------------------------------------- Harmonia (harmonia.txt)
+
+HARMONIA_PROFILES = ["compute", "balanced", "io", "only-io"]
+HARMONIA_POLICIES = ["static", "fairshare", "harmonia-maxbw", "harmonia-minstall",
+                     "harmonia-fairness", "harmonia-buffer-eff", "harmonia-priority"]
+# the figures the claims of harmonia.txt are about, per run
+HARMONIA_FIGURES = ["io_time", "bandwidth", "fairness", "stall_time",
+                    "buffer_efficiency", "completion", "makespan"]
+
+
+def harmonia_figures(e):
+    """io_time: mean I/O time of a phase (s); bandwidth: bytes moved over the time
+    spent in I/O (GB/s, the jobs' mean I/O bandwidth); completion: mean over the
+    instances of end - release (s)."""
+    apps = e["apps"]
+    io = sum(a["io_time"] for a in apps)
+    phases = sum(a["phases"] for a in apps)
+    return {
+        "io_time": io / phases,
+        "bandwidth": sum(a["bytes"] for a in apps) / io / 1e9,
+        "fairness": e["fairness"],
+        "stall_time": e["stall_time"],
+        "buffer_efficiency": e["buffer_efficiency"],
+        "completion": statistics.mean(a["end"] - a["release"] for a in apps),
+        "makespan": e["makespan"],
+    }
+
+
+def harmonia(profile, instances, seeds, policies=HARMONIA_POLICIES, extra=()):
+    """Mean Harmonia figures per policy over seeds (bbsim gen harmonia)."""
+    args = ["harmonia", "--profile", profile, "--instances", str(instances)]
+    runs = [_run(args + list(extra), s, policies) for s in seeds]
+    mean = {}
+    for p in policies:
+        rows = [harmonia_figures(next(e for e in r if e["policy"] == p)) for r in runs]
+        mean[p] = {m: statistics.mean(x[m] for x in rows) for m in HARMONIA_FIGURES}
+    return mean, runs
+
+
+# ---------------------------------------------------------------- periodic vs online
+
+PERIODIC_POLICIES = ["persched", "periodic-throu", "periodic-cong"]
+ONLINE_POLICIES = ["fairshare", "fcfs", "roundrobin", "mindilation", "maxsyseff",
+                   "minmax:0.5"]
+PATTERN_FIGURES = ["period", "period_min", "period_sys_efficiency", "period_dilation",
+                   "schedules", "schedule_compute_s", "schedule_compute_max_s"]
+
+
+def periodic(scenario, seeds, policies=PERIODIC_POLICIES + ONLINE_POLICIES):
+    """Gainaru's periodic mixes: run metrics per policy, and for the periodic
+    policies the pattern figures (period, its own SysEfficiency/Dilation, cost)."""
+    mean, runs = gainaru(scenario, seeds, policies)
+    for p in policies:
+        if p not in PERIODIC_POLICIES:
+            continue
+        rows = [next(e for e in r if e["policy"] == p) for r in runs]
+        for m in PATTERN_FIGURES:
+            # null: a job without an instance (Dilation infinite)
+            mean[p][m] = statistics.mean(float("inf") if e[m] is None else e[m]
+                                         for e in rows)
+    return mean, runs
+
+
+def main_harmonia(seeds, instances=(2, 4, 6, 8), extra=()):
+    print(f"# Harmonia synthetic study (bbsim gen harmonia {' '.join(extra)}), "
+          f"mean of {len(seeds)} seeds")
+    for prof in HARMONIA_PROFILES:
+        for n in instances:
+            mean, _ = harmonia(prof, n, seeds, extra=extra)
+            print(f"\n## {prof}, {n} instances")
+            print(f"{'policy':20s} {'io/phase':>9s} {'GB/s':>7s} {'Jain':>7s} "
+                  f"{'stall':>8s} {'bufeff':>7s} {'compl':>8s} {'makespan':>8s}")
+            for p in HARMONIA_POLICIES:
+                m = mean[p]
+                print(f"{p:20s} {m['io_time']:9.2f} {m['bandwidth']:7.3f} "
+                      f"{m['fairness']:7.4f} {m['stall_time']:8.1f} "
+                      f"{m['buffer_efficiency']:7.3f} {m['completion']:8.1f} "
+                      f"{m['makespan']:8.1f}")
+
+
+def main_periodic(seeds, scenarios=("large-0.2", "mixed-0.2", "mixed-0.35")):
+    print(f"# Periodic vs online on Gainaru's periodic mixes, mean of {len(seeds)} seeds")
+    for sc in scenarios:
+        mean, _ = periodic(sc, seeds)
+        print(f"\n## {sc}  (upper limit {100 * mean['fairshare']['upper_limit']:.2f}%)")
+        print(f"{'policy':16s} {'Dilation':>9s} {'SysEff%':>8s}   pattern: "
+              f"{'T':>8s} {'T_min':>8s} {'SysEff%':>8s} {'Dil':>6s} {'n':>4s} "
+              f"{'time s':>7s} {'max s':>7s}")
+        for p in PERIODIC_POLICIES + ONLINE_POLICIES:
+            m = mean[p]
+            line = f"{p:16s} {m['dilation']:9.3f} {100 * m['sys_efficiency']:8.2f}"
+            if p in PERIODIC_POLICIES:
+                line += (f"            {m['period']:8.1f} {m['period_min']:8.1f} "
+                         f"{100 * m['period_sys_efficiency']:8.2f} "
+                         f"{m['period_dilation']:6.3f} {m['schedules']:4.0f} "
+                         f"{m['schedule_compute_s']:7.3f} "
+                         f"{m['schedule_compute_max_s']:7.3f}")
+            print(line)
+
+
 def main(argv):
     nseeds = 20
-    if len(argv) > 2 and argv[1] == "--seeds":
-        nseeds = int(argv[2])
+    parts = {"gainaru", "iosets", "harmonia", "periodic"}
+    args = list(argv[1:])
+    while args:
+        a = args.pop(0)
+        if a == "--seeds":
+            nseeds = int(args.pop(0))
+        elif a == "--only":
+            parts = set(args.pop(0).split(","))
+        else:
+            sys.exit(f"usage: {argv[0]} [--seeds N] [--only gainaru,iosets,harmonia,periodic]")
     seeds = range(1, nseeds + 1)
+    if "harmonia" in parts:
+        main_harmonia(seeds)
+        main_harmonia(seeds, instances=(8,), extra=("--bandwidth", "8GB/s"))
+    if "periodic" in parts:
+        main_periodic(seeds)
+    if not parts & {"gainaru", "iosets"}:
+        return
+    if "gainaru" in parts:
+        main_gainaru(seeds, nseeds)
+    if "iosets" in parts:
+        main_iosets(seeds, nseeds)
+
+
+def main_gainaru(seeds, nseeds):
     print(f"# Gainaru et al. §4.2 mixes (bbsim gen gainaru), mean of {nseeds} seeds")
     for sc in GAINARU_SCENARIOS:
         mean, _ = gainaru(sc, seeds)
@@ -81,6 +204,9 @@ def main(argv):
         print(f"{'policy':24s} {'Dilation':>9s} {'SysEff%':>8s}")
         for p in GAINARU_POLICIES:
             print(f"{p:24s} {mean[p]['dilation']:9.3f} {100 * mean[p]['sys_efficiency']:8.2f}")
+
+
+def main_iosets(seeds, nseeds):
     print(f"\n# IO-Sets study (bbsim gen iosets), mean of {nseeds} seeds")
     print(f"{'nH':>3s} " + " ".join(f"{p[:16]:>16s}" for p in IOSETS_POLICIES)
           + "   (max stretch / I/O slowdown / utilization)")

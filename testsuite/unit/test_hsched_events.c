@@ -428,10 +428,11 @@ START_TEST(test_set_policy)
     ck_assert_double_eq_tol(g[0].bw, 2, EPS);
     ck_assert_double_eq_tol(g[1].bw, 2, EPS);
     ck_assert_double_eq_tol(g[0].remaining, 4, EPS);
-    /* unavailable policies are refused and the old one stays */
-    ck_assert_int_eq(hs_policy_parse("persched", &pol, &err), 0);
+    /* an invalid policy is refused and the old one stays */
+    ck_assert_int_eq(hs_policy_parse("minmax:0.5", &pol, &err), 0);
+    pol.gamma = 2;
     ck_assert_int_eq(hs_sched_set_policy(s, 1, &pol, &err), -1);
-    ck_assert_int_eq(errno, ENOTSUP);
+    ck_assert_int_eq(errno, EINVAL);
     ck_assert_int_eq(hs_sched_decide(s, 1, g, 2), 2);
     ck_assert_double_eq_tol(g[1].bw, 2, EPS);
     hs_sched_destroy(s);

@@ -2044,5 +2044,24 @@ int hs_buffer_set_occupancy(hs_sched_t *s, double now, int j, double bytes)
     return 0;
 }
 
+/* ------------------------------------------------------------------ schedule stats */
+
+int hs_sched_policy_stats(const hs_sched_t *s, hs_policy_stats_t *st)
+{
+    if (!s || !st) {
+        errno = EINVAL;
+        return -1;
+    }
+    memset(st, 0, sizeof(*st));
+    st->period = NAN;
+    st->period_tmin = NAN;
+    st->period_last = NAN;
+    st->period_sys_efficiency = NAN;
+    st->period_dilation = NAN;
+    if (s->ops && s->ops->stats)
+        s->ops->stats(s->pstate, st);
+    return 0;
+}
+
 /* vi: ts=4 sw=4 expandtab
  */

@@ -73,6 +73,9 @@ void hs_dp_node_from_buffer(hs_dp_node_t *node, const hs_buffer_t *buf)
     node->bandwidth = buf->bandwidth;
     memcpy(node->msca, buf->msca, sizeof(double) * (size_t)k);
     node->nmsca = k;
+    k = buf->nmsca_read < 0 ? 0 : buf->nmsca_read > 16 ? 16 : buf->nmsca_read;
+    memcpy(node->msca_read, buf->msca_read, sizeof(double) * (size_t)k);
+    node->nmsca_read = k;
 }
 
 /* ------------------------------------------------------------ context */

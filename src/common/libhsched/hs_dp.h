@@ -120,7 +120,8 @@ int hs_dp_evaluate(const hs_dp_problem_t *p, hs_dp_cost_t cost, hs_dp_place_t *p
 /* Interference factor If(c) = c * (1 + MSCA(c)) of a node for 'dir'. */
 double hs_dp_if(const hs_dp_node_t *node, hs_dir_t dir, int c);
 
-/* Fill a node from a platform buffer (capacity = its full capacity, no stream). */
+/* Fill a node from a platform buffer: capacity and bandwidth as given (0 stays 0:
+ * the caller resolves "unknown"), both MSCA curves, no stream. */
 void hs_dp_node_from_buffer(hs_dp_node_t *node, const hs_buffer_t *buf);
 
 /* HS_POL_HARMONIA_* -> cost; -1 with EINVAL for other policies. */

@@ -231,9 +231,10 @@ const char *hs_policy_name(const hs_policy_t *pol, char *buf, size_t len)
     return buf;
 }
 
-/* The implementation of each kind.  Periodic (hs_periodic.c) and Harmonia's
- * dynamic programme (hs_dp.c) plug in here when they are integrated; until then
- * their kinds parse but hs_sched_create() answers ENOTSUP. */
+/* The implementation of each kind: online policies (hs_online.c), periodic
+ * schedules (hs_pol_periodic.c over hs_periodic.c) and Harmonia's dynamic
+ * programme (hs_pol_harmonia.c over hs_dp.c).  A kind without ops would make
+ * hs_sched_create() answer ENOTSUP. */
 const hs_policy_ops_t *hs_policy_ops(hs_policy_kind_t kind)
 {
     switch (kind) {
@@ -254,11 +255,13 @@ const hs_policy_ops_t *hs_policy_ops(hs_policy_kind_t kind)
         case HS_POL_PERIODIC_THROU:
         case HS_POL_PERIODIC_CONG:
         case HS_POL_PERSCHED:
+            return &hs_ops_periodic;
         case HS_POL_HARMONIA_MAXBW:
         case HS_POL_HARMONIA_MINSTALL:
         case HS_POL_HARMONIA_FAIRNESS:
         case HS_POL_HARMONIA_BUFFER_EFF:
         case HS_POL_HARMONIA_PRIORITY:
+            return &hs_ops_harmonia;
         case HS_POL__COUNT:
             break;
     }

@@ -384,6 +384,38 @@ int hs_buffer_stats(const hs_sched_t *s, int j, hs_buffer_stats_t *st);
  * 0, or -1 with errno = EINVAL. */
 int hs_buffer_set_occupancy(hs_sched_t *s, double now, int j, double bytes);
 
+/* ---------------------------------------------------------------- schedule statistics
+ * (appended with the periodic and Harmonia policies; doc/periodic.md §8,
+ * doc/harmonia-dp.md §5).  The core has no clock: the cost is clock-free ("work");
+ * a driver that wants seconds times hs_sched_decide() itself (bbsim does: the
+ * decisions during which 'schedules' grew). */
+
+typedef struct {
+    bool plans;             /* the policy computes schedules (periodic, harmonia-*);
+                               false: every other field is 0 */
+    uint64_t schedules;     /* schedules computed: periodic patterns, DP placements */
+    double work;            /* clock-free cost, summed: periodic segments visited,
+                               DP steps (hs_dp_solution_t.steps) */
+    /* periodic policies (NAN/0 for the others) */
+    double period;          /* T of the pattern computed for the largest job mix
+                               (the first of them) */
+    double period_tmin;     /* its T_min = max_k (w_k + time_io_k) */
+    int period_jobs;        /* jobs in that pattern */
+    int period_unscheduled; /* of which with no instance in it (they get leftovers) */
+    double period_sys_efficiency;   /* that pattern's own SysEfficiency and */
+    double period_dilation;         /* Dilation (steady state, Gainaru eq. (1)) */
+    double period_last;     /* T of the pattern in force now */
+    int jobs_fallback;      /* live jobs without usable hints (w, volume), now */
+    /* Harmonia DP policies */
+    uint64_t exact;         /* placements that are the DP's optimum */
+    uint64_t held_back;     /* phases held back because the free capacity was short */
+    int max_phases;         /* largest batch placed at once */
+} hs_policy_stats_t;
+
+/* Statistics of the current policy's schedules since it was set.  0, or -1 with
+ * errno = EINVAL. */
+int hs_sched_policy_stats(const hs_sched_t *s, hs_policy_stats_t *st);
+
 #ifdef __cplusplus
 }
 #endif

@@ -81,6 +81,9 @@ typedef struct hs_policy_ops {
      * placement of a phase once it has moved data, and applies the MSCA model,
      * the drain and the full-buffer stalls on top of v->bw. */
     bool places;
+    /* Appended: optional statistics of the schedules the policy computed
+     * (hs_sched_policy_stats()); fills *st, which the core zeroes first. */
+    void (*stats)(const void *state, hs_policy_stats_t *st);
 } hs_policy_ops_t;
 
 /* hs_policy.c: the ops for a policy kind, or NULL when not available in this build. */
@@ -93,6 +96,10 @@ extern const hs_policy_ops_t hs_ops_gainaru;     /* roundrobin, mindilation, max
                                                     minmax (and -priority) */
 extern const hs_policy_ops_t hs_ops_iosets;      /* set10/set:<b>, set-fairshare,
                                                     priority-sharing */
+/* hs_pol_periodic.c: periodic-throu, periodic-cong, persched (doc/periodic.md §8). */
+extern const hs_policy_ops_t hs_ops_periodic;
+/* hs_pol_harmonia.c: the five harmonia-* policies (doc/harmonia-dp.md §5). */
+extern const hs_policy_ops_t hs_ops_harmonia;
 
 /* ---- helpers shared by policies (hs_online.c) ---- */
 
