@@ -24,6 +24,7 @@
 #include "config.h"
 #include "core.h"
 #include "log.h"
+#include "mover.h"
 #include "state.h"
 
 #ifndef SYSCONFDIR
@@ -120,6 +121,7 @@ int main(int argc, char **argv)
     core_t *core = NULL;
     ctx_t ctx = { NULL };
     api_t *api = NULL;
+    mover_t *mover = NULL;
 
     while ((opt = getopt_long(argc, argv, "c:fvCVh", longopts, NULL)) != -1) {
         switch (opt) {
@@ -188,6 +190,13 @@ int main(int argc, char **argv)
         bl_error("state: the recovery could not be committed");
         goto out;
     }
+    if (!(mover = mover_create(core->cfg, &err))) {
+        bl_error("%s", err.text);
+        goto out;
+    }
+    core_lock(core);
+    core->mover = mover;
+    core_unlock(core);
     if (!(api = api_create(core, st, core->cfg, &err))) {
         bl_error("api: %s", err.text);
         goto out;
@@ -237,6 +246,14 @@ out:
         core_lock(core);
         core_set_notify(core, NULL, NULL);
         core_unlock(core);
+    }
+    /* the mover stops before the state: its unfinished transfers stay 'running' and
+     * are queued again at the next start */
+    if (mover) {
+        core_lock(core);
+        core->mover = NULL;
+        core_unlock(core);
+        mover_destroy(mover);
     }
     if (st && state_sync(st) < 0)
         rc = 1;

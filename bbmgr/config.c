@@ -152,8 +152,44 @@ static int chk_log_format(const void *v, hu_error_t *err)
 
 static int chk_stage_mode(const void *v, hu_error_t *err)
 {
-    static const char *const vals[] = { "immediate", "scheduled", NULL };
+    static const char *const vals[] = { "mover", "scheduled", "immediate", NULL };
     return chk_oneof(*(char *const *)v, vals, err);
+}
+
+static int chk_verify(const void *v, hu_error_t *err)
+{
+    static const char *const vals[] = { "checksum", "size", "none", NULL };
+    return chk_oneof(*(char *const *)v, vals, err);
+}
+
+static int chk_checksum(const void *v, hu_error_t *err)
+{
+    static const char *const vals[] = { "xxh64", "crc32c", NULL };
+    return chk_oneof(*(char *const *)v, vals, err);
+}
+
+static int chk_chunk(const void *v, hu_error_t *err)
+{
+    uint64_t n = *(const uint64_t *)v;
+    if (n < 4096 || n > 256 * 1024 * 1024)
+        return hu_errprintf(err, "must be between 4KiB and 256MiB");
+    return 0;
+}
+
+static int chk_depth(const void *v, hu_error_t *err)
+{
+    long n = *(const long *)v;
+    if (n < 1 || n > 65536)
+        return hu_errprintf(err, "must be in 1..65536");
+    return 0;
+}
+
+static int chk_rate(const void *v, hu_error_t *err)
+{
+    double d = *(const double *)v;
+    if (!(d >= 0) || !isfinite(d))
+        return hu_errprintf(err, "must be 0 (no cap) or positive");
+    return 0;
 }
 
 static int chk_policy(const void *v, hu_error_t *err)

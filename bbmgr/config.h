@@ -109,6 +109,13 @@ typedef struct cfg {
     long limits_threads;
     /* stage */
     char *stage_mode;
+    /* mover */
+    long mover_threads;
+    uint64_t mover_chunk;
+    long mover_depth;
+    char *mover_verify;
+    char *mover_checksum;
+    double mover_max_rate;
     /* list sections */
     cfg_nodeset_t *nodes;
     int nnodes;
@@ -130,6 +137,8 @@ typedef struct cfg {
     S(platform, false, cfg_t, _, _, "The compute side as the scheduler models it.") \
     S(limits,   false, cfg_t, _, _, "Timeouts and limits.") \
     S(stage,    false, cfg_t, _, _, "Stage-in and stage-out.") \
+    S(mover,    false, cfg_t, _, _, \
+      "The data mover: stage-in/out copies inside bbmgrd, shared between jobs by SFQ(D)+.") \
     S(nodes,    true, cfg_nodeset_t, nodes, nnodes, \
       "Buffer nodes: a list of sets of nodes sharing the same properties.") \
     S(devices,  true, cfg_device_t, devices, ndevices, \
@@ -190,8 +199,20 @@ typedef struct cfg {
       "Observations kept per user and job name for learned defaults.") \
     X(limits, cfg_t, limits_threads, "threads", CFG_INT, "2", chk_threads, false, \
       "HTTP worker threads (each serves many connections).") \
-    X(stage, cfg_t, stage_mode, "mode", CFG_STRING, "scheduled", chk_stage_mode, true, \
-      "immediate: a stage request is marked done at once; scheduled: done at its scheduled start (no data mover yet).") \
+    X(stage, cfg_t, stage_mode, "mode", CFG_STRING, "mover", chk_stage_mode, true, \
+      "mover: bbmgrd copies the data (see section mover); scheduled: a transfer is marked done at its scheduled start without copying; immediate: done at once (both for development).") \
+    X(mover, cfg_t, mover_threads, "threads", CFG_INT, "4", chk_threads, false, \
+      "I/O worker threads of the mover.") \
+    X(mover, cfg_t, mover_chunk, "chunk", CFG_SIZE, "4MiB", chk_chunk, false, \
+      "Copy unit: each chunk of a file is one SFQ(D)+ request (cost = its bytes).") \
+    X(mover, cfg_t, mover_depth, "depth", CFG_INT, "64", chk_depth, false, \
+      "SFQ(D)+ depth D in slots of 256 KiB: at most D x 256 KiB of copy requests in flight (a larger chunk still goes, alone).") \
+    X(mover, cfg_t, mover_verify, "verify", CFG_STRING, "checksum", chk_verify, false, \
+      "checksum: each copy is re-read after fsync and compared with the checksums of the source read; size: the size only; none.") \
+    X(mover, cfg_t, mover_checksum, "checksum", CFG_STRING, "xxh64", chk_checksum, false, \
+      "xxh64 or crc32c: detects corruption, not tampering (not a cryptographic hash).") \
+    X(mover, cfg_t, mover_max_rate, "max_rate", CFG_BANDWIDTH, "0 B/s", chk_rate, false, \
+      "Total copy rate cap of the mover (0 B/s: none); for tests and benchmarks.") \
     X(nodes, cfg_nodeset_t, names, "names", CFG_HOSTLIST, NULL, NULL, true, \
       "Host list of the nodes of this set (bb[01-04]) or a YAML list of them.") \
     X(nodes, cfg_nodeset_t, capacity, "capacity", CFG_SIZE, NULL, chk_positive_size, true, \

@@ -4,13 +4,17 @@
  * phases, transfers; the live scheduler; recovery.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
+#include "libhsched/policy.h"
 #include "core.h"
 #include "log.h"
 
@@ -1177,10 +1181,100 @@ static void phase_close(core_t *c, phase_t *p, phase_state_t how, double bytes)
     notify(c, id);
 }
 
+/* ------------------------------------------------------------------ buffer directories
+ * A job's directory is <mount>/<jobid>, a persistent buffer's
+ * <mount>/persistent/<name>, on every node of the allocation (nodes sharing a mount
+ * share the directory).  Created mode 0700 for the owner when the allocation is
+ * made, removed with everything in it when it is released (by the mover's workers,
+ * after the job's transfers have stopped).  Mounts that do not exist are left
+ * alone (development set-ups with stage.mode scheduled or immediate). */
+static bool dir_name_ok(const char *name, bool job)
+{
+    return *name && strcmp(name, ".") && strcmp(name, "..") && !strchr(name, '/')
+           && !(job && !strcmp(name, "persistent"));
+}
+
+static bool mount_seen(core_t *c, const alloc_t *a, int i)
+{
+    for (int k = 0; k < i; k++)
+        if (!strcmp(c->nodes[a->v[k].node].mount, c->nodes[a->v[i].node].mount))
+            return true;
+    return false;
+}
+
+static bool mount_ok(core_t *c, int idx)
+{
+    node_t *n = &c->nodes[idx];
+    struct stat st;
+    if (stat(n->mount, &st) == 0 && S_ISDIR(st.st_mode))
+        return true;
+    if (!n->mount_warned && !strcmp(c->cfg->stage_mode, "mover"))
+        bl_warning("buffer mount %s of node %s is not a directory: no buffer directories "
+                   "there (said once)", n->mount, n->name);
+    n->mount_warned = true;
+    return false;
+}
+
+static void bufdirs_make(core_t *c, const alloc_t *a, bool persistent, const char *name,
+                         uid_t uid, gid_t gid)
+{
+    char path[1200];
+    if (!dir_name_ok(name, !persistent)) {
+        bl_warning("no buffer directory for '%s': not usable as a directory name", name);
+        return;
+    }
+    for (int i = 0; i < a->n; i++) {
+        const char *mount = c->nodes[a->v[i].node].mount;
+        int fd;
+        if (mount_seen(c, a, i) || !mount_ok(c, a->v[i].node))
+            continue;
+        if (persistent) {
+            snprintf(path, sizeof(path), "%s/persistent", mount);
+            if (mkdir(path, 0755) < 0 && errno != EEXIST)
+                bl_warning("mkdir %s: %s", path, strerror(errno));
+            snprintf(path, sizeof(path), "%s/persistent/%s", mount, name);
+        } else {
+            snprintf(path, sizeof(path), "%s/%s", mount, name);
+        }
+        if (mkdir(path, 0700) < 0 && errno != EEXIST) {
+            bl_warning("mkdir %s: %s", path, strerror(errno));
+            continue;
+        }
+        if ((fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
+            bl_warning("buffer directory %s: %s", path, strerror(errno));
+            continue;
+        }
+        if (fchown(fd, uid, gid) < 0 || fchmod(fd, 0700) < 0)
+            bl_warning("buffer directory %s: owner %u:%u: %s", path, (unsigned)uid,
+                       (unsigned)gid, strerror(errno));
+        close(fd);
+        bl_debug("buffer directory %s created for uid %u", path, (unsigned)uid);
+    }
+}
+
+static void bufdirs_remove(core_t *c, const alloc_t *a, bool persistent, const char *name,
+                           const char *job, uid_t uid, gid_t gid)
+{
+    char path[1200];
+    struct stat st;
+    if (!c->mover || !dir_name_ok(name, !persistent))
+        return;
+    for (int i = 0; i < a->n; i++) {
+        const char *mount = c->nodes[a->v[i].node].mount;
+        if (mount_seen(c, a, i))
+            continue;
+        snprintf(path, sizeof(path), persistent ? "%s/persistent/%s" : "%s/%s", mount, name);
+        if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode)
+            && mover_rmtree(c->mover, job, path, uid, gid) < 0)
+            bl_warning("teardown of %s: %s", path, strerror(errno));
+    }
+}
+
 static int alloc_release(core_t *c, job_t *j)
 {
     if (!j->alloc)
         return 0;
+    bufdirs_remove(c, j->alloc, false, j->id, j->id, j->uid, j->gid);
     alloc_free_nodes(c, j->alloc);
     free(j->alloc);
     j->alloc = NULL;
@@ -1194,6 +1288,8 @@ int core_job_end(core_t *c, job_t *j, cerr_t *e)
     double now = core_hs_now(c);
     if (j->phase)
         phase_close(c, j->phase, PH_CANCELLED, 0);
+    if (c->mover)
+        mover_job_end(c->mover, j->id);     /* before the teardown of its directories */
     alloc_release(c, j);
     for (int i = 0; i < j->nuses; i++) {
         pbuf_t *b = hmap_get(c->pbufs, j->uses[i]);
@@ -1207,6 +1303,7 @@ int core_job_end(core_t *c, job_t *j, cerr_t *e)
             x->state = XF_CANCELLED;
             x->finished = core_wall();
             x->message = x->message ? x->message : strdup("job ended");
+            x->in_mover = false;
             put_xfer(c, x);
             hmap_idel(c->xfers, x->id);
         }
@@ -1387,6 +1484,7 @@ int core_alloc_create(core_t *c, job_t *j, uint64_t capacity, int nodes, const c
     state_put(c->st, ST_ALLOC_PUT, "ssiiid", j->id, a->pool, (int64_t)a->capacity,
               (int64_t)a->reserved, (int64_t)a->nodes_requested, a->created);
     put_anodes(c, "job", j->id, a);
+    bufdirs_make(c, a, false, j->id, j->uid, j->gid);
     bl_debug("allocation: job %s gets %ju bytes on %d node(s) of pool %s", j->id,
              (uintmax_t)a->reserved, a->n, a->pool);
     *created = true;
@@ -1583,6 +1681,9 @@ int core_xfer_update(core_t *c, xfer_t *x, const char *state, int64_t bytes_done
     if (ns >= XF_DONE) {
         x->finished = core_wall();
         hmap_idel(c->xfers, x->id);
+        if (x->in_mover && c->mover)
+            mover_cancel(c->mover, x->id, message ? message : "set through the API");
+        x->in_mover = false;
     }
     put_xfer(c, x);
     return 0;
@@ -1628,6 +1729,7 @@ pbuf_t *core_pbuf_create(core_t *c, const char *name, uid_t uid, gid_t gid,
     state_put(c->st, ST_PERS_PUT, "siisiid", b->name, (int64_t)uid, (int64_t)gid, b->alloc.pool,
               (int64_t)capacity, (int64_t)b->alloc.reserved, b->created);
     put_anodes(c, "persistent", b->name, &b->alloc);
+    bufdirs_make(c, &b->alloc, true, b->name, b->uid, b->gid);
     *created = true;
     return b;
 }
@@ -1637,6 +1739,7 @@ int core_pbuf_destroy(core_t *c, pbuf_t *b, cerr_t *e)
     if (b->nusers > 0)
         return cerr_set(e, 409, "name", "persistent buffer '%s' is used by job %s", b->name,
                         b->users[0]);
+    bufdirs_remove(c, &b->alloc, true, b->name, NULL, b->uid, b->gid);
     alloc_free_nodes(c, &b->alloc);
     state_put(c->st, ST_PERS_DEL, "s", b->name);
     state_put(c->st, ST_ANODE_DEL, "ss", "persistent", b->name);
@@ -1789,6 +1892,154 @@ nomem:
     return hu_errprintf(err, "out of memory");
 }
 
+/* ------------------------------------------------------------------ mover */
+double core_job_weight(core_t *c, const job_t *j)
+{
+    switch (c->policy.kind) {
+    case HS_POL_SET:
+    case HS_POL_PRIORITY_SHARING: {
+        double base = c->policy.set_base > 1 ? c->policy.set_base : 10;
+        int cls = isnan(j->w_iter) || !(j->w_iter > 0) ? 0 : hs_iosets_class(j->w_iter, base);
+        if (cls > 30)
+            cls = 30;
+        if (cls < -30)
+            cls = -30;
+        return pow(base, -cls);
+    }
+    case HS_POL_HARMONIA_PRIORITY:
+        return j->priority > 0 ? j->priority : 1;
+    default:
+        return 1.0;
+    }
+}
+
+static bool path_under(const char *path, const char *root)
+{
+    size_t n = strlen(root);
+    while (n > 1 && root[n - 1] == '/')
+        n--;
+    return !strncmp(path, root, n) && (path[n] == '\0' || path[n] == '/');
+}
+
+/* Is path inside one of the job's buffers (its allocation, persistent buffers it
+ * uses)?  The check is on the text (paths have no "..", see doc/api.md); the copy
+ * itself runs as the job's user, so a symlink cannot take it further than the user
+ * could go. */
+static bool in_buffers(core_t *c, job_t *j, const char *path)
+{
+    char root[1200];
+    for (int i = 0; j->alloc && i < j->alloc->n; i++) {
+        snprintf(root, sizeof(root), "%s/%s", c->nodes[j->alloc->v[i].node].mount, j->id);
+        if (path_under(path, root))
+            return true;
+    }
+    for (int u = 0; u < j->nuses; u++) {
+        pbuf_t *b = hmap_get(c->pbufs, j->uses[u]);
+        for (int i = 0; b && i < b->alloc.n; i++) {
+            snprintf(root, sizeof(root), "%s/persistent/%s", c->nodes[b->alloc.v[i].node].mount,
+                     b->name);
+            if (path_under(path, root))
+                return true;
+        }
+    }
+    return false;
+}
+
+static void xfer_close(core_t *c, xfer_t *x, xfer_state_t st, const char *msg)
+{
+    x->state = st;
+    x->finished = core_wall();
+    if (msg) {
+        char *m = strdup(msg);
+        if (m) {
+            free(x->message);
+            x->message = m;
+        }
+    }
+    x->in_mover = false;
+    hmap_idel(c->xfers, x->id);
+    put_xfer(c, x);
+}
+
+static void on_mover_report(uint64_t tid, mover_state_t st, int64_t done, int64_t total,
+                            const char *msg, void *arg)
+{
+    core_t *c = arg;
+    xfer_t *x = hmap_iget(c->xfers, tid);
+    if (!x || !x->in_mover)
+        return;     /* closed meanwhile (job ended, or set through the API) */
+    x->bytes_done = done;
+    if (total >= 0)
+        x->bytes_total = total;
+    if (st == MV_RUNNING) {
+        put_xfer(c, x);
+        return;
+    }
+    xfer_close(c, x, st == MV_DONE ? XF_DONE : st == MV_FAILED ? XF_FAILED : XF_CANCELLED, msg);
+    if (st == MV_DONE)
+        bl_info("%s %ju of job %s done: %jd bytes in %.3f s%s%s", x->kind, (uintmax_t)x->id,
+                x->job_id, (intmax_t)done, x->finished - x->start, msg ? ": " : "",
+                msg ? msg : "");
+    else
+        bl_warning("%s %ju of job %s %s: %s", x->kind, (uintmax_t)x->id, x->job_id,
+                   xfer_state_name(x->state), msg ? msg : "");
+}
+
+/* Timer: results of the mover, transfers whose start has come, weights. */
+static void mover_tick(core_t *c, double wall)
+{
+    void *v;
+    xfer_t *due[64];
+    int nd = 0;
+
+    mover_poll(c->mover, on_mover_report, c);
+    bool mover_mode = !strcmp(c->cfg->stage_mode, "mover");
+    for (void *it = hmap_first(c->xfers, &v); it; it = hmap_next(c->xfers, it, &v)) {
+        xfer_t *x = v;
+        job_t *j = hmap_get(c->jobs, x->job_id);
+        if (x->in_mover) {
+            if (j)
+                mover_set_weight(c->mover, j->id, core_job_weight(c, j));
+        } else if (mover_mode && x->state == XF_QUEUED && wall >= x->start && nd < 64) {
+            due[nd++] = x;
+        }
+    }
+    for (int i = 0; i < nd; i++) {
+        xfer_t *x = due[i];
+        job_t *j = hmap_get(c->jobs, x->job_id);
+        bool out = !strcmp(x->kind, "stage_out");
+        const char *buf = out ? x->source : x->destination;
+        char msg[1400];
+        if (!j) {
+            xfer_close(c, x, XF_CANCELLED, "job ended");
+            continue;
+        }
+        if (!in_buffers(c, j, buf)) {
+            snprintf(msg, sizeof(msg), "%s %s is outside the job's buffers (%s)",
+                     out ? "source" : "destination", buf,
+                     j->alloc || j->nuses ? "its allocation and persistent buffers"
+                                          : "the job has no allocation");
+            bl_warning("%s %ju of job %s refused: %s", x->kind, (uintmax_t)x->id, j->id, msg);
+            xfer_close(c, x, XF_FAILED, msg);
+            continue;
+        }
+        mover_spec_t spec = {
+            .tid = x->id, .job = j->id, .weight = core_job_weight(c, j), .uid = j->uid,
+            .gid = j->gid, .user = j->user, .stage_out = out,
+            .directory = !strcmp(x->type, "directory"), .src = x->source,
+            .dst = x->destination,
+        };
+        if (mover_submit(c->mover, &spec) < 0) {
+            bl_error("mover: transfer %ju: %s (retried)", (uintmax_t)x->id, strerror(errno));
+            continue;
+        }
+        x->in_mover = true;
+        x->state = XF_RUNNING;
+        x->bytes_done = 0;
+        put_xfer(c, x);
+    }
+}
+
 /* ------------------------------------------------------------------ tick */
 void core_tick(core_t *c)
 {
@@ -1826,6 +2077,8 @@ void core_tick(core_t *c)
             put_xfer(c, done[i]);
         }
     }
+    if (c->mover)
+        mover_tick(c, wall);
     double now = core_hs_now(c);
     if (nexp > 0 || hs_sched_next_event(c->sched) <= now)
         reschedule(c, now);

@@ -21,6 +21,7 @@
 #include "libhsched/hsched.h"
 #include "config.h"
 #include "hmap.h"
+#include "mover.h"
 #include "state.h"
 
 typedef struct core core_t;
@@ -40,6 +41,7 @@ typedef struct {
     int nallocs;                /* allocations using it */
     int active;                 /* granted phases on it */
     double load;                /* bytes/s of granted phases on it */
+    bool mount_warned;          /* "mount is not a directory" logged once */
 } node_t;
 
 typedef struct {
@@ -91,6 +93,7 @@ typedef struct {
     int64_t bytes_done;
     char *message;
     double requested, start, finished;
+    bool in_mover;              /* handed to the data mover (stage.mode: mover) */
 } xfer_t;
 
 typedef enum { JOB_REGISTERED, JOB_RUNNING, JOB_ENDED } job_state_t;
@@ -171,6 +174,7 @@ struct core {
     double started;             /* Unix time of start */
     core_notify_f notify;
     void *notify_arg;
+    mover_t *mover;             /* borrowed (bbmgrd.c owns it); NULL: none */
     /* counters for /metrics */
     uint64_t n_granted, n_finished, n_expired, n_requested;
     double bytes_finished, stall_seconds;
@@ -234,6 +238,11 @@ int core_pbuf_unuse(core_t *c, pbuf_t *b, job_t *j, cerr_t *e);
 int core_node_index(core_t *c, const char *name);
 int core_node_drain(core_t *c, int idx, bool drain, const char *reason, cerr_t *e);
 int core_set_policy(core_t *c, const char *id, cerr_t *e);
+
+/* The policy's weight for a job's share of the mover (SFQ(D)+ flow weight):
+ * set10/set:<b> and priority-sharing: the IO-Sets priority b^-round(log_b w_iter)
+ * (no w_iter hint: class 0); harmonia-priority: the priority hint; others: 1. */
+double core_job_weight(core_t *c, const job_t *j);
 
 /* ---- JSON views (lock held) ---- */
 json_t *core_job_json(core_t *c, job_t *j, bool detail);

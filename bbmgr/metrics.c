@@ -60,6 +60,61 @@ static void histogram(sb_t *b, const char *name, const char *help, const double 
     sb_printf(b, "%s_sum %.9f\n%s_count %ju\n", name, sum, name, (uintmax_t)total);
 }
 
+static void mover_job(const char *job, double weight, uint64_t bytes, int transfers, void *arg)
+{
+    sb_t *b = arg;
+    (void)transfers;
+    sb_printf(b, "harmonia_mover_job_bytes_total{job=\"%s\"} %ju\n", job, (uintmax_t)bytes);
+}
+
+static void mover_job_weight(const char *job, double weight, uint64_t bytes, int transfers,
+                             void *arg)
+{
+    sb_t *b = arg;
+    (void)bytes;
+    (void)transfers;
+    sb_printf(b, "harmonia_mover_job_weight{job=\"%s\"} %.9g\n", job, weight);
+}
+
+/* Transfers and the data mover (core lock held). */
+static void mover_metrics(sb_t *b, core_t *c)
+{
+    int queued = 0, running = 0;
+    void *v;
+    for (void *it = hmap_first(c->xfers, &v); it; it = hmap_next(c->xfers, it, &v))
+        ((xfer_t *)v)->state == XF_RUNNING ? running++ : queued++;
+    head(b, "harmonia_transfers", "gauge", "Open stage-in/out transfers, by state.");
+    sb_printf(b, "harmonia_transfers{state=\"queued\"} %d\n", queued);
+    sb_printf(b, "harmonia_transfers{state=\"running\"} %d\n", running);
+    if (!c->mover)
+        return;
+    mover_stats_t ms;
+    mover_get_stats(c->mover, &ms);
+    head(b, "harmonia_mover_transfers_total", "counter",
+         "Transfers finished by the mover since start, by outcome.");
+    sb_printf(b, "harmonia_mover_transfers_total{outcome=\"done\"} %ju\n", (uintmax_t)ms.done);
+    sb_printf(b, "harmonia_mover_transfers_total{outcome=\"failed\"} %ju\n",
+              (uintmax_t)ms.failed);
+    sb_printf(b, "harmonia_mover_transfers_total{outcome=\"cancelled\"} %ju\n",
+              (uintmax_t)ms.cancelled);
+    head(b, "harmonia_mover_bytes_total", "counter", "Bytes copied by the mover.");
+    sb_printf(b, "harmonia_mover_bytes_total %ju\n", (uintmax_t)ms.bytes);
+    head(b, "harmonia_mover_files_total", "counter", "Files copied, verified and renamed into place.");
+    sb_printf(b, "harmonia_mover_files_total %ju\n", (uintmax_t)ms.files);
+    head(b, "harmonia_mover_requests_total", "counter", "SFQ(D)+ copy requests (chunks) completed.");
+    sb_printf(b, "harmonia_mover_requests_total %ju\n", (uintmax_t)ms.chunks);
+    head(b, "harmonia_mover_backfills_total", "counter",
+         "Chunks dispatched by SFQ(D)+ backfill ahead of a head that did not fit.");
+    sb_printf(b, "harmonia_mover_backfills_total %ju\n", (uintmax_t)ms.backfills);
+    head(b, "harmonia_mover_busy_threads", "gauge", "Mover worker threads busy (of mover.threads).");
+    sb_printf(b, "harmonia_mover_busy_threads %d\n", ms.busy);
+    head(b, "harmonia_mover_job_bytes_total", "counter",
+         "Bytes served to each job by the mover (SFQ(D)+ flow).");
+    mover_foreach_job(c->mover, mover_job, b);
+    head(b, "harmonia_mover_job_weight", "gauge", "SFQ(D)+ weight of each job (from the policy).");
+    mover_foreach_job(c->mover, mover_job_weight, b);
+}
+
 char *metrics_render(api_t *a, core_t *c, state_t *st)
 {
     static const double dec_b[] = { 1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3,
@@ -129,6 +184,7 @@ char *metrics_render(api_t *a, core_t *c, state_t *st)
     for (int i = 0; i < c->nnodes; i++)
         sb_printf(&b, "harmonia_node_drained{node=\"%s\"} %d\n", c->nodes[i].name,
                   c->nodes[i].drained ? 1 : 0);
+    mover_metrics(&b, c);
     histogram(&b, "harmonia_decision_seconds", "Time of one scheduling decision.", dec_b, 11,
               c->dec_hist, c->dec_sum, c->decisions);
     sb_printf(&b, "# HELP harmonia_policy_info Current policy.\n# TYPE harmonia_policy_info gauge\n"

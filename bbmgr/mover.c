@@ -1,0 +1,1609 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * mover.c — stage-in/out copies with SFQ(D)+ between jobs (see mover.h and
+ * doc/mover.md).
+ *
+ * A transfer goes through tasks run by the worker threads:
+ *
+ *   PREPARE   walk the source as the job's user (symlinks in the tree are not
+ *             followed), check every file is readable, create the directories
+ *             and symlinks, skip files already complete at the destination
+ *   CHUNK     one chunk of one file: an SFQ(D)+ request of cost = its bytes;
+ *             the first chunk of a file opens the source and creates
+ *             ".<name>.harmonia-partial-<tid>" in the destination directory
+ *   FILE      the last chunk is done: fsync, verify (re-read + checksums of the
+ *             source read, or size), mode, owner, times, rename into place
+ *   FINISH    every file is in place: directory attributes, fsync of directories
+ *   ABORT     failed or cancelled: close and remove the partial files
+ *   RMTREE    teardown of a buffer directory
+ *
+ * Only CHUNK tasks go through the SFQ(D)+ queue (hs_sfq_t, guarded by m->lock);
+ * the others go straight to the FIFO the workers take work from.  Dispatched
+ * chunks join the same FIFO, so the order of the copies is the order SFQ(D)+
+ * dispatches them in, and at most D slots of copies are in flight.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <grp.h>
+#include <limits.h>
+#include <math.h>
+#include <pthread.h>
+#include <pwd.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/fsuid.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "libhsched/hs_sfq.h"
+#include "checksum.h"
+#include "hmap.h"
+#include "log.h"
+#include "mover.h"
+
+#define SLOT_BYTES (256u * 1024u)     /* SFQ(D)+ slot: depth is counted in these */
+#define META_COST 4096u             /* cost charged for an empty file */
+#define REPORT_BYTES (64ull << 20)  /* progress is recorded every 64 MiB ... */
+#define REPORT_SECONDS 1.0          /* ... or every second */
+#define MAX_GROUPS 256
+
+typedef enum { V_CHECKSUM, V_SIZE, V_NONE } verify_t;
+typedef enum { T_PREPARE, T_CHUNK, T_FILE, T_FINISH, T_ABORT, T_RMTREE } task_kind_t;
+typedef enum { E_DIR, E_FILE, E_LINK } etype_t;
+
+typedef struct {
+    uid_t uid;
+    gid_t gid;
+    int ngroups;
+    gid_t groups[MAX_GROUPS];
+} ident_t;
+
+typedef struct {
+    etype_t type;
+    char *rel;                  /* relative to the roots; "" for the root itself */
+    struct stat st;             /* lstat of the source at the walk */
+    bool made;                  /* directory created by this transfer */
+} entry_t;
+
+typedef struct mxfer mxfer_t;
+typedef struct mjob mjob_t;
+
+typedef struct mfile {
+    mxfer_t *x;
+    struct mfile *next, *prev;  /* x->live */
+    const entry_t *e;
+    char *src, *dst, *tmp;
+    uint32_t nchunks, done;     /* done: under m->lock */
+    uint64_t *sums;             /* checksum of each chunk as read from the source */
+    pthread_mutex_t lock;       /* opening */
+    int sfd, dfd;
+    bool opened;
+    int open_err;
+    char *open_msg;
+    bool tmp_made;
+} mfile_t;
+
+typedef struct task {
+    task_kind_t kind;
+    struct task *next;
+    mxfer_t *x;
+    mfile_t *f;
+    uint32_t ci;                /* chunk index */
+    uint64_t off, len;
+    bool ok;
+    bool skipped;               /* not run: its transfer was stopping */
+    char *msg;                  /* error, "stage_in PATH: what: strerror" */
+    /* RMTREE */
+    char *path;
+    uid_t uid;
+    gid_t gid;
+} task_t;
+
+struct mjob {
+    char *id;
+    uint64_t flow;
+    double weight;
+    uint64_t bytes;             /* served: chunk bytes completed */
+    int nactive;                /* transfers not yet final */
+    int nxfers;                 /* transfers not yet forgotten */
+    bool ended;
+    task_t *deferred;           /* RMTREE waiting for nactive == 0 */
+};
+
+struct mxfer {
+    uint64_t tid;
+    mjob_t *job;
+    bool stage_out, directory;
+    char *src, *dst;
+    char *user;
+    ident_t id;
+    entry_t *ents;
+    int nents, cents;
+    int *files;                 /* indices of the files to copy */
+    int nfiles;
+    int next_file;
+    uint32_t next_chunk;
+    mfile_t *cur;               /* being fed */
+    mfile_t *live;              /* fed, not yet finished */
+    int queued;                 /* chunks in the SFQ queue */
+    int pending;                /* tasks not completed (queued ones included) */
+    int files_left;
+    bool prepared, finish_queued, finish_done;
+    bool aborting, abort_queued, abort_done;
+    bool final, cancel_reported;
+    mover_state_t result;
+    char *msg;
+    char *note;                 /* skipped special files */
+    int nspecial;
+    int64_t total, done;
+    int64_t rep_done;
+    double rep_time;
+    bool rep_total;
+};
+
+typedef struct {
+    mover_t *m;
+    pthread_t thr;
+    unsigned char *buf;
+} worker_t;
+
+struct mover {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    bool stop;
+    hs_sfq_t *q;
+    task_t *head, *tail;        /* FIFO of runnable tasks */
+    hmap_t *jobs;               /* id -> mjob_t */
+    hmap_t *xfers;              /* tid -> mxfer_t */
+    uint64_t next_flow;
+    worker_t *w;
+    int nthreads, busy;
+    uint64_t chunk;
+    int backlog;                /* chunks kept queued per transfer */
+    verify_t verify;
+    cksum_alg_t alg;
+    double rate, tnext;
+    bool root;                  /* can act as other users */
+    ident_t self;
+    mover_stats_t st;
+};
+
+/* ------------------------------------------------------------------ helpers */
+static double mono(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static char *xprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *xprintf(const char *fmt, ...)
+{
+    char *s = NULL;
+    va_list ap;
+    va_start(ap, fmt);
+    if (vasprintf(&s, fmt, ap) < 0)
+        s = NULL;
+    va_end(ap);
+    return s;
+}
+
+static char *pjoin(const char *a, const char *b)
+{
+    if (!*b)
+        return strdup(a);
+    return xprintf("%s%s%s", a, a[strlen(a) - 1] == '/' ? "" : "/", b);
+}
+
+static const char *kind_name(const mxfer_t *x)
+{
+    return x->stage_out ? "stage_out" : "stage_in";
+}
+
+/* An error message for task t, once. */
+static int tfail(task_t *t, int err, const char *path, const char *what)
+{
+    char eb[128];
+    if (!t->msg)
+        t->msg = xprintf("%s %s: %s: %s", kind_name(t->x), path, what,
+                         strerror_r(err, eb, sizeof(eb)));
+    t->ok = false;
+    errno = err;
+    return -1;
+}
+
+static int tfailmsg(task_t *t, const char *path, const char *what)
+{
+    if (!t->msg)
+        t->msg = xprintf("%s %s: %s", kind_name(t->x), path, what);
+    t->ok = false;
+    return -1;
+}
+
+/* Act as id for file access (this thread only: setfsuid/setfsgid and a raw
+ * setgroups, which glibc would otherwise apply to every thread). */
+static int become(mover_t *m, const ident_t *id)
+{
+    if (!m->root) {
+        if (id->uid != m->self.uid) {
+            errno = EPERM;
+            return -1;
+        }
+        return 0;
+    }
+    if (syscall(SYS_setgroups, (size_t)id->ngroups, id->groups) < 0)
+        return -1;
+    setfsgid(id->gid);
+    if ((gid_t)setfsgid((gid_t)-1) != id->gid)
+        goto eperm;
+    setfsuid(id->uid);
+    if ((uid_t)setfsuid((uid_t)-1) != id->uid)
+        goto eperm;
+    return 0;
+eperm:
+    errno = EPERM;
+    return -1;
+}
+
+static void ident_user(ident_t *id, uid_t uid, gid_t gid, const char *user)
+{
+    char buf[4096];
+    struct passwd pw, *res = NULL;
+    int n = MAX_GROUPS;
+
+    id->uid = uid;
+    id->gid = gid;
+    id->groups[0] = gid;
+    id->ngroups = 1;
+    if (user && *user)
+        getpwnam_r(user, &pw, buf, sizeof(buf), &res);
+    if (!res || res->pw_uid != uid)
+        getpwuid_r(uid, &pw, buf, sizeof(buf), &res);
+    if (res && getgrouplist(res->pw_name, gid, id->groups, &n) >= 0)
+        id->ngroups = n;
+}
+
+/* ------------------------------------------------------------------ FIFO */
+static void fifo_push(mover_t *m, task_t *t)
+{
+    t->next = NULL;
+    if (m->tail)
+        m->tail->next = t;
+    else
+        m->head = t;
+    m->tail = t;
+    pthread_cond_signal(&m->cond);
+}
+
+static task_t *fifo_pop(mover_t *m)
+{
+    task_t *t = m->head;
+    if (t) {
+        m->head = t->next;
+        if (!m->head)
+            m->tail = NULL;
+    }
+    return t;
+}
+
+static void task_free(task_t *t)
+{
+    if (t) {
+        free(t->msg);
+        free(t->path);
+        free(t);
+    }
+}
+
+static task_t *task_new(task_kind_t kind, mxfer_t *x)
+{
+    task_t *t = calloc(1, sizeof(*t));
+    if (t) {
+        t->kind = kind;
+        t->x = x;
+        t->ok = true;
+    }
+    return t;
+}
+
+/* ------------------------------------------------------------------ objects */
+static void mfile_free(mfile_t *f)
+{
+    if (!f)
+        return;
+    free(f->src);
+    free(f->dst);
+    free(f->tmp);
+    free(f->sums);
+    free(f->open_msg);
+    pthread_mutex_destroy(&f->lock);
+    free(f);
+}
+
+static void live_del(mxfer_t *x, mfile_t *f)
+{
+    if (f->prev)
+        f->prev->next = f->next;
+    else
+        x->live = f->next;
+    if (f->next)
+        f->next->prev = f->prev;
+    f->next = f->prev = NULL;
+}
+
+static void xfer_free(mxfer_t *x)
+{
+    if (!x)
+        return;
+    while (x->live) {
+        mfile_t *f = x->live;
+        live_del(x, f);
+        mfile_free(f);
+    }
+    for (int i = 0; i < x->nents; i++)
+        free(x->ents[i].rel);
+    free(x->ents);
+    free(x->files);
+    free(x->src);
+    free(x->dst);
+    free(x->user);
+    free(x->msg);
+    free(x->note);
+    free(x);
+}
+
+static void job_free(mjob_t *j)
+{
+    if (j) {
+        while (j->deferred) {
+            task_t *t = j->deferred;
+            j->deferred = t->next;
+            task_free(t);
+        }
+        free(j->id);
+        free(j);
+    }
+}
+
+/* The temporary name of a file being copied: .<name>.harmonia-partial-<tid> in its
+ * destination directory (a shorter one when the name is long). */
+static char *tmp_name(const char *dst, uint64_t tid, int idx)
+{
+    const char *slash = strrchr(dst, '/');
+    const char *base = slash ? slash + 1 : dst;
+    int dirlen = slash ? (int)(slash - dst) : 0;
+    if (strlen(base) + 40 > NAME_MAX)
+        return xprintf("%.*s/.harmonia-partial-%ju-%d", dirlen, dst, (uintmax_t)tid, idx);
+    return xprintf("%.*s/.%s.harmonia-partial-%ju", dirlen, dst, base, (uintmax_t)tid);
+}
+
+/* ------------------------------------------------------------------ scheduling
+ * (all under m->lock) */
+static void xfer_abort(mover_t *m, mxfer_t *x, mover_state_t how, const char *msg)
+{
+    (void)m;
+    if (x->aborting || x->final || x->finish_done)
+        return;
+    __atomic_store_n(&x->aborting, true, __ATOMIC_RELEASE);
+    x->result = how;
+    free(x->msg);
+    x->msg = msg ? strdup(msg) : NULL;
+}
+
+static void feed(mover_t *m, mxfer_t *x)
+{
+    while (!x->aborting && x->prepared && x->queued < m->backlog && x->next_file < x->nfiles) {
+        const entry_t *e = &x->ents[x->files[x->next_file]];
+        if (!x->cur) {
+            mfile_t *f = calloc(1, sizeof(*f));
+            uint64_t size = (uint64_t)e->st.st_size;
+            if (!f)
+                goto nomem;
+            pthread_mutex_init(&f->lock, NULL);
+            f->x = x;
+            f->e = e;
+            f->sfd = f->dfd = -1;
+            f->nchunks = size ? (uint32_t)((size + m->chunk - 1) / m->chunk) : 1;
+            if (!(f->src = pjoin(x->src, e->rel)) || !(f->dst = pjoin(x->dst, e->rel))
+                || !(f->tmp = tmp_name(f->dst, x->tid, x->files[x->next_file]))
+                || !(f->sums = calloc(f->nchunks, sizeof(uint64_t)))) {
+                mfile_free(f);
+                goto nomem;
+            }
+            f->next = x->live;
+            if (x->live)
+                x->live->prev = f;
+            x->live = f;
+            x->cur = f;
+        }
+        mfile_t *f = x->cur;
+        task_t *t = task_new(T_CHUNK, x);
+        if (!t)
+            goto nomem;
+        uint64_t size = (uint64_t)e->st.st_size;
+        t->f = f;
+        t->ci = x->next_chunk;
+        t->off = (uint64_t)t->ci * m->chunk;
+        t->len = size > t->off ? size - t->off : 0;
+        if (t->len > m->chunk)
+            t->len = m->chunk;
+        if (hs_sfq_enqueue(m->q, x->job->flow, (uint64_t)(uintptr_t)t,
+                           t->len < META_COST ? META_COST : t->len) < 0) {
+            char *msg = xprintf("%s: scheduler: %s", kind_name(x), strerror(errno));
+            task_free(t);
+            xfer_abort(m, x, MV_FAILED, msg);
+            free(msg);
+            return;
+        }
+        x->queued++;
+        x->pending++;
+        if (++x->next_chunk == f->nchunks) {
+            x->cur = NULL;
+            x->next_chunk = 0;
+            x->next_file++;
+        }
+    }
+    return;
+nomem:
+    xfer_abort(m, x, MV_FAILED, "out of memory");
+}
+
+static void dispatch(mover_t *m)
+{
+    hs_sfq_req_t r;
+    while (hs_sfq_dispatch(m->q, &r) == 1) {
+        task_t *t = (task_t *)(uintptr_t)r.id;
+        t->x->queued--;
+        if (r.backfilled)
+            m->st.backfills++;
+        fifo_push(m, t);
+        feed(m, t->x);
+    }
+}
+
+static void job_release_deferred(mover_t *m, mjob_t *j)
+{
+    while (j->deferred) {
+        task_t *t = j->deferred;
+        j->deferred = t->next;
+        fifo_push(m, t);
+    }
+}
+
+/* Decide what comes next for x after any change. */
+static void xfer_check(mover_t *m, mxfer_t *x)
+{
+    if (x->final)
+        return;
+    if (x->aborting) {
+        if (x->pending > 0)
+            return;
+        if (!x->abort_queued) {
+            task_t *t = task_new(T_ABORT, x);
+            if (t) {
+                x->abort_queued = true;
+                x->pending++;
+                fifo_push(m, t);
+                return;
+            }
+            /* no memory even for that: leave partial files to the next start */
+        } else if (!x->abort_done) {
+            return;
+        }
+    } else {
+        if (!x->prepared || x->next_file < x->nfiles || x->files_left > 0)
+            return;
+        if (!x->finish_queued) {
+            task_t *t = task_new(T_FINISH, x);
+            if (!t) {
+                xfer_abort(m, x, MV_FAILED, "out of memory");
+                xfer_check(m, x);
+                return;
+            }
+            x->finish_queued = true;
+            x->pending++;
+            fifo_push(m, t);
+            return;
+        }
+        if (!x->finish_done || x->pending > 0)
+            return;
+        x->result = MV_DONE;
+    }
+    x->final = true;
+    if (x->result == MV_DONE)
+        m->st.done++;
+    else if (x->result == MV_FAILED)
+        m->st.failed++;
+    else
+        m->st.cancelled++;
+    if (--x->job->nactive == 0)
+        job_release_deferred(m, x->job);
+}
+
+/* Called with m->lock held once t has run. */
+static void task_done(mover_t *m, task_t *t)
+{
+    mxfer_t *x = t->x;
+    mfile_t *f = t->f;
+
+    switch (t->kind) {
+    case T_RMTREE:
+        task_free(t);
+        return;
+    case T_PREPARE:
+        if (t->ok) {
+            x->prepared = true;
+            x->files_left = x->nfiles;
+        }
+        break;
+    case T_CHUNK:
+        hs_sfq_complete(m->q, (uint64_t)(uintptr_t)t);
+        f->done++;
+        if (t->ok && !t->skipped && t->len) {
+            x->done += (int64_t)t->len;
+            x->job->bytes += t->len;
+            m->st.bytes += t->len;
+        }
+        m->st.chunks++;
+        if (t->ok && f->done == f->nchunks && !x->aborting) {
+            task_t *ft = task_new(T_FILE, x);
+            if (!ft) {
+                t->ok = false;
+                t->msg = t->msg ? t->msg : strdup("out of memory");
+            } else {
+                ft->f = f;
+                x->pending++;
+                fifo_push(m, ft);
+            }
+        }
+        break;
+    case T_FILE:
+        live_del(x, f);
+        mfile_free(f);
+        x->files_left--;
+        if (t->ok)
+            m->st.files++;
+        break;
+    case T_FINISH:
+        if (t->ok)
+            x->finish_done = true;
+        break;
+    case T_ABORT:
+        x->abort_done = true;
+        break;
+    }
+    if (!t->ok)
+        xfer_abort(m, x, MV_FAILED, t->msg ? t->msg : "failed");
+    x->pending--;
+    task_free(t);
+    feed(m, x);
+    dispatch(m);
+    xfer_check(m, x);
+}
+
+/* ------------------------------------------------------------------ PREPARE */
+static int ents_add(mxfer_t *x, etype_t type, const char *rel, const struct stat *st)
+{
+    if (x->nents == x->cents) {
+        int n = x->cents ? x->cents * 2 : 64;
+        entry_t *v = realloc(x->ents, (size_t)n * sizeof(entry_t));
+        if (!v)
+            return -1;
+        x->ents = v;
+        x->cents = n;
+    }
+    entry_t *e = &x->ents[x->nents];
+    memset(e, 0, sizeof(*e));
+    if (!(e->rel = strdup(rel)))
+        return -1;
+    e->type = type;
+    e->st = *st;
+    x->nents++;
+    return 0;
+}
+
+static int note_special(mxfer_t *x, const char *path)
+{
+    if (x->nspecial++ == 0) {
+        free(x->note);
+        x->note = strdup(path);
+    }
+    return 0;
+}
+
+static int walk_dir(task_t *t, const char *rel)
+{
+    mxfer_t *x = t->x;
+    char *dpath = pjoin(x->src, rel);
+    DIR *d = NULL;
+    struct dirent *de;
+    int rc = -1;
+
+    if (!dpath)
+        return tfail(t, ENOMEM, x->src, "walk");
+    if (!(d = opendir(dpath))) {
+        tfail(t, errno, dpath, "open directory");
+        goto out;
+    }
+    for (;;) {
+        errno = 0;
+        if (!(de = readdir(d))) {
+            if (errno) {
+                tfail(t, errno, dpath, "read directory");
+                goto out;
+            }
+            break;
+        }
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+            continue;
+        char *crel = *rel ? xprintf("%s/%s", rel, de->d_name) : strdup(de->d_name);
+        char *cpath = crel ? pjoin(x->src, crel) : NULL;
+        struct stat st;
+        int r = 0;
+        if (!crel || !cpath) {
+            free(crel);
+            free(cpath);
+            tfail(t, ENOMEM, dpath, "walk");
+            goto out;
+        }
+        if (lstat(cpath, &st) < 0)
+            r = tfail(t, errno, cpath, "stat");
+        else if (S_ISDIR(st.st_mode))
+            r = ents_add(x, E_DIR, crel, &st) < 0 ? tfail(t, ENOMEM, cpath, "walk")
+                                                  : walk_dir(t, crel);
+        else if (S_ISREG(st.st_mode)) {
+            if (faccessat(AT_FDCWD, cpath, R_OK, AT_EACCESS) < 0)
+                r = tfail(t, errno, cpath, "not readable by the job's user");
+            else if (ents_add(x, E_FILE, crel, &st) < 0)
+                r = tfail(t, ENOMEM, cpath, "walk");
+        } else if (S_ISLNK(st.st_mode)) {
+            if (ents_add(x, E_LINK, crel, &st) < 0)
+                r = tfail(t, ENOMEM, cpath, "walk");
+        } else {
+            note_special(x, cpath);
+        }
+        free(crel);
+        free(cpath);
+        if (r < 0)
+            goto out;
+        if (__atomic_load_n(&x->aborting, __ATOMIC_ACQUIRE))
+            goto out;
+    }
+    rc = 0;
+out:
+    if (d)
+        closedir(d);
+    free(dpath);
+    return rc;
+}
+
+/* mkdir -p of the parents of path, as the current user (mode 0755). */
+static int mkparents(task_t *t, const char *path)
+{
+    char *p = strdup(path);
+    if (!p)
+        return tfail(t, ENOMEM, path, "mkdir");
+    for (char *s = strchr(p + 1, '/'); s; s = strchr(s + 1, '/')) {
+        *s = '\0';
+        if (mkdir(p, 0755) < 0 && errno != EEXIST) {
+            tfail(t, errno, p, "mkdir");
+            free(p);
+            return -1;
+        }
+        *s = '/';
+    }
+    free(p);
+    return 0;
+}
+
+static int make_dir(task_t *t, entry_t *e, const char *path)
+{
+    struct stat st;
+    if (mkdir(path, 0700) == 0) {
+        e->made = true;
+        return 0;
+    }
+    if (errno != EEXIST)
+        return tfail(t, errno, path, "mkdir");
+    if (lstat(path, &st) < 0)
+        return tfail(t, errno, path, "stat");
+    if (!S_ISDIR(st.st_mode))
+        return tfailmsg(t, path, "exists and is not a directory");
+    return 0;
+}
+
+static void set_owner(mxfer_t *x, const entry_t *e, int fd, const char *path, int flags)
+{
+    uid_t uid = x->stage_out ? e->st.st_uid : x->id.uid;
+    gid_t gid = x->stage_out ? e->st.st_gid : x->id.gid;
+    int rc = fd >= 0 ? fchown(fd, uid, gid) : fchownat(AT_FDCWD, path, uid, gid, flags);
+    /* stage-out as the user: a buffer file owned by someone else stays the user's */
+    if (rc < 0 && errno != EPERM)
+        bl_debug("mover: transfer %ju: chown %s: %s", (uintmax_t)x->tid, path, strerror(errno));
+}
+
+static int make_link(task_t *t, const entry_t *e, const char *src, const char *dst)
+{
+    char target[PATH_MAX + 1], have[PATH_MAX + 1];
+    ssize_t n = readlink(src, target, PATH_MAX), h;
+    struct timespec ts[2] = { e->st.st_atim, e->st.st_mtim };
+    char *tmp;
+
+    if (n < 0)
+        return tfail(t, errno, src, "readlink");
+    target[n] = '\0';
+    h = readlink(dst, have, PATH_MAX);
+    if (h == n && !memcmp(have, target, (size_t)n))
+        return 0;   /* already there */
+    if (!(tmp = tmp_name(dst, t->x->tid, -1)))
+        return tfail(t, ENOMEM, dst, "symlink");
+    unlink(tmp);
+    if (symlink(target, tmp) < 0) {
+        tfail(t, errno, dst, "symlink");
+        free(tmp);
+        return -1;
+    }
+    set_owner(t->x, e, -1, tmp, AT_SYMLINK_NOFOLLOW);
+    utimensat(AT_FDCWD, tmp, ts, AT_SYMLINK_NOFOLLOW);
+    if (rename(tmp, dst) < 0) {
+        tfail(t, errno, dst, "rename");
+        unlink(tmp);
+        free(tmp);
+        return -1;
+    }
+    free(tmp);
+    return 0;
+}
+
+/* A complete copy from an earlier run (a restart): a final name only ever holds a
+ * verified copy whose mtime was set from the source last, so the same size, mtime
+ * and mode mean the same content (the quick check rsync makes). */
+static bool already_there(const entry_t *e, const char *dst)
+{
+    struct stat st;
+    return lstat(dst, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == e->st.st_size
+           && st.st_mtim.tv_sec == e->st.st_mtim.tv_sec
+           && st.st_mtim.tv_nsec == e->st.st_mtim.tv_nsec
+           && (st.st_mode & 07777) == (e->st.st_mode & 07777);
+}
+
+static int run_prepare(mover_t *m, task_t *t)
+{
+    mxfer_t *x = t->x;
+    struct stat st;
+    int64_t total = 0, skipped = 0;
+
+    ident_user(&x->id, x->id.uid, x->id.gid, x->user);
+    if (become(m, &x->id) < 0)
+        return tfailmsg(t, x->src, m->root ? "cannot act as the job's user"
+                                           : "bbmgrd is not root: cannot act as the job's user");
+    if (stat(x->src, &st) < 0)
+        return tfail(t, errno, x->src, "stat");
+    if (x->directory) {
+        if (!S_ISDIR(st.st_mode))
+            return tfailmsg(t, x->src, "not a directory (type is directory)");
+        if (ents_add(x, E_DIR, "", &st) < 0)
+            return tfail(t, ENOMEM, x->src, "walk");
+        if (walk_dir(t, "") < 0)
+            return -1;
+    } else {
+        struct stat dst;
+        if (!S_ISREG(st.st_mode))
+            return tfailmsg(t, x->src, S_ISDIR(st.st_mode)
+                                           ? "is a directory (use type=directory)"
+                                           : "not a regular file");
+        if (faccessat(AT_FDCWD, x->src, R_OK, AT_EACCESS) < 0)
+            return tfail(t, errno, x->src, "not readable by the job's user");
+        if (stat(x->dst, &dst) == 0 && S_ISDIR(dst.st_mode)) {
+            const char *b = strrchr(x->src, '/');
+            char *nd = pjoin(x->dst, b ? b + 1 : x->src);
+            if (!nd)
+                return tfail(t, ENOMEM, x->dst, "path");
+            free(x->dst);
+            x->dst = nd;
+        }
+        if (ents_add(x, E_FILE, "", &st) < 0)
+            return tfail(t, ENOMEM, x->src, "walk");
+    }
+    if (__atomic_load_n(&x->aborting, __ATOMIC_ACQUIRE))
+        return 0;
+    if (mkparents(t, x->dst) < 0)
+        return -1;
+    if (!(x->files = calloc((size_t)x->nents + 1, sizeof(int))))
+        return tfail(t, ENOMEM, x->src, "walk");
+    for (int i = 0; i < x->nents; i++) {
+        entry_t *e = &x->ents[i];
+        char *s = pjoin(x->src, e->rel), *d = pjoin(x->dst, e->rel);
+        int r = 0;
+        if (!s || !d)
+            r = tfail(t, ENOMEM, x->src, "path");
+        else if (e->type == E_DIR)
+            r = make_dir(t, e, d);
+        else if (e->type == E_LINK)
+            r = make_link(t, e, s, d);
+        else {
+            total += e->st.st_size;
+            if (already_there(e, d))
+                skipped += e->st.st_size;
+            else
+                x->files[x->nfiles++] = i;
+        }
+        free(s);
+        free(d);
+        if (r < 0)
+            return -1;
+    }
+    pthread_mutex_lock(&m->lock);
+    x->total = total;
+    x->done += skipped;
+    pthread_mutex_unlock(&m->lock);
+    if (skipped)
+        bl_info("mover: transfer %ju: %jd bytes already complete at the destination (skipped)",
+                (uintmax_t)x->tid, (intmax_t)skipped);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ CHUNK */
+static int file_open(mover_t *m, task_t *t, mfile_t *f)
+{
+    struct stat st;
+    int rc = 0;
+    (void)m;
+    pthread_mutex_lock(&f->lock);
+    if (f->opened) {
+        if (f->open_err) {
+            t->msg = f->open_msg ? strdup(f->open_msg) : NULL;
+            t->ok = false;
+            rc = -1;
+        }
+        goto out;
+    }
+    f->opened = true;
+    if ((f->sfd = open(f->src, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
+        rc = tfail(t, errno, f->src, "open");
+        goto fail;
+    }
+    if (fstat(f->sfd, &st) < 0) {
+        rc = tfail(t, errno, f->src, "stat");
+        goto fail;
+    }
+    if (!S_ISREG(st.st_mode) || st.st_ino != f->e->st.st_ino || st.st_dev != f->e->st.st_dev) {
+        rc = tfailmsg(t, f->src, "replaced during the transfer");
+        goto fail;
+    }
+    posix_fadvise(f->sfd, 0, 0, POSIX_FADV_SEQUENTIAL);
+    if (unlink(f->tmp) < 0 && errno != ENOENT) {
+        rc = tfail(t, errno, f->tmp, "remove a stale partial file");
+        goto fail;
+    }
+    if ((f->dfd = open(f->tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600)) < 0) {
+        rc = tfail(t, errno, f->dst, "create");
+        goto fail;
+    }
+    f->tmp_made = true;
+    goto out;
+fail:
+    f->open_err = errno ? errno : EIO;
+    f->open_msg = t->msg ? strdup(t->msg) : NULL;
+out:
+    pthread_mutex_unlock(&f->lock);
+    return rc;
+}
+
+static void throttle(mover_t *m, uint64_t len)
+{
+    double start;
+    if (!(m->rate > 0) || !len)
+        return;
+    pthread_mutex_lock(&m->lock);
+    double now = mono();
+    start = m->tnext > now ? m->tnext : now;
+    m->tnext = start + (double)len / m->rate;
+    pthread_mutex_unlock(&m->lock);
+    double d = start - now;
+    if (d > 0) {
+        struct timespec ts = { (time_t)d, (long)((d - floor(d)) * 1e9) };
+        while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+            ;
+    }
+}
+
+static int read_full(int fd, unsigned char *buf, uint64_t len, uint64_t off)
+{
+    uint64_t got = 0;
+    while (got < len) {
+        ssize_t n = pread(fd, buf + got, len - got, (off_t)(off + got));
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        if (n == 0) {
+            errno = ENODATA;    /* the source shrank */
+            return -1;
+        }
+        got += (uint64_t)n;
+    }
+    return 0;
+}
+
+static int write_full(int fd, const unsigned char *buf, uint64_t len, uint64_t off)
+{
+    uint64_t put = 0;
+    while (put < len) {
+        ssize_t n = pwrite(fd, buf + put, len - put, (off_t)(off + put));
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        put += (uint64_t)n;
+    }
+    return 0;
+}
+
+/* Start writing the chunk back now (without waiting), so that the fsync before the
+ * rename finds little left to write: the device writes while the next chunks are
+ * read, as a streaming copy would. */
+static void start_writeback(int fd, uint64_t off, uint64_t len)
+{
+    sync_file_range(fd, (off_t)off, (off_t)len, SYNC_FILE_RANGE_WRITE);
+}
+
+static int run_chunk(mover_t *m, worker_t *w, task_t *t)
+{
+    mfile_t *f = t->f;
+    mxfer_t *x = t->x;
+
+    if (__atomic_load_n(&x->aborting, __ATOMIC_ACQUIRE)) {
+        t->skipped = true;
+        return 0;
+    }
+    if (become(m, &x->id) < 0)
+        return tfail(t, errno, f->src, "act as the job's user");
+    if (file_open(m, t, f) < 0)
+        return -1;
+    if (!t->len)
+        return 0;
+    throttle(m, t->len);
+    if (__atomic_load_n(&x->aborting, __ATOMIC_ACQUIRE)) {
+        t->skipped = true;
+        return 0;
+    }
+    if (m->verify == V_CHECKSUM) {
+        if (read_full(f->sfd, w->buf, t->len, t->off) < 0)
+            return tfail(t, errno, f->src, errno == ENODATA ? "shrank during the transfer"
+                                                            : "read");
+        f->sums[t->ci] = cksum(m->alg, w->buf, t->len);
+        if (write_full(f->dfd, w->buf, t->len, t->off) < 0)
+            return tfail(t, errno, f->dst, "write");
+        start_writeback(f->dfd, t->off, t->len);
+        return 0;
+    }
+    /* no checksum to compute: let the kernel copy */
+    loff_t in = (loff_t)t->off, out = (loff_t)t->off;
+    uint64_t left = t->len;
+    while (left > 0) {
+        ssize_t n = copy_file_range(f->sfd, &in, f->dfd, &out, left, 0);
+        if (n < 0 && (errno == EXDEV || errno == EINVAL || errno == ENOSYS
+                      || errno == EOPNOTSUPP)) {
+            uint64_t off = (uint64_t)in;
+            if (read_full(f->sfd, w->buf, left, off) < 0)
+                return tfail(t, errno, f->src, "read");
+            if (write_full(f->dfd, w->buf, left, off) < 0)
+                return tfail(t, errno, f->dst, "write");
+            break;
+        }
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return tfail(t, errno, f->dst, "copy");
+        }
+        if (n == 0)
+            return tfail(t, ENODATA, f->src, "shrank during the transfer");
+        left -= (uint64_t)n;
+    }
+    start_writeback(f->dfd, t->off, t->len);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ FILE */
+static void file_cleanup(mfile_t *f)
+{
+    if (f->dfd >= 0)
+        close(f->dfd);
+    if (f->sfd >= 0)
+        close(f->sfd);
+    f->dfd = f->sfd = -1;
+    if (f->tmp_made && unlink(f->tmp) < 0 && errno != ENOENT)
+        bl_warning("mover: cannot remove the partial file %s: %s", f->tmp, strerror(errno));
+    f->tmp_made = false;
+}
+
+static int run_file(mover_t *m, worker_t *w, task_t *t)
+{
+    mfile_t *f = t->f;
+    mxfer_t *x = t->x;
+    const entry_t *e = f->e;
+    struct stat st;
+    struct timespec ts[2] = { e->st.st_atim, e->st.st_mtim };
+
+    if (become(m, &x->id) < 0) {
+        tfail(t, errno, f->src, "act as the job's user");
+        goto fail;
+    }
+    if (__atomic_load_n(&x->aborting, __ATOMIC_ACQUIRE))
+        goto fail;
+    if (fsync(f->dfd) < 0) {
+        tfail(t, errno, f->dst, "fsync");
+        goto fail;
+    }
+    if (m->verify != V_NONE) {
+        if (fstat(f->dfd, &st) < 0) {
+            tfail(t, errno, f->dst, "stat");
+            goto fail;
+        }
+        if (st.st_size != e->st.st_size) {
+            tfailmsg(t, f->dst, "size of the copy differs from the source");
+            goto fail;
+        }
+    }
+    if (m->verify == V_CHECKSUM && e->st.st_size > 0) {
+        /* read back through a mapping: hashed where it lies, no copy */
+        size_t size = (size_t)e->st.st_size;
+        const unsigned char *map = mmap(NULL, size, PROT_READ, MAP_SHARED, f->dfd, 0);
+        if (map == MAP_FAILED) {
+            tfail(t, errno, f->dst, "read back");
+            goto fail;
+        }
+        madvise((void *)map, size, MADV_SEQUENTIAL);
+        for (uint32_t i = 0; i < f->nchunks; i++) {
+            uint64_t off = (uint64_t)i * m->chunk, len = (uint64_t)size - off;
+            if (len > m->chunk)
+                len = m->chunk;
+            if (cksum(m->alg, map + off, len) != f->sums[i]) {
+                munmap((void *)map, size);
+                char what[96];
+                snprintf(what, sizeof(what), "checksum mismatch at offset %ju", (uintmax_t)off);
+                tfailmsg(t, f->dst, what);
+                goto fail;
+            }
+        }
+        munmap((void *)map, size);
+    }
+    if (fstat(f->sfd, &st) < 0) {
+        tfail(t, errno, f->src, "stat");
+        goto fail;
+    }
+    if (st.st_size != e->st.st_size || st.st_mtim.tv_sec != e->st.st_mtim.tv_sec
+        || st.st_mtim.tv_nsec != e->st.st_mtim.tv_nsec) {
+        tfailmsg(t, f->src, "changed during the transfer");
+        goto fail;
+    }
+    set_owner(x, e, f->dfd, f->dst, 0);
+    if (fchmod(f->dfd, e->st.st_mode & 07777) < 0) {
+        tfail(t, errno, f->dst, "chmod");
+        goto fail;
+    }
+    if (futimens(f->dfd, ts) < 0) {
+        tfail(t, errno, f->dst, "set times");
+        goto fail;
+    }
+    close(f->sfd);
+    f->sfd = -1;
+    if (close(f->dfd) < 0) {
+        f->dfd = -1;
+        tfail(t, errno, f->dst, "close");
+        goto fail;
+    }
+    f->dfd = -1;
+    if (rename(f->tmp, f->dst) < 0) {
+        tfail(t, errno, f->dst, "rename");
+        goto fail;
+    }
+    f->tmp_made = false;
+    return 0;
+fail:
+    file_cleanup(f);
+    return t->ok ? 0 : -1;
+}
+
+/* ------------------------------------------------------------------ FINISH, ABORT */
+static void fsync_dir(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0) {
+        fsync(fd);
+        close(fd);
+    }
+}
+
+static int run_finish(mover_t *m, task_t *t)
+{
+    mxfer_t *x = t->x;
+    if (become(m, &x->id) < 0)
+        return tfail(t, errno, x->dst, "act as the job's user");
+    /* directories, deepest first; the root only if this transfer created it */
+    for (int i = x->nents - 1; i >= 0; i--) {
+        entry_t *e = &x->ents[i];
+        if (e->type != E_DIR || (!*e->rel && !e->made))
+            continue;
+        char *d = pjoin(x->dst, e->rel);
+        struct timespec ts[2] = { e->st.st_atim, e->st.st_mtim };
+        if (!d)
+            return tfail(t, ENOMEM, x->dst, "path");
+        set_owner(x, e, -1, d, AT_SYMLINK_NOFOLLOW);
+        if (fchmodat(AT_FDCWD, d, e->st.st_mode & 07777, 0) < 0
+            || utimensat(AT_FDCWD, d, ts, AT_SYMLINK_NOFOLLOW) < 0) {
+            tfail(t, errno, d, "set attributes");
+            free(d);
+            return -1;
+        }
+        fsync_dir(d);
+        free(d);
+    }
+    char *parent = strdup(x->dst), *s;
+    if (parent && (s = strrchr(parent, '/'))) {
+        s[s == parent ? 1 : 0] = '\0';
+        fsync_dir(parent);
+    }
+    free(parent);
+    return 0;
+}
+
+static void run_abort(mover_t *m, task_t *t)
+{
+    mxfer_t *x = t->x;
+    if (become(m, &x->id) < 0)
+        become(m, &m->self);
+    for (mfile_t *f = x->live; f; f = f->next)
+        file_cleanup(f);
+}
+
+/* ------------------------------------------------------------------ RMTREE */
+/* Directories of the tree become writable by their owner, so that read-only ones
+ * copied from the PFS can be emptied. */
+static int rm_prep(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)ftw;
+    if (flag == FTW_D && (st->st_mode & 0300) != 0300)
+        chmod(path, (st->st_mode & 07777) | 0700);
+    return 0;
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    if (ftw->level == 0)
+        return 0;   /* the directory itself: by the daemon, after */
+    if ((flag == FTW_DP ? rmdir(path) : unlink(path)) < 0 && errno != ENOENT)
+        bl_warning("teardown: remove %s: %s", path, strerror(errno));
+    return 0;
+}
+
+static void run_rmtree(mover_t *m, task_t *t)
+{
+    ident_t id = { .uid = t->uid, .gid = t->gid, .ngroups = 1, .groups = { t->gid } };
+    struct stat st;
+    if (lstat(t->path, &st) < 0 || !S_ISDIR(st.st_mode))
+        return;
+    /* the content as its owner (never following a symlink the user may plant),
+     * the directory itself, in the daemon's mount directory, as the daemon */
+    if (become(m, &id) < 0)
+        become(m, &m->self);
+    nftw(t->path, rm_prep, 32, FTW_PHYS | FTW_MOUNT);
+    nftw(t->path, rm_entry, 32, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+    become(m, &m->self);
+    if (rmdir(t->path) < 0 && errno != ENOENT)
+        bl_warning("teardown: remove %s: %s", t->path, strerror(errno));
+    else
+        bl_debug("teardown: removed %s", t->path);
+}
+
+/* ------------------------------------------------------------------ workers */
+static void task_run(mover_t *m, worker_t *w, task_t *t)
+{
+    switch (t->kind) {
+    case T_PREPARE: run_prepare(m, t); break;
+    case T_CHUNK: run_chunk(m, w, t); break;
+    case T_FILE: run_file(m, w, t); break;
+    case T_FINISH: run_finish(m, t); break;
+    case T_ABORT: run_abort(m, t); break;
+    case T_RMTREE: run_rmtree(m, t); break;
+    }
+}
+
+static void *worker_main(void *arg)
+{
+    worker_t *w = arg;
+    mover_t *m = w->m;
+
+    pthread_mutex_lock(&m->lock);
+    for (;;) {
+        while (!m->stop && !m->head)
+            pthread_cond_wait(&m->cond, &m->lock);
+        if (m->stop)
+            break;
+        task_t *t = fifo_pop(m);
+        m->busy++;
+        pthread_mutex_unlock(&m->lock);
+        task_run(m, w, t);
+        pthread_mutex_lock(&m->lock);
+        m->busy--;
+        task_done(m, t);
+    }
+    pthread_mutex_unlock(&m->lock);
+    become(m, &m->self);
+    return NULL;
+}
+
+static void drop_cb(uint64_t id, uint64_t cost, void *arg)
+{
+    task_t *t = (task_t *)(uintptr_t)id;
+    (void)cost;
+    (void)arg;
+    t->x->queued--;
+    t->x->pending--;
+    task_free(t);
+}
+
+/* ------------------------------------------------------------------ API */
+mover_t *mover_create(const cfg_t *cfg, hu_error_t *err)
+{
+    mover_t *m = calloc(1, sizeof(*m));
+    hs_sfq_params_t prm;
+
+    if (!m) {
+        hu_errprintf(err, "out of memory");
+        return NULL;
+    }
+    pthread_mutex_init(&m->lock, NULL);
+    pthread_cond_init(&m->cond, NULL);
+    m->chunk = cfg->mover_chunk;
+    m->verify = !strcmp(cfg->mover_verify, "checksum") ? V_CHECKSUM
+                : !strcmp(cfg->mover_verify, "size") ? V_SIZE : V_NONE;
+    if (cksum_parse(cfg->mover_checksum, &m->alg) < 0) {
+        hu_errprintf(err, "mover.checksum: unknown algorithm %s", cfg->mover_checksum);
+        goto error;
+    }
+    if (cksum_selftest() < 0) {
+        hu_errprintf(err, "mover: the checksum self-test failed (miscompiled?)");
+        goto error;
+    }
+    m->rate = cfg->mover_max_rate;
+    m->root = geteuid() == 0;
+    m->self.uid = geteuid();
+    m->self.gid = getegid();
+    int n = getgroups(MAX_GROUPS, m->self.groups);
+    m->self.ngroups = n > 0 ? n : 0;
+    m->next_flow = 1;
+    /* SFQ(D)+: D slots of 256 KiB; keep several times the in-flight chunks queued
+     * per transfer so that a backlogged job keeps its share */
+    hs_sfq_params_init(&prm, HS_SFQ_D_PLUS);
+    prm.depth = (unsigned int)cfg->mover_depth;
+    prm.slot_bytes = SLOT_BYTES;
+    prm.bf_limit = prm.depth;
+    uint64_t inflight = ((uint64_t)prm.depth * SLOT_BYTES + m->chunk - 1) / m->chunk;
+    m->backlog = (int)(inflight * 2 < 4 ? 4 : inflight * 2 > 256 ? 256 : inflight * 2);
+    if (!(m->q = hs_sfq_create(&prm)) || !(m->jobs = hmap_create())
+        || !(m->xfers = hmap_create())) {
+        hu_errprintf(err, "mover: %s", strerror(errno));
+        goto error;
+    }
+    m->nthreads = (int)cfg->mover_threads;
+    if (!(m->w = calloc((size_t)m->nthreads, sizeof(worker_t)))) {
+        hu_errprintf(err, "out of memory");
+        goto error;
+    }
+    for (int i = 0; i < m->nthreads; i++) {
+        m->w[i].m = m;
+        if (posix_memalign((void **)&m->w[i].buf, 4096, m->chunk) != 0) {
+            hu_errprintf(err, "mover: out of memory for %d buffers of %ju bytes", m->nthreads,
+                         (uintmax_t)m->chunk);
+            goto error;
+        }
+    }
+    for (int i = 0; i < m->nthreads; i++) {
+        int rc = pthread_create(&m->w[i].thr, NULL, worker_main, &m->w[i]);
+        if (rc != 0) {
+            m->nthreads = i;
+            errno = rc;
+            hu_errprintf(err, "mover: cannot start worker threads: %s", strerror(rc));
+            goto error;
+        }
+    }
+    if (!m->root)
+        bl_warning("mover: bbmgrd is not root: it can only move data of its own user (uid %u)",
+                   (unsigned)m->self.uid);
+    bl_info("mover: %d threads, chunk %ju, SFQ(D)+ depth %u x %u KiB, verify %s (%s)%s",
+            m->nthreads, (uintmax_t)m->chunk, prm.depth, SLOT_BYTES / 1024, cfg->mover_verify,
+            cfg->mover_checksum, m->rate > 0 ? ", rate capped" : "");
+    return m;
+error:
+    mover_destroy(m);
+    return NULL;
+}
+
+void mover_destroy(mover_t *m)
+{
+    if (!m)
+        return;
+    int saved = errno;
+    void *v;
+    pthread_mutex_lock(&m->lock);
+    m->stop = true;
+    pthread_cond_broadcast(&m->cond);
+    pthread_mutex_unlock(&m->lock);
+    for (int i = 0; m->w && i < m->nthreads; i++)
+        pthread_join(m->w[i].thr, NULL);
+    /* the workers are gone: tidy up in this thread */
+    if (m->jobs)
+        for (void *it = hmap_first(m->jobs, &v); it; it = hmap_next(m->jobs, it, &v))
+            if (!((mjob_t *)v)->ended)
+                hs_sfq_flow_remove(m->q, ((mjob_t *)v)->flow, drop_cb, NULL);
+    task_t *t;
+    while ((t = fifo_pop(m))) {
+        if (t->kind == T_RMTREE)
+            run_rmtree(m, t);
+        task_free(t);
+    }
+    if (m->xfers)
+        for (void *it = hmap_first(m->xfers, &v); it; it = hmap_next(m->xfers, it, &v)) {
+            mxfer_t *x = v;
+            task_t ab = { .kind = T_ABORT, .x = x, .ok = true };
+            run_abort(m, &ab);
+            xfer_free(x);
+        }
+    become(m, &m->self);
+    if (m->jobs)
+        for (void *it = hmap_first(m->jobs, &v); it; it = hmap_next(m->jobs, it, &v)) {
+            mjob_t *j = v;
+            for (task_t *d = j->deferred; d; d = d->next)
+                run_rmtree(m, d);
+            job_free(j);
+        }
+    hmap_destroy(m->xfers);
+    hmap_destroy(m->jobs);
+    /* queued/outstanding chunk tasks were freed with the FIFO or belong to freed
+     * transfers' SFQ entries: the SFQ object holds only ids */
+    hs_sfq_destroy(m->q);
+    for (int i = 0; m->w && i < m->nthreads; i++)
+        free(m->w[i].buf);
+    free(m->w);
+    pthread_cond_destroy(&m->cond);
+    pthread_mutex_destroy(&m->lock);
+    free(m);
+    errno = saved;
+}
+
+static mjob_t *job_get(mover_t *m, const char *id, double weight)
+{
+    mjob_t *j = hmap_get(m->jobs, id);
+    if (j)
+        return j;
+    if (!(j = calloc(1, sizeof(*j))) || !(j->id = strdup(id)))
+        goto nomem;
+    j->flow = m->next_flow++;
+    j->weight = weight > 0 && isfinite(weight) ? weight : 1.0;
+    if (hs_sfq_flow_add(m->q, j->flow, j->weight) < 0)
+        goto nomem;
+    if (hmap_put(m->jobs, j->id, j) < 0) {
+        hs_sfq_flow_remove(m->q, j->flow, NULL, NULL);
+        goto nomem;
+    }
+    return j;
+nomem:
+    job_free(j);
+    errno = ENOMEM;
+    return NULL;
+}
+
+int mover_submit(mover_t *m, const mover_spec_t *spec)
+{
+    mxfer_t *x = calloc(1, sizeof(*x));
+    task_t *t = NULL;
+    if (!x || !(x->src = strdup(spec->src)) || !(x->dst = strdup(spec->dst))
+        || (spec->user && !(x->user = strdup(spec->user))) || !(t = task_new(T_PREPARE, x)))
+        goto nomem;
+    /* no trailing slashes */
+    for (size_t n = strlen(x->src); n > 1 && x->src[n - 1] == '/'; n--)
+        x->src[n - 1] = '\0';
+    for (size_t n = strlen(x->dst); n > 1 && x->dst[n - 1] == '/'; n--)
+        x->dst[n - 1] = '\0';
+    x->tid = spec->tid;
+    x->stage_out = spec->stage_out;
+    x->directory = spec->directory;
+    x->id.uid = spec->uid;
+    x->id.gid = spec->gid;
+    x->total = -1;
+    x->rep_time = mono();
+    pthread_mutex_lock(&m->lock);
+    if (hmap_iget(m->xfers, x->tid)) {
+        pthread_mutex_unlock(&m->lock);
+        xfer_free(x);
+        task_free(t);
+        errno = EEXIST;
+        return -1;
+    }
+    mjob_t *j = job_get(m, spec->job, spec->weight);
+    if (!j || hmap_iput(m->xfers, x->tid, x) < 0) {
+        pthread_mutex_unlock(&m->lock);
+        goto nomem;
+    }
+    x->job = j;
+    j->nactive++;
+    j->nxfers++;
+    x->pending++;
+    fifo_push(m, t);
+    pthread_mutex_unlock(&m->lock);
+    bl_debug("mover: transfer %ju of job %s: %s %s -> %s (weight %.3g)", (uintmax_t)x->tid,
+             spec->job, kind_name(x), x->src, x->dst, j->weight);
+    return 0;
+nomem:
+    xfer_free(x);
+    task_free(t);
+    errno = ENOMEM;
+    return -1;
+}
+
+bool mover_has(mover_t *m, uint64_t tid)
+{
+    pthread_mutex_lock(&m->lock);
+    bool has = hmap_iget(m->xfers, tid) != NULL;
+    pthread_mutex_unlock(&m->lock);
+    return has;
+}
+
+void mover_cancel(mover_t *m, uint64_t tid, const char *why)
+{
+    pthread_mutex_lock(&m->lock);
+    mxfer_t *x = hmap_iget(m->xfers, tid);
+    if (x) {
+        xfer_abort(m, x, MV_CANCELLED, why);
+        xfer_check(m, x);
+    }
+    pthread_mutex_unlock(&m->lock);
+}
+
+void mover_job_end(mover_t *m, const char *job)
+{
+    void *v;
+    pthread_mutex_lock(&m->lock);
+    mjob_t *j = hmap_get(m->jobs, job);
+    if (!j) {
+        pthread_mutex_unlock(&m->lock);
+        return;
+    }
+    for (void *it = hmap_first(m->xfers, &v); it; it = hmap_next(m->xfers, it, &v))
+        if (((mxfer_t *)v)->job == j)
+            xfer_abort(m, v, MV_CANCELLED, "job ended");
+    /* queued chunks go now; outstanding ones finish their chunk and stop */
+    hs_sfq_flow_remove(m->q, j->flow, drop_cb, NULL);
+    j->ended = true;
+    for (void *it = hmap_first(m->xfers, &v); it; it = hmap_next(m->xfers, it, &v))
+        if (((mxfer_t *)v)->job == j)
+            xfer_check(m, v);
+    dispatch(m);
+    if (j->nxfers == 0) {
+        job_release_deferred(m, j);
+        hmap_del(m->jobs, j->id);
+        job_free(j);
+    }
+    pthread_mutex_unlock(&m->lock);
+}
+
+void mover_set_weight(mover_t *m, const char *job, double weight)
+{
+    if (!(weight > 0) || !isfinite(weight))
+        return;
+    pthread_mutex_lock(&m->lock);
+    mjob_t *j = hmap_get(m->jobs, job);
+    if (j && !j->ended && j->weight != weight) {
+        if (hs_sfq_flow_set_weight(m->q, j->flow, weight) == 0) {
+            bl_debug("mover: job %s weight %.3g -> %.3g", job, j->weight, weight);
+            j->weight = weight;
+        }
+    }
+    pthread_mutex_unlock(&m->lock);
+}
+
+int mover_rmtree(mover_t *m, const char *job, const char *path, uid_t uid, gid_t gid)
+{
+    task_t *t = task_new(T_RMTREE, NULL);
+    if (!t || !(t->path = strdup(path))) {
+        task_free(t);
+        errno = ENOMEM;
+        return -1;
+    }
+    t->uid = uid;
+    t->gid = gid;
+    pthread_mutex_lock(&m->lock);
+    mjob_t *j = job ? hmap_get(m->jobs, job) : NULL;
+    if (j && j->nactive > 0) {
+        t->next = j->deferred;
+        j->deferred = t;
+    } else {
+        fifo_push(m, t);
+    }
+    pthread_mutex_unlock(&m->lock);
+    return 0;
+}
+
+void mover_poll(mover_t *m, mover_report_f cb, void *arg)
+{
+    double now = mono();
+    void *v;
+    mxfer_t *gone[64];
+    int ngone = 0;
+
+    pthread_mutex_lock(&m->lock);
+    for (void *it = hmap_first(m->xfers, &v); it; it = hmap_next(m->xfers, it, &v)) {
+        mxfer_t *x = v;
+        if (x->final) {
+            char *msg = x->msg;
+            char *tmp = NULL;
+            if (x->result == MV_DONE && x->nspecial)
+                msg = tmp = xprintf("skipped %d file(s) that are neither regular files, "
+                                    "directories nor symlinks (first: %s)", x->nspecial,
+                                    x->note ? x->note : "?");
+            if (ngone < 64) {
+                cb(x->tid, x->result, x->done, x->total, msg, arg);
+                gone[ngone++] = x;
+            }
+            free(tmp);
+            continue;
+        }
+        bool total_new = x->total >= 0 && !x->rep_total;
+        if (total_new || (x->done != x->rep_done
+                          && (now - x->rep_time >= REPORT_SECONDS
+                              || (uint64_t)(x->done - x->rep_done) >= REPORT_BYTES))) {
+            cb(x->tid, MV_RUNNING, x->done, x->total, NULL, arg);
+            x->rep_done = x->done;
+            x->rep_time = now;
+            x->rep_total = x->total >= 0;
+        }
+    }
+    for (int i = 0; i < ngone; i++) {
+        mxfer_t *x = gone[i];
+        mjob_t *j = x->job;
+        hmap_idel(m->xfers, x->tid);
+        xfer_free(x);
+        if (--j->nxfers == 0 && j->ended) {
+            job_release_deferred(m, j);
+            hmap_del(m->jobs, j->id);
+            job_free(j);
+        }
+    }
+    pthread_mutex_unlock(&m->lock);
+}
+
+void mover_get_stats(mover_t *m, mover_stats_t *st)
+{
+    pthread_mutex_lock(&m->lock);
+    *st = m->st;
+    st->running = (int)hmap_size(m->xfers);
+    st->threads = m->nthreads;
+    st->busy = m->busy;
+    pthread_mutex_unlock(&m->lock);
+}
+
+void mover_foreach_job(mover_t *m, mover_job_f cb, void *arg)
+{
+    void *v;
+    pthread_mutex_lock(&m->lock);
+    for (void *it = hmap_first(m->jobs, &v); it; it = hmap_next(m->jobs, it, &v)) {
+        mjob_t *j = v;
+        cb(j->id, j->weight, j->bytes, j->nactive, arg);
+    }
+    pthread_mutex_unlock(&m->lock);
+}

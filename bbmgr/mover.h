@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * mover.h — bbmgrd's data mover: stage-in and stage-out copies.
+ *
+ * A small fixed pool of worker threads copies files and directory trees between a
+ * PFS path and a job's buffer directory.  Each chunk of a file is one SFQ(D)+
+ * request (libhsched/hs_sfq.h) of cost = its bytes, in the flow of its job, with the
+ * weight the policy gives the job; the SFQ object is guarded by the mover's own
+ * mutex.  Workers act as the job's user (per-thread setfsuid/setfsgid and
+ * supplementary groups), write each file under a temporary name, fsync it, verify
+ * it, set its attributes and rename it into place.  doc/mover.md has the details.
+ *
+ * Locking: the daemon calls in with its core lock held; the mover takes its own
+ * lock inside (core -> mover, never the other way).  Workers never take the core
+ * lock: their results are collected by mover_poll(), called from the daemon's
+ * timer under the core lock, which applies them through the state writer.
+ */
+#ifndef BBMGR_MOVER_H
+#define BBMGR_MOVER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "config.h"
+#include "libhutil/hutil.h"
+
+typedef struct mover mover_t;
+
+typedef enum { MV_RUNNING = 0, MV_DONE, MV_FAILED, MV_CANCELLED } mover_state_t;
+
+/* A transfer handed to the mover (strings are copied). */
+typedef struct {
+    uint64_t tid;
+    const char *job;            /* job id: the SFQ flow */
+    double weight;              /* the policy's weight for the job (> 0) */
+    uid_t uid;                  /* the job's user: every file access is made as it */
+    gid_t gid;
+    const char *user;           /* user name (supplementary groups), may be NULL */
+    bool stage_out;             /* false: stage-in (copies belong to uid/gid) */
+    bool directory;             /* type directory (else file) */
+    const char *src, *dst;
+} mover_spec_t;
+
+mover_t *mover_create(const cfg_t *cfg, hu_error_t *err);
+/* Stops the workers (each finishes its current chunk) and removes the partial
+ * files of unfinished transfers; their state is not reported (they stay running in
+ * the database and are queued again at the next start).  Accepts NULL. */
+void mover_destroy(mover_t *m);
+
+int mover_submit(mover_t *m, const mover_spec_t *spec);      /* -1 / ENOMEM, EEXIST */
+bool mover_has(mover_t *m, uint64_t tid);
+
+/* Stop a transfer (its partial files are removed, then it reports cancelled). */
+void mover_cancel(mover_t *m, uint64_t tid, const char *why);
+/* The job ended: cancel its transfers, drop its queued requests, forget its flow. */
+void mover_job_end(mover_t *m, const char *job);
+/* The policy changed the job's weight (no-op when unchanged or unknown job). */
+void mover_set_weight(mover_t *m, const char *job, double weight);
+
+/* Remove the tree at path (a buffer directory at teardown): its content as
+ * uid/gid, the directory itself as the daemon.  When job is not NULL and has
+ * transfers in the mover, this waits until they have stopped. */
+int mover_rmtree(mover_t *m, const char *job, const char *path, uid_t uid, gid_t gid);
+
+/* Collect results: cb is called for each transfer whose state or progress must be
+ * recorded: final states always (the transfer is then forgotten), progress at most
+ * every second or 64 MiB. */
+typedef void (*mover_report_f)(uint64_t tid, mover_state_t state, int64_t bytes_done,
+                               int64_t bytes_total, const char *message, void *arg);
+void mover_poll(mover_t *m, mover_report_f cb, void *arg);
+
+/* For /metrics. */
+typedef struct {
+    uint64_t bytes;             /* bytes copied (chunks completed) */
+    uint64_t files;             /* files completed */
+    uint64_t chunks;            /* SFQ requests completed */
+    uint64_t backfills;         /* of which backfilled by SFQ(D)+ */
+    uint64_t done, failed, cancelled;   /* transfers finished, by outcome */
+    int running;                /* transfers in the mover */
+    int threads, busy;
+} mover_stats_t;
+void mover_get_stats(mover_t *m, mover_stats_t *st);
+typedef void (*mover_job_f)(const char *job, double weight, uint64_t bytes, int transfers,
+                            void *arg);
+void mover_foreach_job(mover_t *m, mover_job_f cb, void *arg);
+
+#endif

@@ -1,0 +1,356 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""The data mover (stage.mode: mover): real copies between a directory standing in
+for the PFS and one standing in for the buffer nodes' mount, as the job's user.
+
+Runs as root (the daemon acts as uid 1001 with setfsuid); skipped otherwise.
+"""
+import hashlib
+import os
+import re
+import stat
+import time
+
+import pytest
+
+from conftest import SLURM_UID, USER1, register
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the mover tests need root")
+
+MiB = 1 << 20
+GID1 = 1001
+
+
+def sha(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def write(path, data, mode, uid=USER1, gid=GID1):
+    with open(path, "wb") as f:
+        f.write(data)
+    os.chown(path, uid, gid)
+    os.chmod(path, mode)
+
+
+def sparse(path, size, uid=USER1, gid=GID1):
+    with open(path, "wb") as f:
+        f.truncate(size)
+        f.write(b"x")       # not all zeros
+    os.chown(path, uid, gid)
+
+
+def mkdirs(path, mode=0o755, uid=USER1, gid=GID1):
+    os.makedirs(path, exist_ok=True)
+    os.chown(path, uid, gid)
+    os.chmod(path, mode)
+
+
+def partials(root):
+    found = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        found += [os.path.join(dirpath, n) for n in filenames + dirnames
+                  if ".harmonia-partial" in n]
+    return found
+
+
+def mover_daemon(make_daemon, base, **mover):
+    mount = os.path.join(base, "bb")
+    os.makedirs(mount, exist_ok=True)
+    conf = {"threads": 4, "chunk": "1MiB", "depth": 16}
+    conf.update(mover)
+    policy = conf.pop("policy", "fairshare")
+    d = make_daemon(
+        stage={"mode": "mover"}, mover=conf,
+        policy={"id": policy, "overprovision": 1.0},
+        pools=[{"name": "nvme", "granularity": "1GiB"}],
+        nodes=[{"names": "bb[01-02]", "capacity": "1TiB", "bandwidth": "2 GB/s",
+                "mount": mount, "pool": "nvme"}])
+    d.mount = mount
+    return d
+
+
+def new_job(d, jobid, **kw):
+    register(d, jobid, uid=USER1, gid=GID1, **kw)
+    a = d.ok("POST", "/v1/jobs/%s/allocation" % jobid, {"capacity": "1GiB"}, uid=SLURM_UID,
+             expect=(201,))
+    return a["nodes"][0]["path"]
+
+
+def stage(d, jobid, kind, src, dst, typ="directory"):
+    return d.ok("POST", "/v1/jobs/%s/%s" % (jobid, kind),
+                {"source": src, "destination": dst, "type": typ}, uid=SLURM_UID,
+                expect=(201,))["id"]
+
+
+def xfer(d, tid):
+    return d.ok("GET", "/v1/transfers/%d" % tid, uid=SLURM_UID)
+
+
+def wait_xfer(d, tid, states=("done", "failed", "cancelled"), timeout=30):
+    t0 = time.time()
+    while time.time() - t0 < timeout:
+        x = xfer(d, tid)
+        if x["state"] in states:
+            return x
+        time.sleep(0.05)
+    raise AssertionError("transfer %d still %s after %ds:\n%s" % (tid, x["state"], timeout,
+                                                                d.log_text()[-3000:]))
+
+
+def wait_bytes(d, tid, at_least, timeout=20):
+    t0 = time.time()
+    while time.time() - t0 < timeout:
+        x = xfer(d, tid)
+        if x["bytes_done"] >= at_least or x["state"] != "running" and x["state"] != "queued":
+            return x
+        time.sleep(0.05)
+    raise AssertionError("transfer %d made no progress" % tid)
+
+
+def metrics(d):
+    st, text = d.request("GET", "/metrics", auth=False)
+    assert st == 200
+    return text
+
+
+def job_bytes(text):
+    return {m.group(1): int(m.group(2)) for m in
+            re.finditer(r'^harmonia_mover_job_bytes_total\{job="([^"]+)"\} (\d+)$', text, re.M)}
+
+
+def build_tree(root):
+    """Files of several sizes and modes, nested directories, a symlink, a FIFO."""
+    mkdirs(root)
+    mkdirs(os.path.join(root, "sub", "deeper"), 0o750)
+    os.chmod(os.path.join(root, "sub"), 0o755)
+    write(os.path.join(root, "empty"), b"", 0o640)
+    write(os.path.join(root, "one"), b"1", 0o600)
+    write(os.path.join(root, "sub", "four"), os.urandom(4 * MiB + 1), 0o755)
+    write(os.path.join(root, "sub", "deeper", "twenty"), os.urandom(20 * MiB), 0o640)
+    # readable by the user through the "other" bits, owned by root: the copy is the user's
+    write(os.path.join(root, "sub", "rootfile"), b"root's data\n", 0o644, uid=0, gid=0)
+    os.symlink("sub/four", os.path.join(root, "link"))
+    os.lchown(os.path.join(root, "link"), USER1, GID1)
+    os.symlink("/etc/passwd", os.path.join(root, "sub", "abs"))
+    os.mkfifo(os.path.join(root, "fifo"))
+    t = 1.6e9
+    os.utime(os.path.join(root, "sub", "deeper", "twenty"), (t, t + 0.123456789))
+
+
+def compare_trees(src, dst, owner=None):
+    """Byte for byte, modes, symlinks (not followed), times of regular files."""
+    n = 0
+    for dirpath, dirnames, filenames in os.walk(src):
+        rel = os.path.relpath(dirpath, src)
+        for name in dirnames + filenames:
+            s = os.path.join(src, rel, name)
+            t = os.path.join(dst, rel, name)
+            ss = os.lstat(s)
+            if stat.S_ISFIFO(ss.st_mode):
+                assert not os.path.lexists(t), "special file copied: %s" % t
+                continue
+            ts = os.lstat(t)
+            assert stat.S_IFMT(ss.st_mode) == stat.S_IFMT(ts.st_mode), t
+            if stat.S_ISLNK(ss.st_mode):
+                assert os.readlink(s) == os.readlink(t), t
+            else:
+                assert stat.S_IMODE(ss.st_mode) == stat.S_IMODE(ts.st_mode), \
+                    "%s: mode %o != %o" % (t, stat.S_IMODE(ts.st_mode), stat.S_IMODE(ss.st_mode))
+            if stat.S_ISREG(ss.st_mode):
+                assert sha(s) == sha(t), "content of %s differs" % t
+                assert ss.st_mtime_ns == ts.st_mtime_ns, t
+                n += 1
+            if owner:
+                assert (ts.st_uid, ts.st_gid) == owner, "%s owned by %d:%d" % (
+                    t, ts.st_uid, ts.st_gid)
+    return n
+
+
+def test_stage_in_and_out_tree(make_daemon, tmp_base):
+    d = mover_daemon(make_daemon, tmp_base)
+    pfs = os.path.join(tmp_base, "pfs")
+    mkdirs(pfs)
+    build_tree(os.path.join(pfs, "in"))
+    bb = new_job(d, "m1")
+    # the daemon made the job's buffer directory for its user
+    st = os.stat(bb)
+    assert bb == os.path.join(d.mount, "m1")
+    assert (st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)) == (USER1, GID1, 0o700)
+
+    tid = stage(d, "m1", "stage_in", os.path.join(pfs, "in"), bb + "/in")
+    x = wait_xfer(d, tid)
+    assert x["state"] == "done", x
+    total = 1 + 4 * MiB + 1 + 20 * MiB + len(b"root's data\n")
+    assert x["bytes_total"] == total and x["bytes_done"] == total, x
+    assert "fifo" in (x["message"] or ""), x        # skipped with a note
+    assert compare_trees(os.path.join(pfs, "in"), bb + "/in", owner=(USER1, GID1)) == 5
+    assert not partials(bb)
+    js = d.ok("GET", "/v1/jobs/m1/stage_in", uid=USER1)
+    assert js["state"] == "done"
+
+    # stage-out back to a PFS directory the user owns
+    tid = stage(d, "m1", "stage_out", bb + "/in", os.path.join(pfs, "out"))
+    x = wait_xfer(d, tid)
+    assert x["state"] == "done", x
+    assert compare_trees(bb + "/in", os.path.join(pfs, "out"), owner=(USER1, GID1)) == 5
+    assert not partials(pfs)
+
+    # single file, into an existing directory
+    tid = stage(d, "m1", "stage_in", os.path.join(pfs, "in", "sub", "four"), bb, "file")
+    assert wait_xfer(d, tid)["state"] == "done"
+    assert sha(os.path.join(bb, "four")) == sha(os.path.join(pfs, "in", "sub", "four"))
+    assert os.stat(os.path.join(bb, "four")).st_uid == USER1
+
+    text = metrics(d)
+    assert re.search(r'^harmonia_mover_transfers_total\{outcome="done"\} 3$', text, re.M)
+    assert job_bytes(text)["m1"] >= 2 * total
+
+    # teardown removes the buffer directory and everything in it
+    d.ok("DELETE", "/v1/jobs/m1", uid=SLURM_UID)
+    t0 = time.time()
+    while os.path.exists(bb) and time.time() - t0 < 10:
+        time.sleep(0.05)
+    assert not os.path.exists(bb)
+
+
+def test_refused_and_failed_transfers(make_daemon, tmp_base):
+    d = mover_daemon(make_daemon, tmp_base)
+    pfs = os.path.join(tmp_base, "pfs")
+    mkdirs(pfs)
+    write(os.path.join(pfs, "secret"), b"s" * 5000, 0o600, uid=0, gid=0)
+    mkdirs(os.path.join(pfs, "tree"))
+    write(os.path.join(pfs, "tree", "ok"), b"fine", 0o644)
+    write(os.path.join(pfs, "tree", "hidden"), b"no", 0o600, uid=0, gid=0)
+    write(os.path.join(pfs, "data"), os.urandom(3 * MiB), 0o644)
+    bb = new_job(d, "m2")
+
+    # the source is not readable by the job's user
+    tid = stage(d, "m2", "stage_in", os.path.join(pfs, "secret"), bb + "/secret", "file")
+    x = wait_xfer(d, tid)
+    assert x["state"] == "failed", x
+    assert os.path.join(pfs, "secret") in x["message"] and "Permission denied" in x["message"]
+    tid = stage(d, "m2", "stage_in", os.path.join(pfs, "tree"), bb + "/tree")
+    x = wait_xfer(d, tid)
+    assert x["state"] == "failed" and "hidden" in x["message"], x
+    assert not os.path.exists(bb + "/secret") and not os.path.exists(bb + "/tree/hidden")
+
+    # the destination is outside the job's allocation
+    outside = os.path.join(tmp_base, "elsewhere")
+    tid = stage(d, "m2", "stage_in", os.path.join(pfs, "data"), outside, "file")
+    x = wait_xfer(d, tid)
+    assert x["state"] == "failed" and "outside the job's buffers" in x["message"], x
+    assert not os.path.exists(outside)
+    # another job's directory is outside too
+    other = new_job(d, "m2b")
+    tid = stage(d, "m2", "stage_in", os.path.join(pfs, "data"), other + "/x", "file")
+    assert wait_xfer(d, tid)["state"] == "failed"
+    # stage-out from outside the buffers
+    tid = stage(d, "m2", "stage_out", os.path.join(pfs, "data"), os.path.join(pfs, "o"), "file")
+    assert wait_xfer(d, tid)["state"] == "failed"
+    # a destination the user cannot write (stage-out into a root-owned PFS directory)
+    mkdirs(os.path.join(pfs, "rootonly"), 0o755, uid=0, gid=0)
+    tid = stage(d, "m2", "stage_in", os.path.join(pfs, "data"), bb + "/data", "file")
+    assert wait_xfer(d, tid)["state"] == "done"
+    tid = stage(d, "m2", "stage_out", bb + "/data", os.path.join(pfs, "rootonly", "d"), "file")
+    x = wait_xfer(d, tid)
+    assert x["state"] == "failed" and "Permission denied" in x["message"], x
+    assert not os.listdir(os.path.join(pfs, "rootonly"))
+    assert not partials(bb) and not partials(pfs)
+    js = d.ok("GET", "/v1/jobs/m2/stage_in", uid=SLURM_UID)
+    assert js["state"] == "failed"
+
+
+def test_cancel_mid_copy(make_daemon, tmp_base):
+    d = mover_daemon(make_daemon, tmp_base, max_rate="50 MB/s", depth=4)
+    pfs = os.path.join(tmp_base, "pfs")
+    mkdirs(pfs)
+    sparse(os.path.join(pfs, "big"), 200 * MiB)
+    bb = new_job(d, "m3")
+
+    # cancelled through the API: the mover stops and removes its partial file
+    tid = stage(d, "m3", "stage_in", os.path.join(pfs, "big"), bb + "/big", "file")
+    x = wait_bytes(d, tid, 10 * MiB)
+    assert x["state"] == "running", x
+    assert partials(bb)
+    d.ok("PUT", "/v1/transfers/%d" % tid, {"state": "cancelled", "message": "test"},
+         uid=SLURM_UID)
+    t0 = time.time()
+    while partials(bb) and time.time() - t0 < 5:
+        time.sleep(0.05)
+    assert not partials(bb) and not os.path.exists(bb + "/big")
+    assert xfer(d, tid)["state"] == "cancelled"
+
+    # ending the job cancels its transfers (and tears its directory down)
+    tid = stage(d, "m3", "stage_in", os.path.join(pfs, "big"), bb + "/big2", "file")
+    wait_bytes(d, tid, 5 * MiB)
+    d.ok("DELETE", "/v1/jobs/m3", uid=SLURM_UID)
+    t0 = time.time()
+    while os.path.exists(bb) and time.time() - t0 < 5:
+        time.sleep(0.05)
+    assert not os.path.exists(bb)
+    x = d.ok("GET", "/v1/transfers/%d" % tid, uid=SLURM_UID, expect=(200, 404))
+    assert x.get("state", "cancelled") == "cancelled"
+    text = metrics(d)
+    assert re.search(r'^harmonia_mover_transfers_total\{outcome="cancelled"\} 2$', text, re.M), text
+
+
+def test_shares_follow_policy_weights(make_daemon, tmp_base):
+    """set:4 with w_iter 64 s (set 3) and 16 s (set 2): weights 1:4 (IO-Sets
+    priorities 4^-3 and 4^-2).  The mover is capped at 100 MB/s so that both jobs stay
+    backlogged whatever the disk; served bytes are read from /metrics."""
+    d = mover_daemon(make_daemon, tmp_base, max_rate="100 MB/s", depth=8, policy="set:4")
+    pfs = os.path.join(tmp_base, "pfs")
+    mkdirs(pfs)
+    sparse(os.path.join(pfs, "a"), 256 * MiB)
+    sparse(os.path.join(pfs, "b"), 256 * MiB)
+    bba = new_job(d, "slow", hints={"w_iter": "64s"})
+    bbb = new_job(d, "fast", hints={"w_iter": "16s"})
+    ta = stage(d, "slow", "stage_in", os.path.join(pfs, "a"), bba + "/a", "file")
+    tb = stage(d, "fast", "stage_in", os.path.join(pfs, "b"), bbb + "/b", "file")
+    wait_bytes(d, ta, 1)
+    wait_bytes(d, tb, 1)
+    time.sleep(0.4)
+    m0 = job_bytes(metrics(d))
+    time.sleep(2.0)
+    m1 = job_bytes(metrics(d))
+    text = metrics(d)
+    wa = float(re.search(r'harmonia_mover_job_weight\{job="slow"\} (\S+)', text).group(1))
+    wb = float(re.search(r'harmonia_mover_job_weight\{job="fast"\} (\S+)', text).group(1))
+    assert abs(wb / wa - 4) < 1e-6, (wa, wb)
+    # both still backlogged at m1
+    assert xfer(d, tb)["state"] == "running" and xfer(d, ta)["state"] == "running"
+    da = m1["slow"] - m0["slow"]
+    db = m1["fast"] - m0["fast"]
+    ratio = db / da
+    print("served in 2 s: slow %.1f MiB, fast %.1f MiB, ratio %.2f (weights 1:4)"
+          % (da / MiB, db / MiB, ratio))
+    assert 4 * 0.8 <= ratio <= 4 * 1.2, (da, db, ratio)
+    # no need to wait for the rest
+    for tid in (ta, tb):
+        d.ok("PUT", "/v1/transfers/%d" % tid, {"state": "cancelled"}, uid=SLURM_UID)
+
+
+def test_crash_mid_transfer_then_restart(make_daemon, tmp_base):
+    d = mover_daemon(make_daemon, tmp_base, max_rate="40 MB/s", depth=4)
+    pfs = os.path.join(tmp_base, "pfs")
+    mkdirs(os.path.join(pfs, "in"))
+    for i in range(4):
+        write(os.path.join(pfs, "in", "f%d" % i), os.urandom(16 * MiB), 0o640)
+    bb = new_job(d, "m5")
+    tid = stage(d, "m5", "stage_in", os.path.join(pfs, "in"), bb + "/in")
+    wait_bytes(d, tid, 24 * MiB)
+    assert partials(bb), "expected a partial file mid-transfer"
+    d.kill()
+    # restart without the cap: the transfer is queued again and redone from scratch
+    d.conf["mover"]["max_rate"] = "0 B/s"
+    d.write_config()
+    d.start()
+    x = wait_xfer(d, tid)
+    assert x["state"] == "done", x
+    assert x["bytes_done"] == x["bytes_total"] == 64 * MiB
+    assert compare_trees(os.path.join(pfs, "in"), bb + "/in", owner=(USER1, GID1)) == 4
+    assert not partials(bb)
+    assert "already complete at the destination" in d.log_text()
