@@ -14,6 +14,7 @@
 #include "harmonia/client.h"
 #include "libhutil/hutil.h"
 #include "config.h"
+#include "calibrate.h"
 
 typedef struct {
     hm_client_t *c;
@@ -39,7 +40,8 @@ static void usage(FILE *f)
             "  history USER [NAME]     learned w_iter and volume for USER's jobs NAME\n"
             "  config check FILE       check a bbmgr.yaml\n"
             "  config --help           every configuration key\n"
-            "  config --man            bbmgr.yaml(5) in groff\n\n"
+            "  config --man            bbmgr.yaml(5) in groff\n"
+            "  calibrate [OPTS] PATH   measure a device: BW(c), MSCA(c), profile (--help)\n\n"
             "Options:\n"
             "  -u, --url URL           http://HOST:PORT or unix:/PATH ($HARMONIA_URL,\n"
             "                          default " HM_DEFAULT_URL ")\n"
@@ -397,6 +399,8 @@ int main(int argc, char **argv)
     char **args = argv + optind + 1;
     if (!strcmp(cmd, "config"))
         return cmd_config(nargs, args);
+    if (!strcmp(cmd, "calibrate"))
+        return cmd_calibrate(nargs, args);
     if (!(cli.c = hm_client_create(&opts, &err))) {
         fprintf(stderr, "bbmgr: %s\n", err.text);
         return 1;
