@@ -1,0 +1,974 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * harmonia.c — the application API (harmonia/harmonia.h) on top of the HTTP client.
+ *
+ * State of a handle: one phase at a time per process.
+ *   NONE     no phase
+ *   BUSY     one thread talks to bbmgrd for the handle (the lock is released while
+ *            it waits; others wait on the condition variable)
+ *   PENDING  a phase queued at bbmgrd (harmonia_phase_try_begin said WAIT)
+ *   OPEN     the phase runs (gated or ungated); 'users' threads are inside it
+ * The hm_client is used by the BUSY thread without the lock, and otherwise only
+ * with the lock held in OPEN state (pacing refreshes), so never concurrently.
+ *
+ * Coordination between the processes of a job (doc/libharmonia.md): bbmgrd allows
+ * one open phase per job (409 on a second).  A process that gets 409 joins the open
+ * phase: it reads the phase's id from GET /v1/jobs/{id} and long-polls it.  Every
+ * process inside a phase is counted in a small file locked with flock(2)
+ * (HARMONIA_COORD_DIR/harmonia-UID-JOBID.phase: "phase count bytes unknown"); the
+ * process that brings the count to zero finishes the phase, with the bytes of all.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <jansson.h>
+
+#include "harmonia/client.h"
+#include "harmonia/harmonia.h"
+#include "pace.h"
+
+#define DEFAULT_CONNECT_TIMEOUT 2.0
+#define DEFAULT_FALLBACK_WAIT   5.0
+#define DEFAULT_MAX_WAIT        600.0
+#define DEFAULT_RETRY_INTERVAL  10.0
+#define POLL_CHUNK              10.0    /* seconds per long-poll request */
+#define REFRESH_INTERVAL        1.0     /* grant refresh while pacing */
+#define RETRY_SLEEP             0.2     /* between attempts while unreachable */
+
+typedef enum { ST_NONE, ST_BUSY, ST_PENDING, ST_OPEN } pstate_t;
+
+enum { ACQ_GRANTED, ACQ_WAITING, ACQ_UNGATED };
+
+struct harmonia {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    pthread_mutex_t msg_lock;
+    bool off;
+    hm_client_t *client;
+    char *jobid;
+    char *url;
+    double fallback_wait, max_wait, retry_interval;
+    int ntasks;
+    bool quiet;
+    char *coord_path;
+    /* reachability of bbmgrd */
+    bool degraded;
+    double last_attempt;            /* monotonic */
+    bool told_unreachable, told_refused, told_max_wait;
+    /* the process's phase */
+    pstate_t st;
+    int users;
+    uint64_t pid;                   /* phase at bbmgrd (0: none) */
+    bool owner, counted;
+    uint64_t volume;
+    harmonia_dir_t dir;
+    double bytes_sum;
+    bool bytes_unknown;
+    double pending_t0, pending_wall0;
+    harmonia_grant_t grant;
+    /* pacing */
+    hm_tb_t tb;
+    double paced;
+    double last_refresh;
+};
+
+/* What one acquisition (run by the BUSY thread, without the lock) works on. */
+typedef struct {
+    uint64_t volume;
+    harmonia_dir_t dir;
+    bool block;
+    uint64_t pid;
+    bool owner, counted;
+    bool degraded;                  /* in: manager was unreachable; out: it is */
+    double t0, wall0;               /* when the phase was first asked for */
+    json_t *phase;                  /* out: the phase object when granted */
+} acq_t;
+
+/* ------------------------------------------------------------------ helpers */
+static double mono(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static double wall(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void sleep_s(double s)
+{
+    if (s <= 0)
+        return;
+    struct timespec ts = { (time_t)s, (long)((s - floor(s)) * 1e9) };
+    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+        ;
+}
+
+static double env_double(const char *name, double dflt)
+{
+    const char *s = getenv(name);
+    char *end;
+    if (!s || !*s)
+        return dflt;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || *end || !isfinite(v))
+        return dflt;
+    return v;
+}
+
+static const char *dir_names[] = { "write", "read", "readwrite" };
+
+const char *harmonia_dir_name(harmonia_dir_t d)
+{
+    return (unsigned)d < 3 ? dir_names[d] : "?";
+}
+
+const char *harmonia_mode_name(harmonia_mode_t m)
+{
+    switch (m) {
+    case HARMONIA_MODE_OFF: return "off";
+    case HARMONIA_MODE_MANAGED: return "managed";
+    case HARMONIA_MODE_FALLBACK: return "fallback";
+    }
+    return "?";
+}
+
+static void say(harmonia_t *h, bool *told, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* One line on stderr, once per flag and process. */
+static void say(harmonia_t *h, bool *told, const char *fmt, ...)
+{
+    int saved = errno;
+    pthread_mutex_lock(&h->msg_lock);
+    if (!*told) {
+        *told = true;
+        if (!h->quiet) {
+            char line[1200];
+            va_list ap;
+            va_start(ap, fmt);
+            vsnprintf(line, sizeof(line), fmt, ap);
+            va_end(ap);
+            fprintf(stderr, "harmonia: %s\n", line);
+        }
+    }
+    pthread_mutex_unlock(&h->msg_lock);
+    errno = saved;
+}
+
+/* The reason of a transport error without the URL the client puts first. */
+static const char *reason(harmonia_t *h, const hm_error_t *err)
+{
+    const char *t = err->text;
+    size_t n = strlen(h->url);
+    if (!strncmp(t, h->url, n) && !strncmp(t + n, ": ", 2))
+        return t + n + 2;
+    return t;
+}
+
+static void tell_unreachable(harmonia_t *h, const hm_error_t *err)
+{
+    say(h, &h->told_unreachable, "bbmgrd unreachable at %s (%s); I/O phases proceed ungated",
+        h->url, reason(h, err));
+}
+
+/* ------------------------------------------------------------------ init */
+int harmonia_init(harmonia_t **hp, const harmonia_opts_t *opts)
+{
+    harmonia_opts_t dfl = { 0 };
+    harmonia_t *h;
+    const char *url, *job, *off;
+
+    if (!hp) {
+        errno = EINVAL;
+        return -1;
+    }
+    *hp = NULL;
+    if (!opts)
+        opts = &dfl;
+    if (!(h = calloc(1, sizeof(*h))))
+        return -1;
+    pthread_mutex_init(&h->lock, NULL);
+    pthread_cond_init(&h->cond, NULL);
+    pthread_mutex_init(&h->msg_lock, NULL);
+    url = opts->url ? opts->url : getenv("HARMONIA_URL");
+    job = opts->jobid ? opts->jobid : getenv("HARMONIA_JOBID");
+    off = getenv("HARMONIA_DISABLE");
+    h->quiet = opts->quiet || (getenv("HARMONIA_QUIET") && *getenv("HARMONIA_QUIET")
+                               && strcmp(getenv("HARMONIA_QUIET"), "0"));
+    if (opts->force_off || !url || !*url || !job || !*job
+        || (off && *off && strcmp(off, "0"))) {
+        h->off = true;
+        *hp = h;
+        return 0;
+    }
+    for (const char *p = job; *p; p++) {
+        if (!(isalnum((unsigned char)*p) || *p == '_' || *p == '-' || *p == '.')
+            || p - job >= 63) {
+            errno = EINVAL;
+            goto error;
+        }
+    }
+    if (!(h->jobid = strdup(job)) || !(h->url = strdup(url)))
+        goto error;
+
+    double ct = opts->connect_timeout > 0 ? opts->connect_timeout
+                : env_double("HARMONIA_CONNECT_TIMEOUT", DEFAULT_CONNECT_TIMEOUT);
+    h->fallback_wait = opts->fallback_wait > 0 ? opts->fallback_wait
+                       : env_double("HARMONIA_FALLBACK_WAIT", DEFAULT_FALLBACK_WAIT);
+    h->max_wait = opts->max_wait != 0 ? opts->max_wait
+                  : env_double("HARMONIA_MAX_WAIT", DEFAULT_MAX_WAIT);
+    h->retry_interval = opts->retry_interval > 0 ? opts->retry_interval
+                        : env_double("HARMONIA_RETRY_INTERVAL", DEFAULT_RETRY_INTERVAL);
+    if (ct <= 0)
+        ct = DEFAULT_CONNECT_TIMEOUT;
+    if (h->fallback_wait < 0)
+        h->fallback_wait = 0;
+    if (h->max_wait == 0)
+        h->max_wait = DEFAULT_MAX_WAIT;
+    h->ntasks = opts->ntasks > 0 ? opts->ntasks
+                : (int)env_double("HARMONIA_NTASKS", env_double("SLURM_STEP_NUM_TASKS", 1));
+    if (h->ntasks < 1)
+        h->ntasks = 1;
+
+    const char *cdir = opts->coord_dir ? opts->coord_dir : getenv("HARMONIA_COORD_DIR");
+    struct stat sb;
+    if (!cdir || !*cdir)
+        cdir = stat("/dev/shm", &sb) == 0 && S_ISDIR(sb.st_mode) ? "/dev/shm" : "/tmp";
+    if (asprintf(&h->coord_path, "%s/harmonia-%u-%s.phase", cdir, (unsigned)getuid(),
+                 job) < 0) {
+        h->coord_path = NULL;
+        goto error;
+    }
+
+    hm_client_opts_t co = {
+        .url = url,
+        .munge_socket = opts->munge_socket,
+        .no_auth = opts->no_auth != 0,
+        .connect_timeout_ms = (long)(ct * 1000),
+        .timeout_ms = (long)((h->fallback_wait > 2 ? h->fallback_wait : 2) * 1000) + 3000,
+    };
+    if (!co.no_auth) {
+        const char *na = getenv("HARMONIA_NO_AUTH");
+        co.no_auth = na && *na && strcmp(na, "0");
+    }
+    hm_error_t err = { "" };
+    if (!(h->client = hm_client_create(&co, &err))) {
+        if (errno == ENOMEM)
+            goto error;
+        /* a bad URL or munge socket: the job still runs, ungated */
+        h->degraded = true;
+        h->last_attempt = INFINITY;
+        say(h, &h->told_unreachable, "bbmgrd unreachable at %s (%s); I/O phases proceed ungated",
+            h->url, err.text);
+    }
+    *hp = h;
+    return 0;
+error:
+    harmonia_finalize(h);
+    return -1;
+}
+
+harmonia_mode_t harmonia_mode(harmonia_t *h)
+{
+    harmonia_mode_t m;
+    if (!h || h->off)
+        return HARMONIA_MODE_OFF;
+    pthread_mutex_lock(&h->lock);
+    m = h->degraded || (h->st == ST_OPEN && !h->grant.gated) ? HARMONIA_MODE_FALLBACK
+        : HARMONIA_MODE_MANAGED;
+    pthread_mutex_unlock(&h->lock);
+    return m;
+}
+
+/* ------------------------------------------------------------------ coordination */
+typedef struct {
+    uint64_t pid;
+    int count;
+    double bytes;
+    int unknown;
+} crec_t;
+
+static int coord_open(harmonia_t *h)
+{
+    int fd = open(h->coord_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0)
+        return -1;
+    while (flock(fd, LOCK_EX) < 0) {
+        if (errno != EINTR) {
+            close(fd);
+            return -1;
+        }
+    }
+    return fd;
+}
+
+static void coord_read(int fd, crec_t *r)
+{
+    char buf[128];
+    ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+    uintmax_t pid;
+    memset(r, 0, sizeof(*r));
+    if (n <= 0)
+        return;
+    buf[n] = '\0';
+    if (sscanf(buf, "%ju %d %lf %d", &pid, &r->count, &r->bytes, &r->unknown) == 4)
+        r->pid = pid;
+    else
+        memset(r, 0, sizeof(*r));
+}
+
+static void coord_write(int fd, const crec_t *r)
+{
+    char buf[128];
+    int n = snprintf(buf, sizeof(buf), "%ju %d %.0f %d\n", (uintmax_t)r->pid, r->count,
+                     r->bytes, r->unknown);
+    if (pwrite(fd, buf, n, 0) == n)
+        (void)ftruncate(fd, n);
+}
+
+/* Count this process in phase pid.  Returns true when counted. */
+static bool coord_join(harmonia_t *h, uint64_t pid)
+{
+    crec_t r;
+    int fd = coord_open(h);
+    if (fd < 0)
+        return false;
+    coord_read(fd, &r);
+    if (r.pid != pid && r.count > 0 && r.pid > pid) {
+        /* a newer phase is recorded: ours closed already (the caller sees it) */
+        close(fd);
+        return false;
+    }
+    if (r.pid != pid)
+        r = (crec_t){ pid, 0, 0, 0 };
+    r.count++;
+    coord_write(fd, &r);
+    close(fd);
+    return true;
+}
+
+/* Uncount; returns the locked fd (caller closes) and *last when this was the last
+ * process in the phase, with the bytes of all in *bytes (< 0: unknown). */
+static int coord_leave(harmonia_t *h, uint64_t pid, double mine, bool *last, double *bytes)
+{
+    crec_t r;
+    int fd = coord_open(h);
+    *last = true;
+    *bytes = mine;
+    if (fd < 0)
+        return -1;
+    coord_read(fd, &r);
+    if (r.pid == pid) {
+        r.count--;
+        if (mine < 0)
+            r.unknown = 1;
+        else
+            r.bytes += mine;
+        *last = r.count <= 0;
+        *bytes = r.unknown ? -1 : r.bytes;
+        if (*last)
+            r = (crec_t){ 0, 0, 0, 0 };
+        coord_write(fd, &r);
+    }
+    return fd;
+}
+
+/* ------------------------------------------------------------------ requests */
+static const char *phase_state(json_t *ph)
+{
+    const char *s = json_string_value(json_object_get(ph, "state"));
+    return s ? s : "";
+}
+
+static bool state_closed(const char *s)
+{
+    return !strcmp(s, "finished") || !strcmp(s, "cancelled") || !strcmp(s, "expired");
+}
+
+static void grant_from_phase(harmonia_t *h, json_t *ph, harmonia_grant_t *g)
+{
+    json_t *gr = json_object_get(ph, "grant"), *nodes, *v;
+    size_t i;
+    const char *s;
+
+    g->phase_id = (uint64_t)json_integer_value(json_object_get(ph, "id"));
+    g->gated = 1;
+    if (json_is_number(json_object_get(ph, "requested")))
+        g->requested = json_number_value(json_object_get(ph, "requested"));
+    if (!json_is_object(gr))
+        return;
+    if (json_is_number(json_object_get(gr, "start")))
+        g->start = json_number_value(json_object_get(gr, "start"));
+    g->bandwidth = json_number_value(json_object_get(gr, "bandwidth"));
+    g->share = json_number_value(json_object_get(gr, "share"));
+    g->rate = g->bandwidth > 0 ? g->bandwidth / h->ntasks : 0;
+    if ((s = json_string_value(json_object_get(gr, "path"))))
+        snprintf(g->path, sizeof(g->path), "%s", s);
+    if ((s = json_string_value(json_object_get(gr, "target"))))
+        snprintf(g->target, sizeof(g->target), "%s", s);
+    nodes = json_object_get(gr, "nodes");
+    g->nnodes = 0;
+    json_array_foreach(nodes, i, v) {
+        if (!(s = json_string_value(v)))
+            continue;
+        if (g->nnodes < 16)
+            snprintf(g->nodes[g->nnodes], sizeof(g->nodes[0]), "%s", s);
+        g->nnodes++;
+    }
+}
+
+static int post_phase(harmonia_t *h, acq_t *a, double wait, json_t **resp, hm_error_t *err)
+{
+    char path[128];
+    json_t *body;
+    int st;
+
+    snprintf(path, sizeof(path), "/v1/jobs/%s/phases", h->jobid);
+    body = json_pack("{s:I s:s}", "volume",
+                     (json_int_t)(a->volume > INT64_MAX ? INT64_MAX : a->volume),
+                     "direction", harmonia_dir_name(a->dir));
+    if (!body) {
+        errno = ENOMEM;
+        return -1;
+    }
+    if (wait > 0) {
+        json_object_set_new(body, "wait", json_real(wait));
+        hm_client_set_extra_wait(h->client, (long)(wait * 1000));
+    }
+    st = hm_request(h->client, "POST", path, body, resp, err);
+    json_decref(body);
+    return st;
+}
+
+static int get_phase(harmonia_t *h, uint64_t pid, double wait, json_t **resp,
+                     hm_error_t *err)
+{
+    char path[128];
+    if (wait > 0) {
+        snprintf(path, sizeof(path), "/v1/phases/%ju?wait=%.3f", (uintmax_t)pid, wait);
+        hm_client_set_extra_wait(h->client, (long)(wait * 1000));
+    } else
+        snprintf(path, sizeof(path), "/v1/phases/%ju", (uintmax_t)pid);
+    return hm_request(h->client, "GET", path, NULL, resp, err);
+}
+
+/* The job's open phase from GET /v1/jobs/{id}: its id, or 0 if none. */
+static int get_open_phase(harmonia_t *h, uint64_t *pid, hm_error_t *err)
+{
+    char path[128];
+    json_t *resp = NULL;
+    snprintf(path, sizeof(path), "/v1/jobs/%s", h->jobid);
+    int st = hm_request(h->client, "GET", path, NULL, &resp, err);
+    *pid = 0;
+    if (st == 200) {
+        json_t *ph = json_object_get(resp, "phase");
+        if (json_is_object(ph) && !state_closed(phase_state(ph)))
+            *pid = (uint64_t)json_integer_value(json_object_get(ph, "id"));
+    }
+    json_decref(resp);
+    return st;
+}
+
+static int finish_phase(harmonia_t *h, uint64_t pid, double bytes, hm_error_t *err)
+{
+    char path[128];
+    json_t *body = NULL, *resp = NULL;
+    snprintf(path, sizeof(path), "/v1/phases/%ju/finish", (uintmax_t)pid);
+    if (bytes >= 0 && !(body = json_pack("{s:I}", "bytes", (json_int_t)bytes))) {
+        errno = ENOMEM;
+        return -1;
+    }
+    int st = hm_request(h->client, "POST", path, body, &resp, err);
+    json_decref(body);
+    json_decref(resp);
+    return st;
+}
+
+static void refused(harmonia_t *h, int st, json_t *resp)
+{
+    char ebuf[300];
+    say(h, &h->told_refused, "bbmgrd at %s refused the phase of job %s (HTTP %d%s%s); "
+        "I/O phases proceed ungated", h->url, h->jobid, st,
+        *hm_error_text(resp, ebuf, sizeof(ebuf)) ? ": " : "", ebuf);
+}
+
+/* Leave a phase this process gave up on (closed under it, or max wait passed). */
+static void drop_phase(harmonia_t *h, acq_t *a, bool cancel)
+{
+    hm_error_t err;
+    bool last = true;
+    double bytes;
+    int fd = -1;
+    if (a->counted)
+        fd = coord_leave(h, a->pid, 0, &last, &bytes);
+    if (cancel && (a->counted ? last : a->owner))
+        finish_phase(h, a->pid, 0, &err);
+    if (fd >= 0)
+        close(fd);
+    a->pid = 0;
+    a->owner = a->counted = false;
+}
+
+/*
+ * Get the phase granted.  Runs without the lock (the handle is BUSY).  Returns
+ * ACQ_GRANTED (a->phase set), ACQ_WAITING (non-blocking, a->pid queued) or
+ * ACQ_UNGATED (manager unreachable or refusing, or max wait passed).
+ */
+static int acquire(harmonia_t *h, acq_t *a)
+{
+    double now = mono(), last_ok = now;
+    int conflicts = 0;
+    hm_error_t err = { "" };
+    json_t *resp = NULL;
+    bool was_degraded = a->degraded;
+
+    if (!h->client)
+        return ACQ_UNGATED;
+    if (was_degraded && now - h->last_attempt < h->retry_interval)
+        return ACQ_UNGATED;
+    h->last_attempt = now;
+    for (;;) {
+        int st;
+        double left = h->max_wait > 0 ? a->t0 + h->max_wait - mono() : POLL_CHUNK;
+        double chunk = !a->block ? 0 : left < POLL_CHUNK ? left : POLL_CHUNK;
+
+        json_decref(resp);
+        resp = NULL;
+        if (a->block && h->max_wait > 0 && left <= 0) {
+            say(h, &h->told_max_wait, "phase of job %s not granted after %.0f s "
+                "(HARMONIA_MAX_WAIT); it proceeds ungated", h->jobid, h->max_wait);
+            if (a->pid)
+                drop_phase(h, a, true);
+            a->degraded = false;
+            return ACQ_UNGATED;
+        }
+        if (a->pid == 0) {
+            st = post_phase(h, a, chunk, &resp, &err);
+            if (st < 0)
+                goto unreachable;
+            last_ok = mono();
+            a->degraded = false;
+            if (st == 200 || st == 201) {
+                a->pid = (uint64_t)json_integer_value(json_object_get(resp, "id"));
+                a->owner = true;
+                a->counted = coord_join(h, a->pid);
+            } else if (st == 409 && ++conflicts <= 100) {
+                uint64_t pid;
+                st = get_open_phase(h, &pid, &err);
+                if (st < 0)
+                    goto unreachable;
+                if (st != 200) {
+                    refused(h, st, NULL);
+                    goto ungated;
+                }
+                if (pid == 0)
+                    continue;           /* closed meanwhile: ask again */
+                a->pid = pid;
+                a->owner = false;
+                a->counted = coord_join(h, pid);
+                /* count first, then look: a phase closed before we were counted
+                 * shows as closed below, and we ask again */
+                st = get_phase(h, pid, 0, &resp, &err);
+                if (st < 0)
+                    goto unreachable;
+            } else if (st == 503) {
+                goto busy;
+            } else {
+                refused(h, st, resp);
+                goto ungated;
+            }
+        } else {
+            st = get_phase(h, a->pid, chunk, &resp, &err);
+            if (st < 0)
+                goto unreachable;
+            last_ok = mono();
+            a->degraded = false;
+            if (st == 503)
+                goto busy;
+            if (st == 404) {
+                drop_phase(h, a, false);
+                continue;
+            }
+            if (st != 200) {
+                refused(h, st, resp);
+                goto ungated;
+            }
+        }
+        const char *s = phase_state(resp);
+        if (!strcmp(s, "granted")) {
+            a->phase = resp;
+            return ACQ_GRANTED;
+        }
+        if (state_closed(s)) {
+            drop_phase(h, a, false);
+            continue;
+        }
+        if (!a->block) {
+            json_decref(resp);
+            return ACQ_WAITING;
+        }
+        continue;
+busy:
+        /* bbmgrd stopping or munged down at its end: as unreachable */
+        snprintf(err.text, sizeof(err.text), "HTTP 503");
+unreachable:
+        if (was_degraded || mono() - last_ok >= h->fallback_wait) {
+            tell_unreachable(h, &err);
+            a->degraded = true;
+            goto ungated;
+        }
+        sleep_s(RETRY_SLEEP);
+    }
+ungated:
+    json_decref(resp);
+    return ACQ_UNGATED;
+}
+
+/* ------------------------------------------------------------------ phases */
+static void fill_ungated(harmonia_grant_t *g, double wall0, double t0)
+{
+    memset(g, 0, sizeof(*g));
+    g->requested = wall0;
+    g->start = wall();
+    g->wait = mono() - t0;
+}
+
+static int begin(harmonia_t *h, uint64_t volume, harmonia_dir_t dir, harmonia_grant_t *g,
+                 bool block)
+{
+    harmonia_grant_t dummy;
+    acq_t a = { 0 };
+    double t0 = mono(), wall0 = wall();
+    int rc;
+
+    if (!h || (unsigned)dir > HARMONIA_READWRITE) {
+        errno = EINVAL;
+        return -1;
+    }
+    if (!g)
+        g = &dummy;
+    if (h->off) {
+        fill_ungated(g, wall0, t0);
+        return 0;
+    }
+    pthread_mutex_lock(&h->lock);
+    while (h->st == ST_BUSY)
+        pthread_cond_wait(&h->cond, &h->lock);
+    if (h->st == ST_OPEN) {
+        h->users++;
+        *g = h->grant;
+        g->joined = 1;
+        g->wait = mono() - t0;
+        pthread_mutex_unlock(&h->lock);
+        return 0;
+    }
+    a.volume = volume;
+    a.dir = dir;
+    a.block = block;
+    a.degraded = h->degraded;
+    if (h->st == ST_PENDING) {
+        a.pid = h->pid;
+        a.owner = h->owner;
+        a.counted = h->counted;
+        a.t0 = h->pending_t0;
+        a.wall0 = h->pending_wall0;
+        a.volume = h->volume;
+        a.dir = h->dir;
+    } else {
+        a.t0 = t0;
+        a.wall0 = wall0;
+    }
+    h->st = ST_BUSY;
+    pthread_mutex_unlock(&h->lock);
+
+    rc = acquire(h, &a);
+
+    pthread_mutex_lock(&h->lock);
+    h->degraded = a.degraded;
+    h->pid = a.pid;
+    h->owner = a.owner;
+    h->counted = a.counted;
+    h->volume = a.volume;
+    h->dir = a.dir;
+    if (rc == ACQ_WAITING) {
+        h->st = ST_PENDING;
+        h->pending_t0 = a.t0;
+        h->pending_wall0 = a.wall0;
+        fill_ungated(g, a.wall0, t0);
+    } else {
+        h->st = ST_OPEN;
+        h->users = 1;
+        h->bytes_sum = 0;
+        h->bytes_unknown = false;
+        h->paced = 0;
+        fill_ungated(&h->grant, a.wall0, a.t0);
+        if (rc == ACQ_GRANTED) {
+            grant_from_phase(h, a.phase, &h->grant);
+            h->grant.joined = !a.owner;
+            json_decref(a.phase);
+        }
+        h->grant.wait = mono() - a.t0;
+        h->last_refresh = mono();
+        hm_tb_init(&h->tb, h->grant.rate, hm_tb_burst_for(h->grant.rate), mono());
+        *g = h->grant;
+        g->wait = mono() - t0;
+    }
+    pthread_cond_broadcast(&h->cond);
+    pthread_mutex_unlock(&h->lock);
+    return rc == ACQ_WAITING ? HARMONIA_WAIT : 0;
+}
+
+int harmonia_phase_begin(harmonia_t *h, uint64_t volume, harmonia_dir_t dir,
+                         harmonia_grant_t *grant)
+{
+    return begin(h, volume, dir, grant, true);
+}
+
+int harmonia_phase_try_begin(harmonia_t *h, uint64_t volume, harmonia_dir_t dir,
+                             harmonia_grant_t *grant)
+{
+    return begin(h, volume, dir, grant, false);
+}
+
+int harmonia_phase_end(harmonia_t *h, uint64_t bytes)
+{
+    hm_error_t err = { "" };
+    bool cancel;
+    double total;
+    uint64_t pid;
+    bool counted, owner, degraded;
+
+    if (!h) {
+        errno = EINVAL;
+        return -1;
+    }
+    if (h->off)
+        return 0;
+    pthread_mutex_lock(&h->lock);
+    while (h->st == ST_BUSY)
+        pthread_cond_wait(&h->cond, &h->lock);
+    if (h->st == ST_NONE || (h->st == ST_OPEN && h->users < 1)) {
+        pthread_mutex_unlock(&h->lock);
+        errno = EINVAL;
+        return -1;
+    }
+    cancel = h->st == ST_PENDING;
+    if (!cancel) {
+        if (bytes == HARMONIA_BYTES_VOLUME)
+            h->bytes_sum += (double)h->volume;
+        else
+            h->bytes_sum += (double)bytes;
+        if (--h->users > 0) {
+            pthread_mutex_unlock(&h->lock);
+            return 0;
+        }
+    }
+    h->st = ST_BUSY;
+    pid = h->pid;
+    counted = h->counted;
+    owner = h->owner;
+    degraded = h->degraded;
+    total = cancel ? 0 : h->bytes_sum;
+    pthread_mutex_unlock(&h->lock);
+
+    if (pid) {
+        bool last = owner;
+        int fd = -1;
+        if (counted)
+            fd = coord_leave(h, pid, total, &last, &total);
+        if (last && h->client && !degraded) {
+            int st = finish_phase(h, pid, total, &err);
+            if (st < 0) {
+                tell_unreachable(h, &err);
+                degraded = true;
+                h->last_attempt = mono();
+            }
+        }
+        if (fd >= 0)
+            close(fd);
+    }
+
+    pthread_mutex_lock(&h->lock);
+    h->degraded = degraded;
+    h->st = ST_NONE;
+    h->pid = 0;
+    h->owner = h->counted = false;
+    h->users = 0;
+    memset(&h->grant, 0, sizeof(h->grant));
+    pthread_cond_broadcast(&h->cond);
+    pthread_mutex_unlock(&h->lock);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ pacing */
+/* Re-read the phase's grant (its bandwidth follows the policy's decisions); with
+ * one process per grant, report the bytes moved so far at the same time. */
+static void refresh(harmonia_t *h)
+{
+    hm_error_t err = { "" };
+    json_t *resp = NULL, *body = NULL;
+    char path[128];
+    int st;
+
+    if (!h->client || !h->pid || h->degraded)
+        return;
+    if (h->ntasks == 1 && h->owner && h->counted) {
+        snprintf(path, sizeof(path), "/v1/phases/%ju/progress", (uintmax_t)h->pid);
+        body = json_pack("{s:I}", "bytes", (json_int_t)h->paced);
+        st = hm_request(h->client, "POST", path, body, &resp, &err);
+        json_decref(body);
+    } else
+        st = get_phase(h, h->pid, 0, &resp, &err);
+    if (st < 0) {
+        tell_unreachable(h, &err);
+        h->degraded = true;
+        h->last_attempt = mono();
+        h->grant.rate = 0;      /* the manager is gone: ungated */
+        hm_tb_set_rate(&h->tb, 0, 0, mono());
+    } else if (st == 200 && !strcmp(phase_state(resp), "granted")) {
+        harmonia_grant_t g = h->grant;
+        grant_from_phase(h, resp, &g);
+        if (g.rate != h->grant.rate)
+            hm_tb_set_rate(&h->tb, g.rate, hm_tb_burst_for(g.rate), mono());
+        h->grant.bandwidth = g.bandwidth;
+        h->grant.share = g.share;
+        h->grant.rate = g.rate;
+    }
+    json_decref(resp);
+}
+
+double harmonia_pace(harmonia_t *h, size_t bytes)
+{
+    double d, now;
+    if (!h) {
+        errno = EINVAL;
+        return -1;
+    }
+    if (h->off)
+        return 0;
+    pthread_mutex_lock(&h->lock);
+    if (h->st != ST_OPEN || !h->grant.gated) {
+        pthread_mutex_unlock(&h->lock);
+        return 0;
+    }
+    now = mono();
+    if (now - h->last_refresh >= REFRESH_INTERVAL) {
+        h->last_refresh = now;
+        refresh(h);
+        now = mono();
+    }
+    h->paced += (double)bytes;
+    d = hm_tb_take(&h->tb, (double)bytes, now);
+    pthread_mutex_unlock(&h->lock);
+    sleep_s(d);
+    return d;
+}
+
+static size_t chunk_for(harmonia_t *h)
+{
+    double rate = 0;
+    if (h && !h->off) {
+        pthread_mutex_lock(&h->lock);
+        if (h->st == ST_OPEN && h->grant.gated)
+            rate = h->grant.rate;
+        pthread_mutex_unlock(&h->lock);
+    }
+    if (rate <= 0)
+        return (size_t)64 << 20;
+    double c = rate * 0.05;
+    if (c < (1 << 20))
+        c = 1 << 20;
+    if (c > (double)(16 << 20))
+        c = 16 << 20;
+    return (size_t)c & ~(size_t)4095;
+}
+
+ssize_t harmonia_write(harmonia_t *h, int fd, const void *buf, size_t n)
+{
+    const char *p = buf;
+    size_t done = 0, chunk = chunk_for(h);
+    while (done < n) {
+        size_t len = n - done < chunk ? n - done : chunk;
+        if (h)
+            harmonia_pace(h, len);
+        size_t moved = 0;
+        while (moved < len) {
+            ssize_t w = write(fd, p + done + moved, len - moved);
+            if (w < 0) {
+                if (errno == EINTR)
+                    continue;
+                return done + moved > 0 ? (ssize_t)(done + moved) : -1;
+            }
+            moved += (size_t)w;
+        }
+        done += len;
+    }
+    return (ssize_t)done;
+}
+
+ssize_t harmonia_read(harmonia_t *h, int fd, void *buf, size_t n)
+{
+    char *p = buf;
+    size_t done = 0, chunk = chunk_for(h);
+    while (done < n) {
+        size_t len = n - done < chunk ? n - done : chunk;
+        if (h)
+            harmonia_pace(h, len);
+        size_t moved = 0;
+        while (moved < len) {
+            ssize_t r = read(fd, p + done + moved, len - moved);
+            if (r < 0) {
+                if (errno == EINTR)
+                    continue;
+                return done + moved > 0 ? (ssize_t)(done + moved) : -1;
+            }
+            if (r == 0)
+                return (ssize_t)(done + moved);
+            moved += (size_t)r;
+        }
+        done += len;
+    }
+    return (ssize_t)done;
+}
+
+/* ------------------------------------------------------------------ finalize */
+void harmonia_finalize(harmonia_t *h)
+{
+    if (!h)
+        return;
+    int saved = errno;
+    if (!h->off && (h->st == ST_OPEN || h->st == ST_PENDING)) {
+        pthread_mutex_lock(&h->lock);
+        if (h->st == ST_OPEN && h->users > 1)
+            h->users = 1;
+        pthread_mutex_unlock(&h->lock);
+        harmonia_phase_end(h, HARMONIA_BYTES_VOLUME);
+    }
+    hm_client_destroy(h->client);
+    free(h->jobid);
+    free(h->url);
+    free(h->coord_path);
+    pthread_mutex_destroy(&h->lock);
+    pthread_cond_destroy(&h->cond);
+    pthread_mutex_destroy(&h->msg_lock);
+    free(h);
+    errno = saved;
+}

@@ -1,0 +1,353 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""libharmonia for applications: harmonia-io, bbio-bench, fallback, coordination.
+
+Every test runs real programs against a real bbmgrd (MUNGE auth, private munged).
+"""
+import filecmp
+import os
+import re
+import signal
+import subprocess
+import time
+
+from conftest import (BBIO_BENCH, HARMONIA_IO, clean_env, job_env, register, run_bench)
+
+
+def phases_of(d, jobid):
+    return sorted(d.ok("GET", "/v1/jobs/%s/phases" % jobid)["phases"], key=lambda p: p["id"])
+
+
+def unreachable_lines(stderr):
+    return [line for line in stderr.splitlines() if "unreachable" in line]
+
+
+# ---------------------------------------------------------------- not under Harmonia
+def test_not_under_harmonia_is_noop(tmp_path):
+    src = tmp_path / "src"
+    src.write_bytes(os.urandom(300000))
+    env = clean_env()
+    p = subprocess.run([HARMONIA_IO, "-v", "--volume", "300KB", "--", "cp", str(src),
+                        str(tmp_path / "dst")], env=env, capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert filecmp.cmp(src, tmp_path / "dst", shallow=False)
+    assert "ungated (libharmonia off)" in p.stderr
+    assert "unreachable" not in p.stderr
+    # exit statuses are the command's
+    p = subprocess.run([HARMONIA_IO, "--volume", "1", "--", "sh", "-c", "exit 7"], env=env)
+    assert p.returncode == 7
+    p = subprocess.run([HARMONIA_IO, "--volume", "1", "--", "sh", "-c", "kill -TERM $$"],
+                       env=env)
+    assert p.returncode == 128 + signal.SIGTERM
+    p = subprocess.run([HARMONIA_IO, "--volume", "1", "--", "/nonexistent/cmd"], env=env,
+                       capture_output=True, text=True)
+    assert p.returncode == 127 and "No such file" in p.stderr
+    p = subprocess.run([HARMONIA_IO, "--", "true"], env=env, capture_output=True, text=True)
+    assert p.returncode == 2 and "--volume is required" in p.stderr
+    js, err = run_bench(["--phases", "2", "--volume", "1MiB", "--dir", str(tmp_path)], env)
+    assert js["harmonia"]["mode"] == "off" and err == ""
+    assert not any(p["gated"] for p in js["phase"])
+    assert os.listdir(tmp_path) == ["src", "dst"] or sorted(os.listdir(tmp_path)) == ["dst", "src"]
+
+
+# ---------------------------------------------------------------- harmonia-io
+def test_harmonia_io_cp_is_one_phase(job, tmp_path):
+    d, jobid = job
+    src = tmp_path / "in.dat"
+    src.write_bytes(os.urandom(3 << 20))
+    p = subprocess.run([HARMONIA_IO, "-v", "--volume", "3MiB", "--", "cp", str(src),
+                        str(tmp_path / "out.dat")], env=job_env(d, jobid),
+                       capture_output=True, text=True, timeout=30)
+    assert p.returncode == 0, p.stderr
+    assert filecmp.cmp(src, tmp_path / "out.dat", shallow=False)
+    assert re.search(r"phase \d+ \(write, 3.00 MiB\) granted after", p.stderr), p.stderr
+    ph = phases_of(d, jobid)
+    assert len(ph) == 1
+    assert ph[0]["state"] == "finished" and ph[0]["granted"] is not None
+    assert ph[0]["volume"] == 3 << 20 and ph[0]["bytes"] == 3 << 20
+    assert ph[0]["direction"] == "write"
+    assert d.ok("GET", "/v1/jobs/%s" % jobid)["phase"] is None
+    # the command's failure is the exit status, and the phase is still ended
+    p = subprocess.run([HARMONIA_IO, "--volume", "1MiB", "--direction", "read", "--",
+                        "sh", "-c", "exit 3"], env=job_env(d, jobid), timeout=30)
+    assert p.returncode == 3
+    ph = phases_of(d, jobid)
+    assert len(ph) == 2 and ph[1]["state"] == "finished" and ph[1]["direction"] == "read"
+
+
+def test_phase_start_is_gated(make_daemon, tmp_path):
+    """fcfs: a second job's phase waits until the first job's phase ends."""
+    one_node = [{"names": "bb1", "capacity": "1TiB", "bandwidth": "1 GB/s", "device": "nvme",
+                 "mount": "/mnt/bb", "pool": "nvme"}]
+    d = make_daemon(policy={"id": "fcfs"}, nodes=one_node, pools=[{"name": "nvme"}],
+                    platform={"node_bandwidth": "1 GB/s", "pfs_bandwidth": "1 GB/s"})
+    register(d, "ja", uid=os.getuid(), nodes=1)
+    register(d, "jb", uid=os.getuid(), nodes=1)
+    a = subprocess.Popen([HARMONIA_IO, "--volume", "10GB", "--", "sleep", "1.5"],
+                         env=job_env(d, "ja"))
+    try:
+        for _ in range(200):
+            ph = phases_of(d, "ja")
+            if ph and ph[0]["state"] == "granted":
+                break
+            time.sleep(0.02)
+        else:
+            raise AssertionError("job ja never granted")
+        t0 = time.time()
+        p = subprocess.run([HARMONIA_IO, "-v", "--volume", "1GB", "--", "true"],
+                           env=job_env(d, "jb"), capture_output=True, text=True, timeout=30)
+        waited = time.time() - t0
+        assert p.returncode == 0, p.stderr
+        m = re.search(r"granted after ([0-9.]+) s", p.stderr)
+        assert m and float(m.group(1)) > 0.8, p.stderr
+        assert waited > 0.8
+    finally:
+        assert a.wait(timeout=30) == 0
+    pa, pb = phases_of(d, "ja")[0], phases_of(d, "jb")[0]
+    assert pb["granted"] >= pa["finished"] - 0.01, (pa, pb)
+
+
+# ---------------------------------------------------------------- bbio-bench
+def test_bbio_bench_json_and_pacing(make_daemon, tmp_path):
+    d = make_daemon(platform={"node_bandwidth": "40 MB/s", "pfs_bandwidth": "80 MB/s"})
+    register(d, "bench", uid=os.getuid(), nodes=1)
+    js, err = run_bench(["--phases", "3", "--volume", "8MB", "--profile", "balanced",
+                         "--bandwidth", "80 MB/s", "--dir", str(tmp_path)],
+                        job_env(d, "bench"))
+    assert err == ""
+    for key in ("program", "profile", "phases", "volume", "compute_per_phase", "direction",
+                "direct", "fsync", "dir", "harmonia", "phase", "totals"):
+        assert key in js
+    assert js["profile"] == "balanced" and js["phases"] == 3
+    assert abs(js["compute_per_phase"] - 0.1) < 1e-9
+    assert js["harmonia"]["mode"] == "managed" and js["harmonia"]["gated_phases"] == 3
+    assert len(js["phase"]) == 3
+    for p in js["phase"]:
+        for key in ("phase", "compute", "wait", "io", "end", "total", "bytes", "bandwidth",
+                    "gated", "phase_id", "granted_bandwidth", "stall"):
+            assert key in p
+        assert p["gated"] and p["bytes"] == 8000000
+        assert p["compute"] >= 0.1
+        # paced at the granted 40 MB/s: 8 MB take >= 0.2 s minus the 50 ms burst
+        assert p["granted_bandwidth"] == 40e6
+        assert p["io"] >= 0.14 and p["bandwidth"] < 60e6
+    t = js["totals"]
+    for key in ("run_time", "compute_time", "wait_time", "io_time", "stall_time", "bytes",
+                "bandwidth", "effective_bandwidth", "rho"):
+        assert key in t
+    assert t["bytes"] == 24e6 and t["run_time"] >= t["compute_time"] + t["io_time"]
+    ph = phases_of(d, "bench")
+    assert [p["id"] for p in ph] == [p["phase_id"] for p in js["phase"]]
+    assert all(p["state"] == "finished" and p["bytes"] == 8e6 for p in ph)
+    assert os.listdir(tmp_path) == []
+    # the other profiles and a read run
+    js, _ = run_bench(["--phases", "1", "--volume", "1MB", "--profile", "only-io",
+                       "--dir", str(tmp_path)], job_env(d, "bench"))
+    assert js["compute_per_phase"] == 0
+    js, _ = run_bench(["--phases", "2", "--volume", "2MB", "--w-iter", "0.2",
+                       "--bandwidth", "20 MB/s", "--direction", "read",
+                       "--dir", str(tmp_path)], job_env(d, "bench"))
+    assert js["profile"] == "w_iter" and abs(js["compute_per_phase"] - 0.1) < 1e-9
+    assert js["direction"] == "read" and js["totals"]["bytes"] == 4e6
+    assert phases_of(d, "bench")[-1]["direction"] == "read"
+
+
+# ---------------------------------------------------------------- fallback
+def test_fallback_bbmgrd_killed_mid_job(job, tmp_path):
+    """bbmgrd SIGKILLed while the job runs: the job completes, one line on stderr."""
+    d, jobid = job
+    env = job_env(d, jobid, HARMONIA_FALLBACK_WAIT=1)
+    t0 = time.time()
+    p = subprocess.Popen([BBIO_BENCH, "--phases", "10", "--volume", "1MiB", "--compute",
+                          "0.2", "--dir", str(tmp_path)], env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        for _ in range(500):
+            if len([x for x in phases_of(d, jobid) if x["state"] == "finished"]) >= 3:
+                break
+            time.sleep(0.01)
+        else:
+            raise AssertionError("no phase finished")
+        d.kill(signal.SIGKILL)
+        out, err = p.communicate(timeout=30)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    elapsed = time.time() - t0
+    assert p.returncode == 0, err
+    assert len(unreachable_lines(err)) == 1, err
+    line = unreachable_lines(err)[0]
+    assert line.startswith("harmonia: bbmgrd unreachable at http://127.0.0.1:%d (" % d.port)
+    assert line.endswith("); I/O phases proceed ungated")
+    import json
+    js = json.loads(out)
+    gated = [x["gated"] for x in js["phase"]]
+    assert len(gated) == 10 and gated[0] and not gated[-1]
+    assert js["harmonia"]["mode"] == "fallback"
+    # 10 x 0.2 s of compute, at most one fallback wait (1 s) and change
+    assert elapsed < 2.0 + 1.0 + 3.0, elapsed
+
+
+def test_fallback_unreachable_from_start(tmp_path, munge):
+    from conftest import daemon_fixtures
+    port = daemon_fixtures.free_port()
+    env = clean_env()
+    env.update(HARMONIA_URL="http://127.0.0.1:%d" % port, HARMONIA_JOBID="nojob",
+               HARMONIA_MUNGE_SOCKET=munge.socket, HARMONIA_FALLBACK_WAIT="0.5")
+    t0 = time.time()
+    js, err = run_bench(["--phases", "4", "--volume", "1MiB", "--profile", "only-io",
+                         "--dir", str(tmp_path)], env)
+    assert time.time() - t0 < 3
+    assert len(unreachable_lines(err)) == 1, err
+    assert js["harmonia"]["mode"] == "fallback"
+    assert not any(x["gated"] for x in js["phase"])
+    # harmonia-io too, with the command's status
+    p = subprocess.run([HARMONIA_IO, "--volume", "1MiB", "--", "sh", "-c", "exit 5"],
+                       env=env, capture_output=True, text=True, timeout=10)
+    assert p.returncode == 5 and len(unreachable_lines(p.stderr)) == 1
+
+
+def test_refused_phase_proceeds(daemon, tmp_path):
+    """A job bbmgrd does not know (404): phases proceed, one line says why."""
+    js, err = run_bench(["--phases", "3", "--volume", "1MiB", "--profile", "only-io",
+                         "--dir", str(tmp_path)], job_env(daemon, "unknown-job"))
+    lines = [x for x in err.splitlines() if x.startswith("harmonia:")]
+    assert len(lines) == 1 and "refused" in lines[0] and "HTTP 404" in lines[0], err
+    assert not any(x["gated"] for x in js["phase"])
+
+
+# ---------------------------------------------------------------- coordination
+def test_processes_of_a_job_share_one_phase(make_daemon, tmp_path):
+    """4 processes of one job: one open phase at a time, all proceed, bytes add up."""
+    d = make_daemon(platform={"node_bandwidth": "200 MB/s", "pfs_bandwidth": "400 MB/s"})
+    register(d, "mpi", uid=os.getuid(), nodes=1)
+    env = job_env(d, "mpi", HARMONIA_NTASKS=4)
+    procs = []
+    for rank in range(4):
+        e = dict(env, SLURM_PROCID=str(rank))
+        procs.append(subprocess.Popen(
+            [BBIO_BENCH, "--phases", "5", "--volume", "4MB", "--compute", "0.03",
+             "--dir", str(tmp_path)], env=e, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True))
+    import json
+    results = []
+    for p in procs:
+        out, err = p.communicate(timeout=60)
+        assert p.returncode == 0, err
+        assert err == "", err
+        results.append(json.loads(out))
+    assert all(x["gated"] for r in results for x in r["phase"])
+    joined = sum(x["joined"] for r in results for x in r["phase"])
+    ph = phases_of(d, "mpi")
+    assert all(x["state"] == "finished" for x in ph)
+    # one open phase at a time: each phase was asked for after the previous one ended
+    for a, b in zip(ph, ph[1:]):
+        assert b["requested"] >= a["finished"] - 1e-3, (a, b)
+    # every process-phase is in exactly one bbmgrd phase: the bytes add up
+    assert sum(x["bytes"] for x in ph) == 4 * 5 * 4e6
+    assert len(ph) + joined == 4 * 5
+    assert joined > 0       # they did share phases
+    assert d.ok("GET", "/v1/jobs/mpi")["phase"] is None
+
+
+# ---------------------------------------------------------------- the C API itself
+def libharmonia():
+    """libharmonia.so through ctypes (the calls release the GIL: threads are real)."""
+    import ctypes
+    from conftest import LIBDIR
+    lib = ctypes.CDLL(os.path.join(LIBDIR, ".libs", "libharmonia.so"))
+    lib.harmonia_init.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p]
+    for f in ("harmonia_phase_begin", "harmonia_phase_try_begin"):
+        getattr(lib, f).argtypes = [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_int,
+                                    ctypes.c_void_p]
+    lib.harmonia_phase_end.argtypes = [ctypes.c_void_p, ctypes.c_uint64]
+    lib.harmonia_finalize.argtypes = [ctypes.c_void_p]
+    lib.harmonia_mode.argtypes = [ctypes.c_void_p]
+    return lib
+
+
+def grant_buf():
+    import ctypes
+    return ctypes.create_string_buffer(8192)
+
+
+def grant_fields(buf):
+    import struct
+    phase_id, gated, joined = struct.unpack_from("<Qii", buf.raw, 0)
+    return phase_id, gated, joined
+
+
+def test_try_begin_and_threads(make_daemon, monkeypatch):
+    """Non-blocking begin waits behind another job (fcfs) then starts; a queued
+    phase is cancelled by end; threads of one process share the process's phase."""
+    import ctypes
+    import threading
+    one_node = [{"names": "bb1", "capacity": "1TiB", "bandwidth": "1 GB/s", "device": "nvme",
+                 "mount": "/mnt/bb", "pool": "nvme"}]
+    d = make_daemon(policy={"id": "fcfs"}, nodes=one_node, pools=[{"name": "nvme"}],
+                    platform={"node_bandwidth": "1 GB/s", "pfs_bandwidth": "1 GB/s"})
+    register(d, "holder", uid=os.getuid(), nodes=1)
+    register(d, "capi", uid=os.getuid(), nodes=1)
+    for k, v in job_env(d, "capi").items():
+        if k.startswith("HARMONIA_"):
+            monkeypatch.setenv(k, v)
+    lib = libharmonia()
+    h = ctypes.c_void_p()
+    assert lib.harmonia_init(ctypes.byref(h), None) == 0
+    assert lib.harmonia_mode(h) == 1                    # managed
+    g = grant_buf()
+    hold = subprocess.Popen([HARMONIA_IO, "--volume", "10GB", "--", "sleep", "1"],
+                            env=job_env(d, "holder"))
+    try:
+        for _ in range(200):
+            ph = phases_of(d, "holder")
+            if ph and ph[0]["state"] == "granted":
+                break
+            time.sleep(0.02)
+        # queued, then cancelled by end
+        assert lib.harmonia_phase_try_begin(h, 1 << 30, 0, g) == 1      # HARMONIA_WAIT
+        assert phases_of(d, "capi")[-1]["state"] == "waiting"
+        assert lib.harmonia_phase_end(h, 0) == 0
+        assert phases_of(d, "capi")[-1]["state"] == "cancelled"
+        # queued, polled until it may start
+        assert lib.harmonia_phase_try_begin(h, 1 << 30, 0, g) == 1
+        t0 = time.time()
+        while lib.harmonia_phase_try_begin(h, 1 << 30, 0, g) == 1:
+            assert time.time() - t0 < 10
+            time.sleep(0.05)
+        pid, gated, joined = grant_fields(g)
+        assert gated == 1 and joined == 0 and pid == phases_of(d, "capi")[-1]["id"]
+        assert hold.poll() is not None or phases_of(d, "holder")[0]["state"] == "finished"
+        assert lib.harmonia_phase_end(h, 1 << 30) == 0
+    finally:
+        hold.wait(timeout=30)
+    assert phases_of(d, "capi")[-1]["state"] == "finished"
+
+    # 4 threads, 3 rounds each, one handle: each round of overlapping threads is
+    # one phase at bbmgrd; every begin/end pair is balanced
+    before = len(phases_of(d, "capi"))
+    errors = []
+    barrier = threading.Barrier(4)
+
+    def worker():
+        try:
+            for _ in range(3):
+                barrier.wait()
+                gb = grant_buf()
+                assert lib.harmonia_phase_begin(h, 1 << 20, 0, gb) == 0
+                assert grant_fields(gb)[1] == 1
+                time.sleep(0.05)
+                assert lib.harmonia_phase_end(h, 1 << 20) == 0
+        except Exception as e:          # noqa: BLE001 - reported below
+            errors.append(e)
+    ts = [threading.Thread(target=worker) for _ in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(timeout=30)
+    assert not errors, errors
+    ph = phases_of(d, "capi")[before:]
+    assert 3 <= len(ph) <= 12 and all(p["state"] == "finished" for p in ph)
+    assert sum(p["bytes"] for p in ph) == 12 * (1 << 20)
+    assert lib.harmonia_phase_end(h, 0) == -1           # no phase: EINVAL
+    lib.harmonia_finalize(h)
