@@ -76,6 +76,7 @@ def test_allocation_environment_and_teardown(cluster):
     # capacity 10GiB on nodes=2 over-provisioned by 1.5 -> 3 nodes
     assert len(nodes) == 3 and len(set(nodes)) == 3
     assert env["HARMONIA_BB"].endswith("/" + jobid)
+    assert env["HARMONIA_MUNGE_SOCKET"] == cluster.munge_socket
     # teardown: the job ended in bbmgrd and its space is free again
     wait_for(lambda: ended(cluster, jobid), what="job ended in bbmgrd")
     assert cluster.job(jobid)["BurstBufferState"] == "complete"

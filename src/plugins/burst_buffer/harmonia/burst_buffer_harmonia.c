@@ -1503,6 +1503,10 @@ extern int bb_p_job_begin(job_record_t *job_ptr)
 	if (!conf.configured)
 		goto out;
 	_env_add(job_ptr, "HARMONIA_URL", conf.job_url);
+	/* a site whose munged is not at libmunge's default socket (MungeSocket in
+	 * harmonia.conf, or slurm.conf AuthInfo) tells its jobs where it is */
+	if (conf.munge_socket)
+		_env_add(job_ptr, "HARMONIA_MUNGE_SOCKET", conf.munge_socket);
 	h = _hjob_get(job_ptr);
 	_env_add(job_ptr, "HARMONIA_BB", h->bb_path);
 	_env_add(job_ptr, "HARMONIA_BB_NODES", h->bb_nodes);
@@ -1641,20 +1645,44 @@ extern int bb_p_run_script(char *func, uint32_t job_id, uint32_t argc,
 	return SLURM_ERROR;
 }
 
-/* "#BB_HARMONIA jobbuffer capacity=..." -> "<bb TRES id>=<MB>" */
+/*
+ * A reservation's BurstBuffer= (the only caller, reservation.c) -> "<bb TRES
+ * id>=<MB>".  Either Slurm's documented form, comma-separated
+ * "[plugin:]#[units]" ("harmonia:10G", "100GB"; other plugins' tokens and node
+ * counts are not our capacity), as the lua and datawarp plugins read it, or
+ * "#BB_HARMONIA jobbuffer capacity=..." directives.
+ */
 extern char *bb_p_xlate_bb_2_tres_str(char *burst_buffer)
 {
 	hbb_request_t req;
 	hu_error_t err;
-	char *tres = NULL;
+	char *tres = NULL, *tmp, *tok, *save = NULL;
+	uint64_t mb = 0, size;
 
 	if (!burst_buffer || bb_state.tres_id < 1)
 		return NULL;
-	if (_parse_job_bb(burst_buffer, &req, &err) < 0)
-		return NULL;
-	if (req.has_buffer)
-		xstrfmtcat(tres, "%d=%"PRIu64, bb_state.tres_id,
-			   req.capacity / (1024 * 1024));
-	hbb_request_free(&req);
+	if (hbb_has_directives(burst_buffer, true)) {
+		if (_parse_job_bb(burst_buffer, &req, &err) < 0)
+			return NULL;
+		if (req.has_buffer)
+			mb = req.capacity / (1024 * 1024);
+		hbb_request_free(&req);
+	} else {
+		tmp = xstrdup(burst_buffer);
+		for (tok = strtok_r(tmp, ",", &save); tok;
+		     tok = strtok_r(NULL, ",", &save)) {
+			if (strchr(tok, ':')) {
+				if (xstrncmp(tok, "harmonia:", 9))
+					continue;
+				tok += 9;
+			}
+			size = bb_get_size_num(tok, 1);
+			if (!(size & BB_SIZE_IN_NODES))
+				mb += (size + (1024 * 1024) - 1) / (1024 * 1024);
+		}
+		xfree(tmp);
+	}
+	if (mb)
+		xstrfmtcat(tres, "%d=%"PRIu64, bb_state.tres_id, mb);
 	return tres;
 }
