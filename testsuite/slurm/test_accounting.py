@@ -1,0 +1,193 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Accounting of the bb/harmonia TRES on a cluster with a real slurmdbd and a
+real MariaDB (testsuite/cluster/cluster start --accounting): burst_buffer/harmonia
+counts a job's buffer capacity in MB (bb_p_job_validate, bb_p_job_set_tres_cnt),
+so scontrol and sacct show it, association limits on it hold jobs back, and a
+reservation's BurstBuffer= is counted too (bb_p_xlate_bb_2_tres_str).
+
+The cluster is this module's own (about 2.5 s more at start than the shared one);
+the shared `cluster` fixture stays without accounting."""
+import importlib.util
+import os
+import pwd
+import shutil
+import subprocess
+import tempfile
+import time
+
+import pytest
+
+_spec = importlib.util.spec_from_file_location(
+    "harmonia_slurm_conftest", os.path.join(os.path.dirname(__file__), "conftest.py"))
+common = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(common)
+
+DONE = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT"}
+USER = pwd.getpwuid(os.getuid()).pw_name
+
+
+def script(*directives, body="true"):
+    lines = ["#!/bin/bash", "#SBATCH -N1"]
+    lines += ["#BB_HARMONIA " + d for d in directives]
+    lines.append(body)
+    return "\n".join(lines) + "\n"
+
+
+def _which(prog):
+    return shutil.which(prog, path=os.environ.get("PATH", "") + ":/usr/sbin:/sbin")
+
+
+@pytest.fixture(scope="module")
+def acct():
+    if os.environ.get("HARMONIA_SLURM_CONF"):
+        pytest.skip("needs the private cluster with --accounting")
+    if not common._have_cluster_tools():
+        pytest.skip("no slurmctld or plugins not built (configure --with-slurm-source)")
+    for prog in ("slurmdbd", "mariadbd", "mariadb-install-db"):
+        if not _which(prog):
+            pytest.skip("%s not installed (scripts/setup installs it)" % prog)
+    workdir = tempfile.mkdtemp(prefix="harmonia-acct-")
+    os.chmod(workdir, 0o755)
+    cdir = os.path.join(workdir, "cluster")
+    p = subprocess.run([common.CLUSTER, "start", cdir, "--accounting",
+                        "--builddir", common.BUILDDIR],
+                       capture_output=True, text=True, timeout=180)
+    if p.returncode != 0:
+        subprocess.run([common.CLUSTER, "stop", cdir], capture_output=True, timeout=120)
+        shutil.rmtree(workdir, ignore_errors=True)
+        raise RuntimeError("cluster start --accounting failed:\n" + p.stdout + p.stderr)
+    c = common.Cluster(os.path.join(cdir, "etc", "slurm.conf"), workdir, cdir)
+    try:
+        yield c
+    finally:
+        subprocess.run([common.CLUSTER, "stop", cdir], capture_output=True, text=True,
+                       timeout=120)
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def wait_for(pred, timeout=30, what="condition"):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        v = pred()
+        if v:
+            return v
+        time.sleep(0.3)
+    raise AssertionError("timed out waiting for " + what)
+
+
+def sacct_tres(c, jobid, *extra):
+    """(ReqTRES, AllocTRES) of the job's allocation, once slurmdbd has both (the
+    job's first record may reach it without ReqTRES; it follows within seconds)."""
+    def get():
+        p = c.run("sacct", "-j", str(jobid), "-o", "ReqTRES%80,AllocTRES%80,State",
+                  "-X", "-P", "-n", *extra, check=False)
+        line = p.stdout.strip()
+        if p.returncode != 0 or not line:
+            return None
+        req, alloc, state = line.split("|")
+        return (req, alloc) if req and alloc and state in DONE else None
+    return wait_for(get, what="sacct record of job %s" % jobid)
+
+
+def tres_dict(s):
+    return dict(kv.split("=", 1) for kv in s.split(",") if kv)
+
+
+def reason(c, jobid):
+    return c.run("squeue", "-h", "-j", str(jobid), "-o", "%T %r").stdout.strip()
+
+
+def set_limit(c, what):
+    c.run("sacctmgr", "-i", "modify", "user", "where", "name=" + USER, "set", what)
+
+
+def test_accounting_has_the_bb_tres(acct):
+    out = acct.run("sacctmgr", "-n", "-P", "show", "tres", "format=type,name,id").stdout
+    rows = [l.split("|") for l in out.splitlines()]
+    bb = [r for r in rows if r[0] == "bb"]
+    assert len(bb) == 1 and bb[0][1] == "harmonia" and int(bb[0][2]) > 1000, out
+
+
+def test_job_tres_counts_buffer_capacity_in_mb(acct):
+    rc, big, _, err = acct.sbatch(script("jobbuffer capacity=10GiB"))
+    assert rc == 0, err
+    rc, odd, _, err = acct.sbatch(script("jobbuffer capacity=1536MiB"))
+    assert rc == 0, err
+    rc, plain, _, err = acct.sbatch(script())
+    assert rc == 0, err
+    # Counted at submission already (tres_req_cnt in bb_p_job_validate).
+    assert tres_dict(acct.job(big)["TRES"])["bb/harmonia"] == "10G"
+    for j in (big, odd, plain):
+        assert acct.wait_state(j, DONE) == "COMPLETED"
+    # scontrol prints the MB count with a unit: 10240 MB is "10G", 1536 MB "1.50G".
+    assert tres_dict(acct.job(big)["TRES"])["bb/harmonia"] == "10G"
+    assert tres_dict(acct.job(odd)["TRES"])["bb/harmonia"] == "1.50G"
+    assert "bb/" not in acct.job(plain)["TRES"]
+    # sacct: requested and allocated
+    req, alloc = sacct_tres(acct, big)
+    assert tres_dict(req)["bb/harmonia"] == "10G", (req, alloc)
+    assert tres_dict(alloc)["bb/harmonia"] == "10G", alloc
+    req, alloc = sacct_tres(acct, big, "--noconvert")
+    assert tres_dict(req)["bb/harmonia"] == "10240M", req
+    assert tres_dict(alloc)["bb/harmonia"] == "10240M", alloc
+    req, alloc = sacct_tres(acct, odd, "--noconvert")
+    assert tres_dict(alloc)["bb/harmonia"] == "1536M", alloc
+    req, alloc = sacct_tres(acct, plain)
+    assert "bb/" not in req and "bb/" not in alloc, (req, alloc)
+    assert tres_dict(alloc)["cpu"] == "1"
+
+
+def _held_then_released(acct, limit, want_reason):
+    set_limit(acct, limit)
+    try:
+        rc, big, _, err = acct.sbatch(script("jobbuffer capacity=10GiB"))
+        assert rc == 0, err      # accepted: the limit holds it back, it is not refused
+        wait_for(lambda: reason(acct, big) == "PENDING " + want_reason,
+                 what="reason %s (now %r)" % (want_reason, reason(acct, big)))
+        # A request within the limit runs meanwhile (4096 MB <= 5000).
+        rc, small, _, err = acct.sbatch(script("jobbuffer capacity=4GiB"))
+        assert rc == 0, err
+        assert acct.wait_state(small, DONE) == "COMPLETED"
+        assert reason(acct, big) == "PENDING " + want_reason
+    finally:
+        set_limit(acct, limit.split("=", 1)[0] + "=bb/harmonia=-1")
+    assert acct.wait_state(big, DONE, timeout=90) == "COMPLETED"
+    _, alloc = sacct_tres(acct, big, "--noconvert")
+    assert tres_dict(alloc)["bb/harmonia"] == "10240M"
+
+
+def test_grp_tres_limit_holds_job_until_lifted(acct):
+    _held_then_released(acct, "GrpTRES=bb/harmonia=5000", "AssocGrpBB")
+
+
+def test_max_tres_per_job_limit_holds_job_until_lifted(acct):
+    _held_then_released(acct, "MaxTRESPerJob=bb/harmonia=5000", "AssocMaxBBPerJob")
+
+
+@pytest.mark.parametrize("spec,want", [
+    ("harmonia:10G", "10G"),             # Slurm's form, this plugin named (10240 MB)
+    ("100GB", "95368M"),                 # no plugin named: every plugin's; MB rounded up
+    ("1500M,harmonia:1G,lua:5G", "2524M"),   # another plugin's token is not ours
+    ("#BB_HARMONIA jobbuffer capacity=10GiB", "10G"),
+    ("harmonia:2N", None),               # node counts are no capacity
+])
+def test_reservation_burst_buffer_is_counted(acct, spec, want):
+    name = "acct%d" % (int(time.time() * 1000) % 10**8)
+    acct.run("scontrol", "create", "reservation", "ReservationName=" + name,
+             "StartTime=now", "Duration=5", "Users=" + USER, "NodeCnt=1",
+             "Flags=OVERLAP", "BurstBuffer=" + spec)
+    try:
+        out = acct.run("scontrol", "show", "reservation", name).stdout
+        tres = tres_dict([t for t in out.split() if t.startswith("TRES=")][0][5:])
+        out = wait_for(lambda: acct.run("sacctmgr", "-n", "-P", "show",
+                                        "reservation", "where", "name=" + name,
+                                        "format=tres").stdout.strip(),
+                       what="reservation %s in slurmdbd" % name)
+        db = tres_dict(out)
+    finally:
+        acct.run("scontrol", "delete", "reservation", name, check=False)
+    if want is None:
+        assert "bb/harmonia" not in tres and "bb/harmonia" not in db
+    else:
+        assert db["bb/harmonia"] == want, out
+        assert tres["bb/harmonia"] == want, tres
