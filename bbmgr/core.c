@@ -431,8 +431,16 @@ static void reschedule(core_t *c, double now)
                      "now (weight %.3g)", (uintmax_t)p->id, j->id, c->policy_id, g->weight);
         }
     }
+    c->sched_dirty = false;
+    c->nwaiting = waiting;
     bl_debug("decision: t=%.6f policy %s: %d pending, %d granted, %d waiting, %.1f us",
              now, c->policy_id, n, granted, waiting, dt * 1e6);
+}
+
+void core_settle(core_t *c)
+{
+    if (c->sched_dirty)
+        reschedule(c, core_hs_now(c));
 }
 
 /* (Re)build the scheduler from the live jobs (start, recovery, node changes). */
@@ -1160,6 +1168,8 @@ static void phase_close(core_t *c, phase_t *p, phase_state_t how, double bytes)
     double now = core_hs_now(c);
     if (j->in_sched)
         hs_phase_finish(c->sched, now, j->hs_id);
+    if (p->state == PH_WAITING && c->nwaiting > 0)
+        c->nwaiting--;
     p->state = how;
     p->finished = core_wall();
     p->bytes = bytes;
@@ -1172,8 +1182,13 @@ static void phase_close(core_t *c, phase_t *p, phase_state_t how, double bytes)
         c->n_expired++;
     }
     j->last_end = p->finished;
-    put_phase(c, p);
-    put_job(c, j);
+    /* both rows exist (queued before, in order): update them in place */
+    char *nodes = how == PH_FINISHED ? phase_nodes_str(c, p) : NULL;
+    state_put(c->st, ST_PHASE_CLOSE, "sdddsi", phase_state_name(p->state), p->finished,
+              p->bytes, p->bw, nodes, (int64_t)p->id);
+    free(nodes);
+    j->updated = core_wall();
+    state_put(c->st, ST_JOB_PROGRESS, "idds", (int64_t)j->nphases, j->bytes, j->updated, j->id);
     hmap_idel(c->phases, p->id);
     j->phase = NULL;
     uint64_t id = p->id;
@@ -1546,8 +1561,11 @@ phase_t *core_phase_request(core_t *c, job_t *j, double volume, const char *dir,
         j->first_request = wall;
     j->last_request = wall;
     c->n_requested++;
-    put_phase(c, p);
+    /* one decision covers this request and any deferred one; a granted phase's row
+     * is written by grant_phase(), a waiting one's here (same critical section) */
     reschedule(c, now);
+    if (p->state == PH_WAITING)
+        put_phase(c, p);
     return p;
 }
 
@@ -1558,8 +1576,16 @@ int core_phase_finish(core_t *c, phase_t *p, double bytes, cerr_t *e)
     if (bytes < 0)
         bytes = waiting ? 0 : p->volume;
     phase_close(c, p, waiting ? PH_CANCELLED : PH_FINISHED, bytes);
-    now = core_hs_now(c);
-    reschedule(c, now);
+    if (c->nwaiting > 0) {
+        /* the freed bandwidth may grant a waiting phase: decide now */
+        now = core_hs_now(c);
+        reschedule(c, now);
+    } else {
+        /* nothing can be granted: only the shares of granted phases change, and
+         * nobody reads them before the next decision (core_settle()) */
+        c->sched_dirty = true;
+        c->decisions_deferred++;
+    }
     return 0;
 }
 
@@ -1584,6 +1610,7 @@ static double stage_start(core_t *c, job_t *j)
     void *v;
     if (!j->alloc || j->alloc->n == 0)
         return start;
+    core_settle(c);         /* the granted phases' bandwidths */
     for (void *it = hmap_first(c->phases, &v); it; it = hmap_next(c->phases, it, &v)) {
         phase_t *p = v;
         if (p->state != PH_GRANTED || p->job == j || !p->job->alloc)
@@ -2080,7 +2107,7 @@ void core_tick(core_t *c)
     if (c->mover)
         mover_tick(c, wall);
     double now = core_hs_now(c);
-    if (nexp > 0 || hs_sched_next_event(c->sched) <= now)
+    if (nexp > 0 || c->sched_dirty || hs_sched_next_event(c->sched) <= now)
         reschedule(c, now);
     core_unlock(c);
 }
@@ -2107,9 +2134,11 @@ json_t *core_alloc_json(core_t *c, const job_t *j, const alloc_t *a, const char 
                      "nodes", nodes);
 }
 
-json_t *core_phase_json(core_t *c, phase_t *p)
+static json_t *phase_json(core_t *c, phase_t *p, bool settle)
 {
     json_t *grant = json_null();
+    if (settle && p->state == PH_GRANTED)
+        core_settle(c);     /* its bandwidth and share */
     if (p->state == PH_GRANTED) {
         json_t *nodes = json_array(), *paths = json_array();
         const alloc_t *a = p->job->alloc;
@@ -2133,6 +2162,16 @@ json_t *core_phase_json(core_t *c, phase_t *p)
                      phase_state_name(p->state), "requested", jnum(p->requested), "granted",
                      jnum(p->granted), "finished", jnum(p->finished), "bytes", p->bytes,
                      "grant", grant);
+}
+
+json_t *core_phase_json(core_t *c, phase_t *p)
+{
+    return phase_json(c, p, true);
+}
+
+json_t *core_phase_json_closing(core_t *c, phase_t *p)
+{
+    return phase_json(c, p, false);
 }
 
 json_t *core_xfer_json(core_t *c, xfer_t *x)
@@ -2220,6 +2259,7 @@ json_t *core_pbuf_json(core_t *c, pbuf_t *b)
 static void node_load(core_t *c)
 {
     void *v;
+    core_settle(c);
     for (int i = 0; i < c->nnodes; i++) {
         c->nodes[i].active = 0;
         c->nodes[i].load = 0;
@@ -2280,6 +2320,7 @@ json_t *core_schedule_json(core_t *c, double horizon)
     json_t *phases = json_array(), *xfers = json_array();
     double wall = core_wall();
     void *v;
+    core_settle(c);
     for (void *it = hmap_first(c->phases, &v); it; it = hmap_next(c->phases, it, &v)) {
         phase_t *p = v;
         double start = p->state == PH_GRANTED ? p->granted : NAN;

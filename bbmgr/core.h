@@ -179,6 +179,14 @@ struct core {
     uint64_t n_granted, n_finished, n_expired, n_requested;
     double bytes_finished, stall_seconds;
     uint64_t decisions;
+    /* Deferred decisions: an event that cannot grant anything (a phase closes
+     * while no phase waits) only marks the decision stale; it is recomputed by the
+     * next event that needs it, before anything reads a bandwidth (core_settle()),
+     * or by the next tick.  nwaiting: waiting phases as of the last decision, less
+     * those closed since (never below the truth). */
+    bool sched_dirty;
+    int nwaiting;
+    uint64_t decisions_deferred;
     uint64_t dec_hist[12];      /* decision latency buckets, see metrics.c */
     double dec_sum;
 };
@@ -244,10 +252,16 @@ int core_set_policy(core_t *c, const char *id, cerr_t *e);
  * (no w_iter hint: class 0); harmonia-priority: the priority hint; others: 1. */
 double core_job_weight(core_t *c, const job_t *j);
 
+/* Bring a deferred decision up to date (lock held); a no-op when it is. */
+void core_settle(core_t *c);
+
 /* ---- JSON views (lock held) ---- */
 json_t *core_job_json(core_t *c, job_t *j, bool detail);
 json_t *core_alloc_json(core_t *c, const job_t *j, const alloc_t *a, const char *owner_path);
 json_t *core_phase_json(core_t *c, phase_t *p);
+/* The same for a phase about to be closed: its share as of the latest decision,
+ * without bringing a deferred decision up to date first. */
+json_t *core_phase_json_closing(core_t *c, phase_t *p);
 json_t *core_xfer_json(core_t *c, xfer_t *x);
 json_t *core_pbuf_json(core_t *c, pbuf_t *b);
 json_t *core_node_json(core_t *c, int idx);

@@ -187,6 +187,10 @@ char *metrics_render(api_t *a, core_t *c, state_t *st)
     mover_metrics(&b, c);
     histogram(&b, "harmonia_decision_seconds", "Time of one scheduling decision.", dec_b, 11,
               c->dec_hist, c->dec_sum, c->decisions);
+    head(&b, "harmonia_decisions_deferred_total", "counter",
+         "Events whose decision was folded into a later one (nothing could be granted).");
+    sb_printf(&b, "harmonia_decisions_deferred_total %ju\n",
+              (uintmax_t)c->decisions_deferred);
     sb_printf(&b, "# HELP harmonia_policy_info Current policy.\n# TYPE harmonia_policy_info gauge\n"
               "harmonia_policy_info{policy=\"%s\"} 1\n", c->policy_id);
     core_unlock(c);
@@ -207,6 +211,12 @@ char *metrics_render(api_t *a, core_t *c, state_t *st)
     sb_printf(&b, "harmonia_state_statements_total %ju\n", (uintmax_t)ss.statements);
     head(&b, "harmonia_state_commit_seconds_total", "counter", "Time spent in COMMIT (fsync).");
     sb_printf(&b, "harmonia_state_commit_seconds_total %.6f\n", ss.commit_seconds);
+    head(&b, "harmonia_state_checkpoints_total", "counter",
+         "WAL checkpoints run by the writer between commits.");
+    sb_printf(&b, "harmonia_state_checkpoints_total %ju\n", (uintmax_t)ss.checkpoints);
+    head(&b, "harmonia_state_checkpoint_seconds_total", "counter",
+         "Time spent in the writer's WAL checkpoints.");
+    sb_printf(&b, "harmonia_state_checkpoint_seconds_total %.6f\n", ss.checkpoint_seconds);
     if (b.oom) {
         free(b.buf);
         return NULL;

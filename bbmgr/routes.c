@@ -534,7 +534,7 @@ static void h_phase_finish(core_t *c, hreq_t *rq, reply_t *r)
     phase_t *p = phase_for(c, rq, r, &pid);
     if (!p)
         return;
-    json_t *o = core_phase_json(c, p);
+    json_t *o = core_phase_json_closing(c, p);
     bool waiting = p->state == PH_WAITING;
     double vol = p->volume;
     if (core_phase_finish(c, p, bytes, &e) < 0) {

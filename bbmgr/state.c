@@ -69,6 +69,8 @@ static const char *const stmt_sql[] = {
 #undef X
 };
 
+static double mono(void);
+
 /* ------------------------------------------------------------------ ops */
 typedef enum { SV_NULL, SV_INT, SV_REAL, SV_TEXT } sv_type_t;
 
@@ -115,7 +117,46 @@ struct state {
     state_commit_f cb;
     void *cb_arg;
     state_stats_t stats;
+    int wal_frames;             /* frames in the WAL after the last commit (writer) */
 };
+
+/* The writer checkpoints the WAL itself once it holds this many frames (4 KiB
+ * pages: ~16 MiB), right after the commit's replies were released.  A checkpoint
+ * from another connection (state_checkpoint()) never completes under a steady
+ * stream of commits, so the WAL would grow without bound and every commit would
+ * append to it (an fdatasync of a growing file costs about twice that of a
+ * rewrite, on the bench machine: doc/performance.md).  Once a checkpoint has
+ * copied everything, the next transaction starts the WAL over from its beginning:
+ * commits rewrite the same file blocks. */
+#define STATE_CKPT_FRAMES 4096
+#define STATE_WAL_SIZE_LIMIT "67108864"     /* bytes kept after a reset (64 MiB) */
+
+static int wal_hook(void *arg, sqlite3 *db, const char *name, int frames)
+{
+    state_t *st = arg;
+    (void)db;
+    (void)name;
+    st->wal_frames = frames;
+    return SQLITE_OK;
+}
+
+/* Writer thread, no transaction open. */
+static void writer_checkpoint(state_t *st)
+{
+    int nlog = 0, nckpt = 0;
+    double t0 = mono();
+    if (sqlite3_wal_checkpoint_v2(st->db, NULL, SQLITE_CHECKPOINT_PASSIVE, &nlog, &nckpt)
+        != SQLITE_OK) {
+        bl_debug("state: checkpoint: %s", sqlite3_errmsg(st->db));
+        return;
+    }
+    pthread_mutex_lock(&st->lock);
+    st->stats.checkpoints++;
+    st->stats.checkpoint_seconds += mono() - t0;
+    pthread_mutex_unlock(&st->lock);
+    if (nckpt == nlog)
+        st->wal_frames = 0;     /* complete: the next commit restarts the WAL */
+}
 
 static void batch_clear(batch_t *b)
 {
@@ -314,6 +355,8 @@ static void *writer(void *arg)
         pthread_mutex_unlock(&st->lock);
         if (st->cb)
             st->cb(hi, ok, st->cb_arg);
+        if (ok && st->wal_frames >= STATE_CKPT_FRAMES)
+            writer_checkpoint(st);
         pthread_mutex_lock(&st->lock);
         if (!ok)
             break;      /* nothing more can be trusted: the daemon stops */
@@ -527,10 +570,13 @@ state_t *state_open(const char *dir, bool durable, hu_error_t *err)
         || exec(st->db, durable ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL",
                 err) < 0
         || exec(st->db, "PRAGMA foreign_keys=OFF", err) < 0
-        /* checkpoints run outside the commit path (state_checkpoint()) */
+        /* checkpoints run outside the commit path (writer_checkpoint(),
+         * state_checkpoint()) */
         || exec(st->db, "PRAGMA wal_autocheckpoint=0", err) < 0
+        || exec(st->db, "PRAGMA journal_size_limit=" STATE_WAL_SIZE_LIMIT, err) < 0
         || migrate(st->db, err) < 0)
         goto error;
+    sqlite3_wal_hook(st->db, wal_hook, st);
     for (int i = 0; i < ST__COUNT; i++)
         if (sqlite3_prepare_v3(st->db, stmt_sql[i], -1, SQLITE_PREPARE_PERSISTENT,
                                &st->stmts[i], NULL) != SQLITE_OK) {

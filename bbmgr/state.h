@@ -49,7 +49,12 @@
       " VALUES(?,?,?,?,?,?,?,?)") \
     X(HIST_PRUNE, "DELETE FROM history WHERE user=?1 AND job_name=?2 AND id NOT IN" \
       " (SELECT id FROM history WHERE user=?1 AND job_name=?2 ORDER BY id DESC LIMIT ?3)") \
-    X(META_PUT, "INSERT OR REPLACE INTO meta(key,value) VALUES(?,?)")
+    X(META_PUT, "INSERT OR REPLACE INTO meta(key,value) VALUES(?,?)") \
+    /* appended: the hot path of a phase's close touches one row of each table in \
+     * place (an INSERT OR REPLACE deletes and re-inserts, rewriting every index) */ \
+    X(PHASE_CLOSE, "UPDATE phases SET state=?,finished=?,bytes=?,bandwidth=?,nodes=?" \
+      " WHERE id=?") \
+    X(JOB_PROGRESS, "UPDATE jobs SET nphases=?,bytes=?,updated=? WHERE id=?")
 
 typedef enum {
 #define X(name, sql) ST_##name,
@@ -104,6 +109,8 @@ typedef struct {
     uint64_t commits;
     uint64_t statements;
     double commit_seconds;  /* total time in COMMIT */
+    uint64_t checkpoints;   /* run by the writer (WAL over STATE_CKPT_FRAMES) */
+    double checkpoint_seconds;
 } state_stats_t;
 void state_get_stats(state_t *st, state_stats_t *out);
 

@@ -5,6 +5,12 @@
 # and MUNGE on every request; RSS with 10,000 jobs and 100,000 phases in history.
 # Environment: HARMONIA_BUILDDIR; BENCH_SECONDS (default 5) per load point;
 # BENCH_THREADS (default 4) client threads; BENCH_PHASES (default 100000).
+# Besides the client's figures, each point prints the CPU seconds the daemon,
+# munged and the client used during the timed load (on a 2-core machine they share
+# the cores); the fsync latency of the state directory's disk (4 KiB rewrite +
+# fdatasync, mean/p50/p99) is measured before and after the load points: the floor
+# under a durable commit, and how busy the disk was.
+# doc/performance.md explains the figures.
 set -eu
 B=${HARMONIA_BUILDDIR:-$(cd "$(dirname "$0")/.." && pwd)}
 SECS=${BENCH_SECONDS:-5}
@@ -55,17 +61,29 @@ stop_daemon() { kill "$DPID"; wait "$DPID" 2>/dev/null || true; DPID=""; rm -rf 
 rss_kb() { awk '/^VmRSS/ {print $2}' "/proc/$DPID/status"; }
 
 URL="http://127.0.0.1:$PORT"
+cpu_s() { awk '{print $14 + $15}' "/proc/$1/stat"; }     # utime + stime, ticks
+tck=$(getconf CLK_TCK)
+# the disk: 2000 x (4 KiB rewrite + fdatasync) where the state will be
+fsync_disk() { echo "disk ($1): $("$B/bench/bench_bbmgr_load" --fsync-test "$T" --phases 2000)"; }
+fsync_disk before
 echo "bbmgrd: durable (synchronous=FULL, WAL), MUNGE credential per request, policy fairshare,"
 echo "        $(nproc) cores; client: $THREADS threads, keep-alive, ${SECS}s per point"
 echo "        op = one HTTP request (phase request or finish); rt = request -> grant -> finish"
 for N in 1 100 1000; do
     start_daemon
     th=$THREADS; [ "$N" -lt "$th" ] && th=$N
-    out=$("$B/bench/bench_bbmgr_load" --url "$URL" --jobs $N --threads $th --seconds "$SECS")
-    echo "concurrent_jobs=$N $out"
+    # register (and warm up) first, so that the CPU figures cover the load only
+    "$B/bench/bench_bbmgr_load" --url "$URL" --jobs $N --threads $th --seconds 0.2 >/dev/null
+    d0=$(cpu_s $DPID); m0=$(cpu_s $MPID)
+    out=$("$B/bench/bench_bbmgr_load" --url "$URL" --jobs $N --threads $th --seconds "$SECS" \
+          --no-register)
+    d1=$(cpu_s $DPID); m1=$(cpu_s $MPID)
+    cpu="daemon_cpu_s=$(python3 -c "print('%.2f' % (($d1 - $d0) / $tck))") munged_cpu_s=$(python3 -c "print('%.2f' % (($m1 - $m0) / $tck))")"
+    echo "concurrent_jobs=$N $out $cpu"
     eval "$(echo "$out" | tr ' ' '\n' | grep -E '^(ops_per_s|op_p99_ms|rt_p99_ms)=' | sed "s/^/R${N}_/")"
     stop_daemon
 done
+fsync_disk after
 echo "ratio ops_per_s 1000/1 jobs = $(python3 -c "print(round($R1000_ops_per_s/$R1_ops_per_s, 2))")"
 echo "ratio ops_per_s 1000/100 jobs = $(python3 -c "print(round($R1000_ops_per_s/$R100_ops_per_s, 2))")"
 echo "ratio op_p99 1000/1 jobs = $(python3 -c "print(round($R1000_op_p99_ms/$R1_op_p99_ms, 2))")"
@@ -77,8 +95,13 @@ print('target >= 5000 phase ops/s at 1000 jobs: %s (%.0f/s)' % ('met' if ok2 els
 # the same at 1,000 jobs without MUNGE: what the daemon itself costs
 AUTH=none
 start_daemon
-out=$(HARMONIA_NO_AUTH=1 "$B/bench/bench_bbmgr_load" --url "$URL" --jobs 1000 --threads $THREADS --seconds "$SECS")
-echo "auth=none concurrent_jobs=1000 $out"
+HARMONIA_NO_AUTH=1 "$B/bench/bench_bbmgr_load" --url "$URL" --jobs 1000 --threads $THREADS \
+    --seconds 0.2 >/dev/null
+d0=$(cpu_s $DPID)
+out=$(HARMONIA_NO_AUTH=1 "$B/bench/bench_bbmgr_load" --url "$URL" --jobs 1000 --threads $THREADS \
+      --seconds "$SECS" --no-register)
+d1=$(cpu_s $DPID)
+echo "auth=none concurrent_jobs=1000 $out daemon_cpu_s=$(python3 -c "print('%.2f' % (($d1 - $d0) / $tck))")"
 eval "$(echo "$out" | tr ' ' '\n' | grep -E '^(ops_per_s|op_p99_ms)=' | sed "s/^/N_/")"
 stop_daemon
 AUTH=munge

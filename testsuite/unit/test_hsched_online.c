@@ -8,6 +8,8 @@
 #include <check.h>
 #include <errno.h>
 #include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -532,6 +534,92 @@ START_TEST(test_set10_learnt)
 }
 END_TEST
 
+/* Decisions with many pending phases (the daemon's case): the ids are sorted by a
+ * radix sort and the water-filling skips its sort when the entries are in order
+ * already; the grants must not depend on the order in which the jobs came, with
+ * equal and with different caps, without and with buffer nodes. */
+static void order_run(const char *policy, bool buffers, bool equal_caps, bool shuffled,
+                      hs_grant_t *g, int *n1, int *n2)
+{
+    enum { K = 300 };
+    hs_buffer_t b[4];
+    hs_platform_t p = { .nodes = 1000, .node_bw = 1.0, .bw = 150.0 };
+    hs_policy_t pol;
+    hs_error_t err;
+    hs_sched_t *s;
+    int i;
+
+    memset(b, 0, sizeof(b));
+    for (i = 0; i < 4; i++) {
+        snprintf(b[i].name, sizeof(b[i].name), "bb%d", i);
+        b[i].capacity = 1e12;
+        b[i].bandwidth = 40.0 + i;
+    }
+    if (buffers) {
+        p.nbuffers = 4;
+        p.buffers = b;
+    }
+    ck_assert(hs_policy_parse(policy, &pol, &err) == 0);
+    ck_assert_msg((s = hs_sched_create(&p, &pol, &err)) != NULL, "%s", err.text);
+    for (i = 0; i < K; i++) {
+        int k = shuffled ? (i * 7919) % K : i;     /* 7919 is prime to K */
+        /* ids differ in several bytes, up to bit 40 */
+        uint64_t id = ((uint64_t)(k % 3) << 40) + (uint64_t)k * 65537 + 1;
+        hs_job_t j = { .id = id, .nodes = equal_caps ? 1 : 1 + k % 5, .release = 0,
+                       .w_iter = 1 + k % 7 };
+        ck_assert_msg(hs_job_arrive(s, 0, &j, &err) == 0, "%s", err.text);
+        ck_assert(hs_phase_request(s, 0, id, 10.0 + k, HS_DIR_WRITE, 1.0, &err) == 0);
+    }
+    *n1 = hs_sched_decide(s, 0, g, K);
+    ck_assert_int_eq(*n1, K);
+    for (i = 1; i < *n1; i++)
+        ck_assert(g[i - 1].id < g[i].id);
+    /* a third of the phases end, in an order that differs between the runs */
+    for (i = 0; i < K; i += 3) {
+        int k = shuffled ? (i * 7919) % K : i;
+        uint64_t id = ((uint64_t)(k % 3) << 40) + (uint64_t)k * 65537 + 1;
+        if (k % 3 == 0)
+            ck_assert(hs_phase_finish(s, 0.5, id) == 0);
+    }
+    *n2 = hs_sched_decide(s, 0.5, g + K, K);
+    for (i = 1; i < *n2; i++)
+        ck_assert(g[K + i - 1].id < g[K + i].id);
+    hs_sched_destroy(s);
+}
+
+START_TEST(test_decide_order_large)
+{
+    static const char *const pols[] = { "fairshare", "fcfs", "set10", "mindilation" };
+    static hs_grant_t a[600], b[600];
+    int pi, mode, n1, n2, m1, m2, i;
+
+    for (pi = 0; pi < 4; pi++)
+        for (mode = 0; mode < 4; mode++) {
+            bool buffers = mode & 1, equal = mode & 2;
+            order_run(pols[pi], buffers, equal, false, a, &n1, &n2);
+            order_run(pols[pi], buffers, equal, true, b, &m1, &m2);
+            ck_assert_int_eq(n1, m1);
+            ck_assert_int_eq(n2, m2);
+            for (i = 0; i < n1; i++) {
+                ck_assert(a[i].id == b[i].id);
+                ck_assert_msg(memcmp(&a[i].bw, &b[i].bw, sizeof(double)) == 0,
+                              "%s mode %d: job %ju: %.17g != %.17g", pols[pi], mode,
+                              (uintmax_t)a[i].id, a[i].bw, b[i].bw);
+                ck_assert(a[i].buffer == b[i].buffer);
+            }
+            for (i = 0; i < n2; i++) {
+                ck_assert(a[300 + i].id == b[300 + i].id);
+                ck_assert(memcmp(&a[300 + i].bw, &b[300 + i].bw, sizeof(double)) == 0);
+            }
+            if (pi == 0 && !buffers && equal) {
+                /* fairshare, equal caps (1.0 each), 300 phases on 150: 0.5 each */
+                for (i = 0; i < n1; i++)
+                    ck_assert(fabs(a[i].bw - 0.5) < EPS);
+            }
+        }
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("hsched_online");
@@ -554,6 +642,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_set_fairshare);
     tcase_add_test(tc, test_priority_sharing);
     tcase_add_test(tc, test_set10_learnt);
+    tcase_add_test(tc, test_decide_order_large);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -111,6 +111,7 @@ struct hs_sched {
 
     hs_view_t *views;       /* decision scratch */
     struct idsort { uint64_t id; size_t slot; } *ids;
+    struct idsort *ids_tmp; /* radix sort buffer (scratch_cap entries) */
     size_t scratch_cap;
 
     /* buffer tier (nbuffers > 0) */
@@ -748,7 +749,11 @@ static void waterfill(const double *cap, double *out, size_t n, double total,
         sc[i].idx = i;
         out[i] = 0;
     }
-    if (n > 1)
+    /* (key, idx) is a total order: skipping the sort when the entries are already
+     * in order (equal caps, the common case) gives the same result */
+    for (i = 1; i < n && cmp_wf_key(&sc[i - 1], &sc[i]) < 0; i++)
+        ;
+    if (i < n)
         qsort(sc, n, sizeof(*sc), cmp_wf_key);
     for (i = 0; i < n; i++) {
         double level = avail / (double)(n - i);
@@ -1346,6 +1351,7 @@ void hs_sched_destroy(hs_sched_t *s)
         free(s->pend);
         free(s->views);
         free(s->ids);
+        free(s->ids_tmp);
         free(s->buffers);
         free(s);
     }
@@ -1683,6 +1689,49 @@ static int cmp_idsort(const void *a, const void *b)
     return (x->id > y->id) - (x->id < y->id);
 }
 
+/* Sort ids[] by id (ids are unique, so every correct sort gives the same order):
+ * an LSD radix sort on the bytes that differ, O(n) per pass, instead of qsort's
+ * O(n log n) calls through a comparison function; small arrays by qsort. */
+static void sort_ids(struct idsort *ids, struct idsort *tmp, size_t n)
+{
+    uint64_t all_or = 0, all_and = ~(uint64_t)0;
+    size_t i, count[256];
+    int shift;
+
+    if (n < 2)
+        return;
+    for (i = 1; i < n && ids[i - 1].id < ids[i].id; i++)
+        ;
+    if (i == n)
+        return;                         /* already in order */
+    if (n < 64 || !tmp) {
+        qsort(ids, n, sizeof(*ids), cmp_idsort);
+        return;
+    }
+    for (i = 0; i < n; i++) {
+        all_or |= ids[i].id;
+        all_and &= ids[i].id;
+    }
+    for (shift = 0; shift < 64; shift += 8) {
+        struct idsort *t;
+        size_t sum = 0;
+        if ((((all_or ^ all_and) >> shift) & 0xff) == 0)
+            continue;                   /* this byte is the same in every id */
+        memset(count, 0, sizeof(count));
+        for (i = 0; i < n; i++)
+            count[(ids[i].id >> shift) & 0xff]++;
+        for (i = 0; i < 256; i++) {
+            size_t c = count[i];
+            count[i] = sum;
+            sum += c;
+        }
+        for (i = 0; i < n; i++)
+            tmp[count[(ids[i].id >> shift) & 0xff]++] = ids[i];
+        t = ids;                        /* copy back: ids[] is the caller's */
+        memcpy(t, tmp, n * sizeof(*t));
+    }
+}
+
 static void fill_view(const hs_sched_t *s, const struct job *j, hs_view_t *v)
 {
     double W = j->st.work + j->w_done;
@@ -1730,11 +1779,14 @@ int hs_sched_decide(hs_sched_t *s, double now, hs_grant_t *out, size_t cap)
         return -1;
     }
     if (n > s->scratch_cap) {
-        size_t c1 = s->scratch_cap, c2 = s->scratch_cap;
+        size_t c1 = s->scratch_cap, c2 = s->scratch_cap, c3 = s->scratch_cap;
         if (grow((void **)&s->views, &c1, n, sizeof(*s->views)) < 0
-            || grow((void **)&s->ids, &c2, n, sizeof(*s->ids)) < 0)
+            || grow((void **)&s->ids, &c2, n, sizeof(*s->ids)) < 0
+            || grow((void **)&s->ids_tmp, &c3, n, sizeof(*s->ids_tmp)) < 0)
             return -1;
         s->scratch_cap = c1 < c2 ? c1 : c2;
+        if (c3 < s->scratch_cap)
+            s->scratch_cap = c3;
     }
     integrate(s, now);
     nodes_sync(s);
@@ -1743,8 +1795,7 @@ int hs_sched_decide(hs_sched_t *s, double now, hs_grant_t *out, size_t cap)
         s->ids[i].slot = s->pend[i];
         s->ids[i].id = s->jobs[s->pend[i]].info.id;
     }
-    if (n > 1)
-        qsort(s->ids, n, sizeof(*s->ids), cmp_idsort);
+    sort_ids(s->ids, s->ids_tmp, n);
     for (i = 0; i < n; i++)
         fill_view(s, &s->jobs[s->ids[i].slot], &s->views[i]);
 

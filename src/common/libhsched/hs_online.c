@@ -166,7 +166,11 @@ double hs_alloc_waterfill(hs_view_t *v, const size_t *idx, const double *w, size
         sc[i].idx = idx[i];
         sc[i].key = v[idx[i]].cap / w[i];
     }
-    if (n > 1)
+    /* (key, idx) is a total order when idx[] has no duplicates: skip the sort when
+     * the entries are already in order (equal caps and weights, the common case) */
+    for (i = 1; i < n && cmp_wf(&sc[i - 1], &sc[i]) < 0; i++)
+        ;
+    if (i < n)
         qsort(sc, n, sizeof(*sc), cmp_wf);
     /* once sorted, .key holds the suffix sums of the weights (no cancellation as
      * a running "sum -= w" would have with weights of very different sizes) */
