@@ -2134,6 +2134,20 @@ json_t *core_alloc_json(core_t *c, const job_t *j, const alloc_t *a, const char 
                      "nodes", nodes);
 }
 
+/* Does a granted phase use node k of its job's allocation?  A drained node is
+ * left out while another node of the allocation is up: the phase goes to the
+ * job's other (over-provisioned, spare) nodes; with every node drained, all
+ * of them stay (the data is still there). */
+static bool phase_uses_node(const core_t *c, const alloc_t *a, int k)
+{
+    if (!c->nodes[a->v[k].node].drained)
+        return true;
+    for (int i = 0; i < a->n; i++)
+        if (!c->nodes[a->v[i].node].drained)
+            return false;
+    return true;
+}
+
 static json_t *phase_json(core_t *c, phase_t *p, bool settle)
 {
     json_t *grant = json_null();
@@ -2142,9 +2156,14 @@ static json_t *phase_json(core_t *c, phase_t *p, bool settle)
     if (p->state == PH_GRANTED) {
         json_t *nodes = json_array(), *paths = json_array();
         const alloc_t *a = p->job->alloc;
+        int buffer = p->buffer;
         for (int i = 0; a && i < a->n; i++) {
             const node_t *n = &c->nodes[a->v[i].node];
             char path[1200];
+            if (!phase_uses_node(c, a, i))
+                continue;
+            if (buffer >= 0 && buffer < c->nnodes && c->nodes[buffer].drained)
+                buffer = a->v[i].node;  /* the scheduler's pick was drained */
             snprintf(path, sizeof(path), "%s/%s", n->mount, p->job->id);
             json_array_append_new(nodes, json_string(n->name));
             json_array_append_new(paths, json_string(path));
@@ -2152,8 +2171,8 @@ static json_t *phase_json(core_t *c, phase_t *p, bool settle)
         grant = json_pack("{s:o s:o s:o s:f s:f s:s s:o}", "start", jnum(p->granted),
                           "nodes", nodes, "paths", paths, "bandwidth", p->bw, "share", p->share,
                           "target", a && a->n ? "buffer" : "pfs", "buffer",
-                          p->buffer >= 0 && p->buffer < c->nnodes
-                              ? json_string(c->nodes[p->buffer].name) : json_null());
+                          buffer >= 0 && buffer < c->nnodes
+                              ? json_string(c->nodes[buffer].name) : json_null());
         if (json_array_size(paths) > 0)
             json_object_set(grant, "path", json_array_get(paths, 0));
     }
@@ -2269,9 +2288,14 @@ static void node_load(core_t *c)
         const alloc_t *a = p->job->alloc;
         if (p->state != PH_GRANTED || !a || a->n == 0)
             continue;
+        int used = 0;
+        for (int k = 0; k < a->n; k++)
+            used += phase_uses_node(c, a, k);
         for (int k = 0; k < a->n; k++) {
+            if (!phase_uses_node(c, a, k))
+                continue;
             c->nodes[a->v[k].node].active++;
-            c->nodes[a->v[k].node].load += p->bw / a->n;
+            c->nodes[a->v[k].node].load += p->bw / used;
         }
     }
 }
@@ -2329,7 +2353,9 @@ json_t *core_schedule_json(core_t *c, double horizon)
             end = fmax(wall, p->granted + p->volume / p->bw);
         json_t *nodes = json_array();
         for (int i = 0; p->job->alloc && i < p->job->alloc->n; i++)
-            json_array_append_new(nodes, json_string(c->nodes[p->job->alloc->v[i].node].name));
+            if (p->state != PH_GRANTED || phase_uses_node(c, p->job->alloc, i))
+                json_array_append_new(nodes,
+                                      json_string(c->nodes[p->job->alloc->v[i].node].name));
         json_array_append_new(phases, json_pack("{s:I s:s s:s s:s s:f s:o s:o s:f s:f s:o}",
                               "id", (json_int_t)p->id, "job", p->job->id, "user",
                               p->job->user ? p->job->user : "", "state",

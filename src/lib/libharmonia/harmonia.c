@@ -586,6 +586,8 @@ static int acquire(harmonia_t *h, acq_t *a)
                 a->counted = coord_join(h, pid);
                 /* count first, then look: a phase closed before we were counted
                  * shows as closed below, and we ask again */
+                json_decref(resp);      /* the 409 body */
+                resp = NULL;
                 st = get_phase(h, pid, 0, &resp, &err);
                 if (st < 0)
                     goto unreachable;

@@ -446,14 +446,60 @@ static step_rc_t _step_alloc(hm_client_t *cli, work_t *w)
 	return STEP_NEXT;
 }
 
+/*
+ * The plugin calls bbmgrd as an administrator, which may attach or destroy any
+ * persistent buffer: apply the owner rule (doc/api.md, as Slurm's datawarp
+ * plugin) for the job's user here.  STEP_NEXT: the user may act on the buffer
+ * (or it does not exist); STEP_AGAIN; STEP_FAIL with w->msg set.
+ */
+static step_rc_t _check_owner(hm_client_t *cli, work_t *w, const char *name)
+{
+	json_t *resp = NULL;
+	char path[160], *owner;
+	uint32_t uid;
+	int st;
+
+	if ((w->user_id == 0) || (w->user_id == slurm_conf.slurm_user_id))
+		return STEP_NEXT;
+	snprintf(path, sizeof(path), "/v1/persistent/%s", name);
+	st = _call(cli, "GET", path, NULL, &resp, &w->msg);
+	if (st == 404) {
+		json_decref(resp);
+		xfree(w->msg);
+		return STEP_NEXT;
+	}
+	if (st < 0 || st >= 400) {
+		json_decref(resp);
+		return st >= 400 && st < 500 ? STEP_FAIL : STEP_AGAIN;
+	}
+	uid = json_integer_value(json_object_get(resp, "uid"));
+	json_decref(resp);
+	if (uid == w->user_id)
+		return STEP_NEXT;
+	owner = uid_to_string_or_null(uid);
+	xfree(w->msg);
+	if (owner)
+		w->msg = xstrdup_printf("persistent buffer '%s' belongs to another user (%s)",
+					name, owner);
+	else
+		w->msg = xstrdup_printf("persistent buffer '%s' belongs to another user (uid %u)",
+					name, uid);
+	xfree(owner);
+	return STEP_FAIL;
+}
+
 static step_rc_t _step_persistent(hm_client_t *cli, work_t *w)
 {
 	for (int i = 0; i < w->req.npersist; i++) {
 		hbb_persist_t *p = &w->req.persist[i];
 		json_t *body = NULL, *resp = NULL, *nodes;
 		char path[160];
+		step_rc_t rc;
 		int st;
 
+		if ((p->op == HBB_PERSIST_USE || p->op == HBB_PERSIST_DESTROY) &&
+		    ((rc = _check_owner(cli, w, p->name)) != STEP_NEXT))
+			return rc;
 		if (p->op == HBB_PERSIST_CREATE) {
 			body = json_pack("{s:s s:f s:i s:i}", "name", p->name,
 					 "capacity", (double) p->capacity,
@@ -627,10 +673,18 @@ static step_rc_t _step_destroy_persistent(hm_client_t *cli, work_t *w)
 	for (int i = 0; i < w->req.npersist; i++) {
 		hbb_persist_t *p = &w->req.persist[i];
 		char path[128];
+		step_rc_t rc;
 		int st;
 
 		if (p->op != HBB_PERSIST_DESTROY)
 			continue;
+		if ((rc = _check_owner(cli, w, p->name)) == STEP_AGAIN)
+			return rc;
+		if (rc == STEP_FAIL) {	/* another user's buffer: kept */
+			error("%s: JobId=%u: destroy_persistent: %s",
+			      plugin_type, w->job_id, w->msg);
+			continue;
+		}
 		snprintf(path, sizeof(path), "/v1/persistent/%s", p->name);
 		st = _call(cli, "DELETE", path, NULL, NULL, &w->msg);
 		if (st < 0 || st >= 500)

@@ -1,0 +1,642 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""More of the life cycle of jobs with buffers on the real cluster and bbmgrd:
+real directory trees staged in and out and checked byte for byte as a non-root
+user, slurmctld restarted during stage-in and stage-out, bbmgrd down at submit
+and at stage-out, cancel during stage-in and stage-out, persistent buffers of
+two users, stage-in timing against a granted phase (injected timing), a buffer
+node drained under a running job, and 'scontrol show burst'.
+
+The mover is slowed (mover.max_rate in the cluster's bbmgr.yaml, restored
+afterwards) wherever a test needs a stage-in or stage-out to last a few seconds."""
+import contextlib
+import hashlib
+import json
+import os
+import pwd
+import shutil
+import stat
+import subprocess
+import time
+
+import pytest
+
+DONE = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT"}
+USERS = ("hmtest1", "hmtest2")
+BIG = 3 * 1024 * 1024 + 12345      # the "few MiB" file of the input tree
+
+
+def script(*directives, body="hostname"):
+    lines = ["#!/bin/bash", "#SBATCH -N1"]
+    lines += ["#BB_HARMONIA " + d for d in directives]
+    lines.append(body)
+    return "\n".join(lines) + "\n"
+
+
+@pytest.fixture(autouse=True)
+def need_bbmgrd(cluster):
+    if not cluster.bbmgr_url or not cluster.cdir:
+        pytest.skip("needs the private cluster with bbmgrd")
+
+
+def wait_for(pred, timeout=30, what="condition", interval=0.2):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        v = pred()
+        if v:
+            return v
+        time.sleep(interval)
+    raise AssertionError("timed out waiting for " + what)
+
+
+# ------------------------------------------------------------------ helpers
+
+def api(cluster, method, path, body=None, check=True):
+    """One request to bbmgrd as root (an administrator), MUNGE-authenticated;
+    returns (status, parsed JSON)."""
+    cred = subprocess.run(["munge", "-n", "-s", "%s %s" % (method, path), "-S",
+                           cluster.munge_socket], capture_output=True, text=True,
+                          check=True, timeout=10).stdout.strip()
+    cmd = ["curl", "-s", "-o", "-", "-w", "\n%{http_code}", "-X", method,
+           "--unix-socket", cluster.bbmgr_url[len("unix:"):],
+           "http://localhost" + path, "-H", "Authorization: MUNGE " + cred]
+    if body is not None:
+        cmd += ["-H", "Content-Type: application/json", "-d", json.dumps(body)]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+    text, _, code = p.stdout.rpartition("\n")
+    code = int(code or 0)
+    if check and not 200 <= code < 300:
+        raise AssertionError("%s %s: %d %s" % (method, path, code, text))
+    try:
+        return code, json.loads(text)
+    except ValueError:
+        return code, text
+
+
+def bbmgr_job(cluster, jobid):
+    j = cluster.bbmgr("job", str(jobid), check=False)
+    return j if isinstance(j, dict) else None
+
+
+def ended(cluster, jobid):
+    j = bbmgr_job(cluster, jobid)
+    return j is None or j.get("state") == "ended"
+
+
+def stage(cluster, jobid, kind):
+    """bbmgrd's stage_in/stage_out of a job (None once the job is forgotten)."""
+    code, o = api(cluster, "GET", "/v1/jobs/%s/%s" % (jobid, kind), check=False)
+    return o if code == 200 else None
+
+
+def reason(cluster, jobid):
+    return cluster.run("squeue", "-h", "-t", "all", "-j", str(jobid),
+                       "-o", "%r").stdout.strip()
+
+
+def pool_used(cluster):
+    return sum(p["used"] for p in cluster.bbmgr("pools")["pools"])
+
+
+def quiet_bbmgrd(cluster):
+    """No job left in bbmgrd from earlier tests (they end asynchronously)."""
+    wait_for(lambda: not cluster.bbmgr("jobs")["jobs"], timeout=30,
+             what="bbmgrd without jobs")
+
+
+def buffer_dirs(cluster, jobid):
+    bb = os.path.join(cluster.cdir, "bb")
+    return [os.path.join(bb, n, str(jobid)) for n in os.listdir(bb)
+            if os.path.exists(os.path.join(bb, n, str(jobid)))]
+
+
+@contextlib.contextmanager
+def slow_mover(cluster, rate="1 MB/s", chunk="256KiB"):
+    """bbmgrd restarted with its mover capped at 'rate'; restored afterwards."""
+    path = os.path.join(cluster.cdir, "etc", "bbmgr.yaml")
+    with open(path) as f:
+        orig = f.read()
+    assert "\nmover:" not in orig
+    cluster.control("bbmgrd-stop")
+    try:
+        with open(path, "w") as f:
+            f.write(orig + "mover:\n  max_rate: %s\n  chunk: %s\n" % (rate, chunk))
+        cluster.control("bbmgrd-start")
+        yield
+    finally:
+        cluster.control("bbmgrd-stop")
+        with open(path, "w") as f:
+            f.write(orig)
+        cluster.control("bbmgrd-start")
+
+
+def make_tree(root, owner=None, big=BIG):
+    """A tree with nested directories, one file of a few MiB, several modes."""
+    files = {
+        "a.txt": (b"hello harmonia\n" * 10, 0o644),
+        "big.bin": (os.urandom(big), 0o640),
+        "sub/b.dat": (os.urandom(70000), 0o600),
+        "sub/deeper/c.sh": (b"#!/bin/sh\necho c\n", 0o755),
+        "sub/deeper/empty": (b"", 0o444),
+        "other/d.txt": (b"d" * 4097, 0o664),
+    }
+    os.makedirs(root)
+    for rel, (data, mode) in files.items():
+        p = os.path.join(root, rel)
+        os.makedirs(os.path.dirname(p), exist_ok=True)
+        with open(p, "wb") as f:
+            f.write(data)
+        os.chmod(p, mode)
+    os.chmod(os.path.join(root, "sub"), 0o750)
+    os.chmod(os.path.join(root, "sub", "deeper"), 0o700)
+    if owner is not None:
+        for d, _, fs in os.walk(root):
+            os.chown(d, owner.pw_uid, owner.pw_gid)
+            for f in fs:
+                os.chown(os.path.join(d, f), owner.pw_uid, owner.pw_gid)
+    return files
+
+
+def tree(root):
+    """{relative path: (kind, mode, uid, bytes or None, mtime_ns)} of a tree."""
+    out = {}
+    for d, dirs, fs in os.walk(root):
+        for name in dirs + fs:
+            p = os.path.join(d, name)
+            st = os.lstat(p)
+            rel = os.path.relpath(p, root)
+            if stat.S_ISDIR(st.st_mode):
+                out[rel] = ("dir", stat.S_IMODE(st.st_mode), st.st_uid, None, None)
+            else:
+                with open(p, "rb") as f:
+                    out[rel] = ("file", stat.S_IMODE(st.st_mode), st.st_uid, f.read(),
+                                st.st_mtime_ns)
+    return out
+
+
+def assert_same_tree(src, dst, uid=None):
+    a, b = tree(src), tree(dst)
+    assert sorted(a) == sorted(b), "trees differ: %s vs %s" % (sorted(a), sorted(b))
+    for rel in a:
+        ka, ma, ua, da, ta = a[rel]
+        kb, mb, ub, db, tb = b[rel]
+        assert (ka, ma) == (kb, mb), "%s: %s %o vs %s %o" % (rel, ka, ma, kb, mb)
+        if ka == "file":
+            assert da == db, "%s: content differs" % rel      # byte for byte
+            assert ta == tb, "%s: mtime not kept" % rel
+        if uid is not None:
+            assert ub == uid, "%s: owner %d, not %d" % (rel, ub, uid)
+
+
+def no_partials(root):
+    return [os.path.join(d, f) for d, _, fs in os.walk(root) for f in fs
+            if ".harmonia-partial-" in f]
+
+
+# ------------------------------------------------------------------ users
+
+@pytest.fixture(scope="module")
+def users():
+    """Two ordinary users that submit jobs (created when missing)."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to create and act as test users")
+    out = []
+    for u in USERS:
+        try:
+            pw = pwd.getpwnam(u)
+        except KeyError:
+            subprocess.run(["useradd", "-m", "-s", "/bin/bash", u], check=True,
+                           capture_output=True, timeout=30)
+            pw = pwd.getpwnam(u)
+        out.append(pw)
+    return out
+
+
+def user_dir(cluster, pw, name):
+    d = os.path.join(cluster.workdir, "%s-%s" % (pw.pw_name, name))
+    os.makedirs(d)
+    os.chown(d, pw.pw_uid, pw.pw_gid)
+    return d
+
+
+def sbatch_as(cluster, pw, wdir, text, *opts):
+    """sbatch as user pw from wdir (output in wdir); returns the job id."""
+    path = os.path.join(wdir, "job-%d.sh" % int(time.time() * 1e6))
+    with open(path, "w") as f:
+        f.write(text)
+    os.chown(path, pw.pw_uid, pw.pw_gid)
+    p = cluster.run("runuser", "-u", pw.pw_name, "--", "sbatch", "--parsable",
+                    "-D", wdir, "-o", os.path.join(wdir, "slurm-%j.out"), *opts, path)
+    return p.stdout.strip().split(";")[0]
+
+
+def out_of(wdir, jobid):
+    with open(os.path.join(wdir, "slurm-%s.out" % jobid)) as f:
+        return f.read()
+
+
+# A job that computes a result from its staged-in tree: the owner and mode of
+# every file as the job sees them, and sha256 sums of the inputs, into $BB/out.
+COMPUTE = r"""set -e
+id -un
+cd "$HARMONIA_BB/in"
+find . -mindepth 1 | sort | while read -r f; do stat -c 'own %U %a %n' "$f"; done
+mkdir -p "$HARMONIA_BB/out"
+find . -type f | sort | xargs sha256sum > "$HARMONIA_BB/out/sums"
+cp big.bin "$HARMONIA_BB/out/big.copy"
+echo computed
+"""
+
+
+# ------------------------------------------------------------------ (1)
+
+def test_full_life_cycle_real_tree_as_user(cluster, users):
+    pw = users[0]
+    wdir = user_dir(cluster, pw, "life")
+    src = os.path.join(wdir, "in")
+    files = make_tree(src, owner=pw)
+    pfs_back, pfs_out = os.path.join(wdir, "back"), os.path.join(wdir, "out")
+    jobid = sbatch_as(cluster, pw, wdir, script(
+        "jobbuffer capacity=1GiB nodes=2",
+        "stage_in source=%s destination=$HARMONIA_BB/in type=directory" % src,
+        "stage_out source=$HARMONIA_BB/out destination=%s type=directory" % pfs_out,
+        "stage_out source=$HARMONIA_BB/in destination=%s type=directory" % pfs_back,
+        body=COMPUTE))
+    assert cluster.job(jobid)["UserId"].startswith(pw.pw_name + "(")
+    assert cluster.wait_state(jobid, DONE, timeout=90) == "COMPLETED", out_of(wdir, jobid)
+    wait_for(lambda: cluster.job(jobid)["BurstBufferState"] == "complete", what="stage-out")
+    out = out_of(wdir, jobid)
+    lines = out.splitlines()
+    # the job ran as the user, and every file staged in belongs to the user
+    assert lines[0] == pw.pw_name
+    owned = [l.split(" ", 3) for l in lines if l.startswith("own ")]
+    expect_paths = set("./" + r for r in files) | {"./sub", "./sub/deeper", "./other"}
+    assert {o[3] for o in owned} == expect_paths
+    for _, who, mode, rel in owned:
+        assert who == pw.pw_name, "%s belongs to %s" % (rel, who)
+        if rel[2:] in files:
+            assert int(mode, 8) == files[rel[2:]][1], rel
+    assert lines[-1] == "computed"
+    # the result staged out: sums computed in the job match the inputs, the copy
+    # of the big file is byte for byte the input
+    sums = {}
+    with open(os.path.join(pfs_out, "sums")) as f:
+        for l in f:
+            h, name = l.split()
+            sums[name[2:]] = h
+    assert sums == {rel: hashlib.sha256(d).hexdigest() for rel, (d, _) in files.items()}
+    with open(os.path.join(pfs_out, "big.copy"), "rb") as f:
+        assert f.read() == files["big.bin"][0]
+    # the tree staged in and out again is the same, byte for byte, modes and mtimes
+    assert_same_tree(src, pfs_back, uid=pw.pw_uid)
+    assert os.stat(os.path.join(pfs_out, "sums")).st_uid == pw.pw_uid
+    assert not no_partials(wdir)
+    wait_for(lambda: ended(cluster, jobid), what="teardown")
+    assert not buffer_dirs(cluster, jobid)
+
+
+# ------------------------------------------------------------------ (2)
+
+def test_slurmctld_restart_during_stage_in(cluster, tmp_path):
+    src = str(tmp_path / "in")
+    files = make_tree(src)
+    quiet_bbmgrd(cluster)
+    with slow_mover(cluster, rate="0.75 MB/s"):
+        rc, jobid, _, err = cluster.sbatch(script(
+            "jobbuffer capacity=1GiB",
+            "stage_in source=%s destination=$HARMONIA_BB/in type=directory" % src,
+            body="cd $HARMONIA_BB/in && find . -type f | sort | xargs sha256sum"))
+        assert rc == 0, err
+        wait_for(lambda: (stage(cluster, jobid, "stage_in") or {}).get("state") == "running",
+                 timeout=30, what="stage-in running")
+        assert cluster.job(jobid)["JobState"] == "PENDING"
+        t_restart = time.time()
+        cluster.control("slurmctld-restart")
+        # the plugin recovered the job in stage-in and polls the same transfer
+        s = wait_for(lambda: (lambda s: s if s and s["state"] == "done" else None)(
+            stage(cluster, jobid, "stage_in")), timeout=60, what="stage-in done")
+        assert len(s["transfers"]) == 1          # not requested twice
+        assert s["transfers"][0]["finished"] > t_restart
+        assert cluster.wait_state(jobid, DONE, timeout=60) == "COMPLETED"
+    sums = dict(reversed(l.split()) for l in cluster.out(jobid).splitlines())
+    assert sums == {"./" + rel: hashlib.sha256(d).hexdigest() for rel, (d, _) in files.items()}
+    wait_for(lambda: ended(cluster, jobid), what="teardown")
+    assert cluster.job(jobid)["BurstBufferState"] == "complete"
+    assert "recovered in burst buffer state staging-in" in cluster.ctld_log()
+
+
+def test_slurmctld_restart_during_stage_out(cluster, tmp_path):
+    dest = str(tmp_path / "result")
+    quiet_bbmgrd(cluster)
+    with slow_mover(cluster, rate="0.75 MB/s"):
+        rc, jobid, _, err = cluster.sbatch(script(
+            "jobbuffer capacity=1GiB",
+            "stage_out source=$HARMONIA_BB/out destination=%s type=directory" % dest,
+            body="mkdir $HARMONIA_BB/out; head -c 3000000 /dev/urandom > $HARMONIA_BB/out/r;"
+                 " echo small > $HARMONIA_BB/out/s; sha256sum < $HARMONIA_BB/out/r"))
+        assert rc == 0, err
+        cluster.wait_state(jobid, {"STAGE_OUT"}, timeout=60)
+        wait_for(lambda: (stage(cluster, jobid, "stage_out") or {}).get("state") == "running",
+                 timeout=30, what="stage-out running")
+        t_restart = time.time()
+        cluster.control("slurmctld-restart")
+        s = wait_for(lambda: (lambda s: s if s and s["state"] == "done" else None)(
+            stage(cluster, jobid, "stage_out")), timeout=60, what="stage-out done")
+        assert len(s["transfers"]) == 1
+        assert s["transfers"][0]["finished"] > t_restart
+        wait_for(lambda: cluster.job(jobid)["BurstBufferState"] == "complete",
+                 timeout=30, what="stage-out complete in slurmctld")
+    job = cluster.job(jobid)
+    assert job["JobState"] == "COMPLETED"
+    with open(os.path.join(dest, "r"), "rb") as f:
+        assert hashlib.sha256(f.read()).hexdigest() == cluster.out(jobid).split()[0]
+    with open(os.path.join(dest, "s")) as f:
+        assert f.read() == "small\n"
+    assert not no_partials(dest)
+    wait_for(lambda: ended(cluster, jobid), what="teardown")
+    assert "recovered in burst buffer state staging-out" in cluster.ctld_log()
+
+
+# ------------------------------------------------------------------ (3)
+
+def test_bbmgrd_down_at_stage_out_then_back(cluster, tmp_path):
+    dest = str(tmp_path / "result")
+    quiet_bbmgrd(cluster)
+    used0 = pool_used(cluster)
+    rc, jobid, _, err = cluster.sbatch(script(
+        "jobbuffer capacity=2GiB",
+        "stage_out source=$HARMONIA_BB/out destination=%s type=directory" % dest,
+        body="mkdir $HARMONIA_BB/out; seq 100000 > $HARMONIA_BB/out/seq; sleep 2"))
+    assert rc == 0, err
+    cluster.wait_state(jobid, {"RUNNING"})
+    wait_for(lambda: (bbmgr_job(cluster, jobid) or {}).get("state") == "running",
+             what="job running in bbmgrd")
+    cluster.control("bbmgrd-stop")
+    try:
+        # the job ends; its stage-out waits for bbmgrd with a clear reason
+        cluster.wait_state(jobid, {"STAGE_OUT"}, timeout=30)
+        wait_for(lambda: reason(cluster, jobid).startswith(
+            "burst_buffer/harmonia: bbmgrd unreachable ("), timeout=20,
+            what="unreachable note")
+        time.sleep(2)
+        assert cluster.job(jobid)["JobState"] == "STAGE_OUT"
+        assert not os.path.exists(dest)
+    finally:
+        cluster.control("bbmgrd-start")
+    wait_for(lambda: cluster.job(jobid)["BurstBufferState"] == "complete", timeout=60,
+             what="stage-out complete")
+    assert cluster.job(jobid)["JobState"] == "COMPLETED"
+    with open(os.path.join(dest, "seq")) as f:
+        assert f.read() == "".join("%d\n" % i for i in range(1, 100001))
+    wait_for(lambda: ended(cluster, jobid), what="teardown")
+    # nothing lost or counted twice: the space is back, the job is not registered
+    # again, one stage-out transfer, no error from the plugin about the job
+    assert pool_used(cluster) == used0
+    time.sleep(2)
+    assert bbmgr_job(cluster, jobid) is None
+    log = cluster.ctld_log()
+    assert not [l for l in log.splitlines()
+                if "error: burst_buffer/harmonia" in l and "JobId=%s" % jobid in l]
+    reg = [l for l in open(os.path.join(cluster.cdir, "log", "bbmgrd.log"))
+           if "stage_out" in l and "of job %s done" % jobid in l]
+    assert len(reg) == 1, reg
+
+
+def test_bbmgrd_down_at_submit_then_back(cluster, tmp_path):
+    src = str(tmp_path / "in")
+    files = make_tree(src, big=100000)
+    cluster.control("bbmgrd-stop")
+    try:
+        t0 = time.time()
+        rc, jobid, _, err = cluster.sbatch(script(
+            "jobbuffer capacity=1GiB",
+            "stage_in source=%s destination=$HARMONIA_BB/in type=directory" % src,
+            body="cmp $HARMONIA_BB/in/big.bin %s/big.bin && echo same" % src), "-J", "downsub")
+        assert rc == 0, err
+        assert time.time() - t0 < 10     # job_submit does not hang on bbmgrd
+        wait_for(lambda: reason(cluster, jobid).startswith(
+            "burst_buffer/harmonia: bbmgrd unreachable ("), timeout=20, what="unreachable note")
+        assert cluster.job(jobid)["JobState"] == "PENDING"
+    finally:
+        cluster.control("bbmgrd-start")
+    assert cluster.wait_state(jobid, DONE, timeout=60) == "COMPLETED"
+    assert cluster.out(jobid) == "same\n"
+    assert files
+
+
+# ------------------------------------------------------------------ (4)
+
+def test_cancel_during_stage_in(cluster, tmp_path):
+    src = str(tmp_path / "in")
+    make_tree(src)
+    quiet_bbmgrd(cluster)
+    used0 = pool_used(cluster)
+    with slow_mover(cluster, rate="0.5 MB/s"):
+        rc, jobid, _, err = cluster.sbatch(script(
+            "jobbuffer capacity=1GiB",
+            "stage_in source=%s destination=$HARMONIA_BB/in type=directory" % src,
+            body="echo must-not-run"))
+        assert rc == 0, err
+        wait_for(lambda: ((stage(cluster, jobid, "stage_in") or {}).get("transfers") or
+                          [{}])[0].get("bytes_done", 0) > 0 or
+                 (stage(cluster, jobid, "stage_in") or {}).get("state") == "running",
+                 timeout=30, what="stage-in running")
+        assert buffer_dirs(cluster, jobid)
+        cluster.run("scancel", jobid)
+        assert cluster.wait_state(jobid, DONE) == "CANCELLED"
+        wait_for(lambda: ended(cluster, jobid), what="teardown")
+        wait_for(lambda: not buffer_dirs(cluster, jobid), what="buffer removed")
+        assert pool_used(cluster) == used0
+        assert cluster.job(jobid)["BurstBufferState"] == "complete"
+    assert not os.path.exists(os.path.join(cluster.workdir, "slurm-%s.out" % jobid))
+
+
+def test_cancel_during_stage_out(cluster, tmp_path):
+    dest = str(tmp_path / "result")
+    quiet_bbmgrd(cluster)
+    used0 = pool_used(cluster)
+    with slow_mover(cluster, rate="0.5 MB/s"):
+        rc, jobid, _, err = cluster.sbatch(script(
+            "jobbuffer capacity=1GiB",
+            "stage_out source=$HARMONIA_BB/out destination=%s type=directory" % dest,
+            body="mkdir $HARMONIA_BB/out; for i in 1 2 3 4; do "
+                 "head -c 1000000 /dev/urandom > $HARMONIA_BB/out/f$i; done;"
+                 " cd $HARMONIA_BB/out && sha256sum f*"))
+        assert rc == 0, err
+        cluster.wait_state(jobid, {"STAGE_OUT"}, timeout=60)
+        wait_for(lambda: (stage(cluster, jobid, "stage_out") or {}).get("state") == "running",
+                 timeout=30, what="stage-out running")
+        time.sleep(1)
+        cluster.run("scancel", "--hurry", jobid)
+        wait_for(lambda: cluster.job(jobid)["BurstBufferState"] == "complete", timeout=30,
+                 what="stage-out ended")
+        job = cluster.job(jobid)
+        assert job["JobState"] == "COMPLETED"      # the job itself had completed
+        wait_for(lambda: ended(cluster, jobid), what="teardown")
+        wait_for(lambda: not buffer_dirs(cluster, jobid), what="buffer removed")
+        assert pool_used(cluster) == used0
+    # no partial file in the destination; what has a final name is complete
+    wait_for(lambda: not os.path.exists(dest) or not no_partials(dest), what="partials removed")
+    sums = dict(reversed(l.split()) for l in cluster.out(jobid).splitlines())
+    present = sorted(os.listdir(dest)) if os.path.exists(dest) else []
+    assert len(present) < 4, "stage-out was not cut short: %s" % present
+    for name in present:
+        with open(os.path.join(dest, name), "rb") as f:
+            assert hashlib.sha256(f.read()).hexdigest() == sums[name], name
+
+
+# ------------------------------------------------------------------ (5)
+
+def test_persistent_buffer_across_users(cluster, users):
+    a, b = users
+    wa, wb = user_dir(cluster, a, "pa"), user_dir(cluster, b, "pb")
+    name = "xuser%d" % (int(time.time()) % 100000)
+    j1 = sbatch_as(cluster, a, wa, script("create_persistent name=%s capacity=1GiB" % name))
+    assert cluster.wait_state(j1, DONE) == "COMPLETED"
+    pb = [p for p in cluster.bbmgr("persistent")["persistent"] if p["name"] == name]
+    assert pb and pb[0]["uid"] == a.pw_uid
+    try:
+        # B may neither use nor destroy A's buffer: held with a clear reason
+        for op in ("use_persistent", "destroy_persistent"):
+            j = sbatch_as(cluster, b, wb, script("%s name=%s" % (op, name), body="echo ran"))
+            wait_for(lambda: "belongs to" in reason(cluster, j), timeout=20,
+                     what="refusal of %s" % op)
+            r = reason(cluster, j)
+            assert r == ("burst_buffer/harmonia: stage-in: persistent buffer '%s' belongs to "
+                         "another user (%s)" % (name, a.pw_name)), r
+            st = cluster.job(j)
+            assert st["JobState"] == "PENDING", st
+            assert st["Reason"].startswith("burst_buffer/harmonia:_stage-in:_persistent"), st
+            assert st["Priority"] == "0", st      # held (FAIL_BURST_BUFFER_OP)
+            cluster.run("scancel", j)
+            assert cluster.wait_state(j, DONE) == "CANCELLED"
+            assert not os.path.exists(os.path.join(wb, "slurm-%s.out" % j))
+            wait_for(lambda: ended(cluster, j), what="teardown of the refused job")
+        assert name in [p["name"] for p in cluster.bbmgr("persistent")["persistent"]]
+        # A uses it
+        j2 = sbatch_as(cluster, a, wa, script("use_persistent name=%s" % name,
+                                             body="env | grep ^HARMONIA_PERSISTENT_"))
+        assert cluster.wait_state(j2, DONE) == "COMPLETED"
+        assert ("/persistent/%s" % name) in out_of(wa, j2)
+        # A destroys it
+        j3 = sbatch_as(cluster, a, wa, script("destroy_persistent name=%s" % name))
+        assert cluster.wait_state(j3, DONE) == "COMPLETED"
+        wait_for(lambda: name not in [p["name"] for p in cluster.bbmgr("persistent")["persistent"]],
+                 what="destroyed by its owner")
+        # root destroys one of B's
+        j4 = sbatch_as(cluster, b, wb, script("create_persistent name=%sb capacity=1GiB" % name))
+        assert cluster.wait_state(j4, DONE) == "COMPLETED"
+        rc, j5, _, err = cluster.sbatch(script("destroy_persistent name=%sb" % name))
+        assert rc == 0, err
+        assert cluster.wait_state(j5, DONE) == "COMPLETED"
+        wait_for(lambda: name + "b" not in
+                 [p["name"] for p in cluster.bbmgr("persistent")["persistent"]],
+                 what="destroyed by root")
+    finally:
+        cluster.run("scancel", "-u", a.pw_name, check=False)
+        cluster.run("scancel", "-u", b.pw_name, check=False)
+        for n in (name, name + "b"):
+            api(cluster, "DELETE", "/v1/persistent/" + n, check=False)
+
+
+# ------------------------------------------------------------------ (6)
+
+def test_stage_in_waits_for_granted_phase_on_shared_nodes(cluster, tmp_path):
+    """Injected timing: a stage-in on nodes where another job holds a granted
+    I/O phase starts at that phase's expected end, then proceeds."""
+    src = str(tmp_path / "in")
+    make_tree(src, big=10000)
+    quiet_bbmgrd(cluster)
+    # job A holds every buffer node (4 nodes) and runs
+    rc, a, _, err = cluster.sbatch(script("jobbuffer capacity=4GiB nodes=4", body="sleep 40"))
+    assert rc == 0, err
+    cluster.wait_state(a, {"RUNNING"})
+    try:
+        wait_for(lambda: (bbmgr_job(cluster, a) or {}).get("state") == "running",
+                 what="A running in bbmgrd")
+        # a granted phase of A, its remaining volume set for ~5 s at its bandwidth
+        _, ph = api(cluster, "POST", "/v1/jobs/%s/phases" % a,
+                    {"volume": 1e12, "wait": 10})
+        assert ph["state"] == "granted", ph
+        bw = ph["grant"]["bandwidth"]
+        api(cluster, "POST", "/v1/phases/%d/progress" % ph["id"], {"bytes": 1e12 - 5 * bw})
+        t_req = time.time()
+        rc, b, _, err = cluster.sbatch(script(
+            "jobbuffer capacity=1GiB",
+            "stage_in source=%s destination=$HARMONIA_BB/in type=directory" % src,
+            body="date +%s.%N"))
+        assert rc == 0, err
+        s = wait_for(lambda: (lambda s: s if s and s["transfers"] else None)(
+            stage(cluster, b, "stage_in")), what="B's transfer")
+        x = s["transfers"][0]
+        shared = set(n["name"] for n in cluster.bbmgr("job", b)["allocation"]["nodes"])
+        assert shared                     # A holds every node: shared
+        # B's stage-in is placed after A's phase: about 5 s from the phase's update
+        assert x["start"] >= t_req + 3, (x, t_req)
+        assert x["start"] <= t_req + 8, (x, t_req)
+        while time.time() < x["start"] - 0.5:
+            assert stage(cluster, b, "stage_in")["state"] == "queued"
+            assert cluster.job(b)["JobState"] == "PENDING"
+            time.sleep(0.3)
+        assert cluster.wait_state(b, DONE, timeout=60) == "COMPLETED"
+        started = float(cluster.out(b).strip())
+        assert started >= x["start"]
+        api(cluster, "POST", "/v1/phases/%d/finish" % ph["id"], {})
+    finally:
+        cluster.run("scancel", a)
+    cluster.wait_state(a, DONE)
+
+
+# ------------------------------------------------------------------ (7)
+
+def test_drained_node_phases_move_to_spare_nodes(cluster):
+    quiet_bbmgrd(cluster)
+    # capacity on 2 nodes, over-provisioned by 1.5: 3 nodes, one spare
+    rc, jobid, _, err = cluster.sbatch(script("jobbuffer capacity=2GiB nodes=2", body="sleep 30"))
+    assert rc == 0, err
+    cluster.wait_state(jobid, {"RUNNING"})
+    drained = None
+    try:
+        j = wait_for(lambda: (lambda j: j if j and j.get("allocation") and
+                              j["state"] == "running" else None)(bbmgr_job(cluster, jobid)),
+                     what="allocation")
+        nodes = [n["name"] for n in j["allocation"]["nodes"]]
+        assert len(nodes) == 3
+        _, ph = api(cluster, "POST", "/v1/jobs/%s/phases" % jobid, {"volume": 1e6, "wait": 10})
+        assert ph["state"] == "granted" and sorted(ph["grant"]["nodes"]) == sorted(nodes)
+        api(cluster, "POST", "/v1/phases/%d/finish" % ph["id"], {})
+        drained = ph["grant"]["buffer"] or nodes[0]
+        cluster.bbmgr("drain", drained, "test: drained mid-job")
+        _, ph = api(cluster, "POST", "/v1/jobs/%s/phases" % jobid, {"volume": 1e6, "wait": 10})
+        assert ph["state"] == "granted", ph
+        g = ph["grant"]
+        assert drained not in g["nodes"], g
+        assert sorted(g["nodes"]) == sorted(n for n in nodes if n != drained)
+        assert g["buffer"] != drained
+        assert len(g["paths"]) == 2 and g["path"] == g["paths"][0]
+        api(cluster, "POST", "/v1/phases/%d/finish" % ph["id"], {})
+        # the allocation itself stays (drained nodes receive no new allocation)
+        assert len(bbmgr_job(cluster, jobid)["allocation"]["nodes"]) == 3
+    finally:
+        if drained:
+            cluster.bbmgr("resume", drained)
+        cluster.run("scancel", jobid)
+    assert cluster.wait_state(jobid, DONE) == "CANCELLED"
+
+
+# ------------------------------------------------------------------ (8)
+
+def test_show_burst_lists_running_allocation(cluster):
+    rc, jobid, _, err = cluster.sbatch(script("jobbuffer capacity=3GiB", body="sleep 20"))
+    assert rc == 0, err
+    cluster.wait_state(jobid, {"RUNNING"})
+    try:
+        out = cluster.run("scontrol", "show", "burst").stdout
+        rows = [l for l in out.splitlines() if "JobID=%s " % jobid in l]
+        assert rows, out
+        assert "Size=3GiB" in rows[0], rows[0]
+        assert "UserID=root(0)" in rows[0], rows[0]
+    finally:
+        cluster.run("scancel", jobid)
+    cluster.wait_state(jobid, DONE)
+    wait_for(lambda: "JobID=%s " % jobid not in cluster.run("scontrol", "show", "burst").stdout,
+             what="allocation gone from show burst")
