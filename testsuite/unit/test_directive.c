@@ -1031,6 +1031,19 @@ START_TEST(test_long_lines_bb)
     parse_bad(s, strlen(s), HBB_SRC_BB_OPTION,
               "#BB_HARMONIA --bb item 1: the directive is 12308 bytes long (at most "
               "4096)");
+    /* a bare --bb item at the limit gains the "#BB_HARMONIA " prefix when it is
+     * normalised: refused, since the stored canonical text must parse again */
+    memset(s, 0, n + 64);
+    strcpy(s, "jobbuffer capacity=1GiB;stage_in source=/");
+    {
+        size_t item = strlen("stage_in source=/");
+        size_t pad = HBB_MAX_LINE - item - strlen(" destination=$HARMONIA_BB/x");
+        memset(s + strlen(s), 'p', pad);
+        strcat(s, " destination=$HARMONIA_BB/x");
+    }
+    parse_bad(s, strlen(s), HBB_SRC_BB_OPTION,
+              "#BB_HARMONIA: stage_in: the directive is 4109 bytes long once "
+              "normalised (at most 4096)");
     /* another plugin's long line is not ours to refuse */
     memset(s, 0, n + 64);
     strcpy(s, "#DW jobdw x=");

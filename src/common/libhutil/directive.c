@@ -655,6 +655,44 @@ static const char *bb_item_end(const char *p, const char *end)
     return p;
 }
 
+/*
+ * The canonical form of a request is stored by the plugins and parsed again, so
+ * its lines must fit the line limit too.  Normalising can lengthen a directive a
+ * little (the prefix a --bb item may omit, the io and priority defaults, exact
+ * size units), so a directive just under the limit as written can be over it
+ * once normalised: refuse it here rather than store text that does not parse.
+ */
+static int check_canonical_length(const hbb_request_t *r, hu_error_t *err)
+{
+    hbb_request_t tmp = *r;     /* shallow: hbb_format() only reads */
+    char *canon, *line, *nl;
+    int rc = 0;
+
+    if (tmp.has_hints) {
+        if (tmp.io == HBB_IO_UNSET)
+            tmp.io = HBB_IO_WRITE;
+        if (tmp.priority == 0)
+            tmp.priority = 1;
+    }
+    if (!(canon = hbb_format(&tmp)))
+        return hu_errprintf(err, "#BB_HARMONIA: out of memory");
+    for (line = canon; *line; line = nl + 1) {
+        if (!(nl = strchr(line, '\n')))
+            break;
+        size_t n = (size_t)(nl - line);
+        if (n > HBB_MAX_LINE) {
+            const char *verb = line + strlen(HBB_PREFIX) + 1;
+            errno = EINVAL;
+            rc = hu_errprintf(err, "#BB_HARMONIA: %.*s: the directive is %zu bytes "
+                              "long once normalised (at most %d)",
+                              (int)strcspn(verb, " "), verb, n, HBB_MAX_LINE);
+            break;
+        }
+    }
+    free(canon);
+    return rc;
+}
+
 int hbb_parse(hbb_request_t *req, const char *text, size_t len, hbb_source_t src,
               hu_error_t *err)
 {
@@ -748,6 +786,8 @@ int hbb_parse(hbb_request_t *req, const char *text, size_t len, hbb_source_t src
         if (parse_one(&work, s, e, line, &c, err) < 0)
             goto fail;
     }
+    if (check_canonical_length(&work, err) < 0)
+        goto fail;
     *req = work;
     return 0;
 fail:
