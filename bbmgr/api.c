@@ -3,9 +3,7 @@
  * api.c — HTTP mechanics of bbmgrd on libmicrohttpd.
  *
  * Request flow: the body is read (at most limits.max_body, else 413 and the
- * connection is closed); the MUNGE credential is decoded by a pool of auth threads
- * while the connection is suspended (a munged round trip must not hold an HTTP
- * thread: the others' requests go on meanwhile); the route's handler runs
+ * connection is closed); the MUNGE credential is decoded; the route's handler runs
  * under the core lock and notes the state sequence number its reply depends on;
  * if that is not yet committed the connection is suspended and resumed by the
  * state writer's commit callback (group commit: one fsync for all of them).  A
@@ -56,15 +54,7 @@ struct req {
     uint64_t wait_phase;
     double deadline;
     double t0;
-    /* MUNGE decode on the auth pool */
-    int auth;                   /* 0: not asked, 1: queued/decoding, 2: done */
-    int auth_status;            /* 0 or an HTTP status */
-    char *auth_hdr;             /* copy of the Authorization header */
-    char auth_msg[300];
-    req_t *anext;               /* auth queue */
 };
-
-#define AUTH_THREADS 4
 
 struct api {
     core_t *core;
@@ -88,13 +78,6 @@ struct api {
     /* counters */
     pthread_mutex_t clock_;
     api_counters_t cnt;
-    /* MUNGE decode pool */
-    pthread_mutex_t alock;
-    pthread_cond_t acond;
-    req_t *ahead, *atail;
-    bool astop;
-    int nauth;
-    pthread_t auth_th[AUTH_THREADS];
 };
 
 static double mono(void)
@@ -367,80 +350,6 @@ static bool hold_for_commit(req_t *q)
     return held;
 }
 
-/* ------------------------------------------------------------------ auth pool
- * The credential of a request is decoded by munged on one of AUTH_THREADS threads
- * while its connection is suspended; the thread resumes it with the result.
- * Every credential is still decoded by munged (replay and expiry checks there). */
-static void *auth_worker(void *arg)
-{
-    api_t *a = arg;
-    pthread_mutex_lock(&a->alock);
-    for (;;) {
-        while (!a->ahead && !a->astop)
-            pthread_cond_wait(&a->acond, &a->alock);
-        req_t *q = a->ahead;
-        if (!q)
-            break;          /* stopping and nothing queued */
-        a->ahead = q->anext;
-        if (!a->ahead)
-            a->atail = NULL;
-        q->anext = NULL;
-        bool stopping = a->astop;
-        pthread_mutex_unlock(&a->alock);
-        if (stopping) {
-            q->auth_status = 503;
-            snprintf(q->auth_msg, sizeof(q->auth_msg), "bbmgrd is stopping");
-        } else {
-            q->auth_status = auth_munge(a->munge_socket, q->auth_hdr, q->method, q->path,
-                                        &q->who.uid, &q->who.gid, q->auth_msg,
-                                        sizeof(q->auth_msg));
-        }
-        q->auth = 2;
-        /* q belongs to the connection again from here on */
-        MHD_resume_connection(q->conn);
-        pthread_mutex_lock(&a->alock);
-    }
-    pthread_mutex_unlock(&a->alock);
-    return NULL;
-}
-
-/* Queue q's credential for decoding; the connection is suspended first (the pool
- * may resume it at once).  False: the pool is not running (decode inline). */
-static bool auth_submit(req_t *q, const char *hdr)
-{
-    api_t *a = q->api;
-    if (!q->auth_hdr && !(q->auth_hdr = strdup(hdr)))
-        return false;
-    pthread_mutex_lock(&a->alock);
-    if (a->astop || a->nauth == 0) {
-        pthread_mutex_unlock(&a->alock);
-        return false;
-    }
-    q->auth = 1;
-    MHD_suspend_connection(q->conn);
-    if (a->atail)
-        a->atail->anext = q;
-    else
-        a->ahead = q;
-    a->atail = q;
-    pthread_cond_signal(&a->acond);
-    pthread_mutex_unlock(&a->alock);
-    return true;
-}
-
-static void auth_pool_stop(api_t *a)
-{
-    pthread_mutex_lock(&a->alock);
-    a->astop = true;
-    pthread_cond_broadcast(&a->acond);
-    pthread_mutex_unlock(&a->alock);
-    for (int i = 0; i < a->nauth; i++)
-        pthread_join(a->auth_th[i], NULL);
-    pthread_mutex_lock(&a->alock);
-    a->nauth = 0;
-    pthread_mutex_unlock(&a->alock);
-}
-
 /* ------------------------------------------------------------------ processing */
 static bool json_ctype(struct MHD_Connection *conn)
 {
@@ -481,19 +390,13 @@ static bool process(req_t *q)
         q->who.gid = 0;
         q->who.admin = a->auth_none;
     } else {
-        if (q->auth == 0) {
-            const char *hdr = MHD_lookup_connection_value(q->conn, MHD_HEADER_KIND,
-                                                          MHD_HTTP_HEADER_AUTHORIZATION);
-            /* a missing or malformed header is refused without munged */
-            if (hdr && !strncasecmp(hdr, "MUNGE ", 6) && auth_submit(q, hdr))
-                return true;    /* resumed by the pool: process() runs again */
-            q->auth_status = auth_munge(a->munge_socket, hdr, q->method, q->path,
-                                        &q->who.uid, &q->who.gid, q->auth_msg,
-                                        sizeof(q->auth_msg));
-            q->auth = 2;
-        }
-        if (q->auth_status) {
-            reply_error(r, q->auth_status, "Authorization", "%s", q->auth_msg);
+        char msg[300];
+        const char *hdr = MHD_lookup_connection_value(q->conn, MHD_HEADER_KIND,
+                                                      MHD_HTTP_HEADER_AUTHORIZATION);
+        int st = auth_munge(a->munge_socket, hdr, q->method, q->path, &q->who.uid,
+                            &q->who.gid, msg, sizeof(msg));
+        if (st) {
+            reply_error(r, st, "Authorization", "%s", msg);
             return false;
         }
         q->who.admin = q->who.uid == 0 || q->who.uid == a->slurm_uid;
@@ -651,7 +554,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     if (q->early)
         return MHD_YES;
     if (q->stage == 0) {
-        /* also when resumed by the auth pool (q->auth == 2) */
         if (process(q))
             return MHD_YES;
         return send_reply(q);
@@ -685,7 +587,6 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     free(q->r.text);
     free(q->body);
     free(q->path);
-    free(q->auth_hdr);
     free(q);
     *con_cls = NULL;
 }
@@ -783,8 +684,6 @@ api_t *api_create(core_t *core, state_t *st, const cfg_t *cfg, hu_error_t *err)
     a->st = st;
     pthread_mutex_init(&a->wlock, NULL);
     pthread_mutex_init(&a->clock_, NULL);
-    pthread_mutex_init(&a->alock, NULL);
-    pthread_cond_init(&a->acond, NULL);
     a->auth_none = !strcmp(cfg->auth_type, "none");
     a->committed = state_committed(st);
     if (!(a->by_phase = hmap_create()) || !(a->munge_socket = strdup(cfg->auth_munge_socket))) {
@@ -793,15 +692,6 @@ api_t *api_create(core_t *core, state_t *st, const cfg_t *cfg, hu_error_t *err)
         goto error;
     }
     api_reconfigure(a, cfg);
-    if (!a->auth_none) {
-        pthread_mutex_lock(&a->alock);
-        for (int i = 0; i < AUTH_THREADS; i++) {
-            if (pthread_create(&a->auth_th[i], NULL, auth_worker, a) != 0)
-                break;      /* fewer threads; none: decoded inline */
-            a->nauth++;
-        }
-        pthread_mutex_unlock(&a->alock);
-    }
     if (*cfg->listen_address) {
         struct sockaddr_storage ss = { 0 };
         bool v6 = false;
@@ -862,8 +752,6 @@ void api_stop(api_t *a)
     while (a->waiters)
         wake(a, a->waiters);
     pthread_mutex_unlock(&a->wlock);
-    /* requests queued for decoding are resumed (503) before the daemons stop */
-    auth_pool_stop(a);
     /* let the resumed connections get their answer */
     for (int i = 0; i < 20; i++) {
         pthread_mutex_lock(&a->wlock);
@@ -892,14 +780,11 @@ void api_destroy(api_t *a)
     if (!a)
         return;
     int saved = errno;
-    auth_pool_stop(a);
     hmap_destroy(a->by_phase);
     free(a->unix_path);
     free(a->munge_socket);
     pthread_mutex_destroy(&a->wlock);
     pthread_mutex_destroy(&a->clock_);
-    pthread_mutex_destroy(&a->alock);
-    pthread_cond_destroy(&a->acond);
     free(a);
     errno = saved;
 }
