@@ -2275,7 +2275,7 @@ json_t *core_pbuf_json(core_t *c, pbuf_t *b)
     return o;
 }
 
-static void node_load(core_t *c)
+void core_node_loads(core_t *c)
 {
     void *v;
     core_settle(c);
@@ -2304,7 +2304,7 @@ json_t *core_node_json(core_t *c, int idx)
 {
     node_t *n = &c->nodes[idx];
     if (idx == 0)
-        node_load(c);
+        core_node_loads(c);
     return json_pack("{s:s s:s s:o s:I s:I s:I s:f s:s s:s s:o s:b s:i s:i s:f}", "name",
                      n->name, "pool", c->pools[n->pool].name, "device",
                      n->device >= 0 ? json_string(c->cfg->devices[n->device].name) : json_null(),

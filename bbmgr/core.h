@@ -264,6 +264,8 @@ json_t *core_phase_json(core_t *c, phase_t *p);
 json_t *core_phase_json_closing(core_t *c, phase_t *p);
 json_t *core_xfer_json(core_t *c, xfer_t *x);
 json_t *core_pbuf_json(core_t *c, pbuf_t *b);
+/* Recompute each node's active phases and load from the current grants. */
+void core_node_loads(core_t *c);
 json_t *core_node_json(core_t *c, int idx);
 json_t *core_pool_json(core_t *c, int idx);
 json_t *core_schedule_json(core_t *c, double horizon);

@@ -160,8 +160,7 @@ char *metrics_render(api_t *a, core_t *c, state_t *st)
     head(&b, "harmonia_transfers_open", "gauge", "Stage-in/out transfers not finished.");
     sb_printf(&b, "harmonia_transfers_open %zu\n", hmap_size(c->xfers));
 
-    json_t *dummy = c->nnodes ? core_node_json(c, 0) : NULL;   /* refreshes node loads */
-    json_decref(dummy);
+    core_node_loads(c);
     head(&b, "harmonia_node_capacity_bytes", "gauge", "Capacity of each buffer node.");
     for (int i = 0; i < c->nnodes; i++)
         sb_printf(&b, "harmonia_node_capacity_bytes{node=\"%s\",pool=\"%s\"} %ju\n",

@@ -838,8 +838,7 @@ static void h_node_get(core_t *c, hreq_t *rq, reply_t *r)
 {
     int idx = node_for(c, rq, r);
     if (idx >= 0) {
-        json_t *dummy = core_node_json(c, 0);   /* refresh loads */
-        json_decref(dummy);
+        core_node_loads(c);
         reply_json(r, 200, core_node_json(c, idx));
     }
 }
@@ -858,8 +857,7 @@ static void node_drain(core_t *c, hreq_t *rq, reply_t *r, bool drain)
         return (void)reply_error(r, 400, "reason", "at most 255 characters");
     if (core_node_drain(c, idx, drain, reason ? reason : drain ? "drained by admin" : NULL, &e) < 0)
         return reply_cerr(r, &e);
-    json_t *dummy = core_node_json(c, 0);
-    json_decref(dummy);
+    core_node_loads(c);
     reply_json(r, 200, core_node_json(c, idx));
 }
 
