@@ -336,6 +336,10 @@ static bool hold_for_commit(req_t *q)
 {
     api_t *a = q->api;
     bool held = false;
+    /* The writer idle (a lone request): commit here rather than hand the batch to
+     * it and be resumed afterwards; the commit callback updates a->committed. */
+    if (a->st && q->barrier > 0)
+        (void)state_try_commit(a->st, q->barrier);
     pthread_mutex_lock(&a->wlock);
     if (a->failed) {
         reply_error(&q->r, 500, NULL, "the state database failed: the daemon is stopping");

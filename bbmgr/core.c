@@ -96,13 +96,19 @@ static double wall_to_hs(core_t *c, double wall)
     return wall - c->epoch;
 }
 
+/* A critical section of the core is one unit in the database: what it changes is
+ * committed in one transaction or not at all (state_hold()). */
 void core_lock(core_t *c)
 {
     pthread_mutex_lock(&c->lock);
+    if (c->st)
+        state_hold(c->st);
 }
 
 void core_unlock(core_t *c)
 {
+    if (c->st)
+        state_release(c->st);
     pthread_mutex_unlock(&c->lock);
 }
 

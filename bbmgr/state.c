@@ -118,6 +118,20 @@ struct state {
     void *cb_arg;
     state_stats_t stats;
     int wal_frames;             /* frames in the WAL after the last commit (writer) */
+    /* Who uses the writer connection (st->db): the writer thread, or a request
+     * thread committing inline (state_try_commit()); never both. */
+    bool writer_busy;           /* the writer thread has a batch or checkpoints */
+    bool inline_busy;           /* a request thread commits */
+    bool ckpt_wanted;           /* an inline commit left the WAL over the limit */
+    batch_t inl;                /* the inline committer's batch (reused) */
+    /* Atomicity of a critical section of the daemon (state_hold()): the ops put
+     * while a hold is open are not committed before it is released, so a change
+     * made of several ops (a job's end closes its phase, frees its allocation and
+     * marks the job) is never split over two transactions, where a kill between
+     * them would leave half of it. */
+    int holds;
+    size_t mark_n;              /* the first mark_n ops of 'pending' are complete */
+    uint64_t mark_seq;          /* the seq of the last of them */
 };
 
 /* The writer checkpoints the WAL itself once it holds this many frames (4 KiB
@@ -245,7 +259,11 @@ uint64_t state_put(state_t *st, state_stmt_t stmt, const char *fmt, ...)
     }
     st->pending.ops[st->pending.n++] = op;
     seq = ++st->seq;
-    pthread_cond_signal(&st->cond);
+    if (st->holds == 0) {
+        st->mark_n = st->pending.n;
+        st->mark_seq = seq;
+        pthread_cond_signal(&st->cond);
+    }
     pthread_mutex_unlock(&st->lock);
     return seq;
 nomem:
@@ -322,6 +340,52 @@ error:
     return -1;
 }
 
+/* Move the complete ops of 'pending' (the first mark_n) into *into (empty),
+ * leaving those of an open hold.  Returns the seq of the last op taken.  Lock held. */
+static uint64_t take_marked(state_t *st, batch_t *into)
+{
+    uint64_t hi = st->mark_seq;
+    if (st->mark_n == st->pending.n) {
+        batch_t tmp = st->pending;
+        st->pending = *into;
+        *into = tmp;
+    } else {
+        /* rare: a hold is open; copy the complete ops, keep the rest in order */
+        if (into->cap < st->mark_n) {
+            op_t *ops = realloc(into->ops, st->mark_n * sizeof(op_t));
+            if (!ops)
+                return 0;       /* retried at the next wake-up */
+            into->ops = ops;
+            into->cap = st->mark_n;
+        }
+        memcpy(into->ops, st->pending.ops, st->mark_n * sizeof(op_t));
+        into->n = st->mark_n;
+        memmove(st->pending.ops, st->pending.ops + st->mark_n,
+                (st->pending.n - st->mark_n) * sizeof(op_t));
+        st->pending.n -= st->mark_n;
+    }
+    st->mark_n = 0;
+    return hi;
+}
+
+void state_hold(state_t *st)
+{
+    pthread_mutex_lock(&st->lock);
+    st->holds++;
+    pthread_mutex_unlock(&st->lock);
+}
+
+void state_release(state_t *st)
+{
+    pthread_mutex_lock(&st->lock);
+    if (st->holds > 0 && --st->holds == 0 && st->mark_n != st->pending.n) {
+        st->mark_n = st->pending.n;
+        st->mark_seq = st->seq;
+        pthread_cond_signal(&st->cond);
+    }
+    pthread_mutex_unlock(&st->lock);
+}
+
 static void *writer(void *arg)
 {
     state_t *st = arg;
@@ -329,15 +393,40 @@ static void *writer(void *arg)
 
     pthread_mutex_lock(&st->lock);
     for (;;) {
-        while (st->pending.n == 0 && !st->stop)
+        while (((st->mark_n == 0 && !st->ckpt_wanted) || st->inline_busy) && !st->stop)
             pthread_cond_wait(&st->cond, &st->lock);
-        if (st->pending.n == 0 && st->stop)
+        if (st->inline_busy) {      /* stopping: let the inline commit finish first */
+            pthread_cond_wait(&st->done_cond, &st->lock);
+            continue;
+        }
+        if (st->stop && st->mark_n == 0 && st->pending.n > 0 && st->holds > 0) {
+            /* stopping inside a hold: its ops are written when it is released */
+            pthread_cond_wait(&st->cond, &st->lock);
+            continue;
+        }
+        if (st->stop && st->mark_n == 0 && st->pending.n > 0) {
+            st->mark_n = st->pending.n;
+            st->mark_seq = st->seq;
+        }
+        if (st->mark_n == 0 && st->stop)
             break;
-        /* swap: the writer owns 'mine' while handlers fill 'pending' */
-        batch_t tmp = st->pending;
-        st->pending = mine;
-        mine = tmp;
-        uint64_t hi = st->seq;
+        if (st->mark_n == 0) {
+            /* a checkpoint asked for by an inline commit */
+            st->ckpt_wanted = false;
+            st->writer_busy = true;
+            pthread_mutex_unlock(&st->lock);
+            if (st->wal_frames >= STATE_CKPT_FRAMES)
+                writer_checkpoint(st);
+            pthread_mutex_lock(&st->lock);
+            st->writer_busy = false;
+            pthread_cond_broadcast(&st->done_cond);
+            continue;
+        }
+        /* take the complete ops: the writer owns 'mine' while handlers fill 'pending' */
+        uint64_t hi = take_marked(st, &mine);
+        if (mine.n == 0)
+            continue;
+        st->writer_busy = true;
         pthread_mutex_unlock(&st->lock);
 
         hu_error_t err = { "" };
@@ -358,6 +447,8 @@ static void *writer(void *arg)
         if (ok && st->wal_frames >= STATE_CKPT_FRAMES)
             writer_checkpoint(st);
         pthread_mutex_lock(&st->lock);
+        st->writer_busy = false;
+        pthread_cond_broadcast(&st->done_cond);
         if (!ok)
             break;      /* nothing more can be trusted: the daemon stops */
     }
@@ -365,6 +456,62 @@ static void *writer(void *arg)
     batch_clear(&mine);
     free(mine.ops);
     return NULL;
+}
+
+/*
+ * Commit on the calling thread when the writer is idle (a lone request: saves the
+ * hand-off to the writer and the wake-up back, two context switches of a round
+ * trip); otherwise leave it to the writer.  Everything queued so far is committed
+ * in one transaction, in order, exactly as the writer would, and the commit
+ * callback runs (it releases the other replies waiting for it).  Returns 1 when
+ * seq 'want' is committed, 0 when the caller must wait for the writer, -1 when the
+ * database failed.  Must not be called with a lock the commit callback takes.
+ */
+int state_try_commit(state_t *st, uint64_t want)
+{
+    pthread_mutex_lock(&st->lock);
+    if (st->failed) {
+        pthread_mutex_unlock(&st->lock);
+        return -1;
+    }
+    if (st->committed >= want) {
+        pthread_mutex_unlock(&st->lock);
+        return 1;
+    }
+    if (!st->running || st->stop || st->writer_busy || st->inline_busy || st->mark_n == 0
+        || st->mark_seq < want) {
+        pthread_mutex_unlock(&st->lock);
+        return 0;
+    }
+    uint64_t hi = take_marked(st, &st->inl);
+    if (st->inl.n == 0) {
+        pthread_mutex_unlock(&st->lock);
+        return 0;
+    }
+    st->inline_busy = true;
+    pthread_mutex_unlock(&st->lock);
+
+    hu_error_t err = { "" };
+    bool ok = write_batch(st, &st->inl, &err) == 0;
+    if (!ok)
+        bl_error("state: commit failed: %s", err.text);
+    batch_clear(&st->inl);
+
+    pthread_mutex_lock(&st->lock);
+    if (ok) {
+        st->committed = hi;
+        st->stats.inline_commits++;
+    } else
+        st->failed = true;
+    st->inline_busy = false;
+    if (!ok || st->wal_frames >= STATE_CKPT_FRAMES)
+        st->ckpt_wanted = ok;
+    pthread_cond_broadcast(&st->done_cond);
+    pthread_cond_signal(&st->cond);     /* the writer: what came meanwhile, a checkpoint */
+    pthread_mutex_unlock(&st->lock);
+    if (st->cb)
+        st->cb(hi, ok, st->cb_arg);
+    return ok ? 1 : -1;
 }
 
 int state_start(state_t *st, state_commit_f cb, void *arg, hu_error_t *err)
@@ -387,6 +534,7 @@ int state_flush(state_t *st, hu_error_t *err)
     batch_t b = st->pending;
     uint64_t hi = st->seq;
     memset(&st->pending, 0, sizeof(st->pending));
+    st->mark_n = 0;
     pthread_mutex_unlock(&st->lock);
     rc = write_batch(st, &b, err);
     batch_clear(&b);
@@ -620,6 +768,7 @@ void state_close(state_t *st)
     }
     batch_clear(&st->pending);
     free(st->pending.ops);
+    free(st->inl.ops);
     for (int i = 0; i < ST__COUNT; i++)
         sqlite3_finalize(st->stmts[i]);
     if (st->rdb)

@@ -100,6 +100,17 @@ int state_flush(state_t *st, hu_error_t *err);
 int state_query(state_t *st, int (*row)(sqlite3_stmt *s, void *arg), void *arg,
                 const char *sql, const char *fmt, ...);
 
+/* Make the ops put between state_hold() and state_release() (nestable, any
+ * thread) one unit: they are committed together, never split over two
+ * transactions.  The daemon holds while it holds its core lock. */
+void state_hold(state_t *st);
+void state_release(state_t *st);
+
+/* Commit what is queued on the calling thread when the writer is idle.  1: seq
+ * 'want' is committed; 0: wait for the writer; -1: the database failed.  The
+ * commit callback runs on the caller's thread: call without its locks. */
+int state_try_commit(state_t *st, uint64_t want);
+
 /* Copy the WAL into the database (PASSIVE: never blocks commits).  The writer
  * does not checkpoint by itself; the daemon calls this from its timer. */
 int state_checkpoint(state_t *st);
@@ -111,6 +122,7 @@ typedef struct {
     double commit_seconds;  /* total time in COMMIT */
     uint64_t checkpoints;   /* run by the writer (WAL over STATE_CKPT_FRAMES) */
     double checkpoint_seconds;
+    uint64_t inline_commits;    /* of 'commits', made by state_try_commit() */
 } state_stats_t;
 void state_get_stats(state_t *st, state_stats_t *out);
 

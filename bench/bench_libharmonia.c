@@ -78,7 +78,9 @@ int main(int argc, char **argv)
         return 2;
     }
     double *cost = calloc((size_t)phases, sizeof(double));
-    if (!cost)
+    double *cbeg = calloc((size_t)phases, sizeof(double));
+    double *cend = calloc((size_t)phases, sizeof(double));
+    if (!cost || !cbeg || !cend)
         return 1;
     snprintf(path, sizeof(path), "%s/bench_libharmonia.%d", dir, (int)getpid());
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
@@ -107,7 +109,10 @@ int main(int argc, char **argv)
         double c = now_s();
         if (h)
             harmonia_phase_end(h, sizeof(block));
-        cost[i] = (b - a) + (now_s() - c);
+        double d = now_s();
+        cost[i] = (b - a) + (d - c);
+        cbeg[i] = b - a;
+        cend[i] = d - c;
         gated += g.gated;
     }
     double run = now_s() - t0;
@@ -119,10 +124,17 @@ int main(int argc, char **argv)
     for (int i = 0; i < phases; i++)
         sum += cost[i];
     qsort(cost, (size_t)phases, sizeof(double), cmp_d);
+    qsort(cbeg, (size_t)phases, sizeof(double), cmp_d);
+    qsort(cend, (size_t)phases, sizeof(double), cmp_d);
     printf("mode=%s phases=%d gated=%d compute_s=%g run_s=%.4f phase_cost_mean_us=%.1f "
            "phase_cost_p50_us=%.1f phase_cost_p99_us=%.1f\n", mode, phases, gated, compute,
            run, sum / phases * 1e6, cost[phases / 2] * 1e6,
            cost[(int)(phases * 0.99)] * 1e6);
+    printf("  begin_p50_us=%.1f begin_p99_us=%.1f end_p50_us=%.1f end_p99_us=%.1f\n",
+           cbeg[phases / 2] * 1e6, cbeg[(int)(phases * 0.99)] * 1e6,
+           cend[phases / 2] * 1e6, cend[(int)(phases * 0.99)] * 1e6);
     free(cost);
+    free(cbeg);
+    free(cend);
     return 0;
 }

@@ -3,7 +3,8 @@
 creation; after each restart the state must be exactly what was acknowledged.
 
 HARMONIA_CRASH_ITERS sets the number of kills (default 30), HARMONIA_CRASH_SEED the
-random seed (printed on failure)."""
+random seed (printed on failure); HARMONIA_CRASH_KEEP=DIR keeps a copy of the failed
+daemon's directory (log, database) there."""
 import os
 import random
 import signal
@@ -170,7 +171,7 @@ def verify(d, m):
 def test_sigkill_recovery(make_daemon):
     print("HARMONIA_CRASH_SEED=%d" % SEED)
     rng = random.Random(SEED)
-    d = make_daemon(policy={"id": "fairshare", "overprovision": 1.5}, log={"level": "info"})
+    d = make_daemon(policy={"id": "fairshare", "overprovision": 1.5}, log={"level": os.environ.get("HARMONIA_CRASH_LOG", "info")})
     m = Model()
     for it in range(ITERS):
         stop = threading.Event()
@@ -193,6 +194,10 @@ def test_sigkill_recovery(make_daemon):
         try:
             verify(d, m)
         except AssertionError as e:
+            keep = os.environ.get("HARMONIA_CRASH_KEEP")
+            if keep:        # the daemon's log and database, for a post-mortem
+                import shutil
+                shutil.copytree(d.dir, keep, dirs_exist_ok=True)
             raise AssertionError("seed %d iteration %d: %s" % (SEED, it, e))
     # the recovery was logged each time, and a clean stop still works
     assert d.log_text().count("recovered ") == ITERS + 1

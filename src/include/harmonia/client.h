@@ -70,6 +70,15 @@ HM_EXPORT int hm_request_text(hm_client_t *c, const char *method, const char *pa
 /* Extra wait for the next request only (long-poll), in ms: added to timeout_ms. */
 HM_EXPORT void hm_client_set_extra_wait(hm_client_t *c, long ms);
 
+/* Encode now the MUNGE credential of a request expected later ("POST", path
+ * without query), so that the request does not wait for munged: the next
+ * request with that method and path uses it if it is younger than
+ * HM_PREPARED_MAX_AGE seconds (well inside munged's default TTL of 300 s; the
+ * credential is still used once only).  No-op without MUNGE.  Returns 0, or -1
+ * (the request will then encode its own credential). */
+#define HM_PREPARED_MAX_AGE 60.0
+HM_EXPORT int hm_client_prepare(hm_client_t *c, const char *method, const char *path);
+
 /* ------------------------------------------------------------------ phases
  * The application side: ask to start an I/O phase and wait for the grant. */
 typedef struct {

@@ -118,7 +118,11 @@ HARMONIA_EXPORT int harmonia_phase_try_begin(harmonia_t *h, uint64_t volume,
                                              harmonia_dir_t dir, harmonia_grant_t *grant);
 
 /* End the phase: bytes actually moved by this process (HARMONIA_BYTES_VOLUME: the
- * volume asked for).  A queued phase is cancelled.  0, or -1 (EINVAL: no phase). */
+ * volume asked for).  A queued phase is cancelled.  0, or -1 (EINVAL: no phase).
+ * It returns at once: the handle's own thread reports the end to bbmgrd while the
+ * application computes; the next begin or end of the handle, and
+ * harmonia_finalize(), wait for that report.  HARMONIA_SYNC_END=1 in the
+ * environment (read by harmonia_init()) reports before returning instead. */
 HARMONIA_EXPORT int harmonia_phase_end(harmonia_t *h, uint64_t bytes);
 
 /* Pacing: account for bytes about to be moved in the open phase and sleep as needed
@@ -136,7 +140,8 @@ HARMONIA_EXPORT harmonia_mode_t harmonia_mode(harmonia_t *h);
 HARMONIA_EXPORT const char *harmonia_mode_name(harmonia_mode_t m);
 HARMONIA_EXPORT const char *harmonia_dir_name(harmonia_dir_t d);
 
-/* End an open phase (as phase_end with the volume) and free the handle.
+/* End an open phase (as phase_end with the volume), wait until bbmgrd has the
+ * report of the last phase end, stop the handle's thread and free the handle.
  * Accepts NULL, keeps errno. */
 HARMONIA_EXPORT void harmonia_finalize(harmonia_t *h);
 

@@ -10,6 +10,7 @@
 #include <curl/curl.h>
 #include <munge.h>
 #include <pthread.h>
+#include <time.h>
 
 #include "harmonia/client.h"
 
@@ -22,8 +23,25 @@ struct hm_client {
     long connect_timeout_ms;
     long timeout_ms;
     long extra_wait_ms;
+    char *pre_payload;      /* hm_client_prepare(): "METHOD /path" */
+    char *pre_cred;         /* its credential */
+    double pre_time;        /* CLOCK_MONOTONIC when encoded */
     char errbuf[CURL_ERROR_SIZE];
 };
+
+static double mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void prepared_drop(hm_client_t *c)
+{
+    free(c->pre_payload);
+    free(c->pre_cred);
+    c->pre_payload = c->pre_cred = NULL;
+}
 
 typedef struct {
     char *data;
@@ -148,6 +166,7 @@ void hm_client_destroy(hm_client_t *c)
             curl_easy_cleanup(c->curl);
         if (c->munge)
             munge_ctx_destroy(c->munge);
+        prepared_drop(c);
         free(c->url);
         free(c->unix_path);
         free(c);
@@ -158,6 +177,32 @@ void hm_client_destroy(hm_client_t *c)
 const char *hm_client_url(const hm_client_t *c)
 {
     return c ? c->url : NULL;
+}
+
+int hm_client_prepare(hm_client_t *c, const char *method, const char *path)
+{
+    char *payload = NULL, *cred = NULL;
+    if (!c || !method || !path) {
+        errno = EINVAL;
+        return -1;
+    }
+    if (c->no_auth)
+        return 0;
+    prepared_drop(c);
+    if (asprintf(&payload, "%s %.*s", method, (int)strcspn(path, "?"), path) < 0) {
+        errno = ENOMEM;
+        return -1;
+    }
+    if (munge_encode(&cred, c->munge, payload, (int)strlen(payload)) != EMUNGE_SUCCESS) {
+        free(payload);
+        free(cred);
+        errno = EPERM;
+        return -1;
+    }
+    c->pre_payload = payload;
+    c->pre_cred = cred;
+    c->pre_time = mono_s();
+    return 0;
 }
 
 void hm_client_set_extra_wait(hm_client_t *c, long ms)
@@ -187,7 +232,17 @@ int hm_request_text(hm_client_t *c, const char *method, const char *path,
         plen = strcspn(path, "?");
         if (asprintf(&payload, "%s %.*s", method, (int)plen, path) < 0)
             goto nomem;
-        munge_err_t e = munge_encode(&cred, c->munge, payload, (int)strlen(payload));
+        munge_err_t e = EMUNGE_SUCCESS;
+        bool fresh = c->pre_cred && mono_s() - c->pre_time < HM_PREPARED_MAX_AGE;
+        if (fresh && !strcmp(c->pre_payload, payload)) {
+            cred = c->pre_cred;         /* encoded ahead of time, used once */
+            c->pre_cred = NULL;
+            prepared_drop(c);
+        } else {
+            if (!fresh)
+                prepared_drop(c);
+            e = munge_encode(&cred, c->munge, payload, (int)strlen(payload));
+        }
         if (e != EMUNGE_SUCCESS) {
             errno = EPERM;
             errprintf(err, "munge_encode: %s", munge_strerror(e));

@@ -8,8 +8,14 @@
  *            it waits; others wait on the condition variable)
  *   PENDING  a phase queued at bbmgrd (harmonia_phase_try_begin said WAIT)
  *   OPEN     the phase runs (gated or ungated); 'users' threads are inside it
- * The hm_client is used by the BUSY thread without the lock, and otherwise only
- * with the lock held in OPEN state (pacing refreshes), so never concurrently.
+ *   CLOSING  harmonia_phase_end() returned; the handle's closer thread reports the
+ *            end to bbmgrd (the application computes meanwhile) and then encodes
+ *            the credential of the next phase request; NONE when done
+ * The hm_client is used by the BUSY or CLOSING thread without the lock, and
+ * otherwise only with the lock held in OPEN state (pacing refreshes), so never
+ * concurrently.  A begin or end waits while the handle is BUSY or CLOSING, so
+ * a job's phases reach bbmgrd in order.  HARMONIA_SYNC_END=1 (or a fork: the
+ * child has no closer thread) makes harmonia_phase_end() report synchronously.
  *
  * Coordination between the processes of a job (doc/libharmonia.md): bbmgrd allows
  * one open phase per job (409 on a second).  A process that gets 409 joins the open
@@ -47,7 +53,7 @@
 #define REFRESH_INTERVAL        1.0     /* grant refresh while pacing */
 #define RETRY_SLEEP             0.2     /* between attempts while unreachable */
 
-typedef enum { ST_NONE, ST_BUSY, ST_PENDING, ST_OPEN } pstate_t;
+typedef enum { ST_NONE, ST_BUSY, ST_PENDING, ST_OPEN, ST_CLOSING } pstate_t;
 
 enum { ACQ_GRANTED, ACQ_WAITING, ACQ_UNGATED };
 
@@ -82,7 +88,19 @@ struct harmonia {
     hm_tb_t tb;
     double paced;
     double last_refresh;
+    /* the closer thread (asynchronous harmonia_phase_end) */
+    bool sync_end;
+    bool closer_up, closer_stop, close_queued;
+    pid_t closer_proc;              /* getpid() when it was started */
+    pthread_t closer;
+    struct close_req {
+        uint64_t pid;
+        bool counted, owner, degraded;
+        double total;
+    } cq;
 };
+
+#define BUSY_STATE(h) ((h)->st == ST_BUSY || (h)->st == ST_CLOSING)
 
 /* What one acquisition (run by the BUSY thread, without the lock) works on. */
 typedef struct {
@@ -228,6 +246,10 @@ int harmonia_init(harmonia_t **hp, const harmonia_opts_t *opts)
     }
     if (!(h->jobid = strdup(job)) || !(h->url = strdup(url)))
         goto error;
+    {
+        const char *se = getenv("HARMONIA_SYNC_END");
+        h->sync_end = se && *se && strcmp(se, "0");
+    }
 
     double ct = opts->connect_timeout > 0 ? opts->connect_timeout
                 : env_double("HARMONIA_CONNECT_TIMEOUT", DEFAULT_CONNECT_TIMEOUT);
@@ -672,7 +694,7 @@ static int begin(harmonia_t *h, uint64_t volume, harmonia_dir_t dir, harmonia_gr
         return 0;
     }
     pthread_mutex_lock(&h->lock);
-    while (h->st == ST_BUSY)
+    while (BUSY_STATE(h))
         pthread_cond_wait(&h->cond, &h->lock);
     if (h->st == ST_OPEN) {
         h->users++;
@@ -750,13 +772,92 @@ int harmonia_phase_try_begin(harmonia_t *h, uint64_t volume, harmonia_dir_t dir,
     return begin(h, volume, dir, grant, false);
 }
 
-int harmonia_phase_end(harmonia_t *h, uint64_t bytes)
+/* Report the end of phase pid to bbmgrd (as the last process in it, with the
+ * bytes of all).  Runs without the lock, on the BUSY/CLOSING thread. */
+static void close_phase(harmonia_t *h, const struct close_req *r, bool *degraded)
 {
     hm_error_t err = { "" };
-    bool cancel;
-    double total;
-    uint64_t pid;
-    bool counted, owner, degraded;
+    double total = r->total;
+    bool last = r->owner;
+    int fd = -1;
+
+    *degraded = r->degraded;
+    if (!r->pid)
+        return;
+    if (r->counted)
+        fd = coord_leave(h, r->pid, total, &last, &total);
+    if (last && h->client && !r->degraded) {
+        int st = finish_phase(h, r->pid, total, &err);
+        if (st < 0) {
+            tell_unreachable(h, &err);
+            *degraded = true;
+            h->last_attempt = mono();
+        }
+    }
+    if (fd >= 0)
+        close(fd);
+}
+
+/* Back to NONE after a close (lock held). */
+static void closed(harmonia_t *h, bool degraded)
+{
+    h->degraded = degraded;
+    h->st = ST_NONE;
+    h->pid = 0;
+    h->owner = h->counted = false;
+    h->users = 0;
+    memset(&h->grant, 0, sizeof(h->grant));
+    pthread_cond_broadcast(&h->cond);
+}
+
+/* The closer thread: reports queued phase ends, then prepares the credential of
+ * the next phase request so that harmonia_phase_begin() does not wait for munged. */
+static void *closer_main(void *arg)
+{
+    harmonia_t *h = arg;
+    char path[128];
+
+    snprintf(path, sizeof(path), "/v1/jobs/%s/phases", h->jobid);
+    pthread_mutex_lock(&h->lock);
+    for (;;) {
+        while (!h->close_queued && !h->closer_stop)
+            pthread_cond_wait(&h->cond, &h->lock);
+        if (!h->close_queued)
+            break;
+        struct close_req r = h->cq;
+        bool degraded;
+        h->close_queued = false;
+        pthread_mutex_unlock(&h->lock);
+        close_phase(h, &r, &degraded);
+        if (!degraded && h->client)
+            (void)hm_client_prepare(h->client, "POST", path);
+        pthread_mutex_lock(&h->lock);
+        closed(h, degraded);
+    }
+    pthread_mutex_unlock(&h->lock);
+    return NULL;
+}
+
+/* Start the closer thread once (lock held); false: report synchronously. */
+static bool closer_ready(harmonia_t *h)
+{
+    if (h->sync_end)
+        return false;
+    if (h->closer_up)
+        return h->closer_proc == getpid();
+    if (pthread_create(&h->closer, NULL, closer_main, h) != 0) {
+        h->sync_end = true;
+        return false;
+    }
+    h->closer_up = true;
+    h->closer_proc = getpid();
+    return true;
+}
+
+int harmonia_phase_end(harmonia_t *h, uint64_t bytes)
+{
+    bool cancel, degraded;
+    struct close_req r;
 
     if (!h) {
         errno = EINVAL;
@@ -765,7 +866,7 @@ int harmonia_phase_end(harmonia_t *h, uint64_t bytes)
     if (h->off)
         return 0;
     pthread_mutex_lock(&h->lock);
-    while (h->st == ST_BUSY)
+    while (BUSY_STATE(h))
         pthread_cond_wait(&h->cond, &h->lock);
     if (h->st == ST_NONE || (h->st == ST_OPEN && h->users < 1)) {
         pthread_mutex_unlock(&h->lock);
@@ -783,39 +884,24 @@ int harmonia_phase_end(harmonia_t *h, uint64_t bytes)
             return 0;
         }
     }
+    r = (struct close_req){ .pid = h->pid, .counted = h->counted, .owner = h->owner,
+                            .degraded = h->degraded, .total = cancel ? 0 : h->bytes_sum };
+    if (r.pid && !cancel && closer_ready(h)) {
+        /* the closer reports it; the next begin or end waits for that */
+        h->st = ST_CLOSING;
+        h->cq = r;
+        h->close_queued = true;
+        pthread_cond_broadcast(&h->cond);
+        pthread_mutex_unlock(&h->lock);
+        return 0;
+    }
     h->st = ST_BUSY;
-    pid = h->pid;
-    counted = h->counted;
-    owner = h->owner;
-    degraded = h->degraded;
-    total = cancel ? 0 : h->bytes_sum;
     pthread_mutex_unlock(&h->lock);
 
-    if (pid) {
-        bool last = owner;
-        int fd = -1;
-        if (counted)
-            fd = coord_leave(h, pid, total, &last, &total);
-        if (last && h->client && !degraded) {
-            int st = finish_phase(h, pid, total, &err);
-            if (st < 0) {
-                tell_unreachable(h, &err);
-                degraded = true;
-                h->last_attempt = mono();
-            }
-        }
-        if (fd >= 0)
-            close(fd);
-    }
+    close_phase(h, &r, &degraded);
 
     pthread_mutex_lock(&h->lock);
-    h->degraded = degraded;
-    h->st = ST_NONE;
-    h->pid = 0;
-    h->owner = h->counted = false;
-    h->users = 0;
-    memset(&h->grant, 0, sizeof(h->grant));
-    pthread_cond_broadcast(&h->cond);
+    closed(h, degraded);
     pthread_mutex_unlock(&h->lock);
     return 0;
 }
@@ -963,6 +1049,16 @@ void harmonia_finalize(harmonia_t *h)
             h->users = 1;
         pthread_mutex_unlock(&h->lock);
         harmonia_phase_end(h, HARMONIA_BYTES_VOLUME);
+    }
+    if (h->closer_up) {
+        pthread_mutex_lock(&h->lock);
+        while (h->st == ST_CLOSING && h->closer_proc == getpid())
+            pthread_cond_wait(&h->cond, &h->lock);
+        h->closer_stop = true;
+        pthread_cond_broadcast(&h->cond);
+        pthread_mutex_unlock(&h->lock);
+        if (h->closer_proc == getpid())
+            pthread_join(h->closer, NULL);
     }
     hm_client_destroy(h->client);
     free(h->jobid);
