@@ -5,8 +5,26 @@ plugins from the build tree.
 
 To run against another cluster (e.g. a docker-based one), set
 HARMONIA_SLURM_CONF to its slurm.conf: no private cluster is started then.
+The other settings of an external cluster (testsuite/slurm/README.md):
+  HARMONIA_BBMGR_URL       its bbmgrd (http://HOST:PORT or unix:/PATH); without
+                           it the tests that need bbmgrd skip themselves
+  HARMONIA_MUNGE_SOCKET    the munged socket of this (the submitting) host
+  HARMONIA_BBMGR_CONF      bbmgrd's bbmgr.yaml, readable and writable from here
+                           (its log file, the mover tests rewrite it)
+  HARMONIA_CLUSTER_CONTROL a command that, given one more argument bbmgrd-stop,
+                           bbmgrd-start or slurmctld-restart, does that on the
+                           cluster and returns once it is done
+  HARMONIA_TEST_USERS      two ordinary users known to every node (user1,user2)
+  HARMONIA_WORKDIR         a directory shared with the compute nodes where the
+                           tests write their job scripts, inputs and outputs
+                           (default: the system's temporary directory)
+HARMONIA_TEST_NETNS=1 (opt-in, root only) starts testsuite/cluster/netns-cluster
+for the session instead of the private cluster and runs against it as above.
 """
+import json
 import os
+import re
+import shlex
 import shutil
 import subprocess
 import tempfile
@@ -18,6 +36,9 @@ SRCDIR = os.environ.get("HARMONIA_SRCDIR",
                         os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
 BUILDDIR = os.environ.get("HARMONIA_BUILDDIR", SRCDIR)
 CLUSTER = os.path.join(SRCDIR, "testsuite", "cluster", "cluster")
+NETNS_CLUSTER = os.path.join(SRCDIR, "testsuite", "cluster", "netns-cluster")
+EXTERNAL_KEYS = ("HARMONIA_BBMGR_URL", "HARMONIA_MUNGE_SOCKET", "HARMONIA_BBMGR_CONF",
+                 "HARMONIA_CLUSTER_CONTROL", "HARMONIA_TEST_USERS")
 
 
 def _have_cluster_tools():
@@ -25,21 +46,81 @@ def _have_cluster_tools():
         os.path.exists(os.path.join(BUILDDIR, "src/plugins/burst_buffer/harmonia/.libs/burst_buffer_harmonia.so"))
 
 
+def pytest_configure(config):
+    """With HARMONIA_WORKDIR, pytest's tmp_path (stage-in sources, results) lives
+    there too: the cluster's nodes and bbmgrd must see it."""
+    wd = os.environ.get("HARMONIA_WORKDIR")
+    if wd and not config.option.basetemp:
+        config.option.basetemp = tempfile.mkdtemp(prefix="harmonia-pytest-", dir=wd)
+        os.chmod(config.option.basetemp, 0o755)
+
+
+def _read_keyvals(path):
+    """Key=Value lines of a Slurm-style file (slurm.conf, harmonia.conf); {} when
+    it cannot be read (an external cluster's files need not be visible here)."""
+    out = {}
+    try:
+        with open(path) as f:
+            for line in f:
+                line = line.split("#", 1)[0].strip()
+                if "=" in line and " " not in line.split("=", 1)[0]:
+                    k, v = line.split("=", 1)
+                    out.setdefault(k.strip().lower(), v.strip())
+    except OSError:
+        pass
+    return out
+
+
 class Cluster:
-    def __init__(self, conf, workdir, cdir=None):
+    def __init__(self, conf, workdir, cdir=None, settings=None):
         self.conf = conf
         self.workdir = workdir
         self.cdir = cdir            # private cluster's directory (None: external)
         self.env = dict(os.environ, SLURM_CONF=conf)
-        self.bbmgr_url = os.environ.get("HARMONIA_BBMGR_URL")
-        self.munge_socket = os.environ.get("HARMONIA_MUNGE_SOCKET")
+        # an external cluster's settings: HARMONIA_* from the environment
+        ext = os.environ if settings is None else settings
+        self.bbmgr_url = ext.get("HARMONIA_BBMGR_URL")
+        self.munge_socket = ext.get("HARMONIA_MUNGE_SOCKET")
+        self.bbmgr_conf = ext.get("HARMONIA_BBMGR_CONF")
+        self.control_cmd = ext.get("HARMONIA_CLUSTER_CONTROL")
+        users = ext.get("HARMONIA_TEST_USERS")
+        self.test_users = [u for u in users.split(",") if u] if users else None
+        if cdir:
+            self.bbmgr_url = self.munge_socket = self.bbmgr_conf = self.control_cmd = None
+            self.test_users = None
         if cdir and os.path.exists(os.path.join(cdir, "etc", "harmonia.conf")):
             self.bbmgr_url = "unix:" + os.path.join(cdir, "run", "bbmgrd.sock")
             self.munge_socket = os.path.join(cdir, "munge-run", "munge.socket")
+            self.bbmgr_conf = os.path.join(cdir, "etc", "bbmgr.yaml")
+
+    @property
+    def slurm_conf(self):
+        """slurm.conf's settings, keys in lower case ({} if unreadable)."""
+        return _read_keyvals(self.conf)
+
+    @property
+    def harmonia_conf(self):
+        """harmonia.conf (next to slurm.conf) as the plugin reads it, keys in lower
+        case; {} when it is not readable from here."""
+        return _read_keyvals(os.path.join(os.path.dirname(self.conf), "harmonia.conf"))
+
+    def bbmgrd_log_path(self):
+        """bbmgrd's log file (log.file of its bbmgr.yaml), None if unknown."""
+        if not self.bbmgr_conf:
+            return None
+        try:
+            import yaml
+            with open(self.bbmgr_conf) as f:
+                return ((yaml.safe_load(f) or {}).get("log") or {}).get("file")
+        except (OSError, ImportError, ValueError, AttributeError):
+            return None
+
+    def bb_mounts(self):
+        """The buffer nodes' mount directories, as bbmgrd reports them."""
+        return [n["mount"] for n in self.bbmgr("nodes")["nodes"] if n.get("mount")]
 
     def bbmgr(self, *args, check=True):
         """bbmgr --json ARGS against the cluster's bbmgrd; parsed JSON or text."""
-        import json
         cmd = [os.path.join(BUILDDIR, "bbmgr", "bbmgr"), "--url", self.bbmgr_url, "--json"]
         if self.munge_socket:
             cmd += ["--munge-socket", self.munge_socket]
@@ -51,12 +132,22 @@ class Cluster:
         except ValueError:
             return p.stdout
 
+    def need_control(self):
+        """Skip unless the test can stop and restart the cluster's daemons."""
+        if not self.cdir and not self.control_cmd:
+            pytest.skip("stops and restarts the cluster's daemons: needs the private cluster "
+                        "or HARMONIA_CLUSTER_CONTROL")
+
     def control(self, what):
-        """Failure tests: bbmgrd-stop, bbmgrd-start, slurmctld-restart."""
-        if not self.cdir:
-            pytest.skip("needs the private cluster")
-        p = subprocess.run([CLUSTER, what, self.cdir, "--builddir", BUILDDIR],
-                           capture_output=True, text=True, timeout=90)
+        """Failure tests: bbmgrd-stop, bbmgrd-start, slurmctld-restart, on the
+        private cluster (testsuite/cluster/cluster) or through an external
+        cluster's HARMONIA_CLUSTER_CONTROL."""
+        if self.cdir:
+            cmd = [CLUSTER, what, self.cdir, "--builddir", BUILDDIR]
+        else:
+            self.need_control()
+            cmd = shlex.split(self.control_cmd) + [what]
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=90)
         assert p.returncode == 0, p.stdout + p.stderr
 
     def out(self, jobid):
@@ -115,8 +206,18 @@ class Cluster:
         p = self.run("squeue", "-h", "-o", "%i")
         return [l.strip() for l in p.stdout.splitlines() if l.strip()]
 
+    def ctld_log_path(self):
+        return self.slurm_conf.get("slurmctldlogfile") or os.path.join(
+            os.path.dirname(os.path.dirname(self.conf)), "log", "slurmctld.log")
+
+    def need_ctld_log(self):
+        """Skip unless slurmctld's log is readable from here."""
+        if not os.access(self.ctld_log_path(), os.R_OK):
+            pytest.skip("reads slurmctld's log (SlurmctldLogFile), not readable from here")
+
     def ctld_log(self):
-        path = os.path.join(os.path.dirname(os.path.dirname(self.conf)), "log", "slurmctld.log")
+        """slurmctld's log (SlurmctldLogFile of slurm.conf), "" if not readable."""
+        path = self.ctld_log_path()
         try:
             with open(path) as f:
                 return f.read()
@@ -124,14 +225,49 @@ class Cluster:
             return ""
 
 
+def _workdir():
+    wd = tempfile.mkdtemp(prefix="harmonia-slurm-", dir=os.environ.get("HARMONIA_WORKDIR"))
+    os.chmod(wd, 0o755)
+    return wd
+
+
+def _netns_cluster(workdir):
+    """HARMONIA_TEST_NETNS=1: testsuite/cluster/netns-cluster for the session;
+    yields its settings (the HARMONIA_* lines it prints)."""
+    if os.geteuid() != 0:
+        pytest.skip("HARMONIA_TEST_NETNS=1 needs root (network namespaces)")
+    if not _have_cluster_tools():
+        pytest.skip("no slurmctld or plugins not built (configure --with-slurm-source)")
+    ndir = os.path.join(workdir, "netns")
+    p = subprocess.run([NETNS_CLUSTER, "start", ndir, "--builddir", BUILDDIR],
+                       capture_output=True, text=True, timeout=120)
+    if p.returncode != 0:
+        raise RuntimeError("netns-cluster start failed:\n" + p.stdout + p.stderr)
+    settings = {}
+    for line in p.stdout.splitlines():
+        m = re.match(r"export (HARMONIA_\w+)=(.*)$", line)
+        if m:
+            settings[m.group(1)] = " ".join(shlex.split(m.group(2)))
+    settings.setdefault("HARMONIA_TEST_USERS", "hmtest1,hmtest2")
+    return ndir, settings
+
+
 @pytest.fixture(scope="session")
 def cluster():
     ext = os.environ.get("HARMONIA_SLURM_CONF")
-    workdir = tempfile.mkdtemp(prefix="harmonia-slurm-")
-    os.chmod(workdir, 0o755)
+    workdir = _workdir()
     if ext:
         yield Cluster(ext, workdir)
         shutil.rmtree(workdir, ignore_errors=True)
+        return
+    if os.environ.get("HARMONIA_TEST_NETNS") == "1":
+        ndir, settings = _netns_cluster(workdir)
+        try:
+            yield Cluster(settings["HARMONIA_SLURM_CONF"], workdir, settings=settings)
+        finally:
+            subprocess.run([NETNS_CLUSTER, "stop", ndir], capture_output=True, text=True,
+                           timeout=120)
+            shutil.rmtree(workdir, ignore_errors=True)
         return
     if not _have_cluster_tools():
         pytest.skip("no slurmctld or plugins not built (configure --with-slurm-source)")

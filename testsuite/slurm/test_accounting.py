@@ -40,7 +40,9 @@ def _which(prog):
 @pytest.fixture(scope="module")
 def acct():
     if os.environ.get("HARMONIA_SLURM_CONF"):
-        pytest.skip("needs the private cluster with --accounting")
+        pytest.skip("starts its own private cluster with slurmdbd and MariaDB "
+                    "(testsuite/cluster/cluster --accounting): not run against an external "
+                    "cluster")
     if not common._have_cluster_tools():
         pytest.skip("no slurmctld or plugins not built (configure --with-slurm-source)")
     for prog in ("slurmdbd", "mariadbd", "mariadb-install-db"):

@@ -34,7 +34,8 @@ def alive(pid):
 
 def test_second_cluster_does_not_collide(cluster):
     if not cluster.cdir:
-        pytest.skip("needs the private cluster")
+        pytest.skip("tests testsuite/cluster/cluster itself (a second private cluster "
+                    "next to the session's): needs the private cluster")
     with tempfile.TemporaryDirectory(prefix="harmonia-second-") as tmp:
         os.chmod(tmp, 0o755)
         cdir = os.path.join(tmp, "c")

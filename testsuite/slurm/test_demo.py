@@ -21,7 +21,9 @@ COLUMNS = ["policy", "mean s", "max s", "I/O s", "wait s", "stall s", "BW MB/s",
 @pytest.fixture
 def private(cluster):
     if not cluster.cdir or not cluster.bbmgr_url:
-        pytest.skip("needs the private cluster with bbmgrd")
+        pytest.skip("scripts/demo-compare drives a testsuite/cluster/cluster directory "
+                    "(--cluster-dir: rewrites its bbmgr.yaml, restarts its bbmgrd): "
+                    "needs the private cluster with bbmgrd")
     if not os.path.exists(os.path.join(BUILDDIR, "sim", "bbsim")):
         pytest.skip("bbsim not built")
     return cluster

@@ -21,7 +21,7 @@ def script(*directives, body="hostname"):
 @pytest.fixture(autouse=True)
 def need_bbmgrd(cluster):
     if not cluster.bbmgr_url:
-        pytest.skip("no bbmgrd with this cluster")
+        pytest.skip("no bbmgrd with this cluster (external: set HARMONIA_BBMGR_URL)")
 
 
 def env_of(text):
@@ -71,12 +71,19 @@ def test_allocation_environment_and_teardown(cluster):
     env = env_of(out)
     assert "bb-ok" in out
     assert env["HARMONIA_JOBID"] == jobid
-    assert env["HARMONIA_URL"].startswith("http://127.0.0.1:")
+    # the JobURL of harmonia.conf (http://127.0.0.1:PORT on the private cluster)
+    assert env["HARMONIA_URL"].startswith("http://")
+    hconf = cluster.harmonia_conf
+    if hconf:
+        assert env["HARMONIA_URL"] == hconf["joburl"]
     nodes = env["HARMONIA_BB_NODES"].split(",")
     # capacity 10GiB on nodes=2 over-provisioned by 1.5 -> 3 nodes
     assert len(nodes) == 3 and len(set(nodes)) == 3
     assert env["HARMONIA_BB"].endswith("/" + jobid)
-    assert env["HARMONIA_MUNGE_SOCKET"] == cluster.munge_socket
+    if "mungesocket" in hconf:
+        assert env["HARMONIA_MUNGE_SOCKET"] == hconf["mungesocket"]
+    if cluster.cdir:
+        assert env["HARMONIA_MUNGE_SOCKET"] == cluster.munge_socket
     # teardown: the job ended in bbmgrd and its space is free again
     wait_for(lambda: ended(cluster, jobid), what="job ended in bbmgrd")
     assert cluster.job(jobid)["BurstBufferState"] == "complete"
@@ -90,7 +97,11 @@ def test_show_burst_lists_bbmgrd_pools(cluster):
 
 def test_bbstat_shows_daemon_status(cluster):
     out = cluster.run("scontrol", "show", "bbstat").stdout
-    assert "manager daemon: unix:" in out
+    # harmonia.conf's BbmgrURL (unix:DIR/run/bbmgrd.sock on the private cluster)
+    url = cluster.harmonia_conf.get("bbmgrurl", "")
+    assert "manager daemon: " + url in out and "not configured" not in out
+    if cluster.cdir:
+        assert "manager daemon: unix:" in out
     assert '"policy": "fairshare"' in out
 
 
@@ -170,6 +181,7 @@ def test_persistent_buffer_across_jobs(cluster):
 
 
 def test_bbmgrd_down_at_stage_in_then_back(cluster):
+    cluster.need_control()
     cluster.control("bbmgrd-stop")
     try:
         rc, jobid, _, err = cluster.sbatch(script("jobbuffer capacity=1GiB", body="echo ran"))
@@ -185,6 +197,7 @@ def test_bbmgrd_down_at_stage_in_then_back(cluster):
 
 
 def test_slurmctld_restart_while_running(cluster):
+    cluster.need_control()
     rc, jobid, _, err = cluster.sbatch(script("jobbuffer capacity=2GiB", body="sleep 6; echo ok"))
     assert rc == 0, err
     cluster.wait_state(jobid, {"RUNNING"})
@@ -210,11 +223,11 @@ ph() {  # one I/O phase of $1 bytes through bbmgrd's API, as the job's user
 
 def test_hints_learned_from_history(cluster):
     """A job run that did I/O phases teaches bbmgrd its w_iter and volume; the
-    next job of the same user and name without iohints gets them, marked."""
-    if not cluster.munge_socket:
-        pytest.skip("needs the cluster's munge socket")
-    body = PHASE + "MUNGE_SOCKET=%s\nph 1048576; sleep 1; ph 1048576; sleep 1; ph 1048576\n" \
-        % cluster.munge_socket
+    next job of the same user and name without iohints gets them, marked.
+    The job authenticates with the munged of its node: $HARMONIA_MUNGE_SOCKET as
+    the plugin gives it (harmonia.conf MungeSocket, or slurm.conf AuthInfo)."""
+    body = PHASE + "MUNGE_SOCKET=${HARMONIA_MUNGE_SOCKET:-/run/munge/munge.socket.2}\n" \
+        "ph 1048576; sleep 1; ph 1048576; sleep 1; ph 1048576\n"
     rc, j1, _, err = cluster.sbatch(script("jobbuffer capacity=1GiB", body=body),
                                     "-J", "learnme")
     assert rc == 0, err

@@ -34,8 +34,8 @@ def script(*directives, body="hostname"):
 
 @pytest.fixture(autouse=True)
 def need_bbmgrd(cluster):
-    if not cluster.bbmgr_url or not cluster.cdir:
-        pytest.skip("needs the private cluster with bbmgrd")
+    if not cluster.bbmgr_url:
+        pytest.skip("no bbmgrd with this cluster (external: set HARMONIA_BBMGR_URL)")
 
 
 def wait_for(pred, timeout=30, what="condition", interval=0.2):
@@ -51,14 +51,19 @@ def wait_for(pred, timeout=30, what="condition", interval=0.2):
 # ------------------------------------------------------------------ helpers
 
 def api(cluster, method, path, body=None, check=True):
-    """One request to bbmgrd as root (an administrator), MUNGE-authenticated;
-    returns (status, parsed JSON)."""
-    cred = subprocess.run(["munge", "-n", "-s", "%s %s" % (method, path), "-S",
-                           cluster.munge_socket], capture_output=True, text=True,
+    """One request to bbmgrd (unix:/PATH or http://HOST:PORT) as root (an
+    administrator), MUNGE-authenticated; returns (status, parsed JSON)."""
+    munge = ["munge", "-n", "-s", "%s %s" % (method, path)]
+    if cluster.munge_socket:
+        munge += ["-S", cluster.munge_socket]
+    cred = subprocess.run(munge, capture_output=True, text=True,
                           check=True, timeout=10).stdout.strip()
-    cmd = ["curl", "-s", "-o", "-", "-w", "\n%{http_code}", "-X", method,
-           "--unix-socket", cluster.bbmgr_url[len("unix:"):],
-           "http://localhost" + path, "-H", "Authorization: MUNGE " + cred]
+    cmd = ["curl", "-s", "-o", "-", "-w", "\n%{http_code}", "-X", method]
+    if cluster.bbmgr_url.startswith("unix:"):
+        cmd += ["--unix-socket", cluster.bbmgr_url[len("unix:"):], "http://localhost" + path]
+    else:
+        cmd += [cluster.bbmgr_url.rstrip("/") + path]
+    cmd += ["-H", "Authorization: MUNGE " + cred]
     if body is not None:
         cmd += ["-H", "Content-Type: application/json", "-d", json.dumps(body)]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
@@ -104,15 +109,30 @@ def quiet_bbmgrd(cluster):
 
 
 def buffer_dirs(cluster, jobid):
-    bb = os.path.join(cluster.cdir, "bb")
-    return [os.path.join(bb, n, str(jobid)) for n in os.listdir(bb)
-            if os.path.exists(os.path.join(bb, n, str(jobid)))]
+    """The job's directories on the buffer nodes' mounts (as bbmgrd reports
+    them: they must be visible from here)."""
+    return [os.path.join(m, str(jobid)) for m in cluster.bb_mounts()
+            if os.path.exists(os.path.join(m, str(jobid)))]
+
+
+def bbmgrd_log(cluster):
+    """bbmgrd's log lines (log.file of its bbmgr.yaml)."""
+    path = cluster.bbmgrd_log_path()
+    if not path or not os.path.exists(path):
+        pytest.skip("reads bbmgrd's log: needs the private cluster or HARMONIA_BBMGR_CONF "
+                    "(with a log.file readable from here)")
+    with open(path) as f:
+        return f.readlines()
 
 
 @contextlib.contextmanager
 def slow_mover(cluster, rate="1 MB/s", chunk="256KiB"):
     """bbmgrd restarted with its mover capped at 'rate'; restored afterwards."""
-    path = os.path.join(cluster.cdir, "etc", "bbmgr.yaml")
+    cluster.need_control()
+    path = cluster.bbmgr_conf
+    if not path or not os.access(path, os.W_OK):
+        pytest.skip("slows the mover down in bbmgrd's bbmgr.yaml: needs the private cluster "
+                    "or HARMONIA_BBMGR_CONF (writable from here)")
     with open(path) as f:
         orig = f.read()
     assert "\nmover:" not in orig
@@ -195,12 +215,19 @@ def no_partials(root):
 # ------------------------------------------------------------------ users
 
 @pytest.fixture(scope="module")
-def users():
-    """Two ordinary users that submit jobs (created when missing)."""
+def users(cluster):
+    """Two ordinary users that submit jobs (created here when missing; an
+    external cluster names two users its nodes know in HARMONIA_TEST_USERS)."""
     if os.geteuid() != 0:
         pytest.skip("needs root to create and act as test users")
+    names = USERS
+    if not cluster.cdir:
+        if not cluster.test_users or len(cluster.test_users) < 2:
+            pytest.skip("needs two users known to the cluster's nodes: set "
+                        "HARMONIA_TEST_USERS=user1,user2")
+        names = cluster.test_users[:2]
     out = []
-    for u in USERS:
+    for u in names:
         try:
             pw = pwd.getpwnam(u)
         except KeyError:
@@ -297,6 +324,7 @@ def test_full_life_cycle_real_tree_as_user(cluster, users):
 # ------------------------------------------------------------------ (2)
 
 def test_slurmctld_restart_during_stage_in(cluster, tmp_path):
+    cluster.need_ctld_log()
     src = str(tmp_path / "in")
     files = make_tree(src)
     quiet_bbmgrd(cluster)
@@ -325,6 +353,7 @@ def test_slurmctld_restart_during_stage_in(cluster, tmp_path):
 
 
 def test_slurmctld_restart_during_stage_out(cluster, tmp_path):
+    cluster.need_ctld_log()
     dest = str(tmp_path / "result")
     quiet_bbmgrd(cluster)
     with slow_mover(cluster, rate="0.75 MB/s"):
@@ -354,10 +383,10 @@ def test_slurmctld_restart_during_stage_out(cluster, tmp_path):
         if "s" in seen:
             assert len(seen["s"]["transfers"]) == 1
             assert seen["s"]["transfers"][0]["finished"] > t_restart
-        wait_for(lambda: [l for l in open(os.path.join(cluster.cdir, "log", "bbmgrd.log"))
+        wait_for(lambda: [l for l in bbmgrd_log(cluster)
                           if "stage_out" in l and "of job %s done" % jobid in l],
                  timeout=30, what="stage-out done in bbmgrd's log")
-        done = [l for l in open(os.path.join(cluster.cdir, "log", "bbmgrd.log"))
+        done = [l for l in bbmgrd_log(cluster)
                 if "stage_out" in l and "of job %s done" % jobid in l]
         assert len(done) == 1, done
         wait_for(lambda: cluster.job(jobid)["BurstBufferState"] == "complete",
@@ -376,6 +405,9 @@ def test_slurmctld_restart_during_stage_out(cluster, tmp_path):
 # ------------------------------------------------------------------ (3)
 
 def test_bbmgrd_down_at_stage_out_then_back(cluster, tmp_path):
+    cluster.need_ctld_log()
+    cluster.need_control()
+    bbmgrd_log(cluster)
     dest = str(tmp_path / "result")
     quiet_bbmgrd(cluster)
     used0 = pool_used(cluster)
@@ -413,12 +445,13 @@ def test_bbmgrd_down_at_stage_out_then_back(cluster, tmp_path):
     log = cluster.ctld_log()
     assert not [l for l in log.splitlines()
                 if "error: burst_buffer/harmonia" in l and "JobId=%s" % jobid in l]
-    reg = [l for l in open(os.path.join(cluster.cdir, "log", "bbmgrd.log"))
+    reg = [l for l in bbmgrd_log(cluster)
            if "stage_out" in l and "of job %s done" % jobid in l]
     assert len(reg) == 1, reg
 
 
 def test_bbmgrd_down_at_submit_then_back(cluster, tmp_path):
+    cluster.need_control()
     src = str(tmp_path / "in")
     files = make_tree(src, big=100000)
     cluster.control("bbmgrd-stop")
@@ -563,8 +596,10 @@ def test_stage_in_waits_for_granted_phase_on_shared_nodes(cluster, tmp_path):
     src = str(tmp_path / "in")
     make_tree(src, big=10000)
     quiet_bbmgrd(cluster)
-    # job A holds every buffer node (4 nodes) and runs
-    rc, a, _, err = cluster.sbatch(script("jobbuffer capacity=4GiB nodes=4", body="sleep 40"))
+    # job A holds every buffer node (4 on the private cluster) and runs
+    nbb = len(cluster.bbmgr("nodes")["nodes"])
+    rc, a, _, err = cluster.sbatch(script("jobbuffer capacity=4GiB nodes=%d" % nbb,
+                                          body="sleep 40"))
     assert rc == 0, err
     cluster.wait_state(a, {"RUNNING"})
     try:
