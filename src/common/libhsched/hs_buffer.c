@@ -7,12 +7,12 @@
  */
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "hsched.h"
+#include "policy.h"             /* hs_errprintf() */
 
 /* ------------------------------------------------------------------ MSCA */
 
@@ -116,21 +116,6 @@ int hs_device_builtin(const char *name, hs_buffer_t *b)
 
 /* ------------------------------------------------------------------ allocator */
 
-static int aerr(hs_error_t *err, int errnum, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int aerr(hs_error_t *err, int errnum, const char *fmt, ...)
-{
-    if (err) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err->text, sizeof(err->text), fmt, ap);
-        va_end(ap);
-    }
-    errno = errnum;
-    return -1;
-}
-
 typedef struct {
     double free;
     int idx;
@@ -155,17 +140,19 @@ int hs_alloc_nodes(const hs_platform_t *plat, const double *reserved,
     double cmax = 0, per, factor;
 
     if (!plat || !req || !res || (cap > 0 && !nodes) || cap < 0)
-        return aerr(err, EINVAL, "allocator: missing argument");
+        return hs_errprintf(err, EINVAL, "allocator: missing argument");
     if (!(req->capacity > 0) || !isfinite(req->capacity) || req->nodes < 0)
-        return aerr(err, EINVAL, "allocator: capacity must be > 0 and nodes >= 0");
+        return hs_errprintf(err, EINVAL,
+                            "allocator: capacity must be > 0 and nodes >= 0");
     factor = req->overprovision == 0 ? HS_OVERPROVISION_DEFAULT : req->overprovision;
     if (!(factor >= 1) || !isfinite(factor))
-        return aerr(err, EINVAL, "allocator: over-provisioning factor %g must be "
-                    ">= 1", factor);
+        return hs_errprintf(err, EINVAL,
+                            "allocator: over-provisioning factor %g must be >= 1",
+                            factor);
     if (plat->nbuffers <= 0 || !plat->buffers)
-        return aerr(err, ENOSPC, "no buffer nodes");
+        return hs_errprintf(err, ENOSPC, "no buffer nodes");
     if (!(c = calloc((size_t)plat->nbuffers, sizeof(*c))))
-        return aerr(err, ENOMEM, "out of memory");
+        return hs_errprintf(err, ENOMEM, "out of memory");
     for (i = 0; i < plat->nbuffers; i++) {
         const hs_buffer_t *b = &plat->buffers[i];
         double r = reserved ? reserved[i] : 0;
@@ -179,8 +166,8 @@ int hs_alloc_nodes(const hs_platform_t *plat, const double *reserved,
     }
     if (nc == 0) {
         free(c);
-        return aerr(err, ENOSPC, "no buffer node of device type '%s'",
-                    req->device ? req->device : "");
+        return hs_errprintf(err, ENOSPC, "no buffer node of device type '%s'",
+                            req->device ? req->device : "");
     }
     /* ceil(capacity / node capacity), with a tolerance for exact fits */
     {
@@ -193,16 +180,17 @@ int hs_alloc_nodes(const hs_platform_t *plat, const double *reserved,
         need = req->nodes;
     if (need > nc) {
         free(c);
-        return aerr(err, ENOSPC, "%.4g bytes need %d buffer node(s) but only %d "
-                    "are eligible", req->capacity, need, nc);
+        return hs_errprintf(err, ENOSPC, "%.4g bytes need %d buffer node(s) but only "
+                            "%d are eligible", req->capacity, need, nc);
     }
     per = req->capacity / need;
     qsort(c, (size_t)nc, sizeof(*c), cmp_cand);
     if (c[need - 1].free < per * (1 - HS_EPS_REL)) {
         double fr = c[need - 1].free;
         free(c);
-        return aerr(err, ENOSPC, "%d buffer node(s) with %.4g bytes free each are "
-                    "needed; the %d-th most free has %.4g", need, per, need, fr);
+        return hs_errprintf(err, ENOSPC, "%d buffer node(s) with %.4g bytes free "
+                            "each are needed; the %d-th most free has %.4g", need,
+                            per, need, fr);
     }
     want = (int)ceil(need * factor * (1 - HS_EPS_REL));
     if (want < need)
@@ -213,8 +201,8 @@ int hs_alloc_nodes(const hs_platform_t *plat, const double *reserved,
     }
     if (need + nspare > cap) {
         free(c);
-        return aerr(err, ERANGE, "allocator: room for %d nodes, %d needed", cap,
-                    need + nspare);
+        return hs_errprintf(err, ERANGE, "allocator: room for %d nodes, %d needed",
+                            cap, need + nspare);
     }
     for (i = 0; i < need + nspare; i++)
         nodes[i] = c[i].idx;

@@ -140,10 +140,7 @@ struct bnode {
 
 /* ------------------------------------------------------------------ helpers */
 
-static int errprintf(hs_error_t *err, int errnum, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int errprintf(hs_error_t *err, int errnum, const char *fmt, ...)
+int hs_errprintf(hs_error_t *err, int errnum, const char *fmt, ...)
 {
     if (err) {
         va_list ap;
@@ -155,19 +152,9 @@ static int errprintf(hs_error_t *err, int errnum, const char *fmt, ...)
     return -1;
 }
 
-static uint64_t hash64(uint64_t x)
+int hs_grow(void *ptrp, size_t *cap, size_t need, size_t elsize)
 {
-    /* splitmix64 finaliser */
-    x ^= x >> 30;
-    x *= 0xbf58476d1ce4e5b9ULL;
-    x ^= x >> 27;
-    x *= 0x94d049bb133111ebULL;
-    x ^= x >> 31;
-    return x;
-}
-
-static int grow(void **p, size_t *cap, size_t need, size_t elsize)
-{
+    void **p = ptrp;
     size_t ncap;
     void *np;
 
@@ -176,12 +163,10 @@ static int grow(void **p, size_t *cap, size_t need, size_t elsize)
     ncap = *cap ? *cap : 16;
     while (ncap < need)
         ncap *= 2;
-    if (ncap > SIZE_MAX / elsize) {
+    if (ncap > SIZE_MAX / elsize || !(np = realloc(*p, ncap * elsize))) {
         errno = ENOMEM;
         return -1;
     }
-    if (!(np = realloc(*p, ncap * elsize)))
-        return -1;
     *p = np;
     *cap = ncap;
     return 0;
@@ -195,7 +180,7 @@ static size_t hfind(const hs_sched_t *s, uint64_t id)
     if (s->hcap == 0)
         return NO_SLOT;
     mask = s->hcap - 1;
-    for (i = hash64(id) & mask; s->htab[i]; i = (i + 1) & mask) {
+    for (i = hs_hash64(id) & mask; s->htab[i]; i = (i + 1) & mask) {
         size_t slot = s->htab[i] - 1;
         if (s->jobs[slot].info.id == id)
             return slot;
@@ -206,7 +191,7 @@ static size_t hfind(const hs_sched_t *s, uint64_t id)
 static void hput_raw(size_t *tab, size_t cap, uint64_t id, size_t slot)
 {
     size_t mask = cap - 1;
-    size_t i = hash64(id) & mask;
+    size_t i = hs_hash64(id) & mask;
 
     while (tab[i])
         i = (i + 1) & mask;
@@ -241,7 +226,7 @@ static int hreserve(hs_sched_t *s, size_t count)
 static void hdel(hs_sched_t *s, uint64_t id)
 {
     size_t mask = s->hcap - 1;
-    size_t i = hash64(id) & mask;
+    size_t i = hs_hash64(id) & mask;
     size_t j;
 
     while (s->htab[i] && s->jobs[s->htab[i] - 1].info.id != id)
@@ -255,7 +240,7 @@ static void hdel(hs_sched_t *s, uint64_t id)
         j = (j + 1) & mask;
         if (!s->htab[j])
             break;
-        home = hash64(s->jobs[s->htab[j] - 1].info.id) & mask;
+        home = hs_hash64(s->jobs[s->htab[j] - 1].info.id) & mask;
         /* move htab[j] into the hole i if its home is not in (i, j] cyclically */
         if ((j > i && (home <= i || home > j)) || (j < i && (home <= i && home > j))) {
             s->htab[i] = s->htab[j];
@@ -360,6 +345,21 @@ static struct job *live_job(hs_sched_t *s, uint64_t id)
     return &s->jobs[slot];
 }
 
+/* The live job 'id' for an event at 'now', or NULL with errno = EINVAL (no scheduler,
+ * time before the last event) or ENOENT (no such live job). */
+static struct job *event_job(hs_sched_t *s, double now, uint64_t id)
+{
+    struct job *j;
+
+    if (!s || check_time(s, now) < 0) {
+        errno = EINVAL;
+        return NULL;
+    }
+    if (!(j = live_job(s, id)))
+        errno = ENOENT;
+    return j;
+}
+
 static void pend_remove(hs_sched_t *s, struct job *j)
 {
     size_t pos = j->pend_pos;
@@ -389,28 +389,27 @@ static int check_policy(const hs_policy_t *pol, hs_policy_t *out, hs_error_t *er
     char buf[64];
 
     if (!pol)
-        return errprintf(err, EINVAL, "no policy given");
+        return hs_errprintf(err, EINVAL, "no policy given");
     p = *pol;
     if ((int)p.kind < 0 || p.kind >= HS_POL__COUNT)
-        return errprintf(err, EINVAL, "unknown policy kind %d", (int)p.kind);
+        return hs_errprintf(err, EINVAL, "unknown policy kind %d", (int)p.kind);
     if (p.priority && p.kind != HS_POL_ROUNDROBIN && p.kind != HS_POL_MINDILATION
         && p.kind != HS_POL_MAXSYSEFF && p.kind != HS_POL_MINMAX) {
         p.priority = false;
-        return errprintf(err, EINVAL, "policy %s has no -priority variant",
-                         hs_policy_name(&p, buf, sizeof(buf)));
+        return hs_errprintf(err, EINVAL, "policy %s has no -priority variant",
+                            hs_policy_name(&p, buf, sizeof(buf)));
     }
     if (p.kind == HS_POL_MINMAX && !(p.gamma >= 0 && p.gamma <= 1))
-        return errprintf(err, EINVAL,
-                         "minmax: gamma %g is out of range (expected 0 <= gamma <= 1)",
-                         p.gamma);
+        return hs_errprintf(err, EINVAL, "minmax: gamma %g is out of range "
+                            "(expected 0 <= gamma <= 1)", p.gamma);
     if (p.kind == HS_POL_SET || p.kind == HS_POL_SET_FAIRSHARE
         || p.kind == HS_POL_PRIORITY_SHARING) {
         if (p.set_base == 0)
             p.set_base = 10;
         if (!(p.set_base > 1) || !isfinite(p.set_base))
-            return errprintf(err, EINVAL,
-                             "IO-Sets: base %g is invalid (expected a number > 1)",
-                             p.set_base);
+            return hs_errprintf(err, EINVAL,
+                                "IO-Sets: base %g is invalid (expected a number > 1)",
+                                p.set_base);
     }
     *out = p;
     return 0;
@@ -424,8 +423,8 @@ static int policy_start(hs_sched_t *s, const hs_policy_t *pol,
     char buf[64];
 
     if (!ops)
-        return errprintf(err, ENOTSUP, "policy %s is not available in this build",
-                         hs_policy_name(pol, buf, sizeof(buf)));
+        return hs_errprintf(err, ENOTSUP, "policy %s is not available in this build",
+                            hs_policy_name(pol, buf, sizeof(buf)));
     if (ops->create) {
         hs_ctx_t ctx = { .plat = &s->plat, .pol = pol, .sched = s, .now = s->now };
         if (ops->create(&ctx, &state, err) < 0)
@@ -879,6 +878,34 @@ static int apply_policy_places(hs_sched_t *s, size_t n)
     return 0;
 }
 
+/* Check the policy's grants v[0..n[ against the model's constraints: each bw finite
+ * and 0 <= bw <= cap, their sum <= B (both within HS_EPS_REL).  A complete phase's bw
+ * becomes 0; with 'clamp', each bw is also clamped to its cap before it counts in
+ * the sum.  0, or -1 with errno = EPROTO. */
+static int check_grants(hs_view_t *v, size_t n, double B, bool clamp)
+{
+    double sum = 0;
+    size_t i;
+
+    for (i = 0; i < n; i++) {
+        if (!isfinite(v[i].bw) || v[i].bw < 0
+            || v[i].bw > v[i].cap * (1 + HS_EPS_REL)) {
+            errno = EPROTO;
+            return -1;
+        }
+        if (v[i].complete)
+            v[i].bw = 0;
+        if (clamp)
+            v[i].bw = fmin(v[i].bw, v[i].cap);
+        sum += v[i].bw;
+    }
+    if (sum > B * (1 + HS_EPS_REL)) {
+        errno = EPROTO;
+        return -1;
+    }
+    return 0;
+}
+
 /* Call the policy on the views of one group (indices bs->gidx[] into the stripe
  * arrays), with B = 'B'.  Fills bs->sgrant of the members. */
 static int group_decide(hs_sched_t *s, const hs_ctx_t *ctx, size_t g, double B,
@@ -887,7 +914,6 @@ static int group_decide(hs_sched_t *s, const hs_ctx_t *ctx, size_t g, double B,
     struct bscratch *bs = s->bs;
     hs_platform_t plat = s->plat;
     hs_ctx_t c2 = *ctx;
-    double sum = 0;
     size_t q;
 
     plat.bw = B;
@@ -908,20 +934,8 @@ static int group_decide(hs_sched_t *s, const hs_ctx_t *ctx, size_t g, double B,
     }
     if (g > 0 && s->ops->decide(s->pstate, &c2, bs->gv, g) < 0)
         return -1;
-    for (q = 0; q < g; q++) {
-        hs_view_t *v = &bs->gv[q];
-        if (!isfinite(v->bw) || v->bw < 0 || v->bw > v->cap * (1 + HS_EPS_REL)) {
-            errno = EPROTO;
-            return -1;
-        }
-        if (v->complete)
-            v->bw = 0;
-        sum += v->bw;
-    }
-    if (sum > B * (1 + HS_EPS_REL)) {
-        errno = EPROTO;
+    if (check_grants(bs->gv, g, B, false) < 0)
         return -1;
-    }
     for (q = 0; q < g; q++) {
         size_t st = bs->gidx[q];
         size_t i = stripes ? bs->sphase[st] : st;
@@ -938,6 +952,19 @@ static int group_decide(hs_sched_t *s, const hs_ctx_t *ctx, size_t g, double B,
     return 0;
 }
 
+/* Phase i striped over m > 0 stripes: m x the least of its stripes' x[], at most
+ * its cap. */
+static double stripes_min(const hs_sched_t *s, size_t i, const double *x)
+{
+    const struct bscratch *bs = s->bs;
+    size_t m = bs->off[i + 1] - bs->off[i], st;
+    double mn = INFINITY;
+
+    for (st = bs->off[i]; st < bs->off[i + 1]; st++)
+        mn = fmin(mn, x[st]);
+    return fmin((double)m * mn, s->views[i].cap);
+}
+
 /* phase rate = m x min over its stripes of the stripe rate; stripes follow it. */
 static void stripes_follow(hs_sched_t *s, size_t n)
 {
@@ -946,12 +973,9 @@ static void stripes_follow(hs_sched_t *s, size_t n)
 
     for (i = 0; i < n; i++) {
         size_t m = bs->off[i + 1] - bs->off[i];
-        double mn = INFINITY;
         if (m == 0)
             continue;
-        for (st = bs->off[i]; st < bs->off[i + 1]; st++)
-            mn = fmin(mn, bs->srate[st]);
-        bs->prate[i] = fmin((double)m * mn, s->views[i].cap);
+        bs->prate[i] = stripes_min(s, i, bs->srate);
         for (st = bs->off[i]; st < bs->off[i + 1]; st++)
             bs->srate[st] = bs->prate[i] / (double)m;
     }
@@ -1120,13 +1144,8 @@ static int decide_buffers(hs_sched_t *s, const hs_ctx_t *ctx, size_t n)
             }
         }
         for (i = 0; i < n; i++) {
-            size_t m = bs->off[i + 1] - bs->off[i];
-            double mn = INFINITY;
-            if (m == 0)
-                continue;
-            for (st = bs->off[i]; st < bs->off[i + 1]; st++)
-                mn = fmin(mn, bs->sgrant[st]);
-            bs->pgrant[i] = fmin((double)m * mn, s->views[i].cap);
+            if (bs->off[i + 1] > bs->off[i])
+                bs->pgrant[i] = stripes_min(s, i, bs->sgrant);
         }
     }
 
@@ -1259,26 +1278,27 @@ hs_sched_t *hs_sched_create(const hs_platform_t *plat, const hs_policy_t *pol,
     int i;
 
     if (!plat) {
-        errprintf(err, EINVAL, "no platform given");
+        hs_errprintf(err, EINVAL, "no platform given");
         return NULL;
     }
     if (plat->nodes < 1) {
-        errprintf(err, EINVAL, "platform: nodes must be >= 1 (got %d)", plat->nodes);
+        hs_errprintf(err, EINVAL, "platform: nodes must be >= 1 (got %d)",
+                     plat->nodes);
         return NULL;
     }
     if (!(plat->node_bw > 0) || !isfinite(plat->node_bw)) {
-        errprintf(err, EINVAL, "platform: node bandwidth b must be > 0 (got %g)",
-                  plat->node_bw);
+        hs_errprintf(err, EINVAL, "platform: node bandwidth b must be > 0 (got %g)",
+                     plat->node_bw);
         return NULL;
     }
     if (!(plat->bw > 0) || !isfinite(plat->bw)) {
-        errprintf(err, EINVAL, "platform: I/O bandwidth B must be > 0 (got %g)",
-                  plat->bw);
+        hs_errprintf(err, EINVAL, "platform: I/O bandwidth B must be > 0 (got %g)",
+                     plat->bw);
         return NULL;
     }
     if (plat->nbuffers < 0 || (plat->nbuffers > 0 && !plat->buffers)) {
-        errprintf(err, EINVAL, "platform: invalid buffer list (%d buffers)",
-                  plat->nbuffers);
+        hs_errprintf(err, EINVAL, "platform: invalid buffer list (%d buffers)",
+                     plat->nbuffers);
         return NULL;
     }
     for (i = 0; i < plat->nbuffers; i++) {
@@ -1292,8 +1312,8 @@ hs_sched_t *hs_sched_create(const hs_platform_t *plat, const hs_policy_t *pol,
         for (k = 0; ok && k < b->nmsca_read; k++)
             ok = b->msca_read[k] > -1 && isfinite(b->msca_read[k]);
         if (!ok) {
-            errprintf(err, EINVAL, "platform: buffer %d (%.*s) is invalid", i,
-                      (int)sizeof(b->name), b->name);
+            hs_errprintf(err, EINVAL, "platform: buffer %d (%.*s) is invalid", i,
+                         (int)sizeof(b->name), b->name);
             return NULL;
         }
     }
@@ -1325,7 +1345,7 @@ hs_sched_t *hs_sched_create(const hs_platform_t *plat, const hs_policy_t *pol,
         goto error;
     return s;
 nomem:
-    errprintf(err, ENOMEM, "out of memory");
+    hs_errprintf(err, ENOMEM, "out of memory");
 error:
     hs_sched_destroy(s);
     return NULL;
@@ -1366,10 +1386,10 @@ int hs_sched_set_policy(hs_sched_t *s, double now, const hs_policy_t *pol,
     void *state;
 
     if (!s)
-        return errprintf(err, EINVAL, "no scheduler");
+        return hs_errprintf(err, EINVAL, "no scheduler");
     if (check_time(s, now) < 0)
-        return errprintf(err, EINVAL, "time %g is before the last event (%g)", now,
-                         s->now);
+        return hs_errprintf(err, EINVAL, "time %g is before the last event (%g)", now,
+                            s->now);
     if (check_policy(pol, &p, err) < 0)
         return -1;
     if (policy_start(s, &p, &ops, &state, err) < 0)
@@ -1393,44 +1413,47 @@ int hs_job_arrive(hs_sched_t *s, double now, const hs_job_t *job, hs_error_t *er
     int i;
 
     if (!s || !job)
-        return errprintf(err, EINVAL, "no scheduler or job");
+        return hs_errprintf(err, EINVAL, "no scheduler or job");
     if (check_time(s, now) < 0)
-        return errprintf(err, EINVAL, "job %ju: time %g is before the last event (%g)",
-                         (uintmax_t)job->id, now, s->now);
+        return hs_errprintf(err, EINVAL,
+                            "job %ju: time %g is before the last event (%g)",
+                            (uintmax_t)job->id, now, s->now);
     if (job->nodes < 1)
-        return errprintf(err, EINVAL, "job %ju: nodes must be >= 1 (got %d)",
-                         (uintmax_t)job->id, job->nodes);
+        return hs_errprintf(err, EINVAL, "job %ju: nodes must be >= 1 (got %d)",
+                            (uintmax_t)job->id, job->nodes);
     if (!isfinite(job->release) || job->release > now)
-        return errprintf(err, EINVAL, "job %ju: release %g must be a time <= now (%g)",
-                         (uintmax_t)job->id, job->release, now);
+        return hs_errprintf(err, EINVAL,
+                            "job %ju: release %g must be a time <= now (%g)",
+                            (uintmax_t)job->id, job->release, now);
     if (isnan(job->w) || isnan(job->volume) || isnan(job->w_iter)
         || isinf(job->w) || isinf(job->volume) || isinf(job->w_iter))
-        return errprintf(err, EINVAL, "job %ju: hints must be finite numbers",
-                         (uintmax_t)job->id);
+        return hs_errprintf(err, EINVAL, "job %ju: hints must be finite numbers",
+                            (uintmax_t)job->id);
     if (job->instances < 0 || job->priority < 0 || job->priority > 10)
-        return errprintf(err, EINVAL,
-                         "job %ju: instances must be >= 0 and priority in 0..10",
-                         (uintmax_t)job->id);
+        return hs_errprintf(err, EINVAL,
+                            "job %ju: instances must be >= 0 and priority in 0..10",
+                            (uintmax_t)job->id);
     if (job->nalloc < 0 || (job->nalloc > 0 && !job->alloc))
-        return errprintf(err, EINVAL, "job %ju: invalid buffer allocation list",
-                         (uintmax_t)job->id);
+        return hs_errprintf(err, EINVAL, "job %ju: invalid buffer allocation list",
+                            (uintmax_t)job->id);
     for (i = 0; i < job->nalloc; i++) {
         if (job->alloc[i] < 0 || job->alloc[i] >= s->plat.nbuffers)
-            return errprintf(err, EINVAL,
-                             "job %ju: buffer index %d out of range (%d buffers)",
-                             (uintmax_t)job->id, job->alloc[i], s->plat.nbuffers);
+            return hs_errprintf(err, EINVAL,
+                                "job %ju: buffer index %d out of range (%d buffers)",
+                                (uintmax_t)job->id, job->alloc[i], s->plat.nbuffers);
     }
     old = hfind(s, job->id);
     if (old != NO_SLOT && s->jobs[old].live)
-        return errprintf(err, EEXIST, "job %ju is already known", (uintmax_t)job->id);
+        return hs_errprintf(err, EEXIST, "job %ju is already known",
+                            (uintmax_t)job->id);
 
     if (job->nalloc > 0) {
         if (!(alloc = malloc(job->nalloc * sizeof(*alloc))))
             goto nomem;
         memcpy(alloc, job->alloc, job->nalloc * sizeof(*alloc));
     }
-    if (grow((void **)&s->live, &s->live_cap, s->nlive + 1, sizeof(*s->live)) < 0
-        || grow((void **)&s->pend, &s->pend_cap, s->nlive + 1, sizeof(*s->pend)) < 0)
+    if (hs_grow(&s->live, &s->live_cap, s->nlive + 1, sizeof(*s->live)) < 0
+        || hs_grow(&s->pend, &s->pend_cap, s->nlive + 1, sizeof(*s->pend)) < 0)
         goto nomem;
     if (old != NO_SLOT) {
         /* a departed job's id comes back: its old record is replaced */
@@ -1446,8 +1469,8 @@ int hs_job_arrive(hs_sched_t *s, double now, const hs_job_t *job, hs_error_t *er
             s->free_head = s->jobs[slot].next_free;
         }
         else {
-            if (grow((void **)&s->jobs, &s->jobs_cap, s->jobs_len + 1,
-                     sizeof(*s->jobs)) < 0)
+            if (hs_grow(&s->jobs, &s->jobs_cap, s->jobs_len + 1,
+                        sizeof(*s->jobs)) < 0)
                 goto nomem;
             slot = s->jobs_len++;
         }
@@ -1485,21 +1508,15 @@ int hs_job_arrive(hs_sched_t *s, double now, const hs_job_t *job, hs_error_t *er
     return 0;
 nomem:
     free(alloc);
-    return errprintf(err, ENOMEM, "out of memory");
+    return hs_errprintf(err, ENOMEM, "out of memory");
 }
 
 int hs_job_leave(hs_sched_t *s, double now, uint64_t id)
 {
     struct job *j;
 
-    if (!s || check_time(s, now) < 0) {
-        errno = EINVAL;
+    if (!(j = event_job(s, now, id)))
         return -1;
-    }
-    if (!(j = live_job(s, id))) {
-        errno = ENOENT;
-        return -1;
-    }
     integrate(s, now);
     sync_job(s, j);
     if (j->pending)
@@ -1560,24 +1577,25 @@ int hs_phase_request(hs_sched_t *s, double now, uint64_t id, double volume,
     struct job *j;
 
     if (!s)
-        return errprintf(err, EINVAL, "no scheduler");
+        return hs_errprintf(err, EINVAL, "no scheduler");
     if (check_time(s, now) < 0)
-        return errprintf(err, EINVAL, "job %ju: time %g is before the last event (%g)",
-                         (uintmax_t)id, now, s->now);
+        return hs_errprintf(err, EINVAL,
+                            "job %ju: time %g is before the last event (%g)",
+                            (uintmax_t)id, now, s->now);
     if (!(j = live_job(s, id)))
-        return errprintf(err, ENOENT, "job %ju is not known", (uintmax_t)id);
+        return hs_errprintf(err, ENOENT, "job %ju is not known", (uintmax_t)id);
     if (j->pending)
-        return errprintf(err, EBUSY, "job %ju already has a phase in progress",
-                         (uintmax_t)id);
+        return hs_errprintf(err, EBUSY, "job %ju already has a phase in progress",
+                            (uintmax_t)id);
     if (!(volume >= 0) || !isfinite(volume))
-        return errprintf(err, EINVAL, "job %ju: volume %g must be >= 0",
-                         (uintmax_t)id, volume);
+        return hs_errprintf(err, EINVAL, "job %ju: volume %g must be >= 0",
+                            (uintmax_t)id, volume);
     if (!(w_done >= 0) || !isfinite(w_done))
-        return errprintf(err, EINVAL, "job %ju: w_done %g must be >= 0",
-                         (uintmax_t)id, w_done);
+        return hs_errprintf(err, EINVAL, "job %ju: w_done %g must be >= 0",
+                            (uintmax_t)id, w_done);
     if (dir != HS_DIR_WRITE && dir != HS_DIR_READ)
-        return errprintf(err, EINVAL, "job %ju: invalid direction %d", (uintmax_t)id,
-                         (int)dir);
+        return hs_errprintf(err, EINVAL, "job %ju: invalid direction %d",
+                            (uintmax_t)id, (int)dir);
     integrate(s, now);
     j->pending = true;
     j->pend_pos = s->npend;
@@ -1607,14 +1625,8 @@ static struct job *pending_job(hs_sched_t *s, double now, uint64_t id)
 {
     struct job *j;
 
-    if (!s || check_time(s, now) < 0) {
-        errno = EINVAL;
+    if (!(j = event_job(s, now, id)))
         return NULL;
-    }
-    if (!(j = live_job(s, id))) {
-        errno = ENOENT;
-        return NULL;
-    }
     if (!j->pending) {
         errno = EINVAL;
         return NULL;
@@ -1763,7 +1775,6 @@ int hs_sched_decide(hs_sched_t *s, double now, hs_grant_t *out, size_t cap)
 {
     hs_ctx_t ctx;
     size_t n, i;
-    double sum = 0;
 
     if (!s || (cap > 0 && !out) || check_time(s, now) < 0) {
         errno = EINVAL;
@@ -1780,9 +1791,9 @@ int hs_sched_decide(hs_sched_t *s, double now, hs_grant_t *out, size_t cap)
     }
     if (n > s->scratch_cap) {
         size_t c1 = s->scratch_cap, c2 = s->scratch_cap, c3 = s->scratch_cap;
-        if (grow((void **)&s->views, &c1, n, sizeof(*s->views)) < 0
-            || grow((void **)&s->ids, &c2, n, sizeof(*s->ids)) < 0
-            || grow((void **)&s->ids_tmp, &c3, n, sizeof(*s->ids_tmp)) < 0)
+        if (hs_grow(&s->views, &c1, n, sizeof(*s->views)) < 0
+            || hs_grow(&s->ids, &c2, n, sizeof(*s->ids)) < 0
+            || hs_grow(&s->ids_tmp, &c3, n, sizeof(*s->ids_tmp)) < 0)
             return -1;
         s->scratch_cap = c1 < c2 ? c1 : c2;
         if (c3 < s->scratch_cap)
@@ -1811,36 +1822,19 @@ int hs_sched_decide(hs_sched_t *s, double now, hs_grant_t *out, size_t cap)
             s->views[i].nplace = j->nplace;
             s->views[i].place = j->place;
         }
-        if (decide_buffers(s, &ctx, n) < 0)
+        /* the final rates: each within its cap (complete phases have 0 already);
+         * the nodes' model, not B, bounds their sum */
+        if (decide_buffers(s, &ctx, n) < 0
+            || check_grants(s->views, n, INFINITY, false) < 0)
             return -1;
-        for (i = 0; i < n; i++) {
-            hs_view_t *v = &s->views[i];
-            if (!isfinite(v->bw) || v->bw < 0 || v->bw > v->cap * (1 + HS_EPS_REL)) {
-                errno = EPROTO;
-                return -1;
-            }
-        }
         goto store;
     }
     if (n > 0 && s->ops->decide(s->pstate, &ctx, s->views, n) < 0)
         return -1;
 
     /* check what the policy did: the model's constraints must hold */
-    for (i = 0; i < n; i++) {
-        hs_view_t *v = &s->views[i];
-        if (!isfinite(v->bw) || v->bw < 0 || v->bw > v->cap * (1 + HS_EPS_REL)) {
-            errno = EPROTO;
-            return -1;
-        }
-        if (v->complete)
-            v->bw = 0;
-        v->bw = fmin(v->bw, v->cap);
-        sum += v->bw;
-    }
-    if (sum > s->plat.bw * (1 + HS_EPS_REL)) {
-        errno = EPROTO;
+    if (check_grants(s->views, n, s->plat.bw, true) < 0)
         return -1;
-    }
 store:
     for (i = 0; i < n; i++) {
         hs_view_t *v = &s->views[i];
@@ -2097,18 +2091,23 @@ int hs_buffer_set_occupancy(hs_sched_t *s, double now, int j, double bytes)
 
 /* ------------------------------------------------------------------ schedule stats */
 
-int hs_sched_policy_stats(const hs_sched_t *s, hs_policy_stats_t *st)
+void hs_policy_stats_reset(hs_policy_stats_t *st)
 {
-    if (!s || !st) {
-        errno = EINVAL;
-        return -1;
-    }
     memset(st, 0, sizeof(*st));
     st->period = NAN;
     st->period_tmin = NAN;
     st->period_last = NAN;
     st->period_sys_efficiency = NAN;
     st->period_dilation = NAN;
+}
+
+int hs_sched_policy_stats(const hs_sched_t *s, hs_policy_stats_t *st)
+{
+    if (!s || !st) {
+        errno = EINVAL;
+        return -1;
+    }
+    hs_policy_stats_reset(st);
     if (s->ops && s->ops->stats)
         s->ops->stats(s->pstate, st);
     return 0;

@@ -10,28 +10,13 @@
 #endif
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "hs_dp.h"
 #include "hs_dp_internal.h"
-
-static int errprintf(hs_error_t *err, int errnum, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int errprintf(hs_error_t *err, int errnum, const char *fmt, ...)
-{
-    if (err) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err->text, sizeof(err->text), fmt, ap);
-        va_end(ap);
-    }
-    errno = errnum;
-    return -1;
-}
+#include "policy.h"             /* hs_errprintf() */
 
 static const char *cost_names[HS_DP_COST__COUNT] = {
     "harmonia-maxbw", "harmonia-minstall", "harmonia-fairness",
@@ -95,12 +80,13 @@ static int check_curve(const double *v, int k, int j, const char *what,
                        hs_error_t *err)
 {
     if (k < 0 || k > 16)
-        return errprintf(err, EINVAL, "node %d: %s curve has %d points (0..16)",
-                         j, what, k);
+        return hs_errprintf(err, EINVAL, "node %d: %s curve has %d points (0..16)",
+                            j, what, k);
     for (int c = 0; c < k; c++)
         if (!isfinite(v[c]) || v[c] <= -1.)
-            return errprintf(err, EINVAL, "node %d: %s MSCA(%d) = %g (must be > -1)",
-                             j, what, c + 1, v[c]);
+            return hs_errprintf(err, EINVAL,
+                                "node %d: %s MSCA(%d) = %g (must be > -1)", j, what,
+                                c + 1, v[c]);
     return 0;
 }
 
@@ -110,59 +96,61 @@ static int dpx_init(struct dpx *x, const hs_dp_problem_t *p, hs_dp_cost_t cost,
 {
     memset(x, 0, sizeof(*x));
     if (!p)
-        return errprintf(err, EINVAL, "no problem");
+        return hs_errprintf(err, EINVAL, "no problem");
     if ((int)cost < 0 || cost >= HS_DP_COST__COUNT)
-        return errprintf(err, EINVAL, "unknown cost %d", (int)cost);
+        return hs_errprintf(err, EINVAL, "unknown cost %d", (int)cost);
     if (p->nphases < 0 || (p->nphases > 0 && !p->phases))
-        return errprintf(err, EINVAL, "bad phase list");
+        return hs_errprintf(err, EINVAL, "bad phase list");
     if (p->nnodes < 1 || !p->nodes)
-        return errprintf(err, EINVAL, "at least one buffer node is needed");
+        return hs_errprintf(err, EINVAL, "at least one buffer node is needed");
     if (p->nslots < 1 || p->nslots > HS_DP_MAX_SLOTS)
-        return errprintf(err, EINVAL, "slots = %d (1..%d)", p->nslots,
-                         HS_DP_MAX_SLOTS);
+        return hs_errprintf(err, EINVAL, "slots = %d (1..%d)", p->nslots,
+                            HS_DP_MAX_SLOTS);
     if (!isfinite(p->slot) || p->slot <= 0.)
-        return errprintf(err, EINVAL, "slot length %g (must be > 0)", p->slot);
+        return hs_errprintf(err, EINVAL, "slot length %g (must be > 0)", p->slot);
     if (p->method < HS_DP_AUTO || p->method > HS_DP_HEURISTIC)
-        return errprintf(err, EINVAL, "unknown method %d", (int)p->method);
+        return hs_errprintf(err, EINVAL, "unknown method %d", (int)p->method);
 
     for (int j = 0; j < p->nnodes; j++) {
         const hs_dp_node_t *nd = &p->nodes[j];
         if (!isfinite(nd->bandwidth) || nd->bandwidth <= 0.)
-            return errprintf(err, EINVAL, "node %d: bandwidth %g", j, nd->bandwidth);
+            return hs_errprintf(err, EINVAL, "node %d: bandwidth %g", j,
+                                nd->bandwidth);
         if (isnan(nd->capacity) || nd->capacity < 0.)
-            return errprintf(err, EINVAL, "node %d: capacity %g", j, nd->capacity);
+            return hs_errprintf(err, EINVAL, "node %d: capacity %g", j, nd->capacity);
         if (cost == HS_DP_COST_BUFFER_EFF && !isfinite(nd->capacity))
-            return errprintf(err, EINVAL,
-                             "node %d: harmonia-buffer-eff needs a finite capacity", j);
+            return hs_errprintf(err, EINVAL, "node %d: harmonia-buffer-eff needs a "
+                                "finite capacity", j);
         if (check_curve(nd->msca, nd->nmsca, j, "write", err) < 0
             || check_curve(nd->msca_read, nd->nmsca_read, j, "read", err) < 0)
             return -1;
         if (nd->nrunning < 0 || (nd->nrunning > 0 && !nd->running_end))
-            return errprintf(err, EINVAL, "node %d: bad running streams", j);
+            return hs_errprintf(err, EINVAL, "node %d: bad running streams", j);
         for (int r = 0; r < nd->nrunning; r++)
             if (isnan(nd->running_end[r]))
-                return errprintf(err, EINVAL, "node %d: running stream %d ends at NaN",
-                                 j, r);
+                return hs_errprintf(err, EINVAL,
+                                    "node %d: running stream %d ends at NaN", j, r);
     }
     for (int i = 0; i < p->nphases; i++) {
         const hs_dp_phase_t *ph = &p->phases[i];
         if (!isfinite(ph->volume) || ph->volume <= 0.)
-            return errprintf(err, EINVAL, "phase %d: volume %g", i, ph->volume);
+            return hs_errprintf(err, EINVAL, "phase %d: volume %g", i, ph->volume);
         if (ph->dir != HS_DIR_WRITE && ph->dir != HS_DIR_READ)
-            return errprintf(err, EINVAL, "phase %d: bad direction", i);
+            return hs_errprintf(err, EINVAL, "phase %d: bad direction", i);
         if (!isfinite(ph->waited) || ph->waited < 0.)
-            return errprintf(err, EINVAL, "phase %d: waited %g", i, ph->waited);
+            return hs_errprintf(err, EINVAL, "phase %d: waited %g", i, ph->waited);
         if (!isfinite(ph->stall) || ph->stall < 0.)
-            return errprintf(err, EINVAL, "phase %d: stall %g", i, ph->stall);
+            return hs_errprintf(err, EINVAL, "phase %d: stall %g", i, ph->stall);
         if (ph->priority < 0 || ph->priority > 10)
-            return errprintf(err, EINVAL, "phase %d: priority %d (1..10)", i,
-                             ph->priority);
+            return hs_errprintf(err, EINVAL, "phase %d: priority %d (1..10)", i,
+                                ph->priority);
         if (ph->nallowed < 0 || (ph->nallowed > 0 && !ph->allowed))
-            return errprintf(err, EINVAL, "phase %d: bad allowed list", i);
+            return hs_errprintf(err, EINVAL, "phase %d: bad allowed list", i);
         for (int k = 0; k < ph->nallowed; k++)
             if (ph->allowed[k] < 0 || ph->allowed[k] >= p->nnodes)
-                return errprintf(err, EINVAL, "phase %d: allowed node %d out of range",
-                                 i, ph->allowed[k]);
+                return hs_errprintf(err, EINVAL,
+                                    "phase %d: allowed node %d out of range", i,
+                                    ph->allowed[k]);
     }
 
     x->p = p;
@@ -178,7 +166,7 @@ static int dpx_init(struct dpx *x, const hs_dp_problem_t *p, hs_dp_cost_t cost,
         || !(x->bg = calloc(m * (size_t)x->S, sizeof(int)))
         || !(x->wvol = calloc(n + 1, sizeof(double)))) {
         dpx_fini(x);
-        return errprintf(err, ENOMEM, "out of memory");
+        return hs_errprintf(err, ENOMEM, "out of memory");
     }
     for (int i = 0; i < x->n; i++) {
         const hs_dp_phase_t *ph = &p->phases[i];
@@ -207,6 +195,30 @@ static int dpx_init(struct dpx *x, const hs_dp_problem_t *p, hs_dp_cost_t cost,
     return 0;
 }
 
+/* dpx_init() and an assignment of its size (*an, *as: a node and a slot per phase),
+ * released by dpx_fini_assign().  On failure, -1 and nothing to release. */
+static int dpx_init_assign(struct dpx *x, const hs_dp_problem_t *p, hs_dp_cost_t cost,
+                           int **an, int **as, hs_error_t *err)
+{
+    *an = *as = NULL;
+    if (dpx_init(x, p, cost, err) < 0)
+        return -1;
+    if (!(*an = calloc((size_t)x->n + 1, sizeof(int)))
+        || !(*as = calloc((size_t)x->n + 1, sizeof(int)))) {
+        free(*an);
+        dpx_fini(x);
+        return hs_errprintf(err, ENOMEM, "out of memory");
+    }
+    return 0;
+}
+
+static void dpx_fini_assign(struct dpx *x, int *an, int *as)
+{
+    free(an);
+    free(as);
+    dpx_fini(x);
+}
+
 /* ------------------------------------------------------------ evaluation */
 
 /* Evaluate the placement (anode, aslot) under 'cost'.  Returns 0 and the value, or
@@ -224,17 +236,18 @@ static int dpx_eval(const struct dpx *x, hs_dp_cost_t cost, const int *anode,
     int rc = -1;
 
     if (!cnt || !maxT || !W || !D) {
-        errprintf(err, ENOMEM, "out of memory");
+        hs_errprintf(err, ENOMEM, "out of memory");
         goto done;
     }
     for (int i = 0; i < n; i++) {
         int j = anode[i], s = aslot[i];
         if (j < 0 || j >= m || s < 0 || s >= S) {
-            errprintf(err, EINVAL, "phase %d: cell (%d,%d) out of range", i, j, s);
+            hs_errprintf(err, EINVAL, "phase %d: cell (%d,%d) out of range", i, j, s);
             goto done;
         }
         if (!x->elig[(size_t)i * (size_t)m + (size_t)j]) {
-            errprintf(err, EINVAL, "phase %d: node %d is not in its allocation", i, j);
+            hs_errprintf(err, EINVAL, "phase %d: node %d is not in its allocation",
+                         i, j);
             goto done;
         }
         cnt[j * S + s]++;
@@ -242,8 +255,8 @@ static int dpx_eval(const struct dpx *x, hs_dp_cost_t cost, const int *anode,
     }
     for (int j = 0; j < m; j++)
         if (W[j] > x->p->nodes[j].capacity) {
-            errprintf(err, EINVAL, "node %d: %g bytes written, %g free", j, W[j],
-                      x->p->nodes[j].capacity);
+            hs_errprintf(err, EINVAL, "node %d: %g bytes written, %g free", j, W[j],
+                         x->p->nodes[j].capacity);
             goto done;
         }
     for (int i = 0; i < n; i++) {
@@ -277,8 +290,8 @@ static int dpx_eval(const struct dpx *x, hs_dp_cost_t cost, const int *anode,
             if (cnt[j * S + s] == 0)
                 continue;
             if (s < busy) {
-                errprintf(err, EINVAL, "node %d: the wave at slot %d starts before "
-                          "the previous one ends (slot %d)", j, s, busy);
+                hs_errprintf(err, EINVAL, "node %d: the wave at slot %d starts before "
+                             "the previous one ends (slot %d)", j, s, busy);
                 goto done;
             }
             busy = s + dpx_wave_len(maxT[j * S + s], x->dt, S - s);
@@ -308,19 +321,14 @@ int hs_dp_evaluate(const hs_dp_problem_t *p, hs_dp_cost_t cost, hs_dp_place_t *p
                    double *value, double *secondary, hs_error_t *err)
 {
     struct dpx x;
-    int *an = NULL, *as = NULL;
+    int *an, *as;
     double v, sec;
     int rc = -1;
 
     if (!place || !value)
-        return errprintf(err, EINVAL, "no placement");
-    if (dpx_init(&x, p, cost, err) < 0)
+        return hs_errprintf(err, EINVAL, "no placement");
+    if (dpx_init_assign(&x, p, cost, &an, &as, err) < 0)
         return -1;
-    if (!(an = calloc((size_t)x.n + 1, sizeof(int)))
-        || !(as = calloc((size_t)x.n + 1, sizeof(int)))) {
-        errprintf(err, ENOMEM, "out of memory");
-        goto done;
-    }
     for (int i = 0; i < x.n; i++) {
         an[i] = place[i].node;
         as[i] = place[i].slot;
@@ -332,9 +340,7 @@ int hs_dp_evaluate(const hs_dp_problem_t *p, hs_dp_cost_t cost, hs_dp_place_t *p
         *secondary = sec;
     rc = 0;
 done:
-    free(an);
-    free(as);
-    dpx_fini(&x);
+    dpx_fini_assign(&x, an, as);
     return rc;
 }
 
@@ -500,7 +506,7 @@ static int dp_exact_pass(const struct dpx *x, int pass2, double theta, int *an,
         || !(w.gprev = malloc(N * sizeof(double)))
         || !(w.gcur = malloc(N * sizeof(double)))
         || !(w.gch = malloc((size_t)m * N * sizeof(uint32_t)))) {
-        errprintf(err, ENOMEM, "out of memory (exact DP, %d phases)", n);
+        hs_errprintf(err, ENOMEM, "out of memory (exact DP, %d phases)", n);
         goto done;
     }
     for (int j = 0; j < m; j++)
@@ -570,14 +576,15 @@ static int dp_exact_pass(const struct dpx *x, int pass2, double theta, int *an,
         }
     }
     if (w.gprev[full] == INFINITY) {
-        errprintf(err, ENOSPC, "the buffer nodes' free capacity cannot hold the writes");
+        hs_errprintf(err, ENOSPC,
+                     "the buffer nodes' free capacity cannot hold the writes");
         goto done;
     }
     *val = w.gprev[full];
 
     /* reconstruct: node by node, re-running the inner DP with its argmins */
     if (!(w.ch = malloc((size_t)S * N * sizeof(uint32_t)))) {
-        errprintf(err, ENOMEM, "out of memory (exact DP, %d phases)", n);
+        hs_errprintf(err, ENOMEM, "out of memory (exact DP, %d phases)", n);
         goto done;
     }
     uint32_t X = full;
@@ -633,25 +640,20 @@ int hs_dp_place(const hs_dp_problem_t *p, hs_dp_cost_t cost, hs_dp_solution_t *s
                 hs_error_t *err)
 {
     struct dpx x;
-    int *an = NULL, *as = NULL;
+    int *an, *as;
     double steps = 0.;
     int rc = -1;
     bool exact;
 
     if (!sol || (p && p->nphases > 0 && !sol->place))
-        return errprintf(err, EINVAL, "no solution array");
-    if (dpx_init(&x, p, cost, err) < 0)
+        return hs_errprintf(err, EINVAL, "no solution array");
+    if (dpx_init_assign(&x, p, cost, &an, &as, err) < 0)
         return -1;
-    if (!(an = calloc((size_t)x.n + 1, sizeof(int)))
-        || !(as = calloc((size_t)x.n + 1, sizeof(int)))) {
-        errprintf(err, ENOMEM, "out of memory");
-        goto done;
-    }
     switch (p->method) {
     case HS_DP_EXACT:
         if (x.n > HS_DP_EXACT_MAX_PHASES) {
-            errprintf(err, E2BIG, "exact DP: %d phases (at most %d)", x.n,
-                      HS_DP_EXACT_MAX_PHASES);
+            hs_errprintf(err, E2BIG, "exact DP: %d phases (at most %d)", x.n,
+                         HS_DP_EXACT_MAX_PHASES);
             goto done;
         }
         exact = true;
@@ -668,18 +670,16 @@ int hs_dp_place(const hs_dp_problem_t *p, hs_dp_cost_t cost, hs_dp_solution_t *s
         if (x.n > 0 && dp_exact(&x, an, as, &steps, err) < 0)
             goto done;
     } else if (hs_dp_greedy(&x, an, as, &steps) < 0) {
-        errprintf(err, errno, errno == ENOSPC
-                  ? "the fallback could not fit the writes in the free capacity"
-                  : "out of memory");
+        hs_errprintf(err, errno, errno == ENOSPC
+                     ? "the fallback could not fit the writes in the free capacity"
+                     : "out of memory");
         goto done;
     }
     if (fill_solution(&x, an, as, sol, exact, steps, err) < 0)
         goto done;
     rc = 0;
 done:
-    free(an);
-    free(as);
-    dpx_fini(&x);
+    dpx_fini_assign(&x, an, as);
     return rc;
 }
 
@@ -795,10 +795,10 @@ int hs_dp_exhaustive_all(const hs_dp_problem_t *p,
 
     memset(&e, 0, sizeof(e));
     if (!sols)
-        return errprintf(err, EINVAL, "no solution array");
+        return hs_errprintf(err, EINVAL, "no solution array");
     for (int k = 0; k < HS_DP_COST__COUNT; k++) {
         if (p && p->nphases > 0 && !sols[k].place) {
-            errprintf(err, EINVAL, "no solution array");
+            hs_errprintf(err, EINVAL, "no solution array");
             goto done;
         }
         if (dpx_init(&x[k], p, (hs_dp_cost_t)k, err) < 0) {
@@ -825,13 +825,13 @@ int hs_dp_exhaustive_all(const hs_dp_problem_t *p,
         || !(e.W = calloc(m, sizeof(double)))
         || !(e.maxT = calloc(m * (size_t)x[0].S, sizeof(double)))
         || !(e.D = calloc(m, sizeof(double)))) {
-        errprintf(err, ENOMEM, "out of memory");
+        hs_errprintf(err, ENOMEM, "out of memory");
         goto done;
     }
     for (int k = 0; k < HS_DP_COST__COUNT; k++)
         if (!(e.ban[k] = calloc(n + 1, sizeof(int)))
             || !(e.bas[k] = calloc(n + 1, sizeof(int)))) {
-            errprintf(err, ENOMEM, "out of memory");
+            hs_errprintf(err, ENOMEM, "out of memory");
             goto done;
         }
     for (size_t i = 0; i < n; i++)
@@ -840,7 +840,8 @@ int hs_dp_exhaustive_all(const hs_dp_problem_t *p,
                 e.Ttab[(i * m + j) * cm + c] = dpx_time(&x[0], (int)i, (int)j, (int)c);
     exh_rec(&e, 0);
     if (!e.found) {
-        errprintf(err, ENOSPC, "the buffer nodes' free capacity cannot hold the writes");
+        hs_errprintf(err, ENOSPC,
+                     "the buffer nodes' free capacity cannot hold the writes");
         goto done;
     }
     for (int k = 0; k < HS_DP_COST__COUNT; k++) {
@@ -879,17 +880,17 @@ int hs_dp_exhaustive(const hs_dp_problem_t *p, hs_dp_cost_t cost,
     int rc = -1;
 
     if (!sol || (int)cost < 0 || cost >= HS_DP_COST__COUNT)
-        return errprintf(err, EINVAL, "bad arguments");
+        return hs_errprintf(err, EINVAL, "bad arguments");
     if (n < 0)
-        return errprintf(err, EINVAL, "bad phase list");
+        return hs_errprintf(err, EINVAL, "bad phase list");
     if (!(tmp = calloc((size_t)n * HS_DP_COST__COUNT + 1, sizeof(*tmp))))
-        return errprintf(err, ENOMEM, "out of memory");
+        return hs_errprintf(err, ENOMEM, "out of memory");
     for (int k = 0; k < HS_DP_COST__COUNT; k++)
         sols[k].place = &tmp[(size_t)k * (size_t)n];
     if (hs_dp_exhaustive_all(p, sols, err) < 0)
         goto done;
     if (cost == HS_DP_COST_BUFFER_EFF && isnan(sols[cost].cost)) {
-        errprintf(err, EINVAL, "harmonia-buffer-eff needs finite capacities");
+        hs_errprintf(err, EINVAL, "harmonia-buffer-eff needs finite capacities");
         goto done;
     }
     hs_dp_place_t *keep = sol->place;

@@ -24,12 +24,11 @@
  */
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "hs_periodic.h"
+#include "policy.h"             /* hs_errprintf(), hs_grow() */
 
 #define AVAIL_EPS 1e-12     /* bandwidth below B * AVAIL_EPS counts as none */
 #define TIME_EPS 1e-12      /* tolerance on instants, relative to T */
@@ -114,39 +113,6 @@ struct hs_pattern {
 
 /* ------------------------------------------------------------------ helpers */
 
-static int errprintf(hs_error_t *err, int errnum, const char *fmt, ...)
-{
-    if (err) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err->text, sizeof(err->text), fmt, ap);
-        va_end(ap);
-    }
-    errno = errnum;
-    return -1;
-}
-
-/* Make room for 'need' elements of size 'sz' in *ptr (capacity *cap). */
-static int grow(void *ptrp, size_t *cap, size_t need, size_t sz)
-{
-    void **ptr = ptrp;
-    size_t ncap;
-    void *np;
-
-    if (need <= *cap)
-        return 0;
-    ncap = *cap ? *cap : 16;
-    while (ncap < need)
-        ncap *= 2;
-    if (!(np = realloc(*ptr, ncap * sz))) {
-        errno = ENOMEM;
-        return -1;
-    }
-    *ptr = np;
-    *cap = ncap;
-    return 0;
-}
-
 /* x mod T in [0, T[ (the period is a circle, Gainaru §3.2.1). */
 static double norm_t(double x, double T)
 {
@@ -209,8 +175,8 @@ static int tl_split(struct work *wk, double x, size_t *idx)
         *idx = i;
         return 0;
     }
-    if (grow(&wk->t, &wk->capseg, wk->nseg + 1, sizeof(double)) < 0
-        || grow(&wk->used, &capu, wk->capseg, sizeof(double)) < 0)
+    if (hs_grow(&wk->t, &wk->capseg, wk->nseg + 1, sizeof(double)) < 0
+        || hs_grow(&wk->used, &capu, wk->capseg, sizeof(double)) < 0)
         return -1;
     memmove(wk->t + i + 2, wk->t + i + 1, (wk->nseg - i - 1) * sizeof(double));
     memmove(wk->used + i + 2, wk->used + i + 1, (wk->nseg - i - 1) * sizeof(double));
@@ -275,7 +241,7 @@ static int work_init(struct work *wk, size_t K)
     memset(wk, 0, sizeof(*wk));
     wk->K = K;
     if (!(wk->job = calloc(K, sizeof(*wk->job)))
-        || grow(&wk->t, &wk->capseg, 64, sizeof(double)) < 0
+        || hs_grow(&wk->t, &wk->capseg, 64, sizeof(double)) < 0
         || !(wk->used = malloc(wk->capseg * sizeof(double)))) {
         work_free(wk);
         errno = ENOMEM;
@@ -304,7 +270,7 @@ static int tmp_push(struct work *wk, double a, double b, double bw)
 {
     if (b <= a)
         return 0;
-    if (grow(&wk->tmp, &wk->captmp, wk->ntmp + 1, sizeof(*wk->tmp)) < 0)
+    if (hs_grow(&wk->tmp, &wk->captmp, wk->ntmp + 1, sizeof(*wk->tmp)) < 0)
         return -1;
     wk->tmp[wk->ntmp++] = (struct piece){ a, b, bw };
     return 0;
@@ -330,8 +296,9 @@ static int commit_instance(struct work *wk, size_t k, double init_w, double span
     struct wjob *j = &wk->job[k];
     size_t pos;
 
-    if (grow(&j->in, &j->cap, j->n + 1, sizeof(*j->in)) < 0
-        || grow(&wk->pool, &wk->cappool, wk->npool + wk->ntmp, sizeof(*wk->pool)) < 0)
+    if (hs_grow(&j->in, &j->cap, j->n + 1, sizeof(*j->in)) < 0
+        || hs_grow(&wk->pool, &wk->cappool, wk->npool + wk->ntmp,
+                   sizeof(*wk->pool)) < 0)
         return -1;
     for (size_t i = 0; i < wk->ntmp; i++) {
         if (tl_add(wk, &wk->tmp[i]) < 0)
@@ -465,7 +432,7 @@ static int ff_insert(struct work *wk, const struct ctx *c, size_t k)
         }
         return 0;
     }
-    if (grow(&wk->cand, &wk->capcand, 2 * j->n, sizeof(*wk->cand)) < 0)
+    if (hs_grow(&wk->cand, &wk->capcand, 2 * j->n, sizeof(*wk->cand)) < 0)
         return -1;
     for (size_t i = 0; i < j->n; i++) {
         double gap = inst_room(wk, j, i) - j->in[i].span;
@@ -591,7 +558,7 @@ static int ps_first(struct work *wk, const struct ctx *c, size_t k)
 
     if (L + wk->teps < c->tio[k])
         return 0;
-    if (grow(&wk->ss, &wk->capss, wk->nseg, sizeof(*wk->ss)) < 0)
+    if (hs_grow(&wk->ss, &wk->capss, wk->nseg, sizeof(*wk->ss)) < 0)
         return -1;
     for (size_t i = 0; i < wk->nseg; i++) {
         double a = seg_avail(wk, c, k, i);
@@ -1004,29 +971,32 @@ static int check_input(const hs_platform_t *plat, const hs_pjob_t *jobs, size_t 
                        const hs_periodic_params_t *prm, hs_error_t *err)
 {
     if (!plat || !jobs || !prm)
-        return errprintf(err, EINVAL, "periodic: NULL argument");
+        return hs_errprintf(err, EINVAL, "periodic: NULL argument");
     if (plat->nodes < 1)
-        return errprintf(err, EINVAL, "periodic: platform nodes must be >= 1");
+        return hs_errprintf(err, EINVAL, "periodic: platform nodes must be >= 1");
     if (!(plat->node_bw > 0) || !isfinite(plat->node_bw))
-        return errprintf(err, EINVAL, "periodic: node bandwidth b must be > 0");
+        return hs_errprintf(err, EINVAL, "periodic: node bandwidth b must be > 0");
     if (!(plat->bw > 0) || !isfinite(plat->bw))
-        return errprintf(err, EINVAL, "periodic: I/O bandwidth B must be > 0");
+        return hs_errprintf(err, EINVAL, "periodic: I/O bandwidth B must be > 0");
     if (njobs == 0 || njobs > (size_t)1 << 24)
-        return errprintf(err, EINVAL, "periodic: need 1..%d jobs", 1 << 24);
+        return hs_errprintf(err, EINVAL, "periodic: need 1..%d jobs", 1 << 24);
     if (prm->heuristic != HS_PERIODIC_THROU && prm->heuristic != HS_PERIODIC_CONG
         && prm->heuristic != HS_PERIODIC_PERSCHED)
-        return errprintf(err, EINVAL, "periodic: unknown heuristic %d", (int)prm->heuristic);
+        return hs_errprintf(err, EINVAL, "periodic: unknown heuristic %d",
+                            (int)prm->heuristic);
     if (!(prm->epsilon > 0) || prm->epsilon > 1)
-        return errprintf(err, EINVAL, "periodic: epsilon must be in ]0, 1]");
+        return hs_errprintf(err, EINVAL, "periodic: epsilon must be in ]0, 1]");
     if (!(prm->tmax_factor >= 1) || prm->tmax_factor > 1e6)
-        return errprintf(err, EINVAL, "periodic: Tmax factor must be in [1, 1e6]");
+        return hs_errprintf(err, EINVAL, "periodic: Tmax factor must be in [1, 1e6]");
     for (size_t k = 0; k < njobs; k++) {
         if (jobs[k].nodes < 1)
-            return errprintf(err, EINVAL, "periodic: job %zu: nodes must be >= 1", k);
+            return hs_errprintf(err, EINVAL, "periodic: job %zu: nodes must be >= 1",
+                                k);
         if (!(jobs[k].w > 0) || !isfinite(jobs[k].w))
-            return errprintf(err, EINVAL, "periodic: job %zu: w must be > 0", k);
+            return hs_errprintf(err, EINVAL, "periodic: job %zu: w must be > 0", k);
         if (!(jobs[k].volume > 0) || !isfinite(jobs[k].volume))
-            return errprintf(err, EINVAL, "periodic: job %zu: volume must be > 0", k);
+            return hs_errprintf(err, EINVAL, "periodic: job %zu: volume must be > 0",
+                                k);
     }
     return 0;
 }
@@ -1145,6 +1115,13 @@ hs_pattern_t *hs_pattern_compute(const hs_platform_t *plat, const hs_pjob_t *job
     p->st.periods_tried = tried;
     p->st.refine_steps = refined;
     p->st.segments_visited = visits;
+    goto out;
+toolarge:
+    hs_errprintf(err, EINVAL, "periodic: T_min is not finite");
+    goto out;
+nomem:
+    hs_errprintf(err, ENOMEM, "periodic: out of memory");
+out:                                /* p is NULL unless it succeeded */
     work_free(&wa);
     work_free(&wb);
     free(c.cap);
@@ -1152,19 +1129,6 @@ hs_pattern_t *hs_pattern_compute(const hs_platform_t *plat, const hs_pjob_t *job
     free(c.ratio);
     free(c.order);
     return p;
-toolarge:
-    errprintf(err, EINVAL, "periodic: T_min is not finite");
-    goto out;
-nomem:
-    errprintf(err, ENOMEM, "periodic: out of memory");
-out:
-    work_free(&wa);
-    work_free(&wb);
-    free(c.cap);
-    free(c.tio);
-    free(c.ratio);
-    free(c.order);
-    return NULL;
 }
 
 void hs_pattern_destroy(hs_pattern_t *p)

@@ -72,27 +72,15 @@ static int h_create(const hs_ctx_t *ctx, void **state, hs_error_t *err)
     struct hstate *hs;
     hs_dp_cost_t cost;
 
-    if (hs_dp_cost_from_policy(ctx->pol->kind, &cost) < 0) {
-        if (err)
-            snprintf(err->text, sizeof(err->text), "not a harmonia-* policy");
-        errno = EINVAL;
-        return -1;
-    }
-    if (!(hs = calloc(1, sizeof(*hs)))) {
-        if (err)
-            snprintf(err->text, sizeof(err->text), "out of memory");
-        errno = ENOMEM;
-        return -1;
-    }
+    if (hs_dp_cost_from_policy(ctx->pol->kind, &cost) < 0)
+        return hs_errprintf(err, EINVAL, "not a harmonia-* policy");
+    if (!(hs = calloc(1, sizeof(*hs))))
+        return hs_errprintf(err, ENOMEM, "out of memory");
     hs->cost = cost;
     hs->sched = ctx->sched;
     hs->next = INFINITY;
+    hs_policy_stats_reset(&hs->st);
     hs->st.plans = true;
-    hs->st.period = NAN;
-    hs->st.period_tmin = NAN;
-    hs->st.period_last = NAN;
-    hs->st.period_sys_efficiency = NAN;
-    hs->st.period_dilation = NAN;
     *state = hs;
     return 0;
 }
@@ -198,6 +186,21 @@ static bool hold_before(const hs_view_t *a, const hs_view_t *b)
     if (a->request != b->request)
         return a->request > b->request;
     return a->id > b->id;
+}
+
+/* The next candidate to hold back: the first by hold_before() among the writes not
+ * held yet, as an index into hs->cand[0..nc[; nc when there is none. */
+static size_t next_hold(const struct hstate *hs, const hs_view_t *v, size_t nc)
+{
+    size_t q, bq = nc;
+
+    for (q = 0; q < nc; q++) {
+        const hs_view_t *x = &v[hs->cand[q]];
+        if (!hs->held[hs->cand[q]] && x->dir == HS_DIR_WRITE
+            && (bq == nc || hold_before(x, &v[hs->cand[bq]])))
+            bq = q;
+    }
+    return bq;
 }
 
 static int h_decide(void *state, const hs_ctx_t *ctx, hs_view_t *v, size_t n)
@@ -330,13 +333,7 @@ static int h_decide(void *state, const hs_ctx_t *ctx, hs_view_t *v, size_t n)
     }
     /* hold back the largest writes while they cannot all fit in the free space */
     while (finite_cap && nb > 0 && wvol > total_free) {
-        size_t q, bq = nc;
-        for (q = 0; q < nc; q++) {
-            const hs_view_t *x = &v[hs->cand[q]];
-            if (!hs->held[hs->cand[q]] && x->dir == HS_DIR_WRITE
-                && (bq == nc || hold_before(x, &v[hs->cand[bq]])))
-                bq = q;
-        }
+        size_t bq = next_hold(hs, v, nc);
         if (bq == nc)
             break;
         hs->held[hs->cand[bq]] = true;
@@ -386,13 +383,7 @@ static int h_decide(void *state, const hs_ctx_t *ctx, hs_view_t *v, size_t n)
         if (errno != ENOSPC)
             return -1;
         {
-            size_t q, bq = nc;
-            for (q = 0; q < nc; q++) {
-                const hs_view_t *x = &v[hs->cand[q]];
-                if (!hs->held[hs->cand[q]] && x->dir == HS_DIR_WRITE
-                    && (bq == nc || hold_before(x, &v[hs->cand[bq]])))
-                    bq = q;
-            }
+            size_t bq = next_hold(hs, v, nc);
             if (bq == nc)
                 return -1;                  /* ENOSPC without a write: cannot be */
             hs->held[hs->cand[bq]] = true;

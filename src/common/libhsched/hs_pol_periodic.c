@@ -62,26 +62,6 @@ struct pstate {
     int best_jobs;
 };
 
-static int grow(void *ptrp, size_t *cap, size_t need, size_t sz)
-{
-    void **ptr = ptrp;
-    size_t ncap;
-    void *np;
-
-    if (need <= *cap)
-        return 0;
-    ncap = *cap ? *cap : 16;
-    while (ncap < need)
-        ncap *= 2;
-    if (!(np = realloc(*ptr, ncap * sz))) {
-        errno = ENOMEM;
-        return -1;
-    }
-    *ptr = np;
-    *cap = ncap;
-    return 0;
-}
-
 static int cmp_pjob(const void *a, const void *b)
 {
     const struct pjob *x = a;
@@ -104,29 +84,17 @@ static int p_create(const hs_ctx_t *ctx, void **state, hs_error_t *err)
     struct pstate *ps;
     hs_periodic_heuristic_t h;
 
-    if (hs_periodic_from_policy(ctx->pol->kind, &h) < 0) {
-        if (err)
-            snprintf(err->text, sizeof(err->text), "not a periodic policy");
-        errno = EINVAL;
-        return -1;
-    }
-    if (!(ps = calloc(1, sizeof(*ps)))) {
-        if (err)
-            snprintf(err->text, sizeof(err->text), "out of memory");
-        errno = ENOMEM;
-        return -1;
-    }
+    if (hs_periodic_from_policy(ctx->pol->kind, &h) < 0)
+        return hs_errprintf(err, EINVAL, "not a periodic policy");
+    if (!(ps = calloc(1, sizeof(*ps))))
+        return hs_errprintf(err, ENOMEM, "out of memory");
     (void)hs_periodic_params_init(&ps->prm, h);
     ps->plat.nodes = ctx->plat->nodes;
     ps->plat.node_bw = ctx->plat->node_bw;
     ps->plat.bw = ctx->plat->bw;
     ps->sched = ctx->sched;
+    hs_policy_stats_reset(&ps->st);
     ps->st.plans = true;
-    ps->st.period = NAN;
-    ps->st.period_tmin = NAN;
-    ps->st.period_last = NAN;
-    ps->st.period_sys_efficiency = NAN;
-    ps->st.period_dilation = NAN;
     *state = ps;
     return 0;
 }
@@ -190,8 +158,8 @@ static int rebuild(struct pstate *ps, const hs_sched_t *s, double now)
     hs_error_t err;
 
     ps->have = false;                       /* until this succeeds */
-    if (grow(&ps->jobs, &ps->capjobs, n + 1, sizeof(*ps->jobs)) < 0
-        || grow(&ps->pj, &ps->cappj, n + 1, sizeof(*ps->pj)) < 0)
+    if (hs_grow(&ps->jobs, &ps->capjobs, n + 1, sizeof(*ps->jobs)) < 0
+        || hs_grow(&ps->pj, &ps->cappj, n + 1, sizeof(*ps->pj)) < 0)
         return -1;
     for (i = 0; i < n; i++) {
         ps->jobs[i].id = hs_core_job(s, i)->id;
@@ -267,9 +235,9 @@ static int scratch(struct pstate *ps, size_t n)
 
     if (n <= ps->capscratch)
         return 0;
-    if (grow(&ps->idx, &c1, n, sizeof(*ps->idx)) < 0
-        || grow(&ps->w, &c2, n, sizeof(*ps->w)) < 0
-        || grow(&ps->wsc, &c3, n, sizeof(*ps->wsc)) < 0)
+    if (hs_grow(&ps->idx, &c1, n, sizeof(*ps->idx)) < 0
+        || hs_grow(&ps->w, &c2, n, sizeof(*ps->w)) < 0
+        || hs_grow(&ps->wsc, &c3, n, sizeof(*ps->wsc)) < 0)
         return -1;
     ps->capscratch = c1 < c2 ? (c1 < c3 ? c1 : c3) : (c2 < c3 ? c2 : c3);
     return 0;

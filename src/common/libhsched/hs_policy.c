@@ -6,7 +6,6 @@
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,20 +55,8 @@ const char *const *hs_policy_ids(void)
     return all_ids;
 }
 
-static int perr(hs_error_t *err, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-static int perr(hs_error_t *err, const char *fmt, ...)
-{
-    if (err) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err->text, sizeof(err->text), fmt, ap);
-        va_end(ap);
-    }
-    errno = EINVAL;
-    return -1;
-}
+/* Every error of a policy id is EINVAL. */
+#define perr(err, ...) hs_errprintf(err, EINVAL, __VA_ARGS__)
 
 static int parse_number(const char *s, double *out)
 {

@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "hs_sfq.h"
+#include "policy.h"             /* hs_grow(), hs_hash64() */
 
 #define NOIDX ((size_t)-1)
 
@@ -99,19 +100,7 @@ static void sift_down(struct heap *h, size_t i)
 /* Make room for 'need' nodes, so that later pushes cannot fail. */
 static int heap_reserve(struct heap *h, size_t need)
 {
-    size_t ncap;
-    struct hnode **na;
-
-    if (need <= h->cap)
-        return 0;
-    ncap = h->cap ? h->cap : 16;
-    while (ncap < need)
-        ncap *= 2;
-    if (!(na = realloc(h->a, ncap * sizeof(*na))))
-        return -1;
-    h->a = na;
-    h->cap = ncap;
-    return 0;
+    return hs_grow(&h->a, &h->cap, need, sizeof(*h->a));
 }
 
 /* Capacity must have been reserved. */
@@ -154,13 +143,7 @@ struct map {
 
 static size_t mhash(uint64_t k, size_t mask)
 {
-    /* splitmix64 finaliser */
-    k ^= k >> 30;
-    k *= 0xbf58476d1ce4e5b9ULL;
-    k ^= k >> 27;
-    k *= 0x94d049bb133111ebULL;
-    k ^= k >> 31;
-    return (size_t)k & mask;
+    return (size_t)hs_hash64(k) & mask;
 }
 
 static void *map_get(const struct map *m, uint64_t k)
@@ -303,6 +286,21 @@ struct hs_sfq {
 
 #define FLOW_OF(node) ((struct flow *)((char *)(node) - offsetof(struct flow, hn)))
 #define REQ_OF(node) ((struct req *)((char *)(node) - offsetof(struct req, on)))
+
+/* Flow 'id' of q (flow: true), or its request 'id' (queued or outstanding); NULL
+ * with errno = EINVAL (no q) or ENOENT (no such flow or request). */
+static void *lookup(const hs_sfq_t *q, bool flow, uint64_t id)
+{
+    void *x;
+
+    if (!q) {
+        errno = EINVAL;
+        return NULL;
+    }
+    if (!(x = map_get(flow ? &q->fmap : &q->reqs, id)))
+        errno = ENOENT;
+    return x;
+}
 
 /* ------------------------------------------------------------------ params */
 
@@ -490,10 +488,8 @@ int hs_sfq_flow_set_weight(hs_sfq_t *q, uint64_t flow, double weight)
         errno = EINVAL;
         return -1;
     }
-    if (!(f = map_get(&q->fmap, flow))) {
-        errno = ENOENT;
+    if (!(f = lookup(q, true, flow)))
         return -1;
-    }
     f->weight = weight;
     f->st.weight = weight;
     if (f->qhead)
@@ -508,14 +504,8 @@ int hs_sfq_flow_remove(hs_sfq_t *q, uint64_t flow, hs_sfq_drop_f drop_cb, void *
     struct flow *f;
     struct req *r;
 
-    if (!q) {
-        errno = EINVAL;
+    if (!(f = lookup(q, true, flow)))
         return -1;
-    }
-    if (!(f = map_get(&q->fmap, flow))) {
-        errno = ENOENT;
-        return -1;
-    }
     if (f->hn.idx != NOIDX)
         heap_remove(&q->flows, &f->hn);
     q->nqueued -= f->st.queued;
@@ -540,10 +530,8 @@ int hs_sfq_enqueue(hs_sfq_t *q, uint64_t flow, uint64_t id, uint64_t cost)
         errno = EINVAL;
         return -1;
     }
-    if (!(f = map_get(&q->fmap, flow))) {
-        errno = ENOENT;
+    if (!(f = lookup(q, true, flow)))
         return -1;
-    }
     if (map_get(&q->reqs, id)) {
         errno = EEXIST;
         return -1;
@@ -616,14 +604,8 @@ int hs_sfq_cancel(hs_sfq_t *q, uint64_t id)
 {
     struct req *r;
 
-    if (!q) {
-        errno = EINVAL;
+    if (!(r = lookup(q, false, id)))
         return -1;
-    }
-    if (!(r = map_get(&q->reqs, id))) {
-        errno = ENOENT;
-        return -1;
-    }
     if (r->outstanding) {
         errno = EBUSY;
         return -1;
@@ -634,13 +616,30 @@ int hs_sfq_cancel(hs_sfq_t *q, uint64_t id)
     return 0;
 }
 
+/* The backfill scan's heap q->aux[0..*na[: a binary min-heap of indices into the flow
+ * heap's array a[0..n[, by a[idx] order.  Push the children of a[top] onto it. */
+static void aux_push_children(hs_sfq_t *q, struct hnode **a, size_t n, size_t *na,
+                              size_t top)
+{
+    size_t c;
+
+    for (c = 2 * top + 1; c <= 2 * top + 2 && c < n; c++) {
+        size_t k = (*na)++;
+        while (k > 0 && hless(a[c], a[q->aux[(k - 1) / 2]])) {
+            q->aux[k] = q->aux[(k - 1) / 2];
+            k = (k - 1) / 2;
+        }
+        q->aux[k] = c;
+    }
+}
+
 /* Best-first walk of the flow heap below its root, in (S, arrival) order, over at
  * most bf_scan heads: the first one that fits 'free' slots and starts within the
  * window, S(c) <= S(H) + bf_window * (F(H) - S(H)) [vPFS+ slide 8 backfill]. */
 static struct req *backfill_find(hs_sfq_t *q, const struct req *head, unsigned int free)
 {
     struct hnode **a = q->flows.a;
-    size_t n = q->flows.n, na = 0, i;
+    size_t n = q->flows.n, na = 0;
     unsigned int examined = 0;
     double limit = INFINITY;
 
@@ -648,17 +647,9 @@ static struct req *backfill_find(hs_sfq_t *q, const struct req *head, unsigned i
         limit = head->start + q->prm.bf_window * (head->finish - head->start);
         limit += 1e-12 * fabs(limit);
     }
-    /* aux: binary min-heap of indices into a[], by a[idx] order */
-    for (i = 1; i <= 2 && i < n; i++) {
-        size_t k = na++;
-        while (k > 0 && hless(a[i], a[q->aux[(k - 1) / 2]])) {
-            q->aux[k] = q->aux[(k - 1) / 2];
-            k = (k - 1) / 2;
-        }
-        q->aux[k] = i;
-    }
+    aux_push_children(q, a, n, &na, 0);         /* the root's children */
     while (na > 0 && examined < q->prm.bf_scan) {
-        size_t top = q->aux[0], c, k;
+        size_t top = q->aux[0], k;
         struct req *r = FLOW_OF(a[top])->qhead;
 
         /* pop */
@@ -681,15 +672,7 @@ static struct req *backfill_find(hs_sfq_t *q, const struct req *head, unsigned i
             break;                  /* every later head starts later still */
         if (slots_of(q, r->cost) <= free)
             return r;
-        /* push the children of 'top' */
-        for (c = 2 * top + 1; c <= 2 * top + 2 && c < n; c++) {
-            k = na++;
-            while (k > 0 && hless(a[c], a[q->aux[(k - 1) / 2]])) {
-                q->aux[k] = q->aux[(k - 1) / 2];
-                k = (k - 1) / 2;
-            }
-            q->aux[k] = c;
-        }
+        aux_push_children(q, a, n, &na, top);
     }
     return NULL;
 }
@@ -782,14 +765,8 @@ int hs_sfq_complete(hs_sfq_t *q, uint64_t id)
     struct req *r;
     struct flow *f;
 
-    if (!q) {
-        errno = EINVAL;
+    if (!(r = lookup(q, false, id)))
         return -1;
-    }
-    if (!(r = map_get(&q->reqs, id))) {
-        errno = ENOENT;
-        return -1;
-    }
     if (!r->outstanding) {
         errno = EINVAL;
         return -1;
@@ -843,10 +820,8 @@ int hs_sfq_flow_stats(const hs_sfq_t *q, uint64_t flow, hs_sfq_flow_stats_t *st)
         errno = EINVAL;
         return -1;
     }
-    if (!(f = map_get(&q->fmap, flow))) {
-        errno = ENOENT;
+    if (!(f = lookup(q, true, flow)))
         return -1;
-    }
     *st = f->st;
     st->last_finish = f->last_finish;
     return 0;

@@ -101,6 +101,33 @@ extern const hs_policy_ops_t hs_ops_periodic;
 /* hs_pol_harmonia.c: the five harmonia-* policies (doc/harmonia-dp.md §5). */
 extern const hs_policy_ops_t hs_ops_harmonia;
 
+/* ---- helpers shared by libhsched's files (hs_core.c) ---- */
+
+/* Format the message into err->text (when err is not NULL), set errno = errnum and
+ * return -1. */
+int hs_errprintf(hs_error_t *err, int errnum, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Make room for 'need' elements of 'elsize' bytes in the array *ptrp (a pointer to
+ * the array's pointer) of capacity *cap: the capacity doubles from 16 until it holds
+ * them.  0, or -1 with errno = ENOMEM (the array and *cap are left as they were). */
+int hs_grow(void *ptrp, size_t *cap, size_t need, size_t elsize);
+
+/* Hash of a 64-bit id for the open-addressing tables (splitmix64 finaliser). */
+static inline uint64_t hs_hash64(uint64_t x)
+{
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ULL;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebULL;
+    x ^= x >> 31;
+    return x;
+}
+
+/* The statistics of a policy that computed no schedule yet: zeroes, and NAN for the
+ * figures of its period (hs_sched_policy_stats()). */
+void hs_policy_stats_reset(hs_policy_stats_t *st);
+
 /* ---- helpers shared by policies (hs_online.c) ---- */
 
 /* Gainaru §3.1 "favouring": walk 'order' (indices into v) and give each phase
