@@ -1306,7 +1306,7 @@ static int alloc_release(core_t *c, job_t *j)
 
 int core_job_end(core_t *c, job_t *j, cerr_t *e)
 {
-    double now = core_hs_now(c);
+    double now;
     if (j->phase)
         phase_close(c, j->phase, PH_CANCELLED, 0);
     if (c->mover)
@@ -1329,8 +1329,10 @@ int core_job_end(core_t *c, job_t *j, cerr_t *e)
             hmap_idel(c->xfers, x->id);
         }
     }
-    if (j->in_sched)
-        hs_job_leave(c->sched, now, j->hs_id);
+    /* the scheduler's clock only moves forward: read it after phase_close() used it */
+    now = core_hs_now(c);
+    if (j->in_sched && hs_job_leave(c->sched, now, j->hs_id) < 0)
+        bl_error("scheduler: job %s could not leave: %s", j->id, strerror(errno));
     j->in_sched = false;
     /* what this job taught us, for the defaults of the next ones */
     if (j->nphases > 0) {

@@ -126,6 +126,27 @@ def test_fcfs_wait_and_long_poll(make_daemon):
     assert [p["state"] for p in sched["phases"]] == ["granted"]
 
 
+def test_job_end_with_open_phase_grants_the_next(make_daemon):
+    """A job ended while its phase is open leaves the scheduler, and the phase that
+    waited behind it is granted by that same request (the decision after the end
+    used to fail: the end read the scheduler's clock before closing the phase)."""
+    d = make_daemon(policy={"id": "fcfs"}, platform={"pfs_bandwidth": "1 GB/s"}, nodes=[])
+    for round_ in range(3):
+        a, b = "ea%d" % round_, "eb%d" % round_
+        register(d, a)
+        register(d, b, uid=USER2)
+        pa = d.ok("POST", "/v1/jobs/%s/phases" % a, {"volume": "1GiB"}, uid=USER1)
+        assert pa["state"] == "granted"
+        pb = d.ok("POST", "/v1/jobs/%s/phases" % b, {"volume": "1GiB"}, uid=USER2)
+        assert pb["state"] == "waiting"
+        d.ok("DELETE", "/v1/jobs/%s" % a, uid=SLURM_UID)
+        assert d.ok("GET", "/v1/phases/%d" % pa["id"], uid=SLURM_UID)["state"] == "cancelled"
+        assert d.ok("GET", "/v1/phases/%d" % pb["id"], uid=USER2)["state"] == "granted"
+        d.ok("DELETE", "/v1/jobs/%s" % b, uid=SLURM_UID)
+    text = d.log_text()
+    assert "decide failed" not in text and "could not leave" not in text, text[-2000:]
+
+
 def test_policy_change_keeps_jobs(make_daemon):
     # no buffer tier and B = b: one job saturates the I/O system, fcfs serialises
     d = make_daemon(policy={"id": "fcfs"}, platform={"pfs_bandwidth": "1 GB/s"}, nodes=[])
