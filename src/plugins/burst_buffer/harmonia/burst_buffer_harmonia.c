@@ -16,6 +16,14 @@
  *  mutex (that order, always).  Every step is idempotent against bbmgrd, so a
  *  step cut short by a restart of slurmctld or bbmgrd is simply run again.
  *
+ *  Stage-in starts as soon as the job is submitted when the main scheduler
+ *  would ask for it at its first look (job not held, independent, eligible,
+ *  within its accounting limits): the buffer is then usually ready when that
+ *  first pass comes, and the job starts in it as a job without a buffer would.
+ *  Otherwise it starts when a scheduler pass asks; the agent then asks for
+ *  another pass once the buffer is ready.  While transfers run, their state is
+ *  polled after 10 ms, then 1.5 times as long each time, up to PollInterval.
+ *
  *  Without harmonia.conf (no manager daemon), requests are validated and jobs
  *  pass through stage-in and stage-out with no buffer behind them.
  *
@@ -49,6 +57,7 @@
 #include "src/slurmctld/job_scheduler.h"
 #include "src/slurmctld/locks.h"
 #include "src/slurmctld/slurmctld.h"
+#include "src/slurmctld/acct_policy.h"
 #include "src/plugins/burst_buffer/common/burst_buffer_common.h"
 
 #include "harmonia/client.h"
@@ -89,8 +98,11 @@ typedef struct hjob {
 	char *canon;		/* canonical directive text */
 	want_t want;
 	int step;
-	time_t next_try;
+	double next_try;	/* CLOCK_MONOTONIC seconds */
+	unsigned round;		/* agent round that last ran it */
 	int tries;
+	int polls;		/* stage polls since the transfers were asked */
+	bool seen_wait;		/* a scheduler pass saw it waiting for stage-in */
 	bool registered;
 	char *bb_path;		/* $HARMONIA_BB */
 	char *bb_nodes;		/* buffer nodes, comma separated */
@@ -108,9 +120,21 @@ static pthread_t agent_tid = 0;
 static bool agent_stop = false;
 static bool agent_rescan = true;	/* scan all jobs (start, reconfig) */
 static bool agent_work = false;		/* a hook asked for work since the last round */
+static uint32_t *eager_ids = NULL;	/* submitted jobs whose stage-in may start */
+static int eager_cnt = 0, eager_cap = 0;	/* (bb_state.bb_mutex) */
 static char *status_cache = NULL;	/* last /v1/status text */
 
+static void _start_stage_in(job_record_t *job_ptr, bb_job_t *bb_job);
+
 /* ------------------------------------------------------------------ jobs */
+
+static double _mono(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
 
 static hjob_t *_hjob_find(uint32_t job_id)
 {
@@ -175,6 +199,7 @@ static void _want(job_record_t *job_ptr, want_t want)
 	h->want = want;
 	h->step = 0;
 	h->tries = 0;
+	h->polls = 0;
 	h->next_try = 0;
 	agent_work = true;
 	slurm_cond_signal(&agent_cond);
@@ -348,6 +373,7 @@ typedef struct {
 	char *new_path, *new_nodes, *persist_env;
 	char *msg;
 	bool allocated;
+	bool stage_wait;	/* transfers asked for or under way */
 } work_t;
 
 static void _work_free(work_t *w)
@@ -596,6 +622,7 @@ static step_rc_t _step_stage(hm_client_t *cli, work_t *w, bool in)
 		}
 		xfree(w->msg);
 		w->msg = xstrdup_printf("%s requested", in ? "stage-in" : "stage-out");
+		w->stage_wait = true;
 		return STEP_AGAIN;
 	}
 	if (state && !strcmp(state, "done")) {
@@ -618,6 +645,7 @@ static step_rc_t _step_stage(hm_client_t *cli, work_t *w, bool in)
 	w->msg = xstrdup_printf("%s %s", in ? "stage-in" : "stage-out",
 				state ? state : "in progress");
 	json_decref(resp);
+	w->stage_wait = true;
 	return STEP_AGAIN;
 }
 
@@ -789,6 +817,7 @@ static bool _apply(work_t *w, step_rc_t rc)
 	bb_job_t *bb_job = NULL;
 	hjob_t *h;
 	time_t now = time(NULL);
+	double delay;
 
 	lock_slurmctld(job_write_lock);
 	slurm_mutex_lock(&bb_state.bb_mutex);
@@ -821,8 +850,18 @@ static bool _apply(work_t *w, step_rc_t rc)
 	switch (rc) {
 	case STEP_AGAIN:
 		h->tries++;
-		h->next_try = now + (w->msg && strstr(w->msg, "unreachable") ?
-				     conf.retry_interval : conf.poll_interval);
+		if (w->stage_wait) {
+			/* small transfers end within milliseconds: poll
+			 * after 10 ms, then 1.5 times as long each time, up
+			 * to PollInterval */
+			delay = 0.01 * pow(1.5, MIN(h->polls, 20));
+			delay = MIN(delay, (double) conf.poll_interval);
+			h->polls++;
+		} else {
+			delay = (w->msg && strstr(w->msg, "unreachable")) ?
+				conf.retry_interval : conf.poll_interval;
+		}
+		h->next_try = _mono() + delay;
 		xfree(h->note);
 		h->note = xstrdup(w->msg);
 		if (job_ptr && w->msg)
@@ -864,7 +903,12 @@ static bool _apply(work_t *w, step_rc_t rc)
 			log_flag(BURST_BUF, "%pJ stage-in complete (%s on %s)",
 				 job_ptr, h->bb_path ? h->bb_path : "-",
 				 h->bb_nodes ? h->bb_nodes : "-");
-			kick = true;
+			/* A scheduler pass that saw the job wait will not
+			 * look again by itself: ask for one.  A job staged
+			 * in before any pass looked at it (stage-in started
+			 * at submission) is taken by the pass its
+			 * submission queued, as any other job. */
+			kick = h->seen_wait;
 		}
 		break;
 	case WANT_RECONCILE:
@@ -919,15 +963,20 @@ static void _run_local(work_t *w)
 		_kick_scheduler();
 }
 
-/* Pick one job whose work is due; fill w.  Call with bb_mutex held. */
-static bool _next_due(work_t *w, time_t now)
+/* Pick one job whose work is due and that this round has not run yet; fill w.
+ * Call with bb_mutex held. */
+static bool _next_due(work_t *w, double now, unsigned round)
 {
 	for (int i = 0; i < HJOB_HASH; i++) {
 		for (hjob_t *h = hjobs[i]; h; h = h->next) {
 			hu_error_t err;
-			if (h->want == WANT_NOTHING || h->next_try > now)
+			if (h->want == WANT_NOTHING || h->next_try > now ||
+			    h->round == round)
 				continue;
 			memset(w, 0, sizeof(*w));
+			/* until _apply() says when: not before a second if
+			 * the step cannot run (no client) */
+			h->next_try = now + 1.0;
 			w->job_id = h->job_id;
 			w->user_id = h->user_id;
 			w->group_id = h->group_id;
@@ -940,8 +989,7 @@ static bool _next_due(work_t *w, time_t now)
 			w->ncompute = h->ncompute;
 			if (_parse_job_bb(h->canon, &w->req, &err) < 0)
 				memset(&w->req, 0, sizeof(w->req));
-			/* not again before this round is over */
-			h->next_try = now + 1;
+			h->round = round;	/* not again this round */
 			return true;
 		}
 	}
@@ -1029,23 +1077,132 @@ static hm_client_t *_client(long timeout_s)
 	return cli;
 }
 
+/* Seconds until the earliest due work (at most 1).  Call with bb_mutex held. */
+static double _next_wait(void)
+{
+	double now = _mono(), wait = 1.0;
+
+	for (int i = 0; i < HJOB_HASH; i++)
+		for (hjob_t *h = hjobs[i]; h; h = h->next)
+			if (h->want != WANT_NOTHING)
+				wait = MIN(wait, h->next_try - now);
+	return MAX(wait, 0.0);
+}
+
+/*
+ * May the stage-in of a job just submitted start now, rather than when a
+ * scheduler pass first considers the job?  The same tests as the main
+ * scheduler makes before it asks for stage-in (select_nodes): not held,
+ * independent, eligible, within the accounting limits, partition up.  Anything
+ * unusual (reservation, federation, array meta record) is left to the
+ * scheduler.  Call with the job write lock and without bb_mutex (the
+ * accounting check takes the association locks).
+ */
+static bool _eager_ok(job_record_t *job_ptr)
+{
+	struct job_details *d = job_ptr->details;
+
+	if (!IS_JOB_PENDING(job_ptr) || (job_ptr->priority == 0) || !d ||
+	    !job_ptr->burst_buffer || !job_ptr->burst_buffer[0])
+		return false;
+	if (job_ptr->array_recs && ((job_ptr->array_task_id == NO_VAL) ||
+				    (job_ptr->array_task_id == INFINITE)))
+		return false;
+	if ((d->begin_time > time(NULL)) ||
+	    (d->depend_list && list_count(d->depend_list)))
+		return false;
+	if (job_ptr->resv_name || job_ptr->fed_details || job_ptr->het_job_id)
+		return false;
+	switch (job_ptr->state_reason) {
+	case WAIT_HELD:
+	case WAIT_HELD_USER:
+	case WAIT_MAX_REQUEUE:
+	case WAIT_DEPENDENCY:
+	case WAIT_DEP_INVALID:
+	case WAIT_TIME:
+	case FAIL_BURST_BUFFER_OP:
+	case FAIL_ACCOUNT:
+	case FAIL_QOS:
+	case FAIL_BAD_CONSTRAINTS:
+		return false;
+	default:
+		break;
+	}
+	if (!job_ptr->part_ptr ||
+	    !(job_ptr->part_ptr->state_up & PARTITION_SCHED))
+		return false;
+	return acct_policy_job_runnable_pre_select(job_ptr, false);
+}
+
+/* Start the stage-in of the jobs submitted since the last round that may start
+ * it now (see _eager_ok): their buffer is then usually ready before the first
+ * scheduler pass looks at them, which starts them at once. */
+static void _eager_stage_in(void)
+{
+	slurmctld_lock_t job_write_lock = { .job = WRITE_LOCK, .part = READ_LOCK };
+	uint32_t *ids;
+	int cnt;
+
+	slurm_mutex_lock(&bb_state.bb_mutex);
+	ids = eager_ids;
+	cnt = eager_cnt;
+	eager_ids = NULL;
+	eager_cnt = eager_cap = 0;
+	slurm_mutex_unlock(&bb_state.bb_mutex);
+	if (!cnt) {
+		xfree(ids);
+		return;
+	}
+	lock_slurmctld(job_write_lock);
+	for (int i = 0; i < cnt; i++) {
+		job_record_t *job_ptr = find_job_record(ids[i]);
+		bb_job_t *bb_job;
+
+		if (!job_ptr || !_eager_ok(job_ptr))
+			continue;
+		slurm_mutex_lock(&bb_state.bb_mutex);
+		if ((bb_job = _get_bb_job(job_ptr)) &&
+		    (bb_job->state == BB_STATE_PENDING)) {
+			log_flag(BURST_BUF, "%pJ: stage-in starts at submission",
+				 job_ptr);
+			_start_stage_in(job_ptr, bb_job);
+		}
+		slurm_mutex_unlock(&bb_state.bb_mutex);
+	}
+	unlock_slurmctld(job_write_lock);
+	xfree(ids);
+}
+
 static void *_agent(void *arg)
 {
 	hm_client_t *cli = NULL;
 	time_t last_pools = 0;
+	bool pools_stale = false;
+	unsigned round = 0;
 
 	while (1) {
 		work_t w;
 		bool due;
 		time_t now;
+		double mnow;
 
 		slurm_mutex_lock(&bb_state.bb_mutex);
 		if (!agent_stop && !agent_work) {
 			/* no new work since the last round: sleep until a hook
-			 * signals or the next retry/poll second */
-			struct timespec ts = { .tv_sec = time(NULL) + 1 };
-			pthread_cond_timedwait(&agent_cond, &bb_state.bb_mutex,
-					       &ts);
+			 * signals or the earliest retry/poll is due (1 s at
+			 * most) */
+			double wait = _next_wait();
+			struct timespec ts;
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_sec += (time_t) wait;
+			ts.tv_nsec += (long) ((wait - (time_t) wait) * 1e9);
+			if (ts.tv_nsec >= 1000000000L) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000L;
+			}
+			if (wait > 0)
+				pthread_cond_timedwait(&agent_cond,
+						       &bb_state.bb_mutex, &ts);
 		}
 		agent_work = false;
 		if (agent_stop) {
@@ -1060,18 +1217,27 @@ static void *_agent(void *arg)
 			_scan_jobs();
 		else if (rescan)
 			agent_rescan = true;	/* jobs not loaded yet */
+		if (bb_state.last_load_time)
+			_eager_stage_in();
 
 		if (conf.configured && !cli)
 			cli = _client(conf.timeout);
 		now = time(NULL);
-		if (cli && now - last_pools >= 10) {
+		/* every 10 s, and within a second of a new allocation (not
+		 * after each one: a burst of small jobs would pay one more
+		 * round trip each) */
+		if (cli && (now - last_pools >= 10 ||
+			    (pools_stale && now != last_pools))) {
 			_refresh_pools(cli);
 			last_pools = now;
+			pools_stale = false;
 		}
 		/* Run every due job once per round. */
+		round++;
+		mnow = _mono();
 		while (1) {
 			slurm_mutex_lock(&bb_state.bb_mutex);
-			due = !agent_stop && _next_due(&w, now);
+			due = !agent_stop && _next_due(&w, mnow, round);
 			slurm_mutex_unlock(&bb_state.bb_mutex);
 			if (!due)
 				break;
@@ -1082,7 +1248,7 @@ static void *_agent(void *arg)
 				if (_apply(&w, rc))
 					_kick_scheduler();
 				if (w.allocated)
-					last_pools = 0;
+					pools_stale = true;
 			}
 			_work_free(&w);
 		}
@@ -1161,6 +1327,8 @@ extern int fini(void)
 		}
 	}
 	xfree(status_cache);
+	xfree(eager_ids);
+	eager_cnt = eager_cap = 0;
 	bbh_conf_free(&conf);
 	bb_clear_config(&bb_state.bb_config, true);
 	bb_clear_cache(&bb_state);
@@ -1374,8 +1542,17 @@ extern int bb_p_job_validate2(job_record_t *job_ptr, char **err_msg)
 		return SLURM_SUCCESS;
 	slurm_mutex_lock(&bb_state.bb_mutex);
 	bb_job = _get_bb_job(job_ptr);
-	if (bb_job && bb_job->state < BB_STATE_STAGING_IN)
+	if (bb_job && bb_job->state < BB_STATE_STAGING_IN) {
 		bb_set_job_bb_state(job_ptr, bb_job, BB_STATE_PENDING);
+		/* the agent looks at it once the submission is over */
+		if (eager_cnt == eager_cap) {
+			eager_cap = eager_cap ? 2 * eager_cap : 64;
+			xrecalloc(eager_ids, eager_cap, sizeof(*eager_ids));
+		}
+		eager_ids[eager_cnt++] = job_ptr->job_id;
+		agent_work = true;
+		slurm_cond_signal(&agent_cond);
+	}
 	slurm_mutex_unlock(&bb_state.bb_mutex);
 	return SLURM_SUCCESS;
 }
@@ -1471,8 +1648,10 @@ static int _try_one(void *x, void *arg)
 		return 0;
 	if (!(bb_job = _get_bb_job(job_ptr)))
 		return 0;
-	if (bb_job->state < BB_STATE_STAGING_IN)
+	if (bb_job->state < BB_STATE_STAGING_IN) {
 		_start_stage_in(job_ptr, bb_job);
+		_hjob_get(job_ptr)->seen_wait = true;
+	}
 	return 0;
 }
 
@@ -1510,10 +1689,13 @@ extern int bb_p_job_test_stage_in(job_record_t *job_ptr, bool test_only)
 			rc = -1;
 			if (!test_only && job_ptr->priority != 0) {
 				_start_stage_in(job_ptr, bb_job);
+				_hjob_get(job_ptr)->seen_wait = true;
 				rc = 0;
 			}
 		} else if (bb_job->state == BB_STATE_STAGING_IN) {
 			rc = 0;
+			if (h)
+				h->seen_wait = true;
 		} else if (bb_job->state == BB_STATE_STAGED_IN) {
 			/* after a restart, the buffer path must be known again
 			 * before the job may start */

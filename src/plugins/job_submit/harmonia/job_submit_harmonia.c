@@ -16,12 +16,19 @@
  *  "source=learned".  That one call is bounded (HistoryTimeout, 1 s by
  *  default); when bbmgrd cannot answer the job is accepted without learned
  *  hints (the burst buffer plugin registers the job with bbmgrd later on).
+ *  Its answers are kept for a short while per user and job name (10 s when
+ *  bbmgrd knew defaults, 1 s when it did not): a burst of submissions of the
+ *  same job pays one round trip a second instead of one each, and a job that
+ *  ends adds to the history of the next job of its name submitted more than a
+ *  second later, as before.
  *  Runs with slurmctld's locks held: nothing else here waits.
 \*****************************************************************************/
 
 #include "config.h"
 
+#include <pthread.h>
 #include <string.h>
+#include <time.h>
 
 #include <jansson.h>
 
@@ -46,6 +53,108 @@ const uint32_t plugin_version = SLURM_VERSION_NUMBER;
 
 static bbh_conf_t conf;
 
+/* Answers of GET /v1/history, per uid and job name (hist_lock). */
+#define HIST_TTL_KNOWN 10.0	/* seconds: bbmgrd had learned defaults */
+#define HIST_TTL_NONE 1.0	/* seconds: it had none */
+#define HIST_MAX 256
+typedef struct hist {
+	uint32_t uid;
+	char *name;
+	bool known;
+	double w_iter;
+	uint64_t io_volume;
+	double expires;		/* CLOCK_MONOTONIC */
+	struct hist *next;
+} hist_t;
+static pthread_mutex_t hist_lock = PTHREAD_MUTEX_INITIALIZER;
+static hist_t *hist_list = NULL;
+static int hist_cnt = 0;
+
+static double _mono(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void _hist_free(hist_t *e)
+{
+	xfree(e->name);
+	xfree(e);
+}
+
+/* Drop expired entries (all of them when 'all').  Call with hist_lock held. */
+static void _hist_purge(bool all)
+{
+	double now = _mono();
+	hist_t **pp = &hist_list;
+
+	while (*pp) {
+		hist_t *e = *pp;
+		if (all || e->expires <= now) {
+			*pp = e->next;
+			_hist_free(e);
+			hist_cnt--;
+		} else {
+			pp = &e->next;
+		}
+	}
+}
+
+/* A fresh cached answer: true with *known, *w_iter, *vol filled. */
+static bool _hist_get(uint32_t uid, const char *name, bool *known,
+		      double *w_iter, uint64_t *vol)
+{
+	double now = _mono();
+	bool hit = false;
+
+	slurm_mutex_lock(&hist_lock);
+	for (hist_t *e = hist_list; e; e = e->next) {
+		if (e->uid == uid && !xstrcmp(e->name, name) &&
+		    e->expires > now) {
+			*known = e->known;
+			*w_iter = e->w_iter;
+			*vol = e->io_volume;
+			hit = true;
+			break;
+		}
+	}
+	slurm_mutex_unlock(&hist_lock);
+	return hit;
+}
+
+static void _hist_put(uint32_t uid, const char *name, bool known,
+		      double w_iter, uint64_t vol)
+{
+	hist_t *e;
+
+	slurm_mutex_lock(&hist_lock);
+	_hist_purge(false);
+	for (hist_t **pp = &hist_list; *pp; pp = &(*pp)->next) {
+		if ((*pp)->uid == uid && !xstrcmp((*pp)->name, name)) {
+			e = *pp;
+			*pp = e->next;
+			_hist_free(e);
+			hist_cnt--;
+			break;
+		}
+	}
+	if (hist_cnt >= HIST_MAX)
+		_hist_purge(true);
+	e = xmalloc(sizeof(*e));
+	e->uid = uid;
+	e->name = xstrdup(name);
+	e->known = known;
+	e->w_iter = w_iter;
+	e->io_volume = vol;
+	e->expires = _mono() + (known ? HIST_TTL_KNOWN : HIST_TTL_NONE);
+	e->next = hist_list;
+	hist_list = e;
+	hist_cnt++;
+	slurm_mutex_unlock(&hist_lock);
+}
+
 extern int init(void)
 {
 	char *path = get_extra_conf_path("harmonia.conf");
@@ -63,6 +172,9 @@ extern int init(void)
 
 extern int fini(void)
 {
+	slurm_mutex_lock(&hist_lock);
+	_hist_purge(true);
+	slurm_mutex_unlock(&hist_lock);
 	bbh_conf_free(&conf);
 	return SLURM_SUCCESS;
 }
@@ -91,11 +203,24 @@ static void _learn_hints(hbb_request_t *req, uint32_t uid, const char *name)
 	hm_error_t err;
 	json_t *resp = NULL, *w, *v;
 	char *user, *path = NULL, *qu, *qn;
+	bool known = false;
+	double w_iter = 0;
+	uint64_t vol = 0;
 	int st;
 
 	if (!conf.configured || req->has_hints || !name ||
 	    !(req->has_buffer || req->npersist))
 		return;
+	if (_hist_get(uid, name, &known, &w_iter, &vol)) {
+		/* a learned phase must still fit the buffer asked for */
+		if (known && (!req->has_buffer || vol <= req->capacity)) {
+			req->has_hints = true;
+			req->hints_learned = true;
+			req->w_iter = w_iter;
+			req->io_volume = vol;
+		}
+		return;
+	}
 	if (!(user = uid_to_string_or_null(uid)))
 		return;
 	o.url = conf.url;
@@ -114,7 +239,8 @@ static void _learn_hints(hbb_request_t *req, uint32_t uid, const char *name)
 	    (v = json_object_get(resp, "io_volume")) &&
 	    json_is_number(w) && json_is_number(v) &&
 	    json_number_value(w) > 0 && json_number_value(v) >= 1) {
-		uint64_t vol = (uint64_t) json_number_value(v);
+		vol = (uint64_t) json_number_value(v);
+		_hist_put(uid, name, true, json_number_value(w), vol);
 		/* a learned phase must still fit the buffer asked for */
 		if (!req->has_buffer || vol <= req->capacity) {
 			req->has_hints = true;
@@ -126,6 +252,8 @@ static void _learn_hints(hbb_request_t *req, uint32_t uid, const char *name)
 		}
 	} else if (st < 0) {
 		debug("%s: history not available: %s", plugin_type, err.text);
+	} else if (st == 200 || st == 404) {
+		_hist_put(uid, name, false, 0, 0);	/* nothing learned yet */
 	}
 	json_decref(resp);
 	hm_client_destroy(cli);
