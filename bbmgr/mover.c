@@ -11,9 +11,15 @@
  *   CHUNK     one chunk of one file: an SFQ(D)+ request of cost = its bytes;
  *             the first chunk of a file opens the source and creates
  *             ".<name>.harmonia-partial-<tid>" in the destination directory
- *   FILE      the last chunk is done: fsync, verify (re-read + checksums of the
- *             source read, or size), mode, owner, times, rename into place
+ *             (the chunk of a one-chunk file also does that file's FILE work)
+ *   FILE      the last chunk is done: verify (re-read + checksums of the source
+ *             read, or size), mode, owner, times; not durable: rename into place;
+ *             durable: the file waits, open, in the transfer's sync queue
+ *   SYNC      durable transfers (stage-out, stage-in into a persistent buffer or
+ *             with mover.durable_stage_in): a batch of up to SYNC_FILES verified
+ *             files: write back, fsync each, then rename each into place
  *   FINISH    every file is in place: directory attributes, fsync of directories
+ *             (durable transfers)
  *   ABORT     failed or cancelled: close and remove the partial files
  *   RMTREE    teardown of a buffer directory
  *
@@ -56,9 +62,14 @@
 #define REPORT_BYTES (64ull << 20)  /* progress is recorded every 64 MiB ... */
 #define REPORT_SECONDS 1.0          /* ... or every second */
 #define MAX_GROUPS 256
+#define SYNC_FILES 32               /* durable transfers: fsync in batches of files ... */
+#define SYNC_BYTES (256ull << 20)   /* ... or of bytes */
+#define VBLOCK (256u * 1024u)       /* checksum unit: a chunk is read, hashed, written and
+                                       verified in blocks that stay in the CPU's cache */
+#define BOOT_MARGIN 5               /* s: uncertainty of the boot time (quick check) */
 
 typedef enum { V_CHECKSUM, V_SIZE, V_NONE } verify_t;
-typedef enum { T_PREPARE, T_CHUNK, T_FILE, T_FINISH, T_ABORT, T_RMTREE } task_kind_t;
+typedef enum { T_PREPARE, T_CHUNK, T_FILE, T_SYNC, T_FINISH, T_ABORT, T_RMTREE } task_kind_t;
 typedef enum { E_DIR, E_FILE, E_LINK } etype_t;
 
 typedef struct {
@@ -84,13 +95,16 @@ typedef struct mfile {
     const entry_t *e;
     char *src, *dst, *tmp;
     uint32_t nchunks, done;     /* done: under m->lock */
-    uint64_t *sums;             /* checksum of each chunk as read from the source */
+    uint64_t *sums;             /* checksum of each block of each chunk as read from
+                                   the source: [chunk * m->bpc + block] */
     pthread_mutex_t lock;       /* opening */
     int sfd, dfd;
     bool opened;
     int open_err;
     char *open_msg;
     bool tmp_made;
+    bool installed;             /* renamed into place */
+    struct mfile *snext;        /* x->syncq / a T_SYNC task's batch */
 } mfile_t;
 
 typedef struct task {
@@ -102,6 +116,9 @@ typedef struct task {
     uint64_t off, len;
     bool ok;
     bool skipped;               /* not run: its transfer was stopping */
+    bool file_done;             /* CHUNK of a one-chunk file: the FILE work was done too */
+    bool to_sync;               /* FILE work done, durable: the file waits for a T_SYNC */
+    mfile_t *batch;             /* T_SYNC: files to fsync and rename */
     char *msg;                  /* error, "stage_in PATH: what: strerror" */
     /* RMTREE */
     char *path;
@@ -124,6 +141,7 @@ struct mxfer {
     uint64_t tid;
     mjob_t *job;
     bool stage_out, directory;
+    bool durable;               /* fsync the copies (batched) before they are renamed */
     char *src, *dst;
     char *user;
     ident_t id;
@@ -138,6 +156,9 @@ struct mxfer {
     int queued;                 /* chunks in the SFQ queue */
     int pending;                /* tasks not completed (queued ones included) */
     int files_left;
+    mfile_t *syncq;             /* durable: verified files waiting for their fsync */
+    int nsyncq, nsyncing;       /* files in syncq, in T_SYNC tasks */
+    uint64_t syncq_bytes;
     bool prepared, finish_queued, finish_done;
     bool aborting, abort_queued, abort_done;
     bool final, cancel_reported;
@@ -160,6 +181,12 @@ typedef struct {
 struct mover {
     pthread_mutex_t lock;
     pthread_cond_t cond;
+    /* T_SYNC tasks are run by their own thread, so that no copying worker waits
+     * for the disk in fsync (fsyncs of one file system queue on its journal anyway) */
+    task_t *shead, *stail;
+    pthread_cond_t scond;
+    pthread_t syncer;
+    bool syncer_started;
     bool stop;
     hs_sfq_t *q;
     task_t *head, *tail;        /* FIFO of runnable tasks */
@@ -169,11 +196,16 @@ struct mover {
     worker_t *w;
     int nthreads, busy;
     uint64_t chunk;
+    uint32_t bpc;               /* checksum blocks per chunk */
     int backlog;                /* chunks kept queued per transfer */
     verify_t verify;
     cksum_alg_t alg;
     double rate, tnext;
     bool root;                  /* can act as other users */
+    bool durable_in;            /* mover.durable_stage_in */
+    char **pbufs;               /* "<mount>/persistent/" of every node set */
+    int npbufs;
+    time_t boot;                /* wall-clock time of the boot */
     ident_t self;
     mover_stats_t st;
 };
@@ -402,7 +434,10 @@ static void xfer_abort(mover_t *m, mxfer_t *x, mover_state_t how, const char *ms
 
 static void feed(mover_t *m, mxfer_t *x)
 {
-    while (!x->aborting && x->prepared && x->queued < m->backlog && x->next_file < x->nfiles) {
+    /* durable: at most 2 x SYNC_FILES files of x in T_SYNC tasks (each holds an open
+     * file), more wait until one is done: x's own SYNC task calls feed() again */
+    while (!x->aborting && x->prepared && x->queued < m->backlog && x->next_file < x->nfiles
+           && x->nsyncing < 2 * SYNC_FILES) {
         const entry_t *e = &x->ents[x->files[x->next_file]];
         if (!x->cur) {
             mfile_t *f = calloc(1, sizeof(*f));
@@ -416,7 +451,7 @@ static void feed(mover_t *m, mxfer_t *x)
             f->nchunks = size ? (uint32_t)((size + m->chunk - 1) / m->chunk) : 1;
             if (!(f->src = pjoin(x->src, e->rel)) || !(f->dst = pjoin(x->dst, e->rel))
                 || !(f->tmp = tmp_name(f->dst, x->tid, x->files[x->next_file]))
-                || !(f->sums = calloc(f->nchunks, sizeof(uint64_t)))) {
+                || !(f->sums = calloc((size_t)f->nchunks * m->bpc, sizeof(uint64_t)))) {
                 mfile_free(f);
                 goto nomem;
             }
@@ -530,6 +565,58 @@ static void xfer_check(mover_t *m, mxfer_t *x)
         job_release_deferred(m, x->job);
 }
 
+/* A file is finished (installed under its final name, or failed and removed). */
+static void file_gone(mover_t *m, mxfer_t *x, mfile_t *f, bool ok)
+{
+    live_del(x, f);
+    mfile_free(f);
+    x->files_left--;
+    if (ok)
+        m->st.files++;
+}
+
+/* Durable transfers: the verified files waiting for their fsync go to a T_SYNC task
+ * once there are SYNC_FILES of them or SYNC_BYTES, or when force. */
+static void syncq_flush(mover_t *m, mxfer_t *x, bool force)
+{
+    if (!x->syncq || x->aborting)
+        return;     /* aborting: they are in x->live, ABORT removes them */
+    if (!force && x->nsyncq < SYNC_FILES && x->syncq_bytes < SYNC_BYTES)
+        return;
+    task_t *t = task_new(T_SYNC, x);
+    if (!t) {
+        xfer_abort(m, x, MV_FAILED, "out of memory");
+        return;
+    }
+    t->batch = x->syncq;
+    x->nsyncing += x->nsyncq;
+    x->syncq = NULL;
+    x->nsyncq = 0;
+    x->syncq_bytes = 0;
+    x->pending++;
+    t->next = NULL;
+    if (m->stail)
+        m->stail->next = t;
+    else
+        m->shead = t;
+    m->stail = t;
+    pthread_cond_signal(&m->scond);
+}
+
+/* The FILE work of f was done by t (a T_FILE, or the T_CHUNK of a one-chunk file). */
+static void file_ready(mover_t *m, mxfer_t *x, mfile_t *f, task_t *t)
+{
+    if (!t->to_sync) {
+        file_gone(m, x, f, t->ok);
+        return;
+    }
+    f->snext = x->syncq;
+    x->syncq = f;
+    x->nsyncq++;
+    x->syncq_bytes += (uint64_t)f->e->st.st_size;
+    syncq_flush(m, x, false);
+}
+
 /* Called with m->lock held once t has run. */
 static void task_done(mover_t *m, task_t *t)
 {
@@ -555,7 +642,9 @@ static void task_done(mover_t *m, task_t *t)
             m->st.bytes += t->len;
         }
         m->st.chunks++;
-        if (t->ok && f->done == f->nchunks && !x->aborting) {
+        if (t->file_done) {
+            file_ready(m, x, f, t);     /* a one-chunk file, finished in the same task */
+        } else if (t->ok && f->done == f->nchunks && !x->aborting) {
             task_t *ft = task_new(T_FILE, x);
             if (!ft) {
                 t->ok = false;
@@ -568,11 +657,15 @@ static void task_done(mover_t *m, task_t *t)
         }
         break;
     case T_FILE:
-        live_del(x, f);
-        mfile_free(f);
-        x->files_left--;
-        if (t->ok)
-            m->st.files++;
+        file_ready(m, x, f, t);
+        break;
+    case T_SYNC:
+        while (t->batch) {
+            mfile_t *b = t->batch;
+            t->batch = b->snext;
+            x->nsyncing--;
+            file_gone(m, x, b, b->installed);
+        }
         break;
     case T_FINISH:
         if (t->ok)
@@ -588,6 +681,9 @@ static void task_done(mover_t *m, task_t *t)
     task_free(t);
     feed(m, x);
     dispatch(m);
+    /* every file is fed and none is still being copied or verified: sync the rest */
+    if (x->syncq && x->next_file == x->nfiles && x->files_left == x->nsyncq + x->nsyncing)
+        syncq_flush(m, x, true);
     xfer_check(m, x);
 }
 
@@ -767,11 +863,16 @@ static int make_link(task_t *t, const entry_t *e, const char *src, const char *d
 
 /* A complete copy from an earlier run (a restart): a final name only ever holds a
  * verified copy whose mtime was set from the source last, so the same size, mtime
- * and mode mean the same content (the quick check rsync makes). */
-static bool already_there(const entry_t *e, const char *dst)
+ * and mode mean the same content (the quick check rsync makes).  A stage-in copy
+ * may not have been fsync'd (mover.durable_stage_in false): it is trusted only if
+ * its inode changed after the boot (ctime), so that a copy whose data a crash of
+ * the machine may have lost is made again.  Stage-out copies are always durable. */
+static bool already_there(const mover_t *m, const mxfer_t *x, const entry_t *e,
+                          const char *dst)
 {
     struct stat st;
     return lstat(dst, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == e->st.st_size
+           && (x->stage_out || st.st_ctim.tv_sec > m->boot + BOOT_MARGIN)
            && st.st_mtim.tv_sec == e->st.st_mtim.tv_sec
            && st.st_mtim.tv_nsec == e->st.st_mtim.tv_nsec
            && (st.st_mode & 07777) == (e->st.st_mode & 07777);
@@ -833,7 +934,7 @@ static int run_prepare(mover_t *m, task_t *t)
             r = make_link(t, e, s, d);
         else {
             total += e->st.st_size;
-            if (already_there(e, d))
+            if (already_there(m, x, e, d))
                 skipped += e->st.st_size;
             else
                 x->files[x->nfiles++] = i;
@@ -960,6 +1061,62 @@ static void start_writeback(int fd, uint64_t off, uint64_t len)
     sync_file_range(fd, (off_t)off, (off_t)len, SYNC_FILE_RANGE_WRITE);
 }
 
+static int file_complete(mover_t *m, worker_t *w, task_t *t);
+static void file_cleanup(mfile_t *f);
+
+static int copy_chunk(mover_t *m, worker_t *w, task_t *t)
+{
+    mfile_t *f = t->f;
+    mxfer_t *x = t->x;
+
+    if (m->verify == V_CHECKSUM) {
+        uint64_t *sum = &f->sums[(size_t)t->ci * m->bpc];
+        /* the whole chunk is read ahead at once: the blocks are read in small
+         * preads, and the chunks of one file read by several workers at once would
+         * defeat the kernel's sequential read-ahead */
+        if (t->len > VBLOCK)
+            posix_fadvise(f->sfd, (off_t)t->off, (off_t)t->len, POSIX_FADV_WILLNEED);
+        for (uint64_t done = 0; done < t->len; done += VBLOCK, sum++) {
+            uint64_t len = t->len - done < VBLOCK ? t->len - done : VBLOCK;
+            if (read_full(f->sfd, w->buf, len, t->off + done) < 0)
+                return tfail(t, errno, f->src, errno == ENODATA ? "shrank during the transfer"
+                                                                : "read");
+            *sum = cksum(m->alg, w->buf, len);
+            if (write_full(f->dfd, w->buf, len, t->off + done) < 0)
+                return tfail(t, errno, f->dst, "write");
+        }
+    } else {
+        /* no checksum to compute: let the kernel copy */
+        loff_t in = (loff_t)t->off, out = (loff_t)t->off;
+        uint64_t left = t->len;
+        while (left > 0) {
+            ssize_t n = copy_file_range(f->sfd, &in, f->dfd, &out, left, 0);
+            if (n < 0 && (errno == EXDEV || errno == EINVAL || errno == ENOSYS
+                          || errno == EOPNOTSUPP)) {
+                uint64_t off = (uint64_t)in;
+                if (read_full(f->sfd, w->buf, left, off) < 0)
+                    return tfail(t, errno, f->src, "read");
+                if (write_full(f->dfd, w->buf, left, off) < 0)
+                    return tfail(t, errno, f->dst, "write");
+                break;
+            }
+            if (n < 0) {
+                if (errno == EINTR)
+                    continue;
+                return tfail(t, errno, f->dst, "copy");
+            }
+            if (n == 0)
+                return tfail(t, ENODATA, f->src, "shrank during the transfer");
+            left -= (uint64_t)n;
+        }
+    }
+    /* durable: start writing back now, so that the device writes while the next
+     * chunks are read and the fsync finds little left to do */
+    if (x->durable)
+        start_writeback(f->dfd, t->off, t->len);
+    return 0;
+}
+
 static int run_chunk(mover_t *m, worker_t *w, task_t *t)
 {
     mfile_t *f = t->f;
@@ -973,47 +1130,23 @@ static int run_chunk(mover_t *m, worker_t *w, task_t *t)
         return tfail(t, errno, f->src, "act as the job's user");
     if (file_open(m, t, f) < 0)
         return -1;
-    if (!t->len)
-        return 0;
-    throttle(m, t->len);
-    if (__atomic_load_n(&x->aborting, __ATOMIC_ACQUIRE)) {
-        t->skipped = true;
-        return 0;
-    }
-    if (m->verify == V_CHECKSUM) {
-        if (read_full(f->sfd, w->buf, t->len, t->off) < 0)
-            return tfail(t, errno, f->src, errno == ENODATA ? "shrank during the transfer"
-                                                            : "read");
-        f->sums[t->ci] = cksum(m->alg, w->buf, t->len);
-        if (write_full(f->dfd, w->buf, t->len, t->off) < 0)
-            return tfail(t, errno, f->dst, "write");
-        start_writeback(f->dfd, t->off, t->len);
-        return 0;
-    }
-    /* no checksum to compute: let the kernel copy */
-    loff_t in = (loff_t)t->off, out = (loff_t)t->off;
-    uint64_t left = t->len;
-    while (left > 0) {
-        ssize_t n = copy_file_range(f->sfd, &in, f->dfd, &out, left, 0);
-        if (n < 0 && (errno == EXDEV || errno == EINVAL || errno == ENOSYS
-                      || errno == EOPNOTSUPP)) {
-            uint64_t off = (uint64_t)in;
-            if (read_full(f->sfd, w->buf, left, off) < 0)
-                return tfail(t, errno, f->src, "read");
-            if (write_full(f->dfd, w->buf, left, off) < 0)
-                return tfail(t, errno, f->dst, "write");
-            break;
+    if (t->len) {
+        throttle(m, t->len);
+        if (__atomic_load_n(&x->aborting, __ATOMIC_ACQUIRE)) {
+            t->skipped = true;
+            return 0;
         }
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            return tfail(t, errno, f->dst, "copy");
-        }
-        if (n == 0)
-            return tfail(t, ENODATA, f->src, "shrank during the transfer");
-        left -= (uint64_t)n;
+        if (copy_chunk(m, w, t) < 0)
+            return -1;
     }
-    start_writeback(f->dfd, t->off, t->len);
+    if (f->nchunks == 1) {
+        /* a small file: its FILE work here, without another hand-off */
+        t->file_done = true;
+        if (file_complete(m, w, t) < 0) {
+            file_cleanup(f);
+            return -1;
+        }
+    }
     return 0;
 }
 
@@ -1030,7 +1163,60 @@ static void file_cleanup(mfile_t *f)
     f->tmp_made = false;
 }
 
-static int run_file(mover_t *m, worker_t *w, task_t *t)
+/* Verify the copy: its size, and with verify checksum the checksum of every chunk
+ * read back from the copy against the one computed from the source read. */
+static int verify_copy(mover_t *m, worker_t *w, task_t *t, mfile_t *f)
+{
+    const entry_t *e = f->e;
+    struct stat st;
+
+    if (m->verify == V_NONE)
+        return 0;
+    if (fstat(f->dfd, &st) < 0)
+        return tfail(t, errno, f->dst, "stat");
+    if (st.st_size != e->st.st_size)
+        return tfailmsg(t, f->dst, "size of the copy differs from the source");
+    if (m->verify != V_CHECKSUM)
+        return 0;
+    uint64_t size = (uint64_t)e->st.st_size;
+    posix_fadvise(f->dfd, 0, 0, POSIX_FADV_SEQUENTIAL);
+    for (uint32_t i = 0; i < f->nchunks && size > 0; i++) {
+        uint64_t coff = (uint64_t)i * m->chunk, clen = size - coff;
+        const uint64_t *sum = &f->sums[(size_t)i * m->bpc];
+        if (clen > m->chunk)
+            clen = m->chunk;
+        for (uint64_t done = 0; done < clen; done += VBLOCK, sum++) {
+            uint64_t off = coff + done, len = clen - done < VBLOCK ? clen - done : VBLOCK;
+            if (read_full(f->dfd, w->buf, len, off) < 0)
+                return tfail(t, errno == ENODATA ? EIO : errno, f->dst, "read back");
+            if (cksum(m->alg, w->buf, len) != *sum) {
+                char what[96];
+                snprintf(what, sizeof(what), "checksum mismatch at offset %ju", (uintmax_t)off);
+                return tfailmsg(t, f->dst, what);
+            }
+        }
+    }
+    return 0;
+}
+
+/* Close the copy and give it its final name. */
+static int file_install(task_t *t, mfile_t *f)
+{
+    int rc = close(f->dfd);
+    f->dfd = -1;
+    if (rc < 0)
+        return tfail(t, errno, f->dst, "close");
+    if (rename(f->tmp, f->dst) < 0)
+        return tfail(t, errno, f->dst, "rename");
+    f->tmp_made = false;
+    f->installed = true;
+    return 0;
+}
+
+/* Every chunk of f is written: verify, check the source is unchanged, owner, mode,
+ * times.  Not durable: close and rename into place.  Durable: the file stays open
+ * under its temporary name for a T_SYNC (fsync, then rename). */
+static int file_complete(mover_t *m, worker_t *w, task_t *t)
 {
     mfile_t *f = t->f;
     mxfer_t *x = t->x;
@@ -1038,83 +1224,81 @@ static int run_file(mover_t *m, worker_t *w, task_t *t)
     struct stat st;
     struct timespec ts[2] = { e->st.st_atim, e->st.st_mtim };
 
+    if (verify_copy(m, w, t, f) < 0)
+        return -1;
+    if (fstat(f->sfd, &st) < 0)
+        return tfail(t, errno, f->src, "stat");
+    if (st.st_size != e->st.st_size || st.st_mtim.tv_sec != e->st.st_mtim.tv_sec
+        || st.st_mtim.tv_nsec != e->st.st_mtim.tv_nsec)
+        return tfailmsg(t, f->src, "changed during the transfer");
+    set_owner(x, e, f->dfd, f->dst, 0);
+    if (fchmod(f->dfd, e->st.st_mode & 07777) < 0)
+        return tfail(t, errno, f->dst, "chmod");
+    if (futimens(f->dfd, ts) < 0)
+        return tfail(t, errno, f->dst, "set times");
+    close(f->sfd);
+    f->sfd = -1;
+    if (x->durable) {
+        t->to_sync = true;
+        return 0;
+    }
+    return file_install(t, f);
+}
+
+static int run_file(mover_t *m, worker_t *w, task_t *t)
+{
+    mfile_t *f = t->f;
+    mxfer_t *x = t->x;
+
     if (become(m, &x->id) < 0) {
         tfail(t, errno, f->src, "act as the job's user");
         goto fail;
     }
     if (__atomic_load_n(&x->aborting, __ATOMIC_ACQUIRE))
         goto fail;
-    if (fsync(f->dfd) < 0) {
-        tfail(t, errno, f->dst, "fsync");
+    if (file_complete(m, w, t) < 0)
         goto fail;
-    }
-    if (m->verify != V_NONE) {
-        if (fstat(f->dfd, &st) < 0) {
-            tfail(t, errno, f->dst, "stat");
-            goto fail;
-        }
-        if (st.st_size != e->st.st_size) {
-            tfailmsg(t, f->dst, "size of the copy differs from the source");
-            goto fail;
-        }
-    }
-    if (m->verify == V_CHECKSUM && e->st.st_size > 0) {
-        /* read back through a mapping: hashed where it lies, no copy */
-        size_t size = (size_t)e->st.st_size;
-        const unsigned char *map = mmap(NULL, size, PROT_READ, MAP_SHARED, f->dfd, 0);
-        if (map == MAP_FAILED) {
-            tfail(t, errno, f->dst, "read back");
-            goto fail;
-        }
-        madvise((void *)map, size, MADV_SEQUENTIAL);
-        for (uint32_t i = 0; i < f->nchunks; i++) {
-            uint64_t off = (uint64_t)i * m->chunk, len = (uint64_t)size - off;
-            if (len > m->chunk)
-                len = m->chunk;
-            if (cksum(m->alg, map + off, len) != f->sums[i]) {
-                munmap((void *)map, size);
-                char what[96];
-                snprintf(what, sizeof(what), "checksum mismatch at offset %ju", (uintmax_t)off);
-                tfailmsg(t, f->dst, what);
-                goto fail;
-            }
-        }
-        munmap((void *)map, size);
-    }
-    if (fstat(f->sfd, &st) < 0) {
-        tfail(t, errno, f->src, "stat");
-        goto fail;
-    }
-    if (st.st_size != e->st.st_size || st.st_mtim.tv_sec != e->st.st_mtim.tv_sec
-        || st.st_mtim.tv_nsec != e->st.st_mtim.tv_nsec) {
-        tfailmsg(t, f->src, "changed during the transfer");
-        goto fail;
-    }
-    set_owner(x, e, f->dfd, f->dst, 0);
-    if (fchmod(f->dfd, e->st.st_mode & 07777) < 0) {
-        tfail(t, errno, f->dst, "chmod");
-        goto fail;
-    }
-    if (futimens(f->dfd, ts) < 0) {
-        tfail(t, errno, f->dst, "set times");
-        goto fail;
-    }
-    close(f->sfd);
-    f->sfd = -1;
-    if (close(f->dfd) < 0) {
-        f->dfd = -1;
-        tfail(t, errno, f->dst, "close");
-        goto fail;
-    }
-    f->dfd = -1;
-    if (rename(f->tmp, f->dst) < 0) {
-        tfail(t, errno, f->dst, "rename");
-        goto fail;
-    }
-    f->tmp_made = false;
     return 0;
 fail:
+    t->to_sync = false;
     file_cleanup(f);
+    return t->ok ? 0 : -1;
+}
+
+/* ------------------------------------------------------------------ SYNC */
+/* A batch of verified files of a durable transfer: write back the data of all of
+ * them, then fsync each (after the first, the journal commit has usually covered
+ * the others), then rename each into place.  No file gets its final name before
+ * its data and attributes are on disk. */
+static int run_sync(mover_t *m, task_t *t)
+{
+    mxfer_t *x = t->x;
+    mfile_t *f;
+
+    if (become(m, &x->id) < 0) {
+        tfail(t, errno, x->dst, "act as the job's user");
+        goto fail;
+    }
+    if (__atomic_load_n(&x->aborting, __ATOMIC_ACQUIRE))
+        goto fail;
+    for (f = t->batch; f; f = f->snext)
+        sync_file_range(f->dfd, 0, 0, SYNC_FILE_RANGE_WRITE);
+    for (f = t->batch; f; f = f->snext)
+        sync_file_range(f->dfd, 0, 0, SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE
+                                          | SYNC_FILE_RANGE_WAIT_AFTER);
+    for (f = t->batch; f; f = f->snext)
+        if (fsync(f->dfd) < 0) {
+            tfail(t, errno, f->dst, "fsync");
+            goto fail;
+        }
+    for (f = t->batch; f; f = f->snext)
+        if (file_install(t, f) < 0)
+            goto fail;
+    return 0;
+fail:
+    /* the files not yet renamed are removed; renamed ones are complete and durable */
+    for (f = t->batch; f; f = f->snext)
+        file_cleanup(f);
     return t->ok ? 0 : -1;
 }
 
@@ -1149,9 +1333,12 @@ static int run_finish(mover_t *m, task_t *t)
             free(d);
             return -1;
         }
-        fsync_dir(d);
+        if (x->durable)
+            fsync_dir(d);
         free(d);
     }
+    if (!x->durable)
+        return 0;
     char *parent = strdup(x->dst), *s;
     if (parent && (s = strrchr(parent, '/'))) {
         s[s == parent ? 1 : 0] = '\0';
@@ -1217,6 +1404,7 @@ static void task_run(mover_t *m, worker_t *w, task_t *t)
     case T_PREPARE: run_prepare(m, t); break;
     case T_CHUNK: run_chunk(m, w, t); break;
     case T_FILE: run_file(m, w, t); break;
+    case T_SYNC: run_sync(m, t); break;     /* (not reached: the syncer runs them) */
     case T_FINISH: run_finish(m, t); break;
     case T_ABORT: run_abort(m, t); break;
     case T_RMTREE: run_rmtree(m, t); break;
@@ -1238,6 +1426,32 @@ static void *worker_main(void *arg)
         m->busy++;
         pthread_mutex_unlock(&m->lock);
         task_run(m, w, t);
+        pthread_mutex_lock(&m->lock);
+        m->busy--;
+        task_done(m, t);
+    }
+    pthread_mutex_unlock(&m->lock);
+    become(m, &m->self);
+    return NULL;
+}
+
+static void *syncer_main(void *arg)
+{
+    mover_t *m = arg;
+
+    pthread_mutex_lock(&m->lock);
+    for (;;) {
+        while (!m->stop && !m->shead)
+            pthread_cond_wait(&m->scond, &m->lock);
+        if (m->stop)
+            break;
+        task_t *t = m->shead;
+        m->shead = t->next;
+        if (!m->shead)
+            m->stail = NULL;
+        m->busy++;
+        pthread_mutex_unlock(&m->lock);
+        run_sync(m, t);
         pthread_mutex_lock(&m->lock);
         m->busy--;
         task_done(m, t);
@@ -1269,7 +1483,9 @@ mover_t *mover_create(const cfg_t *cfg, hu_error_t *err)
     }
     pthread_mutex_init(&m->lock, NULL);
     pthread_cond_init(&m->cond, NULL);
+    pthread_cond_init(&m->scond, NULL);
     m->chunk = cfg->mover_chunk;
+    m->bpc = (uint32_t)((m->chunk + VBLOCK - 1) / VBLOCK);
     m->verify = !strcmp(cfg->mover_verify, "checksum") ? V_CHECKSUM
                 : !strcmp(cfg->mover_verify, "size") ? V_SIZE : V_NONE;
     if (cksum_parse(cfg->mover_checksum, &m->alg) < 0) {
@@ -1281,6 +1497,28 @@ mover_t *mover_create(const cfg_t *cfg, hu_error_t *err)
         goto error;
     }
     m->rate = cfg->mover_max_rate;
+    m->durable_in = cfg->mover_durable_stage_in;
+    {
+        struct timespec rt, bt;
+        clock_gettime(CLOCK_REALTIME, &rt);
+        clock_gettime(CLOCK_BOOTTIME, &bt);
+        m->boot = rt.tv_sec - bt.tv_sec;
+    }
+    /* persistent buffers outlive the job: a stage-in into one is always durable */
+    if (cfg->nnodes > 0 && !(m->pbufs = calloc((size_t)cfg->nnodes, sizeof(char *)))) {
+        hu_errprintf(err, "out of memory");
+        goto error;
+    }
+    for (int i = 0; i < cfg->nnodes; i++) {
+        const char *mnt = cfg->nodes[i].mount ? cfg->nodes[i].mount : "";
+        size_t n = strlen(mnt);
+        while (n > 1 && mnt[n - 1] == '/')
+            n--;
+        if (!(m->pbufs[m->npbufs++] = xprintf("%.*s/persistent/", (int)n, mnt))) {
+            hu_errprintf(err, "out of memory");
+            goto error;
+        }
+    }
     m->root = geteuid() == 0;
     m->self.uid = geteuid();
     m->self.gid = getegid();
@@ -1322,12 +1560,23 @@ mover_t *mover_create(const cfg_t *cfg, hu_error_t *err)
             goto error;
         }
     }
+    {
+        int rc = pthread_create(&m->syncer, NULL, syncer_main, m);
+        if (rc != 0) {
+            errno = rc;
+            hu_errprintf(err, "mover: cannot start the sync thread: %s", strerror(rc));
+            goto error;
+        }
+        m->syncer_started = true;
+    }
     if (!m->root)
         bl_warning("mover: bbmgrd is not root: it can only move data of its own user (uid %u)",
                    (unsigned)m->self.uid);
-    bl_info("mover: %d threads, chunk %ju, SFQ(D)+ depth %u x %u KiB, verify %s (%s)%s",
+    bl_info("mover: %d threads, chunk %ju, SFQ(D)+ depth %u x %u KiB, verify %s (%s), "
+            "stage-in into job buffers %s%s",
             m->nthreads, (uintmax_t)m->chunk, prm.depth, SLOT_BYTES / 1024, cfg->mover_verify,
-            cfg->mover_checksum, m->rate > 0 ? ", rate capped" : "");
+            cfg->mover_checksum, m->durable_in ? "fsync'd" : "not fsync'd",
+            m->rate > 0 ? ", rate capped" : "");
     return m;
 error:
     mover_destroy(m);
@@ -1343,9 +1592,18 @@ void mover_destroy(mover_t *m)
     pthread_mutex_lock(&m->lock);
     m->stop = true;
     pthread_cond_broadcast(&m->cond);
+    pthread_cond_broadcast(&m->scond);
     pthread_mutex_unlock(&m->lock);
     for (int i = 0; m->w && i < m->nthreads; i++)
         pthread_join(m->w[i].thr, NULL);
+    if (m->syncer_started)
+        pthread_join(m->syncer, NULL);
+    /* queued T_SYNC tasks: their files are in their transfers' live lists */
+    while (m->shead) {
+        task_t *t = m->shead;
+        m->shead = t->next;
+        task_free(t);
+    }
     /* the workers are gone: tidy up in this thread */
     if (m->jobs)
         for (void *it = hmap_first(m->jobs, &v); it; it = hmap_next(m->jobs, it, &v))
@@ -1380,7 +1638,11 @@ void mover_destroy(mover_t *m)
     for (int i = 0; m->w && i < m->nthreads; i++)
         free(m->w[i].buf);
     free(m->w);
+    for (int i = 0; i < m->npbufs; i++)
+        free(m->pbufs[i]);
+    free(m->pbufs);
     pthread_cond_destroy(&m->cond);
+    pthread_cond_destroy(&m->scond);
     pthread_mutex_destroy(&m->lock);
     free(m);
     errno = saved;
@@ -1425,6 +1687,12 @@ int mover_submit(mover_t *m, const mover_spec_t *spec)
     x->directory = spec->directory;
     x->id.uid = spec->uid;
     x->id.gid = spec->gid;
+    x->durable = x->stage_out || m->durable_in;
+    for (int i = 0; !x->durable && i < m->npbufs; i++) {
+        size_t n = strlen(m->pbufs[i]);
+        x->durable = !strncmp(x->dst, m->pbufs[i], n)
+                     || (!strncmp(x->dst, m->pbufs[i], n - 1) && !x->dst[n - 1]);
+    }
     x->total = -1;
     x->rep_time = mono();
     pthread_mutex_lock(&m->lock);
@@ -1446,8 +1714,9 @@ int mover_submit(mover_t *m, const mover_spec_t *spec)
     x->pending++;
     fifo_push(m, t);
     pthread_mutex_unlock(&m->lock);
-    bl_debug("mover: transfer %ju of job %s: %s %s -> %s (weight %.3g)", (uintmax_t)x->tid,
-             spec->job, kind_name(x), x->src, x->dst, j->weight);
+    bl_debug("mover: transfer %ju of job %s: %s %s -> %s (weight %.3g, %s)", (uintmax_t)x->tid,
+             spec->job, kind_name(x), x->src, x->dst, j->weight,
+             x->durable ? "durable" : "not fsync'd");
     return 0;
 nomem:
     xfer_free(x);

@@ -7,8 +7,9 @@
  * request (libhsched/hs_sfq.h) of cost = its bytes, in the flow of its job, with the
  * weight the policy gives the job; the SFQ object is guarded by the mover's own
  * mutex.  Workers act as the job's user (per-thread setfsuid/setfsgid and
- * supplementary groups), write each file under a temporary name, fsync it, verify
- * it, set its attributes and rename it into place.  doc/mover.md has the details.
+ * supplementary groups), write each file under a temporary name, verify it, set its
+ * attributes, fsync it (stage-outs and other durable transfers, in batches) and
+ * rename it into place.  doc/mover.md has the details.
  *
  * Locking: the daemon calls in with its core lock held; the mover takes its own
  * lock inside (core -> mover, never the other way).  Workers never take the core

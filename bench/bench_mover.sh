@@ -1,25 +1,37 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0-or-later
-# bench_mover.sh — throughput of bbmgrd's data mover against cp -a on the same disk:
-# a tree of BENCH_MOVER_FILES files of BENCH_MOVER_FILE_MIB MiB (default 64 x 32 MiB
-# = 2 GiB, in 8 sub-directories) is copied by cp -a, then staged in and out by one
-# job through a real bbmgrd (stage.mode mover, auth none on loopback), then staged
-# in by 8 concurrent jobs, each 1/8 of the data (against 8 concurrent cp -a).
-# Prints MB/s and the ratio to cp; no timed asserts.
+# bench_mover.sh — throughput of bbmgrd's data mover against cp -a on the same disk.
 #
-# Environment: HARMONIA_BUILDDIR; BENCH_MOVER_FILES (multiple of 8, default 64);
-# BENCH_MOVER_FILE_MIB (default 32); BENCH_MOVER_DIR (where the temporary tree
-# goes, default /var/tmp: the disk under test); BENCH_MOVER_VERIFY (checksum,
-# size, none; default checksum); BENCH_MOVER_THREADS (default 4).
+# The tree: 2 GiB of random data in 8 directories of mixed file sizes, each
+# directory 2 x 64 MiB, 16 x 4 MiB, 48 x 1 MiB, 256 x 64 KiB and 64 files of
+# 0-4095 bytes (3,088 files, 2 GiB + 1 MiB).  Each round measures, in this order:
+#
+#   cp -a of the tree                       stage-in and stage-out by 1 job
+#   8 concurrent cp -a, 1 directory each    stage-in and stage-out by 8 concurrent
+#                                           jobs, 1 directory each
+#
+# through a real bbmgrd (stage.mode mover, auth none on loopback).  Every figure is
+# a ratio of times measured in the same round: mover time against cp -a time (cp
+# stops its clock with the data in the page cache) and against cp -a followed by
+# one sync (the data on disk).  No timed asserts.  Stage-in copies the PFS tree
+# into the job's buffer, stage-out copies the buffer back to a PFS directory.
+#
+# Environment: HARMONIA_BUILDDIR; BENCH_MOVER_DIR (where the temporary tree goes,
+# default /var/tmp: the disk under test); BENCH_MOVER_ROUNDS (default 3);
+# BENCH_MOVER_SCALE (divides the number of files of each size, default 1: 8 for a
+# quick 256 MiB run); BENCH_MOVER_VERIFY (checksum, size, none; default checksum);
+# BENCH_MOVER_THREADS (default 4); BENCH_MOVER_DURABLE_IN (mover.durable_stage_in,
+# default false); BENCH_MOVER_BBMGRD (the daemon to run, default the build's).
 # Page cache: as root the caches are dropped before every run
 # (sync; echo 3 > /proc/sys/vm/drop_caches); where that is not allowed every run
 # reads a source already in the page cache (noted in the output).
 set -eu
 B=${HARMONIA_BUILDDIR:-$(cd "$(dirname "$0")/.." && pwd)}
-NF=${BENCH_MOVER_FILES:-64}
-FMIB=${BENCH_MOVER_FILE_MIB:-32}
+ROUNDS=${BENCH_MOVER_ROUNDS:-3}
+SCALE=${BENCH_MOVER_SCALE:-1}
 VERIFY=${BENCH_MOVER_VERIFY:-checksum}
 THREADS=${BENCH_MOVER_THREADS:-4}
+DURABLE_IN=${BENCH_MOVER_DURABLE_IN:-false}
 T=$(mktemp -d "${BENCH_MOVER_DIR:-/var/tmp}/bench-mover.XXXXXX")
 chmod 755 "$T"
 DPID=""
@@ -29,8 +41,6 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-[ $((NF % 8)) -eq 0 ] || { echo "BENCH_MOVER_FILES must be a multiple of 8" >&2; exit 2; }
-BYTES=$((NF * FMIB * 1048576))
 now() { python3 -c 'import time; print("%.6f" % time.time())'; }
 mbs() { python3 -c "print('%.0f' % ($1 / ($2) / 1e6))"; }
 ratio() { python3 -c "print('%.2f' % (($2) / ($1)))"; }    # time_cp / time_x
@@ -42,37 +52,39 @@ else
     drop() { sync; }
 fi
 
-# ---- the tree: 8 directories of NF/8 files, random data
-python3 - "$T/pfs/tree" "$NF" "$FMIB" <<'EOF'
-import os, sys
-root, nf, mib = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+# ---- the tree: 8 directories of mixed sizes, random data; prints bytes and files
+read -r BYTES NFILES <<EOF
+$(python3 - "$T/pfs/tree" "$SCALE" <<'PY'
+import os, random, sys
+root, scale = sys.argv[1], int(sys.argv[2])
+KiB, MiB = 1 << 10, 1 << 20
+rnd = random.Random(42)
+sizes = [(2, 64 * MiB), (16, 4 * MiB), (48, MiB), (256, 64 * KiB)]
+nbytes = nfiles = 0
 for d in range(8):
-    os.makedirs(os.path.join(root, "d%d" % d), exist_ok=True)
-for i in range(nf):
-    with open(os.path.join(root, "d%d" % (i % 8), "f%03d" % i), "wb") as f:
-        for _ in range(mib):
-            f.write(os.urandom(1 << 20))
+    dd = os.path.join(root, "d%d" % d)
+    os.makedirs(os.path.join(dd, "small"), exist_ok=True)
+    files = [("big%d" % i, s) for n, s in sizes for i in range(max(1, n // scale))]
+    files = [("%s-%d" % (name, s), s) for name, s in files]
+    files += [(os.path.join("small", "t%02d" % i), rnd.randrange(4096))
+              for i in range(max(1, 64 // scale))]
+    for name, size in files:
+        with open(os.path.join(dd, name), "wb") as f:
+            left = size
+            while left:
+                n = min(left, 8 * MiB)
+                f.write(os.urandom(n))
+                left -= n
+        nbytes += size
+        nfiles += 1
+print(nbytes, nfiles)
+PY
+)
 EOF
 sync
-echo "mover benchmark: $NF files x $FMIB MiB = $((BYTES / 1048576)) MiB in $T"
-echo "  disk: $(df -h "$T" | awk 'NR==2 {print $1" ("$2")"}'), $(nproc) cores; page cache $CACHE"
-echo "  mover: verify $VERIFY, $THREADS threads, chunk 4 MiB, SFQ(D)+ depth 64 x 256 KiB"
-
-# ---- cp -a
-drop
-t0=$(now); cp -a "$T/pfs/tree" "$T/cp1"; t1=$(now); sync; t2=$(now)
-CP=$(python3 -c "print($t1 - $t0)"); CPS=$(python3 -c "print($t2 - $t0)")
-rm -rf "$T/cp1"; drop
-t0=$(now)
-for d in 0 1 2 3 4 5 6 7; do mkdir -p "$T/cp8"; cp -a "$T/pfs/tree/d$d" "$T/cp8/d$d" & done
-wait
-t1=$(now); sync; t2=$(now)
-CP8=$(python3 -c "print($t1 - $t0)"); CP8S=$(python3 -c "print($t2 - $t0)")
-rm -rf "$T/cp8"; drop
-printf '  %-34s %6s MB/s (%.2f s); with sync: %s MB/s\n' "cp -a" "$(mbs $BYTES "$CP")" "$CP" \
-    "$(mbs $BYTES "$CPS")"
-printf '  %-34s %6s MB/s (%.2f s); with sync: %s MB/s\n' "8 x cp -a (1/8 each, concurrent)" \
-    "$(mbs $BYTES "$CP8")" "$CP8" "$(mbs $BYTES "$CP8S")"
+echo "mover benchmark: $NFILES files, $((BYTES / 1048576)) MiB (mixed sizes, 8 directories) in $T"
+echo "  disk: $(df -h "$T" | awk 'NR==2 {print $1" ("$2")"}'), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); page cache $CACHE"
+echo "  mover: verify $VERIFY, $THREADS threads, chunk 4 MiB, SFQ(D)+ depth 64 x 256 KiB, durable_stage_in $DURABLE_IN"
 
 # ---- bbmgrd
 PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
@@ -84,12 +96,12 @@ auth: {type: none}
 log: {level: info}
 policy: {id: fairshare}
 stage: {mode: mover}
-mover: {threads: $THREADS, chunk: 4MiB, depth: 64, verify: $VERIFY}
+mover: {threads: $THREADS, chunk: 4MiB, depth: 64, verify: $VERIFY, durable_stage_in: $DURABLE_IN}
 pools: [{name: default, granularity: 1MiB}]
 nodes:
   - {names: "bb[01-08]", capacity: 1TiB, bandwidth: 2 GB/s, mount: "$T/bb"}
 EOC
-"$B/bbmgr/bbmgrd" -f -c "$T/bbmgr.yaml" 2>>"$T/bbmgrd.log" &
+"${BENCH_MOVER_BBMGRD:-$B/bbmgr/bbmgrd}" -f -c "$T/bbmgr.yaml" 2>>"$T/bbmgrd.log" &
 DPID=$!
 URL="http://127.0.0.1:$PORT"
 i=0
@@ -120,33 +132,93 @@ wait_done() {   # TID... -> seconds from the first request to the last finish
     for tid in "$@"; do curl -sf "$URL/v1/transfers/$tid"; done \
         | jq -s '(map(.finished) | max) - (map(.requested) | min)'
 }
+line() {    # LABEL SECONDS CP CPS
+    printf '  %-30s %5s MB/s (%6.2f s) = %s x cp -a, %s x cp -a+sync\n' "$1" \
+        "$(mbs "$BYTES" "$2")" "$2" "$(ratio "$2" "$3")" "$(ratio "$2" "$4")"
+    echo "$1|$(ratio "$2" "$3")|$(ratio "$2" "$4")" >> "$T/ratios"
+}
 
-BB=$(job one)
-drop
-tid=$(stage one stage_in "$T/pfs/tree" "$BB/in")
-SI=$(wait_done "$tid")
-drop
-tid=$(stage one stage_out "$BB/in" "$T/out")
-SO=$(wait_done "$tid")
-printf '  %-34s %6s MB/s (%.2f s) = %s x cp -a, %s x cp -a+sync\n' "stage-in, 1 job" \
-    "$(mbs $BYTES "$SI")" "$SI" "$(ratio "$SI" "$CP")" "$(ratio "$SI" "$CPS")"
-printf '  %-34s %6s MB/s (%.2f s) = %s x cp -a, %s x cp -a+sync\n' "stage-out, 1 job" \
-    "$(mbs $BYTES "$SO")" "$SO" "$(ratio "$SO" "$CP")" "$(ratio "$SO" "$CPS")"
-rm -rf "$T/out"
-post DELETE /v1/jobs/one '' >/dev/null
-for d in 0 1 2 3 4 5 6 7; do eval "BB$d=\$(job j$d)"; done
-drop
-tids=""
-for d in 0 1 2 3 4 5 6 7; do
-    eval "bb=\$BB$d"
-    tids="$tids $(stage "j$d" stage_in "$T/pfs/tree/d$d" "$bb/in")"
+: > "$T/ratios"
+r=1
+while [ "$r" -le "$ROUNDS" ]; do
+    echo "round $r (load $(cut -d' ' -f1-3 /proc/loadavg))"
+    # -- 1 job
+    drop
+    t0=$(now); cp -a "$T/pfs/tree" "$T/cp1"; t1=$(now); sync; t2=$(now)
+    CP=$(python3 -c "print($t1 - $t0)"); CPS=$(python3 -c "print($t2 - $t0)")
+    rm -rf "$T/cp1"
+    printf '  %-30s %5s MB/s (%6.2f s); with sync: %s MB/s (%.2f s)\n' "cp -a" \
+        "$(mbs "$BYTES" "$CP")" "$CP" "$(mbs "$BYTES" "$CPS")" "$CPS"
+    BB=$(job "one$r")
+    drop
+    tid=$(stage "one$r" stage_in "$T/pfs/tree" "$BB/in")
+    SI=$(wait_done "$tid")
+    drop
+    tid=$(stage "one$r" stage_out "$BB/in" "$T/out")
+    SO=$(wait_done "$tid")
+    line "stage-in, 1 job" "$SI" "$CP" "$CPS"
+    line "stage-out, 1 job" "$SO" "$CP" "$CPS"
+    rm -rf "$T/out"
+    post DELETE "/v1/jobs/one$r" '' >/dev/null
+    # -- 8 jobs, one directory each
+    drop
+    mkdir -p "$T/cp8"
+    t0=$(now)
+    pids=""
+    for d in 0 1 2 3 4 5 6 7; do cp -a "$T/pfs/tree/d$d" "$T/cp8/d$d" & pids="$pids $!"; done
+    # shellcheck disable=SC2086
+    wait $pids      # not a bare wait: bbmgrd is a child too
+    t1=$(now); sync; t2=$(now)
+    CP8=$(python3 -c "print($t1 - $t0)"); CP8S=$(python3 -c "print($t2 - $t0)")
+    rm -rf "$T/cp8"
+    printf '  %-30s %5s MB/s (%6.2f s); with sync: %s MB/s (%.2f s)\n' \
+        "8 x cp -a (1/8 each)" "$(mbs "$BYTES" "$CP8")" "$CP8" "$(mbs "$BYTES" "$CP8S")" "$CP8S"
+    for d in 0 1 2 3 4 5 6 7; do eval "BB$d=\$(job j$r-$d)"; done
+    drop
+    tids=""
+    for d in 0 1 2 3 4 5 6 7; do
+        eval "bb=\$BB$d"
+        tids="$tids $(stage "j$r-$d" stage_in "$T/pfs/tree/d$d" "$bb/in")"
+    done
+    # shellcheck disable=SC2086
+    S8I=$(wait_done $tids)
+    drop
+    mkdir -p "$T/out8"
+    tids=""
+    for d in 0 1 2 3 4 5 6 7; do
+        eval "bb=\$BB$d"
+        tids="$tids $(stage "j$r-$d" stage_out "$bb/in" "$T/out8/d$d")"
+    done
+    # shellcheck disable=SC2086
+    S8O=$(wait_done $tids)
+    line "stage-in, 8 jobs" "$S8I" "$CP8" "$CP8S"
+    line "stage-out, 8 jobs" "$S8O" "$CP8" "$CP8S"
+    rm -rf "$T/out8"
+    for d in 0 1 2 3 4 5 6 7; do post DELETE "/v1/jobs/j$r-$d" '' >/dev/null; done
+    r=$((r + 1))
 done
-# shellcheck disable=SC2086
-S8=$(wait_done $tids)
-printf '  %-34s %6s MB/s (%.2f s) = %s x 8 cp -a, %s x 8 cp -a+sync, %s x cp -a\n' \
-    "stage-in, 8 concurrent jobs" "$(mbs $BYTES "$S8")" "$S8" "$(ratio "$S8" "$CP8")" \
-    "$(ratio "$S8" "$CP8S")" "$(ratio "$S8" "$CP")"
+echo "summary over $ROUNDS round(s): min-max of mover time / cp time"
+python3 - "$T/ratios" <<'PY'
+import sys
+rows = {}
+for l in open(sys.argv[1]):
+    k, a, b = l.strip().split("|")
+    rows.setdefault(k, []).append((float(a), float(b)))
+for k, v in rows.items():
+    a = [x[0] for x in v]; b = [x[1] for x in v]
+    print("  %-30s vs cp -a %.2f-%.2f   vs cp -a+sync %.2f-%.2f" % (k, min(a), max(a), min(b), max(b)))
+PY
 curl -sf "$URL/metrics" | grep -E '^harmonia_mover_(bytes|files|requests|backfills)_total' \
     | sed 's/^/  /'
-echo "  (the mover fsyncs and verifies every file before renaming it into place; cp -a"
-echo "   does neither: 'with sync' adds one final sync to cp's time)"
+if [ "$DURABLE_IN" = true ]; then
+    echo "  (every copy is fsync'd before 'done'; cp -a fsyncs nothing: 'with sync' adds one"
+else
+    echo "  (stage-out copies are fsync'd before 'done', stage-in copies are not"
+    echo "   (mover.durable_stage_in: false); cp -a fsyncs nothing: 'with sync' adds one"
+fi
+case $VERIFY in
+    checksum) v="reads each copy back and compares checksums with the source read" ;;
+    size) v="checks the size of each copy (copy_file_range)" ;;
+    *) v="does not verify the copies" ;;
+esac
+echo "   final sync to cp's time; the mover also $v)"
