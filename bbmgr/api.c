@@ -49,6 +49,7 @@ struct req {
     uint64_t barrier;
     /* waiting lists */
     bool on_commit, on_phase;
+    bool counted;               /* in api.inflight */
     req_t *prev, *next;         /* api->waiters (both kinds) */
     req_t *pnext;               /* chain of the same phase */
     uint64_t wait_phase;
@@ -73,6 +74,7 @@ struct api {
     /* waiters */
     uint64_t committed;
     bool failed, stopping;
+    int inflight;               /* requests being served, long-polls parked aside */
     req_t *waiters;
     hmap_t *by_phase;           /* phase id -> first req */
     /* counters */
@@ -141,6 +143,14 @@ const char *hreq_query(hreq_t *rq, const char *key)
 }
 
 /* ------------------------------------------------------------------ waiters */
+static void inflight(req_t *q, bool in)
+{
+    if (q->counted != in) {
+        q->counted = in;
+        __atomic_add_fetch(&q->api->inflight, in ? 1 : -1, __ATOMIC_RELAXED);
+    }
+}
+
 static void waiter_link(api_t *a, req_t *q)
 {
     q->prev = NULL;
@@ -336,9 +346,12 @@ static bool hold_for_commit(req_t *q)
 {
     api_t *a = q->api;
     bool held = false;
-    /* The writer idle (a lone request): commit here rather than hand the batch to
-     * it and be resumed afterwards; the commit callback updates a->committed. */
-    if (a->st && q->barrier > 0)
+    /* A lone request and the writer idle: commit here rather than hand the batch
+     * to the writer and be resumed afterwards (the commit callback updates
+     * a->committed).  With other requests in flight the writer groups them: an
+     * HTTP thread blocked in fsync would stall its other connections (measured:
+     * 10-30 % fewer ops/s at 1,000 jobs with 4 clients when committing inline). */
+    if (a->st && q->barrier > 0 && __atomic_load_n(&a->inflight, __ATOMIC_RELAXED) <= 1)
         (void)state_try_commit(a->st, q->barrier);
     pthread_mutex_lock(&a->wlock);
     if (a->failed) {
@@ -467,6 +480,7 @@ static bool process(req_t *q)
             q->stage = 1;
             MHD_suspend_connection(q->conn);
             suspended = true;
+            inflight(q, false);         /* parked: not in the way of a lone request */
         }
         pthread_mutex_unlock(&a->wlock);
     }
@@ -508,6 +522,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         q->api = a;
         q->conn = conn;
         q->t0 = mono();
+        inflight(q, true);
         q->who.uid = (uid_t)-1;
         snprintf(q->method, sizeof(q->method), "%s", method);
         *con_cls = q;
@@ -567,6 +582,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
          * phase's view is computed now, then held for its commit like any reply) */
         q->stage = 2;
         if (q->wait_phase) {
+            inflight(q, true);
             bool held = process_wake(q);
             q->wait_phase = 0;
             if (held)
@@ -587,6 +603,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     pthread_mutex_lock(&a->wlock);
     waiter_unlink(a, q);
     pthread_mutex_unlock(&a->wlock);
+    inflight(q, false);
     json_decref(q->r.body);
     free(q->r.text);
     free(q->body);

@@ -124,6 +124,7 @@ struct state {
     bool inline_busy;           /* a request thread commits */
     bool ckpt_wanted;           /* an inline commit left the WAL over the limit */
     batch_t inl;                /* the inline committer's batch (reused) */
+    bool no_inline;             /* BBMGRD_INLINE_COMMIT=0: always the writer (A/B) */
     /* Atomicity of a critical section of the daemon (state_hold()): the ops put
      * while a hold is open are not committed before it is released, so a change
      * made of several ops (a job's end closes its phase, frees its allocation and
@@ -478,7 +479,8 @@ int state_try_commit(state_t *st, uint64_t want)
         pthread_mutex_unlock(&st->lock);
         return 1;
     }
-    if (!st->running || st->stop || st->writer_busy || st->inline_busy || st->mark_n == 0
+    if (st->no_inline || !st->running || st->stop || st->writer_busy || st->inline_busy
+        || st->mark_n == 0
         || st->mark_seq < want) {
         pthread_mutex_unlock(&st->lock);
         return 0;
@@ -519,6 +521,8 @@ int state_start(state_t *st, state_commit_f cb, void *arg, hu_error_t *err)
     int e;
     st->cb = cb;
     st->cb_arg = arg;
+    const char *ic = getenv("BBMGRD_INLINE_COMMIT");
+    st->no_inline = ic && !strcmp(ic, "0");
     if ((e = pthread_create(&st->thread, NULL, writer, st)) != 0) {
         errno = e;
         return hu_errprintf(err, "pthread_create: %s", strerror(e));
