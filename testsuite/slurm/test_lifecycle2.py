@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import pwd
+import re
 import shutil
 import stat
 import subprocess
@@ -692,3 +693,22 @@ def test_show_burst_lists_running_allocation(cluster):
     cluster.wait_state(jobid, DONE)
     wait_for(lambda: "JobID=%s " % jobid not in cluster.run("scontrol", "show", "burst").stdout,
              what="allocation gone from show burst")
+
+
+def test_show_burst_space_is_back_when_the_job_is_done(cluster):
+    """The pools of 'scontrol show burst' are refreshed from bbmgrd before Slurm
+    learns that the job's burst buffer is done: the job's space is free again as
+    soon as the job shows COMPLETED, not up to 10 s later."""
+    def used():
+        out = cluster.run("scontrol", "show", "burst").stdout
+        m = re.search(r"^Name=harmonia .*UsedSpace=(\S+)", out, re.M)
+        assert m, out
+        return m.group(1)
+    wait_for(lambda: "JobID=" not in cluster.run("scontrol", "show", "burst").stdout,
+             what="no allocation left from earlier tests")
+    time.sleep(1.2)                     # any refresh already due has happened
+    before = used()
+    rc, jobid, _, err = cluster.sbatch(script("jobbuffer capacity=7GiB", body="true"))
+    assert rc == 0, err
+    assert cluster.wait_state(jobid, DONE) == "COMPLETED"
+    assert used() == before

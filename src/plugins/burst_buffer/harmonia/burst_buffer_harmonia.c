@@ -373,6 +373,7 @@ typedef struct {
 	char *new_path, *new_nodes, *persist_env;
 	char *msg;
 	bool allocated;
+	bool released;		/* the job's space went back to its pools */
 	bool stage_wait;	/* transfers asked for or under way */
 } work_t;
 
@@ -732,6 +733,7 @@ static step_rc_t _step_teardown(hm_client_t *cli, work_t *w)
 	st = _call(cli, "DELETE", path, NULL, NULL, &w->msg);
 	if (st < 0 || st >= 500)
 		return STEP_AGAIN;
+	w->released = true;
 	return STEP_DONE;	/* 404: nothing left to end */
 }
 
@@ -1245,6 +1247,13 @@ static void *_agent(void *arg)
 				_run_local(&w);
 			} else if (cli) {
 				step_rc_t rc = _run(cli, &w);
+				/* the pools shown by "scontrol show burst" are
+				 * true before Slurm learns the job is done */
+				if (w.released) {
+					_refresh_pools(cli);
+					last_pools = time(NULL);
+					pools_stale = false;
+				}
 				if (_apply(&w, rc))
 					_kick_scheduler();
 				if (w.allocated)
