@@ -306,15 +306,21 @@ static void ident_user(ident_t *id, uid_t uid, gid_t gid, const char *user)
 }
 
 /* ------------------------------------------------------------------ FIFO */
-static void fifo_push(mover_t *m, task_t *t)
+/* Append t to the task list head..tail and wake one thread waiting on cond. */
+static void tq_push(task_t **head, task_t **tail, pthread_cond_t *cond, task_t *t)
 {
     t->next = NULL;
-    if (m->tail)
-        m->tail->next = t;
+    if (*tail)
+        (*tail)->next = t;
     else
-        m->head = t;
-    m->tail = t;
-    pthread_cond_signal(&m->cond);
+        *head = t;
+    *tail = t;
+    pthread_cond_signal(cond);
+}
+
+static void fifo_push(mover_t *m, task_t *t)
+{
+    tq_push(&m->head, &m->tail, &m->cond, t);
 }
 
 static task_t *fifo_pop(mover_t *m)
@@ -594,13 +600,7 @@ static void syncq_flush(mover_t *m, mxfer_t *x, bool force)
     x->nsyncq = 0;
     x->syncq_bytes = 0;
     x->pending++;
-    t->next = NULL;
-    if (m->stail)
-        m->stail->next = t;
-    else
-        m->shead = t;
-    m->stail = t;
-    pthread_cond_signal(&m->scond);
+    tq_push(&m->shead, &m->stail, &m->scond, t);
 }
 
 /* The FILE work of f was done by t (a T_FILE, or the T_CHUNK of a one-chunk file). */
