@@ -323,15 +323,21 @@ static void fifo_push(mover_t *m, task_t *t)
     tq_push(&m->head, &m->tail, &m->cond, t);
 }
 
-static task_t *fifo_pop(mover_t *m)
+/* Take the first task of the list head..tail (NULL if empty). */
+static task_t *tq_pop(task_t **head, task_t **tail)
 {
-    task_t *t = m->head;
+    task_t *t = *head;
     if (t) {
-        m->head = t->next;
-        if (!m->head)
-            m->tail = NULL;
+        *head = t->next;
+        if (!*head)
+            *tail = NULL;
     }
     return t;
+}
+
+static task_t *fifo_pop(mover_t *m)
+{
+    return tq_pop(&m->head, &m->tail);
 }
 
 static void task_free(task_t *t)
@@ -1445,10 +1451,7 @@ static void *syncer_main(void *arg)
             pthread_cond_wait(&m->scond, &m->lock);
         if (m->stop)
             break;
-        task_t *t = m->shead;
-        m->shead = t->next;
-        if (!m->shead)
-            m->stail = NULL;
+        task_t *t = tq_pop(&m->shead, &m->stail);
         m->busy++;
         pthread_mutex_unlock(&m->lock);
         run_sync(m, t);

@@ -282,3 +282,30 @@ def cluster():
     finally:
         subprocess.run([CLUSTER, "stop", cdir], capture_output=True, text=True, timeout=120)
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+# ------------------------------------------------------------------ shared by the tests
+def script(*directives, body="hostname"):
+    """A one-node batch script with these #BB_HARMONIA directives."""
+    lines = ["#!/bin/bash", "#SBATCH -N1"]
+    lines += ["#BB_HARMONIA " + d for d in directives]
+    lines.append(body)
+    return "\n".join(lines) + "\n"
+
+
+def wait_for(pred, timeout=30, what="condition", interval=0.2):
+    """pred()'s first true value within timeout seconds, or AssertionError."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        v = pred()
+        if v:
+            return v
+        time.sleep(interval)
+    raise AssertionError("timed out waiting for " + what)
+
+
+@pytest.fixture
+def need_bbmgrd(cluster):
+    """Skip tests that talk to bbmgrd when the cluster has none."""
+    if not cluster.bbmgr_url:
+        pytest.skip("no bbmgrd with this cluster (external: set HARMONIA_BBMGR_URL)")

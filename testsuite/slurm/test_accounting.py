@@ -67,16 +67,6 @@ def acct():
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def wait_for(pred, timeout=30, what="condition"):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        v = pred()
-        if v:
-            return v
-        time.sleep(0.3)
-    raise AssertionError("timed out waiting for " + what)
-
-
 def sacct_tres(c, jobid, *extra):
     """(ReqTRES, AllocTRES) of the job's allocation, once slurmdbd has both (the
     job's first record may reach it without ReqTRES; it follows within seconds)."""
@@ -88,7 +78,7 @@ def sacct_tres(c, jobid, *extra):
             return None
         req, alloc, state = line.split("|")
         return (req, alloc) if req and alloc and state in DONE else None
-    return wait_for(get, what="sacct record of job %s" % jobid)
+    return common.wait_for(get, what="sacct record of job %s" % jobid)
 
 
 def tres_dict(s):
@@ -144,7 +134,7 @@ def _held_then_released(acct, limit, want_reason):
     try:
         rc, big, _, err = acct.sbatch(script("jobbuffer capacity=10GiB"))
         assert rc == 0, err      # accepted: the limit holds it back, it is not refused
-        wait_for(lambda: reason(acct, big) == "PENDING " + want_reason,
+        common.wait_for(lambda: reason(acct, big) == "PENDING " + want_reason,
                  what="reason %s (now %r)" % (want_reason, reason(acct, big)))
         # A request within the limit runs meanwhile (4096 MB <= 5000).
         rc, small, _, err = acct.sbatch(script("jobbuffer capacity=4GiB"))
@@ -181,7 +171,7 @@ def test_reservation_burst_buffer_is_counted(acct, spec, want):
     try:
         out = acct.run("scontrol", "show", "reservation", name).stdout
         tres = tres_dict([t for t in out.split() if t.startswith("TRES=")][0][5:])
-        out = wait_for(lambda: acct.run("sacctmgr", "-n", "-P", "show",
+        out = common.wait_for(lambda: acct.run("sacctmgr", "-n", "-P", "show",
                                         "reservation", "where", "name=" + name,
                                         "format=tres").stdout.strip(),
                        what="reservation %s in slurmdbd" % name)

@@ -8,34 +8,16 @@ import time
 
 import pytest
 
+from conftest import script, wait_for
+
 DONE = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT"}
 
 
-def script(*directives, body="hostname"):
-    lines = ["#!/bin/bash", "#SBATCH -N1"]
-    lines += ["#BB_HARMONIA " + d for d in directives]
-    lines.append(body)
-    return "\n".join(lines) + "\n"
-
-
-@pytest.fixture(autouse=True)
-def need_bbmgrd(cluster):
-    if not cluster.bbmgr_url:
-        pytest.skip("no bbmgrd with this cluster (external: set HARMONIA_BBMGR_URL)")
+pytestmark = pytest.mark.usefixtures("need_bbmgrd")
 
 
 def env_of(text):
     return dict(l.split("=", 1) for l in text.splitlines() if l.startswith("HARMONIA_"))
-
-
-def wait_for(pred, timeout=30, what="condition"):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        v = pred()
-        if v:
-            return v
-        time.sleep(0.2)
-    raise AssertionError("timed out waiting for " + what)
 
 
 def bbmgr_job(cluster, jobid):

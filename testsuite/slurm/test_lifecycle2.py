@@ -21,32 +21,14 @@ import time
 
 import pytest
 
+from conftest import script, wait_for
+
 DONE = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT"}
 USERS = ("hmtest1", "hmtest2")
 BIG = 3 * 1024 * 1024 + 12345      # the "few MiB" file of the input tree
 
 
-def script(*directives, body="hostname"):
-    lines = ["#!/bin/bash", "#SBATCH -N1"]
-    lines += ["#BB_HARMONIA " + d for d in directives]
-    lines.append(body)
-    return "\n".join(lines) + "\n"
-
-
-@pytest.fixture(autouse=True)
-def need_bbmgrd(cluster):
-    if not cluster.bbmgr_url:
-        pytest.skip("no bbmgrd with this cluster (external: set HARMONIA_BBMGR_URL)")
-
-
-def wait_for(pred, timeout=30, what="condition", interval=0.2):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        v = pred()
-        if v:
-            return v
-        time.sleep(interval)
-    raise AssertionError("timed out waiting for " + what)
+pytestmark = pytest.mark.usefixtures("need_bbmgrd")
 
 
 # ------------------------------------------------------------------ helpers
