@@ -55,7 +55,13 @@ struct req {
     uint64_t wait_phase;
     double deadline;
     double t0;
+    char session[AUTH_TOKEN_HEX + 16];  /* Harmonia-Session reply header, or "" */
 };
+
+/* What a connection keeps between its requests (MHD socket context). */
+typedef struct {
+    auth_session_t session;
+} conn_t;
 
 struct api {
     core_t *core;
@@ -70,6 +76,7 @@ struct api {
     uid_t slurm_uid;
     bool auth_none;
     bool metrics_public;
+    double session_ttl;
     char *munge_socket;
     /* waiters */
     uint64_t committed;
@@ -264,6 +271,7 @@ void api_reconfigure(api_t *a, const cfg_t *cfg)
     a->max_wait = cfg->limits_max_wait;
     a->slurm_uid = cfg->slurm_uid;
     a->metrics_public = cfg->auth_metrics_public;
+    a->session_ttl = cfg->auth_session_ttl;
     pthread_mutex_unlock(&a->wlock);
 }
 
@@ -316,6 +324,8 @@ static enum MHD_Result send_reply(req_t *q)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
     if (r->status == 401)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "MUNGE");
+    if (q->session[0])
+        MHD_add_response_header(resp, "Harmonia-Session", q->session);
     if (q->too_large || r->status == 413)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
     enum MHD_Result ret = MHD_queue_response(q->conn, (unsigned)r->status, resp);
@@ -333,6 +343,8 @@ static enum MHD_Result send_reply(req_t *q)
     a->cnt.lat_count++;
     if (r->status == 401)
         a->cnt.auth_failures++;
+    if (q->session[0])
+        a->cnt.sessions_opened++;
     if (r->status == 413)
         a->cnt.too_large++;
     pthread_mutex_unlock(&a->clock_);
@@ -380,6 +392,65 @@ static bool json_ctype(struct MHD_Connection *conn)
     return n == strlen("application/json") && !strncasecmp(ct, "application/json", n);
 }
 
+static conn_t *conn_of(struct MHD_Connection *conn)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return ci ? ci->socket_context : NULL;
+}
+
+/*
+ * Authenticate q: a MUNGE credential (decoded by munged), or the token of the
+ * session opened earlier on this connection (auth.h).  A MUNGE request that asks
+ * "Harmonia-Session: open" opens (or renews) the connection's session.  The
+ * requests of one connection are served one after the other, by one thread, so
+ * its conn_t needs no lock.  Returns 0, or the status of the error reply made.
+ */
+static int authenticate(req_t *q)
+{
+    api_t *a = q->api;
+    char msg[300];
+    conn_t *cc = conn_of(q->conn);
+    const char *hdr = MHD_lookup_connection_value(q->conn, MHD_HEADER_KIND,
+                                                  MHD_HTTP_HEADER_AUTHORIZATION);
+    double now = mono(), ttl;
+    int st;
+
+    pthread_mutex_lock(&a->wlock);
+    ttl = a->session_ttl;
+    pthread_mutex_unlock(&a->wlock);
+    if (auth_is_session(hdr)) {
+        st = ttl > 0 ? auth_session_check(cc ? &cc->session : NULL, hdr, now, &q->who.uid,
+                                          &q->who.gid, msg, sizeof(msg))
+                     : (snprintf(msg, sizeof(msg), "sessions are disabled (auth.session_ttl "
+                                 "is 0): send a MUNGE credential"), 401);
+        pthread_mutex_lock(&a->clock_);
+        a->cnt.auth_session++;
+        pthread_mutex_unlock(&a->clock_);
+    } else {
+        st = auth_munge(a->munge_socket, hdr, q->method, q->path, &q->who.uid, &q->who.gid,
+                        msg, sizeof(msg));
+        pthread_mutex_lock(&a->clock_);
+        a->cnt.auth_munge++;
+        pthread_mutex_unlock(&a->clock_);
+        const char *want = MHD_lookup_connection_value(q->conn, MHD_HEADER_KIND,
+                                                       "Harmonia-Session");
+        if (!st && want && !strcasecmp(want, "open") && ttl > 0 && cc) {
+            if (auth_session_open(&cc->session, q->who.uid, q->who.gid, now, ttl) == 0)
+                snprintf(q->session, sizeof(q->session), "%s; ttl=%.0f", cc->session.token,
+                         floor(ttl));
+            else
+                bl_warning("api: no session opened: getrandom: %s", strerror(errno));
+        }
+    }
+    if (st) {
+        reply_error(&q->r, st, "Authorization", "%s", msg);
+        return st;
+    }
+    q->who.admin = q->who.uid == 0 || q->who.uid == a->slurm_uid;
+    return 0;
+}
+
 /* Run the request.  Returns true if the connection was suspended. */
 static bool process(req_t *q)
 {
@@ -406,17 +477,8 @@ static bool process(req_t *q)
         q->who.uid = 0;
         q->who.gid = 0;
         q->who.admin = a->auth_none;
-    } else {
-        char msg[300];
-        const char *hdr = MHD_lookup_connection_value(q->conn, MHD_HEADER_KIND,
-                                                      MHD_HTTP_HEADER_AUTHORIZATION);
-        int st = auth_munge(a->munge_socket, hdr, q->method, q->path, &q->who.uid,
-                            &q->who.gid, msg, sizeof(msg));
-        if (st) {
-            reply_error(r, st, "Authorization", "%s", msg);
-            return false;
-        }
-        q->who.admin = q->who.uid == 0 || q->who.uid == a->slurm_uid;
+    } else if (authenticate(q) != 0) {
+        return false;
     }
     if (is_metrics) {
         if (!a->metrics_public && !q->who.admin) {
@@ -612,6 +674,22 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     *con_cls = NULL;
 }
 
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                          enum MHD_ConnectionNotificationCode toe)
+{
+    (void)cls;
+    (void)conn;
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+        *socket_context = calloc(1, sizeof(conn_t));    /* NULL: no session here */
+    } else if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
+        conn_t *cc = *socket_context;
+        if (cc)
+            explicit_bzero(cc->session.token, sizeof(cc->session.token));
+        free(cc);
+        *socket_context = NULL;
+    }
+}
+
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
     char buf[512];
@@ -678,6 +756,7 @@ static struct MHD_Daemon *start_daemon(api_t *a, const cfg_t *cfg, int fd,
         { MHD_OPTION_CONNECTION_LIMIT, (intptr_t)cfg->limits_max_connections, NULL },
         { MHD_OPTION_CONNECTION_TIMEOUT, (intptr_t)ceil(cfg->limits_connection_timeout), NULL },
         { MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, a },
+        { MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection, a },
         { MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024, NULL },
         { MHD_OPTION_END, 0, NULL },
     };

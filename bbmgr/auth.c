@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * auth.c — MUNGE credential check (libmunge).
+ * auth.c — MUNGE credential check (libmunge), and connection-bound sessions.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/random.h>
 #include <munge.h>
 
 #include "auth.h"
@@ -73,4 +75,61 @@ int auth_munge(const char *socket, const char *header, const char *method,
     free(payload);
     munge_ctx_destroy(ctx);
     return status;
+}
+
+bool auth_is_session(const char *header)
+{
+    return header && !strncasecmp(header, "Session ", 8);
+}
+
+int auth_session_open(auth_session_t *s, uid_t uid, gid_t gid, double now, double ttl)
+{
+    unsigned char r[AUTH_TOKEN_HEX / 2];
+    size_t got = 0;
+    while (got < sizeof(r)) {
+        ssize_t n = getrandom(r + got, sizeof(r) - got, 0);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return -1;
+        got += (size_t)n;
+    }
+    for (size_t i = 0; i < sizeof(r); i++)
+        snprintf(s->token + 2 * i, 3, "%02x", r[i]);
+    s->uid = uid;
+    s->gid = gid;
+    s->expires = now + ttl;
+    return 0;
+}
+
+int auth_session_check(const auth_session_t *s, const char *header, double now, uid_t *uid,
+                       gid_t *gid, char *msg, size_t len)
+{
+    const char *tok = header + 8;
+    unsigned char diff = 0;
+    while (*tok == ' ')
+        tok++;
+    if (strlen(tok) != AUTH_TOKEN_HEX) {
+        snprintf(msg, len, "malformed session token (expected %d hex digits)", AUTH_TOKEN_HEX);
+        return 401;
+    }
+    if (!s || !s->token[0]) {
+        snprintf(msg, len, "no session on this connection: authenticate with "
+                 "'Authorization: MUNGE <credential>' (and 'Harmonia-Session: open')");
+        return 401;
+    }
+    /* constant time: how many leading digits match must not show in the timing */
+    for (int i = 0; i < AUTH_TOKEN_HEX; i++)
+        diff |= (unsigned char)(tok[i] ^ s->token[i]);
+    if (diff) {
+        snprintf(msg, len, "session token does not match this connection's session");
+        return 401;
+    }
+    if (now >= s->expires) {
+        snprintf(msg, len, "session expired (auth.session_ttl): authenticate again with MUNGE");
+        return 401;
+    }
+    *uid = s->uid;
+    *gid = s->gid;
+    return 0;
 }

@@ -53,6 +53,15 @@ static int chk_positive(const void *v, hu_error_t *err)
     return 0;
 }
 
+/* 0 (sessions off) up to one day: a session outliving that is no longer a session. */
+static int chk_session_ttl(const void *v, hu_error_t *err)
+{
+    double d = *(const double *)v;
+    if (!(d >= 0) || d > 86400)
+        return hu_errprintf(err, "must be between 0 (no sessions) and 1d");
+    return 0;
+}
+
 static int chk_positive_size(const void *v, hu_error_t *err)
 {
     if (*(const uint64_t *)v == 0)

@@ -86,6 +86,7 @@ typedef struct cfg {
     char *auth_munge_socket;
     char *auth_slurm_user;
     bool auth_metrics_public;
+    double auth_session_ttl;
     /* log */
     char *log_level;
     char *log_file;
@@ -166,6 +167,8 @@ typedef struct cfg {
       "SlurmUser (name or uid): with root, the only callers with full rights.") \
     X(auth, cfg_t, auth_metrics_public, "metrics_public", CFG_BOOL, "true", NULL, true, \
       "Serve /metrics without a credential (for Prometheus scrapers).") \
+    X(auth, cfg_t, auth_session_ttl, "session_ttl", CFG_DURATION, "5m", chk_session_ttl, true, \
+      "Lifetime of a connection-bound session (doc/api.md, Sessions): a client that authenticated one request with MUNGE on a keep-alive connection may authenticate the next ones on that connection with the token it got back, for this long; 0: no sessions, a MUNGE credential on every request.") \
     X(log, cfg_t, log_level, "level", CFG_STRING, "info", chk_log_level, true, \
       "error, warning, info or debug (scheduling decisions and their reasons).") \
     X(log, cfg_t, log_file, "file", CFG_STRING, "", chk_path_or_empty, true, \

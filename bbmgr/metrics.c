@@ -201,6 +201,17 @@ char *metrics_render(api_t *a, core_t *c, state_t *st)
                       (uintmax_t)ac.by_code[code]);
     histogram(&b, "harmonia_api_request_seconds", "API request latency (commit included).",
               lat_b, 11, ac.lat_hist, ac.lat_sum, ac.lat_count);
+    head(&b, "harmonia_api_auth_total", "counter",
+         "Requests authenticated (or refused), by scheme: a MUNGE credential decoded by "
+         "munged, or a connection's session token.");
+    sb_printf(&b, "harmonia_api_auth_total{scheme=\"munge\"} %ju\n", (uintmax_t)ac.auth_munge);
+    sb_printf(&b, "harmonia_api_auth_total{scheme=\"session\"} %ju\n",
+              (uintmax_t)ac.auth_session);
+    head(&b, "harmonia_api_auth_failures_total", "counter", "Requests refused with 401.");
+    sb_printf(&b, "harmonia_api_auth_failures_total %ju\n", (uintmax_t)ac.auth_failures);
+    head(&b, "harmonia_api_sessions_opened_total", "counter",
+         "Connection-bound sessions opened (or renewed).");
+    sb_printf(&b, "harmonia_api_sessions_opened_total %ju\n", (uintmax_t)ac.sessions_opened);
     head(&b, "harmonia_api_waiting_connections", "gauge",
          "Connections suspended for a commit or a long-poll.");
     sb_printf(&b, "harmonia_api_waiting_connections %ju\n", (uintmax_t)ac.waiters);

@@ -2,7 +2,10 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # bench_bbmgr.sh — bbmgrd figures: phase grant round trips (request -> grant ->
 # finish) with 1, 100 and 1,000 concurrent jobs, durable state (synchronous=FULL)
-# and MUNGE on every request; RSS with 10,000 jobs and 100,000 phases in history.
+# and MUNGE authentication as libharmonia does it (one credential opens a session on
+# the keep-alive connection; its token authenticates the next requests: doc/api.md,
+# Sessions); then, at 1,000 jobs, a MUNGE credential on every request, and no
+# authentication at all; RSS with 10,000 jobs and 100,000 phases in history.
 # Environment: HARMONIA_BUILDDIR; BENCH_SECONDS (default 5) per load point;
 # BENCH_THREADS (default 4) client threads; BENCH_PHASES (default 100000).
 # Besides the client's figures, each point prints the CPU seconds the daemon,
@@ -66,7 +69,7 @@ tck=$(getconf CLK_TCK)
 # the disk: 2000 x (4 KiB rewrite + fdatasync) where the state will be
 fsync_disk() { echo "disk ($1): $("$B/bench/bench_bbmgr_load" --fsync-test "$T" --phases 2000)"; }
 fsync_disk before
-echo "bbmgrd: durable (synchronous=FULL, WAL), MUNGE credential per request, policy fairshare,"
+echo "bbmgrd: durable (synchronous=FULL, WAL), MUNGE + connection sessions, policy fairshare,"
 echo "        $(nproc) cores; client: $THREADS threads, keep-alive, ${SECS}s per point"
 echo "        op = one HTTP request (phase request or finish); rt = request -> grant -> finish"
 for N in 1 100 1000; do
@@ -92,6 +95,19 @@ ok1 = $R1000_op_p99_ms < 2.0; ok2 = $R1000_ops_per_s >= 5000
 print('target op p99 < 2 ms at 1000 jobs: %s (%.3f ms)' % ('met' if ok1 else 'NOT met', $R1000_op_p99_ms))
 print('target >= 5000 phase ops/s at 1000 jobs: %s (%.0f/s)' % ('met' if ok2 else 'NOT met', $R1000_ops_per_s))"
 
+# the same at 1,000 jobs with a MUNGE credential on every request (no sessions)
+start_daemon
+"$B/bench/bench_bbmgr_load" --url "$URL" --jobs 1000 --threads $THREADS --seconds 0.2 \
+    --per-request >/dev/null
+d0=$(cpu_s $DPID); m0=$(cpu_s $MPID)
+out=$("$B/bench/bench_bbmgr_load" --url "$URL" --jobs 1000 --threads $THREADS \
+      --seconds "$SECS" --no-register --per-request)
+d1=$(cpu_s $DPID); m1=$(cpu_s $MPID)
+echo "per_request_munge concurrent_jobs=1000 $out daemon_cpu_s=$(python3 -c "print('%.2f' % (($d1 - $d0) / $tck))") munged_cpu_s=$(python3 -c "print('%.2f' % (($m1 - $m0) / $tck))")"
+eval "$(echo "$out" | tr ' ' '\n' | grep -E '^(ops_per_s|op_p99_ms)=' | sed "s/^/P_/")"
+stop_daemon
+echo "ratio ops_per_s per-request/session MUNGE at 1000 jobs = $(python3 -c "print(round($P_ops_per_s/$R1000_ops_per_s, 2))")"
+
 # the same at 1,000 jobs without MUNGE: what the daemon itself costs
 AUTH=none
 start_daemon
@@ -105,7 +121,7 @@ echo "auth=none concurrent_jobs=1000 $out daemon_cpu_s=$(python3 -c "print('%.2f
 eval "$(echo "$out" | tr ' ' '\n' | grep -E '^(ops_per_s|op_p99_ms)=' | sed "s/^/N_/")"
 stop_daemon
 AUTH=munge
-echo "ratio ops_per_s munge/none at 1000 jobs = $(python3 -c "print(round($R1000_ops_per_s/$N_ops_per_s, 2))")"
+echo "ratio ops_per_s munge-session/none at 1000 jobs = $(python3 -c "print(round($R1000_ops_per_s/$N_ops_per_s, 2))")"
 
 # memory: 10,000 registered jobs, PHASES phases in history
 start_daemon

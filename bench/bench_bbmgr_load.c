@@ -2,9 +2,12 @@
 /*
  * bench_bbmgr_load — load generator for bbmgrd: phase grant round trips
  * (POST /v1/jobs/J/phases, then POST /v1/phases/P/finish) over keep-alive
- * connections, each request with its own MUNGE credential.
+ * connections, authenticated as libharmonia does: one MUNGE credential opens a
+ * session on the connection, whose token authenticates the next requests
+ * (doc/api.md, Sessions); with --per-request, every request carries its own MUNGE
+ * credential instead (the client and the daemon each make a round trip to munged).
  *
- *   bench_bbmgr_load --url URL --jobs N --threads T --seconds S [--prefix P]
+ *   bench_bbmgr_load --url URL --jobs N --threads T --seconds S [--prefix P] [--per-request]
  *   bench_bbmgr_load --url URL --jobs N --threads T --phases M --closed [--prefix P]
  *   bench_bbmgr_load --fsync-test DIR [--phases COUNT]
  *
@@ -23,8 +26,8 @@
  * The client is meant to measure the daemon, not itself: it speaks HTTP/1.1 on a
  * plain socket (requests formatted with snprintf, replies parsed for the status,
  * Content-Length and the phase id only) and reuses one MUNGE context per thread;
- * munge_encode() is the only per-request cost it cannot avoid (one round trip to
- * munged).  Its own CPU time is printed (client_cpu_s, from getrusage) so that a
+ * with --per-request, munge_encode() is the only per-request cost it cannot avoid
+ * (one round trip to munged).  Its own CPU time is printed (client_cpu_s, from getrusage) so that a
  * run shows what the client took from the machine.
  *
  * op latency: from before the credential is made to the complete reply (what a
@@ -37,6 +40,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -74,12 +78,14 @@ typedef struct {
     munge_ctx_t munge;
     char buf[65536];
     size_t len;                 /* bytes in buf */
+    char session[64];           /* token of this connection's session, or "" */
 } conn_t;
 
 static struct sockaddr_storage g_addr;
 static socklen_t g_addrlen;
 static char g_host[300];
 static int g_no_auth;
+static int g_per_request;
 static const char *g_munge_socket;
 
 static double now(void)
@@ -141,6 +147,7 @@ static int conn_open(conn_t *c)
 {
     int one = 1;
     c->len = 0;
+    c->session[0] = '\0';      /* a session belongs to the connection it was opened on */
     if ((c->fd = socket(g_addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
         return -1;
     setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
@@ -198,31 +205,35 @@ static char *end_of_headers(char *buf, size_t len)
 static int request(conn_t *c, const char *method, const char *path, const char *body,
                    double *t_sent, char **rbody, char *err, size_t errlen)
 {
-    char req[4096], *cred = NULL;
+    char req[4096], auth[1024] = "";
     int n, tries;
 
-    if (c->munge) {
-        char payload[512];
-        int pl = snprintf(payload, sizeof(payload), "%s %s", method, path);
-        munge_err_t e = munge_encode(&cred, c->munge, payload, pl);
-        if (e != EMUNGE_SUCCESS) {
-            snprintf(err, errlen, "munge_encode: %s", munge_strerror(e));
-            return -1;
-        }
-    }
-    n = snprintf(req, sizeof(req), "%s %s HTTP/1.1\r\nHost: %s\r\n%s%s%s"
-                 "%sContent-Length: %zu\r\n\r\n%s", method, path, g_host,
-                 cred ? "Authorization: MUNGE " : "", cred ? cred : "", cred ? "\r\n" : "",
-                 body ? "Content-Type: application/json\r\n" : "", body ? strlen(body) : 0,
-                 body ? body : "");
-    free(cred);
-    if (n < 0 || (size_t)n >= sizeof(req)) {
-        snprintf(err, errlen, "request too long");
-        return -1;
-    }
-    for (tries = 0; tries < 2; tries++) {
+    for (tries = 0; tries < 3; tries++) {
         if (c->fd < 0 && conn_open(c) < 0) {
             snprintf(err, errlen, "connect: %s", strerror(errno));
+            return -1;
+        }
+        bool by_session = c->munge && c->session[0];
+        if (by_session) {
+            snprintf(auth, sizeof(auth), "Authorization: Session %s\r\n", c->session);
+        } else if (c->munge) {
+            char payload[512], *cred = NULL;
+            int pl = snprintf(payload, sizeof(payload), "%s %s", method, path);
+            munge_err_t e = munge_encode(&cred, c->munge, payload, pl);
+            if (e != EMUNGE_SUCCESS) {
+                snprintf(err, errlen, "munge_encode: %s", munge_strerror(e));
+                return -1;
+            }
+            snprintf(auth, sizeof(auth), "Authorization: MUNGE %s\r\n%s", cred,
+                     g_per_request ? "" : "Harmonia-Session: open\r\n");
+            free(cred);
+        }
+        n = snprintf(req, sizeof(req), "%s %s HTTP/1.1\r\nHost: %s\r\n%s"
+                     "%sContent-Length: %zu\r\n\r\n%s", method, path, g_host, auth,
+                     body ? "Content-Type: application/json\r\n" : "", body ? strlen(body) : 0,
+                     body ? body : "");
+        if (n < 0 || (size_t)n >= sizeof(req)) {
+            snprintf(err, errlen, "request too long");
             return -1;
         }
         *t_sent = now();
@@ -284,12 +295,25 @@ static int request(conn_t *c, const char *method, const char *path, const char *
             return -1;
         }
         /* "Connection: close" from the server: reopen next time */
-        for (char *h = c->buf; h < hend; h = strchr(h, '\n') + 1)
+        for (char *h = c->buf; h < hend; h = strchr(h, '\n') + 1) {
+            if (!strncasecmp(h, "Harmonia-Session:", 17)) {
+                const char *t = h + 17 + strspn(h + 17, " ");
+                size_t tl = strcspn(t, "; \r\n");
+                if (tl < sizeof(c->session)) {
+                    memcpy(c->session, t, tl);
+                    c->session[tl] = '\0';
+                }
+            }
             if (!strncasecmp(h, "Connection: close", 17)) {
                 close(c->fd);
                 c->fd = -1;
                 break;
             }
+        }
+        if (status == 401 && by_session) {
+            c->session[0] = '\0';       /* expired: authenticate again with MUNGE */
+            continue;
+        }
         return status;
 reconnect:
         close(c->fd);
@@ -470,14 +494,14 @@ int main(int argc, char **argv)
         { "url", 1, NULL, 'u' }, { "jobs", 1, NULL, 'j' }, { "threads", 1, NULL, 't' },
         { "seconds", 1, NULL, 's' }, { "phases", 1, NULL, 'p' }, { "prefix", 1, NULL, 'x' },
         { "no-register", 0, NULL, 'R' }, { "closed", 0, NULL, 'C' },
-        { "fsync-test", 1, NULL, 'F' }, { NULL, 0, NULL, 0 }
+        { "fsync-test", 1, NULL, 'F' }, { "per-request", 0, NULL, 'M' }, { NULL, 0, NULL, 0 }
     };
     const char *fsync_dir = NULL;
     const char *url = NULL, *prefix = "b";
     int jobs = 1, threads = 1, opt, reg = 1, closed = 0;
     double seconds = 5;
     long phases = 0;
-    while ((opt = getopt_long(argc, argv, "u:j:t:s:p:x:RCF:", lo, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "u:j:t:s:p:x:RCF:M", lo, NULL)) != -1) {
         switch (opt) {
         case 'u': url = optarg; break;
         case 'j': jobs = atoi(optarg); break;
@@ -488,6 +512,7 @@ int main(int argc, char **argv)
         case 'R': reg = 0; break;
         case 'C': closed = 1; break;
         case 'F': fsync_dir = optarg; break;
+        case 'M': g_per_request = 1; break;
         default: return 2;
         }
     }

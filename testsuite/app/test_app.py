@@ -429,3 +429,57 @@ def test_phase_end_in_background_keeps_order(daemon, monkeypatch):
         assert [p["id"] for p in ph] == ids and len(set(ids)) == 40
         assert all(p["state"] == "finished" for p in ph)
         assert [p["bytes"] for p in ph] == [1000 + i for i in range(40)]
+
+
+def _auth_counts(d):
+    return (d.metric('harmonia_api_auth_total{scheme="munge"}'),
+            d.metric('harmonia_api_auth_total{scheme="session"}'))
+
+
+def test_connection_session_and_its_renewal(daemon, monkeypatch):
+    """libharmonia authenticates its connection once with MUNGE and the next
+    requests with the session token (doc/api.md "Sessions"); when bbmgrd restarts
+    the token is refused on the new connection and the request is sent again with a
+    credential, so the job stays managed; HARMONIA_NO_SESSION=1 sends a credential
+    on every request."""
+    import ctypes
+    if _reran_with_asan("test_connection_session_and_its_renewal"):
+        return
+    register(daemon, "sess", uid=os.getuid(), nodes=1)
+    for k, v in job_env(daemon, "sess").items():
+        if k.startswith("HARMONIA_"):
+            monkeypatch.setenv(k, v)
+    monkeypatch.setenv("HARMONIA_SYNC_END", "1")
+    lib = libharmonia()
+
+    def phases(h, n):
+        for i in range(n):
+            g = grant_buf()
+            assert lib.harmonia_phase_begin(h, 4096, 0, g) == 0
+            assert grant_fields(g)[1] == 1          # gated: bbmgrd granted it
+            assert lib.harmonia_phase_end(h, 4096) == 0
+
+    h = ctypes.c_void_p()
+    assert lib.harmonia_init(ctypes.byref(h), None) == 0
+    m0, s0 = _auth_counts(daemon)
+    phases(h, 20)
+    m1, s1 = _auth_counts(daemon)
+    assert m1 - m0 <= 1 and s1 - s0 >= 39, (m0, s0, m1, s1)
+    # bbmgrd restarts (its state survives): the old token means nothing there
+    daemon.restart()
+    phases(h, 5)
+    m2, s2 = _auth_counts(daemon)
+    assert m2 >= 1 and s2 >= 9, (m2, s2)
+    assert daemon.log_text().count("session token does not match") == 0
+    lib.harmonia_finalize(h)
+    # without sessions: one credential per request
+    monkeypatch.setenv("HARMONIA_NO_SESSION", "1")
+    h = ctypes.c_void_p()
+    assert lib.harmonia_init(ctypes.byref(h), None) == 0
+    m3, s3 = _auth_counts(daemon)
+    phases(h, 5)
+    m4, s4 = _auth_counts(daemon)
+    assert m4 - m3 >= 10 and s4 == s3, (m3, s3, m4, s4)
+    lib.harmonia_finalize(h)
+    ph = phases_of(daemon, "sess")
+    assert len(ph) == 30 and all(p["state"] == "finished" for p in ph)

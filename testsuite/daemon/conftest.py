@@ -230,6 +230,14 @@ class Daemon:
             return resp.status, json.loads(text)
         return resp.status, text
 
+    def metric(self, name):
+        """The value of one line of /metrics (name with its labels)."""
+        text = self.request("GET", "/metrics", auth=False)[1]
+        for line in text.splitlines():
+            if line.startswith(name + " "):
+                return float(line.split()[-1])
+        raise AssertionError("no metric %s in /metrics" % name)
+
     def ok(self, method, path, body=None, uid=0, expect=(200, 201), **kw):
         st, js = self.request(method, path, body, uid=uid, **kw)
         assert st in expect, "%s %s -> %d %s" % (method, path, st, js)

@@ -48,6 +48,8 @@ BAD = [
     (GOOD.replace("  port: 7470", "  port: [1, 2]"), 3, 9, "expected a integer"),
     ("listen: {address: 127.0.0.1\n", 2, 1, "flow mapping"),
     (GOOD + "auth:\n  type: kerberos\n", 12, 9, "not one of munge, none"),
+    (GOOD + "auth:\n  session_ttl: 2d\n", 12, 16, "between 0 (no sessions) and 1d"),
+    (GOOD + "auth:\n  session_ttl: -5s\n", 12, 16, "is negative"),
     (GOOD + "devices:\n  - name: d\n    msca: [0.5, 1]\n", 13, 11, "MSCA(1) must be 0"),
 ]
 

@@ -4,9 +4,12 @@
  *
  * Shared by the admin command bbmgr, the Slurm plugins and applications.  One
  * hm_client_t keeps one HTTP connection alive (libcurl easy handle): use one client
- * per thread.  Every request carries a fresh MUNGE credential whose payload is
- * "METHOD PATH" (without the query string): bbmgrd refuses a credential used for
- * another request, replayed or expired.
+ * per thread.  The first request on a connection carries a fresh MUNGE credential
+ * whose payload is "METHOD PATH" (without the query string; bbmgrd refuses a
+ * credential used for another request, replayed or expired) and asks for a
+ * session; the next requests on that connection send the session's token instead
+ * (doc/api.md, "Sessions"), and a request whose token is refused is sent again
+ * once with a credential.  $HARMONIA_NO_SESSION=1: a credential on every request.
  *
  * Error convention: -1 / NULL with errno set, and err (when given) says why.
  * The API itself is documented in doc/api.md.

@@ -1,16 +1,26 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * client.c — HTTP/JSON client of bbmgrd (libcurl + jansson + libmunge).
+ *
+ * Authentication: the first request on a connection carries a MUNGE credential
+ * and "Harmonia-Session: open"; bbmgrd answers with a token bound to that
+ * connection (doc/api.md, Sessions), which authenticates the next requests on it
+ * until its TTL, without a round trip to munged on either side.  A request made
+ * with the token that gets 401 (the TTL passed on the daemon's clock, or curl had
+ * to open a new connection, on which the token means nothing) is sent again once
+ * with a credential: a 401 means bbmgrd did not act on it.
  */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <curl/curl.h>
 #include <munge.h>
 #include <pthread.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "harmonia/client.h"
 
@@ -26,14 +36,52 @@ struct hm_client {
     char *pre_payload;      /* hm_client_prepare(): "METHOD /path" */
     char *pre_cred;         /* its credential */
     double pre_time;        /* CLOCK_MONOTONIC when encoded */
+    bool sessions;          /* ask for connection sessions (not $HARMONIA_NO_SESSION=1) */
+    char session[48];       /* token of the connection's session, or "" */
+    double session_until;   /* CLOCK_MONOTONIC: use it until then */
+    pid_t session_pid;      /* a forked child must not use its parent's session */
+    char new_session[48];   /* Harmonia-Session header of the reply being read */
+    double new_ttl;
     char errbuf[CURL_ERROR_SIZE];
 };
+
 
 static double mono_s(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* The session may authenticate the next request. */
+static bool session_ok(const hm_client_t *c)
+{
+    return c->session[0] && mono_s() < c->session_until && c->session_pid == getpid();
+}
+
+/* "Harmonia-Session: <token>; ttl=<seconds>" of a reply (curl calls this for every
+ * header line, status line included). */
+static size_t header_cb(char *line, size_t size, size_t nmemb, void *arg)
+{
+    hm_client_t *c = arg;
+    size_t n = size * nmemb;
+    static const char name[] = "Harmonia-Session:";
+    if (n > sizeof(name) - 1 && !strncasecmp(line, name, sizeof(name) - 1)) {
+        const char *v = line + sizeof(name) - 1, *end = line + n, *ttl;
+        while (v < end && *v == ' ')
+            v++;
+        size_t tl = 0;
+        while (v + tl < end && (unsigned char)v[tl] > ' ' && v[tl] != ';')
+            tl++;
+        if (tl > 0 && tl < sizeof(c->new_session)) {
+            memcpy(c->new_session, v, tl);
+            c->new_session[tl] = '\0';
+            c->new_ttl = 0;
+            if ((ttl = memmem(v, (size_t)(end - v), "ttl=", 4)))
+                c->new_ttl = strtod(ttl + 4, NULL);
+        }
+    }
+    return n;
 }
 
 static void prepared_drop(hm_client_t *c)
@@ -114,6 +162,8 @@ hm_client_t *hm_client_create(const hm_client_opts_t *opts, hm_error_t *err)
     if (!(c = calloc(1, sizeof(*c))))
         goto nomem;
     c->no_auth = opts->no_auth;
+    const char *ns = getenv("HARMONIA_NO_SESSION");
+    c->sessions = !(ns && *ns == '1');
     c->connect_timeout_ms = opts->connect_timeout_ms > 0 ? opts->connect_timeout_ms : 2000;
     c->timeout_ms = opts->timeout_ms > 0 ? opts->timeout_ms : 10000;
     if (!strncmp(url, "unix:", 5)) {
@@ -186,8 +236,8 @@ int hm_client_prepare(hm_client_t *c, const char *method, const char *path)
         errno = EINVAL;
         return -1;
     }
-    if (c->no_auth)
-        return 0;
+    if (c->no_auth || session_ok(c))
+        return 0;                       /* the session will authenticate it */
     prepared_drop(c);
     if (asprintf(&payload, "%s %.*s", method, (int)strcspn(path, "?"), path) < 0) {
         errno = ENOMEM;
@@ -211,8 +261,8 @@ void hm_client_set_extra_wait(hm_client_t *c, long ms)
         c->extra_wait_ms = ms > 0 ? ms : 0;
 }
 
-int hm_request_text(hm_client_t *c, const char *method, const char *path,
-                    const char *body, char **text, hm_error_t *err)
+static int request_once(hm_client_t *c, const char *method, const char *path,
+                        const char *body, char **text, bool *by_session, hm_error_t *err)
 {
     struct curl_slist *hdrs = NULL;
     buf_t out = { 0 };
@@ -228,7 +278,14 @@ int hm_request_text(hm_client_t *c, const char *method, const char *path,
     }
     if (asprintf(&full, "%s%s", c->url, path) < 0)
         goto nomem;
-    if (!c->no_auth) {
+    *by_session = false;
+    if (!c->no_auth && session_ok(c)) {
+        *by_session = true;
+        if (asprintf(&hdr, "Authorization: Session %s", c->session) < 0)
+            goto nomem;
+        if (!(hdrs = curl_slist_append(hdrs, hdr)))
+            goto nomem;
+    } else if (!c->no_auth) {
         plen = strcspn(path, "?");
         if (asprintf(&payload, "%s %.*s", method, (int)plen, path) < 0)
             goto nomem;
@@ -252,6 +309,8 @@ int hm_request_text(hm_client_t *c, const char *method, const char *path,
             goto nomem;
         if (!(hdrs = curl_slist_append(hdrs, hdr)))
             goto nomem;
+        if (c->sessions && !(hdrs = curl_slist_append(hdrs, "Harmonia-Session: open")))
+            goto nomem;
     }
     if (body && !(hdrs = curl_slist_append(hdrs, "Content-Type: application/json")))
         goto nomem;
@@ -273,6 +332,10 @@ int hm_request_text(hm_client_t *c, const char *method, const char *path,
     curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, c->timeout_ms + c->extra_wait_ms);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, write_cb);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, &out);
+    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, header_cb);
+    curl_easy_setopt(h, CURLOPT_HEADERDATA, c);
+    c->new_session[0] = '\0';
+    double t_sent = mono_s();
     curl_easy_setopt(h, CURLOPT_ERRORBUFFER, c->errbuf);
     curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http");
     curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
@@ -296,6 +359,14 @@ int hm_request_text(hm_client_t *c, const char *method, const char *path,
         goto out;
     }
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+    if (c->new_session[0] && c->new_ttl > 0) {
+        /* counted from before the request left: never later than the daemon's end */
+        memcpy(c->session, c->new_session, sizeof(c->session));
+        c->session_until = t_sent + c->new_ttl * 0.9;
+        c->session_pid = getpid();
+    } else if (status == 401 && *by_session) {
+        c->session[0] = '\0';
+    }
     if (text) {
         if (!out.data && !(out.data = strdup("")))
             goto nomem;
@@ -315,6 +386,22 @@ out:
     free(hdr);
     free(cred);
     return ret;
+}
+
+int hm_request_text(hm_client_t *c, const char *method, const char *path,
+                    const char *body, char **text, hm_error_t *err)
+{
+    bool by_session = false;
+    int status = request_once(c, method, path, body, text, &by_session, err);
+    if (status == 401 && by_session) {
+        /* the session is gone (TTL, or a new connection): once more with MUNGE */
+        if (text) {
+            free(*text);
+            *text = NULL;
+        }
+        status = request_once(c, method, path, body, text, &by_session, err);
+    }
+    return status;
 }
 
 int hm_request(hm_client_t *c, const char *method, const char *path, json_t *body,
