@@ -439,6 +439,26 @@ START_TEST(test_pfs_shared_by_drains)
 }
 END_TEST
 
+/* An allocation naming a node twice is refused (it would be counted twice in the
+ * per-node scratch of a decision, sized by the number of nodes). */
+START_TEST(test_alloc_node_twice_refused)
+{
+    hs_buffer_t bufs[2] = { node(100, 10, 0, NULL), node(100, 10, 0, NULL) };
+    hs_platform_t p = { .nodes = 4, .node_bw = 10, .bw = 100, .buffers = bufs,
+                        .nbuffers = 2 };
+    hs_sched_t *s = mk(&p, "static");
+    int twice[3] = { 1, 0, 1 }, ok[2] = { 1, 0 };
+    hs_job_t j = { .id = 1, .nodes = 1, .release = 0, .alloc = twice, .nalloc = 3 };
+    hs_error_t err;
+
+    ck_assert_int_eq(hs_job_arrive(s, 0, &j, &err), -1);
+    ck_assert_int_eq(errno, EINVAL);
+    ck_assert_str_eq(err.text, "job 1: buffer index 1 listed twice");
+    arrive(s, 0, 1, 1, ok, 2);
+    hs_sched_destroy(s);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("hsched_buffer");
@@ -452,6 +472,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_allocator);
     tcase_add_test(tc, test_static_keeps_nodes);
     tcase_add_test(tc, test_pfs_shared_by_drains);
+    tcase_add_test(tc, test_alloc_node_twice_refused);
     suite_add_tcase(s, tc);
     return s;
 }

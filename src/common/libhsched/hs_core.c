@@ -12,8 +12,12 @@
  *   - live[] and pend[] list the live jobs and the jobs with a pending phase; each job
  *     knows its position in them, so insertion and removal are O(1).
  * Events cost O(1) (progress is integrated lazily, per phase); a decision costs
- * O(K log K) (one sort by id here, one by the policy's key there); next_event and
- * hs_sched_completed() scan the K pending phases.
+ * O(K log K) (the sort by id here, one by the policy's key there); next_event and
+ * hs_sched_completed() scan the K pending phases.  The sort by id is incremental:
+ * a decision keeps the last one's order and merges in the phases requested since.
+ * bbmgrd decides at every phase request under its core lock, so the decision's
+ * constant factor matters too (doc/performance.md, "Decision cost (libhsched)"):
+ * few passes over the K phases, compact per-stripe arrays, no libm call in them.
  *
  * Fluid model (gainaru-io-congestion.md §2.1): between two decisions, the phase of
  * job k progresses at the rate bw_k chosen by the last decision.  Every event first
@@ -45,17 +49,12 @@
 
 #define NO_SLOT ((size_t)-1)
 
+/* A job.  The fields a decision reads or writes for every pending phase come first
+ * and together (about four cache lines with 'info'); the rest after. */
 struct job {
     hs_job_t info;          /* info.alloc points at 'alloc' */
-    int *alloc;
-    bool used;              /* slot holds a job (live or departed) */
-    bool live;
-    size_t live_pos;
-    size_t next_free;
+    /* the pending phase (hot: every decision) */
     double cap;             /* min(beta b, B) */
-    /* the pending phase */
-    bool pending;
-    size_t pend_pos;
     double vol;
     double done;            /* bytes done at t_sync */
     double t_sync;
@@ -64,21 +63,36 @@ struct job {
     double rate;            /* bw of the last decision */
     double weight;
     double w_iter;          /* w_iter used for this phase */
-    hs_dir_t dir;
-    bool active;            /* rate > 0 at the last decision */
-    /* buffer tier (doc/buffer-tier.md) */
+    double W;               /* sum of w(k,j) for j <= i, and the job's rho with this */
+    double rho;             /* phase: fixed while it is pending (set at its request,
+                               read by every decision: fill_view()) */
+    double alone_bw;        /* the phase's rate alone on its placement */
+    double last_io_end;     /* finish of the previous phase, r_k if none */
     int *place;             /* nodes of the pending phase (nplace; core-owned) */
     int nplace;
-    int place_cap;
-    bool placed;            /* placement decided */
-    double alone_bw;        /* the phase's rate alone on its placement */
+    int place0;             /* place[0] when nplace > 0: the decisions' per-phase
+                               passes read it without loading place[] */
+    int phase;              /* its instance number: st.phases + 1 */
+    hs_dir_t dir;
+    bool pending;
+    bool active;            /* rate > 0 at the last decision */
+    bool placed;            /* placement decided (buffer tier, doc/buffer-tier.md) */
     bool throttled;         /* rate limited by a full node at the last decision */
+    bool listed;            /* in s->ids, the order of the last decision: set by
+                               hs_sched_decide(), cleared when the phase ends */
+    /* the rest */
+    int *alloc;
+    bool used;              /* slot holds a job (live or departed) */
+    bool live;
+    size_t live_pos;
+    size_t next_free;
+    size_t pend_pos;
+    int place_cap;
     double arrive;          /* time of hs_job_arrive() */
     double held0;           /* sum over the allocation of node occupancy integrals
                                at arrival */
     double alloc_cap;       /* sum of the (finite) capacities of the allocation */
     /* history */
-    double last_io_end;     /* finish of the previous phase, r_k if none */
     double first_req;
     double last_req;
     int nreq;
@@ -110,7 +124,11 @@ struct hs_sched {
     size_t pend_cap;
 
     hs_view_t *views;       /* decision scratch */
+    /* the pending phases by id: kept from one decision to the next (nids entries,
+     * the jobs with 'listed' set), which then only sorts the phases requested in
+     * between and merges them in */
     struct idsort { uint64_t id; size_t slot; } *ids;
+    size_t nids;
     struct idsort *ids_tmp; /* radix sort buffer (scratch_cap entries) */
     size_t scratch_cap;
 
@@ -297,7 +315,7 @@ static void job_at3(const struct job *j, double now, double *done, double *io_wa
                 *bfull += tc - t0;
         }
         else {
-            *done = fmin(j->vol, j->done + j->rate * dt);
+            *done = hs_fmin(j->vol, j->done + j->rate * dt);
             if (bfull && j->throttled)
                 *bfull += dt;
         }
@@ -319,13 +337,34 @@ static bool phase_complete(const hs_sched_t *s, const struct job *j)
     return done_complete(j, done);
 }
 
-/* Bring a pending phase's state to s->now. */
-static void sync_job(const hs_sched_t *s, struct job *j)
+/* Bring a pending phase's state to s->now: job_at3(j, s->now, &j->done,
+ * &j->st.io_wait, &j->st.buffer_full), written out so that it stores only what
+ * changes (every decision syncs every pending phase: a granted phase that is not
+ * throttled leaves j->st, in other cache lines, alone). */
+static inline void sync_job(const hs_sched_t *s, struct job *j)
 {
-    if (j->pending && j->t_sync < s->now) {
-        job_at3(j, s->now, &j->done, &j->st.io_wait, &j->st.buffer_full);
-        j->t_sync = s->now;
+    double now = s->now, dt = now - j->t_sync;
+
+    if (!j->pending || !(j->t_sync < now))
+        return;
+    if (dt > 0 && !done_complete(j, j->done)) {
+        if (j->rate > 0) {
+            double tc = completion_time(j);
+            if (now >= tc) {
+                if (j->throttled)
+                    j->st.buffer_full += tc - j->t_sync;
+                j->done = j->vol;
+            }
+            else {
+                j->done = hs_fmin(j->vol, j->done + j->rate * dt);
+                if (j->throttled)
+                    j->st.buffer_full += dt;
+            }
+        }
+        else
+            j->st.io_wait += dt;
     }
+    j->t_sync = now;
 }
 
 /* Move the clock to 'now' (>= s->now, checked by the caller).  O(1): the pending
@@ -368,6 +407,7 @@ static void pend_remove(hs_sched_t *s, struct job *j)
     s->pend[pos] = last;
     s->jobs[last].pend_pos = pos;
     j->pending = false;
+    j->listed = false;
     j->rate = 0;
     j->weight = 0;
     j->active = false;
@@ -591,7 +631,7 @@ static double job_cap_buffers(const hs_sched_t *s, const struct job *j)
     int taken = 0;
 
     if (n == 0 || m == 0)
-        return fmin(j->info.nodes * s->plat.node_bw, s->plat.bw);
+        return hs_fmin(j->info.nodes * s->plat.node_bw, s->plat.bw);
     /* m largest bandwidths (m passes over n; m and n are small) */
     for (r = 0; r < m; r++) {
         double best = -1;
@@ -613,10 +653,25 @@ static double job_cap_buffers(const hs_sched_t *s, const struct job *j)
         if (taken >= m)
             break;
     }
-    return fmin(j->info.nodes * s->plat.node_bw, sum);
+    return hs_fmin(j->info.nodes * s->plat.node_bw, sum);
 }
 
-static int set_place(struct job *j, const int *nodes, int n)
+static double place_alone_bw(const hs_sched_t *s, const struct job *j)
+{
+    double sum = 0;
+    int k;
+
+    if (j->nplace == 0)
+        return hs_fmin(j->info.nodes * s->plat.node_bw, s->plat.bw);
+    for (k = 0; k < j->nplace; k++)
+        sum += s->nodes[j->place[k]].bw;
+    return hs_fmin(j->info.nodes * s->plat.node_bw, sum);
+}
+
+/* Place the pending phase of j on 'nodes'; its rate alone there (alone_bw) is a
+ * function of the placement and of constants, so it is computed here once rather
+ * than at every decision. */
+static int set_place(const hs_sched_t *s, struct job *j, const int *nodes, int n)
 {
     if (n > j->place_cap) {
         int *p = realloc(j->place, (size_t)n * sizeof(*p));
@@ -628,20 +683,10 @@ static int set_place(struct job *j, const int *nodes, int n)
     if (n > 0)
         memcpy(j->place, nodes, (size_t)n * sizeof(*nodes));
     j->nplace = n;
+    j->place0 = n > 0 ? nodes[0] : -1;
     j->placed = true;
+    j->alone_bw = place_alone_bw(s, j);
     return 0;
-}
-
-static double place_alone_bw(const hs_sched_t *s, const struct job *j)
-{
-    double sum = 0;
-    int k;
-
-    if (j->nplace == 0)
-        return fmin(j->info.nodes * s->plat.node_bw, s->plat.bw);
-    for (k = 0; k < j->nplace; k++)
-        sum += s->nodes[j->place[k]].bw;
-    return fmin(j->info.nodes * s->plat.node_bw, sum);
 }
 
 /* Scratch of a buffer-mode decision (grown, never shrunk). */
@@ -652,14 +697,25 @@ struct bscratch {
     size_t *off;            /* n + 1: first stripe of phase i */
     size_t *sphase;         /* stripe -> phase index */
     int *snode;             /* stripe -> node */
+    unsigned char *sflag;   /* stripe -> SF_* of its phase: the per-node loops test
+                               these bytes instead of loading the phase's view */
     double *sgrant, *srate;
     size_t *sorder;         /* stripes sorted by node */
     size_t *nfirst;         /* nbuffers + 1 */
     double *pgrant, *prate;
+    double *pcap;           /* phase -> its view's cap (compact: the per-phase
+                               passes do not load the views' cache lines) */
     double *wcap, *wout;
     hs_wf_item_t *wsc;
     int *tmp;               /* placement scratch */
+    size_t ns;              /* stripes (add_stripes()) */
+    size_t *direct;         /* phases sent to the PFS (no stripe), in id order */
+    size_t ndirect;
+    bool *pthrottled;       /* phase -> limited by a full node (job.throttled) */
 };
+
+#define SF_READ 1           /* the phase reads (else writes) */
+#define SF_DONE 2           /* the phase is complete in the model */
 
 static void bscratch_free(struct bscratch *b)
 {
@@ -670,12 +726,16 @@ static void bscratch_free(struct bscratch *b)
     free(b->off);
     free(b->sphase);
     free(b->snode);
+    free(b->sflag);
+    free(b->direct);
+    free(b->pthrottled);
     free(b->sgrant);
     free(b->srate);
     free(b->sorder);
     free(b->nfirst);
     free(b->pgrant);
     free(b->prate);
+    free(b->pcap);
     free(b->wcap);
     free(b->wout);
     free(b->wsc);
@@ -699,7 +759,7 @@ static int bscratch_reserve(hs_sched_t *s, size_t n, size_t ns)
         size_t c = n + 1 > 64 ? n + 1 : 64;
         void *p;
 #define RE(f) if (!(p = realloc(b->f, c * sizeof(*b->f)))) return -1; b->f = p
-        RE(off); RE(pgrant); RE(prate);
+        RE(off); RE(pgrant); RE(prate); RE(pcap); RE(direct); RE(pthrottled);
 #undef RE
         b->ncap = c;
     }
@@ -707,7 +767,8 @@ static int bscratch_reserve(hs_sched_t *s, size_t n, size_t ns)
         size_t c = need > 64 ? need : 64;
         void *p;
 #define RE(f) if (!(p = realloc(b->f, c * sizeof(*b->f)))) return -1; b->f = p
-        RE(gv); RE(gidx); RE(sphase); RE(snode); RE(sgrant); RE(srate); RE(sorder);
+        RE(gv); RE(gidx); RE(sphase); RE(snode); RE(sflag); RE(sgrant); RE(srate);
+        RE(sorder);
         RE(wcap); RE(wout); RE(wsc);
 #undef RE
         b->scap = c;
@@ -783,74 +844,92 @@ static double mix_bw(const hs_sched_t *s, int node, int nw, int nr)
 }
 
 /*
- * Place the phases that have no placement yet (policies without 'places'): the m
- * nodes of the job's allocation with the fewest placed phases, then the most free
- * space, then the lowest index; static: the whole allocation.  Counts placed[].
+ * Place phase i (job j), which has no placement yet (policies without 'places'):
+ * the m nodes of the job's allocation with the fewest placed phases, then the most
+ * free space, then the lowest index; static: the whole allocation.  Counts it in
+ * placed[].  hs_sched_decide() counts the phases placed already (not complete),
+ * then calls this for the others in id order.
  */
-static int place_phases(hs_sched_t *s, size_t n)
+static int place_phase(hs_sched_t *s, size_t i, struct job *j)
 {
     struct bscratch *bs = s->bs;
-    size_t i;
-    int k;
+    const int *list;
+    int na, m, r, k;
 
-    for (k = 0; k < s->plat.nbuffers; k++)
-        s->nodes[k].placed = 0;
-    for (i = 0; i < n; i++) {
-        struct job *j = &s->jobs[s->ids[i].slot];
-        if (j->placed && !s->views[i].complete) {
-            for (k = 0; k < j->nplace; k++)
-                s->nodes[j->place[k]].placed++;
+    na = job_nodes(s, j, &list);
+    m = job_stripe(s, j);
+    if (s->pol.kind == HS_POL_STATIC) {
+        for (r = 0; r < na; r++)
+            bs->tmp[r] = nodes_at(list, r);
+        m = na;
+    }
+    else {
+        for (r = 0; r < m; r++) {
+            int best = -1;
+            for (k = 0; k < na; k++) {
+                int x = nodes_at(list, k);
+                const struct bnode *bx = &s->nodes[x];
+                int q;
+                bool taken = false;
+                for (q = 0; q < r; q++)
+                    taken = taken || bs->tmp[q] == x;
+                if (taken)
+                    continue;
+                if (best < 0) {
+                    best = x;
+                    continue;
+                }
+                {
+                    const struct bnode *bb = &s->nodes[best];
+                    double fx = bx->cap - bx->occ, fb = bb->cap - bb->occ;
+                    if (bx->placed < bb->placed
+                        || (bx->placed == bb->placed
+                            && (fx > fb || (fx == fb && x < best))))
+                        best = x;
+                }
+            }
+            bs->tmp[r] = best;
         }
     }
-    for (i = 0; i < n; i++) {
-        struct job *j = &s->jobs[s->ids[i].slot];
-        const int *list;
-        int na, m, r;
-        if (j->placed)
-            continue;
-        na = job_nodes(s, j, &list);
-        m = job_stripe(s, j);
-        if (s->pol.kind == HS_POL_STATIC) {
-            for (r = 0; r < na; r++)
-                bs->tmp[r] = nodes_at(list, r);
-            m = na;
-        }
-        else {
-            for (r = 0; r < m; r++) {
-                int best = -1;
-                for (k = 0; k < na; k++) {
-                    int x = nodes_at(list, k);
-                    const struct bnode *bx = &s->nodes[x];
-                    int q;
-                    bool taken = false;
-                    for (q = 0; q < r; q++)
-                        taken = taken || bs->tmp[q] == x;
-                    if (taken)
-                        continue;
-                    if (best < 0) {
-                        best = x;
-                        continue;
-                    }
-                    {
-                        const struct bnode *bb = &s->nodes[best];
-                        double fx = bx->cap - bx->occ, fb = bb->cap - bb->occ;
-                        if (bx->placed < bb->placed
-                            || (bx->placed == bb->placed
-                                && (fx > fb || (fx == fb && x < best))))
-                            best = x;
-                    }
-                }
-                bs->tmp[r] = best;
-            }
-        }
-        if (set_place(j, bs->tmp, m) < 0)
-            return -1;
-        if (!s->views[i].complete) {
-            for (r = 0; r < m; r++)
-                s->nodes[bs->tmp[r]].placed++;
-        }
+    if (set_place(s, j, bs->tmp, m) < 0)
+        return -1;
+    if (!s->views[i].complete) {
+        for (r = 0; r < m; r++)
+            s->nodes[bs->tmp[r]].placed++;
     }
     return 0;
+}
+
+/* The stripes of phase i (job j, placed), appended to bs's stripe arrays; its
+ * view takes the placement and its cap there. */
+static void add_stripes(hs_sched_t *s, size_t i, const struct job *j)
+{
+    struct bscratch *bs = s->bs;
+    hs_view_t *v = &s->views[i];
+    unsigned char f = (v->dir == HS_DIR_READ ? SF_READ : 0) | (v->complete ? SF_DONE : 0);
+    size_t ns = bs->ns;
+    int k;
+
+    bs->off[i] = ns;
+    v->cap = j->alone_bw;               /* set_place() computed it */
+    bs->pcap[i] = v->cap;
+    v->nplace = j->nplace;
+    v->place = j->place;
+    v->buffer = j->nplace > 0 ? j->place0 : -1;
+    for (k = 0; k < j->nplace; k++) {
+        bs->sphase[ns] = i;
+        bs->snode[ns] = k == 0 ? j->place0 : j->place[k];
+        bs->sflag[ns] = f;
+        bs->sgrant[ns] = 0;
+        bs->srate[ns] = 0;
+        ns++;
+    }
+    if (j->nplace == 0)
+        bs->direct[bs->ndirect++] = i;
+    bs->pgrant[i] = 0;
+    bs->prate[i] = 0;
+    bs->pthrottled[i] = false;
+    bs->ns = ns;
 }
 
 /* A policy with 'places' chose v->buffer: apply it to phases not started. */
@@ -872,7 +951,7 @@ static int apply_policy_places(hs_sched_t *s, size_t n)
             errno = EPROTO;
             return -1;
         }
-        if (set_place(j, &v->buffer, v->buffer < 0 ? 0 : 1) < 0)
+        if (set_place(s, j, &v->buffer, v->buffer < 0 ? 0 : 1) < 0)
             return -1;
     }
     return 0;
@@ -896,7 +975,7 @@ static int check_grants(hs_view_t *v, size_t n, double B, bool clamp)
         if (v[i].complete)
             v[i].bw = 0;
         if (clamp)
-            v[i].bw = fmin(v[i].bw, v[i].cap);
+            v[i].bw = hs_fmin(v[i].bw, v[i].cap);
         sum += v[i].bw;
     }
     if (sum > B * (1 + HS_EPS_REL)) {
@@ -921,13 +1000,15 @@ static int group_decide(hs_sched_t *s, const hs_ctx_t *ctx, size_t g, double B,
     for (q = 0; q < g; q++) {
         size_t st = bs->gidx[q];
         size_t i = stripes ? bs->sphase[st] : st;
-        const struct job *j = &s->jobs[s->ids[i].slot];
-        double m = stripes ? (double)j->nplace : 1.;
+        size_t m = stripes ? bs->off[i + 1] - bs->off[i] : 1;   /* nplace */
         hs_view_t *v = &bs->gv[q];
         *v = s->views[i];
-        v->cap = fmin(v->cap / m, B);
-        v->volume /= m;
-        v->remaining /= m;
+        if (m != 1) {                   /* x / 1 == x: one stripe needs none */
+            v->cap /= (double)m;
+            v->volume /= (double)m;
+            v->remaining /= (double)m;
+        }
+        v->cap = hs_fmin(v->cap, B);
         v->bw = 0;
         v->weight = 0;
         v->start = INFINITY;
@@ -940,9 +1021,9 @@ static int group_decide(hs_sched_t *s, const hs_ctx_t *ctx, size_t g, double B,
         size_t st = bs->gidx[q];
         size_t i = stripes ? bs->sphase[st] : st;
         if (stripes)
-            bs->sgrant[st] = fmin(bs->gv[q].bw, bs->gv[q].cap);
+            bs->sgrant[st] = hs_fmin(bs->gv[q].bw, bs->gv[q].cap);
         else
-            bs->pgrant[i] = fmin(bs->gv[q].bw, bs->gv[q].cap);
+            bs->pgrant[i] = hs_fmin(bs->gv[q].bw, bs->gv[q].cap);
         if (bs->gv[q].bw > 0 || !stripes) {
             s->views[i].weight = bs->gv[q].weight;
             if (bs->gv[q].start < s->views[i].start)
@@ -954,15 +1035,21 @@ static int group_decide(hs_sched_t *s, const hs_ctx_t *ctx, size_t g, double B,
 
 /* Phase i striped over m > 0 stripes: m x the least of its stripes' x[], at most
  * its cap. */
-static double stripes_min(const hs_sched_t *s, size_t i, const double *x)
+static inline double stripes_min(const hs_sched_t *s, size_t i, const double *x)
 {
     const struct bscratch *bs = s->bs;
     size_t m = bs->off[i + 1] - bs->off[i], st;
     double mn = INFINITY;
 
+    if (m == 1) {
+        /* the usual single stripe: hs_fmin(INFINITY, x) is x, or INFINITY when x
+         * is a NaN, and 1 x mn is mn */
+        mn = x[bs->off[i]];
+        return hs_fmin(mn != mn ? INFINITY : mn, bs->pcap[i]);
+    }
     for (st = bs->off[i]; st < bs->off[i + 1]; st++)
-        mn = fmin(mn, x[st]);
-    return fmin((double)m * mn, s->views[i].cap);
+        mn = hs_fmin(mn, x[st]);
+    return hs_fmin((double)m * mn, bs->pcap[i]);
 }
 
 /* phase rate = m x min over its stripes of the stripe rate; stripes follow it. */
@@ -976,8 +1063,12 @@ static void stripes_follow(hs_sched_t *s, size_t n)
         if (m == 0)
             continue;
         bs->prate[i] = stripes_min(s, i, bs->srate);
-        for (st = bs->off[i]; st < bs->off[i + 1]; st++)
-            bs->srate[st] = bs->prate[i] / (double)m;
+        if (m == 1)                     /* prate / 1 */
+            bs->srate[bs->off[i]] = bs->prate[i];
+        else {
+            for (st = bs->off[i]; st < bs->off[i + 1]; st++)
+                bs->srate[st] = bs->prate[i] / (double)m;
+        }
     }
 }
 
@@ -993,7 +1084,7 @@ static void device_share(hs_sched_t *s, const double *caps)
         for (q = a; q < b; q++) {
             size_t st = bs->sorder[q];
             if (caps[st] > 0) {
-                if (s->views[bs->sphase[st]].dir == HS_DIR_READ)
+                if (bs->sflag[st] & SF_READ)
                     nr++;
                 else
                     nw++;
@@ -1018,58 +1109,25 @@ static void device_share(hs_sched_t *s, const double *caps)
  */
 static int decide_buffers(hs_sched_t *s, const hs_ctx_t *ctx, size_t n)
 {
-    struct bscratch *bs;
+    struct bscratch *bs = s->bs;        /* reserved by hs_sched_decide() */
     int nb = s->plat.nbuffers, k;
-    size_t i, st, ns = 0, ndirect = 0, nf;
+    size_t i, st, ns, nf;
     double B = s->plat.bw;
+    bool from_stripes = false;
 
-    for (i = 0; i < n; i++) {
-        const struct job *j = &s->jobs[s->ids[i].slot];
-        const int *list;
-        ns += (size_t)job_nodes(s, j, &list);
-    }
-    if (bscratch_reserve(s, n, ns + n) < 0)
-        return -1;
-    bs = s->bs;
-
-    /* 1. placement */
+    /* 1. placement, and the stripes: hs_sched_decide() did both while it filled
+     * the views, except for the policies that place (views' buffer set there) */
     if (s->ops->places) {
-        for (i = 0; i < n; i++) {
-            struct job *j = &s->jobs[s->ids[i].slot];
-            s->views[i].buffer = j->placed && j->nplace > 0 ? j->place[0] : -1;
-        }
         if (n > 0 && s->ops->decide(s->pstate, ctx, s->views, n) < 0)
             return -1;
         if (apply_policy_places(s, n) < 0)
             return -1;
+        for (i = 0; i < n; i++)
+            add_stripes(s, i, &s->jobs[s->ids[i].slot]);
     }
-    else if (place_phases(s, n) < 0)
-        return -1;
-
-    /* stripes */
-    ns = 0;
-    for (i = 0; i < n; i++) {
-        struct job *j = &s->jobs[s->ids[i].slot];
-        hs_view_t *v = &s->views[i];
-        bs->off[i] = ns;
-        j->alone_bw = place_alone_bw(s, j);
-        v->cap = j->alone_bw;
-        v->nplace = j->nplace;
-        v->place = j->place;
-        v->buffer = j->nplace > 0 ? j->place[0] : -1;
-        for (k = 0; k < j->nplace; k++) {
-            bs->sphase[ns] = i;
-            bs->snode[ns] = j->place[k];
-            bs->sgrant[ns] = 0;
-            bs->srate[ns] = 0;
-            ns++;
-        }
-        if (j->nplace == 0)
-            ndirect++;
-        bs->pgrant[i] = 0;
-        bs->prate[i] = 0;
-    }
+    ns = bs->ns;
     bs->off[n] = ns;
+
     /* stripes by node (counting sort) */
     for (k = 0; k <= nb; k++)
         bs->nfirst[k] = 0;
@@ -1090,7 +1148,7 @@ static int decide_buffers(hs_sched_t *s, const hs_ctx_t *ctx, size_t n)
                 errno = EPROTO;
                 return -1;
             }
-            bs->pgrant[i] = v->complete ? 0 : fmin(v->bw, v->cap);
+            bs->pgrant[i] = v->complete ? 0 : hs_fmin(v->bw, v->cap);
         }
     }
     else if (s->pol.kind == HS_POL_STATIC) {
@@ -1100,10 +1158,8 @@ static int decide_buffers(hs_sched_t *s, const hs_ctx_t *ctx, size_t n)
     else {
         size_t g = 0;
         /* the PFS group */
-        for (i = 0; i < n; i++) {
-            if (s->jobs[s->ids[i].slot].nplace == 0)
-                bs->gidx[g++] = i;
-        }
+        for (g = 0; g < bs->ndirect; g++)
+            bs->gidx[g] = bs->direct[g];
         if (g > 0 && group_decide(s, ctx, g, B, false) < 0)
             return -1;
         /* one group per node, B = BW(c) of the streams it lets run */
@@ -1113,10 +1169,10 @@ static int decide_buffers(hs_sched_t *s, const hs_ctx_t *ctx, size_t n)
             g = 0;
             for (q = a; q < b; q++) {
                 size_t x = bs->sorder[q];
-                if (s->views[bs->sphase[x]].complete)
+                if (bs->sflag[x] & SF_DONE)
                     continue;
                 bs->gidx[g++] = x;
-                if (s->views[bs->sphase[x]].dir == HS_DIR_READ)
+                if (bs->sflag[x] & SF_READ)
                     nr++;
                 else
                     nw++;
@@ -1130,7 +1186,7 @@ static int decide_buffers(hs_sched_t *s, const hs_ctx_t *ctx, size_t n)
                     return -1;
                 for (q = 0; q < g; q++) {
                     if (bs->sgrant[bs->gidx[q]] > 0) {
-                        if (s->views[bs->sphase[bs->gidx[q]]].dir == HS_DIR_READ)
+                        if (bs->sflag[bs->gidx[q]] & SF_READ)
                             gr++;
                         else
                             gw++;
@@ -1143,10 +1199,9 @@ static int decide_buffers(hs_sched_t *s, const hs_ctx_t *ctx, size_t n)
                 c = gw + gr;
             }
         }
-        for (i = 0; i < n; i++) {
-            if (bs->off[i + 1] > bs->off[i])
-                bs->pgrant[i] = stripes_min(s, i, bs->sgrant);
-        }
+        /* a striped phase's grant is m x the least of its stripes' grants: done
+         * in the next loop, with which it shares the pass */
+        from_stripes = true;
     }
 
     /* 3. the device model: BW(c) of each node shared max-min among its granted
@@ -1154,22 +1209,34 @@ static int decide_buffers(hs_sched_t *s, const hs_ctx_t *ctx, size_t n)
      * the others) */
     for (i = 0; i < n; i++) {
         size_t m = bs->off[i + 1] - bs->off[i];
-        for (st = bs->off[i]; st < bs->off[i + 1]; st++)
-            bs->sgrant[st] = bs->pgrant[i] / (double)m;
-        if (m == 0)
+        if (m == 0) {
             bs->prate[i] = bs->pgrant[i];
+            continue;
+        }
+        if (from_stripes)
+            bs->pgrant[i] = stripes_min(s, i, bs->sgrant);
+        if (m == 1)                     /* pgrant / 1 */
+            bs->sgrant[bs->off[i]] = bs->pgrant[i];
+        else {
+            for (st = bs->off[i]; st < bs->off[i + 1]; st++)
+                bs->sgrant[st] = bs->pgrant[i] / (double)m;
+        }
     }
     device_share(s, bs->sgrant);
     /* second pass: a stripe is capped by what its phase's other stripes got, and
      * what it leaves goes to the others on its node */
     for (i = 0; i < n; i++) {
         size_t m = bs->off[i + 1] - bs->off[i];
+        if (m == 1) {                   /* pgrant / 1, and no other stripe */
+            bs->sgrant[bs->off[i]] = bs->pgrant[i];
+            continue;
+        }
         for (st = bs->off[i]; st < bs->off[i + 1]; st++) {
             double c = bs->pgrant[i] / (double)m;
             size_t t2;
             for (t2 = bs->off[i]; t2 < bs->off[i + 1]; t2++) {
                 if (t2 != st)
-                    c = fmin(c, bs->srate[t2]);
+                    c = hs_fmin(c, bs->srate[t2]);
             }
             bs->sgrant[st] = c;
         }
@@ -1184,31 +1251,24 @@ static int decide_buffers(hs_sched_t *s, const hs_ctx_t *ctx, size_t n)
         size_t q;
         for (q = bs->nfirst[k]; q < bs->nfirst[k + 1]; q++) {
             size_t x = bs->sorder[q];
-            if (s->views[bs->sphase[x]].dir != HS_DIR_READ)
+            if (!(bs->sflag[x] & SF_READ))
                 in += bs->srate[x];
         }
         b->inflow = in;
         /* a node holding data drains at up to B_j; an empty one passes through
          * what comes in */
-        bs->wcap[k] = node_empty(b) ? fmin(b->bw, in) : b->bw;
+        bs->wcap[k] = node_empty(b) ? hs_fmin(b->bw, in) : b->bw;
     }
-    nf = (size_t)nb;
-    for (i = 0; i < n; i++) {
-        if (bs->off[i + 1] == bs->off[i])
-            bs->wcap[nf++] = bs->pgrant[i];
-    }
-    waterfill(bs->wcap, bs->wout, nf, B, bs->wsc);
+    for (nf = 0; nf < bs->ndirect; nf++)
+        bs->wcap[nb + nf] = bs->pgrant[bs->direct[nf]];
+    waterfill(bs->wcap, bs->wout, nb + bs->ndirect, B, bs->wsc);
     for (k = 0; k < nb; k++)
         s->nodes[k].drain = bs->wout[k];
-    nf = (size_t)nb;
-    for (i = 0; i < n; i++) {
-        if (bs->off[i + 1] == bs->off[i])
-            bs->prate[i] = bs->wout[nf++];
-    }
+    for (nf = 0; nf < bs->ndirect; nf++)
+        bs->prate[bs->direct[nf]] = bs->wout[nb + nf];
 
-    /* 5. full nodes: writers get what drains */
-    for (i = 0; i < n; i++)
-        s->jobs[s->ids[i].slot].throttled = false;
+    /* 5. full nodes: writers get what drains (pthrottled[] was reset by
+     * add_stripes(); the store loop copies it into the jobs) */
     for (k = 0; k < nb; k++) {
         struct bnode *b = &s->nodes[k];
         size_t q, g = 0;
@@ -1217,16 +1277,16 @@ static int decide_buffers(hs_sched_t *s, const hs_ctx_t *ctx, size_t n)
             continue;
         for (q = bs->nfirst[k]; q < bs->nfirst[k + 1]; q++) {
             size_t x = bs->sorder[q];
-            if (s->views[bs->sphase[x]].dir != HS_DIR_READ && bs->srate[x] > 0)
+            if (!(bs->sflag[x] & SF_READ) && bs->srate[x] > 0)
                 bs->wcap[g++] = bs->srate[x];
         }
         waterfill(bs->wcap, bs->wout, g, b->drain, bs->wsc);
         g = 0;
         for (q = bs->nfirst[k]; q < bs->nfirst[k + 1]; q++) {
             size_t x = bs->sorder[q];
-            if (s->views[bs->sphase[x]].dir != HS_DIR_READ && bs->srate[x] > 0) {
+            if (!(bs->sflag[x] & SF_READ) && bs->srate[x] > 0) {
                 if (bs->wout[g] < bs->srate[x])
-                    s->jobs[s->ids[bs->sphase[x]].slot].throttled = true;
+                    bs->pthrottled[bs->sphase[x]] = true;
                 bs->srate[x] = bs->wout[g++];
             }
         }
@@ -1244,7 +1304,7 @@ static int decide_buffers(hs_sched_t *s, const hs_ctx_t *ctx, size_t n)
             if (bs->srate[x] <= 0)
                 continue;
             c++;
-            if (s->views[bs->sphase[x]].dir == HS_DIR_READ)
+            if (bs->sflag[x] & SF_READ)
                 rd += bs->srate[x];
             else
                 in += bs->srate[x];
@@ -1255,14 +1315,21 @@ static int decide_buffers(hs_sched_t *s, const hs_ctx_t *ctx, size_t n)
         if (c > b->conc_max)
             b->conc_max = c;
         if (node_empty(b))
-            b->drain = fmin(b->drain, in);          /* empty: drains what comes */
+            b->drain = hs_fmin(b->drain, in);          /* empty: drains what comes */
     }
+    /* the final rates, checked as check_grants(views, n, INFINITY, false) would
+     * (in the same pass): each within its cap (complete phases have 0); the
+     * nodes' model, not B, bounds their sum */
     for (i = 0; i < n; i++) {
         hs_view_t *v = &s->views[i];
-        v->bw = v->complete ? 0 : fmin(bs->prate[i], v->cap);
+        v->bw = v->complete ? 0 : hs_fmin(bs->prate[i], v->cap);
         if (s->pol.kind == HS_POL_STATIC || s->ops->places) {
             if (v->bw > 0 && !(v->weight > 0))
                 v->weight = v->bw / fmax(v->cap, 1e-300);
+        }
+        if (!isfinite(v->bw) || v->bw < 0 || v->bw > v->cap * (1 + HS_EPS_REL)) {
+            errno = EPROTO;
+            return -1;
         }
     }
     return 0;
@@ -1441,6 +1508,12 @@ int hs_job_arrive(hs_sched_t *s, double now, const hs_job_t *job, hs_error_t *er
             return hs_errprintf(err, EINVAL,
                                 "job %ju: buffer index %d out of range (%d buffers)",
                                 (uintmax_t)job->id, job->alloc[i], s->plat.nbuffers);
+        /* a node twice would be counted twice in the per-node scratch of a decision
+         * (sized by the number of nodes): refuse it (the list is short: <= nbuffers) */
+        for (int k = 0; k < i; k++)
+            if (job->alloc[k] == job->alloc[i])
+                return hs_errprintf(err, EINVAL, "job %ju: buffer index %d listed twice",
+                                    (uintmax_t)job->id, job->alloc[i]);
     }
     old = hfind(s, job->id);
     if (old != NO_SLOT && s->jobs[old].live)
@@ -1487,7 +1560,7 @@ int hs_job_arrive(hs_sched_t *s, double now, const hs_job_t *job, hs_error_t *er
     j->live = true;
     j->live_pos = s->nlive;
     s->live[s->nlive++] = slot;
-    j->cap = fmin(job->nodes * s->plat.node_bw, s->plat.bw);
+    j->cap = hs_fmin(job->nodes * s->plat.node_bw, s->plat.bw);
     if (has_buffers(s)) {
         const int *list;
         int na = job_nodes(s, j, &list), k;
@@ -1611,6 +1684,7 @@ int hs_phase_request(hs_sched_t *s, double now, uint64_t id, double volume,
     j->active = false;
     j->placed = false;
     j->nplace = 0;
+    j->place0 = -1;
     j->throttled = false;
     j->alone_bw = 0;
     if (j->nreq++ == 0)
@@ -1618,6 +1692,14 @@ int hs_phase_request(hs_sched_t *s, double now, uint64_t id, double volume,
     j->last_req = now;
     j->w_iter = estimate_w_iter(j);
     j->st.w_iter_est = j->w_iter;
+    {
+        /* rho of the job with this phase (the file's header): st.work and
+         * st.io_dedicated only change when the phase finishes */
+        double TIO = j->st.io_dedicated + j->vol / j->cap;
+        j->W = j->st.work + j->w_done;
+        j->rho = (j->W + TIO > 0) ? j->W / (j->W + TIO) : 1.0;
+        j->phase = j->st.phases + 1;
+    }
     return 0;
 }
 
@@ -1646,7 +1728,7 @@ int hs_phase_progress(hs_sched_t *s, double now, uint64_t id, double bytes_done)
     }
     integrate(s, now);
     sync_job(s, j);
-    j->done = fmin(bytes_done, j->vol);
+    j->done = hs_fmin(bytes_done, j->vol);
     return 0;
 }
 
@@ -1744,37 +1826,80 @@ static void sort_ids(struct idsort *ids, struct idsort *tmp, size_t n)
     }
 }
 
-static void fill_view(const hs_sched_t *s, const struct job *j, hs_view_t *v)
+/* The view of a pending phase (synced by the caller).  Every field is written (no
+ * memset of the whole view first); the buffer-tier inputs are those of the phase
+ * with buffers, zero without. */
+/* Before the views, for each pending phase of a decision: bring it to s->now; with
+ * buffers, return the most stripes it may have (to size the scratch) and, when the
+ * core places phases ('core_places'), count it on its nodes if it is placed and not
+ * complete (place_phase() needs these counts before it places any other). */
+static size_t decide_prepare(hs_sched_t *s, struct job *j, bool buffers,
+                             bool core_places)
 {
-    double W = j->st.work + j->w_done;
-    double TIO = j->st.io_dedicated + j->vol / j->cap;
+    const int *list;
+    int k;
+
+    sync_job(s, j);
+    if (!buffers)
+        return 0;
+    if (core_places && j->placed && !done_complete(j, j->done)) {
+        for (k = 0; k < j->nplace; k++)
+            s->nodes[k == 0 ? j->place0 : j->place[k]].placed++;
+    }
+    return (size_t)job_nodes(s, j, &list);
+}
+
+/* ids[0, m) and ids[m, n) are sorted by id: merge them into ids[0, n) (tmp: room
+ * for n - m entries). */
+static void merge_ids(struct idsort *ids, size_t m, size_t n, struct idsort *tmp)
+{
+    size_t a = m, b = n - m, k = n;
+
+    if (a == 0 || b == 0 || ids[m - 1].id < ids[m].id)
+        return;                         /* one run, or already in order */
+    memcpy(tmp, ids + m, b * sizeof(*tmp));
+    while (b > 0) {                     /* from the end: ids[k..n) is final */
+        if (a > 0 && ids[a - 1].id > tmp[b - 1].id)
+            ids[--k] = ids[--a];
+        else
+            ids[--k] = tmp[--b];
+    }
+}
+
+static void fill_view(const hs_sched_t *s, const struct job *j, hs_view_t *v,
+                      bool buffers)
+{
     double life = s->now - j->info.release;
 
-    memset(v, 0, sizeof(*v));
     v->id = j->info.id;
     v->job = &j->info;
     v->cap = j->cap;
     v->volume = j->vol;
-    v->complete = done_complete(j, j->done);    /* synced by the caller */
+    v->complete = done_complete(j, j->done);
     v->remaining = v->complete ? 0 : j->vol - j->done;
     v->request = j->req;
     v->w_done = j->w_done;
     v->last_io_end = j->last_io_end;
-    v->rho = (W + TIO > 0) ? W / (W + TIO) : 1.0;
-    v->rho_tilde = (life > 0) ? W / life : v->rho;
+    v->rho = j->rho;
+    v->rho_tilde = (life > 0) ? j->W / life : j->rho;
     v->w_iter = j->w_iter;
-    v->phase = j->st.phases + 1;
+    v->phase = j->phase;
     v->active = j->active;
     v->bw = 0;
     v->weight = 0;
     v->start = INFINITY;
     v->buffer = -1;
+    v->dir = buffers ? j->dir : HS_DIR_WRITE;
+    v->started = buffers && j->done > 0;
+    v->nplace = buffers ? j->nplace : 0;
+    v->place = buffers ? j->place : NULL;
 }
 
 int hs_sched_decide(hs_sched_t *s, double now, hs_grant_t *out, size_t cap)
 {
     hs_ctx_t ctx;
-    size_t n, i;
+    size_t n, i, ns = 0, nold = 0, nnew;
+    bool buffers, core_places;
 
     if (!s || (cap > 0 && !out) || check_time(s, now) < 0) {
         errno = EINVAL;
@@ -1801,31 +1926,65 @@ int hs_sched_decide(hs_sched_t *s, double now, hs_grant_t *out, size_t cap)
     }
     integrate(s, now);
     nodes_sync(s);
-    for (i = 0; i < n; i++) {
-        sync_job(s, &s->jobs[s->pend[i]]);
-        s->ids[i].slot = s->pend[i];
-        s->ids[i].id = s->jobs[s->pend[i]].info.id;
+    buffers = has_buffers(s);
+    core_places = buffers && !s->ops->places;
+    if (core_places) {
+        int k;
+        for (k = 0; k < s->plat.nbuffers; k++)
+            s->nodes[k].placed = 0;
     }
-    sort_ids(s->ids, s->ids_tmp, n);
-    for (i = 0; i < n; i++)
-        fill_view(s, &s->jobs[s->ids[i].slot], &s->views[i]);
+    /* Prepare every pending phase (decide_prepare()), and sort them by id: the
+     * last decision's order without the phases that ended since (they are no
+     * longer 'listed'), then the phases requested since, sorted and merged in.
+     * ids are unique: the order is the one a full sort gives. */
+    for (i = 0; i < s->nids; i++) {
+        struct job *j = &s->jobs[s->ids[i].slot];
+        if (!j->listed)
+            continue;
+        ns += decide_prepare(s, j, buffers, core_places);
+        s->ids[nold++] = s->ids[i];
+    }
+    nnew = nold;
+    for (i = 0; i < n; i++) {
+        struct job *j = &s->jobs[s->pend[i]];
+        if (j->listed)
+            continue;
+        ns += decide_prepare(s, j, buffers, core_places);
+        j->listed = true;
+        s->ids[nnew].slot = s->pend[i];
+        s->ids[nnew++].id = j->info.id;
+    }
+    s->nids = n;                        /* nnew == n: each pending phase once */
+    sort_ids(s->ids + nold, s->ids_tmp, n - nold);
+    merge_ids(s->ids, nold, n, s->ids_tmp);
+    if (buffers) {
+        if (bscratch_reserve(s, n, ns + n) < 0)
+            return -1;
+        s->bs->ns = 0;
+        s->bs->ndirect = 0;
+    }
+    /* the views; when the core places phases, it places those with no placement
+     * yet (in id order: each sees the ones before it) and sets the stripes up in
+     * the same pass */
+    for (i = 0; i < n; i++) {
+        struct job *j = &s->jobs[s->ids[i].slot];
+        hs_view_t *v = &s->views[i];
+        fill_view(s, j, v, buffers);
+        if (core_places) {
+            if (!j->placed && place_phase(s, i, j) < 0)
+                return -1;
+            add_stripes(s, i, j);
+        }
+        else if (buffers)       /* a policy that places sees the placement so far */
+            v->buffer = j->placed && j->nplace > 0 ? j->place0 : -1;
+    }
 
     ctx.plat = &s->plat;
     ctx.pol = &s->pol;
     ctx.sched = s;
     ctx.now = now;
-    if (has_buffers(s)) {
-        for (i = 0; i < n; i++) {
-            const struct job *j = &s->jobs[s->ids[i].slot];
-            s->views[i].dir = j->dir;
-            s->views[i].started = j->done > 0;
-            s->views[i].nplace = j->nplace;
-            s->views[i].place = j->place;
-        }
-        /* the final rates: each within its cap (complete phases have 0 already);
-         * the nodes' model, not B, bounds their sum */
-        if (decide_buffers(s, &ctx, n) < 0
-            || check_grants(s->views, n, INFINITY, false) < 0)
+    if (buffers) {
+        if (decide_buffers(s, &ctx, n) < 0)     /* checks its rates */
             return -1;
         goto store;
     }
@@ -1842,6 +2001,8 @@ store:
         j->rate = v->bw;
         j->weight = v->weight;
         j->active = v->bw > 0;
+        if (buffers)
+            j->throttled = s->bs->pthrottled[i];
         if (v->bw > 0 && !(v->start <= now))
             v->start = now;
         if (i < cap) {
@@ -1869,12 +2030,12 @@ double hs_sched_next_event(const hs_sched_t *s)
     for (i = 0; i < s->npend; i++) {
         const struct job *j = &s->jobs[s->pend[i]];
         if (phase_complete(s, j))
-            t = fmin(t, s->now);
+            t = hs_fmin(t, s->now);
         else if (j->rate > 0)
-            t = fmin(t, completion_time(j));
+            t = hs_fmin(t, completion_time(j));
     }
     if (s->ops && s->ops->next_event)
-        t = fmin(t, s->ops->next_event(s->pstate, s->now));
+        t = hs_fmin(t, s->ops->next_event(s->pstate, s->now));
     if (has_buffers(s) && isfinite(s->bt)) {
         int k;
         for (k = 0; k < s->plat.nbuffers; k++) {
@@ -1883,9 +2044,9 @@ double hs_sched_next_event(const hs_sched_t *s)
             node_at(&s->nodes[k], s->now - s->bt, &o);
             slope = o.inflow - o.drain;
             if (slope > 0 && !node_full(&o) && isfinite(o.cap))
-                t = fmin(t, s->now + (o.cap - o.occ) / slope);
+                t = hs_fmin(t, s->now + (o.cap - o.occ) / slope);
             else if (slope < 0 && !node_empty(&o))
-                t = fmin(t, s->now + o.occ / -slope);
+                t = hs_fmin(t, s->now + o.occ / -slope);
         }
     }
     return t;
@@ -2083,7 +2244,7 @@ int hs_buffer_set_occupancy(hs_sched_t *s, double now, int j, double bytes)
     integrate(s, now);
     nodes_sync(s);
     b = &s->nodes[j];
-    b->occ = fmin(bytes, b->cap);
+    b->occ = hs_fmin(bytes, b->cap);
     if (b->occ > b->occ_max)
         b->occ_max = b->occ;
     return 0;

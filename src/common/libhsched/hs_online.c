@@ -134,7 +134,7 @@ double hs_alloc_favour(hs_view_t *v, const size_t *order, size_t n, double B)
 
     for (i = 0; i < n; i++) {
         hs_view_t *x = &v[order[i]];
-        double bw = fmin(x->cap, avail);
+        double bw = hs_fmin(x->cap, avail);
         if (bw <= 0 || x->complete)
             continue;
         x->bw = bw;
@@ -193,7 +193,7 @@ double hs_alloc_waterfill(hs_view_t *v, const size_t *idx, const double *w, size
         }
         for (j = i; j < n; j++) {
             hs_view_t *y = &v[sc[j].idx];
-            y->bw = fmin(y->cap, level * sc[j].w);
+            y->bw = hs_fmin(y->cap, level * sc[j].w);
         }
         return 0;
     }

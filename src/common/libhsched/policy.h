@@ -124,6 +124,17 @@ static inline uint64_t hs_hash64(uint64_t x)
     return x;
 }
 
+/* fmin() without a call.  GCC keeps fmin() a call into libm (through the PLT) unless
+ * -ffinite-math-only, and a decision calls it about ten times per pending phase.
+ * The result is fmin()'s for every input but signalling NaNs: a NaN argument yields
+ * the other one (both NaN: 'a'); otherwise the smaller, and of two equal values
+ * (+0 and -0 included) the second — what glibc's x86-64 fmin() (minsd) returns, so
+ * that decisions keep the same bits. */
+static inline double hs_fmin(double a, double b)
+{
+    return (a < b || b != b) ? a : b;
+}
+
 /* The statistics of a policy that computed no schedule yet: zeroes, and NAN for the
  * figures of its period (hs_sched_policy_stats()). */
 void hs_policy_stats_reset(hs_policy_stats_t *st);
