@@ -118,6 +118,7 @@ typedef struct cfg {
     char *mover_checksum;
     double mover_max_rate;
     bool mover_durable_stage_in;
+    bool mover_durable_before_done;
     /* list sections */
     cfg_nodeset_t *nodes;
     int nnodes;
@@ -212,13 +213,15 @@ typedef struct cfg {
     X(mover, cfg_t, mover_depth, "depth", CFG_INT, "64", chk_depth, false, \
       "SFQ(D)+ depth D in slots of 256 KiB: at most D x 256 KiB of copy requests in flight (a larger chunk still goes, alone).") \
     X(mover, cfg_t, mover_verify, "verify", CFG_STRING, "checksum", chk_verify, false, \
-      "checksum: each copy is re-read (before its fsync; stage-ins into job buffers are not fsync'd unless durable_stage_in) and compared with the checksums of the source read; size: the size only; none.") \
-    X(mover, cfg_t, mover_checksum, "checksum", CFG_STRING, "xxh64", chk_checksum, false, \
-      "xxh64 or crc32c: detects corruption, not tampering (not a cryptographic hash).") \
+      "checksum: each block of a copy is read back right after it is written and its checksum compared with that of the source read, and the size is checked; size: the size only (copy_file_range); none.") \
+    X(mover, cfg_t, mover_checksum, "checksum", CFG_STRING, "crc32c", chk_checksum, false, \
+      "crc32c (32 bits, the CPU's crc32 instruction where it has one) or xxh64 (64 bits, faster where crc32c runs in software): detects corruption, not tampering (not a cryptographic hash).") \
     X(mover, cfg_t, mover_max_rate, "max_rate", CFG_BANDWIDTH, "0 B/s", chk_rate, false, \
       "Total copy rate cap of the mover (0 B/s: none); for tests and benchmarks.") \
     X(mover, cfg_t, mover_durable_stage_in, "durable_stage_in", CFG_BOOL, "false", NULL, false, \
-      "true: a stage-in into a job's buffer is on disk (fsync) before it is done, as stage-outs and stage-ins into persistent buffers always are; false: it is complete, verified and visible but may still be in the page cache (the buffer dies with the job).") \
+      "true: a stage-in into a job's buffer is on disk (fsync) before it is done, as stage-ins into persistent buffers always are; false: it is complete, verified and visible but may still be in the page cache (the buffer dies with the job).") \
+    X(mover, cfg_t, mover_durable_before_done, "durable_before_done", CFG_BOOL, "false", NULL, false, \
+      "true: a stage-out is on disk (fsync of every file before its rename, then of the directories) before it is done; false: it is done once complete, verified and under its final names, and made durable right after (the transfer's durable flag), before the job's buffer may be removed; a restart finishes what a crash cut.") \
     X(nodes, cfg_nodeset_t, names, "names", CFG_HOSTLIST, NULL, NULL, true, \
       "Host list of the nodes of this set (bb[01-04]) or a YAML list of them.") \
     X(nodes, cfg_nodeset_t, capacity, "capacity", CFG_SIZE, NULL, chk_positive_size, true, \

@@ -180,10 +180,11 @@ static void put_phase(core_t *c, phase_t *p)
 
 static void put_xfer(core_t *c, xfer_t *x)
 {
-    state_put(c->st, ST_XFER_PUT, "issssssdisddd", (int64_t)x->id, x->job_id, x->kind,
+    state_put(c->st, ST_XFER_PUT, "issssssdisdddd", (int64_t)x->id, x->job_id, x->kind,
               x->source, x->destination, x->type, xfer_state_name(x->state),
               nan_if(x->bytes_total < 0, (double)x->bytes_total), (int64_t)x->bytes_done,
-              x->message, x->requested, x->start, x->finished);
+              x->message, x->requested, x->start, x->finished,
+              nan_if(x->durable < 0, (double)x->durable));
 }
 
 static void put_node(core_t *c, int idx)
@@ -858,6 +859,7 @@ static int rec_xfer(sqlite3_stmt *s, void *arg)
     x->requested = col_real(s, 10);
     x->start = col_real(s, 11);
     x->finished = col_real(s, 12);
+    x->durable = sqlite3_column_type(s, 13) == SQLITE_NULL ? -1 : sqlite3_column_int(s, 13);
     if (!x->job_id || !x->source || !x->destination) {
         xfer_free(x);
         r->failed = true;
@@ -878,6 +880,7 @@ static int rec_xfer(sqlite3_stmt *s, void *arg)
         /* no mover survives a restart: the transfer starts again */
         x->state = XF_QUEUED;
         x->bytes_done = 0;
+        x->durable = -1;
         put_xfer(c, x);
     }
     xfer_t **nv = realloc(j->xfers, (size_t)(j->nxfers + 1) * sizeof(xfer_t *));
@@ -940,11 +943,11 @@ int core_recover(core_t *c, hu_error_t *err)
                  " ORDER BY id DESC");
     nphase = r.count;
     Q(rec_xfer, "SELECT t.id,t.job_id,t.kind,t.source,t.destination,t.type,t.state,"
-                "t.bytes_total,t.bytes_done,t.message,t.requested,t.start,t.finished FROM"
-                " transfers t JOIN jobs j ON j.id=t.job_id WHERE j.state!='ended'"
+                "t.bytes_total,t.bytes_done,t.message,t.requested,t.start,t.finished,t.durable"
+                " FROM transfers t JOIN jobs j ON j.id=t.job_id WHERE j.state!='ended'"
                 " UNION ALL SELECT id,job_id,kind,source,destination,type,state,bytes_total,"
-                "bytes_done,message,requested,start,finished FROM transfers WHERE state IN"
-                " ('queued','running') AND job_id NOT IN (SELECT id FROM jobs WHERE"
+                "bytes_done,message,requested,start,finished,durable FROM transfers WHERE state"
+                " IN ('queued','running') AND job_id NOT IN (SELECT id FROM jobs WHERE"
                 " state!='ended') ORDER BY 1");
     nxfer = r.count;
 #undef Q
@@ -1664,6 +1667,7 @@ xfer_t *core_stage(core_t *c, job_t *j, const char *kind, const char *src, const
     x->start = stage_start(c, j);
     x->finished = NAN;
     x->state = XF_QUEUED;
+    x->durable = -1;
     if (!strcmp(c->cfg->stage_mode, "immediate")) {
         x->state = XF_DONE;
         x->start = x->finished = x->requested;
@@ -1996,10 +2000,60 @@ static void xfer_close(core_t *c, xfer_t *x, xfer_state_t st, const char *msg)
     put_xfer(c, x);
 }
 
-static void on_mover_report(uint64_t tid, mover_state_t st, int64_t done, int64_t total,
-                            const char *msg, void *arg)
+/* Transfer tid of job, finished or not; NULL when its job is no longer in memory
+ * (ended). */
+static xfer_t *xfer_of_job(core_t *c, const char *job, uint64_t tid)
+{
+    job_t *j = job ? hmap_get(c->jobs, job) : NULL;
+    for (int i = 0; j && i < j->nxfers; i++)
+        if (j->xfers[i]->id == tid)
+            return j->xfers[i];
+    return NULL;
+}
+
+/* The fsyncs of a done transfer are over: it is durable, or it is not and fails
+ * (its copy may not be on disk; the mover keeps its source). */
+static void xfer_durability(core_t *c, uint64_t tid, const char *job, bool ok, const char *msg)
+{
+    xfer_t *x = xfer_of_job(c, job, tid);
+    char text[1200];
+    snprintf(text, sizeof(text), "not durable: %s", msg ? msg : "fsync failed");
+    if (x && x->state != XF_DONE)
+        return;     /* closed through the API meanwhile */
+    if (ok)
+        bl_debug("transfer %ju of job %s is durable", (uintmax_t)tid, job);
+    else
+        bl_error("%s %ju of job %s: %s; its source is kept", x ? x->kind : "transfer",
+                 (uintmax_t)tid, job, text);
+    if (!x) {
+        if (ok)
+            state_put(c->st, ST_XFER_DURABLE, "i", (int64_t)tid);
+        else
+            state_put(c->st, ST_XFER_NOT_DURABLE, "si", text, (int64_t)tid);
+        return;
+    }
+    if (ok) {
+        x->durable = 1;
+    } else {
+        char *m = strdup(text);
+        x->state = XF_FAILED;
+        x->durable = -1;
+        if (m) {
+            free(x->message);
+            x->message = m;
+        }
+    }
+    put_xfer(c, x);
+}
+
+static void on_mover_report(uint64_t tid, const char *job, mover_state_t st, int64_t done,
+                            int64_t total, const char *msg, void *arg)
 {
     core_t *c = arg;
+    if (st == MV_DURABLE || st == MV_NOT_DURABLE) {
+        xfer_durability(c, tid, job, st == MV_DURABLE, msg);
+        return;
+    }
     xfer_t *x = hmap_iget(c->xfers, tid);
     if (!x || !x->in_mover)
         return;     /* closed meanwhile (job ended, or set through the API) */
@@ -2010,6 +2064,10 @@ static void on_mover_report(uint64_t tid, mover_state_t st, int64_t done, int64_
         put_xfer(c, x);
         return;
     }
+    /* done with its fsyncs going on: durable (or not) later */
+    x->durable = st == MV_DONE_SYNCING ? 0 : -1;
+    if (st == MV_DONE_SYNCING)
+        st = MV_DONE;
     xfer_close(c, x, st == MV_DONE ? XF_DONE : st == MV_FAILED ? XF_FAILED : XF_CANCELLED, msg);
     if (st == MV_DONE)
         bl_info("%s %ju of job %s done: %jd bytes in %.3f s%s%s", x->kind, (uintmax_t)x->id,
@@ -2020,6 +2078,105 @@ static void on_mover_report(uint64_t tid, mover_state_t st, int64_t done, int64_
                    xfer_state_name(x->state), msg ? msg : "");
 }
 
+/* Recovery of the stage-outs recorded done whose fsyncs had not finished (a crash
+ * of bbmgrd or of the machine): each is handed to the mover again (mover_spec_t
+ * resync: files complete at the destination and changed in this boot are only
+ * fsync'd, the others copied again from the buffer, then everything is fsync'd).
+ * The buffer directories of a job that ended meanwhile were kept for this: they
+ * are removed once the copy is durable. */
+typedef struct {
+    char job[64];
+    uid_t uid;
+    gid_t gid;
+} ended_job_t;
+
+typedef struct {
+    core_t *c;
+    ended_job_t *ended;
+    int nended;
+    int n;
+} resync_t;
+
+static int rec_syncing(sqlite3_stmt *s, void *arg)
+{
+    resync_t *r = arg;
+    core_t *c = r->c;
+    uint64_t tid = (uint64_t)sqlite3_column_int64(s, 0);
+    const char *job = col_text(s, 1);
+    if (!job || !col_text(s, 2) || !col_text(s, 3))
+        return 0;
+    if (sqlite3_column_type(s, 6) == SQLITE_NULL) {
+        bl_error("recovery: stage-out %ju: its job %s is unknown: it cannot be made durable",
+                 (uintmax_t)tid, job);
+        state_put(c->st, ST_XFER_NOT_DURABLE, "si", "not durable: its job is unknown",
+                  (int64_t)tid);
+        return 0;
+    }
+    job_t *j = hmap_get(c->jobs, job);
+    uid_t uid = (uid_t)sqlite3_column_int64(s, 6);
+    gid_t gid = (gid_t)sqlite3_column_int64(s, 7);
+    mover_spec_t spec = {
+        .tid = tid, .job = job, .weight = j ? core_job_weight(c, j) : 1.0, .uid = uid,
+        .gid = gid, .user = col_text(s, 8), .stage_out = true,
+        .directory = !strcmp(col_text(s, 4), "directory"), .src = col_text(s, 2),
+        .dst = col_text(s, 3), .resync = true, .done_at = col_real(s, 5),
+    };
+    if (mover_submit(c->mover, &spec) < 0) {
+        bl_error("recovery: stage-out %ju: %s (left to the next start)", (uintmax_t)tid,
+                 strerror(errno));
+        return 0;
+    }
+    bl_info("recovery: stage-out %ju of job %s was done but not yet durable: made durable "
+            "again from %s", (uintmax_t)tid, job, spec.src);
+    r->n++;
+    if (!j && strlen(job) < sizeof(r->ended[0].job)) {
+        for (int i = 0; i < r->nended; i++)
+            if (!strcmp(r->ended[i].job, job))
+                return 0;
+        ended_job_t *v = realloc(r->ended, (size_t)(r->nended + 1) * sizeof(*v));
+        if (!v)
+            return 0;
+        r->ended = v;
+        snprintf(v[r->nended].job, sizeof(v[r->nended].job), "%s", job);
+        v[r->nended].uid = uid;
+        v[r->nended].gid = gid;
+        r->nended++;
+    }
+    return 0;
+}
+
+static void recover_durability(core_t *c)
+{
+    resync_t r = { .c = c };
+    char path[1200];
+    struct stat st;
+
+    state_query(c->st, rec_syncing, &r,
+                "SELECT t.id,t.job_id,t.source,t.destination,t.type,t.finished,j.uid,j.gid,"
+                "j.user FROM transfers t LEFT JOIN jobs j ON j.id=t.job_id WHERE t.durable=0"
+                " AND t.state='done' AND t.kind='stage_out' ORDER BY t.id", NULL);
+    /* jobs that ended: their buffer directories (the allocation is gone: every
+     * mount is looked at) go once their stage-outs are durable */
+    for (int k = 0; k < r.nended; k++) {
+        const ended_job_t *e = &r.ended[k];
+        for (int i = 0; dir_name_ok(e->job, true) && i < c->nnodes; i++) {
+            bool seen = false;
+            for (int p = 0; p < i && !seen; p++)
+                seen = !strcmp(c->nodes[p].mount, c->nodes[i].mount);
+            if (seen)
+                continue;
+            snprintf(path, sizeof(path), "%s/%s", c->nodes[i].mount, e->job);
+            if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode)
+                && mover_rmtree(c->mover, e->job, path, e->uid, e->gid) < 0)
+                bl_warning("teardown of %s: %s", path, strerror(errno));
+        }
+        mover_job_end(c->mover, e->job);
+    }
+    if (r.n)
+        bl_info("recovery: %d stage-out(s) to make durable again", r.n);
+    free(r.ended);
+}
+
 /* Timer: results of the mover, transfers whose start has come, weights. */
 static void mover_tick(core_t *c, double wall)
 {
@@ -2028,6 +2185,10 @@ static void mover_tick(core_t *c, double wall)
     int nd = 0;
 
     mover_poll(c->mover, on_mover_report, c);
+    if (!c->durability_recovered) {
+        c->durability_recovered = true;
+        recover_durability(c);
+    }
     bool mover_mode = !strcmp(c->cfg->stage_mode, "mover");
     for (void *it = hmap_first(c->xfers, &v); it; it = hmap_next(c->xfers, it, &v)) {
         xfer_t *x = v;
@@ -2203,14 +2364,15 @@ json_t *core_phase_json_closing(core_t *c, phase_t *p)
 
 json_t *core_xfer_json(core_t *c, xfer_t *x)
 {
-    return json_pack("{s:I s:s s:s s:s s:s s:s s:s s:o s:I s:o s:o s:o s:o}", "id",
+    return json_pack("{s:I s:s s:s s:s s:s s:s s:s s:o s:I s:o s:o s:o s:o s:b}", "id",
                      (json_int_t)x->id, "job", x->job_id, "kind", x->kind, "source", x->source,
                      "destination", x->destination, "type", x->type, "state",
                      xfer_state_name(x->state), "bytes_total",
                      x->bytes_total >= 0 ? json_integer(x->bytes_total) : json_null(),
                      "bytes_done", (json_int_t)x->bytes_done, "message",
                      x->message ? json_string(x->message) : json_null(), "requested",
-                     jnum(x->requested), "start", jnum(x->start), "finished", jnum(x->finished));
+                     jnum(x->requested), "start", jnum(x->start), "finished", jnum(x->finished),
+                     "durable", x->durable == 1);
 }
 
 static const char *stage_summary(job_t *j, const char *kind)

@@ -94,6 +94,8 @@ typedef struct {
     char *message;
     double requested, start, finished;
     bool in_mover;              /* handed to the data mover (stage.mode: mover) */
+    int durable;                /* -1: no fsync promised (NULL); 0: done, its fsyncs
+                                   going on; 1: on disk (fsync'd) */
 } xfer_t;
 
 typedef enum { JOB_REGISTERED, JOB_RUNNING, JOB_ENDED } job_state_t;
@@ -175,6 +177,8 @@ struct core {
     core_notify_f notify;
     void *notify_arg;
     mover_t *mover;             /* borrowed (bbmgrd.c owns it); NULL: none */
+    bool durability_recovered;  /* stage-outs done but not durable at the start: handed
+                                   to the mover (at its first tick) */
     /* counters for /metrics */
     uint64_t n_granted, n_finished, n_expired, n_requested;
     double bytes_finished, stall_seconds;

@@ -12,14 +12,20 @@
  *             the first chunk of a file opens the source and creates
  *             ".<name>.harmonia-partial-<tid>" in the destination directory
  *             (the chunk of a one-chunk file also does that file's FILE work)
- *   FILE      the last chunk is done: verify (re-read + checksums of the source
- *             read, or size), mode, owner, times; not durable: rename into place;
- *             durable: the file waits, open, in the transfer's sync queue
- *   SYNC      durable transfers (stage-out, stage-in into a persistent buffer or
- *             with mover.durable_stage_in): a batch of up to SYNC_FILES verified
- *             files: write back, fsync each, then rename each into place
+ *             (with verify checksum each block is read back and compared as soon
+ *             as it is written)
+ *   FILE      the last chunk is done: verify (size; every byte read back), check
+ *             the source is unchanged, mode, owner, times; then rename into place,
+ *             or (fsync'd before done) the file waits, open, in the sync queue
+ *   SYNC      transfers fsync'd before done (stage-in into a persistent buffer or
+ *             with mover.durable_stage_in, stage-out with durable_before_done): a
+ *             batch of up to SYNC_FILES verified files: write back, fsync each,
+ *             then rename each into place
  *   FINISH    every file is in place: directory attributes, fsync of directories
- *             (durable transfers)
+ *             (transfers fsync'd before done).  The transfer is then done.
+ *   DURABLE   stage-outs (not durable_before_done), after done: write back and
+ *             fsync every file, then every directory, of the destination; then the
+ *             transfer is durable, and only then may its source be removed
  *   ABORT     failed or cancelled: close and remove the partial files
  *   RMTREE    teardown of a buffer directory
  *
@@ -51,6 +57,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <linux/ioprio.h>
+
 #include "libhsched/hs_sfq.h"
 #include "checksum.h"
 #include "hmap.h"
@@ -69,7 +77,9 @@
 #define BOOT_MARGIN 5               /* s: uncertainty of the boot time (quick check) */
 
 typedef enum { V_CHECKSUM, V_SIZE, V_NONE } verify_t;
-typedef enum { T_PREPARE, T_CHUNK, T_FILE, T_SYNC, T_FINISH, T_ABORT, T_RMTREE } task_kind_t;
+typedef enum {
+    T_PREPARE, T_CHUNK, T_FILE, T_SYNC, T_FINISH, T_DURABLE, T_ABORT, T_RMTREE
+} task_kind_t;
 typedef enum { E_DIR, E_FILE, E_LINK } etype_t;
 
 typedef struct {
@@ -84,6 +94,7 @@ typedef struct {
     char *rel;                  /* relative to the roots; "" for the root itself */
     struct stat st;             /* lstat of the source at the walk */
     bool made;                  /* directory created by this transfer */
+    bool skipped;               /* file already complete at the destination */
 } entry_t;
 
 typedef struct mxfer mxfer_t;
@@ -95,8 +106,7 @@ typedef struct mfile {
     const entry_t *e;
     char *src, *dst, *tmp;
     uint32_t nchunks, done;     /* done: under m->lock */
-    uint64_t *sums;             /* checksum of each block of each chunk as read from
-                                   the source: [chunk * m->bpc + block] */
+    uint64_t verified;          /* bytes written and read back matching (atomic) */
     pthread_mutex_t lock;       /* opening */
     int sfd, dfd;
     bool opened;
@@ -134,6 +144,7 @@ struct mjob {
     int nactive;                /* transfers not yet final */
     int nxfers;                 /* transfers not yet forgotten */
     bool ended;
+    bool flow_removed;          /* its SFQ flow is gone */
     task_t *deferred;           /* RMTREE waiting for nactive == 0 */
 };
 
@@ -141,7 +152,16 @@ struct mxfer {
     uint64_t tid;
     mjob_t *job;
     bool stage_out, directory;
-    bool durable;               /* fsync the copies (batched) before they are renamed */
+    bool sync_each;             /* fsync the copies (batched) before they are renamed,
+                                   and the directories before done */
+    bool sync_after;            /* fsync the files and directories after done (T_DURABLE):
+                                   stage-outs without durable_before_done, recoveries */
+    bool resync;                /* recovery of a done stage-out (mover_spec_t) */
+    bool dst_only;              /* resync whose source is gone: fsync the destination */
+    double done_at;
+    bool copied;                /* sync_after: every file in place, FINISH done */
+    bool done_reported;         /* ... and reported (MV_DONE_SYNCING) */
+    bool durable_queued, durable_done, durable_failed;
     char *src, *dst;
     char *user;
     ident_t id;
@@ -175,7 +195,8 @@ struct mxfer {
 typedef struct {
     mover_t *m;
     pthread_t thr;
-    unsigned char *buf;
+    unsigned char *buf;         /* a chunk (copy_file_range fallback) or a block */
+    unsigned char *rbuf;        /* verify checksum: a block read back from the copy */
 } worker_t;
 
 struct mover {
@@ -196,13 +217,17 @@ struct mover {
     worker_t *w;
     int nthreads, busy;
     uint64_t chunk;
-    uint32_t bpc;               /* checksum blocks per chunk */
     int backlog;                /* chunks kept queued per transfer */
     verify_t verify;
     cksum_alg_t alg;
     double rate, tnext;
     bool root;                  /* can act as other users */
     bool durable_in;            /* mover.durable_stage_in */
+    bool durable_out;           /* mover.durable_before_done */
+    task_t *rmwait;             /* RMTREE waiting for stage-outs from under its path */
+    char **kept;                /* sources of stage-outs that could not be made durable:
+                                   never removed */
+    int nkept;
     char **pbufs;               /* "<mount>/persistent/" of every node set */
     int npbufs;
     time_t boot;                /* wall-clock time of the boot */
@@ -254,12 +279,35 @@ static int tfail(task_t *t, int err, const char *path, const char *what)
     return -1;
 }
 
+/* A file copied to an existing directory goes into it under its own name (as cp). */
+static int dst_into_dir(task_t *t, mxfer_t *x)
+{
+    const char *b = strrchr(x->src, '/');
+    char *nd = pjoin(x->dst, b ? b + 1 : x->src);
+    if (!nd)
+        return tfail(t, ENOMEM, x->dst, "path");
+    free(x->dst);
+    x->dst = nd;
+    return 0;
+}
+
 static int tfailmsg(task_t *t, const char *path, const char *what)
 {
     if (!t->msg)
         t->msg = xprintf("%s %s: %s", kind_name(t->x), path, what);
     t->ok = false;
     return -1;
+}
+
+/* The identity this thread acts as (valid: set by become() and not changed since:
+ * only become() changes it), so that consecutive tasks of one user cost no syscall. */
+static __thread ident_t cur_id;
+static __thread bool cur_valid;
+
+static bool ident_eq(const ident_t *a, const ident_t *b)
+{
+    return a->uid == b->uid && a->gid == b->gid && a->ngroups == b->ngroups
+           && !memcmp(a->groups, b->groups, (size_t)a->ngroups * sizeof(gid_t));
 }
 
 /* Act as id for file access (this thread only: setfsuid/setfsgid and a raw
@@ -273,6 +321,9 @@ static int become(mover_t *m, const ident_t *id)
         }
         return 0;
     }
+    if (cur_valid && ident_eq(&cur_id, id))
+        return 0;
+    cur_valid = false;
     if (syscall(SYS_setgroups, (size_t)id->ngroups, id->groups) < 0)
         return -1;
     setfsgid(id->gid);
@@ -281,6 +332,11 @@ static int become(mover_t *m, const ident_t *id)
     setfsuid(id->uid);
     if ((uid_t)setfsuid((uid_t)-1) != id->uid)
         goto eperm;
+    cur_id.uid = id->uid;
+    cur_id.gid = id->gid;
+    cur_id.ngroups = id->ngroups;
+    memcpy(cur_id.groups, id->groups, (size_t)id->ngroups * sizeof(gid_t));
+    cur_valid = true;
     return 0;
 eperm:
     errno = EPERM;
@@ -368,7 +424,6 @@ static void mfile_free(mfile_t *f)
     free(f->src);
     free(f->dst);
     free(f->tmp);
-    free(f->sums);
     free(f->open_msg);
     pthread_mutex_destroy(&f->lock);
     free(f);
@@ -462,8 +517,7 @@ static void feed(mover_t *m, mxfer_t *x)
             f->sfd = f->dfd = -1;
             f->nchunks = size ? (uint32_t)((size + m->chunk - 1) / m->chunk) : 1;
             if (!(f->src = pjoin(x->src, e->rel)) || !(f->dst = pjoin(x->dst, e->rel))
-                || !(f->tmp = tmp_name(f->dst, x->tid, x->files[x->next_file]))
-                || !(f->sums = calloc((size_t)f->nchunks * m->bpc, sizeof(uint64_t)))) {
+                || !(f->tmp = tmp_name(f->dst, x->tid, x->files[x->next_file]))) {
                 mfile_free(f);
                 goto nomem;
             }
@@ -518,12 +572,65 @@ static void dispatch(mover_t *m)
     }
 }
 
+static bool path_under(const char *path, const char *root)
+{
+    size_t n = strlen(root);
+    while (n > 1 && root[n - 1] == '/')
+        n--;
+    return !strncmp(path, root, n) && (path[n] == '\0' || path[n] == '/');
+}
+
+/* A stage-out needs its source while it copies, and until it is durable: a crash
+ * before then makes the next start copy again from it. */
+static bool holds_source(const mxfer_t *x)
+{
+    return x->stage_out && !x->aborting && !x->final;
+}
+
+/* The teardown t runs now (FIFO), waits in m->rmwait while a stage-out holds a
+ * source under its path, or never runs if a stage-out from under its path could
+ * not be made durable (its data may exist only there). */
+static void rm_release(mover_t *m, task_t *t)
+{
+    void *v;
+    for (int i = 0; i < m->nkept; i++)
+        if (path_under(m->kept[i], t->path)) {
+            bl_warning("teardown: %s is kept: the stage-out from %s could not be made "
+                       "durable (remove it by hand once the data is safe)", t->path,
+                       m->kept[i]);
+            task_free(t);
+            return;
+        }
+    for (void *it = hmap_first(m->xfers, &v); it; it = hmap_next(m->xfers, it, &v)) {
+        const mxfer_t *x = v;
+        if (holds_source(x) && (path_under(x->src, t->path) || path_under(t->path, x->src))) {
+            bl_debug("teardown: %s waits for stage-out %ju to be durable", t->path,
+                     (uintmax_t)x->tid);
+            t->next = m->rmwait;
+            m->rmwait = t;
+            return;
+        }
+    }
+    fifo_push(m, t);
+}
+
+static void rm_recheck(mover_t *m)
+{
+    task_t *l = m->rmwait;
+    m->rmwait = NULL;
+    while (l) {
+        task_t *t = l;
+        l = t->next;
+        rm_release(m, t);
+    }
+}
+
 static void job_release_deferred(mover_t *m, mjob_t *j)
 {
     while (j->deferred) {
         task_t *t = j->deferred;
         j->deferred = t->next;
-        fifo_push(m, t);
+        rm_release(m, t);
     }
 }
 
@@ -564,17 +671,53 @@ static void xfer_check(mover_t *m, mxfer_t *x)
         }
         if (!x->finish_done || x->pending > 0)
             return;
-        x->result = MV_DONE;
+        if (x->sync_after) {
+            /* done: every file is complete, verified and in place; now the fsyncs */
+            if (!x->durable_queued) {
+                task_t *t = task_new(T_DURABLE, x);
+                if (!t) {
+                    x->durable_failed = true;
+                    free(x->msg);
+                    x->msg = strdup("out of memory");
+                } else {
+                    x->copied = true;
+                    if (!x->resync)
+                        m->st.done++;
+                    x->durable_queued = true;
+                    x->pending++;
+                    tq_push(&m->shead, &m->stail, &m->scond, t);
+                    return;
+                }
+            }
+            if (!x->durable_done && !x->durable_failed)
+                return;     /* (stopped: left to the next start) */
+            x->result = x->durable_done ? MV_DONE : MV_FAILED;
+        } else {
+            x->result = MV_DONE;
+        }
     }
     x->final = true;
-    if (x->result == MV_DONE)
-        m->st.done++;
-    else if (x->result == MV_FAILED)
+    if (x->result == MV_DONE) {
+        if (!x->sync_after)
+            m->st.done++;
+    } else if (x->result == MV_FAILED) {
         m->st.failed++;
-    else
+    } else {
         m->st.cancelled++;
+    }
+    if (x->result != MV_DONE && x->stage_out && (x->copied || x->resync)) {
+        /* the copy was done, but may not be on disk: its source stays */
+        char **v = realloc(m->kept, (size_t)(m->nkept + 1) * sizeof(char *));
+        if (v && (v[m->nkept] = strdup(x->src))) {
+            m->kept = v;
+            m->nkept++;
+        } else if (v) {
+            m->kept = v;
+        }
+    }
     if (--x->job->nactive == 0)
         job_release_deferred(m, x->job);
+    rm_recheck(m);
 }
 
 /* A file is finished (installed under its final name, or failed and removed). */
@@ -677,6 +820,17 @@ static void task_done(mover_t *m, task_t *t)
         if (t->ok)
             x->finish_done = true;
         break;
+    case T_DURABLE:
+        if (t->skipped)
+            break;      /* stopped: the next start makes it durable */
+        if (t->ok) {
+            x->durable_done = true;
+        } else {
+            x->durable_failed = true;
+            free(x->msg);
+            x->msg = t->msg ? strdup(t->msg) : NULL;
+        }
+        break;
     case T_ABORT:
         x->abort_done = true;
         break;
@@ -723,16 +877,18 @@ static int note_special(mxfer_t *x, const char *path)
     return 0;
 }
 
-static int walk_dir(task_t *t, const char *rel)
+/* Walk the tree at root (the source; the destination for a recovery whose source
+ * is gone) from rel. */
+static int walk_dir(task_t *t, const char *root, const char *rel)
 {
     mxfer_t *x = t->x;
-    char *dpath = pjoin(x->src, rel);
+    char *dpath = pjoin(root, rel);
     DIR *d = NULL;
     struct dirent *de;
     int rc = -1;
 
     if (!dpath)
-        return tfail(t, ENOMEM, x->src, "walk");
+        return tfail(t, ENOMEM, root, "walk");
     if (!(d = opendir(dpath))) {
         tfail(t, errno, dpath, "open directory");
         goto out;
@@ -749,7 +905,7 @@ static int walk_dir(task_t *t, const char *rel)
         if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
             continue;
         char *crel = *rel ? xprintf("%s/%s", rel, de->d_name) : strdup(de->d_name);
-        char *cpath = crel ? pjoin(x->src, crel) : NULL;
+        char *cpath = crel ? pjoin(root, crel) : NULL;
         struct stat st;
         int r = 0;
         if (!crel || !cpath) {
@@ -762,7 +918,7 @@ static int walk_dir(task_t *t, const char *rel)
             r = tfail(t, errno, cpath, "stat");
         else if (S_ISDIR(st.st_mode))
             r = ents_add(x, E_DIR, crel, &st) < 0 ? tfail(t, ENOMEM, cpath, "walk")
-                                                  : walk_dir(t, crel);
+                                                  : walk_dir(t, root, crel);
         else if (S_ISREG(st.st_mode)) {
             if (faccessat(AT_FDCWD, cpath, R_OK, AT_EACCESS) < 0)
                 r = tfail(t, errno, cpath, "not readable by the job's user");
@@ -824,10 +980,15 @@ static int make_dir(task_t *t, entry_t *e, const char *path)
     return 0;
 }
 
-static void set_owner(mxfer_t *x, const entry_t *e, int fd, const char *path, int flags)
+/* have: the current owner when known (NULL: unknown), to skip a chown that
+ * would change nothing */
+static void set_owner(mxfer_t *x, const entry_t *e, int fd, const char *path, int flags,
+                      const struct stat *have)
 {
     uid_t uid = x->stage_out ? e->st.st_uid : x->id.uid;
     gid_t gid = x->stage_out ? e->st.st_gid : x->id.gid;
+    if (have && have->st_uid == uid && have->st_gid == gid)
+        return;
     int rc = fd >= 0 ? fchown(fd, uid, gid) : fchownat(AT_FDCWD, path, uid, gid, flags);
     /* stage-out as the user: a buffer file owned by someone else stays the user's */
     if (rc < 0 && errno != EPERM)
@@ -855,7 +1016,7 @@ static int make_link(task_t *t, const entry_t *e, const char *src, const char *d
         free(tmp);
         return -1;
     }
-    set_owner(t->x, e, -1, tmp, AT_SYMLINK_NOFOLLOW);
+    set_owner(t->x, e, -1, tmp, AT_SYMLINK_NOFOLLOW, NULL);
     utimensat(AT_FDCWD, tmp, ts, AT_SYMLINK_NOFOLLOW);
     if (rename(tmp, dst) < 0) {
         tfail(t, errno, dst, "rename");
@@ -869,19 +1030,53 @@ static int make_link(task_t *t, const entry_t *e, const char *src, const char *d
 
 /* A complete copy from an earlier run (a restart): a final name only ever holds a
  * verified copy whose mtime was set from the source last, so the same size, mtime
- * and mode mean the same content (the quick check rsync makes).  A stage-in copy
- * may not have been fsync'd (mover.durable_stage_in false): it is trusted only if
- * its inode changed after the boot (ctime), so that a copy whose data a crash of
- * the machine may have lost is made again.  Stage-out copies are always durable. */
-static bool already_there(const mover_t *m, const mxfer_t *x, const entry_t *e,
-                          const char *dst)
+ * and mode mean the same content (the quick check rsync makes).  A copy is renamed
+ * before its fsync unless the transfer is fsync'd before done, so it is trusted
+ * only if its inode changed after the boot (ctime): a copy whose data a crash of
+ * the machine may have lost is made again.  (After a crash of bbmgrd alone the
+ * page cache still holds what the kernel did not write yet.) */
+static bool already_there(const mover_t *m, const entry_t *e, const char *dst)
 {
     struct stat st;
     return lstat(dst, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == e->st.st_size
-           && (x->stage_out || st.st_ctim.tv_sec > m->boot + BOOT_MARGIN)
+           && st.st_ctim.tv_sec > m->boot + BOOT_MARGIN
            && st.st_mtim.tv_sec == e->st.st_mtim.tv_sec
            && st.st_mtim.tv_nsec == e->st.st_mtim.tv_nsec
            && (st.st_mode & 07777) == (e->st.st_mode & 07777);
+}
+
+/* A recovery whose source is gone (same boot): walk the destination; nothing is
+ * copied, T_DURABLE fsyncs what is there. */
+static int prepare_dst_only(mover_t *m, task_t *t)
+{
+    mxfer_t *x = t->x;
+    struct stat st;
+    int64_t total = 0;
+
+    bl_warning("mover: transfer %ju: recovery: %s is gone; the destination %s, written in "
+               "this boot, is made durable as it is", (uintmax_t)x->tid, x->src, x->dst);
+    x->dst_only = true;
+    if (stat(x->dst, &st) < 0)
+        return tfail(t, errno, x->dst, "stat");
+    if (S_ISDIR(st.st_mode) && !x->directory) {
+        if (dst_into_dir(t, x) < 0)
+            return -1;
+        if (stat(x->dst, &st) < 0)
+            return tfail(t, errno, x->dst, "stat");
+    }
+    if (ents_add(x, S_ISDIR(st.st_mode) ? E_DIR : E_FILE, "", &st) < 0)
+        return tfail(t, ENOMEM, x->dst, "walk");
+    if (S_ISDIR(st.st_mode) && walk_dir(t, x->dst, "") < 0)
+        return -1;
+    for (int i = 0; i < x->nents; i++)
+        if (x->ents[i].type == E_FILE)
+            total += x->ents[i].st.st_size;
+    x->nspecial = 0;
+    pthread_mutex_lock(&m->lock);
+    x->total = total;
+    x->done = total;
+    pthread_mutex_unlock(&m->lock);
+    return 0;
 }
 
 static int run_prepare(mover_t *m, task_t *t)
@@ -894,14 +1089,23 @@ static int run_prepare(mover_t *m, task_t *t)
     if (become(m, &x->id) < 0)
         return tfailmsg(t, x->src, m->root ? "cannot act as the job's user"
                                            : "bbmgrd is not root: cannot act as the job's user");
-    if (stat(x->src, &st) < 0)
-        return tfail(t, errno, x->src, "stat");
+    if (stat(x->src, &st) < 0) {
+        if (!x->resync || errno != ENOENT)
+            return tfail(t, errno, x->src, "stat");
+        /* a recovery whose source is gone: the page cache of this boot still has
+         * what the copy wrote, so the destination as it is can be made durable;
+         * after a reboot it may have lost data, and nothing can tell */
+        if (!(x->done_at > (double)(m->boot + BOOT_MARGIN)))
+            return tfailmsg(t, x->src, "gone, and the machine restarted since the stage-out "
+                                       "was done: its copy cannot be checked");
+        return prepare_dst_only(m, t);
+    }
     if (x->directory) {
         if (!S_ISDIR(st.st_mode))
             return tfailmsg(t, x->src, "not a directory (type is directory)");
         if (ents_add(x, E_DIR, "", &st) < 0)
             return tfail(t, ENOMEM, x->src, "walk");
-        if (walk_dir(t, "") < 0)
+        if (walk_dir(t, x->src, "") < 0)
             return -1;
     } else {
         struct stat dst;
@@ -911,14 +1115,8 @@ static int run_prepare(mover_t *m, task_t *t)
                                            : "not a regular file");
         if (faccessat(AT_FDCWD, x->src, R_OK, AT_EACCESS) < 0)
             return tfail(t, errno, x->src, "not readable by the job's user");
-        if (stat(x->dst, &dst) == 0 && S_ISDIR(dst.st_mode)) {
-            const char *b = strrchr(x->src, '/');
-            char *nd = pjoin(x->dst, b ? b + 1 : x->src);
-            if (!nd)
-                return tfail(t, ENOMEM, x->dst, "path");
-            free(x->dst);
-            x->dst = nd;
-        }
+        if (stat(x->dst, &dst) == 0 && S_ISDIR(dst.st_mode) && dst_into_dir(t, x) < 0)
+            return -1;
         if (ents_add(x, E_FILE, "", &st) < 0)
             return tfail(t, ENOMEM, x->src, "walk");
     }
@@ -940,7 +1138,7 @@ static int run_prepare(mover_t *m, task_t *t)
             r = make_link(t, e, s, d);
         else {
             total += e->st.st_size;
-            if (already_there(m, x, e, d))
+            if ((e->skipped = already_there(m, e, d)))
                 skipped += e->st.st_size;
             else
                 x->files[x->nfiles++] = i;
@@ -989,13 +1187,19 @@ static int file_open(mover_t *m, task_t *t, mfile_t *f)
         goto fail;
     }
     posix_fadvise(f->sfd, 0, 0, POSIX_FADV_SEQUENTIAL);
-    if (unlink(f->tmp) < 0 && errno != ENOENT) {
-        rc = tfail(t, errno, f->tmp, "remove a stale partial file");
-        goto fail;
-    }
-    if ((f->dfd = open(f->tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600)) < 0) {
-        rc = tfail(t, errno, f->dst, "create");
-        goto fail;
+    /* a stale partial file (of a run cut by a crash) is removed first */
+    for (int tries = 0;; tries++) {
+        f->dfd = open(f->tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (f->dfd >= 0)
+            break;
+        if (errno != EEXIST || tries > 0) {
+            rc = tfail(t, errno, f->dst, "create");
+            goto fail;
+        }
+        if (unlink(f->tmp) < 0 && errno != ENOENT) {
+            rc = tfail(t, errno, f->tmp, "remove a stale partial file");
+            goto fail;
+        }
     }
     f->tmp_made = true;
     goto out;
@@ -1067,7 +1271,7 @@ static void start_writeback(int fd, uint64_t off, uint64_t len)
     sync_file_range(fd, (off_t)off, (off_t)len, SYNC_FILE_RANGE_WRITE);
 }
 
-static int file_complete(mover_t *m, worker_t *w, task_t *t);
+static int file_complete(mover_t *m, task_t *t);
 static void file_cleanup(mfile_t *f);
 
 static int copy_chunk(mover_t *m, worker_t *w, task_t *t)
@@ -1076,20 +1280,29 @@ static int copy_chunk(mover_t *m, worker_t *w, task_t *t)
     mxfer_t *x = t->x;
 
     if (m->verify == V_CHECKSUM) {
-        uint64_t *sum = &f->sums[(size_t)t->ci * m->bpc];
         /* the whole chunk is read ahead at once: the blocks are read in small
          * preads, and the chunks of one file read by several workers at once would
          * defeat the kernel's sequential read-ahead */
         if (t->len > VBLOCK)
             posix_fadvise(f->sfd, (off_t)t->off, (off_t)t->len, POSIX_FADV_WILLNEED);
-        for (uint64_t done = 0; done < t->len; done += VBLOCK, sum++) {
-            uint64_t len = t->len - done < VBLOCK ? t->len - done : VBLOCK;
-            if (read_full(f->sfd, w->buf, len, t->off + done) < 0)
+        for (uint64_t done = 0; done < t->len; done += VBLOCK) {
+            uint64_t off = t->off + done, len = t->len - done < VBLOCK ? t->len - done : VBLOCK;
+            if (read_full(f->sfd, w->buf, len, off) < 0)
                 return tfail(t, errno, f->src, errno == ENODATA ? "shrank during the transfer"
                                                                 : "read");
-            *sum = cksum(m->alg, w->buf, len);
-            if (write_full(f->dfd, w->buf, len, t->off + done) < 0)
+            uint64_t sum = cksum(m->alg, w->buf, len);
+            if (write_full(f->dfd, w->buf, len, off) < 0)
                 return tfail(t, errno, f->dst, "write");
+            /* read the block back from the copy at the offset it was meant for, while
+             * the data is still in the CPU's cache, into a buffer of its own */
+            if (read_full(f->dfd, w->rbuf, len, off) < 0)
+                return tfail(t, errno == ENODATA ? EIO : errno, f->dst, "read back");
+            if (cksum(m->alg, w->rbuf, len) != sum) {
+                char what[96];
+                snprintf(what, sizeof(what), "checksum mismatch at offset %ju", (uintmax_t)off);
+                return tfailmsg(t, f->dst, what);
+            }
+            __atomic_add_fetch(&f->verified, len, __ATOMIC_RELAXED);
         }
     } else {
         /* no checksum to compute: let the kernel copy */
@@ -1116,9 +1329,9 @@ static int copy_chunk(mover_t *m, worker_t *w, task_t *t)
             left -= (uint64_t)n;
         }
     }
-    /* durable: start writing back now, so that the device writes while the next
-     * chunks are read and the fsync finds little left to do */
-    if (x->durable)
+    /* fsync'd before done: start writing back now, so that the device writes while
+     * the next chunks are read and the fsync finds little left to do */
+    if (x->sync_each)
         start_writeback(f->dfd, t->off, t->len);
     return 0;
 }
@@ -1148,7 +1361,7 @@ static int run_chunk(mover_t *m, worker_t *w, task_t *t)
     if (f->nchunks == 1) {
         /* a small file: its FILE work here, without another hand-off */
         t->file_done = true;
-        if (file_complete(m, w, t) < 0) {
+        if (file_complete(m, t) < 0) {
             file_cleanup(f);
             return -1;
         }
@@ -1169,39 +1382,20 @@ static void file_cleanup(mfile_t *f)
     f->tmp_made = false;
 }
 
-/* Verify the copy: its size, and with verify checksum the checksum of every chunk
- * read back from the copy against the one computed from the source read. */
-static int verify_copy(mover_t *m, worker_t *w, task_t *t, mfile_t *f)
+/* Verify the copy once every chunk is written: its size (verify size and
+ * checksum), and with verify checksum that every byte was read back and matched
+ * (each block was, right after its write: copy_chunk()).  st: fstat of the copy. */
+static int verify_copy(mover_t *m, task_t *t, mfile_t *f, const struct stat *st)
 {
     const entry_t *e = f->e;
-    struct stat st;
 
     if (m->verify == V_NONE)
         return 0;
-    if (fstat(f->dfd, &st) < 0)
-        return tfail(t, errno, f->dst, "stat");
-    if (st.st_size != e->st.st_size)
+    if (st->st_size != e->st.st_size)
         return tfailmsg(t, f->dst, "size of the copy differs from the source");
-    if (m->verify != V_CHECKSUM)
-        return 0;
-    uint64_t size = (uint64_t)e->st.st_size;
-    posix_fadvise(f->dfd, 0, 0, POSIX_FADV_SEQUENTIAL);
-    for (uint32_t i = 0; i < f->nchunks && size > 0; i++) {
-        uint64_t coff = (uint64_t)i * m->chunk, clen = size - coff;
-        const uint64_t *sum = &f->sums[(size_t)i * m->bpc];
-        if (clen > m->chunk)
-            clen = m->chunk;
-        for (uint64_t done = 0; done < clen; done += VBLOCK, sum++) {
-            uint64_t off = coff + done, len = clen - done < VBLOCK ? clen - done : VBLOCK;
-            if (read_full(f->dfd, w->buf, len, off) < 0)
-                return tfail(t, errno == ENODATA ? EIO : errno, f->dst, "read back");
-            if (cksum(m->alg, w->buf, len) != *sum) {
-                char what[96];
-                snprintf(what, sizeof(what), "checksum mismatch at offset %ju", (uintmax_t)off);
-                return tfailmsg(t, f->dst, what);
-            }
-        }
-    }
+    if (m->verify == V_CHECKSUM
+        && __atomic_load_n(&f->verified, __ATOMIC_RELAXED) != (uint64_t)e->st.st_size)
+        return tfailmsg(t, f->dst, "not every block of the copy was verified");
     return 0;
 }
 
@@ -1222,36 +1416,40 @@ static int file_install(task_t *t, mfile_t *f)
 /* Every chunk of f is written: verify, check the source is unchanged, owner, mode,
  * times.  Not durable: close and rename into place.  Durable: the file stays open
  * under its temporary name for a T_SYNC (fsync, then rename). */
-static int file_complete(mover_t *m, worker_t *w, task_t *t)
+static int file_complete(mover_t *m, task_t *t)
 {
     mfile_t *f = t->f;
     mxfer_t *x = t->x;
     const entry_t *e = f->e;
-    struct stat st;
+    struct stat st, dst;
     struct timespec ts[2] = { e->st.st_atim, e->st.st_mtim };
 
-    if (verify_copy(m, w, t, f) < 0)
+    if (fstat(f->dfd, &dst) < 0)
+        return tfail(t, errno, f->dst, "stat");
+    if (verify_copy(m, t, f, &dst) < 0)
         return -1;
     if (fstat(f->sfd, &st) < 0)
         return tfail(t, errno, f->src, "stat");
     if (st.st_size != e->st.st_size || st.st_mtim.tv_sec != e->st.st_mtim.tv_sec
         || st.st_mtim.tv_nsec != e->st.st_mtim.tv_nsec)
         return tfailmsg(t, f->src, "changed during the transfer");
-    set_owner(x, e, f->dfd, f->dst, 0);
-    if (fchmod(f->dfd, e->st.st_mode & 07777) < 0)
+    set_owner(x, e, f->dfd, f->dst, 0, &dst);
+    /* (after the chown, which clears set-user-ID and set-group-ID bits) */
+    if ((dst.st_mode & 07777) != (e->st.st_mode & 07777)
+        && fchmod(f->dfd, e->st.st_mode & 07777) < 0)
         return tfail(t, errno, f->dst, "chmod");
     if (futimens(f->dfd, ts) < 0)
         return tfail(t, errno, f->dst, "set times");
     close(f->sfd);
     f->sfd = -1;
-    if (x->durable) {
+    if (x->sync_each) {
         t->to_sync = true;
         return 0;
     }
     return file_install(t, f);
 }
 
-static int run_file(mover_t *m, worker_t *w, task_t *t)
+static int run_file(mover_t *m, task_t *t)
 {
     mfile_t *f = t->f;
     mxfer_t *x = t->x;
@@ -1262,7 +1460,7 @@ static int run_file(mover_t *m, worker_t *w, task_t *t)
     }
     if (__atomic_load_n(&x->aborting, __ATOMIC_ACQUIRE))
         goto fail;
-    if (file_complete(m, w, t) < 0)
+    if (file_complete(m, t) < 0)
         goto fail;
     return 0;
 fail:
@@ -1308,14 +1506,76 @@ fail:
     return t->ok ? 0 : -1;
 }
 
-/* ------------------------------------------------------------------ FINISH, ABORT */
-static void fsync_dir(const char *path)
+/* ------------------------------------------------------------------ FINISH, DURABLE, ABORT */
+/* Open a file or directory of the destination to fsync it, as the job's user (the
+ * calling thread acts as x->id).  -1 with errno when it cannot be opened, or with
+ * ENODEV when a file is no longer a regular file.  A directory the user made
+ * unreadable is opened by the daemon: opening one has no side effect. */
+static int sync_open(mover_t *m, mxfer_t *x, const char *path, bool dir)
 {
-    int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd >= 0) {
-        fsync(fd);
-        close(fd);
+    int flags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | (dir ? O_DIRECTORY : 0);
+    int fd = open(path, flags);
+    if (fd < 0 && dir && errno == EACCES && become(m, &m->self) == 0) {
+        fd = open(path, flags);
+        int e = errno;
+        if (become(m, &x->id) < 0 && fd >= 0) {
+            close(fd);
+            fd = -1;
+            e = EPERM;
+        }
+        errno = e;
     }
+    if (fd >= 0 && !dir) {
+        struct stat st;
+        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+            close(fd);
+            errno = ENODEV;
+            return -1;
+        }
+    }
+    return fd;
+}
+
+/* The user may remove, replace or lock away their own copy once it is done: then
+ * there is nothing of ours left to make durable at that path. */
+static bool changed_by_user(int err)
+{
+    return err == ENOENT || err == ENOTDIR || err == ELOOP || err == EACCES || err == EPERM
+           || err == ENODEV;
+}
+
+/* fsync path (a file, or a directory: dir).  0 when done or nothing to do (changed
+ * by the user); -1 (tfail) when the fsync failed. */
+static int sync_path(mover_t *m, task_t *t, const char *path, bool dir)
+{
+    int fd = sync_open(m, t->x, path, dir);
+    if (fd < 0) {
+        if (changed_by_user(errno)) {
+            bl_debug("mover: transfer %ju: not fsync'd, changed since the copy: %s: %s",
+                     (uintmax_t)t->x->tid, path, strerror(errno));
+            return 0;
+        }
+        return tfail(t, errno, path, "open to fsync");
+    }
+    int rc = fsync(fd);
+    int e = errno;
+    close(fd);
+    return rc < 0 ? tfail(t, e, path, "fsync") : 0;
+}
+
+/* fsync of the directory that holds dst (the transfer's top entry). */
+static int sync_parent(mover_t *m, task_t *t, const char *dst)
+{
+    char *parent = strdup(dst), *s;
+    int rc = 0;
+    if (!parent)
+        return tfail(t, ENOMEM, dst, "path");
+    if ((s = strrchr(parent, '/'))) {
+        s[s == parent ? 1 : 0] = '\0';
+        rc = sync_path(m, t, parent, true);
+    }
+    free(parent);
+    return rc;
 }
 
 static int run_finish(mover_t *m, task_t *t)
@@ -1323,34 +1583,117 @@ static int run_finish(mover_t *m, task_t *t)
     mxfer_t *x = t->x;
     if (become(m, &x->id) < 0)
         return tfail(t, errno, x->dst, "act as the job's user");
+    if (x->dst_only)
+        return 0;       /* a recovery of the destination alone: nothing to set */
+    /* fsync'd before done: files found complete at the start (a restart) were not
+     * copied now, and a run without fsync may have written them */
+    for (int i = 0; x->sync_each && i < x->nents; i++) {
+        entry_t *e = &x->ents[i];
+        if (e->type != E_FILE || !e->skipped)
+            continue;
+        char *f = pjoin(x->dst, e->rel);
+        int rc = f ? sync_path(m, t, f, false) : tfail(t, ENOMEM, x->dst, "path");
+        free(f);
+        if (rc < 0)
+            return -1;
+    }
     /* directories, deepest first; the root only if this transfer created it */
     for (int i = x->nents - 1; i >= 0; i--) {
         entry_t *e = &x->ents[i];
-        if (e->type != E_DIR || (!*e->rel && !e->made))
+        if (e->type != E_DIR)
+            continue;
+        bool attrs = *e->rel || e->made;
+        if (!attrs && !x->sync_each)
             continue;
         char *d = pjoin(x->dst, e->rel);
         struct timespec ts[2] = { e->st.st_atim, e->st.st_mtim };
         if (!d)
             return tfail(t, ENOMEM, x->dst, "path");
-        set_owner(x, e, -1, d, AT_SYMLINK_NOFOLLOW);
-        if (fchmodat(AT_FDCWD, d, e->st.st_mode & 07777, 0) < 0
-            || utimensat(AT_FDCWD, d, ts, AT_SYMLINK_NOFOLLOW) < 0) {
-            tfail(t, errno, d, "set attributes");
-            free(d);
-            return -1;
+        if (attrs) {
+            set_owner(x, e, -1, d, AT_SYMLINK_NOFOLLOW, NULL);
+            if (fchmodat(AT_FDCWD, d, e->st.st_mode & 07777, 0) < 0
+                || utimensat(AT_FDCWD, d, ts, AT_SYMLINK_NOFOLLOW) < 0) {
+                tfail(t, errno, d, "set attributes");
+                free(d);
+                return -1;
+            }
         }
-        if (x->durable)
-            fsync_dir(d);
+        int rc = x->sync_each ? sync_path(m, t, d, true) : 0;
         free(d);
+        if (rc < 0)
+            return -1;
     }
-    if (!x->durable)
-        return 0;
-    char *parent = strdup(x->dst), *s;
-    if (parent && (s = strrchr(parent, '/'))) {
-        s[s == parent ? 1 : 0] = '\0';
-        fsync_dir(parent);
+    return x->sync_each ? sync_parent(m, t, x->dst) : 0;
+}
+
+/* A stage-out is done (every file verified and under its final name): make it
+ * durable.  1. Start the write-back of every file, so that the device has the whole
+ * tree queued; 2. wait for the data of each (an error here is an fsync error: the
+ * kernel reports a write-back error once); 3. fsync each file: the first one
+ * commits the journal, which by then covers the others, so that one commit serves
+ * the tree instead of one per file; 4. fsync each directory, deepest first, and
+ * the destination's parent: the renames.  Files are reopened by their path (as the
+ * job's user, never following a symlink), so no descriptor is held from the copy
+ * to here.  Stops between files when the mover stops (the next start makes the
+ * transfer durable). */
+static int run_durable(mover_t *m, task_t *t)
+{
+    mxfer_t *x = t->x;
+    int nfiles = 0, ndirs = 0;
+    double t0 = mono(), tp[3];
+
+    if (become(m, &x->id) < 0)
+        return tfail(t, errno, x->dst, "act as the job's user");
+    for (int pass = 0; pass < 3; pass++) {
+        for (int i = 0; i < x->nents; i++) {
+            entry_t *e = &x->ents[i];
+            if (e->type != E_FILE)
+                continue;
+            if (__atomic_load_n(&m->stop, __ATOMIC_ACQUIRE)) {
+                t->skipped = true;
+                return 0;
+            }
+            char *f = pjoin(x->dst, e->rel);
+            int rc = 0, fd;
+            if (!f)
+                return tfail(t, ENOMEM, x->dst, "path");
+            if (pass == 2) {
+                rc = sync_path(m, t, f, false);
+                nfiles++;
+            } else if ((fd = sync_open(m, x, f, false)) >= 0) {
+                /* pass 0 takes no error: the next passes report them */
+                if (pass == 0)
+                    sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE);
+                else if (sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WAIT_BEFORE
+                                                       | SYNC_FILE_RANGE_WRITE
+                                                       | SYNC_FILE_RANGE_WAIT_AFTER) < 0)
+                    rc = tfail(t, errno, f, "write back");
+                close(fd);
+            }
+            free(f);
+            if (rc < 0)
+                return -1;
+        }
+        tp[pass] = mono();
     }
-    free(parent);
+    for (int i = x->nents - 1; i >= 0; i--) {
+        entry_t *e = &x->ents[i];
+        if (e->type != E_DIR)
+            continue;
+        char *d = pjoin(x->dst, e->rel);
+        int rc = d ? sync_path(m, t, d, true) : tfail(t, ENOMEM, x->dst, "path");
+        free(d);
+        if (rc < 0)
+            return -1;
+        ndirs++;
+    }
+    if (sync_parent(m, t, x->dst) < 0)
+        return -1;
+    double t1 = mono();
+    bl_debug("mover: transfer %ju durable: %d files and %d directories fsync'd in %.3f s "
+             "(write-back started %.3f s, data written %.3f s, files fsync'd %.3f s, "
+             "directories %.3f s)", (uintmax_t)x->tid, nfiles, ndirs + 1, t1 - t0,
+             tp[0] - t0, tp[1] - tp[0], tp[2] - tp[1], t1 - tp[2]);
     return 0;
 }
 
@@ -1409,8 +1752,9 @@ static void task_run(mover_t *m, worker_t *w, task_t *t)
     switch (t->kind) {
     case T_PREPARE: run_prepare(m, t); break;
     case T_CHUNK: run_chunk(m, w, t); break;
-    case T_FILE: run_file(m, w, t); break;
+    case T_FILE: run_file(m, t); break;
     case T_SYNC: run_sync(m, t); break;     /* (not reached: the syncer runs them) */
+    case T_DURABLE: run_durable(m, t); break;   /* (same) */
     case T_FINISH: run_finish(m, t); break;
     case T_ABORT: run_abort(m, t); break;
     case T_RMTREE: run_rmtree(m, t); break;
@@ -1454,7 +1798,20 @@ static void *syncer_main(void *arg)
         task_t *t = tq_pop(&m->shead, &m->stail);
         m->busy++;
         pthread_mutex_unlock(&m->lock);
-        run_sync(m, t);
+        if (t->kind == T_DURABLE) {
+            /* the write-back of done stage-outs yields the disk to the copies still
+             * running: I/O class idle for this thread (bios take the class of the
+             * thread that submits them).  Not forever: mq-deadline serves a waiting
+             * request after prio_aging_expire (10 s), BFQ the idle class every
+             * 200 ms; 'none' ignores classes. */
+            syscall(SYS_ioprio_set, IOPRIO_WHO_PROCESS, 0,
+                    IOPRIO_PRIO_VALUE(IOPRIO_CLASS_IDLE, 0));
+            run_durable(m, t);
+            syscall(SYS_ioprio_set, IOPRIO_WHO_PROCESS, 0,
+                    IOPRIO_PRIO_VALUE(IOPRIO_CLASS_BE, IOPRIO_NORM));
+        } else {
+            run_sync(m, t);
+        }
         pthread_mutex_lock(&m->lock);
         m->busy--;
         task_done(m, t);
@@ -1488,7 +1845,6 @@ mover_t *mover_create(const cfg_t *cfg, hu_error_t *err)
     pthread_cond_init(&m->cond, NULL);
     pthread_cond_init(&m->scond, NULL);
     m->chunk = cfg->mover_chunk;
-    m->bpc = (uint32_t)((m->chunk + VBLOCK - 1) / VBLOCK);
     m->verify = !strcmp(cfg->mover_verify, "checksum") ? V_CHECKSUM
                 : !strcmp(cfg->mover_verify, "size") ? V_SIZE : V_NONE;
     if (cksum_parse(cfg->mover_checksum, &m->alg) < 0) {
@@ -1501,6 +1857,7 @@ mover_t *mover_create(const cfg_t *cfg, hu_error_t *err)
     }
     m->rate = cfg->mover_max_rate;
     m->durable_in = cfg->mover_durable_stage_in;
+    m->durable_out = cfg->mover_durable_before_done;
     {
         struct timespec rt, bt;
         clock_gettime(CLOCK_REALTIME, &rt);
@@ -1548,7 +1905,9 @@ mover_t *mover_create(const cfg_t *cfg, hu_error_t *err)
     }
     for (int i = 0; i < m->nthreads; i++) {
         m->w[i].m = m;
-        if (posix_memalign((void **)&m->w[i].buf, 4096, m->chunk) != 0) {
+        if (posix_memalign((void **)&m->w[i].buf, 4096, m->chunk) != 0
+            || (m->verify == V_CHECKSUM
+                && posix_memalign((void **)&m->w[i].rbuf, 4096, VBLOCK) != 0)) {
             hu_errprintf(err, "mover: out of memory for %d buffers of %ju bytes", m->nthreads,
                          (uintmax_t)m->chunk);
             goto error;
@@ -1575,11 +1934,14 @@ mover_t *mover_create(const cfg_t *cfg, hu_error_t *err)
     if (!m->root)
         bl_warning("mover: bbmgrd is not root: it can only move data of its own user (uid %u)",
                    (unsigned)m->self.uid);
+    if (m->verify == V_CHECKSUM && !strcmp(cksum_impl(m->alg), "crc32c-sw"))
+        bl_warning("mover: this CPU has no CRC-32C instruction: crc32c runs in software, "
+                   "several times slower than mover.checksum: xxh64");
     bl_info("mover: %d threads, chunk %ju, SFQ(D)+ depth %u x %u KiB, verify %s (%s), "
-            "stage-in into job buffers %s%s",
+            "stage-in into job buffers %s, stage-out fsync'd %s done%s",
             m->nthreads, (uintmax_t)m->chunk, prm.depth, SLOT_BYTES / 1024, cfg->mover_verify,
-            cfg->mover_checksum, m->durable_in ? "fsync'd" : "not fsync'd",
-            m->rate > 0 ? ", rate capped" : "");
+            cksum_impl(m->alg), m->durable_in ? "fsync'd" : "not fsync'd",
+            m->durable_out ? "before" : "after", m->rate > 0 ? ", rate capped" : "");
     return m;
 error:
     mover_destroy(m);
@@ -1601,7 +1963,9 @@ void mover_destroy(mover_t *m)
         pthread_join(m->w[i].thr, NULL);
     if (m->syncer_started)
         pthread_join(m->syncer, NULL);
-    /* queued T_SYNC tasks: their files are in their transfers' live lists */
+    /* queued T_SYNC tasks: their files are in their transfers' live lists; queued
+     * T_DURABLE tasks: their transfers stay done and not durable in the database,
+     * and the next start makes them durable */
     while (m->shead) {
         task_t *t = m->shead;
         m->shead = t->next;
@@ -1610,12 +1974,33 @@ void mover_destroy(mover_t *m)
     /* the workers are gone: tidy up in this thread */
     if (m->jobs)
         for (void *it = hmap_first(m->jobs, &v); it; it = hmap_next(m->jobs, it, &v))
-            if (!((mjob_t *)v)->ended)
+            if (!((mjob_t *)v)->flow_removed)
                 hs_sfq_flow_remove(m->q, ((mjob_t *)v)->flow, drop_cb, NULL);
     task_t *t;
     while ((t = fifo_pop(m))) {
         if (t->kind == T_RMTREE)
             run_rmtree(m, t);
+        task_free(t);
+    }
+    /* teardowns still waiting: those a stage-out to be made durable holds are left
+     * to the next start (its recovery removes them once the copy is durable) */
+    if (m->jobs)
+        for (void *it = hmap_first(m->jobs, &v); it; it = hmap_next(m->jobs, it, &v)) {
+            mjob_t *j = v;
+            while (j->deferred) {
+                t = j->deferred;
+                j->deferred = t->next;
+                rm_release(m, t);
+            }
+        }
+    while ((t = m->rmwait)) {
+        m->rmwait = t->next;
+        bl_info("teardown of %s left to the next start: a stage-out from it is not durable yet",
+                t->path);
+        task_free(t);
+    }
+    while ((t = fifo_pop(m))) {
+        run_rmtree(m, t);
         task_free(t);
     }
     if (m->xfers)
@@ -1627,28 +2012,39 @@ void mover_destroy(mover_t *m)
         }
     become(m, &m->self);
     if (m->jobs)
-        for (void *it = hmap_first(m->jobs, &v); it; it = hmap_next(m->jobs, it, &v)) {
-            mjob_t *j = v;
-            for (task_t *d = j->deferred; d; d = d->next)
-                run_rmtree(m, d);
-            job_free(j);
-        }
+        for (void *it = hmap_first(m->jobs, &v); it; it = hmap_next(m->jobs, it, &v))
+            job_free(v);
     hmap_destroy(m->xfers);
     hmap_destroy(m->jobs);
     /* queued/outstanding chunk tasks were freed with the FIFO or belong to freed
      * transfers' SFQ entries: the SFQ object holds only ids */
     hs_sfq_destroy(m->q);
-    for (int i = 0; m->w && i < m->nthreads; i++)
+    for (int i = 0; m->w && i < m->nthreads; i++) {
         free(m->w[i].buf);
+        free(m->w[i].rbuf);
+    }
     free(m->w);
     for (int i = 0; i < m->npbufs; i++)
         free(m->pbufs[i]);
     free(m->pbufs);
+    for (int i = 0; i < m->nkept; i++)
+        free(m->kept[i]);
+    free(m->kept);
     pthread_cond_destroy(&m->cond);
     pthread_cond_destroy(&m->scond);
     pthread_mutex_destroy(&m->lock);
     free(m);
     errno = saved;
+}
+
+/* An ended job whose transfers are all forgotten. */
+static void job_forget(mover_t *m, mjob_t *j)
+{
+    job_release_deferred(m, j);
+    if (!j->flow_removed)
+        hs_sfq_flow_remove(m->q, j->flow, NULL, NULL);
+    hmap_del(m->jobs, j->id);
+    job_free(j);
 }
 
 static mjob_t *job_get(mover_t *m, const char *id, double weight)
@@ -1690,12 +2086,18 @@ int mover_submit(mover_t *m, const mover_spec_t *spec)
     x->directory = spec->directory;
     x->id.uid = spec->uid;
     x->id.gid = spec->gid;
-    x->durable = x->stage_out || m->durable_in;
-    for (int i = 0; !x->durable && i < m->npbufs; i++) {
+    x->resync = x->stage_out && spec->resync;
+    x->done_at = spec->done_at;
+    /* stage-outs: fsync'd after done unless durable_before_done (and always after
+     * done for a recovery); stage-ins: before done into a persistent buffer, or
+     * with durable_stage_in, else not at all */
+    x->sync_each = x->stage_out ? m->durable_out && !x->resync : m->durable_in;
+    for (int i = 0; !x->stage_out && !x->sync_each && i < m->npbufs; i++) {
         size_t n = strlen(m->pbufs[i]);
-        x->durable = !strncmp(x->dst, m->pbufs[i], n)
-                     || (!strncmp(x->dst, m->pbufs[i], n - 1) && !x->dst[n - 1]);
+        x->sync_each = !strncmp(x->dst, m->pbufs[i], n)
+                       || (!strncmp(x->dst, m->pbufs[i], n - 1) && !x->dst[n - 1]);
     }
+    x->sync_after = x->stage_out && !x->sync_each;
     x->total = -1;
     x->rep_time = mono();
     pthread_mutex_lock(&m->lock);
@@ -1717,9 +2119,11 @@ int mover_submit(mover_t *m, const mover_spec_t *spec)
     x->pending++;
     fifo_push(m, t);
     pthread_mutex_unlock(&m->lock);
-    bl_debug("mover: transfer %ju of job %s: %s %s -> %s (weight %.3g, %s)", (uintmax_t)x->tid,
-             spec->job, kind_name(x), x->src, x->dst, j->weight,
-             x->durable ? "durable" : "not fsync'd");
+    bl_debug("mover: transfer %ju of job %s: %s%s %s -> %s (weight %.3g, %s)",
+             (uintmax_t)x->tid, spec->job, x->resync ? "recovery of " : "", kind_name(x), x->src,
+             x->dst, j->weight, x->sync_each    ? "fsync'd before done"
+                                : x->sync_after ? "fsync'd after done"
+                                                : "not fsync'd");
     return 0;
 nomem:
     xfer_free(x);
@@ -1756,21 +2160,32 @@ void mover_job_end(mover_t *m, const char *job)
         pthread_mutex_unlock(&m->lock);
         return;
     }
-    for (void *it = hmap_first(m->xfers, &v); it; it = hmap_next(m->xfers, it, &v))
-        if (((mxfer_t *)v)->job == j)
-            xfer_abort(m, v, MV_CANCELLED, "job ended");
-    /* queued chunks go now; outstanding ones finish their chunk and stop */
-    hs_sfq_flow_remove(m->q, j->flow, drop_cb, NULL);
+    bool keep = false;
+    for (void *it = hmap_first(m->xfers, &v); it; it = hmap_next(m->xfers, it, &v)) {
+        mxfer_t *x = v;
+        if (x->job != j)
+            continue;
+        /* a recovery goes on (the job's buffer waits for it); so do the fsyncs of a
+         * done stage-out (xfer_abort() leaves a done transfer alone) */
+        if (x->resync)
+            keep = keep || !x->finish_done;
+        else
+            xfer_abort(m, x, MV_CANCELLED, "job ended");
+    }
+    /* queued chunks go now; outstanding ones finish their chunk and stop (a
+     * recovery still copying keeps the flow until the job is forgotten: the chunks
+     * of the others are dropped as they come) */
+    if (!keep && !j->flow_removed) {
+        hs_sfq_flow_remove(m->q, j->flow, drop_cb, NULL);
+        j->flow_removed = true;
+    }
     j->ended = true;
     for (void *it = hmap_first(m->xfers, &v); it; it = hmap_next(m->xfers, it, &v))
         if (((mxfer_t *)v)->job == j)
             xfer_check(m, v);
     dispatch(m);
-    if (j->nxfers == 0) {
-        job_release_deferred(m, j);
-        hmap_del(m->jobs, j->id);
-        job_free(j);
-    }
+    if (j->nxfers == 0)
+        job_forget(m, j);
     pthread_mutex_unlock(&m->lock);
 }
 
@@ -1805,7 +2220,7 @@ int mover_rmtree(mover_t *m, const char *job, const char *path, uid_t uid, gid_t
         t->next = j->deferred;
         j->deferred = t;
     } else {
-        fifo_push(m, t);
+        rm_release(m, t);
     }
     pthread_mutex_unlock(&m->lock);
     return 0;
@@ -1821,25 +2236,42 @@ void mover_poll(mover_t *m, mover_report_f cb, void *arg)
     pthread_mutex_lock(&m->lock);
     for (void *it = hmap_first(m->xfers, &v); it; it = hmap_next(m->xfers, it, &v)) {
         mxfer_t *x = v;
+        const char *job = x->job->id;
+        char *note = NULL;
+        if ((x->copied || (x->final && x->result == MV_DONE)) && x->nspecial)
+            note = xprintf("skipped %d file(s) that are neither regular files, directories "
+                           "nor symlinks (first: %s)", x->nspecial, x->note ? x->note : "?");
+        if (x->copied && !x->done_reported) {
+            /* done; its fsyncs go on (a recovery was reported done long ago) */
+            x->done_reported = true;
+            if (!x->resync)
+                cb(x->tid, job, MV_DONE_SYNCING, x->done, x->total, note, arg);
+        }
         if (x->final) {
-            char *msg = x->msg;
-            char *tmp = NULL;
-            if (x->result == MV_DONE && x->nspecial)
-                msg = tmp = xprintf("skipped %d file(s) that are neither regular files, "
-                                    "directories nor symlinks (first: %s)", x->nspecial,
-                                    x->note ? x->note : "?");
             if (ngone < 64) {
-                cb(x->tid, x->result, x->done, x->total, msg, arg);
+                if (x->result == MV_DONE) {
+                    if (!x->sync_after)
+                        cb(x->tid, job, MV_DONE, x->done, x->total, note, arg);
+                    if (x->sync_each || x->sync_after)
+                        cb(x->tid, job, MV_DURABLE, x->done, x->total, NULL, arg);
+                } else if (x->copied || x->resync) {
+                    cb(x->tid, job, MV_NOT_DURABLE, x->done, x->total, x->msg, arg);
+                } else {
+                    cb(x->tid, job, x->result, x->done, x->total, x->msg, arg);
+                }
                 gone[ngone++] = x;
             }
-            free(tmp);
+            free(note);
             continue;
         }
+        free(note);
+        if (x->copied)
+            continue;       /* done: no progress left to report */
         bool total_new = x->total >= 0 && !x->rep_total;
         if (total_new || (x->done != x->rep_done
                           && (now - x->rep_time >= REPORT_SECONDS
                               || (uint64_t)(x->done - x->rep_done) >= REPORT_BYTES))) {
-            cb(x->tid, MV_RUNNING, x->done, x->total, NULL, arg);
+            cb(x->tid, job, MV_RUNNING, x->done, x->total, NULL, arg);
             x->rep_done = x->done;
             x->rep_time = now;
             x->rep_total = x->total >= 0;
@@ -1850,11 +2282,8 @@ void mover_poll(mover_t *m, mover_report_f cb, void *arg)
         mjob_t *j = x->job;
         hmap_idel(m->xfers, x->tid);
         xfer_free(x);
-        if (--j->nxfers == 0 && j->ended) {
-            job_release_deferred(m, j);
-            hmap_del(m->jobs, j->id);
-            job_free(j);
-        }
+        if (--j->nxfers == 0 && j->ended)
+            job_forget(m, j);
     }
     pthread_mutex_unlock(&m->lock);
 }

@@ -8,8 +8,11 @@
  * weight the policy gives the job; the SFQ object is guarded by the mover's own
  * mutex.  Workers act as the job's user (per-thread setfsuid/setfsgid and
  * supplementary groups), write each file under a temporary name, verify it, set its
- * attributes, fsync it (stage-outs and other durable transfers, in batches) and
- * rename it into place.  doc/mover.md has the details.
+ * attributes and rename it into place.  Stage-outs are made durable (fsync of every
+ * file and directory) after they are done, on the mover's sync thread, and the
+ * buffer they read from is not removed before that (mover.durable_before_done:
+ * fsync'd before done instead, as stage-ins into persistent buffers always are).
+ * doc/mover.md has the details.
  *
  * Locking: the daemon calls in with its core lock held; the mover takes its own
  * lock inside (core -> mover, never the other way).  Workers never take the core
@@ -28,7 +31,18 @@
 
 typedef struct mover mover_t;
 
-typedef enum { MV_RUNNING = 0, MV_DONE, MV_FAILED, MV_CANCELLED } mover_state_t;
+typedef enum {
+    MV_RUNNING = 0,
+    MV_DONE,            /* complete, verified, under its final names */
+    MV_FAILED,
+    MV_CANCELLED,
+    MV_DONE_SYNCING,    /* done as MV_DONE, and its fsyncs go on: MV_DURABLE or
+                           MV_NOT_DURABLE follows */
+    MV_DURABLE,         /* a done transfer is on disk (after MV_DONE of a transfer
+                           fsync'd before done, or after MV_DONE_SYNCING) */
+    MV_NOT_DURABLE,     /* its fsyncs failed, or the re-run of a recovery failed: the
+                           copy may not be on disk (message says why) */
+} mover_state_t;
 
 /* A transfer handed to the mover (strings are copied). */
 typedef struct {
@@ -41,6 +55,12 @@ typedef struct {
     bool stage_out;             /* false: stage-in (copies belong to uid/gid) */
     bool directory;             /* type directory (else file) */
     const char *src, *dst;
+    /* Recovery of a stage-out recorded done whose fsyncs had not finished: copy again
+     * what is not known to be intact (files complete at the destination, changed
+     * since the boot, are kept), fsync everything, report MV_DURABLE (or
+     * MV_NOT_DURABLE), nothing else.  Not cancelled by the end of its job. */
+    bool resync;
+    double done_at;             /* resync: wall-clock time the transfer was done */
 } mover_spec_t;
 
 mover_t *mover_create(const cfg_t *cfg, hu_error_t *err);
@@ -60,15 +80,18 @@ void mover_job_end(mover_t *m, const char *job);
 void mover_set_weight(mover_t *m, const char *job, double weight);
 
 /* Remove the tree at path (a buffer directory at teardown): its content as
- * uid/gid, the directory itself as the daemon.  When job is not NULL and has
- * transfers in the mover, this waits until they have stopped. */
+ * uid/gid, the directory itself as the daemon.  Never blocks: the removal waits in
+ * the mover until the transfers of job (when not NULL) have stopped, and until no
+ * stage-out reading from under path is still to be made durable; it is dropped
+ * (with a warning) if a stage-out from under path could not be made durable. */
 int mover_rmtree(mover_t *m, const char *job, const char *path, uid_t uid, gid_t gid);
 
 /* Collect results: cb is called for each transfer whose state or progress must be
- * recorded: final states always (the transfer is then forgotten), progress at most
- * every second or 64 MiB. */
-typedef void (*mover_report_f)(uint64_t tid, mover_state_t state, int64_t bytes_done,
-                               int64_t bytes_total, const char *message, void *arg);
+ * recorded: final states always (the transfer is forgotten after its last one),
+ * progress at most every second or 64 MiB.  job: the transfer's job id. */
+typedef void (*mover_report_f)(uint64_t tid, const char *job, mover_state_t state,
+                               int64_t bytes_done, int64_t bytes_total, const char *message,
+                               void *arg);
 void mover_poll(mover_t *m, mover_report_f cb, void *arg);
 
 /* For /metrics. */

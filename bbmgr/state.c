@@ -59,6 +59,10 @@ static const char *const migrations[] = {
     " job_name TEXT, job_id TEXT, w_iter REAL, volume REAL, phases INTEGER,"
     " time REAL NOT NULL);"
     "CREATE INDEX history_key ON history(user, job_name);",
+    /* 2 -> 3: durability of a transfer: NULL none promised, 0 done with its fsyncs
+     * going on (a stage-out made durable after done), 1 on disk */
+    "ALTER TABLE transfers ADD COLUMN durable INTEGER;"
+    "CREATE INDEX transfers_syncing ON transfers(durable) WHERE durable=0;",
 };
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == STATE_SCHEMA_VERSION,
                "one migration per schema version");

@@ -20,7 +20,7 @@
 
 #include "libhutil/hutil.h"
 
-#define STATE_SCHEMA_VERSION 2
+#define STATE_SCHEMA_VERSION 3
 
 /* Statements the writer knows (name, SQL).  Parameters are bound in order. */
 #define STATE_STMTS(X) \
@@ -42,8 +42,8 @@
     X(PHASE_PUT, "INSERT OR REPLACE INTO phases(id,job_id,volume,direction,state," \
       "requested,granted,finished,bytes,bandwidth,nodes,w_done) VALUES(?,?,?,?,?,?,?,?,?,?,?,?)") \
     X(XFER_PUT, "INSERT OR REPLACE INTO transfers(id,job_id,kind,source,destination," \
-      "type,state,bytes_total,bytes_done,message,requested,start,finished)" \
-      " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)") \
+      "type,state,bytes_total,bytes_done,message,requested,start,finished,durable)" \
+      " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)") \
     X(NODE_PUT, "INSERT OR REPLACE INTO node_state(name,state,reason,updated) VALUES(?,?,?,?)") \
     X(HIST_PUT, "INSERT INTO history(uid,user,job_name,job_id,w_iter,volume,phases,time)" \
       " VALUES(?,?,?,?,?,?,?,?)") \
@@ -54,7 +54,11 @@
      * place (an INSERT OR REPLACE deletes and re-inserts, rewriting every index) */ \
     X(PHASE_CLOSE, "UPDATE phases SET state=?,finished=?,bytes=?,bandwidth=?,nodes=?" \
       " WHERE id=?") \
-    X(JOB_PROGRESS, "UPDATE jobs SET nphases=?,bytes=?,updated=? WHERE id=?")
+    X(JOB_PROGRESS, "UPDATE jobs SET nphases=?,bytes=?,updated=? WHERE id=?") \
+    /* a done stage-out of a job no longer in memory became durable, or could not */ \
+    X(XFER_DURABLE, "UPDATE transfers SET durable=1 WHERE id=? AND state='done'") \
+    X(XFER_NOT_DURABLE, "UPDATE transfers SET state='failed',durable=NULL,message=?" \
+      " WHERE id=? AND state='done'")
 
 typedef enum {
 #define X(name, sql) ST_##name,

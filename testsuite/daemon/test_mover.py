@@ -4,15 +4,18 @@ for the PFS and one standing in for the buffer nodes' mount, as the job's user.
 
 Runs as root (the daemon acts as uid 1001 with setfsuid); skipped otherwise.
 """
+import contextlib
 import hashlib
 import os
 import re
+import shutil
 import stat
+import subprocess
 import time
 
 import pytest
 
-from conftest import SLURM_UID, USER1, register
+from conftest import BBMGRD, SLURM_UID, USER1, register
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the mover tests need root")
 
@@ -54,6 +57,118 @@ def partials(root):
         found += [os.path.join(dirpath, n) for n in filenames + dirnames
                   if ".harmonia-partial" in n]
     return found
+
+
+# An LD_PRELOAD shim for fault injection, built by the tests that use it (the daemon
+# has no fault hooks of its own).  For file descriptors whose path contains
+# $HARMONIA_SHIM_CORRUPT, pwrite writes the data with one byte changed (the caller's
+# buffer is left alone); fsync of those whose path contains $HARMONIA_SHIM_FSYNC_MATCH
+# first sleeps $HARMONIA_SHIM_FSYNC_SECONDS, and fails with EIO for those whose path
+# contains $HARMONIA_SHIM_FSYNC_EIO.
+SHIM_C = r"""
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static int matches(int fd, const char *var)
+{
+    const char *want = getenv(var);
+    char link[64], path[4096];
+    ssize_t n;
+    if (!want || !*want)
+        return 0;
+    snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+    if ((n = readlink(link, path, sizeof(path) - 1)) < 0)
+        return 0;
+    path[n] = 0;
+    return strstr(path, want) != NULL;
+}
+
+static ssize_t shim_pwrite(const char *name, int fd, const void *buf, size_t len, off_t off)
+{
+    ssize_t (*real)(int, const void *, size_t, off_t) = dlsym(RTLD_NEXT, name);
+    unsigned char *copy;
+    if (len > 0 && matches(fd, "HARMONIA_SHIM_CORRUPT") && (copy = malloc(len))) {
+        memcpy(copy, buf, len);
+        copy[len / 2] ^= 0x5a;
+        ssize_t r = real(fd, copy, len, off);
+        int e = errno;
+        free(copy);
+        errno = e;
+        return r;
+    }
+    return real(fd, buf, len, off);
+}
+
+ssize_t pwrite(int fd, const void *buf, size_t len, off_t off)
+{
+    return shim_pwrite("pwrite", fd, buf, len, off);
+}
+
+ssize_t pwrite64(int fd, const void *buf, size_t len, off_t off)
+{
+    return shim_pwrite("pwrite64", fd, buf, len, off);
+}
+
+int fsync(int fd)
+{
+    int (*real)(int) = dlsym(RTLD_NEXT, "fsync");
+    const char *s = getenv("HARMONIA_SHIM_FSYNC_SECONDS");
+    if (matches(fd, "HARMONIA_SHIM_FSYNC_EIO")) {
+        errno = EIO;
+        return -1;
+    }
+    if (s && matches(fd, "HARMONIA_SHIM_FSYNC_MATCH")) {
+        double d = atof(s);
+        struct timespec ts = { (time_t)d, (long)((d - (time_t)d) * 1e9) };
+        while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+            ;
+    }
+    return real(fd);
+}
+"""
+
+
+def build_shim(base):
+    """Compile SHIM_C into base/shim.so (skips the test without a C compiler)."""
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if not cc:
+        pytest.skip("no C compiler for the fault-injection shim")
+    src, so = os.path.join(base, "shim.c"), os.path.join(base, "shim.so")
+    with open(src, "w") as f:
+        f.write(SHIM_C)
+    subprocess.run([cc, "-shared", "-fPIC", "-O2", "-o", so, src, "-ldl"], check=True)
+    return so
+
+
+def asan_runtime():
+    """The ASan runtime bbmgrd is linked with (sanitizer builds), else None: it must
+    come first in LD_PRELOAD."""
+    out = subprocess.run(["ldd", BBMGRD], capture_output=True, text=True).stdout
+    m = re.search(r"libasan\.so\S*\s*=>\s*(\S+)", out)
+    return m.group(1) if m else None
+
+
+@contextlib.contextmanager
+def preloaded(so, **env):
+    """Daemons started inside get the shim (and env); nothing else does."""
+    keys = ["LD_PRELOAD"] + list(env)
+    saved = {k: os.environ.get(k) for k in keys}
+    os.environ["LD_PRELOAD"] = " ".join(p for p in (asan_runtime(), so) if p)
+    os.environ.update({k: str(v) for k, v in env.items()})
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 def mover_daemon(make_daemon, base, **mover):
@@ -354,3 +469,40 @@ def test_crash_mid_transfer_then_restart(make_daemon, tmp_base):
     assert compare_trees(os.path.join(pfs, "in"), bb + "/in", owner=(USER1, GID1)) == 4
     assert not partials(bb)
     assert "already complete at the destination" in d.log_text()
+
+
+@pytest.mark.parametrize("kind", ["stage_in", "stage_out"])
+def test_read_back_catches_a_corrupted_copy(make_daemon, tmp_base, kind):
+    """The shim changes one byte of every block written under a destination named
+    'corrupt-me': the read-back of each block must catch it, fail the transfer and
+    leave no file under its final name (without the read-back the copies would be
+    done, with wrong data)."""
+    so = build_shim(tmp_base)
+    pfs = os.path.join(tmp_base, "pfs")
+    mkdirs(pfs)
+    src = os.path.join(pfs, "in")
+    mkdirs(src)
+    write(os.path.join(src, "big"), os.urandom(3 * MiB + 5), 0o640)    # 4 chunks
+    write(os.path.join(src, "small"), os.urandom(1000), 0o644)         # 1 chunk
+    with preloaded(so, HARMONIA_SHIM_CORRUPT="corrupt-me"):
+        d = mover_daemon(make_daemon, tmp_base)
+    bb = new_job(d, "c1")
+    if kind == "stage_in":
+        dst = bb + "/corrupt-me"
+    else:
+        tid = stage(d, "c1", "stage_in", src, bb + "/in")
+        assert wait_xfer(d, tid)["state"] == "done"
+        src, dst = bb + "/in", os.path.join(pfs, "corrupt-me")
+    tid = stage(d, "c1", kind, src, dst)
+    x = wait_xfer(d, tid)
+    assert x["state"] == "failed", x
+    assert "checksum mismatch at offset" in x["message"], x
+    assert x["durable"] is False, x
+    for name in ("big", "small"):
+        assert not os.path.lexists(os.path.join(dst, name)), name
+    assert not partials(bb) and not partials(pfs)
+    # the same data elsewhere is copied (the shim only touches 'corrupt-me')
+    tid = stage(d, "c1", kind, src, dst.replace("corrupt-me", "fine"))
+    assert wait_xfer(d, tid)["state"] == "done"
+    assert sha(os.path.join(dst.replace("corrupt-me", "fine"), "big")) == \
+        sha(os.path.join(src, "big"))

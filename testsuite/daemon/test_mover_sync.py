@@ -1,23 +1,27 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """The mover's copy pipeline (doc/mover.md): one-chunk files finished in the task that
-copied them, durable transfers fsync'd in batches before their renames, and
-mover.durable_stage_in.  What must hold whatever the batching: a file under its final
-name is complete, with its mode and owner; no partial file outlives a transfer;
-stage-outs and stage-ins into persistent buffers are durable (fsync'd).
+copied them, transfers fsync'd before done in batches before their renames,
+mover.durable_stage_in, and stage-outs made durable after done (the transfer's
+"durable" flag), with the job's buffer kept until then, also across a crash.  What
+must hold whatever the batching: a file under its final name is complete, with its
+mode and owner; no partial file outlives a transfer; stage-outs and stage-ins into
+persistent buffers become durable (fsync'd).
 
 Runs as root (the daemon acts as uid 1001 with setfsuid); skipped otherwise.
 """
 import hashlib
 import os
 import re
+import sqlite3
 import stat
 import time
 
 import pytest
 
 from conftest import SLURM_UID, USER1
-from test_mover import (GID1, MiB, compare_trees, metrics, mkdirs, mover_daemon, new_job,
-                        partials, stage, wait_bytes, wait_xfer, write, xfer)
+from test_mover import (GID1, MiB, build_shim, compare_trees, metrics, mkdirs, mover_daemon,
+                        new_job, partials, preloaded, stage, wait_bytes, wait_xfer, write,
+                        xfer)
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the mover tests need root")
 
@@ -39,6 +43,47 @@ def many_files(root, nsmall=150, seed=7):
     for i, size in enumerate((MiB + 17, 3 * MiB, 5 * MiB - 1)):
         write(os.path.join(root, "big%d" % i), os.urandom(size), modes[i % 4])
     return nsmall + 3
+
+
+def wait_durable(d, tid, timeout=20):
+    t0 = time.time()
+    while time.time() - t0 < timeout:
+        x = xfer(d, tid)
+        if x["durable"]:
+            return x
+        assert x["state"] == "done", x
+        time.sleep(0.05)
+    raise AssertionError("transfer %d not durable after %ds:\n%s" % (tid, timeout,
+                                                                   d.log_text()[-3000:]))
+
+
+def db_xfer(d, tid):
+    """(state, durable) of transfer tid in the daemon's database (jobs that ended are no
+    longer served by the API)."""
+    db = sqlite3.connect(os.path.join(d.state, "state.db"), timeout=5)
+    try:
+        return db.execute("SELECT state, durable FROM transfers WHERE id=?", (tid,)).fetchone()
+    finally:
+        db.close()
+
+
+def wait_db_durable(d, tid, timeout=30):
+    t0 = time.time()
+    while time.time() - t0 < timeout:
+        row = db_xfer(d, tid)
+        if row == ("done", 1):
+            return
+        assert row[0] == "done", row
+        time.sleep(0.05)
+    raise AssertionError("transfer %d not durable in the database after %ds: %s\n%s" % (
+        tid, timeout, db_xfer(d, tid), d.log_text()[-3000:]))
+
+
+def wait_gone(path, timeout=30):
+    t0 = time.time()
+    while os.path.exists(path) and time.time() - t0 < timeout:
+        time.sleep(0.05)
+    return not os.path.exists(path)
 
 
 def final_files(root):
@@ -90,11 +135,13 @@ def test_stage_in_and_out_many_files(make_daemon, tmp_base, durable_in):
     assert not partials(bb) and not partials(pfs)
     text = metrics(d)
     assert re.search(r"^harmonia_mover_files_total %d$" % (2 * n), text, re.M), text
-    # which copies were fsync'd: stage-out always, stage-in as configured
+    # which copies were fsync'd: stage-out always (after done), stage-in as configured
     log = d.log_text()
     assert re.search(r"transfer %d of job s1: stage_in .*, %s\)" % (
-        tid, "durable" if durable_in else "not fsync'd"), log)
-    assert re.search(r"transfer %d of job s1: stage_out .*, durable\)" % tid2, log)
+        tid, "fsync'd before done" if durable_in else "not fsync'd"), log)
+    assert re.search(r"transfer %d of job s1: stage_out .*, fsync'd after done\)" % tid2, log)
+    assert xfer(d, tid)["durable"] is durable_in
+    wait_durable(d, tid2)
     assert ("stage-in into job buffers %s" % ("fsync'd" if durable_in else "not fsync'd")
             in log)
 
@@ -115,7 +162,9 @@ def test_stage_in_into_persistent_buffer_is_durable(make_daemon, tmp_base):
     assert x["state"] == "done", x
     assert digest(path + "/data") == digest(os.path.join(pfs, "data"))
     assert os.stat(path + "/data").st_uid == USER1
-    assert re.search(r"transfer %d of job p1: stage_in .*, durable\)" % tid, d.log_text())
+    assert re.search(r"transfer %d of job p1: stage_in .*, fsync'd before done\)" % tid,
+                     d.log_text())
+    assert x["durable"] is True, x
 
 
 @pytest.mark.parametrize("kind", ["stage_in", "stage_out"])
@@ -180,3 +229,142 @@ def test_cancel_with_files_waiting_for_their_fsync(make_daemon, tmp_base):
     assert not partials(out)
     check_complete(bb + "/in", out, set())
     assert len(final_files(out)) < len(final_files(bb + "/in"))
+
+
+@pytest.mark.parametrize("before", [False, True])
+def test_stage_out_done_then_durable(make_daemon, tmp_base, before):
+    """Default: a stage-out is done once complete, verified and in place, then its
+    fsyncs run and 'durable' becomes true.  durable_before_done: durable at done."""
+    d = mover_daemon(make_daemon, tmp_base, durable_before_done=before)
+    pfs = os.path.join(tmp_base, "pfs")
+    mkdirs(pfs)
+    n = many_files(os.path.join(pfs, "in"), nsmall=40)
+    bb = new_job(d, "o1")
+    tid = stage(d, "o1", "stage_in", os.path.join(pfs, "in"), bb + "/in")
+    assert wait_xfer(d, tid)["state"] == "done"
+    tid = stage(d, "o1", "stage_out", bb + "/in", os.path.join(pfs, "out"))
+    x = wait_xfer(d, tid)
+    assert x["state"] == "done", x
+    assert compare_trees(bb + "/in", os.path.join(pfs, "out"), owner=(USER1, GID1)) == n
+    if before:
+        assert x["durable"] is True, x
+        assert re.search(r"transfer %d of job o1: stage_out .*, fsync'd before done\)" % tid,
+                         d.log_text())
+    else:
+        wait_durable(d, tid)
+        assert re.search(r"mover: transfer %d durable: %d files and \d+ directories fsync'd"
+                         % (tid, n), d.log_text())
+    assert db_xfer(d, tid) == ("done", 1)
+    js = d.ok("GET", "/v1/jobs/o1/stage_out", uid=USER1)
+    assert js["state"] == "done" and js["transfers"][0]["durable"] is True, js
+    assert not partials(pfs)
+
+
+def test_buffer_kept_until_stage_out_is_durable(make_daemon, tmp_base):
+    """The fsyncs of the stage-out are slowed down (a shim delays fsync under
+    'out-slow'): the job ends while they go on; its buffer directory stays until the
+    stage-out is durable, then goes."""
+    so = build_shim(tmp_base)
+    pfs = os.path.join(tmp_base, "pfs")
+    mkdirs(pfs)
+    src = os.path.join(pfs, "in")
+    mkdirs(src)
+    write(os.path.join(src, "a"), os.urandom(2 * MiB + 3), 0o640)
+    write(os.path.join(src, "b"), os.urandom(1000), 0o644)
+    with preloaded(so, HARMONIA_SHIM_FSYNC_MATCH="out-slow", HARMONIA_SHIM_FSYNC_SECONDS=1.0):
+        d = mover_daemon(make_daemon, tmp_base)
+    bb = new_job(d, "o2")
+    tid = stage(d, "o2", "stage_in", src, bb + "/in")
+    assert wait_xfer(d, tid)["state"] == "done"
+    out = os.path.join(pfs, "out-slow")
+    tid = stage(d, "o2", "stage_out", bb + "/in", out)
+    x = wait_xfer(d, tid)
+    assert x["state"] == "done" and x["durable"] is False, x      # 3 fsyncs of 1 s to go
+    assert compare_trees(src, out) == 2     # visible, complete, verified
+    d.ok("DELETE", "/v1/jobs/o2", uid=SLURM_UID)
+    time.sleep(0.5)
+    assert os.path.isdir(bb), "buffer removed before the stage-out was durable"
+    assert db_xfer(d, tid) == ("done", 0)
+    assert wait_gone(bb), "buffer not removed after the stage-out became durable"
+    wait_db_durable(d, tid)
+    log = d.log_text()
+    durable_at = log.index("mover: transfer %d durable" % tid)
+    assert durable_at < log.index("teardown: removed %s" % bb), log[-3000:]
+
+
+def test_crash_before_durable_then_restart(make_daemon, tmp_base):
+    """SIGKILL while the fsyncs of two done stage-outs are held up (by the shim): job e1
+    had ended (its buffer waits), job e2 still runs.  At the restart both are made
+    durable again from their buffers (a destination file lost meanwhile is copied
+    again); e1's buffer is then removed, e2's stays until e2 ends."""
+    so = build_shim(tmp_base)
+    pfs = os.path.join(tmp_base, "pfs")
+    mkdirs(pfs)
+    src = os.path.join(pfs, "in")
+    n = many_files(src, nsmall=30, seed=5)
+    with preloaded(so, HARMONIA_SHIM_FSYNC_MATCH="out-slow", HARMONIA_SHIM_FSYNC_SECONDS=60):
+        d = mover_daemon(make_daemon, tmp_base)
+    bbs, tids = {}, {}
+    for job in ("e1", "e2"):
+        bbs[job] = new_job(d, job)
+        tid = stage(d, job, "stage_in", src, bbs[job] + "/in")
+        assert wait_xfer(d, tid)["state"] == "done"
+        tids[job] = stage(d, job, "stage_out", bbs[job] + "/in",
+                          os.path.join(pfs, "out-slow-" + job))
+        x = wait_xfer(d, tids[job])
+        assert x["state"] == "done" and x["durable"] is False, x
+    d.ok("DELETE", "/v1/jobs/e1", uid=SLURM_UID)
+    time.sleep(0.3)
+    assert os.path.isdir(bbs["e1"])
+    assert db_xfer(d, tids["e1"]) == ("done", 0)
+    d.kill()
+    # what a crash of the machine could leave: a file under its final name is gone
+    lost = final_files(os.path.join(pfs, "out-slow-e1"))[0]
+    os.unlink(lost)
+    d.start()       # without the shim
+    wait_db_durable(d, tids["e1"])
+    assert wait_gone(bbs["e1"]), "the ended job's buffer was not removed after recovery"
+    x = wait_durable(d, tids["e2"])
+    assert x["state"] == "done", x
+    assert os.path.isdir(bbs["e2"])     # e2 still runs
+    for job in ("e1", "e2"):
+        assert compare_trees(src, os.path.join(pfs, "out-slow-" + job),
+                             owner=(USER1, GID1)) == n
+    assert not partials(pfs)
+    log = d.log_text()
+    for job in ("e1", "e2"):
+        assert "recovery: stage-out %d of job %s was done but not yet durable" % (
+            tids[job], job) in log
+    # the lost file was copied again, the others only fsync'd
+    assert re.search(r"mover: transfer %d: \d+ bytes already complete" % tids["e1"], log)
+    d.ok("DELETE", "/v1/jobs/e2", uid=SLURM_UID)
+    assert wait_gone(bbs["e2"])
+
+
+def test_stage_out_not_durable_keeps_its_buffer(make_daemon, tmp_base):
+    """fsync fails (the shim returns EIO under 'out-eio') after the stage-out is done:
+    the transfer turns failed ('not durable: ...'), and the job's buffer, which may
+    hold the only good copy, is not removed when the job ends."""
+    so = build_shim(tmp_base)
+    pfs = os.path.join(tmp_base, "pfs")
+    mkdirs(pfs)
+    src = os.path.join(pfs, "in")
+    mkdirs(src)
+    write(os.path.join(src, "a"), os.urandom(MiB + 7), 0o640)
+    with preloaded(so, HARMONIA_SHIM_FSYNC_EIO="out-eio"):
+        d = mover_daemon(make_daemon, tmp_base)
+    bb = new_job(d, "o3")
+    tid = stage(d, "o3", "stage_in", src, bb + "/in")
+    assert wait_xfer(d, tid)["state"] == "done"
+    tid = stage(d, "o3", "stage_out", bb + "/in", os.path.join(pfs, "out-eio"))
+    t0 = time.time()
+    while xfer(d, tid)["state"] != "failed" and time.time() - t0 < 20:
+        time.sleep(0.05)
+    x = xfer(d, tid)
+    assert x["state"] == "failed" and x["durable"] is False, x
+    assert x["message"].startswith("not durable: ") and "Input/output error" in x["message"], x
+    d.ok("DELETE", "/v1/jobs/o3", uid=SLURM_UID)
+    time.sleep(1.0)
+    assert os.path.isdir(bb + "/in"), "the buffer of a stage-out that is not durable was removed"
+    assert "teardown: %s is kept" % bb in d.log_text()
+    assert db_xfer(d, tid) == ("failed", None)

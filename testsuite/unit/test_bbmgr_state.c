@@ -70,16 +70,23 @@ START_TEST(test_migrate_from_v1)
     snprintf(path, sizeof(path), "%s/state.db", dir);
     ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
     ck_assert_int_eq(sqlite3_exec(db, "DROP TABLE history; DROP TABLE persistent_use;"
+                                  "DROP INDEX transfers_syncing;"
+                                  "ALTER TABLE transfers DROP COLUMN durable;"
                                   "INSERT INTO jobs(id,uid,gid,nodes,state,created,updated)"
                                   " VALUES('old',1,1,1,'registered',0,0);"
+                                  "INSERT INTO transfers(id,job_id,kind,source,destination,"
+                                  "type,state,requested) VALUES(1,'old','stage_out','/a',"
+                                  "'/b','file','done',0);"
                                   "PRAGMA user_version=1;", NULL, NULL, NULL), SQLITE_OK);
     sqlite3_close(db);
     hu_error_t err = { "" };
     state_t *st = state_open(dir, true, &err);
     ck_assert_msg(st != NULL, "%s", err.text);
-    ck_assert_int_eq(state_schema_version(st), 2);
+    ck_assert_int_eq(state_schema_version(st), STATE_SCHEMA_VERSION);
     ck_assert_int_eq(count(st, "SELECT count(*) FROM jobs WHERE id='old'"), 1);
     ck_assert_int_eq(count(st, "SELECT count(*) FROM history"), 0);
+    /* v3: transfers have a durability, unknown (NULL) for the old ones */
+    ck_assert_int_eq(count(st, "SELECT count(*) FROM transfers WHERE durable IS NULL"), 1);
     state_close(st);
 }
 END_TEST
