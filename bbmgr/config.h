@@ -206,11 +206,11 @@ typedef struct cfg {
       "HTTP worker threads (each serves many connections).") \
     X(stage, cfg_t, stage_mode, "mode", CFG_STRING, "mover", chk_stage_mode, true, \
       "mover: bbmgrd copies the data (see section mover); scheduled: a transfer is marked done at its scheduled start without copying; immediate: done at once (both for development).") \
-    X(mover, cfg_t, mover_threads, "threads", CFG_INT, "4", chk_threads, false, \
+    X(mover, cfg_t, mover_threads, "threads", CFG_INT, "8", chk_threads, false, \
       "I/O worker threads of the mover.") \
     X(mover, cfg_t, mover_chunk, "chunk", CFG_SIZE, "4MiB", chk_chunk, false, \
       "Copy unit: each chunk of a file is one SFQ(D)+ request (cost = its bytes).") \
-    X(mover, cfg_t, mover_depth, "depth", CFG_INT, "64", chk_depth, false, \
+    X(mover, cfg_t, mover_depth, "depth", CFG_INT, "128", chk_depth, false, \
       "SFQ(D)+ depth D in slots of 256 KiB: at most D x 256 KiB of copy requests in flight (a larger chunk still goes, alone).") \
     X(mover, cfg_t, mover_verify, "verify", CFG_STRING, "checksum", chk_verify, false, \
       "checksum: each block of a copy is read back right after it is written and its checksum compared with that of the source read, and the size is checked; size: the size only (copy_file_range); none.") \

@@ -26,7 +26,7 @@
 # default /var/tmp: the disk under test); BENCH_MOVER_ROUNDS (default 3);
 # BENCH_MOVER_SCALE (divides the number of files of each size, default 1: 8 for a
 # quick 256 MiB run); BENCH_MOVER_VERIFY (checksum, size, none; default checksum);
-# BENCH_MOVER_THREADS (default 4); BENCH_MOVER_DEPTH (default 64);
+# BENCH_MOVER_THREADS (default 8); BENCH_MOVER_DEPTH (default 128);
 # BENCH_MOVER_DURABLE_IN (mover.durable_stage_in, default false);
 # BENCH_MOVER_DURABLE_OUT (mover.durable_before_done, default false);
 # BENCH_MOVER_CHECKSUM (mover.checksum, default the daemon's default);
@@ -39,8 +39,8 @@ B=${HARMONIA_BUILDDIR:-$(cd "$(dirname "$0")/.." && pwd)}
 ROUNDS=${BENCH_MOVER_ROUNDS:-3}
 SCALE=${BENCH_MOVER_SCALE:-1}
 VERIFY=${BENCH_MOVER_VERIFY:-checksum}
-THREADS=${BENCH_MOVER_THREADS:-4}
-DEPTH=${BENCH_MOVER_DEPTH:-64}
+THREADS=${BENCH_MOVER_THREADS:-8}
+DEPTH=${BENCH_MOVER_DEPTH:-128}
 DURABLE_IN=${BENCH_MOVER_DURABLE_IN:-false}
 DURABLE_OUT=${BENCH_MOVER_DURABLE_OUT:-false}
 # (only when set: daemons from before that key refuse it)
