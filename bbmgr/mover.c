@@ -74,6 +74,8 @@
 #define SYNC_BYTES (256ull << 20)   /* ... or of bytes */
 #define VBLOCK (256u * 1024u)       /* checksum unit: a chunk is read, hashed, written and
                                        verified in blocks that stay in the CPU's cache */
+#define DURABLE_DEFER_MAX 5.0      /* s: a done stage-out's fsyncs wait for the copies at
+                                       most this long (syncer_take) */
 #define BOOT_MARGIN 5               /* s: uncertainty of the boot time (quick check) */
 
 typedef enum { V_CHECKSUM, V_SIZE, V_NONE } verify_t;
@@ -129,6 +131,7 @@ typedef struct task {
     bool file_done;             /* CHUNK of a one-chunk file: the FILE work was done too */
     bool to_sync;               /* FILE work done, durable: the file waits for a T_SYNC */
     mfile_t *batch;             /* T_SYNC: files to fsync and rename */
+    double not_after;           /* T_DURABLE: run by then even if copies still run */
     char *msg;                  /* error, "stage_in PATH: what: strerror" */
     /* RMTREE */
     char *path;
@@ -216,6 +219,8 @@ struct mover {
     uint64_t next_flow;
     worker_t *w;
     int nthreads, busy;
+    int wbusy;                  /* copying workers busy (busy counts the syncer too) */
+    bool defer_durable;         /* T_DURABLE waits for the copies (below) */
     uint64_t chunk;
     int backlog;                /* chunks kept queued per transfer */
     verify_t verify;
@@ -685,6 +690,7 @@ static void xfer_check(mover_t *m, mxfer_t *x)
                         m->st.done++;
                     x->durable_queued = true;
                     x->pending++;
+                    t->not_after = mono() + DURABLE_DEFER_MAX;
                     tq_push(&m->shead, &m->stail, &m->scond, t);
                     return;
                 }
@@ -1774,10 +1780,12 @@ static void *worker_main(void *arg)
             break;
         task_t *t = fifo_pop(m);
         m->busy++;
+        m->wbusy++;
         pthread_mutex_unlock(&m->lock);
         task_run(m, w, t);
         pthread_mutex_lock(&m->lock);
         m->busy--;
+        m->wbusy--;
         task_done(m, t);
     }
     pthread_mutex_unlock(&m->lock);
@@ -1785,17 +1793,61 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
+/*
+ * The syncer's next task (lock held), or NULL and how long to wait for one.  The
+ * write-back that makes a done stage-out durable (T_DURABLE) would compete for the
+ * disk with the copies still running, and nothing waits for it but the teardown of
+ * the buffer it was read from: it waits while copies run, at most
+ * DURABLE_DEFER_MAX seconds after it was queued (then it runs, at idle I/O
+ * priority).  A T_SYNC gates a transfer's done and never waits.
+ */
+static task_t *syncer_take(mover_t *m, double *wait)
+{
+    bool copying = m->defer_durable && (m->head || m->wbusy > 0);
+    double now = copying ? mono() : 0;
+    task_t *prev = NULL, *t;
+
+    *wait = 0.05;
+    for (t = m->shead; t; prev = t, t = t->next) {
+        if (t->kind != T_DURABLE || !copying || now >= t->not_after)
+            break;
+        if (t->not_after - now < *wait)
+            *wait = t->not_after - now;
+    }
+    if (!t)
+        return NULL;
+    if (prev)
+        prev->next = t->next;
+    else
+        m->shead = t->next;
+    if (m->stail == t)
+        m->stail = prev;
+    t->next = NULL;
+    return t;
+}
+
 static void *syncer_main(void *arg)
 {
     mover_t *m = arg;
+    task_t *t;
+    double wait;
 
     pthread_mutex_lock(&m->lock);
     for (;;) {
-        while (!m->stop && !m->shead)
-            pthread_cond_wait(&m->scond, &m->lock);
+        while (!m->stop && !(t = syncer_take(m, &wait))) {
+            if (!m->shead) {
+                pthread_cond_wait(&m->scond, &m->lock);
+            } else {
+                struct timespec ts;
+                clock_gettime(CLOCK_REALTIME, &ts);
+                double d = ts.tv_nsec * 1e-9 + fmax(wait, 0.001);
+                ts.tv_sec += (time_t)d;
+                ts.tv_nsec = (long)((d - floor(d)) * 1e9);
+                pthread_cond_timedwait(&m->scond, &m->lock, &ts);
+            }
+        }
         if (m->stop)
             break;
-        task_t *t = tq_pop(&m->shead, &m->stail);
         m->busy++;
         pthread_mutex_unlock(&m->lock);
         if (t->kind == T_DURABLE) {
@@ -1858,6 +1910,8 @@ mover_t *mover_create(const cfg_t *cfg, hu_error_t *err)
     m->rate = cfg->mover_max_rate;
     m->durable_in = cfg->mover_durable_stage_in;
     m->durable_out = cfg->mover_durable_before_done;
+    const char *dd = getenv("BBMGRD_DEFER_DURABLE");   /* 0: for A/B runs */
+    m->defer_durable = !(dd && *dd == '0');
     {
         struct timespec rt, bt;
         clock_gettime(CLOCK_REALTIME, &rt);
