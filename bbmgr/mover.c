@@ -1829,7 +1829,7 @@ static task_t *syncer_take(mover_t *m, double *wait)
 static void *syncer_main(void *arg)
 {
     mover_t *m = arg;
-    task_t *t;
+    task_t *t = NULL;
     double wait;
 
     pthread_mutex_lock(&m->lock);
