@@ -56,6 +56,7 @@ struct req {
     double deadline;
     double t0;
     char session[AUTH_TOKEN_HEX + 16];  /* Harmonia-Session reply header, or "" */
+    char scheme;                /* 'm' MUNGE, 's' session, 0 none: counted in send_reply */
 };
 
 /* What a connection keeps between its requests (MHD socket context). */
@@ -345,6 +346,10 @@ static enum MHD_Result send_reply(req_t *q)
         a->cnt.auth_failures++;
     if (q->session[0])
         a->cnt.sessions_opened++;
+    if (q->scheme == 'm')
+        a->cnt.auth_munge++;
+    else if (q->scheme == 's')
+        a->cnt.auth_session++;
     if (r->status == 413)
         a->cnt.too_large++;
     pthread_mutex_unlock(&a->clock_);
@@ -424,15 +429,11 @@ static int authenticate(req_t *q)
                                           &q->who.gid, msg, sizeof(msg))
                      : (snprintf(msg, sizeof(msg), "sessions are disabled (auth.session_ttl "
                                  "is 0): send a MUNGE credential"), 401);
-        pthread_mutex_lock(&a->clock_);
-        a->cnt.auth_session++;
-        pthread_mutex_unlock(&a->clock_);
+        q->scheme = 's';
     } else {
         st = auth_munge(a->munge_socket, hdr, q->method, q->path, &q->who.uid, &q->who.gid,
                         msg, sizeof(msg));
-        pthread_mutex_lock(&a->clock_);
-        a->cnt.auth_munge++;
-        pthread_mutex_unlock(&a->clock_);
+        q->scheme = 'm';
         const char *want = MHD_lookup_connection_value(q->conn, MHD_HEADER_KIND,
                                                        "Harmonia-Session");
         if (!st && want && !strcasecmp(want, "open") && ttl > 0 && cc) {

@@ -1569,6 +1569,15 @@ static int sync_path(mover_t *m, task_t *t, const char *path, bool dir)
     return rc < 0 ? tfail(t, e, path, "fsync") : 0;
 }
 
+/* fsync of the entry e of x at the destination. */
+static int sync_entry(mover_t *m, task_t *t, const entry_t *e)
+{
+    char *p = pjoin(t->x->dst, e->rel);
+    int rc = p ? sync_path(m, t, p, e->type == E_DIR) : tfail(t, ENOMEM, t->x->dst, "path");
+    free(p);
+    return rc;
+}
+
 /* fsync of the directory that holds dst (the transfer's top entry). */
 static int sync_parent(mover_t *m, task_t *t, const char *dst)
 {
@@ -1595,12 +1604,7 @@ static int run_finish(mover_t *m, task_t *t)
      * copied now, and a run without fsync may have written them */
     for (int i = 0; x->sync_each && i < x->nents; i++) {
         entry_t *e = &x->ents[i];
-        if (e->type != E_FILE || !e->skipped)
-            continue;
-        char *f = pjoin(x->dst, e->rel);
-        int rc = f ? sync_path(m, t, f, false) : tfail(t, ENOMEM, x->dst, "path");
-        free(f);
-        if (rc < 0)
+        if (e->type == E_FILE && e->skipped && sync_entry(m, t, e) < 0)
             return -1;
     }
     /* directories, deepest first; the root only if this transfer created it */
@@ -1686,10 +1690,7 @@ static int run_durable(mover_t *m, task_t *t)
         entry_t *e = &x->ents[i];
         if (e->type != E_DIR)
             continue;
-        char *d = pjoin(x->dst, e->rel);
-        int rc = d ? sync_path(m, t, d, true) : tfail(t, ENOMEM, x->dst, "path");
-        free(d);
-        if (rc < 0)
+        if (sync_entry(m, t, e) < 0)
             return -1;
         ndirs++;
     }
