@@ -147,6 +147,9 @@ void reply_cerr(reply_t *r, const cerr_t *e)
 
 const char *hreq_query(hreq_t *rq, const char *key)
 {
+    /* no connection: an item of a batch, whose own query arguments are not its */
+    if (!rq->conn)
+        return NULL;
     return MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND, key);
 }
 
@@ -352,6 +355,7 @@ static enum MHD_Result send_reply(req_t *q)
         a->cnt.auth_session++;
     if (r->status == 413)
         a->cnt.too_large++;
+    a->cnt.batch_items += r->items;
     pthread_mutex_unlock(&a->clock_);
     bl_debug("api: %s %s -> %d (%.3f ms, uid %d)", q->method, q->path, r->status, dt * 1e3,
              (int)q->who.uid);

@@ -30,6 +30,7 @@ typedef struct {
     const char *ctype;
     uint64_t wait_phase;        /* long-poll: wait for this phase to change */
     double wait;                /* seconds */
+    unsigned items;             /* POST /v1/batch: items run (counted in send_reply) */
 } reply_t;
 
 typedef struct {
@@ -37,8 +38,9 @@ typedef struct {
     const caller_t *who;
     const char *args[4];        /* path segments matched by '*' */
     json_t *body;               /* parsed JSON object, or NULL when no body */
-    void *conn;
-    double max_wait;
+    void *conn;                 /* the MHD connection (query arguments); NULL for the
+                                 * items of a batch: hreq_query() then finds nothing */
+    double max_wait;            /* cap of a long-poll; 0 in a batch: never waits */
 } hreq_t;
 
 int reply_error(reply_t *r, int status, const char *field, const char *fmt, ...)
@@ -46,7 +48,7 @@ int reply_error(reply_t *r, int status, const char *field, const char *fmt, ...)
 void reply_cerr(reply_t *r, const cerr_t *e);
 void reply_json(reply_t *r, int status, json_t *body);      /* takes body */
 
-const char *hreq_query(hreq_t *rq, const char *key);
+const char *hreq_query(hreq_t *rq, const char *key);   /* NULL if absent or no conn */
 
 api_t *api_create(core_t *core, state_t *st, const cfg_t *cfg, hu_error_t *err);
 void api_stop(api_t *a);            /* answers waiters, stops listening */
@@ -72,6 +74,7 @@ typedef struct {
     uint64_t sessions_opened;
     uint64_t too_large;
     uint64_t waiters;
+    uint64_t batch_items;       /* requests run as items of POST /v1/batch */
 } api_counters_t;
 void api_get_counters(api_t *a, api_counters_t *out);
 

@@ -212,6 +212,9 @@ char *metrics_render(api_t *a, core_t *c, state_t *st)
     head(&b, "harmonia_api_sessions_opened_total", "counter",
          "Connection-bound sessions opened (or renewed).");
     sb_printf(&b, "harmonia_api_sessions_opened_total %ju\n", (uintmax_t)ac.sessions_opened);
+    head(&b, "harmonia_api_batch_items_total", "counter",
+         "Requests run as items of POST /v1/batch (the batch itself is one request).");
+    sb_printf(&b, "harmonia_api_batch_items_total %ju\n", (uintmax_t)ac.batch_items);
     head(&b, "harmonia_api_waiting_connections", "gauge",
          "Connections suspended for a commit or a long-poll.");
     sb_printf(&b, "harmonia_api_waiting_connections %ju\n", (uintmax_t)ac.waiters);

@@ -15,7 +15,7 @@
 #include "log.h"
 
 /* ------------------------------------------------------------------ validation */
-typedef enum { F_STR, F_INT, F_NUM, F_BOOL, F_SIZE, F_DUR, F_OBJ } ftype_t;
+typedef enum { F_STR, F_INT, F_NUM, F_BOOL, F_SIZE, F_DUR, F_OBJ, F_ARR } ftype_t;
 
 typedef struct {
     const char *name;
@@ -28,7 +28,7 @@ static const char *ftype_name(ftype_t t)
     static const char *const n[] = { "a string", "an integer", "a number", "a boolean",
                                      "a size (bytes, or a string with a unit)",
                                      "a duration (seconds, or a string with a unit)",
-                                     "an object" };
+                                     "an object", "an array" };
     return n[t];
 }
 
@@ -69,6 +69,7 @@ static bool check_body(hreq_t *rq, reply_t *r, const field_t *spec, bool body_re
         case F_BOOL: ok = json_is_boolean(v); break;
         case F_SIZE: case F_DUR: ok = json_is_number(v) || json_is_string(v); break;
         case F_OBJ: ok = json_is_object(v); break;
+        case F_ARR: ok = json_is_array(v); break;
         default: ok = false;
         }
         if (!ok) {
@@ -977,6 +978,179 @@ static void h_history(core_t *c, hreq_t *rq, reply_t *r)
                                                                           : json_null()));
 }
 
+/* ------------------------------------------------------------------ batch */
+#define BATCH_MAX 256
+
+/* The field of a batch error: "requests[i]" or "requests[i].key". */
+static void batch_error(reply_t *r, int i, const char *key, const char *msg)
+{
+    size_t n = (key ? strlen(key) : 0) + 32;
+    char *f = malloc(n);
+    if (!f) {
+        reply_error(r, 500, NULL, "out of memory");
+        return;
+    }
+    if (key)
+        snprintf(f, n, "requests[%d].%s", i, key);
+    else
+        snprintf(f, n, "requests[%d]", i);
+    reply_error(r, 400, f, "%s", msg);
+    free(f);
+}
+
+/* Does p name POST /v1/batch's path (as routes_match() would: repeated and trailing
+ * '/' do not count)? */
+static bool batch_path(const char *p)
+{
+    while (*p == '/')
+        p++;
+    if (strncmp(p, "v1/", 3))
+        return false;
+    p += 3;
+    while (*p == '/')
+        p++;
+    if (strncmp(p, "batch", 5))
+        return false;
+    p += 5;
+    while (*p == '/')
+        p++;
+    return !*p;
+}
+
+/* One item, checked before anything runs. */
+static bool batch_item_ok(json_t *it, int i, reply_t *r)
+{
+    const char *k, *m, *p;
+    json_t *v;
+
+    if (!json_is_object(it)) {
+        batch_error(r, i, NULL, "must be an object");
+        return false;
+    }
+    json_object_foreach(it, k, v) {
+        if (strcmp(k, "method") && strcmp(k, "path") && strcmp(k, "body")) {
+            batch_error(r, i, k, "unknown field (known: method, path, body)");
+            return false;
+        }
+    }
+    v = json_object_get(it, "method");
+    if (!v || !json_is_string(v)) {
+        batch_error(r, i, "method", v ? "must be a string" : "is required");
+        return false;
+    }
+    m = json_string_value(v);
+    if (strcmp(m, "GET") && strcmp(m, "POST") && strcmp(m, "PUT") && strcmp(m, "DELETE")) {
+        batch_error(r, i, "method", "must be one of GET, POST, PUT, DELETE");
+        return false;
+    }
+    v = json_object_get(it, "path");
+    if (!v || !json_is_string(v)) {
+        batch_error(r, i, "path", v ? "must be a string" : "is required");
+        return false;
+    }
+    p = json_string_value(v);
+    if (strncmp(p, "/v1/", 4)) {
+        batch_error(r, i, "path", "must start with /v1/");
+        return false;
+    }
+    if (strchr(p, '?')) {
+        batch_error(r, i, "path", "query strings are not supported in a batch");
+        return false;
+    }
+    if (batch_path(p)) {
+        batch_error(r, i, "path", "a batch cannot contain a batch");
+        return false;
+    }
+    v = json_object_get(it, "body");
+    if (v && !json_is_object(v)) {
+        batch_error(r, i, "body", "must be an object");
+        return false;
+    }
+    return true;
+}
+
+/*
+ * POST /v1/batch: several requests of the same caller in one exchange.  The whole
+ * batch is validated first (nothing runs if it is malformed); then each item runs
+ * in order as the same request alone would (routes_match(), the route's handler,
+ * the caller's rights), here under the core lock process() took: one critical
+ * section, so one state barrier and one commit covers every item.  Items are
+ * independent: a failed one does not stop the next, nothing is undone.  They
+ * never long-poll (max_wait 0) and see no query arguments (conn NULL).
+ */
+static void h_batch(core_t *c, hreq_t *rq, reply_t *r)
+{
+    static const field_t spec[] = { { "requests", F_ARR, true }, { NULL, 0, false } };
+    char pcopy[2048];           /* routes_match() refuses longer paths (404) */
+
+    if (!check_body(rq, r, spec, true))
+        return;
+    json_t *reqs = json_object_get(rq->body, "requests");
+    size_t n = json_array_size(reqs);
+    if (n < 1 || n > BATCH_MAX)
+        return (void)reply_error(r, 400, "requests", "must hold 1 to %d requests", BATCH_MAX);
+    for (size_t i = 0; i < n; i++)
+        if (!batch_item_ok(json_array_get(reqs, i), (int)i, r))
+            return;
+    json_t *replies = json_array();
+    if (!replies)
+        return (void)reply_error(r, 500, NULL, "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        json_t *it = json_array_get(reqs, i);
+        const char *method = json_string_value(json_object_get(it, "method"));
+        const char *path = json_string_value(json_object_get(it, "path"));
+        json_t *body = json_object_get(it, "body");
+        const char *args[4] = { NULL };
+        const route_t *rt = NULL;
+        reply_t ir = { 0 };
+        int status = 404;
+        size_t plen = strlen(path);
+
+        if (plen < sizeof(pcopy)) {
+            memcpy(pcopy, path, plen + 1);
+            rt = routes_match(method, pcopy, args, &status);
+        }
+        if (!rt) {
+            if (status == 405)
+                reply_error(&ir, 405, NULL, "method %s not allowed on %s", method, path);
+            else
+                reply_error(&ir, 404, NULL, "no such resource: %s", path);
+        } else if (body && !rt->body) {
+            reply_error(&ir, 400, NULL, "%s %s takes no body", method, path);
+        } else if (rt->fn == h_batch) {     /* cannot happen: batch_item_ok() */
+            reply_error(&ir, 400, "path", "a batch cannot contain a batch");
+        } else {
+            hreq_t sub = { .api = rq->api, .who = rq->who, .body = body, .conn = NULL,
+                           .max_wait = 0 };
+            memcpy(sub.args, args, sizeof(args));
+            rt->fn(c, &sub, &ir);
+        }
+        /* what send_reply() would send: a text reply becomes a JSON string */
+        json_t *b;
+        if (ir.text) {
+            b = json_string(ir.text);
+            free(ir.text);
+            if (!b)
+                b = json_null();
+        } else if (ir.body) {
+            b = ir.body;
+        } else {
+            b = json_null();
+            if (!ir.status)
+                ir.status = 204;
+        }
+        json_t *o = json_object();
+        json_object_set_new(o, "status", json_integer(ir.status));
+        json_object_set_new(o, "body", b);
+        json_array_append_new(replies, o);
+        bl_debug("api: batch item %d: %s %s -> %d", (int)i, method, path, ir.status);
+    }
+    reply_json(r, 200, json_pack("{s:o}", "replies", replies));
+    if (!r->body)
+        reply_error(r, 500, NULL, "out of memory");
+    r->items = (unsigned)n;
+}
+
 /* ------------------------------------------------------------------ table */
 static const route_t routes[] = {
     { "GET",    "/v1/status",                  h_status,        false },
@@ -1016,6 +1190,7 @@ static const route_t routes[] = {
     { "GET",    "/v1/policy",                  h_policy_get,    false },
     { "PUT",    "/v1/policy",                  h_policy_set,    true },
     { "GET",    "/v1/history",                 h_history,       false },
+    { "POST",   "/v1/batch",                   h_batch,         true },
 };
 
 /* Match path against pattern; fills args. */

@@ -13,6 +13,9 @@
 #   BENCH_SLURM_STAGE_IN 1: the Harmonia jobs also stage in a 4 KiB file (default 0)
 #   BENCH_SLURM_HINTS    1: the Harmonia jobs also give iohints (default 0: without
 #                        them job_submit/harmonia asks bbmgrd for learned hints)
+#   BENCH_SLURM_KEEP     a directory: the raw figures (per job: id, sbatch called,
+#                        sbatch returned, round; per round: loop start and end) are
+#                        copied there, under plain/ and harmonia/
 #
 # Both clusters run during the whole bench (an idle cluster costs next to nothing).
 # Each job is the same batch script; in the Harmonia run its leading comments are
@@ -39,7 +42,15 @@ command -v slurmctld >/dev/null || PATH=$PATH:/usr/sbin
 [ "$rounds" -ge 1 ] && [ "$n" -ge "$rounds" ] || { echo "bench_slurm: need JOBS >= ROUNDS >= 1" >&2; exit 2; }
 work=$(mktemp -d /tmp/harmonia-bench-slurm.XXXXXX)
 chmod 755 "$work"
+keep=${BENCH_SLURM_KEEP:-}
 cleanup() {
+    if [ -n "$keep" ]; then
+        for m in plain harmonia; do
+            mkdir -p "$keep/$m"
+            cp "$work/$m/submits" "$work/$m/loops" "$work/$m/cpu" "$keep/$m/" 2>/dev/null || true
+            cp -r "$work/$m/starts" "$keep/$m/" 2>/dev/null || true
+        done
+    fi
     for m in plain harmonia; do
         "$top/testsuite/cluster/cluster" stop "$work/$m" >/dev/null 2>&1 || true
     done

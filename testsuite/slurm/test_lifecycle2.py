@@ -694,3 +694,54 @@ def test_show_burst_space_is_back_when_the_job_is_done(cluster):
     assert rc == 0, err
     assert cluster.wait_state(jobid, DONE) == "COMPLETED"
     assert used() == before
+
+
+def _metrics(cluster):
+    """bbmgrd's /metrics as {name{labels}: value}."""
+    _, text = api(cluster, "GET", "/metrics")
+    out = {}
+    for line in str(text).splitlines():
+        if line and not line.startswith("#"):
+            k, _, v = line.rpartition(" ")
+            out[k] = float(v)
+    return out
+
+
+def test_burst_of_jobs_goes_to_bbmgrd_in_batches(cluster, tmp_path):
+    """The plugin's agent sends the one-request steps of the jobs due together
+    (registration and allocation, begin, teardown and the pools' refresh) in
+    POST /v1/batch: bbmgrd commits each batch once.  One request and one commit
+    per step would be 4 commits a job (register, allocate, begin, teardown)
+    and 4-5 requests; batched it is at most 3 of each, fewer when jobs come
+    together.  Every job still runs in its buffer and ends with it torn down."""
+    n = 8
+    wait_for(lambda: "JobID=" not in cluster.run("scontrol", "show", "burst").stdout,
+             what="no allocation left from earlier tests")
+    time.sleep(1.2)                     # any pools refresh already due has happened
+    m0 = _metrics(cluster)
+    ids = []
+    for i in range(n):
+        out = tmp_path / ("batch-%d.txt" % i)
+        rc, jobid, _, err = cluster.sbatch(script(
+            "jobbuffer capacity=16MiB",
+            body='test -d "$HARMONIA_BB" && test -w "$HARMONIA_BB" && echo ok > %s' % out),
+            "-J", "harmonia-batch")       # one name: one learned-hints lookup
+
+        assert rc == 0, err
+        ids.append((jobid, out))
+    for jobid, out in ids:
+        assert cluster.wait_state(jobid, DONE) == "COMPLETED", cluster.job(jobid)
+        assert out.read_text() == "ok\n"
+    wait_for(lambda: "JobID=" not in cluster.run("scontrol", "show", "burst").stdout,
+             what="every allocation torn down")
+    m1 = _metrics(cluster)
+
+    def delta(prefix):
+        return sum(v - m0.get(k, 0) for k, v in m1.items() if k.startswith(prefix))
+    batched = delta("harmonia_api_batch_items_total")
+    commits = delta("harmonia_state_commits_total")
+    requests = delta("harmonia_api_requests_total{")
+    assert batched >= 2 * n, (batched, commits, requests)
+    assert commits <= 3 * n, (batched, commits, requests)
+    # + this test's GET /metrics, GET /v1/history, the plugin's periodic pools
+    assert requests <= 3 * n + 4, (batched, commits, requests)

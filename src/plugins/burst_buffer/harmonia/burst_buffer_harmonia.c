@@ -15,6 +15,10 @@
  *  applies the results under slurmctld's job write lock and then the plugin
  *  mutex (that order, always).  Every step is idempotent against bbmgrd, so a
  *  step cut short by a restart of slurmctld or bbmgrd is simply run again.
+ *  The agent takes the jobs whose work is due together: their one-request
+ *  steps (register and allocate, begin, teardown, and then the pools) go in
+ *  one POST /v1/batch, one exchange and one commit in bbmgrd for all of them,
+ *  and their results are applied under one taking of the locks.
  *
  *  Stage-in starts as soon as the job is submitted when the main scheduler
  *  would ask for it at its first look (job not held, independent, eligible,
@@ -125,6 +129,15 @@ static bool agent_rescan = true;	/* scan all jobs (start, reconfig) */
 static bool agent_work = false;		/* a hook asked for work since the last round */
 static uint32_t *eager_ids = NULL;	/* submitted jobs whose stage-in may start */
 static int eager_cnt = 0, eager_cap = 0;	/* (bb_state.bb_mutex) */
+static double eager_since = 0;		/* when eager_ids[0] came (monotonic) */
+/*
+ * The agent lets submissions gather this long before it starts their
+ * stage-in, so that a burst of them goes to bbmgrd in one batch (one exchange
+ * and one commit for all) rather than one by one.  Well under the time
+ * slurmctld takes to look at a new job (batch_sched_delay, sched_min_interval),
+ * so their buffers are still ready before the first scheduler pass.
+ */
+#define EAGER_GATHER 0.03		/* seconds */
 static char *status_cache = NULL;	/* last /v1/status text */
 
 static void _start_stage_in(job_record_t *job_ptr, bb_job_t *bb_job);
@@ -315,6 +328,19 @@ static bb_job_t *_get_bb_job(job_record_t *job_ptr)
 
 /* ------------------------------------------------------------------ bbmgrd */
 
+/* *msg: what a refused request says ("bbmgrd: METHOD PATH: status: error"). */
+static void _reply_msg(const char *method, const char *path, int status,
+		       json_t *resp, char **msg)
+{
+	char buf[512];
+
+	if (!msg)
+		return;
+	xfree(*msg);
+	*msg = xstrdup_printf("bbmgrd: %s %s: %d: %s", method, path, status,
+			      resp ? hm_error_text(resp, buf, sizeof(buf)) : "");
+}
+
 /* One request; returns the HTTP status or -1 (transport error, *msg set). */
 static int _call(hm_client_t *cli, const char *method, const char *path,
 		 json_t *body, json_t **resp, char **msg)
@@ -330,14 +356,8 @@ static int _call(hm_client_t *cli, const char *method, const char *path,
 		*msg = xstrdup_printf("bbmgrd unreachable (%s)", err.text);
 		return -1;
 	}
-	if (status >= 400 && msg) {
-		char buf[512];
-		xfree(*msg);
-		*msg = xstrdup_printf("bbmgrd: %s %s: %d: %s", method, path,
-				      status, resp && *resp ?
-				      hm_error_text(*resp, buf, sizeof(buf)) :
-				      "");
-	}
+	if (status >= 400)
+		_reply_msg(method, path, status, resp ? *resp : NULL, msg);
 	return status;
 }
 
@@ -392,16 +412,20 @@ static void _work_free(work_t *w)
 	xfree(w->msg);
 }
 
-static step_rc_t _step_register(hm_client_t *cli, work_t *w)
+/*
+ * The steps that are one request each (register, allocate, begin, teardown)
+ * come in two halves: *_body() makes the request, *_done() takes its answer,
+ * so that the agent can send the requests of several jobs in one batch
+ * (_run_batch) or one at a time (_run).
+ */
+static json_t *_register_body(work_t *w)
 {
-	json_t *body, *hints, *resp = NULL;
-	char path[64];
-	int st;
+	json_t *body, *hints;
+	char id[16];
 
-	body = json_pack("{s:s s:i s:i}", "id", "", "uid", (int) w->user_id,
+	snprintf(id, sizeof(id), "%u", w->job_id);
+	body = json_pack("{s:s s:i s:i}", "id", id, "uid", (int) w->user_id,
 			 "gid", (int) w->group_id);
-	snprintf(path, sizeof(path), "%u", w->job_id);
-	json_object_set_new(body, "id", json_string(path));
 	if (w->user_name)
 		json_object_set_new(body, "user", json_string(w->user_name));
 	if (w->job_name)
@@ -417,9 +441,11 @@ static step_rc_t _step_register(hm_client_t *cli, work_t *w)
 					    json_integer(w->req.phases));
 		json_object_set_new(body, "hints", hints);
 	}
-	st = _call(cli, "POST", "/v1/jobs", body, &resp, &w->msg);
-	json_decref(body);
-	json_decref(resp);
+	return body;
+}
+
+static step_rc_t _register_done(work_t *w, int st)
+{
 	if (st < 0 || st >= 500)
 		return STEP_AGAIN;
 	if (st >= 400)
@@ -428,23 +454,32 @@ static step_rc_t _step_register(hm_client_t *cli, work_t *w)
 	return STEP_NEXT;
 }
 
-static step_rc_t _step_alloc(hm_client_t *cli, work_t *w)
+static step_rc_t _step_register(hm_client_t *cli, work_t *w)
 {
-	json_t *body, *resp = NULL, *nodes;
-	char path[64];
-	size_t i;
-	int st;
+	json_t *body = _register_body(w), *resp = NULL;
+	int st = _call(cli, "POST", "/v1/jobs", body, &resp, &w->msg);
 
-	if (!w->req.has_buffer)
-		return STEP_NEXT;
-	body = json_pack("{s:f}", "capacity", (double) w->req.capacity);
+	json_decref(body);
+	json_decref(resp);
+	return _register_done(w, st);
+}
+
+static json_t *_alloc_body(work_t *w, char *path, size_t len)
+{
+	json_t *body = json_pack("{s:f}", "capacity", (double) w->req.capacity);
+
 	if (w->req.nodes)
 		json_object_set_new(body, "nodes", json_integer(w->req.nodes));
 	if (w->req.pool)
 		json_object_set_new(body, "pool", json_string(w->req.pool));
-	snprintf(path, sizeof(path), "/v1/jobs/%u/allocation", w->job_id);
-	st = _call(cli, "POST", path, body, &resp, &w->msg);
-	json_decref(body);
+	snprintf(path, len, "/v1/jobs/%u/allocation", w->job_id);
+	return body;
+}
+
+static step_rc_t _alloc_done(work_t *w, int st, json_t *resp)
+{
+	json_t *nodes;
+
 	if (st == 507 || st == 503 || st < 0 || st >= 500) {
 		if (st == 507) {
 			char sz[32];
@@ -454,15 +489,12 @@ static step_rc_t _step_alloc(hm_client_t *cli, work_t *w)
 						w->req.pool ? " in pool " : "",
 						w->req.pool ? w->req.pool : "");
 		}
-		json_decref(resp);
 		return STEP_AGAIN;
 	}
-	if (st >= 400) {
-		json_decref(resp);
+	if (st >= 400)
 		return STEP_FAIL;
-	}
 	nodes = json_object_get(resp, "nodes");
-	for (i = 0; json_is_array(nodes) && i < json_array_size(nodes); i++) {
+	for (size_t i = 0; json_is_array(nodes) && i < json_array_size(nodes); i++) {
 		json_t *n = json_array_get(nodes, i);
 		const char *name = _json_str(n, "name");
 		if (i == 0 && _json_str(n, "path"))
@@ -471,9 +503,25 @@ static step_rc_t _step_alloc(hm_client_t *cli, work_t *w)
 			xstrfmtcat(w->new_nodes, "%s%s", w->new_nodes ? "," : "",
 				   name);
 	}
-	json_decref(resp);
 	w->allocated = true;
 	return STEP_NEXT;
+}
+
+static step_rc_t _step_alloc(hm_client_t *cli, work_t *w)
+{
+	json_t *body, *resp = NULL;
+	char path[64];
+	step_rc_t rc;
+	int st;
+
+	if (!w->req.has_buffer)
+		return STEP_NEXT;
+	body = _alloc_body(w, path, sizeof(path));
+	st = _call(cli, "POST", path, body, &resp, &w->msg);
+	json_decref(body);
+	rc = _alloc_done(w, st, resp);
+	json_decref(resp);
+	return rc;
 }
 
 /*
@@ -685,19 +733,27 @@ static step_rc_t _step_reconcile(hm_client_t *cli, work_t *w)
 	return STEP_DONE;
 }
 
-static step_rc_t _step_begin(hm_client_t *cli, work_t *w)
+static json_t *_begin_body(work_t *w, char *path, size_t len)
 {
-	json_t *body = json_pack("{s:i}", "nodes",
-				 (int) (w->ncompute ? w->ncompute : 1));
-	char path[64];
-	int st;
+	snprintf(path, len, "/v1/jobs/%u/begin", w->job_id);
+	return json_pack("{s:i}", "nodes", (int) (w->ncompute ? w->ncompute : 1));
+}
 
-	snprintf(path, sizeof(path), "/v1/jobs/%u/begin", w->job_id);
-	st = _call(cli, "POST", path, body, NULL, &w->msg);
-	json_decref(body);
+static step_rc_t _begin_done(work_t *w, int st)
+{
 	if (st < 0 || st >= 500)
 		return STEP_AGAIN;
 	return STEP_DONE;	/* a refused begin is not fatal to the job */
+}
+
+static step_rc_t _step_begin(hm_client_t *cli, work_t *w)
+{
+	char path[64];
+	json_t *body = _begin_body(w, path, sizeof(path));
+	int st = _call(cli, "POST", path, body, NULL, &w->msg);
+
+	json_decref(body);
+	return _begin_done(w, st);
 }
 
 static step_rc_t _step_destroy_persistent(hm_client_t *cli, work_t *w)
@@ -727,17 +783,21 @@ static step_rc_t _step_destroy_persistent(hm_client_t *cli, work_t *w)
 	return STEP_NEXT;
 }
 
-static step_rc_t _step_teardown(hm_client_t *cli, work_t *w)
+static step_rc_t _teardown_done(work_t *w, int st)
 {
-	char path[64];
-	int st;
-
-	snprintf(path, sizeof(path), "/v1/jobs/%u", w->job_id);
-	st = _call(cli, "DELETE", path, NULL, NULL, &w->msg);
 	if (st < 0 || st >= 500)
 		return STEP_AGAIN;
 	w->released = true;
 	return STEP_DONE;	/* 404: nothing left to end */
+}
+
+static step_rc_t _step_teardown(hm_client_t *cli, work_t *w)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/v1/jobs/%u", w->job_id);
+	return _teardown_done(w, _call(cli, "DELETE", path, NULL, NULL,
+				       &w->msg));
 }
 
 /* Run the current step of w; w->step advances over STEP_NEXT results. */
@@ -813,19 +873,17 @@ static void _set_note(job_record_t *job_ptr, const char *msg)
 	last_job_update = time(NULL);
 }
 
-/* Apply a step's result; returns true when a job became ready to start. */
-static bool _apply(work_t *w, step_rc_t rc)
+/* Apply a step's result; returns true when a job became ready to start.
+ * Call with the job write lock and bb_mutex held. */
+static bool _apply_locked(work_t *w, step_rc_t rc)
 {
 	bool kick = false;
-	slurmctld_lock_t job_write_lock = { .job = WRITE_LOCK };
 	job_record_t *job_ptr;
 	bb_job_t *bb_job = NULL;
 	hjob_t *h;
 	time_t now = time(NULL);
 	double delay;
 
-	lock_slurmctld(job_write_lock);
-	slurm_mutex_lock(&bb_state.bb_mutex);
 	job_ptr = find_job_record(w->job_id);
 	h = _hjob_find(w->job_id);
 	if (job_ptr)
@@ -947,6 +1005,20 @@ static bool _apply(work_t *w, step_rc_t rc)
 		break;
 	}
 out:
+	return kick;
+}
+
+/* Apply the results of n steps under one taking of the locks (slurmctld's job
+ * write lock, then bb_mutex); returns true when a job became ready to start. */
+static bool _apply_all(work_t *ws, step_rc_t *rcs, int n)
+{
+	slurmctld_lock_t job_write_lock = { .job = WRITE_LOCK };
+	bool kick = false;
+
+	lock_slurmctld(job_write_lock);
+	slurm_mutex_lock(&bb_state.bb_mutex);
+	for (int i = 0; i < n; i++)
+		kick |= _apply_locked(&ws[i], rcs[i]);
 	slurm_mutex_unlock(&bb_state.bb_mutex);
 	unlock_slurmctld(job_write_lock);
 	return kick;
@@ -963,8 +1035,10 @@ static void _kick_scheduler(void)
 /* Without bbmgrd: every operation completes at once. */
 static void _run_local(work_t *w)
 {
+	step_rc_t rc = STEP_DONE;
+
 	w->step = 99;
-	if (_apply(w, STEP_DONE))
+	if (_apply_all(w, &rc, 1))
 		_kick_scheduler();
 }
 
@@ -1001,19 +1075,14 @@ static bool _next_due(work_t *w, double now, unsigned round)
 	return false;
 }
 
-/* Refresh the pools shown by "scontrol show burst" from bbmgrd. */
-static void _refresh_pools(hm_client_t *cli)
+/* Take bbmgrd's GET /v1/pools answer as the pools "scontrol show burst"
+ * shows. */
+static void _pools_apply(json_t *resp)
 {
-	json_t *resp = NULL, *pools;
-	char *msg = NULL;
-	int st = _call(cli, "GET", "/v1/pools", NULL, &resp, &msg);
+	json_t *pools = json_object_get(resp, "pools");
 
-	xfree(msg);
-	if (st != 200 || !(pools = json_object_get(resp, "pools")) ||
-	    !json_is_array(pools)) {
-		json_decref(resp);
+	if (!json_is_array(pools))
 		return;
-	}
 	slurm_mutex_lock(&bb_state.bb_mutex);
 	for (uint32_t i = 0; i < bb_state.bb_config.pool_cnt; i++)
 		xfree(bb_state.bb_config.pool_ptr[i].name);
@@ -1040,7 +1109,219 @@ static void _refresh_pools(hm_client_t *cli)
 	}
 	bb_state.last_update_time = time(NULL);
 	slurm_mutex_unlock(&bb_state.bb_mutex);
+}
+
+/* Refresh the pools shown by "scontrol show burst" from bbmgrd. */
+static void _refresh_pools(hm_client_t *cli)
+{
+	json_t *resp = NULL;
+	char *msg = NULL;
+	int st = _call(cli, "GET", "/v1/pools", NULL, &resp, &msg);
+
+	xfree(msg);
+	if (st == 200)
+		_pools_apply(resp);
 	json_decref(resp);
+}
+
+/*
+ * Batches.  The steps that are one request each, of every job due in a round
+ * (registration and allocation at stage-in, begin, teardown; with a GET
+ * /v1/pools after teardowns), go to bbmgrd in one POST /v1/batch: one HTTP
+ * exchange and one durable commit in bbmgrd for all of them, where one request
+ * each cost an exchange and a commit each (doc/api.md).  A burst of
+ * submissions or of job ends then costs bbmgrd and this thread a fraction of
+ * what it did.  The other steps (persistent buffers, transfers, reconcile) go
+ * one request at a time, after the batch, from where it left the job.
+ */
+#define BATCH_JOBS 32		/* jobs per batch (well within max_body) */
+
+typedef enum { BI_REGISTER, BI_ALLOC, BI_BEGIN, BI_TEARDOWN, BI_POOLS } bi_kind_t;
+
+typedef struct {
+	int job;		/* index in the round's works; -1: pools */
+	bi_kind_t kind;
+	char path[64];
+	const char *method;
+} bitem_t;
+
+static bool batch_unsupported = false;	/* bbmgrd answered 404/405 (agent thread) */
+
+static void _bitem_add(json_t *reqs, bitem_t *items, int *ni, int job,
+		       bi_kind_t kind, const char *method, const char *path,
+		       json_t *body)
+{
+	bitem_t *it = &items[(*ni)++];
+	json_t *r = json_pack("{s:s s:s}", "method", method, "path", path);
+
+	it->job = job;
+	it->kind = kind;
+	it->method = method;
+	snprintf(it->path, sizeof(it->path), "%s", path);
+	if (body)
+		json_object_set_new(r, "body", body);
+	json_array_append_new(reqs, r);
+}
+
+/* Add the requests of w's next one-request steps to the batch (none: its
+ * next step goes alone).  Steps that need no request are passed over. */
+static void _plan(work_t *w, int job, json_t *reqs, bitem_t *items, int *ni)
+{
+	char path[64];
+	json_t *body;
+	bool destroy = false;
+
+	switch (w->want) {
+	case WANT_STAGE_IN:
+		if (w->step == 0) {
+			_bitem_add(reqs, items, ni, job, BI_REGISTER, "POST",
+				   "/v1/jobs", _register_body(w));
+		}
+		if ((w->step == 0 || w->step == 1) && w->req.has_buffer) {
+			body = _alloc_body(w, path, sizeof(path));
+			_bitem_add(reqs, items, ni, job, BI_ALLOC, "POST",
+				   path, body);
+		}
+		break;
+	case WANT_BEGIN:
+		body = _begin_body(w, path, sizeof(path));
+		_bitem_add(reqs, items, ni, job, BI_BEGIN, "POST", path, body);
+		break;
+	case WANT_STAGE_OUT:
+		for (int i = 0; i < w->req.npersist; i++)
+			if (w->req.persist[i].op == HBB_PERSIST_DESTROY)
+				destroy = true;
+		if (w->step == 0 && w->req.nstage_out == 0)
+			w->step = 1;
+		if (w->step == 1 && !destroy)
+			w->step = 2;
+		if (w->step != 2)
+			break;
+		/* fall through */
+	case WANT_TEARDOWN:
+		snprintf(path, sizeof(path), "/v1/jobs/%u", w->job_id);
+		_bitem_add(reqs, items, ni, job, BI_TEARDOWN, "DELETE", path,
+			   NULL);
+		break;
+	default:
+		break;
+	}
+}
+
+/*
+ * Run the due work of n jobs: their one-request steps in one batch when there
+ * are two requests or more, then whatever each job has left, one request at a
+ * time.  rcs[i] gets each job's result.  Returns true when the pools were
+ * read in the batch.
+ */
+static bool _run_batch(hm_client_t *cli, work_t *ws, step_rc_t *rcs, int n)
+{
+	bitem_t *items = xcalloc(3 * n + 1, sizeof(*items));
+	json_t *reqs = json_array(), *body = NULL, *resp = NULL, *replies;
+	bool *planned = xcalloc(n, sizeof(bool)), teardown = false;
+	bool pools = false;
+	hm_error_t err;
+	int ni = 0, st;
+
+	for (int i = 0; i < n; i++) {
+		int before = ni;
+
+		rcs[i] = STEP_NEXT;
+		if (batch_unsupported)
+			continue;
+		_plan(&ws[i], i, reqs, items, &ni);
+		planned[i] = (ni > before);
+		if (ni > before && items[ni - 1].kind == BI_TEARDOWN)
+			teardown = true;
+	}
+	if (teardown)
+		_bitem_add(reqs, items, &ni, -1, BI_POOLS, "GET", "/v1/pools",
+			   NULL);
+	if (ni < 2) {
+		/* one request: as well alone */
+		memset(planned, 0, n * sizeof(bool));
+		goto alone;
+	}
+
+	body = json_pack("{s:o}", "requests", reqs);
+	reqs = NULL;
+	st = hm_request(cli, "POST", "/v1/batch", body, &resp, &err);
+	replies = json_object_get(resp, "replies");
+	if (st == 200 && json_is_array(replies) &&
+	    (int) json_array_size(replies) == ni) {
+		for (int k = 0; k < ni; k++) {
+			bitem_t *it = &items[k];
+			json_t *r = json_array_get(replies, k);
+			json_t *rb = json_object_get(r, "body");
+			int rst = (int) json_integer_value(json_object_get(r, "status"));
+			work_t *w;
+
+			if (it->kind == BI_POOLS) {
+				if (rst == 200) {
+					_pools_apply(rb);
+					pools = true;
+				}
+				continue;
+			}
+			w = &ws[it->job];
+			if (rcs[it->job] != STEP_NEXT)
+				continue;	/* an earlier step of it failed */
+			if (rst >= 400)
+				_reply_msg(it->method, it->path, rst, rb, &w->msg);
+			switch (it->kind) {
+			case BI_REGISTER:
+				rcs[it->job] = _register_done(w, rst);
+				break;
+			case BI_ALLOC:
+				rcs[it->job] = _alloc_done(w, rst, rb);
+				break;
+			case BI_BEGIN:
+				rcs[it->job] = _begin_done(w, rst);
+				break;
+			case BI_TEARDOWN:
+				rcs[it->job] = _teardown_done(w, rst);
+				break;
+			default:
+				break;
+			}
+			if (rcs[it->job] == STEP_NEXT)
+				w->step++;
+		}
+	} else if (st == 404 || st == 405) {
+		/* a bbmgrd without batches: one request at a time from now */
+		info("%s: bbmgrd has no POST /v1/batch: one request at a time",
+		     plugin_type);
+		batch_unsupported = true;
+		memset(planned, 0, n * sizeof(bool));
+	} else if (st < 0 || st >= 500) {
+		for (int i = 0; i < n; i++) {
+			if (!planned[i])
+				continue;
+			xfree(ws[i].msg);
+			ws[i].msg = st < 0 ?
+				xstrdup_printf("bbmgrd unreachable (%s)", err.text) :
+				xstrdup_printf("bbmgrd: POST /v1/batch: %d", st);
+			rcs[i] = STEP_AGAIN;
+		}
+	} else {
+		/* refused as a whole (should not happen): each alone */
+		char buf[512];
+		error("%s: bbmgrd refused a batch of %d requests: %d: %s",
+		      plugin_type, ni, st,
+		      resp ? hm_error_text(resp, buf, sizeof(buf)) : "");
+		memset(planned, 0, n * sizeof(bool));
+	}
+
+alone:
+	for (int i = 0; i < n; i++)
+		if (!planned[i] || rcs[i] == STEP_NEXT)
+			rcs[i] = _run(cli, &ws[i]);
+	json_decref(reqs);
+	json_decref(body);
+	json_decref(resp);
+	xfree(items);
+	xfree(planned);
+	return pools;
 }
 
 /* After start or reconfigure: rebuild the records of every job with a request
@@ -1181,6 +1462,8 @@ static void _eager_stage_in(void)
 static void *_agent(void *arg)
 {
 	hm_client_t *cli = NULL;
+	work_t *ws = xcalloc(BATCH_JOBS, sizeof(*ws));
+	step_rc_t *rcs = xcalloc(BATCH_JOBS, sizeof(*rcs));
 	time_t last_pools = 0;
 	bool pools_stale = false;
 	unsigned round = 0;
@@ -1196,8 +1479,6 @@ static void *_agent(void *arg)
 		debug("%s: agent thread keeps its priority: %m", plugin_type);
 
 	while (1) {
-		work_t w;
-		bool due;
 		time_t now;
 		double mnow;
 
@@ -1218,6 +1499,20 @@ static void *_agent(void *arg)
 			if (wait > 0)
 				pthread_cond_timedwait(&agent_cond,
 						       &bb_state.bb_mutex, &ts);
+		}
+		/* submissions just in: let the burst gather (EAGER_GATHER) */
+		while (!agent_stop && eager_cnt &&
+		       _mono() - eager_since < EAGER_GATHER) {
+			double until = eager_since + EAGER_GATHER - _mono();
+			struct timespec ts;
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_nsec += (long) (until * 1e9);
+			while (ts.tv_nsec >= 1000000000L) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000L;
+			}
+			pthread_cond_timedwait(&agent_cond, &bb_state.bb_mutex,
+					       &ts);
 		}
 		agent_work = false;
 		if (agent_stop) {
@@ -1247,34 +1542,48 @@ static void *_agent(void *arg)
 			last_pools = now;
 			pools_stale = false;
 		}
-		/* Run every due job once per round. */
+		/* Run every due job once per round, BATCH_JOBS at a time. */
 		round++;
 		mnow = _mono();
 		while (1) {
+			int n = 0;
+			bool released = false, allocated = false;
+
 			slurm_mutex_lock(&bb_state.bb_mutex);
-			due = !agent_stop && _next_due(&w, mnow, round);
+			while (n < BATCH_JOBS && !agent_stop &&
+			       _next_due(&ws[n], mnow, round))
+				n++;
 			slurm_mutex_unlock(&bb_state.bb_mutex);
-			if (!due)
+			if (!n)
 				break;
 			if (!conf.configured) {
-				_run_local(&w);
+				for (int i = 0; i < n; i++)
+					_run_local(&ws[i]);
 			} else if (cli) {
-				step_rc_t rc = _run(cli, &w);
+				bool pools = _run_batch(cli, ws, rcs, n);
+				for (int i = 0; i < n; i++) {
+					released |= ws[i].released;
+					allocated |= ws[i].allocated;
+				}
 				/* the pools shown by "scontrol show burst" are
-				 * true before Slurm learns the job is done */
-				if (w.released) {
+				 * true before Slurm learns the jobs are done */
+				if (released && !pools)
 					_refresh_pools(cli);
+				if (released) {
 					last_pools = time(NULL);
 					pools_stale = false;
 				}
-				if (_apply(&w, rc))
+				if (_apply_all(ws, rcs, n))
 					_kick_scheduler();
-				if (w.allocated)
+				if (allocated)
 					pools_stale = true;
 			}
-			_work_free(&w);
+			for (int i = 0; i < n; i++)
+				_work_free(&ws[i]);
 		}
 	}
+	xfree(ws);
+	xfree(rcs);
 	hm_client_destroy(cli);
 	return NULL;
 }
@@ -1571,6 +1880,8 @@ extern int bb_p_job_validate2(job_record_t *job_ptr, char **err_msg)
 			eager_cap = eager_cap ? 2 * eager_cap : 64;
 			xrecalloc(eager_ids, eager_cap, sizeof(*eager_ids));
 		}
+		if (!eager_cnt)
+			eager_since = _mono();
 		eager_ids[eager_cnt++] = job_ptr->job_id;
 		agent_work = true;
 		slurm_cond_signal(&agent_cond);
