@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """The test-cluster scripts themselves: a second private cluster next to the
-session's one does not collide with it, and stopping it leaves nothing behind
-and leaves the other cluster running."""
+session's one does not collide with it (and logs as a site would with
+--production-logs), and stopping it leaves nothing behind and leaves the other
+cluster running."""
 import os
 import subprocess
 import tempfile
@@ -40,8 +41,8 @@ def test_second_cluster_does_not_collide(cluster):
         os.chmod(tmp, 0o755)
         cdir = os.path.join(tmp, "c")
         p = subprocess.run([CLUSTER, "start", cdir, "--nodes", "2", "--no-bbmgr",
-                            "--builddir", BUILDDIR], capture_output=True, text=True,
-                           timeout=120)
+                            "--production-logs", "--builddir", BUILDDIR],
+                           capture_output=True, text=True, timeout=120)
         assert p.returncode == 0, p.stdout + p.stderr
         second = Cluster(os.path.join(cdir, "etc", "slurm.conf"), tmp, cdir)
         try:
@@ -51,6 +52,9 @@ def test_second_cluster_does_not_collide(cluster):
             conf2 = open(second.conf).read()
             port = lambda c: [l for l in c.splitlines() if l.startswith("SlurmctldPort=")]
             assert port(conf1) != port(conf2)
+            # --production-logs: what a site runs, not the tests' debug logging
+            assert "SlurmctldDebug=info" in conf2.splitlines()
+            assert not [l for l in conf2.splitlines() if l.startswith("DebugFlags")]
             rc1, j1, _, e1 = cluster.sbatch(None, "--wrap", "true")
             rc2, j2, _, e2 = second.sbatch(None, "--wrap", "true")
             assert rc1 == 0 and rc2 == 0, e1 + e2
