@@ -43,8 +43,6 @@
 #include <math.h>
 #include <pthread.h>
 #include <string.h>
-#include <sys/resource.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -1467,16 +1465,6 @@ static void *_agent(void *arg)
 	time_t last_pools = 0;
 	bool pools_stale = false;
 	unsigned round = 0;
-
-	/*
-	 * This thread's work (registering jobs with bbmgrd, stage requests,
-	 * applying their results) can wait a few milliseconds; slurmctld's RPC
-	 * threads answering sbatch and squeue should not wait for it on a busy
-	 * machine: a lower CPU priority for this thread only (Linux: nice is
-	 * per thread).  It is not starved: CFS still gives it its share.
-	 */
-	if (setpriority(PRIO_PROCESS, (id_t) syscall(SYS_gettid), 10) < 0)
-		debug("%s: agent thread keeps its priority: %m", plugin_type);
 
 	while (1) {
 		time_t now;
