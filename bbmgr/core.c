@@ -1212,10 +1212,108 @@ static void phase_close(core_t *c, phase_t *p, phase_state_t how, double bytes)
  * made, removed with everything in it when it is released (by the mover's workers,
  * after the job's transfers have stopped).  Mounts that do not exist are left
  * alone (development set-ups with stage.mode scheduled or immediate). */
+#define SPARE_DIR ".harmonia-spare"
 static bool dir_name_ok(const char *name, bool job)
 {
     return *name && strcmp(name, ".") && strcmp(name, "..") && !strchr(name, '/')
-           && !(job && !strcmp(name, "persistent"));
+           && !(job && (!strcmp(name, "persistent") || !strcmp(name, SPARE_DIR)));
+}
+
+/*
+ * Spare directories.  On this kind of machine a mkdir() costs 50-200 us of CPU
+ * (ext4 without a journal scans the recently deleted inodes of the block group,
+ * more of them the more files come and go), two per job at allocation, in the
+ * request.  So while no allocation came for SPARE_IDLE seconds, core_tick() makes
+ * up to SPARE_MAX empty directories per mount in <mount>/.harmonia-spare (mode 0700,
+ * owned by the daemon: nobody else can reach them), and an allocation renames one
+ * into place, then gives it to its owner as before: a burst of submissions pays a
+ * rename instead of a mkdir.  A directory is never used twice (teardown removes
+ * it), so nothing of an earlier user (files, ACLs, xattrs) can be in it.
+ */
+#define SPARE_MAX 32            /* per mount */
+#define SPARE_IDLE 1.0          /* seconds without an allocation before making spares */
+#define SPARE_PER_TICK 8        /* mkdir()s per core_tick() (every 50 ms) */
+
+static bool mount_ok(core_t *c, int idx);
+
+/* The first node with the same mount as node idx: the one that keeps its spares. */
+static int mount_owner(core_t *c, int idx)
+{
+    for (int k = 0; k < idx; k++)
+        if (!strcmp(c->nodes[k].mount, c->nodes[idx].mount))
+            return k;
+    return idx;
+}
+
+/* <mount>/.harmonia-spare exists, is a directory of ours and nobody else's. */
+static bool spare_dir_ok(core_t *c, node_t *n, char *dir, size_t len)
+{
+    struct stat st;
+    snprintf(dir, len, "%s/" SPARE_DIR, n->mount);
+    if (n->spare_off)
+        return false;
+    if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
+        bl_warning("spare directories: mkdir %s: %s (no spares on this mount)", dir,
+                   strerror(errno));
+        n->spare_off = true;
+        return false;
+    }
+    if (lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid()
+        || (st.st_mode & 077)) {
+        bl_warning("spare directories: %s is not a directory of uid %u with mode 0700: "
+                   "not used", dir, (unsigned)geteuid());
+        n->spare_off = true;
+        return false;
+    }
+    (void)c;
+    return true;
+}
+
+/* Rename a spare of node idx's mount to path.  false: none (make it with mkdir). */
+static bool spare_take(core_t *c, int idx, const char *path)
+{
+    node_t *n = &c->nodes[mount_owner(c, idx)];
+    char sp[1300];
+    struct stat st;
+    if (lstat(path, &st) == 0)
+        return false;           /* there already (allocation made again) */
+    while (n->spares > 0 && !n->spare_off) {
+        n->spares--;
+        n->spare_top--;
+        snprintf(sp, sizeof(sp), "%s/" SPARE_DIR "/%u", n->mount, n->spare_top);
+        if (rename(sp, path) == 0)
+            return true;
+        if (errno != ENOENT) {
+            bl_warning("spare directory %s -> %s: %s", sp, path, strerror(errno));
+            return false;
+        }
+    }
+    return false;
+}
+
+/* core_tick(): make spares while allocations are quiet (lock held). */
+static void spares_fill(core_t *c, double wall)
+{
+    int budget = SPARE_PER_TICK;
+    char dir[1200], sp[1300];
+    if (wall < c->spare_idle_from)
+        return;
+    for (int i = 0; i < c->nnodes && budget > 0; i++) {
+        node_t *n = &c->nodes[i];
+        if (n->spares >= SPARE_MAX || n->spare_off || !n->in_config
+            || mount_owner(c, i) != i || !mount_ok(c, i) || !spare_dir_ok(c, n, dir, sizeof(dir)))
+            continue;
+        while (n->spares < SPARE_MAX && budget-- > 0) {
+            snprintf(sp, sizeof(sp), "%s/%u", dir, n->spare_top);
+            if (mkdir(sp, 0700) < 0 && errno != EEXIST) {   /* EEXIST: one of an earlier run */
+                bl_warning("spare directories: mkdir %s: %s", sp, strerror(errno));
+                n->spare_off = true;
+                break;
+            }
+            n->spare_top++;
+            n->spares++;
+        }
+    }
 }
 
 static bool mount_seen(core_t *c, const alloc_t *a, int i)
@@ -1260,7 +1358,10 @@ static void bufdirs_make(core_t *c, const alloc_t *a, bool persistent, const cha
         } else {
             snprintf(path, sizeof(path), "%s/%s", mount, name);
         }
-        if (mkdir(path, 0700) < 0 && errno != EEXIST) {
+        c->spare_idle_from = core_wall() + SPARE_IDLE;
+        if (!persistent && spare_take(c, a->v[i].node, path)) {
+            /* an empty directory of ours, renamed into place: owner below */
+        } else if (mkdir(path, 0700) < 0 && errno != EEXIST) {
             bl_warning("mkdir %s: %s", path, strerror(errno));
             continue;
         }
@@ -2275,6 +2376,7 @@ void core_tick(core_t *c)
     }
     if (c->mover)
         mover_tick(c, wall);
+    spares_fill(c, wall);
     double now = core_hs_now(c);
     if (nexp > 0 || c->sched_dirty || hs_sched_next_event(c->sched) <= now)
         reschedule(c, now);

@@ -42,6 +42,9 @@ typedef struct {
     int active;                 /* granted phases on it */
     double load;                /* bytes/s of granted phases on it */
     bool mount_warned;          /* "mount is not a directory" logged once */
+    int spares;                 /* empty directories ready in <mount>/.harmonia-spare */
+    unsigned spare_top;         /* they are named spare_top - spares .. spare_top - 1 */
+    bool spare_off;             /* the spare directory is unusable (logged once) */
 } node_t;
 
 typedef struct {
@@ -152,6 +155,7 @@ typedef void (*core_notify_f)(uint64_t phase_id, void *arg);
 
 struct core {
     pthread_mutex_t lock;
+    double spare_idle_from;     /* core_wall() after which spares may be made */
     cfg_t *cfg;                 /* owned; replaced by core_reconfigure() */
     state_t *st;                /* borrowed */
     /* clock: scheduler time = monotonic seconds since mono0 + hs_offset */

@@ -506,3 +506,50 @@ def test_read_back_catches_a_corrupted_copy(make_daemon, tmp_base, kind):
     assert wait_xfer(d, tid)["state"] == "done"
     assert sha(os.path.join(dst.replace("corrupt-me", "fine"), "big")) == \
         sha(os.path.join(src, "big"))
+
+
+def spares(d):
+    sp = os.path.join(d.mount, ".harmonia-spare")
+    return sorted(os.listdir(sp)) if os.path.isdir(sp) else []
+
+
+def test_buffer_directories_come_from_spares(make_daemon, tmp_base):
+    """While allocations are quiet, bbmgrd keeps empty directories ready in
+    <mount>/.harmonia-spare (0700, its own); an allocation renames one into place
+    and gives it to the job's user, as a fresh mkdir would; teardown removes it;
+    the spares come back once allocations are quiet again.  Nobody else can reach
+    a spare, and a job cannot be named after the spare directory."""
+    d = mover_daemon(make_daemon, tmp_base)
+    t0 = time.time()
+    while len(spares(d)) < 32 and time.time() - t0 < 10:
+        time.sleep(0.05)
+    before = spares(d)
+    assert len(before) == 32, before
+    st = os.lstat(os.path.join(d.mount, ".harmonia-spare"))
+    assert (st.st_uid, stat.S_IMODE(st.st_mode)) == (os.geteuid(), 0o700)
+    for name in before:
+        p = os.path.join(d.mount, ".harmonia-spare", name)
+        assert os.listdir(p) == [] and stat.S_IMODE(os.lstat(p).st_mode) == 0o700
+    bb = new_job(d, "sp1")
+    st = os.stat(bb)
+    assert (st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)) == (USER1, GID1, 0o700)
+    assert os.listdir(bb) == []
+    # bb01 and bb02 share the mount: one spare taken, at once, not refilled yet
+    assert len(spares(d)) == 31
+    d.ok("DELETE", "/v1/jobs/sp1", uid=SLURM_UID)
+    t0 = time.time()
+    while (os.path.exists(bb) or len(spares(d)) < 32) and time.time() - t0 < 10:
+        time.sleep(0.05)
+    assert not os.path.exists(bb)
+    assert len(spares(d)) == 32
+    # a job id naming the spare directory gets no directory (and never the spares)
+    register(d, ".harmonia-spare", uid=USER1, gid=GID1)
+    d.ok("POST", "/v1/jobs/.harmonia-spare/allocation", {"capacity": "1GiB"},
+         uid=SLURM_UID, expect=(201,))
+    st = os.lstat(os.path.join(d.mount, ".harmonia-spare"))
+    assert (st.st_uid, stat.S_IMODE(st.st_mode)) == (os.geteuid(), 0o700)
+    # the spares of an earlier run are used again after a restart
+    d.ok("DELETE", "/v1/jobs/.harmonia-spare", uid=SLURM_UID)
+    d.restart()
+    bb = new_job(d, "sp2")
+    assert (os.stat(bb).st_uid, os.listdir(bb)) == (USER1, [])
