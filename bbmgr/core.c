@@ -1246,7 +1246,7 @@ static int mount_owner(core_t *c, int idx)
 }
 
 /* <mount>/.harmonia-spare exists, is a directory of ours and nobody else's. */
-static bool spare_dir_ok(core_t *c, node_t *n, char *dir, size_t len)
+static bool spare_dir_ok(node_t *n, char *dir, size_t len)
 {
     struct stat st;
     snprintf(dir, len, "%s/" SPARE_DIR, n->mount);
@@ -1265,7 +1265,6 @@ static bool spare_dir_ok(core_t *c, node_t *n, char *dir, size_t len)
         n->spare_off = true;
         return false;
     }
-    (void)c;
     return true;
 }
 
@@ -1300,8 +1299,10 @@ static void spares_fill(core_t *c, double wall)
         return;
     for (int i = 0; i < c->nnodes && budget > 0; i++) {
         node_t *n = &c->nodes[i];
-        if (n->spares >= SPARE_MAX || n->spare_off || !n->in_config
-            || mount_owner(c, i) != i || !mount_ok(c, i) || !spare_dir_ok(c, n, dir, sizeof(dir)))
+        if (!n->spare_role)     /* once: nodes sharing a mount share its spares */
+            n->spare_role = mount_owner(c, i) == i ? 1 : -1;
+        if (n->spare_role < 0 || n->spares >= SPARE_MAX || n->spare_off || !n->in_config
+            || !mount_ok(c, i) || !spare_dir_ok(n, dir, sizeof(dir)))
             continue;
         while (n->spares < SPARE_MAX && budget-- > 0) {
             snprintf(sp, sizeof(sp), "%s/%u", dir, n->spare_top);
@@ -1974,6 +1975,11 @@ int core_reconfigure(core_t *c, cfg_t *nc, hu_error_t *err)
                 goto nomem;
             free(n->mount);
             n->mount = m;
+            /* mounts may have moved: spares are counted again (core_tick) */
+            n->spare_role = 0;
+            n->spares = 0;
+            n->spare_top = 0;
+            n->spare_off = false;
             if (n->capacity != ns->capacity || n->bandwidth != ns->bandwidth)
                 changed = true;
             n->capacity = ns->capacity;

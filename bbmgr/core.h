@@ -45,6 +45,8 @@ typedef struct {
     int spares;                 /* empty directories ready in <mount>/.harmonia-spare */
     unsigned spare_top;         /* they are named spare_top - spares .. spare_top - 1 */
     bool spare_off;             /* the spare directory is unusable (logged once) */
+    signed char spare_role;     /* 0: not known yet, 1: keeps its mount's spares,
+                                 * -1: shares the mount of an earlier node */
 } node_t;
 
 typedef struct {

@@ -1017,6 +1017,17 @@ static bool batch_path(const char *p)
     return !*p;
 }
 
+/* Item i's string field key, or NULL after a 400 naming it. */
+static const char *batch_str(json_t *it, int i, const char *key, reply_t *r)
+{
+    json_t *v = json_object_get(it, key);
+    if (!v || !json_is_string(v)) {
+        batch_error(r, i, key, v ? "must be a string" : "is required");
+        return NULL;
+    }
+    return json_string_value(v);
+}
+
 /* One item, checked before anything runs. */
 static bool batch_item_ok(json_t *it, int i, reply_t *r)
 {
@@ -1033,22 +1044,14 @@ static bool batch_item_ok(json_t *it, int i, reply_t *r)
             return false;
         }
     }
-    v = json_object_get(it, "method");
-    if (!v || !json_is_string(v)) {
-        batch_error(r, i, "method", v ? "must be a string" : "is required");
+    if (!(m = batch_str(it, i, "method", r)))
         return false;
-    }
-    m = json_string_value(v);
     if (strcmp(m, "GET") && strcmp(m, "POST") && strcmp(m, "PUT") && strcmp(m, "DELETE")) {
         batch_error(r, i, "method", "must be one of GET, POST, PUT, DELETE");
         return false;
     }
-    v = json_object_get(it, "path");
-    if (!v || !json_is_string(v)) {
-        batch_error(r, i, "path", v ? "must be a string" : "is required");
+    if (!(p = batch_str(it, i, "path", r)))
         return false;
-    }
-    p = json_string_value(v);
     if (strncmp(p, "/v1/", 4)) {
         batch_error(r, i, "path", "must start with /v1/");
         return false;

@@ -1052,23 +1052,30 @@ static inline double stripes_min(const hs_sched_t *s, size_t i, const double *x)
     return hs_fmin((double)m * mn, bs->pcap[i]);
 }
 
+/* Each of phase i's m stripes gets v / m (exactly v for the usual single stripe). */
+static inline void stripes_spread(const struct bscratch *bs, size_t i, double v, double *x)
+{
+    size_t m = bs->off[i + 1] - bs->off[i], st;
+
+    if (m == 1)
+        x[bs->off[i]] = v;
+    else
+        for (st = bs->off[i]; st < bs->off[i + 1]; st++)
+            x[st] = v / (double)m;
+}
+
 /* phase rate = m x min over its stripes of the stripe rate; stripes follow it. */
 static void stripes_follow(hs_sched_t *s, size_t n)
 {
     struct bscratch *bs = s->bs;
-    size_t i, st;
+    size_t i;
 
     for (i = 0; i < n; i++) {
         size_t m = bs->off[i + 1] - bs->off[i];
         if (m == 0)
             continue;
         bs->prate[i] = stripes_min(s, i, bs->srate);
-        if (m == 1)                     /* prate / 1 */
-            bs->srate[bs->off[i]] = bs->prate[i];
-        else {
-            for (st = bs->off[i]; st < bs->off[i + 1]; st++)
-                bs->srate[st] = bs->prate[i] / (double)m;
-        }
+        stripes_spread(bs, i, bs->prate[i], bs->srate);
     }
 }
 
@@ -1215,12 +1222,7 @@ static int decide_buffers(hs_sched_t *s, const hs_ctx_t *ctx, size_t n)
         }
         if (from_stripes)
             bs->pgrant[i] = stripes_min(s, i, bs->sgrant);
-        if (m == 1)                     /* pgrant / 1 */
-            bs->sgrant[bs->off[i]] = bs->pgrant[i];
-        else {
-            for (st = bs->off[i]; st < bs->off[i + 1]; st++)
-                bs->sgrant[st] = bs->pgrant[i] / (double)m;
-        }
+        stripes_spread(bs, i, bs->pgrant[i], bs->sgrant);
     }
     device_share(s, bs->sgrant);
     /* second pass: a stripe is capped by what its phase's other stripes got, and
