@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * calibrate.h — 'bbmgr calibrate PATH': measure a storage device's bandwidth with
- * 1..N concurrent streams and derive its MSCA curve (DESIGN.md §2), written as a
+ * 1..N concurrent streams and derive its MSCA curve (doc/design.md §2), written as a
  * device profile for bbmgr.yaml or a bbsim workload (doc/calibration.md).
  */
 #ifndef BBMGR_CALIBRATE_H

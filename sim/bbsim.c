@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * bbsim.c — command line of the simulator (DESIGN.md §5, a contract).
+ * bbsim.c — command line of the simulator (doc/design.md §5, a contract).
  *
  *   bbsim run WORKLOAD.yaml --policy ID [--policy ID ...] [--format table|json|csv]
  *             [--seed N] [--gantt OUT.svg]

@@ -15,7 +15,7 @@
  * gainaru  Intrepid-like mixes of Gainaru et al. §4.2: few large apps sharing the
  *          machine, or many small apps with a few large ones; I/O-to-compute ratio
  *          time_io / w as a parameter; platform N = sum of the apps' nodes as in §2.2.
- * harmonia Harmonia's synthetic study (Kougkas et al., CLUSTER 2018; harmonia.txt):
+ * harmonia Harmonia's synthetic study (Kougkas et al., CLUSTER 2018):
  *          2..8 instances of one benchmark alternating compute and I/O phases, with
  *          a compute-intensive, balanced, I/O-intensive or only-I/O profile, on a
  *          burst-buffer tier that holds about 4 instances' data before it must

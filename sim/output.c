@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * output.c — bbsim's results as a terminal table, JSON (DESIGN.md §5, a contract)
+ * output.c — bbsim's results as a terminal table, JSON (doc/design.md §5, a contract)
  * or CSV.
  *
  * JSON: one object { "workload", "seed", "platform", "results": [ ... ] } with one

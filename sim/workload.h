@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * workload.h — bbsim's workload files (DESIGN.md §5, doc/workload-format.md).
+ * workload.h — bbsim's workload files (doc/design.md §5, doc/workload-format.md).
  *
  * A workload is a YAML file with a 'platform:' mapping and an 'apps:' sequence.  The
  * loader is strict: unknown keys, missing units, non-positive bandwidths, apps larger

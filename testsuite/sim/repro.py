@@ -70,12 +70,12 @@ def iosets_eta(eta, seeds, policies=IOSETS_POLICIES):
     return study(["iosets", "--eta", str(eta)], seeds, policies)
 
 
-# ---------------------------------------------------------------- Harmonia (harmonia.txt)
+# ---------------------------------------------------------------- Harmonia [Harmonia]
 
 HARMONIA_PROFILES = ["compute", "balanced", "io", "only-io"]
 HARMONIA_POLICIES = ["static", "fairshare", "harmonia-maxbw", "harmonia-minstall",
                      "harmonia-fairness", "harmonia-buffer-eff", "harmonia-priority"]
-# the figures the claims of harmonia.txt are about, per run
+# the figures the claims of [Harmonia] are about, per run
 HARMONIA_FIGURES = ["io_time", "bandwidth", "fairness", "stall_time",
                     "buffer_efficiency", "completion", "makespan"]
 

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""bbsim's command line, its JSON/CSV/table outputs (DESIGN.md §5) and the Gantt chart."""
+"""bbsim's command line, its JSON/CSV/table outputs (doc/design.md §5) and the Gantt chart."""
 import csv
 import io
 import json

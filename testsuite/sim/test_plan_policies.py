@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""Every policy id of DESIGN.md §3 runs in bbsim on workloads with and without
+"""Every policy id of doc/design.md §3 runs in bbsim on workloads with and without
 buffers and its metrics appear in the JSON; the policies that plan ahead report
 their schedules (period, computation time; DP placements); runs are deterministic."""
 import json

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""Harmonia's synthetic study (harmonia.txt) with the five harmonia-* policies against
+"""Harmonia's synthetic study [Harmonia] with the five harmonia-* policies against
 static (DataWarp-like), on `bbsim gen harmonia` (balanced profile, a tier that holds
 4 instances' data).  Only the directions that hold on these workloads are asserted;
 doc/reproductions.md has the figures, the paper's ratios next to ours, and the

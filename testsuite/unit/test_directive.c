@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * test_directive.c — the #BB_HARMONIA directive grammar (DESIGN.md §4, a
+ * test_directive.c — the #BB_HARMONIA directive grammar (doc/design.md §4, a
  * contract): every verb and key, the canonical text, merging, every error message,
  * long lines, NUL and control bytes, non-ASCII text and the stage path checks.
  */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * test_hsched_policy.c — policy ids (DESIGN.md §3): parse, canonical names, the id
+ * test_hsched_policy.c — policy ids (doc/design.md §3): parse, canonical names, the id
  * list, clear messages for bad ids, and which kinds this build implements.
  */
 #include <check.h>

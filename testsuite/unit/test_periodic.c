@@ -423,7 +423,7 @@ static int random_mix(hs_platform_t *plat, hs_pjob_t *jobs, int maxk)
 
 /* Invariants on many random mixes, all three heuristics; and how PerSched compares
  * with periodic-throu on SysEfficiency (printed: a direction to report, not a claim
- * to assert, see notes/algorithms.md). */
+ * to assert, the papers report directions on their own platforms). */
 START_TEST(test_random_invariants)
 {
     int better = 0, equal = 0, worse = 0, mixes = 150;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * hs_buffer.c — the burst-buffer tier's pure helpers: device sensitivity to
- * concurrent access (MSCA, DESIGN.md §2), the built-in device profiles, and the
+ * concurrent access (MSCA, doc/design.md §2), the built-in device profiles, and the
  * buffer-node allocator with over-provisioning.  The tier's dynamics (occupancy,
  * drain, stalls) live in hs_core.c; doc/buffer-tier.md explains every choice.
  */

@@ -19,7 +19,7 @@
  * constant factor matters too (doc/performance.md, "Decision cost (libhsched)"):
  * few passes over the K phases, compact per-stripe arrays, no libm call in them.
  *
- * Fluid model (gainaru-io-congestion.md §2.1): between two decisions, the phase of
+ * Fluid model (doc/design.md §2): between two decisions, the phase of
  * job k progresses at the rate bw_k chosen by the last decision.  Every event first
  * integrates progress up to its time (lazily, see job_at()).  A phase is "complete
  * in the model" when the bytes left are at most HS_EPS_REL of its volume; it then

@@ -84,10 +84,10 @@ static inline int dpx_prio(const hs_dp_phase_t *ph)
 /* The per-phase key of cost c for a finish tau (doc §2; the sources of each choice
  * are given there):
  *   maxbw      tau                     makespan of the batch -> aggregate bandwidth
- *   minstall   waited + tau            stall = finish - request (brief, DESIGN §2)
+ *   minstall   waited + tau            stall = finish - request (doc/design.md §2)
  *   fairness   (waited + tau) / alone  slowdown, min-max (standard online surrogate)
  *   buffer-eff tau                     D_j = max tau on node j (wasted cap.-time)
- *   priority   prio * (waited + tau)   priority-weighted stall (harmonia.txt's 5th) */
+ *   priority   prio * (waited + tau)   priority-weighted stall ([Harmonia]'s 5th) */
 static inline double dpx_key(const struct dpx *x, hs_dp_cost_t c, int i, double tau)
 {
     const hs_dp_phase_t *ph = &x->p->phases[i];

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * hs_metrics.c — the figures of a finished run (DESIGN.md §2; Gainaru §2.2 for
+ * hs_metrics.c — the figures of a finished run (doc/design.md §2; Gainaru §2.2 for
  * SysEfficiency, its upper limit and Dilation; IO-Sets "Evaluation" for stretch,
  * utilization and I/O slowdown; Jain's index for fairness).
  *

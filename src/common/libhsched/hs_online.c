@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * hs_online.c — the online policies: decided at each event from the current state
- * only (DESIGN.md §3).  Each decide() fills v[i].bw for the pending phases; phases
+ * only (doc/design.md §3).  Each decide() fills v[i].bw for the pending phases; phases
  * already complete in the model (v[i].complete) need nothing and get 0.
  *
- * Notation (gainaru-io-congestion.md §2): B the I/O system's bandwidth, b a node's,
+ * Notation (doc/design.md §2): B the I/O system's bandwidth, b a node's,
  * beta_k the nodes of job k, cap_k = min(beta_k b, B) the most job k can use.
  * Every decision sorts once: O(K log K) in the number K of pending phases.
  */
@@ -229,7 +229,7 @@ static size_t active_set(const hs_view_t *v, size_t n, size_t *idx)
 /* --------------------------------------------------------------- fairshare */
 
 /*
- * fairshare (baseline, DESIGN.md §3; the congestion of a PFS, Gainaru §1/§4.4 and
+ * fairshare (baseline, doc/design.md §3; the congestion of a PFS, Gainaru §1/§4.4 and
  * IO-Sets "Fair-share scheduling"): max-min fair sharing.  Every phase gets
  * min(cap_k, lambda) where lambda solves sum_k min(cap_k, lambda) = B (or all are
  * capped): equal shares of B, capped at min(beta_k b, B), leftovers redistributed.
@@ -350,7 +350,7 @@ static void gainaru_key(const hs_ctx_t *ctx, const hs_view_t *x, double k[3], vo
  *   mindilation  the lowest rho~_k(t)/rho_k(t);
  *   maxsyseff    the lowest beta_k rho~_k(t);
  *   minmax:g     maxsyseff's order, unless some pending job has rho~/rho < g: then
- *                mindilation's order (DESIGN.md §3: "maxsyseff unless some job has
+ *                mindilation's order (doc/design.md §3: "maxsyseff unless some job has
  *                rho~/rho < gamma, then mindilation"); g = 1 is mindilation up to
  *                ties, g = 0 is maxsyseff.
  *   -priority    "always chooses applications that already started performing their
@@ -399,7 +399,7 @@ const hs_policy_ops_t hs_ops_gainaru = {
 /* --------------------------------------------------------------- IO-Sets */
 
 /*
- * IO-Sets (io-sets.txt, "IO-Sets" and "Set-10 heuristic"):
+ * IO-Sets ([IO-Sets], "IO-Sets" and "Set-10 heuristic"):
  *   set10, set:<base>  job k is in set i = round(log_base w_iter_k) (w_iter assessed at
  *       the start of the phase); only one job per set does I/O: the earliest request
  *       of the set (ties: id); the active sets share B by x_i = p_i / sum_j p_j with

@@ -3,7 +3,7 @@
  * hs_periodic.c — periodic I/O schedules: Insert-In-Schedule-Throu/-Cong (Gainaru et
  * al., RR-8519 §3.2.3) and PerSched (Aupy, Gainaru, Le Fèvre, PMBS 2017).
  *
- * Symbols are those of gainaru-io-congestion.md §2: N nodes of bandwidth b, a shared
+ * Symbols are those of doc/design.md §2: N nodes of bandwidth b, a shared
  * I/O system of bandwidth B; job k on beta_k nodes computes w_k then moves vol_k.
  *   cap_k     = min(beta_k b, B)            the most job k can ever get
  *   time_io_k = vol_k / cap_k               (Gainaru §2.1)

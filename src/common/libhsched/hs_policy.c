@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * hs_policy.c — policy ids (DESIGN.md §3, a contract): parsing, canonical names,
+ * hs_policy.c — policy ids (doc/design.md §3, a contract): parsing, canonical names,
  * the list for --help, and the table that maps a policy kind to its implementation.
  */
 #include <ctype.h>

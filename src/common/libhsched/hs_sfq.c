@@ -7,7 +7,7 @@
  *            service utility", SIGMETRICS 2004: SFQ(D), Min-SFQ(D).
  *   [GVC97]  P. Goyal, H. M. Vin, H. Cheng, "Start-time fair queueing", IEEE/ACM ToN
  *            5(5), 1997: the tags and the idle rule.
- *   [vPFS+]  papers/vpfs-plus.txt (Ming Zhao et al.): SFQ(D)+, depth in cost units
+ *   [vPFS+]  [vPFS+], doc/design.md §9 (Ming Zhao et al.): SFQ(D)+, depth in cost units
  *            (slide 7) and backfilling (slide 8).
  *
  * Layout.  Each flow keeps its queued requests in a FIFO (within a flow, start tags

@@ -5,7 +5,7 @@
  *
  * SFQ(D) is start-time fair queueing with a depth D (Jin, Chase, Kaur, "Interposed
  * proportional sharing for a storage service utility", SIGMETRICS 2004); SFQ(D)+ is
- * the variant of vPFS+ (papers/vpfs-plus.txt, slides 7-8) that counts the depth in cost
+ * the variant of vPFS+ ([vPFS+], doc/design.md §9, slides 7-8) that counts the depth in cost
  * units and backfills small requests.  doc/sfq.md describes the algorithm exactly as
  * implemented; in short:
  *

@@ -18,7 +18,7 @@
  *   Comparisons of "is this phase done" use a relative tolerance HS_EPS_REL on the
  *   volume (see hs_sched_next_event()).
  *
- * Model (DESIGN.md §2, gainaru-io-congestion.md §2.1): a platform of N compute nodes,
+ * Model (doc/design.md §2, doc/design.md §2): a platform of N compute nodes,
  * each with I/O bandwidth b, sharing an I/O system of bandwidth B.  Application k runs
  * on beta_k nodes, is released at r_k, and alternates compute chunks w(k,i) with I/O
  * transfers vol(k,i).  At any instant, the bandwidth given to k is at most
@@ -100,7 +100,7 @@ typedef struct {
     double set_base;        /* set:<base>; 10 for set10 */
 } hs_policy_t;
 
-/* Parse a policy id of DESIGN.md §3 ("fairshare", "minmax:0.5", "mindilation-priority",
+/* Parse a policy id of doc/design.md §3 ("fairshare", "minmax:0.5", "mindilation-priority",
  * "set10", "set:2", ...).  Returns 0, or -1 with errno = EINVAL and err filled. */
 int hs_policy_parse(const char *id, hs_policy_t *pol, hs_error_t *err);
 
@@ -231,7 +231,7 @@ int hs_job_stats(const hs_sched_t *s, uint64_t id, hs_job_stats_t *st);
 
 /* ---------------------------------------------------------------- metrics */
 
-/* Metrics of a finished run (DESIGN.md §2).  Input: one record per application. */
+/* Metrics of a finished run (doc/design.md §2).  Input: one record per application. */
 typedef struct {
     double sys_efficiency;  /* (1/N) sum beta_k rho~_k(d_k) */
     double upper_limit;     /* (1/N) sum beta_k rho_k */
@@ -304,7 +304,7 @@ int hs_phase_info(const hs_sched_t *s, uint64_t id, hs_phase_info_t *pi);
  * drains to the PFS in the background, the PFS bandwidth B being shared by the
  * draining nodes (and any phase sent to the PFS directly); a full node slows its
  * writers to its drain rate (a stall).  A node with c concurrent streams delivers
- * BW(c) = bandwidth / (1 + MSCA(c)) in all (DESIGN.md §2).  Drivers must call
+ * BW(c) = bandwidth / (1 + MSCA(c)) in all (doc/design.md §2).  Drivers must call
  * hs_sched_decide() at the times hs_sched_next_event() returns: a node filling up or
  * emptying changes the rates. */
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * directive.c — the #BB_HARMONIA grammar (DESIGN.md §4).
+ * directive.c — the #BB_HARMONIA grammar (doc/design.md §4).
  *
  * A directive is a verb followed by key=value pairs separated by blanks.  Values
  * may be double-quoted ("a b", with \" and \\ escapes) to hold blanks.  Every error

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * directive.h — the #BB_HARMONIA directive grammar (DESIGN.md §4, a contract).
+ * directive.h — the #BB_HARMONIA directive grammar (doc/design.md §4, a contract).
  *
  *   #BB_HARMONIA jobbuffer capacity=200GiB [nodes=2] [pool=nvme]
  *   #BB_HARMONIA iohints w_iter=10m io_volume=50GiB [phases=20]
