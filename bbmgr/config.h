@@ -105,6 +105,8 @@ typedef struct cfg {
     double limits_max_wait;
     long limits_max_jobs;
     long limits_max_persistent;
+    long limits_persistent_per_user;
+    uint64_t limits_persistent_capacity_per_user;
     double limits_grant_timeout;
     long limits_history_keep;
     long limits_threads;
@@ -119,6 +121,7 @@ typedef struct cfg {
     double mover_max_rate;
     bool mover_durable_stage_in;
     bool mover_durable_before_done;
+    long mover_max_entries;
     /* list sections */
     cfg_nodeset_t *nodes;
     int nnodes;
@@ -198,6 +201,10 @@ typedef struct cfg {
       "Registered (not yet ended) jobs; more registrations get 503.") \
     X(limits, cfg_t, limits_max_persistent, "max_persistent", CFG_INT, "1000", chk_positive_int, true, \
       "Persistent buffers.") \
+    X(limits, cfg_t, limits_persistent_per_user, "persistent_per_user", CFG_INT, "100", chk_positive_int, true, \
+      "Persistent buffers one user may own; more creations get 403 (administrators creating for themselves are not counted against it).") \
+    X(limits, cfg_t, limits_persistent_capacity_per_user, "persistent_capacity_per_user", CFG_SIZE, "0B", NULL, true, \
+      "Total capacity of the persistent buffers one user may own; a creation beyond it gets 403; 0: no limit.") \
     X(limits, cfg_t, limits_grant_timeout, "grant_timeout", CFG_DURATION, "1h", chk_positive, true, \
       "A granted phase not reported finished within this time is expired (its share is given back).") \
     X(limits, cfg_t, limits_history_keep, "history_keep", CFG_INT, "100", chk_positive_int, true, \
@@ -222,6 +229,8 @@ typedef struct cfg {
       "true: a stage-in into a job's buffer is on disk (fsync) before it is done, as stage-ins into persistent buffers always are; false: it is complete, verified and visible but may still be in the page cache (the buffer dies with the job).") \
     X(mover, cfg_t, mover_durable_before_done, "durable_before_done", CFG_BOOL, "false", NULL, false, \
       "true: a stage-out is on disk (fsync of every file before its rename, then of the directories) before it is done; false: it is done once complete, verified and under its final names, and made durable right after (the transfer's durable flag), before the job's buffer may be removed; a restart finishes what a crash cut.") \
+    X(mover, cfg_t, mover_max_entries, "max_entries", CFG_INT, "1000000", chk_positive_int, false, \
+      "Files, directories and symlinks one transfer may hold (each costs the mover about 200 bytes of memory while it runs); a larger tree fails the transfer.") \
     X(nodes, cfg_nodeset_t, names, "names", CFG_HOSTLIST, NULL, NULL, true, \
       "Host list of the nodes of this set (bb[01-04]) or a YAML list of them.") \
     X(nodes, cfg_nodeset_t, capacity, "capacity", CFG_SIZE, NULL, chk_positive_size, true, \

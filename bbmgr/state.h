@@ -20,7 +20,7 @@
 
 #include "libhutil/hutil.h"
 
-#define STATE_SCHEMA_VERSION 3
+#define STATE_SCHEMA_VERSION 4
 
 /* Statements the writer knows (name, SQL).  Parameters are bound in order. */
 #define STATE_STMTS(X) \
@@ -58,7 +58,13 @@
     /* a done stage-out of a job no longer in memory became durable, or could not */ \
     X(XFER_DURABLE, "UPDATE transfers SET durable=1 WHERE id=? AND state='done'") \
     X(XFER_NOT_DURABLE, "UPDATE transfers SET state='failed',durable=NULL,message=?" \
-      " WHERE id=? AND state='done'")
+      " WHERE id=? AND state='done'") \
+    /* a buffer directory moved aside from ?1 to ?2: the stage-outs whose source it \
+     * holds (durability pending, or failed) read from there */ \
+    X(XFER_HELD, "UPDATE transfers SET held=?2||substr(COALESCE(held,source),length(?1)+1)" \
+      " WHERE kind='stage_out' AND (COALESCE(held,source)=?1" \
+      " OR substr(COALESCE(held,source),1,length(?1)+1)=?1||'/')" \
+      " AND ((state='done' AND durable=0) OR (state='failed' AND message LIKE 'not durable:%'))")
 
 typedef enum {
 #define X(name, sql) ST_##name,
