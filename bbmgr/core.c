@@ -250,6 +250,10 @@ static void pbuf_free(pbuf_t *b)
     }
 }
 
+static void held_free(held_t *h);
+static void held_reason(held_t *h);
+static held_t *held_add(core_t *c, const char *job, const char *owner);
+
 static int strv_add(char ***v, int *n, const char *s)
 {
     char **nv = realloc(*v, (size_t)(*n + 1) * sizeof(char *));
@@ -591,6 +595,9 @@ void core_destroy(core_t *c)
     if (c->pbufs)
         for (void *it = hmap_first(c->pbufs, &v); it; it = hmap_next(c->pbufs, it, &v))
             pbuf_free(v);
+    for (int i = 0; i < c->nheld; i++)
+        held_free(c->held[i]);
+    free(c->held);
     hmap_destroy(c->jobs);
     hmap_destroy(c->jobs_hs);
     hmap_destroy(c->phases);
@@ -716,6 +723,21 @@ static int rec_anode(sqlite3_stmt *s, void *arg)
     if (!strcmp(kind, "job")) {
         job_t *j = hmap_get(c->jobs, owner);
         a = j ? j->alloc : NULL;
+    } else if (!strcmp(kind, "held")) {
+        held_t *h = NULL;
+        for (int i = 0; i < c->nheld && !h; i++)
+            if (!strcmp(c->held[i]->owner, owner))
+                h = c->held[i];
+        if (!h) {
+            char job[64];
+            snprintf(job, sizeof(job), "%.*s", (int)strcspn(owner, "@"), owner);
+            if (!(h = held_add(c, job, owner))) {
+                r->failed = true;
+                return 1;
+            }
+        }
+        h->a.reserved += bytes;
+        a = &h->a;
     } else {
         pbuf_t *b = hmap_get(c->pbufs, owner);
         a = b ? &b->alloc : NULL;
@@ -750,6 +772,44 @@ static int rec_anode(sqlite3_stmt *s, void *arg)
     n->nallocs++;
     r->count++;
     return 0;
+}
+
+static int rec_held_xfer(sqlite3_stmt *s, void *arg)
+{
+    held_t *h = arg;
+    if (!strcmp(col_text(s, 1), "failed")) {
+        h->kept = true;
+        return 0;
+    }
+    uint64_t *tv = realloc(h->tids, (size_t)(h->ntids + 1) * sizeof(*tv));
+    if (!tv)
+        return 1;
+    h->tids = tv;
+    tv[h->ntids++] = (uint64_t)sqlite3_column_int64(s, 0);
+    return 0;
+}
+
+/* Recovery: the stage-outs each held buffer waits for (made durable again by the
+ * mover at its first tick: held_resolve() follows). */
+static void rec_held(core_t *c)
+{
+    for (int i = 0; i < c->nheld; i++) {
+        held_t *h = c->held[i];
+        state_query(c->st, rec_held_xfer, h,
+                    "SELECT id,state FROM transfers WHERE job_id=? AND kind='stage_out' AND"
+                    " ((state='done' AND durable=0) OR (state='failed' AND message LIKE"
+                    " 'not durable:%'))", "s", h->job);
+        held_reason(h);
+        if (h->ntids == 0 && !h->kept) {
+            alloc_free_nodes(c, &h->a);
+            state_put(c->st, ST_ANODE_DEL, "ss", "held", h->owner);
+            held_free(h);
+            c->held[i--] = c->held[--c->nheld];
+            continue;
+        }
+        bl_warning("recovery: buffer of job %s (%ju bytes) stays counted: %s", h->job,
+                   (uintmax_t)h->a.reserved, h->reason);
+    }
 }
 
 static int rec_pbuf(sqlite3_stmt *s, void *arg)
@@ -938,6 +998,7 @@ int core_recover(core_t *c, hu_error_t *err)
     Q(rec_pbuf, "SELECT name,uid,gid,pool,capacity,reserved,created FROM persistent");
     npbuf = r.count;
     Q(rec_anode, "SELECT kind,owner,node,bytes FROM alloc_nodes ORDER BY rowid");
+    rec_held(c);
     Q(rec_puse, "SELECT name,job_id FROM persistent_use");
     Q(rec_phase, "SELECT id,job_id,volume,direction,state,requested,granted,finished,bytes,"
                  "bandwidth,nodes,w_done FROM phases WHERE state IN ('waiting','granted')"
@@ -1297,6 +1358,7 @@ static bool bufdir_aside(core_t *c, const char *path, const struct stat *st)
 #define SPARE_PER_TICK 8        /* mkdir()s per core_tick() (every 50 ms) */
 
 static bool mount_ok(core_t *c, int idx);
+static bool path_under(const char *path, const char *root);
 
 /* The first node with the same mount as node idx: the one that keeps its spares. */
 static int mount_owner(core_t *c, int idx)
@@ -1476,12 +1538,132 @@ static void bufdirs_remove(core_t *c, const alloc_t *a, bool persistent, const c
     }
 }
 
+/* ------------------------------------------------------------------ held buffers
+ * A job's buffer is kept on disk after its allocation while a stage-out from it is
+ * to be made durable, and for good if one could not be (its data may exist only
+ * there).  Its space stays counted on its nodes until then (alloc_nodes rows of kind
+ * 'held', so a restart counts it too), with the reason logged and shown in
+ * GET /v1/status. */
+static bool held_source(const xfer_t *x)
+{
+    return !strcmp(x->kind, "stage_out")
+           && ((x->state == XF_DONE && x->durable == 0)
+               || (x->state == XF_FAILED && x->message
+                   && !strncmp(x->message, "not durable:", 12)));
+}
+
+static void held_free(held_t *h)
+{
+    if (h) {
+        free(h->a.v);
+        free(h->tids);
+        free(h);
+    }
+}
+
+static void held_reason(held_t *h)
+{
+    if (h->kept)
+        snprintf(h->reason, sizeof(h->reason), "a stage-out from it could not be made durable:"
+                 " kept until an administrator removes it");
+    else
+        snprintf(h->reason, sizeof(h->reason), "waits for %d stage-out(s) to be durable "
+                 "(first: transfer %ju)", h->ntids, (uintmax_t)(h->ntids ? h->tids[0] : 0));
+}
+
+static held_t *held_add(core_t *c, const char *job, const char *owner)
+{
+    held_t *h = calloc(1, sizeof(*h));
+    held_t **v = h ? realloc(c->held, (size_t)(c->nheld + 1) * sizeof(*v)) : NULL;
+    if (!v) {
+        free(h);
+        return NULL;
+    }
+    c->held = v;
+    v[c->nheld++] = h;
+    snprintf(h->job, sizeof(h->job), "%s", job);
+    snprintf(h->owner, sizeof(h->owner), "%s", owner);
+    return h;
+}
+
+/* At the release of j's allocation: keep its space counted if a stage-out holds it. */
+static bool alloc_hold(core_t *c, job_t *j)
+{
+    char root[1200], owner[96];
+    held_t *h = NULL;
+    for (int i = 0; i < j->nxfers; i++) {
+        xfer_t *x = j->xfers[i];
+        bool mine = false;
+        if (!held_source(x))
+            continue;
+        for (int k = 0; k < j->alloc->n && !mine; k++) {
+            snprintf(root, sizeof(root), "%s/%s", c->nodes[j->alloc->v[k].node].mount, j->id);
+            mine = path_under(x->source, root);
+        }
+        if (!mine)
+            continue;
+        if (!h) {
+            snprintf(owner, sizeof(owner), "%s@%ju", j->id, (uintmax_t)x->id);
+            if (!(h = held_add(c, j->id, owner)))
+                return false;
+        }
+        if (x->state == XF_FAILED) {
+            h->kept = true;
+        } else {
+            uint64_t *tv = realloc(h->tids, (size_t)(h->ntids + 1) * sizeof(*tv));
+            if (tv) {
+                h->tids = tv;
+                tv[h->ntids++] = x->id;
+            }
+        }
+    }
+    if (!h)
+        return false;
+    h->a = *j->alloc;               /* its nodes and bytes, still counted */
+    j->alloc->v = NULL;
+    j->alloc->n = 0;
+    put_anodes(c, "held", h->owner, &h->a);
+    held_reason(h);
+    bl_warning("buffer of job %s (%ju bytes) stays on disk and counted: %s", h->job,
+               (uintmax_t)h->a.reserved, h->reason);
+    return true;
+}
+
+/* A done stage-out of an ended allocation became durable (ok) or could not. */
+static void held_resolve(core_t *c, uint64_t tid, bool ok)
+{
+    for (int i = 0; i < c->nheld; i++) {
+        held_t *h = c->held[i];
+        int k = 0;
+        while (k < h->ntids && h->tids[k] != tid)
+            k++;
+        if (k == h->ntids)
+            continue;
+        h->tids[k] = h->tids[--h->ntids];
+        h->kept = h->kept || !ok;
+        held_reason(h);
+        if (h->ntids > 0 || h->kept) {
+            if (!ok)
+                bl_error("buffer of job %s (%ju bytes) stays on disk and counted: %s", h->job,
+                         (uintmax_t)h->a.reserved, h->reason);
+            continue;
+        }
+        bl_info("buffer of job %s: its stage-outs are durable, its %ju bytes are free again",
+                h->job, (uintmax_t)h->a.reserved);
+        alloc_free_nodes(c, &h->a);
+        state_put(c->st, ST_ANODE_DEL, "ss", "held", h->owner);
+        held_free(h);
+        c->held[i--] = c->held[--c->nheld];
+    }
+}
+
 static int alloc_release(core_t *c, job_t *j)
 {
     if (!j->alloc)
         return 0;
     bufdirs_remove(c, j->alloc, false, j->id, j->id, j->uid, j->gid);
-    alloc_free_nodes(c, j->alloc);
+    if (!alloc_hold(c, j))
+        alloc_free_nodes(c, j->alloc);
     free(j->alloc);
     j->alloc = NULL;
     state_put(c->st, ST_ALLOC_DEL, "s", j->id);
@@ -2236,6 +2418,7 @@ static void xfer_durability(core_t *c, uint64_t tid, const char *job, bool ok, c
     else
         bl_error("%s %ju of job %s: %s; its source is kept", x ? x->kind : "transfer",
                  (uintmax_t)tid, job, text);
+    held_resolve(c, tid, ok);
     if (!x) {
         if (ok)
             state_put(c->st, ST_XFER_DURABLE, "i", (int64_t)tid);
@@ -2814,12 +2997,23 @@ json_t *core_status_json(core_t *c)
         ((phase_t *)v)->state == PH_GRANTED ? granted++ : waiting++;
     for (int i = 0; i < c->nnodes; i++)
         drained += c->nodes[i].drained;
-    return json_pack("{s:s s:b s:{s:i s:i} s:{s:i s:i s:I s:I} s:{s:i s:i s:i} s:i s:i s:I}",
+    json_t *held = json_array();
+    for (int i = 0; i < c->nheld; i++) {
+        json_t *nodes = json_array();
+        for (int k = 0; k < c->held[i]->a.n; k++)
+            json_array_append_new(nodes, json_string(c->nodes[c->held[i]->a.v[k].node].name));
+        json_array_append_new(held, json_pack("{s:s s:I s:o s:b s:s}", "job", c->held[i]->job,
+                                              "bytes", (json_int_t)c->held[i]->a.reserved,
+                                              "nodes", nodes, "kept", c->held[i]->kept,
+                                              "reason", c->held[i]->reason));
+    }
+    return json_pack("{s:s s:b s:{s:i s:i} s:{s:i s:i s:I s:I} s:{s:i s:i s:i} s:i s:i s:I"
+                     " s:o}",
                      "policy", c->policy_id, "policy_override", c->policy_override, "jobs",
                      "registered", reg, "running", run, "phases", "waiting", waiting,
                      "granted", granted, "finished", (json_int_t)c->n_finished, "expired",
                      (json_int_t)c->n_expired, "nodes", "total", c->nnodes, "drained", drained,
                      "pools", c->npools, "persistent", (int)hmap_size(c->pbufs),
                      "transfers_open", (int)hmap_size(c->xfers), "decisions",
-                     (json_int_t)c->decisions);
+                     (json_int_t)c->decisions, "held", held);
 }

@@ -207,6 +207,75 @@ def test_fifo_put_in_place_of_a_staged_file(make_daemon, tmp_base, users):
             d.kill()
 
 
+# ---------------------------------------------------------------- class 4
+def pool_used(d):
+    return d.ok("GET", "/v1/pools/nvme", uid=SLURM_UID)["used"]
+
+
+def held(d):
+    return d.ok("GET", "/v1/status", uid=SLURM_UID)["held"]
+
+
+def tamper(out):
+    """What a user may do to a stage-out's destination once it is done."""
+    names = sorted(os.listdir(out))
+    os.unlink(os.path.join(out, names[0]))
+    os.mkfifo(os.path.join(out, ".fifo"))
+    os.replace(os.path.join(out, ".fifo"), os.path.join(out, names[1]))
+    os.symlink("/etc/passwd", os.path.join(out, ".link"))
+    os.replace(os.path.join(out, ".link"), os.path.join(out, names[2]))
+
+
+def test_buffer_on_disk_stays_counted(make_daemon, tmp_base, users):
+    """A job's buffer kept after its end for a stage-out stays counted in its pool,
+    with the reason shown to the administrator, also across a restart: while the
+    stage-out's fsyncs are pending (the user tampering with its destination
+    meanwhile: a file removed, one replaced by a FIFO, one by a symlink), then freed
+    once it is durable and the buffer gone; for good when it could not be made
+    durable."""
+    so = build_shim(tmp_base)
+    pfs = os.path.join(tmp_base, "pfs")
+    mkdirs(pfs)
+    src = os.path.join(pfs, "in")
+    mkdirs(src)
+    for i in range(4):
+        write(os.path.join(src, "f%d" % i), os.urandom(300 * 1024 + i), 0o644)
+    with preloaded(so, HARMONIA_SHIM_FSYNC_MATCH="out-slow", HARMONIA_SHIM_FSYNC_SECONDS=1.5,
+                   HARMONIA_SHIM_FSYNC_EIO="out-eio"):
+        d = mover_daemon(make_daemon, tmp_base)
+    GiB = 1 << 30
+    bb = new_job(d, "h1")
+    assert wait_xfer(d, stage(d, "h1", "stage_in", src, bb + "/in"))["state"] == "done"
+    out = os.path.join(pfs, "out-slow")
+    tid = stage(d, "h1", "stage_out", bb + "/in", out)
+    x = wait_xfer(d, tid)
+    assert x["state"] == "done" and x["durable"] is False, x
+    as_user(USER1, GID1, tamper, out)
+    d.ok("DELETE", "/v1/jobs/h1", uid=SLURM_UID)
+    assert os.path.isdir(bb)
+    assert pool_used(d) == GiB, "the buffer on disk is not counted"
+    h = held(d)
+    assert [e["job"] for e in h] == ["h1"] and h[0]["bytes"] == GiB, h
+    assert "durable" in h[0]["reason"], h
+    wait_db_durable(d, tid)
+    wait_for(lambda: not os.path.exists(bb) and pool_used(d) == 0, "buffer freed", d=d)
+    assert held(d) == []
+
+    # could not be made durable: kept, counted, across a restart
+    bb = new_job(d, "h2")
+    assert wait_xfer(d, stage(d, "h2", "stage_in", src, bb + "/in"))["state"] == "done"
+    tid = stage(d, "h2", "stage_out", bb + "/in", os.path.join(pfs, "out-eio"))
+    wait_for(lambda: wait_xfer(d, tid)["state"] == "failed", "not durable", d=d)
+    d.ok("DELETE", "/v1/jobs/h2", uid=SLURM_UID)
+    assert pool_used(d) == GiB
+    d.restart()
+    assert pool_used(d) == GiB, "a restart forgot the kept buffer"
+    h = held(d)
+    assert [(e["job"], e["kept"]) for e in h] == [("h2", True)], h
+    assert "could not be made durable" in h[0]["reason"]
+    assert os.path.isdir(bb + "/in")
+
+
 # ---------------------------------------------------------------- class 5
 def test_stage_in_larger_than_the_allocation(make_daemon, tmp_base, users):
     """A (sparse) source of 3 GiB into an allocation of 1 GiB is refused before any
