@@ -78,6 +78,7 @@ typedef struct cfg {
     char *listen_address;
     long listen_port;
     char *listen_unix;
+    char *listen_admin_socket;
     /* state */
     char *state_dir;
     bool state_durable;
@@ -101,7 +102,9 @@ typedef struct cfg {
     /* limits */
     uint64_t limits_max_body;
     long limits_max_connections;
+    long limits_max_connections_per_uid;
     double limits_connection_timeout;
+    double limits_request_deadline;
     double limits_max_wait;
     long limits_max_jobs;
     long limits_max_persistent;
@@ -159,6 +162,8 @@ typedef struct cfg {
       "TCP port of the API (0: let the kernel choose, logged at start).") \
     X(listen, cfg_t, listen_unix, "unix_socket", CFG_STRING, "/run/harmonia/bbmgrd.sock", chk_path_or_empty, false, \
       "Unix socket for the local slurmctld (mode 0666, access is decided by MUNGE); empty: none.") \
+    X(listen, cfg_t, listen_admin_socket, "admin_socket", CFG_STRING, "", chk_path_or_empty, false, \
+      "A second unix socket that only root and the SlurmUser can connect to (mode 0600, owned by the SlurmUser), with its own limits.max_connections: point slurmctld's burst-buffer plugin at it and no user holding connections elsewhere can keep its requests out; requests still carry MUNGE credentials; empty: none.") \
     X(state, cfg_t, state_dir, "dir", CFG_STRING, "/var/lib/harmonia", chk_path, false, \
       "Directory of the state database state.db (created mode 0700 if missing).") \
     X(state, cfg_t, state_durable, "durable", CFG_BOOL, "true", NULL, false, \
@@ -193,8 +198,12 @@ typedef struct cfg {
       "Largest request body accepted; larger bodies get 413 and the connection is closed.") \
     X(limits, cfg_t, limits_max_connections, "max_connections", CFG_INT, "4096", chk_positive_int, false, \
       "Concurrent connections; more are refused at accept.") \
+    X(limits, cfg_t, limits_max_connections_per_uid, "max_connections_per_uid", CFG_INT, "32", chk_positive_int, true, \
+      "Concurrent connections one uid may hold on the unix sockets (known from the socket's peer credentials); more are closed at once. Root and the SlurmUser are not limited.") \
     X(limits, cfg_t, limits_connection_timeout, "connection_timeout", CFG_DURATION, "10s", chk_positive, false, \
       "Idle or slow connections are closed after this long without progress.") \
+    X(limits, cfg_t, limits_request_deadline, "request_deadline", CFG_DURATION, "30s", chk_positive, true, \
+      "A request's headers and body must have arrived this long after its connection opened (or after the previous reply on it); else the connection is closed, however steadily a client sends a byte now and then.") \
     X(limits, cfg_t, limits_max_wait, "max_wait", CFG_DURATION, "60s", chk_positive, true, \
       "Longest long-poll wait a request may ask for (?wait= or \"wait\").") \
     X(limits, cfg_t, limits_max_jobs, "max_jobs", CFG_INT, "100000", chk_positive_int, true, \

@@ -332,6 +332,127 @@ def test_persistent_limits_per_user(make_daemon, tmp_base, users):
          expect=(201,))
 
 
+# ---------------------------------------------------------------- class 6
+def unix_get(path, sock, d, uid, timeout=5):
+    """GET path over the unix socket sock as uid (credential made for uid); status."""
+    import http.client
+    import socket as so
+
+    class Conn(http.client.HTTPConnection):
+        def connect(self):
+            self.sock = so.socket(so.AF_UNIX, so.SOCK_STREAM)
+            self.sock.settimeout(timeout)
+            self.sock.connect(sock)
+    c = Conn("localhost", timeout=timeout)
+    try:
+        c.request("GET", path, headers={"Authorization": "MUNGE " + d.munge.cred(
+            "GET", path, uid=uid)})
+        return c.getresponse().status
+    finally:
+        c.close()
+
+
+def hold_connections(sock, uid, gid, n, ready_w, extra_result_w=None):
+    """Child: as uid, open n connections that send half a request line, report, then
+    try one more and report whether it was closed at once; then wait to be killed."""
+    import socket as so
+    os.setgroups([])
+    os.setgid(gid)
+    os.setuid(uid)
+    held = []
+    for _ in range(n):
+        s = so.socket(so.AF_UNIX, so.SOCK_STREAM)
+        s.connect(sock)
+        s.sendall(b"GET /v1/sta")
+        held.append(s)
+    os.write(ready_w, b"held\n")
+    if extra_result_w is not None:
+        s = so.socket(so.AF_UNIX, so.SOCK_STREAM)
+        s.settimeout(3)
+        s.connect(sock)
+        try:
+            s.sendall(b"GET /v1/sta")
+            closed = s.recv(1) == b""
+        except (ConnectionResetError, BrokenPipeError):
+            closed = True
+        except OSError:
+            closed = False
+        os.write(extra_result_w, b"closed\n" if closed else b"open\n")
+    time.sleep(120)
+
+
+def spawn(fn, *args):
+    pid = os.fork()
+    if pid == 0:
+        try:
+            fn(*args)
+        finally:
+            os._exit(0)
+    return pid
+
+
+def test_connection_limits(make_daemon, tmp_base, users):
+    """A user holding connections on the unix socket (half a request each) is capped
+    per uid; slurmctld's requests (the SlurmUser) still get through, on the unix
+    socket and on the admin socket, which users cannot even open; a connection that
+    trickles its request is closed at the request deadline, long before the
+    inactivity timeout."""
+    import socket as so
+    admin = os.path.join(tmp_base, "admin.sock")
+    d = make_daemon(listen={"admin_socket": admin},
+                    limits={"max_connections": 6, "max_connections_per_uid": 4,
+                            "request_deadline": "2s", "connection_timeout": "30s"})
+    st = os.lstat(admin)
+    assert (st.st_uid, stat.S_IMODE(st.st_mode)) == (SLURM_UID, 0o600), st
+    pids = []
+    try:
+        r, w = os.pipe()
+        r2, w2 = os.pipe()
+        pids.append(spawn(hold_connections, d.unix, USER1, GID1, 4, w, w2))
+        assert os.read(r, 16) == b"held\n"
+        assert os.read(r2, 16) == b"closed\n", "a 5th connection of the same uid was served"
+        assert "limits.max_connections_per_uid" in d.log_text()
+        # the SlurmUser still gets through on the unix socket
+        assert unix_get("/v1/status", d.unix, d, SLURM_UID) == 200
+        # another user's two connections fill the socket's 6; the admin socket serves
+        pids.append(spawn(hold_connections, d.unix, USER2, GID2, 2, w))
+        assert os.read(r, 16) == b"held\n"
+        assert unix_get("/v1/status", admin, d, SLURM_UID) == 200
+        # users cannot open the admin socket
+
+        def try_admin():
+            s = so.socket(so.AF_UNIX, so.SOCK_STREAM)
+            try:
+                s.connect(admin)
+            except PermissionError:
+                return
+            raise AssertionError("a user connected to the admin socket")
+        as_user(USER2, GID2, try_admin)
+        # the held connections trickle nothing more: closed at the 2 s deadline
+        wait_for(lambda: unix_get("/v1/status", d.unix, d, USER1) == 200,
+                 "user 1 served again after the deadline closed its connections",
+                 timeout=10, d=d)
+        # a client sending a byte every 0.3 s is cut at the deadline, not at 30 s
+        s = so.socket(so.AF_UNIX, so.SOCK_STREAM)
+        s.connect(d.unix)
+        t0 = time.time()
+        closed = False
+        for ch in b"GET /v1/status HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * 100:
+            try:
+                s.sendall(bytes([ch]))
+            except (BrokenPipeError, ConnectionResetError):
+                closed = True
+                break
+            time.sleep(0.3)
+        s.close()
+        assert closed and time.time() - t0 < 6, "trickling connection kept %.1f s" % (
+            time.time() - t0)
+    finally:
+        for pid in pids:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+
+
 # ---------------------------------------------------------------- class 7
 def thread_status(pid):
     out = []
