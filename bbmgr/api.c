@@ -886,10 +886,22 @@ static struct MHD_Daemon *start_daemon(api_t *a, const cfg_t *cfg, int fd,
     return d;
 }
 
+/* A listener on the unix socket path (its own MHD daemon); *copy: the path. */
+static struct MHD_Daemon *unix_start(api_t *a, const cfg_t *cfg, const char *path, uid_t owner,
+                                     mode_t mode, char **copy, hu_error_t *err)
+{
+    int fd = unix_listen(path, owner, mode, err);
+    struct MHD_Daemon *d = NULL;
+    if (fd < 0)
+        return NULL;
+    if (!(*copy = strdup(path)) || !(d = start_daemon(a, cfg, fd, NULL, false, err)))
+        close(fd);
+    return d;
+}
+
 api_t *api_create(core_t *core, state_t *st, const cfg_t *cfg, hu_error_t *err)
 {
     api_t *a = calloc(1, sizeof(*a));
-    int ufd = -1;
 
     if (!a) {
         errno = ENOMEM;
@@ -937,31 +949,14 @@ api_t *api_create(core_t *core, state_t *st, const cfg_t *cfg, hu_error_t *err)
         const union MHD_DaemonInfo *di = MHD_get_daemon_info(a->tcp, MHD_DAEMON_INFO_BIND_PORT);
         a->tcp_port = di ? di->port : (int)cfg->listen_port;
     }
-    if (*cfg->listen_unix) {
-        if ((ufd = unix_listen(cfg->listen_unix, (uid_t)-1, 0666, err)) < 0)
-            goto error;
-        if (!(a->unix_path = strdup(cfg->listen_unix))) {
-            close(ufd);
-            goto error;
-        }
-        if (!(a->unx = start_daemon(a, cfg, ufd, NULL, false, err))) {
-            close(ufd);
-            goto error;
-        }
-    }
-    if (*cfg->listen_admin_socket) {
-        /* root and the SlurmUser only (file mode), with connections of its own */
-        if ((ufd = unix_listen(cfg->listen_admin_socket, cfg->slurm_uid, 0600, err)) < 0)
-            goto error;
-        if (!(a->admin_path = strdup(cfg->listen_admin_socket))) {
-            close(ufd);
-            goto error;
-        }
-        if (!(a->adm = start_daemon(a, cfg, ufd, NULL, false, err))) {
-            close(ufd);
-            goto error;
-        }
-    }
+    if (*cfg->listen_unix
+        && !(a->unx = unix_start(a, cfg, cfg->listen_unix, (uid_t)-1, 0666, &a->unix_path, err)))
+        goto error;
+    /* root and the SlurmUser only (file mode), with connections of its own */
+    if (*cfg->listen_admin_socket
+        && !(a->adm = unix_start(a, cfg, cfg->listen_admin_socket, cfg->slurm_uid, 0600,
+                                 &a->admin_path, err)))
+        goto error;
     return a;
 error:
     api_stop(a);
