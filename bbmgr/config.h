@@ -112,6 +112,8 @@ typedef struct cfg {
     uint64_t limits_persistent_capacity_per_user;
     double limits_grant_timeout;
     long limits_history_keep;
+    double limits_keep_closed;
+    long limits_keep_closed_count;
     long limits_threads;
     /* stage */
     char *stage_mode;
@@ -218,6 +220,10 @@ typedef struct cfg {
       "A granted phase not reported finished within this time is expired (its share is given back).") \
     X(limits, cfg_t, limits_history_keep, "history_keep", CFG_INT, "100", chk_positive_int, true, \
       "Observations kept per user and job name for learned defaults.") \
+    X(limits, cfg_t, limits_keep_closed, "keep_closed", CFG_DURATION, "1d", chk_positive, true, \
+      "Closed phases, finished transfers and ended jobs are kept in state.db this long after they closed, then removed (GET /v1/phases/{pid} of a removed phase is 404); a done stage-out not yet durable, or one that could not be made durable, and the job it belongs to are kept.") \
+    X(limits, cfg_t, limits_keep_closed_count, "keep_closed_count", CFG_INT, "100000", chk_positive_int, true, \
+      "At most this many closed phases, and as many finished transfers, are kept (the oldest go first), whatever their age.") \
     X(limits, cfg_t, limits_threads, "threads", CFG_INT, "2", chk_threads, false, \
       "HTTP worker threads (each serves many connections).") \
     X(stage, cfg_t, stage_mode, "mode", CFG_STRING, "mover", chk_stage_mode, true, \

@@ -2717,6 +2717,16 @@ void core_tick(core_t *c)
     if (c->mover)
         mover_tick(c, wall);
     spares_fill(c, wall);
+    if (wall >= c->prune_next) {
+        /* closed rows go after limits.keep_closed (or beyond keep_closed_count), so
+         * that state.db does not grow with every phase ever requested */
+        double before = wall - c->cfg->limits_keep_closed;
+        int64_t keep = c->cfg->limits_keep_closed_count;
+        c->prune_next = wall + fmin(10.0, fmax(c->cfg->limits_keep_closed / 4, 0.2));
+        state_put(c->st, ST_PRUNE_PHASES, "di", before, keep);
+        state_put(c->st, ST_PRUNE_XFERS, "di", before, keep);
+        state_put(c->st, ST_PRUNE_JOBS, "d", before);
+    }
     double now = core_hs_now(c);
     if (nexp > 0 || c->sched_dirty || hs_sched_next_event(c->sched) <= now)
         reschedule(c, now);

@@ -172,6 +172,7 @@ typedef void (*core_notify_f)(uint64_t phase_id, void *arg);
 struct core {
     pthread_mutex_t lock;
     double spare_idle_from;     /* core_wall() after which spares may be made */
+    double prune_next;          /* core_wall() of the next removal of closed rows */
     cfg_t *cfg;                 /* owned; replaced by core_reconfigure() */
     state_t *st;                /* borrowed */
     /* clock: scheduler time = monotonic seconds since mono0 + hs_offset */

@@ -61,6 +61,15 @@
       " WHERE id=? AND state='done'") \
     /* a buffer directory moved aside from ?1 to ?2: the stage-outs whose source it \
      * holds (durability pending, or failed) read from there */ \
+    X(PRUNE_PHASES, "DELETE FROM phases WHERE state NOT IN ('waiting','granted') AND" \
+      " (finished<?1 OR id IN (SELECT id FROM phases WHERE state NOT IN ('waiting','granted')" \
+      " ORDER BY id DESC LIMIT -1 OFFSET ?2))") \
+    X(PRUNE_XFERS, "DELETE FROM transfers WHERE state IN ('done','failed','cancelled')" \
+      " AND NOT (state='done' AND durable=0) AND NOT (state='failed' AND message LIKE" \
+      " 'not durable:%') AND (finished<?1 OR id IN (SELECT id FROM transfers WHERE state IN" \
+      " ('done','failed','cancelled') ORDER BY id DESC LIMIT -1 OFFSET ?2))") \
+    X(PRUNE_JOBS, "DELETE FROM jobs WHERE state='ended' AND ended<?1 AND id NOT IN" \
+      " (SELECT job_id FROM transfers) AND id NOT IN (SELECT job_id FROM phases)") \
     X(XFER_HELD, "UPDATE transfers SET held=?2||substr(COALESCE(held,source),length(?1)+1)" \
       " WHERE kind='stage_out' AND (COALESCE(held,source)=?1" \
       " OR substr(COALESCE(held,source),1,length(?1)+1)=?1||'/')" \

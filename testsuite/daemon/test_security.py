@@ -332,6 +332,59 @@ def test_persistent_limits_per_user(make_daemon, tmp_base, users):
          expect=(201,))
 
 
+def test_user_batch_bounded(make_daemon, users):
+    """A user's batch of 256 listings of 1000 nodes would hold the daemon's lock and
+    build a reply of tens of MiB: the items past the user's share are not run (503,
+    to send again), and the reply stays within a few MiB.  An administrator's batch
+    is not cut."""
+    import json
+    nodes = [{"names": "n[0001-1000]", "capacity": "1TiB", "bandwidth": "1 GB/s",
+              "mount": "/nonexistent", "pool": "nvme"}]
+    d = make_daemon(nodes=nodes, pools=[{"name": "nvme", "granularity": "1GiB"}],
+                    limits={"max_body": "64KiB"})
+    body = {"requests": [{"method": "GET", "path": "/v1/nodes"}] * 256}
+    st, text = d.request("POST", "/v1/batch", body, uid=USER1,
+                         headers={"Accept": "application/json"})
+    assert st == 200
+    js = text if isinstance(text, dict) else json.loads(text)
+    size = len(json.dumps(js))
+    codes = [x["status"] for x in js["replies"]]
+    assert len(codes) == 256 and codes[0] == 200, codes[:3]
+    assert codes[-1] == 503 and "send the items from this one again" in \
+        js["replies"][-1]["body"]["error"]["message"], codes[-5:]
+    assert size < 8 << 20, "a user's batch built a reply of %d bytes" % size
+    js = d.ok("POST", "/v1/batch", {"requests": body["requests"][:20]}, uid=SLURM_UID)
+    assert [x["status"] for x in js["replies"]] == [200] * 20
+
+
+def test_closed_rows_are_not_kept_for_ever(make_daemon, users):
+    """A loop of phase requests does not grow state.db without bound: closed phases,
+    finished transfers and ended jobs go after limits.keep_closed (or beyond
+    limits.keep_closed_count)."""
+    import sqlite3
+    d = make_daemon(limits={"keep_closed": "1s", "keep_closed_count": 1000})
+    for j in range(3):
+        register(d, "loop%d" % j)
+        for _ in range(20):
+            p = d.ok("POST", "/v1/jobs/loop%d/phases" % j, {"volume": "1GiB"}, uid=USER1,
+                     expect=(201,))
+            d.ok("POST", "/v1/phases/%d/finish" % p["id"], uid=USER1)
+        d.ok("POST", "/v1/jobs/loop%d/stage_in" % j,
+             {"source": "/pfs/x", "destination": "/mnt/bb/x"}, uid=SLURM_UID, expect=(201,))
+        d.ok("DELETE", "/v1/jobs/loop%d" % j, uid=SLURM_UID)
+    db = os.path.join(d.state, "state.db")
+
+    def rows():
+        c = sqlite3.connect(db, timeout=5)
+        try:
+            return [c.execute("SELECT count(*) FROM %s" % t).fetchone()[0]
+                    for t in ("phases", "transfers", "jobs")]
+        finally:
+            c.close()
+    assert rows()[0] >= 60 or rows() == [0, 0, 0]
+    wait_for(lambda: rows() == [0, 0, 0], "closed rows removed", timeout=15, d=d)
+
+
 # ---------------------------------------------------------------- class 6
 def unix_get(path, sock, d, uid, timeout=5):
     """GET path over the unix socket sock as uid (credential made for uid); status."""
