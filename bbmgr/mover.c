@@ -85,7 +85,7 @@ typedef enum { V_CHECKSUM, V_SIZE, V_NONE } verify_t;
 typedef enum {
     T_PREPARE, T_CHUNK, T_FILE, T_SYNC, T_FINISH, T_DURABLE, T_ABORT, T_RMTREE
 } task_kind_t;
-typedef enum { E_DIR, E_FILE, E_LINK } etype_t;
+typedef enum { E_DIR, E_FILE, E_LINK, E_HLINK } etype_t;
 
 typedef struct {
     uid_t uid;
@@ -100,6 +100,7 @@ typedef struct {
     struct stat st;             /* lstat of the source at the walk */
     bool made;                  /* directory created by this transfer */
     bool skipped;               /* file already complete at the destination */
+    int link_to;                /* E_HLINK: the entry (an E_FILE) it is a hard link of */
 } entry_t;
 
 typedef struct mxfer mxfer_t;
@@ -181,6 +182,7 @@ struct mxfer {
     ident_t id;
     int64_t max_bytes;          /* stage-in: refuse a source larger than this (0: none) */
     int max_entries;            /* mover.max_entries */
+    hmap_t *inodes;             /* "dev:ino" -> entry + 1 of files with several links */
     entry_t *ents;
     int nents, cents;
     int *files;                 /* indices of the files to copy */
@@ -497,6 +499,7 @@ static void xfer_free(mxfer_t *x)
     for (int i = 0; i < x->nents; i++)
         free(x->ents[i].rel);
     free(x->ents);
+    hmap_destroy(x->inodes);
     free(x->files);
     free(x->src);
     free(x->dst);
@@ -926,6 +929,21 @@ static int note_special(mxfer_t *x, const char *path)
     return 0;
 }
 
+/* A file with several links: the entry of its first name in the tree (then this one
+ * is made a hard link of it, as cp -a does), or -1 (it is the first: noted). */
+static int hlink_of(mxfer_t *x, const struct stat *st)
+{
+    char key[48];
+    snprintf(key, sizeof(key), "%jx:%jx", (uintmax_t)st->st_dev, (uintmax_t)st->st_ino);
+    if (!x->inodes && !(x->inodes = hmap_create()))
+        return -1;
+    intptr_t v = (intptr_t)hmap_get(x->inodes, key);
+    if (v)
+        return (int)v - 1;
+    hmap_put(x->inodes, key, (void *)(intptr_t)(x->nents + 1));
+    return -1;
+}
+
 /* Walk the tree at root (the source; the destination for a recovery whose source
  * is gone) from rel. */
 static int walk_dir(task_t *t, const char *root, const char *rel)
@@ -974,10 +992,13 @@ static int walk_dir(task_t *t, const char *root, const char *rel)
             r = ents_add(x, E_DIR, crel, &st) < 0 ? tfail(t, ENOMEM, cpath, "walk")
                                                   : walk_dir(t, root, crel);
         else if (S_ISREG(st.st_mode)) {
+            int first = st.st_nlink > 1 ? hlink_of(x, &st) : -1;
             if (faccessat(AT_FDCWD, cpath, R_OK, AT_EACCESS) < 0)
                 r = tfail(t, errno, cpath, "not readable by the job's user");
-            else if (ents_add(x, E_FILE, crel, &st) < 0)
+            else if (ents_add(x, first >= 0 ? E_HLINK : E_FILE, crel, &st) < 0)
                 r = tfail(t, ENOMEM, cpath, "walk");
+            else if (first >= 0)
+                x->ents[x->nents - 1].link_to = first;
         } else if (S_ISLNK(st.st_mode)) {
             if (ents_add(x, E_LINK, crel, &st) < 0)
                 r = tfail(t, ENOMEM, cpath, "walk");
@@ -1204,6 +1225,8 @@ static int run_prepare(mover_t *m, task_t *t)
             r = make_dir(t, e, d);
         else if (e->type == E_LINK)
             r = make_link(t, e, s, d);
+        else if (e->type == E_HLINK)
+            r = 0;      /* at FINISH, once its first name is in place */
         else {
             total += e->st.st_size;
             if ((e->skipped = already_there(m, e, d)))
@@ -1394,10 +1417,25 @@ static void start_writeback(int fd, uint64_t off, uint64_t len)
 static int file_complete(mover_t *m, task_t *t);
 static void file_cleanup(mfile_t *f);
 
+/* A chunk that is all hole in the source: not written (the copy keeps the hole;
+ * file_complete() gives the copy its size). */
+static bool chunk_is_hole(const mfile_t *f, const task_t *t)
+{
+    if ((uint64_t)f->e->st.st_blocks * 512 >= (uint64_t)f->e->st.st_size)
+        return false;   /* not sparse */
+    off_t data = lseek(f->sfd, (off_t)t->off, SEEK_DATA);
+    return (data < 0 && errno == ENXIO) || (data >= 0 && (uint64_t)data >= t->off + t->len);
+}
+
 static int copy_chunk(mover_t *m, worker_t *w, task_t *t)
 {
     mfile_t *f = t->f;
     mxfer_t *x = t->x;
+
+    if (chunk_is_hole(f, t)) {
+        __atomic_add_fetch(&f->verified, t->len, __ATOMIC_RELAXED);
+        return 0;
+    }
 
     if (m->verify == V_CHECKSUM) {
         /* the whole chunk is read ahead at once: the blocks are read in small
@@ -1546,6 +1584,11 @@ static int file_complete(mover_t *m, task_t *t)
 
     if (fstat(f->dfd, &dst) < 0)
         return tfail(t, errno, f->dst, "stat");
+    if (dst.st_size < e->st.st_size) {
+        /* trailing chunks that were holes */
+        if (ftruncate(f->dfd, e->st.st_size) < 0 || fstat(f->dfd, &dst) < 0)
+            return tfail(t, errno, f->dst, "set size");
+    }
     if (verify_copy(m, t, f, &dst) < 0)
         return -1;
     if (fstat(f->sfd, &st) < 0)
@@ -1707,6 +1750,34 @@ static int sync_parent(mover_t *m, task_t *t, const char *dst)
     return rc;
 }
 
+/* The hard link e of the tree, to its first name (in place by now). */
+static int make_hlink(task_t *t, const entry_t *e)
+{
+    mxfer_t *x = t->x;
+    char *to = pjoin(x->dst, x->ents[e->link_to].rel), *d = pjoin(x->dst, e->rel);
+    struct stat a, b;
+    int rc = 0;
+    if (!to || !d) {
+        rc = tfail(t, ENOMEM, x->dst, "path");
+    } else if (link(to, d) < 0) {
+        if (errno != EEXIST)
+            rc = tfail(t, errno, d, "link");
+        else if (lstat(to, &a) < 0 || lstat(d, &b) < 0 || a.st_ino != b.st_ino
+                 || a.st_dev != b.st_dev) {
+            /* another file under that name (an earlier run): replaced */
+            char *tmp = tmp_name(d, x->tid, -2);
+            if (!tmp || (unlink(tmp), link(to, tmp)) < 0 || rename(tmp, d) < 0)
+                rc = tfail(t, tmp ? errno : ENOMEM, d, "link");
+            if (tmp && rc < 0)
+                unlink(tmp);
+            free(tmp);
+        }
+    }
+    free(to);
+    free(d);
+    return rc;
+}
+
 static int run_finish(mover_t *m, task_t *t)
 {
     mxfer_t *x = t->x;
@@ -1714,6 +1785,9 @@ static int run_finish(mover_t *m, task_t *t)
         return tfail(t, errno, x->dst, "act as the job's user");
     if (x->dst_only)
         return 0;       /* a recovery of the destination alone: nothing to set */
+    for (int i = 0; i < x->nents; i++)
+        if (x->ents[i].type == E_HLINK && make_hlink(t, &x->ents[i]) < 0)
+            return -1;
     /* fsync'd before done: files found complete at the start (a restart) were not
      * copied now, and a run without fsync may have written them */
     for (int i = 0; x->sync_each && i < x->nents; i++) {

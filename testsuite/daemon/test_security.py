@@ -292,6 +292,38 @@ def test_stage_in_larger_than_the_allocation(make_daemon, tmp_base, users):
     assert os.listdir(bb) == []
 
 
+def test_holes_and_hard_links_kept(make_daemon, tmp_base, users):
+    """A sparse file's holes stay holes in the copy (it does not take its apparent
+    size from the buffer), and hard links within the staged tree stay links, both
+    ways."""
+    d = mover_daemon(make_daemon, tmp_base)
+    pfs = os.path.join(tmp_base, "pfs")
+    src = os.path.join(pfs, "in")
+    mkdirs(pfs)
+    mkdirs(src)
+    sparse(os.path.join(src, "sparse"), 256 * MiB)
+    with open(os.path.join(src, "sparse"), "r+b") as f:
+        f.seek(100 * MiB)
+        f.write(b"middle")
+    write(os.path.join(src, "a"), os.urandom(3 * MiB), 0o640)
+    mkdirs(os.path.join(src, "sub"))
+    os.link(os.path.join(src, "a"), os.path.join(src, "sub", "b"))
+    bb = new_job(d, "sp")
+    x = wait_xfer(d, stage(d, "sp", "stage_in", src, bb + "/in"))
+    assert x["state"] == "done", x
+    assert compare_trees(src, bb + "/in", owner=(USER1, GID1)) == 3
+    st = os.stat(bb + "/in/sparse")
+    assert st.st_size == 256 * MiB and st.st_blocks * 512 < 16 * MiB, \
+        "the copy of a sparse file takes %d bytes" % (st.st_blocks * 512)
+    a, b = os.stat(bb + "/in/a"), os.stat(bb + "/in/sub/b")
+    assert (a.st_ino, a.st_nlink) == (b.st_ino, 2), "hard link copied as two files"
+    out = os.path.join(pfs, "out")
+    x = wait_xfer(d, stage(d, "sp", "stage_out", bb + "/in", out))
+    assert x["state"] == "done", x
+    assert os.stat(out + "/a").st_ino == os.stat(out + "/sub/b").st_ino
+    assert os.stat(out + "/sparse").st_blocks * 512 < 16 * MiB
+
+
 def test_entries_per_transfer_capped(make_daemon, tmp_base, users):
     d = mover_daemon(make_daemon, tmp_base, max_entries=50)
     pfs = os.path.join(tmp_base, "pfs")
