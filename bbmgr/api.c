@@ -60,15 +60,30 @@ struct req {
 };
 
 /* What a connection keeps between its requests (MHD socket context). */
-typedef struct {
+typedef struct conn {
     auth_session_t session;
+    /* api->conns, under api->conn_lock */
+    struct conn *cprev, *cnext;
+    int fd;
+    bool peer;                  /* a unix socket: uid is its peer's */
+    bool counted;               /* in api->per_uid */
+    uid_t uid;
+    bool busy;                  /* a whole request arrived and is being served */
+    bool cut;                   /* closed by the request deadline */
+    double since;               /* opened, or its previous reply sent */
 } conn_t;
 
 struct api {
     core_t *core;
     state_t *st;
-    struct MHD_Daemon *tcp, *unx;
-    char *unix_path;
+    struct MHD_Daemon *tcp, *unx, *adm;
+    char *unix_path, *admin_path;
+    /* connections (limits) */
+    pthread_mutex_t conn_lock;
+    conn_t *conns;
+    hmap_t *per_uid;            /* uid -> connections + 1 (intptr) */
+    long max_per_uid;
+    double request_deadline;
     int tcp_port;
     /* live settings */
     pthread_mutex_t wlock;
@@ -250,7 +265,20 @@ void api_tick(api_t *a)
             wake(a, q);
         q = n;
     }
+    double deadline = a->request_deadline;
     pthread_mutex_unlock(&a->wlock);
+    /* a request not whole within the deadline: its connection is shut down (MHD
+     * then sees it end and closes it; the descriptor stays valid until the CLOSED
+     * notification, which takes conn_lock) */
+    pthread_mutex_lock(&a->conn_lock);
+    for (conn_t *cc = a->conns; cc; cc = cc->cnext)
+        if (!cc->busy && !cc->cut && now - cc->since > deadline) {
+            cc->cut = true;
+            shutdown(cc->fd, SHUT_RDWR);
+            bl_debug("api: connection of %s%u: no whole request within %.0f s: closed",
+                     cc->peer ? "uid " : "tcp ", cc->peer ? (unsigned)cc->uid : 0, deadline);
+        }
+    pthread_mutex_unlock(&a->conn_lock);
 }
 
 bool api_failed(api_t *a)
@@ -276,7 +304,11 @@ void api_reconfigure(api_t *a, const cfg_t *cfg)
     a->slurm_uid = cfg->slurm_uid;
     a->metrics_public = cfg->auth_metrics_public;
     a->session_ttl = cfg->auth_session_ttl;
+    a->request_deadline = cfg->limits_request_deadline;
     pthread_mutex_unlock(&a->wlock);
+    pthread_mutex_lock(&a->conn_lock);
+    a->max_per_uid = cfg->limits_max_connections_per_uid;
+    pthread_mutex_unlock(&a->conn_lock);
 }
 
 /* ------------------------------------------------------------------ responses */
@@ -574,6 +606,8 @@ static bool process_wake(req_t *q)
     return hold_for_commit(q);
 }
 
+static void conn_busy(api_t *a, struct MHD_Connection *conn, bool busy);
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
                                   const char *method, const char *version,
                                   const char *upload_data, size_t *upload_size, void **con_cls)
@@ -640,6 +674,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     if (q->early)
         return MHD_YES;
     if (q->stage == 0) {
+        conn_busy(a, conn, true);
         if (process(q))
             return MHD_YES;
         return send_reply(q);
@@ -667,6 +702,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     req_t *q = *con_cls;
     if (!q)
         return;
+    conn_busy(a, conn, false);
     pthread_mutex_lock(&a->wlock);
     waiter_unlink(a, q);
     pthread_mutex_unlock(&a->wlock);
@@ -679,20 +715,91 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     *con_cls = NULL;
 }
 
+/* A connection opens (lock held): count it for its uid (unix sockets); false: over
+ * the uid's limit. */
+static bool conn_count(api_t *a, conn_t *cc)
+{
+    struct ucred cr;
+    socklen_t len = sizeof(cr);
+    if (getsockopt(cc->fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0 || cr.pid <= 0)
+        return true;    /* TCP: the caller is known only once authenticated */
+    cc->peer = true;
+    cc->uid = cr.uid;
+    if (cr.uid == 0 || cr.uid == a->slurm_uid)
+        return true;
+    intptr_t n = (intptr_t)hmap_iget(a->per_uid, cr.uid);
+    if (n - 1 >= a->max_per_uid)
+        return false;
+    if (hmap_iput(a->per_uid, cr.uid, (void *)(n ? n + 1 : 2)) < 0)
+        return false;
+    cc->counted = true;
+    return true;
+}
+
 static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
                           enum MHD_ConnectionNotificationCode toe)
 {
-    (void)cls;
-    (void)conn;
+    api_t *a = cls;
     if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
-        *socket_context = calloc(1, sizeof(conn_t));    /* NULL: no session here */
+        conn_t *cc = calloc(1, sizeof(conn_t));    /* NULL: no session here */
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        *socket_context = cc;
+        if (!cc || !ci)
+            return;
+        cc->fd = ci->connect_fd;
+        cc->since = mono();
+        pthread_mutex_lock(&a->conn_lock);
+        bool ok = conn_count(a, cc);
+        cc->cnext = a->conns;
+        if (a->conns)
+            a->conns->cprev = cc;
+        a->conns = cc;
+        if (!ok) {
+            cc->cut = true;
+            shutdown(cc->fd, SHUT_RDWR);
+        }
+        pthread_mutex_unlock(&a->conn_lock);
+        if (!ok)
+            bl_warning("api: uid %u holds %ld connections (limits.max_connections_per_uid): "
+                       "one more refused", (unsigned)cc->uid, a->max_per_uid);
     } else if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
         conn_t *cc = *socket_context;
-        if (cc)
+        if (cc) {
             explicit_bzero(cc->session.token, sizeof(cc->session.token));
+            pthread_mutex_lock(&a->conn_lock);
+            if (cc->cprev)
+                cc->cprev->cnext = cc->cnext;
+            else if (a->conns == cc)
+                a->conns = cc->cnext;
+            if (cc->cnext)
+                cc->cnext->cprev = cc->cprev;
+            if (cc->counted) {
+                intptr_t n = (intptr_t)hmap_iget(a->per_uid, cc->uid);
+                if (n > 2)
+                    hmap_iput(a->per_uid, cc->uid, (void *)(n - 1));
+                else
+                    hmap_idel(a->per_uid, cc->uid);
+            }
+            pthread_mutex_unlock(&a->conn_lock);
+        }
         free(cc);
         *socket_context = NULL;
     }
+}
+
+/* The connection's request is whole (busy) or answered (idle again, its deadline
+ * starts over). */
+static void conn_busy(api_t *a, struct MHD_Connection *conn, bool busy)
+{
+    conn_t *cc = conn_of(conn);
+    if (!cc)
+        return;
+    pthread_mutex_lock(&a->conn_lock);
+    cc->busy = busy;
+    if (!busy)
+        cc->since = mono();
+    pthread_mutex_unlock(&a->conn_lock);
 }
 
 static void mhd_log(void *cls, const char *fmt, va_list ap)
@@ -706,7 +813,7 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 }
 
 /* ------------------------------------------------------------------ listeners */
-static int unix_listen(const char *path, hu_error_t *err)
+static int unix_listen(const char *path, uid_t owner, mode_t mode, hu_error_t *err)
 {
     struct sockaddr_un sa = { .sun_family = AF_UNIX };
     struct stat sb;
@@ -738,8 +845,12 @@ static int unix_listen(const char *path, hu_error_t *err)
     }
     if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
         return hu_errprintf(err, "socket: %s", strerror(errno));
-    if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || chmod(path, 0666) < 0
-        || listen(fd, 1024) < 0) {
+    /* created 0600, then given its mode: the admin socket is never reachable by others */
+    mode_t um = umask(0177);
+    int rc = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+    umask(um);
+    if (rc < 0 || (owner != (uid_t)-1 && chown(path, owner, (gid_t)-1) < 0)
+        || chmod(path, mode) < 0 || listen(fd, 1024) < 0) {
         int e = errno;
         close(fd);
         errno = e;
@@ -775,10 +886,22 @@ static struct MHD_Daemon *start_daemon(api_t *a, const cfg_t *cfg, int fd,
     return d;
 }
 
+/* A listener on the unix socket path (its own MHD daemon); *copy: the path. */
+static struct MHD_Daemon *unix_start(api_t *a, const cfg_t *cfg, const char *path, uid_t owner,
+                                     mode_t mode, char **copy, hu_error_t *err)
+{
+    int fd = unix_listen(path, owner, mode, err);
+    struct MHD_Daemon *d = NULL;
+    if (fd < 0)
+        return NULL;
+    if (!(*copy = strdup(path)) || !(d = start_daemon(a, cfg, fd, NULL, false, err)))
+        close(fd);
+    return d;
+}
+
 api_t *api_create(core_t *core, state_t *st, const cfg_t *cfg, hu_error_t *err)
 {
     api_t *a = calloc(1, sizeof(*a));
-    int ufd = -1;
 
     if (!a) {
         errno = ENOMEM;
@@ -789,9 +912,11 @@ api_t *api_create(core_t *core, state_t *st, const cfg_t *cfg, hu_error_t *err)
     a->st = st;
     pthread_mutex_init(&a->wlock, NULL);
     pthread_mutex_init(&a->clock_, NULL);
+    pthread_mutex_init(&a->conn_lock, NULL);
     a->auth_none = !strcmp(cfg->auth_type, "none");
     a->committed = state_committed(st);
-    if (!(a->by_phase = hmap_create()) || !(a->munge_socket = strdup(cfg->auth_munge_socket))) {
+    if (!(a->by_phase = hmap_create()) || !(a->per_uid = hmap_create())
+        || !(a->munge_socket = strdup(cfg->auth_munge_socket))) {
         errno = ENOMEM;
         hu_errprintf(err, "out of memory");
         goto error;
@@ -824,18 +949,14 @@ api_t *api_create(core_t *core, state_t *st, const cfg_t *cfg, hu_error_t *err)
         const union MHD_DaemonInfo *di = MHD_get_daemon_info(a->tcp, MHD_DAEMON_INFO_BIND_PORT);
         a->tcp_port = di ? di->port : (int)cfg->listen_port;
     }
-    if (*cfg->listen_unix) {
-        if ((ufd = unix_listen(cfg->listen_unix, err)) < 0)
-            goto error;
-        if (!(a->unix_path = strdup(cfg->listen_unix))) {
-            close(ufd);
-            goto error;
-        }
-        if (!(a->unx = start_daemon(a, cfg, ufd, NULL, false, err))) {
-            close(ufd);
-            goto error;
-        }
-    }
+    if (*cfg->listen_unix
+        && !(a->unx = unix_start(a, cfg, cfg->listen_unix, (uid_t)-1, 0666, &a->unix_path, err)))
+        goto error;
+    /* root and the SlurmUser only (file mode), with connections of its own */
+    if (*cfg->listen_admin_socket
+        && !(a->adm = unix_start(a, cfg, cfg->listen_admin_socket, cfg->slurm_uid, 0600,
+                                 &a->admin_path, err)))
+        goto error;
     return a;
 error:
     api_stop(a);
@@ -870,14 +991,20 @@ void api_stop(api_t *a)
         MHD_quiesce_daemon(a->tcp);
     if (a->unx)
         MHD_quiesce_daemon(a->unx);
+    if (a->adm)
+        MHD_quiesce_daemon(a->adm);
     usleep(50000);
     if (a->tcp)
         MHD_stop_daemon(a->tcp);
     if (a->unx)
         MHD_stop_daemon(a->unx);
-    a->tcp = a->unx = NULL;
+    if (a->adm)
+        MHD_stop_daemon(a->adm);
+    a->tcp = a->unx = a->adm = NULL;
     if (a->unix_path)
         unlink(a->unix_path);
+    if (a->admin_path)
+        unlink(a->admin_path);
 }
 
 void api_destroy(api_t *a)
@@ -886,7 +1013,10 @@ void api_destroy(api_t *a)
         return;
     int saved = errno;
     hmap_destroy(a->by_phase);
+    hmap_destroy(a->per_uid);
     free(a->unix_path);
+    free(a->admin_path);
+    pthread_mutex_destroy(&a->conn_lock);
     free(a->munge_socket);
     pthread_mutex_destroy(&a->wlock);
     pthread_mutex_destroy(&a->clock_);

@@ -13,7 +13,9 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 #ifdef HAVE_LIBSYSTEMD
@@ -168,6 +170,19 @@ int main(int argc, char **argv)
 
     bl_info("bbmgrd %s starting: config %s, state %s, policy %s, auth %s", PACKAGE_VERSION,
             path, cfg->state_dir, cfg->policy_id, cfg->auth_type);
+    {
+        /* connections, the mover's open files and the walks of teardowns (nftw keeps
+         * a descriptor per level) all take descriptors: the soft limit goes up to the
+         * hard one */
+        struct rlimit rl;
+        if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+            rlim_t was = rl.rlim_cur;
+            rl.rlim_cur = rl.rlim_max;
+            if (setrlimit(RLIMIT_NOFILE, &rl) == 0)
+                bl_info("open files limit raised from %ju to %ju", (uintmax_t)was,
+                        (uintmax_t)rl.rlim_cur);
+        }
+    }
     if (!(st = state_open(cfg->state_dir, cfg->state_durable, &err))) {
         bl_error("state: %s", err.text);
         goto out;

@@ -78,6 +78,7 @@ typedef struct cfg {
     char *listen_address;
     long listen_port;
     char *listen_unix;
+    char *listen_admin_socket;
     /* state */
     char *state_dir;
     bool state_durable;
@@ -101,12 +102,18 @@ typedef struct cfg {
     /* limits */
     uint64_t limits_max_body;
     long limits_max_connections;
+    long limits_max_connections_per_uid;
     double limits_connection_timeout;
+    double limits_request_deadline;
     double limits_max_wait;
     long limits_max_jobs;
     long limits_max_persistent;
+    long limits_persistent_per_user;
+    uint64_t limits_persistent_capacity_per_user;
     double limits_grant_timeout;
     long limits_history_keep;
+    double limits_keep_closed;
+    long limits_keep_closed_count;
     long limits_threads;
     /* stage */
     char *stage_mode;
@@ -119,6 +126,7 @@ typedef struct cfg {
     double mover_max_rate;
     bool mover_durable_stage_in;
     bool mover_durable_before_done;
+    long mover_max_entries;
     /* list sections */
     cfg_nodeset_t *nodes;
     int nnodes;
@@ -156,6 +164,8 @@ typedef struct cfg {
       "TCP port of the API (0: let the kernel choose, logged at start).") \
     X(listen, cfg_t, listen_unix, "unix_socket", CFG_STRING, "/run/harmonia/bbmgrd.sock", chk_path_or_empty, false, \
       "Unix socket for the local slurmctld (mode 0666, access is decided by MUNGE); empty: none.") \
+    X(listen, cfg_t, listen_admin_socket, "admin_socket", CFG_STRING, "", chk_path_or_empty, false, \
+      "A second unix socket that only root and the SlurmUser can connect to (mode 0600, owned by the SlurmUser), with its own limits.max_connections: point slurmctld's burst-buffer plugin at it and no user holding connections elsewhere can keep its requests out; requests still carry MUNGE credentials; empty: none.") \
     X(state, cfg_t, state_dir, "dir", CFG_STRING, "/var/lib/harmonia", chk_path, false, \
       "Directory of the state database state.db (created mode 0700 if missing).") \
     X(state, cfg_t, state_durable, "durable", CFG_BOOL, "true", NULL, false, \
@@ -190,18 +200,30 @@ typedef struct cfg {
       "Largest request body accepted; larger bodies get 413 and the connection is closed.") \
     X(limits, cfg_t, limits_max_connections, "max_connections", CFG_INT, "4096", chk_positive_int, false, \
       "Concurrent connections; more are refused at accept.") \
+    X(limits, cfg_t, limits_max_connections_per_uid, "max_connections_per_uid", CFG_INT, "32", chk_positive_int, true, \
+      "Concurrent connections one uid may hold on the unix sockets (known from the socket's peer credentials); more are closed at once. Root and the SlurmUser are not limited.") \
     X(limits, cfg_t, limits_connection_timeout, "connection_timeout", CFG_DURATION, "10s", chk_positive, false, \
       "Idle or slow connections are closed after this long without progress.") \
+    X(limits, cfg_t, limits_request_deadline, "request_deadline", CFG_DURATION, "30s", chk_positive, true, \
+      "A request's headers and body must have arrived this long after its connection opened (or after the previous reply on it); else the connection is closed, however steadily a client sends a byte now and then.") \
     X(limits, cfg_t, limits_max_wait, "max_wait", CFG_DURATION, "60s", chk_positive, true, \
       "Longest long-poll wait a request may ask for (?wait= or \"wait\").") \
     X(limits, cfg_t, limits_max_jobs, "max_jobs", CFG_INT, "100000", chk_positive_int, true, \
       "Registered (not yet ended) jobs; more registrations get 503.") \
     X(limits, cfg_t, limits_max_persistent, "max_persistent", CFG_INT, "1000", chk_positive_int, true, \
       "Persistent buffers.") \
+    X(limits, cfg_t, limits_persistent_per_user, "persistent_per_user", CFG_INT, "100", chk_positive_int, true, \
+      "Persistent buffers one user may own; more creations get 403 (administrators creating for themselves are not counted against it).") \
+    X(limits, cfg_t, limits_persistent_capacity_per_user, "persistent_capacity_per_user", CFG_SIZE, "0B", NULL, true, \
+      "Total capacity of the persistent buffers one user may own; a creation beyond it gets 403; 0: no limit.") \
     X(limits, cfg_t, limits_grant_timeout, "grant_timeout", CFG_DURATION, "1h", chk_positive, true, \
       "A granted phase not reported finished within this time is expired (its share is given back).") \
     X(limits, cfg_t, limits_history_keep, "history_keep", CFG_INT, "100", chk_positive_int, true, \
       "Observations kept per user and job name for learned defaults.") \
+    X(limits, cfg_t, limits_keep_closed, "keep_closed", CFG_DURATION, "1d", chk_positive, true, \
+      "Closed phases, finished transfers and ended jobs are kept in state.db this long after they closed, then removed (GET /v1/phases/{pid} of a removed phase is 404); a done stage-out not yet durable, or one that could not be made durable, and the job it belongs to are kept.") \
+    X(limits, cfg_t, limits_keep_closed_count, "keep_closed_count", CFG_INT, "100000", chk_positive_int, true, \
+      "At most this many closed phases, and as many finished transfers, are kept (the oldest go first), whatever their age.") \
     X(limits, cfg_t, limits_threads, "threads", CFG_INT, "2", chk_threads, false, \
       "HTTP worker threads (each serves many connections).") \
     X(stage, cfg_t, stage_mode, "mode", CFG_STRING, "mover", chk_stage_mode, true, \
@@ -222,6 +244,8 @@ typedef struct cfg {
       "true: a stage-in into a job's buffer is on disk (fsync) before it is done, as stage-ins into persistent buffers always are; false: it is complete, verified and visible but may still be in the page cache (the buffer dies with the job).") \
     X(mover, cfg_t, mover_durable_before_done, "durable_before_done", CFG_BOOL, "false", NULL, false, \
       "true: a stage-out is on disk (fsync of every file before its rename, then of the directories) before it is done; false: it is done once complete, verified and under its final names, and made durable right after (the transfer's durable flag), before the job's buffer may be removed; a restart finishes what a crash cut.") \
+    X(mover, cfg_t, mover_max_entries, "max_entries", CFG_INT, "1000000", chk_positive_int, false, \
+      "Files, directories and symlinks one transfer may hold (each costs the mover about 200 bytes of memory while it runs); a larger tree fails the transfer.") \
     X(nodes, cfg_nodeset_t, names, "names", CFG_HOSTLIST, NULL, NULL, true, \
       "Host list of the nodes of this set (bb[01-04]) or a YAML list of them.") \
     X(nodes, cfg_nodeset_t, capacity, "capacity", CFG_SIZE, NULL, chk_positive_size, true, \

@@ -3,6 +3,7 @@
  * core.c — bbmgrd's model: nodes, pools, jobs, allocations, persistent buffers,
  * phases, transfers; the live scheduler; recovery.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -248,6 +249,10 @@ static void pbuf_free(pbuf_t *b)
         free(b);
     }
 }
+
+static void held_free(held_t *h);
+static void held_reason(held_t *h);
+static held_t *held_add(core_t *c, const char *job, const char *owner);
 
 static int strv_add(char ***v, int *n, const char *s)
 {
@@ -590,6 +595,9 @@ void core_destroy(core_t *c)
     if (c->pbufs)
         for (void *it = hmap_first(c->pbufs, &v); it; it = hmap_next(c->pbufs, it, &v))
             pbuf_free(v);
+    for (int i = 0; i < c->nheld; i++)
+        held_free(c->held[i]);
+    free(c->held);
     hmap_destroy(c->jobs);
     hmap_destroy(c->jobs_hs);
     hmap_destroy(c->phases);
@@ -715,6 +723,21 @@ static int rec_anode(sqlite3_stmt *s, void *arg)
     if (!strcmp(kind, "job")) {
         job_t *j = hmap_get(c->jobs, owner);
         a = j ? j->alloc : NULL;
+    } else if (!strcmp(kind, "held")) {
+        held_t *h = NULL;
+        for (int i = 0; i < c->nheld && !h; i++)
+            if (!strcmp(c->held[i]->owner, owner))
+                h = c->held[i];
+        if (!h) {
+            char job[64];
+            snprintf(job, sizeof(job), "%.*s", (int)strcspn(owner, "@"), owner);
+            if (!(h = held_add(c, job, owner))) {
+                r->failed = true;
+                return 1;
+            }
+        }
+        h->a.reserved += bytes;
+        a = &h->a;
     } else {
         pbuf_t *b = hmap_get(c->pbufs, owner);
         a = b ? &b->alloc : NULL;
@@ -749,6 +772,44 @@ static int rec_anode(sqlite3_stmt *s, void *arg)
     n->nallocs++;
     r->count++;
     return 0;
+}
+
+static int rec_held_xfer(sqlite3_stmt *s, void *arg)
+{
+    held_t *h = arg;
+    if (!strcmp(col_text(s, 1), "failed")) {
+        h->kept = true;
+        return 0;
+    }
+    uint64_t *tv = realloc(h->tids, (size_t)(h->ntids + 1) * sizeof(*tv));
+    if (!tv)
+        return 1;
+    h->tids = tv;
+    tv[h->ntids++] = (uint64_t)sqlite3_column_int64(s, 0);
+    return 0;
+}
+
+/* Recovery: the stage-outs each held buffer waits for (made durable again by the
+ * mover at its first tick: held_resolve() follows). */
+static void rec_held(core_t *c)
+{
+    for (int i = 0; i < c->nheld; i++) {
+        held_t *h = c->held[i];
+        state_query(c->st, rec_held_xfer, h,
+                    "SELECT id,state FROM transfers WHERE job_id=? AND kind='stage_out' AND"
+                    " ((state='done' AND durable=0) OR (state='failed' AND message LIKE"
+                    " 'not durable:%'))", "s", h->job);
+        held_reason(h);
+        if (h->ntids == 0 && !h->kept) {
+            alloc_free_nodes(c, &h->a);
+            state_put(c->st, ST_ANODE_DEL, "ss", "held", h->owner);
+            held_free(h);
+            c->held[i--] = c->held[--c->nheld];
+            continue;
+        }
+        bl_warning("recovery: buffer of job %s (%ju bytes) stays counted: %s", h->job,
+                   (uintmax_t)h->a.reserved, h->reason);
+    }
 }
 
 static int rec_pbuf(sqlite3_stmt *s, void *arg)
@@ -937,6 +998,7 @@ int core_recover(core_t *c, hu_error_t *err)
     Q(rec_pbuf, "SELECT name,uid,gid,pool,capacity,reserved,created FROM persistent");
     npbuf = r.count;
     Q(rec_anode, "SELECT kind,owner,node,bytes FROM alloc_nodes ORDER BY rowid");
+    rec_held(c);
     Q(rec_puse, "SELECT name,job_id FROM persistent_use");
     Q(rec_phase, "SELECT id,job_id,volume,direction,state,requested,granted,finished,bytes,"
                  "bandwidth,nodes,w_done FROM phases WHERE state IN ('waiting','granted')"
@@ -1213,10 +1275,71 @@ static void phase_close(core_t *c, phase_t *p, phase_state_t how, double bytes)
  * after the job's transfers have stopped).  Mounts that do not exist are left
  * alone (development set-ups with stage.mode scheduled or immediate). */
 #define SPARE_DIR ".harmonia-spare"
+#define TRASH_DIR ".harmonia-trash"
 static bool dir_name_ok(const char *name, bool job)
 {
     return *name && strcmp(name, ".") && strcmp(name, "..") && !strchr(name, '/')
+           && strcmp(name, TRASH_DIR)
            && !(job && (!strcmp(name, "persistent") || !strcmp(name, SPARE_DIR)));
+}
+
+/*
+ * Incarnations.  A buffer's name (a job id, which a requeued Slurm job keeps, or a
+ * persistent buffer's name) is free again as soon as its buffer is gone from memory,
+ * while its directory may still wait for its teardown (transfers stopping, a
+ * stage-out to make durable).  A directory is never adopted: a new buffer whose
+ * path is taken moves the old directory aside to <parent>/.harmonia-trash/<inode>
+ * (a name no other directory can have) under the mover's lock, where its teardown
+ * and the stage-outs reading from it follow it, and gets a directory of its own.
+ * A teardown moves its directory there too before it empties it, and only if it is
+ * still the directory (device and inode) it was for.  The trash directory is the
+ * daemon's, mode 0711: the content of each entry is still reachable only by its
+ * owner (0700), who is the one the teardown acts as.
+ */
+static bool trash_path(const char *path, const struct stat *st, char *out, size_t len)
+{
+    const char *slash = strrchr(path, '/');
+    struct stat ts;
+    if (!slash)
+        return false;
+    snprintf(out, len, "%.*s/" TRASH_DIR, (int)(slash - path), path);
+    if (mkdir(out, 0711) < 0 && errno != EEXIST) {
+        bl_warning("mkdir %s: %s", out, strerror(errno));
+        return false;
+    }
+    if (lstat(out, &ts) < 0 || !S_ISDIR(ts.st_mode) || ts.st_uid != geteuid()
+        || (ts.st_mode & 022)) {
+        bl_warning("%s is not a directory of uid %u writable by it alone: not used", out,
+                   (unsigned)geteuid());
+        return false;
+    }
+    size_t n = strlen(out);
+    snprintf(out + n, len - n, "/%ju", (uintmax_t)st->st_ino);
+    return true;
+}
+
+/* path is taken by an earlier buffer of the same name (lock held): move it aside
+ * (its teardown follows, or one is queued).  false: it could not be. */
+static bool bufdir_aside(core_t *c, const char *path, const struct stat *st)
+{
+    char trash[1300];
+    if (!trash_path(path, st, trash, sizeof(trash)))
+        return false;
+    if (c->mover ? mover_aside(c->mover, path, trash) < 0 : rename(path, trash) < 0) {
+        if (errno == ENOENT)
+            return true;    /* its teardown moved it meanwhile: the path is free */
+        bl_warning("buffer directory %s of an earlier buffer: move to %s: %s", path, trash,
+                   strerror(errno));
+        return false;
+    }
+    bl_info("buffer directory %s (inode %ju, uid %u) belongs to an earlier buffer of that "
+            "name: moved to %s, a new one is made", path, (uintmax_t)st->st_ino,
+            (unsigned)st->st_uid, trash);
+    state_put(c->st, ST_XFER_HELD, "ss", path, trash);
+    if (c->mover && mover_rmtree(c->mover, NULL, trash, NULL, st->st_uid, st->st_gid,
+                                 st->st_dev, st->st_ino) < 0)
+        bl_warning("teardown of %s: %s", trash, strerror(errno));
+    return true;
 }
 
 /*
@@ -1235,6 +1358,7 @@ static bool dir_name_ok(const char *name, bool job)
 #define SPARE_PER_TICK 8        /* mkdir()s per core_tick() (every 50 ms) */
 
 static bool mount_ok(core_t *c, int idx);
+static bool path_under(const char *path, const char *root);
 
 /* The first node with the same mount as node idx: the one that keeps its spares. */
 static int mount_owner(core_t *c, int idx)
@@ -1273,9 +1397,6 @@ static bool spare_take(core_t *c, int idx, const char *path)
 {
     node_t *n = &c->nodes[mount_owner(c, idx)];
     char sp[1300];
-    struct stat st;
-    if (lstat(path, &st) == 0)
-        return false;           /* there already (allocation made again) */
     while (n->spares > 0 && !n->spare_off) {
         n->spares--;
         n->spare_top--;
@@ -1360,14 +1481,24 @@ static void bufdirs_make(core_t *c, const alloc_t *a, bool persistent, const cha
             snprintf(path, sizeof(path), "%s/%s", mount, name);
         }
         c->spare_idle_from = core_wall() + SPARE_IDLE;
+        struct stat st;
+        if (lstat(path, &st) == 0 && !bufdir_aside(c, path, &st)) {
+            bl_warning("no buffer directory %s: the path is taken", path);
+            continue;
+        }
         if (!persistent && spare_take(c, a->v[i].node, path)) {
             /* an empty directory of ours, renamed into place: owner below */
-        } else if (mkdir(path, 0700) < 0 && errno != EEXIST) {
+        } else if (mkdir(path, 0700) < 0) {
             bl_warning("mkdir %s: %s", path, strerror(errno));
             continue;
         }
         if ((fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
             bl_warning("buffer directory %s: %s", path, strerror(errno));
+            continue;
+        }
+        if (fstat(fd, &st) < 0 || st.st_uid != geteuid()) {
+            bl_warning("buffer directory %s: not the directory made for it", path);
+            close(fd);
             continue;
         }
         if (fchown(fd, uid, gid) < 0 || fchmod(fd, 0700) < 0)
@@ -1378,11 +1509,24 @@ static void bufdirs_make(core_t *c, const alloc_t *a, bool persistent, const cha
     }
 }
 
+/* Queue the teardown of the buffer directory at path: of the directory there now
+ * (device and inode), moved to the trash first. */
+static void bufdir_teardown(core_t *c, const char *job, const char *path, uid_t uid, gid_t gid)
+{
+    char trash[1300];
+    struct stat st;
+    if (lstat(path, &st) < 0 || !S_ISDIR(st.st_mode))
+        return;
+    bool moved = trash_path(path, &st, trash, sizeof(trash));
+    if (mover_rmtree(c->mover, job, path, moved ? trash : NULL, uid, gid, st.st_dev,
+                     st.st_ino) < 0)
+        bl_warning("teardown of %s: %s", path, strerror(errno));
+}
+
 static void bufdirs_remove(core_t *c, const alloc_t *a, bool persistent, const char *name,
                            const char *job, uid_t uid, gid_t gid)
 {
     char path[1200];
-    struct stat st;
     if (!c->mover || !dir_name_ok(name, !persistent))
         return;
     for (int i = 0; i < a->n; i++) {
@@ -1390,9 +1534,126 @@ static void bufdirs_remove(core_t *c, const alloc_t *a, bool persistent, const c
         if (mount_seen(c, a, i))
             continue;
         snprintf(path, sizeof(path), persistent ? "%s/persistent/%s" : "%s/%s", mount, name);
-        if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode)
-            && mover_rmtree(c->mover, job, path, uid, gid) < 0)
-            bl_warning("teardown of %s: %s", path, strerror(errno));
+        bufdir_teardown(c, job, path, uid, gid);
+    }
+}
+
+/* ------------------------------------------------------------------ held buffers
+ * A job's buffer is kept on disk after its allocation while a stage-out from it is
+ * to be made durable, and for good if one could not be (its data may exist only
+ * there).  Its space stays counted on its nodes until then (alloc_nodes rows of kind
+ * 'held', so a restart counts it too), with the reason logged and shown in
+ * GET /v1/status. */
+static bool held_source(const xfer_t *x)
+{
+    return !strcmp(x->kind, "stage_out")
+           && ((x->state == XF_DONE && x->durable == 0)
+               || (x->state == XF_FAILED && x->message
+                   && !strncmp(x->message, "not durable:", 12)));
+}
+
+static void held_free(held_t *h)
+{
+    if (h) {
+        free(h->a.v);
+        free(h->tids);
+        free(h);
+    }
+}
+
+static void held_reason(held_t *h)
+{
+    if (h->kept)
+        snprintf(h->reason, sizeof(h->reason), "a stage-out from it could not be made durable:"
+                 " kept until an administrator removes it");
+    else
+        snprintf(h->reason, sizeof(h->reason), "waits for %d stage-out(s) to be durable "
+                 "(first: transfer %ju)", h->ntids, (uintmax_t)(h->ntids ? h->tids[0] : 0));
+}
+
+static held_t *held_add(core_t *c, const char *job, const char *owner)
+{
+    held_t *h = calloc(1, sizeof(*h));
+    held_t **v = h ? realloc(c->held, (size_t)(c->nheld + 1) * sizeof(*v)) : NULL;
+    if (!v) {
+        free(h);
+        return NULL;
+    }
+    c->held = v;
+    v[c->nheld++] = h;
+    snprintf(h->job, sizeof(h->job), "%s", job);
+    snprintf(h->owner, sizeof(h->owner), "%s", owner);
+    return h;
+}
+
+/* At the release of j's allocation: keep its space counted if a stage-out holds it. */
+static bool alloc_hold(core_t *c, job_t *j)
+{
+    char root[1200], owner[96];
+    held_t *h = NULL;
+    for (int i = 0; i < j->nxfers; i++) {
+        xfer_t *x = j->xfers[i];
+        bool mine = false;
+        if (!held_source(x))
+            continue;
+        for (int k = 0; k < j->alloc->n && !mine; k++) {
+            snprintf(root, sizeof(root), "%s/%s", c->nodes[j->alloc->v[k].node].mount, j->id);
+            mine = path_under(x->source, root);
+        }
+        if (!mine)
+            continue;
+        if (!h) {
+            snprintf(owner, sizeof(owner), "%s@%ju", j->id, (uintmax_t)x->id);
+            if (!(h = held_add(c, j->id, owner)))
+                return false;
+        }
+        if (x->state == XF_FAILED) {
+            h->kept = true;
+        } else {
+            uint64_t *tv = realloc(h->tids, (size_t)(h->ntids + 1) * sizeof(*tv));
+            if (tv) {
+                h->tids = tv;
+                tv[h->ntids++] = x->id;
+            }
+        }
+    }
+    if (!h)
+        return false;
+    h->a = *j->alloc;               /* its nodes and bytes, still counted */
+    j->alloc->v = NULL;
+    j->alloc->n = 0;
+    put_anodes(c, "held", h->owner, &h->a);
+    held_reason(h);
+    bl_warning("buffer of job %s (%ju bytes) stays on disk and counted: %s", h->job,
+               (uintmax_t)h->a.reserved, h->reason);
+    return true;
+}
+
+/* A done stage-out of an ended allocation became durable (ok) or could not. */
+static void held_resolve(core_t *c, uint64_t tid, bool ok)
+{
+    for (int i = 0; i < c->nheld; i++) {
+        held_t *h = c->held[i];
+        int k = 0;
+        while (k < h->ntids && h->tids[k] != tid)
+            k++;
+        if (k == h->ntids)
+            continue;
+        h->tids[k] = h->tids[--h->ntids];
+        h->kept = h->kept || !ok;
+        held_reason(h);
+        if (h->ntids > 0 || h->kept) {
+            if (!ok)
+                bl_error("buffer of job %s (%ju bytes) stays on disk and counted: %s", h->job,
+                         (uintmax_t)h->a.reserved, h->reason);
+            continue;
+        }
+        bl_info("buffer of job %s: its stage-outs are durable, its %ju bytes are free again",
+                h->job, (uintmax_t)h->a.reserved);
+        alloc_free_nodes(c, &h->a);
+        state_put(c->st, ST_ANODE_DEL, "ss", "held", h->owner);
+        held_free(h);
+        c->held[i--] = c->held[--c->nheld];
     }
 }
 
@@ -1401,7 +1662,8 @@ static int alloc_release(core_t *c, job_t *j)
     if (!j->alloc)
         return 0;
     bufdirs_remove(c, j->alloc, false, j->id, j->id, j->uid, j->gid);
-    alloc_free_nodes(c, j->alloc);
+    if (!alloc_hold(c, j))
+        alloc_free_nodes(c, j->alloc);
     free(j->alloc);
     j->alloc = NULL;
     state_put(c->st, ST_ALLOC_DEL, "s", j->id);
@@ -1852,6 +2114,26 @@ pbuf_t *core_pbuf_create(core_t *c, const char *name, uid_t uid, gid_t gid,
     }
     if ((long)hmap_size(c->pbufs) >= c->cfg->limits_max_persistent)
         return cerr_set(e, 503, "", "too many persistent buffers (limits.max_persistent)"), NULL;
+    if (uid != 0 && uid != c->cfg->slurm_uid) {
+        /* per owner, whoever asks: the plugin's lists are not the only way in */
+        long n = 0;
+        uint64_t cap = 0, lim = c->cfg->limits_persistent_capacity_per_user;
+        void *v;
+        for (void *it = hmap_first(c->pbufs, &v); it; it = hmap_next(c->pbufs, it, &v))
+            if (((pbuf_t *)v)->uid == uid) {
+                n++;
+                cap += ((pbuf_t *)v)->alloc.capacity;
+            }
+        if (n >= c->cfg->limits_persistent_per_user)
+            return cerr_set(e, 403, "name", "uid %u already owns %ld persistent buffer(s) "
+                            "(limits.persistent_per_user = %ld)", (unsigned)uid, n,
+                            c->cfg->limits_persistent_per_user), NULL;
+        if (lim && (capacity > lim || cap > lim - capacity))
+            return cerr_set(e, 403, "capacity", "uid %u owns persistent buffers of %ju bytes: "
+                            "%ju more exceeds limits.persistent_capacity_per_user (%ju bytes)",
+                            (unsigned)uid, (uintmax_t)cap, (uintmax_t)capacity,
+                            (uintmax_t)lim), NULL;
+    }
     if (!(b = calloc(1, sizeof(*b))))
         return cerr_set(e, 500, "", "out of memory"), NULL;
     snprintf(b->name, sizeof(b->name), "%s", name);
@@ -2071,21 +2353,25 @@ static bool path_under(const char *path, const char *root)
  * uses)?  The check is on the text (paths have no "..", see doc/api.md); the copy
  * itself runs as the job's user, so a symlink cannot take it further than the user
  * could go. */
-static bool in_buffers(core_t *c, job_t *j, const char *path)
+static bool in_buffers(core_t *c, job_t *j, const char *path, uint64_t *cap)
 {
     char root[1200];
     for (int i = 0; j->alloc && i < j->alloc->n; i++) {
         snprintf(root, sizeof(root), "%s/%s", c->nodes[j->alloc->v[i].node].mount, j->id);
-        if (path_under(path, root))
+        if (path_under(path, root)) {
+            *cap = j->alloc->reserved;
             return true;
+        }
     }
     for (int u = 0; u < j->nuses; u++) {
         pbuf_t *b = hmap_get(c->pbufs, j->uses[u]);
         for (int i = 0; b && i < b->alloc.n; i++) {
             snprintf(root, sizeof(root), "%s/persistent/%s", c->nodes[b->alloc.v[i].node].mount,
                      b->name);
-            if (path_under(path, root))
+            if (path_under(path, root)) {
+                *cap = b->alloc.reserved;
                 return true;
+            }
         }
     }
     return false;
@@ -2132,6 +2418,7 @@ static void xfer_durability(core_t *c, uint64_t tid, const char *job, bool ok, c
     else
         bl_error("%s %ju of job %s: %s; its source is kept", x ? x->kind : "transfer",
                  (uintmax_t)tid, job, text);
+    held_resolve(c, tid, ok);
     if (!x) {
         if (ok)
             state_put(c->st, ST_XFER_DURABLE, "i", (int64_t)tid);
@@ -2252,14 +2539,57 @@ static int rec_syncing(sqlite3_stmt *s, void *arg)
     return 0;
 }
 
+static int rec_exists(sqlite3_stmt *s, void *arg)
+{
+    (void)s;
+    *(bool *)arg = true;
+    return 1;
+}
+
+/* Directories moved to the trash whose teardown a stop cut: removed now, unless
+ * they hold the source of a stage-out that could not be made durable (kept, as
+ * before the stop), or wait for one being made durable again (the mover holds
+ * them). */
+static void trash_sweep(core_t *c, const char *mount, const char *sub)
+{
+    char dir[1200], path[1500];
+    struct stat st;
+    DIR *d;
+    struct dirent *de;
+    snprintf(dir, sizeof(dir), "%s%s/" TRASH_DIR, mount, sub);
+    if (lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid()
+        || !(d = opendir(dir)))
+        return;
+    while ((de = readdir(d))) {
+        bool kept = false;
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+            continue;
+        snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+        if (lstat(path, &st) < 0 || !S_ISDIR(st.st_mode))
+            continue;
+        state_query(c->st, rec_exists, &kept,
+                    "SELECT 1 FROM transfers WHERE kind='stage_out' AND state='failed' AND"
+                    " (held=?1 OR substr(held,1,length(?1)+1)=?1||'/') LIMIT 1", "s", path);
+        if (kept) {
+            bl_warning("%s is kept: it holds the source of a stage-out that could not be made "
+                       "durable (remove it by hand once the data is safe)", path);
+            continue;
+        }
+        if (mover_rmtree(c->mover, NULL, path, NULL, st.st_uid, st.st_gid, st.st_dev,
+                         st.st_ino) < 0)
+            bl_warning("teardown of %s: %s", path, strerror(errno));
+    }
+    closedir(d);
+}
+
 static void recover_durability(core_t *c)
 {
     resync_t r = { .c = c };
     char path[1200];
-    struct stat st;
 
     state_query(c->st, rec_syncing, &r,
-                "SELECT t.id,t.job_id,t.source,t.destination,t.type,t.finished,j.uid,j.gid,"
+                "SELECT t.id,t.job_id,COALESCE(t.held,t.source),t.destination,t.type,"
+                "t.finished,j.uid,j.gid,"
                 "j.user FROM transfers t LEFT JOIN jobs j ON j.id=t.job_id WHERE t.durable=0"
                 " AND t.state='done' AND t.kind='stage_out' ORDER BY t.id", NULL);
     /* jobs that ended: their buffer directories (the allocation is gone: every
@@ -2273,12 +2603,15 @@ static void recover_durability(core_t *c)
             if (seen)
                 continue;
             snprintf(path, sizeof(path), "%s/%s", c->nodes[i].mount, e->job);
-            if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode)
-                && mover_rmtree(c->mover, e->job, path, e->uid, e->gid) < 0)
-                bl_warning("teardown of %s: %s", path, strerror(errno));
+            bufdir_teardown(c, e->job, path, e->uid, e->gid);
         }
         mover_job_end(c->mover, e->job);
     }
+    for (int i = 0; i < c->nnodes; i++)
+        if (mount_owner(c, i) == i && mount_ok(c, i)) {
+            trash_sweep(c, c->nodes[i].mount, "");
+            trash_sweep(c, c->nodes[i].mount, "/persistent");
+        }
     if (r.n)
         bl_info("recovery: %d stage-out(s) to make durable again", r.n);
     free(r.ended);
@@ -2313,11 +2646,12 @@ static void mover_tick(core_t *c, double wall)
         bool out = !strcmp(x->kind, "stage_out");
         const char *buf = out ? x->source : x->destination;
         char msg[1400];
+        uint64_t cap = 0;
         if (!j) {
             xfer_close(c, x, XF_CANCELLED, "job ended");
             continue;
         }
-        if (!in_buffers(c, j, buf)) {
+        if (!in_buffers(c, j, buf, &cap)) {
             snprintf(msg, sizeof(msg), "%s %s is outside the job's buffers (%s)",
                      out ? "source" : "destination", buf,
                      j->alloc || j->nuses ? "its allocation and persistent buffers"
@@ -2330,7 +2664,7 @@ static void mover_tick(core_t *c, double wall)
             .tid = x->id, .job = j->id, .weight = core_job_weight(c, j), .uid = j->uid,
             .gid = j->gid, .user = j->user, .stage_out = out,
             .directory = !strcmp(x->type, "directory"), .src = x->source,
-            .dst = x->destination,
+            .dst = x->destination, .max_bytes = out ? 0 : (int64_t)cap,
         };
         if (mover_submit(c->mover, &spec) < 0) {
             bl_error("mover: transfer %ju: %s (retried)", (uintmax_t)x->id, strerror(errno));
@@ -2383,6 +2717,16 @@ void core_tick(core_t *c)
     if (c->mover)
         mover_tick(c, wall);
     spares_fill(c, wall);
+    if (wall >= c->prune_next) {
+        /* closed rows go after limits.keep_closed (or beyond keep_closed_count), so
+         * that state.db does not grow with every phase ever requested */
+        double before = wall - c->cfg->limits_keep_closed;
+        int64_t keep = c->cfg->limits_keep_closed_count;
+        c->prune_next = wall + fmin(10.0, fmax(c->cfg->limits_keep_closed / 4, 0.2));
+        state_put(c->st, ST_PRUNE_PHASES, "di", before, keep);
+        state_put(c->st, ST_PRUNE_XFERS, "di", before, keep);
+        state_put(c->st, ST_PRUNE_JOBS, "d", before);
+    }
     double now = core_hs_now(c);
     if (nexp > 0 || c->sched_dirty || hs_sched_next_event(c->sched) <= now)
         reschedule(c, now);
@@ -2663,12 +3007,23 @@ json_t *core_status_json(core_t *c)
         ((phase_t *)v)->state == PH_GRANTED ? granted++ : waiting++;
     for (int i = 0; i < c->nnodes; i++)
         drained += c->nodes[i].drained;
-    return json_pack("{s:s s:b s:{s:i s:i} s:{s:i s:i s:I s:I} s:{s:i s:i s:i} s:i s:i s:I}",
+    json_t *held = json_array();
+    for (int i = 0; i < c->nheld; i++) {
+        json_t *nodes = json_array();
+        for (int k = 0; k < c->held[i]->a.n; k++)
+            json_array_append_new(nodes, json_string(c->nodes[c->held[i]->a.v[k].node].name));
+        json_array_append_new(held, json_pack("{s:s s:I s:o s:b s:s}", "job", c->held[i]->job,
+                                              "bytes", (json_int_t)c->held[i]->a.reserved,
+                                              "nodes", nodes, "kept", c->held[i]->kept,
+                                              "reason", c->held[i]->reason));
+    }
+    return json_pack("{s:s s:b s:{s:i s:i} s:{s:i s:i s:I s:I} s:{s:i s:i s:i} s:i s:i s:I"
+                     " s:o}",
                      "policy", c->policy_id, "policy_override", c->policy_override, "jobs",
                      "registered", reg, "running", run, "phases", "waiting", waiting,
                      "granted", granted, "finished", (json_int_t)c->n_finished, "expired",
                      (json_int_t)c->n_expired, "nodes", "total", c->nnodes, "drained", drained,
                      "pools", c->npools, "persistent", (int)hmap_size(c->pbufs),
                      "transfers_open", (int)hmap_size(c->xfers), "decisions",
-                     (json_int_t)c->decisions);
+                     (json_int_t)c->decisions, "held", held);
 }

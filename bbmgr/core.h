@@ -143,6 +143,20 @@ typedef struct {
     int nusers;
 } pbuf_t;
 
+/* The space of a job's buffer whose directory outlives its allocation: it holds the
+ * source of stage-outs whose durability is pending, or one that could not be made
+ * durable (kept).  It stays counted as used on its nodes until its directory goes. */
+typedef struct {
+    char owner[96];             /* "<job>@<first stage-out>": alloc_nodes kind 'held' */
+    char job[64];
+    alloc_t a;                  /* nodes and bytes only */
+    uint64_t *tids;             /* stage-outs whose durability is pending */
+    int ntids;
+    bool kept;                  /* one could not be made durable: held until an
+                                   administrator removes it */
+    char reason[300];
+} held_t;
+
 /* Error of a core operation: an HTTP status, the field at fault, a reason. */
 typedef struct {
     int status;
@@ -158,6 +172,7 @@ typedef void (*core_notify_f)(uint64_t phase_id, void *arg);
 struct core {
     pthread_mutex_t lock;
     double spare_idle_from;     /* core_wall() after which spares may be made */
+    double prune_next;          /* core_wall() of the next removal of closed rows */
     cfg_t *cfg;                 /* owned; replaced by core_reconfigure() */
     state_t *st;                /* borrowed */
     /* clock: scheduler time = monotonic seconds since mono0 + hs_offset */
@@ -183,6 +198,8 @@ struct core {
     core_notify_f notify;
     void *notify_arg;
     mover_t *mover;             /* borrowed (bbmgrd.c owns it); NULL: none */
+    held_t **held;              /* buffers of ended allocations still on disk */
+    int nheld;
     bool durability_recovered;  /* stage-outs done but not durable at the start: handed
                                    to the mover (at its first tick) */
     /* counters for /metrics */

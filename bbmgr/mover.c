@@ -57,6 +57,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <linux/capability.h>
 #include <linux/ioprio.h>
 
 #include "libhsched/hs_sfq.h"
@@ -77,12 +78,14 @@
 #define DURABLE_DEFER_MAX 5.0      /* s: a done stage-out's fsyncs wait for the copies at
                                        most this long (syncer_take) */
 #define BOOT_MARGIN 5               /* s: uncertainty of the boot time (quick check) */
+#define STOP_WAIT 5.0               /* s: mover_destroy() waits this long for the threads,
+                                       and runs teardowns this long */
 
 typedef enum { V_CHECKSUM, V_SIZE, V_NONE } verify_t;
 typedef enum {
     T_PREPARE, T_CHUNK, T_FILE, T_SYNC, T_FINISH, T_DURABLE, T_ABORT, T_RMTREE
 } task_kind_t;
-typedef enum { E_DIR, E_FILE, E_LINK } etype_t;
+typedef enum { E_DIR, E_FILE, E_LINK, E_HLINK } etype_t;
 
 typedef struct {
     uid_t uid;
@@ -97,6 +100,7 @@ typedef struct {
     struct stat st;             /* lstat of the source at the walk */
     bool made;                  /* directory created by this transfer */
     bool skipped;               /* file already complete at the destination */
+    int link_to;                /* E_HLINK: the entry (an E_FILE) it is a hard link of */
 } entry_t;
 
 typedef struct mxfer mxfer_t;
@@ -137,6 +141,10 @@ typedef struct task {
     char *path;
     uid_t uid;
     gid_t gid;
+    dev_t dev;                  /* the directory this teardown is for (0/0: unchecked) */
+    ino_t ino;
+    char *trash;                /* where it is moved before its content is removed */
+    bool move_only;             /* the daemon stops: only move it (the next start removes it) */
 } task_t;
 
 struct mjob {
@@ -147,6 +155,8 @@ struct mjob {
     int nactive;                /* transfers not yet final */
     int nxfers;                 /* transfers not yet forgotten */
     bool ended;
+    char *key;                  /* its key in m->jobs: the id, or once ended and a new job
+                                   of the same id came, a key of its own (detached) */
     bool flow_removed;          /* its SFQ flow is gone */
     task_t *deferred;           /* RMTREE waiting for nactive == 0 */
 };
@@ -166,8 +176,13 @@ struct mxfer {
     bool done_reported;         /* ... and reported (MV_DONE_SYNCING) */
     bool durable_queued, durable_done, durable_failed;
     char *src, *dst;
+    char *hold;                 /* stage-out: where its source is now (teardown moves a
+                                   buffer aside: mover_rebase()); under m->lock */
     char *user;
     ident_t id;
+    int64_t max_bytes;          /* stage-in: refuse a source larger than this (0: none) */
+    int max_entries;            /* mover.max_entries */
+    hmap_t *inodes;             /* "dev:ino" -> entry + 1 of files with several links */
     entry_t *ents;
     int nents, cents;
     int *files;                 /* indices of the files to copy */
@@ -229,6 +244,7 @@ struct mover {
     bool root;                  /* can act as other users */
     bool durable_in;            /* mover.durable_stage_in */
     bool durable_out;           /* mover.durable_before_done */
+    int max_entries;            /* mover.max_entries */
     task_t *rmwait;             /* RMTREE waiting for stage-outs from under its path */
     char **kept;                /* sources of stage-outs that could not be made durable:
                                    never removed */
@@ -309,6 +325,27 @@ static int tfailmsg(task_t *t, const char *path, const char *what)
 static __thread ident_t cur_id;
 static __thread bool cur_valid;
 
+static __thread bool caps_dropped;
+
+/* This thread's effective capabilities: none (none), or its permitted ones back.
+ * Acting as a user, the thread keeps no privilege at all: setfsuid() already drops
+ * those of file access, and this the others, CAP_SYS_RESOURCE first (so that the
+ * user's quota and the file system's reserved blocks apply to what is written on
+ * the user's behalf).  Capabilities are per thread. */
+static int caps_effective(bool none)
+{
+    struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+    struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3];
+    if (syscall(SYS_capget, &h, d) < 0)
+        return -1;
+    for (int i = 0; i < _LINUX_CAPABILITY_U32S_3; i++)
+        d[i].effective = none ? 0 : d[i].permitted;
+    if (syscall(SYS_capset, &h, d) < 0)
+        return -1;
+    caps_dropped = none;
+    return 0;
+}
+
 static bool ident_eq(const ident_t *a, const ident_t *b)
 {
     return a->uid == b->uid && a->gid == b->gid && a->ngroups == b->ngroups
@@ -329,6 +366,8 @@ static int become(mover_t *m, const ident_t *id)
     if (cur_valid && ident_eq(&cur_id, id))
         return 0;
     cur_valid = false;
+    if (caps_dropped && caps_effective(false) < 0)
+        return -1;
     if (syscall(SYS_setgroups, (size_t)id->ngroups, id->groups) < 0)
         return -1;
     setfsgid(id->gid);
@@ -337,6 +376,8 @@ static int become(mover_t *m, const ident_t *id)
     setfsuid(id->uid);
     if ((uid_t)setfsuid((uid_t)-1) != id->uid)
         goto eperm;
+    if (id->uid != m->self.uid && caps_effective(true) < 0)
+        return -1;
     cur_id.uid = id->uid;
     cur_id.gid = id->gid;
     cur_id.ngroups = id->ngroups;
@@ -406,6 +447,7 @@ static void task_free(task_t *t)
     if (t) {
         free(t->msg);
         free(t->path);
+        free(t->trash);
         free(t);
     }
 }
@@ -457,9 +499,11 @@ static void xfer_free(mxfer_t *x)
     for (int i = 0; i < x->nents; i++)
         free(x->ents[i].rel);
     free(x->ents);
+    hmap_destroy(x->inodes);
     free(x->files);
     free(x->src);
     free(x->dst);
+    free(x->hold);
     free(x->user);
     free(x->msg);
     free(x->note);
@@ -475,6 +519,7 @@ static void job_free(mjob_t *j)
             task_free(t);
         }
         free(j->id);
+        free(j->key);
         free(j);
     }
 }
@@ -608,7 +653,8 @@ static void rm_release(mover_t *m, task_t *t)
         }
     for (void *it = hmap_first(m->xfers, &v); it; it = hmap_next(m->xfers, it, &v)) {
         const mxfer_t *x = v;
-        if (holds_source(x) && (path_under(x->src, t->path) || path_under(t->path, x->src))) {
+        const char *src = x->hold ? x->hold : x->src;
+        if (holds_source(x) && (path_under(src, t->path) || path_under(t->path, src))) {
             bl_debug("teardown: %s waits for stage-out %ju to be durable", t->path,
                      (uintmax_t)x->tid);
             t->next = m->rmwait;
@@ -714,7 +760,7 @@ static void xfer_check(mover_t *m, mxfer_t *x)
     if (x->result != MV_DONE && x->stage_out && (x->copied || x->resync)) {
         /* the copy was done, but may not be on disk: its source stays */
         char **v = realloc(m->kept, (size_t)(m->nkept + 1) * sizeof(char *));
-        if (v && (v[m->nkept] = strdup(x->src))) {
+        if (v && (v[m->nkept] = strdup(x->hold ? x->hold : x->src))) {
             m->kept = v;
             m->nkept++;
         } else if (v) {
@@ -883,6 +929,21 @@ static int note_special(mxfer_t *x, const char *path)
     return 0;
 }
 
+/* A file with several links: the entry of its first name in the tree (then this one
+ * is made a hard link of it, as cp -a does), or -1 (it is the first: noted). */
+static int hlink_of(mxfer_t *x, const struct stat *st)
+{
+    char key[48];
+    snprintf(key, sizeof(key), "%jx:%jx", (uintmax_t)st->st_dev, (uintmax_t)st->st_ino);
+    if (!x->inodes && !(x->inodes = hmap_create()))
+        return -1;
+    intptr_t v = (intptr_t)hmap_get(x->inodes, key);
+    if (v)
+        return (int)v - 1;
+    hmap_put(x->inodes, key, (void *)(intptr_t)(x->nents + 1));
+    return -1;
+}
+
 /* Walk the tree at root (the source; the destination for a recovery whose source
  * is gone) from rel. */
 static int walk_dir(task_t *t, const char *root, const char *rel)
@@ -920,16 +981,24 @@ static int walk_dir(task_t *t, const char *root, const char *rel)
             tfail(t, ENOMEM, dpath, "walk");
             goto out;
         }
-        if (lstat(cpath, &st) < 0)
+        if (x->max_entries > 0 && x->nents >= x->max_entries) {
+            char what[96];
+            snprintf(what, sizeof(what), "more than %d entries (mover.max_entries): refused",
+                     x->max_entries);
+            r = tfailmsg(t, x->src, what);
+        } else if (lstat(cpath, &st) < 0)
             r = tfail(t, errno, cpath, "stat");
         else if (S_ISDIR(st.st_mode))
             r = ents_add(x, E_DIR, crel, &st) < 0 ? tfail(t, ENOMEM, cpath, "walk")
                                                   : walk_dir(t, root, crel);
         else if (S_ISREG(st.st_mode)) {
+            int first = st.st_nlink > 1 ? hlink_of(x, &st) : -1;
             if (faccessat(AT_FDCWD, cpath, R_OK, AT_EACCESS) < 0)
                 r = tfail(t, errno, cpath, "not readable by the job's user");
-            else if (ents_add(x, E_FILE, crel, &st) < 0)
+            else if (ents_add(x, first >= 0 ? E_HLINK : E_FILE, crel, &st) < 0)
                 r = tfail(t, ENOMEM, cpath, "walk");
+            else if (first >= 0)
+                x->ents[x->nents - 1].link_to = first;
         } else if (S_ISLNK(st.st_mode)) {
             if (ents_add(x, E_LINK, crel, &st) < 0)
                 r = tfail(t, ENOMEM, cpath, "walk");
@@ -1126,6 +1195,20 @@ static int run_prepare(mover_t *m, task_t *t)
         if (ents_add(x, E_FILE, "", &st) < 0)
             return tfail(t, ENOMEM, x->src, "walk");
     }
+    if (x->max_bytes > 0) {
+        /* the copy writes every byte of the source's size (holes included): a
+         * source larger than the buffer would only fill it for everyone on it */
+        int64_t size = 0;
+        for (int i = 0; i < x->nents; i++)
+            if (x->ents[i].type == E_FILE)
+                size += x->ents[i].st.st_size;
+        if (size > x->max_bytes) {
+            char what[160];
+            snprintf(what, sizeof(what), "%jd bytes, more than the capacity of the buffer "
+                     "(%jd bytes): refused", (intmax_t)size, (intmax_t)x->max_bytes);
+            return tfailmsg(t, x->src, what);
+        }
+    }
     if (__atomic_load_n(&x->aborting, __ATOMIC_ACQUIRE))
         return 0;
     if (mkparents(t, x->dst) < 0)
@@ -1142,6 +1225,8 @@ static int run_prepare(mover_t *m, task_t *t)
             r = make_dir(t, e, d);
         else if (e->type == E_LINK)
             r = make_link(t, e, s, d);
+        else if (e->type == E_HLINK)
+            r = 0;      /* at FINISH, once its first name is in place */
         else {
             total += e->st.st_size;
             if ((e->skipped = already_there(m, e, d)))
@@ -1165,6 +1250,56 @@ static int run_prepare(mover_t *m, task_t *t)
 }
 
 /* ------------------------------------------------------------------ CHUNK */
+/*
+ * Open path for reading only if it is a regular file, and (want) the one the walk
+ * saw: a FIFO, socket or device put there by the user since is never opened (an open
+ * may block, or act on a device), a symlink never followed.  The path is first
+ * opened O_PATH (which opens nothing), checked with fstat, then reopened through
+ * /proc/self/fd (the same inode, whatever the path is now); O_NONBLOCK in any case.
+ * -1 with errno; ENODEV: not a regular file, ESTALE: not the file the walk saw.
+ */
+static int open_regular(const char *path, const struct stat *want)
+{
+    struct stat st;
+    char proc[64];
+    int fd, e;
+    int pfd = open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    if (pfd < 0)
+        return -1;
+    if (fstat(pfd, &st) < 0)
+        goto fail;
+    if (!S_ISREG(st.st_mode)) {
+        errno = ENODEV;
+        goto fail;
+    }
+    if (want && (st.st_ino != want->st_ino || st.st_dev != want->st_dev)) {
+        errno = ESTALE;
+        goto fail;
+    }
+    snprintf(proc, sizeof(proc), "/proc/self/fd/%d", pfd);
+    fd = open(proc, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0 && errno == ENOENT)      /* no /proc: by the path again, checked below */
+        fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_NOFOLLOW | O_CLOEXEC);
+    e = errno;
+    close(pfd);
+    if (fd < 0) {
+        errno = e;
+        return -1;
+    }
+    struct stat now;
+    if (fstat(fd, &now) < 0 || now.st_ino != st.st_ino || now.st_dev != st.st_dev) {
+        close(fd);
+        errno = ESTALE;
+        return -1;
+    }
+    return fd;
+fail:
+    e = errno;
+    close(pfd);
+    errno = e;
+    return -1;
+}
+
 static int file_open(mover_t *m, task_t *t, mfile_t *f)
 {
     struct stat st;
@@ -1180,8 +1315,10 @@ static int file_open(mover_t *m, task_t *t, mfile_t *f)
         goto out;
     }
     f->opened = true;
-    if ((f->sfd = open(f->src, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
-        rc = tfail(t, errno, f->src, "open");
+    if ((f->sfd = open_regular(f->src, &f->e->st)) < 0) {
+        rc = errno == ENODEV || errno == ESTALE
+                 ? tfailmsg(t, f->src, "replaced during the transfer (not the file the walk saw)")
+                 : tfail(t, errno, f->src, "open");
         goto fail;
     }
     if (fstat(f->sfd, &st) < 0) {
@@ -1280,10 +1417,25 @@ static void start_writeback(int fd, uint64_t off, uint64_t len)
 static int file_complete(mover_t *m, task_t *t);
 static void file_cleanup(mfile_t *f);
 
+/* A chunk that is all hole in the source: not written (the copy keeps the hole;
+ * file_complete() gives the copy its size). */
+static bool chunk_is_hole(const mfile_t *f, const task_t *t)
+{
+    if ((uint64_t)f->e->st.st_blocks * 512 >= (uint64_t)f->e->st.st_size)
+        return false;   /* not sparse */
+    off_t data = lseek(f->sfd, (off_t)t->off, SEEK_DATA);
+    return (data < 0 && errno == ENXIO) || (data >= 0 && (uint64_t)data >= t->off + t->len);
+}
+
 static int copy_chunk(mover_t *m, worker_t *w, task_t *t)
 {
     mfile_t *f = t->f;
     mxfer_t *x = t->x;
+
+    if (chunk_is_hole(f, t)) {
+        __atomic_add_fetch(&f->verified, t->len, __ATOMIC_RELAXED);
+        return 0;
+    }
 
     if (m->verify == V_CHECKSUM) {
         /* the whole chunk is read ahead at once: the blocks are read in small
@@ -1432,6 +1584,11 @@ static int file_complete(mover_t *m, task_t *t)
 
     if (fstat(f->dfd, &dst) < 0)
         return tfail(t, errno, f->dst, "stat");
+    if (dst.st_size < e->st.st_size) {
+        /* trailing chunks that were holes */
+        if (ftruncate(f->dfd, e->st.st_size) < 0 || fstat(f->dfd, &dst) < 0)
+            return tfail(t, errno, f->dst, "set size");
+    }
     if (verify_copy(m, t, f, &dst) < 0)
         return -1;
     if (fstat(f->sfd, &st) < 0)
@@ -1520,7 +1677,7 @@ fail:
 static int sync_open(mover_t *m, mxfer_t *x, const char *path, bool dir)
 {
     int flags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | (dir ? O_DIRECTORY : 0);
-    int fd = open(path, flags);
+    int fd = dir ? open(path, flags) : open_regular(path, NULL);
     if (fd < 0 && dir && errno == EACCES && become(m, &m->self) == 0) {
         fd = open(path, flags);
         int e = errno;
@@ -1547,7 +1704,7 @@ static int sync_open(mover_t *m, mxfer_t *x, const char *path, bool dir)
 static bool changed_by_user(int err)
 {
     return err == ENOENT || err == ENOTDIR || err == ELOOP || err == EACCES || err == EPERM
-           || err == ENODEV;
+           || err == ENODEV || err == ESTALE;
 }
 
 /* fsync path (a file, or a directory: dir).  0 when done or nothing to do (changed
@@ -1593,6 +1750,34 @@ static int sync_parent(mover_t *m, task_t *t, const char *dst)
     return rc;
 }
 
+/* The hard link e of the tree, to its first name (in place by now). */
+static int make_hlink(task_t *t, const entry_t *e)
+{
+    mxfer_t *x = t->x;
+    char *to = pjoin(x->dst, x->ents[e->link_to].rel), *d = pjoin(x->dst, e->rel);
+    struct stat a, b;
+    int rc = 0;
+    if (!to || !d) {
+        rc = tfail(t, ENOMEM, x->dst, "path");
+    } else if (link(to, d) < 0) {
+        if (errno != EEXIST)
+            rc = tfail(t, errno, d, "link");
+        else if (lstat(to, &a) < 0 || lstat(d, &b) < 0 || a.st_ino != b.st_ino
+                 || a.st_dev != b.st_dev) {
+            /* another file under that name (an earlier run): replaced */
+            char *tmp = tmp_name(d, x->tid, -2);
+            if (!tmp || (unlink(tmp), link(to, tmp)) < 0 || rename(tmp, d) < 0)
+                rc = tfail(t, tmp ? errno : ENOMEM, d, "link");
+            if (tmp && rc < 0)
+                unlink(tmp);
+            free(tmp);
+        }
+    }
+    free(to);
+    free(d);
+    return rc;
+}
+
 static int run_finish(mover_t *m, task_t *t)
 {
     mxfer_t *x = t->x;
@@ -1600,6 +1785,9 @@ static int run_finish(mover_t *m, task_t *t)
         return tfail(t, errno, x->dst, "act as the job's user");
     if (x->dst_only)
         return 0;       /* a recovery of the destination alone: nothing to set */
+    for (int i = 0; i < x->nents; i++)
+        if (x->ents[i].type == E_HLINK && make_hlink(t, &x->ents[i]) < 0)
+            return -1;
     /* fsync'd before done: files found complete at the start (a restart) were not
      * copied now, and a run without fsync may have written them */
     for (int i = 0; x->sync_each && i < x->nents; i++) {
@@ -1738,17 +1926,41 @@ static void run_rmtree(mover_t *m, task_t *t)
 {
     ident_t id = { .uid = t->uid, .gid = t->gid, .ngroups = 1, .groups = { t->gid } };
     struct stat st;
-    if (lstat(t->path, &st) < 0 || !S_ISDIR(st.st_mode))
+    bool ours = false;
+    const char *dir = t->path;
+    become(m, &m->self);
+    /* first moved aside to a name of its own, under m->lock (mover_aside() moves
+     * directories under it too): a new buffer may take the name at once, and nothing
+     * below ever reaches it */
+    pthread_mutex_lock(&m->lock);
+    if (lstat(t->path, &st) == 0 && S_ISDIR(st.st_mode)) {
+        ours = !(t->dev || t->ino) || (st.st_dev == t->dev && st.st_ino == t->ino);
+        if (!ours)
+            bl_warning("teardown: %s is no longer the directory it was for (inode %ju, now "
+                       "%ju): left alone", t->path, (uintmax_t)t->ino, (uintmax_t)st.st_ino);
+        else if (t->trash && strcmp(t->path, t->trash)) {
+            if (rename(t->path, t->trash) < 0) {
+                bl_warning("teardown: move %s to %s: %s (removed in place)", t->path, t->trash,
+                           strerror(errno));
+            } else {
+                dir = t->trash;
+            }
+        }
+    }
+    pthread_mutex_unlock(&m->lock);
+    if (!ours || (t->move_only && dir != t->path))
         return;
     /* the content as its owner (never following a symlink the user may plant),
      * the directory itself, in the daemon's mount directory, as the daemon */
     if (become(m, &id) < 0)
         become(m, &m->self);
-    nftw(t->path, rm_prep, 32, FTW_PHYS | FTW_MOUNT);
-    nftw(t->path, rm_entry, 32, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+    nftw(dir, rm_prep, 32, FTW_PHYS | FTW_MOUNT);
+    nftw(dir, rm_entry, 32, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
     become(m, &m->self);
-    if (rmdir(t->path) < 0 && errno != ENOENT)
-        bl_warning("teardown: remove %s: %s", t->path, strerror(errno));
+    if (rmdir(dir) < 0 && errno != ENOENT)
+        bl_warning("teardown: remove %s: %s", dir, strerror(errno));
+    else if (dir != t->path)
+        bl_debug("teardown: removed %s (moved to %s first)", t->path, dir);
     else
         bl_debug("teardown: removed %s", t->path);
 }
@@ -1911,6 +2123,7 @@ mover_t *mover_create(const cfg_t *cfg, hu_error_t *err)
     m->rate = cfg->mover_max_rate;
     m->durable_in = cfg->mover_durable_stage_in;
     m->durable_out = cfg->mover_durable_before_done;
+    m->max_entries = cfg->mover_max_entries > INT_MAX / 2 ? INT_MAX / 2 : (int)cfg->mover_max_entries;
     const char *dd = getenv("BBMGRD_DEFER_DURABLE");   /* 0: for A/B runs */
     m->defer_durable = !(dd && *dd == '0');
     {
@@ -2003,6 +2216,18 @@ error:
     return NULL;
 }
 
+/* pthread_join, giving up at the monotonic time until: -1 then. */
+static int join_until(pthread_t thr, double until)
+{
+    struct timespec ts;
+    double d = until - mono();
+    clock_gettime(CLOCK_REALTIME, &ts);
+    d = (d > 0 ? d : 0) + ts.tv_nsec * 1e-9;
+    ts.tv_sec += (time_t)d;
+    ts.tv_nsec = (long)((d - floor(d)) * 1e9);
+    return pthread_timedjoin_np(thr, NULL, &ts) == 0 ? 0 : -1;
+}
+
 void mover_destroy(mover_t *m)
 {
     if (!m)
@@ -2014,10 +2239,21 @@ void mover_destroy(mover_t *m)
     pthread_cond_broadcast(&m->cond);
     pthread_cond_broadcast(&m->scond);
     pthread_mutex_unlock(&m->lock);
+    /* each worker finishes its current task; one stuck in a system call (a file
+     * system that does not answer) is not waited for beyond STOP_WAIT: the daemon
+     * then stops without tidying up here (what it leaves is done at the next start) */
+    double until = mono() + STOP_WAIT;
+    int stuck = 0;
     for (int i = 0; m->w && i < m->nthreads; i++)
-        pthread_join(m->w[i].thr, NULL);
+        stuck += join_until(m->w[i].thr, until) < 0;
     if (m->syncer_started)
-        pthread_join(m->syncer, NULL);
+        stuck += join_until(m->syncer, until) < 0;
+    if (stuck) {
+        bl_error("mover: %d thread(s) did not stop within %.0f s (stuck in a system call): "
+                 "not waited for", stuck, STOP_WAIT);
+        errno = saved;
+        return;
+    }
     /* queued T_SYNC tasks: their files are in their transfers' live lists; queued
      * T_DURABLE tasks: their transfers stay done and not durable in the database,
      * and the next start makes them durable */
@@ -2033,8 +2269,10 @@ void mover_destroy(mover_t *m)
                 hs_sfq_flow_remove(m->q, ((mjob_t *)v)->flow, drop_cb, NULL);
     task_t *t;
     while ((t = fifo_pop(m))) {
-        if (t->kind == T_RMTREE)
+        if (t->kind == T_RMTREE) {
+            t->move_only = mono() > until;
             run_rmtree(m, t);
+        }
         task_free(t);
     }
     /* teardowns still waiting: those a stage-out to be made durable holds are left
@@ -2055,6 +2293,7 @@ void mover_destroy(mover_t *m)
         task_free(t);
     }
     while ((t = fifo_pop(m))) {
+        t->move_only = mono() > until;
         run_rmtree(m, t);
         task_free(t);
     }
@@ -2098,15 +2337,30 @@ static void job_forget(mover_t *m, mjob_t *j)
     job_release_deferred(m, j);
     if (!j->flow_removed)
         hs_sfq_flow_remove(m->q, j->flow, NULL, NULL);
-    hmap_del(m->jobs, j->id);
+    hmap_del(m->jobs, j->key ? j->key : j->id);
     job_free(j);
 }
 
 static mjob_t *job_get(mover_t *m, const char *id, double weight)
 {
     mjob_t *j = hmap_get(m->jobs, id);
-    if (j)
+    if (j && !j->ended)
         return j;
+    if (j) {
+        /* a new job with the id of an ended one (a requeued Slurm job): a flow and
+         * teardowns of its own; the old one lives on, under a key of its own, through
+         * its transfers until they are forgotten */
+        char *key = xprintf("\001%ju", (uintmax_t)j->flow);
+        if (!key || hmap_put(m->jobs, key, j) < 0) {
+            free(key);
+            errno = ENOMEM;
+            return NULL;
+        }
+        hmap_del(m->jobs, id);
+        free(j->key);
+        j->key = key;
+        j = NULL;
+    }
     if (!(j = calloc(1, sizeof(*j))) || !(j->id = strdup(id)))
         goto nomem;
     j->flow = m->next_flow++;
@@ -2129,6 +2383,7 @@ int mover_submit(mover_t *m, const mover_spec_t *spec)
     mxfer_t *x = calloc(1, sizeof(*x));
     task_t *t = NULL;
     if (!x || !(x->src = strdup(spec->src)) || !(x->dst = strdup(spec->dst))
+        || (spec->stage_out && !(x->hold = strdup(spec->src)))
         || (spec->user && !(x->user = strdup(spec->user))) || !(t = task_new(T_PREPARE, x)))
         goto nomem;
     /* no trailing slashes */
@@ -2136,6 +2391,10 @@ int mover_submit(mover_t *m, const mover_spec_t *spec)
         x->src[n - 1] = '\0';
     for (size_t n = strlen(x->dst); n > 1 && x->dst[n - 1] == '/'; n--)
         x->dst[n - 1] = '\0';
+    for (size_t n = x->hold ? strlen(x->hold) : 0; n > 1 && x->hold[n - 1] == '/'; n--)
+        x->hold[n - 1] = '\0';
+    x->max_bytes = spec->stage_out ? 0 : spec->max_bytes;
+    x->max_entries = m->max_entries;
     x->tid = spec->tid;
     x->stage_out = spec->stage_out;
     x->directory = spec->directory;
@@ -2259,16 +2518,19 @@ void mover_set_weight(mover_t *m, const char *job, double weight)
     pthread_mutex_unlock(&m->lock);
 }
 
-int mover_rmtree(mover_t *m, const char *job, const char *path, uid_t uid, gid_t gid)
+int mover_rmtree(mover_t *m, const char *job, const char *path, const char *trash, uid_t uid,
+                 gid_t gid, dev_t dev, ino_t ino)
 {
     task_t *t = task_new(T_RMTREE, NULL);
-    if (!t || !(t->path = strdup(path))) {
+    if (!t || !(t->path = strdup(path)) || (trash && !(t->trash = strdup(trash)))) {
         task_free(t);
         errno = ENOMEM;
         return -1;
     }
     t->uid = uid;
     t->gid = gid;
+    t->dev = dev;
+    t->ino = ino;
     pthread_mutex_lock(&m->lock);
     mjob_t *j = job ? hmap_get(m->jobs, job) : NULL;
     if (j && j->nactive > 0) {
@@ -2276,6 +2538,57 @@ int mover_rmtree(mover_t *m, const char *job, const char *path, uid_t uid, gid_t
         j->deferred = t;
     } else {
         rm_release(m, t);
+    }
+    pthread_mutex_unlock(&m->lock);
+    return 0;
+}
+
+/* Replace the prefix from by to in p (a copy), or NULL when p is not under from. */
+static char *rebased(const char *p, const char *from, const char *to)
+{
+    return path_under(p, from) ? xprintf("%s%s", to, p + strlen(from)) : NULL;
+}
+
+/* (m->lock held) a teardown of 'from' is now one of 'to' */
+static void rm_rebase(task_t *l, const char *from, const char *to, bool fifo)
+{
+    for (task_t *t = l; t; t = t->next) {
+        char *n;
+        if ((fifo && t->kind != T_RMTREE) || strcmp(t->path, from) || !(n = strdup(to)))
+            continue;
+        free(t->path);
+        t->path = n;
+    }
+}
+
+int mover_aside(mover_t *m, const char *from, const char *to)
+{
+    void *v;
+    pthread_mutex_lock(&m->lock);
+    if (rename(from, to) < 0) {
+        int e = errno;
+        pthread_mutex_unlock(&m->lock);
+        errno = e;
+        return -1;
+    }
+    rm_rebase(m->head, from, to, true);
+    rm_rebase(m->rmwait, from, to, false);
+    for (void *it = hmap_first(m->jobs, &v); it; it = hmap_next(m->jobs, it, &v))
+        rm_rebase(((mjob_t *)v)->deferred, from, to, false);
+    for (void *it = hmap_first(m->xfers, &v); it; it = hmap_next(m->xfers, it, &v)) {
+        mxfer_t *x = v;
+        char *n = x->hold ? rebased(x->hold, from, to) : NULL;
+        if (n) {
+            free(x->hold);
+            x->hold = n;
+        }
+    }
+    for (int i = 0; i < m->nkept; i++) {
+        char *n = rebased(m->kept[i], from, to);
+        if (n) {
+            free(m->kept[i]);
+            m->kept[i] = n;
+        }
     }
     pthread_mutex_unlock(&m->lock);
     return 0;
@@ -2359,6 +2672,8 @@ void mover_foreach_job(mover_t *m, mover_job_f cb, void *arg)
     pthread_mutex_lock(&m->lock);
     for (void *it = hmap_first(m->jobs, &v); it; it = hmap_next(m->jobs, it, &v)) {
         mjob_t *j = v;
+        if (j->key)
+            continue;   /* an earlier job of the same id */
         cb(j->id, j->weight, j->bytes, j->nactive, arg);
     }
     pthread_mutex_unlock(&m->lock);

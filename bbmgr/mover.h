@@ -61,6 +61,8 @@ typedef struct {
      * MV_NOT_DURABLE), nothing else.  Not cancelled by the end of its job. */
     bool resync;
     double done_at;             /* resync: wall-clock time the transfer was done */
+    int64_t max_bytes;          /* stage-in: the capacity of the buffer it writes into;
+                                   a source larger than this fails (0: no limit) */
 } mover_spec_t;
 
 mover_t *mover_create(const cfg_t *cfg, hu_error_t *err);
@@ -79,12 +81,19 @@ void mover_job_end(mover_t *m, const char *job);
 /* The policy changed the job's weight (no-op when unchanged or unknown job). */
 void mover_set_weight(mover_t *m, const char *job, double weight);
 
-/* Remove the tree at path (a buffer directory at teardown): its content as
- * uid/gid, the directory itself as the daemon.  Never blocks: the removal waits in
- * the mover until the transfers of job (when not NULL) have stopped, and until no
- * stage-out reading from under path is still to be made durable; it is dropped
- * (with a warning) if a stage-out from under path could not be made durable. */
-int mover_rmtree(mover_t *m, const char *job, const char *path, uid_t uid, gid_t gid);
+/* Remove the tree at path (a buffer directory at teardown; first moved to trash when
+ * not NULL): its content as uid/gid, the directory itself as the daemon.  Never
+ * blocks: the removal waits in the mover until the transfers of job (when not NULL)
+ * have stopped, and until no stage-out reading from under path is still to be made
+ * durable; it is dropped (with a warning) if a stage-out from under path could not
+ * be made durable.  dev/ino (not both 0): the directory it is for; anything else
+ * found at path then is left alone. */
+int mover_rmtree(mover_t *m, const char *job, const char *path, const char *trash, uid_t uid,
+                 gid_t gid, dev_t dev, ino_t ino);
+/* rename(from, to) of a buffer directory a new buffer needs the name of, under the
+ * mover's lock: the stage-outs that read from it, and its teardown, follow it (so the
+ * late teardown of an earlier buffer of that name never reaches the new one). */
+int mover_aside(mover_t *m, const char *from, const char *to);
 
 /* Collect results: cb is called for each transfer whose state or progress must be
  * recorded: final states always (the transfer is forgotten after its last one),

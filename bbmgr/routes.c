@@ -980,6 +980,10 @@ static void h_history(core_t *c, hreq_t *rq, reply_t *r)
 
 /* ------------------------------------------------------------------ batch */
 #define BATCH_MAX 256
+/* A user's batch (not an administrator's) holds the core lock, and builds its reply,
+ * within these: the items after are not run (503, send them again). */
+#define BATCH_USER_SECONDS 0.05
+#define BATCH_USER_REPLY (4u << 20)
 
 /* The field of a batch error: "requests[i]" or "requests[i].key". */
 static void batch_error(reply_t *r, int i, const char *key, const char *msg)
@@ -1098,6 +1102,8 @@ static void h_batch(core_t *c, hreq_t *rq, reply_t *r)
     json_t *replies = json_array();
     if (!replies)
         return (void)reply_error(r, 500, NULL, "out of memory");
+    double t0 = core_wall();
+    size_t bytes = 0;
     for (size_t i = 0; i < n; i++) {
         json_t *it = json_array_get(reqs, i);
         const char *method = json_string_value(json_object_get(it, "method"));
@@ -1122,6 +1128,11 @@ static void h_batch(core_t *c, hreq_t *rq, reply_t *r)
             reply_error(&ir, 400, NULL, "%s %s takes no body", method, path);
         } else if (rt->fn == h_batch) {     /* cannot happen: batch_item_ok() */
             reply_error(&ir, 400, "path", "a batch cannot contain a batch");
+        } else if (!rq->who->admin && (core_wall() - t0 > BATCH_USER_SECONDS
+                                       || bytes > BATCH_USER_REPLY)) {
+            reply_error(&ir, 503, NULL, "not run: the batch used its share of the daemon "
+                        "(%.0f ms or %u MiB of replies); send the items from this one again",
+                        BATCH_USER_SECONDS * 1e3, BATCH_USER_REPLY >> 20);
         } else {
             hreq_t sub = { .api = rq->api, .who = rq->who, .body = body, .conn = NULL,
                            .max_wait = 0 };
@@ -1143,6 +1154,8 @@ static void h_batch(core_t *c, hreq_t *rq, reply_t *r)
                 ir.status = 204;
         }
         json_t *o = json_object();
+        if (!rq->who->admin)
+            bytes += json_dumpb(b, NULL, 0, JSON_COMPACT);
         json_object_set_new(o, "status", json_integer(ir.status));
         json_object_set_new(o, "body", b);
         json_array_append_new(replies, o);

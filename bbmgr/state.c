@@ -63,6 +63,9 @@ static const char *const migrations[] = {
      * going on (a stage-out made durable after done), 1 on disk */
     "ALTER TABLE transfers ADD COLUMN durable INTEGER;"
     "CREATE INDEX transfers_syncing ON transfers(durable) WHERE durable=0;",
+    /* 3 -> 4: where the source of a stage-out is held once its buffer directory was
+     * moved aside for a new buffer of the same name (NULL: at its source) */
+    "ALTER TABLE transfers ADD COLUMN held TEXT;",
 };
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == STATE_SCHEMA_VERSION,
                "one migration per schema version");

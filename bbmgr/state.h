@@ -20,7 +20,7 @@
 
 #include "libhutil/hutil.h"
 
-#define STATE_SCHEMA_VERSION 3
+#define STATE_SCHEMA_VERSION 4
 
 /* Statements the writer knows (name, SQL).  Parameters are bound in order. */
 #define STATE_STMTS(X) \
@@ -58,7 +58,22 @@
     /* a done stage-out of a job no longer in memory became durable, or could not */ \
     X(XFER_DURABLE, "UPDATE transfers SET durable=1 WHERE id=? AND state='done'") \
     X(XFER_NOT_DURABLE, "UPDATE transfers SET state='failed',durable=NULL,message=?" \
-      " WHERE id=? AND state='done'")
+      " WHERE id=? AND state='done'") \
+    /* a buffer directory moved aside from ?1 to ?2: the stage-outs whose source it \
+     * holds (durability pending, or failed) read from there */ \
+    X(PRUNE_PHASES, "DELETE FROM phases WHERE state NOT IN ('waiting','granted') AND" \
+      " (finished<?1 OR id IN (SELECT id FROM phases WHERE state NOT IN ('waiting','granted')" \
+      " ORDER BY id DESC LIMIT -1 OFFSET ?2))") \
+    X(PRUNE_XFERS, "DELETE FROM transfers WHERE state IN ('done','failed','cancelled')" \
+      " AND NOT (state='done' AND durable=0) AND NOT (state='failed' AND message LIKE" \
+      " 'not durable:%') AND (finished<?1 OR id IN (SELECT id FROM transfers WHERE state IN" \
+      " ('done','failed','cancelled') ORDER BY id DESC LIMIT -1 OFFSET ?2))") \
+    X(PRUNE_JOBS, "DELETE FROM jobs WHERE state='ended' AND ended<?1 AND id NOT IN" \
+      " (SELECT job_id FROM transfers) AND id NOT IN (SELECT job_id FROM phases)") \
+    X(XFER_HELD, "UPDATE transfers SET held=?2||substr(COALESCE(held,source),length(?1)+1)" \
+      " WHERE kind='stage_out' AND (COALESCE(held,source)=?1" \
+      " OR substr(COALESCE(held,source),1,length(?1)+1)=?1||'/')" \
+      " AND ((state='done' AND durable=0) OR (state='failed' AND message LIKE 'not durable:%'))")
 
 typedef enum {
 #define X(name, sql) ST_##name,
