@@ -2,30 +2,17 @@
 """Fixtures of the app suite (libharmonia, harmonia-io, bbio-bench).
 
 The daemon suite's fixtures (a private munged, real bbmgrd processes on loopback,
-per-test temporary directories, stop by PID) are loaded from
-testsuite/daemon/conftest.py by path and re-exported, not copied.
+per-test temporary directories, stop by PID) come from the harmonia_test package.
 """
-import importlib.util
 import json
 import os
 import subprocess
 
 import pytest
 
-_here = os.path.dirname(os.path.abspath(__file__))
-_spec = importlib.util.spec_from_file_location(
-    "harmonia_daemon_fixtures", os.path.join(_here, "..", "daemon", "conftest.py"))
-daemon_fixtures = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(daemon_fixtures)
-
-# fixtures (pytest finds them by name in this module) and helpers
-tmp_base = daemon_fixtures.tmp_base
-munge = daemon_fixtures.munge
-make_daemon = daemon_fixtures.make_daemon
-daemon = daemon_fixtures.daemon
-register = daemon_fixtures.register
-SLURM_UID = daemon_fixtures.SLURM_UID
-BUILDDIR = daemon_fixtures.BUILDDIR
+from harmonia_test import daemon as daemon_fixtures
+from harmonia_test.daemon import (BUILDDIR, SLURM_UID, daemon, make_daemon,  # noqa: F401
+                                  munge, register, tmp_base)
 
 LIBDIR = os.path.join(BUILDDIR, "src", "lib", "libharmonia")
 HARMONIA_IO = os.path.join(LIBDIR, "harmonia-io")

@@ -201,7 +201,7 @@ def test_fallback_bbmgrd_killed_mid_job(job, tmp_path):
 
 
 def test_fallback_unreachable_from_start(tmp_path, munge):
-    from conftest import daemon_fixtures
+    from harmonia_test import daemon as daemon_fixtures
     port = daemon_fixtures.free_port()
     env = clean_env()
     env.update(HARMONIA_URL="http://127.0.0.1:%d" % port, HARMONIA_JOBID="nojob",

@@ -4,7 +4,7 @@
  * must be either accepted or refused with a "NAME:LINE:COL: reason" message, never
  * crash, leak or hang.  Accepted small workloads are also expanded (random draws).
  *
- * Build: make -C testsuite/fuzz fuzz-sim (clang -fsanitize=fuzzer,address,undefined)
+ * Build: make -C testsuite/fuzz fuzz_workload (clang -fsanitize=fuzzer,address,undefined)
  * Run:   see doc/fuzzing-sim.md
  */
 #include <stddef.h>

@@ -119,12 +119,16 @@ class Cluster:
         """The buffer nodes' mount directories, as bbmgrd reports them."""
         return [n["mount"] for n in self.bbmgr("nodes")["nodes"] if n.get("mount")]
 
-    def bbmgr(self, *args, check=True):
-        """bbmgr --json ARGS against the cluster's bbmgrd; parsed JSON or text."""
+    def bbmgr_run(self, *args):
+        """bbmgr --json ARGS against the cluster's bbmgrd: the finished process."""
         cmd = [os.path.join(BUILDDIR, "bbmgr", "bbmgr"), "--url", self.bbmgr_url, "--json"]
         if self.munge_socket:
             cmd += ["--munge-socket", self.munge_socket]
-        p = subprocess.run(cmd + list(args), capture_output=True, text=True, timeout=30)
+        return subprocess.run(cmd + list(args), capture_output=True, text=True, timeout=30)
+
+    def bbmgr(self, *args, check=True):
+        """bbmgr --json ARGS against the cluster's bbmgrd; parsed JSON or text."""
+        p = self.bbmgr_run(*args)
         if check and p.returncode != 0:
             raise AssertionError("bbmgr %s failed: %s%s" % (args, p.stdout, p.stderr))
         try:
@@ -302,6 +306,17 @@ def wait_for(pred, timeout=30, what="condition", interval=0.2):
             return v
         time.sleep(interval)
     raise AssertionError("timed out waiting for " + what)
+
+
+def job_ended(cluster, jobid):
+    """True once bbmgrd reports the job ended or no longer knows it (HTTP 404).
+    Any other failure (bbmgrd unreachable, an error answer) is an AssertionError:
+    a failed request is not an ended job."""
+    p = cluster.bbmgr_run("job", str(jobid))
+    if p.returncode != 0:
+        assert "HTTP 404" in p.stderr, "bbmgr job %s failed: %s" % (jobid, p.stderr)
+        return True
+    return json.loads(p.stdout).get("state") == "ended"
 
 
 @pytest.fixture

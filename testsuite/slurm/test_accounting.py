@@ -7,7 +7,6 @@ reservation's BurstBuffer= is counted too (bb_p_xlate_bb_2_tres_str).
 
 The cluster is this module's own (about 2.5 s more at start than the shared one);
 the shared `cluster` fixture stays without accounting."""
-import importlib.util
 import os
 import pwd
 import shutil
@@ -17,10 +16,7 @@ import time
 
 import pytest
 
-_spec = importlib.util.spec_from_file_location(
-    "harmonia_slurm_conftest", os.path.join(os.path.dirname(__file__), "conftest.py"))
-common = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(common)
+import conftest as common
 
 DONE = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT"}
 USER = pwd.getpwuid(os.getuid()).pw_name

@@ -139,7 +139,3 @@ def test_bad_request_is_refused_at_submit(cluster, directives, opts, message):
     assert rc != 0, "accepted as job %s" % jobid
     assert err.splitlines() == ["sbatch: error: " + message, REFUSED]
     assert set(cluster.job_ids()) - before == set()
-
-
-def test_at_least_twenty_bad_cases():
-    assert len(BAD) >= 20

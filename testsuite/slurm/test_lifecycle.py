@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from conftest import script, wait_for
+from conftest import job_ended as ended, script, wait_for
 
 DONE = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT"}
 
@@ -29,11 +29,6 @@ def bbmgr_job(cluster, jobid):
 def reason(cluster, jobid):
     """The pending reason as squeue shows it (the plugin's note when it has one)."""
     return cluster.run("squeue", "-h", "-j", str(jobid), "-o", "%r").stdout.strip()
-
-
-def ended(cluster, jobid):
-    j = bbmgr_job(cluster, jobid)
-    return j is None or j.get("state") == "ended"
 
 
 def test_allocation_environment_and_teardown(cluster):

@@ -6,6 +6,8 @@
  *  - the DP equals exhaustive search on hundreds of generated instances of up to
  *    6 phases x 3 nodes x 8 slots (fixed seed, own PRNG), to 1e-9 relative, for the
  *    cost and (maxbw, fairness) the secondary;
+ *  - the DP equals an independent oracle: the model of doc/harmonia-dp.md written
+ *    again in this file (not from hs_dp_internal.h) with its own enumeration;
  *  - allowed nodes, capacity, running streams, errors;
  *  - the fallback: never below the optimum, valid at 1,000 phases x 64 nodes.
  *
@@ -447,6 +449,180 @@ static double leaves(const inst_t *in)
 
 static int ncompared, nenospc, nfull;
 
+/* ------------------------------------------------------------ independent oracle
+ * The model of doc/harmonia-dp.md §1-2 written again here, from the document and
+ * not from hs_dp_internal.h (which the library's DP and exhaustive search share),
+ * with its own enumeration of every placement: a cost-model error shared by the DP
+ * and the library's exhaustive search still shows here. */
+
+/* MSCA of 'c' streams: the measured curve, its last value held beyond it; no
+ * curve: 0.  Reads use the read curve when there is one. */
+static double or_msca(const hs_dp_node_t *nd, hs_dir_t d, int c)
+{
+    const double *v = nd->msca;
+    int k = nd->nmsca;
+    if (d == HS_DIR_READ && nd->nmsca_read > 0) {
+        v = nd->msca_read;
+        k = nd->nmsca_read;
+    }
+    if (k == 0)
+        return 0.;
+    return v[(c < k ? c : k) - 1];
+}
+
+static int or_allowed(const hs_dp_phase_t *ph, int j)
+{
+    if (ph->nallowed == 0)
+        return 1;
+    for (int k = 0; k < ph->nallowed; k++)
+        if (ph->allowed[k] == j)
+            return 1;
+    return 0;
+}
+
+/* Cost (and secondary) of placing phase i on node[i], slot[i]; 0 if valid. */
+static int or_eval(const hs_dp_problem_t *p, hs_dp_cost_t cost, const int *node,
+                   const int *slot, double *val, double *sec)
+{
+    int n = p->nphases, m = p->nnodes, S = p->nslots;
+    double tau[GMAX_N], used[GMAX_M] = { 0 }, busy[GMAX_M] = { 0 };
+    int has[GMAX_M] = { 0 };
+
+    for (int i = 0; i < n; i++) {
+        const hs_dp_phase_t *ph = &p->phases[i];
+        const hs_dp_node_t *nd = &p->nodes[node[i]];
+        if (!or_allowed(ph, node[i]))
+            return -1;
+        int c = 0;                          /* phases of this decision in the cell */
+        for (int k = 0; k < n; k++)
+            c += node[k] == node[i] && slot[k] == slot[i];
+        for (int r = 0; r < nd->nrunning; r++)      /* streams still running then */
+            c += nd->running_end[r] > slot[i] * p->slot;
+        double interf = c * (1. + or_msca(nd, ph->dir, c));
+        tau[i] = slot[i] * p->slot + ph->volume * interf / nd->bandwidth;
+        if (ph->dir == HS_DIR_WRITE)
+            used[node[i]] += ph->volume;
+        has[node[i]] = 1;
+        if (tau[i] > busy[node[i]])
+            busy[node[i]] = tau[i];
+    }
+    for (int j = 0; j < m; j++) {
+        if (used[j] > p->nodes[j].capacity)
+            return -1;
+        /* one wave at a time: a wave at slot s holds the node max(1, ceil(T/Delta))
+         * slots, T its longest member's duration */
+        int next = 0;
+        for (int s2 = 0; s2 < S; s2++) {
+            double longest = -1.;
+            for (int i = 0; i < n; i++)
+                if (node[i] == j && slot[i] == s2 && tau[i] - s2 * p->slot > longest)
+                    longest = tau[i] - s2 * p->slot;
+            if (longest < 0.)
+                continue;
+            if (s2 < next)
+                return -1;
+            int len = (int)ceil(longest / p->slot);
+            next = s2 + (len > 1 ? len : 1);
+        }
+    }
+    double v = 0., sum = 0.;
+    for (int i = 0; i < n; i++) {
+        const hs_dp_phase_t *ph = &p->phases[i];
+        double best = 0., stall = ph->waited + tau[i];
+        for (int j = 0; j < m; j++)
+            if (or_allowed(ph, j) && p->nodes[j].bandwidth > best)
+                best = p->nodes[j].bandwidth;
+        sum += tau[i];
+        switch (cost) {
+        case HS_DP_COST_MAXBW: v = fmax(v, tau[i]); break;
+        case HS_DP_COST_MINSTALL: v += stall; break;
+        case HS_DP_COST_FAIRNESS: v = fmax(v, stall / (ph->volume / best)); break;
+        case HS_DP_COST_PRIORITY: v += (ph->priority ? ph->priority : 1) * stall; break;
+        default: break;
+        }
+    }
+    if (cost == HS_DP_COST_BUFFER_EFF)
+        for (int j = 0; j < m; j++)
+            if (has[j])
+                v += (p->nodes[j].capacity - used[j]) * busy[j];
+    *val = v;
+    *sec = cost == HS_DP_COST_MAXBW || cost == HS_DP_COST_FAIRNESS ? sum : 0.;
+    return 0;
+}
+
+/* Every placement, by counting in base m*S; the least cost, then secondary. */
+static int or_best(const hs_dp_problem_t *p, hs_dp_cost_t cost, double *val, double *sec)
+{
+    int n = p->nphases, cells = p->nnodes * p->nslots, found = 0;
+    int node[GMAX_N], slot[GMAX_N], digit[GMAX_N] = { 0 };
+
+    for (;;) {
+        double v, s2;
+        for (int i = 0; i < n; i++) {
+            node[i] = digit[i] / p->nslots;
+            slot[i] = digit[i] % p->nslots;
+        }
+        if (or_eval(p, cost, node, slot, &v, &s2) == 0
+            && (!found || (v < *val && !close_rel(v, *val))
+                || (close_rel(v, *val) && s2 < *sec))) {
+            if (!found || !close_rel(v, *val))
+                *val = v;
+            *sec = s2;
+            found = 1;
+        }
+        int i = 0;
+        while (i < n && ++digit[i] == cells)
+            digit[i++] = 0;
+        if (i == n)
+            return found;
+    }
+}
+
+/* The DP against the independent model on 400 small generated instances (up to
+ * 4 phases x 2 nodes x 3 slots), every cost: the same optimum (or none), and the
+ * library's evaluation of the DP's placement equal to the oracle's. */
+START_TEST(test_dp_vs_independent_oracle)
+{
+    rng_t r = { 0x5eed0123456789abULL };
+    static inst_t in;
+    int compared = 0;
+
+    for (int t = 0; t < 400; t++) {
+        gen(&r, &in, rng_int(&r, 1, 4), rng_int(&r, 1, 2), rng_int(&r, 1, 3));
+        for (int k = 0; k < HS_DP_COST__COUNT; k++) {
+            hs_dp_place_t pl[GMAX_N];
+            hs_dp_solution_t sol = { .place = pl };
+            hs_error_t err = { "" };
+            double ov = 0., os = 0.;
+            int found = or_best(&in.p, (hs_dp_cost_t)k, &ov, &os);
+            int rc = hs_dp_place(&in.p, (hs_dp_cost_t)k, &sol, &err);
+            ck_assert_msg((rc == 0) == found, "instance %d %s: DP %d, oracle %s", t,
+                          hs_dp_cost_name((hs_dp_cost_t)k), rc, found ? "found" : "none");
+            if (!found)
+                continue;
+            ck_assert_msg(close_rel(sol.cost, ov), "instance %d %s: DP %.17g, oracle %.17g",
+                          t, hs_dp_cost_name((hs_dp_cost_t)k), sol.cost, ov);
+            if (k == HS_DP_COST_MAXBW || k == HS_DP_COST_FAIRNESS)
+                ck_assert_msg(close_rel(sol.secondary, os),
+                              "instance %d %s: secondary DP %.17g, oracle %.17g", t,
+                              hs_dp_cost_name((hs_dp_cost_t)k), sol.secondary, os);
+            int node[GMAX_N], slot[GMAX_N];
+            double v, s2;
+            for (int i = 0; i < in.p.nphases; i++) {
+                node[i] = pl[i].node;
+                slot[i] = pl[i].slot;
+            }
+            ck_assert_msg(or_eval(&in.p, (hs_dp_cost_t)k, node, slot, &v, &s2) == 0,
+                          "instance %d %s: the DP's placement is invalid in the model", t,
+                          hs_dp_cost_name((hs_dp_cost_t)k));
+            ck_assert(close_rel(v, sol.cost));
+            compared++;
+        }
+    }
+    ck_assert_int_ge(compared, 1000);
+}
+END_TEST
+
 /* Compare DP and exhaustive on one instance, all five costs. */
 static void compare(inst_t *in, int idx)
 {
@@ -649,6 +825,7 @@ int main(void)
     tcase_set_timeout(tx, 600);
     tcase_add_test(tx, test_dp_vs_exhaustive);
     tcase_add_test(tx, test_dp_vs_exhaustive_full);
+    tcase_add_test(tx, test_dp_vs_independent_oracle);
     suite_add_tcase(s, tx);
     sr = srunner_create(s);
     srunner_set_fork_status(sr, CK_NOFORK);
