@@ -262,6 +262,11 @@ int core_set_policy(core_t *c, const char *id, cerr_t *e);
  * (no w_iter hint: class 0); harmonia-priority: the priority hint; others: 1. */
 double core_job_weight(core_t *c, const job_t *j);
 
+/* A result of a transfer run elsewhere than bbmgrd's mover (a buffer-node agent,
+ * nodes.c), applied as the mover's own results are (lock held). */
+void core_mover_report(core_t *c, uint64_t tid, const char *job, mover_state_t st,
+                       int64_t done, int64_t total, const char *msg);
+
 /* Bring a deferred decision up to date (lock held); a no-op when it is. */
 void core_settle(core_t *c);
 

@@ -13,6 +13,7 @@
 
 #include "routes.h"
 #include "log.h"
+#include "nodes.h"
 
 /* ------------------------------------------------------------------ validation */
 typedef enum { F_STR, F_INT, F_NUM, F_BOOL, F_SIZE, F_DUR, F_OBJ, F_ARR } ftype_t;
@@ -1194,6 +1195,7 @@ static const route_t routes[] = {
     { "PUT",    "/v1/policy",                  h_policy_set,    true },
     { "GET",    "/v1/history",                 h_history,       false },
     { "POST",   "/v1/batch",                   h_batch,         true },
+    { "POST",   "/v1/agents/*",                nodes_route_poll, true },
 };
 
 /* Match path against pattern; fills args. */
