@@ -19,6 +19,7 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 #include <curl/curl.h>
@@ -74,6 +75,10 @@ struct agent {
     double spare_idle_from;
     removing_t removing[REMOVING_MAX];
     int nremoving;
+    char *diskstats;            /* block device counters (/proc/diskstats) */
+    unsigned dev_major, dev_minor;
+    bool dev_seen;              /* rsect/wsect hold the previous reading */
+    unsigned long long rsect, wsect;
 };
 
 static double mono(void)
@@ -133,6 +138,12 @@ agent_t *agent_create(const agent_opts_t *o, hu_error_t *err)
     a->mfd = open(a->mount, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (a->mfd < 0 || fstat(a->mfd, &st) < 0) {
         hu_errprintf(err, "mount %s of node %s: %s", a->mount, o->node, strerror(errno));
+        goto fail;
+    }
+    a->dev_major = major(st.st_dev);
+    a->dev_minor = minor(st.st_dev);
+    if (!(a->diskstats = strdup(o->diskstats ? o->diskstats : "/proc/diskstats"))) {
+        hu_errprintf(err, "out of memory");
         goto fail;
     }
     if (st.st_uid != geteuid() || (st.st_mode & 022)) {
@@ -206,6 +217,7 @@ void agent_destroy(agent_t *a)
     if (a->mfd >= 0)
         close(a->mfd);
     free(a->mount);
+    free(a->diskstats);
     free(a);
 }
 
@@ -241,9 +253,35 @@ static void on_result(uint64_t tid, const char *job, mover_state_t st, int64_t d
 }
 
 /* ------------------------------------------------------------------ status */
+/* Sectors (512 bytes) read and written by the mount's block device so far: 0, or
+ * -1 when the device is not in the counters (no block device under the mount). */
+static int device_sectors(agent_t *a, unsigned long long *rs, unsigned long long *ws)
+{
+    FILE *f = fopen(a->diskstats, "re");
+    char line[512];
+    int ret = -1;
+    if (!f)
+        return -1;
+    while (ret < 0 && fgets(line, sizeof(line), f)) {
+        unsigned maj, min;
+        unsigned long long v[7];
+        char name[64];
+        if (sscanf(line, "%u %u %63s %llu %llu %llu %llu %llu %llu %llu", &maj, &min, name,
+                   &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6]) == 10
+            && maj == a->dev_major && min == a->dev_minor) {
+            *rs = v[2];
+            *ws = v[6];
+            ret = 0;
+        }
+    }
+    fclose(f);
+    return ret;
+}
+
 static json_t *status_json(agent_t *a)
 {
-    np_status_t s = { 0 };
+    np_status_t s = { .device_read_bw = -1, .device_write_bw = -1 };
+    unsigned long long rs, ws;
     struct statvfs vfs;
     mover_stats_t ms;
     double now = mono(), dt = now - a->last_status;
@@ -262,6 +300,17 @@ static json_t *status_json(agent_t *a)
         s.read_bw = (double)a->rbytes / dt;
         s.write_bw = (double)a->wbytes / dt;
         s.interval = dt;
+    }
+    if (device_sectors(a, &rs, &ws) == 0) {
+        if (a->dev_seen && dt > 0 && rs >= a->rsect && ws >= a->wsect) {
+            s.device_read_bw = (double)(rs - a->rsect) * 512.0 / dt;
+            s.device_write_bw = (double)(ws - a->wsect) * 512.0 / dt;
+        }
+        a->rsect = rs;
+        a->wsect = ws;
+        a->dev_seen = true;
+    } else {
+        a->dev_seen = false;
     }
     a->rbytes = a->wbytes = 0;
     a->last_status = now;

@@ -63,6 +63,7 @@ static void usage(FILE *f)
             "                       (default: the host name up to its first dot)\n"
             "  -m, --manager URL    bbmgrd (default: agents.manager, else listen.address\n"
             "                       and listen.port of the configuration)\n"
+            "      --diskstats FILE block device counters (default /proc/diskstats)\n"
             "  -v, --verbose        log at debug level\n"
             "  -V, --version        print the version and exit\n"
             "  -h, --help           this help\n\n"
@@ -87,9 +88,10 @@ int main(int argc, char **argv)
         { "verbose", no_argument, NULL, 'v' },
         { "version", no_argument, NULL, 'V' },
         { "help", no_argument, NULL, 'h' },
+        { "diskstats", required_argument, NULL, 'D' },
         { NULL, 0, NULL, 0 },
     };
-    const char *path = DEFAULT_CONFIG, *node = NULL, *url = NULL;
+    const char *path = DEFAULT_CONFIG, *node = NULL, *url = NULL, *diskstats = NULL;
     char host[256];
     int verbose = 0, opt, rc = 1;
     hu_error_t err = { "" };
@@ -101,6 +103,7 @@ int main(int argc, char **argv)
         case 'c': path = optarg; break;
         case 'n': node = optarg; break;
         case 'm': url = optarg; break;
+        case 'D': diskstats = optarg; break;
         case 'f': break;
         case 'v': verbose = 1; break;
         case 'V': printf("bbnoded %s\n", PACKAGE_VERSION); return 0;
@@ -142,7 +145,7 @@ int main(int argc, char **argv)
         bl_error("libcurl could not start");
         goto out;
     }
-    agent_opts_t o = { .cfg = cfg, .node = node, .url = url };
+    agent_opts_t o = { .cfg = cfg, .node = node, .url = url, .diskstats = diskstats };
     if (!(agent = agent_create(&o, &err))) {
         bl_error("%s", err.text);
         goto out_curl;

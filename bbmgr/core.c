@@ -1932,6 +1932,20 @@ int core_node_drain(core_t *c, int idx, bool drain, const char *reason, cerr_t *
     return 0;
 }
 
+int core_node_set_bandwidth(core_t *c, int idx, double bw)
+{
+    hu_error_t err = { "" };
+    double old = c->nodes[idx].bandwidth;
+    c->nodes[idx].bandwidth = bw;
+    if (sched_build(c, &err) < 0) {
+        c->nodes[idx].bandwidth = old;
+        bl_error("node %s: scheduler kept at %.0f B/s: %s", c->nodes[idx].name, old, err.text);
+        return -1;
+    }
+    reschedule(c, core_hs_now(c));
+    return 0;
+}
+
 /* ------------------------------------------------------------------ reconfigure */
 int core_reconfigure(core_t *c, cfg_t *nc, hu_error_t *err)
 {

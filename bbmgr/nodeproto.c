@@ -137,18 +137,34 @@ static bool path_ok(const char *p)
 /* ------------------------------------------------------------------ status */
 json_t *np_status_json(const np_status_t *s)
 {
-    return json_pack("{s:I s:I s:b s:f s:f s:f s:i s:I}", "free_bytes", (json_int_t)s->free_bytes,
-                     "used_bytes", (json_int_t)s->used_bytes, "busy", s->busy, "read_bw",
-                     s->read_bw, "write_bw", s->write_bw, "interval", s->interval, "queue",
-                     s->queue, "errors", (json_int_t)s->errors);
+    json_t *o = json_pack("{s:I s:I s:b s:f s:f s:f s:i s:I}", "free_bytes",
+                          (json_int_t)s->free_bytes, "used_bytes", (json_int_t)s->used_bytes,
+                          "busy", s->busy, "read_bw", s->read_bw, "write_bw", s->write_bw,
+                          "interval", s->interval, "queue", s->queue, "errors",
+                          (json_int_t)s->errors);
+    if (o && s->device_read_bw >= 0 && s->device_write_bw >= 0) {
+        json_object_set_new(o, "device_read_bw", json_real(s->device_read_bw));
+        json_object_set_new(o, "device_write_bw", json_real(s->device_write_bw));
+    }
+    return o;
+}
+
+double np_status_foreign(const np_status_t *s)
+{
+    if (s->device_read_bw < 0 || s->device_write_bw < 0)
+        return 0;
+    double f = s->device_read_bw + s->device_write_bw - s->read_bw - s->write_bw;
+    return f > 0 ? f : 0;
 }
 
 int np_status_parse(json_t *o, np_status_t *s, char *msg, size_t len)
 {
     static const char *const keys[] = { "free_bytes", "used_bytes", "busy", "read_bw",
-                                        "write_bw", "interval", "queue", "errors", NULL };
+                                        "write_bw", "interval", "queue", "errors",
+                                        "device_read_bw", "device_write_bw", NULL };
     uint64_t q = 0;
     memset(s, 0, sizeof(*s));
+    s->device_read_bw = s->device_write_bw = -1;
     if (only_keys(o, "status", keys, msg, len) < 0
         || get_u64(o, "status", "free_bytes", true, &s->free_bytes, msg, len) < 0
         || get_u64(o, "status", "used_bytes", true, &s->used_bytes, msg, len) < 0
@@ -157,8 +173,12 @@ int np_status_parse(json_t *o, np_status_t *s, char *msg, size_t len)
         || get_num(o, "status", "write_bw", true, &s->write_bw, msg, len) < 0
         || get_num(o, "status", "interval", false, &s->interval, msg, len) < 0
         || get_u64(o, "status", "queue", false, &q, msg, len) < 0
-        || get_u64(o, "status", "errors", false, &s->errors, msg, len) < 0)
+        || get_u64(o, "status", "errors", false, &s->errors, msg, len) < 0
+        || get_num(o, "status", "device_read_bw", false, &s->device_read_bw, msg, len) < 0
+        || get_num(o, "status", "device_write_bw", false, &s->device_write_bw, msg, len) < 0)
         return -1;
+    if ((s->device_read_bw < 0) != (s->device_write_bw < 0))
+        return bad(msg, len, "status: 'device_read_bw' and 'device_write_bw' go together");
     if (q > 1000000)
         return bad(msg, len, "status: 'queue' is out of range");
     s->queue = (int)q;

@@ -33,7 +33,13 @@ typedef struct {
     double interval;            /* seconds the bandwidths are measured over */
     int queue;                  /* transfers in the agent's mover */
     uint64_t errors;            /* failed transfers and device errors since the start */
+    /* the whole device (block device counters), its transfers and anybody else's;
+     * < 0: unknown (no block device under the mount) */
+    double device_read_bw, device_write_bw;
 } np_status_t;
+
+/* Bytes/s of the device's I/O the agent did not make (0 when unknown). */
+double np_status_foreign(const np_status_t *s);
 
 json_t *np_status_json(const np_status_t *s);
 /* 0, or -1 with a reason naming the field in msg. */

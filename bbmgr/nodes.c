@@ -40,6 +40,9 @@ typedef struct {
     uint64_t gen;               /* generation of its directory set */
     bool sent_current;          /* the agent has generation gen */
     np_status_t st;
+    double foreign;             /* bytes/s of I/O on its device not its own */
+    double available;           /* what the scheduler counts on, bytes/s */
+    double bw_changed;          /* monotonic time of the last change of it */
     uint64_t polls, results, ignored;
     char reason[160];
 } agent_t;
@@ -95,6 +98,7 @@ static void init(core_t *c)
             snprintf(G.v[G.n].name, sizeof(G.v[G.n].name), "%s", ns->names.v[i]);
             G.v[G.n].last_seen = mono();
             G.v[G.n].gen = 1;
+            G.v[G.n].available = ns->bandwidth;
             G.n++;
         }
     }
@@ -202,6 +206,8 @@ static void task_close(uint64_t id)
 {
     task_free(hmap_idel(G.tasks, id));
 }
+
+static void apply_bandwidth(core_t *c, int a);
 
 /* ------------------------------------------------------------------ down */
 static void fail_tasks(core_t *c, int a, const char *why)
@@ -448,6 +454,7 @@ void nodes_route_poll(core_t *c, hreq_t *rq, reply_t *r)
     for (size_t i = 0; i < nres; i++)
         apply_result(c, a, &rv[i]);
     free(rv);
+    apply_bandwidth(c, a);
 
     char cur[64];
     snprintf(cur, sizeof(cur), "%.0f-%ju", G.start_wall, (uintmax_t)g->gen);
@@ -473,6 +480,8 @@ void nodes_node_json(core_t *c, int idx, json_t *o)
     if (g->seen) {
         json_object_set_new(ag, "age", json_real(mono() - g->last_seen));
         json_object_set_new(ag, "status", np_status_json(&g->st));
+        json_object_set_new(ag, "foreign_bw", json_real(g->foreign));
+        json_object_set_new(ag, "available_bw", json_real(g->available));
     }
     json_object_set_new(o, "agent", ag);
 }
@@ -525,6 +534,8 @@ char *nodes_metrics(core_t *c)
         { "harmonia_agent_queue", "gauge", "Transfers in the agent's mover." },
         { "harmonia_agent_errors_total", "counter", "Failed transfers and device errors reported by the agent." },
         { "harmonia_agent_report_age_seconds", "gauge", "Seconds since the agent's last report." },
+        { "harmonia_agent_foreign_bandwidth", "gauge", "Bytes/s of I/O on the device that is not the agent's (0: unknown)." },
+        { "harmonia_agent_available_bandwidth", "gauge", "Bytes/s the scheduler counts on for the node." },
     };
     double now = mono();
     for (size_t k = 0; k < sizeof(m) / sizeof(*m); k++) {
@@ -541,7 +552,9 @@ char *nodes_metrics(core_t *c)
             case 5: v = g->st.write_bw; break;
             case 6: v = g->st.queue; break;
             case 7: v = (double)g->st.errors; break;
-            default: v = now - g->last_seen; break;
+            case 8: v = now - g->last_seen; break;
+            case 9: v = g->foreign; break;
+            default: v = g->available; break;
             }
             sb(&b, "%s{node=\"%s\"} %.17g\n", m[k].name, g->name, v);
         }
@@ -552,16 +565,40 @@ char *nodes_metrics(core_t *c)
     return b.buf;
 }
 
-double nodes_bandwidth(core_t *c, int idx)
+/* ------------------------------------------------------------------ bandwidth */
+static double conf_bandwidth(core_t *c, const char *name)
 {
-    int a = agent_of_node(c, idx);
-    double conf = c->nodes[idx].bandwidth;
-    if (a < 0 || !G.v[a].seen || G.v[a].down)
-        return conf;
-    const np_status_t *s = &G.v[a].st;
-    /* device_bw: what the device moved in the interval, ours and others'; when the
-     * agent cannot see the device, only its own transfers */
-    double seen = s->read_bw + s->write_bw;
-    (void)seen;
-    return conf;
+    for (int s = 0; s < c->cfg->nnodes; s++)
+        for (int i = 0; i < c->cfg->nodes[s].names.n; i++)
+            if (!strcmp(c->cfg->nodes[s].names.v[i], name))
+                return c->cfg->nodes[s].bandwidth;
+    return 0;
+}
+
+/* The scheduler counts on what the device has left: the configured bandwidth less
+ * the I/O the agent measured on the device and did not make itself, never below
+ * BW_FLOOR of it.  Changes smaller than BW_STEP of it are ignored, and a node's
+ * value changes at most every BW_HOLD seconds (each change rebuilds the
+ * scheduler). */
+#define BW_FLOOR 0.1
+#define BW_STEP 0.1
+#define BW_HOLD 1.0
+
+static void apply_bandwidth(core_t *c, int a)
+{
+    agent_t *g = &G.v[a];
+    int idx = core_node_index(c, g->name);
+    double conf = conf_bandwidth(c, g->name), now = mono();
+    if (idx < 0 || !(conf > 0))
+        return;
+    g->foreign = np_status_foreign(&g->st);
+    g->available = fmax(BW_FLOOR * conf, conf - g->foreign);
+    double cur = c->nodes[idx].bandwidth;
+    if (fabs(g->available - cur) < BW_STEP * conf || now - g->bw_changed < BW_HOLD)
+        return;
+    bl_info("buffer node %s: %.0f MB/s of other I/O on its device: the scheduler counts on "
+            "%.0f MB/s (configured %.0f MB/s)", g->name, g->foreign / 1e6, g->available / 1e6,
+            conf / 1e6);
+    if (core_node_set_bandwidth(c, idx, g->available) == 0)
+        g->bw_changed = now;
 }

@@ -46,9 +46,4 @@ void nodes_route_poll(core_t *c, hreq_t *rq, reply_t *r);
 void nodes_node_json(core_t *c, int idx, json_t *o);
 char *nodes_metrics(core_t *c);
 
-/* Bandwidth the scheduler may count on for node idx: the configured one, or
- * for an agent's node that is busy with I/O it was not given, what is left of it
- * as measured (doc/bbnoded.md, "Device status in the scheduler"). */
-double nodes_bandwidth(core_t *c, int idx);
-
 #endif

@@ -29,10 +29,10 @@ class Agent:
         self.log = os.path.join(d.dir, "bbnoded-%s.log" % node)
         self.proc = None
 
-    def start(self):
+    def start(self, extra=()):
         self.logf = open(self.log, "a")
-        self.proc = subprocess.Popen([BBNODED, "-c", self.d.config, "-n", self.node],
-                                     stdout=self.logf, stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen([BBNODED, "-c", self.d.config, "-n", self.node]
+                                     + list(extra), stdout=self.logf, stderr=subprocess.STDOUT)
         return self
 
     def log_text(self):
@@ -67,10 +67,11 @@ def agents():
     assert not bad, "\n".join(bad)
 
 
-def agent_cluster(make_daemon, agents, base, start=NODES, down_after="30s", **mover):
+def agent_cluster(make_daemon, agents, base, start=NODES, down_after="30s", extra=None,
+                  platform=None, **mover):
     root = os.path.join(base, "bbnodes")
     for n in NODES:
-        os.makedirs(os.path.join(root, n), mode=0o755)
+        os.makedirs(os.path.join(root, n), mode=0o755, exist_ok=True)
     conf = {"threads": 4, "chunk": "1MiB", "depth": 16}
     conf.update(mover)
     d = make_daemon(
@@ -78,6 +79,8 @@ def agent_cluster(make_daemon, agents, base, start=NODES, down_after="30s", **mo
         agents={"down_after": down_after, "interval": "0.2s"},
         limits={"max_body": "64KiB", "connection_timeout": "5s", "max_wait": "10s"},
         pools=[{"name": "nvme", "granularity": "1GiB"}],
+        platform=platform or {"compute_nodes": 1024, "node_bandwidth": "1 GB/s",
+                              "pfs_bandwidth": "100 GB/s"},
         nodes=[{"names": "bb[01-03]", "capacity": "1TiB", "bandwidth": "1 GB/s",
                 "mount": root + "/%n", "pool": "nvme", "agent": True}])
     d.root = root
@@ -87,7 +90,7 @@ def agent_cluster(make_daemon, agents, base, start=NODES, down_after="30s", **mo
         agents.append(a)
         by_name[n] = a
         if n in start:
-            a.start()
+            a.start((extra or {}).get(n, ()))
     for n in start:
         wait_agent(d, n, "up")
     return d, by_name
@@ -316,3 +319,76 @@ def test_config_needs_a_mount_per_agent_node(make_daemon, tmp_base):
                        capture_output=True, text=True)
     assert r.returncode != 0
     assert "%n" in r.stderr, r.stderr
+
+
+class FakeDevice:
+    """/proc/diskstats as the agent reads it, for the block device of one mount:
+    another writer on the device is a write counter that grows."""
+
+    def __init__(self, path, mount):
+        st = os.stat(mount)
+        self.path, self.major, self.minor = path, os.major(st.st_dev), os.minor(st.st_dev)
+        self.sectors = 0
+        self.write()
+
+    def write(self):
+        tmp = self.path + ".tmp"
+        with open(tmp, "w") as f:
+            f.write("   1       0 ram0 0 0 0 0 0 0 0 0 0 0 0\n")
+            f.write("%4d %7d fakedev 10 0 80 5 20 0 %d 7 0 12 12\n" % (
+                self.major, self.minor, self.sectors))
+        os.rename(tmp, self.path)
+
+    def add(self, nbytes):
+        self.sectors += nbytes // 512
+        self.write()
+
+
+def phase_bw(d, jobid):
+    ph = d.ok("POST", "/v1/jobs/%s/phases" % jobid, {"volume": "100GB", "wait": 5},
+              uid=SLURM_UID, expect=(201,))
+    assert ph["state"] == "granted", ph
+    d.ok("POST", "/v1/phases/%d/finish" % ph["id"], {"bytes": 0}, uid=SLURM_UID)
+    return ph["grant"]["bandwidth"], ph["grant"]["nodes"]
+
+
+def test_busy_device_gets_less_bandwidth(make_daemon, agents, tmp_base):
+    """I/O on a node's device that bbmgrd did not give (another writer) is measured
+    by its agent; within a few reports the scheduler counts on what is left, and a
+    new phase there is granted that, not the configured bandwidth; when the writer
+    stops, the configured bandwidth comes back."""
+    root = os.path.join(tmp_base, "bbnodes")
+    stats = os.path.join(tmp_base, "diskstats")
+    os.makedirs(os.path.join(root, "bb01"), mode=0o755)
+    dev = FakeDevice(stats, os.path.join(root, "bb01"))
+    d, _ = agent_cluster(make_daemon, agents, tmp_base, extra={"bb01": ["--diskstats", stats]},
+                         platform={"compute_nodes": 1024, "node_bandwidth": "10 GB/s",
+                                   "pfs_bandwidth": "100 GB/s"})
+    paths, names = new_job(d, "g1")
+    assert names == ["bb01"]
+    bw, nodes = phase_bw(d, "g1")
+    assert nodes == ["bb01"] and abs(bw - 1e9) < 1e7, bw
+    # another writer: 600 MB/s on bb01's device
+    t0 = time.time()
+    last = t0
+
+    def busy():
+        nonlocal last
+        now = time.time()
+        dev.add(int(600e6 * (now - last)))
+        last = now
+        n = node(d, "bb01")
+        return n["bandwidth"] < 0.55e9 and n
+
+    n = wait_for(busy, "bb01's bandwidth to follow its device", timeout=10)
+    delay = time.time() - t0
+    print("device status to decision: %.2f s" % delay)
+    assert 0.25e9 <= n["bandwidth"] <= 0.55e9, n
+    assert n["agent"]["foreign_bw"] > 4.5e8, n["agent"]
+    bw, _ = phase_bw(d, "g1")
+    assert bw <= 0.6e9, bw
+    # the writer stops: the configured bandwidth is counted on again
+    n = wait_for(lambda: node(d, "bb01")["bandwidth"] > 0.95e9 and node(d, "bb01"),
+                 "bb01's bandwidth to come back", timeout=10)
+    bw, _ = phase_bw(d, "g1")
+    assert abs(bw - 1e9) < 1e7, bw
