@@ -486,6 +486,24 @@ void nodes_node_json(core_t *c, int idx, json_t *o)
     json_object_set_new(o, "agent", ag);
 }
 
+void nodes_status_json(core_t *c, json_t *o)
+{
+    int up = 0;
+    init(c);
+    if (!G.n || !o)
+        return;
+    json_t *down = json_array();
+    for (int a = 0; a < G.n; a++) {
+        if (G.v[a].down)
+            json_array_append_new(down, json_pack("{s:s s:s}", "node", G.v[a].name, "reason",
+                                                  G.v[a].reason));
+        else
+            up += G.v[a].seen;
+    }
+    json_object_set_new(o, "agents", json_pack("{s:i s:i s:o}", "total", G.n, "up", up,
+                                               "down", down));
+}
+
 typedef struct {
     char *buf;
     size_t len, cap;

@@ -45,5 +45,8 @@ void nodes_route_poll(core_t *c, hreq_t *rq, reply_t *r);
  * NULL when there are no agents). */
 void nodes_node_json(core_t *c, int idx, json_t *o);
 char *nodes_metrics(core_t *c);
+/* GET /v1/status: "agents": {"total", "up", "down": [{"node", "reason"}]}; nothing
+ * when no agent is configured. */
+void nodes_status_json(core_t *c, json_t *o);
 
 #endif

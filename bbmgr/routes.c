@@ -933,6 +933,7 @@ static void h_status(core_t *c, hreq_t *rq, reply_t *r)
     json_object_set_new(o, "caller", json_pack("{s:I s:I s:b}", "uid", (json_int_t)rq->who->uid,
                                                "gid", (json_int_t)rq->who->gid, "admin",
                                                rq->who->admin));
+    nodes_status_json(c, o);        /* "agents", only when some are configured */
     reply_json(r, 200, o);
 }
 

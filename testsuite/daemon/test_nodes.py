@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from conftest import BUILDDIR, SLURM_UID, USER1, register
+from conftest import BBMGR, BUILDDIR, SLURM_UID, USER1, register
 from test_mover import (GID1, MiB, build_tree, compare_trees, mkdirs, partials, sha, stage,
                         wait_bytes, wait_xfer, write)
 
@@ -253,6 +253,12 @@ def test_agent_down_then_back(make_daemon, agents, tmp_base):
                  "the node to be drained")
     assert n["agent"]["state"] == "down"
     assert "agent down" in n["reason"], n
+    # bbmgr status says so, with the reason
+    r = subprocess.run([BBMGR, "-u", "http://127.0.0.1:%d" % d.port, "-S", d.munge.socket,
+                        "status"], capture_output=True, text=True, timeout=20)
+    assert r.returncode == 0, r.stderr
+    assert "agents: 3, 2 up, 1 down" in r.stdout, r.stdout
+    assert "%s: buffer node agent down: no report for" % names[0] in r.stdout, r.stdout
     tid = stage(d, "d1", "stage_out", paths[0] + "/data", os.path.join(tmp_base, "out"),
                 "file")
     x = wait_xfer(d, tid)
