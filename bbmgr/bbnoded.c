@@ -63,6 +63,8 @@ static void usage(FILE *f)
             "                       (default: the host name up to its first dot)\n"
             "  -m, --manager URL    bbmgrd (default: agents.manager, else listen.address\n"
             "                       and listen.port of the configuration)\n"
+            "  -l, --log-file FILE  log there, '-': stderr (default: log.file, which is\n"
+            "                       bbmgrd's too when both run on one host)\n"
             "      --diskstats FILE block device counters (default /proc/diskstats)\n"
             "  -v, --verbose        log at debug level\n"
             "  -V, --version        print the version and exit\n"
@@ -89,21 +91,24 @@ int main(int argc, char **argv)
         { "version", no_argument, NULL, 'V' },
         { "help", no_argument, NULL, 'h' },
         { "diskstats", required_argument, NULL, 'D' },
+        { "log-file", required_argument, NULL, 'l' },
         { NULL, 0, NULL, 0 },
     };
     const char *path = DEFAULT_CONFIG, *node = NULL, *url = NULL, *diskstats = NULL;
+    const char *logfile = NULL;
     char host[256];
     int verbose = 0, opt, rc = 1;
     hu_error_t err = { "" };
     cfg_t *cfg = NULL;
     agent_t *agent = NULL;
 
-    while ((opt = getopt_long(argc, argv, "c:n:m:fvVh", longopts, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "c:n:m:l:fvVh", longopts, NULL)) != -1) {
         switch (opt) {
         case 'c': path = optarg; break;
         case 'n': node = optarg; break;
         case 'm': url = optarg; break;
         case 'D': diskstats = optarg; break;
+        case 'l': logfile = strcmp(optarg, "-") ? optarg : ""; break;
         case 'f': break;
         case 'v': verbose = 1; break;
         case 'V': printf("bbnoded %s\n", PACKAGE_VERSION); return 0;
@@ -128,8 +133,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "bbnoded: %s\n", err.text);
         return 1;
     }
-    if (bl_configure(cfg->log_file, verbose ? "debug" : cfg->log_level, cfg->log_format,
-                     &err) < 0) {
+    if (!logfile)
+        logfile = cfg->log_file;
+    if (bl_configure(logfile, verbose ? "debug" : cfg->log_level, cfg->log_format, &err) < 0) {
         fprintf(stderr, "bbnoded: log: %s\n", err.text);
         goto out;
     }
@@ -157,7 +163,7 @@ int main(int argc, char **argv)
         clock_gettime(CLOCK_MONOTONIC, &t0);
         if (got_hup) {
             got_hup = 0;
-            if (bl_configure(cfg->log_file, verbose ? "debug" : cfg->log_level,
+            if (bl_configure(logfile, verbose ? "debug" : cfg->log_level,
                              cfg->log_format, &err) < 0)
                 bl_error("log: %s", err.text);
         }
