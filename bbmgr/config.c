@@ -53,6 +53,14 @@ static int chk_positive(const void *v, hu_error_t *err)
     return 0;
 }
 
+static int chk_agent_interval(const void *v, hu_error_t *err)
+{
+    double d = *(const double *)v;
+    if (!(d >= 0.05) || d > 1)
+        return hu_errprintf(err, "must be between 50ms and 1s (status at least once a second)");
+    return 0;
+}
+
 /* 0 (sessions off) up to one day: a session outliving that is no longer a session. */
 static int chk_session_ttl(const void *v, hu_error_t *err)
 {
@@ -677,10 +685,43 @@ static int name_cmp(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+char *cfg_node_mount(const char *mount, const char *node)
+{
+    const char *p = strstr(mount, "%n");
+    size_t n = strlen(mount) + (p ? strlen(node) : 0) + 1;
+    char *s = malloc(n);
+    if (s && p)
+        snprintf(s, n, "%.*s%s%s", (int)(p - mount), mount, node, p + 2);
+    else if (s)
+        snprintf(s, n, "%s", mount);
+    return s;
+}
+
+/* Nodes served by agents: one mount per node, nobody else's. */
+static int agents_check(walk_t *w, cfg_t *cfg)
+{
+    for (int i = 0; i < cfg->nnodes; i++) {
+        cfg_nodeset_t *ns = &cfg->nodes[i];
+        if (!ns->agent)
+            continue;
+        if (ns->names.n > 1 && !strstr(ns->mount, "%n"))
+            return errline(w, ns->line, ns->col, "nodes: a set of several nodes with agent: "
+                           "true needs a mount per node: put %%n (the node's name) in mount");
+        for (int j = 0; j < cfg->nnodes; j++)
+            if (j != i && !strcmp(cfg->nodes[j].mount, ns->mount))
+                return errline(w, ns->line, ns->col, "nodes: mount %s of a set with agent: "
+                               "true is also the mount of another set", ns->mount);
+    }
+    return 0;
+}
+
 /* Checks across keys and sections. */
 static int cross_check(walk_t *w, cfg_t *cfg)
 {
     int total = 0;
+
+    if (agents_check(w, cfg) < 0)
+        return -1;
 
     if (cfg->npools == 0) {
         /* implicit pool "default" */

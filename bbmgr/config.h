@@ -58,6 +58,7 @@ typedef struct {
     char *device;
     char *mount;
     char *pool;
+    bool agent;
 } cfg_nodeset_t;
 
 typedef struct {
@@ -127,6 +128,10 @@ typedef struct cfg {
     bool mover_durable_stage_in;
     bool mover_durable_before_done;
     long mover_max_entries;
+    /* agents (bbnoded) */
+    double agents_down_after;
+    double agents_interval;
+    char *agents_manager;
     /* list sections */
     cfg_nodeset_t *nodes;
     int nnodes;
@@ -150,6 +155,8 @@ typedef struct cfg {
     S(stage,    false, cfg_t, _, _, "Stage-in and stage-out.") \
     S(mover,    false, cfg_t, _, _, \
       "The data mover: stage-in/out copies inside bbmgrd, shared between jobs by SFQ(D)+.") \
+    S(agents,   false, cfg_t, _, _, \
+      "Buffer-node agents (bbnoded(8)) of the node sets with agent: true.") \
     S(nodes,    true, cfg_nodeset_t, nodes, nnodes, \
       "Buffer nodes: a list of sets of nodes sharing the same properties.") \
     S(devices,  true, cfg_device_t, devices, ndevices, \
@@ -246,6 +253,12 @@ typedef struct cfg {
       "true: a stage-out is on disk (fsync of every file before its rename, then of the directories) before it is done; false: it is done once complete, verified and under its final names, and made durable right after (the transfer's durable flag), before the job's buffer may be removed; a restart finishes what a crash cut.") \
     X(mover, cfg_t, mover_max_entries, "max_entries", CFG_INT, "1000000", chk_positive_int, false, \
       "Files, directories and symlinks one transfer may hold (each costs the mover about 200 bytes of memory while it runs); a larger tree fails the transfer.") \
+    X(agents, cfg_t, agents_down_after, "down_after", CFG_DURATION, "10s", chk_positive, true, \
+      "An agent that has not reported for this long is marked down: its node is drained and its transfers fail with the reason.") \
+    X(agents, cfg_t, agents_interval, "interval", CFG_DURATION, "0.5s", chk_agent_interval, true, \
+      "How often an agent reports its device status and asks for work (at most 1s).") \
+    X(agents, cfg_t, agents_manager, "manager", CFG_STRING, "", NULL, true, \
+      "URL of bbmgrd for the agents (http://host:port); empty: listen.address and listen.port.") \
     X(nodes, cfg_nodeset_t, names, "names", CFG_HOSTLIST, NULL, NULL, true, \
       "Host list of the nodes of this set (bb[01-04]) or a YAML list of them.") \
     X(nodes, cfg_nodeset_t, capacity, "capacity", CFG_SIZE, NULL, chk_positive_size, true, \
@@ -258,6 +271,8 @@ typedef struct cfg {
       "Where the nodes' storage is reachable from compute nodes; a job's directory is MOUNT/JOBID.") \
     X(nodes, cfg_nodeset_t, pool, "pool", CFG_STRING, "default", chk_name, true, \
       "Pool the nodes belong to (section pools).") \
+    X(nodes, cfg_nodeset_t, agent, "agent", CFG_BOOL, "false", NULL, false, \
+      "true: each node of the set runs bbnoded(8), which owns its mount (one mount per node) and runs its transfers; false: bbmgrd does it.") \
     X(devices, cfg_device_t, name, "name", CFG_STRING, NULL, chk_name, true, \
       "Name of the profile, used by nodes' device key.") \
     X(devices, cfg_device_t, msca, "msca", CFG_DOUBLES, NULL, chk_msca, true, \
@@ -283,6 +298,9 @@ void cfg_print_man(FILE *f);
 /* Index of the pool named 'name', or -1. */
 int cfg_pool_index(const cfg_t *cfg, const char *name);
 int cfg_device_index(const cfg_t *cfg, const char *name);
+
+/* A node's mount: mount with %n replaced by the node's name (malloc'd). */
+char *cfg_node_mount(const char *mount, const char *node);
 
 /* True if addr is a loopback address (127/8, ::1, localhost). */
 bool cfg_is_loopback(const char *addr);

@@ -18,6 +18,7 @@
 #include "libhsched/policy.h"
 #include "core.h"
 #include "log.h"
+#include "nodes.h"
 
 #define NOW_NAN NAN
 
@@ -294,7 +295,7 @@ static int node_add(core_t *c, const char *name, const cfg_nodeset_t *ns, bool i
         n->bandwidth = ns->bandwidth;
         n->pool = cfg_pool_index(c->cfg, ns->pool);
         n->device = *ns->device ? cfg_device_index(c->cfg, ns->device) : -1;
-        n->mount = strdup(ns->mount);
+        n->mount = cfg_node_mount(ns->mount, name);
     } else {
         n->pool = 0;
         n->bandwidth = 1e9;
@@ -1420,6 +1421,8 @@ static void spares_fill(core_t *c, double wall)
         return;
     for (int i = 0; i < c->nnodes && budget > 0; i++) {
         node_t *n = &c->nodes[i];
+        if (nodes_is_agent(c, i))   /* its agent keeps its spares */
+            continue;
         if (!n->spare_role)     /* once: nodes sharing a mount share its spares */
             n->spare_role = mount_owner(c, i) == i ? 1 : -1;
         if (n->spare_role < 0 || n->spares >= SPARE_MAX || n->spare_off || !n->in_config
@@ -1470,6 +1473,8 @@ static void bufdirs_make(core_t *c, const alloc_t *a, bool persistent, const cha
     for (int i = 0; i < a->n; i++) {
         const char *mount = c->nodes[a->v[i].node].mount;
         int fd;
+        if (nodes_dir_hook(c, a->v[i].node))   /* its agent makes it */
+            continue;
         if (mount_seen(c, a, i) || !mount_ok(c, a->v[i].node))
             continue;
         if (persistent) {
@@ -1531,6 +1536,8 @@ static void bufdirs_remove(core_t *c, const alloc_t *a, bool persistent, const c
         return;
     for (int i = 0; i < a->n; i++) {
         const char *mount = c->nodes[a->v[i].node].mount;
+        if (nodes_dir_hook(c, a->v[i].node))   /* its agent removes it */
+            continue;
         if (mount_seen(c, a, i))
             continue;
         snprintf(path, sizeof(path), persistent ? "%s/persistent/%s" : "%s/%s", mount, name);
@@ -2207,6 +2214,20 @@ int core_node_drain(core_t *c, int idx, bool drain, const char *reason, cerr_t *
     return 0;
 }
 
+int core_node_set_bandwidth(core_t *c, int idx, double bw)
+{
+    hu_error_t err = { "" };
+    double old = c->nodes[idx].bandwidth;
+    c->nodes[idx].bandwidth = bw;
+    if (sched_build(c, &err) < 0) {
+        c->nodes[idx].bandwidth = old;
+        bl_error("node %s: scheduler kept at %.0f B/s: %s", c->nodes[idx].name, old, err.text);
+        return -1;
+    }
+    reschedule(c, core_hs_now(c));
+    return 0;
+}
+
 /* ------------------------------------------------------------------ reconfigure */
 int core_reconfigure(core_t *c, cfg_t *nc, hu_error_t *err)
 {
@@ -2252,7 +2273,7 @@ int core_reconfigure(core_t *c, cfg_t *nc, hu_error_t *err)
                 continue;
             }
             node_t *n = &c->nodes[idx];
-            char *m = strdup(ns->mount);
+            char *m = cfg_node_mount(ns->mount, ns->names.v[k]);
             if (!m)
                 goto nomem;
             free(n->mount);
@@ -2472,6 +2493,12 @@ static void on_mover_report(uint64_t tid, const char *job, mover_state_t st, int
                    xfer_state_name(x->state), msg ? msg : "");
 }
 
+void core_mover_report(core_t *c, uint64_t tid, const char *job, mover_state_t st,
+                       int64_t done, int64_t total, const char *msg)
+{
+    on_mover_report(tid, job, st, done, total, msg, c);
+}
+
 /* Recovery of the stage-outs recorded done whose fsyncs had not finished (a crash
  * of bbmgrd or of the machine): each is handed to the mover again (mover_spec_t
  * resync: files complete at the destination and changed in this boot are only
@@ -2515,7 +2542,7 @@ static int rec_syncing(sqlite3_stmt *s, void *arg)
         .directory = !strcmp(col_text(s, 4), "directory"), .src = col_text(s, 2),
         .dst = col_text(s, 3), .resync = true, .done_at = col_real(s, 5),
     };
-    if (mover_submit(c->mover, &spec) < 0) {
+    if (!nodes_dispatch(c, &spec, spec.src) && mover_submit(c->mover, &spec) < 0) {
         bl_error("recovery: stage-out %ju: %s (left to the next start)", (uintmax_t)tid,
                  strerror(errno));
         return 0;
@@ -2600,7 +2627,7 @@ static void recover_durability(core_t *c)
             bool seen = false;
             for (int p = 0; p < i && !seen; p++)
                 seen = !strcmp(c->nodes[p].mount, c->nodes[i].mount);
-            if (seen)
+            if (seen || nodes_is_agent(c, i))      /* an agent's: it removes it */
                 continue;
             snprintf(path, sizeof(path), "%s/%s", c->nodes[i].mount, e->job);
             bufdir_teardown(c, e->job, path, e->uid, e->gid);
@@ -2666,7 +2693,7 @@ static void mover_tick(core_t *c, double wall)
             .directory = !strcmp(x->type, "directory"), .src = x->source,
             .dst = x->destination, .max_bytes = out ? 0 : (int64_t)cap,
         };
-        if (mover_submit(c->mover, &spec) < 0) {
+        if (!nodes_dispatch(c, &spec, buf) && mover_submit(c->mover, &spec) < 0) {
             bl_error("mover: transfer %ju: %s (retried)", (uintmax_t)x->id, strerror(errno));
             continue;
         }
@@ -2716,6 +2743,7 @@ void core_tick(core_t *c)
     }
     if (c->mover)
         mover_tick(c, wall);
+    nodes_tick(c, wall);
     spares_fill(c, wall);
     if (wall >= c->prune_next) {
         /* closed rows go after limits.keep_closed (or beyond keep_closed_count), so
@@ -2927,7 +2955,7 @@ json_t *core_node_json(core_t *c, int idx)
     node_t *n = &c->nodes[idx];
     if (idx == 0)
         core_node_loads(c);
-    return json_pack("{s:s s:s s:o s:I s:I s:I s:f s:s s:s s:o s:b s:i s:i s:f}", "name",
+    json_t *o = json_pack("{s:s s:s s:o s:I s:I s:I s:f s:s s:s s:o s:b s:i s:i s:f}", "name",
                      n->name, "pool", c->pools[n->pool].name, "device",
                      n->device >= 0 ? json_string(c->cfg->devices[n->device].name) : json_null(),
                      "capacity", (json_int_t)n->capacity, "used", (json_int_t)n->used, "free",
@@ -2937,6 +2965,8 @@ json_t *core_node_json(core_t *c, int idx)
                      n->reason ? json_string(n->reason) : json_null(), "configured",
                      n->in_config, "allocations", n->nallocs, "active_phases", n->active,
                      "load", n->load);
+    nodes_node_json(c, idx, o);
+    return o;
 }
 
 json_t *core_pool_json(core_t *c, int idx)

@@ -273,11 +273,19 @@ int core_pbuf_unuse(core_t *c, pbuf_t *b, job_t *j, cerr_t *e);
 int core_node_index(core_t *c, const char *name);
 int core_node_drain(core_t *c, int idx, bool drain, const char *reason, cerr_t *e);
 int core_set_policy(core_t *c, const char *id, cerr_t *e);
+/* The bandwidth the scheduler counts on for node idx, as measured by its agent
+ * (nodes.c): the scheduler is rebuilt with it.  0, or -1 (logged; unchanged). */
+int core_node_set_bandwidth(core_t *c, int idx, double bw);
 
 /* The policy's weight for a job's share of the mover (SFQ(D)+ flow weight):
  * set10/set:<b> and priority-sharing: the IO-Sets priority b^-round(log_b w_iter)
  * (no w_iter hint: class 0); harmonia-priority: the priority hint; others: 1. */
 double core_job_weight(core_t *c, const job_t *j);
+
+/* A result of a transfer run elsewhere than bbmgrd's mover (a buffer-node agent,
+ * nodes.c), applied as the mover's own results are (lock held). */
+void core_mover_report(core_t *c, uint64_t tid, const char *job, mover_state_t st,
+                       int64_t done, int64_t total, const char *msg);
 
 /* Bring a deferred decision up to date (lock held); a no-op when it is. */
 void core_settle(core_t *c);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "metrics.h"
+#include "nodes.h"
 
 typedef struct {
     char *buf;
@@ -184,6 +185,10 @@ char *metrics_render(api_t *a, core_t *c, state_t *st)
         sb_printf(&b, "harmonia_node_drained{node=\"%s\"} %d\n", c->nodes[i].name,
                   c->nodes[i].drained ? 1 : 0);
     mover_metrics(&b, c);
+    char *agents = nodes_metrics(c);    /* buffer-node agents (none: NULL) */
+    if (agents)
+        sb_printf(&b, "%s", agents);
+    free(agents);
     histogram(&b, "harmonia_decision_seconds", "Time of one scheduling decision.", dec_b, 11,
               c->dec_hist, c->dec_sum, c->decisions);
     head(&b, "harmonia_decisions_deferred_total", "counter",

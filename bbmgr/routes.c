@@ -13,6 +13,7 @@
 
 #include "routes.h"
 #include "log.h"
+#include "nodes.h"
 
 /* ------------------------------------------------------------------ validation */
 typedef enum { F_STR, F_INT, F_NUM, F_BOOL, F_SIZE, F_DUR, F_OBJ, F_ARR } ftype_t;
@@ -932,6 +933,7 @@ static void h_status(core_t *c, hreq_t *rq, reply_t *r)
     json_object_set_new(o, "caller", json_pack("{s:I s:I s:b}", "uid", (json_int_t)rq->who->uid,
                                                "gid", (json_int_t)rq->who->gid, "admin",
                                                rq->who->admin));
+    nodes_status_json(c, o);        /* "agents", only when some are configured */
     reply_json(r, 200, o);
 }
 
@@ -1207,6 +1209,7 @@ static const route_t routes[] = {
     { "PUT",    "/v1/policy",                  h_policy_set,    true },
     { "GET",    "/v1/history",                 h_history,       false },
     { "POST",   "/v1/batch",                   h_batch,         true },
+    { "POST",   "/v1/agents/*",                nodes_route_poll, true },
 };
 
 /* Match path against pattern; fills args. */

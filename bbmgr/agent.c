@@ -1,0 +1,699 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * agent.c — bbnoded's work (see agent.h, doc/bbnoded.md).
+ *
+ * The mount belongs to the agent: it holds the job directories <mount>/<jobid>
+ * (the job's uid/gid, mode 0700), the persistent buffers <mount>/persistent/<name>
+ * and the spare directories <mount>/.harmonia-spare/N; anything else there that
+ * looks like a buffer directory and is not in the set bbmgrd sent is an orphan and
+ * is removed (by the mover, as its owner).  Every path is opened relative to the
+ * mount's descriptor without following symbolic links.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/sysmacros.h>
+#include <time.h>
+#include <unistd.h>
+#include <curl/curl.h>
+#include <jansson.h>
+#include <munge.h>
+
+#include "agent.h"
+#include "hmap.h"
+#include "log.h"
+#include "mover.h"
+#include "nodeproto.h"
+
+#define SPARE_DIR ".harmonia-spare"
+#define SPARE_MAX 32
+#define SPARE_IDLE 1.0          /* seconds without a new directory before making spares */
+#define SPARE_PER_STEP 8
+#define REPLY_MAX (64u << 20)   /* largest reply read from bbmgrd */
+#define REMOVING_MAX 256
+
+typedef struct {
+    int64_t last;               /* bytes_done last seen */
+    bool out;                   /* stage-out: reads the device */
+} prog_t;
+
+typedef struct {
+    char name[256];
+    bool persistent;
+    double at;
+} removing_t;
+
+struct agent {
+    const cfg_t *cfg;
+    char node[64];
+    char *mount;
+    int mfd;
+    char url[1024];
+    char path[128];             /* POST /v1/agents/<node>: the credential's payload */
+    char id[33];                /* this process */
+    mover_t *m;
+    np_table_t *tab;
+    CURL *curl;
+    munge_ctx_t munge;          /* NULL: auth.type none */
+    char dirs_gen[64];
+    double interval;
+    hmap_t *prog;               /* tid -> prog_t */
+    uint64_t rbytes, wbytes;    /* bytes read/written by transfers since the last status */
+    double last_status;
+    uint64_t errors;
+    long last_http;             /* to log a change of bbmgrd's answer once */
+    int spares;
+    unsigned spare_top;
+    bool spare_off;
+    double spare_idle_from;
+    removing_t removing[REMOVING_MAX];
+    int nremoving;
+    char *diskstats;            /* block device counters (/proc/diskstats) */
+    unsigned dev_major, dev_minor;
+    bool dev_seen;              /* rsect/wsect hold the previous reading */
+    unsigned long long rsect, wsect;
+};
+
+static double mono(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* ------------------------------------------------------------------ create */
+static int default_url(const cfg_t *cfg, char *buf, size_t len)
+{
+    if (*cfg->agents_manager)
+        return snprintf(buf, len, "%s", cfg->agents_manager) < (int)len ? 0 : -1;
+    const char *h = cfg->listen_address;
+    if (!*h)
+        return -1;
+    return snprintf(buf, len, strchr(h, ':') ? "http://[%s]:%ld" : "http://%s:%ld", h,
+                    cfg->listen_port) < (int)len ? 0 : -1;
+}
+
+agent_t *agent_create(const agent_opts_t *o, hu_error_t *err)
+{
+    agent_t *a = calloc(1, sizeof(*a));
+    const cfg_nodeset_t *ns = NULL;
+    char base[900];
+    struct stat st;
+
+    if (!a) {
+        hu_errprintf(err, "out of memory");
+        return NULL;
+    }
+    a->mfd = -1;
+    a->cfg = o->cfg;
+    a->interval = o->cfg->agents_interval;
+    snprintf(a->node, sizeof(a->node), "%s", o->node);
+    for (int s = 0; s < o->cfg->nnodes && !ns; s++)
+        for (int i = 0; i < o->cfg->nodes[s].names.n && !ns; i++)
+            if (!strcmp(o->cfg->nodes[s].names.v[i], o->node)) {
+                ns = &o->cfg->nodes[s];
+                a->mount = cfg_node_mount(ns->mount, o->node);
+            }
+    if (!ns) {
+        hu_errprintf(err, "node %s is not in the configuration (%s, section nodes)", o->node,
+                     o->cfg->path);
+        goto fail;
+    }
+    if (!ns->agent) {
+        hu_errprintf(err, "node %s is not served by an agent: set agent: true in its node "
+                     "set (%s)", o->node, o->cfg->path);
+        goto fail;
+    }
+    if (!a->mount) {
+        hu_errprintf(err, "out of memory");
+        goto fail;
+    }
+    a->mfd = open(a->mount, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (a->mfd < 0 || fstat(a->mfd, &st) < 0) {
+        hu_errprintf(err, "mount %s of node %s: %s", a->mount, o->node, strerror(errno));
+        goto fail;
+    }
+    a->dev_major = major(st.st_dev);
+    a->dev_minor = minor(st.st_dev);
+    if (!(a->diskstats = strdup(o->diskstats ? o->diskstats : "/proc/diskstats"))) {
+        hu_errprintf(err, "out of memory");
+        goto fail;
+    }
+    if (st.st_uid != geteuid() || (st.st_mode & 022)) {
+        hu_errprintf(err, "mount %s of node %s must belong to uid %u and not be writable by "
+                     "others (it is uid %u, mode %04o)", a->mount, o->node, (unsigned)geteuid(),
+                     (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
+        goto fail;
+    }
+    if (o->url) {
+        snprintf(base, sizeof(base), "%s", o->url);
+    } else if (default_url(o->cfg, base, sizeof(base)) < 0) {
+        hu_errprintf(err, "no address of bbmgrd: set agents.manager (or listen.address) or "
+                     "give --manager");
+        goto fail;
+    }
+    while (*base && base[strlen(base) - 1] == '/')
+        base[strlen(base) - 1] = '\0';
+    snprintf(a->path, sizeof(a->path), "POST /v1/agents/%s", o->node);
+    snprintf(a->url, sizeof(a->url), "%s/v1/agents/%s", base, o->node);
+    unsigned char rnd[16];
+    if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd)) {
+        hu_errprintf(err, "getrandom: %s", strerror(errno));
+        goto fail;
+    }
+    for (int i = 0; i < 16; i++)
+        snprintf(a->id + 2 * i, 3, "%02x", rnd[i]);
+    if (strcmp(o->cfg->auth_type, "none")) {
+        if (!(a->munge = munge_ctx_create())) {
+            hu_errprintf(err, "munge: out of memory");
+            goto fail;
+        }
+        if (*o->cfg->auth_munge_socket
+            && munge_ctx_set(a->munge, MUNGE_OPT_SOCKET, o->cfg->auth_munge_socket)
+                   != EMUNGE_SUCCESS) {
+            hu_errprintf(err, "munge: bad socket %s", o->cfg->auth_munge_socket);
+            goto fail;
+        }
+    }
+    if (!(a->tab = np_table_create()) || !(a->prog = hmap_create())
+        || !(a->curl = curl_easy_init())) {
+        hu_errprintf(err, "out of memory");
+        goto fail;
+    }
+    if (!(a->m = mover_create(o->cfg, err)))
+        goto fail;
+    a->last_status = mono();
+    a->spare_idle_from = mono() + SPARE_IDLE;
+    bl_info("bbnoded %s: mount %s, bbmgrd at %s, agent %s", a->node, a->mount, base, a->id);
+    return a;
+fail:
+    agent_destroy(a);
+    return NULL;
+}
+
+void agent_destroy(agent_t *a)
+{
+    void *v;
+    if (!a)
+        return;
+    mover_destroy(a->m);
+    np_table_destroy(a->tab);
+    if (a->prog) {
+        for (void *it = hmap_first(a->prog, &v); it; it = hmap_next(a->prog, it, &v))
+            free(v);
+        hmap_destroy(a->prog);
+    }
+    if (a->curl)
+        curl_easy_cleanup(a->curl);
+    if (a->munge)
+        munge_ctx_destroy(a->munge);
+    if (a->mfd >= 0)
+        close(a->mfd);
+    free(a->mount);
+    free(a->diskstats);
+    free(a);
+}
+
+double agent_interval(const agent_t *a)
+{
+    return a->interval;
+}
+
+/* ------------------------------------------------------------------ results */
+static void on_result(uint64_t tid, const char *job, mover_state_t st, int64_t done,
+                      int64_t total, const char *msg, void *arg)
+{
+    agent_t *a = arg;
+    prog_t *p = hmap_iget(a->prog, tid);
+    (void)job;
+    if (p && done > p->last) {
+        if (p->out)
+            a->rbytes += (uint64_t)(done - p->last);
+        else
+            a->wbytes += (uint64_t)(done - p->last);
+        p->last = done;
+    }
+    if (st != MV_RUNNING && p)
+        free(hmap_idel(a->prog, tid));
+    if (st == MV_FAILED || st == MV_NOT_DURABLE)
+        a->errors++;
+    np_result_t r = { .id = tid, .state = st, .bytes_done = done, .bytes_total = total,
+                      .message = msg };
+    if (np_table_result(a->tab, &r) < 0)
+        bl_error("transfer %ju: result lost: out of memory", (uintmax_t)tid);
+    if (st == MV_FAILED)
+        bl_warning("transfer %ju of job %s failed: %s", (uintmax_t)tid, job, msg ? msg : "");
+}
+
+/* ------------------------------------------------------------------ status */
+/* Sectors (512 bytes) read and written by the mount's block device so far: 0, or
+ * -1 when the device is not in the counters (no block device under the mount). */
+static int device_sectors(agent_t *a, unsigned long long *rs, unsigned long long *ws)
+{
+    FILE *f = fopen(a->diskstats, "re");
+    char line[512];
+    int ret = -1;
+    if (!f)
+        return -1;
+    while (ret < 0 && fgets(line, sizeof(line), f)) {
+        unsigned maj, min;
+        unsigned long long v[7];
+        char name[64];
+        if (sscanf(line, "%u %u %63s %llu %llu %llu %llu %llu %llu %llu", &maj, &min, name,
+                   &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6]) == 10
+            && maj == a->dev_major && min == a->dev_minor) {
+            *rs = v[2];
+            *ws = v[6];
+            ret = 0;
+        }
+    }
+    fclose(f);
+    return ret;
+}
+
+static json_t *status_json(agent_t *a)
+{
+    np_status_t s = { .device_read_bw = -1, .device_write_bw = -1 };
+    unsigned long long rs, ws;
+    struct statvfs vfs;
+    mover_stats_t ms;
+    double now = mono(), dt = now - a->last_status;
+
+    if (fstatvfs(a->mfd, &vfs) == 0) {
+        s.free_bytes = (uint64_t)vfs.f_bavail * vfs.f_frsize;
+        s.used_bytes = (uint64_t)(vfs.f_blocks - vfs.f_bfree) * vfs.f_frsize;
+    } else {
+        a->errors++;
+    }
+    mover_get_stats(a->m, &ms);
+    s.busy = ms.busy > 0;
+    s.queue = ms.running;
+    s.errors = a->errors;
+    if (dt > 0) {
+        s.read_bw = (double)a->rbytes / dt;
+        s.write_bw = (double)a->wbytes / dt;
+        s.interval = dt;
+    }
+    if (device_sectors(a, &rs, &ws) == 0) {
+        if (a->dev_seen && dt > 0 && rs >= a->rsect && ws >= a->wsect) {
+            s.device_read_bw = (double)(rs - a->rsect) * 512.0 / dt;
+            s.device_write_bw = (double)(ws - a->wsect) * 512.0 / dt;
+        }
+        a->rsect = rs;
+        a->wsect = ws;
+        a->dev_seen = true;
+    } else {
+        a->dev_seen = false;
+    }
+    a->rbytes = a->wbytes = 0;
+    a->last_status = now;
+    return np_status_json(&s);
+}
+
+/* ------------------------------------------------------------------ directories */
+/* Keep up to SPARE_MAX empty directories (ours, 0700) in <mount>/.harmonia-spare
+ * while no directory was asked for: making one is then a rename. */
+static int spare_fd(agent_t *a)
+{
+    struct stat st;
+    int fd;
+    if (a->spare_off)
+        return -1;
+    if (mkdirat(a->mfd, SPARE_DIR, 0700) < 0 && errno != EEXIST)
+        goto off;
+    fd = openat(a->mfd, SPARE_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        goto off;
+    if (fstat(fd, &st) < 0 || st.st_uid != geteuid() || (st.st_mode & 07777) != 0700) {
+        close(fd);
+        errno = EPERM;
+        goto off;
+    }
+    return fd;
+off:
+    bl_warning("spare directories in %s/" SPARE_DIR ": %s (none on this mount)", a->mount,
+               strerror(errno));
+    a->spare_off = true;
+    return -1;
+}
+
+static void spares_fill(agent_t *a)
+{
+    char n[32];
+    int fd, budget = SPARE_PER_STEP;
+    if (a->spares >= SPARE_MAX || mono() < a->spare_idle_from || (fd = spare_fd(a)) < 0)
+        return;
+    while (a->spares < SPARE_MAX && budget-- > 0) {
+        snprintf(n, sizeof(n), "%u", a->spare_top);
+        if (mkdirat(fd, n, 0700) < 0 && errno != EEXIST) {
+            bl_warning("spare directory %s/" SPARE_DIR "/%s: %s", a->mount, n, strerror(errno));
+            a->spare_off = true;
+            break;
+        }
+        a->spare_top++;
+        a->spares++;
+    }
+    close(fd);
+}
+
+static bool spare_take(agent_t *a, const char *name)
+{
+    char n[32];
+    int fd;
+    if (a->spares == 0 || (fd = spare_fd(a)) < 0)
+        return false;
+    while (a->spares > 0) {
+        a->spares--;
+        a->spare_top--;
+        snprintf(n, sizeof(n), "%u", a->spare_top);
+        if (renameat(fd, n, a->mfd, name) == 0) {
+            close(fd);
+            return true;
+        }
+        if (errno != ENOENT)
+            break;
+    }
+    close(fd);
+    return false;
+}
+
+/* dirfd of <mount>/persistent (made 0755 if missing), or of the mount itself. */
+static int parent_fd(agent_t *a, bool persistent)
+{
+    if (!persistent)
+        return dup(a->mfd);
+    if (mkdirat(a->mfd, "persistent", 0755) < 0 && errno != EEXIST)
+        return -1;
+    return openat(a->mfd, "persistent", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+}
+
+static void dir_make(agent_t *a, const np_dir_t *d)
+{
+    struct stat st;
+    int pfd = parent_fd(a, d->persistent), fd;
+    const char *where = d->persistent ? "persistent/" : "";
+    if (pfd < 0) {
+        bl_warning("%s/persistent: %s", a->mount, strerror(errno));
+        a->errors++;
+        return;
+    }
+    if (fstatat(pfd, d->name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+        if (!S_ISDIR(st.st_mode)) {
+            bl_warning("buffer directory %s/%s%s: exists and is not a directory", a->mount,
+                       where, d->name);
+            a->errors++;
+        }
+        close(pfd);
+        return;
+    }
+    a->spare_idle_from = mono() + SPARE_IDLE;
+    if (!(!d->persistent && spare_take(a, d->name)) && mkdirat(pfd, d->name, 0700) < 0
+        && errno != EEXIST) {
+        bl_warning("mkdir %s/%s%s: %s", a->mount, where, d->name, strerror(errno));
+        a->errors++;
+        close(pfd);
+        return;
+    }
+    fd = openat(pfd, d->name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0 || fchown(fd, d->uid, d->gid) < 0 || fchmod(fd, 0700) < 0) {
+        bl_warning("buffer directory %s/%s%s: owner %u:%u: %s", a->mount, where, d->name,
+                   (unsigned)d->uid, (unsigned)d->gid, strerror(errno));
+        a->errors++;
+    } else {
+        bl_debug("buffer directory %s/%s%s created for uid %u", a->mount, where, d->name,
+                 (unsigned)d->uid);
+    }
+    if (fd >= 0)
+        close(fd);
+    close(pfd);
+}
+
+static bool in_set(const np_dir_t *v, size_t n, const char *name, bool persistent)
+{
+    for (size_t i = 0; i < n; i++)
+        if (v[i].persistent == persistent && !strcmp(v[i].name, name))
+            return true;
+    return false;
+}
+
+/* Was the directory handed to the mover for removal lately (its removal may still
+ * wait for the job's transfers)? */
+static bool removing(agent_t *a, const char *name, bool persistent)
+{
+    double now = mono();
+    int k = 0;
+    bool found = false;
+    for (int i = 0; i < a->nremoving; i++) {
+        if (now - a->removing[i].at > 300)
+            continue;
+        if (a->removing[i].persistent == persistent && !strcmp(a->removing[i].name, name))
+            found = true;
+        a->removing[k++] = a->removing[i];
+    }
+    a->nremoving = k;
+    if (!found && k < REMOVING_MAX) {
+        snprintf(a->removing[k].name, sizeof(a->removing[k].name), "%s", name);
+        a->removing[k].persistent = persistent;
+        a->removing[k].at = now;
+        a->nremoving++;
+    }
+    return found;
+}
+
+/* Remove what is not in the set: directories only, of usable names, never the
+ * reserved ones. */
+static void orphans_remove(agent_t *a, const np_dir_t *v, size_t n, bool persistent)
+{
+    /* a descriptor of its own: a dup() would share the mount's directory offset */
+    int pfd = openat(a->mfd, persistent ? "persistent" : ".", O_RDONLY | O_DIRECTORY
+                     | O_NOFOLLOW | O_CLOEXEC);
+    DIR *d = pfd >= 0 ? fdopendir(pfd) : NULL;
+    struct dirent *e;
+    char path[1400];
+    if (!d) {
+        if (pfd >= 0)
+            close(pfd);
+        return;
+    }
+    while ((e = readdir(d))) {
+        struct stat st;
+        if (!np_dir_name_ok(e->d_name, persistent) || !strncmp(e->d_name, ".harmonia", 9)
+            || in_set(v, n, e->d_name, persistent)
+            || fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode)
+            || removing(a, e->d_name, persistent))
+            continue;
+        snprintf(path, sizeof(path), "%s/%s%s", a->mount, persistent ? "persistent/" : "",
+                 e->d_name);
+        bl_info("buffer directory %s is no longer in bbmgrd's state: removed", path);
+        if (!persistent)
+            mover_job_end(a->m, e->d_name);
+        if (mover_rmtree(a->m, persistent ? NULL : e->d_name, path, st.st_uid, st.st_gid) < 0)
+            bl_warning("removal of %s: %s", path, strerror(errno));
+    }
+    closedir(d);
+}
+
+/* ------------------------------------------------------------------ exchange */
+typedef struct {
+    char *buf;
+    size_t len;
+    bool too_big;
+} rbuf_t;
+
+static size_t on_data(char *p, size_t size, size_t n, void *arg)
+{
+    rbuf_t *b = arg;
+    size_t add = size * n;
+    if (b->len + add > REPLY_MAX) {
+        b->too_big = true;
+        return 0;
+    }
+    char *nb = realloc(b->buf, b->len + add + 1);
+    if (!nb)
+        return 0;
+    memcpy(nb + b->len, p, add);
+    b->buf = nb;
+    b->len += add;
+    b->buf[b->len] = '\0';
+    return add;
+}
+
+/* POST body; 0 with the HTTP status in *code and the reply in *out, or -1. */
+static int post(agent_t *a, const char *body, long *code, rbuf_t *out)
+{
+    struct curl_slist *h = NULL;
+    char *cred = NULL, *hdr = NULL;
+    CURLcode rc;
+    int ret = -1;
+
+    h = curl_slist_append(h, "Content-Type: application/json");
+    if (a->munge) {
+        munge_err_t e = munge_encode(&cred, a->munge, a->path, (int)strlen(a->path));
+        if (e != EMUNGE_SUCCESS) {
+            bl_error("munge: %s", munge_ctx_strerror(a->munge));
+            goto out;
+        }
+        if (!(hdr = malloc(strlen(cred) + 32)))
+            goto out;
+        sprintf(hdr, "Authorization: MUNGE %s", cred);
+        h = curl_slist_append(h, hdr);
+    }
+    curl_easy_reset(a->curl);
+    curl_easy_setopt(a->curl, CURLOPT_URL, a->url);
+    curl_easy_setopt(a->curl, CURLOPT_HTTPHEADER, h);
+    curl_easy_setopt(a->curl, CURLOPT_POSTFIELDS, body);
+    curl_easy_setopt(a->curl, CURLOPT_WRITEFUNCTION, on_data);
+    curl_easy_setopt(a->curl, CURLOPT_WRITEDATA, out);
+    curl_easy_setopt(a->curl, CURLOPT_CONNECTTIMEOUT_MS, 2000L);
+    curl_easy_setopt(a->curl, CURLOPT_TIMEOUT_MS, 10000L);
+    curl_easy_setopt(a->curl, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(a->curl, CURLOPT_PROTOCOLS_STR, "http,https");
+    if ((rc = curl_easy_perform(a->curl)) != CURLE_OK) {
+        if (a->last_http != -(long)rc)
+            bl_warning("bbmgrd at %s: %s (retried every %.2f s)", a->url,
+                       out->too_big ? "reply too large" : curl_easy_strerror(rc), a->interval);
+        a->last_http = -(long)rc;
+        goto out;
+    }
+    curl_easy_getinfo(a->curl, CURLINFO_RESPONSE_CODE, code);
+    ret = 0;
+out:
+    curl_slist_free_all(h);
+    free(hdr);
+    free(cred);
+    return ret;
+}
+
+static void submit(agent_t *a, json_t *tasks, uint64_t id)
+{
+    np_task_t t;
+    mover_spec_t spec;
+    char msg[300];
+    size_t i;
+    json_t *o;
+    json_array_foreach(tasks, i, o) {
+        if (np_task_parse(o, &t, msg, sizeof(msg)) < 0 || t.id != id)
+            continue;
+        np_task_spec(&t, &spec);
+        prog_t *p = calloc(1, sizeof(*p));
+        if (p) {
+            p->out = t.stage_out;
+            free(hmap_iget(a->prog, id));
+            if (hmap_iput(a->prog, id, p) < 0)
+                free(p);
+        }
+        if (mover_submit(a->m, &spec) < 0 && errno != EEXIST) {
+            snprintf(msg, sizeof(msg), "bbnoded %s: %s", a->node, strerror(errno));
+            on_result(id, t.job, MV_FAILED, 0, -1, msg, a);
+            return;
+        }
+        bl_info("%s %ju of job %s: %s -> %s%s", t.stage_out ? "stage_out" : "stage_in",
+                (uintmax_t)id, t.job, t.src, t.dst, t.resync ? " (made durable again)" : "");
+        return;
+    }
+}
+
+static void apply(agent_t *a, json_t *rep)
+{
+    json_t *dirs = json_object_get(rep, "dirs"), *tasks = json_object_get(rep, "tasks");
+    json_t *gen = json_object_get(rep, "dirs_gen"), *iv = json_object_get(rep, "interval");
+    np_dir_t *dv = NULL;
+    size_t nd = 0, i;
+    bool dirs_ok = json_is_array(dirs) && json_is_string(gen);
+    char msg[300];
+    json_t *o;
+
+    if (json_is_number(iv) && json_number_value(iv) >= 0.05 && json_number_value(iv) <= 1)
+        a->interval = json_number_value(iv);
+    /* 1. directories bbmgrd wants: made before any transfer into them starts */
+    if (dirs_ok && (dv = calloc(json_array_size(dirs) + 1, sizeof(*dv)))) {
+        json_array_foreach(dirs, i, o) {
+            if (np_dir_parse(o, &dv[nd], msg, sizeof(msg)) < 0) {
+                bl_error("bbmgrd sent a bad directory: %s (no directory removed)", msg);
+                dirs_ok = false;
+                continue;
+            }
+            dir_make(a, &dv[nd++]);
+        }
+    }
+    /* 2. transfers */
+    if (json_is_array(tasks)) {
+        uint64_t *ids = calloc(json_array_size(tasks) + 1, sizeof(uint64_t)), *sub, *can;
+        size_t n = 0, nsub, ncan;
+        np_task_t t;
+        json_array_foreach(tasks, i, o) {
+            if (np_task_parse(o, &t, msg, sizeof(msg)) < 0)
+                bl_error("bbmgrd sent a bad task: %s (ignored)", msg);
+            else if (ids)
+                ids[n++] = t.id;
+        }
+        if (ids && np_table_listed(a->tab, ids, n, &sub, &nsub, &can, &ncan) == 0) {
+            for (size_t k = 0; k < nsub; k++)
+                submit(a, tasks, sub[k]);
+            for (size_t k = 0; k < ncan; k++) {
+                bl_info("transfer %ju: no longer listed by bbmgrd: cancelled", (uintmax_t)can[k]);
+                mover_cancel(a->m, can[k], "cancelled by bbmgrd");
+            }
+            free(sub);
+            free(can);
+        }
+        free(ids);
+    }
+    /* 3. orphans, after the transfers (a removal waits for those of its job) */
+    if (dirs_ok && dv) {
+        orphans_remove(a, dv, nd, false);
+        orphans_remove(a, dv, nd, true);
+        snprintf(a->dirs_gen, sizeof(a->dirs_gen), "%s", json_string_value(gen));
+    }
+    free(dv);
+}
+
+int agent_step(agent_t *a)
+{
+    uint64_t upto = 0;
+    long code = 0;
+    rbuf_t out = { 0 };
+    int ret = -1;
+
+    mover_poll(a->m, on_result, a);
+    spares_fill(a);
+    size_t budget = a->cfg->limits_max_body > 1024 ? a->cfg->limits_max_body - 768 : 256;
+    json_t *req = json_pack("{s:i s:s s:o s:o}", "version", NP_VERSION, "agent", a->id,
+                            "status", status_json(a), "results",
+                            np_table_outbox(a->tab, budget, &upto));
+    if (req && *a->dirs_gen)
+        json_object_set_new(req, "dirs", json_string(a->dirs_gen));
+    char *body = req ? json_dumps(req, JSON_COMPACT) : NULL;
+    json_decref(req);
+    if (!body) {
+        bl_error("out of memory");
+        return -1;
+    }
+    if (post(a, body, &code, &out) == 0) {
+        json_error_t je;
+        json_t *rep = code == 200 && out.buf ? json_loads(out.buf, 0, &je) : NULL;
+        if (code == 200 && json_is_object(rep)) {
+            np_table_acked(a->tab, upto);
+            apply(a, rep);
+            if (a->last_http != 200)
+                bl_info("bbmgrd at %s: connected as node %s", a->url, a->node);
+            a->last_http = 200;
+            ret = 0;
+        } else if (a->last_http != code) {
+            bl_error("bbmgrd at %s answered %ld: %.300s", a->url, code,
+                     out.buf ? out.buf : "");
+            a->last_http = code;
+        }
+        json_decref(rep);
+    }
+    free(out.buf);
+    free(body);
+    return ret;
+}

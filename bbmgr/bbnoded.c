@@ -1,0 +1,185 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * bbnoded — the Harmonia buffer-node agent (bbnoded(8), doc/bbnoded.md).
+ *
+ * One per buffer node.  Reads the same bbmgr.yaml as bbmgrd (its node set, the
+ * mover and agents sections, auth), runs in the foreground (systemd Type=notify:
+ * READY=1 once its mover runs), and exchanges with bbmgrd every agents.interval.
+ * Signal handlers only set flags: TERM/INT stop (unfinished transfers are run
+ * again by the next agent process), HUP reopens the log file.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <curl/curl.h>
+#ifdef HAVE_LIBSYSTEMD
+#include <systemd/sd-daemon.h>
+#endif
+
+#include "agent.h"
+#include "config.h"
+#include "log.h"
+
+#ifndef SYSCONFDIR
+#define SYSCONFDIR "/etc"
+#endif
+#define DEFAULT_CONFIG SYSCONFDIR "/harmonia/bbmgr.yaml"
+
+static volatile sig_atomic_t got_stop;
+static volatile sig_atomic_t got_hup;
+
+static void on_stop(int sig)
+{
+    got_stop = sig;
+}
+
+static void on_hup(int sig)
+{
+    (void)sig;
+    got_hup = 1;
+}
+
+static void notify(const char *msg)
+{
+#ifdef HAVE_LIBSYSTEMD
+    sd_notify(0, msg);
+#else
+    (void)msg;
+#endif
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "Usage: bbnoded [OPTIONS]\n"
+            "The Harmonia buffer-node agent (always in the foreground).\n\n"
+            "  -c, --config FILE    configuration (default " DEFAULT_CONFIG ")\n"
+            "  -n, --node NAME      this buffer node's name in the configuration\n"
+            "                       (default: the host name up to its first dot)\n"
+            "  -m, --manager URL    bbmgrd (default: agents.manager, else listen.address\n"
+            "                       and listen.port of the configuration)\n"
+            "  -l, --log-file FILE  log there, '-': stderr (default: log.file, which is\n"
+            "                       bbmgrd's too when both run on one host)\n"
+            "      --diskstats FILE block device counters (default /proc/diskstats)\n"
+            "  -v, --verbose        log at debug level\n"
+            "  -V, --version        print the version and exit\n"
+            "  -h, --help           this help\n\n"
+            "Signals: TERM/INT stop, HUP reopens the log.  See bbnoded(8), bbmgr.yaml(5).\n");
+}
+
+/* Sleep up to s seconds; a signal ends it early. */
+static void nap(double s)
+{
+    struct timespec ts = { (time_t)s, (long)((s - (double)(time_t)s) * 1e9) };
+    if (s > 0)
+        nanosleep(&ts, NULL);
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        { "config", required_argument, NULL, 'c' },
+        { "node", required_argument, NULL, 'n' },
+        { "manager", required_argument, NULL, 'm' },
+        { "foreground", no_argument, NULL, 'f' },
+        { "verbose", no_argument, NULL, 'v' },
+        { "version", no_argument, NULL, 'V' },
+        { "help", no_argument, NULL, 'h' },
+        { "diskstats", required_argument, NULL, 'D' },
+        { "log-file", required_argument, NULL, 'l' },
+        { NULL, 0, NULL, 0 },
+    };
+    const char *path = DEFAULT_CONFIG, *node = NULL, *url = NULL, *diskstats = NULL;
+    const char *logfile = NULL;
+    char host[256];
+    int verbose = 0, opt, rc = 1;
+    hu_error_t err = { "" };
+    cfg_t *cfg = NULL;
+    agent_t *agent = NULL;
+
+    while ((opt = getopt_long(argc, argv, "c:n:m:l:fvVh", longopts, NULL)) != -1) {
+        switch (opt) {
+        case 'c': path = optarg; break;
+        case 'n': node = optarg; break;
+        case 'm': url = optarg; break;
+        case 'D': diskstats = optarg; break;
+        case 'l': logfile = strcmp(optarg, "-") ? optarg : ""; break;
+        case 'f': break;
+        case 'v': verbose = 1; break;
+        case 'V': printf("bbnoded %s\n", PACKAGE_VERSION); return 0;
+        case 'h': usage(stdout); return 0;
+        default: usage(stderr); return 2;
+        }
+    }
+    if (optind < argc) {
+        usage(stderr);
+        return 2;
+    }
+    if (!node) {
+        if (gethostname(host, sizeof(host)) < 0) {
+            fprintf(stderr, "bbnoded: gethostname: %s\n", strerror(errno));
+            return 1;
+        }
+        host[sizeof(host) - 1] = '\0';
+        host[strcspn(host, ".")] = '\0';
+        node = host;
+    }
+    if (!(cfg = cfg_load(path, &err))) {
+        fprintf(stderr, "bbnoded: %s\n", err.text);
+        return 1;
+    }
+    if (!logfile)
+        logfile = cfg->log_file;
+    if (bl_configure(logfile, verbose ? "debug" : cfg->log_level, cfg->log_format, &err) < 0) {
+        fprintf(stderr, "bbnoded: log: %s\n", err.text);
+        goto out;
+    }
+    struct sigaction sa = { 0 };
+    sa.sa_handler = on_stop;
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    sa.sa_handler = on_hup;
+    sigaction(SIGHUP, &sa, NULL);
+    sa.sa_handler = SIG_IGN;
+    sigaction(SIGPIPE, &sa, NULL);
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+        bl_error("libcurl could not start");
+        goto out;
+    }
+    agent_opts_t o = { .cfg = cfg, .node = node, .url = url, .diskstats = diskstats };
+    if (!(agent = agent_create(&o, &err))) {
+        bl_error("%s", err.text);
+        goto out_curl;
+    }
+    notify("READY=1");
+    bl_info("ready");
+    while (!got_stop) {
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        if (got_hup) {
+            got_hup = 0;
+            if (bl_configure(logfile, verbose ? "debug" : cfg->log_level,
+                             cfg->log_format, &err) < 0)
+                bl_error("log: %s", err.text);
+        }
+        agent_step(agent);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        double spent = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9;
+        nap(agent_interval(agent) - spent);
+    }
+    bl_info("signal %d: stopping", (int)got_stop);
+    notify("STOPPING=1");
+    rc = 0;
+    agent_destroy(agent);
+out_curl:
+    curl_global_cleanup();
+out:
+    cfg_destroy(cfg);
+    bl_close();
+    return rc;
+}

@@ -1,0 +1,546 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * nodeproto.c — messages between bbmgrd and bbnoded, the agent's task table.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nodeproto.h"
+
+static int bad(char *msg, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int bad(char *msg, size_t len, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, len, fmt, ap);
+    va_end(ap);
+    errno = EINVAL;
+    return -1;
+}
+
+/* Every key of o must be in known (NULL-terminated). */
+static int only_keys(json_t *o, const char *what, const char *const *known, char *msg,
+                     size_t len)
+{
+    const char *k;
+    json_t *v;
+    if (!json_is_object(o))
+        return bad(msg, len, "%s: must be an object", what);
+    json_object_foreach(o, k, v) {
+        const char *const *p = known;
+        while (*p && strcmp(*p, k))
+            p++;
+        if (!*p)
+            return bad(msg, len, "%s: unknown field '%s'", what, k);
+    }
+    return 0;
+}
+
+/* o's member k; NULL when absent (then *rc is -1 if it is required, else 0). */
+static json_t *member(json_t *o, const char *what, const char *k, bool required, int *rc,
+                      char *msg, size_t len)
+{
+    json_t *v = json_object_get(o, k);
+    *rc = 0;
+    if ((!v || json_is_null(v)) && required)
+        *rc = bad(msg, len, "%s: '%s' is required", what, k);
+    return v && !json_is_null(v) ? v : NULL;
+}
+
+static int get_u64(json_t *o, const char *what, const char *k, bool required, uint64_t *out,
+                   char *msg, size_t len)
+{
+    int rc;
+    json_t *v = member(o, what, k, required, &rc, msg, len);
+    if (!v)
+        return rc;
+    if (!json_is_integer(v) || json_integer_value(v) < 0)
+        return bad(msg, len, "%s: '%s' must be a non-negative integer", what, k);
+    *out = (uint64_t)json_integer_value(v);
+    return 0;
+}
+
+static int get_i64(json_t *o, const char *what, const char *k, int64_t lo, int64_t *out,
+                   char *msg, size_t len)
+{
+    int rc;
+    json_t *v = member(o, what, k, true, &rc, msg, len);
+    if (!v)
+        return rc;
+    if (!json_is_integer(v) || json_integer_value(v) < lo)
+        return bad(msg, len, "%s: '%s' must be an integer >= %jd", what, k, (intmax_t)lo);
+    *out = (int64_t)json_integer_value(v);
+    return 0;
+}
+
+static int get_num(json_t *o, const char *what, const char *k, bool required, double *out,
+                   char *msg, size_t len)
+{
+    int rc;
+    json_t *v = member(o, what, k, required, &rc, msg, len);
+    if (!v)
+        return rc;
+    if (!json_is_number(v) || !isfinite(json_number_value(v)) || json_number_value(v) < 0)
+        return bad(msg, len, "%s: '%s' must be a non-negative number", what, k);
+    *out = json_number_value(v);
+    return 0;
+}
+
+static int get_bool(json_t *o, const char *what, const char *k, bool *out, char *msg,
+                    size_t len)
+{
+    int rc;
+    json_t *v = member(o, what, k, false, &rc, msg, len);
+    *out = false;
+    if (!v)
+        return rc;
+    if (!json_is_boolean(v))
+        return bad(msg, len, "%s: '%s' must be a boolean", what, k);
+    *out = json_is_true(v);
+    return 0;
+}
+
+static int get_str(json_t *o, const char *what, const char *k, bool required, const char **out,
+                   char *msg, size_t len)
+{
+    int rc;
+    json_t *v = member(o, what, k, required, &rc, msg, len);
+    *out = NULL;
+    if (!v)
+        return rc;
+    if (!json_is_string(v))
+        return bad(msg, len, "%s: '%s' must be a string", what, k);
+    *out = json_string_value(v);
+    return 0;
+}
+
+/* An absolute path without "." or ".." components. */
+static bool path_ok(const char *p)
+{
+    if (!p || p[0] != '/' || strlen(p) >= 4096)
+        return false;
+    for (const char *s = p; *s;) {
+        while (*s == '/')
+            s++;
+        size_t n = strcspn(s, "/");
+        if ((n == 1 && s[0] == '.') || (n == 2 && s[0] == '.' && s[1] == '.'))
+            return false;
+        s += n;
+    }
+    return true;
+}
+
+/* ------------------------------------------------------------------ status */
+json_t *np_status_json(const np_status_t *s)
+{
+    json_t *o = json_pack("{s:I s:I s:b s:f s:f s:f s:i s:I}", "free_bytes",
+                          (json_int_t)s->free_bytes, "used_bytes", (json_int_t)s->used_bytes,
+                          "busy", s->busy, "read_bw", s->read_bw, "write_bw", s->write_bw,
+                          "interval", s->interval, "queue", s->queue, "errors",
+                          (json_int_t)s->errors);
+    if (o && s->device_read_bw >= 0 && s->device_write_bw >= 0) {
+        json_object_set_new(o, "device_read_bw", json_real(s->device_read_bw));
+        json_object_set_new(o, "device_write_bw", json_real(s->device_write_bw));
+    }
+    return o;
+}
+
+double np_status_foreign(const np_status_t *s)
+{
+    if (s->device_read_bw < 0 || s->device_write_bw < 0)
+        return 0;
+    double f = s->device_read_bw + s->device_write_bw - s->read_bw - s->write_bw;
+    return f > 0 ? f : 0;
+}
+
+int np_status_parse(json_t *o, np_status_t *s, char *msg, size_t len)
+{
+    static const char *const keys[] = { "free_bytes", "used_bytes", "busy", "read_bw",
+                                        "write_bw", "interval", "queue", "errors",
+                                        "device_read_bw", "device_write_bw", NULL };
+    uint64_t q = 0;
+    memset(s, 0, sizeof(*s));
+    s->device_read_bw = s->device_write_bw = -1;
+    if (only_keys(o, "status", keys, msg, len) < 0
+        || get_u64(o, "status", "free_bytes", true, &s->free_bytes, msg, len) < 0
+        || get_u64(o, "status", "used_bytes", true, &s->used_bytes, msg, len) < 0
+        || get_bool(o, "status", "busy", &s->busy, msg, len) < 0
+        || get_num(o, "status", "read_bw", true, &s->read_bw, msg, len) < 0
+        || get_num(o, "status", "write_bw", true, &s->write_bw, msg, len) < 0
+        || get_num(o, "status", "interval", false, &s->interval, msg, len) < 0
+        || get_u64(o, "status", "queue", false, &q, msg, len) < 0
+        || get_u64(o, "status", "errors", false, &s->errors, msg, len) < 0
+        || get_num(o, "status", "device_read_bw", false, &s->device_read_bw, msg, len) < 0
+        || get_num(o, "status", "device_write_bw", false, &s->device_write_bw, msg, len) < 0)
+        return -1;
+    if ((s->device_read_bw < 0) != (s->device_write_bw < 0))
+        return bad(msg, len, "status: 'device_read_bw' and 'device_write_bw' go together");
+    if (q > 1000000)
+        return bad(msg, len, "status: 'queue' is out of range");
+    s->queue = (int)q;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ tasks */
+json_t *np_task_json(const np_task_t *t)
+{
+    json_t *o = json_pack("{s:I s:s s:f s:I s:I s:b s:b s:s s:s}", "id", (json_int_t)t->id,
+                          "job", t->job, "weight", t->weight, "uid", (json_int_t)t->uid, "gid",
+                          (json_int_t)t->gid, "stage_out", t->stage_out, "directory",
+                          t->directory, "source", t->src, "destination", t->dst);
+    if (o && t->user)
+        json_object_set_new(o, "user", json_string(t->user));
+    if (o && t->resync) {
+        json_object_set_new(o, "resync", json_true());
+        json_object_set_new(o, "done_at", json_real(t->done_at));
+    }
+    return o;
+}
+
+int np_task_parse(json_t *o, np_task_t *t, char *msg, size_t len)
+{
+    static const char *const keys[] = { "id", "job", "weight", "uid", "gid", "user",
+                                        "stage_out", "directory", "source", "destination",
+                                        "resync", "done_at", NULL };
+    uint64_t uid = 0, gid = 0;
+    memset(t, 0, sizeof(*t));
+    if (only_keys(o, "task", keys, msg, len) < 0
+        || get_u64(o, "task", "id", true, &t->id, msg, len) < 0
+        || get_str(o, "task", "job", true, &t->job, msg, len) < 0
+        || get_num(o, "task", "weight", true, &t->weight, msg, len) < 0
+        || get_u64(o, "task", "uid", true, &uid, msg, len) < 0
+        || get_u64(o, "task", "gid", true, &gid, msg, len) < 0
+        || get_str(o, "task", "user", false, &t->user, msg, len) < 0
+        || get_bool(o, "task", "stage_out", &t->stage_out, msg, len) < 0
+        || get_bool(o, "task", "directory", &t->directory, msg, len) < 0
+        || get_str(o, "task", "source", true, &t->src, msg, len) < 0
+        || get_str(o, "task", "destination", true, &t->dst, msg, len) < 0
+        || get_bool(o, "task", "resync", &t->resync, msg, len) < 0
+        || get_num(o, "task", "done_at", false, &t->done_at, msg, len) < 0)
+        return -1;
+    if (t->id == 0)
+        return bad(msg, len, "task: 'id' must be positive");
+    if (!(t->weight > 0))
+        return bad(msg, len, "task %ju: 'weight' must be positive", (uintmax_t)t->id);
+    if (uid >= (uint64_t)(uid_t)-1 || gid >= (uint64_t)(gid_t)-1)
+        return bad(msg, len, "task %ju: uid or gid out of range", (uintmax_t)t->id);
+    if (!*t->job || strlen(t->job) >= 64)
+        return bad(msg, len, "task %ju: 'job' must have 1 to 63 characters", (uintmax_t)t->id);
+    if (!path_ok(t->src) || !path_ok(t->dst))
+        return bad(msg, len, "task %ju: source and destination must be absolute paths "
+                   "without '.' or '..'", (uintmax_t)t->id);
+    if (t->resync && !t->stage_out)
+        return bad(msg, len, "task %ju: only a stage-out is resynced", (uintmax_t)t->id);
+    t->uid = (uid_t)uid;
+    t->gid = (gid_t)gid;
+    return 0;
+}
+
+void np_task_spec(const np_task_t *t, mover_spec_t *spec)
+{
+    memset(spec, 0, sizeof(*spec));
+    spec->tid = t->id;
+    spec->job = t->job;
+    spec->weight = t->weight;
+    spec->uid = t->uid;
+    spec->gid = t->gid;
+    spec->user = t->user;
+    spec->stage_out = t->stage_out;
+    spec->directory = t->directory;
+    spec->src = t->src;
+    spec->dst = t->dst;
+    spec->resync = t->resync;
+    spec->done_at = t->done_at;
+}
+
+/* ------------------------------------------------------------------ results */
+static const char *const state_names[] = {
+    [MV_RUNNING] = "running", [MV_DONE] = "done", [MV_FAILED] = "failed",
+    [MV_CANCELLED] = "cancelled", [MV_DONE_SYNCING] = "done_syncing",
+    [MV_DURABLE] = "durable", [MV_NOT_DURABLE] = "not_durable",
+};
+
+const char *np_state_name(mover_state_t s)
+{
+    return (unsigned)s < sizeof(state_names) / sizeof(*state_names) ? state_names[s] : "?";
+}
+
+int np_state_parse(const char *s)
+{
+    for (size_t i = 0; s && i < sizeof(state_names) / sizeof(*state_names); i++)
+        if (!strcmp(state_names[i], s))
+            return (int)i;
+    return -1;
+}
+
+json_t *np_result_json(const np_result_t *r)
+{
+    json_t *o = json_pack("{s:I s:s s:I s:I}", "id", (json_int_t)r->id, "state",
+                          np_state_name(r->state), "bytes_done", (json_int_t)r->bytes_done,
+                          "bytes_total", (json_int_t)r->bytes_total);
+    if (o && r->message)
+        json_object_set_new(o, "message", json_string(r->message));
+    return o;
+}
+
+int np_result_parse(json_t *o, np_result_t *r, char *msg, size_t len)
+{
+    static const char *const keys[] = { "id", "state", "bytes_done", "bytes_total", "message",
+                                        NULL };
+    const char *st = NULL;
+    memset(r, 0, sizeof(*r));
+    if (only_keys(o, "result", keys, msg, len) < 0
+        || get_u64(o, "result", "id", true, &r->id, msg, len) < 0
+        || get_str(o, "result", "state", true, &st, msg, len) < 0
+        || get_i64(o, "result", "bytes_done", 0, &r->bytes_done, msg, len) < 0
+        || get_i64(o, "result", "bytes_total", -1, &r->bytes_total, msg, len) < 0
+        || get_str(o, "result", "message", false, &r->message, msg, len) < 0)
+        return -1;
+    int s = np_state_parse(st);
+    if (s < 0)
+        return bad(msg, len, "result %ju: unknown state '%s'", (uintmax_t)r->id, st);
+    r->state = (mover_state_t)s;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ directories */
+bool np_dir_name_ok(const char *name, bool persistent)
+{
+    return name && *name && strlen(name) < 256 && strcmp(name, ".") && strcmp(name, "..")
+           && !strchr(name, '/')
+           && !(!persistent && (!strcmp(name, "persistent") || !strcmp(name, ".harmonia-spare")));
+}
+
+json_t *np_dir_json(const np_dir_t *d)
+{
+    return json_pack("{s:s s:b s:I s:I}", "name", d->name, "persistent", d->persistent, "uid",
+                     (json_int_t)d->uid, "gid", (json_int_t)d->gid);
+}
+
+int np_dir_parse(json_t *o, np_dir_t *d, char *msg, size_t len)
+{
+    static const char *const keys[] = { "name", "persistent", "uid", "gid", NULL };
+    uint64_t uid = 0, gid = 0;
+    memset(d, 0, sizeof(*d));
+    if (only_keys(o, "directory", keys, msg, len) < 0
+        || get_str(o, "directory", "name", true, &d->name, msg, len) < 0
+        || get_bool(o, "directory", "persistent", &d->persistent, msg, len) < 0
+        || get_u64(o, "directory", "uid", true, &uid, msg, len) < 0
+        || get_u64(o, "directory", "gid", true, &gid, msg, len) < 0)
+        return -1;
+    if (!np_dir_name_ok(d->name, d->persistent))
+        return bad(msg, len, "directory '%s': not usable as a directory name", d->name);
+    if (uid >= (uint64_t)(uid_t)-1 || gid >= (uint64_t)(gid_t)-1)
+        return bad(msg, len, "directory '%s': uid or gid out of range", d->name);
+    d->uid = (uid_t)uid;
+    d->gid = (gid_t)gid;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ task table */
+typedef struct {
+    uint64_t seq;
+    np_result_t r;              /* message owned */
+} outmsg_t;
+
+typedef struct {
+    uint64_t id;
+    np_tstate_t state;
+} tentry_t;
+
+struct np_table {
+    tentry_t *v;
+    size_t n, cap;
+    outmsg_t *out;
+    size_t nout, capout;
+    uint64_t seq;
+};
+
+np_table_t *np_table_create(void)
+{
+    return calloc(1, sizeof(np_table_t));
+}
+
+void np_table_destroy(np_table_t *t)
+{
+    if (!t)
+        return;
+    for (size_t i = 0; i < t->nout; i++)
+        free((char *)t->out[i].r.message);
+    free(t->out);
+    free(t->v);
+    free(t);
+}
+
+static tentry_t *find(const np_table_t *t, uint64_t id)
+{
+    for (size_t i = 0; i < t->n; i++)
+        if (t->v[i].id == id)
+            return &t->v[i];
+    return NULL;
+}
+
+int np_table_state(const np_table_t *t, uint64_t id)
+{
+    const tentry_t *e = find(t, id);
+    return e ? (int)e->state : -1;
+}
+
+size_t np_table_size(const np_table_t *t)
+{
+    return t->n;
+}
+
+size_t np_table_pending(const np_table_t *t)
+{
+    return t->nout;
+}
+
+int np_table_result(np_table_t *t, const np_result_t *r)
+{
+    tentry_t *e = find(t, r->id);
+    char *m = NULL;
+    if (!e)
+        return 0;
+    if (r->message && !(m = strdup(r->message)))
+        return -1;
+    if (r->state == MV_RUNNING) {
+        /* progress replaces the older progress of the task still in the outbox (the
+         * outbox stays in the order of its sequence numbers) */
+        for (size_t i = 0; i < t->nout; i++)
+            if (t->out[i].r.id == r->id && t->out[i].r.state == MV_RUNNING) {
+                free((char *)t->out[i].r.message);
+                memmove(&t->out[i], &t->out[i + 1], (t->nout - i - 1) * sizeof(*t->out));
+                t->nout--;
+                break;
+            }
+    }
+    if (t->nout == t->capout) {
+        size_t cap = t->capout ? 2 * t->capout : 16;
+        outmsg_t *v = realloc(t->out, cap * sizeof(*v));
+        if (!v) {
+            free(m);
+            return -1;
+        }
+        t->out = v;
+        t->capout = cap;
+    }
+    t->out[t->nout].seq = ++t->seq;
+    t->out[t->nout].r = *r;
+    t->out[t->nout].r.message = m;
+    t->nout++;
+    switch (r->state) {
+    case MV_RUNNING:
+        break;
+    case MV_DONE_SYNCING:
+        e->state = NPT_SYNCING;
+        break;
+    default:
+        e->state = NPT_FINISHED;
+        break;
+    }
+    return 0;
+}
+
+json_t *np_table_outbox(np_table_t *t, size_t budget, uint64_t *upto)
+{
+    json_t *a = json_array();
+    size_t used = 0;
+    *upto = 0;
+    for (size_t i = 0; a && i < t->nout; i++) {
+        np_result_t r = t->out[i].r;
+        char cut[NP_MESSAGE_MAX + 1];
+        if (r.message && strlen(r.message) > NP_MESSAGE_MAX) {
+            memcpy(cut, r.message, NP_MESSAGE_MAX);
+            cut[NP_MESSAGE_MAX] = '\0';
+            r.message = cut;
+        }
+        size_t cost = 160 + (r.message ? 2 * strlen(r.message) : 0);
+        if (i > 0 && used + cost > budget)
+            break;
+        used += cost;
+        json_array_append_new(a, np_result_json(&r));
+        *upto = t->out[i].seq;
+    }
+    return a;
+}
+
+void np_table_acked(np_table_t *t, uint64_t upto)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < t->nout; i++) {
+        if (t->out[i].seq <= upto)
+            free((char *)t->out[i].r.message);
+        else
+            t->out[k++] = t->out[i];
+    }
+    t->nout = k;
+}
+
+static bool in_outbox(const np_table_t *t, uint64_t id)
+{
+    for (size_t i = 0; i < t->nout; i++)
+        if (t->out[i].r.id == id)
+            return true;
+    return false;
+}
+
+static bool listed(const uint64_t *ids, size_t n, uint64_t id)
+{
+    for (size_t i = 0; i < n; i++)
+        if (ids[i] == id)
+            return true;
+    return false;
+}
+
+int np_table_listed(np_table_t *t, const uint64_t *ids, size_t n, uint64_t **submit,
+                    size_t *n_submit, uint64_t **cancel, size_t *n_cancel)
+{
+    *submit = calloc(n ? n : 1, sizeof(uint64_t));
+    *cancel = calloc(t->n ? t->n : 1, sizeof(uint64_t));
+    *n_submit = *n_cancel = 0;
+    if (!*submit || !*cancel)
+        goto nomem;
+    /* forget or cancel what is no longer listed */
+    size_t k = 0;
+    for (size_t i = 0; i < t->n; i++) {
+        tentry_t e = t->v[i];
+        if (!listed(ids, n, e.id)) {
+            if (e.state == NPT_RUNNING) {
+                (*cancel)[(*n_cancel)++] = e.id;
+                e.state = NPT_FINISHED;     /* cancelled once; its result matters to nobody */
+            }
+            else if (e.state == NPT_FINISHED && !in_outbox(t, e.id))
+                continue;
+        }
+        t->v[k++] = e;
+    }
+    t->n = k;
+    /* new ones */
+    for (size_t i = 0; i < n; i++) {
+        if (find(t, ids[i]) || listed(*submit, *n_submit, ids[i]))
+            continue;
+        if (t->n == t->cap) {
+            size_t cap = t->cap ? 2 * t->cap : 16;
+            tentry_t *v = realloc(t->v, cap * sizeof(*v));
+            if (!v)
+                goto nomem;
+            t->v = v;
+            t->cap = cap;
+        }
+        t->v[t->n++] = (tentry_t){ .id = ids[i], .state = NPT_RUNNING };
+        (*submit)[(*n_submit)++] = ids[i];
+    }
+    return 0;
+nomem:
+    free(*submit);
+    free(*cancel);
+    *submit = *cancel = NULL;
+    *n_submit = *n_cancel = 0;
+    errno = ENOMEM;
+    return -1;
+}

@@ -1,0 +1,139 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * nodeproto.h — the messages between bbmgrd and its buffer-node agents (bbnoded),
+ * and the agent's table of tasks (doc/api.md, "Buffer-node agents").
+ *
+ * Pure: JSON in and out, no I/O, no threads.  bbmgrd (nodes.c) and bbnoded
+ * (agent.c) both use it, and testsuite/unit/test_nodeproto.c tests it alone.
+ *
+ * The agent pulls: it POSTs /v1/agents/<node> every agents.interval with its
+ * device status and the results of its transfers, and gets back the transfers it
+ * must run and (when they changed) the buffer directories its mount must hold.
+ * A task's id is its transfer's id; every message may be duplicated or come late
+ * without changing anything (the rules are in np_table_* below and in nodes.c).
+ */
+#ifndef BBMGR_NODEPROTO_H
+#define BBMGR_NODEPROTO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <jansson.h>
+
+#include "mover.h"
+
+#define NP_VERSION 1
+
+/* Device status of one agent (one mount). */
+typedef struct {
+    uint64_t free_bytes, used_bytes;
+    bool busy;                  /* a transfer is copying */
+    double read_bw, write_bw;   /* bytes/s over the last interval */
+    double interval;            /* seconds the bandwidths are measured over */
+    int queue;                  /* transfers in the agent's mover */
+    uint64_t errors;            /* failed transfers and device errors since the start */
+    /* the whole device (block device counters), its transfers and anybody else's;
+     * < 0: unknown (no block device under the mount) */
+    double device_read_bw, device_write_bw;
+} np_status_t;
+
+/* Bytes/s of the device's I/O the agent did not make (0 when unknown). */
+double np_status_foreign(const np_status_t *s);
+
+json_t *np_status_json(const np_status_t *s);
+/* 0, or -1 with a reason naming the field in msg. */
+int np_status_parse(json_t *o, np_status_t *s, char *msg, size_t len);
+
+/* A transfer given to an agent.  Strings point into the JSON it was parsed from. */
+typedef struct {
+    uint64_t id;
+    const char *job;
+    double weight;
+    uid_t uid;
+    gid_t gid;
+    const char *user;           /* may be NULL */
+    bool stage_out, directory, resync;
+    double done_at;
+    const char *src, *dst;
+} np_task_t;
+
+json_t *np_task_json(const np_task_t *t);
+int np_task_parse(json_t *o, np_task_t *t, char *msg, size_t len);
+void np_task_spec(const np_task_t *t, mover_spec_t *spec);
+
+/* A result of a transfer, as mover_poll() gave it. */
+typedef struct {
+    uint64_t id;
+    mover_state_t state;
+    int64_t bytes_done, bytes_total;
+    const char *message;        /* may be NULL */
+} np_result_t;
+
+json_t *np_result_json(const np_result_t *r);
+int np_result_parse(json_t *o, np_result_t *r, char *msg, size_t len);
+
+const char *np_state_name(mover_state_t s);
+int np_state_parse(const char *s);              /* -1: unknown */
+
+/* A buffer directory the agent's mount must hold. */
+typedef struct {
+    const char *name;           /* job id, or the persistent buffer's name */
+    bool persistent;            /* <mount>/persistent/<name>, else <mount>/<name> */
+    uid_t uid;
+    gid_t gid;
+} np_dir_t;
+
+json_t *np_dir_json(const np_dir_t *d);
+int np_dir_parse(json_t *o, np_dir_t *d, char *msg, size_t len);
+/* A name usable as one directory (not ".", "..", no '/', not a reserved name). */
+bool np_dir_name_ok(const char *name, bool persistent);
+
+/*
+ * The agent's table of tasks.
+ *
+ * A task is RUNNING from its first listing until the mover's first final result
+ * (done, failed, cancelled); a done stage-out is then SYNCING until durable (or
+ * not); then FINISHED.  Results wait in an outbox, each with a sequence number,
+ * until a reply acknowledges the request that carried them (np_table_acked()):
+ * progress of a task replaces its older progress; final results stay in order.
+ *
+ * What bbmgrd lists decides the rest (np_table_listed()):
+ *  - a listed task the table does not know is new: it must be submitted (also
+ *    after a restart of the agent, which forgets everything: it re-runs it);
+ *  - a listed task the table knows is not submitted again, whatever its state
+ *    (a listing that crossed its result on the wire);
+ *  - a RUNNING task no longer listed was cancelled (or its job ended): it must be
+ *    cancelled (once: it is FINISHED from then on);
+ *  - a FINISHED task no longer listed, whose results are all acknowledged, is
+ *    forgotten.  A SYNCING one is kept: its durability is still to be reported.
+ */
+typedef enum { NPT_RUNNING = 0, NPT_SYNCING, NPT_FINISHED } np_tstate_t;
+
+typedef struct np_table np_table_t;
+
+np_table_t *np_table_create(void);
+void np_table_destroy(np_table_t *t);
+
+/* A result from the mover.  Unknown ids are ignored (0 returned); -1: ENOMEM. */
+int np_table_result(np_table_t *t, const np_result_t *r);
+
+/* The oldest results of the outbox as a JSON array, as many as fit in about budget
+ * bytes (at least one; messages cut to NP_MESSAGE_MAX bytes); *upto gets the last
+ * sequence number in it (pass it to np_table_acked() once the reply came). */
+#define NP_MESSAGE_MAX 1000
+json_t *np_table_outbox(np_table_t *t, size_t budget, uint64_t *upto);
+void np_table_acked(np_table_t *t, uint64_t upto);
+size_t np_table_pending(const np_table_t *t);   /* results not yet acknowledged */
+
+/* The ids bbmgrd listed in its reply.  submit (n_submit) gets the listed ids to
+ * hand to the mover (they are now RUNNING), cancel (n_cancel) the RUNNING ids to
+ * cancel; both arrays are malloc'd by the table (free them).  -1: ENOMEM. */
+int np_table_listed(np_table_t *t, const uint64_t *ids, size_t n, uint64_t **submit,
+                    size_t *n_submit, uint64_t **cancel, size_t *n_cancel);
+
+/* State of a task; -1 when unknown. */
+int np_table_state(const np_table_t *t, uint64_t id);
+size_t np_table_size(const np_table_t *t);
+
+#endif

@@ -1,0 +1,622 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * nodes.c — bbmgrd's side of the buffer-node agents (see nodes.h, doc/bbnoded.md).
+ *
+ * Tasks.  A transfer whose buffer side is under an agent's mount becomes a task of
+ * that agent, with the transfer's id.  The table here (tid -> task) is memory
+ * only: the transfer itself is in the state database, and after a restart of
+ * bbmgrd the recovery queues it again (a running transfer starts again, doc/api.md)
+ * and mover_tick() dispatches it here again, with the same id.  An agent that
+ * still runs it does not start it twice (nodeproto.h, the task table); one that
+ * does not know it (restarted too) runs it again from the start, which the mover
+ * makes safe (temporary names, rename into place).
+ *
+ * A result changes the core only for a task of the agent that sent it that is
+ * still open: a duplicate or a late result finds the task gone (or the transfer
+ * closed) and is ignored.  Replies are sent after the state they reflect is
+ * committed (api.c), so an acknowledged result is never lost by a restart.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "nodes.h"
+#include "hmap.h"
+#include "log.h"
+#include "nodeproto.h"
+
+typedef struct {
+    char name[64];
+    bool seen;                  /* reported since bbmgrd's start */
+    bool down;
+    double last_seen;           /* monotonic seconds (start time until a report) */
+    double reported;            /* wall time of the last report */
+    char agent[64];             /* instance id of the agent process */
+    uint64_t gen;               /* generation of its directory set */
+    bool sent_current;          /* the agent has generation gen */
+    np_status_t st;
+    double foreign;             /* bytes/s of I/O on its device not its own */
+    double available;           /* what the scheduler counts on, bytes/s */
+    double bw_changed;          /* monotonic time of the last change of it */
+    uint64_t polls, results, ignored;
+    char reason[160];
+} agent_t;
+
+typedef struct {
+    uint64_t id;
+    int agent;
+    bool syncing;               /* done; its fsyncs go on on the agent */
+    bool resync;
+    bool stage_out, directory;
+    double done_at;
+    char job[64];
+    uid_t uid;
+    gid_t gid;
+    char *user, *src, *dst;
+} task_t;
+
+static struct {
+    bool init;
+    agent_t *v;
+    int n;
+    hmap_t *by_name;            /* node name -> agent index + 1 */
+    hmap_t *tasks;              /* tid -> task_t */
+    double start_wall;
+    uint64_t down_events;
+} G;
+
+static double mono(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Built at the first call: the agents are the nodes of the sets with agent: true
+ * (a restart applies a change of that key). */
+static void init(core_t *c)
+{
+    if (G.init)
+        return;
+    G.init = true;
+    G.start_wall = core_wall();
+    for (int s = 0; s < c->cfg->nnodes; s++) {
+        const cfg_nodeset_t *ns = &c->cfg->nodes[s];
+        for (int i = 0; ns->agent && i < ns->names.n; i++) {
+            agent_t *v = realloc(G.v, (size_t)(G.n + 1) * sizeof(*v));
+            if (!v) {
+                bl_error("agents: out of memory");
+                return;
+            }
+            G.v = v;
+            memset(&G.v[G.n], 0, sizeof(agent_t));
+            snprintf(G.v[G.n].name, sizeof(G.v[G.n].name), "%s", ns->names.v[i]);
+            G.v[G.n].last_seen = mono();
+            G.v[G.n].gen = 1;
+            G.v[G.n].available = ns->bandwidth;
+            G.n++;
+        }
+    }
+    if (!G.n)
+        return;
+    G.by_name = hmap_create();
+    G.tasks = hmap_create();
+    for (int i = 0; G.by_name && i < G.n; i++)
+        hmap_put(G.by_name, G.v[i].name, (void *)(intptr_t)(i + 1));
+    bl_info("agents: %d buffer node(s) served by bbnoded", G.n);
+}
+
+static int agent_of_node(core_t *c, int idx)
+{
+    init(c);
+    if (!G.n || idx < 0 || idx >= c->nnodes)
+        return -1;
+    return (int)(intptr_t)hmap_get(G.by_name, c->nodes[idx].name) - 1;
+}
+
+bool nodes_is_agent(core_t *c, int idx)
+{
+    return agent_of_node(c, idx) >= 0;
+}
+
+bool nodes_dir_hook(core_t *c, int idx)
+{
+    int a = agent_of_node(c, idx);
+    if (a < 0)
+        return false;
+    G.v[a].gen++;
+    G.v[a].sent_current = false;
+    return true;
+}
+
+static bool path_under(const char *path, const char *root)
+{
+    size_t n = strlen(root);
+    while (n > 1 && root[n - 1] == '/')
+        n--;
+    return !strncmp(path, root, n) && (path[n] == '\0' || path[n] == '/');
+}
+
+static void task_free(task_t *t)
+{
+    if (!t)
+        return;
+    free(t->user);
+    free(t->src);
+    free(t->dst);
+    free(t);
+}
+
+bool nodes_dispatch(core_t *c, const mover_spec_t *spec, const char *buf)
+{
+    int a = -1;
+    init(c);
+    if (!G.n)
+        return false;
+    for (int i = 0; i < c->nnodes && a < 0; i++) {
+        int k = agent_of_node(c, i);
+        if (k >= 0 && path_under(buf, c->nodes[i].mount))
+            a = k;
+    }
+    if (a < 0)
+        return false;
+    task_t *t = calloc(1, sizeof(*t)), *old;
+    if (!t || !(t->src = strdup(spec->src)) || !(t->dst = strdup(spec->dst))
+        || (spec->user && !(t->user = strdup(spec->user)))) {
+        task_free(t);
+        bl_error("agents: transfer %ju: out of memory", (uintmax_t)spec->tid);
+        return false;
+    }
+    t->id = spec->tid;
+    t->agent = a;
+    t->resync = spec->resync;
+    t->syncing = spec->resync;
+    t->stage_out = spec->stage_out;
+    t->directory = spec->directory;
+    t->done_at = spec->done_at;
+    snprintf(t->job, sizeof(t->job), "%s", spec->job);
+    t->uid = spec->uid;
+    t->gid = spec->gid;
+    if ((old = hmap_iget(G.tasks, t->id)))
+        task_free(old);
+    if (hmap_iput(G.tasks, t->id, t) < 0) {
+        task_free(t);
+        return false;
+    }
+    bl_debug("%s %ju of job %s handed to the agent of %s", spec->stage_out ? "stage_out" :
+             "stage_in", (uintmax_t)t->id, t->job, G.v[a].name);
+    return true;
+}
+
+/* Is the task still to be run (or made durable) by its agent? */
+static bool task_open(core_t *c, const task_t *t)
+{
+    if (t->syncing)
+        return true;
+    xfer_t *x = core_xfer(c, t->id);
+    return x && x->in_mover && x->state == XF_RUNNING;
+}
+
+static void task_close(uint64_t id)
+{
+    task_free(hmap_idel(G.tasks, id));
+}
+
+static void apply_bandwidth(core_t *c, int a);
+
+/* ------------------------------------------------------------------ down */
+static void fail_tasks(core_t *c, int a, const char *why)
+{
+    void *v;
+    uint64_t ids[256];
+    int n;
+    do {
+        n = 0;
+        for (void *it = hmap_first(G.tasks, &v); it && n < 256; it = hmap_next(G.tasks, it, &v))
+            if (((task_t *)v)->agent == a)
+                ids[n++] = ((task_t *)v)->id;
+        for (int i = 0; i < n; i++) {
+            task_t *t = hmap_iget(G.tasks, ids[i]);
+            char msg[400];
+            if (t->syncing) {
+                snprintf(msg, sizeof(msg), "buffer node %s down (%s): stage-out may not be "
+                         "durable", G.v[a].name, why);
+                core_mover_report(c, t->id, t->job, MV_NOT_DURABLE, 0, -1, msg);
+            } else if (task_open(c, t)) {
+                snprintf(msg, sizeof(msg), t->stage_out
+                         ? "buffer node %s down (%s): stage-out data lost"
+                         : "buffer node %s down (%s): stage-in not completed", G.v[a].name, why);
+                core_mover_report(c, t->id, t->job, MV_FAILED, 0, -1, msg);
+            }
+            task_close(ids[i]);
+        }
+    } while (n == 256);
+}
+
+void nodes_tick(core_t *c, double wall)
+{
+    (void)wall;
+    init(c);
+    double now = mono();
+    for (int a = 0; a < G.n; a++) {
+        agent_t *g = &G.v[a];
+        int idx = core_node_index(c, g->name);
+        if (!g->down && now - g->last_seen > c->cfg->agents_down_after) {
+            cerr_t e;
+            g->down = true;
+            G.down_events++;
+            snprintf(g->reason, sizeof(g->reason), "%s: no report for %.0f s%s",
+                     NODES_DOWN_REASON, now - g->last_seen, g->seen ? "" : " since bbmgrd's start");
+            bl_error("buffer node %s: %s", g->name, g->reason);
+            if (idx >= 0 && !c->nodes[idx].drained)
+                core_node_drain(c, idx, true, g->reason, &e);
+        }
+        if (g->down)
+            fail_tasks(c, a, "no report");
+    }
+}
+
+static void agent_up(core_t *c, int a)
+{
+    agent_t *g = &G.v[a];
+    int idx = core_node_index(c, g->name);
+    cerr_t e;
+    if (g->down)
+        bl_info("buffer node %s: its agent reports again (down for %.1f s): back in service "
+                "after its directories are checked", g->name, mono() - g->last_seen);
+    g->down = false;
+    g->reason[0] = '\0';
+    if (idx >= 0 && c->nodes[idx].drained && c->nodes[idx].reason
+        && !strncmp(c->nodes[idx].reason, NODES_DOWN_REASON, strlen(NODES_DOWN_REASON)))
+        core_node_drain(c, idx, false, NULL, &e);
+}
+
+/* ------------------------------------------------------------------ poll */
+static bool alloc_has(core_t *c, const alloc_t *a, const char *node)
+{
+    for (int i = 0; a && i < a->n; i++)
+        if (!strcmp(c->nodes[a->v[i].node].name, node))
+            return true;
+    return false;
+}
+
+static json_t *dirs_json(core_t *c, int a)
+{
+    json_t *arr = json_array();
+    void *v;
+    for (void *it = hmap_first(c->jobs, &v); it; it = hmap_next(c->jobs, it, &v)) {
+        job_t *j = v;
+        if (alloc_has(c, j->alloc, G.v[a].name) && np_dir_name_ok(j->id, false)) {
+            np_dir_t d = { .name = j->id, .uid = j->uid, .gid = j->gid };
+            json_array_append_new(arr, np_dir_json(&d));
+        }
+    }
+    for (void *it = hmap_first(c->pbufs, &v); it; it = hmap_next(c->pbufs, it, &v)) {
+        pbuf_t *b = v;
+        if (alloc_has(c, &b->alloc, G.v[a].name) && np_dir_name_ok(b->name, true)) {
+            np_dir_t d = { .name = b->name, .persistent = true, .uid = b->uid, .gid = b->gid };
+            json_array_append_new(arr, np_dir_json(&d));
+        }
+    }
+    return arr;
+}
+
+static json_t *tasks_json(core_t *c, int a)
+{
+    json_t *arr = json_array();
+    void *v;
+    uint64_t gone[256];
+    int ngone = 0;
+    for (void *it = hmap_first(G.tasks, &v); it; it = hmap_next(G.tasks, it, &v)) {
+        task_t *t = v;
+        if (t->agent != a)
+            continue;
+        if (!task_open(c, t)) {
+            if (ngone < 256)
+                gone[ngone++] = t->id;
+            continue;
+        }
+        job_t *j = core_job(c, t->job);
+        np_task_t nt = {
+            .id = t->id, .job = t->job, .weight = j ? core_job_weight(c, j) : 1.0,
+            .uid = t->uid, .gid = t->gid, .user = t->user, .stage_out = t->stage_out,
+            .directory = t->directory, .resync = t->syncing, .done_at = t->done_at,
+            .src = t->src, .dst = t->dst,
+        };
+        if (t->syncing && !t->resync) {
+            /* a restarted agent must only make it durable, not copy it again */
+            xfer_t *x = core_xfer(c, t->id);
+            nt.done_at = x ? x->finished : core_wall();
+        }
+        json_array_append_new(arr, np_task_json(&nt));
+    }
+    for (int i = 0; i < ngone; i++)
+        task_close(gone[i]);
+    return arr;
+}
+
+static void apply_result(core_t *c, int a, const np_result_t *r)
+{
+    task_t *t = hmap_iget(G.tasks, r->id);
+    agent_t *g = &G.v[a];
+    if (!t || t->agent != a) {
+        g->ignored++;
+        return;
+    }
+    switch (r->state) {
+    case MV_RUNNING:
+    case MV_DONE:
+    case MV_FAILED:
+    case MV_CANCELLED:
+    case MV_DONE_SYNCING:
+        if (t->syncing) {       /* already done: a late copy of that */
+            g->ignored++;
+            return;
+        }
+        if (!task_open(c, t)) {
+            g->ignored++;
+            task_close(r->id);
+            return;
+        }
+        core_mover_report(c, r->id, t->job, r->state, r->bytes_done, r->bytes_total,
+                          r->message);
+        if (r->state == MV_DONE_SYNCING)
+            t->syncing = true;
+        else if (r->state != MV_RUNNING)
+            task_close(r->id);
+        break;
+    case MV_DURABLE:
+    case MV_NOT_DURABLE:
+        if (!t->syncing) {
+            g->ignored++;
+            return;
+        }
+        core_mover_report(c, r->id, t->job, r->state, r->bytes_done, r->bytes_total,
+                          r->message);
+        task_close(r->id);
+        break;
+    }
+    g->results++;
+}
+
+void nodes_route_poll(core_t *c, hreq_t *rq, reply_t *r)
+{
+    static const char *const keys[] = { "version", "agent", "dirs", "status", "results", NULL };
+    char msg[400];
+    const char *k;
+    json_t *val, *b = rq->body;
+
+    init(c);
+    if (rq->who->uid != 0 && rq->who->uid != geteuid())
+        return (void)reply_error(r, 403, NULL, "only the daemon user (root) may act as a "
+                                 "buffer-node agent");
+    int a = G.n ? (int)(intptr_t)hmap_get(G.by_name, rq->args[0]) - 1 : -1;
+    if (a < 0)
+        return (void)reply_error(r, 403, NULL, "node %s is not served by an agent in the "
+                                 "configuration (nodes: agent: true)", rq->args[0]);
+    if (!b)
+        return (void)reply_error(r, 400, NULL, "a JSON body is required");
+    json_object_foreach(b, k, val) {
+        const char *const *p = keys;
+        while (*p && strcmp(*p, k))
+            p++;
+        if (!*p)
+            return (void)reply_error(r, 400, k, "unknown field (known: version, agent, dirs, "
+                                     "status, results)");
+    }
+    json_t *ver = json_object_get(b, "version"), *id = json_object_get(b, "agent");
+    json_t *gen = json_object_get(b, "dirs"), *st = json_object_get(b, "status");
+    json_t *res = json_object_get(b, "results");
+    if (!json_is_integer(ver) || json_integer_value(ver) != NP_VERSION)
+        return (void)reply_error(r, 400, "version", "must be %d", NP_VERSION);
+    if (!json_is_string(id) || !*json_string_value(id) || strlen(json_string_value(id)) >= 64)
+        return (void)reply_error(r, 400, "agent", "must be a string of 1 to 63 characters");
+    if (gen && !json_is_string(gen))
+        return (void)reply_error(r, 400, "dirs", "must be a string");
+    if (res && !json_is_array(res))
+        return (void)reply_error(r, 400, "results", "must be an array");
+    np_status_t status;
+    if (!st)
+        return (void)reply_error(r, 400, "status", "is required");
+    if (np_status_parse(st, &status, msg, sizeof(msg)) < 0)
+        return (void)reply_error(r, 400, "status", "%s", msg);
+    size_t nres = json_array_size(res);
+    np_result_t *rv = calloc(nres ? nres : 1, sizeof(*rv));
+    if (!rv)
+        return (void)reply_error(r, 500, NULL, "out of memory");
+    for (size_t i = 0; i < nres; i++)
+        if (np_result_parse(json_array_get(res, i), &rv[i], msg, sizeof(msg)) < 0) {
+            free(rv);
+            return (void)reply_error(r, 400, "results", "%s", msg);
+        }
+
+    /* everything checked: apply */
+    agent_t *g = &G.v[a];
+    if (strcmp(g->agent, json_string_value(id))) {
+        bl_info("buffer node %s: agent %s %s", g->name, json_string_value(id),
+                *g->agent ? "restarted (its directories are checked again)" : "connected");
+        snprintf(g->agent, sizeof(g->agent), "%s", json_string_value(id));
+        g->sent_current = false;
+    }
+    if (g->down)
+        g->sent_current = false;        /* coming back: its directories are checked */
+    agent_up(c, a);
+    g->seen = true;
+    g->last_seen = mono();
+    g->reported = core_wall();
+    g->st = status;
+    g->polls++;
+    for (size_t i = 0; i < nres; i++)
+        apply_result(c, a, &rv[i]);
+    free(rv);
+    apply_bandwidth(c, a);
+
+    char cur[64];
+    snprintf(cur, sizeof(cur), "%.0f-%ju", G.start_wall, (uintmax_t)g->gen);
+    json_t *out = json_pack("{s:s s:f s:s s:o}", "node", g->name, "interval",
+                            c->cfg->agents_interval, "dirs_gen", cur, "tasks", tasks_json(c, a));
+    if (!g->sent_current || !gen || strcmp(json_string_value(gen), cur)) {
+        json_object_set_new(out, "dirs", dirs_json(c, a));
+        g->sent_current = true;
+    }
+    reply_json(r, 200, out);
+}
+
+/* ------------------------------------------------------------------ views */
+void nodes_node_json(core_t *c, int idx, json_t *o)
+{
+    int a = agent_of_node(c, idx);
+    if (a < 0 || !o)
+        return;
+    agent_t *g = &G.v[a];
+    json_t *ag = json_pack("{s:s s:o s:b s:I}", "state", g->down ? "down" : g->seen ? "up"
+                           : "waiting", "reason", *g->reason ? json_string(g->reason)
+                           : json_null(), "busy", g->st.busy, "polls", (json_int_t)g->polls);
+    if (g->seen) {
+        json_object_set_new(ag, "age", json_real(mono() - g->last_seen));
+        json_object_set_new(ag, "status", np_status_json(&g->st));
+        json_object_set_new(ag, "foreign_bw", json_real(g->foreign));
+        json_object_set_new(ag, "available_bw", json_real(g->available));
+    }
+    json_object_set_new(o, "agent", ag);
+}
+
+void nodes_status_json(core_t *c, json_t *o)
+{
+    int up = 0;
+    init(c);
+    if (!G.n || !o)
+        return;
+    json_t *down = json_array();
+    for (int a = 0; a < G.n; a++) {
+        if (G.v[a].down)
+            json_array_append_new(down, json_pack("{s:s s:s}", "node", G.v[a].name, "reason",
+                                                  G.v[a].reason));
+        else
+            up += G.v[a].seen;
+    }
+    json_object_set_new(o, "agents", json_pack("{s:i s:i s:o}", "total", G.n, "up", up,
+                                               "down", down));
+}
+
+typedef struct {
+    char *buf;
+    size_t len, cap;
+} sb_t;
+
+static void sb(sb_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void sb(sb_t *b, const char *fmt, ...)
+{
+    va_list ap;
+    for (;;) {
+        va_start(ap, fmt);
+        int n = vsnprintf(b->buf ? b->buf + b->len : NULL, b->buf ? b->cap - b->len : 0, fmt, ap);
+        va_end(ap);
+        if (n < 0)
+            return;
+        if (b->buf && (size_t)n < b->cap - b->len) {
+            b->len += (size_t)n;
+            return;
+        }
+        size_t cap = b->cap * 2 + (size_t)n + 256;
+        char *nb = realloc(b->buf, cap);
+        if (!nb)
+            return;
+        if (!b->buf)
+            nb[0] = '\0';
+        b->buf = nb;
+        b->cap = cap;
+    }
+}
+
+char *nodes_metrics(core_t *c)
+{
+    sb_t b = { 0 };
+    init(c);
+    if (!G.n)
+        return NULL;
+    static const struct {
+        const char *name, *type, *help;
+    } m[] = {
+        { "harmonia_agent_up", "gauge", "1 if the node's agent reports, 0 if it is down." },
+        { "harmonia_agent_busy", "gauge", "1 if the agent's device is copying." },
+        { "harmonia_agent_free_bytes", "gauge", "Free bytes of the agent's device." },
+        { "harmonia_agent_used_bytes", "gauge", "Used bytes of the agent's device." },
+        { "harmonia_agent_read_bandwidth", "gauge", "Bytes/s read from the device by stage-outs over the last interval." },
+        { "harmonia_agent_write_bandwidth", "gauge", "Bytes/s written to the device by stage-ins over the last interval." },
+        { "harmonia_agent_queue", "gauge", "Transfers in the agent's mover." },
+        { "harmonia_agent_errors_total", "counter", "Failed transfers and device errors reported by the agent." },
+        { "harmonia_agent_report_age_seconds", "gauge", "Seconds since the agent's last report." },
+        { "harmonia_agent_foreign_bandwidth", "gauge", "Bytes/s of I/O on the device that is not the agent's (0: unknown)." },
+        { "harmonia_agent_available_bandwidth", "gauge", "Bytes/s the scheduler counts on for the node." },
+    };
+    double now = mono();
+    for (size_t k = 0; k < sizeof(m) / sizeof(*m); k++) {
+        sb(&b, "# HELP %s %s\n# TYPE %s %s\n", m[k].name, m[k].help, m[k].name, m[k].type);
+        for (int a = 0; a < G.n; a++) {
+            const agent_t *g = &G.v[a];
+            double v = 0;
+            switch (k) {
+            case 0: v = !g->down && g->seen; break;
+            case 1: v = g->st.busy; break;
+            case 2: v = (double)g->st.free_bytes; break;
+            case 3: v = (double)g->st.used_bytes; break;
+            case 4: v = g->st.read_bw; break;
+            case 5: v = g->st.write_bw; break;
+            case 6: v = g->st.queue; break;
+            case 7: v = (double)g->st.errors; break;
+            case 8: v = now - g->last_seen; break;
+            case 9: v = g->foreign; break;
+            default: v = g->available; break;
+            }
+            sb(&b, "%s{node=\"%s\"} %.17g\n", m[k].name, g->name, v);
+        }
+    }
+    sb(&b, "# HELP harmonia_agent_down_total Times an agent was marked down.\n"
+       "# TYPE harmonia_agent_down_total counter\nharmonia_agent_down_total %ju\n",
+       (uintmax_t)G.down_events);
+    return b.buf;
+}
+
+/* ------------------------------------------------------------------ bandwidth */
+static double conf_bandwidth(core_t *c, const char *name)
+{
+    for (int s = 0; s < c->cfg->nnodes; s++)
+        for (int i = 0; i < c->cfg->nodes[s].names.n; i++)
+            if (!strcmp(c->cfg->nodes[s].names.v[i], name))
+                return c->cfg->nodes[s].bandwidth;
+    return 0;
+}
+
+/* The scheduler counts on what the device has left: the configured bandwidth less
+ * the I/O the agent measured on the device and did not make itself, never below
+ * BW_FLOOR of it.  Changes smaller than BW_STEP of it are ignored, and a node's
+ * value changes at most every BW_HOLD seconds (each change rebuilds the
+ * scheduler). */
+#define BW_FLOOR 0.1
+#define BW_STEP 0.1
+#define BW_HOLD 1.0
+
+static void apply_bandwidth(core_t *c, int a)
+{
+    agent_t *g = &G.v[a];
+    int idx = core_node_index(c, g->name);
+    double conf = conf_bandwidth(c, g->name), now = mono();
+    if (idx < 0 || !(conf > 0))
+        return;
+    g->foreign = np_status_foreign(&g->st);
+    g->available = fmax(BW_FLOOR * conf, conf - g->foreign);
+    double cur = c->nodes[idx].bandwidth;
+    if (fabs(g->available - cur) < BW_STEP * conf || now - g->bw_changed < BW_HOLD)
+        return;
+    bl_info("buffer node %s: %.0f MB/s of other I/O on its device: the scheduler counts on "
+            "%.0f MB/s (configured %.0f MB/s)", g->name, g->foreign / 1e6, g->available / 1e6,
+            conf / 1e6);
+    if (core_node_set_bandwidth(c, idx, g->available) == 0)
+        g->bw_changed = now;
+}

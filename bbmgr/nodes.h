@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * nodes.h — bbmgrd's side of the buffer-node agents (bbnoded, doc/bbnoded.md).
+ *
+ * A node set with `agent: true` in bbmgr.yaml is served by one bbnoded per node:
+ * its buffer directories are made and removed by the agent, and the transfers
+ * whose buffer side is under its mount are run by the agent's mover instead of
+ * bbmgrd's.  Agents pull (POST /v1/agents/<node>, doc/api.md).  With no agent
+ * configured every function here is a no-op and bbmgrd runs as it always did.
+ *
+ * Every function is called with the core lock held.  The module keeps its state
+ * beside the core (one bbmgrd, one core); what must survive a restart is derived
+ * from the core's own durable state (transfers, allocations, persistent buffers).
+ */
+#ifndef BBMGR_NODES_H
+#define BBMGR_NODES_H
+
+#include <stdbool.h>
+#include <jansson.h>
+
+#include "api.h"
+#include "core.h"
+#include "mover.h"
+
+/* Prefix of the drain reason of a node whose agent is down (the drain is lifted
+ * when the agent reports again; a drain by an administrator is left alone). */
+#define NODES_DOWN_REASON "buffer node agent down"
+
+/* Node idx is served by an agent: its buffer directories changed (the agent gets
+ * the new set at its next poll).  false: not an agent's node (bbmgrd does it). */
+bool nodes_dir_hook(core_t *c, int idx);
+bool nodes_is_agent(core_t *c, int idx);
+
+/* The transfer of spec has its buffer side (buf) under the mount of an agent's
+ * node: it is queued for that agent (true).  false: bbmgrd's own mover runs it. */
+bool nodes_dispatch(core_t *c, const mover_spec_t *spec, const char *buf);
+
+/* Timer (core_tick): agents silent for agents.down_after are marked down. */
+void nodes_tick(core_t *c, double wall);
+
+/* The route POST /v1/agents/<node>. */
+void nodes_route_poll(core_t *c, hreq_t *rq, reply_t *r);
+
+/* Views: the agent's status added to a node's JSON; Prometheus lines (malloc'd,
+ * NULL when there are no agents). */
+void nodes_node_json(core_t *c, int idx, json_t *o);
+char *nodes_metrics(core_t *c);
+/* GET /v1/status: "agents": {"total", "up", "down": [{"node", "reason"}]}; nothing
+ * when no agent is configured. */
+void nodes_status_json(core_t *c, json_t *o);
+
+#endif

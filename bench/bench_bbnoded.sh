@@ -1,0 +1,132 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
+# bench_bbnoded.sh — aggregate stage-in bandwidth with 1, 2 and 3 buffer-node agents.
+#
+# A real bbmgrd (auth none on loopback, stage.mode mover) and N real bbnoded
+# processes, each with its own directory as its device and its mover capped to the
+# same rate (mover.max_rate, default 100 MB/s: the figure measures the design, one
+# mover per node, not this machine's one disk).  N jobs, one per node, each stage
+# in SIZE bytes (files of 64 MiB, read from the page cache) at the same moment; the
+# time runs from the requests to the last 'done'.  Printed per N: the aggregate
+# MB/s and its ratio to N times the one-agent figure of the same run (the target is
+# >= 0.9).  No timed asserts.
+#
+# Environment: HARMONIA_BUILDDIR; BENCH_BBNODED_DIR (default /var/tmp);
+# BENCH_BBNODED_RATE (default "100 MB/s"); BENCH_BBNODED_SIZE (MiB per node,
+# default 512); BENCH_BBNODED_ROUNDS (default 2; the best round per N is kept).
+set -eu
+B=${HARMONIA_BUILDDIR:-$(cd "$(dirname "$0")/.." && pwd)}
+export B
+exec python3 - "$@" <<'EOF'
+import json, os, shutil, signal, socket, subprocess, sys, tempfile, time, urllib.request
+
+B = os.environ["B"]
+RATE = os.environ.get("BENCH_BBNODED_RATE", "100 MB/s")
+SIZE = int(os.environ.get("BENCH_BBNODED_SIZE", "512")) << 20
+ROUNDS = int(os.environ.get("BENCH_BBNODED_ROUNDS", "2"))
+FILE = 64 << 20
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+def call(port, method, path, body=None):
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request("http://127.0.0.1:%d%s" % (port, path), data=data,
+                                 method=method, headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=30) as r:
+        return json.loads(r.read().decode() or "null")
+
+
+def run(base, pfs, n):
+    d = tempfile.mkdtemp(dir=base, prefix="run%d-" % n)
+    os.chmod(d, 0o755)
+    for k in range(n):
+        os.makedirs(os.path.join(d, "bb%02d" % (k + 1)), mode=0o755)
+    port = free_port()
+    conf = os.path.join(d, "bbmgr.yaml")
+    with open(conf, "w") as f:
+        f.write("""listen: {address: 127.0.0.1, port: %d, unix_socket: ""}
+state: {dir: %s/state, durable: false}
+auth: {type: none}
+log: {level: warning, file: %s/log}
+stage: {mode: mover}
+mover: {threads: 4, chunk: 4MiB, max_rate: "%s"}
+agents: {interval: 0.1s, down_after: 60s}
+pools:
+  - {name: nvme, granularity: 1GiB}
+nodes:
+  - {names: "bb[01-%02d]", capacity: 1TiB, bandwidth: 1 GB/s, mount: "%s/%%n", pool: nvme, agent: true}
+""" % (port, d, d, RATE, n, d))
+    procs = [subprocess.Popen([os.path.join(B, "bbmgr", "bbmgrd"), "-c", conf])]
+    try:
+        for _ in range(200):
+            try:
+                call(port, "GET", "/v1/status")
+                break
+            except OSError:
+                time.sleep(0.05)
+        for k in range(n):
+            procs.append(subprocess.Popen([os.path.join(B, "bbmgr", "bbnoded"), "-c", conf,
+                                           "-n", "bb%02d" % (k + 1)]))
+        for k in range(n):
+            while call(port, "GET", "/v1/nodes/bb%02d" % (k + 1))["agent"]["state"] != "up":
+                time.sleep(0.05)
+        paths = []
+        for k in range(n):
+            job = "b%d" % k
+            call(port, "POST", "/v1/jobs", {"id": job, "uid": os.getuid(), "gid": os.getgid()})
+            a = call(port, "POST", "/v1/jobs/%s/allocation" % job, {"capacity": "1GiB"})
+            paths.append((job, a["nodes"][0]["path"]))
+        for job, p in paths:
+            while not os.path.isdir(p):
+                time.sleep(0.01)
+        t0 = time.time()
+        tids = [call(port, "POST", "/v1/jobs/%s/stage_in" % job,
+                     {"source": pfs, "destination": p + "/in", "type": "directory"})["id"]
+                for job, p in paths]
+        left = set(tids)
+        while left:
+            for t in list(left):
+                x = call(port, "GET", "/v1/transfers/%d" % t)
+                if x["state"] in ("failed", "cancelled"):
+                    sys.exit("transfer %d %s: %s" % (t, x["state"], x.get("message")))
+                if x["state"] == "done":
+                    left.discard(t)
+            time.sleep(0.01)
+        return n * SIZE / (time.time() - t0)
+    finally:
+        for p in reversed(procs):
+            p.send_signal(signal.SIGTERM)
+            p.wait(timeout=30)
+        shutil.rmtree(d, ignore_errors=True)
+
+
+base = tempfile.mkdtemp(dir=os.environ.get("BENCH_BBNODED_DIR", "/var/tmp"),
+                        prefix="bench-bbnoded.")
+os.chmod(base, 0o755)
+try:
+    pfs = os.path.join(base, "pfs")
+    os.makedirs(pfs)
+    block = os.urandom(1 << 20)
+    for i in range(SIZE // FILE):
+        with open(os.path.join(pfs, "f%03d" % i), "wb") as f:
+            for _ in range(FILE >> 20):
+                f.write(block)
+    best = {}
+    for r in range(ROUNDS):
+        for n in (1, 2, 3):
+            best[n] = max(best.get(n, 0), run(base, pfs, n))
+    print("bench_bbnoded: stage-in of %d MiB per node, each agent's mover capped to %s"
+          % (SIZE >> 20, RATE))
+    print("%-7s %12s %22s" % ("agents", "MB/s", "ratio to N x 1 agent"))
+    for n in (1, 2, 3):
+        print("%-7d %12.0f %22.3f" % (n, best[n] / 1e6, best[n] / (n * best[1])))
+finally:
+    shutil.rmtree(base, ignore_errors=True)
+EOF

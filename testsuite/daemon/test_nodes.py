@@ -1,0 +1,400 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Buffer-node agents: a real bbmgrd and real bbnoded processes on loopback, each
+agent with its own directory as its device (doc/bbnoded.md).
+
+Runs as root (the agents act as uid 1001 with setfsuid); skipped otherwise.
+"""
+import os
+import signal
+import stat
+import subprocess
+import time
+
+import pytest
+
+from conftest import BBMGR, BUILDDIR, SLURM_UID, USER1, register
+from test_mover import (GID1, MiB, build_tree, compare_trees, mkdirs, partials, sha, stage,
+                        wait_bytes, wait_xfer, write)
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the agent tests need root")
+
+BBNODED = os.path.join(BUILDDIR, "bbmgr", "bbnoded")
+NODES = ("bb01", "bb02", "bb03")
+
+
+class Agent:
+    def __init__(self, d, node):
+        self.d = d
+        self.node = node
+        self.log = os.path.join(d.dir, "bbnoded-%s.log" % node)
+        self.proc = None
+
+    def start(self, extra=()):
+        self.logf = open(self.log, "a")
+        self.proc = subprocess.Popen([BBNODED, "-c", self.d.config, "-n", self.node]
+                                     + list(extra), stdout=self.logf, stderr=subprocess.STDOUT)
+        return self
+
+    def log_text(self):
+        with open(self.log) as f:
+            return f.read()
+
+    def kill(self, sig=signal.SIGKILL):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            if sig in (signal.SIGKILL, signal.SIGTERM):
+                self.proc.wait(timeout=20)
+        rc = self.proc.returncode if self.proc else None
+        if sig in (signal.SIGKILL, signal.SIGTERM):
+            self.proc = None
+        return rc
+
+
+@pytest.fixture
+def agents():
+    made = []
+    yield made
+    bad = []
+    for a in made:
+        if a.proc and a.proc.poll() is None:
+            a.proc.send_signal(signal.SIGCONT)
+            a.kill(signal.SIGTERM)
+        if os.path.exists(a.log):
+            text = a.log_text()
+            for mark in ("ERROR: AddressSanitizer", "runtime error:", "ERROR: LeakSanitizer"):
+                if mark in text:
+                    bad.append("%s: %s" % (a.log, text[text.index(mark):][:2000]))
+    assert not bad, "\n".join(bad)
+
+
+def agent_cluster(make_daemon, agents, base, start=NODES, down_after="30s", extra=None,
+                  platform=None, **mover):
+    root = os.path.join(base, "bbnodes")
+    for n in NODES:
+        os.makedirs(os.path.join(root, n), mode=0o755, exist_ok=True)
+    conf = {"threads": 4, "chunk": "1MiB", "depth": 16}
+    conf.update(mover)
+    d = make_daemon(
+        stage={"mode": "mover"}, mover=conf,
+        agents={"down_after": down_after, "interval": "0.2s"},
+        limits={"max_body": "64KiB", "connection_timeout": "5s", "max_wait": "10s"},
+        pools=[{"name": "nvme", "granularity": "1GiB"}],
+        platform=platform or {"compute_nodes": 1024, "node_bandwidth": "1 GB/s",
+                              "pfs_bandwidth": "100 GB/s"},
+        nodes=[{"names": "bb[01-03]", "capacity": "1TiB", "bandwidth": "1 GB/s",
+                "mount": root + "/%n", "pool": "nvme", "agent": True}])
+    d.root = root
+    by_name = {}
+    for n in NODES:
+        a = Agent(d, n)
+        agents.append(a)
+        by_name[n] = a
+        if n in start:
+            a.start((extra or {}).get(n, ()))
+    for n in start:
+        wait_agent(d, n, "up")
+    return d, by_name
+
+
+def node(d, name):
+    return d.ok("GET", "/v1/nodes/%s" % name, uid=SLURM_UID)
+
+
+def wait_agent(d, name, state, timeout=20):
+    t0 = time.time()
+    while time.time() - t0 < timeout:
+        n = node(d, name)
+        if n["agent"]["state"] == state:
+            return n
+        time.sleep(0.05)
+    raise AssertionError("agent of %s not %s: %s\n%s" % (name, state, node(d, name),
+                                                        d.log_text()[-3000:]))
+
+
+def wait_for(cond, what, timeout=20):
+    t0 = time.time()
+    while time.time() - t0 < timeout:
+        v = cond()
+        if v:
+            return v
+        time.sleep(0.05)
+    raise AssertionError("timed out waiting for " + what)
+
+
+def new_job(d, jobid, nodes=1, capacity="1GiB", wait=True):
+    register(d, jobid, uid=USER1, gid=GID1)
+    a = d.ok("POST", "/v1/jobs/%s/allocation" % jobid, {"capacity": capacity, "nodes": nodes},
+             uid=SLURM_UID, expect=(201,))
+    paths = [n["path"] for n in a["nodes"]]
+    if wait:
+        for p in paths:
+            wait_for(lambda: os.path.isdir(p), "its agent to make " + p)
+    return paths, [n["name"] for n in a["nodes"]]
+
+
+def owned_dir(path):
+    st = os.stat(path)
+    return (st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)) == (USER1, GID1, 0o700)
+
+
+def test_job_striped_over_two_agents(make_daemon, agents, tmp_base):
+    """Each agent makes the job's directory on its own device (the job's owner, 0700),
+    runs the stage-in and the stage-out of the data placed on it, and removes the
+    directory when the job ends; bbmgrd's own mover copies nothing."""
+    d, _ = agent_cluster(make_daemon, agents, tmp_base)
+    pfs = os.path.join(tmp_base, "pfs")
+    mkdirs(pfs)
+    build_tree(os.path.join(pfs, "a"))
+    mkdirs(os.path.join(pfs, "b"))
+    write(os.path.join(pfs, "b", "big"), os.urandom(9 * MiB + 7), 0o604)
+    paths, names = new_job(d, "s1", nodes=2, wait=False)
+    assert len(paths) == 2 and len(set(names)) == 2
+    for p, n in zip(paths, names):
+        assert p == os.path.join(d.root, n, "s1")
+        wait_for(lambda: os.path.isdir(p), "the agent of %s to make %s" % (n, p))
+        assert owned_dir(p)
+    t1 = stage(d, "s1", "stage_in", os.path.join(pfs, "a"), paths[0] + "/a")
+    t2 = stage(d, "s1", "stage_in", os.path.join(pfs, "b"), paths[1] + "/b")
+    for t in (t1, t2):
+        x = wait_xfer(d, t)
+        assert x["state"] == "done", x
+    assert compare_trees(os.path.join(pfs, "a"), paths[0] + "/a", owner=(USER1, GID1)) == 5
+    assert compare_trees(os.path.join(pfs, "b"), paths[1] + "/b", owner=(USER1, GID1)) == 1
+    # the copies were the agents', not bbmgrd's
+    assert d.metric("harmonia_mover_bytes_total") == 0
+    logs = {a.node: a.log_text() for a in agents}
+    assert "stage_in %d of job s1" % t1 in logs[names[0]]
+    assert "stage_in %d of job s1" % t2 in logs[names[1]]
+    # the job writes on both nodes, then both are staged out to the PFS
+    write(os.path.join(paths[1], "b", "result"), os.urandom(3 * MiB), 0o640)
+    o1 = stage(d, "s1", "stage_out", paths[0] + "/a", os.path.join(pfs, "out-a"))
+    o2 = stage(d, "s1", "stage_out", paths[1] + "/b", os.path.join(pfs, "out-b"))
+    for t in (o1, o2):
+        x = wait_xfer(d, t)
+        assert x["state"] == "done", x
+    wait_for(lambda: all(d.ok("GET", "/v1/transfers/%d" % t, uid=SLURM_UID)["durable"]
+                         for t in (o1, o2)), "the stage-outs to be durable")
+    assert compare_trees(paths[0] + "/a", os.path.join(pfs, "out-a")) == 5
+    assert compare_trees(paths[1] + "/b", os.path.join(pfs, "out-b")) == 2
+    assert sha(os.path.join(pfs, "b", "big")) == sha(os.path.join(pfs, "out-b", "big"))
+    # device status reached bbmgrd
+    n = node(d, names[0])["agent"]
+    assert n["state"] == "up" and n["status"]["free_bytes"] > 0
+    text = d.request("GET", "/metrics", auth=False)[1]
+    assert 'harmonia_agent_up{node="%s"} 1' % names[0] in text
+    # the end of the job: each agent removes its directory
+    d.ok("DELETE", "/v1/jobs/s1", uid=SLURM_UID)
+    for p in paths:
+        wait_for(lambda: not os.path.exists(p), "the removal of %s:\n%s" % (
+            p, "".join(a.log_text()[-1500:] for a in agents)))
+    assert not partials(d.root)
+
+
+def test_agent_killed_during_stage_in(make_daemon, agents, tmp_base):
+    """SIGKILL of the agent mid-copy: its next process is given the same task (same
+    id) and runs it again from the start; nothing partial or corrupt is left."""
+    d, by = agent_cluster(make_daemon, agents, tmp_base, max_rate="40 MB/s", depth=4)
+    pfs = os.path.join(tmp_base, "pfs")
+    mkdirs(os.path.join(pfs, "in"))
+    for i in range(4):
+        write(os.path.join(pfs, "in", "f%d" % i), os.urandom(8 * MiB), 0o640)
+    paths, names = new_job(d, "k1")
+    tid = stage(d, "k1", "stage_in", os.path.join(pfs, "in"), paths[0] + "/in")
+    wait_bytes(d, tid, 8 * MiB)
+    a = by[names[0]]
+    a.kill()
+    assert partials(paths[0]), "expected a partial file mid-transfer"
+    a.start()
+    x = wait_xfer(d, tid)
+    assert x["state"] == "done", x
+    assert x["bytes_done"] == x["bytes_total"] == 32 * MiB
+    assert compare_trees(os.path.join(pfs, "in"), paths[0] + "/in", owner=(USER1, GID1)) == 4
+    assert not partials(paths[0])
+    assert "restarted" in d.log_text()
+
+
+def test_bbmgrd_restarted_while_agents_copy(make_daemon, agents, tmp_base):
+    """bbmgrd killed mid-copy and restarted: the transfer is dispatched again with
+    its id; the agent that still runs it does not start it twice, and its result
+    reaches the new bbmgrd."""
+    d, by = agent_cluster(make_daemon, agents, tmp_base, max_rate="30 MB/s", depth=4)
+    pfs = os.path.join(tmp_base, "pfs")
+    mkdirs(os.path.join(pfs, "in"))
+    for i in range(3):
+        write(os.path.join(pfs, "in", "f%d" % i), os.urandom(8 * MiB), 0o640)
+    paths, names = new_job(d, "r1")
+    tid = stage(d, "r1", "stage_in", os.path.join(pfs, "in"), paths[0] + "/in")
+    wait_bytes(d, tid, 4 * MiB)
+    d.restart()
+    x = wait_xfer(d, tid)
+    assert x["state"] == "done", x
+    assert compare_trees(os.path.join(pfs, "in"), paths[0] + "/in", owner=(USER1, GID1)) == 3
+    log = by[names[0]].log_text()
+    assert log.count("stage_in %d of job r1" % tid) == 1, log[-3000:]
+    assert owned_dir(paths[0])
+
+
+def test_agent_down_then_back(make_daemon, agents, tmp_base):
+    """An agent that stops reporting is marked down after agents.down_after: its node
+    is drained with the reason, a stage-out whose data was only there fails saying
+    so, new allocations go elsewhere.  When it reports again its node is used again,
+    after its directories were checked: orphans removed, live jobs' kept."""
+    d, by = agent_cluster(make_daemon, agents, tmp_base, down_after="1.5s")
+    paths, names = new_job(d, "d1")
+    live, _ = new_job(d, "d2")
+    write(os.path.join(paths[0], "data"), os.urandom(MiB), 0o600)
+    bad = by[names[0]]
+    # a directory bbmgrd knows nothing of, on the same device
+    orphan = os.path.join(d.root, names[0], "gone-job")
+    mkdirs(orphan, 0o700)
+    write(os.path.join(orphan, "x"), b"x", 0o600)
+    bad.kill(signal.SIGSTOP)
+    n = wait_for(lambda: node(d, names[0])["state"] == "drained" and node(d, names[0]),
+                 "the node to be drained")
+    assert n["agent"]["state"] == "down"
+    assert "agent down" in n["reason"], n
+    # bbmgr status says so, with the reason
+    r = subprocess.run([BBMGR, "-u", "http://127.0.0.1:%d" % d.port, "-S", d.munge.socket,
+                        "status"], capture_output=True, text=True, timeout=20)
+    assert r.returncode == 0, r.stderr
+    assert "agents: 3, 2 up, 1 down" in r.stdout, r.stdout
+    assert "%s: buffer node agent down: no report for" % names[0] in r.stdout, r.stdout
+    tid = stage(d, "d1", "stage_out", paths[0] + "/data", os.path.join(tmp_base, "out"),
+                "file")
+    x = wait_xfer(d, tid)
+    assert x["state"] == "failed", x
+    assert "buffer node %s down" % names[0] in x["message"]
+    assert "stage-out data lost" in x["message"]
+    # no new placement on it
+    for i in range(4):
+        p, ns = new_job(d, "n%d" % i)
+        assert names[0] not in ns
+    bad.proc.send_signal(signal.SIGCONT)
+    n = wait_agent(d, names[0], "up")
+    wait_for(lambda: node(d, names[0])["state"] == "up", "the node to be back")
+    wait_for(lambda: not os.path.exists(orphan), "the orphan to be removed")
+    assert os.path.exists(os.path.join(paths[0], "data"))   # job d1 still lives
+    if live[0].startswith(os.path.join(d.root, names[0])):
+        assert os.path.isdir(live[0])
+
+
+def test_agent_admission(make_daemon, agents, tmp_base, munge):
+    """Only the daemon user, only for a node served by an agent, only well-formed."""
+    root = os.path.join(tmp_base, "bbnodes")
+    os.makedirs(os.path.join(root, "bb01"))
+    d = make_daemon(
+        stage={"mode": "mover"},
+        pools=[{"name": "nvme", "granularity": "1GiB"}],
+        nodes=[{"names": "bb01", "capacity": "1TiB", "bandwidth": "1 GB/s",
+                "mount": root + "/bb01", "pool": "nvme", "agent": True},
+               {"names": "hd1", "capacity": "1TiB", "bandwidth": "1 GB/s",
+                "mount": root + "/hd", "pool": "nvme"}])
+    status = {"free_bytes": 1, "used_bytes": 1, "read_bw": 0, "write_bw": 0}
+    body = {"version": 1, "agent": "a1", "status": status, "results": []}
+    st, js = d.request("POST", "/v1/agents/bb01", body, uid=USER1)
+    assert st == 403 and "daemon user" in js["error"]["message"], js
+    st, js = d.request("POST", "/v1/agents/hd1", body)
+    assert st == 403 and "not served by an agent" in js["error"]["message"], js
+    st, js = d.request("POST", "/v1/agents/bb01", dict(body, version=2))
+    assert st == 400, js
+    st, js = d.request("POST", "/v1/agents/bb01", dict(body, results=[{"id": 5}]))
+    assert st == 400 and "state" in js["error"]["message"], js
+    # a result for a task nobody gave it changes nothing; the reply lists the
+    # directories the mount must hold and no task
+    st, js = d.request("POST", "/v1/agents/bb01", dict(body, results=[
+        {"id": 99, "state": "done", "bytes_done": 1, "bytes_total": 1}]))
+    assert st == 200, js
+    assert js["tasks"] == [] and js["dirs"] == [] and js["node"] == "bb01"
+    # the same generation: no directory list again
+    st, js2 = d.request("POST", "/v1/agents/bb01", dict(body, dirs=js["dirs_gen"]))
+    assert st == 200 and "dirs" not in js2
+    # an agent on a node not served by one refuses to start
+    a = Agent(d, "hd1")
+    agents.append(a)
+    a.start()
+    assert a.proc.wait(timeout=10) == 1
+    assert "not served by an agent" in a.log_text()
+    a.proc = None
+
+
+def test_config_needs_a_mount_per_agent_node(make_daemon, tmp_base):
+    d = make_daemon(start=False, nodes=[
+        {"names": "bb[01-02]", "capacity": "1TiB", "bandwidth": "1 GB/s",
+         "mount": "/srv/bb", "pool": "nvme", "agent": True}])
+    r = subprocess.run([os.path.join(BUILDDIR, "bbmgr", "bbmgrd"), "-C", "-c", d.config],
+                       capture_output=True, text=True)
+    assert r.returncode != 0
+    assert "%n" in r.stderr, r.stderr
+
+
+class FakeDevice:
+    """/proc/diskstats as the agent reads it, for the block device of one mount:
+    another writer on the device is a write counter that grows."""
+
+    def __init__(self, path, mount):
+        st = os.stat(mount)
+        self.path, self.major, self.minor = path, os.major(st.st_dev), os.minor(st.st_dev)
+        self.sectors = 0
+        self.write()
+
+    def write(self):
+        tmp = self.path + ".tmp"
+        with open(tmp, "w") as f:
+            f.write("   1       0 ram0 0 0 0 0 0 0 0 0 0 0 0\n")
+            f.write("%4d %7d fakedev 10 0 80 5 20 0 %d 7 0 12 12\n" % (
+                self.major, self.minor, self.sectors))
+        os.rename(tmp, self.path)
+
+    def add(self, nbytes):
+        self.sectors += nbytes // 512
+        self.write()
+
+
+def phase_bw(d, jobid):
+    ph = d.ok("POST", "/v1/jobs/%s/phases" % jobid, {"volume": "100GB", "wait": 5},
+              uid=SLURM_UID, expect=(201,))
+    assert ph["state"] == "granted", ph
+    d.ok("POST", "/v1/phases/%d/finish" % ph["id"], {"bytes": 0}, uid=SLURM_UID)
+    return ph["grant"]["bandwidth"], ph["grant"]["nodes"]
+
+
+def test_busy_device_gets_less_bandwidth(make_daemon, agents, tmp_base):
+    """I/O on a node's device that bbmgrd did not give (another writer) is measured
+    by its agent; within a few reports the scheduler counts on what is left, and a
+    new phase there is granted that, not the configured bandwidth; when the writer
+    stops, the configured bandwidth comes back."""
+    root = os.path.join(tmp_base, "bbnodes")
+    stats = os.path.join(tmp_base, "diskstats")
+    os.makedirs(os.path.join(root, "bb01"), mode=0o755)
+    dev = FakeDevice(stats, os.path.join(root, "bb01"))
+    d, _ = agent_cluster(make_daemon, agents, tmp_base, extra={"bb01": ["--diskstats", stats]},
+                         platform={"compute_nodes": 1024, "node_bandwidth": "10 GB/s",
+                                   "pfs_bandwidth": "100 GB/s"})
+    paths, names = new_job(d, "g1")
+    assert names == ["bb01"]
+    bw, nodes = phase_bw(d, "g1")
+    assert nodes == ["bb01"] and abs(bw - 1e9) < 1e7, bw
+    # another writer: 600 MB/s on bb01's device
+    t0 = time.time()
+    last = t0
+
+    def busy():
+        nonlocal last
+        now = time.time()
+        dev.add(int(600e6 * (now - last)))
+        last = now
+        n = node(d, "bb01")
+        return n["bandwidth"] < 0.55e9 and n
+
+    n = wait_for(busy, "bb01's bandwidth to follow its device", timeout=10)
+    delay = time.time() - t0
+    print("device status to decision: %.2f s" % delay)
+    assert 0.25e9 <= n["bandwidth"] <= 0.55e9, n
+    assert n["agent"]["foreign_bw"] > 4.5e8, n["agent"]
+    bw, _ = phase_bw(d, "g1")
+    assert bw <= 0.6e9, bw
+    # the writer stops: the configured bandwidth is counted on again
+    n = wait_for(lambda: node(d, "bb01")["bandwidth"] > 0.95e9 and node(d, "bb01"),
+                 "bb01's bandwidth to come back", timeout=10)
+    bw, _ = phase_bw(d, "g1")
+    assert abs(bw - 1e9) < 1e7, bw

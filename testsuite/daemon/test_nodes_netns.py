@@ -1,0 +1,290 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Buffer nodes as hosts: testsuite/cluster/netns-cluster with three buffer-node
+hosts (network namespaces of their own, each running bbnoded with its own
+directory as its device), bbmgrd on the head host, the tests on the login host.
+
+Each agent's mover is capped to 40 MB/s so that the tests can act while a copy
+runs.  Needs root, iproute2, unshare, munged, slurmctld/slurmd and the Slurm
+plugins built (the cluster is a whole one); skipped otherwise.
+"""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+import http.client
+
+import pytest
+
+from conftest import BUILDDIR, SRCDIR, USER1
+from test_mover import GID1, MiB, build_tree, compare_trees, mkdirs, partials, sha, write
+
+NETNS = os.path.join(SRCDIR, "testsuite", "cluster", "netns-cluster")
+PLUGIN = os.path.join(BUILDDIR, "src", "plugins", "burst_buffer", "harmonia", ".libs",
+                      "burst_buffer_harmonia.so")
+
+
+def usable():
+    if os.geteuid() != 0:
+        return "needs root (network namespaces)"
+    for tool in ("ip", "unshare", "munged", "slurmctld", "slurmd"):
+        if not shutil.which(tool) and not os.path.exists("/usr/sbin/" + tool):
+            return "no %s" % tool
+    if not os.path.exists(PLUGIN):
+        return "Slurm plugins not built (configure --with-slurm-source)"
+    if subprocess.run(["unshare", "--net", "true"], capture_output=True).returncode != 0:
+        return "network namespaces not allowed here"
+    return None
+
+
+pytestmark = pytest.mark.skipif(usable() is not None, reason=usable() or "")
+
+
+class Cluster:
+    def __init__(self, base):
+        self.dir = os.path.join(base, "netns")
+        self.prefix = "hb%d" % (os.getpid() % 1000)
+        self.subnet = "10.237.%d" % (os.getpid() % 200 + 20)
+        p = subprocess.run([NETNS, "start", self.dir, "--builddir", BUILDDIR, "--agents", "3",
+                            "--prefix", self.prefix, "--subnet", self.subnet,
+                            "--mover-rate", "40 MB/s"],
+                           capture_output=True, text=True, timeout=180)
+        if p.returncode != 0:
+            raise RuntimeError("netns-cluster start failed:\n" + p.stdout + p.stderr[-6000:])
+        self.port = 8150
+        self.host = self.subnet + ".2"
+        self.socket = os.path.join(self.dir, "munge", "munge.socket")
+
+    def stop(self):
+        subprocess.run([NETNS, "stop", self.dir], capture_output=True, text=True, timeout=180)
+
+    def ctl(self, *args):
+        p = subprocess.run([NETNS, "ctl", self.dir] + list(args), capture_output=True,
+                           text=True, timeout=120)
+        assert p.returncode == 0, p.stderr
+
+    def node(self, k):
+        return "%sbb%d" % (self.prefix, k)
+
+    def log(self, name):
+        with open(os.path.join(self.dir, "log", name)) as f:
+            return f.read()
+
+    def request(self, method, path, body=None):
+        cred = subprocess.run(["munge", "-S", self.socket, "-s", "%s %s" % (method, path)],
+                              check=True, capture_output=True, text=True).stdout.strip()
+        hdrs = {"Authorization": "MUNGE " + cred}
+        data = None
+        if body is not None:
+            data = json.dumps(body).encode()
+            hdrs["Content-Type"] = "application/json"
+        c = http.client.HTTPConnection(self.host, self.port, timeout=20)
+        try:
+            c.request(method, path, body=data, headers=hdrs)
+            r = c.getresponse()
+            text = r.read().decode()
+        finally:
+            c.close()
+        return r.status, json.loads(text) if text else None
+
+    def ok(self, method, path, body=None):
+        st, js = self.request(method, path, body)
+        assert st in (200, 201), "%s %s -> %d %s" % (method, path, st, js)
+        return js
+
+
+@pytest.fixture(scope="module")
+def cl():
+    base = tempfile.mkdtemp(prefix="harmonia-netns-")
+    os.chmod(base, 0o755)
+    c = Cluster(base)
+    try:
+        yield c
+    finally:
+        c.stop()
+        shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture
+def pfs(cl):
+    d = tempfile.mkdtemp(prefix="pfs-", dir=os.path.dirname(cl.dir))
+    mkdirs(d)       # the user's, 0755: stage-outs write there as the user
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def wait_for(cond, what, timeout=30):
+    t0 = time.time()
+    while time.time() - t0 < timeout:
+        v = cond()
+        if v:
+            return v
+        time.sleep(0.05)
+    raise AssertionError("timed out waiting for " + what)
+
+
+_jobs = [0]
+
+
+def new_job(cl, nodes=1):
+    _jobs[0] += 1
+    job = "n%d" % _jobs[0]
+    cl.ok("POST", "/v1/jobs", {"id": job, "uid": USER1, "gid": GID1})
+    a = cl.ok("POST", "/v1/jobs/%s/allocation" % job, {"capacity": "1GiB", "nodes": nodes})
+    paths = [n["path"] for n in a["nodes"]]
+    for p in paths:
+        wait_for(lambda: os.path.isdir(p), "its agent to make " + p)
+    return job, paths, [n["name"] for n in a["nodes"]]
+
+
+def end_job(cl, job, paths):
+    cl.ok("DELETE", "/v1/jobs/%s" % job)
+    for p in paths:
+        wait_for(lambda: not os.path.exists(p), "its agent to remove " + p)
+
+
+def stage(cl, job, kind, src, dst, typ="directory"):
+    return cl.ok("POST", "/v1/jobs/%s/%s" % (job, kind),
+                 {"source": src, "destination": dst, "type": typ})["id"]
+
+
+def xfer(cl, tid):
+    return cl.ok("GET", "/v1/transfers/%d" % tid)
+
+
+def wait_xfer(cl, tid, timeout=60):
+    return wait_for(lambda: (lambda x: x["state"] in ("done", "failed", "cancelled") and x)(
+        xfer(cl, tid)), "transfer %d" % tid, timeout)
+
+
+def wait_bytes(cl, tid, n):
+    wait_for(lambda: xfer(cl, tid)["bytes_done"] >= n, "transfer %d to copy %d bytes" % (tid, n))
+
+
+def big_input(pfs, name, files=4, size=16 * MiB):
+    d = os.path.join(pfs, name)
+    mkdirs(d)
+    for i in range(files):
+        write(os.path.join(d, "f%d" % i), os.urandom(size), 0o640)
+    return d
+
+
+def test_job_striped_over_two_agent_hosts(cl, pfs):
+    """A job on two buffer-node hosts: each host's agent makes its directory, stages
+    its part in and out; byte for byte, owners and modes kept."""
+    build_tree(os.path.join(pfs, "a"))
+    b = big_input(pfs, "b", files=2, size=5 * MiB + 3)
+    job, paths, names = new_job(cl, nodes=2)
+    assert len(set(names)) >= 2     # (over-provisioned: 1.5 x 2 nodes)
+    for p in paths:
+        st = os.stat(p)
+        assert (st.st_uid, st.st_gid, st.st_mode & 0o7777) == (USER1, GID1, 0o700)
+    t1 = stage(cl, job, "stage_in", os.path.join(pfs, "a"), paths[0] + "/a")
+    t2 = stage(cl, job, "stage_in", b, paths[1] + "/b")
+    for t in (t1, t2):
+        assert wait_xfer(cl, t)["state"] == "done"
+    assert compare_trees(os.path.join(pfs, "a"), paths[0] + "/a", owner=(USER1, GID1)) == 5
+    assert compare_trees(b, paths[1] + "/b", owner=(USER1, GID1)) == 2
+    assert "stage_in %d of job %s" % (t1, job) in cl.log("bbnoded-bb%s.log" % names[0][-1])
+    assert "stage_in %d of job %s" % (t2, job) in cl.log("bbnoded-bb%s.log" % names[1][-1])
+    o1 = stage(cl, job, "stage_out", paths[0] + "/a", os.path.join(pfs, "out-a"))
+    o2 = stage(cl, job, "stage_out", paths[1] + "/b", os.path.join(pfs, "out-b"))
+    for t in (o1, o2):
+        x = wait_xfer(cl, t)
+        assert x["state"] == "done", x
+    assert compare_trees(paths[0] + "/a", os.path.join(pfs, "out-a")) == 5
+    assert compare_trees(paths[1] + "/b", os.path.join(pfs, "out-b")) == 2
+    end_job(cl, job, paths)
+
+
+def test_agent_sigkill_during_stage_in(cl, pfs):
+    src = big_input(pfs, "in")
+    job, paths, names = new_job(cl)
+    host = "bb" + names[0][-1]
+    tid = stage(cl, job, "stage_in", src, paths[0] + "/in")
+    wait_bytes(cl, tid, 8 * MiB)
+    cl.ctl("agent-kill", host)
+    assert xfer(cl, tid)["state"] == "running"
+    cl.ctl("agent-start", host)
+    x = wait_xfer(cl, tid)
+    assert x["state"] == "done", x
+    assert x["bytes_done"] == 64 * MiB
+    assert compare_trees(src, paths[0] + "/in", owner=(USER1, GID1)) == 4
+    assert not partials(paths[0])
+    end_job(cl, job, paths)
+
+
+def test_agent_link_cut_and_restored(cl, pfs):
+    """A cut shorter than agents.down_after changes nothing; a longer one marks the
+    node down (drained with the reason, its transfer failed saying so, no new
+    placement there); restored, the node is back and its live data kept."""
+    src = big_input(pfs, "in")
+    job, paths, names = new_job(cl)
+    host = "bb" + names[0][-1]
+    tid = stage(cl, job, "stage_in", src, paths[0] + "/in")
+    wait_bytes(cl, tid, 4 * MiB)
+    cl.ctl("link-down", host)
+    time.sleep(1.0)     # the cut itself: shorter than down_after (3 s)
+    cl.ctl("link-up", host)
+    x = wait_xfer(cl, tid)
+    assert x["state"] == "done", x
+    assert cl.ok("GET", "/v1/nodes/%s" % names[0])["state"] == "up"
+    assert compare_trees(src, paths[0] + "/in", owner=(USER1, GID1)) == 4
+    # a long cut during a stage-in
+    tid = stage(cl, job, "stage_in", src, paths[0] + "/again")
+    wait_bytes(cl, tid, 4 * MiB)
+    cl.ctl("link-down", host)
+    try:
+        x = wait_xfer(cl, tid)
+        assert x["state"] == "failed", x
+        assert "buffer node %s down" % names[0] in x["message"], x
+        n = cl.ok("GET", "/v1/nodes/%s" % names[0])
+        assert n["state"] == "drained" and "agent down" in n["reason"], n
+        j2, p2, n2 = new_job(cl)
+        assert names[0] not in n2
+        end_job(cl, j2, p2)
+    finally:
+        cl.ctl("link-up", host)
+    wait_for(lambda: cl.ok("GET", "/v1/nodes/%s" % names[0])["state"] == "up",
+             "the node to be back")
+    assert compare_trees(src, paths[0] + "/in", owner=(USER1, GID1)) == 4
+    end_job(cl, job, paths)
+
+
+def test_bbmgrd_restarted_while_agents_copy(cl, pfs):
+    src = big_input(pfs, "in")
+    job, paths, names = new_job(cl)
+    tid = stage(cl, job, "stage_in", src, paths[0] + "/in")
+    wait_bytes(cl, tid, 4 * MiB)
+    cl.ctl("bbmgrd-kill")
+    cl.ctl("bbmgrd-start")
+    x = wait_xfer(cl, tid)
+    assert x["state"] == "done", x
+    assert compare_trees(src, paths[0] + "/in", owner=(USER1, GID1)) == 4
+    log = cl.log("bbnoded-bb%s.log" % names[0][-1])
+    assert log.count("stage_in %d of job %s" % (tid, job)) == 1
+    end_job(cl, job, paths)
+
+
+def test_node_drained_while_busy(cl, pfs):
+    src = big_input(pfs, "in")
+    job, paths, names = new_job(cl)
+    tid = stage(cl, job, "stage_in", src, paths[0] + "/in")
+    wait_bytes(cl, tid, 4 * MiB)
+    cl.ok("POST", "/v1/nodes/%s/drain" % names[0], {"reason": "maintenance"})
+    try:
+        j2, p2, n2 = new_job(cl)
+        assert names[0] not in n2
+        end_job(cl, j2, p2)
+        x = wait_xfer(cl, tid)
+        assert x["state"] == "done", x
+        assert compare_trees(src, paths[0] + "/in", owner=(USER1, GID1)) == 4
+        # the agent reports on: an administrator's drain is kept
+        n = cl.ok("GET", "/v1/nodes/%s" % names[0])
+        assert n["state"] == "drained" and n["reason"] == "maintenance", n
+        assert n["agent"]["state"] == "up"
+    finally:
+        cl.ok("POST", "/v1/nodes/%s/resume" % names[0], {})
+    end_job(cl, job, paths)

@@ -1,0 +1,291 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Unit tests: the messages between bbmgrd and bbnoded and the agent's task table
+ * (bbmgr/nodeproto.c): strict parsing, and the rules that make a duplicated, late
+ * or crossed message change nothing.
+ */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nodeproto.h"
+
+static json_t *js(const char *text)
+{
+    json_error_t e;
+    json_t *o = json_loads(text, 0, &e);
+    ck_assert_msg(o != NULL, "bad JSON in the test: %s", e.text);
+    return o;
+}
+
+/* ------------------------------------------------------------------ messages */
+START_TEST(test_task_round_trip)
+{
+    np_task_t t = { .id = 42, .job = "1234", .weight = 2.5, .uid = 1001, .gid = 1002,
+                    .user = "alice", .stage_out = true, .directory = true, .resync = true,
+                    .done_at = 1.7e9, .src = "/bb/bb01/1234/out", .dst = "/pfs/out" };
+    np_task_t u;
+    mover_spec_t spec;
+    char msg[300];
+    json_t *o = np_task_json(&t);
+    ck_assert_int_eq(np_task_parse(o, &u, msg, sizeof(msg)), 0);
+    ck_assert_uint_eq(u.id, 42);
+    ck_assert_str_eq(u.job, "1234");
+    ck_assert(u.weight == 2.5 && u.uid == 1001 && u.gid == 1002);
+    ck_assert_str_eq(u.user, "alice");
+    ck_assert(u.stage_out && u.directory && u.resync && u.done_at == 1.7e9);
+    ck_assert_str_eq(u.src, t.src);
+    ck_assert_str_eq(u.dst, t.dst);
+    np_task_spec(&u, &spec);
+    ck_assert(spec.tid == 42 && spec.stage_out && spec.resync && spec.uid == 1001);
+    ck_assert_str_eq(spec.src, t.src);
+    json_decref(o);
+}
+END_TEST
+
+START_TEST(test_task_refused)
+{
+    static const struct {
+        const char *json, *why;
+    } bad[] = {
+        { "{\"id\":1,\"job\":\"j\",\"weight\":1,\"uid\":1,\"gid\":1,\"source\":\"pfs/x\","
+          "\"destination\":\"/bb/j/x\"}", "absolute" },
+        { "{\"id\":1,\"job\":\"j\",\"weight\":1,\"uid\":1,\"gid\":1,\"source\":\"/pfs/x\","
+          "\"destination\":\"/bb/j/../../etc\"}", "absolute" },
+        { "{\"id\":1,\"job\":\"j\",\"weight\":0,\"uid\":1,\"gid\":1,\"source\":\"/pfs/x\","
+          "\"destination\":\"/bb/j/x\"}", "weight" },
+        { "{\"id\":0,\"job\":\"j\",\"weight\":1,\"uid\":1,\"gid\":1,\"source\":\"/pfs/x\","
+          "\"destination\":\"/bb/j/x\"}", "positive" },
+        { "{\"id\":1,\"job\":\"j\",\"weight\":1,\"uid\":1,\"gid\":1,\"source\":\"/pfs/x\"}",
+          "'destination' is required" },
+        { "{\"id\":1,\"job\":\"j\",\"weight\":1,\"uid\":1,\"gid\":1,\"source\":\"/pfs/x\","
+          "\"destination\":\"/bb/j/x\",\"mode\":1}", "unknown field 'mode'" },
+        { "{\"id\":1,\"job\":\"j\",\"weight\":1,\"uid\":-1,\"gid\":1,\"source\":\"/pfs/x\","
+          "\"destination\":\"/bb/j/x\"}", "'uid'" },
+        { "{\"id\":1,\"job\":\"j\",\"weight\":1,\"uid\":1,\"gid\":1,\"source\":\"/pfs/x\","
+          "\"destination\":\"/bb/j/x\",\"resync\":true}", "only a stage-out" },
+        { "[1]", "must be an object" },
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
+        np_task_t t;
+        char msg[300] = "";
+        json_t *o = js(bad[i].json);
+        ck_assert_int_eq(np_task_parse(o, &t, msg, sizeof(msg)), -1);
+        ck_assert_msg(strstr(msg, bad[i].why), "case %zu: '%s' does not say '%s'", i, msg,
+                      bad[i].why);
+        json_decref(o);
+    }
+}
+END_TEST
+
+START_TEST(test_status_result_dir)
+{
+    np_status_t s = { .free_bytes = 10, .used_bytes = 20, .busy = true, .read_bw = 1e9,
+                      .write_bw = 2e9, .interval = 0.5, .queue = 3, .errors = 4 }, u;
+    np_result_t r;
+    np_dir_t d;
+    char msg[300];
+    json_t *o = np_status_json(&s);
+    ck_assert_int_eq(np_status_parse(o, &u, msg, sizeof(msg)), 0);
+    ck_assert(u.free_bytes == 10 && u.used_bytes == 20 && u.busy && u.read_bw == 1e9
+              && u.write_bw == 2e9 && u.queue == 3 && u.errors == 4);
+    json_decref(o);
+    o = js("{\"free_bytes\":1,\"used_bytes\":1,\"read_bw\":0}");
+    ck_assert_int_eq(np_status_parse(o, &u, msg, sizeof(msg)), -1);
+    ck_assert_ptr_nonnull(strstr(msg, "write_bw"));
+    json_decref(o);
+
+    o = js("{\"id\":7,\"state\":\"done_syncing\",\"bytes_done\":5,\"bytes_total\":5}");
+    ck_assert_int_eq(np_result_parse(o, &r, msg, sizeof(msg)), 0);
+    ck_assert(r.id == 7 && r.state == MV_DONE_SYNCING && r.bytes_done == 5);
+    json_decref(o);
+    o = js("{\"id\":7,\"state\":\"finished\",\"bytes_done\":5,\"bytes_total\":5}");
+    ck_assert_int_eq(np_result_parse(o, &r, msg, sizeof(msg)), -1);
+    ck_assert_ptr_nonnull(strstr(msg, "unknown state 'finished'"));
+    json_decref(o);
+    for (int st = MV_RUNNING; st <= MV_NOT_DURABLE; st++)
+        ck_assert_int_eq(np_state_parse(np_state_name((mover_state_t)st)), st);
+
+    o = js("{\"name\":\"1234\",\"uid\":1001,\"gid\":1001}");
+    ck_assert_int_eq(np_dir_parse(o, &d, msg, sizeof(msg)), 0);
+    ck_assert(!d.persistent && d.uid == 1001);
+    json_decref(o);
+    static const char *const reserved[] = {
+        "{\"name\":\"persistent\",\"uid\":1,\"gid\":1}",
+        "{\"name\":\".harmonia-spare\",\"uid\":1,\"gid\":1}",
+        "{\"name\":\"..\",\"uid\":1,\"gid\":1,\"persistent\":true}",
+        "{\"name\":\"a/b\",\"uid\":1,\"gid\":1}",
+    };
+    for (size_t i = 0; i < sizeof(reserved) / sizeof(*reserved); i++) {
+        o = js(reserved[i]);
+        ck_assert_int_eq(np_dir_parse(o, &d, msg, sizeof(msg)), -1);
+        json_decref(o);
+    }
+    /* a persistent buffer may be named "persistent" (it lives under persistent/) */
+    ck_assert(np_dir_name_ok("persistent", true));
+}
+END_TEST
+
+/* ------------------------------------------------------------------ task table */
+static void listed(np_table_t *t, const uint64_t *ids, size_t n, size_t want_sub,
+                   size_t want_can, uint64_t *sub0, uint64_t *can0)
+{
+    uint64_t *sub, *can;
+    size_t ns, nc;
+    ck_assert_int_eq(np_table_listed(t, ids, n, &sub, &ns, &can, &nc), 0);
+    ck_assert_uint_eq(ns, want_sub);
+    ck_assert_uint_eq(nc, want_can);
+    if (sub0 && ns)
+        *sub0 = sub[0];
+    if (can0 && nc)
+        *can0 = can[0];
+    free(sub);
+    free(can);
+}
+
+static void result(np_table_t *t, uint64_t id, mover_state_t st, int64_t done)
+{
+    np_result_t r = { .id = id, .state = st, .bytes_done = done, .bytes_total = 100 };
+    ck_assert_int_eq(np_table_result(t, &r), 0);
+}
+
+START_TEST(test_table_listing_is_idempotent)
+{
+    np_table_t *t = np_table_create();
+    uint64_t ids[] = { 5, 6, 5 }, first = 0;
+    listed(t, ids, 3, 2, 0, &first, NULL);         /* 5 and 6 new, 5 only once */
+    ck_assert_uint_eq(first, 5);
+    listed(t, ids, 2, 0, 0, NULL, NULL);           /* the same listing: nothing again */
+    ck_assert_int_eq(np_table_state(t, 5), NPT_RUNNING);
+    /* 6 is no longer listed while running: cancelled, once */
+    uint64_t can = 0;
+    listed(t, ids, 1, 0, 1, NULL, &can);
+    ck_assert_uint_eq(can, 6);
+    listed(t, ids, 1, 0, 0, NULL, NULL);
+    ck_assert_int_eq(np_table_state(t, 6), -1);    /* and forgotten */
+    np_table_destroy(t);
+}
+END_TEST
+
+START_TEST(test_table_results_until_acknowledged)
+{
+    np_table_t *t = np_table_create();
+    uint64_t ids[] = { 9 }, upto;
+    listed(t, ids, 1, 1, 0, NULL, NULL);
+    result(t, 9, MV_RUNNING, 10);
+    result(t, 9, MV_RUNNING, 20);                   /* replaces the older progress */
+    ck_assert_uint_eq(np_table_pending(t), 1);
+    result(t, 9, MV_DONE, 100);
+    result(t, 77, MV_DONE, 100);                    /* never given: ignored */
+    ck_assert_uint_eq(np_table_pending(t), 2);
+    ck_assert_int_eq(np_table_state(t, 9), NPT_FINISHED);
+    json_t *a = np_table_outbox(t, 65536, &upto);
+    ck_assert_uint_eq(json_array_size(a), 2);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(a, 0), "bytes_done")), 20);
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(a, 1), "state")), "done");
+    json_decref(a);
+    /* the reply was lost: bbmgrd still lists 9 (it has not seen the result); the
+     * agent must not run it again, nor forget it */
+    listed(t, ids, 1, 0, 0, NULL, NULL);
+    listed(t, NULL, 0, 0, 0, NULL, NULL);
+    ck_assert_int_eq(np_table_state(t, 9), NPT_FINISHED);
+    /* acknowledged, and no longer listed: forgotten */
+    np_table_acked(t, upto);
+    ck_assert_uint_eq(np_table_pending(t), 0);
+    listed(t, NULL, 0, 0, 0, NULL, NULL);
+    ck_assert_int_eq(np_table_state(t, 9), -1);
+    np_table_destroy(t);
+}
+END_TEST
+
+START_TEST(test_table_syncing_outlives_its_listing)
+{
+    np_table_t *t = np_table_create();
+    uint64_t ids[] = { 3 }, upto;
+    listed(t, ids, 1, 1, 0, NULL, NULL);
+    result(t, 3, MV_DONE_SYNCING, 100);
+    json_decref(np_table_outbox(t, 65536, &upto));
+    np_table_acked(t, upto);
+    /* bbmgrd closed the transfer (done): no longer listed, but its durability is
+     * still to come: not cancelled, not forgotten */
+    listed(t, NULL, 0, 0, 0, NULL, NULL);
+    ck_assert_int_eq(np_table_state(t, 3), NPT_SYNCING);
+    result(t, 3, MV_DURABLE, 100);
+    ck_assert_int_eq(np_table_state(t, 3), NPT_FINISHED);
+    json_decref(np_table_outbox(t, 65536, &upto));
+    np_table_acked(t, upto);
+    listed(t, NULL, 0, 0, 0, NULL, NULL);
+    ck_assert_int_eq(np_table_state(t, 3), -1);
+    np_table_destroy(t);
+}
+END_TEST
+
+START_TEST(test_table_restart_reruns)
+{
+    np_table_t *t = np_table_create();
+    uint64_t ids[] = { 11, 12 };
+    listed(t, ids, 2, 2, 0, NULL, NULL);
+    np_table_destroy(t);
+    /* a new agent process knows nothing: what bbmgrd still lists is run again */
+    t = np_table_create();
+    listed(t, ids, 2, 2, 0, NULL, NULL);
+    np_table_destroy(t);
+}
+END_TEST
+
+START_TEST(test_table_outbox_budget)
+{
+    np_table_t *t = np_table_create();
+    uint64_t ids[64], upto;
+    char big[3000];
+    memset(big, 'm', sizeof(big) - 1);
+    big[sizeof(big) - 1] = '\0';
+    for (int i = 0; i < 64; i++)
+        ids[i] = (uint64_t)i + 1;
+    listed(t, ids, 64, 64, 0, NULL, NULL);
+    np_result_t r = { .id = 1, .state = MV_FAILED, .bytes_done = 0, .bytes_total = -1,
+                      .message = big };
+    ck_assert_int_eq(np_table_result(t, &r), 0);
+    for (int i = 2; i <= 64; i++)
+        result(t, (uint64_t)i, MV_DONE, 100);
+    /* at least one result goes, its message cut */
+    json_t *a = np_table_outbox(t, 100, &upto);
+    ck_assert_uint_eq(json_array_size(a), 1);
+    ck_assert_uint_eq(strlen(json_string_value(json_object_get(json_array_get(a, 0),
+                                                                "message"))), NP_MESSAGE_MAX);
+    json_decref(a);
+    np_table_acked(t, upto);
+    ck_assert_uint_eq(np_table_pending(t), 63);
+    /* then by budget, oldest first; only what was sent is acknowledged */
+    a = np_table_outbox(t, 1000, &upto);
+    size_t n = json_array_size(a);
+    ck_assert(n >= 2 && n < 63);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(a, 0), "id")), 2);
+    json_decref(a);
+    np_table_acked(t, upto);
+    ck_assert_uint_eq(np_table_pending(t), 63 - n);
+    np_table_destroy(t);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("nodeproto");
+    TCase *tc = tcase_create("messages");
+    tcase_add_test(tc, test_task_round_trip);
+    tcase_add_test(tc, test_task_refused);
+    tcase_add_test(tc, test_status_result_dir);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("table");
+    tcase_add_test(tc, test_table_listing_is_idempotent);
+    tcase_add_test(tc, test_table_results_until_acknowledged);
+    tcase_add_test(tc, test_table_syncing_outlives_its_listing);
+    tcase_add_test(tc, test_table_restart_reruns);
+    tcase_add_test(tc, test_table_outbox_budget);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
