@@ -69,6 +69,7 @@
 #include "libhutil/directive.h"
 
 #include "bbh_conf.h"
+#include "bbh_job.h"
 
 const char plugin_name[] = "burst_buffer harmonia plugin";
 const char plugin_type[] = "burst_buffer/harmonia";
@@ -98,8 +99,11 @@ typedef struct hjob {
 	uint32_t job_id;
 	uint32_t user_id;
 	uint32_t group_id;
+	uint32_t array_job_id;	/* %A, %a */
+	uint32_t array_task_id;
 	char *user_name;
 	char *job_name;
+	char *work_dir;		/* %d */
 	char *canon;		/* canonical directive text */
 	want_t want;
 	int step;
@@ -109,6 +113,7 @@ typedef struct hjob {
 	int polls;		/* stage polls since the transfers were asked */
 	bool seen_wait;		/* a scheduler pass saw it waiting for stage-in */
 	bool registered;
+	bool keep_pending;	/* teardown of a failed stage-in: the job stays */
 	char *bb_path;		/* $HARMONIA_BB */
 	char *bb_nodes;		/* buffer nodes, comma separated */
 	char *persist_env;	/* "HARMONIA_PERSISTENT_<name>=<path>\n"... */
@@ -137,6 +142,8 @@ static double eager_since = 0;		/* when eager_ids[0] came (monotonic) */
  */
 #define EAGER_GATHER 0.03		/* seconds */
 static char *status_cache = NULL;	/* last /v1/status text */
+static uint32_t *pool_nodes = NULL;	/* buffer nodes per pool (bb_mutex) */
+static uint32_t pool_nodes_cnt = 0;
 
 static void _start_stage_in(job_record_t *job_ptr, bb_job_t *bb_job);
 
@@ -160,6 +167,16 @@ static hjob_t *_hjob_find(uint32_t job_id)
 	return NULL;
 }
 
+/* What the symbols of the job's request stand for (an array task learns its
+ * task id when it is split from the array's record). */
+static void _hjob_symbols(hjob_t *h, job_record_t *job_ptr)
+{
+	h->array_job_id = job_ptr->array_job_id;
+	h->array_task_id = job_ptr->array_task_id;
+	if (!h->work_dir && job_ptr->details)
+		h->work_dir = xstrdup(job_ptr->details->work_dir);
+}
+
 static hjob_t *_hjob_get(job_record_t *job_ptr)
 {
 	hjob_t *h = _hjob_find(job_ptr->job_id);
@@ -175,6 +192,7 @@ static hjob_t *_hjob_get(job_record_t *job_ptr)
 	h->canon = xstrdup(job_ptr->burst_buffer);
 	h->next = hjobs[h->job_id % HJOB_HASH];
 	hjobs[h->job_id % HJOB_HASH] = h;
+	_hjob_symbols(h, job_ptr);
 	return h;
 }
 
@@ -182,6 +200,7 @@ static void _hjob_free(hjob_t *h)
 {
 	xfree(h->user_name);
 	xfree(h->job_name);
+	xfree(h->work_dir);
 	xfree(h->canon);
 	xfree(h->bb_path);
 	xfree(h->bb_nodes);
@@ -210,6 +229,8 @@ static void _want(job_record_t *job_ptr, want_t want)
 {
 	hjob_t *h = _hjob_get(job_ptr);
 
+	_hjob_symbols(h, job_ptr);
+	h->keep_pending = false;
 	h->want = want;
 	h->step = 0;
 	h->tries = 0;
@@ -393,6 +414,7 @@ typedef struct {
 	/* results */
 	char *new_path, *new_nodes, *persist_env;
 	char *msg;
+	char *subst_err;	/* the request after symbol replacement is bad */
 	bool allocated;
 	bool released;		/* the job's space went back to its pools */
 	bool stage_wait;	/* transfers asked for or under way */
@@ -408,6 +430,7 @@ static void _work_free(work_t *w)
 	xfree(w->new_nodes);
 	xfree(w->persist_env);
 	xfree(w->msg);
+	xfree(w->subst_err);
 }
 
 /*
@@ -803,6 +826,11 @@ static step_rc_t _run(hm_client_t *cli, work_t *w)
 {
 	step_rc_t rc = STEP_NEXT;
 
+	if (w->subst_err && (w->want == WANT_STAGE_IN)) {
+		xfree(w->msg);
+		w->msg = xstrdup(w->subst_err);
+		return STEP_FAIL;
+	}
 	while (rc == STEP_NEXT) {
 		switch (w->want) {
 		case WANT_STAGE_IN:
@@ -936,6 +964,15 @@ static bool _apply_locked(work_t *w, step_rc_t rc)
 					  w->msg ? w->msg : "failed");
 				bb_set_job_bb_state(job_ptr, bb_job,
 						    BB_STATE_PENDING);
+				/* give its space back while it is held; a
+				 * release (scontrol release) starts the
+				 * stage-in again from the beginning */
+				h->want = WANT_TEARDOWN;
+				h->keep_pending = true;
+				h->step = 0;
+				h->tries = 0;
+				h->next_try = 0;
+				agent_work = true;
 			} else if (w->want == WANT_STAGE_OUT) {
 				/* keep the buffer (its data was not saved) and
 				 * let the job end; an admin recovers it */
@@ -981,7 +1018,13 @@ static bool _apply_locked(work_t *w, step_rc_t rc)
 		break;
 	case WANT_STAGE_OUT:
 	case WANT_TEARDOWN:
-		if (job_ptr) {
+		if (job_ptr && h->keep_pending) {
+			bb_alloc_t *a = bb_find_alloc_rec(&bb_state, job_ptr);
+			if (a)
+				(void) bb_free_alloc_rec(&bb_state, a);
+			log_flag(BURST_BUF, "%pJ: space of the failed stage-in released",
+				 job_ptr);
+		} else if (job_ptr) {
 			bb_alloc_t *a = bb_find_alloc_rec(&bb_state, job_ptr);
 			if (a)
 				(void) bb_free_alloc_rec(&bb_state, a);
@@ -1064,8 +1107,20 @@ static bool _next_due(work_t *w, double now, unsigned round)
 			w->registered = h->registered;
 			w->bb_path = xstrdup(h->bb_path);
 			w->ncompute = h->ncompute;
-			if (_parse_job_bb(h->canon, &w->req, &err) < 0)
+			if (_parse_job_bb(h->canon, &w->req, &err) < 0) {
 				memset(&w->req, 0, sizeof(w->req));
+			} else {
+				bbh_sym_t sym = {
+					.job_id = h->job_id,
+					.array_job_id = h->array_job_id,
+					.array_task_id = h->array_task_id,
+					.user = h->user_name,
+					.name = h->job_name,
+					.work_dir = h->work_dir,
+				};
+				(void) bbh_subst_request(&w->req, &sym,
+							 &w->subst_err);
+			}
 			h->round = round;	/* not again this round */
 			return true;
 		}
@@ -1089,9 +1144,13 @@ static void _pools_apply(json_t *resp)
 	bb_state.bb_config.pool_ptr = xcalloc(bb_state.bb_config.pool_cnt + 1,
 					      sizeof(burst_buffer_pool_t));
 	bb_state.total_space = bb_state.used_space = bb_state.unfree_space = 0;
+	xfree(pool_nodes);
+	pool_nodes_cnt = bb_state.bb_config.pool_cnt;
+	pool_nodes = xcalloc(pool_nodes_cnt + 1, sizeof(*pool_nodes));
 	for (size_t i = 0; i < json_array_size(pools); i++) {
 		json_t *p = json_array_get(pools, i);
 		burst_buffer_pool_t *bp = &bb_state.bb_config.pool_ptr[i];
+		pool_nodes[i] = json_integer_value(json_object_get(p, "nodes"));
 		const char *name = _json_str(p, "name");
 		bp->name = xstrdup(name ? name : "?");
 		bp->total_space = json_number_value(json_object_get(p, "capacity"));
@@ -1169,6 +1228,8 @@ static void _plan(work_t *w, int job, json_t *reqs, bitem_t *items, int *ni)
 	json_t *body;
 	bool destroy = false;
 
+	if (w->subst_err)
+		return;		/* _run() says why */
 	switch (w->want) {
 	case WANT_STAGE_IN:
 		if (w->step == 0) {
@@ -1646,6 +1707,8 @@ extern int fini(void)
 		}
 	}
 	xfree(status_cache);
+	xfree(pool_nodes);
+	pool_nodes_cnt = 0;
 	xfree(eager_ids);
 	eager_cnt = eager_cap = 0;
 	bbh_conf_free(&conf);
@@ -1760,6 +1823,96 @@ static bool _uid_in(uid_t *list, uid_t uid)
 	return false;
 }
 
+static bool _blank(const char *s)
+{
+	for (; s && *s; s++)
+		if (!isspace((unsigned char) *s) && *s != ';')
+			return false;
+	return true;
+}
+
+/* What a --bb text without any Harmonia directive gets as an answer. */
+static char *_not_harmonia_msg(const char *bb)
+{
+	char shown[64];
+	const char *hint = "";
+	size_t n = 0;
+
+	for (const char *p = bb; *p && n < sizeof(shown) - 4; p++)
+		shown[n++] = (*p == '\n') ? ';' : *p;
+	shown[n] = '\0';
+	if (bb[n])
+		strcat(shown, "...");
+	if (strstr(bb, "#DW") || strstr(bb, "#BB "))
+		hint = " (DataWarp and #BB lines are for other burst buffer plugins)";
+	else if (!xstrncasecmp(bb + strspn(bb, " \t;"), "capacity=", 9))
+		hint = " (write it as: jobbuffer capacity=SIZE)";
+	return xstrdup_printf("#BB_HARMONIA: --bb '%s' holds no Harmonia directive%s; burst_buffer/harmonia accepts jobbuffer, iohints, stage_in, stage_out, create_persistent, use_persistent and destroy_persistent, e.g. --bb \"jobbuffer capacity=10GiB\" (see harmonia-directives(5))",
+			      shown, hint);
+}
+
+/*
+ * A request that the pools can never hold: a buffer or a persistent buffer
+ * larger than its pool, or on more buffer nodes than the pool has.  Its pool
+ * is the one named, else burst_buffer.conf's DefaultPool, else the largest.
+ * Call with bb_mutex held.
+ */
+static burst_buffer_pool_t *_req_pool(const char *name, uint32_t *nodes)
+{
+	burst_buffer_pool_t *best = NULL;
+
+	if (!name)
+		name = bb_state.bb_config.default_pool;
+	for (uint32_t i = 0; i < bb_state.bb_config.pool_cnt; i++) {
+		burst_buffer_pool_t *p = &bb_state.bb_config.pool_ptr[i];
+		if (name ? !xstrcmp(p->name, name) :
+		    (!best || p->total_space > best->total_space)) {
+			best = p;
+			*nodes = (pool_nodes && i < pool_nodes_cnt) ?
+				 pool_nodes[i] : 0;
+		}
+	}
+	return best;
+}
+
+static bool _larger(const char *verb, uint64_t capacity,
+		    const burst_buffer_pool_t *p, char **err_msg)
+{
+	char a[32], b[32];
+
+	if (!p->total_space || capacity <= p->total_space)
+		return false;
+	xstrfmtcat(*err_msg, "#BB_HARMONIA: %s: capacity %s is larger than pool '%s' (%s)",
+		   verb, hbb_size_str(capacity, a, sizeof(a)), p->name,
+		   hbb_size_str(p->total_space, b, sizeof(b)));
+	return true;
+}
+
+static int _too_large(const hbb_request_t *req, char **err_msg)
+{
+	burst_buffer_pool_t *p;
+	uint32_t nodes = 0;
+
+	if (req->has_buffer && (p = _req_pool(req->pool, &nodes))) {
+		if (_larger("jobbuffer", req->capacity, p, err_msg))
+			return SLURM_ERROR;
+		if (nodes && req->nodes > nodes) {
+			xstrfmtcat(*err_msg, "#BB_HARMONIA: jobbuffer: nodes=%u is more than pool '%s' has (%u buffer nodes)",
+				   req->nodes, p->name, nodes);
+			return SLURM_ERROR;
+		}
+	}
+	for (int i = 0; i < req->npersist; i++) {
+		const hbb_persist_t *pp = &req->persist[i];
+		if (pp->op != HBB_PERSIST_CREATE ||
+		    !(p = _req_pool(pp->pool, &nodes)))
+			continue;
+		if (_larger("create_persistent", pp->capacity, p, err_msg))
+			return SLURM_ERROR;
+	}
+	return SLURM_SUCCESS;
+}
+
 /*
  * Collect the job's directives (script and --bb), validate them, and replace
  * job_desc->burst_buffer with their canonical form.
@@ -1769,7 +1922,8 @@ extern int bb_p_job_validate(job_desc_msg_t *job_desc, uid_t submit_uid,
 {
 	hbb_request_t req;
 	hu_error_t err;
-	char *collected = NULL, *canon = NULL;
+	bbh_sym_t sym = { 0 };
+	char *collected = NULL, *canon = NULL, *user = NULL;
 	bool in_script, in_bb;
 	int rc = SLURM_SUCCESS;
 
@@ -1777,8 +1931,15 @@ extern int bb_p_job_validate(job_desc_msg_t *job_desc, uid_t submit_uid,
 	collected = hbb_collect_script(job_desc->script);
 	in_script = collected && collected[0];
 	in_bb = hbb_has_directives(job_desc->burst_buffer, true);
-	if (!in_script && !in_bb)
+	if (!in_script && !in_bb) {
+		/* a --bb text with no directive in it would be dropped
+		 * without a word: refuse it, saying what is accepted */
+		if (!_blank(job_desc->burst_buffer)) {
+			*err_msg = _not_harmonia_msg(job_desc->burst_buffer);
+			rc = ESLURM_INVALID_BURST_BUFFER_REQUEST;
+		}
 		goto out;	/* not a Harmonia job: untouched */
+	}
 
 	if (in_script &&
 	    hbb_parse(&req, collected, strlen(collected), HBB_SRC_SCRIPT,
@@ -1794,9 +1955,24 @@ extern int bb_p_job_validate(job_desc_msg_t *job_desc, uid_t submit_uid,
 			      &err) < 0)
 			goto invalid;
 	}
-	if (hbb_validate(&req, &err) < 0 || hbb_check_paths(&req, &err) < 0)
+	if (hbb_validate(&req, &err) < 0)
 		goto invalid;
-
+	/* the paths as the user sees them (nothing about what the user may
+	 * not see); %j, %A and %a are not known yet.  job_submit/harmonia,
+	 * when configured, checked them already (with the script's line
+	 * numbers) */
+	if (xstrcasestr(slurm_conf.job_submit_plugins, "harmonia"))
+		goto checked;
+	sym.job_id = 0;
+	sym.user = user = uid_to_string_or_null(job_desc->user_id);
+	sym.name = job_desc->name;
+	sym.work_dir = job_desc->work_dir;
+	if (bbh_check_paths_as(&req, job_desc->user_id, job_desc->group_id,
+			       &sym, err_msg) < 0) {
+		rc = ESLURM_INVALID_BURST_BUFFER_REQUEST;
+		goto out;
+	}
+checked:
 	slurm_mutex_lock(&bb_state.bb_mutex);
 	if (bb_state.bb_config.allow_users &&
 	    !_uid_in(bb_state.bb_config.allow_users, job_desc->user_id)) {
@@ -1809,19 +1985,9 @@ extern int bb_p_job_validate(job_desc_msg_t *job_desc, uid_t submit_uid,
 		xstrfmtcat(*err_msg, "#BB_HARMONIA: jobbuffer: pool '%s' does not exist",
 			   req.pool);
 		rc = ESLURM_INVALID_BURST_BUFFER_REQUEST;
-	} else if (req.has_buffer && req.pool && conf.configured) {
-		for (uint32_t i = 0; i < bb_state.bb_config.pool_cnt; i++) {
-			burst_buffer_pool_t *p = &bb_state.bb_config.pool_ptr[i];
-			if (!xstrcmp(p->name, req.pool) && p->total_space &&
-			    req.capacity > p->total_space) {
-				char a[32], b[32];
-				xstrfmtcat(*err_msg, "#BB_HARMONIA: jobbuffer: capacity %s is larger than pool '%s' (%s)",
-					   hbb_size_str(req.capacity, a, sizeof(a)),
-					   req.pool,
-					   hbb_size_str(p->total_space, b, sizeof(b)));
-				rc = ESLURM_INVALID_BURST_BUFFER_REQUEST;
-			}
-		}
+	} else if (conf.configured &&
+		   (_too_large(&req, err_msg) != SLURM_SUCCESS)) {
+		rc = ESLURM_INVALID_BURST_BUFFER_REQUEST;
 	}
 	if (rc == SLURM_SUCCESS && bb_state.tres_pos > 0 &&
 	    job_desc->tres_req_cnt)
@@ -1850,6 +2016,7 @@ out:
 	hbb_request_free(&req);
 	free(collected);
 	free(canon);
+	xfree(user);
 	return rc;
 }
 
