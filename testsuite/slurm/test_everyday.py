@@ -238,3 +238,129 @@ def test_release_of_job_held_for_failed_stage_in_retries_it(cluster, need_bbmgrd
     cluster.run("scontrol", "release", jobid)
     assert cluster.wait_state(jobid, {"COMPLETED", "FAILED"}, timeout=60) == "COMPLETED"
     assert cluster.out(jobid) == "second\n"
+
+
+# ------------------------------------------------------------------ kept buffers
+
+def show_burst(cluster):
+    return cluster.run("scontrol", "show", "burst").stdout
+
+
+def burst_line(cluster, jobid):
+    """The line of "scontrol show burst" that lists the job's buffer, or None."""
+    for line in show_burst(cluster).splitlines():
+        if line.strip().startswith("JobID=%s " % jobid):
+            return line
+    return None
+
+
+def bbmgr_text(cluster, *args):
+    """bbmgr ARGS as an administrator types it (text output, options last)."""
+    cmd = [os.path.join(os.environ.get("HARMONIA_BUILDDIR", "."), "bbmgr", "bbmgr")]
+    cmd += list(args) + ["--url", cluster.bbmgr_url]
+    if cluster.munge_socket:
+        cmd += ["--munge-socket", cluster.munge_socket]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+
+
+def test_failed_stage_out_keeps_the_buffer_until_released(cluster, need_bbmgrd, tmp_path):
+    cluster.need_control()
+    dest = tmp_path / "results"
+    dest.mkdir()
+    wait_for(lambda: not cluster.bbmgr("jobs")["jobs"], timeout=60, what="bbmgrd without jobs")
+    used0 = pool_used(cluster)
+    rc, jobid, _, err = cluster.sbatch(script(
+        "jobbuffer capacity=2GiB",
+        "stage_out source=$HARMONIA_BB/never-written destination=%s/r type=file" % dest,
+        body="echo precious > $HARMONIA_BB/kept"))
+    assert rc == 0, err
+    wait_for(lambda: cluster.job(jobid).get("BurstBufferState") == "teardown-fail",
+             timeout=60, what="stage-out failed")
+    text = cluster.run("scontrol", "show", "job", jobid).stdout
+    assert "JobState=COMPLETED" in text
+    assert "stage-out failed: " in text
+    assert "until an administrator frees it with 'bbmgr release %s'" % jobid in text
+    # where the data is kept: the job's buffer directory, as the job record says
+    where = text.split("its data is kept in the job's buffer (", 1)[1].split(" on ", 1)[0]
+    with open(os.path.join(where, "kept")) as f:
+        assert f.read() == "precious\n"
+    # listed and counted, in Slurm and in bbmgrd
+    line = burst_line(cluster, jobid)
+    assert line and "State=teardown-fail" in line, show_burst(cluster)
+    assert pool_used(cluster) > used0
+    assert jobid in bbmgr_text(cluster, "jobs").stdout
+    # as such after restarts of both daemons
+    cluster.control("slurmctld-restart")
+    wait_for(lambda: burst_line(cluster, jobid), timeout=30, what="listed after restart")
+    assert cluster.job(jobid)["BurstBufferState"] == "teardown-fail"
+    cluster.control("bbmgrd-stop")
+    cluster.control("bbmgrd-start")
+    assert pool_used(cluster) > used0
+    assert jobid in bbmgr_text(cluster, "jobs").stdout
+    # the administrator frees it
+    p = bbmgr_text(cluster, "release", jobid)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.startswith("job %s: released (" % jobid), p.stdout
+    wait_for(lambda: pool_used(cluster) == used0, timeout=30, what="space back")
+    wait_for(lambda: burst_line(cluster, jobid) is None, timeout=30, what="no longer listed")
+    wait_for(lambda: cluster.job(jobid)["BurstBufferState"] == "complete", timeout=30,
+             what="job record says so")
+    assert not os.path.exists(where)
+
+
+def test_bbmgr_release_of_unknown_job_says_why(cluster, need_bbmgrd):
+    p = bbmgr_text(cluster, "release", "999999999")
+    assert p.returncode == 1
+    assert p.stderr.startswith("bbmgr: GET /v1/jobs/999999999: HTTP 404: "), p.stderr
+    assert not p.stderr.rstrip().endswith(":"), p.stderr
+
+
+# ------------------------------------------------------------------ honest output
+
+def test_bbmgr_takes_options_anywhere_and_prints_no_null(cluster, need_bbmgrd):
+    rc, jobid, _, err = cluster.sbatch(script("jobbuffer capacity=1GiB", body="sleep 30"))
+    assert rc == 0, err
+    try:
+        cluster.wait_state(jobid, {"RUNNING"})
+        for args in (["jobs"], ["nodes"], ["pools"], ["persistent"], ["status"],
+                     ["schedule"], ["policy"]):
+            p = bbmgr_text(cluster, *args)          # --url after the command
+            assert p.returncode == 0, (args, p.stderr)
+            assert "(null)" not in p.stdout, (args, p.stdout)
+        assert bbmgr_text(cluster, "policy").stdout == "fairshare\n"
+        p = bbmgr_text(cluster, "jobs", "--json")
+        assert p.returncode == 0 and p.stdout.lstrip().startswith("{")
+    finally:
+        cluster.run("scancel", jobid)
+        cluster.wait_state(jobid, {"CANCELLED", "COMPLETED"})
+
+
+def test_bbstat_is_readable_text(cluster, need_bbmgrd):
+    out = cluster.run("scontrol", "show", "bbstat").stdout
+    assert "{" not in out and '"' not in out, out
+    assert "\n  policy: fairshare\n" in out
+    assert "\n  jobs: registered=" in out
+
+
+def test_show_burst_sizes_stay_true_after_reconfigure(cluster, need_bbmgrd):
+    def pool_line():
+        for line in show_burst(cluster).splitlines():
+            if line.strip().startswith("Name=harmonia"):
+                return line
+    wait_for(lambda: not cluster.bbmgr("jobs")["jobs"], timeout=60, what="bbmgrd without jobs")
+    rc, jobid, _, err = cluster.sbatch(script("jobbuffer capacity=100GiB", body="sleep 60"))
+    assert rc == 0, err
+    try:
+        cluster.wait_state(jobid, {"RUNNING"})
+        before = wait_for(lambda: (lambda l: l if l and "UsedSpace=0 " not in l + " " else None)(
+            pool_line()), timeout=30, what="space in use shown")
+        assert "TotalSpace=1T" in before, before
+        cluster.run("scontrol", "reconfigure")
+        # at once, and for the seconds after it, the figures are bbmgrd's
+        for _ in range(10):
+            line = pool_line()
+            assert line == before, (before, line)
+            time.sleep(0.2)
+    finally:
+        cluster.run("scancel", jobid)
+        cluster.wait_state(jobid, {"CANCELLED", "COMPLETED"})

@@ -83,7 +83,11 @@ typedef enum {
 	WANT_BEGIN,		/* tell bbmgrd the job runs */
 	WANT_STAGE_OUT,		/* stage-out, destroy persistent, teardown */
 	WANT_TEARDOWN,		/* cancel: end the job in bbmgrd */
+	WANT_KEPT,		/* failed stage-out: the buffer is kept until
+				 * an administrator releases it (bbmgr release) */
 } want_t;
+
+#define KEPT_CHECK 10.0		/* seconds between looks at a kept buffer */
 
 /* Result of one agent step. */
 typedef enum {
@@ -144,6 +148,7 @@ static double eager_since = 0;		/* when eager_ids[0] came (monotonic) */
 static char *status_cache = NULL;	/* last /v1/status text */
 static uint32_t *pool_nodes = NULL;	/* buffer nodes per pool (bb_mutex) */
 static uint32_t pool_nodes_cnt = 0;
+static json_t *pools_last = NULL;	/* bbmgrd's last GET /v1/pools (bb_mutex) */
 
 static void _start_stage_in(job_record_t *job_ptr, bb_job_t *bb_job);
 
@@ -222,6 +227,30 @@ static void _hjob_del(uint32_t job_id)
 		}
 		pp = &(*pp)->next;
 	}
+}
+
+/*
+ * The job's request as it applies to this job: its symbols replaced (*serr
+ * set when the replaced request is not valid).  req is empty when the text
+ * cannot be parsed.  Call with bb_mutex held.
+ */
+static int _parse_job_bb(const char *text, hbb_request_t *req, hu_error_t *err);
+static void _hjob_request(hjob_t *h, hbb_request_t *req, char **serr)
+{
+	hu_error_t err;
+	bbh_sym_t sym = {
+		.job_id = h->job_id,
+		.array_job_id = h->array_job_id,
+		.array_task_id = h->array_task_id,
+		.user = h->user_name,
+		.name = h->job_name,
+		.work_dir = h->work_dir,
+	};
+
+	if (_parse_job_bb(h->canon, req, &err) < 0)
+		memset(req, 0, sizeof(*req));
+	else
+		(void) bbh_subst_request(req, &sym, serr);
 }
 
 /* Ask the agent to do 'want' for the job (call with bb_mutex held). */
@@ -336,6 +365,8 @@ static bb_job_t *_get_bb_job(job_record_t *job_ptr)
 				_want(job_ptr, WANT_STAGE_OUT);
 			else if (state == BB_STATE_TEARDOWN)
 				_want(job_ptr, WANT_TEARDOWN);
+			else if (state == BB_STATE_TEARDOWN_FAIL)
+				_want(job_ptr, WANT_KEPT);
 		} else if (state == BB_STATE_STAGING_IN) {
 			bb_job->state = BB_STATE_STAGED_IN;
 		}
@@ -821,6 +852,28 @@ static step_rc_t _step_teardown(hm_client_t *cli, work_t *w)
 				       &w->msg));
 }
 
+/* A buffer kept after a failed stage-out: released once bbmgrd no longer has
+ * the job (bbmgr release, DELETE /v1/jobs/ID). */
+static step_rc_t _step_kept(hm_client_t *cli, work_t *w)
+{
+	json_t *resp = NULL;
+	const char *state;
+	char path[64];
+	int st;
+
+	snprintf(path, sizeof(path), "/v1/jobs/%u", w->job_id);
+	st = _call(cli, "GET", path, NULL, &resp, &w->msg);
+	state = _json_str(resp, "state");
+	if (st == 404 || (st == 200 && state && !strcmp(state, "ended"))) {
+		json_decref(resp);
+		w->released = true;
+		return STEP_DONE;
+	}
+	json_decref(resp);
+	xfree(w->msg);		/* the job's record says it all already */
+	return STEP_AGAIN;
+}
+
 /* Run the current step of w; w->step advances over STEP_NEXT results. */
 static step_rc_t _run(hm_client_t *cli, work_t *w)
 {
@@ -863,6 +916,8 @@ static step_rc_t _run(hm_client_t *cli, work_t *w)
 			break;
 		case WANT_TEARDOWN:
 			return _step_teardown(cli, w);
+		case WANT_KEPT:
+			return _step_kept(cli, w);
 		default:
 			return STEP_DONE;
 		}
@@ -897,6 +952,27 @@ static void _set_note(job_record_t *job_ptr, const char *msg)
 	xfree(job_ptr->state_desc);
 	xstrfmtcat(job_ptr->state_desc, "%s: %s", plugin_type, msg);
 	last_job_update = time(NULL);
+}
+
+/* The job's buffer is gone from "scontrol show burst".  bb_mutex held. */
+static void _free_alloc(job_record_t *job_ptr)
+{
+	bb_alloc_t *a = bb_find_alloc_rec(&bb_state, job_ptr);
+
+	if (a)
+		(void) bb_free_alloc_rec(&bb_state, a);
+}
+
+/* A kept buffer stays listed by "scontrol show burst" (also after a restart
+ * of slurmctld), in state teardown-fail.  Call with bb_mutex held. */
+static void _keep_alloc(job_record_t *job_ptr, bb_job_t *bb_job)
+{
+	bb_alloc_t *a = bb_find_alloc_rec(&bb_state, job_ptr);
+
+	if (!a && bb_job->total_size)
+		a = bb_alloc_job(&bb_state, job_ptr, bb_job);
+	if (a)
+		a->state = BB_STATE_TEARDOWN_FAIL;
 }
 
 /* Apply a step's result; returns true when a job became ready to start.
@@ -946,6 +1022,10 @@ static bool _apply_locked(work_t *w, step_rc_t rc)
 			delay = 0.01 * pow(1.5, MIN(h->polls, 20));
 			delay = MIN(delay, (double) conf.poll_interval);
 			h->polls++;
+		} else if (w->want == WANT_KEPT) {
+			delay = KEPT_CHECK;
+			if (job_ptr && bb_job)
+				_keep_alloc(job_ptr, bb_job);
 		} else {
 			delay = (w->msg && strstr(w->msg, "unreachable")) ?
 				conf.retry_interval : conf.poll_interval;
@@ -974,13 +1054,23 @@ static bool _apply_locked(work_t *w, step_rc_t rc)
 				h->next_try = 0;
 				agent_work = true;
 			} else if (w->want == WANT_STAGE_OUT) {
-				/* keep the buffer (its data was not saved) and
-				 * let the job end; an admin recovers it */
-				_fail_job(job_ptr, bb_job, "stage-out",
-					  w->msg ? w->msg : "failed");
+				/* keep the buffer (its data was not saved),
+				 * listed and counted, and let the job end; an
+				 * administrator frees it (bbmgr release) */
+				char *m = xstrdup_printf("%s; its data is kept in the job's buffer (%s on %s) until an administrator frees it with 'bbmgr release %u'",
+							 w->msg ? w->msg : "failed",
+							 h->bb_path ? h->bb_path : "-",
+							 h->bb_nodes ? h->bb_nodes : "-",
+							 w->job_id);
+				_fail_job(job_ptr, bb_job, "stage-out", m);
+				xfree(m);
 				job_ptr->job_state &= (~JOB_STAGE_OUT);
 				bb_set_job_bb_state(job_ptr, bb_job,
-						    BB_STATE_COMPLETE);
+						    BB_STATE_TEARDOWN_FAIL);
+				_keep_alloc(job_ptr, bb_job);
+				h->want = WANT_KEPT;
+				h->step = 0;
+				h->next_try = _mono() + KEPT_CHECK;
 			}
 		}
 		goto out;
@@ -1016,24 +1106,38 @@ static bool _apply_locked(work_t *w, step_rc_t rc)
 			kick = true;
 		}
 		break;
+	case WANT_KEPT:
+		if (job_ptr) {
+			_free_alloc(job_ptr);
+			if (bb_job)
+				bb_set_job_bb_state(job_ptr, bb_job,
+						    BB_STATE_COMPLETE);
+			bb_update_system_comment(job_ptr, "teardown",
+						 "the buffer kept after the failed stage-out was released",
+						 0);
+			last_job_update = now;
+			info("%s: %pJ: the buffer kept after its failed stage-out was released",
+			     plugin_type, job_ptr);
+		}
+		_hjob_del(w->job_id);
+		break;
 	case WANT_STAGE_OUT:
 	case WANT_TEARDOWN:
 		if (job_ptr && h->keep_pending) {
-			bb_alloc_t *a = bb_find_alloc_rec(&bb_state, job_ptr);
-			if (a)
-				(void) bb_free_alloc_rec(&bb_state, a);
+			_free_alloc(job_ptr);
 			log_flag(BURST_BUF, "%pJ: space of the failed stage-in released",
 				 job_ptr);
 		} else if (job_ptr) {
-			bb_alloc_t *a = bb_find_alloc_rec(&bb_state, job_ptr);
-			if (a)
-				(void) bb_free_alloc_rec(&bb_state, a);
+			_free_alloc(job_ptr);
 			if (bb_job)
 				bb_set_job_bb_state(job_ptr, bb_job,
 						    BB_STATE_COMPLETE);
 			if (w->want == WANT_STAGE_OUT || IS_JOB_STAGE_OUT(job_ptr)) {
 				job_ptr->job_state &= (~JOB_STAGE_OUT);
-				xfree(job_ptr->state_desc);
+				/* a stage-out cut short says so */
+				if (!job_ptr->state_desc ||
+				    !strstr(job_ptr->state_desc, "scancel --hurry"))
+					xfree(job_ptr->state_desc);
 				last_job_update = now;
 			}
 			log_flag(BURST_BUF, "%pJ %s complete", job_ptr,
@@ -1089,7 +1193,6 @@ static bool _next_due(work_t *w, double now, unsigned round)
 {
 	for (int i = 0; i < HJOB_HASH; i++) {
 		for (hjob_t *h = hjobs[i]; h; h = h->next) {
-			hu_error_t err;
 			if (h->want == WANT_NOTHING || h->next_try > now ||
 			    h->round == round)
 				continue;
@@ -1107,20 +1210,7 @@ static bool _next_due(work_t *w, double now, unsigned round)
 			w->registered = h->registered;
 			w->bb_path = xstrdup(h->bb_path);
 			w->ncompute = h->ncompute;
-			if (_parse_job_bb(h->canon, &w->req, &err) < 0) {
-				memset(&w->req, 0, sizeof(w->req));
-			} else {
-				bbh_sym_t sym = {
-					.job_id = h->job_id,
-					.array_job_id = h->array_job_id,
-					.array_task_id = h->array_task_id,
-					.user = h->user_name,
-					.name = h->job_name,
-					.work_dir = h->work_dir,
-				};
-				(void) bbh_subst_request(&w->req, &sym,
-							 &w->subst_err);
-			}
+			_hjob_request(h, &w->req, &w->subst_err);
 			h->round = round;	/* not again this round */
 			return true;
 		}
@@ -1130,13 +1220,16 @@ static bool _next_due(work_t *w, double now, unsigned round)
 
 /* Take bbmgrd's GET /v1/pools answer as the pools "scontrol show burst"
  * shows. */
-static void _pools_apply(json_t *resp)
+static void _pools_apply_locked(json_t *resp)
 {
 	json_t *pools = json_object_get(resp, "pools");
 
 	if (!json_is_array(pools))
 		return;
-	slurm_mutex_lock(&bb_state.bb_mutex);
+	if (pools_last != resp) {
+		json_decref(pools_last);
+		pools_last = json_incref(resp);
+	}
 	for (uint32_t i = 0; i < bb_state.bb_config.pool_cnt; i++)
 		xfree(bb_state.bb_config.pool_ptr[i].name);
 	xfree(bb_state.bb_config.pool_ptr);
@@ -1144,6 +1237,7 @@ static void _pools_apply(json_t *resp)
 	bb_state.bb_config.pool_ptr = xcalloc(bb_state.bb_config.pool_cnt + 1,
 					      sizeof(burst_buffer_pool_t));
 	bb_state.total_space = bb_state.used_space = bb_state.unfree_space = 0;
+	uint64_t free_space;
 	xfree(pool_nodes);
 	pool_nodes_cnt = bb_state.bb_config.pool_cnt;
 	pool_nodes = xcalloc(pool_nodes_cnt + 1, sizeof(*pool_nodes));
@@ -1155,8 +1249,9 @@ static void _pools_apply(json_t *resp)
 		bp->name = xstrdup(name ? name : "?");
 		bp->total_space = json_number_value(json_object_get(p, "capacity"));
 		bp->used_space = json_number_value(json_object_get(p, "used"));
-		bp->unfree_space = bp->total_space -
-			(uint64_t) json_number_value(json_object_get(p, "free"));
+		free_space = json_number_value(json_object_get(p, "free"));
+		bp->unfree_space = bp->total_space > free_space ?
+				   bp->total_space - free_space : 0;
 		bp->granularity = json_number_value(json_object_get(p, "granularity"));
 		if (!bp->granularity)
 			bp->granularity = 1;
@@ -1165,6 +1260,12 @@ static void _pools_apply(json_t *resp)
 		bb_state.unfree_space += bp->unfree_space;
 	}
 	bb_state.last_update_time = time(NULL);
+}
+
+static void _pools_apply(json_t *resp)
+{
+	slurm_mutex_lock(&bb_state.bb_mutex);
+	_pools_apply_locked(resp);
 	slurm_mutex_unlock(&bb_state.bb_mutex);
 }
 
@@ -1398,8 +1499,11 @@ static void _scan_jobs(void)
 		if (job_ptr->burst_buffer && job_ptr->burst_buffer[0] &&
 		    !IS_JOB_COMPLETED(job_ptr))
 			(void) _get_bb_job(job_ptr);
-		else if (job_ptr->burst_buffer && IS_JOB_STAGE_OUT(job_ptr))
-			(void) _get_bb_job(job_ptr);
+		else if (job_ptr->burst_buffer &&
+			 (IS_JOB_STAGE_OUT(job_ptr) ||
+			  !xstrcmp(job_ptr->burst_buffer_state,
+				   "teardown-fail")))
+			(void) _get_bb_job(job_ptr);	/* a kept buffer */
 	}
 	list_iterator_destroy(it);
 	slurm_mutex_unlock(&bb_state.bb_mutex);
@@ -1709,6 +1813,8 @@ extern int fini(void)
 	xfree(status_cache);
 	xfree(pool_nodes);
 	pool_nodes_cnt = 0;
+	json_decref(pools_last);
+	pools_last = NULL;
 	xfree(eager_ids);
 	eager_cnt = eager_cap = 0;
 	bbh_conf_free(&conf);
@@ -1743,6 +1849,49 @@ extern int bb_p_load_state(bool init_config)
 	return SLURM_SUCCESS;
 }
 
+/* One JSON value as text: numbers as numbers, objects as "k=v, k=v". */
+static void _value_text(json_t *v, char **out)
+{
+	const char *k;
+	json_t *x;
+	bool first = true;
+
+	if (json_is_string(v)) {
+		xstrcat(*out, json_string_value(v));
+	} else if (json_is_integer(v)) {
+		xstrfmtcat(*out, "%"PRId64, (int64_t) json_integer_value(v));
+	} else if (json_is_real(v)) {
+		xstrfmtcat(*out, "%.3f", json_real_value(v));
+	} else if (json_is_boolean(v)) {
+		xstrcat(*out, json_is_true(v) ? "yes" : "no");
+	} else if (json_is_object(v)) {
+		json_object_foreach(v, k, x) {
+			xstrfmtcat(*out, "%s%s=", first ? "" : ", ", k);
+			_value_text(x, out);
+			first = false;
+		}
+	} else if (json_is_null(v)) {
+		xstrcat(*out, "-");
+	} else {
+		char *d = json_dumps(v, JSON_COMPACT);
+		xstrcat(*out, d ? d : "-");
+		free(d);
+	}
+}
+
+/* bbmgrd's GET /v1/status as "  key: value" lines, in the daemon's order. */
+static void _status_text(json_t *st, char **out)
+{
+	const char *k;
+	json_t *v;
+
+	json_object_foreach(st, k, v) {
+		xstrfmtcat(*out, "  %s: ", k);
+		_value_text(v, out);
+		xstrcat(*out, "\n");
+	}
+}
+
 /* "scontrol show bbstat": bbmgrd's status (bounded wait, no lock held). */
 extern char *bb_p_get_status(uint32_t argc, char **argv)
 {
@@ -1770,10 +1919,10 @@ extern char *bb_p_get_status(uint32_t argc, char **argv)
 		     : -1;
 	if (st == 200 && text) {
 		json_t *j = json_loads(text, 0, NULL);
-		char *pretty = j ? json_dumps(j, JSON_INDENT(2) | JSON_SORT_KEYS)
-				 : NULL;
-		xstrfmtcat(out, "%s\n", pretty ? pretty : text);
-		free(pretty);
+		if (json_is_object(j))
+			_status_text(j, &out);
+		else
+			xstrfmtcat(out, "  %s\n", text);
 		json_decref(j);
 	} else if (st < 0) {
 		xstrfmtcat(out, "  bbmgrd unreachable: %s\n",
@@ -1806,6 +1955,10 @@ extern int bb_p_reconfig(void)
 
 	slurm_mutex_lock(&bb_state.bb_mutex);
 	bb_load_config(&bb_state, (char *) plugin_type);
+	/* burst_buffer.conf's Pools= are not what bbmgrd has: show bbmgrd's
+	 * last answer until the next one, not the file's figures */
+	if (pools_last && conf.configured)
+		_pools_apply_locked(pools_last);
 	rc = _load_conf();
 	agent_rescan = true;
 	slurm_cond_signal(&agent_cond);
@@ -2332,6 +2485,37 @@ extern int bb_p_job_test_stage_out(job_record_t *job_ptr)
 	return rc;
 }
 
+/*
+ * scancel --hurry during stage-out: the job says that its stage-out was cut
+ * short and where (bbmgrd removes the partial files; whole files already
+ * copied stay).  Call with bb_mutex held.
+ */
+static void _stage_out_cut(job_record_t *job_ptr)
+{
+	hbb_request_t req;
+	hjob_t *h = _hjob_get(job_ptr);
+	char *dests = NULL, *serr = NULL, *msg;
+
+	_hjob_symbols(h, job_ptr);
+	_hjob_request(h, &req, &serr);
+	for (int i = 0; i < req.nstage_out; i++)
+		xstrfmtcat(dests, "%s%s", dests ? ", " : "",
+			   req.stage_out[i].destination);
+	hbb_request_free(&req);
+	xfree(serr);
+	if (!dests)
+		return;
+	msg = xstrdup_printf("cut short by scancel --hurry: %s may hold part of the job's data (only whole files, no partial file)",
+			     dests);
+	bb_update_system_comment(job_ptr, "stage-out", msg, 0);
+	xfree(job_ptr->state_desc);
+	xstrfmtcat(job_ptr->state_desc, "%s: stage-out %s", plugin_type, msg);
+	last_job_update = time(NULL);
+	info("%s: %pJ: stage-out %s", plugin_type, job_ptr, msg);
+	xfree(msg);
+	xfree(dests);
+}
+
 extern int bb_p_job_cancel(job_record_t *job_ptr)
 {
 	bb_job_t *bb_job;
@@ -2352,6 +2536,9 @@ extern int bb_p_job_cancel(job_record_t *job_ptr)
 			else if (h)
 				_hjob_del(job_ptr->job_id);
 		} else if (bb_job->state < BB_STATE_COMPLETE) {
+			if (bb_job->state == BB_STATE_POST_RUN ||
+			    bb_job->state == BB_STATE_STAGING_OUT)
+				_stage_out_cut(job_ptr);
 			bb_set_job_bb_state(job_ptr, bb_job,
 					    BB_STATE_TEARDOWN);
 			_want(job_ptr, WANT_TEARDOWN);
