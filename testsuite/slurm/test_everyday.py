@@ -364,3 +364,31 @@ def test_show_burst_sizes_stay_true_after_reconfigure(cluster, need_bbmgrd):
     finally:
         cluster.run("scancel", jobid)
         cluster.wait_state(jobid, {"CANCELLED", "COMPLETED"})
+
+
+# ------------------------------------------------------------------ allocation when due
+
+def test_throttled_array_holds_one_buffer_at_a_time(cluster, need_bbmgrd, tmp_path):
+    wait_for(lambda: not cluster.bbmgr("jobs")["jobs"], timeout=60, what="bbmgrd without jobs")
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    # each task holds its buffer while it runs, until the test lets it end
+    rc, array_id, _, err = cluster.sbatch(script(
+        "jobbuffer capacity=100GiB",
+        body="touch %s/$SLURM_ARRAY_TASK_ID.started; "
+             "while [ ! -e %s/$SLURM_ARRAY_TASK_ID.go ]; do sleep 0.1; done" % (marks, marks)),
+        "--array=0-3%1")
+    assert rc == 0, err
+    done_tasks = set()
+    for _ in range(4):
+        started = lambda: {f.split(".")[0] for f in os.listdir(marks)
+                           if f.endswith(".started")} - done_tasks
+        task = wait_for(started, timeout=60, what="a task running").pop()
+        # one task runs; the others wait for the throttle and hold nothing
+        held = [j for j in cluster.bbmgr("jobs")["jobs"] if j.get("allocation")
+                and j.get("state") != "ended"]
+        assert len(held) == 1, held
+        done_tasks.add(task)
+        (marks / ("%s.go" % task)).write_text("")
+    assert done_tasks == {"0", "1", "2", "3"}
+    wait_for(lambda: len(array_ids(cluster, array_id)) == 4, timeout=60, what="all tasks done")

@@ -1539,6 +1539,39 @@ static double _next_wait(void)
 }
 
 /*
+ * A task of a job array whose throttle (--array=...%N) is reached: N tasks run
+ * or have their buffer set up.  It takes no buffer space others could use;
+ * its stage-in starts when a running task ends.  Call with bb_mutex held.
+ */
+static bool _array_throttled(job_record_t *job_ptr)
+{
+	job_record_t *meta;
+	uint32_t busy;
+
+	if (!job_ptr->array_job_id)
+		return false;
+	if (job_ptr->state_reason == WAIT_ARRAY_TASK_LIMIT)
+		return true;
+	meta = job_ptr->array_recs ? job_ptr :
+	       find_job_record(job_ptr->array_job_id);
+	if (!meta || !meta->array_recs || !meta->array_recs->max_run_tasks)
+		return false;
+	busy = meta->array_recs->tot_run_tasks;
+	for (int i = 0; i < HJOB_HASH; i++)
+		for (hjob_t *h = hjobs[i]; h; h = h->next) {
+			bb_job_t *b;
+			if (h->array_job_id != job_ptr->array_job_id ||
+			    h->job_id == job_ptr->job_id ||
+			    !(b = bb_job_find(&bb_state, h->job_id)))
+				continue;
+			if (b->state == BB_STATE_STAGING_IN ||
+			    b->state == BB_STATE_STAGED_IN)
+				busy++;
+		}
+	return busy >= meta->array_recs->max_run_tasks;
+}
+
+/*
  * May the stage-in of a job just submitted start now, rather than when a
  * scheduler pass first considers the job?  The same tests as the main
  * scheduler makes before it asks for stage-in (select_nodes): not held,
@@ -1611,7 +1644,8 @@ static void _eager_stage_in(void)
 			continue;
 		slurm_mutex_lock(&bb_state.bb_mutex);
 		if ((bb_job = _get_bb_job(job_ptr)) &&
-		    (bb_job->state == BB_STATE_PENDING)) {
+		    (bb_job->state == BB_STATE_PENDING) &&
+		    !_array_throttled(job_ptr)) {
 			log_flag(BURST_BUF, "%pJ: stage-in starts at submission",
 				 job_ptr);
 			_start_stage_in(job_ptr, bb_job);
@@ -2289,7 +2323,7 @@ static int _try_one(void *x, void *arg)
 		return 0;
 	if (!(bb_job = _get_bb_job(job_ptr)))
 		return 0;
-	if (bb_job->state < BB_STATE_STAGING_IN) {
+	if (bb_job->state < BB_STATE_STAGING_IN && !_array_throttled(job_ptr)) {
 		_start_stage_in(job_ptr, bb_job);
 		_hjob_get(job_ptr)->seen_wait = true;
 	}
@@ -2328,7 +2362,8 @@ extern int bb_p_job_test_stage_in(job_record_t *job_ptr, bool test_only)
 		h = _hjob_find(job_ptr->job_id);
 		if (bb_job->state < BB_STATE_STAGING_IN) {
 			rc = -1;
-			if (!test_only && job_ptr->priority != 0) {
+			if (!test_only && job_ptr->priority != 0 &&
+			    !_array_throttled(job_ptr)) {
 				_start_stage_in(job_ptr, bb_job);
 				_hjob_get(job_ptr)->seen_wait = true;
 				rc = 0;
