@@ -34,6 +34,8 @@ static void usage(FILE *f)
             "  pools                   pools: capacity, free, granularity\n"
             "  persistent              persistent buffers\n"
             "  schedule [MINUTES]      text Gantt of phases and transfers (default 10)\n"
+            "  release JOBID           free the buffer of a job that bbmgrd still holds\n"
+            "                          (one kept after a failed stage-out)\n"
             "  drain NODE [REASON]     stop allocating on NODE\n"
             "  resume NODE             allocate on NODE again\n"
             "  policy [ID]             show or change the scheduling policy\n"
@@ -42,7 +44,7 @@ static void usage(FILE *f)
             "  config --help           every configuration key\n"
             "  config --man            bbmgr.yaml(5) in groff\n"
             "  calibrate [OPTS] PATH   measure a device: BW(c), MSCA(c), profile (--help)\n\n"
-            "Options:\n"
+            "Options (anywhere on the line, before or after the command):\n"
             "  -u, --url URL           http://HOST:PORT or unix:/PATH ($HARMONIA_URL,\n"
             "                          default " HM_DEFAULT_URL ")\n"
             "  -S, --munge-socket PATH munged's socket ($HARMONIA_MUNGE_SOCKET)\n"
@@ -50,6 +52,33 @@ static void usage(FILE *f)
             "  -j, --json              print the daemon's JSON answers\n"
             "  -V, --version           print the version\n"
             "  -h, --help              this help\n");
+}
+
+/* What an HTTP status means, for answers that carry no error text. */
+static const char *status_text(int st)
+{
+    switch (st) {
+    case 400: return "bad request";
+    case 401: return "not authenticated (no valid credential)";
+    case 403: return "not allowed (an administrator's command)";
+    case 404: return "no such object";
+    case 405: return "method not allowed (bbmgrd too old for this command?)";
+    case 409: return "conflict with the current state";
+    case 413: return "request too large";
+    case 422: return "invalid value";
+    case 429: return "too many requests: try again later";
+    case 500: return "internal error in bbmgrd (see its log)";
+    case 503: return "bbmgrd cannot serve this now (see its log)";
+    case 507: return "not enough free buffer space";
+    default: return st >= 500 ? "server error (see bbmgrd's log)" : "request refused";
+    }
+}
+
+/* A string field of o, "-" when absent or not a string (never "(null)"). */
+static const char *str(json_t *o, const char *key)
+{
+    const char *v = json_string_value(json_object_get(o, key));
+    return v && *v ? v : "-";
 }
 
 static int call(cli_t *cli, const char *method, const char *path, json_t *body, json_t **out)
@@ -63,8 +92,9 @@ static int call(cli_t *cli, const char *method, const char *path, json_t *body, 
         return -1;
     }
     if (st >= 400) {
+        hm_error_text(resp, ebuf, sizeof(ebuf));
         fprintf(stderr, "bbmgr: %s %s: HTTP %d: %s\n", method, path, st,
-                hm_error_text(resp, ebuf, sizeof(ebuf)));
+                ebuf[0] ? ebuf : status_text(st));
         json_decref(resp);
         return -1;
     }
@@ -92,12 +122,11 @@ static int cmd_status(cli_t *cli)
         return 1;
     if (!cli->json) {
         char up[64];
-        printf("bbmgrd %s, up %s, policy %s%s, auth %s\n",
-               json_string_value(json_object_get(o, "version")),
+        printf("bbmgrd %s, up %s, policy %s%s, auth %s\n", str(o, "version"),
                hu_duration_str(json_number_value(json_object_get(o, "uptime")), up, sizeof(up)),
-               json_string_value(json_object_get(o, "policy")),
+               str(o, "policy"),
                json_is_true(json_object_get(o, "policy_override")) ? " (set by API)" : "",
-               json_string_value(json_object_get(o, "auth")));
+               str(o, "auth"));
         json_t *j = json_object_get(o, "jobs"), *p = json_object_get(o, "phases"),
                *n = json_object_get(o, "nodes"), *s = json_object_get(o, "state");
         printf("jobs: %lld registered, %lld running\n",
@@ -121,7 +150,7 @@ static int cmd_status(cli_t *cli)
         json_array_foreach(json_object_get(ag, "down"), k, dn)
             printf("  %s: %s\n", json_string_value(json_object_get(dn, "node")),
                    json_string_value(json_object_get(dn, "reason")));
-        printf("state: %s (schema %lld, %s)\n", json_string_value(json_object_get(s, "dir")),
+        printf("state: %s (schema %lld, %s)\n", str(s, "dir"),
                json_integer_value(json_object_get(s, "schema")),
                json_is_true(json_object_get(s, "durable")) ? "durable" : "NOT durable");
     }
@@ -141,13 +170,10 @@ static int cmd_jobs(cli_t *cli)
                "BUFFER", "PHASE", "PHASES");
         json_array_foreach(json_object_get(o, "jobs"), i, j) {
             json_t *a = json_object_get(j, "allocation"), *p = json_object_get(j, "phase");
-            const char *u = json_string_value(json_object_get(j, "user"));
-            const char *n = json_string_value(json_object_get(j, "name"));
-            printf("%-12s %-10s %-10s %-10s %10s %-9s %lld\n",
-                   json_string_value(json_object_get(j, "id")), u ? u : "-", n ? n : "-",
-                   json_string_value(json_object_get(j, "state")),
+            printf("%-12s %-10s %-10s %-10s %10s %-9s %lld\n", str(j, "id"), str(j, "user"),
+                   str(j, "name"), str(j, "state"),
                    a ? sz(json_object_get(a, "reserved"), b1, sizeof(b1)) : "-",
-                   p ? json_string_value(json_object_get(p, "state")) : "-",
+                   p ? str(p, "state") : "-",
                    json_integer_value(json_object_get(j, "phases_done")));
         }
     }
@@ -167,10 +193,8 @@ static int cmd_nodes(cli_t *cli)
                "USED", "LOAD/s", "PHASES", "REASON");
         json_array_foreach(json_object_get(o, "nodes"), i, n) {
             const char *r = json_string_value(json_object_get(n, "reason"));
-            printf("%-12s %-10s %-8s %11s %11s %12s %6lld %s\n",
-                   json_string_value(json_object_get(n, "name")),
-                   json_string_value(json_object_get(n, "pool")),
-                   json_string_value(json_object_get(n, "state")),
+            printf("%-12s %-10s %-8s %11s %11s %12s %6lld %s\n", str(n, "name"), str(n, "pool"),
+                   str(n, "state"),
                    sz(json_object_get(n, "capacity"), b1, sizeof(b1)),
                    sz(json_object_get(n, "used"), b2, sizeof(b2)),
                    hu_size_str_si(json_number_value(json_object_get(n, "load")), b3, sizeof(b3)),
@@ -192,8 +216,7 @@ static int cmd_pools(cli_t *cli)
         printf("%-12s %6s %6s %11s %11s %11s\n", "POOL", "NODES", "UP", "CAPACITY", "FREE",
                "GRANULARITY");
         json_array_foreach(json_object_get(o, "pools"), i, p)
-            printf("%-12s %6lld %6lld %11s %11s %11s\n",
-                   json_string_value(json_object_get(p, "name")),
+            printf("%-12s %6lld %6lld %11s %11s %11s\n", str(p, "name"),
                    json_integer_value(json_object_get(p, "nodes")),
                    json_integer_value(json_object_get(p, "nodes_up")),
                    sz(json_object_get(p, "capacity"), b1, sizeof(b1)),
@@ -215,10 +238,8 @@ static int cmd_persistent(cli_t *cli)
         printf("%-20s %8s %-10s %11s %6s %s\n", "NAME", "UID", "POOL", "CAPACITY", "NODES",
                "USERS");
         json_array_foreach(json_object_get(o, "persistent"), i, b)
-            printf("%-20s %8lld %-10s %11s %6zu %zu\n",
-                   json_string_value(json_object_get(b, "name")),
-                   json_integer_value(json_object_get(b, "uid")),
-                   json_string_value(json_object_get(b, "pool")),
+            printf("%-20s %8lld %-10s %11s %6zu %zu\n", str(b, "name"),
+                   json_integer_value(json_object_get(b, "uid")), str(b, "pool"),
                    sz(json_object_get(b, "capacity"), b1, sizeof(b1)),
                    json_array_size(json_object_get(b, "nodes")),
                    json_array_size(json_object_get(b, "users")));
@@ -242,7 +263,7 @@ static int cmd_schedule(cli_t *cli, double minutes)
     if (!cli->json) {
         double now = json_number_value(json_object_get(o, "now"));
         printf("policy %s; now .. +%.0f min, one column = %.0f s ('#' granted, '.' waiting, "
-               "'S' stage)\n", json_string_value(json_object_get(o, "policy")), minutes,
+               "'S' stage)\n", str(o, "policy"), minutes,
                horizon / W);
         printf("%-8s %-12s %-9s |", "PHASE", "JOB", "STATE");
         for (int k = 0; k < W; k += 10)
@@ -252,7 +273,7 @@ static int cmd_schedule(cli_t *cli, double minutes)
             char row[61];
             memset(row, ' ', (size_t)W);
             row[W] = '\0';
-            const char *state = json_string_value(json_object_get(p, "state"));
+            const char *state = str(p, "state");
             if (!strcmp(state, "granted")) {
                 json_t *e = json_object_get(p, "expected_end");
                 double end = json_is_number(e) ? json_number_value(e) : now + horizon;
@@ -263,7 +284,7 @@ static int cmd_schedule(cli_t *cli, double minutes)
                 row[0] = '.';
             }
             printf("%-8lld %-12s %-9s |%s|\n", json_integer_value(json_object_get(p, "id")),
-                   json_string_value(json_object_get(p, "job")), state, row);
+                   str(p, "job"), state, row);
         }
         json_array_foreach(json_object_get(o, "transfers"), i, p) {
             char row[61];
@@ -272,9 +293,8 @@ static int cmd_schedule(cli_t *cli, double minutes)
             double start = json_number_value(json_object_get(p, "start"));
             int k = (int)fmax(0, fmin(W - 1, floor((start - now) / horizon * W)));
             row[k] = 'S';
-            printf("%-8s %-12s %-9s |%s|\n", json_string_value(json_object_get(p, "kind")),
-                   json_string_value(json_object_get(p, "job")),
-                   json_string_value(json_object_get(p, "state")), row);
+            printf("%-8s %-12s %-9s |%s|\n", str(p, "kind"), str(p, "job"), str(p, "state"),
+                   row);
         }
     }
     json_decref(o);
@@ -293,7 +313,7 @@ static int cmd_drain(cli_t *cli, const char *node, const char *reason, bool drai
     if (rc < 0)
         return 1;
     if (!cli->json)
-        printf("%s: %s\n", node, json_string_value(json_object_get(o, "state")));
+        printf("%s: %s\n", node, str(o, "state"));
     json_decref(o);
     return 0;
 }
@@ -311,12 +331,37 @@ static int cmd_policy(cli_t *cli, const char *id)
     }
     if (rc < 0)
         return 1;
-    if (!cli->json)
-        printf("%s%s\n", json_string_value(json_object_get(o, "id")),
-               json_is_true(json_object_get(o, "override")) ? " (set by API; bbmgr.yaml says "
-                                                              : "");
     if (!cli->json && json_is_true(json_object_get(o, "override")))
-        printf("  configured: %s)\n", json_string_value(json_object_get(o, "configured")));
+        printf("%s (set by API; bbmgr.yaml says %s)\n", str(o, "id"), str(o, "configured"));
+    else if (!cli->json)
+        printf("%s\n", str(o, "id"));
+    json_decref(o);
+    return 0;
+}
+
+/* Free what bbmgrd still holds for a job (DELETE /v1/jobs/ID): the buffer kept
+ * after a failed stage-out, or one whose job Slurm no longer knows. */
+static int cmd_release(cli_t *cli, const char *id)
+{
+    json_t *o, *a;
+    char path[256], b1[32], size[32] = "-";
+    cli_t quiet = { cli->c, false };    /* --json: print the release's answer only */
+    snprintf(path, sizeof(path), "/v1/jobs/%s", id);
+    if (call(&quiet, "GET", path, NULL, &o) < 0)
+        return 1;
+    if ((a = json_object_get(o, "allocation")))
+        snprintf(size, sizeof(size), "%s", sz(json_object_get(a, "reserved"), b1, sizeof(b1)));
+    bool ended = !strcmp(str(o, "state"), "ended");
+    json_decref(o);
+    if (ended) {
+        if (!cli->json)
+            printf("job %s: nothing to release (ended)\n", id);
+        return 0;
+    }
+    if (call(cli, "DELETE", path, NULL, &o) < 0)
+        return 1;
+    if (!cli->json)
+        printf("job %s: released (%s)\n", id, size);
     json_decref(o);
     return 0;
 }
@@ -387,7 +432,20 @@ int main(int argc, char **argv)
 
     const char *na = getenv("HARMONIA_NO_AUTH");
     opts.no_auth = na && *na && strcmp(na, "0");
-    while ((opt = getopt_long(argc, argv, "+u:S:njVh", longopts, NULL)) != -1) {
+    /* Options go anywhere on the line ("bbmgr jobs --json"), except after
+     * "config" and "calibrate", whose own options follow them: the options
+     * are taken (and permuted) up to those two words only. */
+    int end = argc;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "config") || !strcmp(argv[i], "calibrate")) {
+            end = i + 1;
+            break;
+        }
+        if (!strcmp(argv[i], "-u") || !strcmp(argv[i], "--url") || !strcmp(argv[i], "-S") ||
+            !strcmp(argv[i], "--munge-socket"))
+            i++;    /* its value */
+    }
+    while ((opt = getopt_long(end, argv, "u:S:njVh", longopts, NULL)) != -1) {
         switch (opt) {
         case 'u': opts.url = optarg; break;
         case 'S': opts.munge_socket = optarg; break;
@@ -398,7 +456,7 @@ int main(int argc, char **argv)
         default: usage(stderr); return 2;
         }
     }
-    if (optind >= argc) {
+    if (optind >= end) {
         usage(stderr);
         return 2;
     }
@@ -434,7 +492,9 @@ int main(int argc, char **argv)
     else if (!strcmp(cmd, "schedule") && nargs <= 1) {
         double m = nargs ? strtod(args[0], NULL) : 10;
         rc = m > 0 ? cmd_schedule(&cli, m) : 2;
-    } else if (!strcmp(cmd, "drain") && nargs >= 1 && nargs <= 2)
+    } else if (!strcmp(cmd, "release") && nargs == 1)
+        rc = cmd_release(&cli, args[0]);
+    else if (!strcmp(cmd, "drain") && nargs >= 1 && nargs <= 2)
         rc = cmd_drain(&cli, args[0], nargs == 2 ? args[1] : NULL, true);
     else if (!strcmp(cmd, "resume") && nargs == 1)
         rc = cmd_drain(&cli, args[0], NULL, false);

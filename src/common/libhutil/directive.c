@@ -126,16 +126,24 @@ static const char *printable(const char *s, size_t n, char *buf, size_t len)
     return buf;
 }
 
+/* A buffer name; Slurm's symbols (%u, %j, ... see harmonia-directives(5)) may
+ * stand in it for letters and digits: the plugin replaces them for each job and
+ * checks the name it gets again. */
 static bool valid_name(const char *s)
 {
     size_t n = strlen(s);
     if (n == 0 || n > HBB_NAME_MAX)
         return false;
-    if (!isalpha((unsigned char)s[0]))
+    if (!isalpha((unsigned char)s[0]) && !(s[0] == '%' && s[1] && strchr("Aajux", s[1])))
         return false;
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] == '%' && s[i + 1] && strchr("Aajux", s[i + 1])) {
+            i++;
+            continue;
+        }
         if (!isalnum((unsigned char)s[i]) && s[i] != '_' && s[i] != '-' && s[i] != '.')
             return false;
+    }
     return true;
 }
 
@@ -198,7 +206,9 @@ static int check_pfs_path(const char *key, const char *val, ctx_t *c, hu_error_t
 {
     if (bb_var_rest(val))
         FAIL(err, c, "%s '%s' must be a file system path, not the job buffer", key, val);
-    if (val[0] != '/')
+    /* "%d/...": the job's working directory, an absolute path (the plugin
+     * replaces it and checks the result again) */
+    if (val[0] != '/' && strncmp(val, "%d/", 3) != 0 && strcmp(val, "%d") != 0)
         FAIL(err, c, "%s '%s' is a relative path: give an absolute path", key, val);
     if (path_has_dotdot(val))
         FAIL(err, c, "%s '%s' may not contain '..'", key, val);

@@ -69,6 +69,7 @@
 #include "libhutil/directive.h"
 
 #include "bbh_conf.h"
+#include "bbh_job.h"
 
 const char plugin_name[] = "burst_buffer harmonia plugin";
 const char plugin_type[] = "burst_buffer/harmonia";
@@ -82,7 +83,11 @@ typedef enum {
 	WANT_BEGIN,		/* tell bbmgrd the job runs */
 	WANT_STAGE_OUT,		/* stage-out, destroy persistent, teardown */
 	WANT_TEARDOWN,		/* cancel: end the job in bbmgrd */
+	WANT_KEPT,		/* failed stage-out: the buffer is kept until
+				 * an administrator releases it (bbmgr release) */
 } want_t;
+
+#define KEPT_CHECK 10.0		/* seconds between looks at a kept buffer */
 
 /* Result of one agent step. */
 typedef enum {
@@ -98,8 +103,11 @@ typedef struct hjob {
 	uint32_t job_id;
 	uint32_t user_id;
 	uint32_t group_id;
+	uint32_t array_job_id;	/* %A, %a */
+	uint32_t array_task_id;
 	char *user_name;
 	char *job_name;
+	char *work_dir;		/* %d */
 	char *canon;		/* canonical directive text */
 	want_t want;
 	int step;
@@ -109,6 +117,7 @@ typedef struct hjob {
 	int polls;		/* stage polls since the transfers were asked */
 	bool seen_wait;		/* a scheduler pass saw it waiting for stage-in */
 	bool registered;
+	bool keep_pending;	/* teardown of a failed stage-in: the job stays */
 	char *bb_path;		/* $HARMONIA_BB */
 	char *bb_nodes;		/* buffer nodes, comma separated */
 	char *persist_env;	/* "HARMONIA_PERSISTENT_<name>=<path>\n"... */
@@ -137,6 +146,9 @@ static double eager_since = 0;		/* when eager_ids[0] came (monotonic) */
  */
 #define EAGER_GATHER 0.03		/* seconds */
 static char *status_cache = NULL;	/* last /v1/status text */
+static uint32_t *pool_nodes = NULL;	/* buffer nodes per pool (bb_mutex) */
+static uint32_t pool_nodes_cnt = 0;
+static json_t *pools_last = NULL;	/* bbmgrd's last GET /v1/pools (bb_mutex) */
 
 static void _start_stage_in(job_record_t *job_ptr, bb_job_t *bb_job);
 
@@ -160,6 +172,16 @@ static hjob_t *_hjob_find(uint32_t job_id)
 	return NULL;
 }
 
+/* What the symbols of the job's request stand for (an array task learns its
+ * task id when it is split from the array's record). */
+static void _hjob_symbols(hjob_t *h, job_record_t *job_ptr)
+{
+	h->array_job_id = job_ptr->array_job_id;
+	h->array_task_id = job_ptr->array_task_id;
+	if (!h->work_dir && job_ptr->details)
+		h->work_dir = xstrdup(job_ptr->details->work_dir);
+}
+
 static hjob_t *_hjob_get(job_record_t *job_ptr)
 {
 	hjob_t *h = _hjob_find(job_ptr->job_id);
@@ -175,6 +197,7 @@ static hjob_t *_hjob_get(job_record_t *job_ptr)
 	h->canon = xstrdup(job_ptr->burst_buffer);
 	h->next = hjobs[h->job_id % HJOB_HASH];
 	hjobs[h->job_id % HJOB_HASH] = h;
+	_hjob_symbols(h, job_ptr);
 	return h;
 }
 
@@ -182,6 +205,7 @@ static void _hjob_free(hjob_t *h)
 {
 	xfree(h->user_name);
 	xfree(h->job_name);
+	xfree(h->work_dir);
 	xfree(h->canon);
 	xfree(h->bb_path);
 	xfree(h->bb_nodes);
@@ -205,11 +229,37 @@ static void _hjob_del(uint32_t job_id)
 	}
 }
 
+/*
+ * The job's request as it applies to this job: its symbols replaced (*serr
+ * set when the replaced request is not valid).  req is empty when the text
+ * cannot be parsed.  Call with bb_mutex held.
+ */
+static int _parse_job_bb(const char *text, hbb_request_t *req, hu_error_t *err);
+static void _hjob_request(hjob_t *h, hbb_request_t *req, char **serr)
+{
+	hu_error_t err;
+	bbh_sym_t sym = {
+		.job_id = h->job_id,
+		.array_job_id = h->array_job_id,
+		.array_task_id = h->array_task_id,
+		.user = h->user_name,
+		.name = h->job_name,
+		.work_dir = h->work_dir,
+	};
+
+	if (_parse_job_bb(h->canon, req, &err) < 0)
+		memset(req, 0, sizeof(*req));
+	else
+		(void) bbh_subst_request(req, &sym, serr);
+}
+
 /* Ask the agent to do 'want' for the job (call with bb_mutex held). */
 static void _want(job_record_t *job_ptr, want_t want)
 {
 	hjob_t *h = _hjob_get(job_ptr);
 
+	_hjob_symbols(h, job_ptr);
+	h->keep_pending = false;
 	h->want = want;
 	h->step = 0;
 	h->tries = 0;
@@ -315,6 +365,8 @@ static bb_job_t *_get_bb_job(job_record_t *job_ptr)
 				_want(job_ptr, WANT_STAGE_OUT);
 			else if (state == BB_STATE_TEARDOWN)
 				_want(job_ptr, WANT_TEARDOWN);
+			else if (state == BB_STATE_TEARDOWN_FAIL)
+				_want(job_ptr, WANT_KEPT);
 		} else if (state == BB_STATE_STAGING_IN) {
 			bb_job->state = BB_STATE_STAGED_IN;
 		}
@@ -393,6 +445,7 @@ typedef struct {
 	/* results */
 	char *new_path, *new_nodes, *persist_env;
 	char *msg;
+	char *subst_err;	/* the request after symbol replacement is bad */
 	bool allocated;
 	bool released;		/* the job's space went back to its pools */
 	bool stage_wait;	/* transfers asked for or under way */
@@ -408,6 +461,7 @@ static void _work_free(work_t *w)
 	xfree(w->new_nodes);
 	xfree(w->persist_env);
 	xfree(w->msg);
+	xfree(w->subst_err);
 }
 
 /*
@@ -798,11 +852,38 @@ static step_rc_t _step_teardown(hm_client_t *cli, work_t *w)
 				       &w->msg));
 }
 
+/* A buffer kept after a failed stage-out: released once bbmgrd no longer has
+ * the job (bbmgr release, DELETE /v1/jobs/ID). */
+static step_rc_t _step_kept(hm_client_t *cli, work_t *w)
+{
+	json_t *resp = NULL;
+	const char *state;
+	char path[64];
+	int st;
+
+	snprintf(path, sizeof(path), "/v1/jobs/%u", w->job_id);
+	st = _call(cli, "GET", path, NULL, &resp, &w->msg);
+	state = _json_str(resp, "state");
+	if (st == 404 || (st == 200 && state && !strcmp(state, "ended"))) {
+		json_decref(resp);
+		w->released = true;
+		return STEP_DONE;
+	}
+	json_decref(resp);
+	xfree(w->msg);		/* the job's record says it all already */
+	return STEP_AGAIN;
+}
+
 /* Run the current step of w; w->step advances over STEP_NEXT results. */
 static step_rc_t _run(hm_client_t *cli, work_t *w)
 {
 	step_rc_t rc = STEP_NEXT;
 
+	if (w->subst_err && (w->want == WANT_STAGE_IN)) {
+		xfree(w->msg);
+		w->msg = xstrdup(w->subst_err);
+		return STEP_FAIL;
+	}
 	while (rc == STEP_NEXT) {
 		switch (w->want) {
 		case WANT_STAGE_IN:
@@ -835,6 +916,8 @@ static step_rc_t _run(hm_client_t *cli, work_t *w)
 			break;
 		case WANT_TEARDOWN:
 			return _step_teardown(cli, w);
+		case WANT_KEPT:
+			return _step_kept(cli, w);
 		default:
 			return STEP_DONE;
 		}
@@ -869,6 +952,27 @@ static void _set_note(job_record_t *job_ptr, const char *msg)
 	xfree(job_ptr->state_desc);
 	xstrfmtcat(job_ptr->state_desc, "%s: %s", plugin_type, msg);
 	last_job_update = time(NULL);
+}
+
+/* The job's buffer is gone from "scontrol show burst".  bb_mutex held. */
+static void _free_alloc(job_record_t *job_ptr)
+{
+	bb_alloc_t *a = bb_find_alloc_rec(&bb_state, job_ptr);
+
+	if (a)
+		(void) bb_free_alloc_rec(&bb_state, a);
+}
+
+/* A kept buffer stays listed by "scontrol show burst" (also after a restart
+ * of slurmctld), in state teardown-fail.  Call with bb_mutex held. */
+static void _keep_alloc(job_record_t *job_ptr, bb_job_t *bb_job)
+{
+	bb_alloc_t *a = bb_find_alloc_rec(&bb_state, job_ptr);
+
+	if (!a && bb_job->total_size)
+		a = bb_alloc_job(&bb_state, job_ptr, bb_job);
+	if (a)
+		a->state = BB_STATE_TEARDOWN_FAIL;
 }
 
 /* Apply a step's result; returns true when a job became ready to start.
@@ -918,6 +1022,10 @@ static bool _apply_locked(work_t *w, step_rc_t rc)
 			delay = 0.01 * pow(1.5, MIN(h->polls, 20));
 			delay = MIN(delay, (double) conf.poll_interval);
 			h->polls++;
+		} else if (w->want == WANT_KEPT) {
+			delay = KEPT_CHECK;
+			if (job_ptr && bb_job)
+				_keep_alloc(job_ptr, bb_job);
 		} else {
 			delay = (w->msg && strstr(w->msg, "unreachable")) ?
 				conf.retry_interval : conf.poll_interval;
@@ -936,14 +1044,33 @@ static bool _apply_locked(work_t *w, step_rc_t rc)
 					  w->msg ? w->msg : "failed");
 				bb_set_job_bb_state(job_ptr, bb_job,
 						    BB_STATE_PENDING);
+				/* give its space back while it is held; a
+				 * release (scontrol release) starts the
+				 * stage-in again from the beginning */
+				h->want = WANT_TEARDOWN;
+				h->keep_pending = true;
+				h->step = 0;
+				h->tries = 0;
+				h->next_try = 0;
+				agent_work = true;
 			} else if (w->want == WANT_STAGE_OUT) {
-				/* keep the buffer (its data was not saved) and
-				 * let the job end; an admin recovers it */
-				_fail_job(job_ptr, bb_job, "stage-out",
-					  w->msg ? w->msg : "failed");
+				/* keep the buffer (its data was not saved),
+				 * listed and counted, and let the job end; an
+				 * administrator frees it (bbmgr release) */
+				char *m = xstrdup_printf("%s; its data is kept in the job's buffer (%s on %s) until an administrator frees it with 'bbmgr release %u'",
+							 w->msg ? w->msg : "failed",
+							 h->bb_path ? h->bb_path : "-",
+							 h->bb_nodes ? h->bb_nodes : "-",
+							 w->job_id);
+				_fail_job(job_ptr, bb_job, "stage-out", m);
+				xfree(m);
 				job_ptr->job_state &= (~JOB_STAGE_OUT);
 				bb_set_job_bb_state(job_ptr, bb_job,
-						    BB_STATE_COMPLETE);
+						    BB_STATE_TEARDOWN_FAIL);
+				_keep_alloc(job_ptr, bb_job);
+				h->want = WANT_KEPT;
+				h->step = 0;
+				h->next_try = _mono() + KEPT_CHECK;
 			}
 		}
 		goto out;
@@ -979,18 +1106,38 @@ static bool _apply_locked(work_t *w, step_rc_t rc)
 			kick = true;
 		}
 		break;
+	case WANT_KEPT:
+		if (job_ptr) {
+			_free_alloc(job_ptr);
+			if (bb_job)
+				bb_set_job_bb_state(job_ptr, bb_job,
+						    BB_STATE_COMPLETE);
+			bb_update_system_comment(job_ptr, "teardown",
+						 "the buffer kept after the failed stage-out was released",
+						 0);
+			last_job_update = now;
+			info("%s: %pJ: the buffer kept after its failed stage-out was released",
+			     plugin_type, job_ptr);
+		}
+		_hjob_del(w->job_id);
+		break;
 	case WANT_STAGE_OUT:
 	case WANT_TEARDOWN:
-		if (job_ptr) {
-			bb_alloc_t *a = bb_find_alloc_rec(&bb_state, job_ptr);
-			if (a)
-				(void) bb_free_alloc_rec(&bb_state, a);
+		if (job_ptr && h->keep_pending) {
+			_free_alloc(job_ptr);
+			log_flag(BURST_BUF, "%pJ: space of the failed stage-in released",
+				 job_ptr);
+		} else if (job_ptr) {
+			_free_alloc(job_ptr);
 			if (bb_job)
 				bb_set_job_bb_state(job_ptr, bb_job,
 						    BB_STATE_COMPLETE);
 			if (w->want == WANT_STAGE_OUT || IS_JOB_STAGE_OUT(job_ptr)) {
 				job_ptr->job_state &= (~JOB_STAGE_OUT);
-				xfree(job_ptr->state_desc);
+				/* a stage-out cut short says so */
+				if (!job_ptr->state_desc ||
+				    !strstr(job_ptr->state_desc, "scancel --hurry"))
+					xfree(job_ptr->state_desc);
 				last_job_update = now;
 			}
 			log_flag(BURST_BUF, "%pJ %s complete", job_ptr,
@@ -1046,7 +1193,6 @@ static bool _next_due(work_t *w, double now, unsigned round)
 {
 	for (int i = 0; i < HJOB_HASH; i++) {
 		for (hjob_t *h = hjobs[i]; h; h = h->next) {
-			hu_error_t err;
 			if (h->want == WANT_NOTHING || h->next_try > now ||
 			    h->round == round)
 				continue;
@@ -1064,8 +1210,7 @@ static bool _next_due(work_t *w, double now, unsigned round)
 			w->registered = h->registered;
 			w->bb_path = xstrdup(h->bb_path);
 			w->ncompute = h->ncompute;
-			if (_parse_job_bb(h->canon, &w->req, &err) < 0)
-				memset(&w->req, 0, sizeof(w->req));
+			_hjob_request(h, &w->req, &w->subst_err);
 			h->round = round;	/* not again this round */
 			return true;
 		}
@@ -1075,13 +1220,16 @@ static bool _next_due(work_t *w, double now, unsigned round)
 
 /* Take bbmgrd's GET /v1/pools answer as the pools "scontrol show burst"
  * shows. */
-static void _pools_apply(json_t *resp)
+static void _pools_apply_locked(json_t *resp)
 {
 	json_t *pools = json_object_get(resp, "pools");
 
 	if (!json_is_array(pools))
 		return;
-	slurm_mutex_lock(&bb_state.bb_mutex);
+	if (pools_last != resp) {
+		json_decref(pools_last);
+		pools_last = json_incref(resp);
+	}
 	for (uint32_t i = 0; i < bb_state.bb_config.pool_cnt; i++)
 		xfree(bb_state.bb_config.pool_ptr[i].name);
 	xfree(bb_state.bb_config.pool_ptr);
@@ -1089,15 +1237,21 @@ static void _pools_apply(json_t *resp)
 	bb_state.bb_config.pool_ptr = xcalloc(bb_state.bb_config.pool_cnt + 1,
 					      sizeof(burst_buffer_pool_t));
 	bb_state.total_space = bb_state.used_space = bb_state.unfree_space = 0;
+	uint64_t free_space;
+	xfree(pool_nodes);
+	pool_nodes_cnt = bb_state.bb_config.pool_cnt;
+	pool_nodes = xcalloc(pool_nodes_cnt + 1, sizeof(*pool_nodes));
 	for (size_t i = 0; i < json_array_size(pools); i++) {
 		json_t *p = json_array_get(pools, i);
 		burst_buffer_pool_t *bp = &bb_state.bb_config.pool_ptr[i];
+		pool_nodes[i] = json_integer_value(json_object_get(p, "nodes"));
 		const char *name = _json_str(p, "name");
 		bp->name = xstrdup(name ? name : "?");
 		bp->total_space = json_number_value(json_object_get(p, "capacity"));
 		bp->used_space = json_number_value(json_object_get(p, "used"));
-		bp->unfree_space = bp->total_space -
-			(uint64_t) json_number_value(json_object_get(p, "free"));
+		free_space = json_number_value(json_object_get(p, "free"));
+		bp->unfree_space = bp->total_space > free_space ?
+				   bp->total_space - free_space : 0;
 		bp->granularity = json_number_value(json_object_get(p, "granularity"));
 		if (!bp->granularity)
 			bp->granularity = 1;
@@ -1106,6 +1260,12 @@ static void _pools_apply(json_t *resp)
 		bb_state.unfree_space += bp->unfree_space;
 	}
 	bb_state.last_update_time = time(NULL);
+}
+
+static void _pools_apply(json_t *resp)
+{
+	slurm_mutex_lock(&bb_state.bb_mutex);
+	_pools_apply_locked(resp);
 	slurm_mutex_unlock(&bb_state.bb_mutex);
 }
 
@@ -1169,6 +1329,8 @@ static void _plan(work_t *w, int job, json_t *reqs, bitem_t *items, int *ni)
 	json_t *body;
 	bool destroy = false;
 
+	if (w->subst_err)
+		return;		/* _run() says why */
 	switch (w->want) {
 	case WANT_STAGE_IN:
 		if (w->step == 0) {
@@ -1337,8 +1499,11 @@ static void _scan_jobs(void)
 		if (job_ptr->burst_buffer && job_ptr->burst_buffer[0] &&
 		    !IS_JOB_COMPLETED(job_ptr))
 			(void) _get_bb_job(job_ptr);
-		else if (job_ptr->burst_buffer && IS_JOB_STAGE_OUT(job_ptr))
-			(void) _get_bb_job(job_ptr);
+		else if (job_ptr->burst_buffer &&
+			 (IS_JOB_STAGE_OUT(job_ptr) ||
+			  !xstrcmp(job_ptr->burst_buffer_state,
+				   "teardown-fail")))
+			(void) _get_bb_job(job_ptr);	/* a kept buffer */
 	}
 	list_iterator_destroy(it);
 	slurm_mutex_unlock(&bb_state.bb_mutex);
@@ -1371,6 +1536,39 @@ static double _next_wait(void)
 			if (h->want != WANT_NOTHING)
 				wait = MIN(wait, h->next_try - now);
 	return MAX(wait, 0.0);
+}
+
+/*
+ * A task of a job array whose throttle (--array=...%N) is reached: N tasks run
+ * or have their buffer set up.  It takes no buffer space others could use;
+ * its stage-in starts when a running task ends.  Call with bb_mutex held.
+ */
+static bool _array_throttled(job_record_t *job_ptr)
+{
+	job_record_t *meta;
+	uint32_t busy;
+
+	if (!job_ptr->array_job_id)
+		return false;
+	if (job_ptr->state_reason == WAIT_ARRAY_TASK_LIMIT)
+		return true;
+	meta = job_ptr->array_recs ? job_ptr :
+	       find_job_record(job_ptr->array_job_id);
+	if (!meta || !meta->array_recs || !meta->array_recs->max_run_tasks)
+		return false;
+	busy = meta->array_recs->tot_run_tasks;
+	for (int i = 0; i < HJOB_HASH; i++)
+		for (hjob_t *h = hjobs[i]; h; h = h->next) {
+			bb_job_t *b;
+			if (h->array_job_id != job_ptr->array_job_id ||
+			    h->job_id == job_ptr->job_id ||
+			    !(b = bb_job_find(&bb_state, h->job_id)))
+				continue;
+			if (b->state == BB_STATE_STAGING_IN ||
+			    b->state == BB_STATE_STAGED_IN)
+				busy++;
+		}
+	return busy >= meta->array_recs->max_run_tasks;
 }
 
 /*
@@ -1446,7 +1644,8 @@ static void _eager_stage_in(void)
 			continue;
 		slurm_mutex_lock(&bb_state.bb_mutex);
 		if ((bb_job = _get_bb_job(job_ptr)) &&
-		    (bb_job->state == BB_STATE_PENDING)) {
+		    (bb_job->state == BB_STATE_PENDING) &&
+		    !_array_throttled(job_ptr)) {
 			log_flag(BURST_BUF, "%pJ: stage-in starts at submission",
 				 job_ptr);
 			_start_stage_in(job_ptr, bb_job);
@@ -1646,6 +1845,10 @@ extern int fini(void)
 		}
 	}
 	xfree(status_cache);
+	xfree(pool_nodes);
+	pool_nodes_cnt = 0;
+	json_decref(pools_last);
+	pools_last = NULL;
 	xfree(eager_ids);
 	eager_cnt = eager_cap = 0;
 	bbh_conf_free(&conf);
@@ -1680,6 +1883,49 @@ extern int bb_p_load_state(bool init_config)
 	return SLURM_SUCCESS;
 }
 
+/* One JSON value as text: numbers as numbers, objects as "k=v, k=v". */
+static void _value_text(json_t *v, char **out)
+{
+	const char *k;
+	json_t *x;
+	bool first = true;
+
+	if (json_is_string(v)) {
+		xstrcat(*out, json_string_value(v));
+	} else if (json_is_integer(v)) {
+		xstrfmtcat(*out, "%"PRId64, (int64_t) json_integer_value(v));
+	} else if (json_is_real(v)) {
+		xstrfmtcat(*out, "%.3f", json_real_value(v));
+	} else if (json_is_boolean(v)) {
+		xstrcat(*out, json_is_true(v) ? "yes" : "no");
+	} else if (json_is_object(v)) {
+		json_object_foreach(v, k, x) {
+			xstrfmtcat(*out, "%s%s=", first ? "" : ", ", k);
+			_value_text(x, out);
+			first = false;
+		}
+	} else if (json_is_null(v)) {
+		xstrcat(*out, "-");
+	} else {
+		char *d = json_dumps(v, JSON_COMPACT);
+		xstrcat(*out, d ? d : "-");
+		free(d);
+	}
+}
+
+/* bbmgrd's GET /v1/status as "  key: value" lines, in the daemon's order. */
+static void _status_text(json_t *st, char **out)
+{
+	const char *k;
+	json_t *v;
+
+	json_object_foreach(st, k, v) {
+		xstrfmtcat(*out, "  %s: ", k);
+		_value_text(v, out);
+		xstrcat(*out, "\n");
+	}
+}
+
 /* "scontrol show bbstat": bbmgrd's status (bounded wait, no lock held). */
 extern char *bb_p_get_status(uint32_t argc, char **argv)
 {
@@ -1707,10 +1953,10 @@ extern char *bb_p_get_status(uint32_t argc, char **argv)
 		     : -1;
 	if (st == 200 && text) {
 		json_t *j = json_loads(text, 0, NULL);
-		char *pretty = j ? json_dumps(j, JSON_INDENT(2) | JSON_SORT_KEYS)
-				 : NULL;
-		xstrfmtcat(out, "%s\n", pretty ? pretty : text);
-		free(pretty);
+		if (json_is_object(j))
+			_status_text(j, &out);
+		else
+			xstrfmtcat(out, "  %s\n", text);
 		json_decref(j);
 	} else if (st < 0) {
 		xstrfmtcat(out, "  bbmgrd unreachable: %s\n",
@@ -1743,6 +1989,10 @@ extern int bb_p_reconfig(void)
 
 	slurm_mutex_lock(&bb_state.bb_mutex);
 	bb_load_config(&bb_state, (char *) plugin_type);
+	/* burst_buffer.conf's Pools= are not what bbmgrd has: show bbmgrd's
+	 * last answer until the next one, not the file's figures */
+	if (pools_last && conf.configured)
+		_pools_apply_locked(pools_last);
 	rc = _load_conf();
 	agent_rescan = true;
 	slurm_cond_signal(&agent_cond);
@@ -1760,6 +2010,96 @@ static bool _uid_in(uid_t *list, uid_t uid)
 	return false;
 }
 
+static bool _blank(const char *s)
+{
+	for (; s && *s; s++)
+		if (!isspace((unsigned char) *s) && *s != ';')
+			return false;
+	return true;
+}
+
+/* What a --bb text without any Harmonia directive gets as an answer. */
+static char *_not_harmonia_msg(const char *bb)
+{
+	char shown[64];
+	const char *hint = "";
+	size_t n = 0;
+
+	for (const char *p = bb; *p && n < sizeof(shown) - 4; p++)
+		shown[n++] = (*p == '\n') ? ';' : *p;
+	shown[n] = '\0';
+	if (bb[n])
+		strcat(shown, "...");
+	if (strstr(bb, "#DW") || strstr(bb, "#BB "))
+		hint = " (DataWarp and #BB lines are for other burst buffer plugins)";
+	else if (!xstrncasecmp(bb + strspn(bb, " \t;"), "capacity=", 9))
+		hint = " (write it as: jobbuffer capacity=SIZE)";
+	return xstrdup_printf("#BB_HARMONIA: --bb '%s' holds no Harmonia directive%s; burst_buffer/harmonia accepts jobbuffer, iohints, stage_in, stage_out, create_persistent, use_persistent and destroy_persistent, e.g. --bb \"jobbuffer capacity=10GiB\" (see harmonia-directives(5))",
+			      shown, hint);
+}
+
+/*
+ * A request that the pools can never hold: a buffer or a persistent buffer
+ * larger than its pool, or on more buffer nodes than the pool has.  Its pool
+ * is the one named, else burst_buffer.conf's DefaultPool, else the largest.
+ * Call with bb_mutex held.
+ */
+static burst_buffer_pool_t *_req_pool(const char *name, uint32_t *nodes)
+{
+	burst_buffer_pool_t *best = NULL;
+
+	if (!name)
+		name = bb_state.bb_config.default_pool;
+	for (uint32_t i = 0; i < bb_state.bb_config.pool_cnt; i++) {
+		burst_buffer_pool_t *p = &bb_state.bb_config.pool_ptr[i];
+		if (name ? !xstrcmp(p->name, name) :
+		    (!best || p->total_space > best->total_space)) {
+			best = p;
+			*nodes = (pool_nodes && i < pool_nodes_cnt) ?
+				 pool_nodes[i] : 0;
+		}
+	}
+	return best;
+}
+
+static bool _larger(const char *verb, uint64_t capacity,
+		    const burst_buffer_pool_t *p, char **err_msg)
+{
+	char a[32], b[32];
+
+	if (!p->total_space || capacity <= p->total_space)
+		return false;
+	xstrfmtcat(*err_msg, "#BB_HARMONIA: %s: capacity %s is larger than pool '%s' (%s)",
+		   verb, hbb_size_str(capacity, a, sizeof(a)), p->name,
+		   hbb_size_str(p->total_space, b, sizeof(b)));
+	return true;
+}
+
+static int _too_large(const hbb_request_t *req, char **err_msg)
+{
+	burst_buffer_pool_t *p;
+	uint32_t nodes = 0;
+
+	if (req->has_buffer && (p = _req_pool(req->pool, &nodes))) {
+		if (_larger("jobbuffer", req->capacity, p, err_msg))
+			return SLURM_ERROR;
+		if (nodes && req->nodes > nodes) {
+			xstrfmtcat(*err_msg, "#BB_HARMONIA: jobbuffer: nodes=%u is more than pool '%s' has (%u buffer nodes)",
+				   req->nodes, p->name, nodes);
+			return SLURM_ERROR;
+		}
+	}
+	for (int i = 0; i < req->npersist; i++) {
+		const hbb_persist_t *pp = &req->persist[i];
+		if (pp->op != HBB_PERSIST_CREATE ||
+		    !(p = _req_pool(pp->pool, &nodes)))
+			continue;
+		if (_larger("create_persistent", pp->capacity, p, err_msg))
+			return SLURM_ERROR;
+	}
+	return SLURM_SUCCESS;
+}
+
 /*
  * Collect the job's directives (script and --bb), validate them, and replace
  * job_desc->burst_buffer with their canonical form.
@@ -1769,7 +2109,8 @@ extern int bb_p_job_validate(job_desc_msg_t *job_desc, uid_t submit_uid,
 {
 	hbb_request_t req;
 	hu_error_t err;
-	char *collected = NULL, *canon = NULL;
+	bbh_sym_t sym = { 0 };
+	char *collected = NULL, *canon = NULL, *user = NULL;
 	bool in_script, in_bb;
 	int rc = SLURM_SUCCESS;
 
@@ -1777,8 +2118,15 @@ extern int bb_p_job_validate(job_desc_msg_t *job_desc, uid_t submit_uid,
 	collected = hbb_collect_script(job_desc->script);
 	in_script = collected && collected[0];
 	in_bb = hbb_has_directives(job_desc->burst_buffer, true);
-	if (!in_script && !in_bb)
+	if (!in_script && !in_bb) {
+		/* a --bb text with no directive in it would be dropped
+		 * without a word: refuse it, saying what is accepted */
+		if (!_blank(job_desc->burst_buffer)) {
+			*err_msg = _not_harmonia_msg(job_desc->burst_buffer);
+			rc = ESLURM_INVALID_BURST_BUFFER_REQUEST;
+		}
 		goto out;	/* not a Harmonia job: untouched */
+	}
 
 	if (in_script &&
 	    hbb_parse(&req, collected, strlen(collected), HBB_SRC_SCRIPT,
@@ -1794,9 +2142,24 @@ extern int bb_p_job_validate(job_desc_msg_t *job_desc, uid_t submit_uid,
 			      &err) < 0)
 			goto invalid;
 	}
-	if (hbb_validate(&req, &err) < 0 || hbb_check_paths(&req, &err) < 0)
+	if (hbb_validate(&req, &err) < 0)
 		goto invalid;
-
+	/* the paths as the user sees them (nothing about what the user may
+	 * not see); %j, %A and %a are not known yet.  job_submit/harmonia,
+	 * when configured, checked them already (with the script's line
+	 * numbers) */
+	if (xstrcasestr(slurm_conf.job_submit_plugins, "harmonia"))
+		goto checked;
+	sym.job_id = 0;
+	sym.user = user = uid_to_string_or_null(job_desc->user_id);
+	sym.name = job_desc->name;
+	sym.work_dir = job_desc->work_dir;
+	if (bbh_check_paths_as(&req, job_desc->user_id, job_desc->group_id,
+			       &sym, err_msg) < 0) {
+		rc = ESLURM_INVALID_BURST_BUFFER_REQUEST;
+		goto out;
+	}
+checked:
 	slurm_mutex_lock(&bb_state.bb_mutex);
 	if (bb_state.bb_config.allow_users &&
 	    !_uid_in(bb_state.bb_config.allow_users, job_desc->user_id)) {
@@ -1809,19 +2172,9 @@ extern int bb_p_job_validate(job_desc_msg_t *job_desc, uid_t submit_uid,
 		xstrfmtcat(*err_msg, "#BB_HARMONIA: jobbuffer: pool '%s' does not exist",
 			   req.pool);
 		rc = ESLURM_INVALID_BURST_BUFFER_REQUEST;
-	} else if (req.has_buffer && req.pool && conf.configured) {
-		for (uint32_t i = 0; i < bb_state.bb_config.pool_cnt; i++) {
-			burst_buffer_pool_t *p = &bb_state.bb_config.pool_ptr[i];
-			if (!xstrcmp(p->name, req.pool) && p->total_space &&
-			    req.capacity > p->total_space) {
-				char a[32], b[32];
-				xstrfmtcat(*err_msg, "#BB_HARMONIA: jobbuffer: capacity %s is larger than pool '%s' (%s)",
-					   hbb_size_str(req.capacity, a, sizeof(a)),
-					   req.pool,
-					   hbb_size_str(p->total_space, b, sizeof(b)));
-				rc = ESLURM_INVALID_BURST_BUFFER_REQUEST;
-			}
-		}
+	} else if (conf.configured &&
+		   (_too_large(&req, err_msg) != SLURM_SUCCESS)) {
+		rc = ESLURM_INVALID_BURST_BUFFER_REQUEST;
 	}
 	if (rc == SLURM_SUCCESS && bb_state.tres_pos > 0 &&
 	    job_desc->tres_req_cnt)
@@ -1850,6 +2203,7 @@ out:
 	hbb_request_free(&req);
 	free(collected);
 	free(canon);
+	xfree(user);
 	return rc;
 }
 
@@ -1969,7 +2323,7 @@ static int _try_one(void *x, void *arg)
 		return 0;
 	if (!(bb_job = _get_bb_job(job_ptr)))
 		return 0;
-	if (bb_job->state < BB_STATE_STAGING_IN) {
+	if (bb_job->state < BB_STATE_STAGING_IN && !_array_throttled(job_ptr)) {
 		_start_stage_in(job_ptr, bb_job);
 		_hjob_get(job_ptr)->seen_wait = true;
 	}
@@ -2008,7 +2362,8 @@ extern int bb_p_job_test_stage_in(job_record_t *job_ptr, bool test_only)
 		h = _hjob_find(job_ptr->job_id);
 		if (bb_job->state < BB_STATE_STAGING_IN) {
 			rc = -1;
-			if (!test_only && job_ptr->priority != 0) {
+			if (!test_only && job_ptr->priority != 0 &&
+			    !_array_throttled(job_ptr)) {
 				_start_stage_in(job_ptr, bb_job);
 				_hjob_get(job_ptr)->seen_wait = true;
 				rc = 0;
@@ -2165,6 +2520,37 @@ extern int bb_p_job_test_stage_out(job_record_t *job_ptr)
 	return rc;
 }
 
+/*
+ * scancel --hurry during stage-out: the job says that its stage-out was cut
+ * short and where (bbmgrd removes the partial files; whole files already
+ * copied stay).  Call with bb_mutex held.
+ */
+static void _stage_out_cut(job_record_t *job_ptr)
+{
+	hbb_request_t req;
+	hjob_t *h = _hjob_get(job_ptr);
+	char *dests = NULL, *serr = NULL, *msg;
+
+	_hjob_symbols(h, job_ptr);
+	_hjob_request(h, &req, &serr);
+	for (int i = 0; i < req.nstage_out; i++)
+		xstrfmtcat(dests, "%s%s", dests ? ", " : "",
+			   req.stage_out[i].destination);
+	hbb_request_free(&req);
+	xfree(serr);
+	if (!dests)
+		return;
+	msg = xstrdup_printf("cut short by scancel --hurry: %s may hold part of the job's data (only whole files, no partial file)",
+			     dests);
+	bb_update_system_comment(job_ptr, "stage-out", msg, 0);
+	xfree(job_ptr->state_desc);
+	xstrfmtcat(job_ptr->state_desc, "%s: stage-out %s", plugin_type, msg);
+	last_job_update = time(NULL);
+	info("%s: %pJ: stage-out %s", plugin_type, job_ptr, msg);
+	xfree(msg);
+	xfree(dests);
+}
+
 extern int bb_p_job_cancel(job_record_t *job_ptr)
 {
 	bb_job_t *bb_job;
@@ -2185,6 +2571,9 @@ extern int bb_p_job_cancel(job_record_t *job_ptr)
 			else if (h)
 				_hjob_del(job_ptr->job_id);
 		} else if (bb_job->state < BB_STATE_COMPLETE) {
+			if (bb_job->state == BB_STATE_POST_RUN ||
+			    bb_job->state == BB_STATE_STAGING_OUT)
+				_stage_out_cut(job_ptr);
 			bb_set_job_bb_state(job_ptr, bb_job,
 					    BB_STATE_TEARDOWN);
 			_want(job_ptr, WANT_TEARDOWN);

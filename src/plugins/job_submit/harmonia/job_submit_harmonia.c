@@ -46,6 +46,7 @@
 #include "libhutil/directive.h"
 
 #include "bbh_conf.h"
+#include "bbh_job.h"
 
 const char plugin_name[] = "Job submit plugin for Harmonia I/O hints";
 const char plugin_type[] = "job_submit/harmonia";
@@ -265,8 +266,26 @@ static void _learn_hints(hbb_request_t *req, uint32_t uid, const char *name)
 
 /* Merge script and --bb directives; on success *canon is the canonical text
  * (malloc'd) or NULL when the job has no Harmonia directives. */
+/* The stage paths as the job's user sees them (bbh_check_paths_as). */
+static int _check_paths(const hbb_request_t *req, job_desc_msg_t *job_desc,
+			char **err_msg)
+{
+	bbh_sym_t sym = { 0 };
+	char *user = uid_to_string_or_null(job_desc->user_id);
+	int rc;
+
+	sym.user = user;
+	sym.name = job_desc->name;
+	sym.work_dir = job_desc->work_dir;
+	rc = bbh_check_paths_as(req, job_desc->user_id, job_desc->group_id,
+				&sym, err_msg);
+	xfree(user);
+	return rc;
+}
+
 static int _normalise(const char *script, const char *bb, uint32_t uid,
-		      const char *name, char **canon, char **err_msg)
+		      const char *name, job_desc_msg_t *job_desc,
+		      char **canon, char **err_msg)
 {
 	hbb_request_t req;
 	hu_error_t err;
@@ -286,8 +305,12 @@ static int _normalise(const char *script, const char *bb, uint32_t uid,
 	if (hbb_has_directives(bb, true) &&
 	    hbb_parse(&req, bb, strlen(bb), HBB_SRC_BB_OPTION, &err) < 0)
 		goto invalid;
-	if (hbb_validate(&req, &err) < 0 || hbb_check_paths(&req, &err) < 0)
+	if (hbb_validate(&req, &err) < 0)
 		goto invalid;
+	if (job_desc && _check_paths(&req, job_desc, err_msg) < 0) {
+		rc = ESLURM_INVALID_BURST_BUFFER_REQUEST;
+		goto out;
+	}
 	if (script)
 		_learn_hints(&req, uid, name);
 	if (hbb_validate(&req, &err) < 0)
@@ -311,7 +334,8 @@ extern int job_submit(job_desc_msg_t *job_desc, uint32_t submit_uid,
 	int rc;
 
 	rc = _normalise(job_desc->script, job_desc->burst_buffer,
-			job_desc->user_id, job_desc->name, &canon, err_msg);
+			job_desc->user_id, job_desc->name, job_desc, &canon,
+			err_msg);
 	if (rc != SLURM_SUCCESS) {
 		debug("%s: refused a request of uid %u: %s", plugin_type,
 		      submit_uid, *err_msg ? *err_msg : "");
@@ -336,7 +360,7 @@ extern int job_modify(job_desc_msg_t *job_desc, job_record_t *job_ptr,
 	if (!job_desc->burst_buffer)
 		return SLURM_SUCCESS;
 	rc = _normalise(NULL, job_desc->burst_buffer, job_ptr->user_id, NULL,
-			&canon, err_msg);
+			NULL, &canon, err_msg);
 	if (rc != SLURM_SUCCESS)
 		return rc;
 	if (canon) {

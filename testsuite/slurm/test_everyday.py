@@ -1,0 +1,394 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""What users meet in their first week, from their own commands: symbol
+replacement in stage paths and persistent names (job arrays), --bb texts that
+hold no Harmonia directive, requests no pool can hold, stage paths checked as
+the user, and a job held after a failed stage-in that is released again."""
+import os
+import pathlib
+import pwd
+import shutil
+import subprocess
+import time
+
+import pytest
+
+from conftest import script, wait_for
+
+REFUSED = "sbatch: error: Batch job submission failed: Burst Buffer request invalid"
+USERS = ("hmtest1", "hmtest2")
+
+
+def done(cluster, jobid):
+    """The job ended and its stage-out is over."""
+    j = cluster.job(jobid)
+    return j.get("JobState") in ("COMPLETED", "FAILED", "CANCELLED") and \
+        j.get("BurstBufferState") == "complete"
+
+
+def array_ids(cluster, array_id):
+    """The job ids of the array's tasks that have ended, by task id."""
+    p = cluster.run("squeue", "-h", "-t", "all", "-r", "-j", str(array_id), "-o", "%A %K %T")
+    return {int(k): a for a, k, t in (l.split() for l in p.stdout.splitlines() if l.strip())
+            if t == "COMPLETED"}
+
+
+# ------------------------------------------------------------------ symbols
+
+def test_array_tasks_stage_out_to_their_own_paths(cluster, need_bbmgrd, tmp_path):
+    dest = tmp_path / "results"
+    dest.mkdir()
+    rc, array_id, _, err = cluster.sbatch(script(
+        "jobbuffer capacity=1GiB",
+        "stage_out source=$HARMONIA_BB/out destination=%s/%%A_%%a.txt type=file" % dest,
+        body='echo "task $SLURM_ARRAY_TASK_ID of $SLURM_ARRAY_JOB_ID in $HARMONIA_BB" '
+             '> $HARMONIA_BB/out'), "--array=0-3")
+    assert rc == 0, err
+    wait_for(lambda: len(array_ids(cluster, array_id)) == 4, timeout=120, what="4 tasks")
+    ids = array_ids(cluster, array_id)
+    for task, jobid in ids.items():
+        wait_for(lambda: done(cluster, jobid), timeout=120, what="task %d done" % task)
+    found = sorted(os.listdir(dest))
+    assert found == ["%s_%d.txt" % (array_id, t) for t in range(4)]
+    buffers = set()
+    for t in range(4):
+        text = (dest / ("%s_%d.txt" % (array_id, t))).read_text().split()
+        assert text[:4] == ["task", str(t), "of", array_id]
+        buffers.add(text[-1])
+    assert len(buffers) == 4, "array tasks shared a buffer: %s" % buffers
+
+
+def test_job_symbols_in_stage_paths(cluster, need_bbmgrd, tmp_path):
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "input.txt").write_text("from the working directory\n")
+    dest = tmp_path / "out"
+    dest.mkdir()
+    rc, jobid, _, err = cluster.sbatch(script(
+        "jobbuffer capacity=1GiB",
+        "stage_in source=%d/input.txt destination=$HARMONIA_BB/in.txt type=file",
+        "stage_out source=$HARMONIA_BB/in.txt destination=%s/%%u-%%x-%%j-100%%%%.txt "
+        "type=file" % dest,
+        body="cat $HARMONIA_BB/in.txt"), "-J", "sym-job", "-D", str(work))
+    assert rc == 0, err
+    # the job keeps what was written; the symbols are replaced for each use
+    assert "destination=%s/%%u-%%x-%%j-100%%%%.txt" % dest in cluster.job(jobid)["BurstBuffer"]
+    wait_for(lambda: done(cluster, jobid), timeout=60, what="job done")
+    user = pwd.getpwuid(os.geteuid()).pw_name
+    assert os.listdir(dest) == ["%s-sym-job-%s-100%%.txt" % (user, jobid)]
+    assert cluster.out(jobid) == "from the working directory\n"
+
+
+def test_persistent_name_with_symbols(cluster, need_bbmgrd):
+    user = pwd.getpwuid(os.geteuid()).pw_name
+    rc, jobid, _, err = cluster.sbatch(script(
+        "create_persistent name=%u-scratch-%j capacity=1GiB",
+        body="env | grep ^HARMONIA_PERSISTENT_ | cut -d= -f1"))
+    assert rc == 0, err
+    wait_for(lambda: done(cluster, jobid), timeout=60, what="job done")
+    name = "%s-scratch-%s" % (user, jobid)
+    try:
+        names = [b["name"] for b in cluster.bbmgr("persistent")["persistent"]]
+        assert name in names
+        assert cluster.out(jobid).strip() == \
+            "HARMONIA_PERSISTENT_" + name.upper().replace("-", "_")
+    finally:
+        rc, jid, _, err = cluster.sbatch(script("destroy_persistent name=%s" % name,
+                                                body="true"))
+        assert rc == 0, err
+        wait_for(lambda: done(cluster, jid), timeout=60, what="destroy done")
+
+
+# ------------------------------------------------------------------ nothing dropped
+
+@pytest.mark.parametrize("text,hint", [
+    ("jobbufer capacity=1GiB", ""),
+    ("capacity=1GiB", " (write it as: jobbuffer capacity=SIZE)"),
+    ("#DW jobdw type=scratch capacity=1GiB access_mode=striped",
+     " (DataWarp and #BB lines are for other burst buffer plugins)"),
+], ids=["typo", "bare-capacity", "datawarp"])
+def test_bb_text_without_directive_is_refused(cluster, text, hint):
+    before = set(cluster.job_ids())
+    rc, jobid, _, err = cluster.sbatch(None, "--bb", text, "--wrap", "true")
+    assert rc != 0, "accepted as job %s" % jobid
+    assert err.splitlines() == [
+        "sbatch: error: #BB_HARMONIA: --bb '%s' holds no Harmonia directive%s; "
+        "burst_buffer/harmonia accepts jobbuffer, iohints, stage_in, stage_out, "
+        "create_persistent, use_persistent and destroy_persistent, "
+        "e.g. --bb \"jobbuffer capacity=10GiB\" (see harmonia-directives(5))" % (text, hint),
+        REFUSED]
+    assert set(cluster.job_ids()) - before == set()
+
+
+@pytest.mark.parametrize("directive,message", [
+    ("jobbuffer capacity=2TiB",
+     "#BB_HARMONIA: jobbuffer: capacity 2TiB is larger than pool 'nvme' (1TiB)"),
+    ("jobbuffer capacity=1GiB nodes=5",
+     "#BB_HARMONIA: jobbuffer: nodes=5 is more than pool 'nvme' has (4 buffer nodes)"),
+    ("create_persistent name=huge capacity=5TiB",
+     "#BB_HARMONIA: create_persistent: capacity 5TiB is larger than pool 'nvme' (1TiB)"),
+], ids=["capacity-default-pool", "nodes", "persistent"])
+def test_request_no_pool_can_hold_is_refused(cluster, need_bbmgrd, directive, message):
+    wait_for(lambda: "nvme" in cluster.run("scontrol", "show", "burst").stdout,
+             what="pools known to slurmctld")
+    before = set(cluster.job_ids())
+    rc, jobid, _, err = cluster.sbatch(script(directive))
+    assert rc != 0, "accepted as job %s" % jobid
+    assert err.splitlines() == ["sbatch: error: " + message, REFUSED]
+    assert set(cluster.job_ids()) - before == set()
+
+
+# ------------------------------------------------------------------ paths as the user
+
+@pytest.fixture(scope="module")
+def user(cluster):
+    if os.geteuid() != 0:
+        pytest.skip("needs root to create and act as a test user")
+    if not cluster.cdir:
+        if not cluster.test_users:
+            pytest.skip("needs a user known to the cluster's nodes: HARMONIA_TEST_USERS")
+        name = cluster.test_users[0]
+    else:
+        name = USERS[0]
+    try:
+        return pwd.getpwnam(name)
+    except KeyError:
+        subprocess.run(["useradd", "-m", "-s", "/bin/bash", name], check=True,
+                       capture_output=True, timeout=30)
+        return pwd.getpwnam(name)
+
+
+def sbatch_as(cluster, pw, text):
+    wdir = os.path.join(cluster.workdir, "%s-%d" % (pw.pw_name, int(time.time() * 1e6)))
+    os.makedirs(wdir)
+    os.chown(wdir, pw.pw_uid, pw.pw_gid)
+    path = os.path.join(wdir, "job.sh")
+    with open(path, "w") as f:
+        f.write(text)
+    os.chown(path, pw.pw_uid, pw.pw_gid)
+    return cluster.run("runuser", "-u", pw.pw_name, "--", "sbatch", "--parsable", "-D", wdir,
+                       "-o", os.path.join(wdir, "slurm-%j.out"), path, check=False)
+
+
+def test_stage_paths_are_checked_as_the_user(cluster, user):
+    # a directory only root may look into, in a directory everyone may
+    secret = pathlib.Path(cluster.workdir) / ("root-only-%d" % int(time.time() * 1e6))
+    secret.mkdir()
+    (secret / "file").write_text("x")
+    (secret / "dir").mkdir()
+    os.chmod(secret, 0o700)
+    answers = {}
+    for name, directive in [
+            ("missing", "stage_in source=%s/nothere destination=$HARMONIA_BB/x"),
+            ("file-as-dir", "stage_in source=%s/file destination=$HARMONIA_BB/x type=directory"),
+            ("dir-as-file", "stage_in source=%s/dir destination=$HARMONIA_BB/x type=file"),
+            ("out-missing", "stage_out source=$HARMONIA_BB/x destination=%s/nothere/x"),
+            ("out-dir", "stage_out source=$HARMONIA_BB/x destination=%s/dir/x")]:
+        p = sbatch_as(cluster, user, script("jobbuffer capacity=1GiB", directive % secret))
+        assert p.returncode != 0, "%s accepted: %s" % (name, p.stdout)
+        # the same answer whatever is (or is not) behind the closed directory
+        answers[name] = p.stderr.replace("/nothere", "/P").replace("/file", "/P") \
+            .replace("/dir", "/P")
+    assert len({answers[k] for k in ("missing", "file-as-dir", "dir-as-file")}) == 1, answers
+    assert answers["out-missing"] == answers["out-dir"], answers
+    assert answers["missing"].splitlines() == [
+        "sbatch: error: #BB_HARMONIA line 4: stage_in: source '%s/P' is not accessible "
+        "to you (Permission denied)" % secret, REFUSED]
+    assert answers["out-dir"].splitlines() == [
+        "sbatch: error: #BB_HARMONIA line 4: stage_out: the directory of destination "
+        "'%s/P/x' is not accessible to you (Permission denied)" % secret, REFUSED]
+    # root sees the directory: its answers differ as before
+    rc, _, _, err = cluster.sbatch(script(
+        "jobbuffer capacity=1GiB",
+        "stage_in source=%s/file destination=$HARMONIA_BB/x type=directory" % secret))
+    assert rc != 0
+    assert err.splitlines()[0] == ("sbatch: error: #BB_HARMONIA line 4: stage_in: source "
+                                   "'%s/file' is not a directory (type=directory)" % secret)
+
+
+# ------------------------------------------------------------------ failed stage-in
+
+def pool_used(cluster):
+    return sum(p["used"] for p in cluster.bbmgr("pools")["pools"])
+
+
+def squeue_reason(cluster, jobid):
+    return cluster.run("squeue", "-h", "-t", "all", "-j", str(jobid), "-o", "%r").stdout.strip()
+
+
+def test_release_of_job_held_for_failed_stage_in_retries_it(cluster, need_bbmgrd, tmp_path):
+    src = tmp_path / "in"
+    src.mkdir()
+    (src / "data").write_text("first\n")
+    rc, jobid, _, err = cluster.sbatch(script(
+        "jobbuffer capacity=3GiB",
+        "stage_in source=%s destination=$HARMONIA_BB/in type=directory" % src,
+        body="cat $HARMONIA_BB/in/data"), "-H")
+    assert rc == 0, err
+    used0 = pool_used(cluster)
+    shutil.rmtree(src)                          # gone before its stage-in
+    cluster.run("scontrol", "release", jobid)
+    wait_for(lambda: squeue_reason(cluster, jobid).startswith(
+        "burst_buffer/harmonia: stage-in: stage-in failed: "), timeout=60,
+        what="held for the failed stage-in")
+    assert cluster.job(jobid)["JobState"] == "PENDING"
+    # a held job holds no space
+    wait_for(lambda: pool_used(cluster) == used0, timeout=30, what="space of the held job back")
+    src.mkdir()
+    (src / "data").write_text("second\n")
+    cluster.run("scontrol", "release", jobid)
+    assert cluster.wait_state(jobid, {"COMPLETED", "FAILED"}, timeout=60) == "COMPLETED"
+    assert cluster.out(jobid) == "second\n"
+
+
+# ------------------------------------------------------------------ kept buffers
+
+def show_burst(cluster):
+    return cluster.run("scontrol", "show", "burst").stdout
+
+
+def burst_line(cluster, jobid):
+    """The line of "scontrol show burst" that lists the job's buffer, or None."""
+    for line in show_burst(cluster).splitlines():
+        if line.strip().startswith("JobID=%s " % jobid):
+            return line
+    return None
+
+
+def bbmgr_text(cluster, *args):
+    """bbmgr ARGS as an administrator types it (text output, options last)."""
+    cmd = [os.path.join(os.environ.get("HARMONIA_BUILDDIR", "."), "bbmgr", "bbmgr")]
+    cmd += list(args) + ["--url", cluster.bbmgr_url]
+    if cluster.munge_socket:
+        cmd += ["--munge-socket", cluster.munge_socket]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+
+
+def test_failed_stage_out_keeps_the_buffer_until_released(cluster, need_bbmgrd, tmp_path):
+    cluster.need_control()
+    dest = tmp_path / "results"
+    dest.mkdir()
+    wait_for(lambda: not cluster.bbmgr("jobs")["jobs"], timeout=60, what="bbmgrd without jobs")
+    used0 = pool_used(cluster)
+    rc, jobid, _, err = cluster.sbatch(script(
+        "jobbuffer capacity=2GiB",
+        "stage_out source=$HARMONIA_BB/never-written destination=%s/r type=file" % dest,
+        body="echo precious > $HARMONIA_BB/kept"))
+    assert rc == 0, err
+    wait_for(lambda: cluster.job(jobid).get("BurstBufferState") == "teardown-fail",
+             timeout=60, what="stage-out failed")
+    text = cluster.run("scontrol", "show", "job", jobid).stdout
+    assert "JobState=COMPLETED" in text
+    assert "stage-out failed: " in text
+    assert "until an administrator frees it with 'bbmgr release %s'" % jobid in text
+    # where the data is kept: the job's buffer directory, as the job record says
+    where = text.split("its data is kept in the job's buffer (", 1)[1].split(" on ", 1)[0]
+    with open(os.path.join(where, "kept")) as f:
+        assert f.read() == "precious\n"
+    # listed and counted, in Slurm and in bbmgrd
+    line = burst_line(cluster, jobid)
+    assert line and "State=teardown-fail" in line, show_burst(cluster)
+    assert pool_used(cluster) > used0
+    assert jobid in bbmgr_text(cluster, "jobs").stdout
+    # as such after restarts of both daemons
+    cluster.control("slurmctld-restart")
+    wait_for(lambda: burst_line(cluster, jobid), timeout=30, what="listed after restart")
+    assert cluster.job(jobid)["BurstBufferState"] == "teardown-fail"
+    cluster.control("bbmgrd-stop")
+    cluster.control("bbmgrd-start")
+    assert pool_used(cluster) > used0
+    assert jobid in bbmgr_text(cluster, "jobs").stdout
+    # the administrator frees it
+    p = bbmgr_text(cluster, "release", jobid)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.startswith("job %s: released (" % jobid), p.stdout
+    wait_for(lambda: pool_used(cluster) == used0, timeout=30, what="space back")
+    wait_for(lambda: burst_line(cluster, jobid) is None, timeout=30, what="no longer listed")
+    wait_for(lambda: cluster.job(jobid)["BurstBufferState"] == "complete", timeout=30,
+             what="job record says so")
+    assert not os.path.exists(where)
+
+
+def test_bbmgr_release_of_unknown_job_says_why(cluster, need_bbmgrd):
+    p = bbmgr_text(cluster, "release", "999999999")
+    assert p.returncode == 1
+    assert p.stderr.startswith("bbmgr: GET /v1/jobs/999999999: HTTP 404: "), p.stderr
+    assert not p.stderr.rstrip().endswith(":"), p.stderr
+
+
+# ------------------------------------------------------------------ honest output
+
+def test_bbmgr_takes_options_anywhere_and_prints_no_null(cluster, need_bbmgrd):
+    rc, jobid, _, err = cluster.sbatch(script("jobbuffer capacity=1GiB", body="sleep 30"))
+    assert rc == 0, err
+    try:
+        cluster.wait_state(jobid, {"RUNNING"})
+        for args in (["jobs"], ["nodes"], ["pools"], ["persistent"], ["status"],
+                     ["schedule"], ["policy"]):
+            p = bbmgr_text(cluster, *args)          # --url after the command
+            assert p.returncode == 0, (args, p.stderr)
+            assert "(null)" not in p.stdout, (args, p.stdout)
+        assert bbmgr_text(cluster, "policy").stdout == "fairshare\n"
+        p = bbmgr_text(cluster, "jobs", "--json")
+        assert p.returncode == 0 and p.stdout.lstrip().startswith("{")
+    finally:
+        cluster.run("scancel", jobid)
+        cluster.wait_state(jobid, {"CANCELLED", "COMPLETED"})
+
+
+def test_bbstat_is_readable_text(cluster, need_bbmgrd):
+    out = cluster.run("scontrol", "show", "bbstat").stdout
+    assert "{" not in out and '"' not in out, out
+    assert "\n  policy: fairshare\n" in out
+    assert "\n  jobs: registered=" in out
+
+
+def test_show_burst_sizes_stay_true_after_reconfigure(cluster, need_bbmgrd):
+    def pool_line():
+        for line in show_burst(cluster).splitlines():
+            if line.strip().startswith("Name=harmonia"):
+                return line
+    wait_for(lambda: not cluster.bbmgr("jobs")["jobs"], timeout=60, what="bbmgrd without jobs")
+    rc, jobid, _, err = cluster.sbatch(script("jobbuffer capacity=100GiB", body="sleep 60"))
+    assert rc == 0, err
+    try:
+        cluster.wait_state(jobid, {"RUNNING"})
+        before = wait_for(lambda: (lambda l: l if l and "UsedSpace=0 " not in l + " " else None)(
+            pool_line()), timeout=30, what="space in use shown")
+        assert "TotalSpace=1T" in before, before
+        cluster.run("scontrol", "reconfigure")
+        # at once, and for the seconds after it, the figures are bbmgrd's
+        for _ in range(10):
+            line = pool_line()
+            assert line == before, (before, line)
+            time.sleep(0.2)
+    finally:
+        cluster.run("scancel", jobid)
+        cluster.wait_state(jobid, {"CANCELLED", "COMPLETED"})
+
+
+# ------------------------------------------------------------------ allocation when due
+
+def test_throttled_array_holds_one_buffer_at_a_time(cluster, need_bbmgrd, tmp_path):
+    wait_for(lambda: not cluster.bbmgr("jobs")["jobs"], timeout=60, what="bbmgrd without jobs")
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    # each task holds its buffer while it runs, until the test lets it end
+    rc, array_id, _, err = cluster.sbatch(script(
+        "jobbuffer capacity=100GiB",
+        body="touch %s/$SLURM_ARRAY_TASK_ID.started; "
+             "while [ ! -e %s/$SLURM_ARRAY_TASK_ID.go ]; do sleep 0.1; done" % (marks, marks)),
+        "--array=0-3%1")
+    assert rc == 0, err
+    done_tasks = set()
+    for _ in range(4):
+        started = lambda: {f.split(".")[0] for f in os.listdir(marks)
+                           if f.endswith(".started")} - done_tasks
+        task = wait_for(started, timeout=60, what="a task running").pop()
+        # one task runs; the others wait for the throttle and hold nothing
+        held = [j for j in cluster.bbmgr("jobs")["jobs"] if j.get("allocation")
+                and j.get("state") != "ended"]
+        assert len(held) == 1, held
+        done_tasks.add(task)
+        (marks / ("%s.go" % task)).write_text("")
+    assert done_tasks == {"0", "1", "2", "3"}
+    wait_for(lambda: len(array_ids(cluster, array_id)) == 4, timeout=60, what="all tasks done")
