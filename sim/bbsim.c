@@ -10,11 +10,13 @@
  * 2 usage.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "sim.h"
+#include "libhutil/hutil.h"
 
 #define MAX_POLICIES 64
 
@@ -50,6 +52,9 @@ static void run_usage (FILE *f)
              "  --format FMT       table (default), json or csv\n"
              "  --seed N           seed of the random variations (default 1)\n"
              "  --gantt OUT.svg    draw who did I/O when (one panel per policy)\n"
+             "  --period-min DUR   periodic policies: start the period search at\n"
+             "                     this T_min (e.g. 495000 s) instead of the longest\n"
+             "                     w + time_io (overrides scheduler.period_min)\n"
              "  --help             this text\n"
              "\n"
              "Policy ids known to libhsched:");
@@ -84,6 +89,7 @@ static int cmd_run (int argc, char **argv)
     int npol = 0;
     sim_format_t fmt = OUT_TABLE;
     uint64_t seed = 1;
+    double period_min = 0;
     wl_error_t err = { .text = "" };
     wl_t *wl = NULL;
     wl_jobs_t *jobs = NULL;
@@ -136,6 +142,15 @@ static int cmd_run (int argc, char **argv)
         }
         else if ((v = optval (argc, argv, &i, "--gantt", &bad)))
             gantt = v;
+        else if ((v = optval (argc, argv, &i, "--period-min", &bad))) {
+            hu_error_t herr = { .text = "" };
+            if (hu_parse_duration (v, 0, &period_min, &herr) < 0
+                || !(period_min > 0) || !isfinite (period_min)) {
+                fprintf (stderr, "bbsim run: --period-min must be a duration > 0 "
+                         "(e.g. 16000 s), not '%s'\n", v);
+                return 2;
+            }
+        }
         else if (bad)
             return 2;
         else if (a[0] == '-' && a[1] != '\0') {
@@ -174,8 +189,11 @@ static int cmd_run (int argc, char **argv)
         fprintf (stderr, "bbsim: out of memory\n");
         goto done;
     }
+    if (!(period_min > 0))
+        period_min = wl->period_min;
     for (int p = 0; p < npol; p++) {
         sim_opts_t opts = { .record = gantt != NULL };
+        pols[p].period_min = period_min;
         if (sim_run (wl, jobs, &pols[p], &opts, &res[p], &err) < 0) {
             fprintf (stderr, "bbsim: %s\n", err.text);
             goto done;

@@ -1048,10 +1048,25 @@ static int parse_app (ctx_t *c, const yn_t *n, size_t idx, const wl_platform_t *
     return 0;
 }
 
+/* Optional 'scheduler:' mapping: settings of the policies (doc/workload-format.md). */
+static int parse_scheduler (ctx_t *c, const yn_t *n, wl_t *wl)
+{
+    static const char *const keys[] = { "period_min", NULL };
+    const yn_t *x;
+
+    if (need_type (c, n, YN_MAP, "scheduler") < 0
+        || check_keys (c, n, keys, "scheduler") < 0)
+        return -1;
+    if ((x = get (n, "period_min"))
+        && parse_quantity (c, x, Q_DURATION, "period_min", true, &wl->period_min) < 0)
+        return -1;
+    return 0;
+}
+
 static int parse_root (ctx_t *c, const yn_t *root, wl_t *wl)
 {
-    static const char *const keys[] = { "platform", "apps", NULL };
-    const yn_t *plat, *apps;
+    static const char *const keys[] = { "platform", "apps", "scheduler", NULL };
+    const yn_t *plat, *apps, *sched;
     double total = 0;
     long jobs = 0;
 
@@ -1063,6 +1078,8 @@ static int parse_root (ctx_t *c, const yn_t *root, wl_t *wl)
     if (!(plat = get (root, "platform")))
         return fail (c, root, "missing key 'platform'");
     if (parse_platform (c, plat, &wl->plat) < 0)
+        return -1;
+    if ((sched = get (root, "scheduler")) && parse_scheduler (c, sched, wl) < 0)
         return -1;
     if (!(apps = get (root, "apps")))
         return fail (c, root, "missing key 'apps'");

@@ -108,6 +108,7 @@ typedef struct {
     wl_platform_t plat;
     wl_app_t *apps;
     int napps;
+    double period_min;      /* scheduler.period_min, s (0: not given) */
 } wl_t;
 
 /* Parse a workload from memory ('name' is used in messages).  Returns NULL with errno

@@ -60,6 +60,10 @@ struct winst {
 struct wjob {
     struct winst *in;       /* sorted by init_w */
     size_t n, cap;
+    struct cand *cd;        /* first fit: I/O start ranges of the gaps that can hold
+                               an instance, sorted by (xs, owner); kept up to date
+                               by ff_try() as instances are added */
+    size_t ncd, capcd;
     size_t last;            /* index of the instance inserted last (PerSched) */
     bool active;
 };
@@ -67,6 +71,7 @@ struct wjob {
 struct cand {               /* a range of I/O starts of job k (first fit) */
     double xs, xe;          /* [xs, xe], normalised, xs <= xe */
     double g0, gap;         /* the gap of job k it lies in */
+    double owner;           /* init_w of the instance the gap follows */
     bool first;             /* xs is the gap's earliest start g0 + w_k */
 };
 
@@ -85,11 +90,12 @@ struct work {
     size_t npool, cappool;
     struct piece *tmp;      /* pieces of the instance being built */
     size_t ntmp, captmp;
-    struct cand *cand;
-    size_t capcand;
     struct segsort *ss;
     size_t capss;
     uint64_t visits;
+    bool reference;         /* hs_periodic_params_t.reference */
+    struct cand *rcand;     /* reference first fit: every candidate, rebuilt */
+    size_t caprcand;
     /* evaluation (see work_eval()) */
     double W;               /* sum_k beta_k n_per(k) w_k */
     double sys, dil;
@@ -225,14 +231,16 @@ static void work_free(struct work *wk)
     free(wk->t);
     free(wk->used);
     if (wk->job) {
-        for (size_t k = 0; k < wk->K; k++)
+        for (size_t k = 0; k < wk->K; k++) {
             free(wk->job[k].in);
+            free(wk->job[k].cd);
+        }
         free(wk->job);
     }
     free(wk->pool);
     free(wk->tmp);
-    free(wk->cand);
     free(wk->ss);
+    free(wk->rcand);
     memset(wk, 0, sizeof(*wk));
 }
 
@@ -261,6 +269,7 @@ static void work_reset(struct work *wk, double T)
     wk->npool = 0;
     for (size_t k = 0; k < wk->K; k++) {
         wk->job[k].n = 0;
+        wk->job[k].ncd = 0;
         wk->job[k].last = 0;
         wk->job[k].active = true;
     }
@@ -288,6 +297,26 @@ static double inst_room(const struct work *wk, const struct wjob *j, size_t i)
     return d > 0 ? d : wk->T;
 }
 
+/* Index of the first instance of j whose init_w is above 'init_w' (j->n if none):
+ * where a new instance starting its compute at init_w goes, after those with an
+ * equal init_w.  Binary search, O(log n_per(k)). */
+static size_t inst_upper(const struct wjob *j, double init_w)
+{
+    size_t lo = 0, hi = j->n;
+
+    /* PerSched and the first fit append in time order most of the time */
+    if (hi == 0 || j->in[hi - 1].init_w <= init_w)
+        return hi;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (j->in[mid].init_w <= init_w)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 /* Commit the pieces of wk->tmp (time order) as a new instance of job k starting its
  * compute at init_w, whose I/O ends 'span' after init_w.  Returns its index. */
 static int commit_instance(struct work *wk, size_t k, double init_w, double span,
@@ -305,8 +334,11 @@ static int commit_instance(struct work *wk, size_t k, double init_w, double span
             return -1;
     }
     memcpy(wk->pool + wk->npool, wk->tmp, wk->ntmp * sizeof(*wk->tmp));
-    for (pos = 0; pos < j->n && j->in[pos].init_w <= init_w; pos++)
-        ;
+    if (wk->reference) {
+        for (pos = 0; pos < j->n && j->in[pos].init_w <= init_w; pos++)
+            ;
+    } else
+        pos = inst_upper(j, init_w);
     memmove(j->in + pos + 1, j->in + pos, (j->n - pos) * sizeof(*j->in));
     j->in[pos] = (struct winst){
         .init_w = init_w,
@@ -368,10 +400,111 @@ static double ff_gamma(struct work *wk, const struct ctx *c, size_t k, double x,
     return -1;
 }
 
+/* Order of the candidates: by xs, then by the owner's init_w (the order in which
+ * the instances are stored). */
+static bool cand_less(const struct cand *x, const struct cand *y)
+{
+    if (x->xs != y->xs)
+        return x->xs < y->xs;
+    return x->owner < y->owner;
+}
+
+/* The candidates of the gap after instance i of job k (0, 1, or 2 when the range
+ * of I/O starts wraps past T): the I/O can start in [g0 + w_k, g0 + gap - time_io_k]
+ * with g0 the end of the instance's I/O. */
+static size_t cand_of(const struct work *wk, const struct ctx *c, size_t k, size_t i,
+                      struct cand out[2])
+{
+    const struct wjob *j = &wk->job[k];
+    double w = c->jobs[k].w, T = wk->T, tio = c->tio[k];
+    double gap = inst_room(wk, j, i) - j->in[i].span;
+    double g0 = j->in[i].io_end, xs, len, own = j->in[i].init_w;
+
+    if (gap + wk->teps < w + tio)
+        return 0;               /* not even with the full bandwidth cap_k */
+    xs = norm_t(g0 + w, T);
+    len = gap - w - tio + wk->teps;
+    if (len < 0)
+        len = 0;
+    if (xs + len < T) {
+        out[0] = (struct cand){ xs, xs + len, g0, gap, own, true };
+        return 1;
+    }
+    out[0] = (struct cand){ xs, T, g0, gap, own, true };
+    out[1] = (struct cand){ 0., xs + len - T, g0, gap, own, false };
+    return 2;
+}
+
 static int cand_cmp(const void *a, const void *b)
 {
     const struct cand *x = a, *y = b;
     return (x->xs > y->xs) - (x->xs < y->xs);
+}
+
+/* First candidate not less than 'key' (binary search). */
+static size_t cand_lower(const struct wjob *j, const struct cand *key)
+{
+    size_t lo = 0, hi = j->ncd;
+
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (cand_less(&j->cd[mid], key))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static int cand_add(struct wjob *j, const struct cand *cd)
+{
+    size_t pos;
+
+    if (hs_grow(&j->cd, &j->capcd, j->ncd + 1, sizeof(*j->cd)) < 0)
+        return -1;
+    pos = cand_lower(j, cd);
+    memmove(j->cd + pos + 1, j->cd + pos, (j->ncd - pos) * sizeof(*j->cd));
+    j->cd[pos] = *cd;
+    j->ncd++;
+    return 0;
+}
+
+static void cand_del(struct wjob *j, const struct cand *cd)
+{
+    size_t pos = cand_lower(j, cd);
+
+    if (pos < j->ncd && j->cd[pos].xs == cd->xs && j->cd[pos].owner == cd->owner) {
+        memmove(j->cd + pos, j->cd + pos + 1, (j->ncd - pos - 1) * sizeof(*j->cd));
+        j->ncd--;
+    }
+}
+
+/* Instance 'pos' of job k was just added: the gap of the instance before it (on the
+ * circle) shrank to end at the new init_w, and the new instance has a gap of its
+ * own.  'old' are the candidates the previous instance had before (nold of them). */
+static int cand_update(struct work *wk, const struct ctx *c, size_t k, size_t pos,
+                       const struct cand *old, size_t nold)
+{
+    struct wjob *j = &wk->job[k];
+    struct cand nc[2];
+    size_t m;
+
+    for (size_t q = 0; q < nold; q++)
+        cand_del(j, &old[q]);
+    if (j->n > 1) {
+        size_t prev = (pos + j->n - 1) % j->n;
+        m = cand_of(wk, c, k, prev, nc);
+        for (size_t q = 0; q < m; q++) {
+            if (cand_add(j, &nc[q]) < 0)
+                return -1;
+        }
+    }
+    m = cand_of(wk, c, k, pos, nc);
+    for (size_t q = 0; q < m; q++) {
+        if (cand_add(j, &nc[q]) < 0)
+            return -1;
+    }
+    return 0;
 }
 
 /* Try an I/O start at x with 'lmax' of room: on success, cut [x, x + dur[ at the
@@ -379,8 +512,10 @@ static int cand_cmp(const void *a, const void *b)
  * inserted, 0 if it does not fit there, -1 (ENOMEM). */
 static int ff_try(struct work *wk, const struct ctx *c, size_t k, double x, double lmax)
 {
-    double w = c->jobs[k].w, gamma, dur, cur, left;
-    size_t idx, pos;
+    double w = c->jobs[k].w, gamma, dur, cur, left, init_w;
+    struct wjob *j = &wk->job[k];
+    struct cand old[2];
+    size_t idx, pos, nold = 0;
 
     if (lmax + wk->teps < c->tio[k])
         return 0;
@@ -404,7 +539,15 @@ static int ff_try(struct work *wk, const struct ctx *c, size_t k, double x, doub
     }
     if (wk->ntmp == 0)
         return 0;
-    return commit_instance(wk, k, norm_t(x - w, wk->T), w + dur, &pos) < 0 ? -1 : 1;
+    init_w = norm_t(x - w, wk->T);
+    if (j->n > 0 && !wk->reference) {   /* the gap the new instance goes into */
+        size_t ip = inst_upper(j, init_w);
+        nold = cand_of(wk, c, k, (ip + j->n - 1) % j->n, old);
+    }
+    if (commit_instance(wk, k, init_w, w + dur, &pos) < 0
+        || (!wk->reference && cand_update(wk, c, k, pos, old, nold) < 0))
+        return -1;
+    return 1;
 }
 
 /* Insert-In-Schedule (Gainaru §3.2.3): add one instance of job k at the first instant
@@ -419,8 +562,9 @@ static int ff_try(struct work *wk, const struct ctx *c, size_t k, double x, doub
 static int ff_insert(struct work *wk, const struct ctx *c, size_t k)
 {
     struct wjob *j = &wk->job[k];
-    double w = c->jobs[k].w, T = wk->T, tio = c->tio[k];
-    size_t nr = 0;
+    double w = c->jobs[k].w, T = wk->T;
+    const struct cand *cds = j->cd;
+    size_t ncd = j->ncd;
     int rc;
 
     if (j->n == 0) {
@@ -432,28 +576,17 @@ static int ff_insert(struct work *wk, const struct ctx *c, size_t k)
         }
         return 0;
     }
-    if (hs_grow(&wk->cand, &wk->capcand, 2 * j->n, sizeof(*wk->cand)) < 0)
-        return -1;
-    for (size_t i = 0; i < j->n; i++) {
-        double gap = inst_room(wk, j, i) - j->in[i].span;
-        double g0 = j->in[i].io_end, xs, len;
-
-        if (gap + wk->teps < w + tio)
-            continue;           /* not even with the full bandwidth cap_k */
-        xs = norm_t(g0 + w, T);
-        len = gap - w - tio + wk->teps;
-        if (len < 0)
-            len = 0;
-        if (xs + len < T)
-            wk->cand[nr++] = (struct cand){ xs, xs + len, g0, gap, true };
-        else {
-            wk->cand[nr++] = (struct cand){ xs, T, g0, gap, true };
-            wk->cand[nr++] = (struct cand){ 0., xs + len - T, g0, gap, false };
-        }
+    if (wk->reference) {
+        /* every gap of the job, rebuilt and sorted: O(n_per(k) log n_per(k)) */
+        if (hs_grow(&wk->rcand, &wk->caprcand, 2 * j->n, sizeof(*wk->rcand)) < 0)
+            return -1;
+        for (size_t i = 0; i < j->n; i++)
+            ncd += cand_of(wk, c, k, i, wk->rcand + ncd);
+        qsort(wk->rcand, ncd, sizeof(*wk->rcand), cand_cmp);
+        cds = wk->rcand;
     }
-    qsort(wk->cand, nr, sizeof(*wk->cand), cand_cmp);
-    for (size_t r = 0; r < nr; r++) {
-        const struct cand cd = wk->cand[r];
+    for (size_t r = 0; r < ncd; r++) {
+        const struct cand cd = cds[r];
         size_t idx;
 
         if (cd.first && (rc = ff_try(wk, c, k, cd.xs, cd.gap - w)) != 0)
@@ -742,6 +875,7 @@ static int build(struct work *wk, const struct ctx *c, double T)
     int rc;
 
     work_reset(wk, T);
+    wk->reference = c->prm.reference;
     switch (c->prm.heuristic) {
     case HS_PERIODIC_THROU:
         /* non-decreasing w_k / time_io_k; as many instances of each as fit */
@@ -938,6 +1072,8 @@ int hs_periodic_params_init(hs_periodic_params_t *prm, hs_periodic_heuristic_t h
     prm->epsilon = 0.01;        /* PMBS 2017: epsilon = 1/100 */
     prm->tmax_factor = 10.;     /* PMBS 2017: T_max = 10 T_min */
     prm->refine = h == HS_PERIODIC_PERSCHED;
+    prm->tmin = 0.;             /* computed: max_k (w_k + time_io_k) */
+    prm->reference = false;
     return 0;
 }
 
@@ -988,6 +1124,9 @@ static int check_input(const hs_platform_t *plat, const hs_pjob_t *jobs, size_t 
         return hs_errprintf(err, EINVAL, "periodic: epsilon must be in ]0, 1]");
     if (!(prm->tmax_factor >= 1) || prm->tmax_factor > 1e6)
         return hs_errprintf(err, EINVAL, "periodic: Tmax factor must be in [1, 1e6]");
+    if (!(prm->tmin >= 0) || !isfinite(prm->tmin))
+        return hs_errprintf(err, EINVAL, "periodic: T_min must be a finite number >= 0 "
+                            "(0: computed)");
     for (size_t k = 0; k < njobs; k++) {
         if (jobs[k].nodes < 1)
             return hs_errprintf(err, EINVAL, "periodic: job %zu: nodes must be >= 1",
@@ -1060,6 +1199,8 @@ hs_pattern_t *hs_pattern_compute(const hs_platform_t *plat, const hs_pjob_t *job
         }
         c.order[pos] = k;
     }
+    if (prm->tmin > 0)
+        tmin = prm->tmin;           /* the search starts where the caller says */
     if (!isfinite(tmin))
         goto toolarge;
     tmax = prm->tmax_factor * tmin;

@@ -47,9 +47,17 @@ typedef struct {
     double epsilon;         /* T grows by (1 + epsilon) per step; in ]0, 1] */
     double tmax_factor;     /* K': T_max = K' * T_min; >= 1 */
     bool refine;            /* PerSched's final refinement below T_opt (any heuristic) */
+    double tmin;            /* > 0: start the period search at this T_min instead of
+                               max_k (w_k + time_io_k) (PMBS 2017's runs used
+                               hand-chosen values); 0: computed */
+    bool reference;         /* build with the plain quadratic scans (every gap of
+                               the job rebuilt and sorted per first-fit insertion,
+                               a linear search per instance inserted): the same
+                               patterns, slower; for tests and benchmarks */
 } hs_periodic_params_t;
 
-/* Defaults: epsilon = 0.01, tmax_factor = 10, refine = (h == HS_PERIODIC_PERSCHED).
+/* Defaults: epsilon = 0.01, tmax_factor = 10, refine = (h == HS_PERIODIC_PERSCHED),
+ * tmin = 0 (computed).
  * Returns 0, or -1 with errno = EINVAL (prm NULL or h unknown). */
 int hs_periodic_params_init(hs_periodic_params_t *prm, hs_periodic_heuristic_t h);
 
@@ -89,7 +97,7 @@ typedef struct {
 
 typedef struct {
     double period;          /* T of the pattern */
-    double tmin;            /* T_min = max_k (w_k + time_io_k) */
+    double tmin;            /* T_min = max_k (w_k + time_io_k), or the one given */
     double tmax;            /* T_max = K' * T_min */
     double t_search;        /* best T of the geometric search (before refinement) */
     double sys_efficiency;  /* (1/N) sum_k beta_k n_per(k) w_k / T */

@@ -89,6 +89,8 @@ static int p_create(const hs_ctx_t *ctx, void **state, hs_error_t *err)
     if (!(ps = calloc(1, sizeof(*ps))))
         return hs_errprintf(err, ENOMEM, "out of memory");
     (void)hs_periodic_params_init(&ps->prm, h);
+    if (ctx->pol->period_min > 0 && isfinite(ctx->pol->period_min))
+        ps->prm.tmin = ctx->pol->period_min;
     ps->plat.nodes = ctx->plat->nodes;
     ps->plat.node_bw = ctx->plat->node_bw;
     ps->plat.bw = ctx->plat->bw;

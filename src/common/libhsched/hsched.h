@@ -98,6 +98,9 @@ typedef struct {
     bool priority;          /* the "-priority" variant (Gainaru §3.1) */
     double gamma;           /* minmax:<gamma>, in [0,1] */
     double set_base;        /* set:<base>; 10 for set10 */
+    /* appended: periodic policies (doc/periodic.md §2) */
+    double period_min;      /* > 0: T_min the period search starts from (s);
+                               0: max_k (w_k + time_io_k) */
 } hs_policy_t;
 
 /* Parse a policy id of doc/design.md §3 ("fairshare", "minmax:0.5", "mindilation-priority",

@@ -1,0 +1,207 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * test_periodic_fast.c — the fast pattern construction builds, bit for bit, the
+ * patterns of the plain quadratic one (hs_periodic_params_t.reference), and the
+ * period search starts from a given T_min (doc/periodic.md §2, §5).
+ */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "libhsched/hs_periodic.h"
+
+static unsigned long long rs;
+
+static double urand(void)
+{
+    rs ^= rs >> 12;
+    rs ^= rs << 25;
+    rs ^= rs >> 27;
+    return (double)((rs * 2685821657736338717ULL) >> 11) / 9007199254740992.0;
+}
+
+static hs_pattern_t *compute(const hs_platform_t *plat, const hs_pjob_t *jobs, size_t K,
+                             hs_periodic_heuristic_t h, double eps, bool ref,
+                             double tmin)
+{
+    hs_periodic_params_t prm;
+    hs_error_t err;
+    hs_pattern_t *p;
+
+    ck_assert_int_eq(hs_periodic_params_init(&prm, h), 0);
+    ck_assert(!prm.reference);
+    ck_assert(prm.tmin == 0);
+    prm.epsilon = eps;
+    prm.reference = ref;
+    prm.tmin = tmin;
+    p = hs_pattern_compute(plat, jobs, K, &prm, &err);
+    ck_assert_msg(p != NULL, "%s", err.text);
+    return p;
+}
+
+/* Every field of every instance and piece, and the statistics, are equal. */
+static void same_pattern(const hs_pattern_t *a, const hs_pattern_t *b, const char *what)
+{
+    hs_pattern_stats_t sa, sb;
+
+    ck_assert_int_eq(hs_pattern_stats(a, &sa), 0);
+    ck_assert_int_eq(hs_pattern_stats(b, &sb), 0);
+    ck_assert_msg(sa.period == sb.period, "%s: T %a vs %a", what, sa.period, sb.period);
+    ck_assert_msg(sa.sys_efficiency == sb.sys_efficiency, "%s: SysEff", what);
+    ck_assert_msg(sa.dilation == sb.dilation || (isinf(sa.dilation) && isinf(sb.dilation)),
+                  "%s: dilation", what);
+    ck_assert_int_eq(sa.instances, sb.instances);
+    ck_assert_int_eq(sa.periods_tried, sb.periods_tried);
+    ck_assert(sa.segments_visited == sb.segments_visited);
+    for (int k = 0; k < hs_pattern_njobs(a); k++) {
+        int n = hs_pattern_ninstances(a, k);
+        ck_assert_int_eq(n, hs_pattern_ninstances(b, k));
+        for (int i = 0; i < n; i++) {
+            hs_pinstance_t x, y;
+            ck_assert_int_eq(hs_pattern_instance(a, k, i, &x), 0);
+            ck_assert_int_eq(hs_pattern_instance(b, k, i, &y), 0);
+            ck_assert_msg(x.init_w == y.init_w && x.end_w == y.end_w
+                          && x.io_start == y.io_start && x.io_end == y.io_end
+                          && x.next_w == y.next_w && x.npieces == y.npieces,
+                          "%s: job %d instance %d differs", what, k, i);
+            for (size_t q = 0; q < x.npieces; q++)
+                ck_assert_msg(memcmp(&x.pieces[q], &y.pieces[q], sizeof(x.pieces[q])) == 0,
+                              "%s: job %d instance %d piece %zu", what, k, i, q);
+        }
+    }
+}
+
+/* Random mixes: light and saturated I/O, identical replicated jobs (ties), jobs with
+ * many instances per period (short w next to a long one). */
+START_TEST(test_fast_equals_reference)
+{
+    for (int m = 0; m < 60; m++) {
+        int K, N = 0;
+        hs_pjob_t *jobs;
+        hs_platform_t plat = { 0 };
+        char what[64];
+
+        rs = 0x9E3779B97F4A7C15ULL * (unsigned long long)(m + 1) + 11;
+        K = 1 + (int)(urand() * (m % 3 == 0 ? 30 : 8));
+        jobs = calloc((size_t)K, sizeof(*jobs));
+        ck_assert_ptr_nonnull(jobs);
+        for (int k = 0; k < K; k++) {
+            jobs[k].nodes = 1 + (int)(urand() * 32);
+            N += jobs[k].nodes;
+        }
+        plat.nodes = N;
+        plat.node_bw = 50e6;
+        plat.bw = (0.1 + 0.5 * urand()) * N * 50e6;
+        for (int k = 0; k < K; k++) {
+            double cap = fmin(jobs[k].nodes * 50e6, plat.bw);
+            double rho = 0.3 + 0.65 * urand();
+            double tio;
+            if (m % 4 == 1 && k > 0) {          /* replicas of job 0 */
+                jobs[k] = jobs[0];
+                continue;
+            }
+            jobs[k].w = m % 5 == 3 && k == 0 ? 5000 : 100 * pow(10, 2 * urand());
+            tio = jobs[k].w * (1 - rho) / rho;
+            jobs[k].volume = tio * cap;
+        }
+        for (int h = 0; h < 3; h++) {
+            double eps = m % 2 ? 0.01 : 0.05;
+            hs_pattern_t *a = compute(&plat, jobs, (size_t)K, (hs_periodic_heuristic_t)h,
+                                      eps, false, 0);
+            hs_pattern_t *b = compute(&plat, jobs, (size_t)K, (hs_periodic_heuristic_t)h,
+                                      eps, true, 0);
+            snprintf(what, sizeof(what), "mix %d heuristic %d", m, h);
+            same_pattern(a, b, what);
+            hs_pattern_destroy(a);
+            hs_pattern_destroy(b);
+        }
+        free(jobs);
+    }
+}
+END_TEST
+
+/* PerSched's set 5 (two Turbulence2 and one PlasmaPhysics, in the PMBS 2017 units:
+ * b = 1, B = 300): thousands of instances of the short jobs per pattern, the case
+ * the linear scans made quadratic.  Same patterns with T_min = 495000 (the paper's
+ * value) for the three heuristics. */
+START_TEST(test_fast_equals_reference_set5)
+{
+    const hs_pjob_t jobs[3] = {
+        { 64, 76.8, 23580 }, { 64, 76.8, 23580 }, { 512, 483456, 3430400 },
+    };
+    const hs_platform_t plat = { 640, 1, 300, 0, NULL };
+
+    for (int h = 0; h < 3; h++) {
+        hs_pattern_t *a = compute(&plat, jobs, 3, (hs_periodic_heuristic_t)h, 0.05,
+                                  false, 495000);
+        hs_pattern_t *b = compute(&plat, jobs, 3, (hs_periodic_heuristic_t)h, 0.05,
+                                  true, 495000);
+        same_pattern(a, b, "set 5");
+        hs_pattern_destroy(a);
+        hs_pattern_destroy(b);
+    }
+}
+END_TEST
+
+/* One job, cap = 2, w = 6, vol = 4 (T_min computed = 8).  From T_min = 10 the search
+ * tries T = 10 (1 + eps)^i up to 10 T_min = 100: 10 <= T, and T_max = 100. */
+START_TEST(test_tmin_given)
+{
+    const hs_pjob_t job = { 1, 6, 4 };
+    const hs_platform_t plat = { 1, 2, 2, 0, NULL };
+    hs_pattern_stats_t st;
+
+    for (int h = 0; h < 3; h++) {
+        hs_pattern_t *p = compute(&plat, &job, 1, (hs_periodic_heuristic_t)h, 0.01,
+                                  false, 10);
+        ck_assert_int_eq(hs_pattern_stats(p, &st), 0);
+        ck_assert(st.tmin == 10);
+        ck_assert(st.tmax == 100);
+        ck_assert(st.period >= 10 && st.period <= 100 * (1 + 1e-9));
+        hs_pattern_destroy(p);
+        p = compute(&plat, &job, 1, (hs_periodic_heuristic_t)h, 0.01, false, 0);
+        ck_assert_int_eq(hs_pattern_stats(p, &st), 0);
+        ck_assert(st.tmin == 8);
+        ck_assert(st.period == 8);
+        hs_pattern_destroy(p);
+    }
+}
+END_TEST
+
+START_TEST(test_tmin_bad)
+{
+    const hs_pjob_t job = { 1, 6, 4 };
+    const hs_platform_t plat = { 1, 2, 2, 0, NULL };
+    hs_periodic_params_t prm;
+    hs_error_t err;
+
+    hs_periodic_params_init(&prm, HS_PERIODIC_PERSCHED);
+    prm.tmin = -1;
+    ck_assert_ptr_null(hs_pattern_compute(&plat, &job, 1, &prm, &err));
+    ck_assert(strstr(err.text, "T_min") != NULL);
+    prm.tmin = INFINITY;
+    ck_assert_ptr_null(hs_pattern_compute(&plat, &job, 1, &prm, &err));
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("periodic_fast");
+    TCase *tc = tcase_create("core");
+    SRunner *sr;
+    int failed;
+
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_fast_equals_reference);
+    tcase_add_test(tc, test_fast_equals_reference_set5);
+    tcase_add_test(tc, test_tmin_given);
+    tcase_add_test(tc, test_tmin_bad);
+    suite_add_tcase(s, tc);
+    sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
