@@ -494,7 +494,8 @@ static void orphans_remove(agent_t *a, const np_dir_t *v, size_t n, bool persist
         bl_info("buffer directory %s is no longer in bbmgrd's state: removed", path);
         if (!persistent)
             mover_job_end(a->m, e->d_name);
-        if (mover_rmtree(a->m, persistent ? NULL : e->d_name, path, st.st_uid, st.st_gid) < 0)
+        if (mover_rmtree(a->m, persistent ? NULL : e->d_name, path, NULL, st.st_uid, st.st_gid,
+                         st.st_dev, st.st_ino) < 0)
             bl_warning("removal of %s: %s", path, strerror(errno));
     }
     closedir(d);

@@ -148,8 +148,8 @@ static int cmd_status(cli_t *cli)
             printf("agents: %lld, %lld up, %zu down\n", json_integer_value(json_object_get(ag, "total")),
                    json_integer_value(json_object_get(ag, "up")), json_array_size(json_object_get(ag, "down")));
         json_array_foreach(json_object_get(ag, "down"), k, dn)
-            printf("  %s: %s\n", json_string_value(json_object_get(dn, "node")),
-                   json_string_value(json_object_get(dn, "reason")));
+            printf("  %s: %s\n", str(dn, "node"),
+                   str(dn, "reason"));
         printf("state: %s (schema %lld, %s)\n", str(s, "dir"),
                json_integer_value(json_object_get(s, "schema")),
                json_is_true(json_object_get(s, "durable")) ? "durable" : "NOT durable");
