@@ -403,6 +403,8 @@ def test_closed_rows_are_not_kept_for_ever(make_daemon, users):
             d.ok("POST", "/v1/phases/%d/finish" % p["id"], uid=USER1)
         d.ok("POST", "/v1/jobs/loop%d/stage_in" % j,
              {"source": "/pfs/x", "destination": "/mnt/bb/x"}, uid=SLURM_UID, expect=(201,))
+        wait_for(lambda: d.ok("GET", "/v1/jobs/loop%d/stage_in" % j,
+                              uid=SLURM_UID)["state"] == "done", "transfer done", d=d)
         d.ok("DELETE", "/v1/jobs/loop%d" % j, uid=SLURM_UID)
     db = os.path.join(d.state, "state.db")
 
