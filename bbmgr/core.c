@@ -253,6 +253,7 @@ static void pbuf_free(pbuf_t *b)
 
 static void held_free(held_t *h);
 static void held_reason(held_t *h);
+static bool mount_seen(core_t *c, const alloc_t *a, int i);
 static held_t *held_add(core_t *c, const char *job, const char *owner);
 
 static int strv_add(char ***v, int *n, const char *s)
@@ -730,7 +731,7 @@ static int rec_anode(sqlite3_stmt *s, void *arg)
             if (!strcmp(c->held[i]->owner, owner))
                 h = c->held[i];
         if (!h) {
-            char job[64];
+            char job[96];
             snprintf(job, sizeof(job), "%.*s", (int)strcspn(owner, "@"), owner);
             if (!(h = held_add(c, job, owner))) {
                 r->failed = true;
@@ -792,14 +793,38 @@ static int rec_held_xfer(sqlite3_stmt *s, void *arg)
 
 /* Recovery: the stage-outs each held buffer waits for (made durable again by the
  * mover at its first tick: held_resolve() follows). */
-static void rec_held(core_t *c)
+#define HELD_PREFIX "persistent:"     /* held_t.job of a persistent buffer's */
+
+/* The stage-outs whose source is under h's directories (a persistent buffer: they
+ * may be of several jobs) or of h's job, pending or failed not durable. */
+static void held_query(core_t *c, held_t *h)
 {
-    for (int i = 0; i < c->nheld; i++) {
-        held_t *h = c->held[i];
+    const char *name = h->job + strlen(HELD_PREFIX);
+    char root[1200];
+    if (strncmp(h->job, HELD_PREFIX, strlen(HELD_PREFIX))) {
         state_query(c->st, rec_held_xfer, h,
                     "SELECT id,state FROM transfers WHERE job_id=? AND kind='stage_out' AND"
                     " ((state='done' AND durable=0) OR (state='failed' AND message LIKE"
                     " 'not durable:%'))", "s", h->job);
+        return;
+    }
+    for (int i = 0; i < h->a.n; i++) {
+        if (mount_seen(c, &h->a, i))
+            continue;
+        snprintf(root, sizeof(root), "%s/persistent/%s", c->nodes[h->a.v[i].node].mount, name);
+        state_query(c->st, rec_held_xfer, h,
+                    "SELECT id,state FROM transfers WHERE kind='stage_out' AND"
+                    " ((state='done' AND durable=0) OR (state='failed' AND message LIKE"
+                    " 'not durable:%')) AND (COALESCE(held,source)=?1 OR"
+                    " substr(COALESCE(held,source),1,length(?1)+1)=?1||'/')", "s", root);
+    }
+}
+
+static void rec_held(core_t *c)
+{
+    for (int i = 0; i < c->nheld; i++) {
+        held_t *h = c->held[i];
+        held_query(c, h);
         held_reason(h);
         if (h->ntids == 0 && !h->kept) {
             alloc_free_nodes(c, &h->a);
@@ -1596,7 +1621,7 @@ static held_t *held_add(core_t *c, const char *job, const char *owner)
 /* At the release of j's allocation: keep its space counted if a stage-out holds it. */
 static bool alloc_hold(core_t *c, job_t *j)
 {
-    char root[1200], owner[96];
+    char root[1200], owner[160];
     held_t *h = NULL;
     for (int i = 0; i < j->nxfers; i++) {
         xfer_t *x = j->xfers[i];
@@ -1632,6 +1657,40 @@ static bool alloc_hold(core_t *c, job_t *j)
     put_anodes(c, "held", h->owner, &h->a);
     held_reason(h);
     bl_warning("buffer of job %s (%ju bytes) stays on disk and counted: %s", h->job,
+               (uintmax_t)h->a.reserved, h->reason);
+    return true;
+}
+
+/* At the destruction of b: keep its space counted if a stage-out from it is still
+ * to be made durable, or could not be (the database knows them: their jobs may
+ * have ended). */
+static bool pbuf_hold(core_t *c, pbuf_t *b)
+{
+    char job[96], owner[160];
+    held_t probe = { .a = b->alloc };
+    snprintf(job, sizeof(job), HELD_PREFIX "%s", b->name);
+    snprintf(probe.job, sizeof(probe.job), "%s", job);
+    held_query(c, &probe);
+    if (probe.ntids == 0 && !probe.kept) {
+        free(probe.tids);
+        return false;
+    }
+    snprintf(owner, sizeof(owner), "%s@%ju", job,
+             (uintmax_t)(probe.ntids ? probe.tids[0] : 0));
+    held_t *h = held_add(c, job, owner);
+    if (!h) {
+        free(probe.tids);
+        return false;
+    }
+    h->tids = probe.tids;
+    h->ntids = probe.ntids;
+    h->kept = probe.kept;
+    h->a = b->alloc;
+    b->alloc.v = NULL;
+    b->alloc.n = 0;
+    put_anodes(c, "held", h->owner, &h->a);
+    held_reason(h);
+    bl_warning("persistent buffer %s (%ju bytes) stays on disk and counted: %s", b->name,
                (uintmax_t)h->a.reserved, h->reason);
     return true;
 }
@@ -2170,7 +2229,8 @@ int core_pbuf_destroy(core_t *c, pbuf_t *b, cerr_t *e)
         return cerr_set(e, 409, "name", "persistent buffer '%s' is used by job %s", b->name,
                         b->users[0]);
     bufdirs_remove(c, &b->alloc, true, b->name, NULL, b->uid, b->gid);
-    alloc_free_nodes(c, &b->alloc);
+    if (!pbuf_hold(c, b))
+        alloc_free_nodes(c, &b->alloc);
     state_put(c->st, ST_PERS_DEL, "s", b->name);
     state_put(c->st, ST_ANODE_DEL, "ss", "persistent", b->name);
     state_put(c->st, ST_PUSE_DEL_NAME, "s", b->name);

@@ -147,8 +147,8 @@ typedef struct {
  * source of stage-outs whose durability is pending, or one that could not be made
  * durable (kept).  It stays counted as used on its nodes until its directory goes. */
 typedef struct {
-    char owner[96];             /* "<job>@<first stage-out>": alloc_nodes kind 'held' */
-    char job[64];
+    char owner[160];            /* "<job>@<first stage-out>": alloc_nodes kind 'held' */
+    char job[96];               /* the job, or "persistent:<name>" */
     alloc_t a;                  /* nodes and bytes only */
     uint64_t *tids;             /* stage-outs whose durability is pending */
     int ntids;

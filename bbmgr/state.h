@@ -65,8 +65,8 @@
       " (finished<?1 OR id IN (SELECT id FROM phases WHERE state NOT IN ('waiting','granted')" \
       " ORDER BY id DESC LIMIT -1 OFFSET ?2))") \
     X(PRUNE_XFERS, "DELETE FROM transfers WHERE state IN ('done','failed','cancelled')" \
-      " AND NOT (state='done' AND durable=0) AND NOT (state='failed' AND message LIKE" \
-      " 'not durable:%') AND (finished<?1 OR id IN (SELECT id FROM transfers WHERE state IN" \
+      " AND NOT (state='done' AND COALESCE(durable,1)=0) AND NOT (state='failed' AND" \
+      " COALESCE(message,'') LIKE 'not durable:%') AND (finished<?1 OR id IN (SELECT id FROM transfers WHERE state IN" \
       " ('done','failed','cancelled') ORDER BY id DESC LIMIT -1 OFFSET ?2))") \
     X(PRUNE_JOBS, "DELETE FROM jobs WHERE state='ended' AND ended<?1 AND id NOT IN" \
       " (SELECT job_id FROM transfers) AND id NOT IN (SELECT job_id FROM phases)") \

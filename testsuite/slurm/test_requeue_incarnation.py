@@ -4,10 +4,10 @@ same id in bbmgrd.  It must get a buffer of its own (nothing of the first run in
 a working stage-in, and the teardown of the first run must not touch it; at the end
 its buffer goes too (doc/mover.md, Incarnations).
 
-The first run writes into its buffer and stages a file out at its end (the requeue
-is an end for the burst buffer: stage-out, then teardown); the mover is slowed so
-that the first run's stage-out and teardown are still going on when the second run
-may start."""
+The first run writes into its buffer (200000 files, so that removing it takes a
+while) and stages a file out at its end (the requeue is an end for the burst
+buffer: stage-out, then teardown); the mover is slowed so that the first run's
+stage-out and teardown are still going on when the second run may start."""
 import os
 
 import pytest
@@ -26,6 +26,8 @@ mkdir -p "$HARMONIA_BB/out"
 head -c 3000000 /dev/urandom > "$HARMONIA_BB/out/result-$n"
 echo "run $n" > "$HARMONIA_BB/mark-$n"
 if [ "$n" = 0 ]; then
+    # many files: the teardown of this run's buffer takes a while
+    mkdir "$HARMONIA_BB/many" && (cd "$HARMONIA_BB/many" && seq 1 200000 | xargs touch)
     echo waiting
     sleep 600
 fi
