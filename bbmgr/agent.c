@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -62,6 +63,7 @@ struct agent {
     np_table_t *tab;
     CURL *curl;
     munge_ctx_t munge;          /* NULL: auth.type none */
+    char session[64];           /* token of the connection's session ("": none) */
     char dirs_gen[64];
     double interval;
     hmap_t *prog;               /* tid -> prog_t */
@@ -525,8 +527,48 @@ static size_t on_data(char *p, size_t size, size_t n, void *arg)
     return add;
 }
 
-/* POST body; 0 with the HTTP status in *code and the reply in *out, or -1. */
+/* "Harmonia-Session: <token>; ttl=N" of a reply: the token of the session bbmgrd
+ * opened on the connection (doc/api.md, Sessions). */
+static size_t on_header(char *p, size_t size, size_t n, void *arg)
+{
+    agent_t *a = arg;
+    size_t len = size * n;
+    static const char name[] = "Harmonia-Session:";
+    if (len > sizeof(name) && !strncasecmp(p, name, sizeof(name) - 1)) {
+        const char *v = p + sizeof(name) - 1;
+        size_t vl = len - (sizeof(name) - 1);
+        while (vl && (*v == ' ' || *v == '\t'))
+            v++, vl--;
+        size_t tl = 0;
+        while (tl < vl && tl < sizeof(a->session) - 1 && v[tl] != ';' && v[tl] != '\r'
+               && v[tl] != '\n' && v[tl] != ' ')
+            tl++;
+        memcpy(a->session, v, tl);
+        a->session[tl] = '\0';
+    }
+    return len;
+}
+
+/* POST body; 0 with the HTTP status in *code and the reply in *out, or -1.
+ * The first request of a connection carries a MUNGE credential and opens a
+ * session; the next ones send its token (one munged round trip per connection,
+ * not per report).  A refused token is dropped and the request sent again with a
+ * credential. */
+static int post_once(agent_t *a, const char *body, long *code, rbuf_t *out);
 static int post(agent_t *a, const char *body, long *code, rbuf_t *out)
+{
+    bool had = *a->session;
+    int ret = post_once(a, body, code, out);
+    if (ret == 0 && *code == 401 && had) {
+        a->session[0] = '\0';
+        free(out->buf);
+        memset(out, 0, sizeof(*out));
+        ret = post_once(a, body, code, out);
+    }
+    return ret;
+}
+
+static int post_once(agent_t *a, const char *body, long *code, rbuf_t *out)
 {
     struct curl_slist *h = NULL;
     char *cred = NULL, *hdr = NULL;
@@ -534,7 +576,13 @@ static int post(agent_t *a, const char *body, long *code, rbuf_t *out)
     int ret = -1;
 
     h = curl_slist_append(h, "Content-Type: application/json");
-    if (a->munge) {
+    if (a->munge && *a->session) {
+        if (!(hdr = malloc(strlen(a->session) + 32)))
+            goto out;
+        sprintf(hdr, "Authorization: Session %s", a->session);
+        h = curl_slist_append(h, hdr);
+    } else if (a->munge) {
+        h = curl_slist_append(h, "Harmonia-Session: open");
         munge_err_t e = munge_encode(&cred, a->munge, a->path, (int)strlen(a->path));
         if (e != EMUNGE_SUCCESS) {
             bl_error("munge: %s", munge_ctx_strerror(a->munge));
@@ -551,11 +599,14 @@ static int post(agent_t *a, const char *body, long *code, rbuf_t *out)
     curl_easy_setopt(a->curl, CURLOPT_POSTFIELDS, body);
     curl_easy_setopt(a->curl, CURLOPT_WRITEFUNCTION, on_data);
     curl_easy_setopt(a->curl, CURLOPT_WRITEDATA, out);
+    curl_easy_setopt(a->curl, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(a->curl, CURLOPT_HEADERDATA, a);
     curl_easy_setopt(a->curl, CURLOPT_CONNECTTIMEOUT_MS, 2000L);
     curl_easy_setopt(a->curl, CURLOPT_TIMEOUT_MS, 10000L);
     curl_easy_setopt(a->curl, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(a->curl, CURLOPT_PROTOCOLS_STR, "http,https");
     if ((rc = curl_easy_perform(a->curl)) != CURLE_OK) {
+        a->session[0] = '\0';     /* a new connection comes next */
         if (a->last_http != -(long)rc)
             bl_warning("bbmgrd at %s: %s (retried every %.2f s)", a->url,
                        out->too_big ? "reply too large" : curl_easy_strerror(rc), a->interval);
