@@ -622,6 +622,16 @@ out:
     return ret;
 }
 
+/* Is path inside <mount>/ (a job's or a persistent buffer's directory)?  On the text:
+ * task paths are absolute without "." or ".." (np_task_parse()). */
+static bool in_mount(const agent_t *a, const char *path)
+{
+    size_t n = strlen(a->mount);
+    while (n > 1 && a->mount[n - 1] == '/')
+        n--;
+    return !strncmp(path, a->mount, n) && path[n] == '/' && path[n + 1];
+}
+
 static void submit(agent_t *a, json_t *tasks, uint64_t id)
 {
     np_task_t t;
@@ -633,6 +643,16 @@ static void submit(agent_t *a, json_t *tasks, uint64_t id)
         if (np_task_parse(o, &t, msg, sizeof(msg)) < 0 || t.id != id)
             continue;
         np_task_spec(&t, &spec);
+        if (!in_mount(a, t.stage_out ? t.src : t.dst)) {
+            /* the buffer side of a transfer is always on this node: anything else is
+             * refused whoever asks */
+            snprintf(msg, sizeof(msg), "bbnoded %s: %s %s is not under its mount %s",
+                     a->node, t.stage_out ? "source" : "destination",
+                     t.stage_out ? t.src : t.dst, a->mount);
+            bl_error("transfer %ju refused: %s", (uintmax_t)id, msg);
+            on_result(id, t.job, MV_FAILED, 0, -1, msg, a);
+            return;
+        }
         prog_t *p = calloc(1, sizeof(*p));
         if (p) {
             p->out = t.stage_out;
