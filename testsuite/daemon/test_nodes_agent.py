@@ -19,9 +19,8 @@ import time
 
 import pytest
 
-from conftest import BUILDDIR, free_port
+from conftest import BUILDDIR, USER1, free_port
 from test_mover import GID1, mkdirs, write
-from conftest import USER1
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the agent tests need root")
 

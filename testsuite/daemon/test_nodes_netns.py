@@ -10,7 +10,6 @@ plugins built (the cluster is a whole one); skipped otherwise.
 import json
 import os
 import shutil
-import signal
 import subprocess
 import tempfile
 import time
@@ -19,7 +18,8 @@ import http.client
 import pytest
 
 from conftest import BUILDDIR, SRCDIR, USER1
-from test_mover import GID1, MiB, build_tree, compare_trees, mkdirs, partials, sha, write
+from test_mover import GID1, MiB, build_tree, compare_trees, mkdirs, partials, write
+from test_nodes import wait_for
 
 NETNS = os.path.join(SRCDIR, "testsuite", "cluster", "netns-cluster")
 PLUGIN = os.path.join(BUILDDIR, "src", "plugins", "burst_buffer", "harmonia", ".libs",
@@ -113,16 +113,6 @@ def pfs(cl):
     mkdirs(d)       # the user's, 0755: stage-outs write there as the user
     yield d
     shutil.rmtree(d, ignore_errors=True)
-
-
-def wait_for(cond, what, timeout=30):
-    t0 = time.time()
-    while time.time() - t0 < timeout:
-        v = cond()
-        if v:
-            return v
-        time.sleep(0.05)
-    raise AssertionError("timed out waiting for " + what)
 
 
 _jobs = [0]
