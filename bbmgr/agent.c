@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -56,6 +57,7 @@ struct agent {
     char node[64];
     char *mount;
     int mfd;
+    int lockfd;                 /* <mount>/.harmonia-agent.lock, flock()ed */
     char url[1024];
     char path[128];             /* POST /v1/agents/<node>: the credential's payload */
     char id[33];                /* this process */
@@ -113,7 +115,7 @@ agent_t *agent_create(const agent_opts_t *o, hu_error_t *err)
         hu_errprintf(err, "out of memory");
         return NULL;
     }
-    a->mfd = -1;
+    a->mfd = a->lockfd = -1;
     a->cfg = o->cfg;
     a->interval = o->cfg->agents_interval;
     snprintf(a->node, sizeof(a->node), "%s", o->node);
@@ -140,6 +142,14 @@ agent_t *agent_create(const agent_opts_t *o, hu_error_t *err)
     a->mfd = open(a->mount, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (a->mfd < 0 || fstat(a->mfd, &st) < 0) {
         hu_errprintf(err, "mount %s of node %s: %s", a->mount, o->node, strerror(errno));
+        goto fail;
+    }
+    /* one agent per mount: a second one would run the same transfers */
+    a->lockfd = openat(a->mfd, ".harmonia-agent.lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
+                       0600);
+    if (a->lockfd < 0 || flock(a->lockfd, LOCK_EX | LOCK_NB) < 0) {
+        hu_errprintf(err, "mount %s of node %s: %s", a->mount, o->node,
+                     errno == EWOULDBLOCK ? "another bbnoded serves it" : strerror(errno));
         goto fail;
     }
     a->dev_major = major(st.st_dev);
@@ -216,6 +226,8 @@ void agent_destroy(agent_t *a)
         curl_easy_cleanup(a->curl);
     if (a->munge)
         munge_ctx_destroy(a->munge);
+    if (a->lockfd >= 0)
+        close(a->lockfd);
     if (a->mfd >= 0)
         close(a->mfd);
     free(a->mount);

@@ -308,6 +308,18 @@ def test_agent_admission(make_daemon, agents, tmp_base, munge):
     # the same generation: no directory list again
     st, js2 = d.request("POST", "/v1/agents/bb01", dict(body, dirs=js["dirs_gen"]))
     assert st == 200 and "dirs" not in js2
+    # a second agent for a mount already served refuses to start
+    a1 = Agent(d, "bb01")
+    agents.append(a1)
+    a1.start()
+    wait_agent(d, "bb01", "up")
+    a2 = Agent(d, "bb01")
+    a2.log = a1.log + ".2"
+    agents.append(a2)
+    a2.start()
+    assert a2.proc.wait(timeout=10) == 1
+    assert "another bbnoded serves it" in a2.log_text()
+    a2.proc = None
     # an agent on a node not served by one refuses to start
     a = Agent(d, "hd1")
     agents.append(a)
