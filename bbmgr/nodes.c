@@ -51,6 +51,9 @@ typedef struct {
     uint64_t id;
     int agent;
     bool syncing;               /* done; its fsyncs go on on the agent */
+    bool done;                  /* done (fsync'd before): "durable" follows it in the
+                                   outbox; dropped at the second listing after */
+    bool done_listed;
     bool resync;
     bool stage_out, directory;
     double done_at;
@@ -320,7 +323,9 @@ static json_t *tasks_json(core_t *c, int a)
         if (t->agent != a)
             continue;
         if (!task_open(c, t)) {
-            if (ngone < 256)
+            if (t->done && !t->done_listed)
+                t->done_listed = true;      /* its "durable" may be in the next report */
+            else if (ngone < 256)
                 gone[ngone++] = t->id;
             continue;
         }
@@ -357,7 +362,7 @@ static void apply_result(core_t *c, int a, const np_result_t *r)
     case MV_FAILED:
     case MV_CANCELLED:
     case MV_DONE_SYNCING:
-        if (t->syncing) {       /* already done: a late copy of that */
+        if (t->syncing || t->done) {    /* already done: a late copy of that */
             g->ignored++;
             return;
         }
@@ -370,12 +375,14 @@ static void apply_result(core_t *c, int a, const np_result_t *r)
                           r->message);
         if (r->state == MV_DONE_SYNCING)
             t->syncing = true;
+        else if (r->state == MV_DONE)
+            t->done = true;
         else if (r->state != MV_RUNNING)
             task_close(r->id);
         break;
     case MV_DURABLE:
     case MV_NOT_DURABLE:
-        if (!t->syncing) {
+        if (!t->syncing && !t->done) {
             g->ignored++;
             return;
         }
