@@ -16,6 +16,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -55,6 +57,7 @@ struct agent {
     char node[64];
     char *mount;
     int mfd;
+    int lockfd;                 /* <mount>/.harmonia-agent.lock, flock()ed */
     char url[1024];
     char path[128];             /* POST /v1/agents/<node>: the credential's payload */
     char id[33];                /* this process */
@@ -62,6 +65,7 @@ struct agent {
     np_table_t *tab;
     CURL *curl;
     munge_ctx_t munge;          /* NULL: auth.type none */
+    char session[64];           /* token of the connection's session ("": none) */
     char dirs_gen[64];
     double interval;
     hmap_t *prog;               /* tid -> prog_t */
@@ -111,7 +115,7 @@ agent_t *agent_create(const agent_opts_t *o, hu_error_t *err)
         hu_errprintf(err, "out of memory");
         return NULL;
     }
-    a->mfd = -1;
+    a->mfd = a->lockfd = -1;
     a->cfg = o->cfg;
     a->interval = o->cfg->agents_interval;
     snprintf(a->node, sizeof(a->node), "%s", o->node);
@@ -138,6 +142,14 @@ agent_t *agent_create(const agent_opts_t *o, hu_error_t *err)
     a->mfd = open(a->mount, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (a->mfd < 0 || fstat(a->mfd, &st) < 0) {
         hu_errprintf(err, "mount %s of node %s: %s", a->mount, o->node, strerror(errno));
+        goto fail;
+    }
+    /* one agent per mount: a second one would run the same transfers */
+    a->lockfd = openat(a->mfd, ".harmonia-agent.lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
+                       0600);
+    if (a->lockfd < 0 || flock(a->lockfd, LOCK_EX | LOCK_NB) < 0) {
+        hu_errprintf(err, "mount %s of node %s: %s", a->mount, o->node,
+                     errno == EWOULDBLOCK ? "another bbnoded serves it" : strerror(errno));
         goto fail;
     }
     a->dev_major = major(st.st_dev);
@@ -214,6 +226,8 @@ void agent_destroy(agent_t *a)
         curl_easy_cleanup(a->curl);
     if (a->munge)
         munge_ctx_destroy(a->munge);
+    if (a->lockfd >= 0)
+        close(a->lockfd);
     if (a->mfd >= 0)
         close(a->mfd);
     free(a->mount);
@@ -526,8 +540,48 @@ static size_t on_data(char *p, size_t size, size_t n, void *arg)
     return add;
 }
 
-/* POST body; 0 with the HTTP status in *code and the reply in *out, or -1. */
+/* "Harmonia-Session: <token>; ttl=N" of a reply: the token of the session bbmgrd
+ * opened on the connection (doc/api.md, Sessions). */
+static size_t on_header(char *p, size_t size, size_t n, void *arg)
+{
+    agent_t *a = arg;
+    size_t len = size * n;
+    static const char name[] = "Harmonia-Session:";
+    if (len > sizeof(name) && !strncasecmp(p, name, sizeof(name) - 1)) {
+        const char *v = p + sizeof(name) - 1;
+        size_t vl = len - (sizeof(name) - 1);
+        while (vl && (*v == ' ' || *v == '\t'))
+            v++, vl--;
+        size_t tl = 0;
+        while (tl < vl && tl < sizeof(a->session) - 1 && v[tl] != ';' && v[tl] != '\r'
+               && v[tl] != '\n' && v[tl] != ' ')
+            tl++;
+        memcpy(a->session, v, tl);
+        a->session[tl] = '\0';
+    }
+    return len;
+}
+
+/* POST body; 0 with the HTTP status in *code and the reply in *out, or -1.
+ * The first request of a connection carries a MUNGE credential and opens a
+ * session; the next ones send its token (one munged round trip per connection,
+ * not per report).  A refused token is dropped and the request sent again with a
+ * credential. */
+static int post_once(agent_t *a, const char *body, long *code, rbuf_t *out);
 static int post(agent_t *a, const char *body, long *code, rbuf_t *out)
+{
+    bool had = *a->session;
+    int ret = post_once(a, body, code, out);
+    if (ret == 0 && *code == 401 && had) {
+        a->session[0] = '\0';
+        free(out->buf);
+        memset(out, 0, sizeof(*out));
+        ret = post_once(a, body, code, out);
+    }
+    return ret;
+}
+
+static int post_once(agent_t *a, const char *body, long *code, rbuf_t *out)
 {
     struct curl_slist *h = NULL;
     char *cred = NULL, *hdr = NULL;
@@ -535,7 +589,13 @@ static int post(agent_t *a, const char *body, long *code, rbuf_t *out)
     int ret = -1;
 
     h = curl_slist_append(h, "Content-Type: application/json");
-    if (a->munge) {
+    if (a->munge && *a->session) {
+        if (!(hdr = malloc(strlen(a->session) + 32)))
+            goto out;
+        sprintf(hdr, "Authorization: Session %s", a->session);
+        h = curl_slist_append(h, hdr);
+    } else if (a->munge) {
+        h = curl_slist_append(h, "Harmonia-Session: open");
         munge_err_t e = munge_encode(&cred, a->munge, a->path, (int)strlen(a->path));
         if (e != EMUNGE_SUCCESS) {
             bl_error("munge: %s", munge_ctx_strerror(a->munge));
@@ -552,11 +612,14 @@ static int post(agent_t *a, const char *body, long *code, rbuf_t *out)
     curl_easy_setopt(a->curl, CURLOPT_POSTFIELDS, body);
     curl_easy_setopt(a->curl, CURLOPT_WRITEFUNCTION, on_data);
     curl_easy_setopt(a->curl, CURLOPT_WRITEDATA, out);
+    curl_easy_setopt(a->curl, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(a->curl, CURLOPT_HEADERDATA, a);
     curl_easy_setopt(a->curl, CURLOPT_CONNECTTIMEOUT_MS, 2000L);
     curl_easy_setopt(a->curl, CURLOPT_TIMEOUT_MS, 10000L);
     curl_easy_setopt(a->curl, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(a->curl, CURLOPT_PROTOCOLS_STR, "http,https");
     if ((rc = curl_easy_perform(a->curl)) != CURLE_OK) {
+        a->session[0] = '\0';     /* a new connection comes next */
         if (a->last_http != -(long)rc)
             bl_warning("bbmgrd at %s: %s (retried every %.2f s)", a->url,
                        out->too_big ? "reply too large" : curl_easy_strerror(rc), a->interval);
@@ -572,6 +635,16 @@ out:
     return ret;
 }
 
+/* Is path inside <mount>/ (a job's or a persistent buffer's directory)?  On the text:
+ * task paths are absolute without "." or ".." (np_task_parse()). */
+static bool in_mount(const agent_t *a, const char *path)
+{
+    size_t n = strlen(a->mount);
+    while (n > 1 && a->mount[n - 1] == '/')
+        n--;
+    return !strncmp(path, a->mount, n) && path[n] == '/' && path[n + 1];
+}
+
 static void submit(agent_t *a, json_t *tasks, uint64_t id)
 {
     np_task_t t;
@@ -583,6 +656,16 @@ static void submit(agent_t *a, json_t *tasks, uint64_t id)
         if (np_task_parse(o, &t, msg, sizeof(msg)) < 0 || t.id != id)
             continue;
         np_task_spec(&t, &spec);
+        if (!in_mount(a, t.stage_out ? t.src : t.dst)) {
+            /* the buffer side of a transfer is always on this node: anything else is
+             * refused whoever asks */
+            snprintf(msg, sizeof(msg), "bbnoded %s: %s %s is not under its mount %s",
+                     a->node, t.stage_out ? "source" : "destination",
+                     t.stage_out ? t.src : t.dst, a->mount);
+            bl_error("transfer %ju refused: %s", (uintmax_t)id, msg);
+            on_result(id, t.job, MV_FAILED, 0, -1, msg, a);
+            return;
+        }
         prog_t *p = calloc(1, sizeof(*p));
         if (p) {
             p->out = t.stage_out;

@@ -268,7 +268,7 @@ typedef struct cfg {
     X(nodes, cfg_nodeset_t, device, "device", CFG_STRING, "", NULL, true, \
       "Name of a device profile (section devices); empty: insensitive to concurrency.") \
     X(nodes, cfg_nodeset_t, mount, "mount", CFG_STRING, NULL, chk_path, true, \
-      "Where the nodes' storage is reachable from compute nodes; a job's directory is MOUNT/JOBID.") \
+      "Where the nodes' storage is reachable from compute nodes; a job's directory is MOUNT/JOBID; %n in it stands for the node's name (a mount per node).") \
     X(nodes, cfg_nodeset_t, pool, "pool", CFG_STRING, "default", chk_name, true, \
       "Pool the nodes belong to (section pools).") \
     X(nodes, cfg_nodeset_t, agent, "agent", CFG_BOOL, "false", NULL, false, \

@@ -2132,21 +2132,29 @@ mover_t *mover_create(const cfg_t *cfg, hu_error_t *err)
         clock_gettime(CLOCK_BOOTTIME, &bt);
         m->boot = rt.tv_sec - bt.tv_sec;
     }
-    /* persistent buffers outlive the job: a stage-in into one is always durable */
-    if (cfg->nnodes > 0 && !(m->pbufs = calloc((size_t)cfg->nnodes, sizeof(char *)))) {
+    /* persistent buffers outlive the job: a stage-in into one is always durable
+     * (one prefix per node: a mount may hold %n, the node's name) */
+    int nnames = 0;
+    for (int i = 0; i < cfg->nnodes; i++)
+        nnames += cfg->nodes[i].names.n;
+    if (nnames > 0 && !(m->pbufs = calloc((size_t)nnames, sizeof(char *)))) {
         hu_errprintf(err, "out of memory");
         goto error;
     }
-    for (int i = 0; i < cfg->nnodes; i++) {
-        const char *mnt = cfg->nodes[i].mount ? cfg->nodes[i].mount : "";
-        size_t n = strlen(mnt);
-        while (n > 1 && mnt[n - 1] == '/')
-            n--;
-        if (!(m->pbufs[m->npbufs++] = xprintf("%.*s/persistent/", (int)n, mnt))) {
-            hu_errprintf(err, "out of memory");
-            goto error;
+    for (int i = 0; i < cfg->nnodes; i++)
+        for (int k = 0; k < cfg->nodes[i].names.n; k++) {
+            char *mnt = cfg_node_mount(cfg->nodes[i].mount ? cfg->nodes[i].mount : "",
+                                       cfg->nodes[i].names.v[k]);
+            size_t n = mnt ? strlen(mnt) : 0;
+            while (n > 1 && mnt[n - 1] == '/')
+                n--;
+            if (!mnt || !(m->pbufs[m->npbufs++] = xprintf("%.*s/persistent/", (int)n, mnt))) {
+                free(mnt);
+                hu_errprintf(err, "out of memory");
+                goto error;
+            }
+            free(mnt);
         }
-    }
     m->root = geteuid() == 0;
     m->self.uid = geteuid();
     m->self.gid = getegid();

@@ -42,7 +42,7 @@ typedef struct {
     np_status_t st;
     double foreign;             /* bytes/s of I/O on its device not its own */
     double available;           /* what the scheduler counts on, bytes/s */
-    double bw_changed;          /* monotonic time of the last change of it */
+    bool bw_pending;            /* available differs from the scheduler's value */
     uint64_t polls, results, ignored;
     char reason[160];
 } agent_t;
@@ -51,6 +51,9 @@ typedef struct {
     uint64_t id;
     int agent;
     bool syncing;               /* done; its fsyncs go on on the agent */
+    bool done;                  /* done (fsync'd before): "durable" follows it in the
+                                   outbox; dropped at the second listing after */
+    bool done_listed;
     bool resync;
     bool stage_out, directory;
     double done_at;
@@ -68,6 +71,7 @@ static struct {
     hmap_t *tasks;              /* tid -> task_t */
     double start_wall;
     uint64_t down_events;
+    double bw_rebuilt;          /* monotonic time the scheduler was last rebuilt */
 } G;
 
 static double mono(void)
@@ -208,6 +212,7 @@ static void task_close(uint64_t id)
 }
 
 static void apply_bandwidth(core_t *c, int a);
+static void bandwidth_flush(core_t *c);
 
 /* ------------------------------------------------------------------ down */
 static void fail_tasks(core_t *c, int a, const char *why)
@@ -259,6 +264,7 @@ void nodes_tick(core_t *c, double wall)
         if (g->down)
             fail_tasks(c, a, "no report");
     }
+    bandwidth_flush(c);
 }
 
 static void agent_up(core_t *c, int a)
@@ -317,7 +323,9 @@ static json_t *tasks_json(core_t *c, int a)
         if (t->agent != a)
             continue;
         if (!task_open(c, t)) {
-            if (ngone < 256)
+            if (t->done && !t->done_listed)
+                t->done_listed = true;      /* its "durable" may be in the next report */
+            else if (ngone < 256)
                 gone[ngone++] = t->id;
             continue;
         }
@@ -354,7 +362,7 @@ static void apply_result(core_t *c, int a, const np_result_t *r)
     case MV_FAILED:
     case MV_CANCELLED:
     case MV_DONE_SYNCING:
-        if (t->syncing) {       /* already done: a late copy of that */
+        if (t->syncing || t->done) {    /* already done: a late copy of that */
             g->ignored++;
             return;
         }
@@ -367,12 +375,14 @@ static void apply_result(core_t *c, int a, const np_result_t *r)
                           r->message);
         if (r->state == MV_DONE_SYNCING)
             t->syncing = true;
+        else if (r->state == MV_DONE)
+            t->done = true;
         else if (r->state != MV_RUNNING)
             task_close(r->id);
         break;
     case MV_DURABLE:
     case MV_NOT_DURABLE:
-        if (!t->syncing) {
+        if (!t->syncing && !t->done) {
             g->ignored++;
             return;
         }
@@ -595,28 +605,46 @@ static double conf_bandwidth(core_t *c, const char *name)
 
 /* The scheduler counts on what the device has left: the configured bandwidth less
  * the I/O the agent measured on the device and did not make itself, never below
- * BW_FLOOR of it.  Changes smaller than BW_STEP of it are ignored, and a node's
- * value changes at most every BW_HOLD seconds (each change rebuilds the
- * scheduler). */
+ * BW_FLOOR of it.  Changes smaller than BW_STEP of it are ignored; the scheduler
+ * is rebuilt with the changed values at most every BW_HOLD seconds, one rebuild
+ * for all the nodes that changed meanwhile. */
 #define BW_FLOOR 0.1
 #define BW_STEP 0.1
 #define BW_HOLD 1.0
+
+static void bandwidth_flush(core_t *c)
+{
+    double now = mono();
+    int last = -1;
+    if (now - G.bw_rebuilt < BW_HOLD)
+        return;
+    for (int a = 0; a < G.n; a++) {
+        agent_t *g = &G.v[a];
+        int idx = core_node_index(c, g->name);
+        if (!g->bw_pending || idx < 0)
+            continue;
+        g->bw_pending = false;
+        bl_info("buffer node %s: %.0f MB/s of other I/O on its device: the scheduler counts "
+                "on %.0f MB/s", g->name, g->foreign / 1e6, g->available / 1e6);
+        if (last >= 0)      /* every one but the last: the last one's rebuild takes them */
+            c->nodes[core_node_index(c, G.v[last].name)].bandwidth = G.v[last].available;
+        last = a;
+    }
+    if (last >= 0) {
+        core_node_set_bandwidth(c, core_node_index(c, G.v[last].name), G.v[last].available);
+        G.bw_rebuilt = now;
+    }
+}
 
 static void apply_bandwidth(core_t *c, int a)
 {
     agent_t *g = &G.v[a];
     int idx = core_node_index(c, g->name);
-    double conf = conf_bandwidth(c, g->name), now = mono();
+    double conf = conf_bandwidth(c, g->name);
     if (idx < 0 || !(conf > 0))
         return;
     g->foreign = np_status_foreign(&g->st);
     g->available = fmax(BW_FLOOR * conf, conf - g->foreign);
-    double cur = c->nodes[idx].bandwidth;
-    if (fabs(g->available - cur) < BW_STEP * conf || now - g->bw_changed < BW_HOLD)
-        return;
-    bl_info("buffer node %s: %.0f MB/s of other I/O on its device: the scheduler counts on "
-            "%.0f MB/s (configured %.0f MB/s)", g->name, g->foreign / 1e6, g->available / 1e6,
-            conf / 1e6);
-    if (core_node_set_bandwidth(c, idx, g->available) == 0)
-        g->bw_changed = now;
+    g->bw_pending = fabs(g->available - c->nodes[idx].bandwidth) >= BW_STEP * conf;
+    bandwidth_flush(c);
 }

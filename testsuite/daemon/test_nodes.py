@@ -308,6 +308,18 @@ def test_agent_admission(make_daemon, agents, tmp_base, munge):
     # the same generation: no directory list again
     st, js2 = d.request("POST", "/v1/agents/bb01", dict(body, dirs=js["dirs_gen"]))
     assert st == 200 and "dirs" not in js2
+    # a second agent for a mount already served refuses to start
+    a1 = Agent(d, "bb01")
+    agents.append(a1)
+    a1.start()
+    wait_agent(d, "bb01", "up")
+    a2 = Agent(d, "bb01")
+    a2.log = a1.log + ".2"
+    agents.append(a2)
+    a2.start()
+    assert a2.proc.wait(timeout=10) == 1
+    assert "another bbnoded serves it" in a2.log_text()
+    a2.proc = None
     # an agent on a node not served by one refuses to start
     a = Agent(d, "hd1")
     agents.append(a)
@@ -398,3 +410,32 @@ def test_busy_device_gets_less_bandwidth(make_daemon, agents, tmp_base):
                  "bb01's bandwidth to come back", timeout=10)
     bw, _ = phase_bw(d, "g1")
     assert abs(bw - 1e9) < 1e7, bw
+
+
+def test_persistent_buffer_on_an_agent(make_daemon, agents, tmp_base):
+    """A persistent buffer on an agent's node: made there for its owner, a stage-in
+    into it is fsync'd before done and then durable (as bbmgrd's own mover makes
+    it), and it is removed with its content when destroyed."""
+    d, _ = agent_cluster(make_daemon, agents, tmp_base)
+    pfs = os.path.join(tmp_base, "pfs")
+    mkdirs(pfs)
+    write(os.path.join(pfs, "ckpt"), os.urandom(2 * MiB), 0o640)
+    b = d.ok("POST", "/v1/persistent", {"name": "ckpt", "capacity": "1GiB", "uid": USER1,
+                                        "gid": GID1}, uid=SLURM_UID, expect=(201,))
+    path = b["nodes"][0]["path"]
+    assert path == os.path.join(d.root, b["nodes"][0]["name"], "persistent", "ckpt")
+    wait_for(lambda: os.path.isdir(path), "the agent to make " + path)
+    assert owned_dir(path)
+    register(d, "p1", uid=USER1, gid=GID1)
+    d.ok("POST", "/v1/persistent/ckpt/use", {"job": "p1"}, uid=SLURM_UID)
+    tid = stage(d, "p1", "stage_in", os.path.join(pfs, "ckpt"), path + "/ckpt", "file")
+    x = wait_xfer(d, tid)
+    assert x["state"] == "done", x
+    wait_for(lambda: d.ok("GET", "/v1/transfers/%d" % tid, uid=SLURM_UID)["durable"],
+             "the stage-in into the persistent buffer to be durable: %s\n%s" % (
+                 d.ok("GET", "/v1/transfers/%d" % tid, uid=SLURM_UID),
+                 "".join(a.log_text()[-2000:] for a in agents)))
+    assert sha(os.path.join(pfs, "ckpt")) == sha(path + "/ckpt")
+    d.ok("DELETE", "/v1/jobs/p1", uid=SLURM_UID)
+    d.ok("DELETE", "/v1/persistent/ckpt", uid=SLURM_UID)
+    wait_for(lambda: not os.path.exists(path), "the agent to remove " + path)

@@ -10,7 +10,6 @@ plugins built (the cluster is a whole one); skipped otherwise.
 import json
 import os
 import shutil
-import signal
 import subprocess
 import tempfile
 import time
@@ -19,7 +18,8 @@ import http.client
 import pytest
 
 from conftest import BUILDDIR, SRCDIR, USER1
-from test_mover import GID1, MiB, build_tree, compare_trees, mkdirs, partials, sha, write
+from test_mover import GID1, MiB, build_tree, compare_trees, mkdirs, partials, write
+from test_nodes import wait_for
 
 NETNS = os.path.join(SRCDIR, "testsuite", "cluster", "netns-cluster")
 PLUGIN = os.path.join(BUILDDIR, "src", "plugins", "burst_buffer", "harmonia", ".libs",
@@ -113,16 +113,6 @@ def pfs(cl):
     mkdirs(d)       # the user's, 0755: stage-outs write there as the user
     yield d
     shutil.rmtree(d, ignore_errors=True)
-
-
-def wait_for(cond, what, timeout=30):
-    t0 = time.time()
-    while time.time() - t0 < timeout:
-        v = cond()
-        if v:
-            return v
-        time.sleep(0.05)
-    raise AssertionError("timed out waiting for " + what)
 
 
 _jobs = [0]
@@ -288,3 +278,95 @@ def test_node_drained_while_busy(cl, pfs):
     finally:
         cl.ok("POST", "/v1/nodes/%s/resume" % names[0], {})
     end_job(cl, job, paths)
+
+
+def slurm(cl, *args):
+    env = dict(os.environ, SLURM_CONF=os.path.join(cl.dir, "etc", "slurm.conf"))
+    return subprocess.run(list(args), env=env, capture_output=True, text=True, timeout=30)
+
+
+def sbatch(cl, pfs, job_sh):
+    p = slurm(cl, "sbatch", "--parsable", "-o", os.path.join(pfs, "slurm-%j.out"), job_sh)
+    assert p.returncode == 0, p.stderr
+    return p.stdout.strip().split(";")[0]
+
+
+def job_state(cl, jobid):
+    text = slurm(cl, "scontrol", "show", "job", jobid).stdout
+    return dict(t.split("=", 1) for t in text.split() if "=" in t)
+
+
+def wait_job(cl, jobid):
+    """The job ended and its stage-out is over."""
+    return wait_for(lambda: (lambda s: s.get("JobState") in ("COMPLETED", "FAILED", "CANCELLED")
+                             and s.get("BurstBufferState") in ("complete", None) and s)(
+                                 job_state(cl, jobid)),
+                    "job %s to end with its stage-out" % jobid, timeout=120)
+
+
+def test_slurm_job_with_buffers_on_agent_hosts(cl, pfs):
+    """A Slurm job whose buffer is spread over buffer-node hosts: stage-in by the
+    agent of the first node, the job (on a compute host) reads and writes there,
+    stage-out back to the PFS; its directories are gone afterwards."""
+    src = os.path.join(pfs, "in")
+    build_tree(src)
+    out = os.path.join(pfs, "out")
+    job_sh = os.path.join(pfs, "job.sh")
+    with open(job_sh, "w") as f:
+        f.write("#!/bin/bash\n#SBATCH -N1\n"
+                "#BB_HARMONIA jobbuffer capacity=1GiB nodes=2\n"
+                "#BB_HARMONIA stage_in source=%s destination=$HARMONIA_BB/in type=directory\n"
+                "#BB_HARMONIA stage_out source=$HARMONIA_BB/out destination=%s type=directory\n"
+                "echo BB=$HARMONIA_BB\necho NODES=$HARMONIA_BB_NODES\n"
+                "mkdir $HARMONIA_BB/out && cp -a $HARMONIA_BB/in/. $HARMONIA_BB/out/ "
+                "&& echo result > $HARMONIA_BB/out/result\n" % (src, out))
+    jobid = sbatch(cl, pfs, job_sh)
+    j = wait_job(cl, jobid)
+    assert j["JobState"] == "COMPLETED", j
+    with open(os.path.join(pfs, "slurm-%s.out" % jobid)) as f:
+        lines = dict(l.split("=", 1) for l in f.read().split() if "=" in l)
+    nodes = lines["NODES"].split(",")
+    assert len(nodes) >= 2 and all(n.startswith(cl.prefix + "bb") for n in nodes), lines
+    assert lines["BB"] == os.path.join(cl.dir, "bb", nodes[0], jobid)
+    wait_for(lambda: os.path.exists(os.path.join(out, "result")), "the stage-out")
+    assert compare_trees(src, out) == 5
+    # the agents removed the job's directories on every node
+    for n in nodes:
+        wait_for(lambda: not os.path.exists(os.path.join(cl.dir, "bb", n, jobid)),
+                 "the removal of the job's directory on " + n)
+    assert "stage_in" in cl.log("bbnoded-bb%s.log" % nodes[0][-1])
+
+
+def test_slurm_stage_out_data_lost_with_its_node(cl, pfs):
+    """The agent holding a job's only copy of its results dies before the
+    stage-out: the stage-out fails, and Slurm shows why ("buffer node X down:
+    stage-out data lost"); the buffer is kept, and so is its directory when the
+    agent comes back."""
+    job_sh = os.path.join(pfs, "job.sh")
+    with open(job_sh, "w") as f:
+        f.write("#!/bin/bash\n#SBATCH -N1\n"
+                "#BB_HARMONIA jobbuffer capacity=1GiB\n"
+                "#BB_HARMONIA stage_out source=$HARMONIA_BB/out destination=%s type=directory\n"
+                "mkdir $HARMONIA_BB/out && echo result > $HARMONIA_BB/out/result\n"
+                "sleep 3\n" % os.path.join(pfs, "out"))
+    jobid = sbatch(cl, pfs, job_sh)
+    alloc = wait_for(lambda: (lambda st_js: st_js[0] == 200 and st_js[1])(
+        cl.request("GET", "/v1/jobs/%s/allocation" % jobid)), "the job's allocation")
+    node = alloc["nodes"][0]["name"]
+    host = "bb" + node[-1]
+    result = os.path.join(alloc["nodes"][0]["path"], "out", "result")
+    wait_for(lambda: os.path.exists(result), "the job to write its result")
+    cl.ctl("agent-kill", host)
+    try:
+        j = wait_job(cl, jobid)
+        why = "buffer node %s down (no report): stage-out data lost" % node
+        assert why.replace(" ", "_") in j.get("Reason", ""), j
+        assert why in slurm(cl, "scontrol", "show", "job", jobid).stdout
+        assert not os.path.exists(os.path.join(pfs, "out", "result"))
+    finally:
+        cl.ctl("agent-start", host)
+    wait_for(lambda: cl.ok("GET", "/v1/nodes/%s" % node)["state"] == "up", "the node back")
+    # the buffer (the only copy of the results) is still there, on its node
+    with open(result) as f:
+        assert f.read() == "result\n"
+    slurm(cl, "scancel", jobid)

@@ -1,0 +1,121 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
+# bench_bbnoded_busy.sh — device status to decision: how fast a busy buffer node's
+# measured bandwidth reaches the grants.
+#
+# A real bbmgrd (auth none on loopback) and one real bbnoded for a 1 GB/s node;
+# the agent reads the block device counters from a file of the bench
+# (bbnoded --diskstats), where another writer appears at t = 1 s (600 MB/s) and
+# stops at t = 5 s.  Every 0.1 s a job asks for a write phase on the node and
+# finishes it at once: the grant's bandwidth is the scheduler's decision at that
+# moment.  Printed: the delay from the writer's start (and stop) to the first
+# grant that follows it, and a chart of the grants over time.  No timed asserts.
+#
+# Environment: HARMONIA_BUILDDIR; BENCH_BBNODED_INTERVAL (agents.interval,
+# default 0.5s).
+set -eu
+B=${HARMONIA_BUILDDIR:-$(cd "$(dirname "$0")/.." && pwd)}
+export B
+exec python3 - "$@" <<'EOF'
+import json, os, shutil, signal, socket, subprocess, tempfile, threading, time
+import urllib.request
+
+B = os.environ["B"]
+IV = os.environ.get("BENCH_BBNODED_INTERVAL", "0.5s")
+
+
+def call(port, method, path, body=None):
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request("http://127.0.0.1:%d%s" % (port, path), data=data,
+                                 method=method, headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=30) as r:
+        return json.loads(r.read().decode() or "null")
+
+
+d = tempfile.mkdtemp(prefix="bench-bbnoded-busy.", dir="/tmp")
+os.chmod(d, 0o755)
+procs = []
+try:
+    mount = os.path.join(d, "bb01")
+    os.makedirs(mount, mode=0o755)
+    st = os.stat(mount)
+    stats = os.path.join(d, "diskstats")
+    sectors = [0]
+
+    def write_stats():
+        with open(stats + ".tmp", "w") as f:
+            f.write("%d %d dev 10 0 80 5 20 0 %d 7 0 12 12\n" % (
+                os.major(st.st_dev), os.minor(st.st_dev), sectors[0]))
+        os.rename(stats + ".tmp", stats)
+
+    write_stats()
+    s = socket.socket(); s.bind(("127.0.0.1", 0)); port = s.getsockname()[1]; s.close()
+    conf = os.path.join(d, "bbmgr.yaml")
+    with open(conf, "w") as f:
+        f.write("""listen: {address: 127.0.0.1, port: %d, unix_socket: ""}
+state: {dir: %s/state, durable: false}
+auth: {type: none}
+log: {level: warning, file: %s/log}
+stage: {mode: mover}
+platform: {node_bandwidth: 10 GB/s, pfs_bandwidth: 100 GB/s}
+agents: {interval: %s}
+nodes:
+  - {names: bb01, capacity: 1TiB, bandwidth: 1 GB/s, mount: "%s", agent: true}
+""" % (port, d, d, IV, mount))
+    procs.append(subprocess.Popen([os.path.join(B, "bbmgr", "bbmgrd"), "-c", conf]))
+    for _ in range(200):
+        try:
+            call(port, "GET", "/v1/status")
+            break
+        except OSError:
+            time.sleep(0.05)
+    procs.append(subprocess.Popen([os.path.join(B, "bbmgr", "bbnoded"), "-c", conf, "-n",
+                                   "bb01", "-l", os.path.join(d, "agent.log"),
+                                   "--diskstats", stats]))
+    while call(port, "GET", "/v1/nodes/bb01")["agent"]["state"] != "up":
+        time.sleep(0.05)
+    call(port, "POST", "/v1/jobs", {"id": "j", "uid": 0, "gid": 0})
+    call(port, "POST", "/v1/jobs/j/allocation", {"capacity": "1GiB"})
+    busy = [False]
+    stop = threading.Event()
+
+    def writer():      # the other writer: 600 MB/s into the counters while busy
+        last = time.time()
+        while not stop.is_set():
+            now = time.time()
+            if busy[0]:
+                sectors[0] += int(600e6 * (now - last)) // 512
+                write_stats()
+            last = now
+            stop.wait(0.02)
+
+    threading.Thread(target=writer, daemon=True).start()
+    t0 = time.time()
+    samples = []
+    while time.time() - t0 < 8:
+        t = time.time() - t0
+        busy[0] = 1 <= t < 5
+        ph = call(port, "POST", "/v1/jobs/j/phases", {"volume": "100GB", "wait": 5})
+        call(port, "POST", "/v1/phases/%d/finish" % ph["id"], {"bytes": 0})
+        samples.append((t, ph["grant"]["bandwidth"] if ph.get("grant") else 0.0))
+        time.sleep(max(0, 0.1 - (time.time() - t0 - t)))
+    stop.set()
+    on = next(t for t, bw in samples if t >= 1 and bw < 0.7e9)
+    off = next(t for t, bw in samples if t >= 5 and bw > 0.9e9)
+    print("bench_bbnoded_busy: 1 GB/s node, another writer of 600 MB/s from t=1 s to t=5 s,"
+          " agents.interval %s" % IV)
+    print("writer starts -> grants follow: %.2f s" % (on - 1))
+    print("writer stops  -> grants follow: %.2f s" % (off - 5))
+    print("grant of a new phase on the node (GB/s), one row per 0.25 s:")
+    nxt = 0
+    for t, bw in samples:
+        if t >= nxt:
+            print("%5.2f s %5.2f %s%s" % (t, bw / 1e9, "#" * int(round(bw / 2.5e7)),
+                                          "   <- other writer" if 1 <= t < 5 else ""))
+            nxt += 0.25
+finally:
+    for p in reversed(procs):
+        p.send_signal(signal.SIGTERM)
+        p.wait(timeout=30)
+    shutil.rmtree(d, ignore_errors=True)
+EOF

@@ -1,0 +1,202 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""bbnoded against a scripted manager: a real bbnoded process whose bbmgrd is a
+small HTTP server of the test, which answers each report with what the test
+wants.  What the agent does with a reply, whatever the reply: it refuses a
+transfer whose buffer side is not under its mount, never makes or removes a
+directory outside it, removes only directories that are not listed, and keeps a
+result until a reply acknowledges it.
+
+Runs as root (the agent makes directories for other users); skipped otherwise.
+"""
+import http.server
+import json
+import os
+import queue
+import signal
+import subprocess
+import threading
+import time
+
+import pytest
+
+from conftest import BUILDDIR, USER1, free_port
+from test_mover import GID1, mkdirs, write
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the agent tests need root")
+
+BBNODED = os.path.join(BUILDDIR, "bbmgr", "bbnoded")
+
+
+class Manager:
+    """Answers POST /v1/agents/<node> with the replies queued by the test, then
+    with its default reply (no work, no directory set); keeps every request."""
+
+    def __init__(self):
+        self.requests = queue.Queue()
+        self.replies = []
+        self.default = (200, {"node": "bb01", "interval": 0.1, "tasks": []})
+        self.lock = threading.Lock()
+        mgr = self
+
+        class H(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                mgr.requests.put((self.path, body))
+                with mgr.lock:
+                    status, js = mgr.replies.pop(0) if mgr.replies else mgr.default
+                data = json.dumps(js).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *a):
+                pass
+
+        self.port = free_port()
+        self.srv = http.server.ThreadingHTTPServer(("127.0.0.1", self.port), H)
+        self.thread = threading.Thread(target=self.srv.serve_forever, daemon=True)
+        self.thread.start()
+
+    def reply(self, status=200, default=False, **fields):
+        js = {"node": "bb01", "interval": 0.1, "tasks": []}
+        js.update(fields)
+        with self.lock:
+            if default:
+                self.default = (status, js)
+            else:
+                self.replies.append((status, js))
+
+    def next(self, cond=lambda b: True, timeout=20):
+        t0 = time.time()
+        while time.time() - t0 < timeout:
+            try:
+                path, body = self.requests.get(timeout=0.5)
+            except queue.Empty:
+                continue
+            if cond(body):
+                return body
+        raise AssertionError("no report as expected from the agent")
+
+    def stop(self):
+        self.srv.shutdown()
+
+
+@pytest.fixture
+def agent(tmp_base):
+    mgr = Manager()
+    mount = os.path.join(tmp_base, "bb01")
+    os.makedirs(mount, mode=0o755)
+    conf = os.path.join(tmp_base, "bbmgr.yaml")
+    with open(conf, "w") as f:
+        f.write("""listen: {address: 127.0.0.1, port: %d, unix_socket: ""}
+auth: {type: none}
+state: {dir: %s/state}
+mover: {threads: 2, chunk: 1MiB}
+agents: {interval: 0.1s}
+nodes:
+  - {names: bb01, capacity: 1TiB, bandwidth: 1 GB/s, mount: "%s", agent: true}
+""" % (mgr.port, tmp_base, mount))
+    log = open(os.path.join(tmp_base, "bbnoded.log"), "a")
+    p = subprocess.Popen([BBNODED, "-c", conf, "-n", "bb01", "-l", "-"], stdout=log,
+                         stderr=subprocess.STDOUT)
+    yield mgr, mount, p, os.path.join(tmp_base, "bbnoded.log")
+    p.send_signal(signal.SIGTERM)
+    p.wait(timeout=20)
+    mgr.stop()
+    with open(os.path.join(tmp_base, "bbnoded.log")) as f:
+        text = f.read()
+    for mark in ("ERROR: AddressSanitizer", "runtime error:", "ERROR: LeakSanitizer"):
+        assert mark not in text, text
+
+
+def task(tid, src, dst, stage_out=False):
+    return {"id": tid, "job": "j1", "weight": 1.0, "uid": USER1, "gid": GID1,
+            "stage_out": stage_out, "directory": False, "source": src, "destination": dst}
+
+
+def result_of(tid):
+    return lambda b: any(r["id"] == tid and r["state"] != "running" for r in b["results"])
+
+
+def test_transfer_outside_the_mount_refused(agent, tmp_base):
+    mgr, mount, _, _ = agent
+    pfs = os.path.join(tmp_base, "pfs")
+    mkdirs(pfs)
+    write(os.path.join(pfs, "x"), b"data", 0o644)
+    outside = os.path.join(tmp_base, "elsewhere")
+    mkdirs(outside)
+    mgr.reply(tasks=[task(5, os.path.join(pfs, "x"), os.path.join(outside, "x"))])
+    body = mgr.next(result_of(5))
+    r = [r for r in body["results"] if r["id"] == 5][0]
+    assert r["state"] == "failed" and "not under its mount" in r["message"], r
+    assert not os.path.exists(os.path.join(outside, "x"))
+
+
+def test_directories_made_and_orphans_removed(agent, tmp_base):
+    mgr, mount, _, _ = agent
+    # what is on the device before: an orphan job directory, a file, a symlink to a
+    # directory outside, a persistent buffer no longer listed
+    orphan = os.path.join(mount, "old-job")
+    mkdirs(orphan, 0o700)
+    write(os.path.join(orphan, "data"), b"x", 0o600)
+    write(os.path.join(mount, "a-file"), b"x", 0o600, uid=0, gid=0)
+    target = os.path.join(tmp_base, "target")
+    mkdirs(target)
+    os.symlink(target, os.path.join(mount, "link"))
+    os.makedirs(os.path.join(mount, "persistent", "gone"))
+    os.makedirs(os.path.join(mount, "persistent", "kept"))
+    mgr.reply(dirs_gen="g1", dirs=[
+        {"name": "j1", "uid": USER1, "gid": GID1},
+        {"name": "kept", "persistent": True, "uid": USER1, "gid": GID1}])
+    body = mgr.next(lambda b: b.get("dirs") == "g1")
+    st = os.stat(os.path.join(mount, "j1"))
+    assert (st.st_uid, st.st_gid, st.st_mode & 0o7777) == (USER1, GID1, 0o700)
+    t0 = time.time()
+    while os.path.exists(orphan) and time.time() - t0 < 10:
+        time.sleep(0.05)
+    assert not os.path.exists(orphan)
+    assert not os.path.exists(os.path.join(mount, "persistent", "gone"))
+    assert os.path.isdir(os.path.join(mount, "persistent", "kept"))
+    assert os.path.isfile(os.path.join(mount, "a-file"))       # not a directory: left
+    assert os.path.islink(os.path.join(mount, "link")) and os.path.isdir(target)
+    assert body["status"]["free_bytes"] > 0
+
+
+def test_bad_directory_set_removes_nothing(agent, tmp_base):
+    """A set with a name that is not one directory is refused whole: nothing made
+    outside the mount, nothing removed."""
+    mgr, mount, _, log = agent
+    keep = os.path.join(mount, "live")
+    mkdirs(keep, 0o700)
+    mgr.reply(dirs_gen="g2", dirs=[{"name": "../escape", "uid": USER1, "gid": GID1}])
+    # the agent does not take the set: it keeps asking with its old generation
+    mgr.next(lambda b: True)
+    mgr.next(lambda b: b.get("dirs") != "g2")
+    assert os.path.isdir(keep)
+    assert not os.path.exists(os.path.join(os.path.dirname(mount), "escape"))
+    with open(log) as f:
+        assert "bad directory" in f.read()
+
+
+def test_results_kept_until_acknowledged(agent, tmp_base):
+    mgr, mount, _, _ = agent
+    pfs = os.path.join(tmp_base, "pfs")
+    mkdirs(pfs)
+    write(os.path.join(pfs, "x"), os.urandom(1 << 20), 0o644)
+    mgr.reply(dirs_gen="g1", dirs=[{"name": "j1", "uid": USER1, "gid": GID1}],
+              tasks=[task(7, os.path.join(pfs, "x"), os.path.join(mount, "j1", "x"))])
+    # every report is refused from now on: the result comes again each time
+    mgr.reply(503, default=True, error={"message": "busy"})
+    for _ in range(3):
+        b = mgr.next(result_of(7))
+        r = [r for r in b["results"] if r["id"] == 7][0]
+        assert r["state"] == "done" and r["bytes_done"] == 1 << 20, r
+    # acknowledged (200) and no longer listed: not sent again, not run again
+    mgr.reply(200, default=True, dirs_gen="g1", tasks=[])
+    mgr.next(lambda b: not any(r["id"] == 7 for r in b["results"]))
+    b = mgr.next(lambda b: True)
+    assert not b["results"], b
+    with open(os.path.join(mount, "j1", "x"), "rb") as f, open(os.path.join(pfs, "x"), "rb") as g:
+        assert f.read() == g.read()
