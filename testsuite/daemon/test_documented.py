@@ -259,3 +259,40 @@ def test_every_policy_grants_inside_bbmgrd(make_daemon, pid):
         p = d.ok("GET", "/v1/phases/%d?wait=20" % p["id"], uid=USER1, timeout=30)
     assert p["state"] == "granted", p
     assert p["grant"] is not None and p["grant"]["bandwidth"] > 0, p
+
+
+# ------------------------------------------------------------------ bbmgr calibrate
+
+@pytest.fixture
+def small_tmpfs(tmp_path):
+    """A 64 MiB tmpfs of its own (root: mount)."""
+    if os.geteuid() != 0:
+        pytest.skip("mounts a tmpfs: needs root")
+    mnt = tmp_path / "tmpfs"
+    mnt.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(mnt)], check=True,
+                   timeout=30)
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", str(mnt)], check=True, timeout=30)
+
+
+def test_calibrate_on_a_small_tmpfs(make_daemon, small_tmpfs, tmp_path):
+    """bbmgr calibrate measures the device, writes a profile bbmgrd loads, and
+    leaves nothing behind."""
+    import yaml
+    out = tmp_path / "profile.yaml"
+    p = subprocess.run([BBMGR, "calibrate", "-c", "3", "-t", "0.1", "-s", "4MiB",
+                        "-n", "fast", "-o", str(out), str(small_tmpfs)],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    prof = yaml.safe_load(out.read_text())
+    dev = prof["devices"][0]
+    assert dev["name"] == "fast" and len(dev["msca"]) == 3, prof
+    assert dev["msca"][0] == 0 and all(m >= 0 for m in dev["msca"]), prof
+    assert os.listdir(small_tmpfs) == []
+    d = make_daemon(devices=prof["devices"],
+                    nodes=[{"names": "bb1", "capacity": "1TiB", "bandwidth": "1 GB/s",
+                            "device": "fast", "mount": "/mnt/bb", "pool": "nvme"}])
+    assert [n["name"] for n in d.ok("GET", "/v1/nodes", uid=USER1)["nodes"]] == ["bb1"]
