@@ -270,8 +270,10 @@ def small_tmpfs(tmp_path):
         pytest.skip("mounts a tmpfs: needs root")
     mnt = tmp_path / "tmpfs"
     mnt.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(mnt)], check=True,
-                   timeout=30)
+    p = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(mnt)],
+                       capture_output=True, text=True, timeout=30)
+    if p.returncode != 0:       # a container without CAP_SYS_ADMIN
+        pytest.skip("cannot mount a tmpfs here: " + p.stderr.strip())
     try:
         yield mnt
     finally:
