@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """MUNGE authentication and authorisation across users."""
+import os
 import signal
 import subprocess
 import time
@@ -98,7 +99,10 @@ def test_auth_none_only_on_loopback(make_daemon):
 def test_munged_down_is_503(daemon):
     cred = daemon.munge.cred("GET", "/v1/status", uid=USER1)
     daemon.munge.stop()
-    time.sleep(0.3)
+    deadline = time.time() + 15             # until munged has exited
+    while os.path.exists("/proc/%d" % daemon.munge.pid):
+        assert time.time() < deadline, "munged still running"
+        time.sleep(0.02)
     st, e = err(daemon.request("GET", "/v1/status", cred=cred))
     assert st == 503
 

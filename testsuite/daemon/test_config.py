@@ -85,14 +85,22 @@ def test_man_page_is_generated_from_the_table():
         assert r.stdout == f.read(), "doc/bbmgr.yaml.5 is stale: bbmgr config --man > doc/bbmgr.yaml.5"
 
 
+def wait_log(d, text, timeout=15):
+    """Wait until bbmgrd's log holds text (the daemon says it did the reload)."""
+    deadline = time.time() + timeout
+    while text not in d.log_text():
+        assert time.time() < deadline, "no '%s' in bbmgrd's log" % text
+        assert d.proc.poll() is None, "bbmgrd exited"
+        time.sleep(0.05)
+
+
 def test_bad_reload_keeps_running_config(make_daemon):
     d = make_daemon(policy={"id": "fcfs"})
     good = open(d.config).read()
     d.write_config(good.replace("id: \"fcfs\"", "id: \"no-such\""))
     d.proc.send_signal(signal.SIGHUP)
-    time.sleep(0.5)
+    wait_log(d, "keeping the running configuration")
     assert d.proc.poll() is None
-    assert "keeping the running configuration" in d.log_text()
     assert d.ok("GET", "/v1/policy", uid=USER1)["id"] == "fcfs"
     # a good reload: new policy, a node added, one removed (drained, kept)
     conf = good.replace("id: \"fcfs\"", "id: \"maxsyseff\"").replace(
@@ -108,11 +116,10 @@ def test_bad_reload_keeps_running_config(make_daemon):
     assert "hd3" in nodes and nodes["hd3"]["state"] == "up"
     assert nodes["hd1"]["state"] == "drained" and nodes["hd1"]["configured"] is False
     # a restart-only key changed: warned about, not applied
-    d.write_config(conf.replace("max_connections", "max_connections") .replace(
-        "connection_timeout: \"2s\"", "connection_timeout: \"3s\""))
+    d.write_config(conf.replace("connection_timeout: \"2s\"", "connection_timeout: \"3s\""))
     d.proc.send_signal(signal.SIGHUP)
-    time.sleep(0.5)
-    assert "limits.connection_timeout changed: takes effect at the next restart" in d.log_text()
+    wait_log(d, "limits.connection_timeout changed: takes effect at the next restart")
+    assert d.ok("GET", "/v1/policy", uid=USER1)["id"] == "maxsyseff"
 
 
 def test_notify_ready_and_clean_stop(make_daemon, tmp_path):

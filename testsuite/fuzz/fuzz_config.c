@@ -26,10 +26,16 @@
 static char path[] = "/tmp/fuzz_config.XXXXXX";
 static int fd = -1;
 
+static void cleanup(void)
+{
+    unlink(path);
+}
+
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     if ((fd = mkstemp(path)) < 0)
         FAIL("mkstemp: %m");
+    atexit(cleanup);
     bl_set_level(BL_ERROR);
     return 0;
 }

@@ -104,10 +104,19 @@ static void core_down(void)
         FAIL("%s failed", cmd);
 }
 
+static void cleanup(void)
+{
+    char cmd[4300];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "fuzz_routes: %s failed\n", cmd);
+}
+
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     if (!mkdtemp(tmpdir))
         FAIL("mkdtemp: %m");
+    atexit(cleanup);
     write_config();
     bl_set_level(BL_ERROR);
     core_up();

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "checksum.h"
+#include "testutil.h"
 
 #define BIG (4u << 20)
 
@@ -207,9 +208,5 @@ int main(void)
     tcase_add_test(tc, test_cksum);
     tcase_add_test(tc, test_parse);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tu_run(s);
 }

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "testutil.h"
 
 static char path[] = "/tmp/test_bbmgr_config.XXXXXX";
 
@@ -149,17 +150,9 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("bbmgr_config");
-    TCase *tc = tcase_create("config");
-    tcase_add_test(tc, test_defaults);
-    tcase_add_test(tc, test_full);
-    tcase_add_test(tc, test_errors);
-    tcase_add_test(tc, test_restart_needed);
-    tcase_add_test(tc, test_docs);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    const tu_tcase_t tcases[] = { {
+        "config",
+        .tests = { test_defaults, test_full, test_errors, test_restart_needed,
+                   test_docs, NULL } } };
+    return tu_main("bbmgr_config", tcases, TU_COUNT(tcases));
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "hostlist.h"
+#include "testutil.h"
 
 static char *joined(const char *expr)
 {
@@ -58,14 +59,8 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("bbmgr_hostlist");
-    TCase *tc = tcase_create("hostlist");
-    tcase_add_test(tc, test_expand);
-    tcase_add_test(tc, test_errors);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    const tu_tcase_t tcases[] = { {
+        "hostlist",
+        .tests = { test_expand, test_errors, NULL } } };
+    return tu_main("bbmgr_hostlist", tcases, TU_COUNT(tcases));
 }

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "state.h"
+#include "testutil.h"
 
 static char dir[64];
 
@@ -159,18 +160,9 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("bbmgr_state");
-    TCase *tc = tcase_create("state");
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_add_test(tc, test_open_migrate);
-    tcase_add_test(tc, test_migrate_from_v1);
-    tcase_add_test(tc, test_newer_refused);
-    tcase_add_test(tc, test_group_commit);
-    tcase_set_timeout(tc, 30);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    const tu_tcase_t tcases[] = { {
+        "state", .timeout = 30, .setup = setup, .teardown = teardown,
+        .tests = { test_open_migrate, test_migrate_from_v1, test_newer_refused,
+                   test_group_commit, NULL } } };
+    return tu_main("bbmgr_state", tcases, TU_COUNT(tcases));
 }

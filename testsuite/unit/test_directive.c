@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "libhutil/directive.h"
+#include "testutil.h"
 
 #define GiB (1ULL << 30)
 
@@ -1338,13 +1339,7 @@ static Suite *directive_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(directive_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tu_run(directive_suite());
 }
 
 /*

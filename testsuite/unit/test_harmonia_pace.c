@@ -13,6 +13,7 @@
 
 #include "harmonia/harmonia.h"
 #include "../../src/lib/libharmonia/pace.h"
+#include "testutil.h"
 
 START_TEST(test_tb_unlimited)
 {
@@ -180,20 +181,10 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("harmonia_pace");
-    TCase *tc = tcase_create("core");
-    tcase_set_timeout(tc, 30);
-    tcase_add_test(tc, test_tb_unlimited);
-    tcase_add_test(tc, test_tb_hand_checked);
-    tcase_add_test(tc, test_tb_rate_bound);
-    tcase_add_test(tc, test_tb_set_rate);
-    tcase_add_test(tc, test_api_off);
-    tcase_add_test(tc, test_api_misuse);
-    tcase_add_test(tc, test_api_unreachable);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    const tu_tcase_t tcases[] = { {
+        "core", .timeout = 30,
+        .tests = { test_tb_unlimited, test_tb_hand_checked, test_tb_rate_bound,
+                   test_tb_set_rate, test_api_off, test_api_misuse,
+                   test_api_unreachable, NULL } } };
+    return tu_main("harmonia_pace", tcases, TU_COUNT(tcases));
 }

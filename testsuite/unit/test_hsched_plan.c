@@ -15,6 +15,7 @@
 
 #include "libhsched/hsched.h"
 #include "libhsched/hs_periodic.h"
+#include "testutil.h"
 
 #define EPS 1e-9
 
@@ -469,11 +470,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-    SRunner *r = srunner_create(suite());
-    int failed;
-
-    srunner_run_all(r, CK_NORMAL);
-    failed = srunner_ntests_failed(r);
-    srunner_free(r);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tu_run(suite());
 }

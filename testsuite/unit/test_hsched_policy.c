@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "libhsched/hsched.h"
+#include "testutil.h"
 
 static const hs_platform_t plat = { .nodes = 4, .node_bw = 1, .bw = 2 };
 
@@ -243,11 +244,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-    SRunner *r = srunner_create(suite());
-    int failed;
-
-    srunner_run_all(r, CK_NORMAL);
-    failed = srunner_ntests_failed(r);
-    srunner_free(r);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tu_run(suite());
 }

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "libhsched/hs_periodic.h"
+#include "testutil.h"
 
 #define REL 1e-9
 
@@ -593,11 +594,5 @@ static Suite *periodic_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(periodic_suite());
-    int nf;
-
-    srunner_run_all(sr, CK_NORMAL);
-    nf = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return nf == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return tu_run(periodic_suite());
 }

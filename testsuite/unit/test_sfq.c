@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "libhsched/hs_sfq.h"
+#include "testutil.h"
 
 #define U (1024ULL * 1024ULL)
 
@@ -983,11 +984,5 @@ static Suite *sfq_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(sfq_suite());
-    int nfail;
-
-    srunner_run_all(sr, CK_NORMAL);
-    nfail = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return nfail == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return tu_run(sfq_suite());
 }

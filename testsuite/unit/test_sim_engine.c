@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "../../sim/sim.h"
+#include "testutil.h"
 
 static wl_jobs_t *run (const char *text, const char *policy, sim_result_t *res,
                        bool rec)
@@ -92,17 +93,10 @@ START_TEST (test_zero_w)
 }
 END_TEST
 
-int main (void)
+int main(void)
 {
-    Suite *s = suite_create ("sim_engine");
-    TCase *tc = tcase_create ("core");
-    tcase_add_test (tc, test_alone);
-    tcase_add_test (tc, test_two);
-    tcase_add_test (tc, test_zero_w);
-    suite_add_tcase (s, tc);
-    SRunner *r = srunner_create (s);
-    srunner_run_all (r, CK_NORMAL);
-    int failed = srunner_ntests_failed (r);
-    srunner_free (r);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    const tu_tcase_t tcases[] = { {
+        "core",
+        .tests = { test_alone, test_two, test_zero_w, NULL } } };
+    return tu_main("sim_engine", tcases, TU_COUNT(tcases));
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "../../sim/workload.h"
+#include "testutil.h"
 
 #define PLATFORM "platform:\n  nodes: 512\n  node_bandwidth: 50 MB/s\n" \
                  "  bandwidth: 3 GB/s\n"
@@ -143,17 +144,10 @@ START_TEST (test_limits)
 }
 END_TEST
 
-int main (void)
+int main(void)
 {
-    Suite *s = suite_create ("sim_workload");
-    TCase *tc = tcase_create ("core");
-    tcase_add_test (tc, test_valid);
-    tcase_add_test (tc, test_errors);
-    tcase_add_test (tc, test_limits);
-    suite_add_tcase (s, tc);
-    SRunner *r = srunner_create (s);
-    srunner_run_all (r, CK_NORMAL);
-    int failed = srunner_ntests_failed (r);
-    srunner_free (r);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    const tu_tcase_t tcases[] = { {
+        "core",
+        .tests = { test_valid, test_errors, test_limits, NULL } } };
+    return tu_main("sim_workload", tcases, TU_COUNT(tcases));
 }

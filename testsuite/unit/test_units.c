@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "libhutil/hutil.h"
+#include "testutil.h"
 
 #define KiB (1ULL << 10)
 #define MiB (1ULL << 20)
@@ -475,13 +476,7 @@ static Suite *units_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(units_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tu_run(units_suite());
 }
 
 /*

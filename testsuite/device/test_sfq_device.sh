@@ -3,6 +3,7 @@
 # test_sfq_device.sh — SFQ(D)+ enforces weights 1:2:4:8:16:32 on the real device
 # within 5%: 6 writer flows, 4 I/O worker threads, 256 KiB writes (O_DIRECT when the
 # file system accepts it), 5 s measured, files in a directory under the build tree.
+# The program is bench/sfq_share (doc/sfq.md), run from the build tree.
 #
 # The asserted figure is the "backlogged" measure of sfq_share: bytes of the requests
 # dispatched while every flow had a request queued (doc/sfq.md).  The ratios are set
@@ -10,7 +11,7 @@
 # 63), so the window is extended until that flow completed 100 requests (at most
 # 30 s); a device too slow for that is reported as a skip, not as a failure.
 # SFQ_DEVICE_SECONDS overrides the 5 s.
-prog=./test_sfq_share
+prog=${HARMONIA_BUILDDIR:-../..}/bench/sfq_share
 if [ ! -x "$prog" ]; then
     echo "test_sfq_device.sh: $prog not built" >&2
     exit 99

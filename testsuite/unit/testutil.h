@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * testutil.h — what the Check unit tests share: a suite from a table of test
+ * cases, and the runner every main() used to copy.
+ *
+ *     int main(void)
+ *     {
+ *         const tu_tcase_t tcases[] = {
+ *             { "config", .tests = { test_defaults, test_full, NULL } },
+ *             { "slow", .timeout = 60, .tests = { test_big, NULL } },
+ *         };
+ *         return tu_main("bbmgr_config", tcases, TU_COUNT(tcases));
+ *     }
+ */
+#ifndef HARMONIA_TESTUTIL_H
+#define HARMONIA_TESTUTIL_H
+
+#include <check.h>
+#include <stddef.h>
+
+#define TU_MAX_TESTS 64
+#define TU_COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+typedef struct {
+    const char *name;                   /* the TCase's name */
+    double timeout;                     /* seconds; 0: Check's default */
+    SFun setup, teardown;               /* checked fixture (each test); NULL: none */
+    const TTest *tests[TU_MAX_TESTS];   /* START_TEST names, NULL-terminated */
+} tu_tcase_t;
+
+/* A suite named 'name' with the test cases of the table. */
+Suite *tu_suite(const char *name, const tu_tcase_t *tcases, size_t n);
+
+/* Run every test of 's' (forked, CK_NORMAL output) and free it: EXIT_SUCCESS when
+ * none failed, else EXIT_FAILURE. */
+int tu_run(Suite *s);
+
+/* tu_run(tu_suite(name, tcases, n)). */
+int tu_main(const char *name, const tu_tcase_t *tcases, size_t n);
+
+#endif
