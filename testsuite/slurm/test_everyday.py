@@ -315,6 +315,30 @@ def test_bbmgr_release_of_unknown_job_says_why(cluster, need_bbmgrd):
     assert not p.stderr.rstrip().endswith(":"), p.stderr
 
 
+
+def test_stage_out_cut_short_by_hurry_says_so(cluster, need_bbmgrd, tmp_path):
+    from test_lifecycle2 import slow_mover, stage
+    dest = str(tmp_path / "result")
+    with slow_mover(cluster, rate="0.5 MB/s"):
+        rc, jobid, _, err = cluster.sbatch(script(
+            "jobbuffer capacity=1GiB",
+            "stage_out source=$HARMONIA_BB/out destination=%s type=directory" % dest,
+            body="mkdir $HARMONIA_BB/out; for i in 1 2 3 4; do "
+                 "head -c 1000000 /dev/urandom > $HARMONIA_BB/out/f$i; done"))
+        assert rc == 0, err
+        cluster.wait_state(jobid, {"STAGE_OUT"}, timeout=60)
+        wait_for(lambda: (stage(cluster, jobid, "stage_out") or {}).get("state") == "running",
+                 timeout=30, what="stage-out running")
+        cluster.run("scancel", "--hurry", jobid)
+        wait_for(lambda: cluster.job(jobid)["BurstBufferState"] == "complete", timeout=30,
+                 what="stage-out ended")
+    text = cluster.run("scontrol", "show", "job", jobid).stdout
+    said = ("cut short by scancel --hurry: %s may hold part of the job's data "
+            "(only whole files, no partial file)" % dest)
+    comment = [l for l in text.splitlines() if l.strip().startswith("SystemComment=")]
+    assert comment and comment[0].rstrip().endswith(
+        " burst_buffer/harmonia: stage-out: " + said), text
+
 # ------------------------------------------------------------------ honest output
 
 def test_bbmgr_takes_options_anywhere_and_prints_no_null(cluster, need_bbmgrd):
