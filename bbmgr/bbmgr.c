@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <pwd.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -227,14 +228,34 @@ static int cmd_persistent(cli_t *cli)
     if (call(cli, "GET", "/v1/persistent", NULL, &o) < 0)
         return 1;
     if (!cli->json) {
-        printf("%-20s %8s %-10s %11s %6s %s\n", "NAME", "UID", "POOL", "CAPACITY", "NODES",
-               "USERS");
-        json_array_foreach(json_object_get(o, "persistent"), i, b)
-            printf("%-20s %8lld %-10s %11s %6zu %zu\n", str(b, "name"),
-                   json_integer_value(json_object_get(b, "uid")), str(b, "pool"),
-                   sz(json_object_get(b, "capacity"), b1, sizeof(b1)),
-                   json_array_size(json_object_get(b, "nodes")),
-                   json_array_size(json_object_get(b, "users")));
+        printf("%-20s %-10s %-10s %11s %6s %-19s %s\n", "NAME", "OWNER", "POOL", "CAPACITY",
+               "NODES", "CREATED", "JOBS");
+        json_array_foreach(json_object_get(o, "persistent"), i, b) {
+            json_int_t uid = json_integer_value(json_object_get(b, "uid"));
+            struct passwd *pw = getpwuid((uid_t)uid);
+            char owner[32], created[32] = "-", *users = NULL;
+            size_t len = 0, k;
+            json_t *u;
+            FILE *f = open_memstream(&users, &len);
+            time_t t = (time_t)json_number_value(json_object_get(b, "created"));
+            struct tm tm;
+            if (pw)
+                snprintf(owner, sizeof(owner), "%s", pw->pw_name);
+            else
+                snprintf(owner, sizeof(owner), "%lld", (long long)uid);
+            if (t > 0 && localtime_r(&t, &tm))
+                strftime(created, sizeof(created), "%Y-%m-%dT%H:%M:%S", &tm);
+            json_array_foreach(json_object_get(b, "users"), k, u)
+                if (f && json_is_string(u))
+                    fprintf(f, "%s%s", k ? "," : "", json_string_value(u));
+            if (f)
+                fclose(f);
+            printf("%-20s %-10s %-10s %11s %6zu %-19s %s\n", str(b, "name"), owner,
+                   str(b, "pool"), sz(json_object_get(b, "capacity"), b1, sizeof(b1)),
+                   json_array_size(json_object_get(b, "nodes")), created,
+                   users && *users ? users : "-");
+            free(users);
+        }
     }
     json_decref(o);
     return 0;

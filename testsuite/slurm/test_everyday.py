@@ -391,6 +391,36 @@ def test_show_burst_sizes_stay_true_after_reconfigure(cluster, need_bbmgrd):
         cluster.wait_state(jobid, {"CANCELLED", "COMPLETED"})
 
 
+
+def test_show_burst_lists_persistent_buffers(cluster, need_bbmgrd):
+    name = "shown-%d" % int(time.time() * 1000)
+
+    def listed():
+        for line in show_burst(cluster).splitlines():
+            if line.strip().startswith("Name=%s " % name):
+                return line
+    rc, jobid, _, err = cluster.sbatch(script(
+        "create_persistent name=%s capacity=3GiB" % name, body="true"))
+    assert rc == 0, err
+    wait_for(lambda: done(cluster, jobid), timeout=60, what="created")
+    try:
+        b = [b for b in cluster.bbmgr("persistent")["persistent"] if b["name"] == name][0]
+        line = wait_for(listed, timeout=30, what="listed by scontrol show burst")
+        created = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(b["created"]))
+        assert "CreateTime=%s " % created in line, (created, line)
+        assert "Pool=nvme " in line and "UserID=root(0)" in line, line
+        assert " Size=3G" in line, line
+        rows = [l.split() for l in bbmgr_text(cluster, "persistent").stdout.splitlines()]
+        assert rows[0][:7] == ["NAME", "OWNER", "POOL", "CAPACITY", "NODES", "CREATED", "JOBS"]
+        row = [r for r in rows if r[0] == name][0]
+        assert row[1] == "root" and row[3] == "3.00" and row[6] == created, row
+    finally:
+        rc, jid, _, err = cluster.sbatch(script("destroy_persistent name=%s" % name,
+                                                body="true"))
+        assert rc == 0, err
+        wait_for(lambda: done(cluster, jid), timeout=60, what="destroyed")
+    wait_for(lambda: listed() is None, timeout=30, what="no longer listed")
+
 # ------------------------------------------------------------------ allocation when due
 
 def test_throttled_array_holds_one_buffer_at_a_time(cluster, need_bbmgrd, tmp_path):

@@ -1269,17 +1269,65 @@ static void _pools_apply(json_t *resp)
 	slurm_mutex_unlock(&bb_state.bb_mutex);
 }
 
-/* Refresh the pools shown by "scontrol show burst" from bbmgrd. */
+/*
+ * Take bbmgrd's GET /v1/persistent answer as the persistent buffers "scontrol
+ * show burst" lists: by name, with owner, pool, size and creation time.
+ */
+static void _persist_apply(json_t *resp)
+{
+	json_t *list = json_object_get(resp, "persistent"), *p;
+	bb_alloc_t **old = NULL;
+	int nold = 0;
+	size_t i;
+
+	if (!json_is_array(list))
+		return;
+	slurm_mutex_lock(&bb_state.bb_mutex);
+	for (int h = 0; h < BB_HASH_SIZE; h++)
+		for (bb_alloc_t *a = bb_state.bb_ahash[h]; a; a = a->next)
+			if (a->name && !a->job_id) {
+				xrecalloc(old, nold + 1, sizeof(*old));
+				old[nold++] = a;
+			}
+	for (int k = 0; k < nold; k++)
+		(void) bb_free_alloc_rec(&bb_state, old[k]);
+	xfree(old);
+	json_array_foreach(list, i, p) {
+		const char *name = _json_str(p, "name"), *pool = _json_str(p, "pool");
+		double created = json_number_value(json_object_get(p, "created"));
+		bb_alloc_t *a;
+
+		if (!name)
+			continue;
+		a = bb_alloc_name_rec(&bb_state, (char *) name,
+				      json_integer_value(json_object_get(p, "uid")));
+		a->size = json_number_value(json_object_get(p, "capacity"));
+		a->pool = xstrdup(pool);
+		if (created > 0)
+			a->create_time = (time_t) created;
+		else
+			a->create_time = time(NULL);
+	}
+	slurm_mutex_unlock(&bb_state.bb_mutex);
+}
+
+/* Refresh the pools and persistent buffers shown by "scontrol show burst"
+ * from bbmgrd. */
 static void _refresh_pools(hm_client_t *cli)
 {
 	json_t *resp = NULL;
 	char *msg = NULL;
 	int st = _call(cli, "GET", "/v1/pools", NULL, &resp, &msg);
 
-	xfree(msg);
 	if (st == 200)
 		_pools_apply(resp);
 	json_decref(resp);
+	resp = NULL;
+	st = _call(cli, "GET", "/v1/persistent", NULL, &resp, &msg);
+	if (st == 200)
+		_persist_apply(resp);
+	json_decref(resp);
+	xfree(msg);
 }
 
 /*
@@ -1750,7 +1798,10 @@ static void *_agent(void *arg)
 				bool pools = _run_batch(cli, ws, rcs, n);
 				for (int i = 0; i < n; i++) {
 					released |= ws[i].released;
-					allocated |= ws[i].allocated;
+					/* persistent buffers made or gone are
+					 * listed again soon, as allocations */
+					allocated |= ws[i].allocated ||
+						     ws[i].req.npersist;
 				}
 				/* the pools shown by "scontrol show burst" are
 				 * true before Slurm learns the jobs are done */
