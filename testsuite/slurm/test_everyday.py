@@ -447,3 +447,22 @@ def test_throttled_array_holds_one_buffer_at_a_time(cluster, need_bbmgrd, tmp_pa
         (marks / ("%s.go" % task)).write_text("")
     assert done_tasks == {"0", "1", "2", "3"}
     wait_for(lambda: len(array_ids(cluster, array_id)) == 4, timeout=60, what="all tasks done")
+
+
+def test_pending_reason_tells_space_on_enough_nodes_from_total_space(cluster, need_bbmgrd):
+    wait_for(lambda: not cluster.bbmgr("jobs")["jobs"], timeout=60, what="bbmgrd without jobs")
+    # A spreads over all four buffer nodes: each keeps a little room, more in all
+    # than B asks for, but not enough on the nodes B needs
+    rc, a, _, err = cluster.sbatch(script("jobbuffer capacity=600GiB nodes=4", body="sleep 8"))
+    assert rc == 0, err
+    cluster.wait_state(a, {"RUNNING"})
+    free = sum(p["free"] for p in cluster.bbmgr("pools")["pools"])
+    assert free >= 400 * 2**30, free
+    rc, b, _, err = cluster.sbatch(script("jobbuffer capacity=400GiB", body="true"))
+    assert rc == 0, err
+    r = wait_for(lambda: (lambda r: r if "waiting" in r else None)(squeue_reason(cluster, b)),
+                 timeout=20, what="space note")
+    assert r.startswith("burst_buffer/harmonia: waiting for buffer space on enough nodes: "
+                        "400GiB needs room on "), r
+    assert "pool nvme has " in r, r
+    assert cluster.wait_state(b, {"COMPLETED", "FAILED"}, timeout=90) == "COMPLETED"

@@ -534,12 +534,29 @@ static step_rc_t _alloc_done(work_t *w, int st, json_t *resp)
 
 	if (st == 507 || st == 503 || st < 0 || st >= 500) {
 		if (st == 507) {
-			char sz[32];
+			char sz[32], fz[32], pool[64], text[512];
+			uintmax_t cap = 0, free_b = 0;
+			int need = 0, up = 0;
+
+			hm_error_text(resp, text, sizeof(text));
 			xfree(w->msg);
-			w->msg = xstrdup_printf("waiting for %s of free buffer space%s%s",
-						hbb_size_str(w->req.capacity, sz, sizeof(sz)),
-						w->req.pool ? " in pool " : "",
-						w->req.pool ? w->req.pool : "");
+			/* enough free space in all, but not on enough nodes:
+			 * say so, it is not the same wait */
+			if ((sscanf(text, "%*[^:]: pool %63s cannot hold %ju bytes on %d node(s) now (%d nodes up, %ju bytes free)",
+				    pool, &cap, &need, &up, &free_b) == 5 ||
+			     sscanf(text, "pool %63s cannot hold %ju bytes on %d node(s) now (%d nodes up, %ju bytes free)",
+				    pool, &cap, &need, &up, &free_b) == 5) &&
+			    free_b >= w->req.capacity)
+				w->msg = xstrdup_printf("waiting for buffer space on enough nodes: %s needs room on %d node(s); pool %s has %s free, spread over its %d nodes up",
+							hbb_size_str(w->req.capacity, sz, sizeof(sz)),
+							need, pool,
+							hbb_size_str(free_b, fz, sizeof(fz)),
+							up);
+			else
+				w->msg = xstrdup_printf("waiting for %s of free buffer space%s%s",
+							hbb_size_str(w->req.capacity, sz, sizeof(sz)),
+							w->req.pool ? " in pool " : "",
+							w->req.pool ? w->req.pool : "");
 		}
 		return STEP_AGAIN;
 	}
