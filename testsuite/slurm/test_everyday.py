@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from conftest import script, wait_for
+from conftest import BUILDDIR, script, wait_for
 
 REFUSED = "sbatch: error: Batch job submission failed: Burst Buffer request invalid"
 USERS = ("hmtest1", "hmtest2")
@@ -256,7 +256,7 @@ def burst_line(cluster, jobid):
 
 def bbmgr_text(cluster, *args):
     """bbmgr ARGS as an administrator types it (text output, options last)."""
-    cmd = [os.path.join(os.environ.get("HARMONIA_BUILDDIR", "."), "bbmgr", "bbmgr")]
+    cmd = [os.path.join(BUILDDIR, "bbmgr", "bbmgr")]
     cmd += list(args) + ["--url", cluster.bbmgr_url]
     if cluster.munge_socket:
         cmd += ["--munge-socket", cluster.munge_socket]
