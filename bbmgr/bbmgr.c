@@ -206,15 +206,26 @@ static int cmd_pools(cli_t *cli)
     if (call(cli, "GET", "/v1/pools", NULL, &o) < 0)
         return 1;
     if (!cli->json) {
-        printf("%-12s %6s %6s %11s %11s %11s\n", "POOL", "NODES", "UP", "CAPACITY", "FREE",
-               "GRANULARITY");
-        json_array_foreach(json_object_get(o, "pools"), i, p)
-            printf("%-12s %6lld %6lld %11s %11s %11s\n", str(p, "name"),
+        /* FREE + USED + DRAINED = CAPACITY: DRAINED is what drained nodes
+         * hold beyond their used space (no new allocation goes there) */
+        printf("%-12s %6s %6s %11s %11s %11s %11s %11s\n", "POOL", "NODES", "UP", "CAPACITY",
+               "FREE", "USED", "DRAINED", "GRANULARITY");
+        json_array_foreach(json_object_get(o, "pools"), i, p) {
+            char b4[32], b5[32];
+            double cap = json_number_value(json_object_get(p, "capacity"));
+            double used = json_number_value(json_object_get(p, "used"));
+            double fr = json_number_value(json_object_get(p, "free"));
+            json_t *drained = json_integer(cap > used + fr ? (json_int_t)(cap - used - fr) : 0);
+            printf("%-12s %6lld %6lld %11s %11s %11s %11s %11s\n", str(p, "name"),
                    json_integer_value(json_object_get(p, "nodes")),
                    json_integer_value(json_object_get(p, "nodes_up")),
                    sz(json_object_get(p, "capacity"), b1, sizeof(b1)),
                    sz(json_object_get(p, "free"), b2, sizeof(b2)),
+                   sz(json_object_get(p, "used"), b4, sizeof(b4)),
+                   sz(drained, b5, sizeof(b5)),
                    sz(json_object_get(p, "granularity"), b3, sizeof(b3)));
+            json_decref(drained);
+        }
     }
     json_decref(o);
     return 0;

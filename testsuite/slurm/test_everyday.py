@@ -466,3 +466,21 @@ def test_pending_reason_tells_space_on_enough_nodes_from_total_space(cluster, ne
                         "400GiB needs room on "), r
     assert "pool nvme has " in r, r
     assert cluster.wait_state(b, {"COMPLETED", "FAILED"}, timeout=90) == "COMPLETED"
+
+
+def test_bbmgr_pools_shows_drained_space(cluster, need_bbmgrd):
+    wait_for(lambda: not cluster.bbmgr("jobs")["jobs"], timeout=60, what="bbmgrd without jobs")
+    node = cluster.bbmgr("nodes")["nodes"][0]["name"]
+    p = bbmgr_text(cluster, "drain", node, "test")
+    assert p.returncode == 0, p.stderr
+    try:
+        lines = bbmgr_text(cluster, "pools").stdout.splitlines()
+        head = lines[0].split()
+        assert head == ["POOL", "NODES", "UP", "CAPACITY", "FREE", "USED", "DRAINED",
+                        "GRANULARITY"], lines
+        row = lines[1].split()
+        cells = [" ".join(row[k:k + 2]) for k in (3, 5, 7, 9)]
+        # free + used + drained = capacity, one of the four 256 GiB nodes drained
+        assert cells == ["1.00 TiB", "768.00 GiB", "0 B", "256.00 GiB"], lines
+    finally:
+        assert bbmgr_text(cluster, "resume", node).returncode == 0
