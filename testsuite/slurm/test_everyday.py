@@ -484,3 +484,43 @@ def test_bbmgr_pools_shows_drained_space(cluster, need_bbmgrd):
         assert cells == ["1.00 TiB", "768.00 GiB", "0 B", "256.00 GiB"], lines
     finally:
         assert bbmgr_text(cluster, "resume", node).returncode == 0
+
+
+@pytest.fixture
+def exclusive_partition(cluster):
+    """A partition that does not oversubscribe, on every node of the cluster."""
+    if not cluster.cdir:
+        pytest.skip("creates a partition: the private cluster only")
+    name = "noshare"
+    cluster.run("scontrol", "create", "PartitionName=%s" % name, "Nodes=ALL",
+                "OverSubscribe=NO", "State=UP")
+    yield name
+    cluster.run("scontrol", "delete", "PartitionName=%s" % name, check=False)
+
+
+def test_job_waiting_for_cpus_holds_no_buffer(cluster, need_bbmgrd, exclusive_partition):
+    part = exclusive_partition
+    nodes = int(cluster.run("sinfo", "-h", "-p", part, "-o", "%D").stdout.split()[0])
+    cpus = int(cluster.run("sinfo", "-h", "-p", part, "-o", "%c").stdout.split()[0].rstrip("+"))
+    wait_for(lambda: not cluster.bbmgr("jobs")["jobs"], timeout=60, what="bbmgrd without jobs")
+    used0 = pool_used(cluster)
+    rc, blocker, _, err = cluster.sbatch(None, "-p", part, "-N", str(nodes),
+                                         "--ntasks-per-node", str(cpus), "--wrap", "sleep 120")
+    assert rc == 0, err
+    try:
+        cluster.wait_state(blocker, {"RUNNING"})
+        rc, jobid, _, err = cluster.sbatch(script("jobbuffer capacity=100GiB", body="echo ran"),
+                                           "-p", part)
+        assert rc == 0, err
+        # the scheduler has looked at it: it waits for CPUs and holds no space
+        wait_for(lambda: squeue_reason(cluster, jobid) not in ("", "None"), timeout=30,
+                 what="a scheduler pass")
+        job = cluster.job(jobid)
+        assert job["JobState"] == "PENDING" and job["BurstBufferState"] == "pending", job
+        assert pool_used(cluster) == used0
+        assert not [j for j in cluster.bbmgr("jobs")["jobs"] if j["id"] == jobid]
+    finally:
+        cluster.run("scancel", blocker)
+    # CPUs free: its buffer is set up and it runs
+    assert cluster.wait_state(jobid, {"COMPLETED", "FAILED"}, timeout=60) == "COMPLETED"
+    assert cluster.out(jobid) == "ran\n"

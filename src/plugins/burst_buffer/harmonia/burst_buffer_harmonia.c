@@ -22,10 +22,13 @@
  *
  *  Stage-in starts as soon as the job is submitted when the main scheduler
  *  would ask for it at its first look (job not held, independent, eligible,
- *  within its accounting limits): the buffer is then usually ready when that
- *  first pass comes, and the job starts in it as a job without a buffer would.
- *  Otherwise it starts when a scheduler pass asks; the agent then asks for
- *  another pass once the buffer is ready.  While transfers run, their state is
+ *  within its accounting limits, its CPUs free): the buffer is then usually
+ *  ready when that first pass comes, and the job starts in it as a job without
+ *  a buffer would.  Otherwise it starts when a scheduler pass asks and the job
+ *  is about to run (its CPUs are free, or backfill expects it within
+ *  STAGE_LEAD seconds; a task of a throttled array waits for its turn); the
+ *  agent then asks for another pass once the buffer is ready.  A job waiting
+ *  for CPUs or for its array's throttle holds no buffer space meanwhile.  While transfers run, their state is
  *  polled after 10 ms, then 1.5 times as long each time, up to PollInterval.
  *
  *  Without harmonia.conf (no manager daemon), requests are validated and jobs
@@ -55,7 +58,9 @@
 #include "src/common/log.h"
 #include "src/common/macros.h"
 #include "src/common/run_in_daemon.h"
+#include "src/common/select.h"
 #include "src/common/slurm_protocol_defs.h"
+#include "src/common/node_conf.h"
 #include "src/common/uid.h"
 #include "src/common/xmalloc.h"
 #include "src/common/xstring.h"
@@ -1637,6 +1642,65 @@ static bool _array_throttled(job_record_t *job_ptr)
 }
 
 /*
+ * Could the job get CPUs now?  In a partition that does not oversubscribe,
+ * enough of its nodes (up, not drained) have the job's CPUs per node free
+ * (whole nodes with OverSubscribe=EXCLUSIVE or --exclusive).  In one that
+ * does, CPU counts say nothing: yes.  Call with the node read lock.
+ */
+static bool _cpus_free(job_record_t *job_ptr)
+{
+	part_record_t *part = job_ptr->part_ptr;
+	struct job_details *d = job_ptr->details;
+	uint32_t need, per_node, found = 0;
+	bool whole;
+	node_record_t *node_ptr;
+
+	if (!part || !part->node_bitmap || !d || !avail_node_bitmap)
+		return true;
+	if ((part->max_share & SHARED_FORCE) ||
+	    ((part->max_share & ~SHARED_FORCE) > 1))
+		return true;
+	whole = (part->max_share == 0) || (d->share_res == 0) ||
+		(d->whole_node == 1);
+	need = d->min_nodes ? d->min_nodes : 1;
+	per_node = MAX((d->min_cpus + need - 1) / need, 1);
+	(void) select_g_select_nodeinfo_set_all();	/* cheap if unchanged */
+	for (int i = 0; (node_ptr = next_node(&i)); i++) {
+		uint16_t used = 0, cpus;
+
+		if (!bit_test(part->node_bitmap, node_ptr->index) ||
+		    !bit_test(avail_node_bitmap, node_ptr->index))
+			continue;
+		if (!IS_NODE_IDLE(node_ptr))
+			(void) select_g_select_nodeinfo_get(
+				node_ptr->select_nodeinfo,
+				SELECT_NODEDATA_SUBCNT, NODE_STATE_ALLOCATED,
+				&used);
+		cpus = node_ptr->config_ptr ? node_ptr->config_ptr->cpus :
+					      node_ptr->cpus;
+		if (whole ? (used == 0) : (cpus > used && cpus - used >= per_node))
+			if (++found >= need)
+				return true;
+	}
+	return false;
+}
+
+/*
+ * Is the job about to run?  Its CPUs are free now, or the backfill scheduler
+ * expects it to start within STAGE_LEAD seconds (as Slurm's lua plugin, in
+ * expected-start order: the scheduler hands the jobs over sorted by it).  A
+ * job that waits for CPUs holds no buffer space others could use meanwhile.
+ * Call with the node read lock.
+ */
+#define STAGE_LEAD 300
+static bool _about_to_run(job_record_t *job_ptr)
+{
+	if (job_ptr->start_time && (job_ptr->start_time <= time(NULL) + STAGE_LEAD))
+		return true;
+	return _cpus_free(job_ptr);
+}
+
+/*
  * May the stage-in of a job just submitted start now, rather than when a
  * scheduler pass first considers the job?  The same tests as the main
  * scheduler makes before it asks for stage-in (select_nodes): not held,
@@ -1678,6 +1742,8 @@ static bool _eager_ok(job_record_t *job_ptr)
 	if (!job_ptr->part_ptr ||
 	    !(job_ptr->part_ptr->state_up & PARTITION_SCHED))
 		return false;
+	if (!_cpus_free(job_ptr))
+		return false;	/* waits for CPUs: when they are free */
 	return acct_policy_job_runnable_pre_select(job_ptr, false);
 }
 
@@ -1686,7 +1752,8 @@ static bool _eager_ok(job_record_t *job_ptr)
  * scheduler pass looks at them, which starts them at once. */
 static void _eager_stage_in(void)
 {
-	slurmctld_lock_t job_write_lock = { .job = WRITE_LOCK, .part = READ_LOCK };
+	slurmctld_lock_t job_write_lock = { .job = WRITE_LOCK, .node = READ_LOCK,
+					    .part = READ_LOCK };
 	uint32_t *ids;
 	int cnt;
 
@@ -2391,7 +2458,8 @@ static int _try_one(void *x, void *arg)
 		return 0;
 	if (!(bb_job = _get_bb_job(job_ptr)))
 		return 0;
-	if (bb_job->state < BB_STATE_STAGING_IN && !_array_throttled(job_ptr)) {
+	if (bb_job->state < BB_STATE_STAGING_IN && !_array_throttled(job_ptr) &&
+	    _about_to_run(job_ptr)) {
 		_start_stage_in(job_ptr, bb_job);
 		_hjob_get(job_ptr)->seen_wait = true;
 	}
@@ -2431,7 +2499,8 @@ extern int bb_p_job_test_stage_in(job_record_t *job_ptr, bool test_only)
 		if (bb_job->state < BB_STATE_STAGING_IN) {
 			rc = -1;
 			if (!test_only && job_ptr->priority != 0 &&
-			    !_array_throttled(job_ptr)) {
+			    !_array_throttled(job_ptr) &&
+			    _about_to_run(job_ptr)) {
 				_start_stage_in(job_ptr, bb_job);
 				_hjob_get(job_ptr)->seen_wait = true;
 				rc = 0;
