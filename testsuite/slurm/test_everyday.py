@@ -365,6 +365,9 @@ def test_bbstat_is_readable_text(cluster, need_bbmgrd):
     assert "{" not in out and '"' not in out, out
     assert "\n  policy: fairshare\n" in out
     assert "\n  jobs: registered=" in out
+    assert "\n  uptime: " in out and out.split("\n  uptime: ")[1].split("\n")[0].endswith(" s")
+    burst = show_burst(cluster)
+    assert "(null)" not in burst, burst
 
 
 def test_show_burst_sizes_stay_true_after_reconfigure(cluster, need_bbmgrd):

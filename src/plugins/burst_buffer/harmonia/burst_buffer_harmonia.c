@@ -61,6 +61,7 @@
 #include "src/common/select.h"
 #include "src/common/slurm_protocol_defs.h"
 #include "src/common/node_conf.h"
+#include "src/common/parse_time.h"
 #include "src/common/uid.h"
 #include "src/common/xmalloc.h"
 #include "src/common/xstring.h"
@@ -1937,6 +1938,19 @@ static int _load_conf(void)
 	return rc;
 }
 
+/* "scontrol show burst" prints GetSysState and GetSysStatus (the datawarp
+ * plugin's scripts): say where this plugin gets them, not "(null)".  Call
+ * with bb_mutex held, after bb_load_config() and _load_conf(). */
+static void _sys_sources(void)
+{
+	const char *src = conf.configured ? conf.url : "none (no harmonia.conf)";
+
+	if (!bb_state.bb_config.get_sys_state)
+		bb_state.bb_config.get_sys_state = xstrdup_printf("%s GET /v1/pools", src);
+	if (!bb_state.bb_config.get_sys_status)
+		bb_state.bb_config.get_sys_status = xstrdup_printf("%s GET /v1/status", src);
+}
+
 extern int init(void)
 {
 	if (!running_in_slurmctld())
@@ -1951,6 +1965,9 @@ extern int init(void)
 	slurm_mutex_unlock(&bb_state.bb_mutex);
 	if (_load_conf() != SLURM_SUCCESS)
 		return SLURM_ERROR;
+	slurm_mutex_lock(&bb_state.bb_mutex);
+	_sys_sources();
+	slurm_mutex_unlock(&bb_state.bb_mutex);
 
 	agent_stop = false;
 	agent_rescan = true;
@@ -2056,7 +2073,16 @@ static void _status_text(json_t *st, char **out)
 
 	json_object_foreach(st, k, v) {
 		xstrfmtcat(*out, "  %s: ", k);
-		_value_text(v, out);
+		if (!xstrcmp(k, "started") && json_is_number(v)) {
+			time_t t = (time_t) json_number_value(v);
+			char buf[64];
+			slurm_make_time_str(&t, buf, sizeof(buf));
+			xstrcat(*out, buf);
+		} else if (!xstrcmp(k, "uptime") && json_is_number(v)) {
+			xstrfmtcat(*out, "%.0f s", json_number_value(v));
+		} else {
+			_value_text(v, out);
+		}
 		xstrcat(*out, "\n");
 	}
 }
@@ -2129,6 +2155,7 @@ extern int bb_p_reconfig(void)
 	if (pools_last && conf.configured)
 		_pools_apply_locked(pools_last);
 	rc = _load_conf();
+	_sys_sources();
 	agent_rescan = true;
 	slurm_cond_signal(&agent_cond);
 	slurm_mutex_unlock(&bb_state.bb_mutex);
