@@ -272,13 +272,50 @@ static int cmd_persistent(cli_t *cli)
     return 0;
 }
 
+/* Whether two phases of the schedule share a buffer node. */
+static bool share_node(json_t *a, json_t *b)
+{
+    size_t i, k;
+    json_t *x, *y;
+    json_array_foreach(json_object_get(a, "nodes"), i, x)
+        json_array_foreach(json_object_get(b, "nodes"), k, y)
+            if (json_is_string(x) && json_is_string(y) &&
+                !strcmp(json_string_value(x), json_string_value(y)))
+                return true;
+    return false;
+}
+
+/*
+ * The projected start of a waiting phase: the earliest expected end of a
+ * granted phase on one of its nodes (else of any granted phase), when the
+ * policy decides again; now when nothing is granted.  No sooner than that.
+ */
+static double projected_start(json_t *phases, json_t *w, double now)
+{
+    double near = INFINITY, any = INFINITY;
+    size_t i;
+    json_t *g;
+    json_array_foreach(phases, i, g) {
+        json_t *e = json_object_get(g, "expected_end");
+        if (strcmp(str(g, "state"), "granted") || !json_is_number(e))
+            continue;
+        double end = json_number_value(e);
+        any = fmin(any, end);
+        if (share_node(g, w))
+            near = fmin(near, end);
+    }
+    double t = isfinite(near) ? near : isfinite(any) ? any : now;
+    return fmax(t, now);
+}
+
 /* A text Gantt: one row per open phase and queued transfer, 60 columns for
- * 'minutes' minutes from now.  '#' granted, '.' waiting, 'S' a transfer start. */
+ * 'minutes' minutes from now.  '#' granted, '.' waiting until its projected
+ * start '>', 'S' a transfer start; START in seconds from now. */
 static int cmd_schedule(cli_t *cli, double minutes)
 {
-    json_t *o, *p;
+    json_t *o, *p, *phases;
     size_t i;
-    char path[64];
+    char path[64], start[32];
     const int W = 60;
     double horizon = minutes * 60;
     snprintf(path, sizeof(path), "/v1/schedule?horizon=%.0f", horizon);
@@ -286,39 +323,52 @@ static int cmd_schedule(cli_t *cli, double minutes)
         return 1;
     if (!cli->json) {
         double now = json_number_value(json_object_get(o, "now"));
+        phases = json_object_get(o, "phases");
         printf("policy %s; now .. +%.0f min, one column = %.0f s ('#' granted, '.' waiting, "
-               "'S' stage)\n", str(o, "policy"), minutes,
+               "'>' its projected start, 'S' stage)\n", str(o, "policy"), minutes,
                horizon / W);
-        printf("%-8s %-12s %-9s |", "PHASE", "JOB", "STATE");
+        printf("START: seconds from now; a granted phase started then, a waiting one starts "
+               "no sooner than a granted phase ahead of it ends (~)\n");
+        printf("%-8s %-12s %-9s %8s |", "PHASE", "JOB", "STATE", "START");
         for (int k = 0; k < W; k += 10)
             printf("%-10s", k == 0 ? "now" : "");
         printf("|\n");
-        json_array_foreach(json_object_get(o, "phases"), i, p) {
+        json_array_foreach(phases, i, p) {
             char row[61];
             memset(row, ' ', (size_t)W);
             row[W] = '\0';
             const char *state = str(p, "state");
             if (!strcmp(state, "granted")) {
-                json_t *e = json_object_get(p, "expected_end");
+                json_t *e = json_object_get(p, "expected_end"), *st = json_object_get(p, "start");
                 double end = json_is_number(e) ? json_number_value(e) : now + horizon;
                 int last = (int)fmin(W - 1, floor((end - now) / horizon * W));
                 for (int k = 0; k <= last; k++)
                     row[k] = '#';
+                if (json_is_number(st))
+                    snprintf(start, sizeof(start), "%+.0f", json_number_value(st) - now);
+                else
+                    snprintf(start, sizeof(start), "-");
             } else {
-                row[0] = '.';
+                double t = projected_start(phases, p, now);
+                int k = (int)fmax(0, fmin(W - 1, floor((t - now) / horizon * W)));
+                for (int c = 0; c < k; c++)
+                    row[c] = '.';
+                row[k] = '>';
+                snprintf(start, sizeof(start), "~+%.0f", t - now);
             }
-            printf("%-8lld %-12s %-9s |%s|\n", json_integer_value(json_object_get(p, "id")),
-                   str(p, "job"), state, row);
+            printf("%-8lld %-12s %-9s %8s |%s|\n", json_integer_value(json_object_get(p, "id")),
+                   str(p, "job"), state, start, row);
         }
         json_array_foreach(json_object_get(o, "transfers"), i, p) {
             char row[61];
             memset(row, ' ', (size_t)W);
             row[W] = '\0';
-            double start = json_number_value(json_object_get(p, "start"));
-            int k = (int)fmax(0, fmin(W - 1, floor((start - now) / horizon * W)));
+            double t = json_number_value(json_object_get(p, "start"));
+            int k = (int)fmax(0, fmin(W - 1, floor((t - now) / horizon * W)));
             row[k] = 'S';
-            printf("%-8s %-12s %-9s |%s|\n", str(p, "kind"), str(p, "job"), str(p, "state"),
-                   row);
+            snprintf(start, sizeof(start), "%+.0f", t - now);
+            printf("%-8s %-12s %-9s %8s |%s|\n", str(p, "kind"), str(p, "job"), str(p, "state"),
+                   start, row);
         }
     }
     json_decref(o);

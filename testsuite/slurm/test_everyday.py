@@ -527,3 +527,50 @@ def test_job_waiting_for_cpus_holds_no_buffer(cluster, need_bbmgrd, exclusive_pa
     # CPUs free: its buffer is set up and it runs
     assert cluster.wait_state(jobid, {"COMPLETED", "FAILED"}, timeout=60) == "COMPLETED"
     assert cluster.out(jobid) == "ran\n"
+
+
+def test_bbmgr_schedule_shows_projected_starts(cluster, need_bbmgrd):
+    from test_lifecycle2 import api
+    wait_for(lambda: not cluster.bbmgr("jobs")["jobs"], timeout=60, what="bbmgrd without jobs")
+    nbb = len(cluster.bbmgr("nodes")["nodes"])
+    before = bbmgr_text(cluster, "policy").stdout.split()[0]
+    assert bbmgr_text(cluster, "policy", "fcfs").returncode == 0      # exclusive phases
+    jobs, granted, waiting = [], [], None
+    try:
+        for _ in range(nbb + 1):
+            rc, j, _, err = cluster.sbatch(script("jobbuffer capacity=1GiB nodes=%d" % nbb,
+                                                  body="sleep 60"))
+            assert rc == 0, err
+            jobs.append(j)
+        for j in jobs:
+            cluster.wait_state(j, {"RUNNING"})
+            wait_for(lambda: [x for x in cluster.bbmgr("jobs")["jobs"]
+                              if x["id"] == j and x["state"] == "running"], what="running")
+        # phases granted until the buffer nodes are taken, each ending in about
+        # 20 s; the next one waits for them
+        for j in jobs:
+            _, ph = api(cluster, "POST", "/v1/jobs/%s/phases" % j, {"volume": 2e10, "wait": 0})
+            if ph["state"] != "granted":
+                waiting = ph
+                break
+            granted.append(ph)
+        assert granted and waiting, (granted, waiting)
+        sched = cluster.bbmgr("schedule")
+        first_end = min(p["expected_end"] for p in sched["phases"] if p["state"] == "granted")
+        out = bbmgr_text(cluster, "schedule", "1").stdout
+        rows = {l.split()[0]: l for l in out.splitlines() if l.split() and l.split()[0].isdigit()}
+        w = rows[str(waiting["id"])].split()
+        assert w[2] == "waiting", out
+        # it starts no sooner than the first granted phase ahead of it ends
+        assert w[3].startswith("~+"), out
+        assert abs(int(w[3][2:]) - (first_end - sched["now"])) <= 2, (first_end, sched["now"], out)
+        assert 0 < int(w[3][2:]) < 60, out
+        assert ">" in rows[str(waiting["id"])], out
+        for g in granted:
+            assert rows[str(g["id"])].split()[2] == "granted", out
+    finally:
+        for ph in granted + ([waiting] if waiting else []):
+            api(cluster, "POST", "/v1/phases/%d/finish" % ph["id"], {}, check=False)
+        for j in jobs:
+            cluster.run("scancel", j)
+        bbmgr_text(cluster, "policy", before)
