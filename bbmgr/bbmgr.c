@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <pwd.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -213,15 +214,26 @@ static int cmd_pools(cli_t *cli)
     if (call(cli, "GET", "/v1/pools", NULL, &o) < 0)
         return 1;
     if (!cli->json) {
-        printf("%-12s %6s %6s %11s %11s %11s\n", "POOL", "NODES", "UP", "CAPACITY", "FREE",
-               "GRANULARITY");
-        json_array_foreach(json_object_get(o, "pools"), i, p)
-            printf("%-12s %6lld %6lld %11s %11s %11s\n", str(p, "name"),
+        /* FREE + USED + DRAINED = CAPACITY: DRAINED is what drained nodes
+         * hold beyond their used space (no new allocation goes there) */
+        printf("%-12s %6s %6s %11s %11s %11s %11s %11s\n", "POOL", "NODES", "UP", "CAPACITY",
+               "FREE", "USED", "DRAINED", "GRANULARITY");
+        json_array_foreach(json_object_get(o, "pools"), i, p) {
+            char b4[32], b5[32];
+            double cap = json_number_value(json_object_get(p, "capacity"));
+            double used = json_number_value(json_object_get(p, "used"));
+            double fr = json_number_value(json_object_get(p, "free"));
+            json_t *drained = json_integer(cap > used + fr ? (json_int_t)(cap - used - fr) : 0);
+            printf("%-12s %6lld %6lld %11s %11s %11s %11s %11s\n", str(p, "name"),
                    json_integer_value(json_object_get(p, "nodes")),
                    json_integer_value(json_object_get(p, "nodes_up")),
                    sz(json_object_get(p, "capacity"), b1, sizeof(b1)),
                    sz(json_object_get(p, "free"), b2, sizeof(b2)),
+                   sz(json_object_get(p, "used"), b4, sizeof(b4)),
+                   sz(drained, b5, sizeof(b5)),
                    sz(json_object_get(p, "granularity"), b3, sizeof(b3)));
+            json_decref(drained);
+        }
     }
     json_decref(o);
     return 0;
@@ -235,26 +247,83 @@ static int cmd_persistent(cli_t *cli)
     if (call(cli, "GET", "/v1/persistent", NULL, &o) < 0)
         return 1;
     if (!cli->json) {
-        printf("%-20s %8s %-10s %11s %6s %s\n", "NAME", "UID", "POOL", "CAPACITY", "NODES",
-               "USERS");
-        json_array_foreach(json_object_get(o, "persistent"), i, b)
-            printf("%-20s %8lld %-10s %11s %6zu %zu\n", str(b, "name"),
-                   json_integer_value(json_object_get(b, "uid")), str(b, "pool"),
-                   sz(json_object_get(b, "capacity"), b1, sizeof(b1)),
-                   json_array_size(json_object_get(b, "nodes")),
-                   json_array_size(json_object_get(b, "users")));
+        printf("%-20s %-10s %-10s %11s %6s %-19s %s\n", "NAME", "OWNER", "POOL", "CAPACITY",
+               "NODES", "CREATED", "JOBS");
+        json_array_foreach(json_object_get(o, "persistent"), i, b) {
+            json_int_t uid = json_integer_value(json_object_get(b, "uid"));
+            struct passwd *pw = getpwuid((uid_t)uid);
+            char owner[32], created[32] = "-", *users = NULL;
+            size_t len = 0, k;
+            json_t *u;
+            FILE *f = open_memstream(&users, &len);
+            time_t t = (time_t)json_number_value(json_object_get(b, "created"));
+            struct tm tm;
+            if (pw)
+                snprintf(owner, sizeof(owner), "%s", pw->pw_name);
+            else
+                snprintf(owner, sizeof(owner), "%lld", (long long)uid);
+            if (t > 0 && localtime_r(&t, &tm))
+                strftime(created, sizeof(created), "%Y-%m-%dT%H:%M:%S", &tm);
+            json_array_foreach(json_object_get(b, "users"), k, u)
+                if (f && json_is_string(u))
+                    fprintf(f, "%s%s", k ? "," : "", json_string_value(u));
+            if (f)
+                fclose(f);
+            printf("%-20s %-10s %-10s %11s %6zu %-19s %s\n", str(b, "name"), owner,
+                   str(b, "pool"), sz(json_object_get(b, "capacity"), b1, sizeof(b1)),
+                   json_array_size(json_object_get(b, "nodes")), created,
+                   users && *users ? users : "-");
+            free(users);
+        }
     }
     json_decref(o);
     return 0;
 }
 
+/* Whether two phases of the schedule share a buffer node. */
+static bool share_node(json_t *a, json_t *b)
+{
+    size_t i, k;
+    json_t *x, *y;
+    json_array_foreach(json_object_get(a, "nodes"), i, x)
+        json_array_foreach(json_object_get(b, "nodes"), k, y)
+            if (json_is_string(x) && json_is_string(y) &&
+                !strcmp(json_string_value(x), json_string_value(y)))
+                return true;
+    return false;
+}
+
+/*
+ * The projected start of a waiting phase: the earliest expected end of a
+ * granted phase on one of its nodes (else of any granted phase), when the
+ * policy decides again; now when nothing is granted.  No sooner than that.
+ */
+static double projected_start(json_t *phases, json_t *w, double now)
+{
+    double near = INFINITY, any = INFINITY;
+    size_t i;
+    json_t *g;
+    json_array_foreach(phases, i, g) {
+        json_t *e = json_object_get(g, "expected_end");
+        if (strcmp(str(g, "state"), "granted") || !json_is_number(e))
+            continue;
+        double end = json_number_value(e);
+        any = fmin(any, end);
+        if (share_node(g, w))
+            near = fmin(near, end);
+    }
+    double t = isfinite(near) ? near : isfinite(any) ? any : now;
+    return fmax(t, now);
+}
+
 /* A text Gantt: one row per open phase and queued transfer, 60 columns for
- * 'minutes' minutes from now.  '#' granted, '.' waiting, 'S' a transfer start. */
+ * 'minutes' minutes from now.  '#' granted, '.' waiting until its projected
+ * start '>', 'S' a transfer start; START in seconds from now. */
 static int cmd_schedule(cli_t *cli, double minutes)
 {
-    json_t *o, *p;
+    json_t *o, *p, *phases;
     size_t i;
-    char path[64];
+    char path[64], start[32];
     const int W = 60;
     double horizon = minutes * 60;
     snprintf(path, sizeof(path), "/v1/schedule?horizon=%.0f", horizon);
@@ -262,39 +331,52 @@ static int cmd_schedule(cli_t *cli, double minutes)
         return 1;
     if (!cli->json) {
         double now = json_number_value(json_object_get(o, "now"));
+        phases = json_object_get(o, "phases");
         printf("policy %s; now .. +%.0f min, one column = %.0f s ('#' granted, '.' waiting, "
-               "'S' stage)\n", str(o, "policy"), minutes,
+               "'>' its projected start, 'S' stage)\n", str(o, "policy"), minutes,
                horizon / W);
-        printf("%-8s %-12s %-9s |", "PHASE", "JOB", "STATE");
+        printf("START: seconds from now; a granted phase started then, a waiting one starts "
+               "no sooner than a granted phase ahead of it ends (~)\n");
+        printf("%-8s %-12s %-9s %8s |", "PHASE", "JOB", "STATE", "START");
         for (int k = 0; k < W; k += 10)
             printf("%-10s", k == 0 ? "now" : "");
         printf("|\n");
-        json_array_foreach(json_object_get(o, "phases"), i, p) {
+        json_array_foreach(phases, i, p) {
             char row[61];
             memset(row, ' ', (size_t)W);
             row[W] = '\0';
             const char *state = str(p, "state");
             if (!strcmp(state, "granted")) {
-                json_t *e = json_object_get(p, "expected_end");
+                json_t *e = json_object_get(p, "expected_end"), *st = json_object_get(p, "start");
                 double end = json_is_number(e) ? json_number_value(e) : now + horizon;
                 int last = (int)fmin(W - 1, floor((end - now) / horizon * W));
                 for (int k = 0; k <= last; k++)
                     row[k] = '#';
+                if (json_is_number(st))
+                    snprintf(start, sizeof(start), "%+.0f", json_number_value(st) - now);
+                else
+                    snprintf(start, sizeof(start), "-");
             } else {
-                row[0] = '.';
+                double t = projected_start(phases, p, now);
+                int k = (int)fmax(0, fmin(W - 1, floor((t - now) / horizon * W)));
+                for (int c = 0; c < k; c++)
+                    row[c] = '.';
+                row[k] = '>';
+                snprintf(start, sizeof(start), "~+%.0f", t - now);
             }
-            printf("%-8lld %-12s %-9s |%s|\n", json_integer_value(json_object_get(p, "id")),
-                   str(p, "job"), state, row);
+            printf("%-8lld %-12s %-9s %8s |%s|\n", json_integer_value(json_object_get(p, "id")),
+                   str(p, "job"), state, start, row);
         }
         json_array_foreach(json_object_get(o, "transfers"), i, p) {
             char row[61];
             memset(row, ' ', (size_t)W);
             row[W] = '\0';
-            double start = json_number_value(json_object_get(p, "start"));
-            int k = (int)fmax(0, fmin(W - 1, floor((start - now) / horizon * W)));
+            double t = json_number_value(json_object_get(p, "start"));
+            int k = (int)fmax(0, fmin(W - 1, floor((t - now) / horizon * W)));
             row[k] = 'S';
-            printf("%-8s %-12s %-9s |%s|\n", str(p, "kind"), str(p, "job"), str(p, "state"),
-                   row);
+            snprintf(start, sizeof(start), "%+.0f", t - now);
+            printf("%-8s %-12s %-9s %8s |%s|\n", str(p, "kind"), str(p, "job"), str(p, "state"),
+                   start, row);
         }
     }
     json_decref(o);

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from conftest import script, wait_for
+from conftest import BUILDDIR, script, wait_for
 
 REFUSED = "sbatch: error: Batch job submission failed: Burst Buffer request invalid"
 USERS = ("hmtest1", "hmtest2")
@@ -256,7 +256,7 @@ def burst_line(cluster, jobid):
 
 def bbmgr_text(cluster, *args):
     """bbmgr ARGS as an administrator types it (text output, options last)."""
-    cmd = [os.path.join(os.environ.get("HARMONIA_BUILDDIR", "."), "bbmgr", "bbmgr")]
+    cmd = [os.path.join(BUILDDIR, "bbmgr", "bbmgr")]
     cmd += list(args) + ["--url", cluster.bbmgr_url]
     if cluster.munge_socket:
         cmd += ["--munge-socket", cluster.munge_socket]
@@ -315,6 +315,30 @@ def test_bbmgr_release_of_unknown_job_says_why(cluster, need_bbmgrd):
     assert not p.stderr.rstrip().endswith(":"), p.stderr
 
 
+
+def test_stage_out_cut_short_by_hurry_says_so(cluster, need_bbmgrd, tmp_path):
+    from test_lifecycle2 import slow_mover, stage
+    dest = str(tmp_path / "result")
+    with slow_mover(cluster, rate="0.5 MB/s"):
+        rc, jobid, _, err = cluster.sbatch(script(
+            "jobbuffer capacity=1GiB",
+            "stage_out source=$HARMONIA_BB/out destination=%s type=directory" % dest,
+            body="mkdir $HARMONIA_BB/out; for i in 1 2 3 4; do "
+                 "head -c 1000000 /dev/urandom > $HARMONIA_BB/out/f$i; done"))
+        assert rc == 0, err
+        cluster.wait_state(jobid, {"STAGE_OUT"}, timeout=60)
+        wait_for(lambda: (stage(cluster, jobid, "stage_out") or {}).get("state") == "running",
+                 timeout=30, what="stage-out running")
+        cluster.run("scancel", "--hurry", jobid)
+        wait_for(lambda: cluster.job(jobid)["BurstBufferState"] == "complete", timeout=30,
+                 what="stage-out ended")
+    text = cluster.run("scontrol", "show", "job", jobid).stdout
+    said = ("cut short by scancel --hurry: %s may hold part of the job's data "
+            "(only whole files, no partial file)" % dest)
+    comment = [l for l in text.splitlines() if l.strip().startswith("SystemComment=")]
+    assert comment and comment[0].rstrip().endswith(
+        " burst_buffer/harmonia: stage-out: " + said), text
+
 # ------------------------------------------------------------------ honest output
 
 def test_bbmgr_takes_options_anywhere_and_prints_no_null(cluster, need_bbmgrd):
@@ -327,7 +351,8 @@ def test_bbmgr_takes_options_anywhere_and_prints_no_null(cluster, need_bbmgrd):
             p = bbmgr_text(cluster, *args)          # --url after the command
             assert p.returncode == 0, (args, p.stderr)
             assert "(null)" not in p.stdout, (args, p.stdout)
-        assert bbmgr_text(cluster, "policy").stdout == "fairshare\n"
+        out = bbmgr_text(cluster, "policy").stdout      # one line, whatever set it
+        assert out.startswith("fairshare") and out.count("\n") == 1, out
         p = bbmgr_text(cluster, "jobs", "--json")
         assert p.returncode == 0 and p.stdout.lstrip().startswith("{")
     finally:
@@ -340,6 +365,9 @@ def test_bbstat_is_readable_text(cluster, need_bbmgrd):
     assert "{" not in out and '"' not in out, out
     assert "\n  policy: fairshare\n" in out
     assert "\n  jobs: registered=" in out
+    assert "\n  uptime: " in out and out.split("\n  uptime: ")[1].split("\n")[0].endswith(" s")
+    burst = show_burst(cluster)
+    assert "(null)" not in burst, burst
 
 
 def test_show_burst_sizes_stay_true_after_reconfigure(cluster, need_bbmgrd):
@@ -365,6 +393,36 @@ def test_show_burst_sizes_stay_true_after_reconfigure(cluster, need_bbmgrd):
         cluster.run("scancel", jobid)
         cluster.wait_state(jobid, {"CANCELLED", "COMPLETED"})
 
+
+
+def test_show_burst_lists_persistent_buffers(cluster, need_bbmgrd):
+    name = "shown-%d" % int(time.time() * 1000)
+
+    def listed():
+        for line in show_burst(cluster).splitlines():
+            if line.strip().startswith("Name=%s " % name):
+                return line
+    rc, jobid, _, err = cluster.sbatch(script(
+        "create_persistent name=%s capacity=3GiB" % name, body="true"))
+    assert rc == 0, err
+    wait_for(lambda: done(cluster, jobid), timeout=60, what="created")
+    try:
+        b = [b for b in cluster.bbmgr("persistent")["persistent"] if b["name"] == name][0]
+        line = wait_for(listed, timeout=30, what="listed by scontrol show burst")
+        created = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(b["created"]))
+        assert "CreateTime=%s " % created in line, (created, line)
+        assert "Pool=nvme " in line and "UserID=root(0)" in line, line
+        assert " Size=3G" in line, line
+        rows = [l.split() for l in bbmgr_text(cluster, "persistent").stdout.splitlines()]
+        assert rows[0][:7] == ["NAME", "OWNER", "POOL", "CAPACITY", "NODES", "CREATED", "JOBS"]
+        row = [r for r in rows if r[0] == name][0]
+        assert row[1] == "root" and row[3] == "3.00" and row[6] == created, row
+    finally:
+        rc, jid, _, err = cluster.sbatch(script("destroy_persistent name=%s" % name,
+                                                body="true"))
+        assert rc == 0, err
+        wait_for(lambda: done(cluster, jid), timeout=60, what="destroyed")
+    wait_for(lambda: listed() is None, timeout=30, what="no longer listed")
 
 # ------------------------------------------------------------------ allocation when due
 
@@ -392,3 +450,127 @@ def test_throttled_array_holds_one_buffer_at_a_time(cluster, need_bbmgrd, tmp_pa
         (marks / ("%s.go" % task)).write_text("")
     assert done_tasks == {"0", "1", "2", "3"}
     wait_for(lambda: len(array_ids(cluster, array_id)) == 4, timeout=60, what="all tasks done")
+
+
+def test_pending_reason_tells_space_on_enough_nodes_from_total_space(cluster, need_bbmgrd):
+    wait_for(lambda: not cluster.bbmgr("jobs")["jobs"], timeout=60, what="bbmgrd without jobs")
+    # A spreads over all four buffer nodes: each keeps a little room, more in all
+    # than B asks for, but not enough on the nodes B needs
+    rc, a, _, err = cluster.sbatch(script("jobbuffer capacity=600GiB nodes=4", body="sleep 8"))
+    assert rc == 0, err
+    cluster.wait_state(a, {"RUNNING"})
+    free = sum(p["free"] for p in cluster.bbmgr("pools")["pools"])
+    assert free >= 400 * 2**30, free
+    rc, b, _, err = cluster.sbatch(script("jobbuffer capacity=400GiB", body="true"))
+    assert rc == 0, err
+    r = wait_for(lambda: (lambda r: r if "waiting" in r else None)(squeue_reason(cluster, b)),
+                 timeout=20, what="space note")
+    assert r.startswith("burst_buffer/harmonia: waiting for buffer space on enough nodes: "
+                        "400GiB needs room on "), r
+    assert "pool nvme has " in r, r
+    assert cluster.wait_state(b, {"COMPLETED", "FAILED"}, timeout=90) == "COMPLETED"
+
+
+def test_bbmgr_pools_shows_drained_space(cluster, need_bbmgrd):
+    wait_for(lambda: not cluster.bbmgr("jobs")["jobs"], timeout=60, what="bbmgrd without jobs")
+    node = cluster.bbmgr("nodes")["nodes"][0]["name"]
+    p = bbmgr_text(cluster, "drain", node, "test")
+    assert p.returncode == 0, p.stderr
+    try:
+        lines = bbmgr_text(cluster, "pools").stdout.splitlines()
+        head = lines[0].split()
+        assert head == ["POOL", "NODES", "UP", "CAPACITY", "FREE", "USED", "DRAINED",
+                        "GRANULARITY"], lines
+        row = lines[1].split()
+        cells = [" ".join(row[k:k + 2]) for k in (3, 5, 7, 9)]
+        # free + used + drained = capacity, one of the four 256 GiB nodes drained
+        assert cells == ["1.00 TiB", "768.00 GiB", "0 B", "256.00 GiB"], lines
+    finally:
+        assert bbmgr_text(cluster, "resume", node).returncode == 0
+
+
+@pytest.fixture
+def exclusive_partition(cluster):
+    """A partition that does not oversubscribe, on every node of the cluster."""
+    if not cluster.cdir:
+        pytest.skip("creates a partition: the private cluster only")
+    name = "noshare"
+    cluster.run("scontrol", "create", "PartitionName=%s" % name, "Nodes=ALL",
+                "OverSubscribe=NO", "State=UP")
+    yield name
+    cluster.run("scontrol", "delete", "PartitionName=%s" % name, check=False)
+
+
+def test_job_waiting_for_cpus_holds_no_buffer(cluster, need_bbmgrd, exclusive_partition):
+    part = exclusive_partition
+    nodes = int(cluster.run("sinfo", "-h", "-p", part, "-o", "%D").stdout.split()[0])
+    cpus = int(cluster.run("sinfo", "-h", "-p", part, "-o", "%c").stdout.split()[0].rstrip("+"))
+    wait_for(lambda: not cluster.bbmgr("jobs")["jobs"], timeout=60, what="bbmgrd without jobs")
+    used0 = pool_used(cluster)
+    rc, blocker, _, err = cluster.sbatch(None, "-p", part, "-N", str(nodes),
+                                         "--ntasks-per-node", str(cpus), "--wrap", "sleep 120")
+    assert rc == 0, err
+    try:
+        cluster.wait_state(blocker, {"RUNNING"})
+        rc, jobid, _, err = cluster.sbatch(script("jobbuffer capacity=100GiB", body="echo ran"),
+                                           "-p", part)
+        assert rc == 0, err
+        # the scheduler has looked at it: it waits for CPUs and holds no space
+        wait_for(lambda: squeue_reason(cluster, jobid) not in ("", "None"), timeout=30,
+                 what="a scheduler pass")
+        job = cluster.job(jobid)
+        assert job["JobState"] == "PENDING" and job["BurstBufferState"] == "pending", job
+        assert pool_used(cluster) == used0
+        assert not [j for j in cluster.bbmgr("jobs")["jobs"] if j["id"] == jobid]
+    finally:
+        cluster.run("scancel", blocker)
+    # CPUs free: its buffer is set up and it runs
+    assert cluster.wait_state(jobid, {"COMPLETED", "FAILED"}, timeout=60) == "COMPLETED"
+    assert cluster.out(jobid) == "ran\n"
+
+
+def test_bbmgr_schedule_shows_projected_starts(cluster, need_bbmgrd):
+    from test_lifecycle2 import api
+    wait_for(lambda: not cluster.bbmgr("jobs")["jobs"], timeout=60, what="bbmgrd without jobs")
+    nbb = len(cluster.bbmgr("nodes")["nodes"])
+    before = bbmgr_text(cluster, "policy").stdout.split()[0]
+    assert bbmgr_text(cluster, "policy", "fcfs").returncode == 0      # exclusive phases
+    jobs, granted, waiting = [], [], None
+    try:
+        for _ in range(nbb + 1):
+            rc, j, _, err = cluster.sbatch(script("jobbuffer capacity=1GiB nodes=%d" % nbb,
+                                                  body="sleep 60"))
+            assert rc == 0, err
+            jobs.append(j)
+        for j in jobs:
+            cluster.wait_state(j, {"RUNNING"})
+            wait_for(lambda: [x for x in cluster.bbmgr("jobs")["jobs"]
+                              if x["id"] == j and x["state"] == "running"], what="running")
+        # phases granted until the buffer nodes are taken, each ending in about
+        # 20 s; the next one waits for them
+        for j in jobs:
+            _, ph = api(cluster, "POST", "/v1/jobs/%s/phases" % j, {"volume": 2e10, "wait": 0})
+            if ph["state"] != "granted":
+                waiting = ph
+                break
+            granted.append(ph)
+        assert granted and waiting, (granted, waiting)
+        sched = cluster.bbmgr("schedule")
+        first_end = min(p["expected_end"] for p in sched["phases"] if p["state"] == "granted")
+        out = bbmgr_text(cluster, "schedule", "1").stdout
+        rows = {l.split()[0]: l for l in out.splitlines() if l.split() and l.split()[0].isdigit()}
+        w = rows[str(waiting["id"])].split()
+        assert w[2] == "waiting", out
+        # it starts no sooner than the first granted phase ahead of it ends
+        assert w[3].startswith("~+"), out
+        assert abs(int(w[3][2:]) - (first_end - sched["now"])) <= 2, (first_end, sched["now"], out)
+        assert 0 < int(w[3][2:]) < 60, out
+        assert ">" in rows[str(waiting["id"])], out
+        for g in granted:
+            assert rows[str(g["id"])].split()[2] == "granted", out
+    finally:
+        for ph in granted + ([waiting] if waiting else []):
+            api(cluster, "POST", "/v1/phases/%d/finish" % ph["id"], {}, check=False)
+        for j in jobs:
+            cluster.run("scancel", j)
+        bbmgr_text(cluster, "policy", before)

@@ -22,10 +22,13 @@
  *
  *  Stage-in starts as soon as the job is submitted when the main scheduler
  *  would ask for it at its first look (job not held, independent, eligible,
- *  within its accounting limits): the buffer is then usually ready when that
- *  first pass comes, and the job starts in it as a job without a buffer would.
- *  Otherwise it starts when a scheduler pass asks; the agent then asks for
- *  another pass once the buffer is ready.  While transfers run, their state is
+ *  within its accounting limits, its CPUs free): the buffer is then usually
+ *  ready when that first pass comes, and the job starts in it as a job without
+ *  a buffer would.  Otherwise it starts when a scheduler pass asks and the job
+ *  is about to run (its CPUs are free, or backfill expects it within
+ *  STAGE_LEAD seconds; a task of a throttled array waits for its turn); the
+ *  agent then asks for another pass once the buffer is ready.  A job waiting
+ *  for CPUs or for its array's throttle holds no buffer space meanwhile.  While transfers run, their state is
  *  polled after 10 ms, then 1.5 times as long each time, up to PollInterval.
  *
  *  Without harmonia.conf (no manager daemon), requests are validated and jobs
@@ -55,7 +58,10 @@
 #include "src/common/log.h"
 #include "src/common/macros.h"
 #include "src/common/run_in_daemon.h"
+#include "src/common/select.h"
 #include "src/common/slurm_protocol_defs.h"
+#include "src/common/node_conf.h"
+#include "src/common/parse_time.h"
 #include "src/common/uid.h"
 #include "src/common/xmalloc.h"
 #include "src/common/xstring.h"
@@ -534,12 +540,29 @@ static step_rc_t _alloc_done(work_t *w, int st, json_t *resp)
 
 	if (st == 507 || st == 503 || st < 0 || st >= 500) {
 		if (st == 507) {
-			char sz[32];
+			char sz[32], fz[32], pool[64], text[512];
+			uintmax_t cap = 0, free_b = 0;
+			int need = 0, up = 0;
+
+			hm_error_text(resp, text, sizeof(text));
 			xfree(w->msg);
-			w->msg = xstrdup_printf("waiting for %s of free buffer space%s%s",
-						hbb_size_str(w->req.capacity, sz, sizeof(sz)),
-						w->req.pool ? " in pool " : "",
-						w->req.pool ? w->req.pool : "");
+			/* enough free space in all, but not on enough nodes:
+			 * say so, it is not the same wait */
+			if ((sscanf(text, "%*[^:]: pool %63s cannot hold %ju bytes on %d node(s) now (%d nodes up, %ju bytes free)",
+				    pool, &cap, &need, &up, &free_b) == 5 ||
+			     sscanf(text, "pool %63s cannot hold %ju bytes on %d node(s) now (%d nodes up, %ju bytes free)",
+				    pool, &cap, &need, &up, &free_b) == 5) &&
+			    free_b >= w->req.capacity)
+				w->msg = xstrdup_printf("waiting for buffer space on enough nodes: %s needs room on %d node(s); pool %s has %s free, spread over its %d nodes up",
+							hbb_size_str(w->req.capacity, sz, sizeof(sz)),
+							need, pool,
+							hbb_size_str(free_b, fz, sizeof(fz)),
+							up);
+			else
+				w->msg = xstrdup_printf("waiting for %s of free buffer space%s%s",
+							hbb_size_str(w->req.capacity, sz, sizeof(sz)),
+							w->req.pool ? " in pool " : "",
+							w->req.pool ? w->req.pool : "");
 		}
 		return STEP_AGAIN;
 	}
@@ -1269,17 +1292,65 @@ static void _pools_apply(json_t *resp)
 	slurm_mutex_unlock(&bb_state.bb_mutex);
 }
 
-/* Refresh the pools shown by "scontrol show burst" from bbmgrd. */
+/*
+ * Take bbmgrd's GET /v1/persistent answer as the persistent buffers "scontrol
+ * show burst" lists: by name, with owner, pool, size and creation time.
+ */
+static void _persist_apply(json_t *resp)
+{
+	json_t *list = json_object_get(resp, "persistent"), *p;
+	bb_alloc_t **old = NULL;
+	int nold = 0;
+	size_t i;
+
+	if (!json_is_array(list))
+		return;
+	slurm_mutex_lock(&bb_state.bb_mutex);
+	for (int h = 0; h < BB_HASH_SIZE; h++)
+		for (bb_alloc_t *a = bb_state.bb_ahash[h]; a; a = a->next)
+			if (a->name && !a->job_id) {
+				xrecalloc(old, nold + 1, sizeof(*old));
+				old[nold++] = a;
+			}
+	for (int k = 0; k < nold; k++)
+		(void) bb_free_alloc_rec(&bb_state, old[k]);
+	xfree(old);
+	json_array_foreach(list, i, p) {
+		const char *name = _json_str(p, "name"), *pool = _json_str(p, "pool");
+		double created = json_number_value(json_object_get(p, "created"));
+		bb_alloc_t *a;
+
+		if (!name)
+			continue;
+		a = bb_alloc_name_rec(&bb_state, (char *) name,
+				      json_integer_value(json_object_get(p, "uid")));
+		a->size = json_number_value(json_object_get(p, "capacity"));
+		a->pool = xstrdup(pool);
+		if (created > 0)
+			a->create_time = (time_t) created;
+		else
+			a->create_time = time(NULL);
+	}
+	slurm_mutex_unlock(&bb_state.bb_mutex);
+}
+
+/* Refresh the pools and persistent buffers shown by "scontrol show burst"
+ * from bbmgrd. */
 static void _refresh_pools(hm_client_t *cli)
 {
 	json_t *resp = NULL;
 	char *msg = NULL;
 	int st = _call(cli, "GET", "/v1/pools", NULL, &resp, &msg);
 
-	xfree(msg);
 	if (st == 200)
 		_pools_apply(resp);
 	json_decref(resp);
+	resp = NULL;
+	st = _call(cli, "GET", "/v1/persistent", NULL, &resp, &msg);
+	if (st == 200)
+		_persist_apply(resp);
+	json_decref(resp);
+	xfree(msg);
 }
 
 /*
@@ -1572,6 +1643,65 @@ static bool _array_throttled(job_record_t *job_ptr)
 }
 
 /*
+ * Could the job get CPUs now?  In a partition that does not oversubscribe,
+ * enough of its nodes (up, not drained) have the job's CPUs per node free
+ * (whole nodes with OverSubscribe=EXCLUSIVE or --exclusive).  In one that
+ * does, CPU counts say nothing: yes.  Call with the node read lock.
+ */
+static bool _cpus_free(job_record_t *job_ptr)
+{
+	part_record_t *part = job_ptr->part_ptr;
+	struct job_details *d = job_ptr->details;
+	uint32_t need, per_node, found = 0;
+	bool whole;
+	node_record_t *node_ptr;
+
+	if (!part || !part->node_bitmap || !d || !avail_node_bitmap)
+		return true;
+	if ((part->max_share & SHARED_FORCE) ||
+	    ((part->max_share & ~SHARED_FORCE) > 1))
+		return true;
+	whole = (part->max_share == 0) || (d->share_res == 0) ||
+		(d->whole_node == 1);
+	need = d->min_nodes ? d->min_nodes : 1;
+	per_node = MAX((d->min_cpus + need - 1) / need, 1);
+	(void) select_g_select_nodeinfo_set_all();	/* cheap if unchanged */
+	for (int i = 0; (node_ptr = next_node(&i)); i++) {
+		uint16_t used = 0, cpus;
+
+		if (!bit_test(part->node_bitmap, node_ptr->index) ||
+		    !bit_test(avail_node_bitmap, node_ptr->index))
+			continue;
+		if (!IS_NODE_IDLE(node_ptr))
+			(void) select_g_select_nodeinfo_get(
+				node_ptr->select_nodeinfo,
+				SELECT_NODEDATA_SUBCNT, NODE_STATE_ALLOCATED,
+				&used);
+		cpus = node_ptr->config_ptr ? node_ptr->config_ptr->cpus :
+					      node_ptr->cpus;
+		if (whole ? (used == 0) : (cpus > used && cpus - used >= per_node))
+			if (++found >= need)
+				return true;
+	}
+	return false;
+}
+
+/*
+ * Is the job about to run?  Its CPUs are free now, or the backfill scheduler
+ * expects it to start within STAGE_LEAD seconds (as Slurm's lua plugin, in
+ * expected-start order: the scheduler hands the jobs over sorted by it).  A
+ * job that waits for CPUs holds no buffer space others could use meanwhile.
+ * Call with the node read lock.
+ */
+#define STAGE_LEAD 300
+static bool _about_to_run(job_record_t *job_ptr)
+{
+	if (job_ptr->start_time && (job_ptr->start_time <= time(NULL) + STAGE_LEAD))
+		return true;
+	return _cpus_free(job_ptr);
+}
+
+/*
  * May the stage-in of a job just submitted start now, rather than when a
  * scheduler pass first considers the job?  The same tests as the main
  * scheduler makes before it asks for stage-in (select_nodes): not held,
@@ -1613,6 +1743,8 @@ static bool _eager_ok(job_record_t *job_ptr)
 	if (!job_ptr->part_ptr ||
 	    !(job_ptr->part_ptr->state_up & PARTITION_SCHED))
 		return false;
+	if (!_cpus_free(job_ptr))
+		return false;	/* waits for CPUs: when they are free */
 	return acct_policy_job_runnable_pre_select(job_ptr, false);
 }
 
@@ -1621,7 +1753,8 @@ static bool _eager_ok(job_record_t *job_ptr)
  * scheduler pass looks at them, which starts them at once. */
 static void _eager_stage_in(void)
 {
-	slurmctld_lock_t job_write_lock = { .job = WRITE_LOCK, .part = READ_LOCK };
+	slurmctld_lock_t job_write_lock = { .job = WRITE_LOCK, .node = READ_LOCK,
+					    .part = READ_LOCK };
 	uint32_t *ids;
 	int cnt;
 
@@ -1750,7 +1883,10 @@ static void *_agent(void *arg)
 				bool pools = _run_batch(cli, ws, rcs, n);
 				for (int i = 0; i < n; i++) {
 					released |= ws[i].released;
-					allocated |= ws[i].allocated;
+					/* persistent buffers made or gone are
+					 * listed again soon, as allocations */
+					allocated |= ws[i].allocated ||
+						     ws[i].req.npersist;
 				}
 				/* the pools shown by "scontrol show burst" are
 				 * true before Slurm learns the jobs are done */
@@ -1802,6 +1938,19 @@ static int _load_conf(void)
 	return rc;
 }
 
+/* "scontrol show burst" prints GetSysState and GetSysStatus (the datawarp
+ * plugin's scripts): say where this plugin gets them, not "(null)".  Call
+ * with bb_mutex held, after bb_load_config() and _load_conf(). */
+static void _sys_sources(void)
+{
+	const char *src = conf.configured ? conf.url : "none (no harmonia.conf)";
+
+	if (!bb_state.bb_config.get_sys_state)
+		bb_state.bb_config.get_sys_state = xstrdup_printf("%s GET /v1/pools", src);
+	if (!bb_state.bb_config.get_sys_status)
+		bb_state.bb_config.get_sys_status = xstrdup_printf("%s GET /v1/status", src);
+}
+
 extern int init(void)
 {
 	if (!running_in_slurmctld())
@@ -1816,6 +1965,9 @@ extern int init(void)
 	slurm_mutex_unlock(&bb_state.bb_mutex);
 	if (_load_conf() != SLURM_SUCCESS)
 		return SLURM_ERROR;
+	slurm_mutex_lock(&bb_state.bb_mutex);
+	_sys_sources();
+	slurm_mutex_unlock(&bb_state.bb_mutex);
 
 	agent_stop = false;
 	agent_rescan = true;
@@ -1921,7 +2073,16 @@ static void _status_text(json_t *st, char **out)
 
 	json_object_foreach(st, k, v) {
 		xstrfmtcat(*out, "  %s: ", k);
-		_value_text(v, out);
+		if (!xstrcmp(k, "started") && json_is_number(v)) {
+			time_t t = (time_t) json_number_value(v);
+			char buf[64];
+			slurm_make_time_str(&t, buf, sizeof(buf));
+			xstrcat(*out, buf);
+		} else if (!xstrcmp(k, "uptime") && json_is_number(v)) {
+			xstrfmtcat(*out, "%.0f s", json_number_value(v));
+		} else {
+			_value_text(v, out);
+		}
 		xstrcat(*out, "\n");
 	}
 }
@@ -1994,6 +2155,7 @@ extern int bb_p_reconfig(void)
 	if (pools_last && conf.configured)
 		_pools_apply_locked(pools_last);
 	rc = _load_conf();
+	_sys_sources();
 	agent_rescan = true;
 	slurm_cond_signal(&agent_cond);
 	slurm_mutex_unlock(&bb_state.bb_mutex);
@@ -2323,7 +2485,8 @@ static int _try_one(void *x, void *arg)
 		return 0;
 	if (!(bb_job = _get_bb_job(job_ptr)))
 		return 0;
-	if (bb_job->state < BB_STATE_STAGING_IN && !_array_throttled(job_ptr)) {
+	if (bb_job->state < BB_STATE_STAGING_IN && !_array_throttled(job_ptr) &&
+	    _about_to_run(job_ptr)) {
 		_start_stage_in(job_ptr, bb_job);
 		_hjob_get(job_ptr)->seen_wait = true;
 	}
@@ -2363,7 +2526,8 @@ extern int bb_p_job_test_stage_in(job_record_t *job_ptr, bool test_only)
 		if (bb_job->state < BB_STATE_STAGING_IN) {
 			rc = -1;
 			if (!test_only && job_ptr->priority != 0 &&
-			    !_array_throttled(job_ptr)) {
+			    !_array_throttled(job_ptr) &&
+			    _about_to_run(job_ptr)) {
 				_start_stage_in(job_ptr, bb_job);
 				_hjob_get(job_ptr)->seen_wait = true;
 				rc = 0;
