@@ -2408,23 +2408,57 @@ extern void bb_p_job_set_tres_cnt(job_record_t *job_ptr, uint64_t *tres_cnt,
 }
 
 /*
+ * Is the job's stage-in waiting for bbmgrd to find room for its buffer (its
+ * allocation answered 507)?  Call with bb_mutex held.
+ */
+static bool _waits_for_space(job_record_t *job_ptr)
+{
+	hjob_t *h = _hjob_find(job_ptr->job_id);
+
+	return h && h->want == WANT_STAGE_IN && h->note &&
+	       !xstrncmp(h->note, "waiting for ", 12) &&
+	       !bb_find_alloc_rec(&bb_state, job_ptr);
+}
+
+struct alloc_end {
+	time_t end;
+	uint64_t size;
+};
+
+static int _end_cmp(const void *a, const void *b)
+{
+	time_t x = ((const struct alloc_end *) a)->end;
+	time_t y = ((const struct alloc_end *) b)->end;
+
+	return (x > y) - (x < y);
+}
+
+/*
  * An estimate from the free capacity bbmgrd reported: now if the pool can hold
- * the job's buffer, else the time at which enough of the running Harmonia jobs
- * of that pool will have ended (their end_time), else one hour from now.
+ * the job's buffer, else the time at which enough of the Harmonia jobs holding
+ * space in that pool will have ended (their end_time, soonest first), else
+ * one hour from now.  A job that bbmgrd already found no room for (not on
+ * enough nodes, although the pool's free space is enough) waits at least
+ * for the first of them to end.
  */
 extern time_t bb_p_job_get_est_start(job_record_t *job_ptr)
 {
 	time_t now = time(NULL), est = now;
+	struct alloc_end *ends = NULL;
+	int nends = 0;
 	bb_job_t *bb_job;
 	uint64_t free_space = 0, need;
 	const char *pool;
+	bool waiting;
 
 	if (!job_ptr->burst_buffer || !job_ptr->burst_buffer[0])
 		return now;
 	slurm_mutex_lock(&bb_state.bb_mutex);
 	bb_job = _get_bb_job(job_ptr);
-	if (!bb_job || !bb_job->total_size || !conf.configured ||
-	    bb_job->state >= BB_STATE_STAGING_IN)
+	if (!bb_job || !bb_job->total_size || !conf.configured)
+		goto out;
+	waiting = _waits_for_space(job_ptr);
+	if (bb_job->state >= BB_STATE_STAGING_IN && !waiting)
 		goto out;
 	pool = bb_job->job_pool;
 	need = bb_job->total_size;
@@ -2437,29 +2471,34 @@ extern time_t bb_p_job_get_est_start(job_record_t *job_ptr)
 				break;
 		}
 	}
+	if (waiting && free_space >= need)
+		free_space = need - 1;	/* room on enough nodes: a job must end */
 	if (free_space >= need)
 		goto out;
-	/* walk the allocations of that pool by end time */
+	/* the allocations of that pool by end time, soonest first */
 	est = now + 3600;
-	for (int round = 0; round < 2 && free_space < need; round++) {
-		time_t best = 0;
-		bb_alloc_t *best_a = NULL;
-		for (int i = 0; i < BB_HASH_SIZE; i++)
-			for (bb_alloc_t *a = bb_state.bb_ahash[i]; a; a = a->next) {
-				job_record_t *j = find_job_record(a->job_id);
-				if (!j || (pool && xstrcmp(a->pool, pool)))
-					continue;
-				if (j->end_time > now && (!best || j->end_time < best)) {
-					best = j->end_time;
-					best_a = a;
-				}
-			}
-		if (!best_a)
+	for (int i = 0; i < BB_HASH_SIZE; i++)
+		for (bb_alloc_t *a = bb_state.bb_ahash[i]; a; a = a->next) {
+			job_record_t *j = a->job_id ?
+				find_job_record(a->job_id) : NULL;
+			if (!j || j == job_ptr || (pool && xstrcmp(a->pool, pool)))
+				continue;
+			xrecalloc(ends, nends + 1, sizeof(*ends));
+			ends[nends].end = MAX(j->end_time, now + 1);
+			ends[nends++].size = a->size;
+		}
+	if (nends)
+		qsort(ends, nends, sizeof(*ends), _end_cmp);
+	for (int i = 0; i < nends; i++) {
+		free_space += ends[i].size;
+		if (free_space >= need) {
+			est = ends[i].end;
 			break;
-		free_space += best_a->size;
-		if (free_space >= need)
-			est = best;
+		}
 	}
+	xfree(ends);
+	log_flag(BURST_BUF, "%pJ: expected start in %ld s (%s buffer space)",
+		 job_ptr, (long) (est - now), waiting ? "waits for" : "no");
 out:
 	slurm_mutex_unlock(&bb_state.bb_mutex);
 	return est;
@@ -2536,6 +2575,12 @@ extern int bb_p_job_test_stage_in(job_record_t *job_ptr, bool test_only)
 			rc = 0;
 			if (h)
 				h->seen_wait = true;
+			/* no room for its buffer yet: to the backfill
+			 * scheduler, its stage-in has not started, so that
+			 * the job's expected start (squeue --start) is when
+			 * the space is expected to be free */
+			if (test_only && _waits_for_space(job_ptr))
+				rc = -1;
 		} else if (bb_job->state == BB_STATE_STAGED_IN) {
 			/* after a restart, the buffer path must be known again
 			 * before the job may start */
