@@ -136,3 +136,39 @@ def test_expected_start_of_a_job_whose_buffer_does_not_fit(cluster, need_bbmgrd)
         assert cluster.out(b) == "ran\n"
     finally:
         cluster.run("scancel", a, check=False)
+
+
+# ------------------------------------------------------------------ nodes out of service
+
+def test_show_burst_and_bbstat_show_drained_nodes(cluster, need_bbmgrd):
+    from test_everyday import bbmgr_text
+    no_jobs(cluster)
+    nodes = cluster.bbmgr("nodes")["nodes"]
+    node = nodes[0]["name"]
+    pool = [p for p in cluster.bbmgr("pools")["pools"] if p["name"] == nodes[0]["pool"]][0]
+
+    def pool_line():
+        for line in cluster.run("scontrol", "show", "burst").stdout.splitlines():
+            if line.strip().startswith("PoolName[") and "]=%s " % pool["name"] in line:
+                return line.split()
+    p = bbmgr_text(cluster, "drain", node, "disk check")
+    assert p.returncode == 0, p.stderr
+    try:
+        # TotalSpace - FreeSpace - UsedSpace is the drained space: 1 TiB, 768 GiB
+        # free, none used, 256 GiB drained
+        line = wait_for(lambda: (lambda l: l if l and "FreeSpace=768GiB" in l else None)(
+            pool_line()), timeout=30, what="the drained node's space out of FreeSpace")
+        assert line[2:] == ["TotalSpace=1TiB", "FreeSpace=768GiB", "UsedSpace=0"], line
+        out = cluster.run("scontrol", "show", "bbstat").stdout
+        assert "\n  buffer nodes: %d, %d up, 1 drained (256GiB out of service), 0 with their " \
+               "agent down\n" % (len(nodes), len(nodes) - 1) in out, out
+        assert "\n    %s: drained (disk check), 256GiB out of service, 0 allocation(s) kept\n" \
+               % node in out, out
+        assert "{" not in out and '"' not in out, out
+    finally:
+        assert bbmgr_text(cluster, "resume", node).returncode == 0
+    wait_for(lambda: (lambda l: l and "FreeSpace=1TiB" in l)(pool_line()), timeout=30,
+             what="space back")
+    out = cluster.run("scontrol", "show", "bbstat").stdout
+    assert "\n  buffer nodes: %d, %d up, 0 drained (0B out of service)" % (
+        len(nodes), len(nodes)) in out, out

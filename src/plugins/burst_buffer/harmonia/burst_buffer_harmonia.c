@@ -2058,6 +2058,13 @@ static void _value_text(json_t *v, char **out)
 		}
 	} else if (json_is_null(v)) {
 		xstrcat(*out, "-");
+	} else if (json_is_array(v)) {
+		for (size_t i = 0; i < json_array_size(v); i++) {
+			xstrcat(*out, i ? "; " : "");
+			_value_text(json_array_get(v, i), out);
+		}
+		if (!json_array_size(v))
+			xstrcat(*out, "none");
 	} else {
 		char *d = json_dumps(v, JSON_COMPACT);
 		xstrcat(*out, d ? d : "-");
@@ -2087,6 +2094,62 @@ static void _status_text(json_t *st, char **out)
 	}
 }
 
+/* The node agents bbmgrd reports down (status "agents": {"down": [{node,
+ * reason}]}), or NULL. */
+static json_t *_agents_down(json_t *status)
+{
+	json_t *down = json_object_get(json_object_get(status, "agents"), "down");
+
+	return json_is_array(down) ? down : NULL;
+}
+
+/*
+ * The buffer nodes out of service, from bbmgrd's GET /v1/nodes and its status:
+ * drained nodes (no new allocation; their space beyond what their kept
+ * allocations use is neither free nor used, so TotalSpace - FreeSpace -
+ * UsedSpace of "scontrol show burst") with their reason, and nodes whose
+ * agent is down.
+ */
+static void _nodes_text(json_t *nodes, json_t *status, char **out)
+{
+	json_t *list = json_object_get(nodes, "nodes"), *down = _agents_down(status);
+	uint64_t drained = 0;
+	int ndrained = 0, n = json_array_size(list);
+	char sz[32];
+	char *lines = NULL;
+
+	for (int i = 0; i < n; i++) {
+		json_t *nd = json_array_get(list, i);
+		const char *reason = _json_str(nd, "reason");
+		uint64_t cap = json_number_value(json_object_get(nd, "capacity"));
+		uint64_t used = json_number_value(json_object_get(nd, "used"));
+		if (xstrcmp(_json_str(nd, "state"), "drained"))
+			continue;
+		/* what its kept allocations use stays counted as used */
+		cap = cap > used ? cap - used : 0;
+		ndrained++;
+		drained += cap;
+		xstrfmtcat(lines, "    %s: drained (%s), %s out of service, %"PRId64" allocation(s) kept\n",
+			   _json_str(nd, "name") ? _json_str(nd, "name") : "?",
+			   reason && reason[0] ? reason : "no reason given",
+			   hbb_size_str(cap, sz, sizeof(sz)),
+			   (int64_t) json_integer_value(json_object_get(nd, "allocations")));
+	}
+	for (size_t i = 0; down && i < json_array_size(down); i++) {
+		json_t *d = json_array_get(down, i);
+		const char *reason = _json_str(d, "reason");
+		xstrfmtcat(lines, "    %s: node agent down (%s)\n",
+			   _json_str(d, "node") ? _json_str(d, "node") : "?",
+			   reason && reason[0] ? reason : "no reason given");
+	}
+	xstrfmtcat(*out, "  buffer nodes: %d, %d up, %d drained (%s out of service), %d with their agent down\n",
+		   n, n - ndrained, ndrained, hbb_size_str(drained, sz, sizeof(sz)),
+		   down ? (int) json_array_size(down) : 0);
+	if (lines)
+		xstrcat(*out, lines);
+	xfree(lines);
+}
+
 /* "scontrol show bbstat": bbmgrd's status (bounded wait, no lock held). */
 extern char *bb_p_get_status(uint32_t argc, char **argv)
 {
@@ -2114,10 +2177,19 @@ extern char *bb_p_get_status(uint32_t argc, char **argv)
 		     : -1;
 	if (st == 200 && text) {
 		json_t *j = json_loads(text, 0, NULL);
+		char *ntext = NULL;
 		if (json_is_object(j))
 			_status_text(j, &out);
 		else
 			xstrfmtcat(out, "  %s\n", text);
+		if (hm_request_text(cli, "GET", "/v1/nodes", NULL, &ntext,
+				    &err) == 200 && ntext) {
+			json_t *nodes = json_loads(ntext, 0, NULL);
+			if (json_is_object(nodes))
+				_nodes_text(nodes, j, &out);
+			json_decref(nodes);
+		}
+		free(ntext);
 		json_decref(j);
 	} else if (st < 0) {
 		xstrfmtcat(out, "  bbmgrd unreachable: %s\n",
