@@ -2058,6 +2058,13 @@ static void _value_text(json_t *v, char **out)
 		}
 	} else if (json_is_null(v)) {
 		xstrcat(*out, "-");
+	} else if (json_is_array(v)) {
+		for (size_t i = 0; i < json_array_size(v); i++) {
+			xstrcat(*out, i ? "; " : "");
+			_value_text(json_array_get(v, i), out);
+		}
+		if (!json_array_size(v))
+			xstrcat(*out, "none");
 	} else {
 		char *d = json_dumps(v, JSON_COMPACT);
 		xstrcat(*out, d ? d : "-");
@@ -2087,6 +2094,62 @@ static void _status_text(json_t *st, char **out)
 	}
 }
 
+/* The node agents bbmgrd reports down (status "agents": {"down": [{node,
+ * reason}]}), or NULL. */
+static json_t *_agents_down(json_t *status)
+{
+	json_t *down = json_object_get(json_object_get(status, "agents"), "down");
+
+	return json_is_array(down) ? down : NULL;
+}
+
+/*
+ * The buffer nodes out of service, from bbmgrd's GET /v1/nodes and its status:
+ * drained nodes (no new allocation; their space beyond what their kept
+ * allocations use is neither free nor used, so TotalSpace - FreeSpace -
+ * UsedSpace of "scontrol show burst") with their reason, and nodes whose
+ * agent is down.
+ */
+static void _nodes_text(json_t *nodes, json_t *status, char **out)
+{
+	json_t *list = json_object_get(nodes, "nodes"), *down = _agents_down(status);
+	uint64_t drained = 0;
+	int ndrained = 0, n = json_array_size(list);
+	char sz[32];
+	char *lines = NULL;
+
+	for (int i = 0; i < n; i++) {
+		json_t *nd = json_array_get(list, i);
+		const char *reason = _json_str(nd, "reason");
+		uint64_t cap = json_number_value(json_object_get(nd, "capacity"));
+		uint64_t used = json_number_value(json_object_get(nd, "used"));
+		if (xstrcmp(_json_str(nd, "state"), "drained"))
+			continue;
+		/* what its kept allocations use stays counted as used */
+		cap = cap > used ? cap - used : 0;
+		ndrained++;
+		drained += cap;
+		xstrfmtcat(lines, "    %s: drained (%s), %s out of service, %"PRId64" allocation(s) kept\n",
+			   _json_str(nd, "name") ? _json_str(nd, "name") : "?",
+			   reason && reason[0] ? reason : "no reason given",
+			   hbb_size_str(cap, sz, sizeof(sz)),
+			   (int64_t) json_integer_value(json_object_get(nd, "allocations")));
+	}
+	for (size_t i = 0; down && i < json_array_size(down); i++) {
+		json_t *d = json_array_get(down, i);
+		const char *reason = _json_str(d, "reason");
+		xstrfmtcat(lines, "    %s: node agent down (%s)\n",
+			   _json_str(d, "node") ? _json_str(d, "node") : "?",
+			   reason && reason[0] ? reason : "no reason given");
+	}
+	xstrfmtcat(*out, "  buffer nodes: %d, %d up, %d drained (%s out of service), %d with their agent down\n",
+		   n, n - ndrained, ndrained, hbb_size_str(drained, sz, sizeof(sz)),
+		   down ? (int) json_array_size(down) : 0);
+	if (lines)
+		xstrcat(*out, lines);
+	xfree(lines);
+}
+
 /* "scontrol show bbstat": bbmgrd's status (bounded wait, no lock held). */
 extern char *bb_p_get_status(uint32_t argc, char **argv)
 {
@@ -2114,10 +2177,19 @@ extern char *bb_p_get_status(uint32_t argc, char **argv)
 		     : -1;
 	if (st == 200 && text) {
 		json_t *j = json_loads(text, 0, NULL);
+		char *ntext = NULL;
 		if (json_is_object(j))
 			_status_text(j, &out);
 		else
 			xstrfmtcat(out, "  %s\n", text);
+		if (hm_request_text(cli, "GET", "/v1/nodes", NULL, &ntext,
+				    &err) == 200 && ntext) {
+			json_t *nodes = json_loads(ntext, 0, NULL);
+			if (json_is_object(nodes))
+				_nodes_text(nodes, j, &out);
+			json_decref(nodes);
+		}
+		free(ntext);
 		json_decref(j);
 	} else if (st < 0) {
 		xstrfmtcat(out, "  bbmgrd unreachable: %s\n",
@@ -2408,23 +2480,57 @@ extern void bb_p_job_set_tres_cnt(job_record_t *job_ptr, uint64_t *tres_cnt,
 }
 
 /*
+ * Is the job's stage-in waiting for bbmgrd to find room for its buffer (its
+ * allocation answered 507)?  Call with bb_mutex held.
+ */
+static bool _waits_for_space(job_record_t *job_ptr)
+{
+	hjob_t *h = _hjob_find(job_ptr->job_id);
+
+	return h && h->want == WANT_STAGE_IN && h->note &&
+	       !xstrncmp(h->note, "waiting for ", 12) &&
+	       !bb_find_alloc_rec(&bb_state, job_ptr);
+}
+
+struct alloc_end {
+	time_t end;
+	uint64_t size;
+};
+
+static int _end_cmp(const void *a, const void *b)
+{
+	time_t x = ((const struct alloc_end *) a)->end;
+	time_t y = ((const struct alloc_end *) b)->end;
+
+	return (x > y) - (x < y);
+}
+
+/*
  * An estimate from the free capacity bbmgrd reported: now if the pool can hold
- * the job's buffer, else the time at which enough of the running Harmonia jobs
- * of that pool will have ended (their end_time), else one hour from now.
+ * the job's buffer, else the time at which enough of the Harmonia jobs holding
+ * space in that pool will have ended (their end_time, soonest first), else
+ * one hour from now.  A job that bbmgrd already found no room for (not on
+ * enough nodes, although the pool's free space is enough) waits at least
+ * for the first of them to end.
  */
 extern time_t bb_p_job_get_est_start(job_record_t *job_ptr)
 {
 	time_t now = time(NULL), est = now;
+	struct alloc_end *ends = NULL;
+	int nends = 0;
 	bb_job_t *bb_job;
 	uint64_t free_space = 0, need;
 	const char *pool;
+	bool waiting;
 
 	if (!job_ptr->burst_buffer || !job_ptr->burst_buffer[0])
 		return now;
 	slurm_mutex_lock(&bb_state.bb_mutex);
 	bb_job = _get_bb_job(job_ptr);
-	if (!bb_job || !bb_job->total_size || !conf.configured ||
-	    bb_job->state >= BB_STATE_STAGING_IN)
+	if (!bb_job || !bb_job->total_size || !conf.configured)
+		goto out;
+	waiting = _waits_for_space(job_ptr);
+	if (bb_job->state >= BB_STATE_STAGING_IN && !waiting)
 		goto out;
 	pool = bb_job->job_pool;
 	need = bb_job->total_size;
@@ -2437,29 +2543,34 @@ extern time_t bb_p_job_get_est_start(job_record_t *job_ptr)
 				break;
 		}
 	}
+	if (waiting && free_space >= need)
+		free_space = need - 1;	/* room on enough nodes: a job must end */
 	if (free_space >= need)
 		goto out;
-	/* walk the allocations of that pool by end time */
+	/* the allocations of that pool by end time, soonest first */
 	est = now + 3600;
-	for (int round = 0; round < 2 && free_space < need; round++) {
-		time_t best = 0;
-		bb_alloc_t *best_a = NULL;
-		for (int i = 0; i < BB_HASH_SIZE; i++)
-			for (bb_alloc_t *a = bb_state.bb_ahash[i]; a; a = a->next) {
-				job_record_t *j = find_job_record(a->job_id);
-				if (!j || (pool && xstrcmp(a->pool, pool)))
-					continue;
-				if (j->end_time > now && (!best || j->end_time < best)) {
-					best = j->end_time;
-					best_a = a;
-				}
-			}
-		if (!best_a)
+	for (int i = 0; i < BB_HASH_SIZE; i++)
+		for (bb_alloc_t *a = bb_state.bb_ahash[i]; a; a = a->next) {
+			job_record_t *j = a->job_id ?
+				find_job_record(a->job_id) : NULL;
+			if (!j || j == job_ptr || (pool && xstrcmp(a->pool, pool)))
+				continue;
+			xrecalloc(ends, nends + 1, sizeof(*ends));
+			ends[nends].end = MAX(j->end_time, now + 1);
+			ends[nends++].size = a->size;
+		}
+	if (nends)
+		qsort(ends, nends, sizeof(*ends), _end_cmp);
+	for (int i = 0; i < nends; i++) {
+		free_space += ends[i].size;
+		if (free_space >= need) {
+			est = ends[i].end;
 			break;
-		free_space += best_a->size;
-		if (free_space >= need)
-			est = best;
+		}
 	}
+	xfree(ends);
+	log_flag(BURST_BUF, "%pJ: expected start in %ld s (%s buffer space)",
+		 job_ptr, (long) (est - now), waiting ? "waits for" : "no");
 out:
 	slurm_mutex_unlock(&bb_state.bb_mutex);
 	return est;
@@ -2536,6 +2647,12 @@ extern int bb_p_job_test_stage_in(job_record_t *job_ptr, bool test_only)
 			rc = 0;
 			if (h)
 				h->seen_wait = true;
+			/* no room for its buffer yet: to the backfill
+			 * scheduler, its stage-in has not started, so that
+			 * the job's expected start (squeue --start) is when
+			 * the space is expected to be free */
+			if (test_only && _waits_for_space(job_ptr))
+				rc = -1;
 		} else if (bb_job->state == BB_STATE_STAGED_IN) {
 			/* after a restart, the buffer path must be known again
 			 * before the job may start */

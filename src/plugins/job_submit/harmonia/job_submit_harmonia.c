@@ -349,8 +349,10 @@ extern int job_submit(job_desc_msg_t *job_desc, uint32_t submit_uid,
 	return SLURM_SUCCESS;
 }
 
-/* A change of the burst buffer request of a pending job is checked the same
- * way; other changes are left alone. */
+/* A change of the burst buffer request is checked the same way; other changes
+ * are left alone.  Slurm 22.05 refuses such a change (ESLURM_NOT_SUPPORTED)
+ * before it calls this, except clearing the request of a completed job, so
+ * this is for the Slurm versions that let it through. */
 extern int job_modify(job_desc_msg_t *job_desc, job_record_t *job_ptr,
 		      uint32_t submit_uid, char **err_msg)
 {
