@@ -48,13 +48,16 @@ static void run_usage (FILE *f)
              "Options:\n"
              "  --policy ID        a policy id (repeatable), e.g. fairshare, fcfs,\n"
              "                     mindilation, maxsyseff, minmax:0.5, set10,\n"
-             "                     mindilation-priority\n"
+             "                     mindilation-priority, auto (a model-predictive\n"
+             "                     choice among policies, doc/policies.md)\n"
              "  --format FMT       table (default), json or csv\n"
              "  --seed N           seed of the random variations (default 1)\n"
              "  --gantt OUT.svg    draw who did I/O when (one panel per policy)\n"
              "  --period-min DUR   periodic policies: start the period search at\n"
              "                     this T_min (e.g. 495000 s) instead of the longest\n"
              "                     w + time_io (overrides scheduler.period_min)\n"
+             "  --auto-objective O auto: syseff (default), stretch or ioslowdown\n"
+             "                     (overrides scheduler.auto_objective)\n"
              "  --help             this text\n"
              "\n"
              "Policy ids known to libhsched:");
@@ -90,6 +93,7 @@ static int cmd_run (int argc, char **argv)
     sim_format_t fmt = OUT_TABLE;
     uint64_t seed = 1;
     double period_min = 0;
+    int auto_objective = -1;
     wl_error_t err = { .text = "" };
     wl_t *wl = NULL;
     wl_jobs_t *jobs = NULL;
@@ -142,6 +146,13 @@ static int cmd_run (int argc, char **argv)
         }
         else if ((v = optval (argc, argv, &i, "--gantt", &bad)))
             gantt = v;
+        else if ((v = optval (argc, argv, &i, "--auto-objective", &bad))) {
+            if (hs_auto_objective_parse (v, &auto_objective) < 0) {
+                fprintf (stderr, "bbsim run: --auto-objective must be syseff, "
+                         "stretch or ioslowdown, not '%s'\n", v);
+                return 2;
+            }
+        }
         else if ((v = optval (argc, argv, &i, "--period-min", &bad))) {
             hu_error_t herr = { .text = "" };
             if (hu_parse_duration (v, 0, &period_min, &herr) < 0
@@ -194,6 +205,16 @@ static int cmd_run (int argc, char **argv)
     for (int p = 0; p < npol; p++) {
         sim_opts_t opts = { .record = gantt != NULL };
         pols[p].period_min = period_min;
+        if (pols[p].kind == HS_POL_AUTO) {
+            snprintf (pols[p].auto_candidates, sizeof (pols[p].auto_candidates),
+                      "%s", wl->auto_candidates);
+            pols[p].auto_objective = auto_objective >= 0 ? auto_objective
+                                                         : wl->auto_objective;
+            pols[p].auto_factor = wl->auto_factor;
+            pols[p].auto_hysteresis = wl->auto_hysteresis;
+            pols[p].auto_interval = wl->auto_interval;
+            pols[p].auto_horizon = wl->auto_horizon;
+        }
         if (sim_run (wl, jobs, &pols[p], &opts, &res[p], &err) < 0) {
             fprintf (stderr, "bbsim: %s\n", err.text);
             goto done;

@@ -2150,6 +2150,13 @@ int hs_phase_info(const hs_sched_t *s, uint64_t id, hs_phase_info_t *pi)
 
 /* ------------------------------------------------------------------ policy access */
 
+void hs_core_policy(const hs_sched_t *s, const hs_policy_ops_t **ops,
+                    const void **state)
+{
+    *ops = s ? s->ops : NULL;
+    *state = s ? s->pstate : NULL;
+}
+
 size_t hs_core_njobs(const hs_sched_t *s)
 {
     return s ? s->nlive : 0;
