@@ -27,7 +27,7 @@
  * candidates are tried in their order, ties keep the earlier one.
  *
  * Cost: one simulation per candidate per epoch, bounded by an event budget
- * (8 events per live job + 64); reported clock-free (events simulated).
+ * (event_budget()); reported clock-free (events simulated).
  *
  * Pure: no I/O, no clock.
  */
@@ -407,6 +407,20 @@ static int gather(struct astate *as, double now, size_t *nout)
     return 0;
 }
 
+/* Events one simulation may take: 20 per live job (+64), at most
+ * max(170, 18000 / n), since a decision costs O(n log n): an epoch of 7 candidates
+ * stays near 5 ms at 100 jobs and 50 ms at 1000 (bench/bench_sim_auto).  The
+ * horizon is shortened so that the budget is expected to last (horizon()); if it
+ * runs out anyway, the figures are taken where it stopped. */
+static long event_budget(size_t n)
+{
+    long b = 20 * (long)n + 64, cap = 18000 / (long)(n ? n : 1);
+
+    if (cap < 170)
+        cap = 170;
+    return b < cap ? b : cap;
+}
+
 /* Simulate candidate c over [now, now + H] from the gathered state; fills its
  * figures.  Returns the events simulated, or -1 (errno set). */
 static long simulate(struct astate *as, int c, double now, double H, size_t n)
@@ -415,7 +429,7 @@ static long simulate(struct astate *as, int c, double now, double H, size_t n)
     hs_error_t err;
     hs_sched_t *cl = hs_sched_create(&as->plat, &cd->pol, &err);
     double tend = now + H, t = now;
-    long events = 0, budget = 8 * (long)n + 64;
+    long events = 0, budget = event_budget(n);
     size_t ncomp;
 
     if (!cl)
@@ -529,20 +543,26 @@ error:
     return -1;
 }
 
-/* Horizon: the one set, else twice the longest w + time_io of the live jobs. */
+/* Horizon: the one set, else 20 x the longest w + time_io of the live jobs; then
+ * shortened so that the jobs' expected events (a request and a finish per
+ * w + time_io each) fit in 3/4 of the event budget: every candidate is then judged
+ * over the same window. */
 static double horizon(const struct astate *as, size_t n)
 {
-    double h = 0;
+    double h = 0, rate = 0;
 
-    if (as->horizon > 0)
-        return as->horizon;
     for (size_t i = 0; i < n; i++) {
         const struct sjob *x = &as->sj0[i];
         double c = x->w + (x->cap > 0 ? x->vol / x->cap : 0);
         if (c > h)
             h = c;
+        if (c > 0 && x->vol > 0)
+            rate += 2 / c;
     }
-    return h > 0 ? 2 * h : 600;
+    h = as->horizon > 0 ? as->horizon : (h > 0 ? 20 * h : 600);
+    if (rate > 0 && h * rate > 0.75 * (double)event_budget(n))
+        h = 0.75 * (double)event_budget(n) / rate;
+    return h;
 }
 
 static double value(int objective, const hs_auto_fig_t *f)
