@@ -77,14 +77,18 @@ struct astate {
     const hs_policy_ops_t *ops;     /* the policy in force */
     void *inner;
     double factor, hyst, interval, horizon;
+    double every;           /* interval in force: 'interval', else half the last
+                               horizon */
     /* epochs */
     bool have;
     uint64_t mixhash, hinthash;
     size_t mixn;
     double last_epoch, eval_now;
-    /* the switch: phases requested before it and granted keep their rate */
+    /* the switch: the phases granted then keep at least that rate until they end */
     double switch_time;
     bool keep;
+    struct seen *kept;      /* id and rate ('end') at the switch, by id */
+    size_t nkept, capkept;
     /* jobs seen */
     struct seen *seen;
     size_t nseen, capseen;
@@ -232,6 +236,7 @@ static void a_destroy(void *state)
         if (as->ops && as->ops->destroy)
             as->ops->destroy(as->inner);
         free(as->seen);
+        free(as->kept);
         free(as->sj0);
         free(as->sj);
         free(as->vs);
@@ -343,7 +348,7 @@ static const char *epoch_trigger(struct astate *as, double now)
         as->hinthash = hh;
         return "hint change";
     }
-    if (as->interval > 0 && now >= as->last_epoch + as->interval)
+    if (as->every > 0 && now >= as->last_epoch + as->every)
         return "interval";
     return "";
 }
@@ -399,7 +404,8 @@ static int gather(struct astate *as, double now, size_t *nout)
             double end = sn ? sn->end : j->release;
             double rem = x->w - (now - end);
             x->next_req = now + (rem > 0 ? rem : 0);
-            x->comp_start = now;
+            /* the compute since its last phase is work done, not yet in W */
+            x->comp_start = end < now ? end : now;
         }
     }
     qsort(as->sj0, n, sizeof(*as->sj0), cmp_release);
@@ -408,13 +414,13 @@ static int gather(struct astate *as, double now, size_t *nout)
 }
 
 /* Events one simulation may take: 20 per live job (+64), at most
- * max(170, 18000 / n), since a decision costs O(n log n): an epoch of 7 candidates
+ * max(170, 120000 / n), since a decision costs O(n log n): an epoch of 7 candidates
  * stays near 5 ms at 100 jobs and 50 ms at 1000 (bench/bench_sim_auto).  The
  * horizon is shortened so that the budget is expected to last (horizon()); if it
  * runs out anyway, the figures are taken where it stopped. */
 static long event_budget(size_t n)
 {
-    long b = 20 * (long)n + 64, cap = 18000 / (long)(n ? n : 1);
+    long b = 20 * (long)n + 64, cap = 120000 / (long)(n ? n : 1);
 
     if (cap < 170)
         cap = 170;
@@ -641,6 +647,26 @@ static int choose(struct astate *as, const char *trigger, double now)
     return pick;
 }
 
+/* The phases granted now (rate of the last decision > 0), by id. */
+static int snapshot_grants(struct astate *as)
+{
+    const hs_sched_t *s = as->sched;
+    size_t n = hs_core_njobs(s);
+
+    as->nkept = 0;
+    if (hs_grow(&as->kept, &as->capkept, n + 1, sizeof(*as->kept)) < 0)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        hs_phase_info_t pi;
+        if (hs_phase_info(s, hs_core_job(s, i)->id, &pi) == 0 && pi.pending
+            && !pi.complete && pi.bw > 0)
+            as->kept[as->nkept++] = (struct seen){ .id = pi.id, .end = pi.bw };
+    }
+    qsort(as->kept, as->nkept, sizeof(*as->kept), cmp_seen);
+    as->keep = as->nkept > 0;
+    return 0;
+}
+
 static int epoch(struct astate *as, const hs_ctx_t *ctx, const char *trigger)
 {
     size_t n;
@@ -651,6 +677,7 @@ static int epoch(struct astate *as, const hs_ctx_t *ctx, const char *trigger)
     if (gather(as, ctx->now, &n) < 0)
         return -1;
     H = horizon(as, n);
+    as->every = as->interval > 0 ? as->interval : H / 2;
     for (int c = 0; c < as->ncand; c++) {
         long ev;
         as->cand[c].fig.ok = false;
@@ -674,7 +701,8 @@ static int epoch(struct astate *as, const hs_ctx_t *ctx, const char *trigger)
             return -1;
         as->st.switches++;
         as->switch_time = ctx->now;
-        as->keep = true;
+        if (snapshot_grants(as) < 0)
+            return -1;
     }
     return 0;
 }
@@ -685,9 +713,7 @@ static int a_decide(void *state, const hs_ctx_t *ctx, hs_view_t *v, size_t n)
 {
     struct astate *as = state;
     hs_ctx_t c2 = *ctx;
-    hs_platform_t plat = *ctx->plat;
     double kept = 0, B = ctx->plat->bw;
-    size_t m = 0;
 
     if (ctx->now > as->eval_now) {
         const char *trig;
@@ -702,44 +728,53 @@ static int a_decide(void *state, const hs_ctx_t *ctx, hs_view_t *v, size_t n)
     if (hs_grow(&as->vs, &as->capv, n, sizeof(*as->vs)) < 0
         || hs_grow(&as->vi, &as->capvi, n, sizeof(*as->vi)) < 0)
         return -1;
-    /* phases granted before the switch keep their rate until they end */
+    /* the policy in force decides for every phase */
+    for (size_t i = 0; i < n; i++)
+        as->vs[i] = v[i];
+    if (as->ops->decide(as->inner, &c2, as->vs, n) < 0)
+        return -1;
+    /* a switch never cuts a grant in flight: a phase requested before it and
+     * granted keeps at least its last rate until it ends; the others are scaled
+     * down to make room */
     as->st.pending_keep = false;
     if (as->keep) {
+        double others = 0;
         bool any = false;
         for (size_t i = 0; i < n; i++) {
-            hs_phase_info_t pi;
-            if (v[i].complete || !v[i].active || !(v[i].request < as->switch_time)
-                || hs_phase_info(ctx->sched, v[i].id, &pi) < 0 || !(pi.bw > 0))
-                continue;
-            any = true;
-            v[i].bw = fmin(v[i].cap, pi.bw / (v[i].nplace > 1 ? v[i].nplace : 1));
-            kept += v[i].bw;
+            struct seen key = { .id = v[i].id }, *k;
+            as->vi[i] = 0;
+            if (!v[i].complete && v[i].request < as->switch_time
+                && (k = bsearch(&key, as->kept, as->nkept, sizeof(*as->kept),
+                                cmp_seen))) {
+                double floor = fmin(v[i].cap, k->end / (v[i].nplace > 1 ? v[i].nplace
+                                                                         : 1));
+                any = true;
+                as->vi[i] = 1;
+                if (as->vs[i].bw < floor) {
+                    as->vs[i].bw = floor;
+                    as->vs[i].start = ctx->now;
+                }
+                kept += as->vs[i].bw;
+            } else
+                others += as->vs[i].bw;
         }
-        if (kept > B) {
+        if (kept + others > B) {
+            double fk = kept > B ? B / kept : 1;
+            double fo = others > 0 && kept < B ? (B - kept) / others : 0;
             for (size_t i = 0; i < n; i++)
-                v[i].bw *= B / kept;
-            kept = B;
+                as->vs[i].bw *= as->vi[i] ? fk : fo;
+        }
+        for (size_t i = 0; i < n; i++) {
+            if (as->vs[i].bw > 0)
+                as->vs[i].weight = as->vs[i].bw / B;
+            else
+                as->vs[i].weight = 0;
         }
         as->keep = any;
         as->st.pending_keep = any;
     }
-    for (size_t i = 0; i < n; i++) {
-        if (v[i].bw > 0) {
-            v[i].weight = v[i].bw / B;
-            v[i].start = ctx->now;
-            continue;
-        }
-        as->vi[m] = i;
-        as->vs[m++] = v[i];
-    }
-    if (m == 0)
-        return 0;
-    plat.bw = B - kept > 0 ? B - kept : 0;
-    c2.plat = &plat;
-    if (as->ops->decide(as->inner, &c2, as->vs, m) < 0)
-        return -1;
-    for (size_t q = 0; q < m; q++)
-        v[as->vi[q]] = as->vs[q];
+    for (size_t i = 0; i < n; i++)
+        v[i] = as->vs[i];
     return 0;
 }
 
@@ -752,8 +787,8 @@ static double a_next_event(const void *state, double now)
         return INFINITY;
     if (as->ops && as->ops->next_event)
         t = as->ops->next_event(as->inner, now);
-    if (as->interval > 0 && hs_sched_npending(as->sched) > 0) {
-        double e = as->last_epoch + as->interval;
+    if (as->every > 0 && hs_sched_npending(as->sched) > 0) {
+        double e = as->last_epoch + as->every;
         if (e > now && e < t)
             t = e;
     }

@@ -106,7 +106,7 @@ typedef struct {
     int auto_objective;     /* hs_auto_objective_t */
     double auto_factor;     /* dilation bound: factor x the lowest (1.05) */
     double auto_hysteresis; /* relative gain needed to switch (0.02) */
-    double auto_interval;   /* s between periodic epochs (0: the horizon) */
+    double auto_interval;   /* s between periodic epochs (0: half the horizon) */
     double auto_horizon;    /* s simulated ahead (0: 2 x the longest w + time_io) */
     char auto_candidates[256];  /* comma-separated policy ids ("": the default) */
 } hs_policy_t;
@@ -118,7 +118,7 @@ typedef enum {
 } hs_auto_objective_t;
 
 /* Candidates of 'auto' when none are given. */
-#define HS_AUTO_CANDIDATES "fcfs,roundrobin,mindilation,maxsyseff,minmax:0.5," \
+#define HS_AUTO_CANDIDATES "mindilation,fcfs,roundrobin,maxsyseff,minmax:0.5," \
                            "set10,fairshare"
 
 /* Parse a policy id of DESIGN.md §3 ("fairshare", "minmax:0.5", "mindilation-priority",
