@@ -4,7 +4,7 @@
  *
  *   bbsim run WORKLOAD.yaml --policy ID [--policy ID ...] [--format table|json|csv]
  *             [--seed N] [--gantt OUT.svg]
- *   bbsim gen iosets|gainaru|harmonia [options] --seed N > WORKLOAD.yaml
+ *   bbsim gen iosets|gainaru|harmonia|persched [options] --seed N > WORKLOAD.yaml
  *
  * Exit codes: 0 ok, 1 bad input (workload, option value, simulation failure),
  * 2 usage.
@@ -25,7 +25,7 @@ static void usage (FILE *f)
     fprintf (f,
              "Usage: bbsim run WORKLOAD.yaml --policy ID [--policy ID ...]\n"
              "                 [--format table|json|csv] [--seed N] [--gantt OUT.svg]\n"
-             "       bbsim gen iosets|gainaru|harmonia [options] [--seed N] "
+             "       bbsim gen iosets|gainaru|harmonia|persched [options] [--seed N] "
              "> WORKLOAD.yaml\n"
              "       bbsim --help | run --help | gen NAME --help\n"
              "\n"

@@ -110,7 +110,7 @@ static void opts_usage (FILE *f, const char *gen, const char *what, const gopt_t
 
 void gen_usage (FILE *f)
 {
-    fprintf (f, "Usage: bbsim gen iosets|gainaru|harmonia [options] [--seed N] "
+    fprintf (f, "Usage: bbsim gen iosets|gainaru|harmonia|persched [options] [--seed N] "
              "> WORKLOAD.yaml\n"
              "  iosets    IO-Sets mixes (60 jobs, nH/nM/nL, or the eta noise study)\n"
              "  gainaru   Intrepid-like mixes of Gainaru et al. §4.2\n"

@@ -413,14 +413,14 @@ static int gather(struct astate *as, double now, size_t *nout)
     return 0;
 }
 
-/* Events one simulation may take: 20 per live job (+64), at most
+/* Events one simulation may take: 100 per live job (+64), at most
  * max(170, 120000 / n), since a decision costs O(n log n): an epoch of 7 candidates
  * stays near 5 ms at 100 jobs and 50 ms at 1000 (bench/bench_sim_auto).  The
  * horizon is shortened so that the budget is expected to last (horizon()); if it
  * runs out anyway, the figures are taken where it stopped. */
 static long event_budget(size_t n)
 {
-    long b = 20 * (long)n + 64, cap = 120000 / (long)(n ? n : 1);
+    long b = 100 * (long)n + 64, cap = 120000 / (long)(n ? n : 1);
 
     if (cap < 170)
         cap = 170;
