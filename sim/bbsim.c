@@ -56,6 +56,8 @@ static void run_usage (FILE *f)
              "  --period-min DUR   periodic policies: start the period search at\n"
              "                     this T_min (e.g. 495000 s) instead of the longest\n"
              "                     w + time_io (overrides scheduler.period_min)\n"
+             "  --max-wait DUR     every policy: a phase that waited this long for\n"
+             "                     bandwidth gets a share (overrides scheduler.max_wait)\n"
              "  --auto-objective O auto: syseff (default), stretch or ioslowdown\n"
              "                     (overrides scheduler.auto_objective)\n"
              "  --help             this text\n"
@@ -92,7 +94,7 @@ static int cmd_run (int argc, char **argv)
     int npol = 0;
     sim_format_t fmt = OUT_TABLE;
     uint64_t seed = 1;
-    double period_min = 0;
+    double period_min = 0, max_wait = 0;
     int auto_objective = -1;
     wl_error_t err = { .text = "" };
     wl_t *wl = NULL;
@@ -146,6 +148,15 @@ static int cmd_run (int argc, char **argv)
         }
         else if ((v = optval (argc, argv, &i, "--gantt", &bad)))
             gantt = v;
+        else if ((v = optval (argc, argv, &i, "--max-wait", &bad))) {
+            hu_error_t herr = { .text = "" };
+            if (hu_parse_duration (v, 0, &max_wait, &herr) < 0 || !(max_wait > 0)
+                || !isfinite (max_wait)) {
+                fprintf (stderr, "bbsim run: --max-wait must be a duration > 0 "
+                         "(e.g. 60 s), not '%s'\n", v);
+                return 2;
+            }
+        }
         else if ((v = optval (argc, argv, &i, "--auto-objective", &bad))) {
             if (hs_auto_objective_parse (v, &auto_objective) < 0) {
                 fprintf (stderr, "bbsim run: --auto-objective must be syseff, "
@@ -205,6 +216,7 @@ static int cmd_run (int argc, char **argv)
     for (int p = 0; p < npol; p++) {
         sim_opts_t opts = { .record = gantt != NULL };
         pols[p].period_min = period_min;
+        pols[p].max_wait = max_wait > 0 ? max_wait : wl->max_wait;
         if (pols[p].kind == HS_POL_AUTO) {
             snprintf (pols[p].auto_candidates, sizeof (pols[p].auto_candidates),
                       "%s", wl->auto_candidates);

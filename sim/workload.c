@@ -1065,6 +1065,9 @@ static int parse_scheduler (ctx_t *c, const yn_t *n, wl_t *wl)
     if ((x = get (n, "period_min"))
         && parse_quantity (c, x, Q_DURATION, "period_min", true, &wl->period_min) < 0)
         return -1;
+    if ((x = get (n, "max_wait"))
+        && parse_quantity (c, x, Q_DURATION, "max_wait", true, &wl->max_wait) < 0)
+        return -1;
     if ((x = get (n, "auto_interval"))
         && parse_quantity (c, x, Q_DURATION, "auto_interval", true,
                            &wl->auto_interval) < 0)

@@ -113,6 +113,7 @@ typedef struct {
     char auto_candidates[256];
     int auto_objective;
     double auto_factor, auto_hysteresis, auto_interval, auto_horizon;
+    double max_wait;        /* scheduler.max_wait, s (0: off) */
 } wl_t;
 
 /* Parse a workload from memory ('name' is used in messages).  Returns NULL with errno

@@ -109,6 +109,10 @@ typedef struct {
     double auto_interval;   /* s between periodic epochs (0: half the horizon) */
     double auto_horizon;    /* s simulated ahead (0: 2 x the longest w + time_io) */
     char auto_candidates[256];  /* comma-separated policy ids ("": the default) */
+    /* appended: the max-wait guard of every policy (doc/policies.md); 0: off */
+    double max_wait;        /* s: a phase whose excess wait (time since its request
+                               beyond moving its done bytes at its cap) reaches it
+                               gets min(cap, B / m) whatever the policy says */
 } hs_policy_t;
 
 typedef enum {
