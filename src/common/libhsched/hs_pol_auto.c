@@ -59,6 +59,7 @@ struct sjob {
     double comp_start;      /* start of the compute in progress (NAN: none) */
     double comp;            /* compute done in the window (s) */
     int left;               /* phases left to request (-1: unknown) */
+    double end;             /* its last phase ended in the simulation (NAN: not) */
     bool pending;           /* a phase is pending in the simulation */
 };
 
@@ -446,6 +447,7 @@ static long simulate(struct astate *as, int c, double now, double H, size_t n)
     for (size_t i = 0; i < n; i++) {
         struct sjob *x = &as->sj[i];
         x->comp = 0;
+        x->end = NAN;
         if (hs_job_arrive(cl, x->job.release, &x->job, &err) < 0)
             goto error;
     }
@@ -486,7 +488,9 @@ static long simulate(struct astate *as, int c, double now, double H, size_t n)
                     continue;
                 if (hs_phase_finish(cl, t, x->job.id) < 0)
                     goto error;
-                if (x->w > 0 && x->vol > 0 && x->left != 0) {
+                if (x->left == 0)
+                    x->end = t;             /* done: judged at its end */
+                else if (x->w > 0 && x->vol > 0) {
                     x->comp_start = t;
                     x->next_req = t + x->w;
                 }
@@ -515,7 +519,8 @@ static long simulate(struct astate *as, int c, double now, double H, size_t n)
         for (size_t i = 0; i < n; i++) {
             struct sjob *x = &as->sj[i];
             hs_job_stats_t js;
-            double comp = x->comp, el = tend - x->job.release, rt, ded;
+            double te = isnan(x->end) ? tend : x->end;
+            double comp = x->comp, el = te - x->job.release, rt, ded;
 
             if (isfinite(x->comp_start) && x->comp_start < tend)
                 comp += fmin(tend, x->next_req) - x->comp_start;
@@ -528,8 +533,8 @@ static long simulate(struct astate *as, int c, double now, double H, size_t n)
             }
             if (hs_job_stats(cl, x->job.id, &js) == 0) {
                 ded = comp + js.bytes / x->cap;
-                if (ded > 0 && tend > now && (tend - now) / ded > stretch)
-                    stretch = (tend - now) / ded;
+                if (ded > 0 && te > now && (te - now) / ded > stretch)
+                    stretch = (te - now) / ded;
                 if (js.io_dedicated > 0) {
                     ios += js.io_time / js.io_dedicated;
                     nios++;
@@ -605,8 +610,10 @@ int hs_auto_choose(const hs_auto_fig_t *f, int n, int cur, int objective,
         *best_out = best;
     if (best < 0)
         return cur;
+    /* the current policy stays in the bound unless it breaks it by the
+     * hysteresis too (the projected Dilation of a finite window is noisy) */
     if (best != cur && cur >= 0 && cur < n && f[cur].ok
-        && (!maxi || f[cur].dilation <= factor * mindil * (1 + 1e-12))) {
+        && (!maxi || f[cur].dilation <= factor * mindil * (1 + hyst) * (1 + 1e-12))) {
         double vb = value(objective, &f[best]), vc = value(objective, &f[cur]);
         bool gain = maxi ? vb > vc * (1 + hyst) : vb < vc * (1 - hyst);
         if (!gain)

@@ -108,7 +108,8 @@ extern const hs_policy_ops_t hs_ops_auto;
  * (ok) whose dilation is at most factor x the lowest; HS_AUTO_STRETCH and
  * HS_AUTO_IOSLOWDOWN the lowest stretch / ioslowdown; ties keep the earlier
  * candidate.  The current one 'cur' stays unless the winner beats it by more than
- * 'hyst' (relative), or (syseff) 'cur' breaks the dilation bound.  Returns the
+ * 'hyst' (relative), or (syseff) 'cur' breaks the dilation bound by more than
+ * 'hyst' too (dilation > factor x lowest x (1 + hyst)).  Returns the
  * index to run; *best (if not NULL) gets the winner, -1 if no candidate is ok. */
 typedef struct {
     bool ok;
