@@ -150,7 +150,7 @@ static int cmd_run (int argc, char **argv)
             gantt = v;
         else if ((v = optval (argc, argv, &i, "--max-wait", &bad))) {
             hu_error_t herr = { .text = "" };
-            if (hu_parse_duration (v, 0, &max_wait, &herr) < 0 || !(max_wait > 0)
+            if (hu_parse_duration (v, HU_DUR_BARE_SECONDS, &max_wait, &herr) < 0 || !(max_wait > 0)
                 || !isfinite (max_wait)) {
                 fprintf (stderr, "bbsim run: --max-wait must be a duration > 0 "
                          "(e.g. 60 s), not '%s'\n", v);
@@ -166,7 +166,7 @@ static int cmd_run (int argc, char **argv)
         }
         else if ((v = optval (argc, argv, &i, "--period-min", &bad))) {
             hu_error_t herr = { .text = "" };
-            if (hu_parse_duration (v, 0, &period_min, &herr) < 0
+            if (hu_parse_duration (v, HU_DUR_BARE_SECONDS, &period_min, &herr) < 0
                 || !(period_min > 0) || !isfinite (period_min)) {
                 fprintf (stderr, "bbsim run: --period-min must be a duration > 0 "
                          "(e.g. 16000 s), not '%s'\n", v);
