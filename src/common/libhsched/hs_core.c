@@ -2104,8 +2104,11 @@ double hs_sched_next_event(const hs_sched_t *s)
             double done, w, ex;
             job_at(j, s->now, &done, &w);
             ex = excess_wait(s->now, j->req, done, j->cap);
-            if (ex < s->pol.max_wait)
-                t = hs_fmin(t, s->now + (s->pol.max_wait - ex) / (1 - j->rate / j->cap));
+            /* the same threshold as guard_waits(); past it the phase is guarded */
+            if (ex < s->pol.max_wait * (1 - HS_EPS_REL))
+                t = hs_fmin(t, fmax(s->now + (s->pol.max_wait - ex)
+                                             / (1 - j->rate / j->cap),
+                                    nextafter(s->now, INFINITY)));
         }
     }
     if (s->ops && s->ops->next_event)
