@@ -197,6 +197,20 @@ char *metrics_render(api_t *a, core_t *c, state_t *st)
               (uintmax_t)c->decisions_deferred);
     sb_printf(&b, "# HELP harmonia_policy_info Current policy.\n# TYPE harmonia_policy_info gauge\n"
               "harmonia_policy_info{policy=\"%s\"} 1\n", c->policy_id);
+    {
+        hs_auto_state_t as;
+        if (hs_sched_auto_state(c->sched, &as) == 0 && as.active)
+            sb_printf(&b, "# HELP harmonia_policy_auto_info Policy auto runs now.\n"
+                      "# TYPE harmonia_policy_auto_info gauge\n"
+                      "harmonia_policy_auto_info{current=\"%s\"} 1\n"
+                      "# HELP harmonia_policy_auto_epochs_total Decision epochs of auto.\n"
+                      "# TYPE harmonia_policy_auto_epochs_total counter\n"
+                      "harmonia_policy_auto_epochs_total %ju\n"
+                      "# HELP harmonia_policy_auto_switches_total Policy switches of auto.\n"
+                      "# TYPE harmonia_policy_auto_switches_total counter\n"
+                      "harmonia_policy_auto_switches_total %ju\n", as.current,
+                      (uintmax_t)as.epochs, (uintmax_t)as.switches);
+    }
     core_unlock(c);
 
     head(&b, "harmonia_api_requests_total", "counter", "API requests answered, by HTTP code.");

@@ -899,9 +899,19 @@ static void h_policy_get(core_t *c, hreq_t *rq, reply_t *r)
     const char *const *v = hs_policy_ids();
     for (int i = 0; v && v[i]; i++)
         json_array_append_new(ids, json_string(v[i]));
-    reply_json(r, 200, json_pack("{s:s s:b s:s s:o}", "id", c->policy_id, "override",
-                                 c->policy_override, "configured", c->cfg->policy_id,
-                                 "known", ids));
+    json_t *o = json_pack("{s:s s:b s:s s:o}", "id", c->policy_id, "override",
+                          c->policy_override, "configured", c->cfg->policy_id,
+                          "known", ids);
+    hs_auto_state_t as;
+    if (o && hs_sched_auto_state(c->sched, &as) == 0 && as.active)
+        json_object_set_new(o, "auto", json_pack("{s:s s:s s:I s:I s:o}", "current",
+                                                 as.current, "reason", as.reason,
+                                                 "epochs", (json_int_t)as.epochs,
+                                                 "switches", (json_int_t)as.switches,
+                                                 "last_epoch", isfinite(as.last_epoch)
+                                                 ? json_real(as.last_epoch)
+                                                 : json_null()));
+    reply_json(r, 200, o);
 }
 
 static void h_policy_set(core_t *c, hreq_t *rq, reply_t *r)

@@ -63,3 +63,6 @@ for r in json.load(sys.stdin)["results"]:
     print("%-16s period %.1f s (T_min %.1f s), %d patterns in %.3f s (longest %.3f s)"
           % (r["policy"], r["period"], r["period_min"], r["schedules"],
              r["schedule_compute_s"], r["schedule_compute_max_s"]))'
+
+echo "-- auto: one decision epoch (7 candidates simulated), targets 5 ms at 100 jobs, 50 ms at 1,000"
+"$B/bench/bench_sim_auto" 100 1000

@@ -4,7 +4,7 @@
  *
  *   bbsim run WORKLOAD.yaml --policy ID [--policy ID ...] [--format table|json|csv]
  *             [--seed N] [--gantt OUT.svg]
- *   bbsim gen iosets|gainaru|harmonia [options] --seed N > WORKLOAD.yaml
+ *   bbsim gen iosets|gainaru|harmonia|persched [options] --seed N > WORKLOAD.yaml
  *
  * Exit codes: 0 ok, 1 bad input (workload, option value, simulation failure),
  * 2 usage.
@@ -25,7 +25,7 @@ static void usage (FILE *f)
     fprintf (f,
              "Usage: bbsim run WORKLOAD.yaml --policy ID [--policy ID ...]\n"
              "                 [--format table|json|csv] [--seed N] [--gantt OUT.svg]\n"
-             "       bbsim gen iosets|gainaru|harmonia [options] [--seed N] "
+             "       bbsim gen iosets|gainaru|harmonia|persched [options] [--seed N] "
              "> WORKLOAD.yaml\n"
              "       bbsim --help | run --help | gen NAME --help\n"
              "\n"
@@ -48,13 +48,18 @@ static void run_usage (FILE *f)
              "Options:\n"
              "  --policy ID        a policy id (repeatable), e.g. fairshare, fcfs,\n"
              "                     mindilation, maxsyseff, minmax:0.5, set10,\n"
-             "                     mindilation-priority\n"
+             "                     mindilation-priority, auto (a model-predictive\n"
+             "                     choice among policies, doc/policies.md)\n"
              "  --format FMT       table (default), json or csv\n"
              "  --seed N           seed of the random variations (default 1)\n"
              "  --gantt OUT.svg    draw who did I/O when (one panel per policy)\n"
              "  --period-min DUR   periodic policies: start the period search at\n"
              "                     this T_min (e.g. 495000 s) instead of the longest\n"
              "                     w + time_io (overrides scheduler.period_min)\n"
+             "  --max-wait DUR     every policy: a phase that waited this long for\n"
+             "                     bandwidth gets a share (overrides scheduler.max_wait)\n"
+             "  --auto-objective O auto: syseff (default), stretch or ioslowdown\n"
+             "                     (overrides scheduler.auto_objective)\n"
              "  --help             this text\n"
              "\n"
              "Policy ids known to libhsched:");
@@ -89,7 +94,8 @@ static int cmd_run (int argc, char **argv)
     int npol = 0;
     sim_format_t fmt = OUT_TABLE;
     uint64_t seed = 1;
-    double period_min = 0;
+    double period_min = 0, max_wait = 0;
+    int auto_objective = -1;
     wl_error_t err = { .text = "" };
     wl_t *wl = NULL;
     wl_jobs_t *jobs = NULL;
@@ -142,9 +148,25 @@ static int cmd_run (int argc, char **argv)
         }
         else if ((v = optval (argc, argv, &i, "--gantt", &bad)))
             gantt = v;
+        else if ((v = optval (argc, argv, &i, "--max-wait", &bad))) {
+            hu_error_t herr = { .text = "" };
+            if (hu_parse_duration (v, HU_DUR_BARE_SECONDS, &max_wait, &herr) < 0 || !(max_wait > 0)
+                || !isfinite (max_wait)) {
+                fprintf (stderr, "bbsim run: --max-wait must be a duration > 0 "
+                         "(e.g. 60 s), not '%s'\n", v);
+                return 2;
+            }
+        }
+        else if ((v = optval (argc, argv, &i, "--auto-objective", &bad))) {
+            if (hs_auto_objective_parse (v, &auto_objective) < 0) {
+                fprintf (stderr, "bbsim run: --auto-objective must be syseff, "
+                         "stretch or ioslowdown, not '%s'\n", v);
+                return 2;
+            }
+        }
         else if ((v = optval (argc, argv, &i, "--period-min", &bad))) {
             hu_error_t herr = { .text = "" };
-            if (hu_parse_duration (v, 0, &period_min, &herr) < 0
+            if (hu_parse_duration (v, HU_DUR_BARE_SECONDS, &period_min, &herr) < 0
                 || !(period_min > 0) || !isfinite (period_min)) {
                 fprintf (stderr, "bbsim run: --period-min must be a duration > 0 "
                          "(e.g. 16000 s), not '%s'\n", v);
@@ -194,6 +216,17 @@ static int cmd_run (int argc, char **argv)
     for (int p = 0; p < npol; p++) {
         sim_opts_t opts = { .record = gantt != NULL };
         pols[p].period_min = period_min;
+        pols[p].max_wait = max_wait > 0 ? max_wait : wl->max_wait;
+        if (pols[p].kind == HS_POL_AUTO) {
+            snprintf (pols[p].auto_candidates, sizeof (pols[p].auto_candidates),
+                      "%s", wl->auto_candidates);
+            pols[p].auto_objective = auto_objective >= 0 ? auto_objective
+                                                         : wl->auto_objective;
+            pols[p].auto_factor = wl->auto_factor;
+            pols[p].auto_hysteresis = wl->auto_hysteresis;
+            pols[p].auto_interval = wl->auto_interval;
+            pols[p].auto_horizon = wl->auto_horizon;
+        }
         if (sim_run (wl, jobs, &pols[p], &opts, &res[p], &err) < 0) {
             fprintf (stderr, "bbsim: %s\n", err.text);
             goto done;

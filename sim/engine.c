@@ -550,14 +550,21 @@ int sim_run (const wl_t *wl, const wl_jobs_t *jobs, const hs_policy_t *pol,
             break;
         {
             hs_policy_stats_t ps0, ps1;
+            hs_auto_state_t as0, as1;
             double w1, w2;
             int k;
             (void)hs_sched_policy_stats (s, &ps0);
+            (void)hs_sched_auto_state (s, &as0);
             w1 = now_wall ();
             k = hs_sched_decide (s, t, grants, (size_t)n);
             w2 = now_wall () - w1;
             res->decide_wall += w2;
             (void)hs_sched_policy_stats (s, &ps1);
+            (void)hs_sched_auto_state (s, &as1);
+            if (as1.epochs > as0.epochs) {
+                res->auto_wall += w2;
+                res->auto_wall_max = fmax (res->auto_wall_max, w2);
+            }
             if (ps1.schedules > ps0.schedules) {
                 res->sched_wall += w2;
                 res->sched_wall_max = fmax (res->sched_wall_max, w2);
@@ -611,6 +618,7 @@ int sim_run (const wl_t *wl, const wl_jobs_t *jobs, const hs_policy_t *pol,
     }
     res->wall = now_wall () - w0;
     (void)hs_sched_policy_stats (s, &res->pstats);
+    (void)hs_sched_auto_state (s, &res->auto_st);
 
     if (hs_metrics_compute (res->stats, (size_t)n, wl->plat.nodes, &res->m,
                             res->app) < 0) {

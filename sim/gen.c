@@ -53,6 +53,13 @@ static const gopt_t iosets_opts[] = {
     { NULL, NULL, NULL },
 };
 
+static const gopt_t persched_opts[] = {
+    { "--set", "N", "the PMBS 2017 set, 1..10 (default 1)" },
+    { "--periods", "X", "each app runs about X x T_min (default 10)" },
+    { "--seed", "N", "ignored (the sets are fixed)" },
+    { NULL, NULL, NULL },
+};
+
 static const gopt_t gainaru_opts[] = {
     { "--scenario", "large|mixed", "few large apps sharing the machine (large), or "
       "many small apps with a few large ones (mixed) (default large)" },
@@ -103,12 +110,13 @@ static void opts_usage (FILE *f, const char *gen, const char *what, const gopt_t
 
 void gen_usage (FILE *f)
 {
-    fprintf (f, "Usage: bbsim gen iosets|gainaru|harmonia [options] [--seed N] "
+    fprintf (f, "Usage: bbsim gen iosets|gainaru|harmonia|persched [options] [--seed N] "
              "> WORKLOAD.yaml\n"
              "  iosets    IO-Sets mixes (60 jobs, nH/nM/nL, or the eta noise study)\n"
              "  gainaru   Intrepid-like mixes of Gainaru et al. §4.2\n"
              "  harmonia  Harmonia's synthetic burst-buffer study (profiles, "
              "2..8 instances)\n"
+             "  persched  the ten application sets of PerSched (PMBS 2017)\n"
              "'bbsim gen NAME --help' lists a generator's options.\n");
 }
 
@@ -549,6 +557,80 @@ static int gen_harmonia (int argc, char **argv, FILE *out, FILE *errf)
     return ferror (out) ? 1 : 0;
 }
 
+/* ---------------------------------------------------------------- persched */
+
+/* PMBS 2017 (Aupy, Gainaru, Le Fèvre), Table of applications: w and I/O volume
+ * per instance and cores, on a machine of B = 3 GB/s and b = 0.01 GB/s per node of
+ * 64 cores, compute scaled by 64 as in the paper's runs. */
+static const struct {
+    const char *name;
+    double w;               /* s */
+    double vol;             /* GB */
+    int nodes;
+} ps_apps[4] = {
+    { "turbulence1", 70 * 64., 128.2, 512 },
+    { "turbulence2", 1.2 * 64., 235.8, 64 },
+    { "astrophysics", 240 * 64., 423.4, 128 },
+    { "plasmaphysics", 7554 * 64., 34304, 512 },
+};
+
+/* Sets 1..10: how many of each app (turbulence1, turbulence2, astrophysics,
+ * plasmaphysics). */
+static const int ps_sets[10][4] = {
+    { 0, 10, 0, 0 }, { 0, 8, 1, 0 }, { 0, 6, 2, 0 }, { 0, 4, 3, 0 }, { 0, 2, 0, 1 },
+    { 0, 2, 4, 0 }, { 1, 2, 0, 0 }, { 0, 0, 1, 1 }, { 0, 0, 5, 0 }, { 1, 0, 1, 0 },
+};
+
+static int gen_persched (int argc, char **argv, FILE *out, FILE *errf)
+{
+    const gopt_t *o = persched_opts;
+    const double b = 0.01e9, B = 3e9;
+    gvals_t v;
+    bool help = false;
+    long set, sum = 0;
+    double periods, tmin = 0;
+    uint64_t seed;
+
+    if (parse_opts (argc, argv, o, &v, errf, &help) < 0)
+        return 2;
+    if (help) {
+        opts_usage (out, "persched", "The application sets of PerSched (PMBS 2017): "
+                    "all apps released at 0, iterations for about --periods x T_min.",
+                    o);
+        return 0;
+    }
+    if (get_long ("persched", o, &v, "--set", 1, 1, 10, &set, errf)
+        || get_double ("persched", o, &v, "--periods", 10, 0.01, 1e4, &periods, errf)
+        || get_u64 ("persched", o, &v, "--seed", &seed, errf))
+        return 1;
+    for (int a = 0; a < 4; a++) {
+        double cap = fmin (ps_apps[a].nodes * b, B);
+        if (ps_sets[set - 1][a] == 0)
+            continue;
+        sum += (long)ps_sets[set - 1][a] * ps_apps[a].nodes;
+        tmin = fmax (tmin, ps_apps[a].w + ps_apps[a].vol * 1e9 / cap);
+    }
+    header (out, argc, argv);
+    fprintf (out, "# PerSched (PMBS 2017) set %ld; T_min = %.3f s (the paper's runs: "
+             "see doc/reproductions.md)\nplatform:\n  nodes: %ld\n", set, tmin, sum);
+    put_bw (out, "node_bandwidth", b);
+    put_bw (out, "bandwidth", B);
+    fprintf (out, "apps:\n");
+    for (int a = 0; a < 4; a++) {
+        double cap = fmin (ps_apps[a].nodes * b, B);
+        long it = lround (periods * tmin / (ps_apps[a].w + ps_apps[a].vol * 1e9 / cap));
+        if (ps_sets[set - 1][a] == 0)
+            continue;
+        if (it < 1)
+            it = 1;
+        fprintf (out, "  - name: %s\n    nodes: %d\n    release: 0 s\n"
+                 "    iterations: %ld\n    w: %.3f s\n    io_volume: %.1f GB\n"
+                 "    count: %d\n", ps_apps[a].name, ps_apps[a].nodes, it,
+                 ps_apps[a].w, ps_apps[a].vol, ps_sets[set - 1][a]);
+    }
+    return ferror (out) ? 1 : 0;
+}
+
 int gen_main (int argc, char **argv, FILE *out, FILE *errf)
 {
     if (argc < 1 || !argv[0] || !strcmp (argv[0], "--help")
@@ -562,7 +644,9 @@ int gen_main (int argc, char **argv, FILE *out, FILE *errf)
         return gen_gainaru (argc, argv, out, errf);
     if (!strcmp (argv[0], "harmonia"))
         return gen_harmonia (argc, argv, out, errf);
-    fprintf (errf, "bbsim gen: unknown generator '%s' (iosets, gainaru, harmonia)\n",
+    if (!strcmp (argv[0], "persched"))
+        return gen_persched (argc, argv, out, errf);
+    fprintf (errf, "bbsim gen: unknown generator '%s' (iosets, gainaru, harmonia, persched)\n",
              argv[0]);
     return 2;
 }

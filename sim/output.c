@@ -120,6 +120,17 @@ static json_t *result_json (const sim_result_t *r)
     json_object_set_new (o, "events", json_integer ((json_int_t)r->events));
     json_object_set_new (o, "decisions", json_integer ((json_int_t)r->decisions));
     json_object_set_new (o, "wall_seconds", num (r->wall));
+    if (r->auto_st.active) {
+        const hs_auto_state_t *a = &r->auto_st;
+        json_object_set_new (o, "auto_policy", json_string (a->current));
+        json_object_set_new (o, "auto_reason", json_string (a->reason));
+        json_object_set_new (o, "auto_epochs", json_integer ((json_int_t)a->epochs));
+        json_object_set_new (o, "auto_switches",
+                             json_integer ((json_int_t)a->switches));
+        json_object_set_new (o, "auto_epoch_s_mean",
+                             num (a->epochs ? r->auto_wall / (double)a->epochs : 0.));
+        json_object_set_new (o, "auto_epoch_s_max", num (r->auto_wall_max));
+    }
     if (r->pstats.plans) {
         const hs_policy_stats_t *ps = &r->pstats;
         json_object_set_new (o, "schedules",
@@ -286,6 +297,16 @@ static int out_table (FILE *f, const wl_t *wl, uint64_t seed, const sim_result_t
         cell (f, 11, r->m.stall_time, "%.1f");
         cell (f, 11, r->m.makespan, "%.1f");
         fprintf (f, " %9llu\n", (unsigned long long)r->events);
+    }
+    for (int i = 0; i < nres; i++) {
+        const sim_result_t *r = &res[i];
+        const hs_auto_state_t *a = &r->auto_st;
+        if (a->active)
+            fprintf (f, "%s: %llu epochs, %llu switches, ends with %s (mean %.3g ms, "
+                     "longest %.3g ms per epoch); last: %s\n", r->policy,
+                     (unsigned long long)a->epochs, (unsigned long long)a->switches,
+                     a->current, a->epochs ? 1e3 * r->auto_wall / (double)a->epochs
+                     : 0., 1e3 * r->auto_wall_max, a->reason);
     }
     for (int i = 0; i < nres; i++) {
         const sim_result_t *r = &res[i];

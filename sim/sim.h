@@ -66,6 +66,10 @@ typedef struct {
     double sched_wall;          /* seconds in the decisions that computed one */
     double sched_wall_max;      /* the longest such decision */
     double decide_wall;         /* seconds in all hs_sched_decide() calls */
+    /* auto (hs_sched_auto_state() at the end of the run) */
+    hs_auto_state_t auto_st;
+    double auto_wall;           /* seconds in the decisions that were epochs */
+    double auto_wall_max;       /* the longest such decision */
 } sim_result_t;
 
 typedef struct {

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <yaml.h>
 
+#include "libhsched/hsched.h"
 #include "libhutil/hutil.h"
 #include "rng.h"
 #include "workload.h"
@@ -1051,8 +1052,12 @@ static int parse_app (ctx_t *c, const yn_t *n, size_t idx, const wl_platform_t *
 /* Optional 'scheduler:' mapping: settings of the policies (doc/workload-format.md). */
 static int parse_scheduler (ctx_t *c, const yn_t *n, wl_t *wl)
 {
-    static const char *const keys[] = { "period_min", NULL };
+    static const char *const keys[] = { "period_min", "auto_candidates",
+                                        "auto_objective", "auto_dilation_factor",
+                                        "auto_hysteresis", "auto_interval",
+                                        "auto_horizon", NULL };
     const yn_t *x;
+    char *str = NULL;
 
     if (need_type (c, n, YN_MAP, "scheduler") < 0
         || check_keys (c, n, keys, "scheduler") < 0)
@@ -1060,6 +1065,49 @@ static int parse_scheduler (ctx_t *c, const yn_t *n, wl_t *wl)
     if ((x = get (n, "period_min"))
         && parse_quantity (c, x, Q_DURATION, "period_min", true, &wl->period_min) < 0)
         return -1;
+    if ((x = get (n, "max_wait"))
+        && parse_quantity (c, x, Q_DURATION, "max_wait", true, &wl->max_wait) < 0)
+        return -1;
+    if ((x = get (n, "auto_interval"))
+        && parse_quantity (c, x, Q_DURATION, "auto_interval", true,
+                           &wl->auto_interval) < 0)
+        return -1;
+    if ((x = get (n, "auto_horizon"))
+        && parse_quantity (c, x, Q_DURATION, "auto_horizon", true,
+                           &wl->auto_horizon) < 0)
+        return -1;
+    if ((x = get (n, "auto_candidates"))) {
+        if (parse_string (c, x, "auto_candidates", &str) < 0)
+            return -1;
+        snprintf (wl->auto_candidates, sizeof (wl->auto_candidates), "%s", str);
+        free (str);
+    }
+    if ((x = get (n, "auto_objective"))) {
+        if (parse_string (c, x, "auto_objective", &str) < 0)
+            return -1;
+        if (hs_auto_objective_parse (str, &wl->auto_objective) < 0) {
+            free (str);
+            return fail (c, x, "'auto_objective' must be syseff, stretch or "
+                         "ioslowdown");
+        }
+        free (str);
+    }
+    if ((x = get (n, "auto_dilation_factor"))) {
+        char *end;
+        errno = 0;
+        wl->auto_factor = x->type == YN_SCALAR ? strtod (x->str, &end) : NAN;
+        if (x->type != YN_SCALAR || *end || errno || !(wl->auto_factor >= 1)
+            || wl->auto_factor > 100)
+            return fail (c, x, "'auto_dilation_factor' must be a number in [1, 100]");
+    }
+    if ((x = get (n, "auto_hysteresis"))) {
+        char *end;
+        errno = 0;
+        wl->auto_hysteresis = x->type == YN_SCALAR ? strtod (x->str, &end) : NAN;
+        if (x->type != YN_SCALAR || *end || errno || !(wl->auto_hysteresis >= 0)
+            || !(wl->auto_hysteresis < 1))
+            return fail (c, x, "'auto_hysteresis' must be a number in [0, 1[");
+    }
     return 0;
 }
 

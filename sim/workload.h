@@ -109,6 +109,11 @@ typedef struct {
     wl_app_t *apps;
     int napps;
     double period_min;      /* scheduler.period_min, s (0: not given) */
+    /* scheduler.auto_* (0 / "": auto's defaults) */
+    char auto_candidates[256];
+    int auto_objective;
+    double auto_factor, auto_hysteresis, auto_interval, auto_horizon;
+    double max_wait;        /* scheduler.max_wait, s (0: off) */
 } wl_t;
 
 /* Parse a workload from memory ('name' is used in messages).  Returns NULL with errno

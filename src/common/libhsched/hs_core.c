@@ -439,6 +439,8 @@ static int check_policy(const hs_policy_t *pol, hs_policy_t *out, hs_error_t *er
         return hs_errprintf(err, EINVAL, "policy %s has no -priority variant",
                             hs_policy_name(&p, buf, sizeof(buf)));
     }
+    if (!(p.max_wait >= 0) || !isfinite(p.max_wait))
+        return hs_errprintf(err, EINVAL, "max_wait must be a duration >= 0 (0: off)");
     if (p.kind == HS_POL_MINMAX && !(p.gamma >= 0 && p.gamma <= 1))
         return hs_errprintf(err, EINVAL, "minmax: gamma %g is out of range "
                             "(expected 0 <= gamma <= 1)", p.gamma);
@@ -983,6 +985,65 @@ static int check_grants(hs_view_t *v, size_t n, double B, bool clamp)
         return -1;
     }
     return 0;
+}
+
+/* Excess wait of a phase: the time since its request beyond what moving its done
+ * bytes at its cap takes (a phase moving at its cap does not wait; one held at 0, or
+ * at a crumb, does). */
+static double excess_wait(double now, double request, double done, double cap)
+{
+    return now - request - (cap > 0 ? done / cap : 0);
+}
+
+/* The max-wait guard (hs_policy_t.max_wait, doc/policies.md): whatever the policy
+ * decided, a pending phase whose excess wait reached max_wait gets at least
+ * min(cap, B / m), m = such phases (+1 when the policy grants others, which keep
+ * that share between them: they are scaled down to fit B), until it ends.  So a
+ * phase waits at most max_wait before it gets a real share (a crumb counts as
+ * waiting), whatever the policy's objective. */
+static void guard_waits(hs_sched_t *s, double now, size_t n)
+{
+    double B = s->plat.bw, mw = s->pol.max_wait, given = 0, others = 0;
+    size_t m = 0, granted = 0, i;
+
+    for (i = 0; i < n; i++) {
+        hs_view_t *v = &s->views[i];
+        if (!v->complete && excess_wait(now, v->request, v->volume - v->remaining,
+                                        v->cap) >= mw * (1 - HS_EPS_REL))
+            m++;
+        else if (v->bw > 0)
+            granted++;
+    }
+    if (m == 0)
+        return;
+    /* the phases the policy grants keep one share between them */
+    if (granted > 0)
+        m++;
+    for (i = 0; i < n; i++) {
+        hs_view_t *v = &s->views[i];
+        if (!v->complete && excess_wait(now, v->request, v->volume - v->remaining,
+                                        v->cap) >= mw * (1 - HS_EPS_REL)) {
+            double g = hs_fmin(v->cap, B / (double)m);
+            if (v->bw < g)
+                v->bw = g;
+            v->weight = v->bw / B;
+            v->start = now;
+            given += v->bw;
+        } else
+            others += v->bw;
+    }
+    if (given + others > B) {
+        double fg = given > B ? B / given : 1;
+        double fo = others > 0 && given < B ? (B - given) / others : 0;
+        for (i = 0; i < n; i++) {
+            hs_view_t *v = &s->views[i];
+            bool guarded = !v->complete
+                && excess_wait(now, v->request, v->volume - v->remaining, v->cap)
+                   >= mw * (1 - HS_EPS_REL);
+            v->bw *= guarded ? fg : fo;
+            v->weight = v->bw > 0 ? v->bw / B : 0;
+        }
+    }
 }
 
 /* Call the policy on the views of one group (indices bs->gidx[] into the stripe
@@ -1996,6 +2057,8 @@ int hs_sched_decide(hs_sched_t *s, double now, hs_grant_t *out, size_t cap)
     /* check what the policy did: the model's constraints must hold */
     if (check_grants(s->views, n, s->plat.bw, true) < 0)
         return -1;
+    if (s->pol.max_wait > 0)
+        guard_waits(s, now, n);
 store:
     for (i = 0; i < n; i++) {
         hs_view_t *v = &s->views[i];
@@ -2035,6 +2098,18 @@ double hs_sched_next_event(const hs_sched_t *s)
             t = hs_fmin(t, s->now);
         else if (j->rate > 0)
             t = hs_fmin(t, completion_time(j));
+        if (s->pol.max_wait > 0 && !has_buffers(s) && !phase_complete(s, j)
+            && j->rate < j->cap) {
+            /* when its excess wait reaches max_wait (it grows at 1 - rate/cap) */
+            double done, w, ex;
+            job_at(j, s->now, &done, &w);
+            ex = excess_wait(s->now, j->req, done, j->cap);
+            /* the same threshold as guard_waits(); past it the phase is guarded */
+            if (ex < s->pol.max_wait * (1 - HS_EPS_REL))
+                t = hs_fmin(t, fmax(s->now + (s->pol.max_wait - ex)
+                                             / (1 - j->rate / j->cap),
+                                    nextafter(s->now, INFINITY)));
+        }
     }
     if (s->ops && s->ops->next_event)
         t = hs_fmin(t, s->ops->next_event(s->pstate, s->now));
@@ -2149,6 +2224,13 @@ int hs_phase_info(const hs_sched_t *s, uint64_t id, hs_phase_info_t *pi)
 }
 
 /* ------------------------------------------------------------------ policy access */
+
+void hs_core_policy(const hs_sched_t *s, const hs_policy_ops_t **ops,
+                    const void **state)
+{
+    *ops = s ? s->ops : NULL;
+    *state = s ? s->pstate : NULL;
+}
 
 size_t hs_core_njobs(const hs_sched_t *s)
 {

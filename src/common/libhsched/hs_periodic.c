@@ -1152,7 +1152,8 @@ static int ratio_cmp_ctx_less(const struct ctx *c, size_t a, size_t b)
  *   T_i = T_min (1 + epsilon)^i  for i = 0, 1, ... while T_i <= T_max,
  * keep the best pattern (better()).  Then, if prm->refine (PerSched's refinement),
  *   delta = (T_opt - T_opt / (1 + epsilon)) / floor(1 / epsilon),
- *   T = T_opt - j delta, j = 1 .. floor(1 / epsilon), T >= T_min,
+ *   T = T_opt - j delta, j = 1 .. floor(1 / epsilon), T >= max_k (w_k + time_io_k)
+ *   (which is T_min unless prm->tmin gave another one),
  * keeping each pattern whose work per period sum_k beta_k n_per(k) w_k (and number of
  * jobs served) is still that of T_opt (its SysEfficiency is then higher), and stopping
  * at the first one that loses work.
@@ -1166,7 +1167,7 @@ hs_pattern_t *hs_pattern_compute(const hs_platform_t *plat, const hs_pjob_t *job
     struct work wa = { 0 }, wb = { 0 };
     struct work *cur = &wa, *best = &wb, *swp;
     hs_pattern_t *p = NULL;
-    double tmin = 0, tmax, topt, ul = 0;
+    double tmin = 0, tmax, topt, ul = 0, tfloor;
     int tried = 0, refined = 0;
     uint64_t visits = 0;
     bool have = false;
@@ -1199,6 +1200,7 @@ hs_pattern_t *hs_pattern_compute(const hs_platform_t *plat, const hs_pjob_t *job
         }
         c.order[pos] = k;
     }
+    tfloor = tmin;                  /* the refinement never goes below this */
     if (prm->tmin > 0)
         tmin = prm->tmin;           /* the search starts where the caller says */
     if (!isfinite(tmin))
@@ -1232,7 +1234,7 @@ hs_pattern_t *hs_pattern_compute(const hs_platform_t *plat, const hs_pjob_t *job
 
         for (int j = 1; j <= nref; j++) {
             double T = topt - j * delta;
-            if (T < tmin * (1 - 1e-12))
+            if (T < tfloor * (1 - 1e-12))
                 break;
             if (build(cur, &c, T) < 0)
                 goto nomem;

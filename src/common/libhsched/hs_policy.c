@@ -34,6 +34,7 @@ static const struct {
     { "harmonia-fairness", HS_POL_HARMONIA_FAIRNESS },
     { "harmonia-buffer-eff", HS_POL_HARMONIA_BUFFER_EFF },
     { "harmonia-priority", HS_POL_HARMONIA_PRIORITY },
+    { "auto", HS_POL_AUTO },
 };
 #define NSIMPLE (sizeof(simple_ids) / sizeof(simple_ids[0]))
 
@@ -172,7 +173,7 @@ int hs_policy_parse(const char *id, hs_policy_t *pol, hs_error_t *err)
     }
     return perr(err, "unknown policy '%s' (known: fairshare fcfs static roundrobin "
                 "mindilation maxsyseff minmax:<g> set10 set:<b> set-fairshare "
-                "priority-sharing periodic-throu periodic-cong persched harmonia-*; "
+                "priority-sharing periodic-throu periodic-cong persched harmonia-* auto; "
                 "-priority variants of roundrobin mindilation maxsyseff minmax)", id);
 done:
     *pol = p;
@@ -249,6 +250,8 @@ const hs_policy_ops_t *hs_policy_ops(hs_policy_kind_t kind)
         case HS_POL_HARMONIA_BUFFER_EFF:
         case HS_POL_HARMONIA_PRIORITY:
             return &hs_ops_harmonia;
+        case HS_POL_AUTO:
+            return &hs_ops_auto;
         case HS_POL__COUNT:
             break;
     }

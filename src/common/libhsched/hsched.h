@@ -90,6 +90,7 @@ typedef enum {
     HS_POL_HARMONIA_FAIRNESS,
     HS_POL_HARMONIA_BUFFER_EFF,
     HS_POL_HARMONIA_PRIORITY,
+    HS_POL_AUTO,                /* model-predictive choice among candidates */
     HS_POL__COUNT
 } hs_policy_kind_t;
 
@@ -101,7 +102,28 @@ typedef struct {
     /* appended: periodic policies (doc/periodic.md §2) */
     double period_min;      /* > 0: T_min the period search starts from (s);
                                0: max_k (w_k + time_io_k) */
+    /* appended: auto (doc/policies.md, "auto"); zero means the default */
+    int auto_objective;     /* hs_auto_objective_t */
+    double auto_factor;     /* dilation bound: factor x the lowest (1.05) */
+    double auto_hysteresis; /* relative gain needed to switch (0.02) */
+    double auto_interval;   /* s between periodic epochs (0: half the horizon) */
+    double auto_horizon;    /* s simulated ahead (0: 2 x the longest w + time_io) */
+    char auto_candidates[256];  /* comma-separated policy ids ("": the default) */
+    /* appended: the max-wait guard of every policy (doc/policies.md); 0: off */
+    double max_wait;        /* s: a phase whose excess wait (time since its request
+                               beyond moving its done bytes at its cap) reaches it
+                               gets min(cap, B / m) whatever the policy says */
 } hs_policy_t;
+
+typedef enum {
+    HS_AUTO_SYSEFF = 0,     /* highest SysEff among dilation <= factor x the lowest */
+    HS_AUTO_STRETCH = 1,    /* lowest max-stretch */
+    HS_AUTO_IOSLOWDOWN = 2, /* lowest mean I/O slowdown */
+} hs_auto_objective_t;
+
+/* Candidates of 'auto' when none are given. */
+#define HS_AUTO_CANDIDATES "mindilation,fcfs,roundrobin,maxsyseff,minmax:0.5," \
+                           "set10,fairshare"
 
 /* Parse a policy id of doc/design.md §3 ("fairshare", "minmax:0.5", "mindilation-priority",
  * "set10", "set:2", ...).  Returns 0, or -1 with errno = EINVAL and err filled. */
@@ -418,6 +440,32 @@ typedef struct {
 /* Statistics of the current policy's schedules since it was set.  0, or -1 with
  * errno = EINVAL. */
 int hs_sched_policy_stats(const hs_sched_t *s, hs_policy_stats_t *st);
+
+/* ---------------------------------------------------------------- auto
+ * (appended; doc/policies.md, "auto") */
+
+/* Parse an objective name: "syseff", "stretch" or "ioslowdown".  0, or -1 with
+ * errno = EINVAL. */
+int hs_auto_objective_parse(const char *name, int *objective);
+const char *hs_auto_objective_name(int objective);
+
+typedef struct {
+    bool active;            /* the scheduler runs 'auto' (every other field 0) */
+    char current[64];       /* id of the policy applied now */
+    char reason[256];       /* why it was chosen (the last epoch) */
+    uint64_t epochs;        /* decision epochs evaluated */
+    uint64_t switches;      /* changes of the policy applied */
+    double last_epoch;      /* time of the last epoch (-INFINITY before) */
+    uint64_t work;          /* clock-free cost: simulated events, summed */
+    uint64_t last_work;     /* of the last epoch */
+    int candidates;
+    bool pending_keep;      /* grants running at the last switch still keep their
+                               rate (a switch never cuts a phase in flight) */
+} hs_auto_state_t;
+
+/* State of 'auto' in scheduler s.  0 (st->active false for another policy), or -1
+ * with errno = EINVAL. */
+int hs_sched_auto_state(const hs_sched_t *s, hs_auto_state_t *st);
 
 #ifdef __cplusplus
 }

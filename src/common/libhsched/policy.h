@@ -100,6 +100,23 @@ extern const hs_policy_ops_t hs_ops_iosets;      /* set10/set:<b>, set-fairshare
 extern const hs_policy_ops_t hs_ops_periodic;
 /* hs_pol_harmonia.c: the five harmonia-* policies (doc/harmonia-dp.md §5). */
 extern const hs_policy_ops_t hs_ops_harmonia;
+/* hs_pol_auto.c: auto, a model-predictive choice among other policies. */
+extern const hs_policy_ops_t hs_ops_auto;
+
+/* auto's figures of one candidate over the simulated horizon, and its choice:
+ * objective HS_AUTO_SYSEFF takes the highest sys_efficiency among the candidates
+ * (ok) whose dilation is at most factor x the lowest; HS_AUTO_STRETCH and
+ * HS_AUTO_IOSLOWDOWN the lowest stretch / ioslowdown; ties keep the earlier
+ * candidate.  The current one 'cur' stays unless the winner beats it by more than
+ * 'hyst' (relative), or (syseff) 'cur' breaks the dilation bound by more than
+ * 'hyst' too (dilation > factor x lowest x (1 + hyst)).  Returns the
+ * index to run; *best (if not NULL) gets the winner, -1 if no candidate is ok. */
+typedef struct {
+    bool ok;
+    double sys_efficiency, dilation, stretch, ioslowdown;
+} hs_auto_fig_t;
+int hs_auto_choose(const hs_auto_fig_t *f, int n, int cur, int objective,
+                   double factor, double hyst, int *best);
 
 /* ---- helpers shared by libhsched's files (hs_core.c) ---- */
 
@@ -163,6 +180,9 @@ int hs_iosets_class(double w_iter, double base);
 
 /* ---- read access to the scheduler's jobs, for policies that plan ahead ---- */
 
+/* The policy running in s and its state (for hs_sched_auto_state()). */
+void hs_core_policy(const hs_sched_t *s, const hs_policy_ops_t **ops,
+                    const void **state);
 size_t hs_core_njobs(const hs_sched_t *s);                  /* live jobs */
 const hs_job_t *hs_core_job(const hs_sched_t *s, size_t i); /* i < hs_core_njobs() */
 /* Live job i's accounting so far (end = NAN) and whether it has a pending phase. */

@@ -1,0 +1,833 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * hs_pol_auto.c — 'auto': a model-predictive choice among the other policies
+ * (doc/policies.md, "auto").
+ *
+ * At each decision epoch (the live job mix changed, a job's hints changed, or
+ * 'interval' seconds passed while phases are pending), every candidate policy is
+ * simulated from the live state over the next 'horizon' seconds with libhsched
+ * itself: a scheduler of the candidate is created, the live jobs arrive at their
+ * release times with their history folded into one compute chunk (so rho~ is the
+ * live one), the pending phases are requested with what is left of them, and every
+ * job then repeats its hinted (w, volume) until the horizon.  Each candidate gets
+ * projected figures at the horizon:
+ *
+ *   rho_k    = w_k / (w_k + vol_k / cap_k)                 (hints)
+ *   rho~_k   = (W_k + compute done in the window) / (t_end - r_k)
+ *   SysEff   = (1/N) sum_k beta_k rho~_k,   Dilation = max_k rho_k / rho~_k
+ *   stretch  = max_k window time / (compute + dedicated I/O time in the window)
+ *   I/O slowdown = mean_k I/O time / dedicated I/O time of the phases ended in it
+ *
+ * and the objective picks one (syseff: the highest SysEff among the candidates
+ * whose Dilation is at most factor x the lowest; stretch, ioslowdown: the lowest).
+ * The policy in force changes only when the winner beats it by more than the
+ * hysteresis (or it breaks the dilation bound).  A switch never cuts a phase in
+ * flight: the phases granted before the switch keep their last rate until they
+ * end; the new policy shares what they leave.  Everything is deterministic: the
+ * candidates are tried in their order, ties keep the earlier one.
+ *
+ * Cost: one simulation per candidate per epoch, bounded by an event budget
+ * (event_budget()); reported clock-free (events simulated).
+ *
+ * Pure: no I/O, no clock.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hsched.h"
+#include "policy.h"
+
+#define MAXCAND 16
+#define DEF_FACTOR 1.05
+#define DEF_HYST 0.02
+
+struct cand {
+    hs_policy_t pol;
+    char name[64];
+    hs_auto_fig_t fig;      /* figures of the last epoch */
+};
+
+/* A live job as the simulation sees it. */
+struct sjob {
+    hs_job_t job;
+    double cap, w, vol;     /* hints (w, vol <= 0: none) */
+    double W;               /* compute done before the window (s) */
+    double next_req;        /* next phase request in the simulation (INFINITY: none) */
+    double comp_start;      /* start of the compute in progress (NAN: none) */
+    double comp;            /* compute done in the window (s) */
+    int left;               /* phases left to request (-1: unknown) */
+    double end;             /* its last phase ended in the simulation (NAN: not) */
+    bool pending;           /* a phase is pending in the simulation */
+};
+
+struct seen {               /* when a job's last phase ended (for its next request) */
+    uint64_t id;
+    double end;
+    bool pending;
+};
+
+struct astate {
+    hs_policy_t pol;        /* auto's own settings */
+    hs_platform_t plat;     /* N, b, B; the simulations run without buffers */
+    const hs_sched_t *sched;
+    struct cand cand[MAXCAND];
+    int ncand, cur;
+    const hs_policy_ops_t *ops;     /* the policy in force */
+    void *inner;
+    double factor, hyst, interval, horizon;
+    double every;           /* interval in force: 'interval', else half the last
+                               horizon */
+    /* epochs */
+    bool have;
+    uint64_t mixhash, hinthash;
+    size_t mixn;
+    double last_epoch, eval_now;
+    /* the switch: the phases granted then keep at least that rate until they end */
+    double switch_time;
+    bool keep;
+    struct seen *kept;      /* id and rate ('end') at the switch, by id */
+    size_t nkept, capkept;
+    /* jobs seen */
+    struct seen *seen;
+    size_t nseen, capseen;
+    /* scratch */
+    struct sjob *sj0;       /* the live state (gather()) */
+    struct sjob *sj;        /* a copy each simulation runs on */
+    size_t capsj0, capsj;
+    hs_view_t *vs;
+    size_t *vi;
+    size_t capv, capvi;
+    uint64_t *ids;
+    size_t capids;
+    /* figures */
+    hs_auto_state_t st;
+};
+
+/* ------------------------------------------------------------------ settings */
+
+static const char *const obj_names[] = { "syseff", "stretch", "ioslowdown" };
+
+int hs_auto_objective_parse(const char *name, int *objective)
+{
+    for (int i = 0; name && i < 3; i++) {
+        if (!strcmp(name, obj_names[i])) {
+            if (objective)
+                *objective = i;
+            return 0;
+        }
+    }
+    errno = EINVAL;
+    return -1;
+}
+
+const char *hs_auto_objective_name(int objective)
+{
+    return objective >= 0 && objective < 3 ? obj_names[objective] : "unknown";
+}
+
+/* Parse the candidate list ("a,b,c"); only policies that decide per phase on the
+ * PFS model (not harmonia-*, static, auto itself). */
+static int parse_candidates(struct astate *as, const char *list, hs_error_t *err)
+{
+    const char *p = list && *list ? list : HS_AUTO_CANDIDATES;
+
+    as->ncand = 0;
+    while (*p) {
+        char id[64];
+        size_t len = strcspn(p, ",");
+        hs_policy_t pol;
+        const hs_policy_ops_t *ops;
+
+        if (len == 0 || len >= sizeof(id))
+            return hs_errprintf(err, EINVAL, "auto: bad candidate list '%s' "
+                                "(expected comma-separated policy ids)", list);
+        memcpy(id, p, len);
+        id[len] = '\0';
+        if (hs_policy_parse(id, &pol, err) < 0)
+            return -1;
+        ops = hs_policy_ops(pol.kind);
+        if (pol.kind == HS_POL_AUTO || pol.kind == HS_POL_STATIC || !ops || ops->places)
+            return hs_errprintf(err, EINVAL, "auto: '%s' cannot be a candidate "
+                                "(only policies that share the PFS phase by phase)",
+                                id);
+        if (as->ncand == MAXCAND)
+            return hs_errprintf(err, EINVAL, "auto: at most %d candidates", MAXCAND);
+        pol.period_min = as->pol.period_min;
+        as->cand[as->ncand].pol = pol;
+        hs_policy_name(&pol, as->cand[as->ncand].name, sizeof(as->cand[0].name));
+        as->ncand++;
+        p += len;
+        if (*p == ',')
+            p++;
+    }
+    if (as->ncand == 0)
+        return hs_errprintf(err, EINVAL, "auto: no candidate policy");
+    return 0;
+}
+
+static int start_inner(struct astate *as, const hs_ctx_t *ctx, int c, hs_error_t *err)
+{
+    const hs_policy_ops_t *ops = hs_policy_ops(as->cand[c].pol.kind);
+    hs_ctx_t c2 = *ctx;
+    void *inner = NULL;
+
+    c2.pol = &as->cand[c].pol;
+    if (ops->create && ops->create(&c2, &inner, err) < 0)
+        return -1;
+    if (as->ops && as->ops->destroy)
+        as->ops->destroy(as->inner);
+    as->ops = ops;
+    as->inner = inner;
+    as->cur = c;
+    snprintf(as->st.current, sizeof(as->st.current), "%s", as->cand[c].name);
+    return 0;
+}
+
+static int a_create(const hs_ctx_t *ctx, void **state, hs_error_t *err)
+{
+    struct astate *as;
+    const hs_policy_t *pol = ctx->pol;
+
+    if (!(as = calloc(1, sizeof(*as))))
+        return hs_errprintf(err, ENOMEM, "out of memory");
+    as->pol = *pol;
+    as->plat.nodes = ctx->plat->nodes;
+    as->plat.node_bw = ctx->plat->node_bw;
+    as->plat.bw = ctx->plat->bw;
+    as->sched = ctx->sched;
+    as->factor = pol->auto_factor > 0 ? pol->auto_factor : DEF_FACTOR;
+    as->hyst = pol->auto_hysteresis > 0 ? pol->auto_hysteresis : DEF_HYST;
+    as->interval = pol->auto_interval;
+    as->horizon = pol->auto_horizon;
+    as->last_epoch = -INFINITY;
+    as->eval_now = -INFINITY;
+    as->switch_time = -INFINITY;
+    if (!(as->factor >= 1) || !isfinite(as->factor) || !(as->hyst < 1)
+        || !(as->interval >= 0) || !(as->horizon >= 0) || !isfinite(as->interval)
+        || !isfinite(as->horizon) || pol->auto_objective < 0
+        || pol->auto_objective > 2) {
+        free(as);
+        return hs_errprintf(err, EINVAL, "auto: bad settings (factor >= 1, "
+                            "0 <= hysteresis < 1, interval and horizon >= 0, "
+                            "objective syseff|stretch|ioslowdown)");
+    }
+    if (parse_candidates(as, pol->auto_candidates, err) < 0
+        || start_inner(as, ctx, 0, err) < 0) {
+        free(as);
+        return -1;
+    }
+    as->st.active = true;
+    as->st.candidates = as->ncand;
+    as->st.last_epoch = -INFINITY;
+    snprintf(as->st.reason, sizeof(as->st.reason), "first candidate, before any "
+             "epoch");
+    *state = as;
+    return 0;
+}
+
+static void a_destroy(void *state)
+{
+    struct astate *as = state;
+    int saved = errno;
+
+    if (as) {
+        if (as->ops && as->ops->destroy)
+            as->ops->destroy(as->inner);
+        free(as->seen);
+        free(as->kept);
+        free(as->sj0);
+        free(as->sj);
+        free(as->vs);
+        free(as->vi);
+        free(as->ids);
+        free(as);
+    }
+    errno = saved;
+}
+
+/* ------------------------------------------------------------------ jobs seen */
+
+static int cmp_seen(const void *a, const void *b)
+{
+    const struct seen *x = a, *y = b;
+    return (x->id > y->id) - (x->id < y->id);
+}
+
+static struct seen *seen_find(struct astate *as, uint64_t id)
+{
+    struct seen key = { .id = id };
+
+    if (as->nseen == 0)
+        return NULL;
+    return bsearch(&key, as->seen, as->nseen, sizeof(*as->seen), cmp_seen);
+}
+
+/* Keep, for every live job, whether it has a pending phase and when its last one
+ * ended (the first decision at which it was no longer pending). */
+static int seen_update(struct astate *as, double now)
+{
+    const hs_sched_t *s = as->sched;
+    size_t n = hs_core_njobs(s), k = 0;
+    struct seen *old = as->seen;
+    size_t nold = as->nseen;
+    struct seen *nw;
+
+    if (!(nw = calloc(n + 1, sizeof(*nw))))
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        const hs_job_t *j = hs_core_job(s, i);
+        bool pending = false;
+        struct seen *o;
+        struct seen key;
+
+        (void)hs_core_job_stats(s, i, NULL, &pending);
+        key.id = j->id;
+        o = nold ? bsearch(&key, old, nold, sizeof(*old), cmp_seen) : NULL;
+        nw[k].id = j->id;
+        nw[k].pending = pending;
+        if (!o)
+            nw[k].end = j->release;
+        else if (o->pending && !pending)
+            nw[k].end = now;
+        else
+            nw[k].end = o->end;
+        k++;
+    }
+    qsort(nw, k, sizeof(*nw), cmp_seen);
+    free(old);
+    as->seen = nw;
+    as->nseen = k;
+    as->capseen = n + 1;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ epochs */
+
+static uint64_t mix64(uint64_t h, uint64_t x)
+{
+    return hs_hash64(h ^ (x + 0x9E3779B97F4A7C15ULL + (h << 6) + (h >> 2)));
+}
+
+static uint64_t dbits(double d)
+{
+    uint64_t u;
+    memcpy(&u, &d, sizeof(u));
+    return u;
+}
+
+/* Why this decision is an epoch ("" if it is not). */
+static const char *epoch_trigger(struct astate *as, double now)
+{
+    const hs_sched_t *s = as->sched;
+    size_t n = hs_core_njobs(s);
+    uint64_t mh = 0, hh = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        const hs_job_t *j = hs_core_job(s, i);
+        /* order-independent: the core's order of live jobs is its own */
+        mh += hs_hash64(j->id + 1);
+        hh += hs_hash64(mix64(mix64(mix64(j->id, dbits(j->w)), dbits(j->volume)),
+                              dbits(j->w_iter)));
+    }
+    if (!as->have) {
+        as->have = true;
+        as->mixhash = mh;
+        as->hinthash = hh;
+        as->mixn = n;
+        return "first decision";
+    }
+    if (n != as->mixn || mh != as->mixhash) {
+        as->mixhash = mh;
+        as->hinthash = hh;
+        as->mixn = n;
+        return "job arrival or departure";
+    }
+    if (hh != as->hinthash) {
+        as->hinthash = hh;
+        return "hint change";
+    }
+    if (as->every > 0 && now >= as->last_epoch + as->every)
+        return "interval";
+    return "";
+}
+
+/* ------------------------------------------------------------------ simulation */
+
+static int cmp_release(const void *a, const void *b)
+{
+    const struct sjob *x = a, *y = b;
+
+    if (x->job.release != y->job.release)
+        return x->job.release < y->job.release ? -1 : 1;
+    return (x->job.id > y->job.id) - (x->job.id < y->job.id);
+}
+
+/* The live jobs, their hints and history, into as->sj (sorted by release). */
+static int gather(struct astate *as, double now, size_t *nout)
+{
+    const hs_sched_t *s = as->sched;
+    size_t n = hs_core_njobs(s);
+
+    if (hs_grow(&as->sj0, &as->capsj0, n + 1, sizeof(*as->sj0)) < 0
+        || hs_grow(&as->sj, &as->capsj, n + 1, sizeof(*as->sj)) < 0)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        struct sjob *x = &as->sj0[i];
+        const hs_job_t *j = hs_core_job(s, i);
+        hs_job_stats_t st;
+        bool pending = false;
+        const struct seen *sn;
+
+        memset(x, 0, sizeof(*x));
+        x->job = *j;
+        x->job.nalloc = 0;
+        x->job.alloc = NULL;
+        x->job.stripe = 0;
+        if (x->job.release > now)
+            x->job.release = now;
+        (void)hs_core_job_stats(s, i, &st, &pending);
+        x->cap = fmin(j->nodes * as->plat.node_bw, as->plat.bw);
+        x->vol = j->volume > 0 && isfinite(j->volume) ? j->volume : 0;
+        x->w = j->w > 0 && isfinite(j->w) ? j->w
+               : (j->w_iter > 0 && x->vol > 0 ? j->w_iter - x->vol / x->cap : 0);
+        if (!(x->w > 0))
+            x->w = 0;
+        x->W = st.work;
+        x->left = j->instances > 0 ? j->instances - st.phases - (pending ? 1 : 0) : -1;
+        x->comp_start = NAN;
+        x->next_req = INFINITY;
+        x->pending = pending;
+        if (!pending && x->w > 0 && x->vol > 0 && x->left != 0) {
+            sn = seen_find(as, j->id);
+            double end = sn ? sn->end : j->release;
+            double rem = x->w - (now - end);
+            x->next_req = now + (rem > 0 ? rem : 0);
+            /* the compute since its last phase is work done, not yet in W */
+            x->comp_start = end < now ? end : now;
+        }
+    }
+    qsort(as->sj0, n, sizeof(*as->sj0), cmp_release);
+    *nout = n;
+    return 0;
+}
+
+/* Events one simulation may take: 100 per live job (+64), at most
+ * max(170, 120000 / n), since a decision costs O(n log n): an epoch of 7 candidates
+ * stays near 5 ms at 100 jobs and 50 ms at 1000 (bench/bench_sim_auto).  The
+ * horizon is shortened so that the budget is expected to last (horizon()); if it
+ * runs out anyway, the figures are taken where it stopped. */
+static long event_budget(size_t n)
+{
+    long b = 100 * (long)n + 64, cap = 120000 / (long)(n ? n : 1);
+
+    if (cap < 170)
+        cap = 170;
+    return b < cap ? b : cap;
+}
+
+/* Simulate candidate c over [now, now + H] from the gathered state; fills its
+ * figures.  Returns the events simulated, or -1 (errno set). */
+static long simulate(struct astate *as, int c, double now, double H, size_t n)
+{
+    struct cand *cd = &as->cand[c];
+    hs_error_t err;
+    hs_sched_t *cl = hs_sched_create(&as->plat, &cd->pol, &err);
+    double tend = now + H, t = now;
+    long events = 0, budget = event_budget(n);
+    size_t ncomp;
+
+    if (!cl)
+        return -1;
+    memcpy(as->sj, as->sj0, n * sizeof(*as->sj));
+    if (hs_grow(&as->ids, &as->capids, n + 1, sizeof(*as->ids)) < 0)
+        goto error;
+    for (size_t i = 0; i < n; i++) {
+        struct sjob *x = &as->sj[i];
+        x->comp = 0;
+        x->end = NAN;
+        if (hs_job_arrive(cl, x->job.release, &x->job, &err) < 0)
+            goto error;
+    }
+    for (size_t i = 0; i < n; i++) {
+        struct sjob *x = &as->sj[i];
+        hs_phase_info_t pi;
+        if (!x->pending)
+            continue;
+        if (hs_phase_info(as->sched, x->job.id, &pi) < 0)
+            goto error;
+        double rem = pi.volume - pi.done;
+        if (!(rem > pi.volume * 1e-9))
+            rem = pi.volume * 1e-9 > 0 ? pi.volume * 1e-9 : 1;
+        if (hs_phase_request(cl, now, x->job.id, rem, HS_DIR_WRITE, x->W, &err) < 0)
+            goto error;
+    }
+    for (;;) {
+        double tn;
+
+        if (hs_sched_decide(cl, t, NULL, 0) < 0)
+            goto error;
+        tn = hs_sched_next_event(cl);
+        for (size_t i = 0; i < n; i++)
+            if (as->sj[i].next_req < tn)
+                tn = as->sj[i].next_req;
+        if (!(tn < tend) || ++events > budget)
+            break;
+        if (tn < t)
+            tn = t;
+        t = tn;
+        if (hs_sched_advance(cl, t) < 0)
+            goto error;
+        ncomp = hs_sched_completed(cl, as->ids, n + 1);
+        for (size_t q = 0; q < ncomp && q <= n; q++) {
+            for (size_t i = 0; i < n; i++) {
+                struct sjob *x = &as->sj[i];
+                if (x->job.id != as->ids[q])
+                    continue;
+                if (hs_phase_finish(cl, t, x->job.id) < 0)
+                    goto error;
+                if (x->left == 0)
+                    x->end = t;             /* done: judged at its end */
+                else if (x->w > 0 && x->vol > 0) {
+                    x->comp_start = t;
+                    x->next_req = t + x->w;
+                }
+                break;
+            }
+        }
+        for (size_t i = 0; i < n; i++) {
+            struct sjob *x = &as->sj[i];
+            if (!(x->next_req <= t))
+                continue;
+            x->comp += x->next_req - x->comp_start;
+            x->comp_start = NAN;
+            x->next_req = INFINITY;
+            if (x->left > 0)
+                x->left--;
+            if (hs_phase_request(cl, t, x->job.id, x->vol, HS_DIR_WRITE, x->w, &err) < 0)
+                goto error;
+        }
+    }
+    if (events > budget)
+        tend = t;                       /* the figures stop where the budget did */
+    /* figures at tend */
+    {
+        double sys = 0, dil = 0, stretch = 0, ios = 0;
+        int nios = 0;
+        for (size_t i = 0; i < n; i++) {
+            struct sjob *x = &as->sj[i];
+            hs_job_stats_t js;
+            double te = isnan(x->end) ? tend : x->end;
+            double comp = x->comp, el = te - x->job.release, rt, ded;
+
+            if (isfinite(x->comp_start) && x->comp_start < tend)
+                comp += fmin(tend, x->next_req) - x->comp_start;
+            rt = el > 0 ? (x->W + comp) / el : 1;
+            sys += x->job.nodes * rt;
+            if (x->w > 0 && x->vol > 0 && rt > 0) {
+                double rho = x->w / (x->w + x->vol / x->cap);
+                if (rho / rt > dil)
+                    dil = rho / rt;
+            }
+            if (hs_job_stats(cl, x->job.id, &js) == 0) {
+                ded = comp + js.bytes / x->cap;
+                if (ded > 0 && te > now && (te - now) / ded > stretch)
+                    stretch = (te - now) / ded;
+                if (js.io_dedicated > 0) {
+                    ios += js.io_time / js.io_dedicated;
+                    nios++;
+                }
+            }
+        }
+        cd->fig.sys_efficiency = sys / as->plat.nodes;
+        cd->fig.dilation = dil > 0 ? dil : 1;
+        cd->fig.stretch = stretch > 0 ? stretch : 1;
+        cd->fig.ioslowdown = nios ? ios / nios : 1;
+        cd->fig.ok = true;
+    }
+    hs_sched_destroy(cl);
+    return events;
+error:
+    hs_sched_destroy(cl);
+    return -1;
+}
+
+/* Horizon: the one set, else 20 x the longest w + time_io of the live jobs; then
+ * shortened so that the jobs' expected events (a request and a finish per
+ * w + time_io each) fit in 3/4 of the event budget: every candidate is then judged
+ * over the same window. */
+static double horizon(const struct astate *as, size_t n)
+{
+    double h = 0, rate = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        const struct sjob *x = &as->sj0[i];
+        double c = x->w + (x->cap > 0 ? x->vol / x->cap : 0);
+        if (c > h)
+            h = c;
+        if (c > 0 && x->vol > 0)
+            rate += 2 / c;
+    }
+    h = as->horizon > 0 ? as->horizon : (h > 0 ? 20 * h : 600);
+    if (rate > 0 && h * rate > 0.75 * (double)event_budget(n))
+        h = 0.75 * (double)event_budget(n) / rate;
+    return h;
+}
+
+static double value(int objective, const hs_auto_fig_t *f)
+{
+    switch (objective) {
+    case HS_AUTO_STRETCH:
+        return f->stretch;
+    case HS_AUTO_IOSLOWDOWN:
+        return f->ioslowdown;
+    default:
+        return f->sys_efficiency;
+    }
+}
+
+/* The choice, given the candidates' figures (policy.h). */
+int hs_auto_choose(const hs_auto_fig_t *f, int n, int cur, int objective,
+                   double factor, double hyst, int *best_out)
+{
+    int best = -1;
+    double mindil = INFINITY;
+    bool maxi = objective == HS_AUTO_SYSEFF;
+
+    for (int c = 0; c < n; c++)
+        if (f[c].ok && f[c].dilation < mindil)
+            mindil = f[c].dilation;
+    for (int c = 0; c < n; c++) {
+        if (!f[c].ok || (maxi && f[c].dilation > factor * mindil * (1 + 1e-12)))
+            continue;
+        if (best < 0 || (maxi ? value(objective, &f[c]) > value(objective, &f[best])
+                              : value(objective, &f[c]) < value(objective, &f[best])))
+            best = c;
+    }
+    if (best_out)
+        *best_out = best;
+    if (best < 0)
+        return cur;
+    /* the current policy stays in the bound unless it breaks it by the
+     * hysteresis too (the projected Dilation of a finite window is noisy) */
+    if (best != cur && cur >= 0 && cur < n && f[cur].ok
+        && (!maxi || f[cur].dilation <= factor * mindil * (1 + hyst) * (1 + 1e-12))) {
+        double vb = value(objective, &f[best]), vc = value(objective, &f[cur]);
+        bool gain = maxi ? vb > vc * (1 + hyst) : vb < vc * (1 - hyst);
+        if (!gain)
+            return cur;
+    }
+    return best;
+}
+
+/* Choose among the candidates and write the reason. */
+static int choose(struct astate *as, const char *trigger, double now)
+{
+    hs_auto_fig_t f[MAXCAND];
+    int obj = as->pol.auto_objective, best, pick, cur = as->cur;
+    double mindil = INFINITY;
+    const char *on = hs_auto_objective_name(obj);
+
+    for (int c = 0; c < as->ncand; c++) {
+        f[c] = as->cand[c].fig;
+        if (f[c].ok && f[c].dilation < mindil)
+            mindil = f[c].dilation;
+    }
+    pick = hs_auto_choose(f, as->ncand, cur, obj, as->factor, as->hyst, &best);
+    if (best < 0)
+        return cur;
+    if (pick == cur && best != cur)
+        snprintf(as->st.reason, sizeof(as->st.reason),
+                 "t=%.6g (%s): kept %s (%s %.4g, dilation %.4g); %s (%.4g) gains "
+                 "less than the hysteresis %.3g", now, trigger, as->cand[cur].name, on,
+                 value(obj, &f[cur]), f[cur].dilation, as->cand[best].name,
+                 value(obj, &f[best]), as->hyst);
+    else
+        snprintf(as->st.reason, sizeof(as->st.reason),
+                 "t=%.6g (%s): %s has the %s %s %.4g with dilation %.4g (lowest "
+                 "%.4g, bound x%.3g)%s%s", now, trigger, as->cand[pick].name,
+                 obj == HS_AUTO_SYSEFF ? "highest" : "lowest", on,
+                 value(obj, &f[pick]), f[pick].dilation, mindil, as->factor,
+                 pick != cur ? "; was " : "", pick != cur ? as->cand[cur].name : "");
+    return pick;
+}
+
+/* The phases granted now (rate of the last decision > 0), by id. */
+static int snapshot_grants(struct astate *as)
+{
+    const hs_sched_t *s = as->sched;
+    size_t n = hs_core_njobs(s);
+
+    as->nkept = 0;
+    if (hs_grow(&as->kept, &as->capkept, n + 1, sizeof(*as->kept)) < 0)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        hs_phase_info_t pi;
+        if (hs_phase_info(s, hs_core_job(s, i)->id, &pi) == 0 && pi.pending
+            && !pi.complete && pi.bw > 0)
+            as->kept[as->nkept++] = (struct seen){ .id = pi.id, .end = pi.bw };
+    }
+    qsort(as->kept, as->nkept, sizeof(*as->kept), cmp_seen);
+    as->keep = as->nkept > 0;
+    return 0;
+}
+
+static int epoch(struct astate *as, const hs_ctx_t *ctx, const char *trigger)
+{
+    size_t n;
+    double H;
+    uint64_t work = 0;
+    int pick;
+
+    if (gather(as, ctx->now, &n) < 0)
+        return -1;
+    H = horizon(as, n);
+    as->every = as->interval > 0 ? as->interval : H / 2;
+    for (int c = 0; c < as->ncand; c++) {
+        long ev;
+        as->cand[c].fig.ok = false;
+        if (n == 0)
+            continue;
+        if ((ev = simulate(as, c, ctx->now, H, n)) < 0)
+            return -1;
+        work += (uint64_t)ev;
+    }
+    as->st.epochs++;
+    as->st.work += work;
+    as->st.last_work = work;
+    as->st.last_epoch = ctx->now;
+    as->last_epoch = ctx->now;
+    if (n == 0)
+        return 0;
+    pick = choose(as, trigger, ctx->now);
+    if (pick != as->cur) {
+        hs_error_t err;
+        if (start_inner(as, ctx, pick, &err) < 0)
+            return -1;
+        as->st.switches++;
+        as->switch_time = ctx->now;
+        if (snapshot_grants(as) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------ decide */
+
+static int a_decide(void *state, const hs_ctx_t *ctx, hs_view_t *v, size_t n)
+{
+    struct astate *as = state;
+    hs_ctx_t c2 = *ctx;
+    double kept = 0, B = ctx->plat->bw;
+
+    if (ctx->now > as->eval_now) {
+        const char *trig;
+        as->eval_now = ctx->now;
+        if (seen_update(as, ctx->now) < 0)
+            return -1;
+        trig = epoch_trigger(as, ctx->now);
+        if (*trig && epoch(as, ctx, trig) < 0)
+            return -1;
+    }
+    c2.pol = &as->cand[as->cur].pol;
+    if (hs_grow(&as->vs, &as->capv, n, sizeof(*as->vs)) < 0
+        || hs_grow(&as->vi, &as->capvi, n, sizeof(*as->vi)) < 0)
+        return -1;
+    /* the policy in force decides for every phase */
+    for (size_t i = 0; i < n; i++)
+        as->vs[i] = v[i];
+    if (as->ops->decide(as->inner, &c2, as->vs, n) < 0)
+        return -1;
+    /* a switch never cuts a grant in flight: a phase requested before it and
+     * granted keeps at least its last rate until it ends; the others are scaled
+     * down to make room */
+    as->st.pending_keep = false;
+    if (as->keep) {
+        double others = 0;
+        bool any = false;
+        for (size_t i = 0; i < n; i++) {
+            struct seen key = { .id = v[i].id }, *k;
+            as->vi[i] = 0;
+            if (!v[i].complete && v[i].request < as->switch_time
+                && (k = bsearch(&key, as->kept, as->nkept, sizeof(*as->kept),
+                                cmp_seen))) {
+                double floor = fmin(v[i].cap, k->end / (v[i].nplace > 1 ? v[i].nplace
+                                                                         : 1));
+                any = true;
+                as->vi[i] = 1;
+                if (as->vs[i].bw < floor) {
+                    as->vs[i].bw = floor;
+                    as->vs[i].start = ctx->now;
+                }
+                kept += as->vs[i].bw;
+            } else
+                others += as->vs[i].bw;
+        }
+        if (kept + others > B) {
+            double fk = kept > B ? B / kept : 1;
+            double fo = others > 0 && kept < B ? (B - kept) / others : 0;
+            for (size_t i = 0; i < n; i++)
+                as->vs[i].bw *= as->vi[i] ? fk : fo;
+        }
+        for (size_t i = 0; i < n; i++) {
+            if (as->vs[i].bw > 0)
+                as->vs[i].weight = as->vs[i].bw / B;
+            else
+                as->vs[i].weight = 0;
+        }
+        as->keep = any;
+        as->st.pending_keep = any;
+    }
+    for (size_t i = 0; i < n; i++)
+        v[i] = as->vs[i];
+    return 0;
+}
+
+static double a_next_event(const void *state, double now)
+{
+    const struct astate *as = state;
+    double t = INFINITY;
+
+    if (!as)
+        return INFINITY;
+    if (as->ops && as->ops->next_event)
+        t = as->ops->next_event(as->inner, now);
+    if (as->every > 0 && hs_sched_npending(as->sched) > 0) {
+        double e = as->last_epoch + as->every;
+        if (e > now && e < t)
+            t = e;
+    }
+    return t;
+}
+
+
+const hs_policy_ops_t hs_ops_auto = {
+    .name = "auto",
+    .create = a_create,
+    .destroy = a_destroy,
+    .decide = a_decide,
+    .next_event = a_next_event,
+    .places = false,
+    .stats = NULL,          /* hs_sched_auto_state() */
+};
+
+int hs_sched_auto_state(const hs_sched_t *s, hs_auto_state_t *st)
+{
+    const hs_policy_ops_t *ops;
+    const void *state;
+
+    if (!s || !st) {
+        errno = EINVAL;
+        return -1;
+    }
+    memset(st, 0, sizeof(*st));
+    hs_core_policy(s, &ops, &state);
+    if (ops == &hs_ops_auto && state)
+        *st = ((const struct astate *)state)->st;
+    return 0;
+}
+
+/* vi: ts=4 sw=4 expandtab
+ */

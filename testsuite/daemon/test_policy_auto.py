@@ -1,0 +1,32 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""bbmgrd with policy.id auto (doc/policies.md, "auto"): it grants phases, and the
+policy route and /metrics say which policy auto runs and why."""
+from conftest import SLURM_UID, USER1, register
+
+GiB = 1 << 30
+
+
+def test_auto_runs_and_is_exposed(make_daemon):
+    d = make_daemon(policy={"id": "auto"}, platform={"pfs_bandwidth": "1 GB/s"},
+                    nodes=[])
+    pol = d.ok("GET", "/v1/policy", uid=USER1)
+    assert pol["id"] == "auto" and pol["configured"] == "auto"
+    for j in ("a", "b"):
+        register(d, j, hints={"w_iter": "60s", "io_volume": "2GiB", "phases": 4})
+    pa = d.ok("POST", "/v1/jobs/a/phases", {"volume": "1GiB"}, uid=USER1)
+    pb = d.ok("POST", "/v1/jobs/b/phases", {"volume": "1GiB"}, uid=USER1)
+    assert "granted" in (pa["state"], pb["state"])
+    pol = d.ok("GET", "/v1/policy", uid=USER1)
+    a = pol["auto"]
+    assert a["epochs"] >= 1 and a["current"] in ("fcfs", "roundrobin", "mindilation",
+                                                  "maxsyseff", "minmax:0.5", "set10",
+                                                  "fairshare")
+    assert a["reason"].startswith("t=") and a["current"] in a["reason"]
+    assert d.metric('harmonia_policy_auto_info{current="%s"}' % a["current"]) == 1
+    assert d.metric("harmonia_policy_auto_epochs_total") == a["epochs"]
+    for p in (pa, pb):
+        d.ok("POST", "/v1/phases/%d/finish" % p["id"], {"bytes": GiB}, uid=USER1)
+    # a live change away from auto and back keeps the jobs
+    assert d.ok("PUT", "/v1/policy", {"id": "fcfs"}, uid=SLURM_UID)["id"] == "fcfs"
+    assert "auto" not in d.ok("GET", "/v1/policy", uid=USER1)
+    assert d.ok("PUT", "/v1/policy", {"id": "auto"}, uid=SLURM_UID)["id"] == "auto"

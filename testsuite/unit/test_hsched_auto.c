@@ -1,0 +1,213 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * test_hsched_auto.c — the policy 'auto' (doc/policies.md, "auto"): its choice on
+ * small hand-checked figures, and its behaviour inside a scheduler (deterministic,
+ * exposed, candidates checked).
+ */
+#include <check.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "libhsched/hsched.h"
+#include "libhsched/policy.h"
+
+static hs_auto_fig_t fig(double sys, double dil, double stretch, double ios)
+{
+    return (hs_auto_fig_t){ true, sys, dil, stretch, ios };
+}
+
+/* A (0.50, 1.20), B (0.60, 1.30), C (0.70, 2.00).  The lowest dilation is 1.20:
+ * factor 1.05 allows 1.26 (only A), factor 1.10 allows 1.32 (A and B: B has the
+ * higher SysEff), factor 2 allows all (C). */
+START_TEST(test_choose_dilation_bound)
+{
+    hs_auto_fig_t f[3] = { fig(0.5, 1.2, 3, 2), fig(0.6, 1.3, 2, 3), fig(0.7, 2.0, 1, 4) };
+    int best;
+
+    ck_assert_int_eq(hs_auto_choose(f, 3, 0, HS_AUTO_SYSEFF, 1.05, 0.02, &best), 0);
+    ck_assert_int_eq(best, 0);
+    ck_assert_int_eq(hs_auto_choose(f, 3, 0, HS_AUTO_SYSEFF, 1.10, 0.02, &best), 1);
+    ck_assert_int_eq(hs_auto_choose(f, 3, 0, HS_AUTO_SYSEFF, 2.0, 0.02, &best), 2);
+    /* the other objectives ignore the bound: the lowest value */
+    ck_assert_int_eq(hs_auto_choose(f, 3, 0, HS_AUTO_STRETCH, 1.05, 0.02, &best), 2);
+    ck_assert_int_eq(hs_auto_choose(f, 3, 2, HS_AUTO_IOSLOWDOWN, 1.05, 0.02, &best), 0);
+}
+END_TEST
+
+/* Hysteresis 0.02 from A (SysEff 0.50): B at 0.505 (+1%) does not move it, B at
+ * 0.52 (+4%) does.  A current policy that breaks the dilation bound is left even for
+ * a smaller gain. */
+START_TEST(test_choose_hysteresis)
+{
+    hs_auto_fig_t f[2] = { fig(0.50, 1.00, 1, 1), fig(0.505, 1.01, 1, 1) };
+    int best;
+
+    ck_assert_int_eq(hs_auto_choose(f, 2, 0, HS_AUTO_SYSEFF, 1.05, 0.02, &best), 0);
+    ck_assert_int_eq(best, 1);
+    f[1].sys_efficiency = 0.52;
+    ck_assert_int_eq(hs_auto_choose(f, 2, 0, HS_AUTO_SYSEFF, 1.05, 0.02, &best), 1);
+    /* A at dilation 1.10 > 1.05 x 1.01: out of the bound, left for B at +0.2% */
+    f[0] = fig(0.50, 1.10, 1, 1);
+    f[1] = fig(0.501, 1.01, 1, 1);
+    ck_assert_int_eq(hs_auto_choose(f, 2, 0, HS_AUTO_SYSEFF, 1.05, 0.02, &best), 1);
+    /* lower-is-better objectives: 0.99 x the current is not enough, 0.97 x is */
+    f[0] = fig(0.5, 1, 2.00, 1);
+    f[1] = fig(0.5, 1, 1.98, 1);
+    ck_assert_int_eq(hs_auto_choose(f, 2, 0, HS_AUTO_STRETCH, 1.05, 0.02, &best), 0);
+    f[1].stretch = 1.94;
+    ck_assert_int_eq(hs_auto_choose(f, 2, 0, HS_AUTO_STRETCH, 1.05, 0.02, &best), 1);
+}
+END_TEST
+
+/* Ties keep the earlier candidate; candidates not simulated (ok false) are never
+ * chosen; with none, the current one stays. */
+START_TEST(test_choose_ties_and_missing)
+{
+    hs_auto_fig_t f[3] = { fig(0.6, 1.0, 1, 1), fig(0.6, 1.0, 1, 1), fig(0.9, 1.0, 1, 1) };
+    int best;
+
+    f[2].ok = false;
+    ck_assert_int_eq(hs_auto_choose(f, 3, 1, HS_AUTO_SYSEFF, 1.05, 0, &best), 1);
+    ck_assert_int_eq(best, 0);
+    ck_assert_int_eq(hs_auto_choose(f, 3, 2, HS_AUTO_SYSEFF, 1.05, 0.02, &best), 0);
+    f[0].ok = f[1].ok = false;
+    ck_assert_int_eq(hs_auto_choose(f, 3, 1, HS_AUTO_SYSEFF, 1.05, 0.02, &best), 1);
+    ck_assert_int_eq(best, -1);
+}
+END_TEST
+
+/* ---------------------------------------------------------------- in a scheduler */
+
+static const hs_platform_t plat = { 64, 1e9, 4e9, 0, NULL };
+
+/* Four jobs (16 nodes each, cap 4 GB/s = B): two compute-heavy, two I/O-heavy; each
+ * asks for a phase at its release; runs decide() at every event; returns the sum
+ * of the granted rates over the decisions (a fingerprint of the run). */
+static double run(const hs_policy_t *pol, hs_auto_state_t *ast)
+{
+    hs_error_t err;
+    hs_sched_t *s = hs_sched_create(&plat, pol, &err);
+    hs_grant_t g[8];
+    double fp = 0, t = 0;
+    int done = 0, phases[4] = { 0 };
+
+    ck_assert_msg(s != NULL, "%s", err.text);
+    for (int k = 0; k < 4; k++) {
+        hs_job_t j = { .id = (uint64_t)k + 1, .nodes = 16, .release = k,
+                       .w = k < 2 ? 100 : 10, .volume = k < 2 ? 40e9 : 80e9 };
+        ck_assert_int_eq(hs_job_arrive(s, k, &j, &err), 0);
+        ck_assert_int_eq(hs_phase_request(s, k, j.id, j.volume, HS_DIR_WRITE, 0, &err), 0);
+        ck_assert_int_ge(hs_sched_decide(s, k, g, 8), 0);
+    }
+    t = 3;
+    while (done < 4 && t < 1e6) {
+        uint64_t ids[8];
+        size_t nc;
+        int n;
+        t = hs_sched_next_event(s);
+        ck_assert(isfinite(t));
+        ck_assert_int_eq(hs_sched_advance(s, t), 0);
+        nc = hs_sched_completed(s, ids, 8);
+        for (size_t q = 0; q < nc; q++) {
+            int k = (int)ids[q] - 1;
+            ck_assert_int_eq(hs_phase_finish(s, t, ids[q]), 0);
+            if (++phases[k] == 3) {
+                ck_assert_int_eq(hs_job_leave(s, t, ids[q]), 0);
+                done++;
+            } else       /* no compute gap: the next phase at once (I/O pressure) */
+                ck_assert_int_eq(hs_phase_request(s, t, ids[q], k < 2 ? 40e9 : 80e9,
+                                                  HS_DIR_WRITE, k < 2 ? 100 : 10, &err), 0);
+        }
+        n = hs_sched_decide(s, t, g, 8);
+        ck_assert_int_ge(n, 0);
+        for (int i = 0; i < n && i < 8; i++)
+            fp += g[i].bw * (double)g[i].id * 1e-9;
+    }
+    ck_assert_int_eq(done, 4);
+    if (ast)
+        ck_assert_int_eq(hs_sched_auto_state(s, ast), 0);
+    hs_sched_destroy(s);
+    return fp;
+}
+
+START_TEST(test_auto_in_scheduler)
+{
+    hs_policy_t pol, fc;
+    hs_auto_state_t a1, a2;
+    hs_error_t err;
+    double f1, f2, ffc;
+
+    ck_assert_int_eq(hs_policy_parse("auto", &pol, &err), 0);
+    ck_assert_int_eq(pol.kind, HS_POL_AUTO);
+    f1 = run(&pol, &a1);
+    f2 = run(&pol, &a2);
+    ck_assert(f1 == f2);                        /* deterministic */
+    ck_assert(a1.active);
+    ck_assert_int_ge((int)a1.epochs, 1);        /* at least the first decision */
+    ck_assert_int_eq(a1.candidates, 7);
+    ck_assert(strstr(HS_AUTO_CANDIDATES, a1.current) != NULL);
+    ck_assert(a1.reason[0] != '\0');
+    ck_assert(strcmp(a1.reason, a2.reason) == 0);
+
+    /* one candidate: auto runs exactly that policy */
+    snprintf(pol.auto_candidates, sizeof(pol.auto_candidates), "fcfs");
+    ck_assert_int_eq(hs_policy_parse("fcfs", &fc, &err), 0);
+    f1 = run(&pol, &a1);
+    ffc = run(&fc, &a2);
+    ck_assert(f1 == ffc);
+    ck_assert_str_eq(a1.current, "fcfs");
+    ck_assert_int_eq((int)a1.switches, 0);
+    ck_assert(!a2.active);
+}
+END_TEST
+
+START_TEST(test_auto_bad_settings)
+{
+    hs_policy_t pol;
+    hs_error_t err;
+
+    ck_assert_int_eq(hs_policy_parse("auto", &pol, &err), 0);
+    snprintf(pol.auto_candidates, sizeof(pol.auto_candidates), "fcfs,static");
+    ck_assert_ptr_null(hs_sched_create(&plat, &pol, &err));
+    ck_assert(strstr(err.text, "'static' cannot be a candidate") != NULL);
+    snprintf(pol.auto_candidates, sizeof(pol.auto_candidates), "fcfs,,set10");
+    ck_assert_ptr_null(hs_sched_create(&plat, &pol, &err));
+    snprintf(pol.auto_candidates, sizeof(pol.auto_candidates), "nosuch");
+    ck_assert_ptr_null(hs_sched_create(&plat, &pol, &err));
+    ck_assert(strstr(err.text, "nosuch") != NULL);
+    pol.auto_candidates[0] = '\0';
+    pol.auto_factor = 0.5;
+    ck_assert_ptr_null(hs_sched_create(&plat, &pol, &err));
+    ck_assert(strstr(err.text, "factor") != NULL);
+    {
+        int o;
+        ck_assert_int_eq(hs_auto_objective_parse("stretch", &o), 0);
+        ck_assert_int_eq(o, HS_AUTO_STRETCH);
+        ck_assert_int_eq(hs_auto_objective_parse("fast", &o), -1);
+        ck_assert_int_eq(errno, EINVAL);
+    }
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("hsched_auto");
+    TCase *tc = tcase_create("core");
+    SRunner *sr;
+    int failed;
+
+    tcase_add_test(tc, test_choose_dilation_bound);
+    tcase_add_test(tc, test_choose_hysteresis);
+    tcase_add_test(tc, test_choose_ties_and_missing);
+    tcase_add_test(tc, test_auto_in_scheduler);
+    tcase_add_test(tc, test_auto_bad_settings);
+    suite_add_tcase(s, tc);
+    sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
