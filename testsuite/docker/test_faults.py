@@ -240,5 +240,5 @@ def test_buffer_node_container_lost(clean, phase, action):
     assert out.split()[0] == digest
     assert dc.sh("ctl", "stat -c %%s %s/res-bb-%s" % (WORK, phase)).stdout.strip() == str(4 << 20)
     up = {n["name"]: n for n in dc.bbmgr("nodes")["nodes"]}
-    assert up[nodes[0]].get("state", "up") == "up"
+    assert up[nodes[0]]["state"] == "up"
     assert_nothing_left(dc, jid)
