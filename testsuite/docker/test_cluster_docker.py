@@ -45,11 +45,12 @@ def test_accounting_counts_bb_tres(dc):
 
     def tres():
         p = dc.sh("ctl", "sacct -n -P -X --noconvert -j %s -o ReqTRES,AllocTRES" % jid)
-        return p.stdout.strip()
-    line = wait_for(lambda: "bb/harmonia" in tres() and tres(), 60, "sacct to record the job")
-    req, alloc = line.split("|")
-    assert "bb/harmonia=10240M" in req.split(","), line
-    assert "bb/harmonia=10240M" in alloc.split(","), line
+        fields = p.stdout.strip().split("|")
+        # slurmdbd records the request and the allocation in separate messages
+        return len(fields) == 2 and all(fields) and fields
+    req, alloc = wait_for(tres, 60, "sacct to record the job's TRES")
+    assert "bb/harmonia=10240M" in req.split(","), req
+    assert "bb/harmonia=10240M" in alloc.split(","), alloc
 
 
 def test_network_is_private(dc):
