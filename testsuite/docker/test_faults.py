@@ -205,14 +205,15 @@ def test_compose_restart_with_jobs_queued(clean):
 
 
 # ---------------------------------------------------------------- buffer nodes
-@pytest.mark.parametrize("phase,action", [("stage-in", "stop"), ("running", "kill"),
-                                          ("stage-out", "stop")])
+@pytest.mark.parametrize("action", ["stop", "kill", "disconnect"])
+@pytest.mark.parametrize("phase", ["stage-in", "running", "stage-out"])
 def test_buffer_node_container_lost(clean, phase, action):
-    """A buffer node's container stopped or killed during the job's stage-in,
-    run or stage-out.  Without the node agent (bbnoded) no process of the
-    buffer node takes part in a job: its device is a volume that ctl and the
-    compute nodes mount, and bbmgrd's embedded mover moves the data.  So the
-    job completes with its data, and bbmgrd still counts the node as up."""
+    """A buffer node's container stopped, killed or cut off the network during
+    the job's stage-in, run or stage-out.  Without the node agent (bbnoded) no
+    process of the buffer node takes part in a job: its device is a volume that
+    ctl and the compute nodes mount, and bbmgrd's embedded mover moves the
+    data.  So the job completes with its data, and bbmgrd still counts the
+    node as up."""
     dc = clean
     src, digest = make_input(dc, "in-bb", mib=4)
     with slow_mover(dc, "1 MB/s"):
@@ -231,9 +232,17 @@ def test_buffer_node_container_lost(clean, phase, action):
                      "staging-out")
         nodes = buffer_nodes(dc, jid)
         assert nodes
-        docker(action, dc.name(nodes[0]))
-        assert not dc.running(nodes[0])
-        st = dc.wait_state(jid, {"COMPLETED", "FAILED"}, timeout=120)
+        if action == "disconnect":
+            docker("network", "disconnect", dc.network, dc.name(nodes[0]))
+        else:
+            docker(action, dc.name(nodes[0]))
+            assert not dc.running(nodes[0])
+        try:
+            st = dc.wait_state(jid, {"COMPLETED", "FAILED"}, timeout=120)
+        finally:
+            if action == "disconnect":
+                docker("network", "connect", "--alias", nodes[0], dc.network,
+                       dc.name(nodes[0]))
     assert st["JobState"] == "COMPLETED", st
     assert st["BurstBufferState"] == "complete"
     out = dc.sh("ctl", "cat %s/slurm-%s.out" % (WORK, jid)).stdout
