@@ -129,17 +129,22 @@ def test_compute_node_killed_job_not_requeued(clean):
 
 
 # ---------------------------------------------------------------- controller
-def test_controller_restarted_during_stage_in(clean):
-    """docker restart of ctl (slurmctld and bbmgrd) while a stage-in runs: both
-    come back from their state volumes, the stage-in is done again from the
-    start, the job runs with the whole input and completes."""
+@pytest.mark.parametrize("phase", ["staging-in", "staging-out"])
+def test_controller_restarted_mid_stage(clean, phase):
+    """docker restart of ctl (slurmctld and bbmgrd) while a stage-in or a
+    stage-out runs: both come back from their state volumes, the stage
+    completes, the job has its whole input, ends COMPLETED with its whole
+    output on the PFS; nothing is left behind."""
     dc = clean
     src, digest = make_input(dc, "in-ctl")
+    dest = "%s/res-ctl-%s" % (WORK, phase)
+    dc.sh("ctl", "rm -f %s" % dest)
     with slow_mover(dc, "1 MB/s"):
-        jid = dc.sbatch("sha256sum $HARMONIA_BB/in/big.bin", BB,
-                        "stage_in source=%s destination=$HARMONIA_BB/in type=directory" % src)
-        wait_for(lambda: dc.job(jid).get("BurstBufferState") == "staging-in", 60,
-                 "job %s staging-in" % jid)
+        jid = dc.sbatch("sha256sum $HARMONIA_BB/in/big.bin; head -c 6M /dev/zero > $HARMONIA_BB/out",
+                        BB, "stage_in source=%s destination=$HARMONIA_BB/in type=directory" % src,
+                        "stage_out source=$HARMONIA_BB/out destination=%s type=file" % dest)
+        wait_for(lambda: dc.job(jid).get("BurstBufferState") == phase, 90,
+                 "job %s %s" % (jid, phase))
         docker("restart", "-t", "20", dc.name("ctl"), timeout=180)
         dc.wait_ready()
         st = dc.wait_state(jid, {"COMPLETED", "FAILED", "CANCELLED"}, timeout=120)
@@ -147,6 +152,7 @@ def test_controller_restarted_during_stage_in(clean):
     assert st["BurstBufferState"] == "complete"
     out = dc.sh("ctl", "cat %s/slurm-%s.out" % (WORK, jid)).stdout
     assert out.split()[0] == digest
+    assert dc.sh("ctl", "stat -c %%s %s" % dest).stdout.strip() == str(6 << 20)
     assert_nothing_left(dc, jid)
 
 
