@@ -131,16 +131,12 @@ class DockerCluster:
         p = self.sh("ctl", "bbmgr --json " + " ".join(args))
         return json.loads(p.stdout)
 
-    def allocations(self):
-        """bbmgrd's jobs that still hold buffer capacity."""
-        return [j for j in self.bbmgr("jobs").get("jobs", [])
-                if j.get("nodes") or j.get("capacity_allocated")]
-
     def buffer_dirs(self):
-        """Directories on the buffer devices other than bbmgrd's spares."""
-        p = self.sh("ctl", "ls -A /bb/bb1 /bb/bb2 /bb/bb3 /bb/bb4")
-        return [l for l in p.stdout.splitlines()
-                if l and not l.endswith(":") and l != ".harmonia-spare"]
+        """What the buffer devices hold besides bbmgrd's spares: job directories
+        and persistent buffers (the empty 'persistent' directory is not listed)."""
+        p = self.sh("ctl", "find /bb/bb1 /bb/bb2 /bb/bb3 /bb/bb4 -mindepth 1 -maxdepth 2 "
+                    "-not -path '*/.harmonia-spare*' -not -path '/bb/bb?/persistent'")
+        return [l.split("/")[-1] for l in p.stdout.splitlines() if l]
 
     def wait_ready(self, timeout=180):
         """The controller's daemons up and the four compute nodes idle."""

@@ -1,0 +1,66 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""The Docker Compose cluster as built: what testsuite/slurm cannot see from
+inside one container.  One MUNGE key on every host, the shared PFS and the
+per-node buffer devices mounted where the configuration says, accounting
+with the TRES bb/harmonia, and a network that is private to the cluster.
+"""
+import json
+
+from conftest import WORK, docker, wait_for
+
+COMPUTE = ["c1", "c2", "c3", "c4"]
+BUFFER = ["bb1", "bb2", "bb3", "bb4"]
+
+
+def test_one_munge_key(dc):
+    """A credential made on any host is decoded on the controller."""
+    for host in ["dbd"] + COMPUTE + BUFFER:
+        cred = dc.sh(host, "munge -n").stdout.strip()
+        q = dc.sh("ctl", "unmunge", input=cred + "\n")
+        assert "STATUS:          Success (0)" in q.stdout, (host, q.stdout)
+
+
+def test_pfs_and_devices_mounted(dc):
+    """/pfs is one file system on every host; buffer node bbN's device is the
+    volume on /bb/bbN of bbN, of ctl (bbmgrd) and of every compute node, and
+    only there among the buffer nodes."""
+    dc.sh("c1", "echo pfs > %s/shared-check" % WORK)
+    for host in ["ctl", "dbd", "db"] + COMPUTE + BUFFER:
+        assert dc.sh(host, "cat %s/shared-check" % WORK).stdout == "pfs\n", host
+    for i, bb in enumerate(BUFFER, 1):
+        dc.sh(bb, "echo dev-%s > /bb/%s/.mount-check" % (bb, bb))
+        for host in ["ctl"] + COMPUTE:
+            assert dc.sh(host, "cat /bb/%s/.mount-check" % bb).stdout == "dev-%s\n" % bb
+        other = BUFFER[i % len(BUFFER)]
+        assert dc.sh(other, "test -e /bb/%s" % bb, check=False).returncode != 0
+        dc.sh(bb, "rm /bb/%s/.mount-check" % bb)
+    mounts = {n["name"]: n["mount"] for n in dc.bbmgr("nodes")["nodes"]}
+    assert mounts == {bb: "/bb/" + bb for bb in BUFFER}
+
+
+def test_accounting_counts_bb_tres(dc):
+    """sacct shows the job's buffer as the TRES bb/harmonia (in MB)."""
+    jid = dc.sbatch("true", "jobbuffer capacity=10GiB")
+    dc.wait_state(jid, {"COMPLETED"})
+
+    def tres():
+        p = dc.sh("ctl", "sacct -n -P -X --noconvert -j %s -o ReqTRES,AllocTRES" % jid)
+        fields = p.stdout.strip().split("|")
+        # slurmdbd records the request and the allocation in separate messages
+        return len(fields) == 2 and all(fields) and fields
+    req, alloc = wait_for(tres, 60, "sacct to record the job's TRES")
+    assert "bb/harmonia=10240M" in req.split(","), req
+    assert "bb/harmonia=10240M" in alloc.split(","), alloc
+
+
+def test_network_is_private(dc):
+    """The cluster's network is internal (no route out) and no container
+    publishes a port on the host."""
+    net = json.loads(docker("network", "inspect", dc.network).stdout)[0]
+    assert net["Internal"] is True
+    for host in ["db", "dbd", "ctl"] + COMPUTE + BUFFER:
+        ports = docker("port", dc.name(host)).stdout.strip()
+        assert ports == "", (host, ports)
+        nets = json.loads(docker("inspect", "-f", "{{json .NetworkSettings.Networks}}",
+                                 dc.name(host)).stdout)
+        assert list(nets) == [dc.network], (host, list(nets))
