@@ -176,9 +176,6 @@ typedef struct {
 double hs_alloc_waterfill(hs_view_t *v, const size_t *idx, const double *w, size_t n,
                           double B, hs_wf_item_t *scratch);
 
-/* IO-Sets class of a w_iter: round(log_base w_iter), clamped to +-100000. */
-int hs_iosets_class(double w_iter, double base);
-
 /* ---- read access to the scheduler's jobs, for policies that plan ahead ---- */
 
 /* The policy running in s and its state (for hs_sched_auto_state()). */
