@@ -47,7 +47,7 @@ START_TEST(test_ids_roundtrip)
         ck_assert(p.gamma == q.gamma);
         ck_assert(p.set_base == q.set_base);
     }
-    ck_assert_int_eq(n, 23);
+    ck_assert_int_eq(n, 24);
 }
 END_TEST
 
