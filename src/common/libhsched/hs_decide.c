@@ -332,7 +332,8 @@ int hs_sched_decide(hs_sched_t *s, double now, hs_grant_t *out, size_t cap)
         s->ids[nnew++].id = j->info.id;
     }
     s->nids = n;                        /* nnew == n: each pending phase once */
-    sort_ids(s->ids + nold, s->ids_tmp, n - nold);
+    if (n > nold)                       /* s->ids is NULL until a phase is pending */
+        sort_ids(s->ids + nold, s->ids_tmp, n - nold);
     merge_ids(s->ids, nold, n, s->ids_tmp);
     if (buffers) {
         if (bscratch_reserve(s, n, ns + n) < 0)
