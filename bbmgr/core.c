@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "libhsched/policy.h"
+#include "libhsched/hsched.h"
 #include "core.h"
 #include "log.h"
 #include "nodes.h"

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""Every policy id of doc/design.md §3 runs in bbsim on workloads with and without
-buffers and its metrics appear in the JSON; the policies that plan ahead report
-their schedules (period, computation time; DP placements); runs are deterministic."""
+"""Every policy id libhsched lists (bbsim run --help) runs in bbsim on workloads with
+and without buffers and its metrics appear in the JSON; the policies that plan ahead
+report their schedules (period, computation time; DP placements), auto its epochs;
+runs are deterministic."""
 import json
 
 import pytest
@@ -11,7 +12,7 @@ ALL = ["fairshare", "fcfs", "static", "roundrobin", "roundrobin-priority",
        "minmax:0.5", "minmax:0.5-priority", "set10", "set:2", "set-fairshare",
        "priority-sharing", "periodic-throu", "periodic-cong", "persched",
        "harmonia-maxbw", "harmonia-minstall", "harmonia-fairness",
-       "harmonia-buffer-eff", "harmonia-priority"]
+       "harmonia-buffer-eff", "harmonia-priority", "auto"]
 PERIODIC = ["periodic-throu", "periodic-cong", "persched"]
 CONTRACT = ["policy", "sys_efficiency", "upper_limit", "dilation", "stretch_max",
             "utilization", "io_slowdown_mean", "fairness", "stall_time",
@@ -30,6 +31,17 @@ def workload(request, bbsim, tmp_path_factory):
                      "--seed", "2")
 
 
+def test_all_is_every_listed_id(bbsim):
+    """ALL is the list bbsim's help prints (libhsched's ids), parameters filled in."""
+    p = bbsim("run", "--help", check=0)
+    line = [l for l in p.stdout.splitlines()
+            if l.startswith("Policy ids known to libhsched:")]
+    assert len(line) == 1, p.stdout
+    ids = line[0].split(":", 1)[1].split()
+    ids = [i.replace("<gamma>", "0.5").replace("<base>", "2") for i in ids]
+    assert ids == ALL
+
+
 def test_every_policy_runs(bbsim, workload):
     d = bbsim.json(workload, ALL)
     assert [r["policy"] for r in d["results"]] == ALL
@@ -45,6 +57,9 @@ def test_every_policy_runs(bbsim, workload):
         elif r["policy"].startswith("harmonia-"):
             assert r["schedules"] >= 1 and 0 <= r["dp_exact"] <= r["schedules"]
             assert r["dp_decision_s_mean"] >= 0
+        elif r["policy"] == "auto":
+            assert r["auto_epochs"] >= 1 and r["auto_policy"] in ALL
+            assert "schedules" not in r and "period" not in r
         else:
             assert "schedules" not in r and "period" not in r
 

@@ -48,7 +48,7 @@ START_TEST(test_ids_roundtrip)
         ck_assert(p.gamma == q.gamma);
         ck_assert(p.set_base == q.set_base);
     }
-    ck_assert_int_eq(n, 23);
+    ck_assert_int_eq(n, 24);
 }
 END_TEST
 
@@ -226,6 +226,21 @@ START_TEST(test_bad_struct)
 }
 END_TEST
 
+/* hs_iosets_class() is public (hsched.h): round(log_base w_iter), clamped, and a
+ * w_iter that is not > 0 counts as the least positive one. */
+START_TEST(test_iosets_class)
+{
+    ck_assert_int_eq(hs_iosets_class(1000, 10), 3);
+    ck_assert_int_eq(hs_iosets_class(0.01, 10), -2);
+    ck_assert_int_eq(hs_iosets_class(40, 10), 2);       /* log10 40 = 1.6 */
+    ck_assert_int_eq(hs_iosets_class(5, 2), 2);         /* log2 5 = 2.32 */
+    ck_assert_int_eq(hs_iosets_class(1, 10), 0);
+    ck_assert_int_eq(hs_iosets_class(0, 10), hs_iosets_class(-1, 10));
+    ck_assert_int_lt(hs_iosets_class(0, 10), -300);
+    ck_assert_int_eq(hs_iosets_class(1e300, 1.0000001), 100000);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("hsched_policy");
@@ -238,6 +253,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_not_available);
     tcase_add_test(tc, test_all_online_create);
     tcase_add_test(tc, test_bad_struct);
+    tcase_add_test(tc, test_iosets_class);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -3,7 +3,7 @@
  * hs_buffer.c — the burst-buffer tier's pure helpers: device sensitivity to
  * concurrent access (MSCA, doc/design.md §2), the built-in device profiles, and the
  * buffer-node allocator with over-provisioning.  The tier's dynamics (occupancy,
- * drain, stalls) live in hs_core.c; doc/buffer-tier.md explains every choice.
+ * drain, stalls) live in hs_bnode.c; doc/buffer-tier.md explains every choice.
  */
 #include <errno.h>
 #include <math.h>

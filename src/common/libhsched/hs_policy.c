@@ -48,6 +48,7 @@ static const char *const all_ids[] = {
     "periodic-throu", "periodic-cong", "persched",
     "harmonia-maxbw", "harmonia-minstall", "harmonia-fairness",
     "harmonia-buffer-eff", "harmonia-priority",
+    "auto",
     NULL,
 };
 

@@ -135,6 +135,10 @@ const char *hs_policy_name(const hs_policy_t *pol, char *buf, size_t len);
 /* NULL-terminated list of the base ids accepted (for --help and error messages). */
 const char *const *hs_policy_ids(void);
 
+/* IO-Sets class of a w_iter: round(log_base w_iter), clamped to +-100000 (the set
+ * policies group phases by it; bbmgrd weighs the mover's transfers by it). */
+int hs_iosets_class(double w_iter, double base);
+
 /* ---------------------------------------------------------------- jobs */
 
 typedef enum { HS_DIR_WRITE = 0, HS_DIR_READ = 1 } hs_dir_t;

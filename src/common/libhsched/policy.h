@@ -2,8 +2,9 @@
 /*
  * policy.h — libhsched's internal policy interface (not installed, not public).
  *
- * The core (hs_core.c) owns jobs, phases, time and accounting.  At each decision it
- * builds one hs_view_t per pending phase (sorted by job id) and hands the array to
+ * The core (hs_core.c, hs_bnode.c, hs_decide.c over hs_core_internal.h) owns jobs,
+ * phases, time and accounting.  At each decision it builds one hs_view_t per
+ * pending phase (sorted by job id) and hands the array to
  * the policy's decide(), which fills bw (and optionally weight, start, buffer) for
  * every entry.  The core then checks the result (0 <= bw <= cap, sum bw <= B within
  * HS_EPS_REL), stores the rates and integrates progress with them until the next
@@ -174,9 +175,6 @@ typedef struct {
 } hs_wf_item_t;
 double hs_alloc_waterfill(hs_view_t *v, const size_t *idx, const double *w, size_t n,
                           double B, hs_wf_item_t *scratch);
-
-/* IO-Sets class of a w_iter: round(log_base w_iter), clamped to +-100000. */
-int hs_iosets_class(double w_iter, double base);
 
 /* ---- read access to the scheduler's jobs, for policies that plan ahead ---- */
 
