@@ -51,11 +51,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     char *joined = malloc(len + 1);
     if (joined) {
-        joined[0] = '\0';
+        char *e = joined;      /* appended at its end: strcat would be quadratic */
+        *e = '\0';
         for (int i = 0; i < n; i++) {
             if (i)
-                strcat(joined, ",");
-            strcat(joined, names[i]);
+                *e++ = ',';
+            size_t l = strlen(names[i]);
+            memcpy(e, names[i], l + 1);
+            e += l;
         }
         char **again = NULL;
         int m = 0;

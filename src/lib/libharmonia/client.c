@@ -10,6 +10,7 @@
  * to open a new connection, on which the token means nothing) is sent again once
  * with a credential: a 401 means bbmgrd did not act on it.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -77,8 +78,16 @@ static size_t header_cb(char *line, size_t size, size_t nmemb, void *arg)
             memcpy(c->new_session, v, tl);
             c->new_session[tl] = '\0';
             c->new_ttl = 0;
-            if ((ttl = memmem(v, (size_t)(end - v), "ttl=", 4)))
-                c->new_ttl = strtod(ttl + 4, NULL);
+            if ((ttl = memmem(v, (size_t)(end - v), "ttl=", 4))) {
+                /* the line is not NUL-terminated: parse a bounded copy */
+                char num[32];
+                size_t k = 0;
+                for (ttl += 4; ttl < end && k < sizeof(num) - 1
+                               && (isdigit((unsigned char)*ttl) || *ttl == '.'); ttl++)
+                    num[k++] = *ttl;
+                num[k] = '\0';
+                c->new_ttl = k ? strtod(num, NULL) : 0;
+            }
         }
     }
     return n;
