@@ -19,6 +19,8 @@
 #include "core_internal.h"
 #include "log.h"
 #include "nodes.h"
+#include "util.h"
+#include "util.h"
 
 int cerr_set(cerr_t *e, int status, const char *field, const char *fmt, ...)
 {
@@ -75,16 +77,9 @@ double core_wall(void)
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-double mono(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 double core_hs_now(core_t *c)
 {
-    double t = mono() - c->mono0 + c->hs_offset;
+    double t = util_mono() - c->mono0 + c->hs_offset;
     if (t < c->hs_last)
         t = c->hs_last;
     c->hs_last = t;
@@ -248,7 +243,6 @@ void pbuf_free(pbuf_t *b)
         free(b);
     }
 }
-
 
 int strv_add(char ***v, int *n, const char *s)
 {

@@ -19,6 +19,7 @@
 #include "core_internal.h"
 #include "log.h"
 #include "nodes.h"
+#include "util.h"
 
 /* ------------------------------------------------------------------ buffer directories
  * A job's directory is <mount>/<jobid>, a persistent buffer's
@@ -108,7 +109,6 @@ static bool bufdir_aside(core_t *c, const char *path, const struct stat *st)
 #define SPARE_MAX 32            /* per mount */
 #define SPARE_IDLE 1.0          /* seconds without an allocation before making spares */
 #define SPARE_PER_TICK 8        /* mkdir()s per core_tick() (every 50 ms) */
-
 
 /* The first node with the same mount as node idx: the one that keeps its spares. */
 int mount_owner(core_t *c, int idx)
@@ -354,7 +354,7 @@ static bool alloc_hold(core_t *c, job_t *j)
             continue;
         for (int k = 0; k < j->alloc->n && !mine; k++) {
             snprintf(root, sizeof(root), "%s/%s", c->nodes[j->alloc->v[k].node].mount, j->id);
-            mine = path_under(x->source, root);
+            mine = util_path_under(x->source, root);
         }
         if (!mine)
             continue;

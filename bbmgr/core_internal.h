@@ -8,6 +8,7 @@
 #define BBMGR_CORE_INTERNAL_H
 
 #include "core.h"
+#include "util.h"
 
 #define NOW_NAN NAN
 #define HELD_PREFIX "persistent:"     /* held_t.job of a persistent buffer's */
@@ -16,7 +17,6 @@
 /* core.c */
 int phase_state_parse(const char *s);
 int xfer_state_parse(const char *s);
-double mono(void);
 double wall_to_hs(core_t *c, double wall);
 void notify(core_t *c, uint64_t pid);
 void put_job(core_t *c, job_t *j);
@@ -64,7 +64,6 @@ void held_resolve(core_t *c, uint64_t tid, bool ok);
 int alloc_release(core_t *c, job_t *j);
 
 /* core_stage.c */
-bool path_under(const char *path, const char *root);
 void mover_tick(core_t *c, double wall);
 
 #endif

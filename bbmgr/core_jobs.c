@@ -19,6 +19,7 @@
 #include "core_internal.h"
 #include "log.h"
 #include "nodes.h"
+#include "util.h"
 
 /* ------------------------------------------------------------------ scheduler */
 static int job_arrive(core_t *c, job_t *j, double now, hu_error_t *err)
@@ -76,7 +77,7 @@ static const double dec_buckets[] = { 1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e
 
 void reschedule(core_t *c, double now)
 {
-    double t0 = mono();
+    double t0 = util_mono();
     int n;
 
     for (;;) {
@@ -96,7 +97,7 @@ void reschedule(core_t *c, double now)
         c->grants = g;
         c->grants_cap = cap;
     }
-    double dt = mono() - t0;
+    double dt = util_mono() - t0;
     int b = 0;
     while (b < 11 && dt > dec_buckets[b])
         b++;

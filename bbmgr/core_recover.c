@@ -19,6 +19,7 @@
 #include "core_internal.h"
 #include "log.h"
 #include "nodes.h"
+#include "util.h"
 
 /* ------------------------------------------------------------------ recovery */
 static const char *col_text(sqlite3_stmt *s, int i)
@@ -468,7 +469,7 @@ int core_recover(core_t *c, hu_error_t *err)
             epoch = j->begun;
     }
     c->epoch = epoch - 1.0;
-    c->mono0 = mono();
+    c->mono0 = util_mono();
     c->hs_offset = wall - c->epoch;
     c->hs_last = 0;
 

@@ -18,6 +18,7 @@
 #include "core_internal.h"
 #include "log.h"
 #include "nodes.h"
+#include "util.h"
 
 /* ------------------------------------------------------------------ transfers */
 /* The injected-timing rule: a stage transfer starts once no granted phase of
@@ -157,14 +158,6 @@ double core_job_weight(core_t *c, const job_t *j)
     }
 }
 
-bool path_under(const char *path, const char *root)
-{
-    size_t n = strlen(root);
-    while (n > 1 && root[n - 1] == '/')
-        n--;
-    return !strncmp(path, root, n) && (path[n] == '\0' || path[n] == '/');
-}
-
 /* Is path inside one of the job's buffers (its allocation, persistent buffers it
  * uses)?  The check is on the text (paths have no "..", see doc/api.md); the copy
  * itself runs as the job's user, so a symlink cannot take it further than the user
@@ -174,7 +167,7 @@ static bool in_buffers(core_t *c, job_t *j, const char *path, uint64_t *cap)
     char root[1200];
     for (int i = 0; j->alloc && i < j->alloc->n; i++) {
         snprintf(root, sizeof(root), "%s/%s", c->nodes[j->alloc->v[i].node].mount, j->id);
-        if (path_under(path, root)) {
+        if (util_path_under(path, root)) {
             *cap = j->alloc->reserved;
             return true;
         }
@@ -184,7 +177,7 @@ static bool in_buffers(core_t *c, job_t *j, const char *path, uint64_t *cap)
         for (int i = 0; b && i < b->alloc.n; i++) {
             snprintf(root, sizeof(root), "%s/persistent/%s", c->nodes[b->alloc.v[i].node].mount,
                      b->name);
-            if (path_under(path, root)) {
+            if (util_path_under(path, root)) {
                 *cap = b->alloc.reserved;
                 return true;
             }

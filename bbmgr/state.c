@@ -17,6 +17,7 @@
 
 #include "state.h"
 #include "log.h"
+#include "util.h"
 
 /* ------------------------------------------------------------------ schema
  * Migration i brings the schema from version i to i+1.  Never edit a released
@@ -75,8 +76,6 @@ static const char *const stmt_sql[] = {
     STATE_STMTS(X)
 #undef X
 };
-
-static double mono(void);
 
 /* ------------------------------------------------------------------ ops */
 typedef enum { SV_NULL, SV_INT, SV_REAL, SV_TEXT } sv_type_t;
@@ -166,7 +165,7 @@ static int wal_hook(void *arg, sqlite3 *db, const char *name, int frames)
 static void writer_checkpoint(state_t *st)
 {
     int nlog = 0, nckpt = 0;
-    double t0 = mono();
+    double t0 = util_mono();
     if (sqlite3_wal_checkpoint_v2(st->db, NULL, SQLITE_CHECKPOINT_PASSIVE, &nlog, &nckpt)
         != SQLITE_OK) {
         bl_debug("state: checkpoint: %s", sqlite3_errmsg(st->db));
@@ -174,7 +173,7 @@ static void writer_checkpoint(state_t *st)
     }
     pthread_mutex_lock(&st->lock);
     st->stats.checkpoints++;
-    st->stats.checkpoint_seconds += mono() - t0;
+    st->stats.checkpoint_seconds += util_mono() - t0;
     pthread_mutex_unlock(&st->lock);
     if (nckpt == nlog)
         st->wal_frames = 0;     /* complete: the next commit restarts the WAL */
@@ -307,13 +306,6 @@ static int exec_op(state_t *st, const op_t *op)
     return rc;
 }
 
-static double mono(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 /* Write batch b in one transaction.  Returns 0 or -1 (err filled). */
 static int write_batch(state_t *st, batch_t *b, hu_error_t *err)
 {
@@ -332,12 +324,12 @@ static int write_batch(state_t *st, batch_t *b, hu_error_t *err)
             return -1;
         }
     }
-    double t0 = mono();
+    double t0 = util_mono();
     if ((rc = sqlite3_exec(st->db, "COMMIT", NULL, NULL, &emsg)) != SQLITE_OK) {
         sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
         goto error;
     }
-    st->stats.commit_seconds += mono() - t0;
+    st->stats.commit_seconds += util_mono() - t0;
     st->stats.commits++;
     st->stats.statements += b->n;
     return 0;
