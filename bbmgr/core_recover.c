@@ -202,21 +202,14 @@ void held_query(core_t *c, held_t *h)
     const char *name = h->job + strlen(HELD_PREFIX);
     char root[1200];
     if (strncmp(h->job, HELD_PREFIX, strlen(HELD_PREFIX))) {
-        state_query(c->st, rec_held_xfer, h,
-                    "SELECT id,state FROM transfers WHERE job_id=? AND kind='stage_out' AND"
-                    " ((state='done' AND durable=0) OR (state='failed' AND message LIKE"
-                    " 'not durable:%'))", "s", h->job);
+        state_read(c->st, SR_HELD_OF_JOB, rec_held_xfer, h, "s", h->job);
         return;
     }
     for (int i = 0; i < h->a.n; i++) {
         if (mount_seen(c, &h->a, i))
             continue;
         snprintf(root, sizeof(root), "%s/persistent/%s", c->nodes[h->a.v[i].node].mount, name);
-        state_query(c->st, rec_held_xfer, h,
-                    "SELECT id,state FROM transfers WHERE kind='stage_out' AND"
-                    " ((state='done' AND durable=0) OR (state='failed' AND message LIKE"
-                    " 'not durable:%')) AND (COALESCE(held,source)=?1 OR"
-                    " substr(COALESCE(held,source),1,length(?1)+1)=?1||'/')", "s", root);
+        state_read(c->st, SR_HELD_UNDER, rec_held_xfer, h, "s", root);
     }
 }
 
@@ -406,50 +399,40 @@ int core_recover(core_t *c, hu_error_t *err)
     char policy[64] = "";
     state_t *st = c->st;
 
-#define Q(fn, sql) \
+#define Q(fn, q) \
     do { \
         memset(&r, 0, sizeof(r)); \
         r.c = c; \
-        if (state_query(st, fn, &r, sql, NULL) < 0 || r.failed) \
-            return hu_errprintf(err, "recovery failed on: %s", sql); \
+        if (state_read(st, q, fn, &r, NULL) < 0 || r.failed) \
+            return hu_errprintf(err, "recovery failed on: %s", state_read_sql(q)); \
         skipped += r.skipped; \
     } while (0)
 
-    Q(rec_node_state, "SELECT name,state,reason FROM node_state");
-    Q(rec_job, "SELECT id,uid,gid,user,name,nodes,w_iter,io_volume,phases,io,priority,"
-               "state,created,updated,begun,nphases,bytes FROM jobs WHERE state!='ended'");
+    Q(rec_node_state, SR_NODE_STATES);
+    Q(rec_job, SR_JOBS_OPEN);
     njobs = r.count;
-    Q(rec_alloc, "SELECT job_id,pool,capacity,reserved,nodes_requested,created FROM allocations");
+    Q(rec_alloc, SR_ALLOCS);
     nalloc = r.count;
-    Q(rec_pbuf, "SELECT name,uid,gid,pool,capacity,reserved,created FROM persistent");
+    Q(rec_pbuf, SR_PERSISTENT);
     npbuf = r.count;
-    Q(rec_anode, "SELECT kind,owner,node,bytes FROM alloc_nodes ORDER BY rowid");
+    Q(rec_anode, SR_ANODES);
     rec_held(c);
-    Q(rec_puse, "SELECT name,job_id FROM persistent_use");
-    Q(rec_phase, "SELECT id,job_id,volume,direction,state,requested,granted,finished,bytes,"
-                 "bandwidth,nodes,w_done FROM phases WHERE state IN ('waiting','granted')"
-                 " ORDER BY id DESC");
+    Q(rec_puse, SR_PUSES);
+    Q(rec_phase, SR_PHASES_OPEN);
     nphase = r.count;
-    Q(rec_xfer, "SELECT t.id,t.job_id,t.kind,t.source,t.destination,t.type,t.state,"
-                "t.bytes_total,t.bytes_done,t.message,t.requested,t.start,t.finished,t.durable"
-                " FROM transfers t JOIN jobs j ON j.id=t.job_id WHERE j.state!='ended'"
-                " UNION ALL SELECT id,job_id,kind,source,destination,type,state,bytes_total,"
-                "bytes_done,message,requested,start,finished,durable FROM transfers WHERE state"
-                " IN ('queued','running') AND job_id NOT IN (SELECT id FROM jobs WHERE"
-                " state!='ended') ORDER BY 1");
+    Q(rec_xfer, SR_XFERS_OPEN);
     nxfer = r.count;
 #undef Q
     maxid = 0;
-    state_query(st, rec_int, &maxid, "SELECT coalesce(max(id),0) FROM phases", NULL);
+    state_read(st, SR_PHASE_MAX_ID, rec_int, &maxid, NULL);
     c->next_phase = (uint64_t)maxid + 1;
     maxid = 0;
-    state_query(st, rec_int, &maxid, "SELECT coalesce(max(id),0) FROM transfers", NULL);
+    state_read(st, SR_XFER_MAX_ID, rec_int, &maxid, NULL);
     c->next_xfer = (uint64_t)maxid + 1;
-    state_query(st, rec_meta_policy, policy, "SELECT value FROM meta WHERE key='policy'", NULL);
+    state_read(st, SR_META, rec_meta_policy, policy, "s", "policy");
     if (*policy) {
         char want[64] = "";
-        state_query(st, rec_meta_policy, want, "SELECT value FROM meta WHERE key='policy_config'",
-                    NULL);
+        state_read(st, SR_META, rec_meta_policy, want, "s", "policy_config");
         hs_policy_t pol;
         /* an override set through the API holds until bbmgr.yaml's policy changes */
         if (!strcmp(want, c->cfg->policy_id) && hs_policy_parse(policy, &pol, NULL) == 0) {
@@ -604,9 +587,7 @@ static void trash_sweep(core_t *c, const char *mount, const char *sub)
         snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
         if (lstat(path, &st) < 0 || !S_ISDIR(st.st_mode))
             continue;
-        state_query(c->st, rec_exists, &kept,
-                    "SELECT 1 FROM transfers WHERE kind='stage_out' AND state='failed' AND"
-                    " (held=?1 OR substr(held,1,length(?1)+1)=?1||'/') LIMIT 1", "s", path);
+        state_read(c->st, SR_KEPT_UNDER, rec_exists, &kept, "s", path);
         if (kept) {
             bl_warning("%s is kept: it holds the source of a stage-out that could not be made "
                        "durable (remove it by hand once the data is safe)", path);
@@ -624,11 +605,7 @@ void recover_durability(core_t *c)
     resync_t r = { .c = c };
     char path[1200];
 
-    state_query(c->st, rec_syncing, &r,
-                "SELECT t.id,t.job_id,COALESCE(t.held,t.source),t.destination,t.type,"
-                "t.finished,j.uid,j.gid,"
-                "j.user FROM transfers t LEFT JOIN jobs j ON j.id=t.job_id WHERE t.durable=0"
-                " AND t.state='done' AND t.kind='stage_out' ORDER BY t.id", NULL);
+    state_read(c->st, SR_XFERS_SYNCING, rec_syncing, &r, NULL);
     /* jobs that ended: their buffer directories (the allocation is gone: every
      * mount is looked at) go once their stage-outs are durable */
     for (int k = 0; k < r.nended; k++) {

@@ -77,6 +77,12 @@ static const char *const stmt_sql[] = {
 #undef X
 };
 
+static const char *const read_sql[] = {
+#define X(name, sql) sql,
+    STATE_READS(X)
+#undef X
+};
+
 /* ------------------------------------------------------------------ ops */
 typedef enum { SV_NULL, SV_INT, SV_REAL, SV_TEXT } sv_type_t;
 
@@ -789,19 +795,16 @@ void state_close(state_t *st)
     errno = saved;
 }
 
-int state_query(state_t *st, int (*row)(sqlite3_stmt *s, void *arg), void *arg,
-                const char *sql, const char *fmt, ...)
+static int vquery(state_t *st, int (*row)(sqlite3_stmt *s, void *arg), void *arg,
+                  const char *sql, const char *fmt, va_list ap)
 {
     sqlite3_stmt *s = NULL;
-    va_list ap;
     int rc;
 
     pthread_mutex_lock(&st->rlock);
     if ((rc = sqlite3_prepare_v2(st->rdb, sql, -1, &s, NULL)) != SQLITE_OK)
         goto error;
-    va_start(ap, fmt);
     rc = vbind(s, fmt ? fmt : "", ap);
-    va_end(ap);
     if (rc != SQLITE_OK)
         goto error;
     while ((rc = sqlite3_step(s)) == SQLITE_ROW)
@@ -818,4 +821,29 @@ error:
     pthread_mutex_unlock(&st->rlock);
     errno = EIO;
     return -1;
+}
+
+int state_query(state_t *st, int (*row)(sqlite3_stmt *s, void *arg), void *arg,
+                const char *sql, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = vquery(st, row, arg, sql, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+int state_read(state_t *st, state_read_t q, int (*row)(sqlite3_stmt *s, void *arg), void *arg,
+               const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = vquery(st, row, arg, read_sql[q], fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+const char *state_read_sql(state_read_t q)
+{
+    return read_sql[q];
 }
