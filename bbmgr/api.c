@@ -149,11 +149,6 @@ int reply_error(reply_t *r, int status, const char *field, const char *fmt, ...)
     return -1;
 }
 
-void reply_cerr(reply_t *r, const cerr_t *e)
-{
-    reply_error(r, e->status ? e->status : 500, e->field, "%s", e->msg);
-}
-
 const char *hreq_query(hreq_t *rq, const char *key)
 {
     /* no connection: an item of a batch, whose own query arguments are not its */

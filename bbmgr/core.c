@@ -22,11 +22,11 @@
 #include "util.h"
 #include "util.h"
 
-int cerr_set(cerr_t *e, int status, const char *field, const char *fmt, ...)
+int cerr_set(cerr_t *e, int code, const char *field, const char *fmt, ...)
 {
     if (e) {
         va_list ap;
-        e->status = status;
+        e->code = code;
         snprintf(e->field, sizeof(e->field), "%s", field ? field : "");
         va_start(ap, fmt);
         vsnprintf(e->msg, sizeof(e->msg), fmt, ap);

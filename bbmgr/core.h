@@ -157,14 +157,21 @@ typedef struct {
     char reason[300];
 } held_t;
 
-/* Error of a core operation: an HTTP status, the field at fault, a reason. */
+/* Error of a core operation: what kind of failure (an errno value), the field at
+ * fault, a reason.  The core knows nothing of HTTP: the routes choose the status
+ * from the code.  EINVAL: a bad value; EPERM: not allowed for this user; ENOENT:
+ * no such thing; EEXIST: conflicts with what exists; EBUSY: not in the state that
+ * allows it; EDOM: can never be done (beyond what the pool or policy offers);
+ * ENOSPC: no room now; EAGAIN: a limit reached, try later; ENOMEM, EIO: the
+ * daemon's own failure. */
 typedef struct {
-    int status;
+    int code;
     char field[64];
     char msg[320];
 } cerr_t;
 
-int cerr_set(cerr_t *e, int status, const char *field, const char *fmt, ...)
+/* Fill e (when not NULL) and return -1. */
+int cerr_set(cerr_t *e, int code, const char *field, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
 typedef void (*core_notify_f)(uint64_t phase_id, void *arg);

@@ -112,7 +112,7 @@ static int place(core_t *c, uint64_t capacity, int nodes, int p, const char *fie
     cand_t *cand = calloc((size_t)(c->nnodes ? c->nnodes : 1), sizeof(cand_t));
 
     if (!cand)
-        return cerr_set(e, 500, "", "out of memory");
+        return cerr_set(e, ENOMEM, "", "out of memory");
     for (int i = 0; i < c->nnodes; i++) {
         node_t *n = &c->nodes[i];
         if (n->pool != p || !n->in_config)
@@ -129,12 +129,12 @@ static int place(core_t *c, uint64_t capacity, int nodes, int p, const char *fie
     }
     if (npool == 0) {
         free(cand);
-        return cerr_set(e, 422, "pool", "pool %s has no nodes", c->pools[p].name);
+        return cerr_set(e, EDOM, "pool", "pool %s has no nodes", c->pools[p].name);
     }
     uint64_t need = (capacity + maxcap - 1) / maxcap;
     if (capacity > total || (nodes > 0 && nodes > npool)) {
         free(cand);
-        return cerr_set(e, 422, capacity > total ? field : "nodes",
+        return cerr_set(e, EDOM, capacity > total ? field : "nodes",
                         "pool %s can never hold it: %d nodes, %ju bytes in all",
                         c->pools[p].name, npool, (uintmax_t)total);
     }
@@ -156,7 +156,7 @@ static int place(core_t *c, uint64_t capacity, int nodes, int p, const char *fie
         out->v = calloc((size_t)n, sizeof(anode_t));
         if (!out->v) {
             free(cand);
-            return cerr_set(e, 500, "", "out of memory");
+            return cerr_set(e, ENOMEM, "", "out of memory");
         }
         out->n = n;
         out->capacity = capacity;
@@ -180,7 +180,7 @@ static int place(core_t *c, uint64_t capacity, int nodes, int p, const char *fie
     for (int k = 0; k < ncand; k++)
         free_total += cand[k].free;
     free(cand);
-    return cerr_set(e, 507, field, "pool %s cannot hold %ju bytes on %d node(s) now "
+    return cerr_set(e, ENOSPC, field, "pool %s cannot hold %ju bytes on %d node(s) now "
                     "(%d nodes up, %ju bytes free)", c->pools[p].name, (uintmax_t)capacity,
                     n_min, ncand, (uintmax_t)free_total);
 }
@@ -198,7 +198,7 @@ static int pool_resolve(core_t *c, const char *pool, cerr_t *e)
     int p;
     if (pool && *pool) {
         if ((p = pool_index(c, pool)) < 0)
-            return cerr_set(e, 404, "pool", "no pool named '%s'", pool);
+            return cerr_set(e, ENOENT, "pool", "no pool named '%s'", pool);
         return p;
     }
     p = pool_index(c, "default");
@@ -216,13 +216,13 @@ int core_alloc_create(core_t *c, job_t *j, uint64_t capacity, int nodes, const c
         if (j->alloc->capacity == capacity && !strcmp(j->alloc->pool, c->pools[p].name)
             && (nodes <= 0 || nodes == j->alloc->nodes_requested))
             return 0;   /* the same request again: idempotent */
-        return cerr_set(e, 409, "capacity", "job %s already has an allocation (%ju bytes in "
+        return cerr_set(e, EEXIST, "capacity", "job %s already has an allocation (%ju bytes in "
                         "pool %s): release it first", j->id, (uintmax_t)j->alloc->capacity,
                         j->alloc->pool);
     }
     alloc_t *a = calloc(1, sizeof(*a));
     if (!a)
-        return cerr_set(e, 500, "", "out of memory");
+        return cerr_set(e, ENOMEM, "", "out of memory");
     if (place(c, capacity, nodes, p, "capacity", a, e) < 0) {
         free(a);
         return -1;
@@ -244,7 +244,7 @@ int core_alloc_create(core_t *c, job_t *j, uint64_t capacity, int nodes, const c
 int core_alloc_release(core_t *c, job_t *j, cerr_t *e)
 {
     if (!j->alloc)
-        return cerr_set(e, 404, "", "job %s has no allocation", j->id);
+        return cerr_set(e, ENOENT, "", "job %s has no allocation", j->id);
     return alloc_release(c, j);
 }
 
@@ -266,10 +266,10 @@ pbuf_t *core_pbuf_create(core_t *c, const char *name, uid_t uid, gid_t gid,
         if (b->uid == uid && b->alloc.capacity == capacity
             && !strcmp(b->alloc.pool, c->pools[p].name))
             return b;   /* idempotent */
-        return cerr_set(e, 409, "name", "persistent buffer '%s' already exists", name), NULL;
+        return cerr_set(e, EEXIST, "name", "persistent buffer '%s' already exists", name), NULL;
     }
     if ((long)hmap_size(c->pbufs) >= c->cfg->limits_max_persistent)
-        return cerr_set(e, 503, "", "too many persistent buffers (limits.max_persistent)"), NULL;
+        return cerr_set(e, EAGAIN, "", "too many persistent buffers (limits.max_persistent)"), NULL;
     if (uid != 0 && uid != c->cfg->slurm_uid) {
         /* per owner, whoever asks: the plugin's lists are not the only way in */
         long n = 0;
@@ -281,17 +281,17 @@ pbuf_t *core_pbuf_create(core_t *c, const char *name, uid_t uid, gid_t gid,
                 cap += ((pbuf_t *)v)->alloc.capacity;
             }
         if (n >= c->cfg->limits_persistent_per_user)
-            return cerr_set(e, 403, "name", "uid %u already owns %ld persistent buffer(s) "
+            return cerr_set(e, EPERM, "name", "uid %u already owns %ld persistent buffer(s) "
                             "(limits.persistent_per_user = %ld)", (unsigned)uid, n,
                             c->cfg->limits_persistent_per_user), NULL;
         if (lim && (capacity > lim || cap > lim - capacity))
-            return cerr_set(e, 403, "capacity", "uid %u owns persistent buffers of %ju bytes: "
+            return cerr_set(e, EPERM, "capacity", "uid %u owns persistent buffers of %ju bytes: "
                             "%ju more exceeds limits.persistent_capacity_per_user (%ju bytes)",
                             (unsigned)uid, (uintmax_t)cap, (uintmax_t)capacity,
                             (uintmax_t)lim), NULL;
     }
     if (!(b = calloc(1, sizeof(*b))))
-        return cerr_set(e, 500, "", "out of memory"), NULL;
+        return cerr_set(e, ENOMEM, "", "out of memory"), NULL;
     snprintf(b->name, sizeof(b->name), "%s", name);
     b->uid = uid;
     b->gid = gid;
@@ -302,7 +302,7 @@ pbuf_t *core_pbuf_create(core_t *c, const char *name, uid_t uid, gid_t gid,
     b->created = b->alloc.created = core_wall();
     if (hmap_put(c->pbufs, b->name, b) < 0) {
         pbuf_free(b);
-        return cerr_set(e, 500, "", "out of memory"), NULL;
+        return cerr_set(e, ENOMEM, "", "out of memory"), NULL;
     }
     alloc_take(c, &b->alloc);
     state_put(c->st, ST_PERS_PUT, "siisiid", b->name, (int64_t)uid, (int64_t)gid, b->alloc.pool,
@@ -316,7 +316,7 @@ pbuf_t *core_pbuf_create(core_t *c, const char *name, uid_t uid, gid_t gid,
 int core_pbuf_destroy(core_t *c, pbuf_t *b, cerr_t *e)
 {
     if (b->nusers > 0)
-        return cerr_set(e, 409, "name", "persistent buffer '%s' is used by job %s", b->name,
+        return cerr_set(e, EBUSY, "name", "persistent buffer '%s' is used by job %s", b->name,
                         b->users[0]);
     bufdirs_remove(c, &b->alloc, true, b->name, NULL, b->uid, b->gid);
     if (!pbuf_hold(c, b))
@@ -335,7 +335,7 @@ int core_pbuf_use(core_t *c, pbuf_t *b, job_t *j, cerr_t *e)
         if (!strcmp(b->users[i], j->id))
             return 0;
     if (strv_add(&b->users, &b->nusers, j->id) < 0 || strv_add(&j->uses, &j->nuses, b->name) < 0)
-        return cerr_set(e, 500, "", "out of memory");
+        return cerr_set(e, ENOMEM, "", "out of memory");
     state_put(c->st, ST_PUSE_PUT, "ssd", b->name, j->id, core_wall());
     return 0;
 }
@@ -343,7 +343,7 @@ int core_pbuf_use(core_t *c, pbuf_t *b, job_t *j, cerr_t *e)
 int core_pbuf_unuse(core_t *c, pbuf_t *b, job_t *j, cerr_t *e)
 {
     if (!strv_del(b->users, &b->nusers, j->id))
-        return cerr_set(e, 404, "", "job %s does not use '%s'", j->id, b->name);
+        return cerr_set(e, ENOENT, "", "job %s does not use '%s'", j->id, b->name);
     strv_del(j->uses, &j->nuses, b->name);
     state_put(c->st, ST_PUSE_DEL, "ss", b->name, j->id);
     return 0;
@@ -354,7 +354,7 @@ int core_node_drain(core_t *c, int idx, bool drain, const char *reason, cerr_t *
 {
     node_t *n = &c->nodes[idx];
     if (!drain && !n->in_config)
-        return cerr_set(e, 409, "", "node %s is not in the configuration", n->name);
+        return cerr_set(e, EBUSY, "", "node %s is not in the configuration", n->name);
     n->drained = drain;
     free(n->reason);
     n->reason = drain && reason ? strdup(reason) : NULL;

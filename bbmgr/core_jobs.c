@@ -208,9 +208,9 @@ int core_set_policy(core_t *c, const char *id, cerr_t *e)
     double now = core_hs_now(c);
 
     if (hs_policy_parse(id, &pol, &herr) < 0)
-        return cerr_set(e, 400, "id", "%s", herr.text);
+        return cerr_set(e, EINVAL, "id", "%s", herr.text);
     if (hs_sched_set_policy(c->sched, now, &pol, &herr) < 0)
-        return cerr_set(e, 422, "id", "policy %s is not available: %s", id,
+        return cerr_set(e, EDOM, "id", "policy %s is not available: %s", id,
                         herr.text[0] ? herr.text : strerror(errno));
     c->policy = pol;
     hs_policy_name(&pol, c->policy_id, sizeof(c->policy_id));
@@ -239,7 +239,7 @@ static bool num_or_str(json_t *v, int kind, double *out, cerr_t *e, const char *
     if (json_is_number(v)) {
         *out = json_number_value(v);
         if (!(*out > 0) || !isfinite(*out))
-            return cerr_set(e, 400, field, "must be positive"), false;
+            return cerr_set(e, EINVAL, field, "must be positive"), false;
         return true;
     }
     if (json_is_string(v)) {
@@ -247,12 +247,12 @@ static bool num_or_str(json_t *v, int kind, double *out, cerr_t *e, const char *
                            : hu_parse_duration(json_string_value(v), HU_DUR_BARE_SECONDS, out,
                                                &herr);
         if (rc < 0)
-            return cerr_set(e, 400, field, "%s", herr.text), false;
+            return cerr_set(e, EINVAL, field, "%s", herr.text), false;
         if (!(*out > 0))
-            return cerr_set(e, 400, field, "must be positive"), false;
+            return cerr_set(e, EINVAL, field, "must be positive"), false;
         return true;
     }
-    cerr_set(e, 400, field, "must be a number or a string with a unit");
+    cerr_set(e, EINVAL, field, "must be a number or a string with a unit");
     return false;
 }
 
@@ -268,7 +268,7 @@ int core_job_hints(core_t *c, job_t *j, json_t *hints, cerr_t *e)
 
     snprintf(io, sizeof(io), "%s", j->io);
     if (!json_is_object(hints))
-        return cerr_set(e, 400, "hints", "must be an object");
+        return cerr_set(e, EINVAL, "hints", "must be an object");
     json_object_foreach(hints, k, v) {
         snprintf(field, sizeof(field), "hints.%s", k);
         if (!strcmp(k, "w_iter")) {
@@ -279,19 +279,19 @@ int core_job_hints(core_t *c, job_t *j, json_t *hints, cerr_t *e)
                 return -1;
         } else if (!strcmp(k, "phases")) {
             if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > 100000000)
-                return cerr_set(e, 400, field, "must be an integer in 1..100000000");
+                return cerr_set(e, EINVAL, field, "must be an integer in 1..100000000");
             phases = (long)json_integer_value(v);
         } else if (!strcmp(k, "io")) {
             const char *s = json_string_value(v);
             if (!s || (strcmp(s, "write") && strcmp(s, "read") && strcmp(s, "readwrite")))
-                return cerr_set(e, 400, field, "must be write, read or readwrite");
+                return cerr_set(e, EINVAL, field, "must be write, read or readwrite");
             snprintf(io, sizeof(io), "%s", s);
         } else if (!strcmp(k, "priority")) {
             if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > 10)
-                return cerr_set(e, 400, field, "must be an integer in 1..10");
+                return cerr_set(e, EINVAL, field, "must be an integer in 1..10");
             priority = (int)json_integer_value(v);
         } else {
-            return cerr_set(e, 400, field, "unknown hint (w_iter, io_volume, phases, io, priority)");
+            return cerr_set(e, EINVAL, field, "unknown hint (w_iter, io_volume, phases, io, priority)");
         }
     }
     j->w_iter = w_iter;
@@ -309,7 +309,7 @@ int core_job_register(core_t *c, const char *id, uid_t uid, gid_t gid, const cha
     *created = false;
     if (j) {
         if (j->uid != uid)
-            return cerr_set(e, 409, "id", "job %s is registered for another user (uid %u)",
+            return cerr_set(e, EEXIST, "id", "job %s is registered for another user (uid %u)",
                             id, (unsigned)j->uid);
         if (hints) {
             job_t save = *j;
@@ -322,10 +322,10 @@ int core_job_register(core_t *c, const char *id, uid_t uid, gid_t gid, const cha
         return 0;
     }
     if ((long)hmap_size(c->jobs) >= c->cfg->limits_max_jobs)
-        return cerr_set(e, 503, "", "too many registered jobs (limits.max_jobs = %ld)",
+        return cerr_set(e, EAGAIN, "", "too many registered jobs (limits.max_jobs = %ld)",
                         c->cfg->limits_max_jobs);
     if (!(j = calloc(1, sizeof(*j))))
-        return cerr_set(e, 500, "", "out of memory");
+        return cerr_set(e, ENOMEM, "", "out of memory");
     snprintf(j->id, sizeof(j->id), "%s", id);
     j->uid = uid;
     j->gid = gid;
@@ -346,7 +346,7 @@ int core_job_register(core_t *c, const char *id, uid_t uid, gid_t gid, const cha
     if (hmap_put(c->jobs, j->id, j) < 0 || hmap_iput(c->jobs_hs, j->hs_id, j) < 0) {
         hmap_del(c->jobs, j->id);
         job_free(j);
-        return cerr_set(e, 500, "", "out of memory");
+        return cerr_set(e, ENOMEM, "", "out of memory");
     }
     put_job(c, j);
     *created = true;
@@ -365,7 +365,7 @@ int core_job_begin(core_t *c, job_t *j, int nodes, cerr_t *e)
     if (job_arrive(c, j, core_hs_now(c), &err) < 0) {
         j->state = JOB_REGISTERED;
         j->begun = NAN;
-        return cerr_set(e, 500, "", "%s", err.text);
+        return cerr_set(e, EIO, "", "%s", err.text);
     }
     put_job(c, j);
     return 0;
@@ -470,7 +470,7 @@ phase_t *core_phase_request(core_t *c, job_t *j, double volume, const char *dir,
     double now, wall;
 
     if (j->phase)
-        return cerr_set(e, 409, "", "job %s already has an open phase (%ju): finish it first",
+        return cerr_set(e, EBUSY, "", "job %s already has an open phase (%ju): finish it first",
                         j->id, (uintmax_t)j->phase->id), NULL;
     if (j->state != JOB_RUNNING && core_job_begin(c, j, 0, e) < 0)
         return NULL;
@@ -479,10 +479,10 @@ phase_t *core_phase_request(core_t *c, job_t *j, double volume, const char *dir,
     if (w_done < 0)
         w_done = isnan(j->last_end) ? 0 : fmax(0, wall - j->last_end);
     if (hs_phase_request(c->sched, now, j->hs_id, volume, dir_of(dir), w_done, &herr) < 0)
-        return cerr_set(e, errno == EBUSY ? 409 : 500, "", "scheduler: %s", herr.text), NULL;
+        return cerr_set(e, errno == EBUSY ? EBUSY : EIO, "", "scheduler: %s", herr.text), NULL;
     if (!(p = calloc(1, sizeof(*p)))) {
         hs_phase_finish(c->sched, now, j->hs_id);
-        return cerr_set(e, 500, "", "out of memory"), NULL;
+        return cerr_set(e, ENOMEM, "", "out of memory"), NULL;
     }
     p->id = c->next_phase++;
     p->job = j;
@@ -497,7 +497,7 @@ phase_t *core_phase_request(core_t *c, job_t *j, double volume, const char *dir,
     if (hmap_iput(c->phases, p->id, p) < 0) {
         hs_phase_finish(c->sched, now, j->hs_id);
         free(p);
-        return cerr_set(e, 500, "", "out of memory"), NULL;
+        return cerr_set(e, ENOMEM, "", "out of memory"), NULL;
     }
     j->phase = p;
     if (isnan(j->first_request))
@@ -535,7 +535,7 @@ int core_phase_finish(core_t *c, phase_t *p, double bytes, cerr_t *e)
 int core_phase_progress(core_t *c, phase_t *p, double bytes, cerr_t *e)
 {
     if (p->state != PH_GRANTED)
-        return cerr_set(e, 409, "", "phase %ju is not granted", (uintmax_t)p->id);
+        return cerr_set(e, EBUSY, "", "phase %ju is not granted", (uintmax_t)p->id);
     if (bytes > p->volume)
         bytes = p->volume;
     p->bytes = bytes;

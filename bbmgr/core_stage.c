@@ -94,7 +94,7 @@ xfer_t *core_stage(core_t *c, job_t *j, const char *kind, const char *src, const
     return x;
 nomem:
     xfer_free(x);
-    cerr_set(e, 500, "", "out of memory");
+    cerr_set(e, ENOMEM, "", "out of memory");
     return NULL;
 }
 
@@ -108,14 +108,14 @@ int core_xfer_update(core_t *c, xfer_t *x, const char *state, int64_t bytes_done
 {
     int ns = state ? xfer_state_parse(state) : (int)x->state;
     if (ns < 0)
-        return cerr_set(e, 400, "state", "must be queued, running, done, failed or cancelled");
+        return cerr_set(e, EINVAL, "state", "must be queued, running, done, failed or cancelled");
     if (x->state != XF_QUEUED && x->state != XF_RUNNING)
-        return cerr_set(e, 409, "state", "transfer %ju is already %s", (uintmax_t)x->id,
+        return cerr_set(e, EBUSY, "state", "transfer %ju is already %s", (uintmax_t)x->id,
                         xfer_state_name(x->state));
     if (message) {
         char *m = strdup(message);
         if (!m)
-            return cerr_set(e, 500, "", "out of memory");
+            return cerr_set(e, ENOMEM, "", "out of memory");
         free(x->message);
         x->message = m;
     }

@@ -15,6 +15,28 @@
 #include "log.h"
 #include "nodes.h"
 
+/* ------------------------------------------------------------------ errors */
+/* The HTTP status of a core error (cerr_t, core.h). */
+static int http_status(int code)
+{
+    switch (code) {
+    case EINVAL: return 400;
+    case EPERM: return 403;
+    case ENOENT: return 404;
+    case EEXIST:
+    case EBUSY: return 409;
+    case EDOM: return 422;
+    case EAGAIN: return 503;
+    case ENOSPC: return 507;
+    default: return 500;
+    }
+}
+
+static void reply_cerr(reply_t *r, const cerr_t *e)
+{
+    reply_error(r, http_status(e->code), e->field, "%s", e->msg);
+}
+
 /* ------------------------------------------------------------------ validation */
 typedef enum { F_STR, F_INT, F_NUM, F_BOOL, F_SIZE, F_DUR, F_OBJ, F_ARR } ftype_t;
 

@@ -5,6 +5,7 @@
  * pool of granularity 1 GiB; their mounts do not exist (no directories are made).
  */
 #include <check.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -80,7 +81,7 @@ START_TEST(test_allocate)
     ck_assert_msg(core_alloc_create(c, a, 15 * GiB, 0, "fast", &created, &e) == 0, "%s", e.msg);
     ck_assert(!created);                        /* idempotent */
     ck_assert_int_eq(core_alloc_create(c, a, 1 * GiB, 0, "fast", &created, &e), -1);
-    ck_assert_int_eq(e.status, 409);
+    ck_assert_int_eq(e.code, EEXIST);
 
     /* the next goes to the nodes with the most space free: bb3 and bb4 */
     job_t *b = job(c, "101");
@@ -99,9 +100,9 @@ START_TEST(test_allocate)
 }
 END_TEST
 
-/* Refusals: 507 while the pool is full now (and the allocation fits once space is
- * freed), 422 for what the pool can never hold, an unknown pool, a pool without
- * nodes; a refusal takes no space. */
+/* Refusals: ENOSPC while the pool is full now (and the allocation fits once space
+ * is freed), EDOM for what the pool can never hold and for a pool without nodes,
+ * ENOENT for an unknown pool; a refusal takes no space. */
 START_TEST(test_refuse)
 {
     fx_t f;
@@ -112,18 +113,18 @@ START_TEST(test_refuse)
     ck_assert_msg(core_alloc_create(c, a, 40 * GiB, 0, "fast", &created, &e) == 0, "%s", e.msg);
     ck_assert_int_eq(a->alloc->n, 4);
     ck_assert_int_eq(core_alloc_create(c, b, 1 * GiB, 0, "fast", &created, &e), -1);
-    ck_assert_int_eq(e.status, 507);
+    ck_assert_int_eq(e.code, ENOSPC);
     ck_assert_str_eq(e.field, "capacity");
     ck_assert(b->alloc == NULL && !created);
     ck_assert_int_eq(core_alloc_create(c, b, 41 * GiB, 0, "fast", &created, &e), -1);
-    ck_assert_int_eq(e.status, 422);
+    ck_assert_int_eq(e.code, EDOM);
     ck_assert_int_eq(core_alloc_create(c, b, 1 * GiB, 5, "fast", &created, &e), -1);
-    ck_assert_int_eq(e.status, 422);
+    ck_assert_int_eq(e.code, EDOM);
     ck_assert_str_eq(e.field, "nodes");
     ck_assert_int_eq(core_alloc_create(c, b, 1 * GiB, 0, "empty", &created, &e), -1);
-    ck_assert_int_eq(e.status, 422);
+    ck_assert_int_eq(e.code, EDOM);
     ck_assert_int_eq(core_alloc_create(c, b, 1 * GiB, 0, "nosuch", &created, &e), -1);
-    ck_assert_int_eq(e.status / 100, 4);
+    ck_assert_int_eq(e.code, ENOENT);
     ck_assert_uint_eq(used(c, "bb1"), 10 * GiB);
 
     /* a drained node takes no new allocation */
@@ -131,7 +132,7 @@ START_TEST(test_refuse)
     ck_assert_msg(core_node_drain(c, core_node_index(c, "bb1"), true, "test", &e) == 0, "%s",
                   e.msg);
     ck_assert_int_eq(core_alloc_create(c, b, 31 * GiB, 0, "fast", &created, &e), -1);
-    ck_assert_int_eq(e.status, 507);
+    ck_assert_int_eq(e.code, ENOSPC);
     ck_assert_msg(core_alloc_create(c, b, 30 * GiB, 0, "fast", &created, &e) == 0, "%s", e.msg);
     ck_assert(created && !on_node(b->alloc, c, "bb1", 10 * GiB));
     ck_assert_uint_eq(used(c, "bb1"), 0);
