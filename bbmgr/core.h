@@ -143,19 +143,8 @@ typedef struct {
     int nusers;
 } pbuf_t;
 
-/* The space of a job's buffer whose directory outlives its allocation: it holds the
- * source of stage-outs whose durability is pending, or one that could not be made
- * durable (kept).  It stays counted as used on its nodes until its directory goes. */
-typedef struct {
-    char owner[160];            /* "<job>@<first stage-out>": alloc_nodes kind 'held' */
-    char job[96];               /* the job, or "persistent:<name>" */
-    alloc_t a;                  /* nodes and bytes only */
-    uint64_t *tids;             /* stage-outs whose durability is pending */
-    int ntids;
-    bool kept;                  /* one could not be made durable: held until an
-                                   administrator removes it */
-    char reason[300];
-} held_t;
+/* A buffer kept on disk after its allocation (core_internal.h). */
+typedef struct held held_t;
 
 /* Error of a core operation: what kind of failure (an errno value), the field at
  * fault, a reason.  The core knows nothing of HTTP: the routes choose the status
@@ -176,6 +165,9 @@ int cerr_set(cerr_t *e, int code, const char *field, const char *fmt, ...)
 
 typedef void (*core_notify_f)(uint64_t phase_id, void *arg);
 
+/* The core's state.  The rest of bbmgrd (routes.c, nodes.c, metrics.c) reads its
+ * fields under the lock; what only the core's own files (core*.c) share is in
+ * core_internal.h. */
 struct core {
     pthread_mutex_t lock;
     double spare_idle_from;     /* core_wall() after which spares may be made */

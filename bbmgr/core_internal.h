@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * core_internal.h — what the files of bbmgrd's core (core*.c) share and nothing
- * else uses: the functions one of them defines for another, and their constants.
+ * else uses: the types only they see, the functions one of them defines for
+ * another, and their constants.
  * core.h is the interface of the core to the rest of bbmgrd.
  */
 #ifndef BBMGR_CORE_INTERNAL_H
@@ -9,6 +10,20 @@
 
 #include "core.h"
 #include "util.h"
+
+/* The space of a job's buffer whose directory outlives its allocation: it holds the
+ * source of stage-outs whose durability is pending, or one that could not be made
+ * durable (kept).  It stays counted as used on its nodes until its directory goes. */
+struct held {
+    char owner[160];            /* "<job>@<first stage-out>": alloc_nodes kind 'held' */
+    char job[96];               /* the job, or "persistent:<name>" */
+    alloc_t a;                  /* nodes and bytes only */
+    uint64_t *tids;             /* stage-outs whose durability is pending */
+    int ntids;
+    bool kept;                  /* one could not be made durable: held until an
+                                   administrator removes it */
+    char reason[300];
+};
 
 #define NOW_NAN NAN
 #define HELD_PREFIX "persistent:"     /* held_t.job of a persistent buffer's */
