@@ -297,6 +297,9 @@ json_t *core_phase_json(core_t *c, phase_t *p);
  * without bringing a deferred decision up to date first. */
 json_t *core_phase_json_closing(core_t *c, phase_t *p);
 json_t *core_xfer_json(core_t *c, xfer_t *x);
+/* The state of a job's stage-ins or stage-outs (kind) as one word: none, failed
+ * (one failed or was cancelled), done (all), running (one is), else queued. */
+const char *core_stage_summary(const job_t *j, const char *kind);
 json_t *core_pbuf_json(core_t *c, pbuf_t *b);
 /* Recompute each node's active phases and load from the current grants. */
 void core_node_loads(core_t *c);

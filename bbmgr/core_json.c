@@ -113,7 +113,7 @@ json_t *core_xfer_json(core_t *c, xfer_t *x)
                      "durable", x->durable == 1);
 }
 
-static const char *stage_summary(job_t *j, const char *kind)
+const char *core_stage_summary(const job_t *j, const char *kind)
 {
     int n = 0, done = 0, failed = 0, running = 0;
     for (int i = 0; i < j->nxfers; i++) {
@@ -151,8 +151,8 @@ json_t *core_job_json(core_t *c, job_t *j, bool detail)
                           "state", job_state_name(j->state), "created", jnum(j->created),
                           "begun", jnum(j->begun), "ended", jnum(j->ended), "hints", hints,
                           "phases_done", (json_int_t)j->nphases, "bytes", j->bytes,
-                          "stage_in", stage_summary(j, "stage_in"), "stage_out",
-                          stage_summary(j, "stage_out"));
+                          "stage_in", core_stage_summary(j, "stage_in"), "stage_out",
+                          core_stage_summary(j, "stage_out"));
     json_object_set_new(o, "allocation", j->alloc ? core_alloc_json(c, j, j->alloc, j->id)
                                                   : json_null());
     json_object_set_new(o, "phase", j->phase ? core_phase_json(c, j->phase) : json_null());
