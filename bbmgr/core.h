@@ -8,6 +8,19 @@
  * state writer (state_put()) inside the same critical section, so the database sees
  * changes in the order memory did.  The HTTP layer answers a request only after
  * what it changed or saw is committed (see api.c).
+ *
+ * The core's files (what they share with each other only is in core_internal.h):
+ *   core.c          state names, clocks, the lock, rows queued to the state writer,
+ *                   the objects' life, creation and destruction, the timer (tick)
+ *   core_jobs.c     the live scheduler, jobs and their I/O phases
+ *   core_alloc.c    buffer nodes and pools, placement, persistent buffers, drain,
+ *                   reconfiguration
+ *   core_bufdir.c   buffer directories, spares, the trash, buffers held on disk
+ *   core_stage.c    stage-in/stage-out transfers and the glue to the data mover
+ *   core_recover.c  recovery from state.db (its reads are in state.h) and of the
+ *                   durability a stop interrupted
+ *   core_json.c     the JSON views served by the routes
+ * Errors are cerr_t with an errno-style code; routes.c chooses the HTTP status.
  */
 #ifndef BBMGR_CORE_H
 #define BBMGR_CORE_H
