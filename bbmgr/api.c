@@ -31,6 +31,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "routes.h"
+#include "util.h"
 
 typedef struct req req_t;
 
@@ -105,13 +106,6 @@ struct api {
     api_counters_t cnt;
 };
 
-static double mono(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 /* ------------------------------------------------------------------ replies */
 static const char *status_text(int s)
 {
@@ -153,11 +147,6 @@ int reply_error(reply_t *r, int status, const char *field, const char *fmt, ...)
                                     "message", msg));
     r->wait_phase = 0;
     return -1;
-}
-
-void reply_cerr(reply_t *r, const cerr_t *e)
-{
-    reply_error(r, e->status ? e->status : 500, e->field, "%s", e->msg);
 }
 
 const char *hreq_query(hreq_t *rq, const char *key)
@@ -256,7 +245,7 @@ void api_on_phase(uint64_t pid, void *arg)
 
 void api_tick(api_t *a)
 {
-    double now = mono();
+    double now = util_mono();
     pthread_mutex_lock(&a->wlock);
     req_t *q = a->waiters;
     while (q) {
@@ -367,7 +356,7 @@ static enum MHD_Result send_reply(req_t *q)
     enum MHD_Result ret = MHD_queue_response(q->conn, (unsigned)r->status, resp);
     MHD_destroy_response(resp);
 
-    double dt = mono() - q->t0;
+    double dt = util_mono() - q->t0;
     int b = 0;
     while (b < 11 && dt > lat_buckets[b])
         b++;
@@ -454,7 +443,7 @@ static int authenticate(req_t *q)
     conn_t *cc = conn_of(q->conn);
     const char *hdr = MHD_lookup_connection_value(q->conn, MHD_HEADER_KIND,
                                                   MHD_HTTP_HEADER_AUTHORIZATION);
-    double now = mono(), ttl;
+    double now = util_mono(), ttl;
     int st;
 
     pthread_mutex_lock(&a->wlock);
@@ -571,7 +560,7 @@ static bool process(req_t *q)
         pthread_mutex_lock(&a->wlock);
         if (!a->stopping) {
             q->wait_phase = r->wait_phase;
-            q->deadline = mono() + fmin(r->wait, a->max_wait);
+            q->deadline = util_mono() + fmin(r->wait, a->max_wait);
             q->on_phase = true;
             q->pnext = hmap_iget(a->by_phase, q->wait_phase);
             hmap_iput(a->by_phase, q->wait_phase, q);
@@ -622,7 +611,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         }
         q->api = a;
         q->conn = conn;
-        q->t0 = mono();
+        q->t0 = util_mono();
         inflight(q, true);
         q->who.uid = (uid_t)-1;
         snprintf(q->method, sizeof(q->method), "%s", method);
@@ -748,7 +737,7 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
         if (!cc || !ci)
             return;
         cc->fd = ci->connect_fd;
-        cc->since = mono();
+        cc->since = util_mono();
         pthread_mutex_lock(&a->conn_lock);
         bool ok = conn_count(a, cc);
         cc->cnext = a->conns;
@@ -798,7 +787,7 @@ static void conn_busy(api_t *a, struct MHD_Connection *conn, bool busy)
     pthread_mutex_lock(&a->conn_lock);
     cc->busy = busy;
     if (!busy)
-        cc->since = mono();
+        cc->since = util_mono();
     pthread_mutex_unlock(&a->conn_lock);
 }
 

@@ -45,7 +45,6 @@ typedef struct {
 
 int reply_error(reply_t *r, int status, const char *field, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
-void reply_cerr(reply_t *r, const cerr_t *e);
 void reply_json(reply_t *r, int status, json_t *body);      /* takes body */
 
 const char *hreq_query(hreq_t *rq, const char *key);   /* NULL if absent or no conn */

@@ -24,6 +24,7 @@
 #include "agent.h"
 #include "config.h"
 #include "log.h"
+#include "util.h"
 
 #ifndef SYSCONFDIR
 #define SYSCONFDIR "/etc"
@@ -159,8 +160,7 @@ int main(int argc, char **argv)
     notify("READY=1");
     bl_info("ready");
     while (!got_stop) {
-        struct timespec t0, t1;
-        clock_gettime(CLOCK_MONOTONIC, &t0);
+        double t0 = util_mono();
         if (got_hup) {
             got_hup = 0;
             if (bl_configure(logfile, verbose ? "debug" : cfg->log_level,
@@ -168,9 +168,7 @@ int main(int argc, char **argv)
                 bl_error("log: %s", err.text);
         }
         agent_step(agent);
-        clock_gettime(CLOCK_MONOTONIC, &t1);
-        double spent = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9;
-        nap(agent_interval(agent) - spent);
+        nap(agent_interval(agent) - (util_mono() - t0));
     }
     bl_info("signal %d: stopping", (int)got_stop);
     notify("STOPPING=1");

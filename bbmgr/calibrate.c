@@ -30,6 +30,7 @@
 
 #include "libhutil/hutil.h"
 #include "calibrate.h"
+#include "util.h"
 
 #define MAX_STREAMS 64
 #define ALIGN 4096
@@ -74,13 +75,6 @@ static void on_int(int sig)
     interrupted = 1;
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static int open_file(stream_t *s)
 {
     int flags = s->reading ? O_RDONLY : O_WRONLY | O_CREAT | O_TRUNC;
@@ -108,9 +102,9 @@ static void *stream_run(void *arg)
     if (s->gate->go < 0 && !s->err)
         s->err = ECANCELED;
     pthread_mutex_unlock(&s->gate->lock);
-    s->t0 = now_s();
+    s->t0 = util_mono();
     double deadline = s->t0 + s->seconds;
-    while (!s->err && !interrupted && now_s() < deadline) {
+    while (!s->err && !interrupted && util_mono() < deadline) {
         if (!s->reading && off >= s->size)
             break;
         ssize_t n = s->reading ? pread(fd, s->buf, s->block, (off_t)off)
@@ -141,7 +135,7 @@ static void *stream_run(void *arg)
     }
     if (fd >= 0 && !s->reading && !s->err && fsync(fd) < 0)
         s->err = errno;
-    s->t1 = now_s();
+    s->t1 = util_mono();
     if (fd >= 0) {
         if (!s->direct)
             posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);

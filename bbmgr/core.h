@@ -8,6 +8,19 @@
  * state writer (state_put()) inside the same critical section, so the database sees
  * changes in the order memory did.  The HTTP layer answers a request only after
  * what it changed or saw is committed (see api.c).
+ *
+ * The core's files (what they share with each other only is in core_internal.h):
+ *   core.c          state names, clocks, the lock, rows queued to the state writer,
+ *                   the objects' life, creation and destruction, the timer (tick)
+ *   core_jobs.c     the live scheduler, jobs and their I/O phases
+ *   core_alloc.c    buffer nodes and pools, placement, persistent buffers, drain,
+ *                   reconfiguration
+ *   core_bufdir.c   buffer directories, spares, the trash, buffers held on disk
+ *   core_stage.c    stage-in/stage-out transfers and the glue to the data mover
+ *   core_recover.c  recovery from state.db (its reads are in state.h) and of the
+ *                   durability a stop interrupted
+ *   core_json.c     the JSON views served by the routes
+ * Errors are cerr_t with an errno-style code; routes.c chooses the HTTP status.
  */
 #ifndef BBMGR_CORE_H
 #define BBMGR_CORE_H
@@ -143,32 +156,31 @@ typedef struct {
     int nusers;
 } pbuf_t;
 
-/* The space of a job's buffer whose directory outlives its allocation: it holds the
- * source of stage-outs whose durability is pending, or one that could not be made
- * durable (kept).  It stays counted as used on its nodes until its directory goes. */
-typedef struct {
-    char owner[160];            /* "<job>@<first stage-out>": alloc_nodes kind 'held' */
-    char job[96];               /* the job, or "persistent:<name>" */
-    alloc_t a;                  /* nodes and bytes only */
-    uint64_t *tids;             /* stage-outs whose durability is pending */
-    int ntids;
-    bool kept;                  /* one could not be made durable: held until an
-                                   administrator removes it */
-    char reason[300];
-} held_t;
+/* A buffer kept on disk after its allocation (core_internal.h). */
+typedef struct held held_t;
 
-/* Error of a core operation: an HTTP status, the field at fault, a reason. */
+/* Error of a core operation: what kind of failure (an errno value), the field at
+ * fault, a reason.  The core knows nothing of HTTP: the routes choose the status
+ * from the code.  EINVAL: a bad value; EPERM: not allowed for this user; ENOENT:
+ * no such thing; EEXIST: conflicts with what exists; EBUSY: not in the state that
+ * allows it; EDOM: can never be done (beyond what the pool or policy offers);
+ * ENOSPC: no room now; EAGAIN: a limit reached, try later; ENOMEM, EIO: the
+ * daemon's own failure. */
 typedef struct {
-    int status;
+    int code;
     char field[64];
     char msg[320];
 } cerr_t;
 
-int cerr_set(cerr_t *e, int status, const char *field, const char *fmt, ...)
+/* Fill e (when not NULL) and return -1. */
+int cerr_set(cerr_t *e, int code, const char *field, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
 typedef void (*core_notify_f)(uint64_t phase_id, void *arg);
 
+/* The core's state.  The rest of bbmgrd (routes.c, nodes.c, metrics.c) reads its
+ * fields under the lock; what only the core's own files (core*.c) share is in
+ * core_internal.h. */
 struct core {
     pthread_mutex_t lock;
     double spare_idle_from;     /* core_wall() after which spares may be made */
@@ -298,6 +310,9 @@ json_t *core_phase_json(core_t *c, phase_t *p);
  * without bringing a deferred decision up to date first. */
 json_t *core_phase_json_closing(core_t *c, phase_t *p);
 json_t *core_xfer_json(core_t *c, xfer_t *x);
+/* The state of a job's stage-ins or stage-outs (kind) as one word: none, failed
+ * (one failed or was cancelled), done (all), running (one is), else queued. */
+const char *core_stage_summary(const job_t *j, const char *kind);
 json_t *core_pbuf_json(core_t *c, pbuf_t *b);
 /* Recompute each node's active phases and load from the current grants. */
 void core_node_loads(core_t *c);

@@ -65,6 +65,7 @@
 #include "hmap.h"
 #include "log.h"
 #include "mover.h"
+#include "util.h"
 
 #define SLOT_BYTES (256u * 1024u)     /* SFQ(D)+ slot: depth is counted in these */
 #define META_COST 4096u             /* cost charged for an empty file */
@@ -257,12 +258,6 @@ struct mover {
 };
 
 /* ------------------------------------------------------------------ helpers */
-static double mono(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static char *xprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static char *xprintf(const char *fmt, ...)
@@ -622,14 +617,6 @@ static void dispatch(mover_t *m)
     }
 }
 
-static bool path_under(const char *path, const char *root)
-{
-    size_t n = strlen(root);
-    while (n > 1 && root[n - 1] == '/')
-        n--;
-    return !strncmp(path, root, n) && (path[n] == '\0' || path[n] == '/');
-}
-
 /* A stage-out needs its source while it copies, and until it is durable: a crash
  * before then makes the next start copy again from it. */
 static bool holds_source(const mxfer_t *x)
@@ -644,7 +631,7 @@ static void rm_release(mover_t *m, task_t *t)
 {
     void *v;
     for (int i = 0; i < m->nkept; i++)
-        if (path_under(m->kept[i], t->path)) {
+        if (util_path_under(m->kept[i], t->path)) {
             bl_warning("teardown: %s is kept: the stage-out from %s could not be made "
                        "durable (remove it by hand once the data is safe)", t->path,
                        m->kept[i]);
@@ -654,7 +641,7 @@ static void rm_release(mover_t *m, task_t *t)
     for (void *it = hmap_first(m->xfers, &v); it; it = hmap_next(m->xfers, it, &v)) {
         const mxfer_t *x = v;
         const char *src = x->hold ? x->hold : x->src;
-        if (holds_source(x) && (path_under(src, t->path) || path_under(t->path, src))) {
+        if (holds_source(x) && (util_path_under(src, t->path) || util_path_under(t->path, src))) {
             bl_debug("teardown: %s waits for stage-out %ju to be durable", t->path,
                      (uintmax_t)x->tid);
             t->next = m->rmwait;
@@ -736,7 +723,7 @@ static void xfer_check(mover_t *m, mxfer_t *x)
                         m->st.done++;
                     x->durable_queued = true;
                     x->pending++;
-                    t->not_after = mono() + DURABLE_DEFER_MAX;
+                    t->not_after = util_mono() + DURABLE_DEFER_MAX;
                     tq_push(&m->shead, &m->stail, &m->scond, t);
                     return;
                 }
@@ -1360,7 +1347,7 @@ static void throttle(mover_t *m, uint64_t len)
     if (!(m->rate > 0) || !len)
         return;
     pthread_mutex_lock(&m->lock);
-    double now = mono();
+    double now = util_mono();
     start = m->tnext > now ? m->tnext : now;
     m->tnext = start + (double)len / m->rate;
     pthread_mutex_unlock(&m->lock);
@@ -1838,7 +1825,7 @@ static int run_durable(mover_t *m, task_t *t)
 {
     mxfer_t *x = t->x;
     int nfiles = 0, ndirs = 0;
-    double t0 = mono(), tp[3];
+    double t0 = util_mono(), tp[3];
 
     if (become(m, &x->id) < 0)
         return tfail(t, errno, x->dst, "act as the job's user");
@@ -1872,7 +1859,7 @@ static int run_durable(mover_t *m, task_t *t)
             if (rc < 0)
                 return -1;
         }
-        tp[pass] = mono();
+        tp[pass] = util_mono();
     }
     for (int i = x->nents - 1; i >= 0; i--) {
         entry_t *e = &x->ents[i];
@@ -1884,7 +1871,7 @@ static int run_durable(mover_t *m, task_t *t)
     }
     if (sync_parent(m, t, x->dst) < 0)
         return -1;
-    double t1 = mono();
+    double t1 = util_mono();
     bl_debug("mover: transfer %ju durable: %d files and %d directories fsync'd in %.3f s "
              "(write-back started %.3f s, data written %.3f s, files fsync'd %.3f s, "
              "directories %.3f s)", (uintmax_t)x->tid, nfiles, ndirs + 1, t1 - t0,
@@ -2017,7 +2004,7 @@ static void *worker_main(void *arg)
 static task_t *syncer_take(mover_t *m, double *wait)
 {
     bool copying = m->defer_durable && (m->head || m->wbusy > 0);
-    double now = copying ? mono() : 0;
+    double now = copying ? util_mono() : 0;
     task_t *prev = NULL, *t;
 
     *wait = 0.05;
@@ -2228,7 +2215,7 @@ error:
 static int join_until(pthread_t thr, double until)
 {
     struct timespec ts;
-    double d = until - mono();
+    double d = until - util_mono();
     clock_gettime(CLOCK_REALTIME, &ts);
     d = (d > 0 ? d : 0) + ts.tv_nsec * 1e-9;
     ts.tv_sec += (time_t)d;
@@ -2250,7 +2237,7 @@ void mover_destroy(mover_t *m)
     /* each worker finishes its current task; one stuck in a system call (a file
      * system that does not answer) is not waited for beyond STOP_WAIT: the daemon
      * then stops without tidying up here (what it leaves is done at the next start) */
-    double until = mono() + STOP_WAIT;
+    double until = util_mono() + STOP_WAIT;
     int stuck = 0;
     for (int i = 0; m->w && i < m->nthreads; i++)
         stuck += join_until(m->w[i].thr, until) < 0;
@@ -2278,7 +2265,7 @@ void mover_destroy(mover_t *m)
     task_t *t;
     while ((t = fifo_pop(m))) {
         if (t->kind == T_RMTREE) {
-            t->move_only = mono() > until;
+            t->move_only = util_mono() > until;
             run_rmtree(m, t);
         }
         task_free(t);
@@ -2301,7 +2288,7 @@ void mover_destroy(mover_t *m)
         task_free(t);
     }
     while ((t = fifo_pop(m))) {
-        t->move_only = mono() > until;
+        t->move_only = util_mono() > until;
         run_rmtree(m, t);
         task_free(t);
     }
@@ -2421,7 +2408,7 @@ int mover_submit(mover_t *m, const mover_spec_t *spec)
     }
     x->sync_after = x->stage_out && !x->sync_each;
     x->total = -1;
-    x->rep_time = mono();
+    x->rep_time = util_mono();
     pthread_mutex_lock(&m->lock);
     if (hmap_iget(m->xfers, x->tid)) {
         pthread_mutex_unlock(&m->lock);
@@ -2554,7 +2541,7 @@ int mover_rmtree(mover_t *m, const char *job, const char *path, const char *tras
 /* Replace the prefix from by to in p (a copy), or NULL when p is not under from. */
 static char *rebased(const char *p, const char *from, const char *to)
 {
-    return path_under(p, from) ? xprintf("%s%s", to, p + strlen(from)) : NULL;
+    return util_path_under(p, from) ? xprintf("%s%s", to, p + strlen(from)) : NULL;
 }
 
 /* (m->lock held) a teardown of 'from' is now one of 'to' */
@@ -2604,7 +2591,7 @@ int mover_aside(mover_t *m, const char *from, const char *to)
 
 void mover_poll(mover_t *m, mover_report_f cb, void *arg)
 {
-    double now = mono();
+    double now = util_mono();
     void *v;
     mxfer_t *gone[64];
     int ngone = 0;

@@ -29,6 +29,7 @@
 #include "hmap.h"
 #include "log.h"
 #include "nodeproto.h"
+#include "util.h"
 
 typedef struct {
     char name[64];
@@ -74,13 +75,6 @@ static struct {
     double bw_rebuilt;          /* monotonic time the scheduler was last rebuilt */
 } G;
 
-static double mono(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 /* Built at the first call: the agents are the nodes of the sets with agent: true
  * (a restart applies a change of that key). */
 static void init(core_t *c)
@@ -100,7 +94,7 @@ static void init(core_t *c)
             G.v = v;
             memset(&G.v[G.n], 0, sizeof(agent_t));
             snprintf(G.v[G.n].name, sizeof(G.v[G.n].name), "%s", ns->names.v[i]);
-            G.v[G.n].last_seen = mono();
+            G.v[G.n].last_seen = util_mono();
             G.v[G.n].gen = 1;
             G.v[G.n].available = ns->bandwidth;
             G.n++;
@@ -138,14 +132,6 @@ bool nodes_dir_hook(core_t *c, int idx)
     return true;
 }
 
-static bool path_under(const char *path, const char *root)
-{
-    size_t n = strlen(root);
-    while (n > 1 && root[n - 1] == '/')
-        n--;
-    return !strncmp(path, root, n) && (path[n] == '\0' || path[n] == '/');
-}
-
 static void task_free(task_t *t)
 {
     if (!t)
@@ -164,7 +150,7 @@ bool nodes_dispatch(core_t *c, const mover_spec_t *spec, const char *buf)
         return false;
     for (int i = 0; i < c->nnodes && a < 0; i++) {
         int k = agent_of_node(c, i);
-        if (k >= 0 && path_under(buf, c->nodes[i].mount))
+        if (k >= 0 && util_path_under(buf, c->nodes[i].mount))
             a = k;
     }
     if (a < 0)
@@ -247,7 +233,7 @@ void nodes_tick(core_t *c, double wall)
 {
     (void)wall;
     init(c);
-    double now = mono();
+    double now = util_mono();
     for (int a = 0; a < G.n; a++) {
         agent_t *g = &G.v[a];
         int idx = core_node_index(c, g->name);
@@ -274,7 +260,7 @@ static void agent_up(core_t *c, int a)
     cerr_t e;
     if (g->down)
         bl_info("buffer node %s: its agent reports again (down for %.1f s): back in service "
-                "after its directories are checked", g->name, mono() - g->last_seen);
+                "after its directories are checked", g->name, util_mono() - g->last_seen);
     g->down = false;
     g->reason[0] = '\0';
     if (idx >= 0 && c->nodes[idx].drained && c->nodes[idx].reason
@@ -457,7 +443,7 @@ void nodes_route_poll(core_t *c, hreq_t *rq, reply_t *r)
         g->sent_current = false;        /* coming back: its directories are checked */
     agent_up(c, a);
     g->seen = true;
-    g->last_seen = mono();
+    g->last_seen = util_mono();
     g->reported = core_wall();
     g->st = status;
     g->polls++;
@@ -488,7 +474,7 @@ void nodes_node_json(core_t *c, int idx, json_t *o)
                            : "waiting", "reason", *g->reason ? json_string(g->reason)
                            : json_null(), "busy", g->st.busy, "polls", (json_int_t)g->polls);
     if (g->seen) {
-        json_object_set_new(ag, "age", json_real(mono() - g->last_seen));
+        json_object_set_new(ag, "age", json_real(util_mono() - g->last_seen));
         json_object_set_new(ag, "status", np_status_json(&g->st));
         json_object_set_new(ag, "foreign_bw", json_real(g->foreign));
         json_object_set_new(ag, "available_bw", json_real(g->available));
@@ -565,7 +551,7 @@ char *nodes_metrics(core_t *c)
         { "harmonia_agent_foreign_bandwidth", "gauge", "Bytes/s of I/O on the device that is not the agent's (0: unknown)." },
         { "harmonia_agent_available_bandwidth", "gauge", "Bytes/s the scheduler counts on for the node." },
     };
-    double now = mono();
+    double now = util_mono();
     for (size_t k = 0; k < sizeof(m) / sizeof(*m); k++) {
         sb(&b, "# HELP %s %s\n# TYPE %s %s\n", m[k].name, m[k].help, m[k].name, m[k].type);
         for (int a = 0; a < G.n; a++) {
@@ -614,7 +600,7 @@ static double conf_bandwidth(core_t *c, const char *name)
 
 static void bandwidth_flush(core_t *c)
 {
-    double now = mono();
+    double now = util_mono();
     int last = -1;
     if (now - G.bw_rebuilt < BW_HOLD)
         return;

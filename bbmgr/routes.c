@@ -15,6 +15,28 @@
 #include "log.h"
 #include "nodes.h"
 
+/* ------------------------------------------------------------------ errors */
+/* The HTTP status of a core error (cerr_t, core.h). */
+static int http_status(int code)
+{
+    switch (code) {
+    case EINVAL: return 400;
+    case EPERM: return 403;
+    case ENOENT: return 404;
+    case EEXIST:
+    case EBUSY: return 409;
+    case EDOM: return 422;
+    case EAGAIN: return 503;
+    case ENOSPC: return 507;
+    default: return 500;
+    }
+}
+
+static void reply_cerr(reply_t *r, const cerr_t *e)
+{
+    reply_error(r, http_status(e->code), e->field, "%s", e->msg);
+}
+
 /* ------------------------------------------------------------------ validation */
 typedef enum { F_STR, F_INT, F_NUM, F_BOOL, F_SIZE, F_DUR, F_OBJ, F_ARR } ftype_t;
 
@@ -632,21 +654,11 @@ static void stage_get(core_t *c, hreq_t *rq, reply_t *r, const char *kind)
     if (!j)
         return;
     json_t *a = json_array();
-    int n = 0, done = 0, failed = 0, running = 0;
-    for (int i = 0; i < j->nxfers; i++) {
-        xfer_t *x = j->xfers[i];
-        if (strcmp(x->kind, kind))
-            continue;
-        n++;
-        done += x->state == XF_DONE;
-        failed += x->state == XF_FAILED || x->state == XF_CANCELLED;
-        running += x->state == XF_RUNNING;
-        json_array_append_new(a, core_xfer_json(c, x));
-    }
-    const char *st = n == 0 ? "none" : failed ? "failed" : done == n ? "done"
-                                                 : running ? "running" : "queued";
-    reply_json(r, 200, json_pack("{s:s s:s s:s s:o}", "job", j->id, "kind", kind, "state", st,
-                                 "transfers", a));
+    for (int i = 0; i < j->nxfers; i++)
+        if (!strcmp(j->xfers[i]->kind, kind))
+            json_array_append_new(a, core_xfer_json(c, j->xfers[i]));
+    reply_json(r, 200, json_pack("{s:s s:s s:s s:o}", "job", j->id, "kind", kind, "state",
+                                 core_stage_summary(j, kind), "transfers", a));
 }
 
 static void h_stage_in(core_t *c, hreq_t *rq, reply_t *r) { stage_create(c, rq, r, "stage_in"); }

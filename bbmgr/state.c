@@ -17,6 +17,7 @@
 
 #include "state.h"
 #include "log.h"
+#include "util.h"
 
 /* ------------------------------------------------------------------ schema
  * Migration i brings the schema from version i to i+1.  Never edit a released
@@ -76,7 +77,11 @@ static const char *const stmt_sql[] = {
 #undef X
 };
 
-static double mono(void);
+static const char *const read_sql[] = {
+#define X(name, sql) sql,
+    STATE_READS(X)
+#undef X
+};
 
 /* ------------------------------------------------------------------ ops */
 typedef enum { SV_NULL, SV_INT, SV_REAL, SV_TEXT } sv_type_t;
@@ -166,7 +171,7 @@ static int wal_hook(void *arg, sqlite3 *db, const char *name, int frames)
 static void writer_checkpoint(state_t *st)
 {
     int nlog = 0, nckpt = 0;
-    double t0 = mono();
+    double t0 = util_mono();
     if (sqlite3_wal_checkpoint_v2(st->db, NULL, SQLITE_CHECKPOINT_PASSIVE, &nlog, &nckpt)
         != SQLITE_OK) {
         bl_debug("state: checkpoint: %s", sqlite3_errmsg(st->db));
@@ -174,7 +179,7 @@ static void writer_checkpoint(state_t *st)
     }
     pthread_mutex_lock(&st->lock);
     st->stats.checkpoints++;
-    st->stats.checkpoint_seconds += mono() - t0;
+    st->stats.checkpoint_seconds += util_mono() - t0;
     pthread_mutex_unlock(&st->lock);
     if (nckpt == nlog)
         st->wal_frames = 0;     /* complete: the next commit restarts the WAL */
@@ -307,13 +312,6 @@ static int exec_op(state_t *st, const op_t *op)
     return rc;
 }
 
-static double mono(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 /* Write batch b in one transaction.  Returns 0 or -1 (err filled). */
 static int write_batch(state_t *st, batch_t *b, hu_error_t *err)
 {
@@ -332,12 +330,12 @@ static int write_batch(state_t *st, batch_t *b, hu_error_t *err)
             return -1;
         }
     }
-    double t0 = mono();
+    double t0 = util_mono();
     if ((rc = sqlite3_exec(st->db, "COMMIT", NULL, NULL, &emsg)) != SQLITE_OK) {
         sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
         goto error;
     }
-    st->stats.commit_seconds += mono() - t0;
+    st->stats.commit_seconds += util_mono() - t0;
     st->stats.commits++;
     st->stats.statements += b->n;
     return 0;
@@ -797,19 +795,16 @@ void state_close(state_t *st)
     errno = saved;
 }
 
-int state_query(state_t *st, int (*row)(sqlite3_stmt *s, void *arg), void *arg,
-                const char *sql, const char *fmt, ...)
+static int vquery(state_t *st, int (*row)(sqlite3_stmt *s, void *arg), void *arg,
+                  const char *sql, const char *fmt, va_list ap)
 {
     sqlite3_stmt *s = NULL;
-    va_list ap;
     int rc;
 
     pthread_mutex_lock(&st->rlock);
     if ((rc = sqlite3_prepare_v2(st->rdb, sql, -1, &s, NULL)) != SQLITE_OK)
         goto error;
-    va_start(ap, fmt);
     rc = vbind(s, fmt ? fmt : "", ap);
-    va_end(ap);
     if (rc != SQLITE_OK)
         goto error;
     while ((rc = sqlite3_step(s)) == SQLITE_ROW)
@@ -826,4 +821,29 @@ error:
     pthread_mutex_unlock(&st->rlock);
     errno = EIO;
     return -1;
+}
+
+int state_query(state_t *st, int (*row)(sqlite3_stmt *s, void *arg), void *arg,
+                const char *sql, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = vquery(st, row, arg, sql, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+int state_read(state_t *st, state_read_t q, int (*row)(sqlite3_stmt *s, void *arg), void *arg,
+               const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = vquery(st, row, arg, read_sql[q], fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+const char *state_read_sql(state_read_t q)
+{
+    return read_sql[q];
 }

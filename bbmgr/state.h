@@ -82,6 +82,54 @@ typedef enum {
     ST__COUNT
 } state_stmt_t;
 
+/* The reads of recovery (name, SQL), next to the writes above: bbmgrd's core
+ * rebuilds its model from them at the start (core_recover.c).  Parameters are
+ * bound in order, rows come as from state_query(). */
+#define STATE_READS(X) \
+    X(NODE_STATES, "SELECT name,state,reason FROM node_state") \
+    X(JOBS_OPEN, "SELECT id,uid,gid,user,name,nodes,w_iter,io_volume,phases,io,priority," \
+      "state,created,updated,begun,nphases,bytes FROM jobs WHERE state!='ended'") \
+    X(ALLOCS, "SELECT job_id,pool,capacity,reserved,nodes_requested,created FROM allocations") \
+    X(PERSISTENT, "SELECT name,uid,gid,pool,capacity,reserved,created FROM persistent") \
+    X(ANODES, "SELECT kind,owner,node,bytes FROM alloc_nodes ORDER BY rowid") \
+    X(PUSES, "SELECT name,job_id FROM persistent_use") \
+    X(PHASES_OPEN, "SELECT id,job_id,volume,direction,state,requested,granted,finished,bytes," \
+      "bandwidth,nodes,w_done FROM phases WHERE state IN ('waiting','granted')" \
+      " ORDER BY id DESC") \
+    X(XFERS_OPEN, "SELECT t.id,t.job_id,t.kind,t.source,t.destination,t.type,t.state," \
+      "t.bytes_total,t.bytes_done,t.message,t.requested,t.start,t.finished,t.durable" \
+      " FROM transfers t JOIN jobs j ON j.id=t.job_id WHERE j.state!='ended'" \
+      " UNION ALL SELECT id,job_id,kind,source,destination,type,state,bytes_total," \
+      "bytes_done,message,requested,start,finished,durable FROM transfers WHERE state" \
+      " IN ('queued','running') AND job_id NOT IN (SELECT id FROM jobs WHERE" \
+      " state!='ended') ORDER BY 1") \
+    X(PHASE_MAX_ID, "SELECT coalesce(max(id),0) FROM phases") \
+    X(XFER_MAX_ID, "SELECT coalesce(max(id),0) FROM transfers") \
+    X(META, "SELECT value FROM meta WHERE key=?") \
+    /* the stage-outs a held buffer waits for: of job ?, or reading from under ?1 */ \
+    X(HELD_OF_JOB, "SELECT id,state FROM transfers WHERE job_id=? AND kind='stage_out' AND" \
+      " ((state='done' AND durable=0) OR (state='failed' AND message LIKE" \
+      " 'not durable:%'))") \
+    X(HELD_UNDER, "SELECT id,state FROM transfers WHERE kind='stage_out' AND" \
+      " ((state='done' AND durable=0) OR (state='failed' AND message LIKE" \
+      " 'not durable:%')) AND (COALESCE(held,source)=?1 OR" \
+      " substr(COALESCE(held,source),1,length(?1)+1)=?1||'/')") \
+    /* a row when a stage-out that could not be made durable reads from under ?1 */ \
+    X(KEPT_UNDER, "SELECT 1 FROM transfers WHERE kind='stage_out' AND state='failed' AND" \
+      " (held=?1 OR substr(held,1,length(?1)+1)=?1||'/') LIMIT 1") \
+    /* the stage-outs done whose fsyncs had not finished, with their job's user */ \
+    X(XFERS_SYNCING, "SELECT t.id,t.job_id,COALESCE(t.held,t.source),t.destination,t.type," \
+      "t.finished,j.uid,j.gid," \
+      "j.user FROM transfers t LEFT JOIN jobs j ON j.id=t.job_id WHERE t.durable=0" \
+      " AND t.state='done' AND t.kind='stage_out' ORDER BY t.id")
+
+typedef enum {
+#define X(name, sql) SR_##name,
+    STATE_READS(X)
+#undef X
+    SR__COUNT
+} state_read_t;
+
 typedef struct state state_t;
 
 /* Called by the writer thread after each commit with the highest sequence number
@@ -118,6 +166,10 @@ int state_flush(state_t *st, hu_error_t *err);
  * result row; row returns non-zero to stop.  Serialised by an internal mutex. */
 int state_query(state_t *st, int (*row)(sqlite3_stmt *s, void *arg), void *arg,
                 const char *sql, const char *fmt, ...);
+/* The same with one of the reads of STATE_READS, and its SQL (for messages). */
+int state_read(state_t *st, state_read_t q, int (*row)(sqlite3_stmt *s, void *arg), void *arg,
+               const char *fmt, ...);
+const char *state_read_sql(state_read_t q);
 
 /* Make the ops put between state_hold() and state_release() (nestable, any
  * thread) one unit: they are committed together, never split over two

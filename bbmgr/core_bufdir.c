@@ -1,0 +1,463 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * core_bufdir.c — buffer directories: creation (from spares), teardown through the
+ * trash, and the buffers held on disk after their allocation.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "libhsched/hsched.h"
+#include "core_internal.h"
+#include "log.h"
+#include "nodes.h"
+#include "util.h"
+
+/* ------------------------------------------------------------------ buffer directories
+ * A job's directory is <mount>/<jobid>, a persistent buffer's
+ * <mount>/persistent/<name>, on every node of the allocation (nodes sharing a mount
+ * share the directory).  Created mode 0700 for the owner when the allocation is
+ * made, removed with everything in it when it is released (by the mover's workers,
+ * after the job's transfers have stopped).  Mounts that do not exist are left
+ * alone (development set-ups with stage.mode scheduled or immediate). */
+#define SPARE_DIR ".harmonia-spare"
+bool dir_name_ok(const char *name, bool job)
+{
+    return *name && strcmp(name, ".") && strcmp(name, "..") && !strchr(name, '/')
+           && strcmp(name, TRASH_DIR)
+           && !(job && (!strcmp(name, "persistent") || !strcmp(name, SPARE_DIR)));
+}
+
+/*
+ * Incarnations.  A buffer's name (a job id, which a requeued Slurm job keeps, or a
+ * persistent buffer's name) is free again as soon as its buffer is gone from memory,
+ * while its directory may still wait for its teardown (transfers stopping, a
+ * stage-out to make durable).  A directory is never adopted: a new buffer whose
+ * path is taken moves the old directory aside to <parent>/.harmonia-trash/<inode>
+ * (a name no other directory can have) under the mover's lock, where its teardown
+ * and the stage-outs reading from it follow it, and gets a directory of its own.
+ * A teardown moves its directory there too before it empties it, and only if it is
+ * still the directory (device and inode) it was for.  The trash directory is the
+ * daemon's, mode 0711: the content of each entry is still reachable only by its
+ * owner (0700), who is the one the teardown acts as.
+ */
+static bool trash_path(const char *path, const struct stat *st, char *out, size_t len)
+{
+    const char *slash = strrchr(path, '/');
+    struct stat ts;
+    if (!slash)
+        return false;
+    snprintf(out, len, "%.*s/" TRASH_DIR, (int)(slash - path), path);
+    if (mkdir(out, 0711) < 0 && errno != EEXIST) {
+        bl_warning("mkdir %s: %s", out, strerror(errno));
+        return false;
+    }
+    if (lstat(out, &ts) < 0 || !S_ISDIR(ts.st_mode) || ts.st_uid != geteuid()
+        || (ts.st_mode & 022)) {
+        bl_warning("%s is not a directory of uid %u writable by it alone: not used", out,
+                   (unsigned)geteuid());
+        return false;
+    }
+    size_t n = strlen(out);
+    snprintf(out + n, len - n, "/%ju", (uintmax_t)st->st_ino);
+    return true;
+}
+
+/* path is taken by an earlier buffer of the same name (lock held): move it aside
+ * (its teardown follows, or one is queued).  false: it could not be. */
+static bool bufdir_aside(core_t *c, const char *path, const struct stat *st)
+{
+    char trash[1300];
+    if (!trash_path(path, st, trash, sizeof(trash)))
+        return false;
+    if (c->mover ? mover_aside(c->mover, path, trash) < 0 : rename(path, trash) < 0) {
+        if (errno == ENOENT)
+            return true;    /* its teardown moved it meanwhile: the path is free */
+        bl_warning("buffer directory %s of an earlier buffer: move to %s: %s", path, trash,
+                   strerror(errno));
+        return false;
+    }
+    bl_info("buffer directory %s (inode %ju, uid %u) belongs to an earlier buffer of that "
+            "name: moved to %s, a new one is made", path, (uintmax_t)st->st_ino,
+            (unsigned)st->st_uid, trash);
+    state_put(c->st, ST_XFER_HELD, "ss", path, trash);
+    if (c->mover && mover_rmtree(c->mover, NULL, trash, NULL, st->st_uid, st->st_gid,
+                                 st->st_dev, st->st_ino) < 0)
+        bl_warning("teardown of %s: %s", trash, strerror(errno));
+    return true;
+}
+
+/*
+ * Spare directories.  On this kind of machine a mkdir() costs 50-200 us of CPU
+ * (ext4 without a journal scans the recently deleted inodes of the block group,
+ * more of them the more files come and go), two per job at allocation, in the
+ * request.  So while no allocation came for SPARE_IDLE seconds, core_tick() makes
+ * up to SPARE_MAX empty directories per mount in <mount>/.harmonia-spare (mode 0700,
+ * owned by the daemon: nobody else can reach them), and an allocation renames one
+ * into place, then gives it to its owner as before: a burst of submissions pays a
+ * rename instead of a mkdir.  A directory is never used twice (teardown removes
+ * it), so nothing of an earlier user (files, ACLs, xattrs) can be in it.
+ */
+#define SPARE_MAX 32            /* per mount */
+#define SPARE_IDLE 1.0          /* seconds without an allocation before making spares */
+#define SPARE_PER_TICK 8        /* mkdir()s per core_tick() (every 50 ms) */
+
+/* The first node with the same mount as node idx: the one that keeps its spares. */
+int mount_owner(core_t *c, int idx)
+{
+    for (int k = 0; k < idx; k++)
+        if (!strcmp(c->nodes[k].mount, c->nodes[idx].mount))
+            return k;
+    return idx;
+}
+
+/* <mount>/.harmonia-spare exists, is a directory of ours and nobody else's. */
+static bool spare_dir_ok(node_t *n, char *dir, size_t len)
+{
+    struct stat st;
+    snprintf(dir, len, "%s/" SPARE_DIR, n->mount);
+    if (n->spare_off)
+        return false;
+    if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
+        bl_warning("spare directories: mkdir %s: %s (no spares on this mount)", dir,
+                   strerror(errno));
+        n->spare_off = true;
+        return false;
+    }
+    if (lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid()
+        || (st.st_mode & 077)) {
+        bl_warning("spare directories: %s is not a directory of uid %u with mode 0700: "
+                   "not used", dir, (unsigned)geteuid());
+        n->spare_off = true;
+        return false;
+    }
+    return true;
+}
+
+/* Rename a spare of node idx's mount to path.  false: none (make it with mkdir). */
+static bool spare_take(core_t *c, int idx, const char *path)
+{
+    node_t *n = &c->nodes[mount_owner(c, idx)];
+    char sp[1300];
+    while (n->spares > 0 && !n->spare_off) {
+        n->spares--;
+        n->spare_top--;
+        snprintf(sp, sizeof(sp), "%s/" SPARE_DIR "/%u", n->mount, n->spare_top);
+        if (rename(sp, path) == 0)
+            return true;
+        if (errno != ENOENT) {
+            bl_warning("spare directory %s -> %s: %s", sp, path, strerror(errno));
+            return false;
+        }
+    }
+    return false;
+}
+
+/* core_tick(): make spares while allocations are quiet (lock held). */
+void spares_fill(core_t *c, double wall)
+{
+    int budget = SPARE_PER_TICK;
+    char dir[1200], sp[1300];
+    if (wall < c->spare_idle_from)
+        return;
+    for (int i = 0; i < c->nnodes && budget > 0; i++) {
+        node_t *n = &c->nodes[i];
+        if (nodes_is_agent(c, i))   /* its agent keeps its spares */
+            continue;
+        if (!n->spare_role)     /* once: nodes sharing a mount share its spares */
+            n->spare_role = mount_owner(c, i) == i ? 1 : -1;
+        if (n->spare_role < 0 || n->spares >= SPARE_MAX || n->spare_off || !n->in_config
+            || !mount_ok(c, i) || !spare_dir_ok(n, dir, sizeof(dir)))
+            continue;
+        while (n->spares < SPARE_MAX && budget-- > 0) {
+            snprintf(sp, sizeof(sp), "%s/%u", dir, n->spare_top);
+            if (mkdir(sp, 0700) < 0 && errno != EEXIST) {   /* EEXIST: one of an earlier run */
+                bl_warning("spare directories: mkdir %s: %s", sp, strerror(errno));
+                n->spare_off = true;
+                break;
+            }
+            n->spare_top++;
+            n->spares++;
+        }
+    }
+}
+
+bool mount_seen(core_t *c, const alloc_t *a, int i)
+{
+    for (int k = 0; k < i; k++)
+        if (!strcmp(c->nodes[a->v[k].node].mount, c->nodes[a->v[i].node].mount))
+            return true;
+    return false;
+}
+
+bool mount_ok(core_t *c, int idx)
+{
+    node_t *n = &c->nodes[idx];
+    struct stat st;
+    if (stat(n->mount, &st) == 0 && S_ISDIR(st.st_mode))
+        return true;
+    if (!n->mount_warned && !strcmp(c->cfg->stage_mode, "mover"))
+        bl_warning("buffer mount %s of node %s is not a directory: no buffer directories "
+                   "there (said once)", n->mount, n->name);
+    n->mount_warned = true;
+    return false;
+}
+
+void bufdirs_make(core_t *c, const alloc_t *a, bool persistent, const char *name,
+                         uid_t uid, gid_t gid)
+{
+    char path[1200];
+    if (!dir_name_ok(name, !persistent)) {
+        bl_warning("no buffer directory for '%s': not usable as a directory name", name);
+        return;
+    }
+    for (int i = 0; i < a->n; i++) {
+        const char *mount = c->nodes[a->v[i].node].mount;
+        int fd;
+        if (nodes_dir_hook(c, a->v[i].node))   /* its agent makes it */
+            continue;
+        if (mount_seen(c, a, i) || !mount_ok(c, a->v[i].node))
+            continue;
+        if (persistent) {
+            snprintf(path, sizeof(path), "%s/persistent", mount);
+            if (mkdir(path, 0755) < 0 && errno != EEXIST)
+                bl_warning("mkdir %s: %s", path, strerror(errno));
+            snprintf(path, sizeof(path), "%s/persistent/%s", mount, name);
+        } else {
+            snprintf(path, sizeof(path), "%s/%s", mount, name);
+        }
+        c->spare_idle_from = core_wall() + SPARE_IDLE;
+        struct stat st;
+        if (lstat(path, &st) == 0 && !bufdir_aside(c, path, &st)) {
+            bl_warning("no buffer directory %s: the path is taken", path);
+            continue;
+        }
+        if (!persistent && spare_take(c, a->v[i].node, path)) {
+            /* an empty directory of ours, renamed into place: owner below */
+        } else if (mkdir(path, 0700) < 0) {
+            bl_warning("mkdir %s: %s", path, strerror(errno));
+            continue;
+        }
+        if ((fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
+            bl_warning("buffer directory %s: %s", path, strerror(errno));
+            continue;
+        }
+        if (fstat(fd, &st) < 0 || st.st_uid != geteuid()) {
+            bl_warning("buffer directory %s: not the directory made for it", path);
+            close(fd);
+            continue;
+        }
+        if (fchown(fd, uid, gid) < 0 || fchmod(fd, 0700) < 0)
+            bl_warning("buffer directory %s: owner %u:%u: %s", path, (unsigned)uid,
+                       (unsigned)gid, strerror(errno));
+        close(fd);
+        bl_debug("buffer directory %s created for uid %u", path, (unsigned)uid);
+    }
+}
+
+/* Queue the teardown of the buffer directory at path: of the directory there now
+ * (device and inode), moved to the trash first. */
+void bufdir_teardown(core_t *c, const char *job, const char *path, uid_t uid, gid_t gid)
+{
+    char trash[1300];
+    struct stat st;
+    if (lstat(path, &st) < 0 || !S_ISDIR(st.st_mode))
+        return;
+    bool moved = trash_path(path, &st, trash, sizeof(trash));
+    if (mover_rmtree(c->mover, job, path, moved ? trash : NULL, uid, gid, st.st_dev,
+                     st.st_ino) < 0)
+        bl_warning("teardown of %s: %s", path, strerror(errno));
+}
+
+void bufdirs_remove(core_t *c, const alloc_t *a, bool persistent, const char *name,
+                           const char *job, uid_t uid, gid_t gid)
+{
+    char path[1200];
+    if (!c->mover || !dir_name_ok(name, !persistent))
+        return;
+    for (int i = 0; i < a->n; i++) {
+        const char *mount = c->nodes[a->v[i].node].mount;
+        if (nodes_dir_hook(c, a->v[i].node))   /* its agent removes it */
+            continue;
+        if (mount_seen(c, a, i))
+            continue;
+        snprintf(path, sizeof(path), persistent ? "%s/persistent/%s" : "%s/%s", mount, name);
+        bufdir_teardown(c, job, path, uid, gid);
+    }
+}
+
+/* ------------------------------------------------------------------ held buffers
+ * A job's buffer is kept on disk after its allocation while a stage-out from it is
+ * to be made durable, and for good if one could not be (its data may exist only
+ * there).  Its space stays counted on its nodes until then (alloc_nodes rows of kind
+ * 'held', so a restart counts it too), with the reason logged and shown in
+ * GET /v1/status. */
+static bool held_source(const xfer_t *x)
+{
+    return !strcmp(x->kind, "stage_out")
+           && ((x->state == XF_DONE && x->durable == 0)
+               || (x->state == XF_FAILED && x->message
+                   && !strncmp(x->message, "not durable:", 12)));
+}
+
+void held_free(held_t *h)
+{
+    if (h) {
+        free(h->a.v);
+        free(h->tids);
+        free(h);
+    }
+}
+
+void held_reason(held_t *h)
+{
+    if (h->kept)
+        snprintf(h->reason, sizeof(h->reason), "a stage-out from it could not be made durable:"
+                 " kept until an administrator removes it");
+    else
+        snprintf(h->reason, sizeof(h->reason), "waits for %d stage-out(s) to be durable "
+                 "(first: transfer %ju)", h->ntids, (uintmax_t)(h->ntids ? h->tids[0] : 0));
+}
+
+held_t *held_add(core_t *c, const char *job, const char *owner)
+{
+    held_t *h = calloc(1, sizeof(*h));
+    held_t **v = h ? realloc(c->held, (size_t)(c->nheld + 1) * sizeof(*v)) : NULL;
+    if (!v) {
+        free(h);
+        return NULL;
+    }
+    c->held = v;
+    v[c->nheld++] = h;
+    snprintf(h->job, sizeof(h->job), "%s", job);
+    snprintf(h->owner, sizeof(h->owner), "%s", owner);
+    return h;
+}
+
+/* At the release of j's allocation: keep its space counted if a stage-out holds it. */
+static bool alloc_hold(core_t *c, job_t *j)
+{
+    char root[1200], owner[160];
+    held_t *h = NULL;
+    for (int i = 0; i < j->nxfers; i++) {
+        xfer_t *x = j->xfers[i];
+        bool mine = false;
+        if (!held_source(x))
+            continue;
+        for (int k = 0; k < j->alloc->n && !mine; k++) {
+            snprintf(root, sizeof(root), "%s/%s", c->nodes[j->alloc->v[k].node].mount, j->id);
+            mine = util_path_under(x->source, root);
+        }
+        if (!mine)
+            continue;
+        if (!h) {
+            snprintf(owner, sizeof(owner), "%s@%ju", j->id, (uintmax_t)x->id);
+            if (!(h = held_add(c, j->id, owner)))
+                return false;
+        }
+        if (x->state == XF_FAILED) {
+            h->kept = true;
+        } else {
+            uint64_t *tv = realloc(h->tids, (size_t)(h->ntids + 1) * sizeof(*tv));
+            if (tv) {
+                h->tids = tv;
+                tv[h->ntids++] = x->id;
+            }
+        }
+    }
+    if (!h)
+        return false;
+    h->a = *j->alloc;               /* its nodes and bytes, still counted */
+    j->alloc->v = NULL;
+    j->alloc->n = 0;
+    put_anodes(c, "held", h->owner, &h->a);
+    held_reason(h);
+    bl_warning("buffer of job %s (%ju bytes) stays on disk and counted: %s", h->job,
+               (uintmax_t)h->a.reserved, h->reason);
+    return true;
+}
+
+/* At the destruction of b: keep its space counted if a stage-out from it is still
+ * to be made durable, or could not be (the database knows them: their jobs may
+ * have ended). */
+bool pbuf_hold(core_t *c, pbuf_t *b)
+{
+    char job[96], owner[160];
+    held_t probe = { .a = b->alloc };
+    snprintf(job, sizeof(job), HELD_PREFIX "%s", b->name);
+    snprintf(probe.job, sizeof(probe.job), "%s", job);
+    held_query(c, &probe);
+    if (probe.ntids == 0 && !probe.kept) {
+        free(probe.tids);
+        return false;
+    }
+    snprintf(owner, sizeof(owner), "%s@%ju", job,
+             (uintmax_t)(probe.ntids ? probe.tids[0] : 0));
+    held_t *h = held_add(c, job, owner);
+    if (!h) {
+        free(probe.tids);
+        return false;
+    }
+    h->tids = probe.tids;
+    h->ntids = probe.ntids;
+    h->kept = probe.kept;
+    h->a = b->alloc;
+    b->alloc.v = NULL;
+    b->alloc.n = 0;
+    put_anodes(c, "held", h->owner, &h->a);
+    held_reason(h);
+    bl_warning("persistent buffer %s (%ju bytes) stays on disk and counted: %s", b->name,
+               (uintmax_t)h->a.reserved, h->reason);
+    return true;
+}
+
+/* A done stage-out of an ended allocation became durable (ok) or could not. */
+void held_resolve(core_t *c, uint64_t tid, bool ok)
+{
+    for (int i = 0; i < c->nheld; i++) {
+        held_t *h = c->held[i];
+        int k = 0;
+        while (k < h->ntids && h->tids[k] != tid)
+            k++;
+        if (k == h->ntids)
+            continue;
+        h->tids[k] = h->tids[--h->ntids];
+        h->kept = h->kept || !ok;
+        held_reason(h);
+        if (h->ntids > 0 || h->kept) {
+            if (!ok)
+                bl_error("buffer of job %s (%ju bytes) stays on disk and counted: %s", h->job,
+                         (uintmax_t)h->a.reserved, h->reason);
+            continue;
+        }
+        bl_info("buffer of job %s: its stage-outs are durable, its %ju bytes are free again",
+                h->job, (uintmax_t)h->a.reserved);
+        alloc_free_nodes(c, &h->a);
+        state_put(c->st, ST_ANODE_DEL, "ss", "held", h->owner);
+        held_free(h);
+        c->held[i--] = c->held[--c->nheld];
+    }
+}
+
+int alloc_release(core_t *c, job_t *j)
+{
+    if (!j->alloc)
+        return 0;
+    bufdirs_remove(c, j->alloc, false, j->id, j->id, j->uid, j->gid);
+    if (!alloc_hold(c, j))
+        alloc_free_nodes(c, j->alloc);
+    free(j->alloc);
+    j->alloc = NULL;
+    state_put(c->st, ST_ALLOC_DEL, "s", j->id);
+    state_put(c->st, ST_ANODE_DEL, "ss", "job", j->id);
+    return 0;
+}
+

@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * core_internal.h — what the files of bbmgrd's core (core*.c) share and nothing
+ * else uses: the types only they see, the functions one of them defines for
+ * another, and their constants.
+ * core.h is the interface of the core to the rest of bbmgrd.
+ */
+#ifndef BBMGR_CORE_INTERNAL_H
+#define BBMGR_CORE_INTERNAL_H
+
+#include "core.h"
+#include "util.h"
+
+/* The space of a job's buffer whose directory outlives its allocation: it holds the
+ * source of stage-outs whose durability is pending, or one that could not be made
+ * durable (kept).  It stays counted as used on its nodes until its directory goes. */
+struct held {
+    char owner[160];            /* "<job>@<first stage-out>": alloc_nodes kind 'held' */
+    char job[96];               /* the job, or "persistent:<name>" */
+    alloc_t a;                  /* nodes and bytes only */
+    uint64_t *tids;             /* stage-outs whose durability is pending */
+    int ntids;
+    bool kept;                  /* one could not be made durable: held until an
+                                   administrator removes it */
+    char reason[300];
+};
+
+#define NOW_NAN NAN
+#define HELD_PREFIX "persistent:"     /* held_t.job of a persistent buffer's */
+#define TRASH_DIR ".harmonia-trash"
+
+/* core.c */
+int phase_state_parse(const char *s);
+int xfer_state_parse(const char *s);
+double wall_to_hs(core_t *c, double wall);
+void notify(core_t *c, uint64_t pid);
+void put_job(core_t *c, job_t *j);
+void put_anodes(core_t *c, const char *kind, const char *owner, const alloc_t *a);
+char *phase_nodes_str(core_t *c, phase_t *p);
+void put_phase(core_t *c, phase_t *p);
+void put_xfer(core_t *c, xfer_t *x);
+void put_node(core_t *c, int idx);
+void alloc_free_nodes(core_t *c, alloc_t *a);
+void xfer_free(xfer_t *x);
+void job_free(job_t *j);
+void pbuf_free(pbuf_t *b);
+int strv_add(char ***v, int *n, const char *s);
+bool strv_del(char **v, int *n, const char *s);
+
+/* core_alloc.c */
+int node_add(core_t *c, const char *name, const cfg_nodeset_t *ns, bool in_config);
+int pools_load(core_t *c, const cfg_t *cfg);
+
+/* core_jobs.c */
+void reschedule(core_t *c, double now);
+int sched_build(core_t *c, hu_error_t *err);
+void phase_close(core_t *c, phase_t *p, phase_state_t how, double bytes);
+
+/* core_recover.c */
+void held_query(core_t *c, held_t *h);
+void recover_durability(core_t *c);
+
+/* core_bufdir.c */
+bool dir_name_ok(const char *name, bool job);
+int mount_owner(core_t *c, int idx);
+void spares_fill(core_t *c, double wall);
+bool mount_seen(core_t *c, const alloc_t *a, int i);
+bool mount_ok(core_t *c, int idx);
+void bufdirs_make(core_t *c, const alloc_t *a, bool persistent, const char *name,
+                  uid_t uid, gid_t gid);
+void bufdir_teardown(core_t *c, const char *job, const char *path, uid_t uid, gid_t gid);
+void bufdirs_remove(core_t *c, const alloc_t *a, bool persistent, const char *name,
+                    const char *job, uid_t uid, gid_t gid);
+void held_free(held_t *h);
+void held_reason(held_t *h);
+held_t *held_add(core_t *c, const char *job, const char *owner);
+bool pbuf_hold(core_t *c, pbuf_t *b);
+void held_resolve(core_t *c, uint64_t tid, bool ok);
+int alloc_release(core_t *c, job_t *j);
+
+/* core_stage.c */
+void mover_tick(core_t *c, double wall);
+
+#endif

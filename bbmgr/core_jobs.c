@@ -1,0 +1,545 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * core_jobs.c — the live scheduler (libhsched with the real clock), jobs and their
+ * I/O phases.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "libhsched/hsched.h"
+#include "core_internal.h"
+#include "log.h"
+#include "nodes.h"
+#include "util.h"
+
+/* ------------------------------------------------------------------ scheduler */
+static int job_arrive(core_t *c, job_t *j, double now, hu_error_t *err)
+{
+    hs_error_t herr = { "" };
+    int *alloc = NULL;
+    hs_job_t hj = { 0 };
+    hj.id = j->hs_id;
+    hj.nodes = j->nodes > 0 ? j->nodes : 1;
+    hj.release = isnan(j->begun) ? now : fmin(now, wall_to_hs(c, j->begun));
+    if (hj.release < 0)
+        hj.release = 0;
+    hj.volume = isnan(j->io_volume) ? 0 : j->io_volume;
+    hj.w_iter = isnan(j->w_iter) ? 0 : j->w_iter;
+    hj.instances = j->phases > 0 ? (int)j->phases : 0;
+    hj.priority = j->priority;
+    if (j->alloc && j->alloc->n) {
+        if (!(alloc = calloc((size_t)j->alloc->n, sizeof(int))))
+            return hu_errprintf(err, "out of memory");
+        for (int i = 0; i < j->alloc->n; i++)
+            alloc[i] = j->alloc->v[i].node;
+        hj.nalloc = j->alloc->n;
+        hj.alloc = alloc;
+    }
+    int rc = hs_job_arrive(c->sched, now, &hj, &herr);
+    free(alloc);
+    if (rc < 0)
+        return hu_errprintf(err, "scheduler refused job %s: %s", j->id, herr.text);
+    j->in_sched = true;
+    return 0;
+}
+
+static hs_dir_t dir_of(const char *d)
+{
+    return !strcmp(d, "read") ? HS_DIR_READ : HS_DIR_WRITE;
+}
+
+static void grant_phase(core_t *c, phase_t *p, const hs_grant_t *g)
+{
+    p->state = PH_GRANTED;
+    p->granted = core_wall();
+    c->n_granted++;
+    c->stall_seconds += p->granted - p->requested;
+    put_phase(c, p);
+    bl_debug("decision: grant phase %ju of job %s (%.4g bytes %s): %.4g B/s, share %.3f, "
+             "buffer %s, waited %.3f s; policy %s",
+             (uintmax_t)p->id, p->job->id, p->volume, p->dir, g->bw, g->share,
+             g->buffer >= 0 && g->buffer < c->nnodes ? c->nodes[g->buffer].name : "-",
+             p->granted - p->requested, c->policy_id);
+    notify(c, p->id);
+}
+
+static const double dec_buckets[] = { 1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3,
+                                      2.5e-3, 5e-3, 1e-2, 1e-1 };
+
+void reschedule(core_t *c, double now)
+{
+    double t0 = util_mono();
+    int n;
+
+    for (;;) {
+        n = hs_sched_decide(c->sched, now, c->grants, c->grants_cap);
+        if (n < 0) {
+            bl_error("scheduler: decide failed: %s", strerror(errno));
+            return;
+        }
+        if ((size_t)n <= c->grants_cap)
+            break;
+        size_t cap = (size_t)n * 2;
+        hs_grant_t *g = realloc(c->grants, cap * sizeof(hs_grant_t));
+        if (!g) {
+            bl_error("scheduler: out of memory");
+            return;
+        }
+        c->grants = g;
+        c->grants_cap = cap;
+    }
+    double dt = util_mono() - t0;
+    int b = 0;
+    while (b < 11 && dt > dec_buckets[b])
+        b++;
+    c->dec_hist[b]++;
+    c->dec_sum += dt;
+    c->decisions++;
+
+    int granted = 0, waiting = 0;
+    for (int i = 0; i < n; i++) {
+        const hs_grant_t *g = &c->grants[i];
+        job_t *j = hmap_iget(c->jobs_hs, g->id);
+        if (!j || !j->phase)
+            continue;
+        phase_t *p = j->phase;
+        p->bw = g->bw;
+        p->share = g->share;
+        p->buffer = g->buffer;
+        if (p->state == PH_WAITING && g->bw > 0)
+            grant_phase(c, p, g);
+        if (p->state == PH_GRANTED)
+            granted++;
+        else {
+            waiting++;
+            bl_debug("decision: phase %ju of job %s waits: policy %s gives it no bandwidth "
+                     "now (weight %.3g)", (uintmax_t)p->id, j->id, c->policy_id, g->weight);
+        }
+    }
+    c->sched_dirty = false;
+    c->nwaiting = waiting;
+    bl_debug("decision: t=%.6f policy %s: %d pending, %d granted, %d waiting, %.1f us",
+             now, c->policy_id, n, granted, waiting, dt * 1e6);
+}
+
+void core_settle(core_t *c)
+{
+    if (c->sched_dirty)
+        reschedule(c, core_hs_now(c));
+}
+
+/* (Re)build the scheduler from the live jobs (start, recovery, node changes). */
+int sched_build(core_t *c, hu_error_t *err)
+{
+    hs_buffer_t *bufs = NULL;
+    hs_error_t herr = { "" };
+    hs_sched_t *s;
+    double now = core_hs_now(c);
+
+    if (c->nnodes && !(bufs = calloc((size_t)c->nnodes, sizeof(hs_buffer_t))))
+        return hu_errprintf(err, "out of memory");
+    for (int i = 0; i < c->nnodes; i++) {
+        node_t *n = &c->nodes[i];
+        snprintf(bufs[i].name, sizeof(bufs[i].name), "%s", n->name);
+        bufs[i].capacity = (double)n->capacity;
+        bufs[i].bandwidth = n->bandwidth;
+        if (n->device >= 0 && n->device < c->cfg->ndevices) {
+            const cfg_doubles_t *m = &c->cfg->devices[n->device].msca;
+            for (int k = 0; k < m->n && k < 16; k++)
+                bufs[i].msca[k] = m->v[k];
+            bufs[i].nmsca = m->n < 16 ? m->n : 16;
+        }
+    }
+    hs_platform_t plat = {
+        .nodes = (int)c->cfg->platform_compute_nodes,
+        .node_bw = c->cfg->platform_node_bandwidth,
+        .bw = c->cfg->platform_pfs_bandwidth,
+        .nbuffers = c->nnodes,
+        .buffers = bufs,
+    };
+    s = hs_sched_create(&plat, &c->policy, &herr);
+    free(bufs);
+    if (!s)
+        return hu_errprintf(err, "policy %s: %s", c->policy_id,
+                            herr.text[0] ? herr.text : strerror(errno));
+    hs_sched_t *old = c->sched;
+    c->sched = s;
+    void *v;
+    for (void *it = hmap_first(c->jobs, &v); it; it = hmap_next(c->jobs, it, &v)) {
+        job_t *j = v;
+        j->in_sched = false;
+        if (j->state != JOB_RUNNING)
+            continue;
+        if (job_arrive(c, j, now, err) < 0)
+            goto error;
+        if (j->phase) {
+            phase_t *p = j->phase;
+            if (hs_phase_request(s, now, j->hs_id, p->volume, dir_of(p->dir),
+                                 isnan(p->w_done) ? 0 : p->w_done, &herr) < 0) {
+                hu_errprintf(err, "scheduler refused phase %ju: %s", (uintmax_t)p->id,
+                             herr.text);
+                goto error;
+            }
+        }
+    }
+    hs_sched_destroy(old);
+    return 0;
+error:
+    c->sched = old;
+    hs_sched_destroy(s);
+    for (void *it = hmap_first(c->jobs, &v); it; it = hmap_next(c->jobs, it, &v))
+        ((job_t *)v)->in_sched = ((job_t *)v)->state == JOB_RUNNING && old;
+    return -1;
+}
+
+int core_set_policy(core_t *c, const char *id, cerr_t *e)
+{
+    hs_policy_t pol;
+    hs_error_t herr = { "" };
+    double now = core_hs_now(c);
+
+    if (hs_policy_parse(id, &pol, &herr) < 0)
+        return cerr_set(e, EINVAL, "id", "%s", herr.text);
+    if (hs_sched_set_policy(c->sched, now, &pol, &herr) < 0)
+        return cerr_set(e, EDOM, "id", "policy %s is not available: %s", id,
+                        herr.text[0] ? herr.text : strerror(errno));
+    c->policy = pol;
+    hs_policy_name(&pol, c->policy_id, sizeof(c->policy_id));
+    c->policy_override = true;
+    state_put(c->st, ST_META_PUT, "ss", "policy", c->policy_id);
+    bl_info("policy changed to %s", c->policy_id);
+    reschedule(c, now);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ jobs */
+void core_job_save(core_t *c, job_t *j)
+{
+    put_job(c, j);
+}
+
+job_t *core_job(core_t *c, const char *id)
+{
+    return hmap_get(c->jobs, id);
+}
+
+static bool num_or_str(json_t *v, int kind, double *out, cerr_t *e, const char *field)
+{
+    /* kind 0: size, 1: duration */
+    hu_error_t herr = { "" };
+    if (json_is_number(v)) {
+        *out = json_number_value(v);
+        if (!(*out > 0) || !isfinite(*out))
+            return cerr_set(e, EINVAL, field, "must be positive"), false;
+        return true;
+    }
+    if (json_is_string(v)) {
+        int rc = kind == 0 ? hu_parse_size_d(json_string_value(v), HU_SIZE_BARE_BYTES, out, &herr)
+                           : hu_parse_duration(json_string_value(v), HU_DUR_BARE_SECONDS, out,
+                                               &herr);
+        if (rc < 0)
+            return cerr_set(e, EINVAL, field, "%s", herr.text), false;
+        if (!(*out > 0))
+            return cerr_set(e, EINVAL, field, "must be positive"), false;
+        return true;
+    }
+    cerr_set(e, EINVAL, field, "must be a number or a string with a unit");
+    return false;
+}
+
+int core_job_hints(core_t *c, job_t *j, json_t *hints, cerr_t *e)
+{
+    const char *k;
+    json_t *v;
+    double w_iter = j->w_iter, io_volume = j->io_volume;
+    long phases = j->phases;
+    char io[12];
+    int priority = j->priority;
+    char field[80];
+
+    snprintf(io, sizeof(io), "%s", j->io);
+    if (!json_is_object(hints))
+        return cerr_set(e, EINVAL, "hints", "must be an object");
+    json_object_foreach(hints, k, v) {
+        snprintf(field, sizeof(field), "hints.%s", k);
+        if (!strcmp(k, "w_iter")) {
+            if (!num_or_str(v, 1, &w_iter, e, field))
+                return -1;
+        } else if (!strcmp(k, "io_volume")) {
+            if (!num_or_str(v, 0, &io_volume, e, field))
+                return -1;
+        } else if (!strcmp(k, "phases")) {
+            if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > 100000000)
+                return cerr_set(e, EINVAL, field, "must be an integer in 1..100000000");
+            phases = (long)json_integer_value(v);
+        } else if (!strcmp(k, "io")) {
+            const char *s = json_string_value(v);
+            if (!s || (strcmp(s, "write") && strcmp(s, "read") && strcmp(s, "readwrite")))
+                return cerr_set(e, EINVAL, field, "must be write, read or readwrite");
+            snprintf(io, sizeof(io), "%s", s);
+        } else if (!strcmp(k, "priority")) {
+            if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > 10)
+                return cerr_set(e, EINVAL, field, "must be an integer in 1..10");
+            priority = (int)json_integer_value(v);
+        } else {
+            return cerr_set(e, EINVAL, field, "unknown hint (w_iter, io_volume, phases, io, priority)");
+        }
+    }
+    j->w_iter = w_iter;
+    j->io_volume = io_volume;
+    j->phases = phases;
+    snprintf(j->io, sizeof(j->io), "%s", io);
+    j->priority = priority;
+    return 0;
+}
+
+int core_job_register(core_t *c, const char *id, uid_t uid, gid_t gid, const char *user,
+                      const char *name, int nodes, json_t *hints, bool *created, cerr_t *e)
+{
+    job_t *j = hmap_get(c->jobs, id);
+    *created = false;
+    if (j) {
+        if (j->uid != uid)
+            return cerr_set(e, EEXIST, "id", "job %s is registered for another user (uid %u)",
+                            id, (unsigned)j->uid);
+        if (hints) {
+            job_t save = *j;
+            if (core_job_hints(c, j, hints, e) < 0) {
+                *j = save;
+                return -1;
+            }
+            put_job(c, j);
+        }
+        return 0;
+    }
+    if ((long)hmap_size(c->jobs) >= c->cfg->limits_max_jobs)
+        return cerr_set(e, EAGAIN, "", "too many registered jobs (limits.max_jobs = %ld)",
+                        c->cfg->limits_max_jobs);
+    if (!(j = calloc(1, sizeof(*j))))
+        return cerr_set(e, ENOMEM, "", "out of memory");
+    snprintf(j->id, sizeof(j->id), "%s", id);
+    j->uid = uid;
+    j->gid = gid;
+    j->user = user ? strdup(user) : NULL;
+    j->name = name ? strdup(name) : NULL;
+    j->nodes = nodes > 0 ? nodes : 1;
+    j->w_iter = j->io_volume = NAN;
+    j->phases = -1;
+    j->state = JOB_REGISTERED;
+    j->created = j->updated = core_wall();
+    j->begun = j->ended = NAN;
+    j->first_request = j->last_request = j->last_end = NAN;
+    if (hints && core_job_hints(c, j, hints, e) < 0) {
+        job_free(j);
+        return -1;
+    }
+    j->hs_id = c->next_hs++;
+    if (hmap_put(c->jobs, j->id, j) < 0 || hmap_iput(c->jobs_hs, j->hs_id, j) < 0) {
+        hmap_del(c->jobs, j->id);
+        job_free(j);
+        return cerr_set(e, ENOMEM, "", "out of memory");
+    }
+    put_job(c, j);
+    *created = true;
+    return 0;
+}
+
+int core_job_begin(core_t *c, job_t *j, int nodes, cerr_t *e)
+{
+    hu_error_t err = { "" };
+    if (j->state == JOB_RUNNING)
+        return 0;
+    if (nodes > 0)
+        j->nodes = nodes;
+    j->state = JOB_RUNNING;
+    j->begun = j->last_end = core_wall();
+    if (job_arrive(c, j, core_hs_now(c), &err) < 0) {
+        j->state = JOB_REGISTERED;
+        j->begun = NAN;
+        return cerr_set(e, EIO, "", "%s", err.text);
+    }
+    put_job(c, j);
+    return 0;
+}
+
+void phase_close(core_t *c, phase_t *p, phase_state_t how, double bytes)
+{
+    job_t *j = p->job;
+    double now = core_hs_now(c);
+    if (j->in_sched)
+        hs_phase_finish(c->sched, now, j->hs_id);
+    if (p->state == PH_WAITING && c->nwaiting > 0)
+        c->nwaiting--;
+    p->state = how;
+    p->finished = core_wall();
+    p->bytes = bytes;
+    if (how == PH_FINISHED) {
+        j->nphases++;
+        j->bytes += bytes;
+        c->n_finished++;
+        c->bytes_finished += bytes;
+    } else if (how == PH_EXPIRED) {
+        c->n_expired++;
+    }
+    j->last_end = p->finished;
+    /* both rows exist (queued before, in order): update them in place */
+    char *nodes = how == PH_FINISHED ? phase_nodes_str(c, p) : NULL;
+    state_put(c->st, ST_PHASE_CLOSE, "sdddsi", phase_state_name(p->state), p->finished,
+              p->bytes, p->bw, nodes, (int64_t)p->id);
+    free(nodes);
+    j->updated = core_wall();
+    state_put(c->st, ST_JOB_PROGRESS, "idds", (int64_t)j->nphases, j->bytes, j->updated, j->id);
+    hmap_idel(c->phases, p->id);
+    j->phase = NULL;
+    uint64_t id = p->id;
+    free(p);
+    notify(c, id);
+}
+
+int core_job_end(core_t *c, job_t *j, cerr_t *e)
+{
+    double now;
+    if (j->phase)
+        phase_close(c, j->phase, PH_CANCELLED, 0);
+    if (c->mover)
+        mover_job_end(c->mover, j->id);     /* before the teardown of its directories */
+    alloc_release(c, j);
+    for (int i = 0; i < j->nuses; i++) {
+        pbuf_t *b = hmap_get(c->pbufs, j->uses[i]);
+        if (b)
+            strv_del(b->users, &b->nusers, j->id);
+    }
+    state_put(c->st, ST_PUSE_DEL_JOB, "s", j->id);
+    for (int i = 0; i < j->nxfers; i++) {
+        xfer_t *x = j->xfers[i];
+        if (x->state == XF_QUEUED || x->state == XF_RUNNING) {
+            x->state = XF_CANCELLED;
+            x->finished = core_wall();
+            x->message = x->message ? x->message : strdup("job ended");
+            x->in_mover = false;
+            put_xfer(c, x);
+            hmap_idel(c->xfers, x->id);
+        }
+    }
+    /* the scheduler's clock only moves forward: read it after phase_close() used it */
+    now = core_hs_now(c);
+    if (j->in_sched && hs_job_leave(c->sched, now, j->hs_id) < 0)
+        bl_error("scheduler: job %s could not leave: %s", j->id, strerror(errno));
+    j->in_sched = false;
+    /* what this job taught us, for the defaults of the next ones */
+    if (j->nphases > 0) {
+        double w_iter = j->nphases > 1 && !isnan(j->first_request)
+                            ? (j->last_request - j->first_request) / (double)(j->nphases - 1)
+                            : NAN;
+        const char *user = j->user ? j->user : "";
+        const char *name = j->name ? j->name : "";
+        state_put(c->st, ST_HIST_PUT, "isssddid", (int64_t)j->uid, user, name, j->id, w_iter,
+                  j->bytes / (double)j->nphases, (int64_t)j->nphases, core_wall());
+        state_put(c->st, ST_HIST_PRUNE, "ssi", user, name, (int64_t)c->cfg->limits_history_keep);
+    }
+    j->state = JOB_ENDED;
+    j->ended = core_wall();
+    put_job(c, j);
+    hmap_del(c->jobs, j->id);
+    hmap_idel(c->jobs_hs, j->hs_id);
+    job_free(j);
+    reschedule(c, now);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ phases */
+phase_t *core_phase(core_t *c, uint64_t id)
+{
+    return hmap_iget(c->phases, id);
+}
+
+phase_t *core_phase_request(core_t *c, job_t *j, double volume, const char *dir,
+                            double w_done, cerr_t *e)
+{
+    hs_error_t herr = { "" };
+    phase_t *p;
+    double now, wall;
+
+    if (j->phase)
+        return cerr_set(e, EBUSY, "", "job %s already has an open phase (%ju): finish it first",
+                        j->id, (uintmax_t)j->phase->id), NULL;
+    if (j->state != JOB_RUNNING && core_job_begin(c, j, 0, e) < 0)
+        return NULL;
+    now = core_hs_now(c);
+    wall = core_wall();
+    if (w_done < 0)
+        w_done = isnan(j->last_end) ? 0 : fmax(0, wall - j->last_end);
+    if (hs_phase_request(c->sched, now, j->hs_id, volume, dir_of(dir), w_done, &herr) < 0)
+        return cerr_set(e, errno == EBUSY ? EBUSY : EIO, "", "scheduler: %s", herr.text), NULL;
+    if (!(p = calloc(1, sizeof(*p)))) {
+        hs_phase_finish(c->sched, now, j->hs_id);
+        return cerr_set(e, ENOMEM, "", "out of memory"), NULL;
+    }
+    p->id = c->next_phase++;
+    p->job = j;
+    p->volume = volume;
+    snprintf(p->dir, sizeof(p->dir), "%s", dir);
+    p->state = PH_WAITING;
+    p->requested = wall;
+    p->granted = p->finished = NAN;
+    p->bytes = 0;
+    p->buffer = -1;
+    p->w_done = w_done;
+    if (hmap_iput(c->phases, p->id, p) < 0) {
+        hs_phase_finish(c->sched, now, j->hs_id);
+        free(p);
+        return cerr_set(e, ENOMEM, "", "out of memory"), NULL;
+    }
+    j->phase = p;
+    if (isnan(j->first_request))
+        j->first_request = wall;
+    j->last_request = wall;
+    c->n_requested++;
+    /* one decision covers this request and any deferred one; a granted phase's row
+     * is written by grant_phase(), a waiting one's here (same critical section) */
+    reschedule(c, now);
+    if (p->state == PH_WAITING)
+        put_phase(c, p);
+    return p;
+}
+
+int core_phase_finish(core_t *c, phase_t *p, double bytes, cerr_t *e)
+{
+    double now;
+    bool waiting = p->state == PH_WAITING;
+    if (bytes < 0)
+        bytes = waiting ? 0 : p->volume;
+    phase_close(c, p, waiting ? PH_CANCELLED : PH_FINISHED, bytes);
+    if (c->nwaiting > 0) {
+        /* the freed bandwidth may grant a waiting phase: decide now */
+        now = core_hs_now(c);
+        reschedule(c, now);
+    } else {
+        /* nothing can be granted: only the shares of granted phases change, and
+         * nobody reads them before the next decision (core_settle()) */
+        c->sched_dirty = true;
+        c->decisions_deferred++;
+    }
+    return 0;
+}
+
+int core_phase_progress(core_t *c, phase_t *p, double bytes, cerr_t *e)
+{
+    if (p->state != PH_GRANTED)
+        return cerr_set(e, EBUSY, "", "phase %ju is not granted", (uintmax_t)p->id);
+    if (bytes > p->volume)
+        bytes = p->volume;
+    p->bytes = bytes;
+    hs_phase_progress(c->sched, core_hs_now(c), p->job->hs_id, bytes);
+    return 0;
+}
+

@@ -1,0 +1,349 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * core_stage.c — stage-in and stage-out transfers and the glue to the data mover.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "libhsched/hsched.h"
+#include "core_internal.h"
+#include "log.h"
+#include "nodes.h"
+#include "util.h"
+
+/* ------------------------------------------------------------------ transfers */
+/* The injected-timing rule: a stage transfer starts once no granted phase of
+ * another job is expected to be running on the buffer nodes it touches; at once
+ * when there is none (doc/api.md "Stage-in timing"). */
+static double stage_start(core_t *c, job_t *j)
+{
+    double wall = core_wall(), start = wall;
+    void *v;
+    if (!j->alloc || j->alloc->n == 0)
+        return start;
+    core_settle(c);         /* the granted phases' bandwidths */
+    for (void *it = hmap_first(c->phases, &v); it; it = hmap_next(c->phases, it, &v)) {
+        phase_t *p = v;
+        if (p->state != PH_GRANTED || p->job == j || !p->job->alloc)
+            continue;
+        bool shared = false;
+        for (int a = 0; a < j->alloc->n && !shared; a++)
+            for (int b = 0; b < p->job->alloc->n; b++)
+                if (j->alloc->v[a].node == p->job->alloc->v[b].node) {
+                    shared = true;
+                    break;
+                }
+        if (!shared)
+            continue;
+        double bw = p->bw;
+        if (!(bw > 0)) {
+            bw = 0;
+            for (int b = 0; b < p->job->alloc->n; b++)
+                bw += c->nodes[p->job->alloc->v[b].node].bandwidth;
+        }
+        double end = p->granted + (p->volume - p->bytes) / (bw > 0 ? bw : 1e9);
+        if (end > start)
+            start = end;
+    }
+    /* never further than grant_timeout: a phase that never ends must not block */
+    if (start > wall + c->cfg->limits_grant_timeout)
+        start = wall + c->cfg->limits_grant_timeout;
+    return start;
+}
+
+xfer_t *core_stage(core_t *c, job_t *j, const char *kind, const char *src, const char *dst,
+                   const char *type, int64_t size, cerr_t *e)
+{
+    xfer_t *x = calloc(1, sizeof(*x));
+    xfer_t **nv;
+    if (!x || !(x->job_id = strdup(j->id)) || !(x->source = strdup(src))
+        || !(x->destination = strdup(dst)))
+        goto nomem;
+    x->id = c->next_xfer++;
+    snprintf(x->kind, sizeof(x->kind), "%s", kind);
+    snprintf(x->type, sizeof(x->type), "%s", type);
+    x->bytes_total = size;
+    x->requested = core_wall();
+    x->start = stage_start(c, j);
+    x->finished = NAN;
+    x->state = XF_QUEUED;
+    x->durable = -1;
+    if (!strcmp(c->cfg->stage_mode, "immediate")) {
+        x->state = XF_DONE;
+        x->start = x->finished = x->requested;
+        x->bytes_done = size > 0 ? size : 0;
+    }
+    if (!(nv = realloc(j->xfers, (size_t)(j->nxfers + 1) * sizeof(xfer_t *))))
+        goto nomem;
+    j->xfers = nv;
+    if (x->state == XF_QUEUED && hmap_iput(c->xfers, x->id, x) < 0)
+        goto nomem;
+    j->xfers[j->nxfers++] = x;
+    put_xfer(c, x);
+    bl_debug("stage: %s %ju of job %s scheduled at +%.3f s (%s)", kind, (uintmax_t)x->id, j->id,
+             x->start - x->requested, xfer_state_name(x->state));
+    return x;
+nomem:
+    xfer_free(x);
+    cerr_set(e, ENOMEM, "", "out of memory");
+    return NULL;
+}
+
+xfer_t *core_xfer(core_t *c, uint64_t id)
+{
+    return hmap_iget(c->xfers, id);
+}
+
+int core_xfer_update(core_t *c, xfer_t *x, const char *state, int64_t bytes_done,
+                     int64_t bytes_total, const char *message, cerr_t *e)
+{
+    int ns = state ? xfer_state_parse(state) : (int)x->state;
+    if (ns < 0)
+        return cerr_set(e, EINVAL, "state", "must be queued, running, done, failed or cancelled");
+    if (x->state != XF_QUEUED && x->state != XF_RUNNING)
+        return cerr_set(e, EBUSY, "state", "transfer %ju is already %s", (uintmax_t)x->id,
+                        xfer_state_name(x->state));
+    if (message) {
+        char *m = strdup(message);
+        if (!m)
+            return cerr_set(e, ENOMEM, "", "out of memory");
+        free(x->message);
+        x->message = m;
+    }
+    if (bytes_total >= 0)
+        x->bytes_total = bytes_total;
+    if (bytes_done >= 0)
+        x->bytes_done = bytes_done;
+    x->state = (xfer_state_t)ns;
+    if (ns == XF_RUNNING && isnan(x->start))
+        x->start = core_wall();
+    if (ns >= XF_DONE) {
+        x->finished = core_wall();
+        hmap_idel(c->xfers, x->id);
+        if (x->in_mover && c->mover)
+            mover_cancel(c->mover, x->id, message ? message : "set through the API");
+        x->in_mover = false;
+    }
+    put_xfer(c, x);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ mover */
+double core_job_weight(core_t *c, const job_t *j)
+{
+    switch (c->policy.kind) {
+    case HS_POL_SET:
+    case HS_POL_PRIORITY_SHARING: {
+        double base = c->policy.set_base > 1 ? c->policy.set_base : 10;
+        int cls = isnan(j->w_iter) || !(j->w_iter > 0) ? 0 : hs_iosets_class(j->w_iter, base);
+        if (cls > 30)
+            cls = 30;
+        if (cls < -30)
+            cls = -30;
+        return pow(base, -cls);
+    }
+    case HS_POL_HARMONIA_PRIORITY:
+        return j->priority > 0 ? j->priority : 1;
+    default:
+        return 1.0;
+    }
+}
+
+/* Is path inside one of the job's buffers (its allocation, persistent buffers it
+ * uses)?  The check is on the text (paths have no "..", see doc/api.md); the copy
+ * itself runs as the job's user, so a symlink cannot take it further than the user
+ * could go. */
+static bool in_buffers(core_t *c, job_t *j, const char *path, uint64_t *cap)
+{
+    char root[1200];
+    for (int i = 0; j->alloc && i < j->alloc->n; i++) {
+        snprintf(root, sizeof(root), "%s/%s", c->nodes[j->alloc->v[i].node].mount, j->id);
+        if (util_path_under(path, root)) {
+            *cap = j->alloc->reserved;
+            return true;
+        }
+    }
+    for (int u = 0; u < j->nuses; u++) {
+        pbuf_t *b = hmap_get(c->pbufs, j->uses[u]);
+        for (int i = 0; b && i < b->alloc.n; i++) {
+            snprintf(root, sizeof(root), "%s/persistent/%s", c->nodes[b->alloc.v[i].node].mount,
+                     b->name);
+            if (util_path_under(path, root)) {
+                *cap = b->alloc.reserved;
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
+static void xfer_close(core_t *c, xfer_t *x, xfer_state_t st, const char *msg)
+{
+    x->state = st;
+    x->finished = core_wall();
+    if (msg) {
+        char *m = strdup(msg);
+        if (m) {
+            free(x->message);
+            x->message = m;
+        }
+    }
+    x->in_mover = false;
+    hmap_idel(c->xfers, x->id);
+    put_xfer(c, x);
+}
+
+/* Transfer tid of job, finished or not; NULL when its job is no longer in memory
+ * (ended). */
+static xfer_t *xfer_of_job(core_t *c, const char *job, uint64_t tid)
+{
+    job_t *j = job ? hmap_get(c->jobs, job) : NULL;
+    for (int i = 0; j && i < j->nxfers; i++)
+        if (j->xfers[i]->id == tid)
+            return j->xfers[i];
+    return NULL;
+}
+
+/* The fsyncs of a done transfer are over: it is durable, or it is not and fails
+ * (its copy may not be on disk; the mover keeps its source). */
+static void xfer_durability(core_t *c, uint64_t tid, const char *job, bool ok, const char *msg)
+{
+    xfer_t *x = xfer_of_job(c, job, tid);
+    char text[1200];
+    snprintf(text, sizeof(text), "not durable: %s", msg ? msg : "fsync failed");
+    if (x && x->state != XF_DONE)
+        return;     /* closed through the API meanwhile */
+    if (ok)
+        bl_debug("transfer %ju of job %s is durable", (uintmax_t)tid, job);
+    else
+        bl_error("%s %ju of job %s: %s; its source is kept", x ? x->kind : "transfer",
+                 (uintmax_t)tid, job, text);
+    held_resolve(c, tid, ok);
+    if (!x) {
+        if (ok)
+            state_put(c->st, ST_XFER_DURABLE, "i", (int64_t)tid);
+        else
+            state_put(c->st, ST_XFER_NOT_DURABLE, "si", text, (int64_t)tid);
+        return;
+    }
+    if (ok) {
+        x->durable = 1;
+    } else {
+        char *m = strdup(text);
+        x->state = XF_FAILED;
+        x->durable = -1;
+        if (m) {
+            free(x->message);
+            x->message = m;
+        }
+    }
+    put_xfer(c, x);
+}
+
+static void on_mover_report(uint64_t tid, const char *job, mover_state_t st, int64_t done,
+                            int64_t total, const char *msg, void *arg)
+{
+    core_t *c = arg;
+    if (st == MV_DURABLE || st == MV_NOT_DURABLE) {
+        xfer_durability(c, tid, job, st == MV_DURABLE, msg);
+        return;
+    }
+    xfer_t *x = hmap_iget(c->xfers, tid);
+    if (!x || !x->in_mover)
+        return;     /* closed meanwhile (job ended, or set through the API) */
+    x->bytes_done = done;
+    if (total >= 0)
+        x->bytes_total = total;
+    if (st == MV_RUNNING) {
+        put_xfer(c, x);
+        return;
+    }
+    /* done with its fsyncs going on: durable (or not) later */
+    x->durable = st == MV_DONE_SYNCING ? 0 : -1;
+    if (st == MV_DONE_SYNCING)
+        st = MV_DONE;
+    xfer_close(c, x, st == MV_DONE ? XF_DONE : st == MV_FAILED ? XF_FAILED : XF_CANCELLED, msg);
+    if (st == MV_DONE)
+        bl_info("%s %ju of job %s done: %jd bytes in %.3f s%s%s", x->kind, (uintmax_t)x->id,
+                x->job_id, (intmax_t)done, x->finished - x->start, msg ? ": " : "",
+                msg ? msg : "");
+    else
+        bl_warning("%s %ju of job %s %s: %s", x->kind, (uintmax_t)x->id, x->job_id,
+                   xfer_state_name(x->state), msg ? msg : "");
+}
+
+void core_mover_report(core_t *c, uint64_t tid, const char *job, mover_state_t st,
+                       int64_t done, int64_t total, const char *msg)
+{
+    on_mover_report(tid, job, st, done, total, msg, c);
+}
+
+/* Timer: results of the mover, transfers whose start has come, weights. */
+void mover_tick(core_t *c, double wall)
+{
+    void *v;
+    xfer_t *due[64];
+    int nd = 0;
+
+    mover_poll(c->mover, on_mover_report, c);
+    if (!c->durability_recovered) {
+        c->durability_recovered = true;
+        recover_durability(c);
+    }
+    bool mover_mode = !strcmp(c->cfg->stage_mode, "mover");
+    for (void *it = hmap_first(c->xfers, &v); it; it = hmap_next(c->xfers, it, &v)) {
+        xfer_t *x = v;
+        job_t *j = hmap_get(c->jobs, x->job_id);
+        if (x->in_mover) {
+            if (j)
+                mover_set_weight(c->mover, j->id, core_job_weight(c, j));
+        } else if (mover_mode && x->state == XF_QUEUED && wall >= x->start && nd < 64) {
+            due[nd++] = x;
+        }
+    }
+    for (int i = 0; i < nd; i++) {
+        xfer_t *x = due[i];
+        job_t *j = hmap_get(c->jobs, x->job_id);
+        bool out = !strcmp(x->kind, "stage_out");
+        const char *buf = out ? x->source : x->destination;
+        char msg[1400];
+        uint64_t cap = 0;
+        if (!j) {
+            xfer_close(c, x, XF_CANCELLED, "job ended");
+            continue;
+        }
+        if (!in_buffers(c, j, buf, &cap)) {
+            snprintf(msg, sizeof(msg), "%s %s is outside the job's buffers (%s)",
+                     out ? "source" : "destination", buf,
+                     j->alloc || j->nuses ? "its allocation and persistent buffers"
+                                          : "the job has no allocation");
+            bl_warning("%s %ju of job %s refused: %s", x->kind, (uintmax_t)x->id, j->id, msg);
+            xfer_close(c, x, XF_FAILED, msg);
+            continue;
+        }
+        mover_spec_t spec = {
+            .tid = x->id, .job = j->id, .weight = core_job_weight(c, j), .uid = j->uid,
+            .gid = j->gid, .user = j->user, .stage_out = out,
+            .directory = !strcmp(x->type, "directory"), .src = x->source,
+            .dst = x->destination, .max_bytes = out ? 0 : (int64_t)cap,
+        };
+        if (!nodes_dispatch(c, &spec, buf) && mover_submit(c->mover, &spec) < 0) {
+            bl_error("mover: transfer %ju: %s (retried)", (uintmax_t)x->id, strerror(errno));
+            continue;
+        }
+        x->in_mover = true;
+        x->state = XF_RUNNING;
+        x->bytes_done = 0;
+        put_xfer(c, x);
+    }
+}
+

@@ -1,0 +1,188 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Unit tests of bbmgrd's core: placement of allocations on the buffer nodes of a
+ * pool (bbmgr/core_alloc.c), on a real state database.  Four nodes of 10 GiB in a
+ * pool of granularity 1 GiB; their mounts do not exist (no directories are made).
+ */
+#include <check.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "test_bbmgr_core_fixture.h"
+
+#define GiB (1ULL << 30)
+
+static const char *conf(double overprovision)
+{
+    static char buf[1024];
+    snprintf(buf, sizeof(buf),
+             "stage:\n  mode: scheduled\n"
+             "policy:\n  id: fairshare\n  overprovision: %g\n"
+             "pools:\n  - name: fast\n    granularity: 1GiB\n"
+             "  - name: empty\n    granularity: 1GiB\n"
+             "nodes:\n  - names: bb[1-4]\n    capacity: 10GiB\n    bandwidth: 1 GB/s\n"
+             "    mount: @DIR@/nomount\n    pool: fast\n", overprovision);
+    return buf;
+}
+
+/* A core of that configuration, its lock held. */
+static core_t *open_locked(fx_t *f, double overprovision)
+{
+    fx_init(f, conf(overprovision));
+    fx_open(f);
+    core_lock(f->c);
+    return f->c;
+}
+
+static job_t *job(core_t *c, const char *id)
+{
+    bool created;
+    cerr_t e = { 0 };
+    ck_assert_msg(core_job_register(c, id, 1001, 1001, NULL, NULL, 1, NULL, &created, &e) == 0,
+                  "%s", e.msg);
+    ck_assert(created);
+    return core_job(c, id);
+}
+
+/* The bytes of node name used, as the core counts them. */
+static uint64_t used(core_t *c, const char *name)
+{
+    int i = core_node_index(c, name);
+    ck_assert_int_ge(i, 0);
+    return c->nodes[i].used;
+}
+
+static bool on_node(const alloc_t *a, core_t *c, const char *name, uint64_t bytes)
+{
+    for (int k = 0; k < a->n; k++)
+        if (!strcmp(c->nodes[a->v[k].node].name, name))
+            return a->v[k].bytes == bytes;
+    return false;
+}
+
+/* Placement: the fewest nodes that hold it, each a multiple of the granularity, on
+ * the nodes with the most free space; the same request again is no new allocation. */
+START_TEST(test_allocate)
+{
+    fx_t f;
+    cerr_t e = { 0 };
+    bool created;
+    core_t *c = open_locked(&f, 1.0);
+    job_t *a = job(c, "100");
+    ck_assert_msg(core_alloc_create(c, a, 15 * GiB, 0, "fast", &created, &e) == 0, "%s", e.msg);
+    ck_assert(created);
+    ck_assert_int_eq(a->alloc->n, 2);           /* 15 GiB: two nodes of 10 */
+    ck_assert_uint_eq(a->alloc->capacity, 15 * GiB);
+    ck_assert_uint_eq(a->alloc->reserved, 16 * GiB);    /* 8 GiB each, rounded up */
+    ck_assert(on_node(a->alloc, c, "bb1", 8 * GiB) && on_node(a->alloc, c, "bb2", 8 * GiB));
+    ck_assert_uint_eq(used(c, "bb1"), 8 * GiB);
+    ck_assert_uint_eq(used(c, "bb3"), 0);
+    ck_assert_msg(core_alloc_create(c, a, 15 * GiB, 0, "fast", &created, &e) == 0, "%s", e.msg);
+    ck_assert(!created);                        /* idempotent */
+    ck_assert_int_eq(core_alloc_create(c, a, 1 * GiB, 0, "fast", &created, &e), -1);
+    ck_assert_int_eq(e.code, EEXIST);
+
+    /* the next goes to the nodes with the most space free: bb3 and bb4 */
+    job_t *b = job(c, "101");
+    ck_assert_msg(core_alloc_create(c, b, 3 * GiB, 2, "fast", &created, &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(b->alloc->n, 2);
+    ck_assert(on_node(b->alloc, c, "bb3", 2 * GiB) && on_node(b->alloc, c, "bb4", 2 * GiB));
+    ck_assert_uint_eq(used(c, "bb3"), 2 * GiB);
+
+    /* released: the space is free again */
+    ck_assert_msg(core_alloc_release(c, a, &e) == 0, "%s", e.msg);
+    ck_assert(a->alloc == NULL);
+    ck_assert_uint_eq(used(c, "bb1"), 0);
+    ck_assert_uint_eq(used(c, "bb2"), 0);
+    core_unlock(c);
+    fx_done(&f);
+}
+END_TEST
+
+/* Refusals: ENOSPC while the pool is full now (and the allocation fits once space
+ * is freed), EDOM for what the pool can never hold and for a pool without nodes,
+ * ENOENT for an unknown pool; a refusal takes no space. */
+START_TEST(test_refuse)
+{
+    fx_t f;
+    cerr_t e = { 0 };
+    bool created;
+    core_t *c = open_locked(&f, 1.0);
+    job_t *a = job(c, "200"), *b = job(c, "201");
+    ck_assert_msg(core_alloc_create(c, a, 40 * GiB, 0, "fast", &created, &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(a->alloc->n, 4);
+    ck_assert_int_eq(core_alloc_create(c, b, 1 * GiB, 0, "fast", &created, &e), -1);
+    ck_assert_int_eq(e.code, ENOSPC);
+    ck_assert_str_eq(e.field, "capacity");
+    ck_assert(b->alloc == NULL && !created);
+    ck_assert_int_eq(core_alloc_create(c, b, 41 * GiB, 0, "fast", &created, &e), -1);
+    ck_assert_int_eq(e.code, EDOM);
+    ck_assert_int_eq(core_alloc_create(c, b, 1 * GiB, 5, "fast", &created, &e), -1);
+    ck_assert_int_eq(e.code, EDOM);
+    ck_assert_str_eq(e.field, "nodes");
+    ck_assert_int_eq(core_alloc_create(c, b, 1 * GiB, 0, "empty", &created, &e), -1);
+    ck_assert_int_eq(e.code, EDOM);
+    ck_assert_int_eq(core_alloc_create(c, b, 1 * GiB, 0, "nosuch", &created, &e), -1);
+    ck_assert_int_eq(e.code, ENOENT);
+    ck_assert_uint_eq(used(c, "bb1"), 10 * GiB);
+
+    /* a drained node takes no new allocation */
+    ck_assert_msg(core_alloc_release(c, a, &e) == 0, "%s", e.msg);
+    ck_assert_msg(core_node_drain(c, core_node_index(c, "bb1"), true, "test", &e) == 0, "%s",
+                  e.msg);
+    ck_assert_int_eq(core_alloc_create(c, b, 31 * GiB, 0, "fast", &created, &e), -1);
+    ck_assert_int_eq(e.code, ENOSPC);
+    ck_assert_msg(core_alloc_create(c, b, 30 * GiB, 0, "fast", &created, &e) == 0, "%s", e.msg);
+    ck_assert(created && !on_node(b->alloc, c, "bb1", 10 * GiB));
+    ck_assert_uint_eq(used(c, "bb1"), 0);
+    core_unlock(c);
+    fx_done(&f);
+}
+END_TEST
+
+/* policy.overprovision: an allocation is spread over that many times the nodes it
+ * needs (as many as are up), never fewer than it needs. */
+static const struct {
+    double over;
+    uint64_t capacity;
+    int nodes;                  /* asked, 0: any */
+    int n;                      /* nodes it gets */
+    uint64_t per;               /* bytes on each */
+} over_cases[] = {
+    { 1.0, 5 * GiB, 0, 1, 5 * GiB },
+    { 2.0, 5 * GiB, 0, 2, 3 * GiB },
+    { 1.5, 5 * GiB, 2, 3, 2 * GiB },
+    { 3.0, 5 * GiB, 2, 4, 2 * GiB },        /* 6 wanted, 4 up */
+    { 2.0, 25 * GiB, 0, 4, 7 * GiB },       /* 3 needed, 6 wanted, 4 up */
+};
+
+START_TEST(test_overprovision)
+{
+    fx_t f;
+    cerr_t e = { 0 };
+    bool created;
+    core_t *c = open_locked(&f, over_cases[_i].over);
+    job_t *a = job(c, "300");
+    ck_assert_msg(core_alloc_create(c, a, over_cases[_i].capacity, over_cases[_i].nodes, "fast",
+                                    &created, &e) == 0, "%s", e.msg);
+    ck_assert_int_eq(a->alloc->n, over_cases[_i].n);
+    for (int k = 0; k < a->alloc->n; k++)
+        ck_assert_uint_eq(a->alloc->v[k].bytes, over_cases[_i].per);
+    ck_assert_uint_eq(a->alloc->reserved, over_cases[_i].per * (uint64_t)over_cases[_i].n);
+    core_unlock(c);
+    fx_done(&f);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("bbmgr_core_alloc");
+    TCase *tc = tcase_create("placement");
+    tcase_set_timeout(tc, 30);
+    tcase_add_test(tc, test_allocate);
+    tcase_add_test(tc, test_refuse);
+    tcase_add_loop_test(tc, test_overprovision, 0, sizeof(over_cases) / sizeof(over_cases[0]));
+    suite_add_tcase(s, tc);
+    return fx_run(s);
+}
