@@ -527,7 +527,9 @@ def test_connection_limits(make_daemon, tmp_base, users):
         pids.append(spawn(hold_connections, d.unix, USER1, GID1, 4, w, w2))
         assert os.read(r, 16) == b"held\n"
         assert os.read(r2, 16) == b"closed\n", "a 5th connection of the same uid was served"
-        assert "limits.max_connections_per_uid" in d.log_text()
+        # the refusal is logged (the log line may follow the close by a moment)
+        wait_for(lambda: "limits.max_connections_per_uid" in d.log_text(),
+                 "the per-uid refusal logged", timeout=10, d=d)
         # the SlurmUser still gets through on the unix socket
         assert unix_get("/v1/status", d.unix, d, SLURM_UID) == 200
         # another user's two connections fill the socket's 6; the admin socket serves
