@@ -312,6 +312,10 @@ def test_agent_admission(make_daemon, agents, tmp_base, munge):
     a1 = Agent(d, "bb01")
     agents.append(a1)
     a1.start()
+    # the requests above already made bb01 'up': wait for a1 itself to hold the
+    # mount (it logs 'ready' once its lock is taken)
+    wait_for(lambda: os.path.exists(a1.log) and " ready" in a1.log_text(),
+             "the first agent holds the mount")
     wait_agent(d, "bb01", "up")
     a2 = Agent(d, "bb01")
     a2.log = a1.log + ".2"
