@@ -133,9 +133,14 @@ class DockerCluster:
 
     def buffer_dirs(self):
         """What the buffer devices hold besides bbmgrd's spares: job directories
-        and persistent buffers (the empty 'persistent' directory is not listed)."""
-        p = self.sh("ctl", "find /bb/bb1 /bb/bb2 /bb/bb3 /bb/bb4 -mindepth 1 -maxdepth 2 "
-                    "-not -path '*/.harmonia-spare*' -not -path '/bb/bb?/persistent'")
+        and persistent buffers (the empty 'persistent' directory is not listed, nor
+        the trash directories themselves: what is in a trash is listed)."""
+        p = self.sh("ctl", "find /bb/bb1 /bb/bb2 /bb/bb3 /bb/bb4 -mindepth 1 -maxdepth 3 "
+                    "-not -path '*/.harmonia-spare*' -not -path '/bb/bb?/persistent' "
+                    "-not -path '/bb/bb?/.harmonia-trash' "
+                    "-not -path '/bb/bb?/persistent/.harmonia-trash' "
+                    "-not -path '/bb/bb?/*/*/*' -o -path '/bb/bb?/persistent/.harmonia-trash/*' "
+                    "-not -path '/bb/bb?/persistent/.harmonia-trash/*/*'")
         return [l.split("/")[-1] for l in p.stdout.splitlines() if l]
 
     def wait_ready(self, timeout=180):
