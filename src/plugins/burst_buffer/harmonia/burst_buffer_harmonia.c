@@ -118,6 +118,7 @@ typedef struct hjob {
 	want_t want;
 	int step;
 	double next_try;	/* CLOCK_MONOTONIC seconds */
+	time_t alloc_time;	/* when bbmgrd first allocated its buffer */
 	unsigned round;		/* agent round that last ran it */
 	int tries;
 	int polls;		/* stage polls since the transfers were asked */
@@ -1031,8 +1032,15 @@ static bool _apply_locked(work_t *w, step_rc_t rc)
 		h->persist_env = xstrdup(w->persist_env);
 	}
 	if (w->allocated && job_ptr && bb_job && bb_job->total_size &&
-	    !bb_find_alloc_rec(&bb_state, job_ptr))
-		(void) bb_alloc_job(&bb_state, job_ptr, bb_job);
+	    !bb_find_alloc_rec(&bb_state, job_ptr)) {
+		bb_alloc_t *a = bb_alloc_job(&bb_state, job_ptr, bb_job);
+
+		/* a record made again shows the buffer's first creation */
+		if (!h->alloc_time)
+			h->alloc_time = now;
+		if (a)
+			a->create_time = h->alloc_time;
+	}
 	h->step = w->step;
 
 	switch (rc) {
