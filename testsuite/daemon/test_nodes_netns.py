@@ -296,12 +296,18 @@ def job_state(cl, jobid):
     return dict(t.split("=", 1) for t in text.split() if "=" in t)
 
 
+# A Slurm job goes through scheduling, allocation, stage-in and start before it
+# writes: one generous bound for those waits (the machine may be loaded and the
+# daemons built with sanitizers).
+SLURM_WAIT = 120
+
+
 def wait_job(cl, jobid, states=("complete", None)):
     """The job ended and its stage-out is over (BurstBufferState in states)."""
     return wait_for(lambda: (lambda s: s.get("JobState") in ("COMPLETED", "FAILED", "CANCELLED")
                              and s.get("BurstBufferState") in states and s)(
                                  job_state(cl, jobid)),
-                    "job %s to end with its stage-out" % jobid, timeout=120)
+                    "job %s to end with its stage-out" % jobid, timeout=SLURM_WAIT)
 
 
 def test_slurm_job_with_buffers_on_agent_hosts(cl, pfs):
@@ -328,7 +334,8 @@ def test_slurm_job_with_buffers_on_agent_hosts(cl, pfs):
     nodes = lines["NODES"].split(",")
     assert len(nodes) >= 2 and all(n.startswith(cl.prefix + "bb") for n in nodes), lines
     assert lines["BB"] == os.path.join(cl.dir, "bb", nodes[0], jobid)
-    wait_for(lambda: os.path.exists(os.path.join(out, "result")), "the stage-out")
+    wait_for(lambda: os.path.exists(os.path.join(out, "result")), "the stage-out",
+             timeout=SLURM_WAIT)
     assert compare_trees(src, out) == 5
     # the agents removed the job's directories on every node
     for n in nodes:
@@ -351,11 +358,13 @@ def test_slurm_stage_out_data_lost_with_its_node(cl, pfs):
                 "sleep 3\n" % os.path.join(pfs, "out"))
     jobid = sbatch(cl, pfs, job_sh)
     alloc = wait_for(lambda: (lambda st_js: st_js[0] == 200 and st_js[1])(
-        cl.request("GET", "/v1/jobs/%s/allocation" % jobid)), "the job's allocation")
+        cl.request("GET", "/v1/jobs/%s/allocation" % jobid)), "the job's allocation",
+        timeout=SLURM_WAIT)
     node = alloc["nodes"][0]["name"]
     host = "bb" + node[-1]
     result = os.path.join(alloc["nodes"][0]["path"], "out", "result")
-    wait_for(lambda: os.path.exists(result), "the job to write its result")
+    wait_for(lambda: os.path.exists(result), "the job to write its result",
+             timeout=SLURM_WAIT)
     cl.ctl("agent-kill", host)
     try:
         # a failed stage-out keeps the job's buffer (teardown-fail) and the job's
