@@ -18,9 +18,6 @@
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
-#ifdef HAVE_LIBSYSTEMD
-#include <systemd/sd-daemon.h>
-#endif
 
 #include "api.h"
 #include "config.h"
@@ -28,24 +25,12 @@
 #include "log.h"
 #include "mover.h"
 #include "state.h"
+#include "util.h"
 
 #ifndef SYSCONFDIR
 #define SYSCONFDIR "/etc"
 #endif
 #define DEFAULT_CONFIG SYSCONFDIR "/harmonia/bbmgr.yaml"
-
-static volatile sig_atomic_t got_stop;
-static volatile sig_atomic_t got_hup;
-
-static void on_stop(int sig)
-{
-    got_stop = sig;
-}
-
-static void on_hup(int sig)
-{
-    got_hup = 1;
-}
 
 typedef struct {
     api_t *api;
@@ -57,15 +42,6 @@ static void on_commit(uint64_t seq, bool ok, void *arg)
     api_t *api = __atomic_load_n(&ctx->api, __ATOMIC_ACQUIRE);
     if (api)
         api_on_commit(seq, ok, api);
-}
-
-static void notify(const char *msg)
-{
-#ifdef HAVE_LIBSYSTEMD
-    sd_notify(0, msg);
-#else
-    (void)msg;
-#endif
 }
 
 static void usage(FILE *f)
@@ -158,15 +134,7 @@ int main(int argc, char **argv)
         return 1;
     }
 
-    struct sigaction sa = { 0 };
-    sigemptyset(&sa.sa_mask);
-    sa.sa_handler = on_stop;
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGINT, &sa, NULL);
-    sa.sa_handler = on_hup;
-    sigaction(SIGHUP, &sa, NULL);
-    sa.sa_handler = SIG_IGN;
-    sigaction(SIGPIPE, &sa, NULL);
+    util_daemon_signals();
 
     bl_info("bbmgrd %s starting: config %s, state %s, policy %s, auth %s", PACKAGE_VERSION,
             path, cfg->state_dir, cfg->policy_id, cfg->auth_type);
@@ -226,19 +194,19 @@ int main(int argc, char **argv)
         bl_info("listening on http://%s:%d/", core->cfg->listen_address, api_tcp_port(api));
     if (*core->cfg->listen_unix)
         bl_info("listening on unix:%s", core->cfg->listen_unix);
-    notify("READY=1\nSTATUS=serving");
+    util_notify("READY=1\nSTATUS=serving");
     bl_info("ready");
 
     rc = 0;
     unsigned long ticks = 0;
-    while (!got_stop) {
+    while (!util_got_stop) {
         struct timespec ts = { 0, 50 * 1000 * 1000 };
-        if (got_hup) {
-            got_hup = 0;
-            notify("RELOADING=1");
+        if (util_got_hup) {
+            util_got_hup = 0;
+            util_notify("RELOADING=1");
             bl_info("SIGHUP: reloading %s", path);
             reload(path, core, api, verbose);
-            notify("READY=1");
+            util_notify("READY=1");
         }
         if (api_failed(api)) {
             bl_error("the state database failed: stopping (a restart recovers the "
@@ -252,9 +220,9 @@ int main(int argc, char **argv)
             state_checkpoint(st);
         nanosleep(&ts, NULL);
     }
-    if (got_stop)
-        bl_info("signal %d: stopping", (int)got_stop);
-    notify("STOPPING=1");
+    if (util_got_stop)
+        bl_info("signal %d: stopping", (int)util_got_stop);
+    util_notify("STOPPING=1");
 out:
     if (api) {
         api_stop(api);

@@ -17,9 +17,6 @@
 #include <time.h>
 #include <unistd.h>
 #include <curl/curl.h>
-#ifdef HAVE_LIBSYSTEMD
-#include <systemd/sd-daemon.h>
-#endif
 
 #include "agent.h"
 #include "config.h"
@@ -30,29 +27,6 @@
 #define SYSCONFDIR "/etc"
 #endif
 #define DEFAULT_CONFIG SYSCONFDIR "/harmonia/bbmgr.yaml"
-
-static volatile sig_atomic_t got_stop;
-static volatile sig_atomic_t got_hup;
-
-static void on_stop(int sig)
-{
-    got_stop = sig;
-}
-
-static void on_hup(int sig)
-{
-    (void)sig;
-    got_hup = 1;
-}
-
-static void notify(const char *msg)
-{
-#ifdef HAVE_LIBSYSTEMD
-    sd_notify(0, msg);
-#else
-    (void)msg;
-#endif
-}
 
 static void usage(FILE *f)
 {
@@ -140,14 +114,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "bbnoded: log: %s\n", err.text);
         goto out;
     }
-    struct sigaction sa = { 0 };
-    sa.sa_handler = on_stop;
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGINT, &sa, NULL);
-    sa.sa_handler = on_hup;
-    sigaction(SIGHUP, &sa, NULL);
-    sa.sa_handler = SIG_IGN;
-    sigaction(SIGPIPE, &sa, NULL);
+    util_daemon_signals();
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
         bl_error("libcurl could not start");
         goto out;
@@ -157,12 +124,12 @@ int main(int argc, char **argv)
         bl_error("%s", err.text);
         goto out_curl;
     }
-    notify("READY=1");
+    util_notify("READY=1");
     bl_info("ready");
-    while (!got_stop) {
+    while (!util_got_stop) {
         double t0 = util_mono();
-        if (got_hup) {
-            got_hup = 0;
+        if (util_got_hup) {
+            util_got_hup = 0;
             if (bl_configure(logfile, verbose ? "debug" : cfg->log_level,
                              cfg->log_format, &err) < 0)
                 bl_error("log: %s", err.text);
@@ -170,8 +137,8 @@ int main(int argc, char **argv)
         agent_step(agent);
         nap(agent_interval(agent) - (util_mono() - t0));
     }
-    bl_info("signal %d: stopping", (int)got_stop);
-    notify("STOPPING=1");
+    bl_info("signal %d: stopping", (int)util_got_stop);
+    util_notify("STOPPING=1");
     rc = 0;
     agent_destroy(agent);
 out_curl:

@@ -2,8 +2,46 @@
 /* util.c — helpers shared by every part of bbmgr (see util.h). */
 #include <string.h>
 #include <time.h>
+#ifdef HAVE_LIBSYSTEMD
+#include <systemd/sd-daemon.h>
+#endif
 
 #include "util.h"
+
+volatile sig_atomic_t util_got_stop, util_got_hup;
+
+static void on_stop(int sig)
+{
+    util_got_stop = sig;
+}
+
+static void on_hup(int sig)
+{
+    (void)sig;
+    util_got_hup = 1;
+}
+
+void util_daemon_signals(void)
+{
+    struct sigaction sa = { 0 };
+    sigemptyset(&sa.sa_mask);
+    sa.sa_handler = on_stop;
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    sa.sa_handler = on_hup;
+    sigaction(SIGHUP, &sa, NULL);
+    sa.sa_handler = SIG_IGN;
+    sigaction(SIGPIPE, &sa, NULL);
+}
+
+void util_notify(const char *msg)
+{
+#ifdef HAVE_LIBSYSTEMD
+    sd_notify(0, msg);
+#else
+    (void)msg;
+#endif
+}
 
 double util_mono(void)
 {

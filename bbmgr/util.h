@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * util.h — the small helpers every part of bbmgr shares (bbmgrd, bbnoded, bbmgr):
- * one clock for durations and deadlines, one test of path containment.
+ * one clock for durations and deadlines, one test of path containment, and the
+ * signal and systemd glue of the two daemons.
  */
 #ifndef BBMGR_UTIL_H
 #define BBMGR_UTIL_H
 
+#include <signal.h>
 #include <stdbool.h>
 
 /* Seconds of CLOCK_MONOTONIC: for durations, deadlines and rates (never a date). */
@@ -14,5 +16,15 @@ double util_mono(void);
 /* Is path root itself or inside it, on the text (root may end in '/')?  Paths
  * reaching here have no "." or ".." components (checked where they come in). */
 bool util_path_under(const char *path, const char *root);
+
+/* The daemons' signals: SIGTERM and SIGINT set util_got_stop (to the signal),
+ * SIGHUP sets util_got_hup, SIGPIPE is ignored.  The handlers only set the flags;
+ * the main loop acts on them. */
+extern volatile sig_atomic_t util_got_stop, util_got_hup;
+void util_daemon_signals(void);
+
+/* A state message to systemd (Type=notify: READY=1, RELOADING=1, STOPPING=1);
+ * nothing when built without libsystemd or not run by systemd. */
+void util_notify(const char *msg);
 
 #endif
