@@ -134,9 +134,9 @@ static int expand_item(const char *item, size_t len, char *pre, size_t plen,
             }
         }
         for (unsigned long k = lo; k <= hi; k++) {
-            char num[32];
+            char num[256];  /* a bound's digits, zero padding included */
             int nl = snprintf(num, sizeof(num), "%0*lu", width, k);
-            if (plen + (size_t)nl >= precap) {
+            if (nl < 0 || (size_t)nl >= sizeof(num) || plen + (size_t)nl >= precap) {
                 errno = EINVAL;
                 return hu_errprintf(err, "host name too long");
             }

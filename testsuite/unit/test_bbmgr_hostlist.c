@@ -38,6 +38,11 @@ START_TEST(test_expand)
     ck_assert_str_eq(joined("r[1-2]n[0-1]"), "r1n0 r1n1 r2n0 r2n1");
     ck_assert_str_eq(joined("a, b,c[1-2]"), "a b c1 c2");
     ck_assert_str_eq(joined("io-node_1.x"), "io-node_1.x");
+    /* zero padding wider than a number's own digits (found by fuzz_hostlist:
+     * a bound of 41 digits overran the number's buffer) */
+    ck_assert_str_eq(joined("a[00000000000000000000000000000000000000001-2]"),
+                     "a00000000000000000000000000000000000000001 "
+                     "a00000000000000000000000000000000000000002");
 }
 END_TEST
 
@@ -54,6 +59,10 @@ START_TEST(test_errors)
     ck_assert(strstr(joined("a,"), "trailing"));
     ck_assert(strstr(joined("a b"), "invalid character"));
     ck_assert(strstr(joined("n[0-999999999]"), "more than"));
+    char wide[320] = "n[";
+    memset(wide + 2, '0', 300);
+    strcpy(wide + 302, "1]");
+    ck_assert(strstr(joined(wide), "too long"));
 }
 END_TEST
 
