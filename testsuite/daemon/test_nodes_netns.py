@@ -302,12 +302,34 @@ def job_state(cl, jobid):
 SLURM_WAIT = 120
 
 
+def job_report(cl, pfs, jobid):
+    """What a person would look at when a job did not get where it should: the
+    job, the queue, the nodes, the buffer, the job's output, bbmgrd's log tail."""
+    parts = []
+    for cmd in (("scontrol", "show", "job", jobid), ("squeue", "-a"), ("sinfo", "-N", "-l"),
+                ("scontrol", "show", "burst")):
+        p = slurm(cl, *cmd)
+        parts.append("$ %s\n%s%s" % (" ".join(cmd), p.stdout, p.stderr))
+    out = os.path.join(pfs, "slurm-%s.out" % jobid)
+    if os.path.exists(out):
+        with open(out) as f:
+            parts.append("%s:\n%s" % (out, f.read()))
+    try:
+        parts.append("bbmgrd.out (tail):\n" + "\n".join(cl.log("bbmgrd.out").splitlines()[-40:]))
+    except OSError as e:
+        parts.append("bbmgrd.out: %s" % e)
+    return "\n".join(parts)
+
+
 def wait_job(cl, jobid, states=("complete", None)):
     """The job ended and its stage-out is over (BurstBufferState in states)."""
-    return wait_for(lambda: (lambda s: s.get("JobState") in ("COMPLETED", "FAILED", "CANCELLED")
-                             and s.get("BurstBufferState") in states and s)(
-                                 job_state(cl, jobid)),
-                    "job %s to end with its stage-out" % jobid, timeout=SLURM_WAIT)
+    try:
+        return wait_for(lambda: (lambda s: s.get("JobState") in ("COMPLETED", "FAILED", "CANCELLED")
+                                 and s.get("BurstBufferState") in states and s)(
+                                     job_state(cl, jobid)),
+                        "job %s to end with its stage-out" % jobid, timeout=SLURM_WAIT)
+    except AssertionError as e:
+        raise AssertionError("%s\n%s" % (e, job_report(cl, cl.dir, jobid))) from None
 
 
 def test_slurm_job_with_buffers_on_agent_hosts(cl, pfs):
@@ -355,16 +377,25 @@ def test_slurm_stage_out_data_lost_with_its_node(cl, pfs):
                 "#BB_HARMONIA jobbuffer capacity=1GiB\n"
                 "#BB_HARMONIA stage_out source=$HARMONIA_BB/out destination=%s type=directory\n"
                 "mkdir $HARMONIA_BB/out && echo result > $HARMONIA_BB/out/result\n"
-                "sleep 3\n" % os.path.join(pfs, "out"))
+                "echo BB=$HARMONIA_BB > %s/wrote-$SLURM_JOB_ID\n"
+                "sleep 5\n" % (os.path.join(pfs, "out"), pfs))
     jobid = sbatch(cl, pfs, job_sh)
-    alloc = wait_for(lambda: (lambda st_js: st_js[0] == 200 and st_js[1])(
-        cl.request("GET", "/v1/jobs/%s/allocation" % jobid)), "the job's allocation",
-        timeout=SLURM_WAIT)
+    # the job says where its buffer is once it wrote there (a PFS file: the
+    # buffer's path is the job's own word, not a guess from bbmgrd's allocation)
+    wrote = os.path.join(pfs, "wrote-" + jobid)
+    try:
+        wait_for(lambda: os.path.exists(wrote) and os.path.getsize(wrote) > 0,
+                 "the job to write its result", timeout=SLURM_WAIT)
+    except AssertionError as e:
+        raise AssertionError("%s\n%s" % (e, job_report(cl, pfs, jobid))) from None
+    with open(wrote) as f:
+        bb = f.read().strip().split("=", 1)[1]
+    alloc = cl.ok("GET", "/v1/jobs/%s/allocation" % jobid)
     node = alloc["nodes"][0]["name"]
+    assert bb == alloc["nodes"][0]["path"], (bb, alloc)
     host = "bb" + node[-1]
-    result = os.path.join(alloc["nodes"][0]["path"], "out", "result")
-    wait_for(lambda: os.path.exists(result), "the job to write its result",
-             timeout=SLURM_WAIT)
+    result = os.path.join(bb, "out", "result")
+    assert os.path.exists(result)
     cl.ctl("agent-kill", host)
     try:
         # a failed stage-out keeps the job's buffer (teardown-fail) and the job's
