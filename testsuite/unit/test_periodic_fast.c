@@ -84,7 +84,10 @@ START_TEST(test_fast_equals_reference)
         char what[64];
 
         rs = 0x9E3779B97F4A7C15ULL * (unsigned long long)(m + 1) + 11;
-        K = 1 + (int)(urand() * (m % 3 == 0 ? 30 : 8));
+        /* up to 30 jobs in 4 mixes, up to 8 in the others: the reference
+         * scans are quadratic, and a sanitizer build on a loaded machine took
+         * two minutes for 20 mixes of 30 */
+        K = 1 + (int)(urand() * (m % 3 == 0 && m < 12 ? 30 : 8));
         jobs = calloc((size_t)K, sizeof(*jobs));
         ck_assert_ptr_nonnull(jobs);
         for (int k = 0; k < K; k++) {
@@ -218,7 +221,7 @@ int main(void)
     SRunner *sr;
     int failed;
 
-    tcase_set_timeout(tc, 120);
+    tcase_set_timeout(tc, 600);  /* a hang guard: set 5 under the reference scans is slow on sanitizer builds */
     tcase_add_test(tc, test_fast_equals_reference);
     tcase_add_test(tc, test_fast_equals_reference_set5);
     tcase_add_test(tc, test_tmin_given);
