@@ -10,6 +10,7 @@ import signal
 import subprocess
 import time
 
+from harmonia_test.wait import WaitTimeout, wait_for
 from conftest import (BBIO_BENCH, HARMONIA_IO, clean_env, job_env, register, run_bench)
 
 
@@ -17,16 +18,17 @@ def phases_of(d, jobid):
     return sorted(d.ok("GET", "/v1/jobs/%s/phases" % jobid)["phases"], key=lambda p: p["id"])
 
 
-def settled_phases(d, jobid, timeout=5.0):
+def settled_phases(d, jobid):
     """The job's phases once none is open: harmonia_phase_end() returns at once and
-    its closer thread reports the end to bbmgrd in the background."""
-    t0 = time.time()
-    while True:
-        ph = phases_of(d, jobid)
-        if all(p["state"] not in ("granted", "waiting") for p in ph) or \
-                time.time() - t0 > timeout:
-            return ph
-        time.sleep(0.02)
+    its closer thread reports the end to bbmgrd in the background.  If one stays
+    open, the phases as they are (the caller's assertions say what is wrong)."""
+    try:
+        return wait_for(lambda: (lambda ph: ("settled", ph) if all(
+            p["state"] not in ("granted", "waiting") for p in ph) else None)(
+                phases_of(d, jobid)), "the phases of job %s to close" % jobid,
+            interval=0.02)[1]
+    except WaitTimeout:
+        return phases_of(d, jobid)
 
 
 def unreachable_lines(stderr):

@@ -1,9 +1,12 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """The whole /v1 API against a real bbmgrd (doc/api.md)."""
+import re
 import threading
 import time
 
+from harmonia_test.wait import wait_for
 from conftest import SLURM_UID, USER1, USER2, register
+from test_mover import metrics
 
 GiB = 1 << 30
 TiB = 1 << 40
@@ -114,7 +117,9 @@ def test_fcfs_wait_and_long_poll(make_daemon):
         result["t"] = time.time()
     th = threading.Thread(target=poll)
     th.start()
-    time.sleep(0.5)
+    # the long poll is parked in the daemon (its gauge), and stays there
+    wait_for(lambda: re.search(r"^harmonia_api_waiting_connections [1-9]", metrics(d),
+                               re.M), "the long poll to wait in bbmgrd")
     assert th.is_alive()
     t_fin = time.time()
     d.ok("POST", "/v1/phases/%d/finish" % pa["id"], uid=USER1)

@@ -17,20 +17,15 @@ import time
 
 import pytest
 
+from harmonia_test import wait
 from harmonia_test.daemon import BBMGR, SLURM_UID, USER1, USER2, register
 
 GiB = 1 << 30
 
 
-def wait_for(pred, timeout=30, what="condition"):
-    """pred()'s first true value within timeout seconds (polling the daemon)."""
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        v = pred()
-        if v:
-            return v
-        time.sleep(0.05)
-    raise AssertionError("timed out waiting for " + what)
+def wait_for(pred, timeout=None, what="condition"):
+    """pred()'s first true value (polling the daemon; harmonia_test.wait)."""
+    return wait.wait_for(pred, what, timeout)
 
 
 def phase(d, job, uid=USER1, **body):

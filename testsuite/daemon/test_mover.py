@@ -15,6 +15,7 @@ import time
 
 import pytest
 
+from harmonia_test.wait import wait_for
 from conftest import BBMGRD, SLURM_UID, USER1, register
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the mover tests need root")
@@ -204,25 +205,17 @@ def xfer(d, tid):
     return d.ok("GET", "/v1/transfers/%d" % tid, uid=SLURM_UID)
 
 
-def wait_xfer(d, tid, states=("done", "failed", "cancelled"), timeout=30):
-    t0 = time.time()
-    while time.time() - t0 < timeout:
-        x = xfer(d, tid)
-        if x["state"] in states:
-            return x
-        time.sleep(0.05)
-    raise AssertionError("transfer %d still %s after %ds:\n%s" % (tid, x["state"], timeout,
-                                                                d.log_text()[-3000:]))
+def wait_xfer(d, tid, states=("done", "failed", "cancelled"), timeout=None):
+    return wait_for(lambda: (lambda x: x if x["state"] in states else None)(xfer(d, tid)),
+                    "transfer %d to end (%s)" % (tid, "/".join(states)), timeout,
+                    report=lambda: "%s\n%s" % (xfer(d, tid), d.log_text()[-3000:]))
 
 
-def wait_bytes(d, tid, at_least, timeout=20):
-    t0 = time.time()
-    while time.time() - t0 < timeout:
-        x = xfer(d, tid)
-        if x["bytes_done"] >= at_least or x["state"] != "running" and x["state"] != "queued":
-            return x
-        time.sleep(0.05)
-    raise AssertionError("transfer %d made no progress" % tid)
+def wait_bytes(d, tid, at_least, timeout=None):
+    return wait_for(lambda: (lambda x: x if x["bytes_done"] >= at_least
+                             or x["state"] not in ("running", "queued") else None)(xfer(d, tid)),
+                    "transfer %d to copy %d bytes" % (tid, at_least), timeout,
+                    report=lambda: "%s\n%s" % (xfer(d, tid), d.log_text()[-3000:]))
 
 
 def metrics(d):
@@ -325,10 +318,7 @@ def test_stage_in_and_out_tree(make_daemon, tmp_base):
 
     # teardown removes the buffer directory and everything in it
     d.ok("DELETE", "/v1/jobs/m1", uid=SLURM_UID)
-    t0 = time.time()
-    while os.path.exists(bb) and time.time() - t0 < 10:
-        time.sleep(0.05)
-    assert not os.path.exists(bb)
+    wait_for(lambda: not os.path.exists(bb), "the teardown of " + bb)
 
 
 def test_refused_and_failed_transfers(make_daemon, tmp_base):
@@ -392,20 +382,15 @@ def test_cancel_mid_copy(make_daemon, tmp_base):
     assert partials(bb)
     d.ok("PUT", "/v1/transfers/%d" % tid, {"state": "cancelled", "message": "test"},
          uid=SLURM_UID)
-    t0 = time.time()
-    while partials(bb) and time.time() - t0 < 5:
-        time.sleep(0.05)
-    assert not partials(bb) and not os.path.exists(bb + "/big")
+    wait_for(lambda: not partials(bb), "the cancelled copy's partial files to go")
+    assert not os.path.exists(bb + "/big")
     assert xfer(d, tid)["state"] == "cancelled"
 
     # ending the job cancels its transfers (and tears its directory down)
     tid = stage(d, "m3", "stage_in", os.path.join(pfs, "big"), bb + "/big2", "file")
     wait_bytes(d, tid, 5 * MiB)
     d.ok("DELETE", "/v1/jobs/m3", uid=SLURM_UID)
-    t0 = time.time()
-    while os.path.exists(bb) and time.time() - t0 < 5:
-        time.sleep(0.05)
-    assert not os.path.exists(bb)
+    wait_for(lambda: not os.path.exists(bb), "the teardown of " + bb)
     x = d.ok("GET", "/v1/transfers/%d" % tid, uid=SLURM_UID, expect=(200, 404))
     assert x.get("state", "cancelled") == "cancelled"
     text = metrics(d)
@@ -425,9 +410,10 @@ def test_shares_follow_policy_weights(make_daemon, tmp_base):
     bbb = new_job(d, "fast", hints={"w_iter": "16s"})
     ta = stage(d, "slow", "stage_in", os.path.join(pfs, "a"), bba + "/a", "file")
     tb = stage(d, "fast", "stage_in", os.path.join(pfs, "b"), bbb + "/b", "file")
-    wait_bytes(d, ta, 1)
-    wait_bytes(d, tb, 1)
-    time.sleep(0.4)
+    # past the start (both queues full: the slow job has 4 MiB, the fast one about
+    # four times that), bytes served in a window of 2 s: the window is the measure
+    wait_bytes(d, ta, 4 * MiB)
+    wait_bytes(d, tb, 4 * MiB)
     m0 = job_bytes(metrics(d))
     time.sleep(2.0)
     m1 = job_bytes(metrics(d))
@@ -520,9 +506,7 @@ def test_buffer_directories_come_from_spares(make_daemon, tmp_base):
     the spares come back once allocations are quiet again.  Nobody else can reach
     a spare, and a job cannot be named after the spare directory."""
     d = mover_daemon(make_daemon, tmp_base)
-    t0 = time.time()
-    while len(spares(d)) < 32 and time.time() - t0 < 10:
-        time.sleep(0.05)
+    wait_for(lambda: len(spares(d)) >= 32, "32 spare directories")
     before = spares(d)
     assert len(before) == 32, before
     st = os.lstat(os.path.join(d.mount, ".harmonia-spare"))
@@ -537,10 +521,8 @@ def test_buffer_directories_come_from_spares(make_daemon, tmp_base):
     # bb01 and bb02 share the mount: one spare taken, at once, not refilled yet
     assert len(spares(d)) == 31
     d.ok("DELETE", "/v1/jobs/sp1", uid=SLURM_UID)
-    t0 = time.time()
-    while (os.path.exists(bb) or len(spares(d)) < 32) and time.time() - t0 < 10:
-        time.sleep(0.05)
-    assert not os.path.exists(bb)
+    wait_for(lambda: not os.path.exists(bb) and len(spares(d)) >= 32,
+             "the teardown and the spares back to 32")
     assert len(spares(d)) == 32
     # a job id naming the spare directory gets no directory (and never the spares)
     register(d, ".harmonia-spare", uid=USER1, gid=GID1)

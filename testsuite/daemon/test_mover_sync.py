@@ -18,6 +18,7 @@ import time
 
 import pytest
 
+from harmonia_test.wait import WaitTimeout, wait_for
 from conftest import SLURM_UID, USER1
 from test_mover import (GID1, MiB, build_shim, compare_trees, metrics, mkdirs, mover_daemon,
                         new_job, partials, preloaded, stage, wait_bytes, wait_xfer, write,
@@ -45,16 +46,13 @@ def many_files(root, nsmall=150, seed=7):
     return nsmall + 3
 
 
-def wait_durable(d, tid, timeout=20):
-    t0 = time.time()
-    while time.time() - t0 < timeout:
+def wait_durable(d, tid, timeout=None):
+    def durable():
         x = xfer(d, tid)
-        if x["durable"]:
-            return x
         assert x["state"] == "done", x
-        time.sleep(0.05)
-    raise AssertionError("transfer %d not durable after %ds:\n%s" % (tid, timeout,
-                                                                   d.log_text()[-3000:]))
+        return x if x["durable"] else None
+    return wait_for(durable, "transfer %d to be durable" % tid, timeout,
+                    report=lambda: d.log_text()[-3000:])
 
 
 def db_xfer(d, tid):
@@ -67,23 +65,35 @@ def db_xfer(d, tid):
         db.close()
 
 
-def wait_db_durable(d, tid, timeout=30):
-    t0 = time.time()
-    while time.time() - t0 < timeout:
+def wait_db_durable(d, tid, timeout=None):
+    def durable():
         row = db_xfer(d, tid)
-        if row == ("done", 1):
-            return
         assert row[0] == "done", row
-        time.sleep(0.05)
-    raise AssertionError("transfer %d not durable in the database after %ds: %s\n%s" % (
-        tid, timeout, db_xfer(d, tid), d.log_text()[-3000:]))
+        return row == ("done", 1)
+    wait_for(durable, "transfer %d durable in the database" % tid, timeout,
+             report=lambda: "%s\n%s" % (db_xfer(d, tid), d.log_text()[-3000:]))
 
 
-def wait_gone(path, timeout=30):
-    t0 = time.time()
-    while os.path.exists(path) and time.time() - t0 < timeout:
-        time.sleep(0.05)
-    return not os.path.exists(path)
+def wait_gone(path, timeout=None):
+    """True once path is gone; False if it stays (the caller's assert says why)."""
+    try:
+        wait_for(lambda: not os.path.exists(path), "%s to be removed" % path, timeout)
+        return True
+    except WaitTimeout:
+        return False
+
+
+def teardown_waits(d, job, tid):
+    """The job ended, and bbmgrd holds its buffer until stage-out tid is durable:
+    GET /v1/status lists it as held, with the reason (what an admin sees)."""
+    def held():
+        for h in d.ok("GET", "/v1/status", uid=SLURM_UID).get("held", []):
+            if h["job"] == job and "(first: transfer %d)" % tid in h["reason"]:
+                return h
+        return None
+    h = wait_for(held, "bbmgrd to hold the buffer of job %s for stage-out %d" % (job, tid),
+                 report=lambda: d.log_text()[-3000:])
+    assert h["reason"].startswith("waits for ") and not h["kept"], h
 
 
 def final_files(root):
@@ -186,12 +196,11 @@ def test_no_final_name_before_the_copy_is_complete(make_daemon, tmp_base, kind):
         dst = bb + "/in"
     tid = stage(d, "s2", kind, src, dst)
     seen = set()
-    t0 = time.time()
-    while time.time() - t0 < 60:
-        check_complete(src, dst, seen)
-        if xfer(d, tid)["state"] in ("done", "failed", "cancelled"):
-            break
-        time.sleep(0.02)
+
+    def watched():
+        check_complete(src, dst, seen)     # at every moment of the copy
+        return xfer(d, tid)["state"] in ("done", "failed", "cancelled")
+    wait_for(watched, "the copy to end, watched", interval=0.02)
     x = wait_xfer(d, tid)
     assert x["state"] == "done", x
     assert 0 < len(seen) or n == 0
@@ -219,14 +228,8 @@ def test_cancel_with_files_waiting_for_their_fsync(make_daemon, tmp_base):
     wait_bytes(d, tid, 3 * MiB)
     d.ok("PUT", "/v1/transfers/%d" % tid, {"state": "cancelled", "message": "test"},
          uid=SLURM_UID)
-    t0 = time.time()
-    while xfer(d, tid)["state"] != "cancelled" and time.time() - t0 < 10:
-        time.sleep(0.05)
-    assert xfer(d, tid)["state"] == "cancelled"
-    t0 = time.time()
-    while partials(out) and time.time() - t0 < 5:
-        time.sleep(0.05)
-    assert not partials(out)
+    wait_xfer(d, tid, states=("cancelled",))
+    wait_for(lambda: not partials(out), "the cancelled copy's partial files to go")
     check_complete(bb + "/in", out, set())
     assert len(final_files(out)) < len(final_files(bb + "/in"))
 
@@ -282,7 +285,7 @@ def test_buffer_kept_until_stage_out_is_durable(make_daemon, tmp_base):
     assert x["state"] == "done" and x["durable"] is False, x      # 3 fsyncs of 1 s to go
     assert compare_trees(src, out) == 2     # visible, complete, verified
     d.ok("DELETE", "/v1/jobs/o2", uid=SLURM_UID)
-    time.sleep(0.5)
+    teardown_waits(d, "o2", tid)
     assert os.path.isdir(bb), "buffer removed before the stage-out was durable"
     assert db_xfer(d, tid) == ("done", 0)
     assert wait_gone(bb), "buffer not removed after the stage-out became durable"
@@ -314,7 +317,7 @@ def test_crash_before_durable_then_restart(make_daemon, tmp_base):
         x = wait_xfer(d, tids[job])
         assert x["state"] == "done" and x["durable"] is False, x
     d.ok("DELETE", "/v1/jobs/e1", uid=SLURM_UID)
-    time.sleep(0.3)
+    teardown_waits(d, "e1", tids["e1"])
     assert os.path.isdir(bbs["e1"])
     assert db_xfer(d, tids["e1"]) == ("done", 0)
     d.kill()
@@ -357,14 +360,11 @@ def test_stage_out_not_durable_keeps_its_buffer(make_daemon, tmp_base):
     tid = stage(d, "o3", "stage_in", src, bb + "/in")
     assert wait_xfer(d, tid)["state"] == "done"
     tid = stage(d, "o3", "stage_out", bb + "/in", os.path.join(pfs, "out-eio"))
-    t0 = time.time()
-    while xfer(d, tid)["state"] != "failed" and time.time() - t0 < 20:
-        time.sleep(0.05)
-    x = xfer(d, tid)
-    assert x["state"] == "failed" and x["durable"] is False, x
+    x = wait_xfer(d, tid, states=("failed",))
+    assert x["durable"] is False, x
     assert x["message"].startswith("not durable: ") and "Input/output error" in x["message"], x
     d.ok("DELETE", "/v1/jobs/o3", uid=SLURM_UID)
-    time.sleep(1.0)
+    wait_for(lambda: "teardown: %s is kept" % bb in d.log_text(), "the teardown to keep " + bb,
+             report=lambda: d.log_text()[-3000:])
     assert os.path.isdir(bb + "/in"), "the buffer of a stage-out that is not durable was removed"
-    assert "teardown: %s is kept" % bb in d.log_text()
     assert db_xfer(d, tid) == ("failed", None)

@@ -12,6 +12,7 @@ import time
 
 import pytest
 
+from harmonia_test.wait import wait_for
 from conftest import BBMGR, BUILDDIR, SLURM_UID, USER1, register
 from test_mover import (GID1, MiB, build_tree, compare_trees, mkdirs, partials, sha, stage,
                         wait_bytes, wait_xfer, write)
@@ -100,25 +101,10 @@ def node(d, name):
     return d.ok("GET", "/v1/nodes/%s" % name, uid=SLURM_UID)
 
 
-def wait_agent(d, name, state, timeout=20):
-    t0 = time.time()
-    while time.time() - t0 < timeout:
-        n = node(d, name)
-        if n["agent"]["state"] == state:
-            return n
-        time.sleep(0.05)
-    raise AssertionError("agent of %s not %s: %s\n%s" % (name, state, node(d, name),
-                                                        d.log_text()[-3000:]))
-
-
-def wait_for(cond, what, timeout=20):
-    t0 = time.time()
-    while time.time() - t0 < timeout:
-        v = cond()
-        if v:
-            return v
-        time.sleep(0.05)
-    raise AssertionError("timed out waiting for " + what)
+def wait_agent(d, name, state, timeout=None):
+    return wait_for(lambda: (lambda n: n if n["agent"]["state"] == state else None)(
+        node(d, name)), "the agent of %s %s" % (name, state), timeout,
+        report=lambda: "%s\n%s" % (node(d, name), d.log_text()[-3000:]))
 
 
 def new_job(d, jobid, nodes=1, capacity="1GiB", wait=True):

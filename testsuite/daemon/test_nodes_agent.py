@@ -19,6 +19,7 @@ import time
 
 import pytest
 
+from harmonia_test.wait import wait_for
 from conftest import BUILDDIR, USER1, free_port
 from test_mover import GID1, mkdirs, write
 
@@ -153,10 +154,7 @@ def test_directories_made_and_orphans_removed(agent, tmp_base):
     body = mgr.next(lambda b: b.get("dirs") == "g1")
     st = os.stat(os.path.join(mount, "j1"))
     assert (st.st_uid, st.st_gid, st.st_mode & 0o7777) == (USER1, GID1, 0o700)
-    t0 = time.time()
-    while os.path.exists(orphan) and time.time() - t0 < 10:
-        time.sleep(0.05)
-    assert not os.path.exists(orphan)
+    wait_for(lambda: not os.path.exists(orphan), "the orphan directory to be removed")
     assert not os.path.exists(os.path.join(mount, "persistent", "gone"))
     assert os.path.isdir(os.path.join(mount, "persistent", "kept"))
     assert os.path.isfile(os.path.join(mount, "a-file"))       # not a directory: left

@@ -32,6 +32,8 @@ import time
 
 import pytest
 
+from harmonia_test import wait
+
 SRCDIR = os.environ.get("HARMONIA_SRCDIR",
                         os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
 BUILDDIR = os.environ.get("HARMONIA_BUILDDIR", SRCDIR)
@@ -297,15 +299,10 @@ def script(*directives, body="hostname"):
     return "\n".join(lines) + "\n"
 
 
-def wait_for(pred, timeout=30, what="condition", interval=0.2):
-    """pred()'s first true value within timeout seconds, or AssertionError."""
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        v = pred()
-        if v:
-            return v
-        time.sleep(interval)
-    raise AssertionError("timed out waiting for " + what)
+def wait_for(pred, timeout=None, what="condition", interval=0.2):
+    """pred()'s first true value, or AssertionError (harmonia_test.wait: one
+    generous bound, stretched on sanitizer builds)."""
+    return wait.wait_for(pred, what, timeout, interval)
 
 
 def job_ended(cluster, jobid):

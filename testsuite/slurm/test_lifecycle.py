@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from harmonia_test import wait
 from conftest import job_ended as ended, script, wait_for
 
 DONE = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT"}
@@ -102,7 +103,8 @@ def test_cancel_while_running_releases_the_buffer(cluster):
 def test_cancel_while_pending_held(cluster):
     rc, jobid, _, err = cluster.sbatch(script("jobbuffer capacity=4GiB"), "--hold")
     assert rc == 0, err
-    time.sleep(1.5)
+    # the behaviour: a held job stays pending with its buffer not made (a window)
+    time.sleep(wait.scaled(1.5))
     st = cluster.job(jobid)
     assert st["JobState"] == "PENDING" and st["BurstBufferState"] == "pending"
     cluster.run("scancel", jobid)
