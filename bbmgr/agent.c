@@ -195,8 +195,8 @@ agent_t *agent_create(const agent_opts_t *o, hu_error_t *err)
     }
     if (!(a->m = mover_create(o->cfg, err)))
         goto fail;
-    a->last_status = util_mono();
-    a->spare_idle_from = util_mono() + SPARE_IDLE;
+    a->last_status = hu_mono();
+    a->spare_idle_from = hu_mono() + SPARE_IDLE;
     bl_info("bbnoded %s: mount %s, bbmgrd at %s, agent %s", a->node, a->mount, base, a->id);
     return a;
 fail:
@@ -292,7 +292,7 @@ static json_t *status_json(agent_t *a)
     unsigned long long rs, ws;
     struct statvfs vfs;
     mover_stats_t ms;
-    double now = util_mono(), dt = now - a->last_status;
+    double now = hu_mono(), dt = now - a->last_status;
 
     if (fstatvfs(a->mfd, &vfs) == 0) {
         s.free_bytes = (uint64_t)vfs.f_bavail * vfs.f_frsize;
@@ -356,7 +356,7 @@ static void spares_fill(agent_t *a)
 {
     char n[32];
     int fd, budget = SPARE_PER_STEP;
-    if (a->spares >= SPARE_MAX || util_mono() < a->spare_idle_from || (fd = spare_fd(a)) < 0)
+    if (a->spares >= SPARE_MAX || hu_mono() < a->spare_idle_from || (fd = spare_fd(a)) < 0)
         return;
     while (a->spares < SPARE_MAX && budget-- > 0) {
         snprintf(n, sizeof(n), "%u", a->spare_top);
@@ -421,7 +421,7 @@ static void dir_make(agent_t *a, const np_dir_t *d)
         close(pfd);
         return;
     }
-    a->spare_idle_from = util_mono() + SPARE_IDLE;
+    a->spare_idle_from = hu_mono() + SPARE_IDLE;
     if (!(!d->persistent && spare_take(a, d->name)) && mkdirat(pfd, d->name, 0700) < 0
         && errno != EEXIST) {
         bl_warning("mkdir %s/%s%s: %s", a->mount, where, d->name, strerror(errno));
@@ -455,7 +455,7 @@ static bool in_set(const np_dir_t *v, size_t n, const char *name, bool persisten
  * wait for the job's transfers)? */
 static bool removing(agent_t *a, const char *name, bool persistent)
 {
-    double now = util_mono();
+    double now = hu_mono();
     int k = 0;
     bool found = false;
     for (int i = 0; i < a->nremoving; i++) {

@@ -245,7 +245,7 @@ void api_on_phase(uint64_t pid, void *arg)
 
 void api_tick(api_t *a)
 {
-    double now = util_mono();
+    double now = hu_mono();
     pthread_mutex_lock(&a->wlock);
     req_t *q = a->waiters;
     while (q) {
@@ -356,7 +356,7 @@ static enum MHD_Result send_reply(req_t *q)
     enum MHD_Result ret = MHD_queue_response(q->conn, (unsigned)r->status, resp);
     MHD_destroy_response(resp);
 
-    double dt = util_mono() - q->t0;
+    double dt = hu_mono() - q->t0;
     int b = 0;
     while (b < 11 && dt > lat_buckets[b])
         b++;
@@ -443,7 +443,7 @@ static int authenticate(req_t *q)
     conn_t *cc = conn_of(q->conn);
     const char *hdr = MHD_lookup_connection_value(q->conn, MHD_HEADER_KIND,
                                                   MHD_HTTP_HEADER_AUTHORIZATION);
-    double now = util_mono(), ttl;
+    double now = hu_mono(), ttl;
     int st;
 
     pthread_mutex_lock(&a->wlock);
@@ -560,7 +560,7 @@ static bool process(req_t *q)
         pthread_mutex_lock(&a->wlock);
         if (!a->stopping) {
             q->wait_phase = r->wait_phase;
-            q->deadline = util_mono() + fmin(r->wait, a->max_wait);
+            q->deadline = hu_mono() + fmin(r->wait, a->max_wait);
             q->on_phase = true;
             q->pnext = hmap_iget(a->by_phase, q->wait_phase);
             hmap_iput(a->by_phase, q->wait_phase, q);
@@ -611,7 +611,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         }
         q->api = a;
         q->conn = conn;
-        q->t0 = util_mono();
+        q->t0 = hu_mono();
         inflight(q, true);
         q->who.uid = (uid_t)-1;
         snprintf(q->method, sizeof(q->method), "%s", method);
@@ -737,7 +737,7 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
         if (!cc || !ci)
             return;
         cc->fd = ci->connect_fd;
-        cc->since = util_mono();
+        cc->since = hu_mono();
         pthread_mutex_lock(&a->conn_lock);
         bool ok = conn_count(a, cc);
         cc->cnext = a->conns;
@@ -787,7 +787,7 @@ static void conn_busy(api_t *a, struct MHD_Connection *conn, bool busy)
     pthread_mutex_lock(&a->conn_lock);
     cc->busy = busy;
     if (!busy)
-        cc->since = util_mono();
+        cc->since = hu_mono();
     pthread_mutex_unlock(&a->conn_lock);
 }
 

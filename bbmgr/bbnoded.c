@@ -127,7 +127,7 @@ int main(int argc, char **argv)
     util_notify("READY=1");
     bl_info("ready");
     while (!util_got_stop) {
-        double t0 = util_mono();
+        double t0 = hu_mono();
         if (util_got_hup) {
             util_got_hup = 0;
             if (bl_configure(logfile, verbose ? "debug" : cfg->log_level,
@@ -135,7 +135,7 @@ int main(int argc, char **argv)
                 bl_error("log: %s", err.text);
         }
         agent_step(agent);
-        nap(agent_interval(agent) - (util_mono() - t0));
+        nap(agent_interval(agent) - (hu_mono() - t0));
     }
     bl_info("signal %d: stopping", (int)util_got_stop);
     util_notify("STOPPING=1");

@@ -102,9 +102,9 @@ static void *stream_run(void *arg)
     if (s->gate->go < 0 && !s->err)
         s->err = ECANCELED;
     pthread_mutex_unlock(&s->gate->lock);
-    s->t0 = util_mono();
+    s->t0 = hu_mono();
     double deadline = s->t0 + s->seconds;
-    while (!s->err && !interrupted && util_mono() < deadline) {
+    while (!s->err && !interrupted && hu_mono() < deadline) {
         if (!s->reading && off >= s->size)
             break;
         ssize_t n = s->reading ? pread(fd, s->buf, s->block, (off_t)off)
@@ -135,7 +135,7 @@ static void *stream_run(void *arg)
     }
     if (fd >= 0 && !s->reading && !s->err && fsync(fd) < 0)
         s->err = errno;
-    s->t1 = util_mono();
+    s->t1 = hu_mono();
     if (fd >= 0) {
         if (!s->direct)
             posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);

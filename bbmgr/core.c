@@ -78,7 +78,7 @@ double core_wall(void)
 
 double core_hs_now(core_t *c)
 {
-    double t = util_mono() - c->mono0 + c->hs_offset;
+    double t = hu_mono() - c->mono0 + c->hs_offset;
     if (t < c->hs_last)
         t = c->hs_last;
     c->hs_last = t;

@@ -77,7 +77,7 @@ static const double dec_buckets[] = { 1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e
 
 void reschedule(core_t *c, double now)
 {
-    double t0 = util_mono();
+    double t0 = hu_mono();
     int n;
 
     for (;;) {
@@ -97,7 +97,7 @@ void reschedule(core_t *c, double now)
         c->grants = g;
         c->grants_cap = cap;
     }
-    double dt = util_mono() - t0;
+    double dt = hu_mono() - t0;
     int b = 0;
     while (b < 11 && dt > dec_buckets[b])
         b++;

@@ -452,7 +452,7 @@ int core_recover(core_t *c, hu_error_t *err)
             epoch = j->begun;
     }
     c->epoch = epoch - 1.0;
-    c->mono0 = util_mono();
+    c->mono0 = hu_mono();
     c->hs_offset = wall - c->epoch;
     c->hs_last = 0;
 

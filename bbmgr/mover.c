@@ -723,7 +723,7 @@ static void xfer_check(mover_t *m, mxfer_t *x)
                         m->st.done++;
                     x->durable_queued = true;
                     x->pending++;
-                    t->not_after = util_mono() + DURABLE_DEFER_MAX;
+                    t->not_after = hu_mono() + DURABLE_DEFER_MAX;
                     tq_push(&m->shead, &m->stail, &m->scond, t);
                     return;
                 }
@@ -1347,7 +1347,7 @@ static void throttle(mover_t *m, uint64_t len)
     if (!(m->rate > 0) || !len)
         return;
     pthread_mutex_lock(&m->lock);
-    double now = util_mono();
+    double now = hu_mono();
     start = m->tnext > now ? m->tnext : now;
     m->tnext = start + (double)len / m->rate;
     pthread_mutex_unlock(&m->lock);
@@ -1825,7 +1825,7 @@ static int run_durable(mover_t *m, task_t *t)
 {
     mxfer_t *x = t->x;
     int nfiles = 0, ndirs = 0;
-    double t0 = util_mono(), tp[3];
+    double t0 = hu_mono(), tp[3];
 
     if (become(m, &x->id) < 0)
         return tfail(t, errno, x->dst, "act as the job's user");
@@ -1859,7 +1859,7 @@ static int run_durable(mover_t *m, task_t *t)
             if (rc < 0)
                 return -1;
         }
-        tp[pass] = util_mono();
+        tp[pass] = hu_mono();
     }
     for (int i = x->nents - 1; i >= 0; i--) {
         entry_t *e = &x->ents[i];
@@ -1871,7 +1871,7 @@ static int run_durable(mover_t *m, task_t *t)
     }
     if (sync_parent(m, t, x->dst) < 0)
         return -1;
-    double t1 = util_mono();
+    double t1 = hu_mono();
     bl_debug("mover: transfer %ju durable: %d files and %d directories fsync'd in %.3f s "
              "(write-back started %.3f s, data written %.3f s, files fsync'd %.3f s, "
              "directories %.3f s)", (uintmax_t)x->tid, nfiles, ndirs + 1, t1 - t0,
@@ -2004,7 +2004,7 @@ static void *worker_main(void *arg)
 static task_t *syncer_take(mover_t *m, double *wait)
 {
     bool copying = m->defer_durable && (m->head || m->wbusy > 0);
-    double now = copying ? util_mono() : 0;
+    double now = copying ? hu_mono() : 0;
     task_t *prev = NULL, *t;
 
     *wait = 0.05;
@@ -2215,7 +2215,7 @@ error:
 static int join_until(pthread_t thr, double until)
 {
     struct timespec ts;
-    double d = until - util_mono();
+    double d = until - hu_mono();
     clock_gettime(CLOCK_REALTIME, &ts);
     d = (d > 0 ? d : 0) + ts.tv_nsec * 1e-9;
     ts.tv_sec += (time_t)d;
@@ -2237,7 +2237,7 @@ void mover_destroy(mover_t *m)
     /* each worker finishes its current task; one stuck in a system call (a file
      * system that does not answer) is not waited for beyond STOP_WAIT: the daemon
      * then stops without tidying up here (what it leaves is done at the next start) */
-    double until = util_mono() + STOP_WAIT;
+    double until = hu_mono() + STOP_WAIT;
     int stuck = 0;
     for (int i = 0; m->w && i < m->nthreads; i++)
         stuck += join_until(m->w[i].thr, until) < 0;
@@ -2265,7 +2265,7 @@ void mover_destroy(mover_t *m)
     task_t *t;
     while ((t = fifo_pop(m))) {
         if (t->kind == T_RMTREE) {
-            t->move_only = util_mono() > until;
+            t->move_only = hu_mono() > until;
             run_rmtree(m, t);
         }
         task_free(t);
@@ -2288,7 +2288,7 @@ void mover_destroy(mover_t *m)
         task_free(t);
     }
     while ((t = fifo_pop(m))) {
-        t->move_only = util_mono() > until;
+        t->move_only = hu_mono() > until;
         run_rmtree(m, t);
         task_free(t);
     }
@@ -2408,7 +2408,7 @@ int mover_submit(mover_t *m, const mover_spec_t *spec)
     }
     x->sync_after = x->stage_out && !x->sync_each;
     x->total = -1;
-    x->rep_time = util_mono();
+    x->rep_time = hu_mono();
     pthread_mutex_lock(&m->lock);
     if (hmap_iget(m->xfers, x->tid)) {
         pthread_mutex_unlock(&m->lock);
@@ -2591,7 +2591,7 @@ int mover_aside(mover_t *m, const char *from, const char *to)
 
 void mover_poll(mover_t *m, mover_report_f cb, void *arg)
 {
-    double now = util_mono();
+    double now = hu_mono();
     void *v;
     mxfer_t *gone[64];
     int ngone = 0;

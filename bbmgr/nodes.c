@@ -94,7 +94,7 @@ static void init(core_t *c)
             G.v = v;
             memset(&G.v[G.n], 0, sizeof(agent_t));
             snprintf(G.v[G.n].name, sizeof(G.v[G.n].name), "%s", ns->names.v[i]);
-            G.v[G.n].last_seen = util_mono();
+            G.v[G.n].last_seen = hu_mono();
             G.v[G.n].gen = 1;
             G.v[G.n].available = ns->bandwidth;
             G.n++;
@@ -233,7 +233,7 @@ void nodes_tick(core_t *c, double wall)
 {
     (void)wall;
     init(c);
-    double now = util_mono();
+    double now = hu_mono();
     for (int a = 0; a < G.n; a++) {
         agent_t *g = &G.v[a];
         int idx = core_node_index(c, g->name);
@@ -260,7 +260,7 @@ static void agent_up(core_t *c, int a)
     cerr_t e;
     if (g->down)
         bl_info("buffer node %s: its agent reports again (down for %.1f s): back in service "
-                "after its directories are checked", g->name, util_mono() - g->last_seen);
+                "after its directories are checked", g->name, hu_mono() - g->last_seen);
     g->down = false;
     g->reason[0] = '\0';
     if (idx >= 0 && c->nodes[idx].drained && c->nodes[idx].reason
@@ -443,7 +443,7 @@ void nodes_route_poll(core_t *c, hreq_t *rq, reply_t *r)
         g->sent_current = false;        /* coming back: its directories are checked */
     agent_up(c, a);
     g->seen = true;
-    g->last_seen = util_mono();
+    g->last_seen = hu_mono();
     g->reported = core_wall();
     g->st = status;
     g->polls++;
@@ -474,7 +474,7 @@ void nodes_node_json(core_t *c, int idx, json_t *o)
                            : "waiting", "reason", *g->reason ? json_string(g->reason)
                            : json_null(), "busy", g->st.busy, "polls", (json_int_t)g->polls);
     if (g->seen) {
-        json_object_set_new(ag, "age", json_real(util_mono() - g->last_seen));
+        json_object_set_new(ag, "age", json_real(hu_mono() - g->last_seen));
         json_object_set_new(ag, "status", np_status_json(&g->st));
         json_object_set_new(ag, "foreign_bw", json_real(g->foreign));
         json_object_set_new(ag, "available_bw", json_real(g->available));
@@ -551,7 +551,7 @@ char *nodes_metrics(core_t *c)
         { "harmonia_agent_foreign_bandwidth", "gauge", "Bytes/s of I/O on the device that is not the agent's (0: unknown)." },
         { "harmonia_agent_available_bandwidth", "gauge", "Bytes/s the scheduler counts on for the node." },
     };
-    double now = util_mono();
+    double now = hu_mono();
     for (size_t k = 0; k < sizeof(m) / sizeof(*m); k++) {
         sb(&b, "# HELP %s %s\n# TYPE %s %s\n", m[k].name, m[k].help, m[k].name, m[k].type);
         for (int a = 0; a < G.n; a++) {
@@ -600,7 +600,7 @@ static double conf_bandwidth(core_t *c, const char *name)
 
 static void bandwidth_flush(core_t *c)
 {
-    double now = util_mono();
+    double now = hu_mono();
     int last = -1;
     if (now - G.bw_rebuilt < BW_HOLD)
         return;

@@ -171,7 +171,7 @@ static int wal_hook(void *arg, sqlite3 *db, const char *name, int frames)
 static void writer_checkpoint(state_t *st)
 {
     int nlog = 0, nckpt = 0;
-    double t0 = util_mono();
+    double t0 = hu_mono();
     if (sqlite3_wal_checkpoint_v2(st->db, NULL, SQLITE_CHECKPOINT_PASSIVE, &nlog, &nckpt)
         != SQLITE_OK) {
         bl_debug("state: checkpoint: %s", sqlite3_errmsg(st->db));
@@ -179,7 +179,7 @@ static void writer_checkpoint(state_t *st)
     }
     pthread_mutex_lock(&st->lock);
     st->stats.checkpoints++;
-    st->stats.checkpoint_seconds += util_mono() - t0;
+    st->stats.checkpoint_seconds += hu_mono() - t0;
     pthread_mutex_unlock(&st->lock);
     if (nckpt == nlog)
         st->wal_frames = 0;     /* complete: the next commit restarts the WAL */
@@ -330,12 +330,12 @@ static int write_batch(state_t *st, batch_t *b, hu_error_t *err)
             return -1;
         }
     }
-    double t0 = util_mono();
+    double t0 = hu_mono();
     if ((rc = sqlite3_exec(st->db, "COMMIT", NULL, NULL, &emsg)) != SQLITE_OK) {
         sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
         goto error;
     }
-    st->stats.commit_seconds += util_mono() - t0;
+    st->stats.commit_seconds += hu_mono() - t0;
     st->stats.commits++;
     st->stats.statements += b->n;
     return 0;

@@ -43,13 +43,6 @@ void util_notify(const char *msg)
 #endif
 }
 
-double util_mono(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 bool util_path_under(const char *path, const char *root)
 {
     size_t n = strlen(root);

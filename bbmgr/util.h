@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * util.h — the small helpers every part of bbmgr shares (bbmgrd, bbnoded, bbmgr):
- * one clock for durations and deadlines, one test of path containment, and the
- * signal and systemd glue of the two daemons.
+ * one test of path containment, and the signal and systemd glue of the two
+ * daemons.  The clock for durations and deadlines is libhutil's hu_mono().
  */
 #ifndef BBMGR_UTIL_H
 #define BBMGR_UTIL_H
@@ -10,8 +10,7 @@
 #include <signal.h>
 #include <stdbool.h>
 
-/* Seconds of CLOCK_MONOTONIC: for durations, deadlines and rates (never a date). */
-double util_mono(void);
+#include "libhutil/hutil.h"
 
 /* Is path root itself or inside it, on the text (root may end in '/')?  Paths
  * reaching here have no "." or ".." components (checked where they come in). */

@@ -22,6 +22,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "libhutil/hutil.h"
 #include "sim.h"
 
 typedef enum { EV_RELEASE = 0, EV_COMPUTE_END = 1 } ev_kind_t;
@@ -179,12 +180,6 @@ void sim_result_clear (sim_result_t *res)
     errno = saved;
 }
 
-static double now_wall (void)
-{
-    struct timespec ts;
-    clock_gettime (CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static double mean (const double *v, int n)
 {
@@ -425,7 +420,7 @@ int sim_run (const wl_t *wl, const wl_jobs_t *jobs, const hs_policy_t *pol,
             goto nomem;
     }
 
-    w0 = now_wall ();
+    w0 = hu_mono();
     while (ndone < n) {
         double t_sched = hs_sched_next_event (s);
         double t_heap = heap.n ? heap.v[0].t : INFINITY;
@@ -555,9 +550,9 @@ int sim_run (const wl_t *wl, const wl_jobs_t *jobs, const hs_policy_t *pol,
             int k;
             (void)hs_sched_policy_stats (s, &ps0);
             (void)hs_sched_auto_state (s, &as0);
-            w1 = now_wall ();
+            w1 = hu_mono();
             k = hs_sched_decide (s, t, grants, (size_t)n);
-            w2 = now_wall () - w1;
+            w2 = hu_mono() - w1;
             res->decide_wall += w2;
             (void)hs_sched_policy_stats (s, &ps1);
             (void)hs_sched_auto_state (s, &as1);
@@ -616,7 +611,7 @@ int sim_run (const wl_t *wl, const wl_jobs_t *jobs, const hs_policy_t *pol,
             goto error;
         }
     }
-    res->wall = now_wall () - w0;
+    res->wall = hu_mono() - w0;
     (void)hs_sched_policy_stats (s, &res->pstats);
     (void)hs_sched_auto_state (s, &res->auto_st);
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * hutil.h — small helpers shared by every part of Harmonia: sizes, durations,
- * bandwidths and an error text.  No allocation, no global state.
+ * bandwidths, an error text and the monotonic clock.  No allocation, no global state.
  */
 #ifndef HARMONIA_HUTIL_H
 #define HARMONIA_HUTIL_H
@@ -18,6 +18,9 @@ extern "C" {
 typedef struct {
     char text[512];
 } hu_error_t;
+
+/* Seconds on CLOCK_MONOTONIC: durations, deadlines and rates, never dates. */
+double hu_mono(void);
 
 /* printf into err (if not NULL); always returns -1 so it can be returned. */
 int hu_errprintf(hu_error_t *err, const char *fmt, ...)

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "harmonia/client.h"
+#include "libhutil/hutil.h"
 
 struct hm_client {
     CURL *curl;
@@ -47,17 +48,11 @@ struct hm_client {
 };
 
 
-static double mono_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 /* The session may authenticate the next request. */
 static bool session_ok(const hm_client_t *c)
 {
-    return c->session[0] && mono_s() < c->session_until && c->session_pid == getpid();
+    return c->session[0] && hu_mono() < c->session_until && c->session_pid == getpid();
 }
 
 /* "Harmonia-Session: <token>; ttl=<seconds>" of a reply (curl calls this for every
@@ -260,7 +255,7 @@ int hm_client_prepare(hm_client_t *c, const char *method, const char *path)
     }
     c->pre_payload = payload;
     c->pre_cred = cred;
-    c->pre_time = mono_s();
+    c->pre_time = hu_mono();
     return 0;
 }
 
@@ -299,7 +294,7 @@ static int request_once(hm_client_t *c, const char *method, const char *path,
         if (asprintf(&payload, "%s %.*s", method, (int)plen, path) < 0)
             goto nomem;
         munge_err_t e = EMUNGE_SUCCESS;
-        bool fresh = c->pre_cred && mono_s() - c->pre_time < HM_PREPARED_MAX_AGE;
+        bool fresh = c->pre_cred && hu_mono() - c->pre_time < HM_PREPARED_MAX_AGE;
         if (fresh && !strcmp(c->pre_payload, payload)) {
             cred = c->pre_cred;         /* encoded ahead of time, used once */
             c->pre_cred = NULL;
@@ -344,7 +339,7 @@ static int request_once(hm_client_t *c, const char *method, const char *path,
     curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, header_cb);
     curl_easy_setopt(h, CURLOPT_HEADERDATA, c);
     c->new_session[0] = '\0';
-    double t_sent = mono_s();
+    double t_sent = hu_mono();
     curl_easy_setopt(h, CURLOPT_ERRORBUFFER, c->errbuf);
     curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http");
     curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);

@@ -43,6 +43,7 @@
 
 #include "harmonia/client.h"
 #include "harmonia/harmonia.h"
+#include "libhutil/hutil.h"
 #include "pace.h"
 
 #define DEFAULT_CONNECT_TIMEOUT 2.0
@@ -115,12 +116,6 @@ typedef struct {
 } acq_t;
 
 /* ------------------------------------------------------------------ helpers */
-static double mono(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static double wall(void)
 {
@@ -556,7 +551,7 @@ static void drop_phase(harmonia_t *h, acq_t *a, bool cancel)
  */
 static int acquire(harmonia_t *h, acq_t *a)
 {
-    double now = mono(), last_ok = now;
+    double now = hu_mono(), last_ok = now;
     int conflicts = 0;
     hm_error_t err = { "" };
     json_t *resp = NULL;
@@ -569,7 +564,7 @@ static int acquire(harmonia_t *h, acq_t *a)
     h->last_attempt = now;
     for (;;) {
         int st;
-        double left = h->max_wait > 0 ? a->t0 + h->max_wait - mono() : POLL_CHUNK;
+        double left = h->max_wait > 0 ? a->t0 + h->max_wait - hu_mono() : POLL_CHUNK;
         double chunk = !a->block ? 0 : left < POLL_CHUNK ? left : POLL_CHUNK;
 
         json_decref(resp);
@@ -586,7 +581,7 @@ static int acquire(harmonia_t *h, acq_t *a)
             st = post_phase(h, a, chunk, &resp, &err);
             if (st < 0)
                 goto unreachable;
-            last_ok = mono();
+            last_ok = hu_mono();
             a->degraded = false;
             if (st == 200 || st == 201) {
                 a->pid = (uint64_t)json_integer_value(json_object_get(resp, "id"));
@@ -623,7 +618,7 @@ static int acquire(harmonia_t *h, acq_t *a)
             st = get_phase(h, a->pid, chunk, &resp, &err);
             if (st < 0)
                 goto unreachable;
-            last_ok = mono();
+            last_ok = hu_mono();
             a->degraded = false;
             if (st == 503)
                 goto busy;
@@ -654,7 +649,7 @@ busy:
         /* bbmgrd stopping or munged down at its end: as unreachable */
         snprintf(err.text, sizeof(err.text), "HTTP 503");
 unreachable:
-        if (was_degraded || mono() - last_ok >= h->fallback_wait) {
+        if (was_degraded || hu_mono() - last_ok >= h->fallback_wait) {
             tell_unreachable(h, &err);
             a->degraded = true;
             goto ungated;
@@ -672,7 +667,7 @@ static void fill_ungated(harmonia_grant_t *g, double wall0, double t0)
     memset(g, 0, sizeof(*g));
     g->requested = wall0;
     g->start = wall();
-    g->wait = mono() - t0;
+    g->wait = hu_mono() - t0;
 }
 
 static int begin(harmonia_t *h, uint64_t volume, harmonia_dir_t dir, harmonia_grant_t *g,
@@ -680,7 +675,7 @@ static int begin(harmonia_t *h, uint64_t volume, harmonia_dir_t dir, harmonia_gr
 {
     harmonia_grant_t dummy;
     acq_t a = { 0 };
-    double t0 = mono(), wall0 = wall();
+    double t0 = hu_mono(), wall0 = wall();
     int rc;
 
     if (!h || (unsigned)dir > HARMONIA_READWRITE) {
@@ -700,7 +695,7 @@ static int begin(harmonia_t *h, uint64_t volume, harmonia_dir_t dir, harmonia_gr
         h->users++;
         *g = h->grant;
         g->joined = 1;
-        g->wait = mono() - t0;
+        g->wait = hu_mono() - t0;
         pthread_mutex_unlock(&h->lock);
         return 0;
     }
@@ -749,11 +744,11 @@ static int begin(harmonia_t *h, uint64_t volume, harmonia_dir_t dir, harmonia_gr
             h->grant.joined = !a.owner;
             json_decref(a.phase);
         }
-        h->grant.wait = mono() - a.t0;
-        h->last_refresh = mono();
-        hm_tb_init(&h->tb, h->grant.rate, hm_tb_burst_for(h->grant.rate), mono());
+        h->grant.wait = hu_mono() - a.t0;
+        h->last_refresh = hu_mono();
+        hm_tb_init(&h->tb, h->grant.rate, hm_tb_burst_for(h->grant.rate), hu_mono());
         *g = h->grant;
-        g->wait = mono() - t0;
+        g->wait = hu_mono() - t0;
     }
     pthread_cond_broadcast(&h->cond);
     pthread_mutex_unlock(&h->lock);
@@ -791,7 +786,7 @@ static void close_phase(harmonia_t *h, const struct close_req *r, bool *degraded
         if (st < 0) {
             tell_unreachable(h, &err);
             *degraded = true;
-            h->last_attempt = mono();
+            h->last_attempt = hu_mono();
         }
     }
     if (fd >= 0)
@@ -928,14 +923,14 @@ static void refresh(harmonia_t *h)
     if (st < 0) {
         tell_unreachable(h, &err);
         h->degraded = true;
-        h->last_attempt = mono();
+        h->last_attempt = hu_mono();
         h->grant.rate = 0;      /* the manager is gone: ungated */
-        hm_tb_set_rate(&h->tb, 0, 0, mono());
+        hm_tb_set_rate(&h->tb, 0, 0, hu_mono());
     } else if (st == 200 && !strcmp(phase_state(resp), "granted")) {
         harmonia_grant_t g = h->grant;
         grant_from_phase(h, resp, &g);
         if (g.rate != h->grant.rate)
-            hm_tb_set_rate(&h->tb, g.rate, hm_tb_burst_for(g.rate), mono());
+            hm_tb_set_rate(&h->tb, g.rate, hm_tb_burst_for(g.rate), hu_mono());
         h->grant.bandwidth = g.bandwidth;
         h->grant.share = g.share;
         h->grant.rate = g.rate;
@@ -957,11 +952,11 @@ double harmonia_pace(harmonia_t *h, size_t bytes)
         pthread_mutex_unlock(&h->lock);
         return 0;
     }
-    now = mono();
+    now = hu_mono();
     if (now - h->last_refresh >= REFRESH_INTERVAL) {
         h->last_refresh = now;
         refresh(h);
-        now = mono();
+        now = hu_mono();
     }
     h->paced += (double)bytes;
     d = hm_tb_take(&h->tb, (double)bytes, now);

@@ -52,12 +52,6 @@ typedef struct {
     void *buf;
 } io_t;
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static void usage(FILE *f)
 {
@@ -89,7 +83,7 @@ static volatile double sink;
 
 static double busy(double seconds)
 {
-    double t0 = now_s(), t;
+    double t0 = hu_mono(), t;
     double x = sink;
     if (seconds <= 0)
         return 0;
@@ -97,7 +91,7 @@ static double busy(double seconds)
         for (int i = 0; i < 20000; i++)
             x = x * 1.0000001 + 1e-9;
         sink = x;
-        t = now_s();
+        t = hu_mono();
     } while (t - t0 < seconds);
     return t - t0;
 }
@@ -367,7 +361,7 @@ int main(int argc, char **argv)
         goto done;
     }
     phases = json_array();
-    double t_start = now_s();
+    double t_start = hu_mono();
     double sum_c = 0, sum_w = 0, sum_io = 0, sum_end = 0, bytes = 0, best_bw = 0;
     int gated = 0;
     double *pbytes = calloc((size_t)o.phases, sizeof(double));
@@ -381,12 +375,12 @@ int main(int argc, char **argv)
     for (int i = 0; i < o.phases; i++) {
         harmonia_grant_t g = { 0 };
         double c = busy(compute);
-        double t0 = now_s();
+        double t0 = hu_mono();
         if (h && harmonia_phase_begin(h, o.volume, o.direction, &g) < 0) {
             fprintf(stderr, "bbio-bench: harmonia_phase_begin: %s\n", strerror(errno));
             goto free_done;
         }
-        double t1 = now_s();
+        double t1 = hu_mono();
         int64_t n = io_phase(h, &io, &o);
         if (n < 0) {
             fprintf(stderr, "bbio-bench: %s: %s\n", io.path, strerror(errno));
@@ -394,10 +388,10 @@ int main(int argc, char **argv)
                 harmonia_phase_end(h, 0);
             goto free_done;
         }
-        double t2 = now_s();
+        double t2 = hu_mono();
         if (h)
             harmonia_phase_end(h, (uint64_t)n);
-        double t3 = now_s();
+        double t3 = hu_mono();
         double bw = t2 > t1 ? n / (t2 - t1) : 0;
         pbytes[i] = (double)n;
         pio[i] = t2 - t1;
@@ -416,7 +410,7 @@ int main(int argc, char **argv)
             "gated", g.gated != 0, "joined", g.joined != 0,
             "phase_id", (json_int_t)g.phase_id, "granted_bandwidth", g.bandwidth));
     }
-    double run = now_s() - t_start;
+    double run = hu_mono() - t_start;
     /* stall: time the compute waits on I/O beyond its dedicated time, the dedicated
      * time of a phase being its bytes at the best bandwidth seen in the run */
     double stall = 0;

@@ -47,12 +47,6 @@ static void usage(FILE *f)
             "harmonia-io(1) and doc/libharmonia.md.\n");
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 int main(int argc, char **argv)
 {
@@ -119,7 +113,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "harmonia-io: harmonia_init: %s\n", strerror(errno));
         return 1;
     }
-    double t0 = now_s();
+    double t0 = hu_mono();
     if (harmonia_phase_begin(h, volume, dir, &g) < 0) {
         fprintf(stderr, "harmonia-io: harmonia_phase_begin: %s\n", strerror(errno));
         harmonia_finalize(h);
@@ -154,7 +148,7 @@ int main(int argc, char **argv)
     sigaction(SIGQUIT, &ign, &old_quit);
     sigaction(SIGTERM, &term, &old_term);   /* no SA_RESTART: waitpid returns */
 
-    double t1 = now_s();
+    double t1 = hu_mono();
     fflush(NULL);
     pid_t child = fork();
     if (child < 0) {
@@ -190,7 +184,7 @@ int main(int argc, char **argv)
     else
         rc = 1;
 end:;
-    double t2 = now_s();
+    double t2 = hu_mono();
     harmonia_phase_end(h, bytes);
     if (verbose)
         fprintf(stderr, "harmonia-io: phase ended: wait %.3f s, command %.3f s, exit %d\n",

@@ -161,14 +161,6 @@ static void _start_stage_in(job_record_t *job_ptr, bb_job_t *bb_job);
 
 /* ------------------------------------------------------------------ jobs */
 
-static double _mono(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static hjob_t *_hjob_find(uint32_t job_id)
 {
 	hjob_t *h;
@@ -1061,7 +1053,7 @@ static bool _apply_locked(work_t *w, step_rc_t rc)
 			delay = (w->msg && strstr(w->msg, "unreachable")) ?
 				conf.retry_interval : conf.poll_interval;
 		}
-		h->next_try = _mono() + delay;
+		h->next_try = hu_mono() + delay;
 		xfree(h->note);
 		h->note = xstrdup(w->msg);
 		if (job_ptr && w->msg)
@@ -1101,7 +1093,7 @@ static bool _apply_locked(work_t *w, step_rc_t rc)
 				_keep_alloc(job_ptr, bb_job);
 				h->want = WANT_KEPT;
 				h->step = 0;
-				h->next_try = _mono() + KEPT_CHECK;
+				h->next_try = hu_mono() + KEPT_CHECK;
 			}
 		}
 		goto out;
@@ -1608,7 +1600,7 @@ static hm_client_t *_client(long timeout_s)
 /* Seconds until the earliest due work (at most 1).  Call with bb_mutex held. */
 static double _next_wait(void)
 {
-	double now = _mono(), wait = 1.0;
+	double now = hu_mono(), wait = 1.0;
 
 	for (int i = 0; i < HJOB_HASH; i++)
 		for (hjob_t *h = hjobs[i]; h; h = h->next)
@@ -1830,8 +1822,8 @@ static void *_agent(void *arg)
 		}
 		/* submissions just in: let the burst gather (EAGER_GATHER) */
 		while (!agent_stop && eager_cnt &&
-		       _mono() - eager_since < EAGER_GATHER) {
-			double until = eager_since + EAGER_GATHER - _mono();
+		       hu_mono() - eager_since < EAGER_GATHER) {
+			double until = eager_since + EAGER_GATHER - hu_mono();
 			struct timespec ts;
 			clock_gettime(CLOCK_REALTIME, &ts);
 			ts.tv_nsec += (long) (until * 1e9);
@@ -1872,7 +1864,7 @@ static void *_agent(void *arg)
 		}
 		/* Run every due job once per round, BATCH_JOBS at a time. */
 		round++;
-		mnow = _mono();
+		mnow = hu_mono();
 		while (1) {
 			int n = 0;
 			bool released = false, allocated = false;
@@ -2465,7 +2457,7 @@ extern int bb_p_job_validate2(job_record_t *job_ptr, char **err_msg)
 			xrecalloc(eager_ids, eager_cap, sizeof(*eager_ids));
 		}
 		if (!eager_cnt)
-			eager_since = _mono();
+			eager_since = hu_mono();
 		eager_ids[eager_cnt++] = job_ptr->job_id;
 		agent_work = true;
 		slurm_cond_signal(&agent_cond);

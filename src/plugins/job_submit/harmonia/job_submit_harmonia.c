@@ -71,14 +71,6 @@ static pthread_mutex_t hist_lock = PTHREAD_MUTEX_INITIALIZER;
 static hist_t *hist_list = NULL;
 static int hist_cnt = 0;
 
-static double _mono(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static void _hist_free(hist_t *e)
 {
 	xfree(e->name);
@@ -88,7 +80,7 @@ static void _hist_free(hist_t *e)
 /* Drop expired entries (all of them when 'all').  Call with hist_lock held. */
 static void _hist_purge(bool all)
 {
-	double now = _mono();
+	double now = hu_mono();
 	hist_t **pp = &hist_list;
 
 	while (*pp) {
@@ -107,7 +99,7 @@ static void _hist_purge(bool all)
 static bool _hist_get(uint32_t uid, const char *name, bool *known,
 		      double *w_iter, uint64_t *vol)
 {
-	double now = _mono();
+	double now = hu_mono();
 	bool hit = false;
 
 	slurm_mutex_lock(&hist_lock);
@@ -149,7 +141,7 @@ static void _hist_put(uint32_t uid, const char *name, bool known,
 	e->known = known;
 	e->w_iter = w_iter;
 	e->io_volume = vol;
-	e->expires = _mono() + (known ? HIST_TTL_KNOWN : HIST_TTL_NONE);
+	e->expires = hu_mono() + (known ? HIST_TTL_KNOWN : HIST_TTL_NONE);
 	e->next = hist_list;
 	hist_list = e;
 	hist_cnt++;
