@@ -19,9 +19,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef struct {
-    char text[512];
-} wl_error_t;
+#include "../src/common/libhutil/hutil.h"
+
+/* The project's one error type (libhutil's), under the workload reader's prefix. */
+typedef hu_error_t wl_error_t;
 
 /* A number drawn per use: a fixed value or a distribution. */
 typedef enum {

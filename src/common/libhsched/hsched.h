@@ -35,15 +35,16 @@
 #include <stdint.h>
 #include <stdbool.h>
 
+#include "../libhutil/hutil.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 #define HS_EPS_REL 1e-9     /* relative tolerance on volumes and times */
 
-typedef struct {
-    char text[256];
-} hs_error_t;
+/* The project's one error type (libhutil's), under the core's prefix. */
+typedef hu_error_t hs_error_t;
 
 /* ---------------------------------------------------------------- platform */
 
