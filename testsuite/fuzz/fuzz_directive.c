@@ -3,23 +3,23 @@
  * fuzz_directive.c — libFuzzer harness for the #BB_HARMONIA grammar (libhutil).
  *
  * Each input is read
- *   1. as a batch script: hbb_collect_script(), then hbb_parse(HBB_SRC_SCRIPT);
- *   2. as the text of sbatch --bb: hbb_parse(HBB_SRC_BB_OPTION) on the raw bytes
+ *   1. as a batch script: hu_bb_collect_script(), then hu_bb_parse(HU_BB_SRC_SCRIPT);
+ *   2. as the text of sbatch --bb: hu_bb_parse(HU_BB_SRC_BB_OPTION) on the raw bytes
  *      (NUL bytes included, which must be refused);
- *   3. as directive text: hbb_parse(HBB_SRC_SCRIPT) on the raw bytes;
+ *   3. as directive text: hu_bb_parse(HU_BB_SRC_SCRIPT) on the raw bytes;
  *   4. as --bb text merged into a request that already holds directives;
  *   5. as a size, a bandwidth and a duration (hu_parse_*).
  *
  * The oracles (a failed one calls abort(), which libFuzzer reports as a crash):
- *   - a failed hbb_parse() leaves the request exactly as it was (all bytes of the
+ *   - a failed hu_bb_parse() leaves the request exactly as it was (all bytes of the
  *     struct, and its canonical text) and fills a message that starts with
  *     "#BB_HARMONIA" and is NUL-terminated;
- *   - a request that parsed is formatted by hbb_format(); that canonical text must
+ *   - a request that parsed is formatted by hu_bb_format(); that canonical text must
  *     parse again, both as canonical text and as --bb text (the Slurm plugins keep
  *     it in the job's burst_buffer field and read it back as --bb), and format to
- *     the identical string; hbb_validate() must give the same answer for both;
- *     this is checked before and after hbb_validate() (which normalises defaults);
- *   - a size that parsed is written by hbb_size_str() in a form hu_parse_size()
+ *     the identical string; hu_bb_validate() must give the same answer for both;
+ *     this is checked before and after hu_bb_validate() (which normalises defaults);
+ *   - a size that parsed is written by hu_bb_size_str() in a form hu_parse_size()
  *     reads back to the same number of bytes;
  * and AddressSanitizer, UndefinedBehaviorSanitizer and LeakSanitizer watch the
  * rest (everything is freed on every path).
@@ -47,64 +47,64 @@ static void check_message(const hu_error_t *err)
 {
     CHECK(memchr(err->text, '\0', sizeof(err->text)) != NULL,
           "error text is not NUL-terminated");
-    CHECK(strncmp(err->text, HBB_PREFIX, strlen(HBB_PREFIX)) == 0,
-          "error text '%s' does not start with " HBB_PREFIX, err->text);
+    CHECK(strncmp(err->text, HU_BB_PREFIX, strlen(HU_BB_PREFIX)) == 0,
+          "error text '%s' does not start with " HU_BB_PREFIX, err->text);
 }
 
 /* parse(format(r)) formats to format(r), as canonical text and as --bb text. */
-static void check_round_trip(const hbb_request_t *req, int validate_rc)
+static void check_round_trip(const hu_bb_request_t *req, int validate_rc)
 {
-    static const hbb_source_t srcs[] = { HBB_SRC_CANONICAL, HBB_SRC_BB_OPTION };
-    char *canon = hbb_format(req);
+    static const hu_bb_source_t srcs[] = { HU_BB_SRC_CANONICAL, HU_BB_SRC_BB_OPTION };
+    char *canon = hu_bb_format(req);
 
-    CHECK(canon != NULL, "hbb_format() failed");
+    CHECK(canon != NULL, "hu_bb_format() failed");
     for (size_t i = 0; i < sizeof(srcs) / sizeof(srcs[0]); i++) {
-        hbb_request_t again;
+        hu_bb_request_t again;
         hu_error_t err;
         char *canon2;
 
         memset(&again, 0, sizeof(again));
-        CHECK(hbb_parse(&again, canon, strlen(canon), srcs[i], &err) == 0,
+        CHECK(hu_bb_parse(&again, canon, strlen(canon), srcs[i], &err) == 0,
               "the canonical text does not parse (source %d): %s\n--- text:\n%s",
               (int)srcs[i], err.text, canon);
-        canon2 = hbb_format(&again);
-        CHECK(canon2 != NULL, "hbb_format() failed");
+        canon2 = hu_bb_format(&again);
+        CHECK(canon2 != NULL, "hu_bb_format() failed");
         CHECK(strcmp(canon, canon2) == 0,
               "parse(format(r)) formats differently (source %d)\n--- first:\n%s"
               "--- second:\n%s", (int)srcs[i], canon, canon2);
         if (validate_rc != 1) {
-            int rc = hbb_validate(&again, &err);
-            CHECK(rc == validate_rc, "hbb_validate() gave %d, then %d on the "
+            int rc = hu_bb_validate(&again, &err);
+            CHECK(rc == validate_rc, "hu_bb_validate() gave %d, then %d on the "
                   "canonical text (%s)\n%s", validate_rc, rc, err.text, canon);
         }
         free(canon2);
-        hbb_request_free(&again);
+        hu_bb_request_free(&again);
     }
     free(canon);
 }
 
 /* Parse into an empty request and check everything that follows. */
-static void check_parse(const char *text, size_t len, hbb_source_t src)
+static void check_parse(const char *text, size_t len, hu_bb_source_t src)
 {
-    hbb_request_t req, zero;
+    hu_bb_request_t req, zero;
     hu_error_t err;
     int rc;
 
     memset(&req, 0, sizeof(req));
     memset(&zero, 0, sizeof(zero));
-    if (hbb_parse(&req, text, len, src, &err) < 0) {
+    if (hu_bb_parse(&req, text, len, src, &err) < 0) {
         check_message(&err);
         CHECK(memcmp(&req, &zero, sizeof(req)) == 0,
-              "a failed hbb_parse() changed the request (%s)", err.text);
+              "a failed hu_bb_parse() changed the request (%s)", err.text);
         return;
     }
-    check_round_trip(&req, 1);  /* 1: do not compare hbb_validate() */
-    rc = hbb_validate(&req, &err);
+    check_round_trip(&req, 1);  /* 1: do not compare hu_bb_validate() */
+    rc = hu_bb_validate(&req, &err);
     if (rc < 0)
         CHECK(err.text[0] != '\0' && memchr(err.text, '\0', sizeof(err.text)),
-              "hbb_validate() failed without a message");
+              "hu_bb_validate() failed without a message");
     check_round_trip(&req, rc);
-    hbb_request_free(&req);
+    hu_bb_request_free(&req);
 }
 
 /* Parse into a request that already holds directives: on failure it must be left
@@ -114,21 +114,21 @@ static void check_merge(const char *text, size_t len)
     static const char base[] =
         "#BB_HARMONIA use_persistent name=fuzzbase\n"
         "#BB_HARMONIA stage_in source=/pfs/base destination=$HARMONIA_BB/base\n";
-    hbb_request_t req, saved;
+    hu_bb_request_t req, saved;
     hu_error_t err;
     char *before, *after;
 
     memset(&req, 0, sizeof(req));
-    CHECK(hbb_parse(&req, base, strlen(base), HBB_SRC_CANONICAL, &err) == 0,
+    CHECK(hu_bb_parse(&req, base, strlen(base), HU_BB_SRC_CANONICAL, &err) == 0,
           "base request: %s", err.text);
     memcpy(&saved, &req, sizeof(req));
-    before = hbb_format(&req);
-    CHECK(before != NULL, "hbb_format() failed");
-    if (hbb_parse(&req, text, len, HBB_SRC_BB_OPTION, &err) < 0) {
+    before = hu_bb_format(&req);
+    CHECK(before != NULL, "hu_bb_format() failed");
+    if (hu_bb_parse(&req, text, len, HU_BB_SRC_BB_OPTION, &err) < 0) {
         check_message(&err);
         CHECK(memcmp(&req, &saved, sizeof(req)) == 0,
-              "a failed hbb_parse() changed the request (%s)", err.text);
-        after = hbb_format(&req);
+              "a failed hu_bb_parse() changed the request (%s)", err.text);
+        after = hu_bb_format(&req);
         CHECK(after && strcmp(before, after) == 0, "canonical text changed");
     } else {
         CHECK(req.npersist >= 1 && strcmp(req.persist[0].name, "fuzzbase") == 0
@@ -140,7 +140,7 @@ static void check_merge(const char *text, size_t len)
     }
     free(before);
     free(after);
-    hbb_request_free(&req);
+    hu_bb_request_free(&req);
 }
 
 static void check_units(const char *s)
@@ -152,7 +152,7 @@ static void check_units(const char *s)
 
     for (int flags = 0; flags <= HU_SIZE_BARE_BYTES; flags++) {
         if (hu_parse_size(s, flags, &v, &err) == 0) {
-            hbb_size_str(v, buf, sizeof(buf));
+            hu_bb_size_str(v, buf, sizeof(buf));
             CHECK(hu_parse_size(buf, 0, &v2, &err) == 0 && v2 == v,
                   "size '%s' = %llu B is written '%s', read back as %llu (%s)", s,
                   (unsigned long long)v, buf, (unsigned long long)v2, err.text);
@@ -179,16 +179,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     text[size] = '\0';
 
     /* 1. a batch script (a C string: it stops at the first NUL) */
-    collected = hbb_collect_script(text);
-    CHECK(collected != NULL, "hbb_collect_script() failed");
-    check_parse(collected, strlen(collected), HBB_SRC_SCRIPT);
+    collected = hu_bb_collect_script(text);
+    CHECK(collected != NULL, "hu_bb_collect_script() failed");
+    check_parse(collected, strlen(collected), HU_BB_SRC_SCRIPT);
     free(collected);
 
     /* 2, 3. the raw bytes as --bb text and as directive text */
-    check_parse(text, size, HBB_SRC_BB_OPTION);
-    check_parse(text, size, HBB_SRC_SCRIPT);
-    (void)hbb_has_directives(text, true);
-    (void)hbb_has_directives(text, false);
+    check_parse(text, size, HU_BB_SRC_BB_OPTION);
+    check_parse(text, size, HU_BB_SRC_SCRIPT);
+    (void)hu_bb_has_directives(text, true);
+    (void)hu_bb_has_directives(text, false);
 
     /* 4. merged into a request that already holds directives */
     check_merge(text, size);

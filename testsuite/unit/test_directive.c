@@ -24,26 +24,26 @@
 
 /* ------------------------------------------------------------------ helpers */
 
-static void parse_ok(hbb_request_t *req, const char *text, hbb_source_t src)
+static void parse_ok(hu_bb_request_t *req, const char *text, hu_bb_source_t src)
 {
     hu_error_t err = { "" };
 
-    ck_assert_msg(hbb_parse(req, text, strlen(text), src, &err) == 0,
+    ck_assert_msg(hu_bb_parse(req, text, strlen(text), src, &err) == 0,
                   "'%s' refused: %s", text, err.text);
 }
 
 /* Parse 'text' (into a zeroed request), which must fail with exactly 'msg';
  * the request must be left all zero. */
-static void parse_bad(const char *text, size_t len, hbb_source_t src,
+static void parse_bad(const char *text, size_t len, hu_bb_source_t src,
                       const char *msg)
 {
-    hbb_request_t req, zero;
+    hu_bb_request_t req, zero;
     hu_error_t err = { "" };
 
     memset(&req, 0, sizeof(req));
     memset(&zero, 0, sizeof(zero));
     errno = 0;
-    ck_assert_msg(hbb_parse(&req, text, len, src, &err) == -1, "'%s' accepted",
+    ck_assert_msg(hu_bb_parse(&req, text, len, src, &err) == -1, "'%s' accepted",
                   text);
     ck_assert_int_eq(errno, EINVAL);
     ck_assert_str_eq(err.text, msg);
@@ -54,39 +54,39 @@ static void parse_bad(const char *text, size_t len, hbb_source_t src,
 /* Script-source directive text that must fail with 'msg'. */
 static void bad(const char *text, const char *msg)
 {
-    parse_bad(text, strlen(text), HBB_SRC_SCRIPT, msg);
+    parse_bad(text, strlen(text), HU_BB_SRC_SCRIPT, msg);
 }
 
 /* Parse 'text' (script source), validate, and compare the canonical text. */
-static void canon_eq(const char *text, hbb_source_t src, const char *want)
+static void canon_eq(const char *text, hu_bb_source_t src, const char *want)
 {
-    hbb_request_t req;
+    hu_bb_request_t req;
     hu_error_t err = { "" };
     char *f;
 
     memset(&req, 0, sizeof(req));
     parse_ok(&req, text, src);
-    ck_assert_msg(hbb_validate(&req, &err) == 0, "%s", err.text);
-    f = hbb_format(&req);
+    ck_assert_msg(hu_bb_validate(&req, &err) == 0, "%s", err.text);
+    f = hu_bb_format(&req);
     ck_assert_ptr_nonnull(f);
     ck_assert_str_eq(f, want);
     free(f);
-    hbb_request_free(&req);
+    hu_bb_request_free(&req);
 }
 
 /* Validation must fail with exactly 'msg'. */
-static void validate_bad(const char *text, hbb_source_t src, const char *msg)
+static void validate_bad(const char *text, hu_bb_source_t src, const char *msg)
 {
-    hbb_request_t req;
+    hu_bb_request_t req;
     hu_error_t err = { "" };
 
     memset(&req, 0, sizeof(req));
     parse_ok(&req, text, src);
     errno = 0;
-    ck_assert_int_eq(hbb_validate(&req, &err), -1);
+    ck_assert_int_eq(hu_bb_validate(&req, &err), -1);
     ck_assert_int_eq(errno, EINVAL);
     ck_assert_str_eq(err.text, msg);
-    hbb_request_free(&req);
+    hu_bb_request_free(&req);
 }
 
 static bool str_eq(const char *a, const char *b)
@@ -95,7 +95,7 @@ static bool str_eq(const char *a, const char *b)
 }
 
 /* Two requests hold the same directives (line numbers aside). */
-static bool req_equal(const hbb_request_t *a, const hbb_request_t *b)
+static bool req_equal(const hu_bb_request_t *a, const hu_bb_request_t *b)
 {
     if (a->has_buffer != b->has_buffer || a->capacity != b->capacity
         || a->nodes != b->nodes || !str_eq(a->pool, b->pool)
@@ -106,8 +106,8 @@ static bool req_equal(const hbb_request_t *a, const hbb_request_t *b)
         || a->npersist != b->npersist)
         return false;
     for (int k = 0; k < 2; k++) {
-        const hbb_stage_t *sa = k ? a->stage_out : a->stage_in;
-        const hbb_stage_t *sb = k ? b->stage_out : b->stage_in;
+        const hu_bb_stage_t *sa = k ? a->stage_out : a->stage_in;
+        const hu_bb_stage_t *sb = k ? b->stage_out : b->stage_in;
         for (int i = 0; i < (k ? a->nstage_out : a->nstage_in); i++)
             if (!str_eq(sa[i].source, sb[i].source)
                 || !str_eq(sa[i].destination, sb[i].destination)
@@ -127,92 +127,92 @@ static bool req_equal(const hbb_request_t *a, const hbb_request_t *b)
 
 START_TEST(test_jobbuffer)
 {
-    hbb_request_t req;
+    hu_bb_request_t req;
 
     memset(&req, 0, sizeof(req));
     parse_ok(&req, "#BB_HARMONIA jobbuffer capacity=200GiB nodes=2 pool=nvme",
-             HBB_SRC_SCRIPT);
+             HU_BB_SRC_SCRIPT);
     ck_assert(req.has_buffer);
     ck_assert_uint_eq(req.capacity, 200 * GiB);
     ck_assert_uint_eq(req.nodes, 2);
     ck_assert_str_eq(req.pool, "nvme");
     ck_assert(!req.has_hints);
-    hbb_request_free(&req);
+    hu_bb_request_free(&req);
     ck_assert(!req.has_buffer && !req.pool);     /* zeroed by free */
 
     /* defaults; keys in any order; extra blanks and tabs */
-    parse_ok(&req, "#BB_HARMONIA \t jobbuffer   capacity=1.5TB \t", HBB_SRC_SCRIPT);
+    parse_ok(&req, "#BB_HARMONIA \t jobbuffer   capacity=1.5TB \t", HU_BB_SRC_SCRIPT);
     ck_assert_uint_eq(req.capacity, 1500000000000ULL);
     ck_assert_uint_eq(req.nodes, 0);
     ck_assert_ptr_null(req.pool);
-    hbb_request_free(&req);
+    hu_bb_request_free(&req);
     parse_ok(&req, "#BB_HARMONIA jobbuffer pool=a.b-c_9 nodes=100000 capacity=1B",
-             HBB_SRC_SCRIPT);
+             HU_BB_SRC_SCRIPT);
     ck_assert_uint_eq(req.capacity, 1);
     ck_assert_uint_eq(req.nodes, 100000);
     ck_assert_str_eq(req.pool, "a.b-c_9");
-    hbb_request_free(&req);
+    hu_bb_request_free(&req);
 }
 END_TEST
 
 START_TEST(test_iohints)
 {
-    hbb_request_t req;
+    hu_bb_request_t req;
     hu_error_t err;
 
     memset(&req, 0, sizeof(req));
     parse_ok(&req, "#BB_HARMONIA iohints w_iter=10m io_volume=50GiB phases=20 "
-             "io=readwrite priority=10", HBB_SRC_SCRIPT);
+             "io=readwrite priority=10", HU_BB_SRC_SCRIPT);
     ck_assert(req.has_hints);
     ck_assert_double_eq(req.w_iter, 600);
     ck_assert_uint_eq(req.io_volume, 50 * GiB);
     ck_assert_uint_eq(req.phases, 20);
-    ck_assert_int_eq(req.io, HBB_IO_READWRITE);
+    ck_assert_int_eq(req.io, HU_BB_IO_READWRITE);
     ck_assert_int_eq(req.priority, 10);
     ck_assert(!req.hints_learned);
-    hbb_request_free(&req);
+    hu_bb_request_free(&req);
 
-    /* defaults: unset until hbb_validate() normalises them */
+    /* defaults: unset until hu_bb_validate() normalises them */
     parse_ok(&req, "#BB_HARMONIA iohints w_iter=01:30:00 io_volume=1MB",
-             HBB_SRC_SCRIPT);
+             HU_BB_SRC_SCRIPT);
     ck_assert_double_eq(req.w_iter, 5400);
     ck_assert_uint_eq(req.phases, 0);
-    ck_assert_int_eq(req.io, HBB_IO_UNSET);
+    ck_assert_int_eq(req.io, HU_BB_IO_UNSET);
     ck_assert_int_eq(req.priority, 0);
-    ck_assert_int_eq(hbb_validate(&req, &err), 0);
-    ck_assert_int_eq(req.io, HBB_IO_WRITE);
+    ck_assert_int_eq(hu_bb_validate(&req, &err), 0);
+    ck_assert_int_eq(req.io, HU_BB_IO_WRITE);
     ck_assert_int_eq(req.priority, 1);
-    hbb_request_free(&req);
+    hu_bb_request_free(&req);
 
     parse_ok(&req, "#BB_HARMONIA iohints w_iter=1.5h io_volume=1KiB io=read "
-             "priority=1 phases=100000000", HBB_SRC_SCRIPT);
+             "priority=1 phases=100000000", HU_BB_SRC_SCRIPT);
     ck_assert_double_eq(req.w_iter, 5400);
-    ck_assert_int_eq(req.io, HBB_IO_READ);
+    ck_assert_int_eq(req.io, HU_BB_IO_READ);
     ck_assert_uint_eq(req.phases, 100000000);
-    hbb_request_free(&req);
+    hu_bb_request_free(&req);
     parse_ok(&req, "#BB_HARMONIA iohints w_iter=2-00:00:01 io_volume=1B io=write",
-             HBB_SRC_SCRIPT);
+             HU_BB_SRC_SCRIPT);
     ck_assert_double_eq(req.w_iter, 2 * 86400 + 1);
-    ck_assert_int_eq(req.io, HBB_IO_WRITE);
-    hbb_request_free(&req);
+    ck_assert_int_eq(req.io, HU_BB_IO_WRITE);
+    hu_bb_request_free(&req);
 
     /* hints learned from history (job_submit/harmonia) keep their mark through
      * the canonical form; source=user is the default and is not written */
     parse_ok(&req, "#BB_HARMONIA iohints w_iter=60s io_volume=1GiB source=learned",
-             HBB_SRC_SCRIPT);
+             HU_BB_SRC_SCRIPT);
     ck_assert(req.hints_learned);
-    ck_assert_int_eq(hbb_validate(&req, &err), 0);
-    char *canon = hbb_format(&req);
+    ck_assert_int_eq(hu_bb_validate(&req, &err), 0);
+    char *canon = hu_bb_format(&req);
     ck_assert_str_eq(canon, "#BB_HARMONIA iohints w_iter=60s io_volume=1GiB io=write "
                      "priority=1 source=learned\n");
     free(canon);
-    hbb_request_free(&req);
+    hu_bb_request_free(&req);
     parse_ok(&req, "#BB_HARMONIA iohints w_iter=60s io_volume=1GiB source=user",
-             HBB_SRC_SCRIPT);
+             HU_BB_SRC_SCRIPT);
     ck_assert(!req.hints_learned);
-    hbb_request_free(&req);
-    ck_assert_int_eq(hbb_parse(&req, "iohints w_iter=1s io_volume=1B source=guess", 43,
-                               HBB_SRC_BB_OPTION, &err), -1);
+    hu_bb_request_free(&req);
+    ck_assert_int_eq(hu_bb_parse(&req, "iohints w_iter=1s io_volume=1B source=guess", 43,
+                               HU_BB_SRC_BB_OPTION, &err), -1);
     ck_assert_str_eq(err.text, "#BB_HARMONIA --bb item 1: iohints: source 'guess' is "
                      "not user or learned");
 }
@@ -220,7 +220,7 @@ END_TEST
 
 START_TEST(test_stage)
 {
-    hbb_request_t req;
+    hu_bb_request_t req;
 
     memset(&req, 0, sizeof(req));
     parse_ok(&req,
@@ -231,29 +231,29 @@ START_TEST(test_stage)
              "#BB_HARMONIA stage_in source=/pfs/all destination=$HARMONIA_BB\n"
              "#BB_HARMONIA stage_out source=$HARMONIA_BB/out destination=/pfs/out\n"
              "#BB_HARMONIA stage_out destination=/pfs/..x/y.. type=file "
-             "source=${HARMONIA_BB}/a..b\n", HBB_SRC_SCRIPT);
+             "source=${HARMONIA_BB}/a..b\n", HU_BB_SRC_SCRIPT);
     ck_assert_int_eq(req.nstage_in, 3);
     ck_assert_int_eq(req.nstage_out, 2);
     ck_assert_str_eq(req.stage_in[0].source, "/pfs/in");
     ck_assert_str_eq(req.stage_in[0].destination, "$HARMONIA_BB/in");
-    ck_assert_int_eq(req.stage_in[0].type, HBB_TYPE_DIRECTORY);
+    ck_assert_int_eq(req.stage_in[0].type, HU_BB_TYPE_DIRECTORY);
     ck_assert_int_eq(req.stage_in[0].line, 1);
     ck_assert_str_eq(req.stage_in[1].destination, "${HARMONIA_BB}/f");
-    ck_assert_int_eq(req.stage_in[1].type, HBB_TYPE_FILE);
+    ck_assert_int_eq(req.stage_in[1].type, HU_BB_TYPE_FILE);
     ck_assert_str_eq(req.stage_in[2].destination, "$HARMONIA_BB");
-    ck_assert_int_eq(req.stage_in[2].type, HBB_TYPE_UNSET);
+    ck_assert_int_eq(req.stage_in[2].type, HU_BB_TYPE_UNSET);
     ck_assert_str_eq(req.stage_out[0].source, "$HARMONIA_BB/out");
     ck_assert_str_eq(req.stage_out[0].destination, "/pfs/out");
     ck_assert_int_eq(req.stage_out[0].line, 4);
     ck_assert_str_eq(req.stage_out[1].source, "${HARMONIA_BB}/a..b");
     ck_assert_str_eq(req.stage_out[1].destination, "/pfs/..x/y..");
-    hbb_request_free(&req);
+    hu_bb_request_free(&req);
 }
 END_TEST
 
 START_TEST(test_persistent)
 {
-    hbb_request_t req;
+    hu_bb_request_t req;
     hu_error_t err;
 
     memset(&req, 0, sizeof(req));
@@ -261,28 +261,28 @@ START_TEST(test_persistent)
              "#BB_HARMONIA create_persistent name=ckpt capacity=1TiB pool=nvme\n"
              "#BB_HARMONIA create_persistent name=b2 capacity=1GB\n"
              "#BB_HARMONIA use_persistent name=ckpt\n"
-             "#BB_HARMONIA destroy_persistent name=old\n", HBB_SRC_SCRIPT);
+             "#BB_HARMONIA destroy_persistent name=old\n", HU_BB_SRC_SCRIPT);
     ck_assert_int_eq(req.npersist, 4);
-    ck_assert_int_eq(req.persist[0].op, HBB_PERSIST_CREATE);
+    ck_assert_int_eq(req.persist[0].op, HU_BB_PERSIST_CREATE);
     ck_assert_str_eq(req.persist[0].name, "ckpt");
     ck_assert_uint_eq(req.persist[0].capacity, 1ULL << 40);
     ck_assert_str_eq(req.persist[0].pool, "nvme");
     ck_assert_ptr_null(req.persist[1].pool);
-    ck_assert_int_eq(req.persist[2].op, HBB_PERSIST_USE);
+    ck_assert_int_eq(req.persist[2].op, HU_BB_PERSIST_USE);
     ck_assert_int_eq(req.persist[2].line, 3);
     ck_assert_uint_eq(req.persist[2].capacity, 0);
-    ck_assert_int_eq(req.persist[3].op, HBB_PERSIST_DESTROY);
+    ck_assert_int_eq(req.persist[3].op, HU_BB_PERSIST_DESTROY);
     ck_assert_str_eq(req.persist[3].name, "old");
-    ck_assert_int_eq(hbb_validate(&req, &err), 0);
-    hbb_request_free(&req);
+    ck_assert_int_eq(hu_bb_validate(&req, &err), 0);
+    hu_bb_request_free(&req);
 
     /* use and destroy of one name, and create + use, are allowed */
     parse_ok(&req, "#BB_HARMONIA use_persistent name=x\n"
              "#BB_HARMONIA destroy_persistent name=x\n"
              "#BB_HARMONIA create_persistent name=y capacity=1G\n"
-             "#BB_HARMONIA use_persistent name=y", HBB_SRC_SCRIPT);
-    ck_assert_int_eq(hbb_validate(&req, &err), 0);
-    hbb_request_free(&req);
+             "#BB_HARMONIA use_persistent name=y", HU_BB_SRC_SCRIPT);
+    ck_assert_int_eq(hu_bb_validate(&req, &err), 0);
+    hu_bb_request_free(&req);
 }
 END_TEST
 
@@ -291,46 +291,46 @@ END_TEST
 START_TEST(test_canonical)
 {
     canon_eq("#BB_HARMONIA jobbuffer capacity=200GiB nodes=2 pool=nvme",
-             HBB_SRC_SCRIPT,
+             HU_BB_SRC_SCRIPT,
              "#BB_HARMONIA jobbuffer capacity=200GiB nodes=2 pool=nvme\n");
-    canon_eq("jobbuffer capacity=0.5GiB", HBB_SRC_BB_OPTION,
+    canon_eq("jobbuffer capacity=0.5GiB", HU_BB_SRC_BB_OPTION,
              "#BB_HARMONIA jobbuffer capacity=512MiB\n");
-    canon_eq("jobbuffer capacity=1TB", HBB_SRC_BB_OPTION,
+    canon_eq("jobbuffer capacity=1TB", HU_BB_SRC_BB_OPTION,
              "#BB_HARMONIA jobbuffer capacity=1TB\n");
-    canon_eq("jobbuffer capacity=1500MB", HBB_SRC_BB_OPTION,
+    canon_eq("jobbuffer capacity=1500MB", HU_BB_SRC_BB_OPTION,
              "#BB_HARMONIA jobbuffer capacity=1500MB\n");
-    canon_eq("jobbuffer capacity=1024000B", HBB_SRC_BB_OPTION,
+    canon_eq("jobbuffer capacity=1024000B", HU_BB_SRC_BB_OPTION,
              "#BB_HARMONIA jobbuffer capacity=1000KiB\n");
-    canon_eq("jobbuffer capacity=1B", HBB_SRC_BB_OPTION,
+    canon_eq("jobbuffer capacity=1B", HU_BB_SRC_BB_OPTION,
              "#BB_HARMONIA jobbuffer capacity=1B\n");
-    canon_eq("jobbuffer capacity=1025B", HBB_SRC_BB_OPTION,
+    canon_eq("jobbuffer capacity=1025B", HU_BB_SRC_BB_OPTION,
              "#BB_HARMONIA jobbuffer capacity=1025B\n");
-    canon_eq("jobbuffer capacity=9223372036854775808B", HBB_SRC_BB_OPTION,
+    canon_eq("jobbuffer capacity=9223372036854775808B", HU_BB_SRC_BB_OPTION,
              "#BB_HARMONIA jobbuffer capacity=8EiB\n");
-    canon_eq("jobbuffer capacity=18446744073709551615B", HBB_SRC_BB_OPTION,
+    canon_eq("jobbuffer capacity=18446744073709551615B", HU_BB_SRC_BB_OPTION,
              "#BB_HARMONIA jobbuffer capacity=18446744073709551615B\n");
     /* w_iter in seconds, to the microsecond; defaults written after validation */
-    canon_eq("iohints w_iter=10m io_volume=50GiB", HBB_SRC_BB_OPTION,
+    canon_eq("iohints w_iter=10m io_volume=50GiB", HU_BB_SRC_BB_OPTION,
              "#BB_HARMONIA iohints w_iter=600s io_volume=50GiB io=write "
              "priority=1\n");
     canon_eq("iohints w_iter=0.1s io_volume=1KB phases=3 io=read priority=7",
-             HBB_SRC_BB_OPTION,
+             HU_BB_SRC_BB_OPTION,
              "#BB_HARMONIA iohints w_iter=0.1s io_volume=1KB phases=3 io=read "
              "priority=7\n");
-    canon_eq("iohints w_iter=0.25m io_volume=1KB", HBB_SRC_BB_OPTION,
+    canon_eq("iohints w_iter=0.25m io_volume=1KB", HU_BB_SRC_BB_OPTION,
              "#BB_HARMONIA iohints w_iter=15s io_volume=1KB io=write priority=1\n");
-    canon_eq("iohints w_iter=0.000001s io_volume=1KB", HBB_SRC_BB_OPTION,
+    canon_eq("iohints w_iter=0.000001s io_volume=1KB", HU_BB_SRC_BB_OPTION,
              "#BB_HARMONIA iohints w_iter=0.000001s io_volume=1KB io=write "
              "priority=1\n");
-    canon_eq("iohints w_iter=1.0000004s io_volume=1KB", HBB_SRC_BB_OPTION,
+    canon_eq("iohints w_iter=1.0000004s io_volume=1KB", HU_BB_SRC_BB_OPTION,
              "#BB_HARMONIA iohints w_iter=1s io_volume=1KB io=write priority=1\n");
-    canon_eq("iohints w_iter=0.0000007s io_volume=1KB", HBB_SRC_BB_OPTION,
+    canon_eq("iohints w_iter=0.0000007s io_volume=1KB", HU_BB_SRC_BB_OPTION,
              "#BB_HARMONIA iohints w_iter=0.000001s io_volume=1KB io=write "
              "priority=1\n");
-    canon_eq("iohints w_iter=1000000000s io_volume=1KB", HBB_SRC_BB_OPTION,
+    canon_eq("iohints w_iter=1000000000s io_volume=1KB", HU_BB_SRC_BB_OPTION,
              "#BB_HARMONIA iohints w_iter=1000000000s io_volume=1KB io=write "
              "priority=1\n");
-    canon_eq("iohints w_iter=2-03:04:05 io_volume=1KB", HBB_SRC_BB_OPTION,
+    canon_eq("iohints w_iter=2-03:04:05 io_volume=1KB", HU_BB_SRC_BB_OPTION,
              "#BB_HARMONIA iohints w_iter=183845s io_volume=1KB io=write "
              "priority=1\n");
 }
@@ -346,7 +346,7 @@ START_TEST(test_canonical_order)
              "#BB_HARMONIA use_persistent name=shared\n"
              "#BB_HARMONIA create_persistent name=ckpt capacity=1TiB pool=nvme\n"
              "#BB_HARMONIA iohints w_iter=10m io_volume=50GiB phases=20\n"
-             "#BB_HARMONIA jobbuffer capacity=200GiB nodes=2\n", HBB_SRC_SCRIPT,
+             "#BB_HARMONIA jobbuffer capacity=200GiB nodes=2\n", HU_BB_SRC_SCRIPT,
              "#BB_HARMONIA jobbuffer capacity=200GiB nodes=2\n"
              "#BB_HARMONIA iohints w_iter=600s io_volume=50GiB phases=20 io=write "
              "priority=1\n"
@@ -356,29 +356,29 @@ START_TEST(test_canonical_order)
              "#BB_HARMONIA stage_out source=$HARMONIA_BB/out destination=/pfs/out "
              "type=directory\n"
              "#BB_HARMONIA destroy_persistent name=old\n");
-    canon_eq("", HBB_SRC_SCRIPT, "");
+    canon_eq("", HU_BB_SRC_SCRIPT, "");
 }
 END_TEST
 
 /* Quoted values: blanks, quotes, backslashes and ';' survive the round trip. */
 START_TEST(test_quoted_values)
 {
-    hbb_request_t req;
+    hu_bb_request_t req;
 
     memset(&req, 0, sizeof(req));
     parse_ok(&req, "#BB_HARMONIA stage_in source=\"/pfs/my data\" "
              "destination=\"$HARMONIA_BB/a \\\"b\\\" \\\\c\\x\" type=file",
-             HBB_SRC_SCRIPT);
+             HU_BB_SRC_SCRIPT);
     ck_assert_str_eq(req.stage_in[0].source, "/pfs/my data");
     ck_assert_str_eq(req.stage_in[0].destination, "$HARMONIA_BB/a \"b\" \\c\\x");
-    hbb_request_free(&req);
+    hu_bb_request_free(&req);
 
     canon_eq("#BB_HARMONIA stage_in source=\"/pfs/my data\" "
              "destination=\"$HARMONIA_BB/a \\\"b\\\" \\\\c\"\n"
              "#BB_HARMONIA stage_in source=\"/pfs/plain\" destination=$HARMONIA_BB/q\"\n"
              "#BB_HARMONIA stage_in source=\"/pfs/tab\there\" destination=$HARMONIA_BB\n"
              "#BB_HARMONIA stage_in source=/pfs/a;b destination=$HARMONIA_BB/c\\d\n"
-             "#BB_HARMONIA jobbuffer capacity=\"1 GiB\"\n", HBB_SRC_SCRIPT,
+             "#BB_HARMONIA jobbuffer capacity=\"1 GiB\"\n", HU_BB_SRC_SCRIPT,
              "#BB_HARMONIA jobbuffer capacity=1GiB\n"
              "#BB_HARMONIA stage_in source=\"/pfs/my data\" "
              "destination=\"$HARMONIA_BB/a \\\"b\\\" \\\\c\"\n"
@@ -388,13 +388,13 @@ START_TEST(test_quoted_values)
 
     /* in --bb, a ';' inside a quoted value does not end the directive */
     parse_ok(&req, "stage_in source=\"/pfs/a;b\" destination=$HARMONIA_BB;"
-             "jobbuffer capacity=1GiB", HBB_SRC_BB_OPTION);
+             "jobbuffer capacity=1GiB", HU_BB_SRC_BB_OPTION);
     ck_assert_str_eq(req.stage_in[0].source, "/pfs/a;b");
     ck_assert(req.has_buffer);
-    hbb_request_free(&req);
+    hu_bb_request_free(&req);
     /* but one in a bare value does */
     parse_bad("stage_in source=/pfs/a;b destination=$HARMONIA_BB", 49,
-              HBB_SRC_BB_OPTION, "#BB_HARMONIA --bb item 1: stage_in: destination "
+              HU_BB_SRC_BB_OPTION, "#BB_HARMONIA --bb item 1: stage_in: destination "
               "is missing (write destination=...)");
 }
 END_TEST
@@ -436,30 +436,30 @@ START_TEST(test_round_trip)
 
     for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
         for (int validate = 0; validate < 2; validate++) {
-            static const hbb_source_t srcs[] = { HBB_SRC_CANONICAL,
-                                                 HBB_SRC_BB_OPTION };
-            hbb_request_t r, r2;
+            static const hu_bb_source_t srcs[] = { HU_BB_SRC_CANONICAL,
+                                                 HU_BB_SRC_BB_OPTION };
+            hu_bb_request_t r, r2;
             hu_error_t err;
             char *f, *f2;
 
             memset(&r, 0, sizeof(r));
-            parse_ok(&r, texts[i], HBB_SRC_SCRIPT);
+            parse_ok(&r, texts[i], HU_BB_SRC_SCRIPT);
             if (validate)
-                ck_assert_msg(hbb_validate(&r, &err) == 0, "%s", err.text);
-            f = hbb_format(&r);
+                ck_assert_msg(hu_bb_validate(&r, &err) == 0, "%s", err.text);
+            f = hu_bb_format(&r);
             ck_assert_ptr_nonnull(f);
             for (int s = 0; s < 2; s++) {
                 memset(&r2, 0, sizeof(r2));
                 parse_ok(&r2, f, srcs[s]);
                 ck_assert_msg(req_equal(&r, &r2), "text %zu: parse(format(r)) != r:"
                               "\n%s", i, f);
-                f2 = hbb_format(&r2);
+                f2 = hu_bb_format(&r2);
                 ck_assert_str_eq(f2, f);
                 free(f2);
-                hbb_request_free(&r2);
+                hu_bb_request_free(&r2);
             }
             free(f);
-            hbb_request_free(&r);
+            hu_bb_request_free(&r);
         }
     }
 }
@@ -483,17 +483,17 @@ START_TEST(test_size_str)
     for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
         uint64_t back;
         hu_error_t err;
-        ck_assert_str_eq(hbb_size_str(t[i].bytes, buf, sizeof(buf)), t[i].want);
+        ck_assert_str_eq(hu_bb_size_str(t[i].bytes, buf, sizeof(buf)), t[i].want);
         ck_assert_int_eq(hu_parse_size(buf, 0, &back, &err), 0);
         ck_assert_uint_eq(back, t[i].bytes);
     }
-    ck_assert_str_eq(hbb_io_str(HBB_IO_WRITE), "write");
-    ck_assert_str_eq(hbb_io_str(HBB_IO_READ), "read");
-    ck_assert_str_eq(hbb_io_str(HBB_IO_READWRITE), "readwrite");
-    ck_assert_str_eq(hbb_io_str(HBB_IO_UNSET), "unset");
-    ck_assert_str_eq(hbb_type_str(HBB_TYPE_FILE), "file");
-    ck_assert_str_eq(hbb_type_str(HBB_TYPE_DIRECTORY), "directory");
-    ck_assert_str_eq(hbb_type_str(HBB_TYPE_UNSET), "unset");
+    ck_assert_str_eq(hu_bb_io_str(HU_BB_IO_WRITE), "write");
+    ck_assert_str_eq(hu_bb_io_str(HU_BB_IO_READ), "read");
+    ck_assert_str_eq(hu_bb_io_str(HU_BB_IO_READWRITE), "readwrite");
+    ck_assert_str_eq(hu_bb_io_str(HU_BB_IO_UNSET), "unset");
+    ck_assert_str_eq(hu_bb_type_str(HU_BB_TYPE_FILE), "file");
+    ck_assert_str_eq(hu_bb_type_str(HU_BB_TYPE_DIRECTORY), "directory");
+    ck_assert_str_eq(hu_bb_type_str(HU_BB_TYPE_UNSET), "unset");
 }
 END_TEST
 
@@ -513,19 +513,19 @@ START_TEST(test_collect_script)
         "\t#BB_HARMONIA\tuse_persistent name=a\n"           /* 9 */
         "srun ./app\n"                                      /* 10 */
         "#BB_HARMONIA iohints w_iter=1s io_volume=1B\n";    /* 11: after a command */
-    char *c = hbb_collect_script(script);
+    char *c = hu_bb_collect_script(script);
 
     ck_assert_ptr_nonnull(c);
     ck_assert_str_eq(c, "@5 #BB_HARMONIA jobbuffer capacity=1GiB\n"
                      "@9 #BB_HARMONIA\tuse_persistent name=a\n");
     free(c);
-    c = hbb_collect_script(NULL);
+    c = hu_bb_collect_script(NULL);
     ck_assert_str_eq(c, "");
     free(c);
-    c = hbb_collect_script("echo hi\n#BB_HARMONIA jobbuffer capacity=1GiB\n");
+    c = hu_bb_collect_script("echo hi\n#BB_HARMONIA jobbuffer capacity=1GiB\n");
     ck_assert_str_eq(c, "");
     free(c);
-    c = hbb_collect_script("#BB_HARMONIA jobbuffer capacity=1GiB");   /* no \n */
+    c = hu_bb_collect_script("#BB_HARMONIA jobbuffer capacity=1GiB");   /* no \n */
     ck_assert_str_eq(c, "@1 #BB_HARMONIA jobbuffer capacity=1GiB\n");
     free(c);
 }
@@ -536,19 +536,19 @@ START_TEST(test_line_numbers)
     static const char script[] =
         "#!/bin/bash\n#SBATCH -N1\n\n# comment\n"
         "#BB_HARMONIA jobbuffer capacity=0GiB\n";
-    char *c = hbb_collect_script(script);
+    char *c = hu_bb_collect_script(script);
 
-    parse_bad(c, strlen(c), HBB_SRC_SCRIPT,
+    parse_bad(c, strlen(c), HU_BB_SRC_SCRIPT,
               "#BB_HARMONIA line 5: jobbuffer: capacity must be greater than zero");
     free(c);
     parse_bad("jobbuffer capacity=1GiB;iohints w_iter=0s io_volume=1GiB", 56,
-              HBB_SRC_BB_OPTION,
+              HU_BB_SRC_BB_OPTION,
               "#BB_HARMONIA --bb item 2: iohints: w_iter must be greater than zero");
     parse_bad("jobbuffer capacity=1GiB;;\n;jobbuffer capacity=1GiB", 50,
-              HBB_SRC_BB_OPTION, "#BB_HARMONIA --bb item 5: jobbuffer: a second "
+              HU_BB_SRC_BB_OPTION, "#BB_HARMONIA --bb item 5: jobbuffer: a second "
               "jobbuffer directive (only one per job)");   /* empty items count */
     parse_bad("#BB_HARMONIA jobbuffer capacity=1GiB\n"
-              "#BB_HARMONIA jobbuffer capacity=2GiB\n", 74, HBB_SRC_CANONICAL,
+              "#BB_HARMONIA jobbuffer capacity=2GiB\n", 74, HU_BB_SRC_CANONICAL,
               "#BB_HARMONIA directive 2: jobbuffer: a second jobbuffer directive "
               "(only one per job)");
     bad("@1234 #BB_HARMONIA use_persistent name=",
@@ -563,66 +563,66 @@ START_TEST(test_merge)
         "#BB_HARMONIA jobbuffer capacity=100GiB\n"
         "#BB_HARMONIA stage_in source=/pfs/in destination=$HARMONIA_BB/in\n"
         "srun app\n";
-    hbb_request_t req;
+    hu_bb_request_t req;
     hu_error_t err;
-    char *c = hbb_collect_script(script);
+    char *c = hu_bb_collect_script(script);
 
     memset(&req, 0, sizeof(req));
-    parse_ok(&req, c, HBB_SRC_SCRIPT);
+    parse_ok(&req, c, HU_BB_SRC_SCRIPT);
     /* --bb: ';' separates, the prefix is optional, others' directives skipped */
     parse_ok(&req, " iohints w_iter=5m io_volume=10GiB ; #DW jobdw capacity=1GB;"
              "#BB_LUA x;#BB_HARMONIA stage_out source=$HARMONIA_BB/out "
-             "destination=/pfs/out\n\n;  ;", HBB_SRC_BB_OPTION);
+             "destination=/pfs/out\n\n;  ;", HU_BB_SRC_BB_OPTION);
     ck_assert(req.has_buffer && req.has_hints);
     ck_assert_int_eq(req.nstage_in, 1);
     ck_assert_int_eq(req.nstage_out, 1);
     ck_assert_int_eq(req.stage_in[0].line, 3);
-    ck_assert_int_eq(hbb_validate(&req, &err), 0);
+    ck_assert_int_eq(hu_bb_validate(&req, &err), 0);
 
     /* a second jobbuffer or iohints from --bb is an error */
     errno = 0;
-    ck_assert_int_eq(hbb_parse(&req, "jobbuffer capacity=1GiB", 23,
-                               HBB_SRC_BB_OPTION, &err), -1);
+    ck_assert_int_eq(hu_bb_parse(&req, "jobbuffer capacity=1GiB", 23,
+                               HU_BB_SRC_BB_OPTION, &err), -1);
     ck_assert_str_eq(err.text, "#BB_HARMONIA --bb item 1: jobbuffer: a second "
                      "jobbuffer directive (only one per job)");
-    ck_assert_int_eq(hbb_parse(&req, "iohints w_iter=1s io_volume=1B", 30,
-                               HBB_SRC_BB_OPTION, &err), -1);
+    ck_assert_int_eq(hu_bb_parse(&req, "iohints w_iter=1s io_volume=1B", 30,
+                               HU_BB_SRC_BB_OPTION, &err), -1);
     ck_assert_str_eq(err.text, "#BB_HARMONIA --bb item 1: iohints: a second "
                      "iohints directive (only one per job)");
-    hbb_request_free(&req);
+    hu_bb_request_free(&req);
     free(c);
 
     /* script text read directly: lines without the prefix are not ours */
     memset(&req, 0, sizeof(req));
     parse_ok(&req, "#!/bin/sh\njobbuffer capacity=0B\n#DW x\necho\n"
-             "#BB_HARMONIA use_persistent name=p\n", HBB_SRC_SCRIPT);
+             "#BB_HARMONIA use_persistent name=p\n", HU_BB_SRC_SCRIPT);
     ck_assert(!req.has_buffer);
     ck_assert_int_eq(req.npersist, 1);
     ck_assert_int_eq(req.persist[0].line, 5);
-    hbb_request_free(&req);
+    hu_bb_request_free(&req);
 
     /* nothing to parse */
-    ck_assert_int_eq(hbb_parse(&req, "", 0, HBB_SRC_BB_OPTION, &err), 0);
-    ck_assert_int_eq(hbb_parse(&req, NULL, 0, HBB_SRC_BB_OPTION, &err), 0);
-    ck_assert_int_eq(hbb_parse(&req, " ;\n; \t", 6, HBB_SRC_BB_OPTION, &err), 0);
+    ck_assert_int_eq(hu_bb_parse(&req, "", 0, HU_BB_SRC_BB_OPTION, &err), 0);
+    ck_assert_int_eq(hu_bb_parse(&req, NULL, 0, HU_BB_SRC_BB_OPTION, &err), 0);
+    ck_assert_int_eq(hu_bb_parse(&req, " ;\n; \t", 6, HU_BB_SRC_BB_OPTION, &err), 0);
     ck_assert(!req.has_buffer && req.npersist == 0);
-    ck_assert_int_eq(hbb_parse(NULL, "x", 1, HBB_SRC_BB_OPTION, &err), -1);
+    ck_assert_int_eq(hu_bb_parse(NULL, "x", 1, HU_BB_SRC_BB_OPTION, &err), -1);
     ck_assert_str_eq(err.text, "invalid arguments");
-    ck_assert_int_eq(hbb_parse(&req, NULL, 1, HBB_SRC_BB_OPTION, &err), -1);
-    hbb_request_free(NULL);
+    ck_assert_int_eq(hu_bb_parse(&req, NULL, 1, HU_BB_SRC_BB_OPTION, &err), -1);
+    hu_bb_request_free(NULL);
 }
 END_TEST
 
 START_TEST(test_has_directives)
 {
-    ck_assert(hbb_has_directives("#BB_HARMONIA jobbuffer capacity=1G", false));
-    ck_assert(!hbb_has_directives("jobbuffer capacity=1G", false));
-    ck_assert(hbb_has_directives("jobbuffer capacity=1G", true));
-    ck_assert(hbb_has_directives("#DW x; use_persistent name=a", true));
-    ck_assert(!hbb_has_directives("#DW jobdw capacity=1GB", true));
-    ck_assert(!hbb_has_directives("jobbuffers", true));
-    ck_assert(!hbb_has_directives("", true));
-    ck_assert(!hbb_has_directives(NULL, true));
+    ck_assert(hu_bb_has_directives("#BB_HARMONIA jobbuffer capacity=1G", false));
+    ck_assert(!hu_bb_has_directives("jobbuffer capacity=1G", false));
+    ck_assert(hu_bb_has_directives("jobbuffer capacity=1G", true));
+    ck_assert(hu_bb_has_directives("#DW x; use_persistent name=a", true));
+    ck_assert(!hu_bb_has_directives("#DW jobdw capacity=1GB", true));
+    ck_assert(!hu_bb_has_directives("jobbuffers", true));
+    ck_assert(!hu_bb_has_directives("", true));
+    ck_assert(!hu_bb_has_directives(NULL, true));
 }
 END_TEST
 
@@ -640,7 +640,7 @@ START_TEST(test_errors_verbs_keys)
         VERBS ")");
     bad("#BB_HARMONIA   \t", "#BB_HARMONIA line 1: empty directive (expected one of "
         VERBS ")");
-    parse_bad("bogus x=1", 9, HBB_SRC_BB_OPTION,
+    parse_bad("bogus x=1", 9, HU_BB_SRC_BB_OPTION,
               "#BB_HARMONIA --bb item 1: unknown directive 'bogus' (expected one of "
               VERBS ")");
     bad("#BB_HARMONIA jobbuffer capacity=1GiB size=2",
@@ -820,10 +820,10 @@ START_TEST(test_errors_names)
     memset(name, 'n', 63);
     name[63] = '\0';
     snprintf(text, sizeof(text), "#BB_HARMONIA jobbuffer capacity=1G pool=%s", name);
-    hbb_request_t req;
+    hu_bb_request_t req;
     memset(&req, 0, sizeof(req));
-    parse_ok(&req, text, HBB_SRC_SCRIPT);
-    hbb_request_free(&req);
+    parse_ok(&req, text, HU_BB_SRC_SCRIPT);
+    hu_bb_request_free(&req);
     strcat(name, "n");
     snprintf(text, sizeof(text), "#BB_HARMONIA use_persistent name=%s", name);
     char msg[512];
@@ -885,7 +885,7 @@ START_TEST(test_errors_quotes)
         "#BB_HARMONIA line 1: stage_in: source: unexpected text after the closing "
         "'\"'");
     parse_bad("stage_in source=\"/a;b destination=$HARMONIA_BB;jobbuffer "
-              "capacity=1G", 60, HBB_SRC_BB_OPTION,
+              "capacity=1G", 60, HU_BB_SRC_BB_OPTION,
               "#BB_HARMONIA --bb item 1: stage_in: source: the quoted value has no "
               "closing '\"'");
 }
@@ -893,77 +893,77 @@ END_TEST
 
 START_TEST(test_errors_limits)
 {
-    hbb_request_t req;
+    hu_bb_request_t req;
     hu_error_t err;
     char line[128];
 
     memset(&req, 0, sizeof(req));
-    for (int i = 0; i < HBB_MAX_STAGE; i++) {
+    for (int i = 0; i < HU_BB_MAX_STAGE; i++) {
         snprintf(line, sizeof(line), "stage_%s source=%s%d destination=%s%d",
                  i % 2 ? "in" : "out", i % 2 ? "/p" : "$HARMONIA_BB/",
                  i, i % 2 ? "$HARMONIA_BB/" : "/p", i);
-        parse_ok(&req, line, HBB_SRC_BB_OPTION);
+        parse_ok(&req, line, HU_BB_SRC_BB_OPTION);
     }
-    ck_assert_int_eq(hbb_parse(&req, "stage_in source=/x destination=$HARMONIA_BB",
-                               43, HBB_SRC_BB_OPTION, &err), -1);
+    ck_assert_int_eq(hu_bb_parse(&req, "stage_in source=/x destination=$HARMONIA_BB",
+                               43, HU_BB_SRC_BB_OPTION, &err), -1);
     ck_assert_str_eq(err.text, "#BB_HARMONIA --bb item 1: stage_in: too many "
                      "stage_in/stage_out directives (at most 64)");
-    for (int i = 0; i < HBB_MAX_PERSIST; i++) {
+    for (int i = 0; i < HU_BB_MAX_PERSIST; i++) {
         snprintf(line, sizeof(line), "use_persistent name=p%d", i);
-        parse_ok(&req, line, HBB_SRC_BB_OPTION);
+        parse_ok(&req, line, HU_BB_SRC_BB_OPTION);
     }
-    ck_assert_int_eq(hbb_parse(&req, "destroy_persistent name=z", 25,
-                               HBB_SRC_BB_OPTION, &err), -1);
+    ck_assert_int_eq(hu_bb_parse(&req, "destroy_persistent name=z", 25,
+                               HU_BB_SRC_BB_OPTION, &err), -1);
     ck_assert_str_eq(err.text, "#BB_HARMONIA --bb item 1: destroy_persistent: too "
                      "many persistent-buffer directives (at most 16)");
-    hbb_request_free(&req);
+    hu_bb_request_free(&req);
 }
 END_TEST
 
 START_TEST(test_validate)
 {
-    hbb_request_t req;
+    hu_bb_request_t req;
     hu_error_t err;
 
     validate_bad("#BB_HARMONIA iohints w_iter=1s io_volume=1B\n"
                  "#BB_HARMONIA stage_in source=/a destination=$HARMONIA_BB",
-                 HBB_SRC_SCRIPT, "#BB_HARMONIA line 2: stage_in needs a buffer: "
+                 HU_BB_SRC_SCRIPT, "#BB_HARMONIA line 2: stage_in needs a buffer: "
                  "add a jobbuffer or use_persistent directive");
     validate_bad("@7 #BB_HARMONIA stage_out source=$HARMONIA_BB destination=/a",
-                 HBB_SRC_SCRIPT, "#BB_HARMONIA line 7: stage_out needs a buffer: "
+                 HU_BB_SRC_SCRIPT, "#BB_HARMONIA line 7: stage_out needs a buffer: "
                  "add a jobbuffer or use_persistent directive");
     validate_bad("create_persistent name=p capacity=1G;"
                  "stage_out source=$HARMONIA_BB destination=/a",
-                 HBB_SRC_BB_OPTION, "#BB_HARMONIA line 2: stage_out needs a buffer: "
+                 HU_BB_SRC_BB_OPTION, "#BB_HARMONIA line 2: stage_out needs a buffer: "
                  "add a jobbuffer or use_persistent directive");
     validate_bad("jobbuffer capacity=1GiB;iohints w_iter=1s io_volume=2GiB",
-                 HBB_SRC_BB_OPTION, "#BB_HARMONIA: iohints: io_volume 2GiB is larger "
+                 HU_BB_SRC_BB_OPTION, "#BB_HARMONIA: iohints: io_volume 2GiB is larger "
                  "than the jobbuffer capacity 1GiB: one I/O phase must fit in the "
                  "buffer");
     validate_bad("jobbuffer capacity=1B;iohints w_iter=1s io_volume=1.5KB",
-                 HBB_SRC_BB_OPTION, "#BB_HARMONIA: iohints: io_volume 1500B is "
+                 HU_BB_SRC_BB_OPTION, "#BB_HARMONIA: iohints: io_volume 1500B is "
                  "larger than the jobbuffer capacity 1B: one I/O phase must fit in "
                  "the buffer");
     validate_bad("create_persistent name=ckpt capacity=1G\n"
-                 "destroy_persistent name=ckpt", HBB_SRC_BB_OPTION,
+                 "destroy_persistent name=ckpt", HU_BB_SRC_BB_OPTION,
                  "#BB_HARMONIA line 2: persistent buffer 'ckpt' is both created and "
                  "destroyed by the job");
 
     /* accepted: equal volume and capacity; a stage with use_persistent; no hints */
     memset(&req, 0, sizeof(req));
     parse_ok(&req, "jobbuffer capacity=1GiB;iohints w_iter=1s io_volume=1024MiB",
-             HBB_SRC_BB_OPTION);
-    ck_assert_int_eq(hbb_validate(&req, &err), 0);
-    hbb_request_free(&req);
+             HU_BB_SRC_BB_OPTION);
+    ck_assert_int_eq(hu_bb_validate(&req, &err), 0);
+    hu_bb_request_free(&req);
     parse_ok(&req, "use_persistent name=p;stage_in source=/a destination="
-             "$HARMONIA_BB", HBB_SRC_BB_OPTION);
-    ck_assert_int_eq(hbb_validate(&req, &err), 0);
-    ck_assert_int_eq(req.io, HBB_IO_UNSET);     /* no hints: nothing normalised */
+             "$HARMONIA_BB", HU_BB_SRC_BB_OPTION);
+    ck_assert_int_eq(hu_bb_validate(&req, &err), 0);
+    ck_assert_int_eq(req.io, HU_BB_IO_UNSET);     /* no hints: nothing normalised */
     ck_assert_int_eq(req.priority, 0);
-    hbb_request_free(&req);
-    parse_ok(&req, "iohints w_iter=1s io_volume=1EiB", HBB_SRC_BB_OPTION);
-    ck_assert_int_eq(hbb_validate(&req, &err), 0);      /* no buffer to compare */
-    hbb_request_free(&req);
+    hu_bb_request_free(&req);
+    parse_ok(&req, "iohints w_iter=1s io_volume=1EiB", HU_BB_SRC_BB_OPTION);
+    ck_assert_int_eq(hu_bb_validate(&req, &err), 0);      /* no buffer to compare */
+    hu_bb_request_free(&req);
 }
 END_TEST
 
@@ -985,31 +985,31 @@ static char *directive_of_length(size_t n)
 
 START_TEST(test_long_lines)
 {
-    hbb_request_t req;
-    char *s = directive_of_length(HBB_MAX_LINE);
+    hu_bb_request_t req;
+    char *s = directive_of_length(HU_BB_MAX_LINE);
     char *c;
     char *script;
 
     memset(&req, 0, sizeof(req));
-    parse_ok(&req, s, HBB_SRC_SCRIPT);
-    ck_assert_uint_eq(strlen(req.stage_in[0].source), HBB_MAX_LINE - 54);
-    hbb_request_free(&req);
+    parse_ok(&req, s, HU_BB_SRC_SCRIPT);
+    ck_assert_uint_eq(strlen(req.stage_in[0].source), HU_BB_MAX_LINE - 54);
+    hu_bb_request_free(&req);
     /* the "@N " mark and surrounding blanks do not count */
-    script = malloc(HBB_MAX_LINE + 64);
+    script = malloc(HU_BB_MAX_LINE + 64);
     ck_assert_ptr_nonnull(script);
-    snprintf(script, HBB_MAX_LINE + 64, "#!/bin/sh\n  %s \r\n", s);
-    c = hbb_collect_script(script);
-    parse_ok(&req, c, HBB_SRC_SCRIPT);
+    snprintf(script, HU_BB_MAX_LINE + 64, "#!/bin/sh\n  %s \r\n", s);
+    c = hu_bb_collect_script(script);
+    parse_ok(&req, c, HU_BB_SRC_SCRIPT);
     ck_assert_int_eq(req.stage_in[0].line, 2);
-    hbb_request_free(&req);
+    hu_bb_request_free(&req);
     free(c);
     free(s);
 
-    s = directive_of_length(HBB_MAX_LINE + 1);
+    s = directive_of_length(HU_BB_MAX_LINE + 1);
     bad(s, "#BB_HARMONIA line 1: the directive is 4097 bytes long (at most 4096)");
-    snprintf(script, HBB_MAX_LINE + 64, "#!/bin/sh\n\n%s\n", s);
-    c = hbb_collect_script(script);
-    parse_bad(c, strlen(c), HBB_SRC_SCRIPT,
+    snprintf(script, HU_BB_MAX_LINE + 64, "#!/bin/sh\n\n%s\n", s);
+    c = hu_bb_collect_script(script);
+    parse_bad(c, strlen(c), HU_BB_SRC_SCRIPT,
               "#BB_HARMONIA line 3: the directive is 4097 bytes long (at most 4096)");
     free(c);
     free(script);
@@ -1019,9 +1019,9 @@ END_TEST
 
 START_TEST(test_long_lines_bb)
 {
-    hbb_request_t req;
+    hu_bb_request_t req;
     hu_error_t err;
-    size_t n = 3 * HBB_MAX_LINE;
+    size_t n = 3 * HU_BB_MAX_LINE;
     char *s = malloc(n + 64);
 
     ck_assert_ptr_nonnull(s);
@@ -1029,7 +1029,7 @@ START_TEST(test_long_lines_bb)
     memset(s, 0, n + 64);
     strcpy(s, "use_persistent name=");
     memset(s + strlen(s), 'a', n);
-    parse_bad(s, strlen(s), HBB_SRC_BB_OPTION,
+    parse_bad(s, strlen(s), HU_BB_SRC_BB_OPTION,
               "#BB_HARMONIA --bb item 1: the directive is 12308 bytes long (at most "
               "4096)");
     /* a bare --bb item at the limit gains the "#BB_HARMONIA " prefix when it is
@@ -1038,11 +1038,11 @@ START_TEST(test_long_lines_bb)
     strcpy(s, "jobbuffer capacity=1GiB;stage_in source=/");
     {
         size_t item = strlen("stage_in source=/");
-        size_t pad = HBB_MAX_LINE - item - strlen(" destination=$HARMONIA_BB/x");
+        size_t pad = HU_BB_MAX_LINE - item - strlen(" destination=$HARMONIA_BB/x");
         memset(s + strlen(s), 'p', pad);
         strcat(s, " destination=$HARMONIA_BB/x");
     }
-    parse_bad(s, strlen(s), HBB_SRC_BB_OPTION,
+    parse_bad(s, strlen(s), HU_BB_SRC_BB_OPTION,
               "#BB_HARMONIA: stage_in: the directive is 4109 bytes long once "
               "normalised (at most 4096)");
     /* another plugin's long line is not ours to refuse */
@@ -1051,10 +1051,10 @@ START_TEST(test_long_lines_bb)
     memset(s + strlen(s), 'a', n);
     strcat(s, ";jobbuffer capacity=1G");
     memset(&req, 0, sizeof(req));
-    ck_assert_msg(hbb_parse(&req, s, strlen(s), HBB_SRC_BB_OPTION, &err) == 0, "%s",
+    ck_assert_msg(hu_bb_parse(&req, s, strlen(s), HU_BB_SRC_BB_OPTION, &err) == 0, "%s",
                   err.text);
     ck_assert(req.has_buffer);
-    hbb_request_free(&req);
+    hu_bb_request_free(&req);
     free(s);
 }
 END_TEST
@@ -1064,9 +1064,9 @@ START_TEST(test_nul_and_control)
     static const char nul[] = "#BB_HARMONIA jobbuffer capacity=1GiB\0 nodes=2";
     char ctl[64];
 
-    parse_bad(nul, sizeof(nul) - 1, HBB_SRC_SCRIPT,
+    parse_bad(nul, sizeof(nul) - 1, HU_BB_SRC_SCRIPT,
               "#BB_HARMONIA: the directives contain a NUL byte (at byte 36)");
-    parse_bad("\0", 1, HBB_SRC_BB_OPTION,
+    parse_bad("\0", 1, HU_BB_SRC_BB_OPTION,
               "#BB_HARMONIA: the directives contain a NUL byte (at byte 0)");
     bad("#BB_HARMONIA jobbuffer capacity=1GiB\x01",
         "#BB_HARMONIA line 1: control character 0x01 in the directive");
@@ -1078,36 +1078,36 @@ START_TEST(test_nul_and_control)
         "source=\"/a\x7f\x08\" destination=$HARMONIA_BB",
         "#BB_HARMONIA line 2: control character 0x08 in the directive");
     /* others' lines may hold anything but NUL */
-    hbb_request_t req;
+    hu_bb_request_t req;
     memset(&req, 0, sizeof(req));
     snprintf(ctl, sizeof(ctl), "#DW \x01\x02;jobbuffer capacity=1GiB\r\n");
-    parse_ok(&req, ctl, HBB_SRC_BB_OPTION);
+    parse_ok(&req, ctl, HU_BB_SRC_BB_OPTION);
     ck_assert(req.has_buffer);
-    hbb_request_free(&req);
+    hu_bb_request_free(&req);
     /* a tab is a blank */
     parse_ok(&req, "#BB_HARMONIA\tjobbuffer\tcapacity=1GiB\tnodes=1",
-             HBB_SRC_SCRIPT);
+             HU_BB_SRC_SCRIPT);
     ck_assert_uint_eq(req.nodes, 1);
-    hbb_request_free(&req);
+    hu_bb_request_free(&req);
 }
 END_TEST
 
 START_TEST(test_non_ascii)
 {
-    hbb_request_t req;
+    hu_bb_request_t req;
 
     /* UTF-8 in paths is fine, and is kept byte for byte */
     memset(&req, 0, sizeof(req));
     parse_ok(&req, "#BB_HARMONIA stage_in source=/pfs/\xc3\xa9t\xc3\xa9 "
-             "destination=$HARMONIA_BB/\xe2\x82\xac\xf0\x9f\x92\xbe", HBB_SRC_SCRIPT);
+             "destination=$HARMONIA_BB/\xe2\x82\xac\xf0\x9f\x92\xbe", HU_BB_SRC_SCRIPT);
     ck_assert_str_eq(req.stage_in[0].source, "/pfs/\xc3\xa9t\xc3\xa9");
     ck_assert_str_eq(req.stage_in[0].destination,
                      "$HARMONIA_BB/\xe2\x82\xac\xf0\x9f\x92\xbe");
-    hbb_request_free(&req);
+    hu_bb_request_free(&req);
     /* invalid UTF-8 too: paths are bytes */
     parse_ok(&req, "#BB_HARMONIA stage_in source=/\xff\xfe destination=$HARMONIA_BB",
-             HBB_SRC_SCRIPT);
-    hbb_request_free(&req);
+             HU_BB_SRC_SCRIPT);
+    hu_bb_request_free(&req);
 
     /* in a verb or a key: refused, the bytes escaped in the message */
     bad("#BB_HARMONIA j\xc3\xb6" "bbuffer capacity=1G",
@@ -1143,10 +1143,10 @@ START_TEST(test_long_token_message)
     for (int i = 0; i < 100; i++)
         text[13 + i] = (char)0xe9;
     text[113] = '\0';
-    hbb_request_t req;
+    hu_bb_request_t req;
     hu_error_t err;
     memset(&req, 0, sizeof(req));
-    ck_assert_int_eq(hbb_parse(&req, text, strlen(text), HBB_SRC_SCRIPT, &err), -1);
+    ck_assert_int_eq(hu_bb_parse(&req, text, strlen(text), HU_BB_SRC_SCRIPT, &err), -1);
     ck_assert_msg(strstr(err.text, "'\\xe9\\xe9") && strstr(err.text, "\\xe9...'"),
                   "%s", err.text);
 }
@@ -1166,31 +1166,31 @@ START_TEST(test_failure_leaves_request)
         "iohints w_iter=1s io_volume=1B;jobbuffer capacity=2G",
     };
     static const size_t bad_lens[] = { 0, 0, 0, 49, 0 };
-    hbb_request_t req, saved;
+    hu_bb_request_t req, saved;
     hu_error_t err;
     char *before, *after;
 
     memset(&req, 0, sizeof(req));
     parse_ok(&req, "jobbuffer capacity=1GiB pool=nvme;use_persistent name=first;"
-             "stage_in source=/p/1 destination=$HARMONIA_BB/1", HBB_SRC_BB_OPTION);
+             "stage_in source=/p/1 destination=$HARMONIA_BB/1", HU_BB_SRC_BB_OPTION);
     memcpy(&saved, &req, sizeof(req));
-    before = hbb_format(&req);
+    before = hu_bb_format(&req);
     for (size_t i = 0; i < sizeof(bad_texts) / sizeof(bad_texts[0]); i++) {
         size_t len = bad_lens[i] ? bad_lens[i] : strlen(bad_texts[i]);
-        ck_assert_msg(hbb_parse(&req, bad_texts[i], len, HBB_SRC_BB_OPTION,
+        ck_assert_msg(hu_bb_parse(&req, bad_texts[i], len, HU_BB_SRC_BB_OPTION,
                                 &err) == -1, "text %zu accepted", i);
         ck_assert_msg(memcmp(&req, &saved, sizeof(req)) == 0,
                       "text %zu changed the request (%s)", i, err.text);
-        after = hbb_format(&req);
+        after = hu_bb_format(&req);
         ck_assert_str_eq(after, before);
         free(after);
     }
     /* and it still takes good directives */
-    parse_ok(&req, "iohints w_iter=1s io_volume=1B", HBB_SRC_BB_OPTION);
+    parse_ok(&req, "iohints w_iter=1s io_volume=1B", HU_BB_SRC_BB_OPTION);
     ck_assert(req.has_hints);
     ck_assert_str_eq(req.pool, "nvme");
     free(before);
-    hbb_request_free(&req);
+    hu_bb_request_free(&req);
 }
 END_TEST
 
@@ -1223,27 +1223,27 @@ static void remove_tmp(void)
     rmdir(tmpdir);
 }
 
-/* hbb_check_paths() on "stage_<dir> ..." built from fmt (with %s = tmpdir);
+/* hu_bb_check_paths() on "stage_<dir> ..." built from fmt (with %s = tmpdir);
  * msg NULL: must pass, else must fail with msg (%s = tmpdir). */
 static void paths(const char *fmt, const char *msgfmt, int eno)
 {
     char text[512], msg[512];
-    hbb_request_t req;
+    hu_bb_request_t req;
     hu_error_t err = { "" };
 
     snprintf(text, sizeof(text), fmt, tmpdir, tmpdir);
     memset(&req, 0, sizeof(req));
-    parse_ok(&req, text, HBB_SRC_BB_OPTION);
+    parse_ok(&req, text, HU_BB_SRC_BB_OPTION);
     errno = 0;
     if (!msgfmt) {
-        ck_assert_msg(hbb_check_paths(&req, &err) == 0, "%s: %s", text, err.text);
+        ck_assert_msg(hu_bb_check_paths(&req, &err) == 0, "%s: %s", text, err.text);
     } else {
         snprintf(msg, sizeof(msg), msgfmt, tmpdir, tmpdir);
-        ck_assert_int_eq(hbb_check_paths(&req, &err), -1);
+        ck_assert_int_eq(hu_bb_check_paths(&req, &err), -1);
         ck_assert_int_eq(errno, eno);
         ck_assert_str_eq(err.text, msg);
     }
-    hbb_request_free(&req);
+    hu_bb_request_free(&req);
 }
 
 START_TEST(test_check_paths)

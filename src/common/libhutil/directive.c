@@ -5,7 +5,7 @@
  * A directive is a verb followed by key=value pairs separated by blanks.  Values
  * may be double-quoted ("a b", with \" and \\ escapes) to hold blanks.  Every error
  * names where the directive came from (script line, --bb item), the verb and the
- * key, and what is wrong; hbb_parse() leaves 'req' as it was when it fails.
+ * key, and what is wrong; hu_bb_parse() leaves 'req' as it was when it fails.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -132,7 +132,7 @@ static const char *printable(const char *s, size_t n, char *buf, size_t len)
 static bool valid_name(const char *s)
 {
     size_t n = strlen(s);
-    if (n == 0 || n > HBB_NAME_MAX)
+    if (n == 0 || n > HU_BB_NAME_MAX)
         return false;
     if (!isalpha((unsigned char)s[0]) && !(s[0] == '%' && s[1] && strchr("Aajux", s[1])))
         return false;
@@ -234,23 +234,23 @@ static int size_value(const char *key, const char *val, uint64_t *out, ctx_t *c,
     return 0;
 }
 
-static int type_value(const char *val, hbb_type_t *t, ctx_t *c, hu_error_t *err)
+static int type_value(const char *val, hu_bb_type_t *t, ctx_t *c, hu_error_t *err)
 {
     if (!val) {
-        *t = HBB_TYPE_UNSET;
+        *t = HU_BB_TYPE_UNSET;
         return 0;
     }
     if (strcmp(val, "file") == 0)
-        *t = HBB_TYPE_FILE;
+        *t = HU_BB_TYPE_FILE;
     else if (strcmp(val, "directory") == 0)
-        *t = HBB_TYPE_DIRECTORY;
+        *t = HU_BB_TYPE_DIRECTORY;
     else
         FAIL(err, c, "type '%s' is not file or directory", val);
     return 0;
 }
 
 /* Apply one tokenised directive to 'req'. */
-static int apply(hbb_request_t *req, int v, kv_t *kv, int nkv, int line, ctx_t *c,
+static int apply(hu_bb_request_t *req, int v, kv_t *kv, int nkv, int line, ctx_t *c,
                  hu_error_t *err)
 {
     const char *val;
@@ -264,15 +264,15 @@ static int apply(hbb_request_t *req, int v, kv_t *kv, int nkv, int line, ctx_t *
                        c, err) < 0)
             return -1;
         if ((val = kv_get(kv, nkv, "nodes"))) {
-            if (parse_uint(val, HBB_MAX_NODES, &u) < 0 || u == 0)
+            if (parse_uint(val, HU_BB_MAX_NODES, &u) < 0 || u == 0)
                 FAIL(err, c, "nodes '%s' is not a whole number from 1 to %d", val,
-                     HBB_MAX_NODES);
+                     HU_BB_MAX_NODES);
             req->nodes = (uint32_t)u;
         }
         if ((val = kv_get(kv, nkv, "pool"))) {
             if (!valid_name(val))
                 FAIL(err, c, "pool '%s' is not a valid name (a letter, then letters, "
-                     "digits, '_', '-' or '.', at most %d)", val, HBB_NAME_MAX);
+                     "digits, '_', '-' or '.', at most %d)", val, HU_BB_NAME_MAX);
             if (!(req->pool = strdup(val)))
                 return -1;
         }
@@ -288,11 +288,11 @@ static int apply(hbb_request_t *req, int v, kv_t *kv, int nkv, int line, ctx_t *
                 FAIL(err, c, "w_iter: %s", e.text);
             if (!(req->w_iter > 0))
                 FAIL(err, c, "w_iter must be greater than zero");
-            if (!(req->w_iter <= HBB_MAX_W_ITER))
+            if (!(req->w_iter <= HU_BB_MAX_W_ITER))
                 FAIL(err, c, "w_iter '%s' is too long (at most %.0fs, about 31 "
-                     "years)", val, HBB_MAX_W_ITER);
-            /* Kept to the microsecond, so that hbb_format() writes it exactly
-             * in a form hbb_parse() reads back to the same double. */
+                     "years)", val, HU_BB_MAX_W_ITER);
+            /* Kept to the microsecond, so that hu_bb_format() writes it exactly
+             * in a form hu_bb_parse() reads back to the same double. */
             uint64_t us = (uint64_t)(req->w_iter * 1e6 + 0.5);
             if (us == 0)
                 FAIL(err, c, "w_iter '%s' is shorter than 0.000001s", val);
@@ -309,11 +309,11 @@ static int apply(hbb_request_t *req, int v, kv_t *kv, int nkv, int line, ctx_t *
         }
         if ((val = kv_get(kv, nkv, "io"))) {
             if (strcmp(val, "write") == 0)
-                req->io = HBB_IO_WRITE;
+                req->io = HU_BB_IO_WRITE;
             else if (strcmp(val, "read") == 0)
-                req->io = HBB_IO_READ;
+                req->io = HU_BB_IO_READ;
             else if (strcmp(val, "readwrite") == 0)
-                req->io = HBB_IO_READWRITE;
+                req->io = HU_BB_IO_READWRITE;
             else
                 FAIL(err, c, "io '%s' is not write, read or readwrite", val);
         }
@@ -335,10 +335,10 @@ static int apply(hbb_request_t *req, int v, kv_t *kv, int nkv, int line, ctx_t *
         bool in = (v == V_STAGE_IN);
         const char *src = kv_get(kv, nkv, "source");
         const char *dst = kv_get(kv, nkv, "destination");
-        hbb_type_t t = HBB_TYPE_UNSET;
-        if (req->nstage_in + req->nstage_out >= HBB_MAX_STAGE)
+        hu_bb_type_t t = HU_BB_TYPE_UNSET;
+        if (req->nstage_in + req->nstage_out >= HU_BB_MAX_STAGE)
             FAIL(err, c, "too many stage_in/stage_out directives (at most %d)",
-                 HBB_MAX_STAGE);
+                 HU_BB_MAX_STAGE);
         if (in) {
             if (check_pfs_path("source", src, c, err) < 0
                 || check_bb_path("destination", dst, c, err) < 0)
@@ -350,7 +350,7 @@ static int apply(hbb_request_t *req, int v, kv_t *kv, int nkv, int line, ctx_t *
         }
         if (type_value(kv_get(kv, nkv, "type"), &t, c, err) < 0)
             return -1;
-        hbb_stage_t *s = in ? &req->stage_in[req->nstage_in]
+        hu_bb_stage_t *s = in ? &req->stage_in[req->nstage_in]
                             : &req->stage_out[req->nstage_out];
         if (!(s->source = strdup(src)) || !(s->destination = strdup(dst))) {
             free(s->source);
@@ -369,21 +369,21 @@ static int apply(hbb_request_t *req, int v, kv_t *kv, int nkv, int line, ctx_t *
     case V_USE:
     case V_DESTROY: {
         const char *name = kv_get(kv, nkv, "name");
-        hbb_persist_t *p;
-        if (req->npersist >= HBB_MAX_PERSIST)
+        hu_bb_persist_t *p;
+        if (req->npersist >= HU_BB_MAX_PERSIST)
             FAIL(err, c, "too many persistent-buffer directives (at most %d)",
-                 HBB_MAX_PERSIST);
+                 HU_BB_MAX_PERSIST);
         if (!valid_name(name))
             FAIL(err, c, "name '%s' is not a valid buffer name (a letter, then "
-                 "letters, digits, '_', '-' or '.', at most %d)", name, HBB_NAME_MAX);
+                 "letters, digits, '_', '-' or '.', at most %d)", name, HU_BB_NAME_MAX);
         for (int i = 0; i < req->npersist; i++) {
             if (strcmp(req->persist[i].name, name) == 0
-                && req->persist[i].op == (hbb_persist_op_t)(v - V_CREATE))
+                && req->persist[i].op == (hu_bb_persist_op_t)(v - V_CREATE))
                 FAIL(err, c, "persistent buffer '%s' is named twice", name);
         }
         p = &req->persist[req->npersist];
         memset(p, 0, sizeof(*p));
-        p->op = (hbb_persist_op_t)(v - V_CREATE);
+        p->op = (hu_bb_persist_op_t)(v - V_CREATE);
         p->line = line;
         if (v == V_CREATE) {
             if (size_value("capacity", kv_get(kv, nkv, "capacity"), &p->capacity,
@@ -393,7 +393,7 @@ static int apply(hbb_request_t *req, int v, kv_t *kv, int nkv, int line, ctx_t *
                 if (!valid_name(val))
                     FAIL(err, c, "pool '%s' is not a valid name (a letter, then "
                          "letters, digits, '_', '-' or '.', at most %d)", val,
-                         HBB_NAME_MAX);
+                         HU_BB_NAME_MAX);
                 if (!(p->pool = strdup(val)))
                     return -1;
             }
@@ -450,7 +450,7 @@ static int read_value(const char **pp, const char *end, char **out, const char *
 }
 
 /* Parse one directive line [s, end) (prefix already removed). */
-static int parse_one(hbb_request_t *req, const char *s, const char *end, int line,
+static int parse_one(hu_bb_request_t *req, const char *s, const char *end, int line,
                      ctx_t *c, hu_error_t *err)
 {
     const char *p = s;
@@ -551,12 +551,12 @@ out:
 
 static bool starts_with_prefix(const char *p, const char *end)
 {
-    size_t n = strlen(HBB_PREFIX);
-    return (size_t)(end - p) >= n && memcmp(p, HBB_PREFIX, n) == 0
+    size_t n = strlen(HU_BB_PREFIX);
+    return (size_t)(end - p) >= n && memcmp(p, HU_BB_PREFIX, n) == 0
            && ((size_t)(end - p) == n || p[n] == ' ' || p[n] == '\t');
 }
 
-char *hbb_collect_script(const char *script)
+char *hu_bb_collect_script(const char *script)
 {
     size_t cap = 256, len = 0;
     char *out = malloc(cap);
@@ -572,7 +572,7 @@ char *hbb_collect_script(const char *script)
         const char *eol = strchr(p, '\n');
         const char *end = eol ? eol : p + strlen(p);
         const char *q = p;
-        if (lineno < 99999999)  /* hbb_parse() reads at most 8 digits */
+        if (lineno < 99999999)  /* hu_bb_parse() reads at most 8 digits */
             lineno++;
         while (q < end && (*q == ' ' || *q == '\t' || *q == '\r'))
             q++;
@@ -610,11 +610,11 @@ char *hbb_collect_script(const char *script)
     return out;
 }
 
-bool hbb_has_directives(const char *text, bool bare_ok)
+bool hu_bb_has_directives(const char *text, bool bare_ok)
 {
     if (!text)
         return false;
-    if (strstr(text, HBB_PREFIX))
+    if (strstr(text, HU_BB_PREFIX))
         return true;
     if (!bare_ok)
         return false;
@@ -672,30 +672,30 @@ static const char *bb_item_end(const char *p, const char *end)
  * size units), so a directive just under the limit as written can be over it
  * once normalised: refuse it here rather than store text that does not parse.
  */
-static int check_canonical_length(const hbb_request_t *r, hu_error_t *err)
+static int check_canonical_length(const hu_bb_request_t *r, hu_error_t *err)
 {
-    hbb_request_t tmp = *r;     /* shallow: hbb_format() only reads */
+    hu_bb_request_t tmp = *r;     /* shallow: hu_bb_format() only reads */
     char *canon, *line, *nl;
     int rc = 0;
 
     if (tmp.has_hints) {
-        if (tmp.io == HBB_IO_UNSET)
-            tmp.io = HBB_IO_WRITE;
+        if (tmp.io == HU_BB_IO_UNSET)
+            tmp.io = HU_BB_IO_WRITE;
         if (tmp.priority == 0)
             tmp.priority = 1;
     }
-    if (!(canon = hbb_format(&tmp)))
+    if (!(canon = hu_bb_format(&tmp)))
         return hu_errprintf(err, "#BB_HARMONIA: out of memory");
     for (line = canon; *line; line = nl + 1) {
         if (!(nl = strchr(line, '\n')))
             break;
         size_t n = (size_t)(nl - line);
-        if (n > HBB_MAX_LINE) {
-            const char *verb = line + strlen(HBB_PREFIX) + 1;
+        if (n > HU_BB_MAX_LINE) {
+            const char *verb = line + strlen(HU_BB_PREFIX) + 1;
             errno = EINVAL;
             rc = hu_errprintf(err, "#BB_HARMONIA: %.*s: the directive is %zu bytes "
                               "long once normalised (at most %d)",
-                              (int)strcspn(verb, " "), verb, n, HBB_MAX_LINE);
+                              (int)strcspn(verb, " "), verb, n, HU_BB_MAX_LINE);
             break;
         }
     }
@@ -703,10 +703,10 @@ static int check_canonical_length(const hbb_request_t *r, hu_error_t *err)
     return rc;
 }
 
-int hbb_parse(hbb_request_t *req, const char *text, size_t len, hbb_source_t src,
+int hu_bb_parse(hu_bb_request_t *req, const char *text, size_t len, hu_bb_source_t src,
               hu_error_t *err)
 {
-    hbb_request_t work;
+    hu_bb_request_t work;
     const char *p = text, *end;
     int item = 0;
     char where[48];
@@ -732,7 +732,7 @@ int hbb_parse(hbb_request_t *req, const char *text, size_t len, hbb_source_t src
     while (p < end) {
         const char *eol = p;
         int line;
-        if (src == HBB_SRC_BB_OPTION)
+        if (src == HU_BB_SRC_BB_OPTION)
             eol = bb_item_end(p, end);
         else
             while (eol < end && *eol != '\n')
@@ -741,7 +741,7 @@ int hbb_parse(hbb_request_t *req, const char *text, size_t len, hbb_source_t src
         p = (eol < end) ? eol + 1 : end;
         item++;
         line = item;
-        /* "@N " marks from hbb_collect_script() carry the script's line number */
+        /* "@N " marks from hu_bb_collect_script() carry the script's line number */
         if (e - s > 1 && *s == '@' && isdigit((unsigned char)s[1])) {
             line = 0;
             s++;
@@ -755,10 +755,10 @@ int hbb_parse(hbb_request_t *req, const char *text, size_t len, hbb_source_t src
         while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r'))
             e--;
         switch (src) {
-        case HBB_SRC_SCRIPT:
+        case HU_BB_SRC_SCRIPT:
             snprintf(where, sizeof(where), "line %d", line);
             break;
-        case HBB_SRC_BB_OPTION:
+        case HU_BB_SRC_BB_OPTION:
             snprintf(where, sizeof(where), "--bb item %d", line);
             break;
         default:
@@ -770,18 +770,18 @@ int hbb_parse(hbb_request_t *req, const char *text, size_t len, hbb_source_t src
             continue;
         const char *ds = s;     /* the directive, prefix included */
         if (starts_with_prefix(s, e)) {
-            s += strlen(HBB_PREFIX);
-        } else if (src != HBB_SRC_BB_OPTION) {
+            s += strlen(HU_BB_PREFIX);
+        } else if (src != HU_BB_SRC_BB_OPTION) {
             /* only --bb may omit the prefix; any other line is not ours */
             continue;
         } else if (*s == '#') {
             continue;   /* another plugin's directive (#DW, #BB_LUA) */
         }
         /* (other plugins' lines are not ours to limit) */
-        if ((size_t)(e - ds) > HBB_MAX_LINE) {
+        if ((size_t)(e - ds) > HU_BB_MAX_LINE) {
             errno = EINVAL;
             hu_errprintf(err, "#BB_HARMONIA %s: the directive is %zu bytes long "
-                         "(at most %d)", where, (size_t)(e - ds), HBB_MAX_LINE);
+                         "(at most %d)", where, (size_t)(e - ds), HU_BB_MAX_LINE);
             goto fail;
         }
         for (const char *q = s; q < e; q++) {
@@ -820,11 +820,11 @@ fail:
     return -1;
 }
 
-int hbb_validate(hbb_request_t *req, hu_error_t *err)
+int hu_bb_validate(hu_bb_request_t *req, hu_error_t *err)
 {
     bool uses = false;
     for (int i = 0; i < req->npersist; i++)
-        if (req->persist[i].op == HBB_PERSIST_USE)
+        if (req->persist[i].op == HU_BB_PERSIST_USE)
             uses = true;
     if ((req->nstage_in || req->nstage_out) && !req->has_buffer && !uses) {
         int line = req->nstage_in ? req->stage_in[0].line : req->stage_out[0].line;
@@ -838,13 +838,13 @@ int hbb_validate(hbb_request_t *req, hu_error_t *err)
         errno = EINVAL;
         return hu_errprintf(err, "#BB_HARMONIA: iohints: io_volume %s is larger than "
                             "the jobbuffer capacity %s: one I/O phase must fit in "
-                            "the buffer", hbb_size_str(req->io_volume, a, sizeof(a)),
-                            hbb_size_str(req->capacity, b, sizeof(b)));
+                            "the buffer", hu_bb_size_str(req->io_volume, a, sizeof(a)),
+                            hu_bb_size_str(req->capacity, b, sizeof(b)));
     }
     for (int i = 0; i < req->npersist; i++) {
         for (int j = 0; j < req->npersist; j++) {
-            if (i != j && req->persist[i].op == HBB_PERSIST_CREATE
-                && req->persist[j].op == HBB_PERSIST_DESTROY
+            if (i != j && req->persist[i].op == HU_BB_PERSIST_CREATE
+                && req->persist[j].op == HU_BB_PERSIST_DESTROY
                 && strcmp(req->persist[i].name, req->persist[j].name) == 0) {
                 errno = EINVAL;
                 return hu_errprintf(err, "#BB_HARMONIA line %d: persistent buffer "
@@ -854,37 +854,37 @@ int hbb_validate(hbb_request_t *req, hu_error_t *err)
         }
     }
     if (req->has_hints) {
-        if (req->io == HBB_IO_UNSET)
-            req->io = HBB_IO_WRITE;
+        if (req->io == HU_BB_IO_UNSET)
+            req->io = HU_BB_IO_WRITE;
         if (req->priority == 0)
             req->priority = 1;
     }
     return 0;
 }
 
-int hbb_check_paths(const hbb_request_t *req, hu_error_t *err)
+int hu_bb_check_paths(const hu_bb_request_t *req, hu_error_t *err)
 {
     struct stat st;
 
     for (int i = 0; i < req->nstage_in; i++) {
-        const hbb_stage_t *s = &req->stage_in[i];
+        const hu_bb_stage_t *s = &req->stage_in[i];
         if (stat(s->source, &st) < 0)
             return hu_errprintf(err, "#BB_HARMONIA line %d: stage_in: source '%s' "
                                 "does not exist (%s)", s->line, s->source,
                                 strerror(errno));
-        if (s->type == HBB_TYPE_FILE && !S_ISREG(st.st_mode)) {
+        if (s->type == HU_BB_TYPE_FILE && !S_ISREG(st.st_mode)) {
             errno = EINVAL;
             return hu_errprintf(err, "#BB_HARMONIA line %d: stage_in: source '%s' is "
                                 "not a regular file (type=file)", s->line, s->source);
         }
-        if (s->type == HBB_TYPE_DIRECTORY && !S_ISDIR(st.st_mode)) {
+        if (s->type == HU_BB_TYPE_DIRECTORY && !S_ISDIR(st.st_mode)) {
             errno = EINVAL;
             return hu_errprintf(err, "#BB_HARMONIA line %d: stage_in: source '%s' is "
                                 "not a directory (type=directory)", s->line, s->source);
         }
     }
     for (int i = 0; i < req->nstage_out; i++) {
-        const hbb_stage_t *s = &req->stage_out[i];
+        const hu_bb_stage_t *s = &req->stage_out[i];
         char *parent = strdup(s->destination);
         char *slash;
         int rc;
@@ -911,7 +911,7 @@ int hbb_check_paths(const hbb_request_t *req, hu_error_t *err)
     return 0;
 }
 
-const char *hbb_size_str(uint64_t bytes, char *buf, size_t len)
+const char *hu_bb_size_str(uint64_t bytes, char *buf, size_t len)
 {
     static const struct {
         const char *u;
@@ -937,21 +937,21 @@ const char *hbb_size_str(uint64_t bytes, char *buf, size_t len)
     return buf;
 }
 
-const char *hbb_io_str(hbb_io_t io)
+const char *hu_bb_io_str(hu_bb_io_t io)
 {
     switch (io) {
-    case HBB_IO_WRITE: return "write";
-    case HBB_IO_READ: return "read";
-    case HBB_IO_READWRITE: return "readwrite";
+    case HU_BB_IO_WRITE: return "write";
+    case HU_BB_IO_READ: return "read";
+    case HU_BB_IO_READWRITE: return "readwrite";
     default: return "unset";
     }
 }
 
-const char *hbb_type_str(hbb_type_t t)
+const char *hu_bb_type_str(hu_bb_type_t t)
 {
     switch (t) {
-    case HBB_TYPE_FILE: return "file";
-    case HBB_TYPE_DIRECTORY: return "directory";
+    case HU_BB_TYPE_FILE: return "file";
+    case HU_BB_TYPE_DIRECTORY: return "directory";
     default: return "unset";
     }
 }
@@ -1002,7 +1002,7 @@ static int put_value(char **buf, size_t *len, size_t *cap, const char *v)
     return appendf(buf, len, cap, "\"");
 }
 
-char *hbb_format(const hbb_request_t *req)
+char *hu_bb_format(const hu_bb_request_t *req)
 {
     size_t cap = 256, len = 0;
     char *buf = malloc(cap);
@@ -1014,8 +1014,8 @@ char *hbb_format(const hbb_request_t *req)
 #define AP(...) do { if (appendf(&buf, &len, &cap, __VA_ARGS__) < 0) goto error; } while (0)
 #define PV(v) do { if (put_value(&buf, &len, &cap, (v)) < 0) goto error; } while (0)
     if (req->has_buffer) {
-        AP("%s jobbuffer capacity=%s", HBB_PREFIX,
-           hbb_size_str(req->capacity, sz, sizeof(sz)));
+        AP("%s jobbuffer capacity=%s", HU_BB_PREFIX,
+           hu_bb_size_str(req->capacity, sz, sizeof(sz)));
         if (req->nodes)
             AP(" nodes=%u", req->nodes);
         if (req->pool)
@@ -1023,7 +1023,7 @@ char *hbb_format(const hbb_request_t *req)
         AP("\n");
     }
     if (req->has_hints) {
-        if (req->w_iter > 0 && req->w_iter <= HBB_MAX_W_ITER) {
+        if (req->w_iter > 0 && req->w_iter <= HU_BB_MAX_W_ITER) {
             /* microseconds, written exactly (see apply()): "600s", "0.25s" */
             uint64_t us = (uint64_t)(req->w_iter * 1e6 + 0.5);
             char frac[8] = "";
@@ -1032,16 +1032,16 @@ char *hbb_format(const hbb_request_t *req)
                 for (size_t n = strlen(frac); frac[n - 1] == '0'; n--)
                     frac[n - 1] = '\0';
             }
-            AP("%s iohints w_iter=%llu%ss", HBB_PREFIX,
+            AP("%s iohints w_iter=%llu%ss", HU_BB_PREFIX,
                (unsigned long long)(us / 1000000), frac);
         } else {
-            AP("%s iohints w_iter=%.17gs", HBB_PREFIX, req->w_iter);
+            AP("%s iohints w_iter=%.17gs", HU_BB_PREFIX, req->w_iter);
         }
-        AP(" io_volume=%s", hbb_size_str(req->io_volume, sz, sizeof(sz)));
+        AP(" io_volume=%s", hu_bb_size_str(req->io_volume, sz, sizeof(sz)));
         if (req->phases)
             AP(" phases=%u", req->phases);
-        if (req->io != HBB_IO_UNSET)
-            AP(" io=%s", hbb_io_str(req->io));
+        if (req->io != HU_BB_IO_UNSET)
+            AP(" io=%s", hu_bb_io_str(req->io));
         if (req->priority)
             AP(" priority=%d", req->priority);
         if (req->hints_learned)
@@ -1049,37 +1049,37 @@ char *hbb_format(const hbb_request_t *req)
         AP("\n");
     }
     for (int i = 0; i < req->npersist; i++) {
-        const hbb_persist_t *p = &req->persist[i];
-        if (p->op != HBB_PERSIST_CREATE)
+        const hu_bb_persist_t *p = &req->persist[i];
+        if (p->op != HU_BB_PERSIST_CREATE)
             continue;
-        AP("%s create_persistent name=%s capacity=%s", HBB_PREFIX, p->name,
-           hbb_size_str(p->capacity, sz, sizeof(sz)));
+        AP("%s create_persistent name=%s capacity=%s", HU_BB_PREFIX, p->name,
+           hu_bb_size_str(p->capacity, sz, sizeof(sz)));
         if (p->pool)
             AP(" pool=%s", p->pool);
         AP("\n");
     }
     for (int i = 0; i < req->npersist; i++) {
-        const hbb_persist_t *p = &req->persist[i];
-        if (p->op == HBB_PERSIST_USE)
-            AP("%s use_persistent name=%s\n", HBB_PREFIX, p->name);
+        const hu_bb_persist_t *p = &req->persist[i];
+        if (p->op == HU_BB_PERSIST_USE)
+            AP("%s use_persistent name=%s\n", HU_BB_PREFIX, p->name);
     }
     for (int k = 0; k < 2; k++) {
         int n = k ? req->nstage_out : req->nstage_in;
-        const hbb_stage_t *st = k ? req->stage_out : req->stage_in;
+        const hu_bb_stage_t *st = k ? req->stage_out : req->stage_in;
         for (int i = 0; i < n; i++) {
-            AP("%s %s source=", HBB_PREFIX, k ? "stage_out" : "stage_in");
+            AP("%s %s source=", HU_BB_PREFIX, k ? "stage_out" : "stage_in");
             PV(st[i].source);
             AP(" destination=");
             PV(st[i].destination);
-            if (st[i].type != HBB_TYPE_UNSET)
-                AP(" type=%s", hbb_type_str(st[i].type));
+            if (st[i].type != HU_BB_TYPE_UNSET)
+                AP(" type=%s", hu_bb_type_str(st[i].type));
             AP("\n");
         }
     }
     for (int i = 0; i < req->npersist; i++) {
-        const hbb_persist_t *p = &req->persist[i];
-        if (p->op == HBB_PERSIST_DESTROY)
-            AP("%s destroy_persistent name=%s\n", HBB_PREFIX, p->name);
+        const hu_bb_persist_t *p = &req->persist[i];
+        if (p->op == HU_BB_PERSIST_DESTROY)
+            AP("%s destroy_persistent name=%s\n", HU_BB_PREFIX, p->name);
     }
 #undef AP
 #undef PV
@@ -1090,7 +1090,7 @@ error:
     return NULL;
 }
 
-void hbb_request_free(hbb_request_t *req)
+void hu_bb_request_free(hu_bb_request_t *req)
 {
     int saved = errno;
 

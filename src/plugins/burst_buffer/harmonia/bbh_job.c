@@ -109,10 +109,10 @@ static void _replace(char **field, const bbh_sym_t *sym)
 	xfree(s);
 }
 
-extern int bbh_subst_request(hbb_request_t *req, const bbh_sym_t *sym,
+extern int bbh_subst_request(hu_bb_request_t *req, const bbh_sym_t *sym,
 			     char **err)
 {
-	hbb_request_t again;
+	hu_bb_request_t again;
 	hu_error_t e;
 	char *canon;
 	bool any = false;
@@ -140,20 +140,20 @@ extern int bbh_subst_request(hbb_request_t *req, const bbh_sym_t *sym,
 		_replace(&req->persist[i].name, sym);
 
 	/* the replaced values must still be valid directives */
-	if (!(canon = hbb_format(req))) {
+	if (!(canon = hu_bb_format(req))) {
 		*err = xstrdup("out of memory");
 		return -1;
 	}
 	memset(&again, 0, sizeof(again));
-	if ((hbb_parse(&again, canon, strlen(canon), HBB_SRC_CANONICAL,
-		       &e) < 0) || (hbb_validate(&again, &e) < 0)) {
+	if ((hu_bb_parse(&again, canon, strlen(canon), HU_BB_SRC_CANONICAL,
+		       &e) < 0) || (hu_bb_validate(&again, &e) < 0)) {
 		*err = xstrdup_printf("after symbol replacement: %s", e.text);
-		hbb_request_free(&again);
+		hu_bb_request_free(&again);
 		free(canon);
 		return -1;
 	}
 	free(canon);
-	hbb_request_free(req);
+	hu_bb_request_free(req);
 	*req = again;
 	return 0;
 }
@@ -268,7 +268,7 @@ static char *_message(pc_item_t *it, pc_reply_t *r)
 			      it->line, it->shown, strerror(r->err));
 }
 
-extern int bbh_check_paths_as(const hbb_request_t *req, uid_t uid, gid_t gid,
+extern int bbh_check_paths_as(const hu_bb_request_t *req, uid_t uid, gid_t gid,
 			      const bbh_sym_t *sym, char **err)
 {
 	pc_item_t *items = NULL;
@@ -280,10 +280,10 @@ extern int bbh_check_paths_as(const hbb_request_t *req, uid_t uid, gid_t gid,
 	size_t cut;
 
 	for (int i = 0; i < req->nstage_in; i++) {
-		const hbb_stage_t *s = &req->stage_in[i];
+		const hu_bb_stage_t *s = &req->stage_in[i];
 		char *p = bbh_subst(s->source, sym, &cut);
-		pc_kind_t kind = s->type == HBB_TYPE_FILE ? PC_FILE :
-				 s->type == HBB_TYPE_DIRECTORY ? PC_DIR : PC_ANY;
+		pc_kind_t kind = s->type == HU_BB_TYPE_FILE ? PC_FILE :
+				 s->type == HU_BB_TYPE_DIRECTORY ? PC_DIR : PC_ANY;
 		if (cut != (size_t) -1) {
 			char *c = _cut(p, cut);
 			xfree(p);
@@ -293,7 +293,7 @@ extern int bbh_check_paths_as(const hbb_request_t *req, uid_t uid, gid_t gid,
 		_item_add(&items, &n, p, kind, s->line, false, s->source);
 	}
 	for (int i = 0; i < req->nstage_out; i++) {
-		const hbb_stage_t *s = &req->stage_out[i];
+		const hu_bb_stage_t *s = &req->stage_out[i];
 		char *p = bbh_subst(s->destination, sym, &cut);
 		char *d = _dirname(p);
 		if (cut != (size_t) -1 && cut < strlen(d)) {

@@ -40,7 +40,7 @@ extern char *bbh_subst(const char *s, const bbh_sym_t *sym, size_t *unresolved);
  * 'req' (all known), then check the result as a directive again.  0, or -1
  * with *err (xmalloc'd) saying what the replaced text breaks.
  */
-extern int bbh_subst_request(hbb_request_t *req, const bbh_sym_t *sym,
+extern int bbh_subst_request(hu_bb_request_t *req, const bbh_sym_t *sym,
 			     char **err);
 
 /*
@@ -52,7 +52,7 @@ extern int bbh_subst_request(hbb_request_t *req, const bbh_sym_t *sym,
  * yet known (%j, %A, %a at submission) is not checked.  0 (also when the
  * check cannot be made: stage-in tells), or -1 with *err (xmalloc'd).
  */
-extern int bbh_check_paths_as(const hbb_request_t *req, uid_t uid, gid_t gid,
+extern int bbh_check_paths_as(const hu_bb_request_t *req, uid_t uid, gid_t gid,
 			      const bbh_sym_t *sym, char **err);
 
 #endif

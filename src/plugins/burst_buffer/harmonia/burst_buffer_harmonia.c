@@ -233,8 +233,8 @@ static void _hjob_del(uint32_t job_id)
  * set when the replaced request is not valid).  req is empty when the text
  * cannot be parsed.  Call with bb_mutex held.
  */
-static int _parse_job_bb(const char *text, hbb_request_t *req, hu_error_t *err);
-static void _hjob_request(hjob_t *h, hbb_request_t *req, char **serr)
+static int _parse_job_bb(const char *text, hu_bb_request_t *req, hu_error_t *err);
+static void _hjob_request(hjob_t *h, hu_bb_request_t *req, char **serr)
 {
 	hu_error_t err;
 	bbh_sym_t sym = {
@@ -270,17 +270,17 @@ static void _want(job_record_t *job_ptr, want_t want)
 
 /* Parse a job's burst_buffer text into 'req'.  Returns 0 when the text holds
  * Harmonia directives, -1 when it holds none or is invalid (err filled). */
-static int _parse_job_bb(const char *text, hbb_request_t *req, hu_error_t *err)
+static int _parse_job_bb(const char *text, hu_bb_request_t *req, hu_error_t *err)
 {
 	memset(req, 0, sizeof(*req));
-	if (!text || !hbb_has_directives(text, true)) {
+	if (!text || !hu_bb_has_directives(text, true)) {
 		hu_errprintf(err, "no directives");
 		return -1;
 	}
-	if (hbb_parse(req, text, strlen(text), HBB_SRC_BB_OPTION, err) < 0)
+	if (hu_bb_parse(req, text, strlen(text), HU_BB_SRC_BB_OPTION, err) < 0)
 		return -1;
-	if (hbb_validate(req, err) < 0) {
-		hbb_request_free(req);
+	if (hu_bb_validate(req, err) < 0) {
+		hu_bb_request_free(req);
 		return -1;
 	}
 	return 0;
@@ -290,12 +290,12 @@ static int _parse_job_bb(const char *text, hbb_request_t *req, hu_error_t *err)
  * True if every directive of the script is already in the --bb text: the
  * job_submit/harmonia plugin merged them and wrote the canonical form there.
  */
-static bool _script_merged(const hbb_request_t *script_req, const char *bb)
+static bool _script_merged(const hu_bb_request_t *script_req, const char *bb)
 {
 	char *canon, *line, *save = NULL;
 	bool merged = true;
 
-	if (!(canon = hbb_format(script_req)))
+	if (!(canon = hu_bb_format(script_req)))
 		return false;
 	for (line = strtok_r(canon, "\n", &save); line;
 	     line = strtok_r(NULL, "\n", &save)) {
@@ -317,7 +317,7 @@ static bool _script_merged(const hbb_request_t *script_req, const char *bb)
 static bb_job_t *_get_bb_job(job_record_t *job_ptr)
 {
 	bb_job_t *bb_job;
-	hbb_request_t req;
+	hu_bb_request_t req;
 	hu_error_t err;
 	int state;
 
@@ -344,9 +344,9 @@ static bb_job_t *_get_bb_job(job_record_t *job_ptr)
 					   bb_state.bb_config.default_pool);
 	}
 	for (int i = 0; i < req.npersist; i++)
-		if (req.persist[i].op == HBB_PERSIST_CREATE)
+		if (req.persist[i].op == HU_BB_PERSIST_CREATE)
 			bb_job->persist_add += req.persist[i].capacity;
-	hbb_request_free(&req);
+	hu_bb_request_free(&req);
 
 	/* After a restart, take up where the job was. */
 	state = job_ptr->burst_buffer_state ?
@@ -435,7 +435,7 @@ typedef struct {
 	uint32_t job_id;
 	uint32_t user_id, group_id;
 	char *user_name, *job_name;
-	hbb_request_t req;
+	hu_bb_request_t req;
 	want_t want;
 	int step;
 	bool registered;
@@ -454,7 +454,7 @@ static void _work_free(work_t *w)
 {
 	xfree(w->user_name);
 	xfree(w->job_name);
-	hbb_request_free(&w->req);
+	hu_bb_request_free(&w->req);
 	xfree(w->bb_path);
 	xfree(w->new_path);
 	xfree(w->new_nodes);
@@ -485,7 +485,7 @@ static json_t *_register_body(work_t *w)
 		hints = json_pack("{s:f s:f s:s s:i}",
 				  "w_iter", w->req.w_iter,
 				  "io_volume", (double) w->req.io_volume,
-				  "io", hbb_io_str(w->req.io),
+				  "io", hu_bb_io_str(w->req.io),
 				  "priority", w->req.priority);
 		if (w->req.phases)
 			json_object_set_new(hints, "phases",
@@ -547,13 +547,13 @@ static step_rc_t _alloc_done(work_t *w, int st, json_t *resp)
 				    pool, &cap, &need, &up, &free_b) == 5) &&
 			    free_b >= w->req.capacity)
 				w->msg = xstrdup_printf("waiting for buffer space on enough nodes: %s needs room on %d node(s); pool %s has %s free, spread over its %d nodes up",
-							hbb_size_str(w->req.capacity, sz, sizeof(sz)),
+							hu_bb_size_str(w->req.capacity, sz, sizeof(sz)),
 							need, pool,
-							hbb_size_str(free_b, fz, sizeof(fz)),
+							hu_bb_size_str(free_b, fz, sizeof(fz)),
 							up);
 			else
 				w->msg = xstrdup_printf("waiting for %s of free buffer space%s%s",
-							hbb_size_str(w->req.capacity, sz, sizeof(sz)),
+							hu_bb_size_str(w->req.capacity, sz, sizeof(sz)),
 							w->req.pool ? " in pool " : "",
 							w->req.pool ? w->req.pool : "");
 		}
@@ -637,16 +637,16 @@ static step_rc_t _check_owner(hm_client_t *cli, work_t *w, const char *name)
 static step_rc_t _step_persistent(hm_client_t *cli, work_t *w)
 {
 	for (int i = 0; i < w->req.npersist; i++) {
-		hbb_persist_t *p = &w->req.persist[i];
+		hu_bb_persist_t *p = &w->req.persist[i];
 		json_t *body = NULL, *resp = NULL, *nodes;
 		char path[160];
 		step_rc_t rc;
 		int st;
 
-		if ((p->op == HBB_PERSIST_USE || p->op == HBB_PERSIST_DESTROY) &&
+		if ((p->op == HU_BB_PERSIST_USE || p->op == HU_BB_PERSIST_DESTROY) &&
 		    ((rc = _check_owner(cli, w, p->name)) != STEP_NEXT))
 			return rc;
-		if (p->op == HBB_PERSIST_CREATE) {
+		if (p->op == HU_BB_PERSIST_CREATE) {
 			body = json_pack("{s:s s:f s:i s:i}", "name", p->name,
 					 "capacity", (double) p->capacity,
 					 "uid", (int) w->user_id,
@@ -656,7 +656,7 @@ static step_rc_t _step_persistent(hm_client_t *cli, work_t *w)
 						    json_string(p->pool));
 			st = _call(cli, "POST", "/v1/persistent", body, &resp,
 				   &w->msg);
-		} else if (p->op == HBB_PERSIST_USE) {
+		} else if (p->op == HU_BB_PERSIST_USE) {
 			char id[32];
 			snprintf(id, sizeof(id), "%u", w->job_id);
 			body = json_pack("{s:s}", "job", id);
@@ -700,7 +700,7 @@ static step_rc_t _step_persistent(hm_client_t *cli, work_t *w)
 static step_rc_t _step_stage(hm_client_t *cli, work_t *w, bool in)
 {
 	const char *kind = in ? "stage_in" : "stage_out";
-	hbb_stage_t *items = in ? w->req.stage_in : w->req.stage_out;
+	hu_bb_stage_t *items = in ? w->req.stage_in : w->req.stage_out;
 	int n = in ? w->req.nstage_in : w->req.nstage_out;
 	const char *bb = w->new_path ? w->new_path : w->bb_path;
 	json_t *resp = NULL;
@@ -728,9 +728,9 @@ static step_rc_t _step_stage(hm_client_t *cli, work_t *w, bool in)
 			char *dst = _expand(items[i].destination, bb);
 			json_t *body = json_pack("{s:s s:s}", "source", src,
 						 "destination", dst);
-			if (items[i].type != HBB_TYPE_UNSET)
+			if (items[i].type != HU_BB_TYPE_UNSET)
 				json_object_set_new(body, "type",
-					json_string(hbb_type_str(items[i].type)));
+					json_string(hu_bb_type_str(items[i].type)));
 			st = _call(cli, "POST", path, body, NULL, &w->msg);
 			json_decref(body);
 			xfree(src);
@@ -827,12 +827,12 @@ static step_rc_t _step_begin(hm_client_t *cli, work_t *w)
 static step_rc_t _step_destroy_persistent(hm_client_t *cli, work_t *w)
 {
 	for (int i = 0; i < w->req.npersist; i++) {
-		hbb_persist_t *p = &w->req.persist[i];
+		hu_bb_persist_t *p = &w->req.persist[i];
 		char path[128];
 		step_rc_t rc;
 		int st;
 
-		if (p->op != HBB_PERSIST_DESTROY)
+		if (p->op != HU_BB_PERSIST_DESTROY)
 			continue;
 		if ((rc = _check_owner(cli, w, p->name)) == STEP_AGAIN)
 			return rc;
@@ -1420,7 +1420,7 @@ static void _plan(work_t *w, int job, json_t *reqs, bitem_t *items, int *ni)
 		break;
 	case WANT_STAGE_OUT:
 		for (int i = 0; i < w->req.npersist; i++)
-			if (w->req.persist[i].op == HBB_PERSIST_DESTROY)
+			if (w->req.persist[i].op == HU_BB_PERSIST_DESTROY)
 				destroy = true;
 		if (w->step == 0 && w->req.nstage_out == 0)
 			w->step = 1;
@@ -2132,7 +2132,7 @@ static void _nodes_text(json_t *nodes, json_t *status, char **out)
 		xstrfmtcat(lines, "    %s: drained (%s), %s out of service, %"PRId64" allocation(s) kept\n",
 			   _json_str(nd, "name") ? _json_str(nd, "name") : "?",
 			   reason && reason[0] ? reason : "no reason given",
-			   hbb_size_str(cap, sz, sizeof(sz)),
+			   hu_bb_size_str(cap, sz, sizeof(sz)),
 			   (int64_t) json_integer_value(json_object_get(nd, "allocations")));
 	}
 	for (size_t i = 0; down && i < json_array_size(down); i++) {
@@ -2143,7 +2143,7 @@ static void _nodes_text(json_t *nodes, json_t *status, char **out)
 			   reason && reason[0] ? reason : "no reason given");
 	}
 	xstrfmtcat(*out, "  buffer nodes: %d, %d up, %d drained (%s out of service), %d with their agent down\n",
-		   n, n - ndrained, ndrained, hbb_size_str(drained, sz, sizeof(sz)),
+		   n, n - ndrained, ndrained, hu_bb_size_str(drained, sz, sizeof(sz)),
 		   down ? (int) json_array_size(down) : 0);
 	if (lines)
 		xstrcat(*out, lines);
@@ -2304,12 +2304,12 @@ static bool _larger(const char *verb, uint64_t capacity,
 	if (!p->total_space || capacity <= p->total_space)
 		return false;
 	xstrfmtcat(*err_msg, "#BB_HARMONIA: %s: capacity %s is larger than pool '%s' (%s)",
-		   verb, hbb_size_str(capacity, a, sizeof(a)), p->name,
-		   hbb_size_str(p->total_space, b, sizeof(b)));
+		   verb, hu_bb_size_str(capacity, a, sizeof(a)), p->name,
+		   hu_bb_size_str(p->total_space, b, sizeof(b)));
 	return true;
 }
 
-static int _too_large(const hbb_request_t *req, char **err_msg)
+static int _too_large(const hu_bb_request_t *req, char **err_msg)
 {
 	burst_buffer_pool_t *p;
 	uint32_t nodes = 0;
@@ -2324,8 +2324,8 @@ static int _too_large(const hbb_request_t *req, char **err_msg)
 		}
 	}
 	for (int i = 0; i < req->npersist; i++) {
-		const hbb_persist_t *pp = &req->persist[i];
-		if (pp->op != HBB_PERSIST_CREATE ||
+		const hu_bb_persist_t *pp = &req->persist[i];
+		if (pp->op != HU_BB_PERSIST_CREATE ||
 		    !(p = _req_pool(pp->pool, &nodes)))
 			continue;
 		if (_larger("create_persistent", pp->capacity, p, err_msg))
@@ -2341,7 +2341,7 @@ static int _too_large(const hbb_request_t *req, char **err_msg)
 extern int bb_p_job_validate(job_desc_msg_t *job_desc, uid_t submit_uid,
 			     char **err_msg)
 {
-	hbb_request_t req;
+	hu_bb_request_t req;
 	hu_error_t err;
 	bbh_sym_t sym = { 0 };
 	char *collected = NULL, *canon = NULL, *user = NULL;
@@ -2349,9 +2349,9 @@ extern int bb_p_job_validate(job_desc_msg_t *job_desc, uid_t submit_uid,
 	int rc = SLURM_SUCCESS;
 
 	memset(&req, 0, sizeof(req));
-	collected = hbb_collect_script(job_desc->script);
+	collected = hu_bb_collect_script(job_desc->script);
 	in_script = collected && collected[0];
-	in_bb = hbb_has_directives(job_desc->burst_buffer, true);
+	in_bb = hu_bb_has_directives(job_desc->burst_buffer, true);
 	if (!in_script && !in_bb) {
 		/* a --bb text with no directive in it would be dropped
 		 * without a word: refuse it, saying what is accepted */
@@ -2363,20 +2363,20 @@ extern int bb_p_job_validate(job_desc_msg_t *job_desc, uid_t submit_uid,
 	}
 
 	if (in_script &&
-	    hbb_parse(&req, collected, strlen(collected), HBB_SRC_SCRIPT,
+	    hu_bb_parse(&req, collected, strlen(collected), HU_BB_SRC_SCRIPT,
 		      &err) < 0)
 		goto invalid;
 	if (in_bb) {
 		const char *bb = job_desc->burst_buffer;
 		if (in_script && _script_merged(&req, bb)) {
 			/* job_submit/harmonia merged the script already */
-			hbb_request_free(&req);
+			hu_bb_request_free(&req);
 		}
-		if (hbb_parse(&req, bb, strlen(bb), HBB_SRC_BB_OPTION,
+		if (hu_bb_parse(&req, bb, strlen(bb), HU_BB_SRC_BB_OPTION,
 			      &err) < 0)
 			goto invalid;
 	}
-	if (hbb_validate(&req, &err) < 0)
+	if (hu_bb_validate(&req, &err) < 0)
 		goto invalid;
 	/* the paths as the user sees them (nothing about what the user may
 	 * not see); %j, %A and %a are not known yet.  job_submit/harmonia,
@@ -2418,7 +2418,7 @@ checked:
 	if (rc != SLURM_SUCCESS)
 		goto out;
 
-	if (!(canon = hbb_format(&req))) {
+	if (!(canon = hu_bb_format(&req))) {
 		rc = ENOMEM;
 		goto out;
 	}
@@ -2434,7 +2434,7 @@ invalid:
 	log_flag(BURST_BUF, "refused a request of uid %u: %s",
 		 job_desc->user_id, err.text);
 out:
-	hbb_request_free(&req);
+	hu_bb_request_free(&req);
 	free(collected);
 	free(canon);
 	xfree(user);
@@ -2808,7 +2808,7 @@ extern int bb_p_job_test_stage_out(job_record_t *job_ptr)
  */
 static void _stage_out_cut(job_record_t *job_ptr)
 {
-	hbb_request_t req;
+	hu_bb_request_t req;
 	hjob_t *h = _hjob_get(job_ptr);
 	char *dests = NULL, *serr = NULL, *msg;
 
@@ -2817,7 +2817,7 @@ static void _stage_out_cut(job_record_t *job_ptr)
 	for (int i = 0; i < req.nstage_out; i++)
 		xstrfmtcat(dests, "%s%s", dests ? ", " : "",
 			   req.stage_out[i].destination);
-	hbb_request_free(&req);
+	hu_bb_request_free(&req);
 	xfree(serr);
 	if (!dests)
 		return;
@@ -2881,19 +2881,19 @@ extern int bb_p_run_script(char *func, uint32_t job_id, uint32_t argc,
  */
 extern char *bb_p_xlate_bb_2_tres_str(char *burst_buffer)
 {
-	hbb_request_t req;
+	hu_bb_request_t req;
 	hu_error_t err;
 	char *tres = NULL, *tmp, *tok, *save = NULL;
 	uint64_t mb = 0, size;
 
 	if (!burst_buffer || bb_state.tres_id < 1)
 		return NULL;
-	if (hbb_has_directives(burst_buffer, true)) {
+	if (hu_bb_has_directives(burst_buffer, true)) {
 		if (_parse_job_bb(burst_buffer, &req, &err) < 0)
 			return NULL;
 		if (req.has_buffer)
 			mb = req.capacity / (1024 * 1024);
-		hbb_request_free(&req);
+		hu_bb_request_free(&req);
 	} else {
 		tmp = xstrdup(burst_buffer);
 		for (tok = strtok_r(tmp, ",", &save); tok;

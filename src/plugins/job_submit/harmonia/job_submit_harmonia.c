@@ -189,7 +189,7 @@ static char *_qs(const char *s)
 }
 
 /* Fill missing hints from bbmgrd's history for this user and job name. */
-static void _learn_hints(hbb_request_t *req, uint32_t uid, const char *name)
+static void _learn_hints(hu_bb_request_t *req, uint32_t uid, const char *name)
 {
 	hm_client_opts_t o = { 0 };
 	hm_client_t *cli;
@@ -259,7 +259,7 @@ static void _learn_hints(hbb_request_t *req, uint32_t uid, const char *name)
 /* Merge script and --bb directives; on success *canon is the canonical text
  * (malloc'd) or NULL when the job has no Harmonia directives. */
 /* The stage paths as the job's user sees them (bbh_check_paths_as). */
-static int _check_paths(const hbb_request_t *req, job_desc_msg_t *job_desc,
+static int _check_paths(const hu_bb_request_t *req, job_desc_msg_t *job_desc,
 			char **err_msg)
 {
 	bbh_sym_t sym = { 0 };
@@ -279,25 +279,25 @@ static int _normalise(const char *script, const char *bb, uint32_t uid,
 		      const char *name, job_desc_msg_t *job_desc,
 		      char **canon, char **err_msg)
 {
-	hbb_request_t req;
+	hu_bb_request_t req;
 	hu_error_t err;
 	char *collected;
 	int rc = SLURM_SUCCESS;
 
 	*canon = NULL;
 	memset(&req, 0, sizeof(req));
-	if (!(collected = hbb_collect_script(script)))
+	if (!(collected = hu_bb_collect_script(script)))
 		return ENOMEM;
-	if (!collected[0] && !hbb_has_directives(bb, true))
+	if (!collected[0] && !hu_bb_has_directives(bb, true))
 		goto out;
 	if (collected[0] &&
-	    hbb_parse(&req, collected, strlen(collected), HBB_SRC_SCRIPT,
+	    hu_bb_parse(&req, collected, strlen(collected), HU_BB_SRC_SCRIPT,
 		      &err) < 0)
 		goto invalid;
-	if (hbb_has_directives(bb, true) &&
-	    hbb_parse(&req, bb, strlen(bb), HBB_SRC_BB_OPTION, &err) < 0)
+	if (hu_bb_has_directives(bb, true) &&
+	    hu_bb_parse(&req, bb, strlen(bb), HU_BB_SRC_BB_OPTION, &err) < 0)
 		goto invalid;
-	if (hbb_validate(&req, &err) < 0)
+	if (hu_bb_validate(&req, &err) < 0)
 		goto invalid;
 	if (job_desc && _check_paths(&req, job_desc, err_msg) < 0) {
 		rc = ESLURM_INVALID_BURST_BUFFER_REQUEST;
@@ -305,16 +305,16 @@ static int _normalise(const char *script, const char *bb, uint32_t uid,
 	}
 	if (script)
 		_learn_hints(&req, uid, name);
-	if (hbb_validate(&req, &err) < 0)
+	if (hu_bb_validate(&req, &err) < 0)
 		goto invalid;
-	if (!(*canon = hbb_format(&req)))
+	if (!(*canon = hu_bb_format(&req)))
 		rc = ENOMEM;
 	goto out;
 invalid:
 	*err_msg = xstrdup(err.text);
 	rc = ESLURM_INVALID_BURST_BUFFER_REQUEST;
 out:
-	hbb_request_free(&req);
+	hu_bb_request_free(&req);
 	free(collected);
 	return rc;
 }
