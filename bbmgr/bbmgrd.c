@@ -76,7 +76,7 @@ static void reload(const char *path, core_t *core, api_t *api, int verbose)
         return;
     }
     core_lock(core);
-    api_reconfigure(api, core->cfg);
+    api_reconfigure(api, core_cfg(core));
     core_unlock(core);
 }
 
@@ -173,14 +173,14 @@ int main(int argc, char **argv)
         bl_error("state: the recovery could not be committed");
         goto out;
     }
-    if (!(mover = mover_create(core->cfg, &err))) {
+    if (!(mover = mover_create(core_cfg(core), &err))) {
         bl_error("%s", err.text);
         goto out;
     }
     core_lock(core);
-    core->mover = mover;
+    core_set_mover(core, mover);
     core_unlock(core);
-    if (!(api = api_create(core, st, core->cfg, &err))) {
+    if (!(api = api_create(core, st, core_cfg(core), &err))) {
         bl_error("api: %s", err.text);
         goto out;
     }
@@ -190,10 +190,10 @@ int main(int argc, char **argv)
     core_lock(core);
     core_set_notify(core, api_on_phase, api);
     core_unlock(core);
-    if (*core->cfg->listen_address)
-        bl_info("listening on http://%s:%d/", core->cfg->listen_address, api_tcp_port(api));
-    if (*core->cfg->listen_unix)
-        bl_info("listening on unix:%s", core->cfg->listen_unix);
+    if (*core_cfg(core)->listen_address)
+        bl_info("listening on http://%s:%d/", core_cfg(core)->listen_address, api_tcp_port(api));
+    if (*core_cfg(core)->listen_unix)
+        bl_info("listening on unix:%s", core_cfg(core)->listen_unix);
     util_notify("READY=1\nSTATUS=serving");
     bl_info("ready");
 
@@ -234,7 +234,7 @@ out:
      * are queued again at the next start */
     if (mover) {
         core_lock(core);
-        core->mover = NULL;
+        core_set_mover(core, NULL);
         core_unlock(core);
         mover_destroy(mover);
     }

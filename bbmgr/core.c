@@ -402,3 +402,24 @@ void core_tick(core_t *c)
     core_unlock(c);
 }
 
+
+/* ------------------------------------------------------------------ accessors */
+cfg_t *core_cfg(core_t *c)
+{
+    return c->cfg;
+}
+
+state_t *core_state(core_t *c)
+{
+    return c->st;
+}
+
+double core_started(core_t *c)
+{
+    return c->started;
+}
+
+void core_set_mover(core_t *c, mover_t *m)
+{
+    c->mover = m;
+}

@@ -181,54 +181,6 @@ typedef void (*core_notify_f)(uint64_t phase_id, void *arg);
 /* The core's state.  The rest of bbmgrd (routes.c, nodes.c, metrics.c) reads its
  * fields under the lock; what only the core's own files (core*.c) share is in
  * core_internal.h. */
-struct core {
-    pthread_mutex_t lock;
-    double spare_idle_from;     /* core_wall() after which spares may be made */
-    double prune_next;          /* core_wall() of the next removal of closed rows */
-    cfg_t *cfg;                 /* owned; replaced by core_reconfigure() */
-    state_t *st;                /* borrowed */
-    /* clock: scheduler time = monotonic seconds since mono0 + hs_offset */
-    double mono0, hs_offset, epoch, hs_last;
-    hs_sched_t *sched;
-    hs_policy_t policy;
-    char policy_id[64];
-    bool policy_override;       /* set through the API, persisted in meta */
-    node_t *nodes;
-    int nnodes;
-    hmap_t *node_by_name;       /* name -> node index + 1 */
-    pool_t *pools;
-    int npools;
-    hmap_t *jobs;               /* id -> job_t (not ended) */
-    hmap_t *jobs_hs;            /* hs_id -> job_t */
-    hmap_t *phases;             /* phase id -> phase_t (open ones) */
-    hmap_t *pbufs;              /* name -> pbuf_t */
-    hmap_t *xfers;              /* id -> xfer_t (not finished) */
-    uint64_t next_phase, next_xfer, next_hs;
-    hs_grant_t *grants;
-    size_t grants_cap;
-    double started;             /* Unix time of start */
-    core_notify_f notify;
-    void *notify_arg;
-    mover_t *mover;             /* borrowed (bbmgrd.c owns it); NULL: none */
-    held_t **held;              /* buffers of ended allocations still on disk */
-    int nheld;
-    bool durability_recovered;  /* stage-outs done but not durable at the start: handed
-                                   to the mover (at its first tick) */
-    /* counters for /metrics */
-    uint64_t n_granted, n_finished, n_expired, n_requested;
-    double bytes_finished, stall_seconds;
-    uint64_t decisions;
-    /* Deferred decisions: an event that cannot grant anything (a phase closes
-     * while no phase waits) only marks the decision stale; it is recomputed by the
-     * next event that needs it, before anything reads a bandwidth (core_settle()),
-     * or by the next tick.  nwaiting: waiting phases as of the last decision, less
-     * those closed since (never below the truth). */
-    bool sched_dirty;
-    int nwaiting;
-    uint64_t decisions_deferred;
-    uint64_t dec_hist[12];      /* decision latency buckets, see metrics.c */
-    double dec_sum;
-};
 
 core_t *core_create(cfg_t *cfg, state_t *st, hu_error_t *err);     /* takes cfg */
 void core_destroy(core_t *c);
@@ -302,7 +254,24 @@ void core_mover_report(core_t *c, uint64_t tid, const char *job, mover_state_t s
 /* Bring a deferred decision up to date (lock held); a no-op when it is. */
 void core_settle(core_t *c);
 
+/* ---- the core's configuration, state and services (for bbmgrd.c and routes.c) ---- */
+cfg_t *core_cfg(core_t *c);                 /* the running configuration */
+state_t *core_state(core_t *c);             /* the SQLite state (reads only) */
+double core_started(core_t *c);             /* Unix time of the daemon's start */
+void core_set_mover(core_t *c, mover_t *m); /* borrowed; NULL: none */
+/* A transfer by id, open or closed (closed ones are kept with their job), or NULL. */
+xfer_t *core_xfer_any(core_t *c, uint64_t id);
+
 /* ---- JSON views (lock held) ---- */
+/* Jobs visible to uid (all when admin), of one state (NULL: any), as summaries. */
+json_t *core_jobs_json(core_t *c, bool admin, uid_t uid, const char *state);
+json_t *core_pbufs_json(core_t *c);
+json_t *core_nodes_json(core_t *c);
+json_t *core_pools_json(core_t *c);
+/* One pool by name, or NULL when there is none. */
+json_t *core_pool_json_named(core_t *c, const char *name);
+/* The policy in force, the configured one, the ids known and auto's state. */
+json_t *core_policy_json(core_t *c);
 json_t *core_job_json(core_t *c, job_t *j, bool detail);
 json_t *core_alloc_json(core_t *c, const job_t *j, const alloc_t *a, const char *owner_path);
 json_t *core_phase_json(core_t *c, phase_t *p);

@@ -25,6 +25,59 @@ struct held {
     char reason[300];
 };
 
+/* The core's state: private to the core's files (core*.c) and to nodes.c and
+ * metrics.c, the agents' side of the core and its /metrics renderer, which read
+ * the node table and the counters under the core's lock.  Everything else goes
+ * through core.h's functions. */
+struct core {
+    pthread_mutex_t lock;
+    double spare_idle_from;     /* core_wall() after which spares may be made */
+    double prune_next;          /* core_wall() of the next removal of closed rows */
+    cfg_t *cfg;                 /* owned; replaced by core_reconfigure() */
+    state_t *st;                /* borrowed */
+    /* clock: scheduler time = monotonic seconds since mono0 + hs_offset */
+    double mono0, hs_offset, epoch, hs_last;
+    hs_sched_t *sched;
+    hs_policy_t policy;
+    char policy_id[64];
+    bool policy_override;       /* set through the API, persisted in meta */
+    node_t *nodes;
+    int nnodes;
+    hmap_t *node_by_name;       /* name -> node index + 1 */
+    pool_t *pools;
+    int npools;
+    hmap_t *jobs;               /* id -> job_t (not ended) */
+    hmap_t *jobs_hs;            /* hs_id -> job_t */
+    hmap_t *phases;             /* phase id -> phase_t (open ones) */
+    hmap_t *pbufs;              /* name -> pbuf_t */
+    hmap_t *xfers;              /* id -> xfer_t (not finished) */
+    uint64_t next_phase, next_xfer, next_hs;
+    hs_grant_t *grants;
+    size_t grants_cap;
+    double started;             /* Unix time of start */
+    core_notify_f notify;
+    void *notify_arg;
+    mover_t *mover;             /* borrowed (bbmgrd.c owns it); NULL: none */
+    held_t **held;              /* buffers of ended allocations still on disk */
+    int nheld;
+    bool durability_recovered;  /* stage-outs done but not durable at the start: handed
+                                   to the mover (at its first tick) */
+    /* counters for /metrics */
+    uint64_t n_granted, n_finished, n_expired, n_requested;
+    double bytes_finished, stall_seconds;
+    uint64_t decisions;
+    /* Deferred decisions: an event that cannot grant anything (a phase closes
+     * while no phase waits) only marks the decision stale; it is recomputed by the
+     * next event that needs it, before anything reads a bandwidth (core_settle()),
+     * or by the next tick.  nwaiting: waiting phases as of the last decision, less
+     * those closed since (never below the truth). */
+    bool sched_dirty;
+    int nwaiting;
+    uint64_t decisions_deferred;
+    uint64_t dec_hist[12];      /* decision latency buckets, see metrics.c */
+    double dec_sum;
+};
+
 #define NOW_NAN NAN
 #define HELD_PREFIX "persistent:"     /* held_t.job of a persistent buffer's */
 #define TRASH_DIR ".harmonia-trash"

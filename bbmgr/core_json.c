@@ -315,3 +315,73 @@ json_t *core_status_json(core_t *c)
                      "transfers_open", (int)hmap_size(c->xfers), "decisions",
                      (json_int_t)c->decisions, "held", held);
 }
+
+/* ------------------------------------------------------------------ listings */
+json_t *core_jobs_json(core_t *c, bool admin, uid_t uid, const char *state)
+{
+    json_t *a = json_array();
+    void *v;
+    for (void *it = hmap_first(c->jobs, &v); it; it = hmap_next(c->jobs, it, &v)) {
+        job_t *j = v;
+        if (!admin && j->uid != uid)
+            continue;
+        if (state && strcmp(state, job_state_name(j->state)))
+            continue;
+        json_array_append_new(a, core_job_json(c, j, false));
+    }
+    return a;
+}
+
+json_t *core_pbufs_json(core_t *c)
+{
+    json_t *a = json_array();
+    void *v;
+    for (void *it = hmap_first(c->pbufs, &v); it; it = hmap_next(c->pbufs, it, &v))
+        json_array_append_new(a, core_pbuf_json(c, v));
+    return a;
+}
+
+json_t *core_nodes_json(core_t *c)
+{
+    json_t *a = json_array();
+    for (int i = 0; i < c->nnodes; i++)
+        json_array_append_new(a, core_node_json(c, i));
+    return a;
+}
+
+json_t *core_pools_json(core_t *c)
+{
+    json_t *a = json_array();
+    for (int i = 0; i < c->npools; i++)
+        json_array_append_new(a, core_pool_json(c, i));
+    return a;
+}
+
+json_t *core_pool_json_named(core_t *c, const char *name)
+{
+    for (int i = 0; i < c->npools; i++)
+        if (!strcmp(c->pools[i].name, name))
+            return core_pool_json(c, i);
+    return NULL;
+}
+
+json_t *core_policy_json(core_t *c)
+{
+    json_t *ids = json_array();
+    const char *const *v = hs_policy_ids();
+    for (int i = 0; v && v[i]; i++)
+        json_array_append_new(ids, json_string(v[i]));
+    json_t *o = json_pack("{s:s s:b s:s s:o}", "id", c->policy_id, "override",
+                          c->policy_override, "configured", c->cfg->policy_id,
+                          "known", ids);
+    hs_auto_state_t as;
+    if (o && hs_sched_auto_state(c->sched, &as) == 0 && as.active)
+        json_object_set_new(o, "auto", json_pack("{s:s s:s s:I s:I s:o}", "current",
+                                                 as.current, "reason", as.reason,
+                                                 "epochs", (json_int_t)as.epochs,
+                                                 "switches", (json_int_t)as.switches,
+                                                 "last_epoch", isfinite(as.last_epoch)
+                                                 ? json_real(as.last_epoch)
+                                                 : json_null()));
+    return o;
+}

@@ -103,6 +103,18 @@ xfer_t *core_xfer(core_t *c, uint64_t id)
     return hmap_iget(c->xfers, id);
 }
 
+xfer_t *core_xfer_any(core_t *c, uint64_t id)
+{
+    xfer_t *x = core_xfer(c, id);
+    void *v;
+    /* closed ones live with their job */
+    for (void *it = hmap_first(c->jobs, &v); it && !x; it = hmap_next(c->jobs, it, &v))
+        for (int i = 0; i < ((job_t *)v)->nxfers && !x; i++)
+            if (((job_t *)v)->xfers[i]->id == id)
+                x = ((job_t *)v)->xfers[i];
+    return x;
+}
+
 int core_xfer_update(core_t *c, xfer_t *x, const char *state, int64_t bytes_done,
                      int64_t bytes_total, const char *message, cerr_t *e)
 {

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "metrics.h"
+#include "core_internal.h"
 #include "nodes.h"
 
 typedef struct {

@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core_internal.h"
 #include "nodes.h"
 #include "hmap.h"
 #include "log.h"

@@ -294,17 +294,7 @@ static void h_jobs_create(core_t *c, hreq_t *rq, reply_t *r)
 
 static void h_jobs_list(core_t *c, hreq_t *rq, reply_t *r)
 {
-    json_t *a = json_array();
-    const char *state = hreq_query(rq, "state");
-    void *v;
-    for (void *it = hmap_first(c->jobs, &v); it; it = hmap_next(c->jobs, it, &v)) {
-        job_t *j = v;
-        if (!rq->who->admin && j->uid != rq->who->uid)
-            continue;
-        if (state && strcmp(state, job_state_name(j->state)))
-            continue;
-        json_array_append_new(a, core_job_json(c, j, false));
-    }
+    json_t *a = core_jobs_json(c, rq->who->admin, rq->who->uid, hreq_query(rq, "state"));
     reply_json(r, 200, json_pack("{s:o}", "jobs", a));
 }
 
@@ -487,7 +477,7 @@ static int row_phase(sqlite3_stmt *s, void *arg)
 static void phase_from_db(core_t *c, hreq_t *rq, uint64_t pid, reply_t *r)
 {
     dbphase_t d = { NULL, 0 };
-    if (state_query(c->st, row_phase, &d, "SELECT " PHASE_COLS " FROM phases p JOIN jobs j"
+    if (state_query(core_state(c), row_phase, &d, "SELECT " PHASE_COLS " FROM phases p JOIN jobs j"
                     " ON j.id=p.job_id WHERE p.id=?", "i", (int64_t)pid) < 0)
         return (void)reply_error(r, 500, NULL, "state database read failed");
     if (!d.o)
@@ -600,7 +590,7 @@ static void h_job_phases(core_t *c, hreq_t *rq, reply_t *r)
     if (limit < 1 || limit > 10000)
         return (void)reply_error(r, 400, "limit", "must be in 1..10000");
     dbphase_t d = { json_array(), 0 };
-    if (state_query(c->st, row_phase, &d, "SELECT " PHASE_COLS " FROM phases p JOIN jobs j"
+    if (state_query(core_state(c), row_phase, &d, "SELECT " PHASE_COLS " FROM phases p JOIN jobs j"
                     " ON j.id=p.job_id WHERE p.job_id=? ORDER BY p.id DESC LIMIT ?", "si",
                     j->id, (int64_t)limit) < 0) {
         json_decref(d.o);
@@ -673,15 +663,7 @@ static xfer_t *xfer_for(core_t *c, hreq_t *rq, reply_t *r)
         reply_error(r, 400, "id", "must be a transfer number");
         return NULL;
     }
-    xfer_t *x = core_xfer(c, id);
-    if (!x) {
-        /* closed ones live with their job */
-        void *v;
-        for (void *it = hmap_first(c->jobs, &v); it && !x; it = hmap_next(c->jobs, it, &v))
-            for (int i = 0; i < ((job_t *)v)->nxfers; i++)
-                if (((job_t *)v)->xfers[i]->id == id)
-                    x = ((job_t *)v)->xfers[i];
-    }
+    xfer_t *x = core_xfer_any(c, id);
     if (!x)
         reply_error(r, 404, "id", "no open transfer %ju", (uintmax_t)id);
     return x;
@@ -750,11 +732,7 @@ static void h_pbuf_create(core_t *c, hreq_t *rq, reply_t *r)
 
 static void h_pbuf_list(core_t *c, hreq_t *rq, reply_t *r)
 {
-    json_t *a = json_array();
-    void *v;
-    for (void *it = hmap_first(c->pbufs, &v); it; it = hmap_next(c->pbufs, it, &v))
-        json_array_append_new(a, core_pbuf_json(c, v));
-    reply_json(r, 200, json_pack("{s:o}", "persistent", a));
+    reply_json(r, 200, json_pack("{s:o}", "persistent", core_pbufs_json(c)));
 }
 
 static pbuf_t *pbuf_for(core_t *c, hreq_t *rq, reply_t *r, bool owner_only)
@@ -834,10 +812,7 @@ static void h_pbuf_unuse(core_t *c, hreq_t *rq, reply_t *r)
 /* ------------------------------------------------------------------ nodes, pools */
 static void h_nodes(core_t *c, hreq_t *rq, reply_t *r)
 {
-    json_t *a = json_array();
-    for (int i = 0; i < c->nnodes; i++)
-        json_array_append_new(a, core_node_json(c, i));
-    reply_json(r, 200, json_pack("{s:o}", "nodes", a));
+    reply_json(r, 200, json_pack("{s:o}", "nodes", core_nodes_json(c)));
 }
 
 static int node_for(core_t *c, hreq_t *rq, reply_t *r)
@@ -880,17 +855,14 @@ static void h_node_resume(core_t *c, hreq_t *rq, reply_t *r) { node_drain(c, rq,
 
 static void h_pools(core_t *c, hreq_t *rq, reply_t *r)
 {
-    json_t *a = json_array();
-    for (int i = 0; i < c->npools; i++)
-        json_array_append_new(a, core_pool_json(c, i));
-    reply_json(r, 200, json_pack("{s:o}", "pools", a));
+    reply_json(r, 200, json_pack("{s:o}", "pools", core_pools_json(c)));
 }
 
 static void h_pool_get(core_t *c, hreq_t *rq, reply_t *r)
 {
-    for (int i = 0; i < c->npools; i++)
-        if (!strcmp(c->pools[i].name, rq->args[0]))
-            return reply_json(r, 200, core_pool_json(c, i));
+    json_t *p = core_pool_json_named(c, rq->args[0]);
+    if (p)
+        return reply_json(r, 200, p);
     reply_error(r, 404, "name", "no pool %s", rq->args[0]);
 }
 
@@ -907,23 +879,7 @@ static void h_schedule(core_t *c, hreq_t *rq, reply_t *r)
 
 static void h_policy_get(core_t *c, hreq_t *rq, reply_t *r)
 {
-    json_t *ids = json_array();
-    const char *const *v = hs_policy_ids();
-    for (int i = 0; v && v[i]; i++)
-        json_array_append_new(ids, json_string(v[i]));
-    json_t *o = json_pack("{s:s s:b s:s s:o}", "id", c->policy_id, "override",
-                          c->policy_override, "configured", c->cfg->policy_id,
-                          "known", ids);
-    hs_auto_state_t as;
-    if (o && hs_sched_auto_state(c->sched, &as) == 0 && as.active)
-        json_object_set_new(o, "auto", json_pack("{s:s s:s s:I s:I s:o}", "current",
-                                                 as.current, "reason", as.reason,
-                                                 "epochs", (json_int_t)as.epochs,
-                                                 "switches", (json_int_t)as.switches,
-                                                 "last_epoch", isfinite(as.last_epoch)
-                                                 ? json_real(as.last_epoch)
-                                                 : json_null()));
-    reply_json(r, 200, o);
+    reply_json(r, 200, core_policy_json(c));
 }
 
 static void h_policy_set(core_t *c, hreq_t *rq, reply_t *r)
@@ -945,13 +901,13 @@ static void h_status(core_t *c, hreq_t *rq, reply_t *r)
 {
     json_t *o = core_status_json(c);
     json_object_set_new(o, "version", json_string(PACKAGE_VERSION));
-    json_object_set_new(o, "started", json_real(c->started));
-    json_object_set_new(o, "uptime", json_real(core_wall() - c->started));
-    json_object_set_new(o, "auth", json_string(c->cfg->auth_type));
-    json_object_set_new(o, "state", json_pack("{s:s s:i s:I s:b}", "dir", c->cfg->state_dir,
+    json_object_set_new(o, "started", json_real(core_started(c)));
+    json_object_set_new(o, "uptime", json_real(core_wall() - core_started(c)));
+    json_object_set_new(o, "auth", json_string(core_cfg(c)->auth_type));
+    json_object_set_new(o, "state", json_pack("{s:s s:i s:I s:b}", "dir", core_cfg(c)->state_dir,
                                               "schema", STATE_SCHEMA_VERSION, "committed",
-                                              (json_int_t)state_committed(c->st), "durable",
-                                              c->cfg->state_durable));
+                                              (json_int_t)state_committed(core_state(c)), "durable",
+                                              core_cfg(c)->state_durable));
     json_object_set_new(o, "caller", json_pack("{s:I s:I s:b}", "uid", (json_int_t)rq->who->uid,
                                                "gid", (json_int_t)rq->who->gid, "admin",
                                                rq->who->admin));
@@ -990,10 +946,10 @@ static void h_history(core_t *c, hreq_t *rq, reply_t *r)
             || strcmp(res->pw_name, user))
             return (void)reply_error(r, 403, "user", "you may read only your own history");
     }
-    if (state_query(c->st, row_hist, &h, "SELECT count(*),count(w_iter),avg(w_iter),avg(volume)"
+    if (state_query(core_state(c), row_hist, &h, "SELECT count(*),count(w_iter),avg(w_iter),avg(volume)"
                     " FROM (SELECT w_iter,volume FROM history WHERE user=? AND job_name=?"
                     " ORDER BY id DESC LIMIT ?)", "ssi", user, name,
-                    (int64_t)c->cfg->limits_history_keep) < 0)
+                    (int64_t)core_cfg(c)->limits_history_keep) < 0)
         return (void)reply_error(r, 500, NULL, "state database read failed");
     reply_json(r, 200, json_pack("{s:s s:s s:i s:o s:o}", "user", user, "name", name, "jobs",
                                  (int)h.n, "w_iter",
