@@ -381,18 +381,21 @@ def test_busy_device_gets_less_bandwidth(make_daemon, agents, tmp_base):
     last = t0
 
     def busy():
+        # the writer's bytes are added as time passes, in steps as small as this
+        # loop's; a loaded machine makes the steps uneven, so an interval may see
+        # more than 600 MB/s: wait for the scheduler's view to settle where it
+        # should (1 GB/s less about 0.6), not for the first reading below 0.55
         nonlocal last
         now = time.time()
         dev.add(int(600e6 * (now - last)))
         last = now
         n = node(d, "bb01")
-        return n["bandwidth"] < 0.55e9 and n
+        return 0.25e9 <= n["bandwidth"] <= 0.55e9 and n["agent"]["foreign_bw"] > 4.5e8 and n
 
-    n = wait_for(busy, "bb01's bandwidth to follow its device", timeout=10)
+    n = wait_for(busy, "bb01's bandwidth to follow its device", timeout=10,
+                 report=lambda: node(d, "bb01"))
     delay = time.time() - t0
     print("device status to decision: %.2f s" % delay)
-    assert 0.25e9 <= n["bandwidth"] <= 0.55e9, n
-    assert n["agent"]["foreign_bw"] > 4.5e8, n["agent"]
     bw, _ = phase_bw(d, "g1")
     assert bw <= 0.6e9, bw
     # the writer stops: the configured bandwidth is counted on again
