@@ -475,6 +475,18 @@ static bool removing(agent_t *a, const char *name, bool persistent)
     return found;
 }
 
+/* The directory is in bbmgrd's set again (a job id used again: a job released
+ * after a failed stage-in, a requeued job): when it leaves the set, it is an
+ * orphan to remove again. */
+static void removing_forget(agent_t *a, const char *name, bool persistent)
+{
+    int k = 0;
+    for (int i = 0; i < a->nremoving; i++)
+        if (a->removing[i].persistent != persistent || strcmp(a->removing[i].name, name))
+            a->removing[k++] = a->removing[i];
+    a->nremoving = k;
+}
+
 /* Remove what is not in the set: directories only, of usable names, never the
  * reserved ones. */
 static void orphans_remove(agent_t *a, const np_dir_t *v, size_t n, bool persistent)
@@ -698,6 +710,7 @@ static void apply(agent_t *a, json_t *rep)
                 dirs_ok = false;
                 continue;
             }
+            removing_forget(a, dv[nd].name, dv[nd].persistent);
             dir_make(a, &dv[nd++]);
         }
     }

@@ -70,6 +70,8 @@ typedef struct {
 typedef struct {
     int node;
     uint64_t bytes;
+    uint64_t dirgen;            /* an agent's node: the generation of its directory set
+                                   that first holds this directory (0: none awaited) */
 } anode_t;
 
 typedef struct {

@@ -211,7 +211,7 @@ bool mount_ok(core_t *c, int idx)
     return false;
 }
 
-void bufdirs_make(core_t *c, const alloc_t *a, bool persistent, const char *name,
+void bufdirs_make(core_t *c, alloc_t *a, bool persistent, const char *name,
                          uid_t uid, gid_t gid)
 {
     char path[1200];
@@ -222,8 +222,10 @@ void bufdirs_make(core_t *c, const alloc_t *a, bool persistent, const char *name
     for (int i = 0; i < a->n; i++) {
         const char *mount = c->nodes[a->v[i].node].mount;
         int fd;
-        if (nodes_dir_hook(c, a->v[i].node))   /* its agent makes it */
+        if (nodes_dir_hook(c, a->v[i].node)) {     /* its agent makes it */
+            a->v[i].dirgen = nodes_dir_gen(c, a->v[i].node);
             continue;
+        }
         if (mount_seen(c, a, i) || !mount_ok(c, a->v[i].node))
             continue;
         if (persistent) {

@@ -119,7 +119,7 @@ int mount_owner(core_t *c, int idx);
 void spares_fill(core_t *c, double wall);
 bool mount_seen(core_t *c, const alloc_t *a, int i);
 bool mount_ok(core_t *c, int idx);
-void bufdirs_make(core_t *c, const alloc_t *a, bool persistent, const char *name,
+void bufdirs_make(core_t *c, alloc_t *a, bool persistent, const char *name,
                   uid_t uid, gid_t gid);
 void bufdir_teardown(core_t *c, const char *job, const char *path, uid_t uid, gid_t gid);
 void bufdirs_remove(core_t *c, const alloc_t *a, bool persistent, const char *name,

@@ -35,10 +35,10 @@ json_t *core_alloc_json(core_t *c, const job_t *j, const alloc_t *a, const char 
         json_array_append_new(nodes, json_pack("{s:s s:I s:s}", "name", n->name, "bytes",
                                                (json_int_t)a->v[i].bytes, "path", path));
     }
-    return json_pack("{s:s s:I s:I s:i s:o s:o}", "pool", a->pool, "capacity",
+    return json_pack("{s:s s:I s:I s:i s:o s:o s:b}", "pool", a->pool, "capacity",
                      (json_int_t)a->capacity, "reserved", (json_int_t)a->reserved,
                      "nodes_requested", a->nodes_requested, "created", jnum(a->created),
-                     "nodes", nodes);
+                     "nodes", nodes, "ready", nodes_alloc_ready(c, a));
 }
 
 /* Does a granted phase use node k of its job's allocation?  A drained node is

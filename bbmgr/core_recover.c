@@ -170,6 +170,8 @@ static int rec_anode(sqlite3_stmt *s, void *arg)
     a->v = nv;
     a->v[a->n].node = idx;
     a->v[a->n].bytes = bytes;
+    /* an agent's node: ready once the agent applied a set of this process */
+    a->v[a->n].dirgen = nodes_is_agent(c, idx) ? 1 : 0;
     a->n++;
     n->used += bytes;
     n->nallocs++;

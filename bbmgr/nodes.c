@@ -40,6 +40,7 @@ typedef struct {
     double reported;            /* wall time of the last report */
     char agent[64];             /* instance id of the agent process */
     uint64_t gen;               /* generation of its directory set */
+    uint64_t applied;           /* the generation the agent says it applied */
     bool sent_current;          /* the agent has generation gen */
     np_status_t st;
     double foreign;             /* bytes/s of I/O on its device not its own */
@@ -121,6 +122,22 @@ static int agent_of_node(core_t *c, int idx)
 bool nodes_is_agent(core_t *c, int idx)
 {
     return agent_of_node(c, idx) >= 0;
+}
+
+uint64_t nodes_dir_gen(core_t *c, int idx)
+{
+    int a = agent_of_node(c, idx);
+    return a < 0 ? 0 : G.v[a].gen;
+}
+
+bool nodes_alloc_ready(core_t *c, const alloc_t *al)
+{
+    for (int i = 0; al && i < al->n; i++) {
+        int a = al->v[i].dirgen ? agent_of_node(c, al->v[i].node) : -1;
+        if (a >= 0 && (G.v[a].down || G.v[a].applied < al->v[i].dirgen))
+            return false;
+    }
+    return true;
 }
 
 bool nodes_dir_hook(core_t *c, int idx)
@@ -454,6 +471,14 @@ void nodes_route_poll(core_t *c, hreq_t *rq, reply_t *r)
     apply_bandwidth(c, a);
 
     char cur[64];
+    /* the set the agent applied, if it is one of this process's */
+    snprintf(cur, sizeof(cur), "%.0f-", G.start_wall);
+    if (gen && !strncmp(json_string_value(gen), cur, strlen(cur))) {
+        char *end;
+        unsigned long long v = strtoull(json_string_value(gen) + strlen(cur), &end, 10);
+        if (!*end && v <= g->gen)
+            g->applied = v;
+    }
     snprintf(cur, sizeof(cur), "%.0f-%ju", G.start_wall, (uintmax_t)g->gen);
     json_t *out = json_pack("{s:s s:f s:s s:o}", "node", g->name, "interval",
                             c->cfg->agents_interval, "dirs_gen", cur, "tasks", tasks_json(c, a));

@@ -30,6 +30,12 @@
  * the new set at its next poll).  false: not an agent's node (bbmgrd does it). */
 bool nodes_dir_hook(core_t *c, int idx);
 bool nodes_is_agent(core_t *c, int idx);
+/* The generation of node idx's directory set now (0: not an agent's node). */
+uint64_t nodes_dir_gen(core_t *c, int idx);
+/* Every directory of allocation a on an agent's node is made: its agent applied
+ * a directory set at least as new as the one that first held it (anode_t.dirgen);
+ * a job must not start before (its directory would not be there yet). */
+bool nodes_alloc_ready(core_t *c, const alloc_t *a);
 
 /* The transfer of spec has its buffer side (buf) under the mount of an agent's
  * node: it is queued for that agent (true).  false: bbmgrd's own mover runs it. */

@@ -220,6 +220,35 @@ def test_bbmgrd_restarted_while_agents_copy(make_daemon, agents, tmp_base):
     assert owned_dir(paths[0])
 
 
+def test_allocation_ready_once_its_agents_made_the_directories(make_daemon, agents,
+                                                              tmp_base):
+    """An allocation on agents' nodes says "ready": false until every agent of it
+    has applied a directory set holding the job's directory (a job must not start
+    before: burst_buffer/harmonia waits for it), then true, with the directories
+    there."""
+    d, by = agent_cluster(make_daemon, agents, tmp_base)
+    for a in by.values():
+        a.kill(signal.SIGSTOP)      # silent (within down_after): nothing made
+    try:
+        paths, names = new_job(d, "r1", nodes=3, wait=False)
+        a = d.ok("GET", "/v1/jobs/r1/allocation", uid=SLURM_UID)
+        assert a["ready"] is False, a
+        time.sleep(0.5)
+        assert d.ok("GET", "/v1/jobs/r1/allocation", uid=SLURM_UID)["ready"] is False
+        assert not any(os.path.exists(p) for p in paths)
+        by[names[0]].kill(signal.SIGCONT)
+        for p in paths[:1]:
+            wait_for(lambda: os.path.isdir(p), "its agent to make " + p)
+        time.sleep(0.5)
+        assert d.ok("GET", "/v1/jobs/r1/allocation", uid=SLURM_UID)["ready"] is False
+    finally:
+        for a in by.values():
+            a.kill(signal.SIGCONT)
+    a = wait_for(lambda: (lambda a: a["ready"] and a)(
+        d.ok("GET", "/v1/jobs/r1/allocation", uid=SLURM_UID)), "the allocation ready")
+    assert all(os.path.isdir(p) and owned_dir(p) for p in paths)
+
+
 def test_agent_down_then_back(make_daemon, agents, tmp_base):
     """An agent that stops reporting is marked down after agents.down_after: its node
     is drained with the reason, a stage-out whose data was only there fails saying

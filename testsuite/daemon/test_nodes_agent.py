@@ -162,6 +162,27 @@ def test_directories_made_and_orphans_removed(agent, tmp_base):
     assert body["status"]["free_bytes"] > 0
 
 
+def test_directory_of_a_name_used_again_removed_again(agent, tmp_base):
+    """A job id comes back (a job released after a failed stage-in, a requeued
+    job): its directory, removed when it left the set, is made again, and removed
+    again when it leaves the set a second time (not taken for the removal of the
+    first time, still under way)."""
+    mgr, mount, _, _ = agent
+    d = os.path.join(mount, "4242")
+    for gen in ("r1", "r3"):
+        mgr.reply(dirs_gen=gen, dirs=[{"name": "4242", "uid": USER1, "gid": GID1}])
+        mgr.next(lambda b: b.get("dirs") == gen)
+        assert os.path.isdir(d)
+        write(os.path.join(d, "data"), b"x", 0o600)
+        gone = "r%d" % (int(gen[1]) + 1)
+        mgr.reply(dirs_gen=gone, dirs=[])
+        mgr.next(lambda b: b.get("dirs") == gone)
+        t0 = time.time()
+        while os.path.exists(d) and time.time() - t0 < 10:
+            time.sleep(0.05)
+        assert not os.path.exists(d), "directory of the set %s left behind" % gone
+
+
 def test_bad_directory_set_removes_nothing(agent, tmp_base):
     """A set with a name that is not one directory is refused whole: nothing made
     outside the mount, nothing removed."""

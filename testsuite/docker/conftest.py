@@ -132,11 +132,13 @@ class DockerCluster:
         return json.loads(p.stdout)
 
     def buffer_dirs(self):
-        """What the buffer devices hold besides bbmgrd's spares: job directories
-        and persistent buffers (the empty 'persistent' directory is not listed, nor
-        the trash directories themselves: what is in a trash is listed)."""
+        """What the buffer devices hold besides the agents' spares and locks: job
+        directories and persistent buffers (the empty 'persistent' directory is
+        not listed, nor the trash directories themselves: what is in a trash is
+        listed).  Read on ctl, which mounts every device read-only."""
         p = self.sh("ctl", "find /bb/bb1 /bb/bb2 /bb/bb3 /bb/bb4 -mindepth 1 -maxdepth 3 "
                     "-not -path '*/.harmonia-spare*' -not -path '/bb/bb?/persistent' "
+                    "-not -name .harmonia-agent.lock "
                     "-not -path '/bb/bb?/.harmonia-trash' "
                     "-not -path '/bb/bb?/persistent/.harmonia-trash' "
                     "-not -path '/bb/bb?/*/*/*' -o -path '/bb/bb?/persistent/.harmonia-trash/*' "
@@ -144,7 +146,8 @@ class DockerCluster:
         return [l.split("/")[-1] for l in p.stdout.splitlines() if l]
 
     def wait_ready(self, timeout=180):
-        """The controller's daemons up and the four compute nodes idle."""
+        """The controller's daemons up, the four compute nodes idle, the four
+        buffer nodes' agents reporting."""
         def ready():
             if not self.running("ctl"):
                 return False
@@ -152,7 +155,11 @@ class DockerCluster:
                        check=False).returncode != 0:
                 return False
             p = self.sh("ctl", "sinfo -h -N -t idle,mix,alloc -o %N", check=False)
-            return p.returncode == 0 and len(set(p.stdout.split())) >= 4
+            if p.returncode != 0 or len(set(p.stdout.split())) < 4:
+                return False
+            # every buffer node's agent reports, with the current bbmgr.yaml
+            return self.sh("ctl", "/opt/harmonia/docker/control agents-up",
+                           check=False).returncode == 0
         wait_for(ready, timeout, "the cluster to be ready")
 
 

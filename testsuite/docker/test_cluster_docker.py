@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """The Docker Compose cluster as built: what testsuite/slurm cannot see from
 inside one container.  One MUNGE key on every host, the shared PFS and the
-per-node buffer devices mounted where the configuration says, accounting
-with the TRES bb/harmonia, and a network that is private to the cluster.
+per-node buffer devices mounted where the configuration says, a node agent
+serving each buffer node, accounting with the TRES bb/harmonia, and a network
+that is private to the cluster.
 """
 import json
 
@@ -22,8 +23,8 @@ def test_one_munge_key(dc):
 
 def test_pfs_and_devices_mounted(dc):
     """/pfs is one file system on every host; buffer node bbN's device is the
-    volume on /bb/bbN of bbN, of ctl (bbmgrd) and of every compute node, and
-    only there among the buffer nodes."""
+    volume on /bb/bbN of bbN, of every compute node and, read-only, of ctl (the
+    login host), and only there among the buffer nodes."""
     dc.sh("c1", "echo pfs > %s/shared-check" % WORK)
     for host in ["ctl", "dbd", "db"] + COMPUTE + BUFFER:
         assert dc.sh(host, "cat %s/shared-check" % WORK).stdout == "pfs\n", host
@@ -31,11 +32,47 @@ def test_pfs_and_devices_mounted(dc):
         dc.sh(bb, "echo dev-%s > /bb/%s/.mount-check" % (bb, bb))
         for host in ["ctl"] + COMPUTE:
             assert dc.sh(host, "cat /bb/%s/.mount-check" % bb).stdout == "dev-%s\n" % bb
+        p = dc.sh("ctl", "touch /bb/%s/.ctl-check" % bb, check=False)
+        assert p.returncode != 0 and "Read-only file system" in p.stderr, p.stderr
         other = BUFFER[i % len(BUFFER)]
         assert dc.sh(other, "test -e /bb/%s" % bb, check=False).returncode != 0
         dc.sh(bb, "rm /bb/%s/.mount-check" % bb)
     mounts = {n["name"]: n["mount"] for n in dc.bbmgr("nodes")["nodes"]}
     assert mounts == {bb: "/bb/" + bb for bb in BUFFER}
+
+
+def test_agents_serve_the_buffer_nodes(dc):
+    """Each buffer node runs its agent (bbnoded), which bbmgrd sees up; a job's
+    buffer directory is made by the agent of its node and its stage-in and
+    stage-out are copied there, not by bbmgrd."""
+    nodes = {n["name"]: n for n in dc.bbmgr("nodes")["nodes"]}
+    for bb in BUFFER:
+        pid = dc.sh(bb, "cat /run/harmonia/bbnoded.pid").stdout.strip()
+        assert dc.sh(bb, "cat /proc/%s/comm" % pid).stdout.strip() == "bbnoded"
+        assert nodes[bb]["agent"]["state"] == "up", nodes[bb]
+    assert dc.sh("ctl", "bbmgr status").stdout.count("agents: 4, 4 up, 0 down") == 1
+    dc.sh("ctl", "rm -rf {w}/agent-in {w}/agent-out && mkdir -p {w}/agent-in "
+          "&& echo data > {w}/agent-in/f".format(w=WORK))
+    jid = dc.sbatch("cat $HARMONIA_BB/in/f; echo $HARMONIA_BB_NODES; echo out > $HARMONIA_BB/out",
+                    "jobbuffer capacity=1GiB",
+                    "stage_in source=%s/agent-in destination=$HARMONIA_BB/in type=directory"
+                    % WORK,
+                    "stage_out source=$HARMONIA_BB/out destination=%s/agent-out type=file"
+                    % WORK)
+    st = dc.wait_state(jid, {"COMPLETED", "FAILED"})
+    assert st["JobState"] == "COMPLETED", st
+    out = dc.sh("ctl", "cat %s/slurm-%s.out" % (WORK, jid)).stdout.split()
+    assert out[0] == "data"
+    first = out[1].split(",")[0]
+    log = dc.sh(first, "cat /var/log/harmonia/bbnoded.log").stdout
+    assert "buffer directory /bb/%s/%s created" % (first, jid) in log
+    assert "stage_in " in log and " of job %s: " % jid in log
+    assert "stage_out " in log
+    wait_for(lambda: dc.sh("ctl", "cat %s/agent-out" % WORK,
+                           check=False).stdout == "out\n", 30, "the stage-out")
+    bl = dc.sh("ctl", "grep -c 'of job %s handed to the agent of %s' /var/log/harmonia/bbmgrd.log"
+               % (jid, first)).stdout.strip()
+    assert bl == "2", bl            # the stage-in and the stage-out
 
 
 def test_accounting_counts_bb_tres(dc):

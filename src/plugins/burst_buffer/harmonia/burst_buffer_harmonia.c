@@ -94,6 +94,7 @@ typedef enum {
 } want_t;
 
 #define KEPT_CHECK 10.0		/* seconds between looks at a kept buffer */
+#define DIRS_CHECK 0.25		/* seconds between looks at directories being made */
 
 /* Result of one agent step. */
 typedef enum {
@@ -448,6 +449,8 @@ typedef struct {
 	bool allocated;
 	bool released;		/* the job's space went back to its pools */
 	bool stage_wait;	/* transfers asked for or under way */
+	bool dirs_ready;	/* the allocation's reply said its directories are made */
+	bool dirs_wait;		/* they are not yet */
 } work_t;
 
 static void _work_free(work_t *w)
@@ -572,6 +575,7 @@ static step_rc_t _alloc_done(work_t *w, int st, json_t *resp)
 				   name);
 	}
 	w->allocated = true;
+	w->dirs_ready = !json_is_false(json_object_get(resp, "ready"));
 	return STEP_NEXT;
 }
 
@@ -769,6 +773,36 @@ static step_rc_t _step_stage(hm_client_t *cli, work_t *w, bool in)
 	return STEP_AGAIN;
 }
 
+/* The buffer's directories are there: a node served by an agent makes the job's
+ * directory at its next report after the allocation (GET /v1/jobs/ID/allocation
+ * says "ready"); the job must not start before.  A bbmgrd that does not say is
+ * ready. */
+static step_rc_t _step_dirs_ready(hm_client_t *cli, work_t *w)
+{
+	json_t *resp = NULL, *ready;
+	char path[64];
+	int st;
+
+	if (w->dirs_ready || !w->req.has_buffer)
+		return STEP_NEXT;
+	snprintf(path, sizeof(path), "/v1/jobs/%u/allocation", w->job_id);
+	st = _call(cli, "GET", path, NULL, &resp, &w->msg);
+	if (st < 0 || st >= 500) {
+		json_decref(resp);
+		return STEP_AGAIN;
+	}
+	ready = st == 200 ? json_object_get(resp, "ready") : NULL;
+	if (!json_is_false(ready)) {
+		json_decref(resp);
+		return STEP_NEXT;	/* ready, or no allocation (404) */
+	}
+	json_decref(resp);
+	xfree(w->msg);
+	w->msg = xstrdup("buffer directories being made by the buffer nodes' agents");
+	w->dirs_wait = true;
+	return STEP_AGAIN;
+}
+
 static step_rc_t _step_reconcile(hm_client_t *cli, work_t *w)
 {
 	json_t *resp = NULL, *alloc, *nodes;
@@ -908,6 +942,7 @@ static step_rc_t _run(hm_client_t *cli, work_t *w)
 			case 1: rc = _step_alloc(cli, w); break;
 			case 2: rc = _step_persistent(cli, w); break;
 			case 3: rc = _step_stage(cli, w, true); break;
+			case 4: rc = _step_dirs_ready(cli, w); break;
 			default: return STEP_DONE;
 			}
 			break;
@@ -1038,7 +1073,11 @@ static bool _apply_locked(work_t *w, step_rc_t rc)
 	switch (rc) {
 	case STEP_AGAIN:
 		h->tries++;
-		if (w->stage_wait) {
+		if (w->dirs_wait) {
+			/* an agent makes them at its next report (every
+			 * agents.interval, 0.5 s by default) */
+			delay = MIN(DIRS_CHECK, (double) conf.poll_interval);
+		} else if (w->stage_wait) {
 			/* small transfers end within milliseconds: poll
 			 * after 10 ms, then 1.5 times as long each time, up
 			 * to PollInterval */
