@@ -53,6 +53,14 @@ typedef struct {
     double at;
 } removing_t;
 
+/* A directory of bbmgrd's set: which incarnation (np_dir_t.inc) it is, on disk. */
+typedef struct {
+    char key[300];              /* its key in agent.made */
+    double inc;
+    dev_t dev;
+    ino_t ino;
+} made_t;
+
 struct agent {
     const cfg_t *cfg;
     char node[64];
@@ -80,6 +88,8 @@ struct agent {
     double spare_idle_from;
     removing_t removing[REMOVING_MAX];
     int nremoving;
+    hmap_t *made;               /* "j:<name>"/"p:<name>" -> made_t: the directories of
+                                   the set and the incarnation each was made for */
     char *diskstats;            /* block device counters (/proc/diskstats) */
     unsigned dev_major, dev_minor;
     bool dev_seen;              /* rsect/wsect hold the previous reading */
@@ -189,7 +199,7 @@ agent_t *agent_create(const agent_opts_t *o, hu_error_t *err)
         }
     }
     if (!(a->tab = np_table_create()) || !(a->prog = hmap_create())
-        || !(a->curl = curl_easy_init())) {
+        || !(a->made = hmap_create()) || !(a->curl = curl_easy_init())) {
         hu_errprintf(err, "out of memory");
         goto fail;
     }
@@ -215,6 +225,11 @@ void agent_destroy(agent_t *a)
         for (void *it = hmap_first(a->prog, &v); it; it = hmap_next(a->prog, it, &v))
             free(v);
         hmap_destroy(a->prog);
+    }
+    if (a->made) {
+        for (void *it = hmap_first(a->made, &v); it; it = hmap_next(a->made, it, &v))
+            free(v);
+        hmap_destroy(a->made);
     }
     if (a->curl)
         curl_easy_cleanup(a->curl);
@@ -402,6 +417,86 @@ static int parent_fd(agent_t *a, bool persistent)
     return openat(a->mfd, "persistent", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 }
 
+static void made_key(const np_dir_t *d, char *key, size_t len)
+{
+    snprintf(key, len, "%c:%s", d->persistent ? 'p' : 'j', d->name);
+}
+
+static void made_set(agent_t *a, const np_dir_t *d, const struct stat *st)
+{
+    char key[300];
+    made_t *r;
+    made_key(d, key, sizeof(key));
+    if (!(r = hmap_get(a->made, key))) {
+        if (!(r = calloc(1, sizeof(*r))) || hmap_put(a->made, key, r) < 0) {
+            free(r);
+            return;             /* out of memory: the next report tries again */
+        }
+        snprintf(r->key, sizeof(r->key), "%s", key);
+    }
+    r->inc = d->inc;
+    r->dev = st->st_dev;
+    r->ino = st->st_ino;
+}
+
+/* Forget the directories that left bbmgrd's set. */
+static bool in_set(const np_dir_t *v, size_t n, const char *name, bool persistent);
+
+static void made_prune(agent_t *a, const np_dir_t *v, size_t n)
+{
+    made_t *gone[256];
+    int ngone;
+    void *val;
+    do {
+        ngone = 0;
+        for (void *it = hmap_first(a->made, &val); it && ngone < 256;
+             it = hmap_next(a->made, it, &val)) {
+            made_t *r = val;
+            if (!in_set(v, n, r->key + 2, r->key[0] == 'p'))
+                gone[ngone++] = r;
+        }
+        for (int i = 0; i < ngone; i++) {
+            hmap_del(a->made, gone[i]->key);
+            free(gone[i]);
+        }
+    } while (ngone == 256);
+}
+
+/* The directory d names is there, of an earlier buffer of that name: made for
+ * another incarnation (a job id used again by a requeued job, a persistent name
+ * destroyed and made again within one report) or owned by someone else.  Moved
+ * aside to <parent>/.harmonia-trash/<inode> and removed from there, so that the
+ * name is free at once for a new, empty directory.  false: it could not be. */
+static bool dir_aside(agent_t *a, int pfd, const np_dir_t *d, const struct stat *st)
+{
+    const char *where = d->persistent ? "persistent/" : "";
+    char from[1400], trash[1400];
+    struct stat ts;
+    if (mkdirat(pfd, ".harmonia-trash", 0711) < 0 && errno != EEXIST)
+        goto fail;
+    if (fstatat(pfd, ".harmonia-trash", &ts, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(ts.st_mode)
+        || ts.st_uid != geteuid() || (ts.st_mode & 022)) {
+        errno = EPERM;
+        goto fail;
+    }
+    snprintf(from, sizeof(from), "%s/%s%s", a->mount, where, d->name);
+    snprintf(trash, sizeof(trash), "%s/%s.harmonia-trash/%ju", a->mount, where,
+             (uintmax_t)st->st_ino);
+    if (mover_aside(a->m, from, trash) < 0)
+        goto fail;
+    bl_info("buffer directory %s (inode %ju, uid %u) belongs to an earlier buffer of that "
+            "name: moved to %s, a new one is made", from, (uintmax_t)st->st_ino,
+            (unsigned)st->st_uid, trash);
+    if (mover_rmtree(a->m, NULL, trash, NULL, st->st_uid, st->st_gid, st->st_dev,
+                     st->st_ino) < 0)
+        bl_warning("removal of %s: %s", trash, strerror(errno));
+    return true;
+fail:
+    bl_warning("buffer directory %s/%s%s of an earlier buffer: not moved aside: %s", a->mount,
+               where, d->name, strerror(errno));
+    return false;
+}
+
 static void dir_make(agent_t *a, const np_dir_t *d)
 {
     struct stat st;
@@ -413,13 +508,34 @@ static void dir_make(agent_t *a, const np_dir_t *d)
         return;
     }
     if (fstatat(pfd, d->name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+        char key[300];
+        made_t *r;
         if (!S_ISDIR(st.st_mode)) {
             bl_warning("buffer directory %s/%s%s: exists and is not a directory", a->mount,
                        where, d->name);
             a->errors++;
+            close(pfd);
+            return;
         }
-        close(pfd);
-        return;
+        made_key(d, key, sizeof(key));
+        r = hmap_get(a->made, key);
+        /* never adopted: a directory of another owner, or the one this agent made
+         * for another incarnation of the name; one it does not know (it started
+         * since) and of the right owner is taken as this one */
+        bool earlier = st.st_uid != d->uid || st.st_gid != d->gid
+                       || (d->inc > 0 && r && r->inc > 0 && r->inc != d->inc
+                           && r->dev == st.st_dev && r->ino == st.st_ino);
+        if (!earlier) {
+            if (!r || r->dev != st.st_dev || r->ino != st.st_ino || !r->inc)
+                made_set(a, d, &st);
+            close(pfd);
+            return;
+        }
+        if (!dir_aside(a, pfd, d, &st)) {
+            a->errors++;
+            close(pfd);
+            return;
+        }
     }
     a->spare_idle_from = hu_mono() + SPARE_IDLE;
     if (!(!d->persistent && spare_take(a, d->name)) && mkdirat(pfd, d->name, 0700) < 0
@@ -430,11 +546,12 @@ static void dir_make(agent_t *a, const np_dir_t *d)
         return;
     }
     fd = openat(pfd, d->name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0 || fchown(fd, d->uid, d->gid) < 0 || fchmod(fd, 0700) < 0) {
+    if (fd < 0 || fchown(fd, d->uid, d->gid) < 0 || fchmod(fd, 0700) < 0 || fstat(fd, &st) < 0) {
         bl_warning("buffer directory %s/%s%s: owner %u:%u: %s", a->mount, where, d->name,
                    (unsigned)d->uid, (unsigned)d->gid, strerror(errno));
         a->errors++;
     } else {
+        made_set(a, d, &st);
         bl_debug("buffer directory %s/%s%s created for uid %u", a->mount, where, d->name,
                  (unsigned)d->uid);
     }
@@ -741,6 +858,7 @@ static void apply(agent_t *a, json_t *rep)
     if (dirs_ok && dv) {
         orphans_remove(a, dv, nd, false);
         orphans_remove(a, dv, nd, true);
+        made_prune(a, dv, nd);
         snprintf(a->dirs_gen, sizeof(a->dirs_gen), "%s", json_string_value(gen));
     }
     free(dv);

@@ -317,20 +317,24 @@ bool np_dir_name_ok(const char *name, bool persistent)
 
 json_t *np_dir_json(const np_dir_t *d)
 {
-    return json_pack("{s:s s:b s:I s:I}", "name", d->name, "persistent", d->persistent, "uid",
-                     (json_int_t)d->uid, "gid", (json_int_t)d->gid);
+    json_t *o = json_pack("{s:s s:b s:I s:I}", "name", d->name, "persistent", d->persistent,
+                          "uid", (json_int_t)d->uid, "gid", (json_int_t)d->gid);
+    if (o && d->inc > 0)
+        json_object_set_new(o, "inc", json_real(d->inc));
+    return o;
 }
 
 int np_dir_parse(json_t *o, np_dir_t *d, char *msg, size_t len)
 {
-    static const char *const keys[] = { "name", "persistent", "uid", "gid", NULL };
+    static const char *const keys[] = { "name", "persistent", "uid", "gid", "inc", NULL };
     uint64_t uid = 0, gid = 0;
     memset(d, 0, sizeof(*d));
     if (only_keys(o, "directory", keys, msg, len) < 0
         || get_str(o, "directory", "name", true, &d->name, msg, len) < 0
         || get_bool(o, "directory", "persistent", &d->persistent, msg, len) < 0
         || get_u64(o, "directory", "uid", true, &uid, msg, len) < 0
-        || get_u64(o, "directory", "gid", true, &gid, msg, len) < 0)
+        || get_u64(o, "directory", "gid", true, &gid, msg, len) < 0
+        || get_num(o, "directory", "inc", false, &d->inc, msg, len) < 0)
         return -1;
     if (!np_dir_name_ok(d->name, d->persistent))
         return bad(msg, len, "directory '%s': not usable as a directory name", d->name);

@@ -82,6 +82,10 @@ typedef struct {
     bool persistent;            /* <mount>/persistent/<name>, else <mount>/<name> */
     uid_t uid;
     gid_t gid;
+    double inc;                 /* the incarnation: the creation time (Unix seconds) of
+                                   the allocation or persistent buffer it is for; a
+                                   directory made for another one is never adopted
+                                   (0: not said) */
 } np_dir_t;
 
 json_t *np_dir_json(const np_dir_t *d);

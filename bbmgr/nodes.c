@@ -302,14 +302,16 @@ static json_t *dirs_json(core_t *c, int a)
     for (void *it = hmap_first(c->jobs, &v); it; it = hmap_next(c->jobs, it, &v)) {
         job_t *j = v;
         if (alloc_has(c, j->alloc, G.v[a].name) && np_dir_name_ok(j->id, false)) {
-            np_dir_t d = { .name = j->id, .uid = j->uid, .gid = j->gid };
+            np_dir_t d = { .name = j->id, .uid = j->uid, .gid = j->gid,
+                           .inc = j->alloc->created };
             json_array_append_new(arr, np_dir_json(&d));
         }
     }
     for (void *it = hmap_first(c->pbufs, &v); it; it = hmap_next(c->pbufs, it, &v)) {
         pbuf_t *b = v;
         if (alloc_has(c, &b->alloc, G.v[a].name) && np_dir_name_ok(b->name, true)) {
-            np_dir_t d = { .name = b->name, .persistent = true, .uid = b->uid, .gid = b->gid };
+            np_dir_t d = { .name = b->name, .persistent = true, .uid = b->uid, .gid = b->gid,
+                           .inc = b->alloc.created };
             json_array_append_new(arr, np_dir_json(&d));
         }
     }

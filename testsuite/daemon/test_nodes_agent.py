@@ -20,8 +20,10 @@ import time
 import pytest
 
 from harmonia_test.wait import wait_for
-from conftest import BUILDDIR, USER1, free_port
+from conftest import BUILDDIR, USER1, USER2, free_port
 from test_mover import GID1, mkdirs, write
+
+GID2 = 1002
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the agent tests need root")
 
@@ -177,10 +179,47 @@ def test_directory_of_a_name_used_again_removed_again(agent, tmp_base):
         gone = "r%d" % (int(gen[1]) + 1)
         mgr.reply(dirs_gen=gone, dirs=[])
         mgr.next(lambda b: b.get("dirs") == gone)
-        t0 = time.time()
-        while os.path.exists(d) and time.time() - t0 < 10:
-            time.sleep(0.05)
-        assert not os.path.exists(d), "directory of the set %s left behind" % gone
+        wait_for(lambda: not os.path.exists(d), "the directory of set %s to be removed" % gone)
+
+
+def test_name_used_again_gets_a_new_directory(agent, tmp_base):
+    """The directory of a name that never leaves the set is kept while bbmgrd
+    says it is the same buffer (the same "inc"), and replaced by a new, empty one
+    when it names another incarnation: a requeued job's new allocation, made
+    before the agent's next report, does not get its first run's files; a
+    persistent name destroyed and made again by another user within one report
+    does not give that user the first owner's directory."""
+    mgr, mount, _, _ = agent
+    d = os.path.join(mount, "4243")
+    mgr.reply(dirs_gen="i1", dirs=[{"name": "4243", "uid": USER1, "gid": GID1, "inc": 1000.5}])
+    mgr.next(lambda b: b.get("dirs") == "i1")
+    write(os.path.join(d, "first-run"), b"x", 0o600)
+    ino = os.stat(d).st_ino
+    # the same allocation, listed again: kept as it is
+    mgr.reply(dirs_gen="i2", dirs=[{"name": "4243", "uid": USER1, "gid": GID1, "inc": 1000.5}])
+    mgr.next(lambda b: b.get("dirs") == "i2")
+    assert os.stat(d).st_ino == ino and os.listdir(d) == ["first-run"]
+    # the job requeued: a new allocation of the same id, the name never left the set
+    mgr.reply(dirs_gen="i3", dirs=[{"name": "4243", "uid": USER1, "gid": GID1, "inc": 2000.25}])
+    mgr.next(lambda b: b.get("dirs") == "i3")
+    st = os.stat(d)
+    assert st.st_ino != ino and os.listdir(d) == [], "the requeued job got its first run's files"
+    assert (st.st_uid, st.st_gid, st.st_mode & 0o7777) == (USER1, GID1, 0o700)
+    trash = os.path.join(mount, ".harmonia-trash")
+    wait_for(lambda: os.path.isdir(trash) and not os.listdir(trash),
+             "the first run's directory to be removed from the trash")
+    # a persistent name made again by another user within one report
+    pb = os.path.join(mount, "persistent", "pb")
+    mgr.reply(dirs_gen="i4", dirs=[{"name": "pb", "persistent": True, "uid": USER1, "gid": GID1,
+                                    "inc": 3000.0}])
+    mgr.next(lambda b: b.get("dirs") == "i4")
+    write(os.path.join(pb, "secret"), b"x", 0o600)
+    mgr.reply(dirs_gen="i5", dirs=[{"name": "pb", "persistent": True, "uid": USER2, "gid": GID2,
+                                    "inc": 3001.0}])
+    mgr.next(lambda b: b.get("dirs") == "i5")
+    st = os.stat(pb)
+    assert (st.st_uid, st.st_gid) == (USER2, GID2) and os.listdir(pb) == [], \
+        "the second owner got the first owner's directory"
 
 
 def test_bad_directory_set_removes_nothing(agent, tmp_base):

@@ -36,12 +36,6 @@ echo finished
 
 
 def test_requeued_job_gets_a_new_buffer(cluster, users, tmp_path):
-    if any(n.get("agent") for n in cluster.bbmgr("nodes")["nodes"]):
-        # the agent gets directory sets by name only: when a job id's buffer is
-        # released and allocated again before the agent's next report, it never
-        # sees the name leave its set and keeps the first run's directory
-        pytest.xfail("buffer nodes served by agents (bbnoded) do not yet give a "
-                     "requeued job a new buffer")
     pw = users[0]
     wdir = user_dir(cluster, pw, "requeue")
     src = os.path.join(wdir, "in")

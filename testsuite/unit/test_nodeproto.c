@@ -108,7 +108,16 @@ START_TEST(test_status_result_dir)
 
     o = js("{\"name\":\"1234\",\"uid\":1001,\"gid\":1001}");
     ck_assert_int_eq(np_dir_parse(o, &d, msg, sizeof(msg)), 0);
-    ck_assert(!d.persistent && d.uid == 1001);
+    ck_assert(!d.persistent && d.uid == 1001 && d.inc == 0);
+    json_decref(o);
+    /* the incarnation goes through a round trip exactly; a negative one is refused */
+    np_dir_t in = { .name = "1234", .uid = 1001, .gid = 1001, .inc = 1764097212.123456 };
+    o = np_dir_json(&in);
+    ck_assert_int_eq(np_dir_parse(o, &d, msg, sizeof(msg)), 0);
+    ck_assert(d.inc == in.inc);
+    json_decref(o);
+    o = js("{\"name\":\"1234\",\"uid\":1,\"gid\":1,\"inc\":-1}");
+    ck_assert_int_eq(np_dir_parse(o, &d, msg, sizeof(msg)), -1);
     json_decref(o);
     static const char *const reserved[] = {
         "{\"name\":\"persistent\",\"uid\":1,\"gid\":1}",
