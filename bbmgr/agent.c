@@ -96,6 +96,39 @@ struct agent {
     unsigned long long rsect, wsect;
 };
 
+/* What an earlier process of this agent left in the trash (its removal cut by a
+ * stop): removed now, each directory as its owner, as a teardown is. */
+static void trash_sweep(agent_t *a, bool persistent)
+{
+    int pfd = persistent ? openat(a->mfd, "persistent", O_RDONLY | O_DIRECTORY | O_NOFOLLOW
+                                  | O_CLOEXEC) : dup(a->mfd), tfd;
+    DIR *d;
+    struct dirent *e;
+    char path[1400];
+    if (pfd < 0)
+        return;
+    tfd = openat(pfd, ".harmonia-trash", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    close(pfd);
+    if (tfd < 0 || !(d = fdopendir(tfd))) {
+        if (tfd >= 0)
+            close(tfd);
+        return;
+    }
+    while ((e = readdir(d))) {
+        struct stat st;
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")
+            || fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
+            continue;
+        snprintf(path, sizeof(path), "%s/%s.harmonia-trash/%s", a->mount,
+                 persistent ? "persistent/" : "", e->d_name);
+        bl_info("%s: left in the trash by an earlier run: removed", path);
+        if (mover_rmtree(a->m, NULL, path, NULL, st.st_uid, st.st_gid, st.st_dev,
+                         st.st_ino) < 0)
+            bl_warning("removal of %s: %s", path, strerror(errno));
+    }
+    closedir(d);
+}
+
 /* ------------------------------------------------------------------ create */
 static int default_url(const cfg_t *cfg, char *buf, size_t len)
 {
@@ -205,6 +238,8 @@ agent_t *agent_create(const agent_opts_t *o, hu_error_t *err)
     }
     if (!(a->m = mover_create(o->cfg, err)))
         goto fail;
+    trash_sweep(a, false);
+    trash_sweep(a, true);
     a->last_status = hu_mono();
     a->spare_idle_from = hu_mono() + SPARE_IDLE;
     bl_info("bbnoded %s: mount %s, bbmgrd at %s, agent %s", a->node, a->mount, base, a->id);
@@ -467,28 +502,41 @@ static void made_prune(agent_t *a, const np_dir_t *v, size_t n)
  * destroyed and made again within one report) or owned by someone else.  Moved
  * aside to <parent>/.harmonia-trash/<inode> and removed from there, so that the
  * name is free at once for a new, empty directory.  false: it could not be. */
-static bool dir_aside(agent_t *a, int pfd, const np_dir_t *d, const struct stat *st)
+/* <mount>/[persistent/].harmonia-trash/<ino>: where a directory of the parent pfd
+ * goes before it is emptied, so that its name is free at once and nothing below it
+ * is ever reached through that name again.  -1 when the trash directory is not one
+ * of this process's, writable by it alone. */
+static int trash_path(agent_t *a, int pfd, bool persistent, ino_t ino, char *out, size_t len)
 {
-    const char *where = d->persistent ? "persistent/" : "";
-    char from[1400], trash[1400];
     struct stat ts;
     if (mkdirat(pfd, ".harmonia-trash", 0711) < 0 && errno != EEXIST)
-        goto fail;
+        return -1;
     if (fstatat(pfd, ".harmonia-trash", &ts, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(ts.st_mode)
         || ts.st_uid != geteuid() || (ts.st_mode & 022)) {
         errno = EPERM;
-        goto fail;
+        return -1;
     }
+    snprintf(out, len, "%s/%s.harmonia-trash/%ju", a->mount, persistent ? "persistent/" : "",
+             (uintmax_t)ino);
+    return 0;
+}
+
+static bool dir_aside(agent_t *a, int pfd, const np_dir_t *d, const struct stat *st,
+                      bool queued)
+{
+    const char *where = d->persistent ? "persistent/" : "";
+    char from[1400], trash[1400];
+    if (trash_path(a, pfd, d->persistent, st->st_ino, trash, sizeof(trash)) < 0)
+        goto fail;
     snprintf(from, sizeof(from), "%s/%s%s", a->mount, where, d->name);
-    snprintf(trash, sizeof(trash), "%s/%s.harmonia-trash/%ju", a->mount, where,
-             (uintmax_t)st->st_ino);
+    /* a removal of it already queued follows it there (mover_aside) */
     if (mover_aside(a->m, from, trash) < 0)
         goto fail;
     bl_info("buffer directory %s (inode %ju, uid %u) belongs to an earlier buffer of that "
             "name: moved to %s, a new one is made", from, (uintmax_t)st->st_ino,
             (unsigned)st->st_uid, trash);
-    if (mover_rmtree(a->m, NULL, trash, NULL, st->st_uid, st->st_gid, st->st_dev,
-                     st->st_ino) < 0)
+    if (!queued && mover_rmtree(a->m, NULL, trash, NULL, st->st_uid, st->st_gid, st->st_dev,
+                                st->st_ino) < 0)
         bl_warning("removal of %s: %s", trash, strerror(errno));
     return true;
 fail:
@@ -497,7 +545,9 @@ fail:
     return false;
 }
 
-static void dir_make(agent_t *a, const np_dir_t *d)
+/* again: the name was handed to the mover for removal since it was last listed (its
+ * job ended, the same id came back): what is there is the earlier buffer's. */
+static void dir_make(agent_t *a, const np_dir_t *d, bool again)
 {
     struct stat st;
     int pfd = parent_fd(a, d->persistent), fd;
@@ -522,7 +572,7 @@ static void dir_make(agent_t *a, const np_dir_t *d)
         /* never adopted: a directory of another owner, or the one this agent made
          * for another incarnation of the name; one it does not know (it started
          * since) and of the right owner is taken as this one */
-        bool earlier = st.st_uid != d->uid || st.st_gid != d->gid
+        bool earlier = again || st.st_uid != d->uid || st.st_gid != d->gid
                        || (d->inc > 0 && r && r->inc > 0 && r->inc != d->inc
                            && r->dev == st.st_dev && r->ino == st.st_ino);
         if (!earlier) {
@@ -531,7 +581,7 @@ static void dir_make(agent_t *a, const np_dir_t *d)
             close(pfd);
             return;
         }
-        if (!dir_aside(a, pfd, d, &st)) {
+        if (!dir_aside(a, pfd, d, &st, again)) {
             a->errors++;
             close(pfd);
             return;
@@ -592,6 +642,17 @@ static bool removing(agent_t *a, const char *name, bool persistent)
     return found;
 }
 
+/* Was it handed to the mover for removal lately (a pure look: removing() adds)? */
+static bool removing_has(agent_t *a, const char *name, bool persistent)
+{
+    double now = hu_mono();
+    for (int i = 0; i < a->nremoving; i++)
+        if (now - a->removing[i].at <= 300 && a->removing[i].persistent == persistent
+            && !strcmp(a->removing[i].name, name))
+            return true;
+    return false;
+}
+
 /* The directory is in bbmgrd's set again (a job id used again: a job released
  * after a failed stage-in, a requeued job): when it leaves the set, it is an
  * orphan to remove again. */
@@ -631,8 +692,12 @@ static void orphans_remove(agent_t *a, const np_dir_t *v, size_t n, bool persist
         bl_info("buffer directory %s is no longer in bbmgrd's state: removed", path);
         if (!persistent)
             mover_job_end(a->m, e->d_name);
-        if (mover_rmtree(a->m, persistent ? NULL : e->d_name, path, NULL, st.st_uid, st.st_gid,
-                         st.st_dev, st.st_ino) < 0)
+        /* moved to the trash when its removal starts (after its job's transfers),
+         * or at once if the name is listed again before (dir_make) */
+        char trash[1400];
+        bool tr = trash_path(a, dirfd(d), persistent, st.st_ino, trash, sizeof(trash)) == 0;
+        if (mover_rmtree(a->m, persistent ? NULL : e->d_name, path, tr ? trash : NULL,
+                         st.st_uid, st.st_gid, st.st_dev, st.st_ino) < 0)
             bl_warning("removal of %s: %s", path, strerror(errno));
     }
     closedir(d);
@@ -827,8 +892,9 @@ static void apply(agent_t *a, json_t *rep)
                 dirs_ok = false;
                 continue;
             }
+            bool again = removing_has(a, dv[nd].name, dv[nd].persistent);
             removing_forget(a, dv[nd].name, dv[nd].persistent);
-            dir_make(a, &dv[nd++]);
+            dir_make(a, &dv[nd++], again);
         }
     }
     /* 2. transfers */

@@ -222,6 +222,35 @@ def test_name_used_again_gets_a_new_directory(agent, tmp_base):
         "the second owner got the first owner's directory"
 
 
+def test_trash_left_by_a_stopped_agent_is_emptied_at_start(agent, tmp_base):
+    """An agent stopped while it removed a directory from its trash (a stop does
+    not wait for a removal: 5 s at most) leaves it there; the next agent on the
+    mount removes what is in the trash when it starts, as the directory's owner."""
+    mgr, mount, p, log = agent
+    p.send_signal(signal.SIGTERM)
+    p.wait(timeout=20)
+    left = []
+    for parent in (mount, os.path.join(mount, "persistent")):
+        t = os.path.join(parent, ".harmonia-trash")
+        os.makedirs(t, mode=0o711, exist_ok=True)
+        d = os.path.join(t, "777")
+        mkdirs(os.path.join(d, "sub"), 0o700)
+        write(os.path.join(d, "sub", "data"), b"x" * 100, 0o600)
+        left.append(d)
+    conf = os.path.join(tmp_base, "bbmgr.yaml")
+    with open(log, "a") as out:
+        p2 = subprocess.Popen([BBNODED, "-c", conf, "-n", "bb01", "-l", "-"], stdout=out,
+                              stderr=subprocess.STDOUT)
+    try:
+        for d in left:
+            wait_for(lambda: not os.path.exists(d), "%s to be removed" % d)
+    finally:
+        p2.send_signal(signal.SIGTERM)
+        p2.wait(timeout=20)
+    with open(log) as f:
+        assert "left in the trash by an earlier run: removed" in f.read()
+
+
 def test_bad_directory_set_removes_nothing(agent, tmp_base):
     """A set with a name that is not one directory is refused whole: nothing made
     outside the mount, nothing removed."""
