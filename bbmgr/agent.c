@@ -692,6 +692,9 @@ static void orphans_remove(agent_t *a, const np_dir_t *v, size_t n, bool persist
         bl_info("buffer directory %s is no longer in bbmgrd's state: removed", path);
         if (!persistent)
             mover_job_end(a->m, e->d_name);
+        /* a stage-out from it that could not be made durable kept it here; bbmgrd
+         * lists such a buffer (keep) until an administrator releases it */
+        mover_unkeep(a->m, path);
         /* moved to the trash when its removal starts (after its job's transfers),
          * or at once if the name is listed again before (dir_make) */
         char trash[1400];
@@ -890,6 +893,10 @@ static void apply(agent_t *a, json_t *rep)
             if (np_dir_parse(o, &dv[nd], msg, sizeof(msg)) < 0) {
                 bl_error("bbmgrd sent a bad directory: %s (no directory removed)", msg);
                 dirs_ok = false;
+                continue;
+            }
+            if (dv[nd].keep) {      /* held by bbmgrd: left as it is */
+                nd++;
                 continue;
             }
             bool again = removing_has(a, dv[nd].name, dv[nd].persistent);

@@ -151,6 +151,14 @@ static int cmd_status(cli_t *cli)
         json_array_foreach(json_object_get(ag, "down"), k, dn)
             printf("  %s: %s\n", str(dn, "node"),
                    str(dn, "reason"));
+        json_t *held = json_object_get(o, "held");     /* buffers kept after their job */
+        char b1[32];
+        if (json_array_size(held))
+            printf("held buffers: %zu (freed by 'bbmgr release JOB' when kept)\n",
+                   json_array_size(held));
+        json_array_foreach(held, k, dn)
+            printf("  %s: %s, %s\n", str(dn, "job"), sz(json_object_get(dn, "bytes"), b1, sizeof(b1)),
+                   str(dn, "reason"));
         printf("state: %s (schema %lld, %s)\n", str(s, "dir"),
                json_integer_value(json_object_get(s, "schema")),
                json_is_true(json_object_get(s, "durable")) ? "durable" : "NOT durable");
@@ -421,29 +429,43 @@ static int cmd_policy(cli_t *cli, const char *id)
     return 0;
 }
 
-/* Free what bbmgrd still holds for a job (DELETE /v1/jobs/ID): the buffer kept
- * after a failed stage-out, or one whose job Slurm no longer knows. */
+/* Free what bbmgrd still holds for a job: its allocation (DELETE /v1/jobs/ID), the
+ * buffer kept after a failed stage-out or for a job Slurm no longer knows; or, once
+ * the job ended, its buffer kept because a stage-out from it could not be made
+ * durable (DELETE /v1/held/ID). */
 static int cmd_release(cli_t *cli, const char *id)
 {
-    json_t *o, *a;
+    json_t *o, *a, *h;
     char path[256], b1[32], size[32] = "-";
+    const char *what = "released";
     cli_t quiet = { cli->c, false };    /* --json: print the release's answer only */
-    snprintf(path, sizeof(path), "/v1/jobs/%s", id);
-    if (call(&quiet, "GET", path, NULL, &o) < 0)
+    size_t i;
+    if (call(&quiet, "GET", "/v1/status", NULL, &o) < 0)
         return 1;
-    if ((a = json_object_get(o, "allocation")))
-        snprintf(size, sizeof(size), "%s", sz(json_object_get(a, "reserved"), b1, sizeof(b1)));
-    bool ended = !strcmp(str(o, "state"), "ended");
+    json_array_foreach(json_object_get(o, "held"), i, h)
+        if (!strcmp(str(h, "job"), id)) {
+            what = "kept buffer released and removed";
+            snprintf(size, sizeof(size), "%s", sz(json_object_get(h, "bytes"), b1, sizeof(b1)));
+        }
     json_decref(o);
-    if (ended) {
-        if (!cli->json)
-            printf("job %s: nothing to release (ended)\n", id);
-        return 0;
+    snprintf(path, sizeof(path), *size != '-' ? "/v1/held/%s" : "/v1/jobs/%s", id);
+    if (*size == '-') {
+        if (call(&quiet, "GET", path, NULL, &o) < 0)
+            return 1;
+        if ((a = json_object_get(o, "allocation")))
+            snprintf(size, sizeof(size), "%s", sz(json_object_get(a, "reserved"), b1, sizeof(b1)));
+        bool ended = !strcmp(str(o, "state"), "ended");
+        json_decref(o);
+        if (ended) {
+            if (!cli->json)
+                printf("job %s: nothing to release (ended)\n", id);
+            return 0;
+        }
     }
     if (call(cli, "DELETE", path, NULL, &o) < 0)
         return 1;
     if (!cli->json)
-        printf("job %s: released (%s)\n", id, size);
+        printf("job %s: %s (%s)\n", id, what, size);
     json_decref(o);
     return 0;
 }

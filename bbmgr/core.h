@@ -236,6 +236,12 @@ int core_pbuf_destroy(core_t *c, pbuf_t *b, cerr_t *e);
 int core_pbuf_use(core_t *c, pbuf_t *b, job_t *j, cerr_t *e);
 int core_pbuf_unuse(core_t *c, pbuf_t *b, job_t *j, cerr_t *e);
 
+/* An administrator frees a held buffer whose stage-out could not be made durable
+ * (GET /v1/status "held", kept): its directories are removed, its space is free.
+ * job: the job id, or "persistent:<name>".  ENOENT: none held; EBUSY: still waiting
+ * for a stage-out to be durable (it goes by itself then). */
+int core_held_release(core_t *c, const char *job, uint64_t *bytes, cerr_t *e);
+
 int core_node_index(core_t *c, const char *name);
 int core_node_drain(core_t *c, int idx, bool drain, const char *reason, cerr_t *e);
 int core_set_policy(core_t *c, const char *id, cerr_t *e);

@@ -421,6 +421,8 @@ bool pbuf_hold(core_t *c, pbuf_t *b)
     return true;
 }
 
+static void held_drop(core_t *c, int i);
+
 /* A done stage-out of an ended allocation became durable (ok) or could not. */
 void held_resolve(core_t *c, uint64_t tid, bool ok)
 {
@@ -442,11 +444,53 @@ void held_resolve(core_t *c, uint64_t tid, bool ok)
         }
         bl_info("buffer of job %s: its stage-outs are durable, its %ju bytes are free again",
                 h->job, (uintmax_t)h->a.reserved);
-        alloc_free_nodes(c, &h->a);
-        state_put(c->st, ST_ANODE_DEL, "ss", "held", h->owner);
-        held_free(h);
-        c->held[i--] = c->held[--c->nheld];
+        held_drop(c, i--);
     }
+}
+
+/* Forget held buffer i: its space is free, and an agent that kept its directory
+ * (listed with keep) now removes it. */
+static void held_drop(core_t *c, int i)
+{
+    held_t *h = c->held[i];
+    for (int k = 0; k < h->a.n; k++)
+        nodes_dir_hook(c, h->a.v[k].node);
+    alloc_free_nodes(c, &h->a);
+    state_put(c->st, ST_ANODE_DEL, "ss", "held", h->owner);
+    held_free(h);
+    c->held[i] = c->held[--c->nheld];
+}
+
+int core_held_release(core_t *c, const char *job, uint64_t *bytes, cerr_t *e)
+{
+    int i = 0;
+    while (i < c->nheld && strcmp(c->held[i]->job, job))
+        i++;
+    if (i == c->nheld)
+        return cerr_set(e, ENOENT, "", "no buffer of '%s' is held", job);
+    held_t *h = c->held[i];
+    if (!h->kept)
+        return cerr_set(e, EBUSY, "", "the buffer of '%s' %s: it goes by itself once durable",
+                        job, h->reason);
+    bool pers = !strncmp(job, HELD_PREFIX, strlen(HELD_PREFIX));
+    const char *name = pers ? job + strlen(HELD_PREFIX) : job;
+    char path[1200];
+    *bytes = h->a.reserved;
+    for (int k = 0; k < h->a.n; k++) {
+        const char *mount = c->nodes[h->a.v[k].node].mount;
+        struct stat st;
+        if (!c->mover || nodes_is_agent(c, h->a.v[k].node) || mount_seen(c, &h->a, k)
+            || !dir_name_ok(name, !pers))
+            continue;       /* an agent's: it removes it when it is no longer listed */
+        snprintf(path, sizeof(path), pers ? "%s/persistent/%s" : "%s/%s", mount, name);
+        mover_unkeep(c->mover, path);
+        if (lstat(path, &st) == 0)
+            bufdir_teardown(c, pers ? NULL : job, path, st.st_uid, st.st_gid);
+    }
+    bl_warning("held buffer of '%s' (%ju bytes) released by an administrator: removed",
+               job, (uintmax_t)h->a.reserved);
+    held_drop(c, i);
+    return 0;
 }
 
 int alloc_release(core_t *c, job_t *j)

@@ -2538,6 +2538,24 @@ int mover_rmtree(mover_t *m, const char *job, const char *path, const char *tras
     return 0;
 }
 
+int mover_unkeep(mover_t *m, const char *path)
+{
+    int k = 0, n;
+    pthread_mutex_lock(&m->lock);
+    for (int i = 0; i < m->nkept; i++) {
+        if (util_path_under(m->kept[i], path)) {
+            bl_info("mover: %s is no longer kept (released)", m->kept[i]);
+            free(m->kept[i]);
+        } else {
+            m->kept[k++] = m->kept[i];
+        }
+    }
+    n = m->nkept - k;
+    m->nkept = k;
+    pthread_mutex_unlock(&m->lock);
+    return n;
+}
+
 /* Replace the prefix from by to in p (a copy), or NULL when p is not under from. */
 static char *rebased(const char *p, const char *from, const char *to)
 {

@@ -90,6 +90,10 @@ void mover_set_weight(mover_t *m, const char *job, double weight);
  * found at path then is left alone. */
 int mover_rmtree(mover_t *m, const char *job, const char *path, const char *trash, uid_t uid,
                  gid_t gid, dev_t dev, ino_t ino);
+/* An administrator released the buffer at path: the sources under it that a
+ * stage-out which could not be made durable kept are no longer kept, so that a
+ * removal of path may run.  Returns how many were. */
+int mover_unkeep(mover_t *m, const char *path);
 /* rename(from, to) of a buffer directory a new buffer needs the name of, under the
  * mover's lock: the stage-outs that read from it, and its teardown, follow it (so the
  * late teardown of an earlier buffer of that name never reaches the new one). */

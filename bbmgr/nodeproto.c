@@ -321,12 +321,15 @@ json_t *np_dir_json(const np_dir_t *d)
                           "uid", (json_int_t)d->uid, "gid", (json_int_t)d->gid);
     if (o && d->inc > 0)
         json_object_set_new(o, "inc", json_real(d->inc));
+    if (o && d->keep)
+        json_object_set_new(o, "keep", json_true());
     return o;
 }
 
 int np_dir_parse(json_t *o, np_dir_t *d, char *msg, size_t len)
 {
-    static const char *const keys[] = { "name", "persistent", "uid", "gid", "inc", NULL };
+    static const char *const keys[] = { "name", "persistent", "uid", "gid", "inc", "keep",
+                                        NULL };
     uint64_t uid = 0, gid = 0;
     memset(d, 0, sizeof(*d));
     if (only_keys(o, "directory", keys, msg, len) < 0
@@ -334,7 +337,8 @@ int np_dir_parse(json_t *o, np_dir_t *d, char *msg, size_t len)
         || get_bool(o, "directory", "persistent", &d->persistent, msg, len) < 0
         || get_u64(o, "directory", "uid", true, &uid, msg, len) < 0
         || get_u64(o, "directory", "gid", true, &gid, msg, len) < 0
-        || get_num(o, "directory", "inc", false, &d->inc, msg, len) < 0)
+        || get_num(o, "directory", "inc", false, &d->inc, msg, len) < 0
+        || get_bool(o, "directory", "keep", &d->keep, msg, len) < 0)
         return -1;
     if (!np_dir_name_ok(d->name, d->persistent))
         return bad(msg, len, "directory '%s': not usable as a directory name", d->name);

@@ -86,6 +86,11 @@ typedef struct {
                                    the allocation or persistent buffer it is for; a
                                    directory made for another one is never adopted
                                    (0: not said) */
+    bool keep;                  /* a buffer bbmgrd still holds after its allocation (a
+                                   stage-out from it to be made durable, or one that
+                                   could not be): never made, never adopted, never
+                                   removed as an orphan while listed; uid and gid are
+                                   not used */
 } np_dir_t;
 
 json_t *np_dir_json(const np_dir_t *d);

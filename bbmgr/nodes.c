@@ -315,6 +315,28 @@ static json_t *dirs_json(core_t *c, int a)
             json_array_append_new(arr, np_dir_json(&d));
         }
     }
+    /* held buffers: their directories stay on the node until bbmgrd lets them go
+     * (durable at last, or released by an administrator); a name a live buffer has
+     * again is that buffer's (the held one was moved aside when it was made) */
+    for (int i = 0; i < c->nheld; i++) {
+        const held_t *h = c->held[i];
+        bool pers = !strncmp(h->job, HELD_PREFIX, strlen(HELD_PREFIX));
+        const char *name = pers ? h->job + strlen(HELD_PREFIX) : h->job;
+        const alloc_t *live = NULL;
+        if (!alloc_has(c, &h->a, G.v[a].name) || !np_dir_name_ok(name, pers))
+            continue;
+        if (pers) {
+            pbuf_t *b = hmap_get(c->pbufs, name);
+            live = b ? &b->alloc : NULL;
+        } else {
+            job_t *j = core_job(c, name);
+            live = j ? j->alloc : NULL;
+        }
+        if (alloc_has(c, live, G.v[a].name))
+            continue;
+        np_dir_t d = { .name = name, .persistent = pers, .keep = true };
+        json_array_append_new(arr, np_dir_json(&d));
+    }
     return arr;
 }
 

@@ -1147,6 +1147,20 @@ static void h_batch(core_t *c, hreq_t *rq, reply_t *r)
     r->items = (unsigned)n;
 }
 
+/* An administrator frees a buffer kept after a stage-out that could not be made
+ * durable (GET /v1/status "held"). */
+static void h_held_release(core_t *c, hreq_t *rq, reply_t *r)
+{
+    cerr_t e;
+    uint64_t bytes = 0;
+    if (!need_admin(rq, r))
+        return;
+    if (core_held_release(c, rq->args[0], &bytes, &e) < 0)
+        return reply_cerr(r, &e);
+    reply_json(r, 200, json_pack("{s:s s:b s:I}", "job", rq->args[0], "released", 1,
+                                 "bytes", (json_int_t)bytes));
+}
+
 /* ------------------------------------------------------------------ table */
 static const route_t routes[] = {
     { "GET",    "/v1/status",                  h_status,        false },
@@ -1186,6 +1200,7 @@ static const route_t routes[] = {
     { "GET",    "/v1/policy",                  h_policy_get,    false },
     { "PUT",    "/v1/policy",                  h_policy_set,    true },
     { "GET",    "/v1/history",                 h_history,       false },
+    { "DELETE", "/v1/held/*",                  h_held_release,  false },
     { "POST",   "/v1/batch",                   h_batch,         true },
     { "POST",   "/v1/agents/*",                nodes_route_poll, true },
 };

@@ -286,6 +286,9 @@ def test_buffer_kept_until_stage_out_is_durable(make_daemon, tmp_base):
     assert compare_trees(src, out) == 2     # visible, complete, verified
     d.ok("DELETE", "/v1/jobs/o2", uid=SLURM_UID)
     teardown_waits(d, "o2", tid)
+    # not the administrator's to release: it goes by itself once durable
+    st, js = d.request("DELETE", "/v1/held/o2", uid=SLURM_UID)
+    assert st == 409 and "goes by itself once durable" in js["error"]["message"], (st, js)
     assert os.path.isdir(bb), "buffer removed before the stage-out was durable"
     assert db_xfer(d, tid) == ("done", 0)
     assert wait_gone(bb), "buffer not removed after the stage-out became durable"
@@ -368,3 +371,12 @@ def test_stage_out_not_durable_keeps_its_buffer(make_daemon, tmp_base):
              report=lambda: d.log_text()[-3000:])
     assert os.path.isdir(bb + "/in"), "the buffer of a stage-out that is not durable was removed"
     assert db_xfer(d, tid) == ("failed", None)
+    # `bbmgr release o3`: only an administrator; then the buffer goes, its space is free
+    st, js = d.request("DELETE", "/v1/held/o3", uid=USER1)
+    assert st == 403, (st, js)
+    st, js = d.request("DELETE", "/v1/held/nosuchjob", uid=SLURM_UID)
+    assert st == 404 and "no buffer of 'nosuchjob' is held" in js["error"]["message"], (st, js)
+    js = d.ok("DELETE", "/v1/held/o3", uid=SLURM_UID)
+    assert js["released"] is True and js["bytes"] > 0, js
+    assert wait_gone(bb), "the released buffer was not removed"
+    assert d.ok("GET", "/v1/status", uid=SLURM_UID)["held"] == []

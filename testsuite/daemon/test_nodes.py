@@ -461,3 +461,94 @@ def test_persistent_buffer_on_an_agent(make_daemon, agents, tmp_base):
     d.ok("DELETE", "/v1/jobs/p1", uid=SLURM_UID)
     d.ok("DELETE", "/v1/persistent/ckpt", uid=SLURM_UID)
     wait_for(lambda: not os.path.exists(path), "the agent to remove " + path)
+
+
+def test_agent_restarted_while_a_stage_out_is_not_durable(make_daemon, agents, tmp_base):
+    """The job ended with a stage-out done but not yet durable (its fsyncs are held
+    up by a shim): bbmgrd holds the buffer.  The agent is killed and started again in
+    that window: the held buffer's directory is not an orphan to it.  It makes the
+    stage-out durable again from the buffer, then removes the buffer, and bbmgrd
+    frees the space: nothing stays counted, nothing is lost."""
+    from test_mover import build_shim, preloaded
+    from test_mover_sync import db_xfer, teardown_waits, wait_db_durable, wait_gone
+    so = build_shim(tmp_base)
+    with preloaded(so, HARMONIA_SHIM_FSYNC_MATCH="out-slow", HARMONIA_SHIM_FSYNC_SECONDS=60):
+        d, by = agent_cluster(make_daemon, agents, tmp_base)
+    pfs = os.path.join(tmp_base, "pfs")
+    mkdirs(pfs)
+    mkdirs(os.path.join(pfs, "in"))
+    for i in range(3):
+        write(os.path.join(pfs, "in", "f%d" % i), os.urandom(MiB + i), 0o640)
+    paths, names = new_job(d, "h1")
+    tid = stage(d, "h1", "stage_in", os.path.join(pfs, "in"), paths[0] + "/in")
+    assert wait_xfer(d, tid)["state"] == "done"
+    out = os.path.join(pfs, "out-slow")
+    tid = stage(d, "h1", "stage_out", paths[0] + "/in", out)
+    x = wait_xfer(d, tid)
+    assert x["state"] == "done" and x["durable"] is False, x
+    d.ok("DELETE", "/v1/jobs/h1", uid=SLURM_UID)
+    teardown_waits(d, "h1", tid)
+    assert os.path.isdir(paths[0]) and db_xfer(d, tid) == ("done", 0)
+    a = by[names[0]]
+    a.kill()
+    a.start()       # without the shim
+    wait_db_durable(d, tid)
+    wait_for(lambda: d.ok("GET", "/v1/status", uid=SLURM_UID)["held"] == [],
+             "bbmgrd to free the held buffer",
+             report=lambda: "%s\n%s\n%s" % (d.ok("GET", "/v1/status", uid=SLURM_UID)["held"],
+                                            d.log_text()[-3000:], a.log_text()[-3000:]))
+    assert wait_gone(paths[0]), "the held buffer was not removed once durable"
+    assert compare_trees(os.path.join(pfs, "in"), out, owner=(USER1, GID1)) == 3
+    assert "could not be made durable" not in d.log_text()
+
+
+def test_kept_buffer_survives_an_agent_restart(make_daemon, agents, tmp_base):
+    """A stage-out that could not be made durable (fsync fails: EIO from a shim)
+    keeps its job's buffer for good: its data may exist only there.  An agent
+    started again must not take that directory for an orphan; `bbmgr release JOB`
+    is what removes it and frees its space."""
+    from test_mover import build_shim, preloaded
+    so = build_shim(tmp_base)
+    with preloaded(so, HARMONIA_SHIM_FSYNC_EIO="out-eio"):
+        d, by = agent_cluster(make_daemon, agents, tmp_base)
+    pfs = os.path.join(tmp_base, "pfs")
+    mkdirs(pfs)
+    mkdirs(os.path.join(pfs, "in"))
+    write(os.path.join(pfs, "in", "a"), os.urandom(MiB + 7), 0o640)
+    paths, names = new_job(d, "k2")
+    tid = stage(d, "k2", "stage_in", os.path.join(pfs, "in"), paths[0] + "/in")
+    assert wait_xfer(d, tid)["state"] == "done"
+    tid = stage(d, "k2", "stage_out", paths[0] + "/in", os.path.join(pfs, "out-eio"))
+    x = wait_xfer(d, tid, states=("failed",))
+    assert x["message"].startswith("not durable: "), x
+
+    def held():
+        return d.ok("GET", "/v1/status", uid=SLURM_UID)["held"]
+    d.ok("DELETE", "/v1/jobs/k2", uid=SLURM_UID)
+    wait_for(lambda: [h for h in held() if h["job"] == "k2" and h["kept"]],
+             "bbmgrd to keep the buffer of k2", report=lambda: "%s\n%s" % (
+                 held(), d.log_text()[-3000:]))
+    a = by[names[0]]
+    a.kill()
+    a.start()       # without the shim
+    # two reports of the new agent (interval 0.2 s), then the directory is still there
+    wait_for(lambda: a.log_text().count("connected as node") >= 2 or
+             "is no longer in bbmgrd's state" in a.log_text(), "the new agent's first report")
+    time.sleep(1)
+    assert os.path.isfile(paths[0] + "/in/a"), a.log_text()[-3000:]
+    assert [h["job"] for h in held()] == ["k2"]
+    # what the administrator sees, and does: the buffer goes, its space is free again
+    def bbmgr(*args):
+        r = subprocess.run([BBMGR, "-u", "http://127.0.0.1:%d" % d.port] + list(args),
+                           capture_output=True, text=True,
+                           env=dict(os.environ, HARMONIA_MUNGE_SOCKET=d.munge.socket))
+        assert r.returncode == 0, r.stderr
+        return r
+    st = bbmgr("status").stdout
+    assert ("held buffers: 1 (freed by 'bbmgr release JOB' when kept)\n  k2: 1.00 GiB, a "
+            "stage-out from it could not be made durable") in st, st
+    r = bbmgr("release", "k2")
+    assert r.stdout == "job k2: kept buffer released and removed (1.00 GiB)\n", r.stdout
+    wait_for(lambda: not os.path.exists(paths[0]), "the agent to remove " + paths[0])
+    assert held() == []
+    assert d.ok("GET", "/v1/nodes/%s" % names[0], uid=SLURM_UID)["used"] == 0

@@ -114,7 +114,17 @@ START_TEST(test_status_result_dir)
     np_dir_t in = { .name = "1234", .uid = 1001, .gid = 1001, .inc = 1764097212.123456 };
     o = np_dir_json(&in);
     ck_assert_int_eq(np_dir_parse(o, &d, msg, sizeof(msg)), 0);
-    ck_assert(d.inc == in.inc);
+    ck_assert(d.inc == in.inc && !d.keep);
+    json_decref(o);
+    /* a held buffer's directory: keep goes through, and must be a boolean */
+    np_dir_t kept = { .name = "1234", .keep = true };
+    o = np_dir_json(&kept);
+    ck_assert_int_eq(np_dir_parse(o, &d, msg, sizeof(msg)), 0);
+    ck_assert(d.keep && !d.persistent);
+    json_decref(o);
+    o = js("{\"name\":\"1234\",\"uid\":0,\"gid\":0,\"keep\":1}");
+    ck_assert_int_eq(np_dir_parse(o, &d, msg, sizeof(msg)), -1);
+    ck_assert_ptr_nonnull(strstr(msg, "'keep' must be a boolean"));
     json_decref(o);
     o = js("{\"name\":\"1234\",\"uid\":1,\"gid\":1,\"inc\":-1}");
     ck_assert_int_eq(np_dir_parse(o, &d, msg, sizeof(msg)), -1);
