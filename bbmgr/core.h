@@ -45,7 +45,9 @@ typedef struct {
     int pool;                   /* index in core->pools */
     uint64_t capacity;
     uint64_t used;              /* allocated bytes (jobs + persistent) */
-    double bandwidth;
+    double bandwidth;           /* what the scheduler counts on: bw_conf, or less when
+                                   the node's agent measures other I/O on its device */
+    double bw_conf;             /* bandwidth in bbmgr.yaml */
     char *mount;
     int device;                 /* index in cfg->devices, -1: none */
     bool drained;

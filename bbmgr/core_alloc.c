@@ -34,13 +34,13 @@ int node_add(core_t *c, const char *name, const cfg_nodeset_t *ns, bool in_confi
     n->in_config = in_config;
     if (ns) {
         n->capacity = ns->capacity;
-        n->bandwidth = ns->bandwidth;
+        n->bandwidth = n->bw_conf = ns->bandwidth;
         n->pool = cfg_pool_index(c->cfg, ns->pool);
         n->device = *ns->device ? cfg_device_index(c->cfg, ns->device) : -1;
         n->mount = cfg_node_mount(ns->mount, name);
     } else {
         n->pool = 0;
-        n->bandwidth = 1e9;
+        n->bandwidth = n->bw_conf = 1e9;
         n->mount = strdup("/");
         n->drained = true;
         n->reason = strdup("not in the configuration");
@@ -85,15 +85,27 @@ static int pool_index(core_t *c, const char *name)
 /* ------------------------------------------------------------------ allocation */
 typedef struct {
     int idx;
+    int avail;                  /* tenths of its configured bandwidth the device has left */
     uint64_t free;
 } cand_t;
 
+/* Nodes whose devices have the most of their bandwidth left first (an agent
+ * measures the other I/O on its device: doc/bbnoded.md; a node without an agent
+ * has all of it), then the most free space, then the order of the configuration. */
 static int cand_cmp(const void *a, const void *b)
 {
     const cand_t *x = a, *y = b;
+    if (x->avail != y->avail)
+        return y->avail - x->avail;
     if (x->free != y->free)
         return x->free > y->free ? -1 : 1;
     return x->idx - y->idx;
+}
+
+static int node_avail(const node_t *n)
+{
+    double f = n->bw_conf > 0 ? n->bandwidth / n->bw_conf : 1;
+    return f >= 1 ? 10 : (int)lround(f * 10);
 }
 
 static uint64_t round_up(uint64_t v, uint64_t g)
@@ -107,12 +119,16 @@ static uint64_t round_up(uint64_t v, uint64_t g)
 static int place(core_t *c, uint64_t capacity, int nodes, int p, const char *field,
                  alloc_t *out, cerr_t *e)
 {
-    uint64_t gran = c->pools[p].granularity, maxcap = 0, total = 0;
-    int ncand = 0, npool = 0;
-    cand_t *cand = calloc((size_t)(c->nnodes ? c->nnodes : 1), sizeof(cand_t));
+    uint64_t gran = c->pools[p].granularity, maxcap = 0, total = 0, free_total = 0;
+    int ncand = 0, npool = 0, rc = -1;
+    size_t nn = (size_t)(c->nnodes ? c->nnodes : 1);
+    cand_t *cand = calloc(nn, sizeof(cand_t));
+    int *pick = calloc(nn, sizeof(int));
 
-    if (!cand)
-        return cerr_set(e, ENOMEM, "", "out of memory");
+    if (!cand || !pick) {
+        rc = cerr_set(e, ENOMEM, "", "out of memory");
+        goto done;
+    }
     for (int i = 0; i < c->nnodes; i++) {
         node_t *n = &c->nodes[i];
         if (n->pool != p || !n->in_config)
@@ -124,21 +140,22 @@ static int place(core_t *c, uint64_t capacity, int nodes, int p, const char *fie
         if (n->drained)
             continue;
         cand[ncand].idx = i;
+        cand[ncand].avail = node_avail(n);
         cand[ncand].free = n->capacity > n->used ? n->capacity - n->used : 0;
+        free_total += cand[ncand].free;
         ncand++;
     }
     if (npool == 0) {
-        free(cand);
-        return cerr_set(e, EDOM, "pool", "pool %s has no nodes", c->pools[p].name);
+        rc = cerr_set(e, EDOM, "pool", "pool %s has no nodes", c->pools[p].name);
+        goto done;
     }
-    uint64_t need = (capacity + maxcap - 1) / maxcap;
     if (capacity > total || (nodes > 0 && nodes > npool)) {
-        free(cand);
-        return cerr_set(e, EDOM, capacity > total ? field : "nodes",
-                        "pool %s can never hold it: %d nodes, %ju bytes in all",
-                        c->pools[p].name, npool, (uintmax_t)total);
+        rc = cerr_set(e, EDOM, capacity > total ? field : "nodes",
+                      "pool %s can never hold it: %d nodes, %ju bytes in all",
+                      c->pools[p].name, npool, (uintmax_t)total);
+        goto done;
     }
-    int n_min = (int)need;
+    int n_min = (int)((capacity + maxcap - 1) / maxcap);
     if (nodes > n_min)
         n_min = nodes;
     int n_target = (int)ceil(n_min * c->cfg->policy_overprovision - 1e-9);
@@ -148,22 +165,23 @@ static int place(core_t *c, uint64_t capacity, int nodes, int p, const char *fie
         n_target = n_min;
     qsort(cand, (size_t)ncand, sizeof(cand_t), cand_cmp);
     for (int n = n_target; n >= n_min; n--) {
-        if (n > ncand)
-            continue;
         uint64_t per = round_up((capacity + (uint64_t)n - 1) / (uint64_t)n, gran);
-        if (cand[n - 1].free < per)
+        int fit = 0;        /* the first n in that order that have per bytes free */
+        for (int k = 0; k < ncand && fit < n; k++)
+            if (cand[k].free >= per)
+                pick[fit++] = cand[k].idx;
+        if (fit < n)
             continue;
-        out->v = calloc((size_t)n, sizeof(anode_t));
-        if (!out->v) {
-            free(cand);
-            return cerr_set(e, ENOMEM, "", "out of memory");
+        if (!(out->v = calloc((size_t)n, sizeof(anode_t)))) {
+            rc = cerr_set(e, ENOMEM, "", "out of memory");
+            goto done;
         }
         out->n = n;
         out->capacity = capacity;
         out->reserved = per * (uint64_t)n;
         snprintf(out->pool, sizeof(out->pool), "%s", c->pools[p].name);
         for (int k = 0; k < n; k++) {
-            out->v[k].node = cand[k].idx;
+            out->v[k].node = pick[k];
             out->v[k].bytes = per;
         }
         /* stable order by node index for display */
@@ -173,16 +191,16 @@ static int place(core_t *c, uint64_t capacity, int nodes, int p, const char *fie
                 out->v[b] = out->v[b - 1];
                 out->v[b - 1] = t;
             }
-        free(cand);
-        return 0;
+        rc = 0;
+        goto done;
     }
-    uint64_t free_total = 0;
-    for (int k = 0; k < ncand; k++)
-        free_total += cand[k].free;
+    rc = cerr_set(e, ENOSPC, field, "pool %s cannot hold %ju bytes on %d node(s) now "
+                  "(%d nodes up, %ju bytes free)", c->pools[p].name, (uintmax_t)capacity,
+                  n_min, ncand, (uintmax_t)free_total);
+done:
     free(cand);
-    return cerr_set(e, ENOSPC, field, "pool %s cannot hold %ju bytes on %d node(s) now "
-                    "(%d nodes up, %ju bytes free)", c->pools[p].name, (uintmax_t)capacity,
-                    n_min, ncand, (uintmax_t)free_total);
+    free(pick);
+    return rc;
 }
 
 static void alloc_take(core_t *c, alloc_t *a)
@@ -436,7 +454,7 @@ int core_reconfigure(core_t *c, cfg_t *nc, hu_error_t *err)
             if (n->capacity != ns->capacity || n->bandwidth != ns->bandwidth)
                 changed = true;
             n->capacity = ns->capacity;
-            n->bandwidth = ns->bandwidth;
+            n->bandwidth = n->bw_conf = ns->bandwidth;
             n->pool = pool_index(c, ns->pool);
             n->device = *ns->device ? cfg_device_index(nc, ns->device) : -1;
             n->in_config = true;

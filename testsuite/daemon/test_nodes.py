@@ -405,6 +405,9 @@ def test_busy_device_gets_less_bandwidth(make_daemon, agents, tmp_base):
     assert names == ["bb01"]
     bw, nodes = phase_bw(d, "g1")
     assert nodes == ["bb01"] and abs(bw - 1e9) < 1e7, bw
+    # the other two nodes get as much: bb01 is first again by free space, then name
+    assert new_job(d, "f2", wait=False)[1] == ["bb02"]
+    assert new_job(d, "f3", wait=False)[1] == ["bb03"]
     # another writer: 600 MB/s on bb01's device
     t0 = time.time()
     last = t0
@@ -427,11 +430,14 @@ def test_busy_device_gets_less_bandwidth(make_daemon, agents, tmp_base):
     print("device status to decision: %.2f s" % delay)
     bw, _ = phase_bw(d, "g1")
     assert bw <= 0.6e9, bw
+    # placement too: a new buffer goes to an idle node, not to the busy one
+    assert new_job(d, "g2", wait=False)[1] == ["bb02"]
     # the writer stops: the configured bandwidth is counted on again
     n = wait_for(lambda: node(d, "bb01")["bandwidth"] > 0.95e9 and node(d, "bb01"),
                  "bb01's bandwidth to come back", timeout=10)
     bw, _ = phase_bw(d, "g1")
     assert abs(bw - 1e9) < 1e7, bw
+    assert new_job(d, "g3", wait=False)[1] == ["bb01"]
 
 
 def test_persistent_buffer_on_an_agent(make_daemon, agents, tmp_base):

@@ -157,6 +157,32 @@ static const struct {
     { 2.0, 25 * GiB, 0, 4, 7 * GiB },       /* 3 needed, 6 wanted, 4 up */
 };
 
+/* A node whose agent measures other I/O on its device (core_node_set_bandwidth with
+ * what it has left) is placed on last, whatever its free space; one that has too
+ * little free space for its share is passed over for the next by bandwidth. */
+START_TEST(test_busy_node_last)
+{
+    fx_t f;
+    cerr_t e = { 0 };
+    bool created;
+    core_t *c = open_locked(&f, 1.0);
+    job_t *a = job(c, "300"), *b = job(c, "301"), *d = job(c, "302");
+    ck_assert_int_eq(core_node_set_bandwidth(c, core_node_index(c, "bb1"), 0.3e9), 0);
+    ck_assert_int_eq(core_node_set_bandwidth(c, core_node_index(c, "bb2"), 0.96e9), 0);
+    /* bb1 has 30 % left, bb2 96 % (to the nearest tenth: as good as idle) */
+    ck_assert_msg(core_alloc_create(c, a, 15 * GiB, 0, "fast", &created, &e) == 0, "%s", e.msg);
+    ck_assert(on_node(a->alloc, c, "bb2", 8 * GiB) && on_node(a->alloc, c, "bb3", 8 * GiB));
+    /* the idle nodes with room go first: bb4 (10 GiB free), then bb2 or bb3 (2 GiB) */
+    ck_assert_msg(core_alloc_create(c, b, 4 * GiB, 2, "fast", &created, &e) == 0, "%s", e.msg);
+    ck_assert(on_node(b->alloc, c, "bb4", 2 * GiB) && on_node(b->alloc, c, "bb2", 2 * GiB));
+    /* 9 GiB on one node: only bb1 (busy) still has room */
+    ck_assert_msg(core_alloc_create(c, d, 9 * GiB, 1, "fast", &created, &e) == 0, "%s", e.msg);
+    ck_assert(on_node(d->alloc, c, "bb1", 9 * GiB));
+    core_unlock(c);
+    fx_done(&f);
+}
+END_TEST
+
 START_TEST(test_overprovision)
 {
     fx_t f;
@@ -182,6 +208,7 @@ int main(void)
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, test_allocate);
     tcase_add_test(tc, test_refuse);
+    tcase_add_test(tc, test_busy_node_last);
     tcase_add_loop_test(tc, test_overprovision, 0, sizeof(over_cases) / sizeof(over_cases[0]));
     suite_add_tcase(s, tc);
     return fx_run(s);
