@@ -36,15 +36,6 @@ echo finished
 
 
 def test_requeued_job_gets_a_new_buffer(cluster, users, tmp_path):
-    if any(n.get("agent") for n in cluster.bbmgr("nodes")["nodes"]):
-        # The requeued run gets a new, empty buffer on agent nodes too (the
-        # incarnation of doc/bbnoded.md).  But this test's end restarts the agents
-        # (it restores bbmgr.yaml) while the second run's stage-out is done and
-        # not yet durable, and the new agent removes that buffer's directory as an
-        # orphan before its fsyncs are redone: bbmgrd then keeps 1 GiB counted for
-        # a directory that is gone (a known bug of the agents, doc/bbnoded.md).
-        pytest.xfail("an agent restarted within a stage-out's durability window "
-                     "removes the source of its fsyncs (known bug)")
     pw = users[0]
     wdir = user_dir(cluster, pw, "requeue")
     src = os.path.join(wdir, "in")
