@@ -1,0 +1,478 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * mover_end.c — the end of a transfer and of a buffer directory (see mover.c for
+ * the task life cycle): FINISH (directory attributes, fsyncs of a transfer
+ * fsync'd before done), DURABLE (the fsyncs of a done stage-out), ABORT (partial
+ * files removed), and RMTREE, the teardown of a buffer directory, which waits
+ * while a stage-out from under it is not durable and never runs when one could
+ * not be made durable.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <grp.h>
+#include <limits.h>
+#include <math.h>
+#include <pthread.h>
+#include <pwd.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/fsuid.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <linux/capability.h>
+#include <linux/ioprio.h>
+
+#include "libhsched/hs_sfq.h"
+#include "checksum.h"
+#include "hmap.h"
+#include "log.h"
+#include "mover_internal.h"
+#include "util.h"
+
+/* ------------------------------------------------------------------ FINISH, DURABLE, ABORT */
+/* Open a file or directory of the destination to fsync it, as the job's user (the
+ * calling thread acts as x->id).  -1 with errno when it cannot be opened, or with
+ * ENODEV when a file is no longer a regular file.  A directory the user made
+ * unreadable is opened by the daemon: opening one has no side effect. */
+static int sync_open(mover_t *m, mxfer_t *x, const char *path, bool dir)
+{
+    int flags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | (dir ? O_DIRECTORY : 0);
+    int fd = dir ? open(path, flags) : open_regular(path, NULL);
+    if (fd < 0 && dir && errno == EACCES && become(m, &m->self) == 0) {
+        fd = open(path, flags);
+        int e = errno;
+        if (become(m, &x->id) < 0 && fd >= 0) {
+            close(fd);
+            fd = -1;
+            e = EPERM;
+        }
+        errno = e;
+    }
+    if (fd >= 0 && !dir) {
+        struct stat st;
+        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+            close(fd);
+            errno = ENODEV;
+            return -1;
+        }
+    }
+    return fd;
+}
+
+/* The user may remove, replace or lock away their own copy once it is done: then
+ * there is nothing of ours left to make durable at that path. */
+static bool changed_by_user(int err)
+{
+    return err == ENOENT || err == ENOTDIR || err == ELOOP || err == EACCES || err == EPERM
+           || err == ENODEV || err == ESTALE;
+}
+
+/* fsync path (a file, or a directory: dir).  0 when done or nothing to do (changed
+ * by the user); -1 (tfail) when the fsync failed. */
+static int sync_path(mover_t *m, task_t *t, const char *path, bool dir)
+{
+    int fd = sync_open(m, t->x, path, dir);
+    if (fd < 0) {
+        if (changed_by_user(errno)) {
+            bl_debug("mover: transfer %ju: not fsync'd, changed since the copy: %s: %s",
+                     (uintmax_t)t->x->tid, path, strerror(errno));
+            return 0;
+        }
+        return tfail(t, errno, path, "open to fsync");
+    }
+    int rc = fsync(fd);
+    int e = errno;
+    close(fd);
+    return rc < 0 ? tfail(t, e, path, "fsync") : 0;
+}
+
+/* fsync of the entry e of x at the destination. */
+static int sync_entry(mover_t *m, task_t *t, const entry_t *e)
+{
+    char *p = pjoin(t->x->dst, e->rel);
+    int rc = p ? sync_path(m, t, p, e->type == E_DIR) : tfail(t, ENOMEM, t->x->dst, "path");
+    free(p);
+    return rc;
+}
+
+/* fsync of the directory that holds dst (the transfer's top entry). */
+static int sync_parent(mover_t *m, task_t *t, const char *dst)
+{
+    char *parent = strdup(dst), *s;
+    int rc = 0;
+    if (!parent)
+        return tfail(t, ENOMEM, dst, "path");
+    if ((s = strrchr(parent, '/'))) {
+        s[s == parent ? 1 : 0] = '\0';
+        rc = sync_path(m, t, parent, true);
+    }
+    free(parent);
+    return rc;
+}
+
+/* The hard link e of the tree, to its first name (in place by now). */
+static int make_hlink(task_t *t, const entry_t *e)
+{
+    mxfer_t *x = t->x;
+    char *to = pjoin(x->dst, x->ents[e->link_to].rel), *d = pjoin(x->dst, e->rel);
+    struct stat a, b;
+    int rc = 0;
+    if (!to || !d) {
+        rc = tfail(t, ENOMEM, x->dst, "path");
+    } else if (link(to, d) < 0) {
+        if (errno != EEXIST)
+            rc = tfail(t, errno, d, "link");
+        else if (lstat(to, &a) < 0 || lstat(d, &b) < 0 || a.st_ino != b.st_ino
+                 || a.st_dev != b.st_dev) {
+            /* another file under that name (an earlier run): replaced */
+            char *tmp = tmp_name(d, x->tid, -2);
+            if (!tmp || (unlink(tmp), link(to, tmp)) < 0 || rename(tmp, d) < 0)
+                rc = tfail(t, tmp ? errno : ENOMEM, d, "link");
+            if (tmp && rc < 0)
+                unlink(tmp);
+            free(tmp);
+        }
+    }
+    free(to);
+    free(d);
+    return rc;
+}
+
+int run_finish(mover_t *m, task_t *t)
+{
+    mxfer_t *x = t->x;
+    if (become(m, &x->id) < 0)
+        return tfail(t, errno, x->dst, "act as the job's user");
+    if (x->dst_only)
+        return 0;       /* a recovery of the destination alone: nothing to set */
+    for (int i = 0; i < x->nents; i++)
+        if (x->ents[i].type == E_HLINK && make_hlink(t, &x->ents[i]) < 0)
+            return -1;
+    /* fsync'd before done: files found complete at the start (a restart) were not
+     * copied now, and a run without fsync may have written them */
+    for (int i = 0; x->sync_each && i < x->nents; i++) {
+        entry_t *e = &x->ents[i];
+        if (e->type == E_FILE && e->skipped && sync_entry(m, t, e) < 0)
+            return -1;
+    }
+    /* directories, deepest first; the root only if this transfer created it */
+    for (int i = x->nents - 1; i >= 0; i--) {
+        entry_t *e = &x->ents[i];
+        if (e->type != E_DIR)
+            continue;
+        bool attrs = *e->rel || e->made;
+        if (!attrs && !x->sync_each)
+            continue;
+        char *d = pjoin(x->dst, e->rel);
+        struct timespec ts[2] = { e->st.st_atim, e->st.st_mtim };
+        if (!d)
+            return tfail(t, ENOMEM, x->dst, "path");
+        if (attrs) {
+            set_owner(x, e, -1, d, AT_SYMLINK_NOFOLLOW, NULL);
+            if (fchmodat(AT_FDCWD, d, e->st.st_mode & 07777, 0) < 0
+                || utimensat(AT_FDCWD, d, ts, AT_SYMLINK_NOFOLLOW) < 0) {
+                tfail(t, errno, d, "set attributes");
+                free(d);
+                return -1;
+            }
+        }
+        int rc = x->sync_each ? sync_path(m, t, d, true) : 0;
+        free(d);
+        if (rc < 0)
+            return -1;
+    }
+    return x->sync_each ? sync_parent(m, t, x->dst) : 0;
+}
+
+/* A stage-out is done (every file verified and under its final name): make it
+ * durable.  1. Start the write-back of every file, so that the device has the whole
+ * tree queued; 2. wait for the data of each (an error here is an fsync error: the
+ * kernel reports a write-back error once); 3. fsync each file: the first one
+ * commits the journal, which by then covers the others, so that one commit serves
+ * the tree instead of one per file; 4. fsync each directory, deepest first, and
+ * the destination's parent: the renames.  Files are reopened by their path (as the
+ * job's user, never following a symlink), so no descriptor is held from the copy
+ * to here.  Stops between files when the mover stops (the next start makes the
+ * transfer durable). */
+int run_durable(mover_t *m, task_t *t)
+{
+    mxfer_t *x = t->x;
+    int nfiles = 0, ndirs = 0;
+    double t0 = hu_mono(), tp[3];
+
+    if (become(m, &x->id) < 0)
+        return tfail(t, errno, x->dst, "act as the job's user");
+    for (int pass = 0; pass < 3; pass++) {
+        for (int i = 0; i < x->nents; i++) {
+            entry_t *e = &x->ents[i];
+            if (e->type != E_FILE)
+                continue;
+            if (__atomic_load_n(&m->stop, __ATOMIC_ACQUIRE)) {
+                t->skipped = true;
+                return 0;
+            }
+            char *f = pjoin(x->dst, e->rel);
+            int rc = 0, fd;
+            if (!f)
+                return tfail(t, ENOMEM, x->dst, "path");
+            if (pass == 2) {
+                rc = sync_path(m, t, f, false);
+                nfiles++;
+            } else if ((fd = sync_open(m, x, f, false)) >= 0) {
+                /* pass 0 takes no error: the next passes report them */
+                if (pass == 0)
+                    sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE);
+                else if (sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WAIT_BEFORE
+                                                       | SYNC_FILE_RANGE_WRITE
+                                                       | SYNC_FILE_RANGE_WAIT_AFTER) < 0)
+                    rc = tfail(t, errno, f, "write back");
+                close(fd);
+            }
+            free(f);
+            if (rc < 0)
+                return -1;
+        }
+        tp[pass] = hu_mono();
+    }
+    for (int i = x->nents - 1; i >= 0; i--) {
+        entry_t *e = &x->ents[i];
+        if (e->type != E_DIR)
+            continue;
+        if (sync_entry(m, t, e) < 0)
+            return -1;
+        ndirs++;
+    }
+    if (sync_parent(m, t, x->dst) < 0)
+        return -1;
+    double t1 = hu_mono();
+    bl_debug("mover: transfer %ju durable: %d files and %d directories fsync'd in %.3f s "
+             "(write-back started %.3f s, data written %.3f s, files fsync'd %.3f s, "
+             "directories %.3f s)", (uintmax_t)x->tid, nfiles, ndirs + 1, t1 - t0,
+             tp[0] - t0, tp[1] - tp[0], tp[2] - tp[1], t1 - tp[2]);
+    return 0;
+}
+
+void run_abort(mover_t *m, task_t *t)
+{
+    mxfer_t *x = t->x;
+    if (become(m, &x->id) < 0)
+        become(m, &m->self);
+    for (mfile_t *f = x->live; f; f = f->next)
+        file_cleanup(f);
+}
+
+/* ------------------------------------------------------------------ RMTREE */
+/* Directories of the tree become writable by their owner, so that read-only ones
+ * copied from the PFS can be emptied. */
+static int rm_prep(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)ftw;
+    if (flag == FTW_D && (st->st_mode & 0300) != 0300)
+        chmod(path, (st->st_mode & 07777) | 0700);
+    return 0;
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    if (ftw->level == 0)
+        return 0;   /* the directory itself: by the daemon, after */
+    if ((flag == FTW_DP ? rmdir(path) : unlink(path)) < 0 && errno != ENOENT)
+        bl_warning("teardown: remove %s: %s", path, strerror(errno));
+    return 0;
+}
+
+void run_rmtree(mover_t *m, task_t *t)
+{
+    ident_t id = { .uid = t->uid, .gid = t->gid, .ngroups = 1, .groups = { t->gid } };
+    struct stat st;
+    bool ours = false;
+    const char *dir = t->path;
+    become(m, &m->self);
+    /* first moved aside to a name of its own, under m->lock (mover_aside() moves
+     * directories under it too): a new buffer may take the name at once, and nothing
+     * below ever reaches it */
+    pthread_mutex_lock(&m->lock);
+    if (lstat(t->path, &st) == 0 && S_ISDIR(st.st_mode)) {
+        ours = !(t->dev || t->ino) || (st.st_dev == t->dev && st.st_ino == t->ino);
+        if (!ours)
+            bl_warning("teardown: %s is no longer the directory it was for (inode %ju, now "
+                       "%ju): left alone", t->path, (uintmax_t)t->ino, (uintmax_t)st.st_ino);
+        else if (t->trash && strcmp(t->path, t->trash)) {
+            if (rename(t->path, t->trash) < 0) {
+                bl_warning("teardown: move %s to %s: %s (removed in place)", t->path, t->trash,
+                           strerror(errno));
+            } else {
+                dir = t->trash;
+            }
+        }
+    }
+    pthread_mutex_unlock(&m->lock);
+    if (!ours || (t->move_only && dir != t->path))
+        return;
+    /* the content as its owner (never following a symlink the user may plant),
+     * the directory itself, in the daemon's mount directory, as the daemon */
+    if (become(m, &id) < 0)
+        become(m, &m->self);
+    nftw(dir, rm_prep, 32, FTW_PHYS | FTW_MOUNT);
+    nftw(dir, rm_entry, 32, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+    become(m, &m->self);
+    if (rmdir(dir) < 0 && errno != ENOENT)
+        bl_warning("teardown: remove %s: %s", dir, strerror(errno));
+    else if (dir != t->path)
+        bl_debug("teardown: removed %s (moved to %s first)", t->path, dir);
+    else
+        bl_debug("teardown: removed %s", t->path);
+}
+
+
+/* A stage-out needs its source while it copies, and until it is durable: a crash
+ * before then makes the next start copy again from it. */
+static bool holds_source(const mxfer_t *x)
+{
+    return x->stage_out && !x->aborting && !x->final;
+}
+
+/* The teardown t runs now (FIFO), waits in m->rmwait while a stage-out holds a
+ * source under its path, or never runs if a stage-out from under its path could
+ * not be made durable (its data may exist only there). */
+void rm_release(mover_t *m, task_t *t)
+{
+    void *v;
+    for (int i = 0; i < m->nkept; i++)
+        if (util_path_under(m->kept[i], t->path)) {
+            bl_warning("teardown: %s is kept: the stage-out from %s could not be made "
+                       "durable (remove it by hand once the data is safe)", t->path,
+                       m->kept[i]);
+            task_free(t);
+            return;
+        }
+    for (void *it = hmap_first(m->xfers, &v); it; it = hmap_next(m->xfers, it, &v)) {
+        const mxfer_t *x = v;
+        const char *src = x->hold ? x->hold : x->src;
+        if (holds_source(x) && (util_path_under(src, t->path) || util_path_under(t->path, src))) {
+            bl_debug("teardown: %s waits for stage-out %ju to be durable", t->path,
+                     (uintmax_t)x->tid);
+            t->next = m->rmwait;
+            m->rmwait = t;
+            return;
+        }
+    }
+    fifo_push(m, t);
+}
+
+void rm_recheck(mover_t *m)
+{
+    task_t *l = m->rmwait;
+    m->rmwait = NULL;
+    while (l) {
+        task_t *t = l;
+        l = t->next;
+        rm_release(m, t);
+    }
+}
+
+int mover_rmtree(mover_t *m, const char *job, const char *path, const char *trash, uid_t uid,
+                 gid_t gid, dev_t dev, ino_t ino)
+{
+    task_t *t = task_new(T_RMTREE, NULL);
+    if (!t || !(t->path = strdup(path)) || (trash && !(t->trash = strdup(trash)))) {
+        task_free(t);
+        errno = ENOMEM;
+        return -1;
+    }
+    t->uid = uid;
+    t->gid = gid;
+    t->dev = dev;
+    t->ino = ino;
+    pthread_mutex_lock(&m->lock);
+    mjob_t *j = job ? hmap_get(m->jobs, job) : NULL;
+    if (j && j->nactive > 0) {
+        t->next = j->deferred;
+        j->deferred = t;
+    } else {
+        rm_release(m, t);
+    }
+    pthread_mutex_unlock(&m->lock);
+    return 0;
+}
+
+int mover_unkeep(mover_t *m, const char *path)
+{
+    int k = 0, n;
+    pthread_mutex_lock(&m->lock);
+    for (int i = 0; i < m->nkept; i++) {
+        if (util_path_under(m->kept[i], path)) {
+            bl_info("mover: %s is no longer kept (released)", m->kept[i]);
+            free(m->kept[i]);
+        } else {
+            m->kept[k++] = m->kept[i];
+        }
+    }
+    n = m->nkept - k;
+    m->nkept = k;
+    pthread_mutex_unlock(&m->lock);
+    return n;
+}
+
+/* Replace the prefix from by to in p (a copy), or NULL when p is not under from. */
+static char *rebased(const char *p, const char *from, const char *to)
+{
+    return util_path_under(p, from) ? xprintf("%s%s", to, p + strlen(from)) : NULL;
+}
+
+/* (m->lock held) a teardown of 'from' is now one of 'to' */
+static void rm_rebase(task_t *l, const char *from, const char *to, bool fifo)
+{
+    for (task_t *t = l; t; t = t->next) {
+        char *n;
+        if ((fifo && t->kind != T_RMTREE) || strcmp(t->path, from) || !(n = strdup(to)))
+            continue;
+        free(t->path);
+        t->path = n;
+    }
+}
+
+int mover_aside(mover_t *m, const char *from, const char *to)
+{
+    void *v;
+    pthread_mutex_lock(&m->lock);
+    if (rename(from, to) < 0) {
+        int e = errno;
+        pthread_mutex_unlock(&m->lock);
+        errno = e;
+        return -1;
+    }
+    rm_rebase(m->head, from, to, true);
+    rm_rebase(m->rmwait, from, to, false);
+    for (void *it = hmap_first(m->jobs, &v); it; it = hmap_next(m->jobs, it, &v))
+        rm_rebase(((mjob_t *)v)->deferred, from, to, false);
+    for (void *it = hmap_first(m->xfers, &v); it; it = hmap_next(m->xfers, it, &v)) {
+        mxfer_t *x = v;
+        char *n = x->hold ? rebased(x->hold, from, to) : NULL;
+        if (n) {
+            free(x->hold);
+            x->hold = n;
+        }
+    }
+    for (int i = 0; i < m->nkept; i++) {
+        char *n = rebased(m->kept[i], from, to);
+        if (n) {
+            free(m->kept[i]);
+            m->kept[i] = n;
+        }
+    }
+    pthread_mutex_unlock(&m->lock);
+    return 0;
+}
