@@ -107,7 +107,7 @@ static void trash_sweep(agent_t *a, bool persistent)
     char path[1400];
     if (pfd < 0)
         return;
-    tfd = openat(pfd, ".harmonia-trash", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    tfd = openat(pfd, MOVER_TRASH, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     close(pfd);
     if (tfd < 0 || !(d = fdopendir(tfd))) {
         if (tfd >= 0)
@@ -119,7 +119,7 @@ static void trash_sweep(agent_t *a, bool persistent)
         if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")
             || fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
             continue;
-        snprintf(path, sizeof(path), "%s/%s.harmonia-trash/%s", a->mount,
+        snprintf(path, sizeof(path), "%s/%s" MOVER_TRASH "/%s", a->mount,
                  persistent ? "persistent/" : "", e->d_name);
         bl_info("%s: left in the trash by an earlier run: removed", path);
         if (mover_rmtree(a->m, NULL, path, NULL, st.st_uid, st.st_gid, st.st_dev,
@@ -502,23 +502,12 @@ static void made_prune(agent_t *a, const np_dir_t *v, size_t n)
  * destroyed and made again within one report) or owned by someone else.  Moved
  * aside to <parent>/.harmonia-trash/<inode> and removed from there, so that the
  * name is free at once for a new, empty directory.  false: it could not be. */
-/* <mount>/[persistent/].harmonia-trash/<ino>: where a directory of the parent pfd
- * goes before it is emptied, so that its name is free at once and nothing below it
- * is ever reached through that name again.  -1 when the trash directory is not one
- * of this process's, writable by it alone. */
+/* <mount>/[persistent/].harmonia-trash/<ino> (mover_trash_path) */
 static int trash_path(agent_t *a, int pfd, bool persistent, ino_t ino, char *out, size_t len)
 {
-    struct stat ts;
-    if (mkdirat(pfd, ".harmonia-trash", 0711) < 0 && errno != EEXIST)
-        return -1;
-    if (fstatat(pfd, ".harmonia-trash", &ts, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(ts.st_mode)
-        || ts.st_uid != geteuid() || (ts.st_mode & 022)) {
-        errno = EPERM;
-        return -1;
-    }
-    snprintf(out, len, "%s/%s.harmonia-trash/%ju", a->mount, persistent ? "persistent/" : "",
-             (uintmax_t)ino);
-    return 0;
+    char parent[1200];
+    snprintf(parent, sizeof(parent), "%s%s", a->mount, persistent ? "/persistent" : "");
+    return mover_trash_path(pfd, parent, ino, out, len);
 }
 
 static bool dir_aside(agent_t *a, int pfd, const np_dir_t *d, const struct stat *st,

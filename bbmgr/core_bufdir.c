@@ -32,7 +32,7 @@
 bool dir_name_ok(const char *name, bool job)
 {
     return *name && strcmp(name, ".") && strcmp(name, "..") && !strchr(name, '/')
-           && strcmp(name, TRASH_DIR)
+           && strcmp(name, MOVER_TRASH)
            && !(job && (!strcmp(name, "persistent") || !strcmp(name, SPARE_DIR)));
 }
 
@@ -52,22 +52,22 @@ bool dir_name_ok(const char *name, bool job)
 static bool trash_path(const char *path, const struct stat *st, char *out, size_t len)
 {
     const char *slash = strrchr(path, '/');
-    struct stat ts;
+    char parent[1200];
     if (!slash)
         return false;
-    snprintf(out, len, "%.*s/" TRASH_DIR, (int)(slash - path), path);
-    if (mkdir(out, 0711) < 0 && errno != EEXIST) {
-        bl_warning("mkdir %s: %s", out, strerror(errno));
+    snprintf(parent, sizeof(parent), "%.*s", (int)(slash - path), path);
+    int pfd = open(parent, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (pfd < 0 || mover_trash_path(pfd, parent, st->st_ino, out, len) < 0) {
+        if (errno == EPERM)
+            bl_warning("%s/" MOVER_TRASH " is not a directory of uid %u writable by it alone: "
+                       "not used", parent, (unsigned)geteuid());
+        else
+            bl_warning("%s/" MOVER_TRASH ": %s", parent, strerror(errno));
+        if (pfd >= 0)
+            close(pfd);
         return false;
     }
-    if (lstat(out, &ts) < 0 || !S_ISDIR(ts.st_mode) || ts.st_uid != geteuid()
-        || (ts.st_mode & 022)) {
-        bl_warning("%s is not a directory of uid %u writable by it alone: not used", out,
-                   (unsigned)geteuid());
-        return false;
-    }
-    size_t n = strlen(out);
-    snprintf(out + n, len - n, "/%ju", (uintmax_t)st->st_ino);
+    close(pfd);
     return true;
 }
 

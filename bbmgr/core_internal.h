@@ -80,7 +80,6 @@ struct core {
 
 #define NOW_NAN NAN
 #define HELD_PREFIX "persistent:"     /* held_t.job of a persistent buffer's */
-#define TRASH_DIR ".harmonia-trash"
 
 /* core.c */
 int phase_state_parse(const char *s);

@@ -578,7 +578,7 @@ static void trash_sweep(core_t *c, const char *mount, const char *sub)
     struct stat st;
     DIR *d;
     struct dirent *de;
-    snprintf(dir, sizeof(dir), "%s%s/" TRASH_DIR, mount, sub);
+    snprintf(dir, sizeof(dir), "%s%s/" MOVER_TRASH, mount, sub);
     if (lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid()
         || !(d = opendir(dir)))
         return;

@@ -94,6 +94,14 @@ int mover_rmtree(mover_t *m, const char *job, const char *path, const char *tras
  * stage-out which could not be made durable kept are no longer kept, so that a
  * removal of path may run.  Returns how many were. */
 int mover_unkeep(mover_t *m, const char *path);
+/* The trash of a directory of buffers: a buffer directory is moved there, to
+ * <parent>/.harmonia-trash/<inode>, before it is emptied, so that its name is free
+ * at once and nothing below it is reached through that name again. */
+#define MOVER_TRASH ".harmonia-trash"
+/* out = "<parent>/.harmonia-trash/<ino>", pfd the open parent; the trash is made
+ * (0711) if missing.  -1: it could not be made (errno), or it is not a directory
+ * of this process's uid writable by it alone (EPERM), or out is too short. */
+int mover_trash_path(int pfd, const char *parent, ino_t ino, char *out, size_t len);
 /* rename(from, to) of a buffer directory a new buffer needs the name of, under the
  * mover's lock: the stage-outs that read from it, and its teardown, follow it (so the
  * late teardown of an earlier buffer of that name never reaches the new one). */

@@ -383,6 +383,23 @@ void rm_recheck(mover_t *m)
     }
 }
 
+int mover_trash_path(int pfd, const char *parent, ino_t ino, char *out, size_t len)
+{
+    struct stat ts;
+    if (mkdirat(pfd, MOVER_TRASH, 0711) < 0 && errno != EEXIST)
+        return -1;
+    if (fstatat(pfd, MOVER_TRASH, &ts, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(ts.st_mode)
+        || ts.st_uid != geteuid() || (ts.st_mode & 022)) {
+        errno = EPERM;
+        return -1;
+    }
+    if ((size_t)snprintf(out, len, "%s/" MOVER_TRASH "/%ju", parent, (uintmax_t)ino) >= len) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    return 0;
+}
+
 int mover_rmtree(mover_t *m, const char *job, const char *path, const char *trash, uid_t uid,
                  gid_t gid, dev_t dev, ino_t ino)
 {
