@@ -261,6 +261,14 @@ double core_job_weight(core_t *c, const job_t *j);
 void core_mover_report(core_t *c, uint64_t tid, const char *job, mover_state_t st,
                        int64_t done, int64_t total, const char *msg);
 
+/* Node lost of j's allocation is down (nodes.c) before j runs: its share of the
+ * buffer moves to another node that has room (alloc_move_share()), and the
+ * stage-ins into its directory there — running, queued or done, their data was
+ * only there — are queued again with their destinations moved.  The number of
+ * them, or -1 when j runs already or no node can take the share (nothing changed:
+ * its transfers then fail as before). */
+int core_restage_lost(core_t *c, job_t *j, int lost, const char *why);
+
 /* Bring a deferred decision up to date (lock held); a no-op when it is. */
 void core_settle(core_t *c);
 

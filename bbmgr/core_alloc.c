@@ -211,6 +211,62 @@ static void alloc_take(core_t *c, alloc_t *a)
     }
 }
 
+/* Node lost of j's allocation is down: its share goes to another node of the pool
+ * that has room for it — one not in the allocation first (the allocation keeps its
+ * width), in the placement's order, else a surviving node of the allocation — and
+ * the job's directory is made there.  The new node's index, or -1 when none can
+ * take it (the allocation is then unchanged). */
+int alloc_move_share(core_t *c, job_t *j, int lost)
+{
+    alloc_t *a = j->alloc;
+    int k = 0, best = -1, p = a ? pool_index(c, a->pool) : -1;
+    cand_t bc = { 0 };
+    bool bin = false;
+    while (a && k < a->n && a->v[k].node != lost)
+        k++;
+    if (!a || k == a->n || p < 0)
+        return -1;
+    uint64_t bytes = a->v[k].bytes;
+    for (int i = 0; i < c->nnodes; i++) {
+        node_t *n = &c->nodes[i];
+        bool in = false;
+        if (i == lost || n->pool != p || !n->in_config || n->drained || n->used + bytes > n->capacity)
+            continue;
+        for (int q = 0; q < a->n && !in; q++)
+            in = a->v[q].node == i;
+        cand_t ci = { .idx = i, .avail = node_avail(n), .free = n->capacity - n->used };
+        if (best < 0 || (bin && !in) || (bin == in && cand_cmp(&ci, &bc) < 0)) {
+            best = i;
+            bc = ci;
+            bin = in;
+        }
+    }
+    if (best < 0)
+        return -1;
+    c->nodes[lost].used -= bytes < c->nodes[lost].used ? bytes : c->nodes[lost].used;
+    c->nodes[lost].nallocs--;
+    c->nodes[best].used += bytes;
+    if (bin) {                  /* a surviving node takes it on, in its place: one fewer */
+        int q = 0;
+        while (a->v[q].node != best)
+            q++;
+        a->v[q].bytes += bytes;
+        a->v[k] = a->v[q];
+        memmove(&a->v[q], &a->v[q + 1], (size_t)(a->n - q - 1) * sizeof(anode_t));
+        a->n--;
+    } else {
+        alloc_t one = { .n = 1, .v = &a->v[k] };
+        c->nodes[best].nallocs++;
+        a->v[k].node = best;
+        a->v[k].dirgen = 0;
+        /* in the lost node's place: the first node is where $HARMONIA_BB is, and the
+         * state keeps this order (put_anodes) */
+        bufdirs_make(c, &one, false, j->id, j->uid, j->gid);
+    }
+    put_anodes(c, "job", j->id, a);
+    return best;
+}
+
 static int pool_resolve(core_t *c, const char *pool, cerr_t *e)
 {
     int p;

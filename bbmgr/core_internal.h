@@ -123,6 +123,7 @@ void bufdirs_make(core_t *c, alloc_t *a, bool persistent, const char *name,
 void bufdir_teardown(core_t *c, const char *job, const char *path, uid_t uid, gid_t gid);
 void bufdirs_remove(core_t *c, const alloc_t *a, bool persistent, const char *name,
                     const char *job, uid_t uid, gid_t gid);
+int alloc_move_share(core_t *c, job_t *j, int lost);
 void held_free(held_t *h);
 void held_reason(held_t *h);
 held_t *held_add(core_t *c, const char *job, const char *owner);

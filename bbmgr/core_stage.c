@@ -293,6 +293,45 @@ static void on_mover_report(uint64_t tid, const char *job, mover_state_t st, int
                    xfer_state_name(x->state), msg ? msg : "");
 }
 
+int core_restage_lost(core_t *c, job_t *j, int lost, const char *why)
+{
+    char from[1200], to[1200];
+    int n = 0, dst;
+    if (j->state != JOB_REGISTERED || !j->alloc)
+        return -1;
+    snprintf(from, sizeof(from), "%s/%s", c->nodes[lost].mount, j->id);
+    if ((dst = alloc_move_share(c, j, lost)) < 0)
+        return -1;
+    snprintf(to, sizeof(to), "%s/%s", c->nodes[dst].mount, j->id);
+    for (int i = 0; i < j->nxfers; i++) {
+        xfer_t *x = j->xfers[i];
+        size_t len;
+        char *d;
+        if (strcmp(x->kind, "stage_in") || x->state == XF_FAILED || x->state == XF_CANCELLED
+            || !util_path_under(x->destination, from)
+            || !(d = malloc(len = strlen(to) + strlen(x->destination + strlen(from)) + 1)))
+            continue;
+        snprintf(d, len, "%s%s", to, x->destination + strlen(from));
+        free(x->destination);
+        x->destination = d;
+        if (x->state == XF_DONE && hmap_iput(c->xfers, x->id, x) < 0) {
+            xfer_close(c, x, XF_FAILED, "out of memory");
+            continue;
+        }
+        x->state = XF_QUEUED;
+        x->in_mover = false;
+        x->start = core_wall();
+        x->finished = NAN;
+        x->bytes_done = 0;
+        x->durable = -1;
+        put_xfer(c, x);
+        n++;
+    }
+    bl_warning("job %s: buffer node %s %s: its share of the buffer moved to %s, %d stage-in(s) "
+               "run again there", j->id, c->nodes[lost].name, why, c->nodes[dst].name, n);
+    return n;
+}
+
 void core_mover_report(core_t *c, uint64_t tid, const char *job, mover_state_t st,
                        int64_t done, int64_t total, const char *msg)
 {

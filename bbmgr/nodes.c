@@ -237,6 +237,14 @@ static void fail_tasks(core_t *c, int a, const char *why)
                          "durable", G.v[a].name, why);
                 core_mover_report(c, t->id, t->job, MV_NOT_DURABLE, 0, -1, msg);
             } else if (task_open(c, t)) {
+                job_t *j = t->stage_out ? NULL : core_job(c, t->job);
+                snprintf(msg, sizeof(msg), "down (%s)", why);
+                /* a stage-in before its job runs: run again elsewhere (its other
+                 * transfers into that node too: they are no longer open) */
+                if (j && core_restage_lost(c, j, core_node_index(c, G.v[a].name), msg) >= 0) {
+                    task_close(ids[i]);
+                    continue;
+                }
                 snprintf(msg, sizeof(msg), t->stage_out
                          ? "buffer node %s down (%s): stage-out data lost"
                          : "buffer node %s down (%s): stage-in not completed", G.v[a].name, why);
@@ -245,6 +253,30 @@ static void fail_tasks(core_t *c, int a, const char *why)
             task_close(ids[i]);
         }
     } while (n == 256);
+}
+
+static bool alloc_has(core_t *c, const alloc_t *a, const char *node)
+{
+    for (int i = 0; a && i < a->n; i++)
+        if (!strcmp(c->nodes[a->v[i].node].name, node))
+            return true;
+    return false;
+}
+
+/* Node idx is down: the jobs that have not started yet get their share of the
+ * buffer on another node, and their stage-ins into it run again there
+ * (core_restage_lost(); a job that has started keeps its allocation: what it
+ * wrote there was only there). */
+static void move_waiting_jobs(core_t *c, int idx)
+{
+    void *v;
+    for (void *it = hmap_first(c->jobs, &v); it; it = hmap_next(c->jobs, it, &v)) {
+        job_t *j = v;
+        if (j->state == JOB_REGISTERED && alloc_has(c, j->alloc, c->nodes[idx].name)
+            && core_restage_lost(c, j, idx, "down (no report)") < 0)
+            bl_warning("job %s: no other buffer node can take its share on %s: it stays there",
+                       j->id, c->nodes[idx].name);
+    }
 }
 
 void nodes_tick(core_t *c, double wall)
@@ -264,6 +296,8 @@ void nodes_tick(core_t *c, double wall)
             bl_error("buffer node %s: %s", g->name, g->reason);
             if (idx >= 0 && !c->nodes[idx].drained)
                 core_node_drain(c, idx, true, g->reason, &e);
+            if (idx >= 0)
+                move_waiting_jobs(c, idx);
         }
         if (g->down)
             fail_tasks(c, a, "no report");
@@ -287,13 +321,6 @@ static void agent_up(core_t *c, int a)
 }
 
 /* ------------------------------------------------------------------ poll */
-static bool alloc_has(core_t *c, const alloc_t *a, const char *node)
-{
-    for (int i = 0; a && i < a->n; i++)
-        if (!strcmp(c->nodes[a->v[i].node].name, node))
-            return true;
-    return false;
-}
 
 static json_t *dirs_json(core_t *c, int a)
 {

@@ -558,3 +558,53 @@ def test_kept_buffer_survives_an_agent_restart(make_daemon, agents, tmp_base):
     wait_for(lambda: not os.path.exists(paths[0]), "the agent to remove " + paths[0])
     assert held() == []
     assert d.ok("GET", "/v1/nodes/%s" % names[0], uid=SLURM_UID)["used"] == 0
+
+
+def test_stage_in_moves_to_another_node_when_its_node_is_lost(make_daemon, agents, tmp_base):
+    """The agent of a job's buffer node stops for good during the job's stage-in
+    (before the job runs): after agents.down_after the node is drained, the job's
+    share of the buffer moves to an idle node with room, and its stage-ins into the
+    lost node — the one copying and the one done already, whose data was only
+    there — run again into the job's directory on the new node.  The job's
+    allocation names the new node; the lost node's directory goes when its agent
+    is back."""
+    d, by = agent_cluster(make_daemon, agents, tmp_base, down_after="1s",
+                          max_rate="20 MB/s", depth=4)
+    pfs = os.path.join(tmp_base, "pfs")
+    mkdirs(os.path.join(pfs, "in"))
+    mkdirs(os.path.join(pfs, "small"))
+    for i in range(3):
+        write(os.path.join(pfs, "in", "f%d" % i), os.urandom(8 * MiB + i), 0o640)
+    write(os.path.join(pfs, "small", "s"), os.urandom(1000), 0o600)
+    paths, names = new_job(d, "m1")
+    assert names == ["bb01"]
+    t1 = stage(d, "m1", "stage_in", os.path.join(pfs, "small"), paths[0] + "/small")
+    assert wait_xfer(d, t1)["state"] == "done"
+    t2 = stage(d, "m1", "stage_in", os.path.join(pfs, "in"), paths[0] + "/in")
+    wait_bytes(d, t2, 4 * MiB)
+    by["bb01"].kill()
+    # what an administrator and the plugin see
+    wait_for(lambda: node(d, "bb01")["state"] == "drained", "bb01 drained")
+    a = wait_for(lambda: (lambda a: a if a["nodes"][0]["name"] != "bb01" else None)(
+        d.ok("GET", "/v1/jobs/m1/allocation", uid=SLURM_UID)), "the share of m1 to move",
+        report=lambda: d.log_text()[-3000:])
+    assert [n["name"] for n in a["nodes"]] == ["bb02"], a
+    new = a["nodes"][0]["path"]
+    assert new == os.path.join(d.root, "bb02", "m1")
+    for tid in (t1, t2):
+        x = wait_xfer(d, tid)
+        assert x["state"] == "done" and x["destination"].startswith(new + "/"), x
+    wait_for(lambda: d.ok("GET", "/v1/jobs/m1/allocation", uid=SLURM_UID)["ready"],
+             "the new directory to be ready")
+    assert owned_dir(new)
+    assert compare_trees(os.path.join(pfs, "in"), new + "/in", owner=(USER1, GID1)) == 3
+    assert compare_trees(os.path.join(pfs, "small"), new + "/small", owner=(USER1, GID1)) == 1
+    assert not partials(new)
+    assert "buffer node bb01 down (no report): its share of the buffer moved to bb02, " \
+           "2 stage-in(s) run again there" in d.log_text()
+    assert node(d, "bb01")["used"] == 0 and node(d, "bb02")["used"] == 1 << 30
+    # the lost node comes back: the job's old directory there is an orphan
+    by["bb01"].start()
+    wait_agent(d, "bb01", "up")
+    wait_for(lambda: not os.path.exists(paths[0]), "bb01's agent to remove " + paths[0])
+    assert os.path.isdir(new)

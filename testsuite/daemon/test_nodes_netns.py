@@ -208,8 +208,10 @@ def test_agent_sigkill_during_stage_in(cl, pfs):
 
 def test_agent_link_cut_and_restored(cl, pfs):
     """A cut shorter than agents.down_after changes nothing; a longer one marks the
-    node down (drained with the reason, its transfer failed saying so, no new
-    placement there); restored, the node is back and its live data kept."""
+    node down (drained with the reason, no new placement there) and, the job not
+    running yet, moves its share of the buffer to another node, where its
+    stage-ins run again (the one cut off and the one done before); restored, the
+    node is back and the job's directory left there is removed."""
     src = big_input(pfs, "in")
     job, paths, names = new_job(cl)
     host = "bb" + names[0][-1]
@@ -223,15 +225,20 @@ def test_agent_link_cut_and_restored(cl, pfs):
     assert cl.ok("GET", "/v1/nodes/%s" % names[0])["state"] == "up"
     assert compare_trees(src, paths[0] + "/in", owner=(USER1, GID1)) == 4
     # a long cut during a stage-in
-    tid = stage(cl, job, "stage_in", src, paths[0] + "/again")
-    wait_bytes(cl, tid, 4 * MiB)
+    tid2 = stage(cl, job, "stage_in", src, paths[0] + "/again")
+    wait_bytes(cl, tid2, 4 * MiB)
     cl.ctl("link-down", host)
     try:
-        x = wait_xfer(cl, tid)
-        assert x["state"] == "failed", x
-        assert "buffer node %s down" % names[0] in x["message"], x
-        n = cl.ok("GET", "/v1/nodes/%s" % names[0])
-        assert n["state"] == "drained" and "agent down" in n["reason"], n
+        n = wait_for(lambda: (lambda n: n if n["state"] == "drained" else None)(
+            cl.ok("GET", "/v1/nodes/%s" % names[0])), "the node to be marked down")
+        assert "agent down" in n["reason"], n
+        a = wait_for(lambda: (lambda a: a if names[0] not in [m["name"] for m in a["nodes"]]
+                              else None)(cl.ok("GET", "/v1/jobs/%s/allocation" % job)),
+                     "the job's share to move off " + names[0])
+        new = a["nodes"][0]["path"]
+        for t in (tid, tid2):
+            x = wait_xfer(cl, t)
+            assert x["state"] == "done" and x["destination"].startswith(new + "/"), x
         j2, p2, n2 = new_job(cl)
         assert names[0] not in n2
         end_job(cl, j2, p2)
@@ -239,8 +246,10 @@ def test_agent_link_cut_and_restored(cl, pfs):
         cl.ctl("link-up", host)
     wait_for(lambda: cl.ok("GET", "/v1/nodes/%s" % names[0])["state"] == "up",
              "the node to be back")
-    assert compare_trees(src, paths[0] + "/in", owner=(USER1, GID1)) == 4
-    end_job(cl, job, paths)
+    for sub in ("in", "again"):
+        assert compare_trees(src, new + "/" + sub, owner=(USER1, GID1)) == 4
+    wait_for(lambda: not os.path.exists(paths[0]), "the orphan %s to be removed" % paths[0])
+    end_job(cl, job, [new])
 
 
 def test_bbmgrd_restarted_while_agents_copy(cl, pfs):

@@ -183,6 +183,45 @@ START_TEST(test_busy_node_last)
 }
 END_TEST
 
+/* A lost node's share (its agent is down before the job runs) goes in its place to
+ * a node outside the allocation; with none that has room, to a surviving node of
+ * the allocation; with neither, nowhere (the allocation is unchanged). */
+START_TEST(test_move_share)
+{
+    fx_t f;
+    cerr_t e = { 0 };
+    bool created;
+    core_t *c = open_locked(&f, 1.0);
+    job_t *a = job(c, "400");
+    int bb[5];
+    for (int i = 1; i <= 4; i++) {
+        char name[8];
+        snprintf(name, sizeof(name), "bb%d", i);
+        bb[i] = core_node_index(c, name);
+    }
+    ck_assert_msg(core_alloc_create(c, a, 4 * GiB, 2, "fast", &created, &e) == 0, "%s", e.msg);
+    ck_assert(a->alloc->v[0].node == bb[1] && a->alloc->v[1].node == bb[2]);
+    ck_assert_int_eq(core_node_drain(c, bb[1], true, "agent down", &e), 0);
+    ck_assert_int_eq(alloc_move_share(c, a, bb[1]), bb[3]);      /* outside, in its place */
+    ck_assert(a->alloc->n == 2 && a->alloc->v[0].node == bb[3] && a->alloc->v[1].node == bb[2]);
+    ck_assert_uint_eq(used(c, "bb1"), 0);
+    ck_assert_uint_eq(used(c, "bb3"), 2 * GiB);
+    ck_assert_int_eq(core_node_drain(c, bb[3], true, "agent down", &e), 0);
+    ck_assert_int_eq(core_node_drain(c, bb[4], true, "maintenance", &e), 0);
+    ck_assert_int_eq(alloc_move_share(c, a, bb[3]), bb[2]);      /* the survivor */
+    ck_assert(a->alloc->n == 1 && a->alloc->v[0].node == bb[2]);
+    ck_assert_uint_eq(a->alloc->v[0].bytes, 4 * GiB);
+    ck_assert_uint_eq(used(c, "bb2"), 4 * GiB);
+    ck_assert_uint_eq(used(c, "bb3"), 0);
+    ck_assert_int_eq(core_node_drain(c, bb[2], true, "agent down", &e), 0);
+    ck_assert_int_eq(alloc_move_share(c, a, bb[2]), -1);         /* nowhere: unchanged */
+    ck_assert(a->alloc->n == 1 && a->alloc->v[0].node == bb[2]);
+    ck_assert_uint_eq(used(c, "bb2"), 4 * GiB);
+    core_unlock(c);
+    fx_done(&f);
+}
+END_TEST
+
 START_TEST(test_overprovision)
 {
     fx_t f;
@@ -209,6 +248,7 @@ int main(void)
     tcase_add_test(tc, test_allocate);
     tcase_add_test(tc, test_refuse);
     tcase_add_test(tc, test_busy_node_last);
+    tcase_add_test(tc, test_move_share);
     tcase_add_loop_test(tc, test_overprovision, 0, sizeof(over_cases) / sizeof(over_cases[0]));
     suite_add_tcase(s, tc);
     return fx_run(s);
