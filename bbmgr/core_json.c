@@ -25,6 +25,18 @@ static json_t *jnum(double v)
     return isnan(v) ? json_null() : json_real(v);
 }
 
+/* Ready: every directory is made (nodes_alloc_ready) and, before the job runs, no
+ * stage-in of it is queued or running (one run again on another node after its
+ * node was lost: core_restage_lost). */
+static bool alloc_ready(core_t *c, const job_t *j, const alloc_t *a)
+{
+    for (int i = 0; j && j->state == JOB_REGISTERED && i < j->nxfers; i++)
+        if (!strcmp(j->xfers[i]->kind, "stage_in")
+            && (j->xfers[i]->state == XF_QUEUED || j->xfers[i]->state == XF_RUNNING))
+            return false;
+    return nodes_alloc_ready(c, a);
+}
+
 json_t *core_alloc_json(core_t *c, const job_t *j, const alloc_t *a, const char *owner_path)
 {
     json_t *nodes = json_array();
@@ -38,7 +50,7 @@ json_t *core_alloc_json(core_t *c, const job_t *j, const alloc_t *a, const char 
     return json_pack("{s:s s:I s:I s:i s:o s:o s:b}", "pool", a->pool, "capacity",
                      (json_int_t)a->capacity, "reserved", (json_int_t)a->reserved,
                      "nodes_requested", a->nodes_requested, "created", jnum(a->created),
-                     "nodes", nodes, "ready", nodes_alloc_ready(c, a));
+                     "nodes", nodes, "ready", alloc_ready(c, j, a));
 }
 
 /* Does a granted phase use node k of its job's allocation?  A drained node is

@@ -12,10 +12,10 @@ import time
 
 import pytest
 
-from harmonia_test.wait import wait_for
+from harmonia_test.wait import scaled, wait_for
 from conftest import BBMGR, BUILDDIR, SLURM_UID, USER1, register
 from test_mover import (GID1, MiB, build_tree, compare_trees, mkdirs, partials, sha, stage,
-                        wait_bytes, wait_xfer, write)
+                        wait_bytes, wait_xfer, write, xfer)
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the agent tests need root")
 
@@ -257,6 +257,8 @@ def test_agent_down_then_back(make_daemon, agents, tmp_base):
     d, by = agent_cluster(make_daemon, agents, tmp_base, down_after="1.5s")
     paths, names = new_job(d, "d1")
     live, _ = new_job(d, "d2")
+    for job in ("d1", "d2"):    # running: their buffers stay where they are
+        d.ok("POST", "/v1/jobs/%s/begin" % job, {}, uid=SLURM_UID)
     write(os.path.join(paths[0], "data"), os.urandom(MiB), 0o600)
     bad = by[names[0]]
     # a directory bbmgrd knows nothing of, on the same device
@@ -591,11 +593,13 @@ def test_stage_in_moves_to_another_node_when_its_node_is_lost(make_daemon, agent
     assert [n["name"] for n in a["nodes"]] == ["bb02"], a
     new = a["nodes"][0]["path"]
     assert new == os.path.join(d.root, "bb02", "m1")
-    for tid in (t1, t2):
-        x = wait_xfer(d, tid)
-        assert x["state"] == "done" and x["destination"].startswith(new + "/"), x
+    # ready (what the plugin waits for before the job starts) once the new
+    # directory is made and both stage-ins are done again
     wait_for(lambda: d.ok("GET", "/v1/jobs/m1/allocation", uid=SLURM_UID)["ready"],
-             "the new directory to be ready")
+             "the allocation to be ready again", timeout=scaled(60))
+    for tid in (t1, t2):
+        x = xfer(d, tid)
+        assert x["state"] == "done" and x["destination"].startswith(new + "/"), x
     assert owned_dir(new)
     assert compare_trees(os.path.join(pfs, "in"), new + "/in", owner=(USER1, GID1)) == 3
     assert compare_trees(os.path.join(pfs, "small"), new + "/small", owner=(USER1, GID1)) == 1
