@@ -849,11 +849,10 @@ static bool closer_ready(harmonia_t *h)
     return true;
 }
 
-int harmonia_phase_end(harmonia_t *h, uint64_t bytes)
+/* The start of a call on a handle: -1 (errno EINVAL) without one, 0 when
+ * libharmonia is off (nothing to do), else 1 with h->lock held. */
+static int enter(harmonia_t *h)
 {
-    bool cancel, degraded;
-    struct close_req r;
-
     if (!h) {
         errno = EINVAL;
         return -1;
@@ -861,6 +860,17 @@ int harmonia_phase_end(harmonia_t *h, uint64_t bytes)
     if (h->off)
         return 0;
     pthread_mutex_lock(&h->lock);
+    return 1;
+}
+
+int harmonia_phase_end(harmonia_t *h, uint64_t bytes)
+{
+    bool cancel, degraded;
+    struct close_req r;
+
+    int in = enter(h);
+    if (in <= 0)
+        return in;
     while (BUSY_STATE(h))
         pthread_cond_wait(&h->cond, &h->lock);
     if (h->st == ST_NONE || (h->st == ST_OPEN && h->users < 1)) {
@@ -941,13 +951,9 @@ static void refresh(harmonia_t *h)
 double harmonia_pace(harmonia_t *h, size_t bytes)
 {
     double d, now;
-    if (!h) {
-        errno = EINVAL;
-        return -1;
-    }
-    if (h->off)
-        return 0;
-    pthread_mutex_lock(&h->lock);
+    int in = enter(h);
+    if (in <= 0)
+        return in;
     if (h->st != ST_OPEN || !h->grant.gated) {
         pthread_mutex_unlock(&h->lock);
         return 0;
@@ -984,9 +990,10 @@ static size_t chunk_for(harmonia_t *h)
     return (size_t)c & ~(size_t)4095;
 }
 
-ssize_t harmonia_write(harmonia_t *h, int fd, const void *buf, size_t n)
+/* Moves n bytes between fd and buf (write() when out, else read()), paced in chunks:
+ * the bytes moved (short at end of file), or -1 when an error comes first. */
+static ssize_t paced_io(harmonia_t *h, int fd, char *p, size_t n, bool out)
 {
-    const char *p = buf;
     size_t done = 0, chunk = chunk_for(h);
     while (done < n) {
         size_t len = n - done < chunk ? n - done : chunk;
@@ -994,30 +1001,8 @@ ssize_t harmonia_write(harmonia_t *h, int fd, const void *buf, size_t n)
             harmonia_pace(h, len);
         size_t moved = 0;
         while (moved < len) {
-            ssize_t w = write(fd, p + done + moved, len - moved);
-            if (w < 0) {
-                if (errno == EINTR)
-                    continue;
-                return done + moved > 0 ? (ssize_t)(done + moved) : -1;
-            }
-            moved += (size_t)w;
-        }
-        done += len;
-    }
-    return (ssize_t)done;
-}
-
-ssize_t harmonia_read(harmonia_t *h, int fd, void *buf, size_t n)
-{
-    char *p = buf;
-    size_t done = 0, chunk = chunk_for(h);
-    while (done < n) {
-        size_t len = n - done < chunk ? n - done : chunk;
-        if (h)
-            harmonia_pace(h, len);
-        size_t moved = 0;
-        while (moved < len) {
-            ssize_t r = read(fd, p + done + moved, len - moved);
+            ssize_t r = out ? write(fd, p + done + moved, len - moved)
+                            : read(fd, p + done + moved, len - moved);
             if (r < 0) {
                 if (errno == EINTR)
                     continue;
@@ -1030,6 +1015,16 @@ ssize_t harmonia_read(harmonia_t *h, int fd, void *buf, size_t n)
         done += len;
     }
     return (ssize_t)done;
+}
+
+ssize_t harmonia_write(harmonia_t *h, int fd, const void *buf, size_t n)
+{
+    return paced_io(h, fd, (char *)buf, n, true);
+}
+
+ssize_t harmonia_read(harmonia_t *h, int fd, void *buf, size_t n)
+{
+    return paced_io(h, fd, buf, n, false);
 }
 
 /* ------------------------------------------------------------------ finalize */
