@@ -51,42 +51,37 @@ static json_t *member(json_t *o, const char *what, const char *k, bool required,
     return v && !json_is_null(v) ? v : NULL;
 }
 
-static int get_u64(json_t *o, const char *what, const char *k, bool required, uint64_t *out,
-                   char *msg, size_t len)
+/* What get_number() reads, and the type of its 'out'. */
+enum num_kind {
+    NUM_U64,      /* uint64_t, an integer >= lo */
+    NUM_I64,      /* int64_t, an integer >= lo */
+    NUM_DOUBLE,   /* double, a finite number >= lo */
+};
+
+/* o's member k, a number of that kind into *out; absent: 0 (out unchanged), or -1
+ * if it is required; not such a number: -1, msg says why. */
+static int get_number(json_t *o, const char *what, const char *k, bool required,
+                      enum num_kind kind, int64_t lo, void *out, char *msg, size_t len)
 {
     int rc;
     json_t *v = member(o, what, k, required, &rc, msg, len);
+    bool integer = kind != NUM_DOUBLE;
     if (!v)
         return rc;
-    if (!json_is_integer(v) || json_integer_value(v) < 0)
-        return bad(msg, len, "%s: '%s' must be a non-negative integer", what, k);
-    *out = (uint64_t)json_integer_value(v);
-    return 0;
-}
-
-static int get_i64(json_t *o, const char *what, const char *k, int64_t lo, int64_t *out,
-                   char *msg, size_t len)
-{
-    int rc;
-    json_t *v = member(o, what, k, true, &rc, msg, len);
-    if (!v)
-        return rc;
-    if (!json_is_integer(v) || json_integer_value(v) < lo)
-        return bad(msg, len, "%s: '%s' must be an integer >= %jd", what, k, (intmax_t)lo);
-    *out = (int64_t)json_integer_value(v);
-    return 0;
-}
-
-static int get_num(json_t *o, const char *what, const char *k, bool required, double *out,
-                   char *msg, size_t len)
-{
-    int rc;
-    json_t *v = member(o, what, k, required, &rc, msg, len);
-    if (!v)
-        return rc;
-    if (!json_is_number(v) || !isfinite(json_number_value(v)) || json_number_value(v) < 0)
-        return bad(msg, len, "%s: '%s' must be a non-negative number", what, k);
-    *out = json_number_value(v);
+    if (integer ? !json_is_integer(v) || json_integer_value(v) < lo
+                : !json_is_number(v) || !isfinite(json_number_value(v))
+                      || json_number_value(v) < (double)lo) {
+        if (integer && lo)
+            return bad(msg, len, "%s: '%s' must be an integer >= %jd", what, k, (intmax_t)lo);
+        return bad(msg, len, "%s: '%s' must be a non-negative %s", what, k,
+                   integer ? "integer" : "number");
+    }
+    if (kind == NUM_U64)
+        *(uint64_t *)out = (uint64_t)json_integer_value(v);
+    else if (kind == NUM_I64)
+        *(int64_t *)out = (int64_t)json_integer_value(v);
+    else
+        *(double *)out = json_number_value(v);
     return 0;
 }
 
@@ -166,16 +161,18 @@ int np_status_parse(json_t *o, np_status_t *s, char *msg, size_t len)
     memset(s, 0, sizeof(*s));
     s->device_read_bw = s->device_write_bw = -1;
     if (only_keys(o, "status", keys, msg, len) < 0
-        || get_u64(o, "status", "free_bytes", true, &s->free_bytes, msg, len) < 0
-        || get_u64(o, "status", "used_bytes", true, &s->used_bytes, msg, len) < 0
+        || get_number(o, "status", "free_bytes", true, NUM_U64, 0, &s->free_bytes, msg, len) < 0
+        || get_number(o, "status", "used_bytes", true, NUM_U64, 0, &s->used_bytes, msg, len) < 0
         || get_bool(o, "status", "busy", &s->busy, msg, len) < 0
-        || get_num(o, "status", "read_bw", true, &s->read_bw, msg, len) < 0
-        || get_num(o, "status", "write_bw", true, &s->write_bw, msg, len) < 0
-        || get_num(o, "status", "interval", false, &s->interval, msg, len) < 0
-        || get_u64(o, "status", "queue", false, &q, msg, len) < 0
-        || get_u64(o, "status", "errors", false, &s->errors, msg, len) < 0
-        || get_num(o, "status", "device_read_bw", false, &s->device_read_bw, msg, len) < 0
-        || get_num(o, "status", "device_write_bw", false, &s->device_write_bw, msg, len) < 0)
+        || get_number(o, "status", "read_bw", true, NUM_DOUBLE, 0, &s->read_bw, msg, len) < 0
+        || get_number(o, "status", "write_bw", true, NUM_DOUBLE, 0, &s->write_bw, msg, len) < 0
+        || get_number(o, "status", "interval", false, NUM_DOUBLE, 0, &s->interval, msg, len) < 0
+        || get_number(o, "status", "queue", false, NUM_U64, 0, &q, msg, len) < 0
+        || get_number(o, "status", "errors", false, NUM_U64, 0, &s->errors, msg, len) < 0
+        || get_number(o, "status", "device_read_bw", false, NUM_DOUBLE, 0, &s->device_read_bw,
+                      msg, len) < 0
+        || get_number(o, "status", "device_write_bw", false, NUM_DOUBLE, 0, &s->device_write_bw,
+                      msg, len) < 0)
         return -1;
     if ((s->device_read_bw < 0) != (s->device_write_bw < 0))
         return bad(msg, len, "status: 'device_read_bw' and 'device_write_bw' go together");
@@ -209,18 +206,18 @@ int np_task_parse(json_t *o, np_task_t *t, char *msg, size_t len)
     uint64_t uid = 0, gid = 0;
     memset(t, 0, sizeof(*t));
     if (only_keys(o, "task", keys, msg, len) < 0
-        || get_u64(o, "task", "id", true, &t->id, msg, len) < 0
+        || get_number(o, "task", "id", true, NUM_U64, 0, &t->id, msg, len) < 0
         || get_str(o, "task", "job", true, &t->job, msg, len) < 0
-        || get_num(o, "task", "weight", true, &t->weight, msg, len) < 0
-        || get_u64(o, "task", "uid", true, &uid, msg, len) < 0
-        || get_u64(o, "task", "gid", true, &gid, msg, len) < 0
+        || get_number(o, "task", "weight", true, NUM_DOUBLE, 0, &t->weight, msg, len) < 0
+        || get_number(o, "task", "uid", true, NUM_U64, 0, &uid, msg, len) < 0
+        || get_number(o, "task", "gid", true, NUM_U64, 0, &gid, msg, len) < 0
         || get_str(o, "task", "user", false, &t->user, msg, len) < 0
         || get_bool(o, "task", "stage_out", &t->stage_out, msg, len) < 0
         || get_bool(o, "task", "directory", &t->directory, msg, len) < 0
         || get_str(o, "task", "source", true, &t->src, msg, len) < 0
         || get_str(o, "task", "destination", true, &t->dst, msg, len) < 0
         || get_bool(o, "task", "resync", &t->resync, msg, len) < 0
-        || get_num(o, "task", "done_at", false, &t->done_at, msg, len) < 0)
+        || get_number(o, "task", "done_at", false, NUM_DOUBLE, 0, &t->done_at, msg, len) < 0)
         return -1;
     if (t->id == 0)
         return bad(msg, len, "task: 'id' must be positive");
@@ -294,10 +291,11 @@ int np_result_parse(json_t *o, np_result_t *r, char *msg, size_t len)
     const char *st = NULL;
     memset(r, 0, sizeof(*r));
     if (only_keys(o, "result", keys, msg, len) < 0
-        || get_u64(o, "result", "id", true, &r->id, msg, len) < 0
+        || get_number(o, "result", "id", true, NUM_U64, 0, &r->id, msg, len) < 0
         || get_str(o, "result", "state", true, &st, msg, len) < 0
-        || get_i64(o, "result", "bytes_done", 0, &r->bytes_done, msg, len) < 0
-        || get_i64(o, "result", "bytes_total", -1, &r->bytes_total, msg, len) < 0
+        || get_number(o, "result", "bytes_done", true, NUM_I64, 0, &r->bytes_done, msg, len) < 0
+        || get_number(o, "result", "bytes_total", true, NUM_I64, -1, &r->bytes_total, msg,
+                      len) < 0
         || get_str(o, "result", "message", false, &r->message, msg, len) < 0)
         return -1;
     int s = np_state_parse(st);
@@ -332,9 +330,9 @@ int np_dir_parse(json_t *o, np_dir_t *d, char *msg, size_t len)
     if (only_keys(o, "directory", keys, msg, len) < 0
         || get_str(o, "directory", "name", true, &d->name, msg, len) < 0
         || get_bool(o, "directory", "persistent", &d->persistent, msg, len) < 0
-        || get_u64(o, "directory", "uid", true, &uid, msg, len) < 0
-        || get_u64(o, "directory", "gid", true, &gid, msg, len) < 0
-        || get_num(o, "directory", "inc", false, &d->inc, msg, len) < 0)
+        || get_number(o, "directory", "uid", true, NUM_U64, 0, &uid, msg, len) < 0
+        || get_number(o, "directory", "gid", true, NUM_U64, 0, &gid, msg, len) < 0
+        || get_number(o, "directory", "inc", false, NUM_DOUBLE, 0, &d->inc, msg, len) < 0)
         return -1;
     if (!np_dir_name_ok(d->name, d->persistent))
         return bad(msg, len, "directory '%s': not usable as a directory name", d->name);
