@@ -473,7 +473,8 @@ static void h_pbuf_create(core_t *c, hreq_t *rq, reply_t *r)
     if ((rq_has(rq, "uid") || rq_has(rq, "gid")) && !rq->who->admin)
         return (void)reply_error(r, 403, "uid", "only SlurmUser and root create buffers for "
                                  "another user");
-    if (!rq_get_int(rq, r, "uid", 0, 4294967294L, &uid) || !rq_get_int(rq, r, "gid", 0, 4294967294L, &gid))
+    if (!rq_get_int(rq, r, "uid", 0, 4294967294L, &uid)
+        || !rq_get_int(rq, r, "gid", 0, 4294967294L, &gid))
         return;
     pbuf_t *b = core_pbuf_create(c, name, (uid_t)uid, (gid_t)gid, (uint64_t)ceil(cap), pool,
                                  &created, &e);
