@@ -185,7 +185,7 @@ int np_status_parse(json_t *o, np_status_t *s, char *msg, size_t len)
 /* ------------------------------------------------------------------ tasks */
 json_t *np_task_json(const np_task_t *t)
 {
-    json_t *o = json_pack("{s:I s:s s:f s:I s:I s:b s:b s:s s:s}", "id", (json_int_t)t->id,
+    json_t *o = json_pack("{s:I s:s s:f s:I s:I s:b s:b s:s s:s}", "id", (json_int_t)t->tid,
                           "job", t->job, "weight", t->weight, "uid", (json_int_t)t->uid, "gid",
                           (json_int_t)t->gid, "stage_out", t->stage_out, "directory",
                           t->directory, "source", t->src, "destination", t->dst);
@@ -206,7 +206,7 @@ int np_task_parse(json_t *o, np_task_t *t, char *msg, size_t len)
     uint64_t uid = 0, gid = 0;
     memset(t, 0, sizeof(*t));
     if (only_keys(o, "task", keys, msg, len) < 0
-        || get_number(o, "task", "id", true, NUM_U64, 0, &t->id, msg, len) < 0
+        || get_number(o, "task", "id", true, NUM_U64, 0, &t->tid, msg, len) < 0
         || get_str(o, "task", "job", true, &t->job, msg, len) < 0
         || get_number(o, "task", "weight", true, NUM_DOUBLE, 0, &t->weight, msg, len) < 0
         || get_number(o, "task", "uid", true, NUM_U64, 0, &uid, msg, len) < 0
@@ -219,39 +219,22 @@ int np_task_parse(json_t *o, np_task_t *t, char *msg, size_t len)
         || get_bool(o, "task", "resync", &t->resync, msg, len) < 0
         || get_number(o, "task", "done_at", false, NUM_DOUBLE, 0, &t->done_at, msg, len) < 0)
         return -1;
-    if (t->id == 0)
+    if (t->tid == 0)
         return bad(msg, len, "task: 'id' must be positive");
     if (!(t->weight > 0))
-        return bad(msg, len, "task %ju: 'weight' must be positive", (uintmax_t)t->id);
+        return bad(msg, len, "task %ju: 'weight' must be positive", (uintmax_t)t->tid);
     if (uid >= (uint64_t)(uid_t)-1 || gid >= (uint64_t)(gid_t)-1)
-        return bad(msg, len, "task %ju: uid or gid out of range", (uintmax_t)t->id);
+        return bad(msg, len, "task %ju: uid or gid out of range", (uintmax_t)t->tid);
     if (!*t->job || strlen(t->job) >= 64)
-        return bad(msg, len, "task %ju: 'job' must have 1 to 63 characters", (uintmax_t)t->id);
+        return bad(msg, len, "task %ju: 'job' must have 1 to 63 characters", (uintmax_t)t->tid);
     if (!path_ok(t->src) || !path_ok(t->dst))
         return bad(msg, len, "task %ju: source and destination must be absolute paths "
-                   "without '.' or '..'", (uintmax_t)t->id);
+                   "without '.' or '..'", (uintmax_t)t->tid);
     if (t->resync && !t->stage_out)
-        return bad(msg, len, "task %ju: only a stage-out is resynced", (uintmax_t)t->id);
+        return bad(msg, len, "task %ju: only a stage-out is resynced", (uintmax_t)t->tid);
     t->uid = (uid_t)uid;
     t->gid = (gid_t)gid;
     return 0;
-}
-
-void np_task_spec(const np_task_t *t, mover_spec_t *spec)
-{
-    memset(spec, 0, sizeof(*spec));
-    spec->tid = t->id;
-    spec->job = t->job;
-    spec->weight = t->weight;
-    spec->uid = t->uid;
-    spec->gid = t->gid;
-    spec->user = t->user;
-    spec->stage_out = t->stage_out;
-    spec->directory = t->directory;
-    spec->src = t->src;
-    spec->dst = t->dst;
-    spec->resync = t->resync;
-    spec->done_at = t->done_at;
 }
 
 /* ------------------------------------------------------------------ results */
