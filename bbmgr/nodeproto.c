@@ -51,66 +51,54 @@ static json_t *member(json_t *o, const char *what, const char *k, bool required,
     return v && !json_is_null(v) ? v : NULL;
 }
 
-/* What get_number() reads, and the type of its 'out'. */
-enum num_kind {
-    NUM_U64,      /* uint64_t, an integer >= lo */
-    NUM_I64,      /* int64_t, an integer >= lo */
-    NUM_DOUBLE,   /* double, a finite number >= lo */
+/* What get_field() reads, and the type of its 'out'. */
+enum field_kind {
+    F_U64,        /* uint64_t, an integer >= lo */
+    F_I64,        /* int64_t, an integer >= lo */
+    F_DOUBLE,     /* double, a finite number >= lo */
+    F_BOOL,       /* bool */
+    F_STR,        /* const char *, pointing into o */
 };
 
-/* o's member k, a number of that kind into *out; absent: 0 (out unchanged), or -1
- * if it is required; not such a number: -1, msg says why. */
-static int get_number(json_t *o, const char *what, const char *k, bool required,
-                      enum num_kind kind, int64_t lo, void *out, char *msg, size_t len)
+/* o's member k, a value of that kind into *out; absent (or null): 0 with out
+ * unchanged, or -1 if it is required; of another kind: -1, msg says why. */
+static int get_field(json_t *o, const char *what, const char *k, bool required,
+                     enum field_kind kind, int64_t lo, void *out, char *msg, size_t len)
 {
     int rc;
     json_t *v = member(o, what, k, required, &rc, msg, len);
-    bool integer = kind != NUM_DOUBLE;
     if (!v)
         return rc;
-    if (integer ? !json_is_integer(v) || json_integer_value(v) < lo
-                : !json_is_number(v) || !isfinite(json_number_value(v))
-                      || json_number_value(v) < (double)lo) {
-        if (integer && lo)
-            return bad(msg, len, "%s: '%s' must be an integer >= %jd", what, k, (intmax_t)lo);
-        return bad(msg, len, "%s: '%s' must be a non-negative %s", what, k,
-                   integer ? "integer" : "number");
-    }
-    if (kind == NUM_U64)
-        *(uint64_t *)out = (uint64_t)json_integer_value(v);
-    else if (kind == NUM_I64)
-        *(int64_t *)out = (int64_t)json_integer_value(v);
-    else
+    switch (kind) {
+    case F_U64:
+    case F_I64:
+        if (!json_is_integer(v) || json_integer_value(v) < lo)
+            return lo ? bad(msg, len, "%s: '%s' must be an integer >= %jd", what, k,
+                            (intmax_t)lo)
+                      : bad(msg, len, "%s: '%s' must be a non-negative integer", what, k);
+        if (kind == F_U64)
+            *(uint64_t *)out = (uint64_t)json_integer_value(v);
+        else
+            *(int64_t *)out = (int64_t)json_integer_value(v);
+        return 0;
+    case F_DOUBLE:
+        if (!json_is_number(v) || !isfinite(json_number_value(v))
+            || json_number_value(v) < (double)lo)
+            return bad(msg, len, "%s: '%s' must be a non-negative number", what, k);
         *(double *)out = json_number_value(v);
-    return 0;
-}
-
-static int get_bool(json_t *o, const char *what, const char *k, bool *out, char *msg,
-                    size_t len)
-{
-    int rc;
-    json_t *v = member(o, what, k, false, &rc, msg, len);
-    *out = false;
-    if (!v)
-        return rc;
-    if (!json_is_boolean(v))
-        return bad(msg, len, "%s: '%s' must be a boolean", what, k);
-    *out = json_is_true(v);
-    return 0;
-}
-
-static int get_str(json_t *o, const char *what, const char *k, bool required, const char **out,
-                   char *msg, size_t len)
-{
-    int rc;
-    json_t *v = member(o, what, k, required, &rc, msg, len);
-    *out = NULL;
-    if (!v)
-        return rc;
-    if (!json_is_string(v))
-        return bad(msg, len, "%s: '%s' must be a string", what, k);
-    *out = json_string_value(v);
-    return 0;
+        return 0;
+    case F_BOOL:
+        if (!json_is_boolean(v))
+            return bad(msg, len, "%s: '%s' must be a boolean", what, k);
+        *(bool *)out = json_is_true(v);
+        return 0;
+    case F_STR:
+        if (!json_is_string(v))
+            return bad(msg, len, "%s: '%s' must be a string", what, k);
+        *(const char **)out = json_string_value(v);
+        return 0;
+    }
+    return bad(msg, len, "%s: '%s': unknown kind", what, k);
 }
 
 /* An absolute path without "." or ".." components. */
@@ -161,17 +149,17 @@ int np_status_parse(json_t *o, np_status_t *s, char *msg, size_t len)
     memset(s, 0, sizeof(*s));
     s->device_read_bw = s->device_write_bw = -1;
     if (only_keys(o, "status", keys, msg, len) < 0
-        || get_number(o, "status", "free_bytes", true, NUM_U64, 0, &s->free_bytes, msg, len) < 0
-        || get_number(o, "status", "used_bytes", true, NUM_U64, 0, &s->used_bytes, msg, len) < 0
-        || get_bool(o, "status", "busy", &s->busy, msg, len) < 0
-        || get_number(o, "status", "read_bw", true, NUM_DOUBLE, 0, &s->read_bw, msg, len) < 0
-        || get_number(o, "status", "write_bw", true, NUM_DOUBLE, 0, &s->write_bw, msg, len) < 0
-        || get_number(o, "status", "interval", false, NUM_DOUBLE, 0, &s->interval, msg, len) < 0
-        || get_number(o, "status", "queue", false, NUM_U64, 0, &q, msg, len) < 0
-        || get_number(o, "status", "errors", false, NUM_U64, 0, &s->errors, msg, len) < 0
-        || get_number(o, "status", "device_read_bw", false, NUM_DOUBLE, 0, &s->device_read_bw,
+        || get_field(o, "status", "free_bytes", true, F_U64, 0, &s->free_bytes, msg, len) < 0
+        || get_field(o, "status", "used_bytes", true, F_U64, 0, &s->used_bytes, msg, len) < 0
+        || get_field(o, "status", "busy", false, F_BOOL, 0, &s->busy, msg, len) < 0
+        || get_field(o, "status", "read_bw", true, F_DOUBLE, 0, &s->read_bw, msg, len) < 0
+        || get_field(o, "status", "write_bw", true, F_DOUBLE, 0, &s->write_bw, msg, len) < 0
+        || get_field(o, "status", "interval", false, F_DOUBLE, 0, &s->interval, msg, len) < 0
+        || get_field(o, "status", "queue", false, F_U64, 0, &q, msg, len) < 0
+        || get_field(o, "status", "errors", false, F_U64, 0, &s->errors, msg, len) < 0
+        || get_field(o, "status", "device_read_bw", false, F_DOUBLE, 0, &s->device_read_bw,
                       msg, len) < 0
-        || get_number(o, "status", "device_write_bw", false, NUM_DOUBLE, 0, &s->device_write_bw,
+        || get_field(o, "status", "device_write_bw", false, F_DOUBLE, 0, &s->device_write_bw,
                       msg, len) < 0)
         return -1;
     if ((s->device_read_bw < 0) != (s->device_write_bw < 0))
@@ -206,18 +194,18 @@ int np_task_parse(json_t *o, np_task_t *t, char *msg, size_t len)
     uint64_t uid = 0, gid = 0;
     memset(t, 0, sizeof(*t));
     if (only_keys(o, "task", keys, msg, len) < 0
-        || get_number(o, "task", "id", true, NUM_U64, 0, &t->tid, msg, len) < 0
-        || get_str(o, "task", "job", true, &t->job, msg, len) < 0
-        || get_number(o, "task", "weight", true, NUM_DOUBLE, 0, &t->weight, msg, len) < 0
-        || get_number(o, "task", "uid", true, NUM_U64, 0, &uid, msg, len) < 0
-        || get_number(o, "task", "gid", true, NUM_U64, 0, &gid, msg, len) < 0
-        || get_str(o, "task", "user", false, &t->user, msg, len) < 0
-        || get_bool(o, "task", "stage_out", &t->stage_out, msg, len) < 0
-        || get_bool(o, "task", "directory", &t->directory, msg, len) < 0
-        || get_str(o, "task", "source", true, &t->src, msg, len) < 0
-        || get_str(o, "task", "destination", true, &t->dst, msg, len) < 0
-        || get_bool(o, "task", "resync", &t->resync, msg, len) < 0
-        || get_number(o, "task", "done_at", false, NUM_DOUBLE, 0, &t->done_at, msg, len) < 0)
+        || get_field(o, "task", "id", true, F_U64, 0, &t->tid, msg, len) < 0
+        || get_field(o, "task", "job", true, F_STR, 0, &t->job, msg, len) < 0
+        || get_field(o, "task", "weight", true, F_DOUBLE, 0, &t->weight, msg, len) < 0
+        || get_field(o, "task", "uid", true, F_U64, 0, &uid, msg, len) < 0
+        || get_field(o, "task", "gid", true, F_U64, 0, &gid, msg, len) < 0
+        || get_field(o, "task", "user", false, F_STR, 0, &t->user, msg, len) < 0
+        || get_field(o, "task", "stage_out", false, F_BOOL, 0, &t->stage_out, msg, len) < 0
+        || get_field(o, "task", "directory", false, F_BOOL, 0, &t->directory, msg, len) < 0
+        || get_field(o, "task", "source", true, F_STR, 0, &t->src, msg, len) < 0
+        || get_field(o, "task", "destination", true, F_STR, 0, &t->dst, msg, len) < 0
+        || get_field(o, "task", "resync", false, F_BOOL, 0, &t->resync, msg, len) < 0
+        || get_field(o, "task", "done_at", false, F_DOUBLE, 0, &t->done_at, msg, len) < 0)
         return -1;
     if (t->tid == 0)
         return bad(msg, len, "task: 'id' must be positive");
@@ -274,12 +262,12 @@ int np_result_parse(json_t *o, np_result_t *r, char *msg, size_t len)
     const char *st = NULL;
     memset(r, 0, sizeof(*r));
     if (only_keys(o, "result", keys, msg, len) < 0
-        || get_number(o, "result", "id", true, NUM_U64, 0, &r->id, msg, len) < 0
-        || get_str(o, "result", "state", true, &st, msg, len) < 0
-        || get_number(o, "result", "bytes_done", true, NUM_I64, 0, &r->bytes_done, msg, len) < 0
-        || get_number(o, "result", "bytes_total", true, NUM_I64, -1, &r->bytes_total, msg,
+        || get_field(o, "result", "id", true, F_U64, 0, &r->id, msg, len) < 0
+        || get_field(o, "result", "state", true, F_STR, 0, &st, msg, len) < 0
+        || get_field(o, "result", "bytes_done", true, F_I64, 0, &r->bytes_done, msg, len) < 0
+        || get_field(o, "result", "bytes_total", true, F_I64, -1, &r->bytes_total, msg,
                       len) < 0
-        || get_str(o, "result", "message", false, &r->message, msg, len) < 0)
+        || get_field(o, "result", "message", false, F_STR, 0, &r->message, msg, len) < 0)
         return -1;
     int s = np_state_parse(st);
     if (s < 0)
@@ -311,11 +299,11 @@ int np_dir_parse(json_t *o, np_dir_t *d, char *msg, size_t len)
     uint64_t uid = 0, gid = 0;
     memset(d, 0, sizeof(*d));
     if (only_keys(o, "directory", keys, msg, len) < 0
-        || get_str(o, "directory", "name", true, &d->name, msg, len) < 0
-        || get_bool(o, "directory", "persistent", &d->persistent, msg, len) < 0
-        || get_number(o, "directory", "uid", true, NUM_U64, 0, &uid, msg, len) < 0
-        || get_number(o, "directory", "gid", true, NUM_U64, 0, &gid, msg, len) < 0
-        || get_number(o, "directory", "inc", false, NUM_DOUBLE, 0, &d->inc, msg, len) < 0)
+        || get_field(o, "directory", "name", true, F_STR, 0, &d->name, msg, len) < 0
+        || get_field(o, "directory", "persistent", false, F_BOOL, 0, &d->persistent, msg, len) < 0
+        || get_field(o, "directory", "uid", true, F_U64, 0, &uid, msg, len) < 0
+        || get_field(o, "directory", "gid", true, F_U64, 0, &gid, msg, len) < 0
+        || get_field(o, "directory", "inc", false, F_DOUBLE, 0, &d->inc, msg, len) < 0)
         return -1;
     if (!np_dir_name_ok(d->name, d->persistent))
         return bad(msg, len, "directory '%s': not usable as a directory name", d->name);
