@@ -159,15 +159,10 @@ static int cmd_status(cli_t *cli)
     return 0;
 }
 
-/* The list commands: row(NULL) prints the header, row(e) the line of element e. */
+/* The lines of the list commands (listings[] below). */
 static void job_row(json_t *j)
 {
     char b1[32];
-    if (!j) {
-        printf("%-12s %-10s %-10s %-10s %10s %-9s %s\n", "JOBID", "USER", "NAME", "STATE",
-               "BUFFER", "PHASE", "PHASES");
-        return;
-    }
     json_t *a = json_object_get(j, "allocation"), *p = json_object_get(j, "phase");
     printf("%-12s %-10s %-10s %-10s %10s %-9s %lld\n", str(j, "id"), str(j, "user"),
            str(j, "name"), str(j, "state"),
@@ -179,11 +174,6 @@ static void job_row(json_t *j)
 static void node_row(json_t *n)
 {
     char b1[32], b2[32], b3[32];
-    if (!n) {
-        printf("%-12s %-10s %-8s %11s %11s %12s %6s %s\n", "NODE", "POOL", "STATE", "CAPACITY",
-               "USED", "LOAD/s", "PHASES", "REASON");
-        return;
-    }
     const char *r = json_string_value(json_object_get(n, "reason"));
     printf("%-12s %-10s %-8s %11s %11s %12s %6lld %s\n", str(n, "name"), str(n, "pool"),
            str(n, "state"),
@@ -198,11 +188,6 @@ static void node_row(json_t *n)
 static void pool_row(json_t *p)
 {
     char b1[32], b2[32], b3[32], b4[32], b5[32];
-    if (!p) {
-        printf("%-12s %6s %6s %11s %11s %11s %11s %11s\n", "POOL", "NODES", "UP", "CAPACITY",
-               "FREE", "USED", "DRAINED", "GRANULARITY");
-        return;
-    }
     double cap = json_number_value(json_object_get(p, "capacity"));
     double used = json_number_value(json_object_get(p, "used"));
     double fr = json_number_value(json_object_get(p, "free"));
@@ -221,11 +206,6 @@ static void pool_row(json_t *p)
 static void persistent_row(json_t *b)
 {
     char b1[32];
-    if (!b) {
-        printf("%-20s %-10s %-10s %11s %6s %-19s %s\n", "NAME", "OWNER", "POOL", "CAPACITY",
-               "NODES", "CREATED", "JOBS");
-        return;
-    }
     json_int_t uid = json_integer_value(json_object_get(b, "uid"));
     struct passwd *pw = getpwuid((uid_t)uid);
     char owner[32], created[32] = "-", *users = NULL;
@@ -252,19 +232,48 @@ static void persistent_row(json_t *b)
     free(users);
 }
 
-/* GET /v1/WHAT; unless --json, a table of the answer's array WHAT, a row a line. */
-static int cmd_list(cli_t *cli, const char *what, void (*row)(json_t *))
+/* The list commands: WHAT is the command, the path /v1/WHAT and the array of the
+ * answer whose elements are the lines. */
+static const struct listing {
+    const char *what;
+    const char *header;
+    void (*row)(json_t *);
+} listings[] = {
+    { "jobs",
+      "JOBID        USER       NAME       STATE          BUFFER PHASE     PHASES",
+      job_row },
+    { "nodes",
+      "NODE         POOL       STATE       CAPACITY        USED       LOAD/s PHASES REASON",
+      node_row },
+    { "pools",
+      "POOL          NODES     UP    CAPACITY        FREE        USED     DRAINED GRANULARITY",
+      pool_row },
+    { "persistent",
+      "NAME                 OWNER      POOL          CAPACITY  NODES CREATED             JOBS",
+      persistent_row },
+};
+
+static const struct listing *listing(const char *cmd)
+{
+    for (size_t i = 0; i < sizeof(listings) / sizeof(listings[0]); i++)
+        if (!strcmp(listings[i].what, cmd))
+            return &listings[i];
+    return NULL;
+}
+
+/* GET /v1/WHAT; unless --json, the header and a line per element. */
+static int cmd_list(cli_t *cli, const struct listing *l)
 {
     json_t *o, *e;
     size_t i;
     char path[64];
-    snprintf(path, sizeof(path), "/v1/%s", what);
+    snprintf(path, sizeof(path), "/v1/%s", l->what);
     if (call(cli, "GET", path, NULL, &o) < 0)
         return 1;
     if (!cli->json) {
-        row(NULL);
-        json_array_foreach(json_object_get(o, what), i, e)
-            row(e);
+        puts(l->header);
+        json_array_foreach(json_object_get(o, l->what), i, e)
+            l->row(e);
     }
     json_decref(o);
     return 0;
@@ -543,10 +552,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "bbmgr: %s\n", err.text);
         return 1;
     }
-    if (!strcmp(cmd, "status") && nargs == 0)
+    const struct listing *l = listing(cmd);
+    if (l && nargs == 0)
+        rc = cmd_list(&cli, l);
+    else if (!strcmp(cmd, "status") && nargs == 0)
         rc = cmd_status(&cli);
-    else if (!strcmp(cmd, "jobs") && nargs == 0)
-        rc = cmd_list(&cli, "jobs", job_row);
     else if (!strcmp(cmd, "job") && nargs == 1) {
         char path[256];
         json_t *o;
@@ -555,12 +565,7 @@ int main(int argc, char **argv)
         rc = call(&cli, "GET", path, NULL, &o) < 0 ? 1 : 0;
         if (!rc)
             json_decref(o);
-    } else if (!strcmp(cmd, "nodes") && nargs == 0)
-        rc = cmd_list(&cli, "nodes", node_row);
-    else if (!strcmp(cmd, "pools") && nargs == 0)
-        rc = cmd_list(&cli, "pools", pool_row);
-    else if (!strcmp(cmd, "persistent") && nargs == 0)
-        rc = cmd_list(&cli, "persistent", persistent_row);
+    }
     else if (!strcmp(cmd, "schedule") && nargs <= 1) {
         double m = nargs ? strtod(args[0], NULL) : 10;
         rc = m > 0 ? cmd_schedule(&cli, m) : 2;
