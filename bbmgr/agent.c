@@ -833,9 +833,9 @@ static void submit(agent_t *a, json_t *tasks, uint64_t id)
     size_t i;
     json_t *o;
     json_array_foreach(tasks, i, o) {
-        if (np_task_parse(o, &t, msg, sizeof(msg)) < 0 || t.id != id)
+        if (np_task_parse(o, &t, msg, sizeof(msg)) < 0 || t.tid != id)
             continue;
-        np_task_spec(&t, &spec);
+        spec = t;
         if (!in_mount(a, t.stage_out ? t.src : t.dst)) {
             /* the buffer side of a transfer is always on this node: anything else is
              * refused whoever asks */
@@ -902,7 +902,7 @@ static void apply(agent_t *a, json_t *rep)
             if (np_task_parse(o, &t, msg, sizeof(msg)) < 0)
                 bl_error("bbmgrd sent a bad task: %s (ignored)", msg);
             else if (ids)
-                ids[n++] = t.id;
+                ids[n++] = t.tid;
         }
         if (ids && np_table_listed(a->tab, ids, n, &sub, &nsub, &can, &ncan) == 0) {
             for (size_t k = 0; k < nsub; k++)

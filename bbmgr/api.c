@@ -976,20 +976,18 @@ void api_stop(api_t *a)
             break;
         usleep(10000);
     }
-    if (a->tcp)
-        MHD_quiesce_daemon(a->tcp);
-    if (a->unx)
-        MHD_quiesce_daemon(a->unx);
-    if (a->adm)
-        MHD_quiesce_daemon(a->adm);
+    /* the listeners (TCP, unix socket, admin socket): no new connection on any,
+     * then the ones in flight get a moment, then they stop */
+    struct MHD_Daemon **ds[] = { &a->tcp, &a->unx, &a->adm };
+    for (size_t i = 0; i < sizeof(ds) / sizeof(ds[0]); i++)
+        if (*ds[i])
+            MHD_quiesce_daemon(*ds[i]);
     usleep(50000);
-    if (a->tcp)
-        MHD_stop_daemon(a->tcp);
-    if (a->unx)
-        MHD_stop_daemon(a->unx);
-    if (a->adm)
-        MHD_stop_daemon(a->adm);
-    a->tcp = a->unx = a->adm = NULL;
+    for (size_t i = 0; i < sizeof(ds) / sizeof(ds[0]); i++) {
+        if (*ds[i])
+            MHD_stop_daemon(*ds[i]);
+        *ds[i] = NULL;
+    }
     if (a->unix_path)
         unlink(a->unix_path);
     if (a->admin_path)

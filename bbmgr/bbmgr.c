@@ -167,122 +167,121 @@ static int cmd_status(cli_t *cli)
     return 0;
 }
 
-static int cmd_jobs(cli_t *cli)
+/* The lines of the list commands (listings[] below). */
+static void job_row(json_t *j)
 {
-    json_t *o, *j;
-    size_t i;
     char b1[32];
-    if (call(cli, "GET", "/v1/jobs", NULL, &o) < 0)
-        return 1;
-    if (!cli->json) {
-        printf("%-12s %-10s %-10s %-10s %10s %-9s %s\n", "JOBID", "USER", "NAME", "STATE",
-               "BUFFER", "PHASE", "PHASES");
-        json_array_foreach(json_object_get(o, "jobs"), i, j) {
-            json_t *a = json_object_get(j, "allocation"), *p = json_object_get(j, "phase");
-            printf("%-12s %-10s %-10s %-10s %10s %-9s %lld\n", str(j, "id"), str(j, "user"),
-                   str(j, "name"), str(j, "state"),
-                   a ? sz(json_object_get(a, "reserved"), b1, sizeof(b1)) : "-",
-                   p ? str(p, "state") : "-",
-                   json_integer_value(json_object_get(j, "phases_done")));
-        }
-    }
-    json_decref(o);
-    return 0;
+    json_t *a = json_object_get(j, "allocation"), *p = json_object_get(j, "phase");
+    printf("%-12s %-10s %-10s %-10s %10s %-9s %lld\n", str(j, "id"), str(j, "user"),
+           str(j, "name"), str(j, "state"),
+           a ? sz(json_object_get(a, "reserved"), b1, sizeof(b1)) : "-",
+           p ? str(p, "state") : "-",
+           json_integer_value(json_object_get(j, "phases_done")));
 }
 
-static int cmd_nodes(cli_t *cli)
+static void node_row(json_t *n)
 {
-    json_t *o, *n;
-    size_t i;
     char b1[32], b2[32], b3[32];
-    if (call(cli, "GET", "/v1/nodes", NULL, &o) < 0)
-        return 1;
-    if (!cli->json) {
-        printf("%-12s %-10s %-8s %11s %11s %12s %6s %s\n", "NODE", "POOL", "STATE", "CAPACITY",
-               "USED", "LOAD/s", "PHASES", "REASON");
-        json_array_foreach(json_object_get(o, "nodes"), i, n) {
-            const char *r = json_string_value(json_object_get(n, "reason"));
-            printf("%-12s %-10s %-8s %11s %11s %12s %6lld %s\n", str(n, "name"), str(n, "pool"),
-                   str(n, "state"),
-                   sz(json_object_get(n, "capacity"), b1, sizeof(b1)),
-                   sz(json_object_get(n, "used"), b2, sizeof(b2)),
-                   hu_size_str_si(json_number_value(json_object_get(n, "load")), b3, sizeof(b3)),
-                   json_integer_value(json_object_get(n, "active_phases")), r ? r : "");
-        }
-    }
-    json_decref(o);
-    return 0;
+    const char *r = json_string_value(json_object_get(n, "reason"));
+    printf("%-12s %-10s %-8s %11s %11s %12s %6lld %s\n", str(n, "name"), str(n, "pool"),
+           str(n, "state"),
+           sz(json_object_get(n, "capacity"), b1, sizeof(b1)),
+           sz(json_object_get(n, "used"), b2, sizeof(b2)),
+           hu_size_str_si(json_number_value(json_object_get(n, "load")), b3, sizeof(b3)),
+           json_integer_value(json_object_get(n, "active_phases")), r ? r : "");
 }
 
-static int cmd_pools(cli_t *cli)
+/* FREE + USED + DRAINED = CAPACITY: DRAINED is what drained nodes hold beyond
+ * their used space (no new allocation goes there) */
+static void pool_row(json_t *p)
 {
-    json_t *o, *p;
-    size_t i;
-    char b1[32], b2[32], b3[32];
-    if (call(cli, "GET", "/v1/pools", NULL, &o) < 0)
-        return 1;
-    if (!cli->json) {
-        /* FREE + USED + DRAINED = CAPACITY: DRAINED is what drained nodes
-         * hold beyond their used space (no new allocation goes there) */
-        printf("%-12s %6s %6s %11s %11s %11s %11s %11s\n", "POOL", "NODES", "UP", "CAPACITY",
-               "FREE", "USED", "DRAINED", "GRANULARITY");
-        json_array_foreach(json_object_get(o, "pools"), i, p) {
-            char b4[32], b5[32];
-            double cap = json_number_value(json_object_get(p, "capacity"));
-            double used = json_number_value(json_object_get(p, "used"));
-            double fr = json_number_value(json_object_get(p, "free"));
-            json_t *drained = json_integer(cap > used + fr ? (json_int_t)(cap - used - fr) : 0);
-            printf("%-12s %6lld %6lld %11s %11s %11s %11s %11s\n", str(p, "name"),
-                   json_integer_value(json_object_get(p, "nodes")),
-                   json_integer_value(json_object_get(p, "nodes_up")),
-                   sz(json_object_get(p, "capacity"), b1, sizeof(b1)),
-                   sz(json_object_get(p, "free"), b2, sizeof(b2)),
-                   sz(json_object_get(p, "used"), b4, sizeof(b4)),
-                   sz(drained, b5, sizeof(b5)),
-                   sz(json_object_get(p, "granularity"), b3, sizeof(b3)));
-            json_decref(drained);
-        }
-    }
-    json_decref(o);
-    return 0;
+    char b1[32], b2[32], b3[32], b4[32], b5[32];
+    double cap = json_number_value(json_object_get(p, "capacity"));
+    double used = json_number_value(json_object_get(p, "used"));
+    double fr = json_number_value(json_object_get(p, "free"));
+    json_t *drained = json_integer(cap > used + fr ? (json_int_t)(cap - used - fr) : 0);
+    printf("%-12s %6lld %6lld %11s %11s %11s %11s %11s\n", str(p, "name"),
+           json_integer_value(json_object_get(p, "nodes")),
+           json_integer_value(json_object_get(p, "nodes_up")),
+           sz(json_object_get(p, "capacity"), b1, sizeof(b1)),
+           sz(json_object_get(p, "free"), b2, sizeof(b2)),
+           sz(json_object_get(p, "used"), b4, sizeof(b4)),
+           sz(drained, b5, sizeof(b5)),
+           sz(json_object_get(p, "granularity"), b3, sizeof(b3)));
+    json_decref(drained);
 }
 
-static int cmd_persistent(cli_t *cli)
+static void persistent_row(json_t *b)
 {
-    json_t *o, *b;
-    size_t i;
     char b1[32];
-    if (call(cli, "GET", "/v1/persistent", NULL, &o) < 0)
+    json_int_t uid = json_integer_value(json_object_get(b, "uid"));
+    struct passwd *pw = getpwuid((uid_t)uid);
+    char owner[32], created[32] = "-", *users = NULL;
+    size_t len = 0, k;
+    json_t *u;
+    FILE *f = open_memstream(&users, &len);
+    time_t t = (time_t)json_number_value(json_object_get(b, "created"));
+    struct tm tm;
+    if (pw)
+        snprintf(owner, sizeof(owner), "%s", pw->pw_name);
+    else
+        snprintf(owner, sizeof(owner), "%lld", (long long)uid);
+    if (t > 0 && localtime_r(&t, &tm))
+        strftime(created, sizeof(created), "%Y-%m-%dT%H:%M:%S", &tm);
+    json_array_foreach(json_object_get(b, "users"), k, u)
+        if (f && json_is_string(u))
+            fprintf(f, "%s%s", k ? "," : "", json_string_value(u));
+    if (f)
+        fclose(f);
+    printf("%-20s %-10s %-10s %11s %6zu %-19s %s\n", str(b, "name"), owner,
+           str(b, "pool"), sz(json_object_get(b, "capacity"), b1, sizeof(b1)),
+           json_array_size(json_object_get(b, "nodes")), created,
+           users && *users ? users : "-");
+    free(users);
+}
+
+/* The list commands: WHAT is the command, the path /v1/WHAT and the array of the
+ * answer whose elements are the lines. */
+static const struct listing {
+    const char *what;
+    const char *header;
+    void (*row)(json_t *);
+} listings[] = {
+    { "jobs",
+      "JOBID        USER       NAME       STATE          BUFFER PHASE     PHASES",
+      job_row },
+    { "nodes",
+      "NODE         POOL       STATE       CAPACITY        USED       LOAD/s PHASES REASON",
+      node_row },
+    { "pools",
+      "POOL          NODES     UP    CAPACITY        FREE        USED     DRAINED GRANULARITY",
+      pool_row },
+    { "persistent",
+      "NAME                 OWNER      POOL          CAPACITY  NODES CREATED             JOBS",
+      persistent_row },
+};
+
+static const struct listing *listing(const char *cmd)
+{
+    for (size_t i = 0; i < sizeof(listings) / sizeof(listings[0]); i++)
+        if (!strcmp(listings[i].what, cmd))
+            return &listings[i];
+    return NULL;
+}
+
+/* GET /v1/WHAT; unless --json, the header and a line per element. */
+static int cmd_list(cli_t *cli, const struct listing *l)
+{
+    json_t *o, *e;
+    size_t i;
+    char path[64];
+    snprintf(path, sizeof(path), "/v1/%s", l->what);
+    if (call(cli, "GET", path, NULL, &o) < 0)
         return 1;
     if (!cli->json) {
-        printf("%-20s %-10s %-10s %11s %6s %-19s %s\n", "NAME", "OWNER", "POOL", "CAPACITY",
-               "NODES", "CREATED", "JOBS");
-        json_array_foreach(json_object_get(o, "persistent"), i, b) {
-            json_int_t uid = json_integer_value(json_object_get(b, "uid"));
-            struct passwd *pw = getpwuid((uid_t)uid);
-            char owner[32], created[32] = "-", *users = NULL;
-            size_t len = 0, k;
-            json_t *u;
-            FILE *f = open_memstream(&users, &len);
-            time_t t = (time_t)json_number_value(json_object_get(b, "created"));
-            struct tm tm;
-            if (pw)
-                snprintf(owner, sizeof(owner), "%s", pw->pw_name);
-            else
-                snprintf(owner, sizeof(owner), "%lld", (long long)uid);
-            if (t > 0 && localtime_r(&t, &tm))
-                strftime(created, sizeof(created), "%Y-%m-%dT%H:%M:%S", &tm);
-            json_array_foreach(json_object_get(b, "users"), k, u)
-                if (f && json_is_string(u))
-                    fprintf(f, "%s%s", k ? "," : "", json_string_value(u));
-            if (f)
-                fclose(f);
-            printf("%-20s %-10s %-10s %11s %6zu %-19s %s\n", str(b, "name"), owner,
-                   str(b, "pool"), sz(json_object_get(b, "capacity"), b1, sizeof(b1)),
-                   json_array_size(json_object_get(b, "nodes")), created,
-                   users && *users ? users : "-");
-            free(users);
-        }
+        puts(l->header);
+        json_array_foreach(json_object_get(o, l->what), i, e)
+            l->row(e);
     }
     json_decref(o);
     return 0;
@@ -575,10 +574,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "bbmgr: %s\n", err.text);
         return 1;
     }
-    if (!strcmp(cmd, "status") && nargs == 0)
+    const struct listing *l = listing(cmd);
+    if (l && nargs == 0)
+        rc = cmd_list(&cli, l);
+    else if (!strcmp(cmd, "status") && nargs == 0)
         rc = cmd_status(&cli);
-    else if (!strcmp(cmd, "jobs") && nargs == 0)
-        rc = cmd_jobs(&cli);
     else if (!strcmp(cmd, "job") && nargs == 1) {
         char path[256];
         json_t *o;
@@ -587,12 +587,7 @@ int main(int argc, char **argv)
         rc = call(&cli, "GET", path, NULL, &o) < 0 ? 1 : 0;
         if (!rc)
             json_decref(o);
-    } else if (!strcmp(cmd, "nodes") && nargs == 0)
-        rc = cmd_nodes(&cli);
-    else if (!strcmp(cmd, "pools") && nargs == 0)
-        rc = cmd_pools(&cli);
-    else if (!strcmp(cmd, "persistent") && nargs == 0)
-        rc = cmd_persistent(&cli);
+    }
     else if (!strcmp(cmd, "schedule") && nargs <= 1) {
         double m = nargs ? strtod(args[0], NULL) : 10;
         rc = m > 0 ? cmd_schedule(&cli, m) : 2;

@@ -25,25 +25,18 @@ static inline uint64_t rotl64(uint64_t x, int r)
     return (x << r) | (x >> (64 - r));
 }
 
-static inline uint64_t rd64(const unsigned char *p)
+/* The n-byte (n <= 8) little-endian integer at p: the compiler makes it one load
+ * (and a byte swap on a big-endian machine). */
+static inline uint64_t rd_le(const unsigned char *p, int n)
 {
-    uint64_t v;
-    memcpy(&v, p, 8);
-#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-    v = __builtin_bswap64(v);
-#endif
+    uint64_t v = 0;
+    for (int i = n - 1; i >= 0; i--)
+        v = v << 8 | p[i];
     return v;
 }
 
-static inline uint32_t rd32(const unsigned char *p)
-{
-    uint32_t v;
-    memcpy(&v, p, 4);
-#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-    v = __builtin_bswap32(v);
-#endif
-    return v;
-}
+#define rd64(p) rd_le(p, 8)
+#define rd32(p) ((uint32_t)rd_le(p, 4))
 
 static inline uint64_t round64(uint64_t acc, uint64_t in)
 {

@@ -51,71 +51,54 @@ static json_t *member(json_t *o, const char *what, const char *k, bool required,
     return v && !json_is_null(v) ? v : NULL;
 }
 
-static int get_u64(json_t *o, const char *what, const char *k, bool required, uint64_t *out,
-                   char *msg, size_t len)
+/* What get_field() reads, and the type of its 'out'. */
+enum field_kind {
+    F_U64,        /* uint64_t, an integer >= lo */
+    F_I64,        /* int64_t, an integer >= lo */
+    F_DOUBLE,     /* double, a finite number >= lo */
+    F_BOOL,       /* bool */
+    F_STR,        /* const char *, pointing into o */
+};
+
+/* o's member k, a value of that kind into *out; absent (or null): 0 with out
+ * unchanged, or -1 if it is required; of another kind: -1, msg says why. */
+static int get_field(json_t *o, const char *what, const char *k, bool required,
+                     enum field_kind kind, int64_t lo, void *out, char *msg, size_t len)
 {
     int rc;
     json_t *v = member(o, what, k, required, &rc, msg, len);
     if (!v)
         return rc;
-    if (!json_is_integer(v) || json_integer_value(v) < 0)
-        return bad(msg, len, "%s: '%s' must be a non-negative integer", what, k);
-    *out = (uint64_t)json_integer_value(v);
-    return 0;
-}
-
-static int get_i64(json_t *o, const char *what, const char *k, int64_t lo, int64_t *out,
-                   char *msg, size_t len)
-{
-    int rc;
-    json_t *v = member(o, what, k, true, &rc, msg, len);
-    if (!v)
-        return rc;
-    if (!json_is_integer(v) || json_integer_value(v) < lo)
-        return bad(msg, len, "%s: '%s' must be an integer >= %jd", what, k, (intmax_t)lo);
-    *out = (int64_t)json_integer_value(v);
-    return 0;
-}
-
-static int get_num(json_t *o, const char *what, const char *k, bool required, double *out,
-                   char *msg, size_t len)
-{
-    int rc;
-    json_t *v = member(o, what, k, required, &rc, msg, len);
-    if (!v)
-        return rc;
-    if (!json_is_number(v) || !isfinite(json_number_value(v)) || json_number_value(v) < 0)
-        return bad(msg, len, "%s: '%s' must be a non-negative number", what, k);
-    *out = json_number_value(v);
-    return 0;
-}
-
-static int get_bool(json_t *o, const char *what, const char *k, bool *out, char *msg,
-                    size_t len)
-{
-    int rc;
-    json_t *v = member(o, what, k, false, &rc, msg, len);
-    *out = false;
-    if (!v)
-        return rc;
-    if (!json_is_boolean(v))
-        return bad(msg, len, "%s: '%s' must be a boolean", what, k);
-    *out = json_is_true(v);
-    return 0;
-}
-
-static int get_str(json_t *o, const char *what, const char *k, bool required, const char **out,
-                   char *msg, size_t len)
-{
-    int rc;
-    json_t *v = member(o, what, k, required, &rc, msg, len);
-    *out = NULL;
-    if (!v)
-        return rc;
-    if (!json_is_string(v))
-        return bad(msg, len, "%s: '%s' must be a string", what, k);
-    *out = json_string_value(v);
-    return 0;
+    switch (kind) {
+    case F_U64:
+    case F_I64:
+        if (!json_is_integer(v) || json_integer_value(v) < lo)
+            return lo ? bad(msg, len, "%s: '%s' must be an integer >= %jd", what, k,
+                            (intmax_t)lo)
+                      : bad(msg, len, "%s: '%s' must be a non-negative integer", what, k);
+        if (kind == F_U64)
+            *(uint64_t *)out = (uint64_t)json_integer_value(v);
+        else
+            *(int64_t *)out = (int64_t)json_integer_value(v);
+        return 0;
+    case F_DOUBLE:
+        if (!json_is_number(v) || !isfinite(json_number_value(v))
+            || json_number_value(v) < (double)lo)
+            return bad(msg, len, "%s: '%s' must be a non-negative number", what, k);
+        *(double *)out = json_number_value(v);
+        return 0;
+    case F_BOOL:
+        if (!json_is_boolean(v))
+            return bad(msg, len, "%s: '%s' must be a boolean", what, k);
+        *(bool *)out = json_is_true(v);
+        return 0;
+    case F_STR:
+        if (!json_is_string(v))
+            return bad(msg, len, "%s: '%s' must be a string", what, k);
+        *(const char **)out = json_string_value(v);
+        return 0;
+    }
+    return bad(msg, len, "%s: '%s': unknown kind", what, k);
 }
 
 /* An absolute path without "." or ".." components. */
@@ -166,16 +149,18 @@ int np_status_parse(json_t *o, np_status_t *s, char *msg, size_t len)
     memset(s, 0, sizeof(*s));
     s->device_read_bw = s->device_write_bw = -1;
     if (only_keys(o, "status", keys, msg, len) < 0
-        || get_u64(o, "status", "free_bytes", true, &s->free_bytes, msg, len) < 0
-        || get_u64(o, "status", "used_bytes", true, &s->used_bytes, msg, len) < 0
-        || get_bool(o, "status", "busy", &s->busy, msg, len) < 0
-        || get_num(o, "status", "read_bw", true, &s->read_bw, msg, len) < 0
-        || get_num(o, "status", "write_bw", true, &s->write_bw, msg, len) < 0
-        || get_num(o, "status", "interval", false, &s->interval, msg, len) < 0
-        || get_u64(o, "status", "queue", false, &q, msg, len) < 0
-        || get_u64(o, "status", "errors", false, &s->errors, msg, len) < 0
-        || get_num(o, "status", "device_read_bw", false, &s->device_read_bw, msg, len) < 0
-        || get_num(o, "status", "device_write_bw", false, &s->device_write_bw, msg, len) < 0)
+        || get_field(o, "status", "free_bytes", true, F_U64, 0, &s->free_bytes, msg, len) < 0
+        || get_field(o, "status", "used_bytes", true, F_U64, 0, &s->used_bytes, msg, len) < 0
+        || get_field(o, "status", "busy", false, F_BOOL, 0, &s->busy, msg, len) < 0
+        || get_field(o, "status", "read_bw", true, F_DOUBLE, 0, &s->read_bw, msg, len) < 0
+        || get_field(o, "status", "write_bw", true, F_DOUBLE, 0, &s->write_bw, msg, len) < 0
+        || get_field(o, "status", "interval", false, F_DOUBLE, 0, &s->interval, msg, len) < 0
+        || get_field(o, "status", "queue", false, F_U64, 0, &q, msg, len) < 0
+        || get_field(o, "status", "errors", false, F_U64, 0, &s->errors, msg, len) < 0
+        || get_field(o, "status", "device_read_bw", false, F_DOUBLE, 0, &s->device_read_bw,
+                      msg, len) < 0
+        || get_field(o, "status", "device_write_bw", false, F_DOUBLE, 0, &s->device_write_bw,
+                      msg, len) < 0)
         return -1;
     if ((s->device_read_bw < 0) != (s->device_write_bw < 0))
         return bad(msg, len, "status: 'device_read_bw' and 'device_write_bw' go together");
@@ -188,7 +173,7 @@ int np_status_parse(json_t *o, np_status_t *s, char *msg, size_t len)
 /* ------------------------------------------------------------------ tasks */
 json_t *np_task_json(const np_task_t *t)
 {
-    json_t *o = json_pack("{s:I s:s s:f s:I s:I s:b s:b s:s s:s}", "id", (json_int_t)t->id,
+    json_t *o = json_pack("{s:I s:s s:f s:I s:I s:b s:b s:s s:s}", "id", (json_int_t)t->tid,
                           "job", t->job, "weight", t->weight, "uid", (json_int_t)t->uid, "gid",
                           (json_int_t)t->gid, "stage_out", t->stage_out, "directory",
                           t->directory, "source", t->src, "destination", t->dst);
@@ -209,52 +194,35 @@ int np_task_parse(json_t *o, np_task_t *t, char *msg, size_t len)
     uint64_t uid = 0, gid = 0;
     memset(t, 0, sizeof(*t));
     if (only_keys(o, "task", keys, msg, len) < 0
-        || get_u64(o, "task", "id", true, &t->id, msg, len) < 0
-        || get_str(o, "task", "job", true, &t->job, msg, len) < 0
-        || get_num(o, "task", "weight", true, &t->weight, msg, len) < 0
-        || get_u64(o, "task", "uid", true, &uid, msg, len) < 0
-        || get_u64(o, "task", "gid", true, &gid, msg, len) < 0
-        || get_str(o, "task", "user", false, &t->user, msg, len) < 0
-        || get_bool(o, "task", "stage_out", &t->stage_out, msg, len) < 0
-        || get_bool(o, "task", "directory", &t->directory, msg, len) < 0
-        || get_str(o, "task", "source", true, &t->src, msg, len) < 0
-        || get_str(o, "task", "destination", true, &t->dst, msg, len) < 0
-        || get_bool(o, "task", "resync", &t->resync, msg, len) < 0
-        || get_num(o, "task", "done_at", false, &t->done_at, msg, len) < 0)
+        || get_field(o, "task", "id", true, F_U64, 0, &t->tid, msg, len) < 0
+        || get_field(o, "task", "job", true, F_STR, 0, &t->job, msg, len) < 0
+        || get_field(o, "task", "weight", true, F_DOUBLE, 0, &t->weight, msg, len) < 0
+        || get_field(o, "task", "uid", true, F_U64, 0, &uid, msg, len) < 0
+        || get_field(o, "task", "gid", true, F_U64, 0, &gid, msg, len) < 0
+        || get_field(o, "task", "user", false, F_STR, 0, &t->user, msg, len) < 0
+        || get_field(o, "task", "stage_out", false, F_BOOL, 0, &t->stage_out, msg, len) < 0
+        || get_field(o, "task", "directory", false, F_BOOL, 0, &t->directory, msg, len) < 0
+        || get_field(o, "task", "source", true, F_STR, 0, &t->src, msg, len) < 0
+        || get_field(o, "task", "destination", true, F_STR, 0, &t->dst, msg, len) < 0
+        || get_field(o, "task", "resync", false, F_BOOL, 0, &t->resync, msg, len) < 0
+        || get_field(o, "task", "done_at", false, F_DOUBLE, 0, &t->done_at, msg, len) < 0)
         return -1;
-    if (t->id == 0)
+    if (t->tid == 0)
         return bad(msg, len, "task: 'id' must be positive");
     if (!(t->weight > 0))
-        return bad(msg, len, "task %ju: 'weight' must be positive", (uintmax_t)t->id);
+        return bad(msg, len, "task %ju: 'weight' must be positive", (uintmax_t)t->tid);
     if (uid >= (uint64_t)(uid_t)-1 || gid >= (uint64_t)(gid_t)-1)
-        return bad(msg, len, "task %ju: uid or gid out of range", (uintmax_t)t->id);
+        return bad(msg, len, "task %ju: uid or gid out of range", (uintmax_t)t->tid);
     if (!*t->job || strlen(t->job) >= 64)
-        return bad(msg, len, "task %ju: 'job' must have 1 to 63 characters", (uintmax_t)t->id);
+        return bad(msg, len, "task %ju: 'job' must have 1 to 63 characters", (uintmax_t)t->tid);
     if (!path_ok(t->src) || !path_ok(t->dst))
         return bad(msg, len, "task %ju: source and destination must be absolute paths "
-                   "without '.' or '..'", (uintmax_t)t->id);
+                   "without '.' or '..'", (uintmax_t)t->tid);
     if (t->resync && !t->stage_out)
-        return bad(msg, len, "task %ju: only a stage-out is resynced", (uintmax_t)t->id);
+        return bad(msg, len, "task %ju: only a stage-out is resynced", (uintmax_t)t->tid);
     t->uid = (uid_t)uid;
     t->gid = (gid_t)gid;
     return 0;
-}
-
-void np_task_spec(const np_task_t *t, mover_spec_t *spec)
-{
-    memset(spec, 0, sizeof(*spec));
-    spec->tid = t->id;
-    spec->job = t->job;
-    spec->weight = t->weight;
-    spec->uid = t->uid;
-    spec->gid = t->gid;
-    spec->user = t->user;
-    spec->stage_out = t->stage_out;
-    spec->directory = t->directory;
-    spec->src = t->src;
-    spec->dst = t->dst;
-    spec->resync = t->resync;
-    spec->done_at = t->done_at;
 }
 
 /* ------------------------------------------------------------------ results */
@@ -294,11 +262,12 @@ int np_result_parse(json_t *o, np_result_t *r, char *msg, size_t len)
     const char *st = NULL;
     memset(r, 0, sizeof(*r));
     if (only_keys(o, "result", keys, msg, len) < 0
-        || get_u64(o, "result", "id", true, &r->id, msg, len) < 0
-        || get_str(o, "result", "state", true, &st, msg, len) < 0
-        || get_i64(o, "result", "bytes_done", 0, &r->bytes_done, msg, len) < 0
-        || get_i64(o, "result", "bytes_total", -1, &r->bytes_total, msg, len) < 0
-        || get_str(o, "result", "message", false, &r->message, msg, len) < 0)
+        || get_field(o, "result", "id", true, F_U64, 0, &r->id, msg, len) < 0
+        || get_field(o, "result", "state", true, F_STR, 0, &st, msg, len) < 0
+        || get_field(o, "result", "bytes_done", true, F_I64, 0, &r->bytes_done, msg, len) < 0
+        || get_field(o, "result", "bytes_total", true, F_I64, -1, &r->bytes_total, msg,
+                      len) < 0
+        || get_field(o, "result", "message", false, F_STR, 0, &r->message, msg, len) < 0)
         return -1;
     int s = np_state_parse(st);
     if (s < 0)
@@ -333,12 +302,12 @@ int np_dir_parse(json_t *o, np_dir_t *d, char *msg, size_t len)
     uint64_t uid = 0, gid = 0;
     memset(d, 0, sizeof(*d));
     if (only_keys(o, "directory", keys, msg, len) < 0
-        || get_str(o, "directory", "name", true, &d->name, msg, len) < 0
-        || get_bool(o, "directory", "persistent", &d->persistent, msg, len) < 0
-        || get_u64(o, "directory", "uid", true, &uid, msg, len) < 0
-        || get_u64(o, "directory", "gid", true, &gid, msg, len) < 0
-        || get_num(o, "directory", "inc", false, &d->inc, msg, len) < 0
-        || get_bool(o, "directory", "keep", &d->keep, msg, len) < 0)
+        || get_field(o, "directory", "name", true, F_STR, 0, &d->name, msg, len) < 0
+        || get_field(o, "directory", "persistent", false, F_BOOL, 0, &d->persistent, msg, len) < 0
+        || get_field(o, "directory", "uid", true, F_U64, 0, &uid, msg, len) < 0
+        || get_field(o, "directory", "gid", true, F_U64, 0, &gid, msg, len) < 0
+        || get_field(o, "directory", "inc", false, F_DOUBLE, 0, &d->inc, msg, len) < 0
+        || get_field(o, "directory", "keep", false, F_BOOL, 0, &d->keep, msg, len) < 0)
         return -1;
     if (!np_dir_name_ok(d->name, d->persistent))
         return bad(msg, len, "directory '%s': not usable as a directory name", d->name);

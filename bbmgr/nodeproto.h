@@ -45,22 +45,12 @@ json_t *np_status_json(const np_status_t *s);
 /* 0, or -1 with a reason naming the field in msg. */
 int np_status_parse(json_t *o, np_status_t *s, char *msg, size_t len);
 
-/* A transfer given to an agent.  Strings point into the JSON it was parsed from. */
-typedef struct {
-    uint64_t id;
-    const char *job;
-    double weight;
-    uid_t uid;
-    gid_t gid;
-    const char *user;           /* may be NULL */
-    bool stage_out, directory, resync;
-    double done_at;
-    const char *src, *dst;
-} np_task_t;
+/* A transfer given to an agent: what its mover is handed (max_bytes is not sent).
+ * Parsed, its strings point into the JSON it was parsed from. */
+typedef mover_spec_t np_task_t;
 
 json_t *np_task_json(const np_task_t *t);
 int np_task_parse(json_t *o, np_task_t *t, char *msg, size_t len);
-void np_task_spec(const np_task_t *t, mover_spec_t *spec);
 
 /* A result of a transfer, as mover_poll() gave it. */
 typedef struct {

@@ -386,7 +386,7 @@ static json_t *tasks_json(core_t *c, int a)
         }
         job_t *j = core_job(c, t->job);
         np_task_t nt = {
-            .id = t->id, .job = t->job, .weight = j ? core_job_weight(c, j) : 1.0,
+            .tid = t->id, .job = t->job, .weight = j ? core_job_weight(c, j) : 1.0,
             .uid = t->uid, .gid = t->gid, .user = t->user, .stage_out = t->stage_out,
             .directory = t->directory, .resync = t->syncing, .done_at = t->done_at,
             .src = t->src, .dst = t->dst,

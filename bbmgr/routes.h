@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * routes.h — the /v1 API: one table of routes and their handlers (doc/api.md).
+ * routes.h — the /v1 API (doc/api.md): its routes and their handlers.
  */
 #ifndef BBMGR_ROUTES_H
 #define BBMGR_ROUTES_H

@@ -14,53 +14,30 @@
 # fdatasync, mean/p50/p99) is measured before and after the load points: the floor
 # under a durable commit, and how busy the disk was.
 # doc/performance.md explains the figures.
-set -eu
-B=${HARMONIA_BUILDDIR:-$(cd "$(dirname "$0")/.." && pwd)}
+. "$(dirname "$0")/bench_lib.sh"
 SECS=${BENCH_SECONDS:-5}
 THREADS=${BENCH_THREADS:-4}
 PHASES=${BENCH_PHASES:-100000}
-T=$(mktemp -d /tmp/bench-bbmgr.XXXXXX)
-chmod 755 "$T"
-MPID=""
-DPID=""
+bench_tmpdir /tmp bbmgr
 cleanup() {
-    [ -n "$DPID" ] && kill "$DPID" 2>/dev/null || true
-    [ -n "$MPID" ] && kill "$MPID" 2>/dev/null || true
-    sleep 0.2
+    kill_all "$DPID" "$MPID"
     rm -rf "$T"
 }
 trap cleanup EXIT INT TERM
 
-mkdir -m 0700 "$T/key"; mkdir -m 0755 "$T/sock"
-mungekey -c -k "$T/key/munge.key" >/dev/null 2>&1
-munged --socket="$T/sock/munge.socket" --key-file="$T/key/munge.key" \
-    --pid-file="$T/sock/munged.pid" --log-file="$T/munged.log" --seed-file="$T/munged.seed" \
-    --num-threads=4 --force
-sleep 0.2
-MPID=$(cat "$T/sock/munged.pid")
-export HARMONIA_MUNGE_SOCKET="$T/sock/munge.socket"
+start_munged --num-threads=4
 
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+PORT=$(free_port)
 AUTH=munge
 start_daemon() {
-    cat > "$T/bbmgr.yaml" <<EOC
-listen: {address: 127.0.0.1, port: $PORT, unix_socket: "$T/bbmgrd.sock"}
-state: {dir: "$T/state", durable: true}
-auth: {type: $AUTH, munge_socket: "$T/sock/munge.socket", slurm_user: "4242"}
-log: {level: warning}
-policy: {id: fairshare}
+    bbmgrd_conf "$T/state" "$AUTH"
+    cat >> "$T/bbmgr.yaml" <<EOC
 limits: {max_jobs: 200000}
 nodes:
   - {names: "bb[01-08]", capacity: 4TiB, bandwidth: 4 GB/s, mount: /mnt/bb}
 EOC
-    "$B/bbmgr/bbmgrd" -f -c "$T/bbmgr.yaml" 2>>"$T/bbmgrd.log" &
-    DPID=$!
-    i=0
-    while ! "$B/bbmgr/bbmgr" -u "unix:$T/bbmgrd.sock" status >/dev/null 2>&1; do
-        i=$((i+1)); [ $i -gt 100 ] && { cat "$T/bbmgrd.log"; exit 1; }; sleep 0.05
-    done
+    start_bbmgrd
 }
-stop_daemon() { kill "$DPID"; wait "$DPID" 2>/dev/null || true; DPID=""; rm -rf "$T/state"; }
 rss_kb() { awk '/^VmRSS/ {print $2}' "/proc/$DPID/status"; }
 
 URL="http://127.0.0.1:$PORT"
@@ -84,7 +61,7 @@ for N in 1 100 1000; do
     cpu="daemon_cpu_s=$(python3 -c "print('%.2f' % (($d1 - $d0) / $tck))") munged_cpu_s=$(python3 -c "print('%.2f' % (($m1 - $m0) / $tck))")"
     echo "concurrent_jobs=$N $out $cpu"
     eval "$(echo "$out" | tr ' ' '\n' | grep -E '^(ops_per_s|op_p99_ms|rt_p99_ms)=' | sed "s/^/R${N}_/")"
-    stop_daemon
+    stop_bbmgrd
 done
 fsync_disk after
 echo "ratio ops_per_s 1000/1 jobs = $(python3 -c "print(round($R1000_ops_per_s/$R1_ops_per_s, 2))")"
@@ -105,7 +82,7 @@ out=$("$B/bench/bench_bbmgr_load" --url "$URL" --jobs 1000 --threads $THREADS \
 d1=$(cpu_s $DPID); m1=$(cpu_s $MPID)
 echo "per_request_munge concurrent_jobs=1000 $out daemon_cpu_s=$(python3 -c "print('%.2f' % (($d1 - $d0) / $tck))") munged_cpu_s=$(python3 -c "print('%.2f' % (($m1 - $m0) / $tck))")"
 eval "$(echo "$out" | tr ' ' '\n' | grep -E '^(ops_per_s|op_p99_ms)=' | sed "s/^/P_/")"
-stop_daemon
+stop_bbmgrd
 echo "ratio ops_per_s per-request/session MUNGE at 1000 jobs = $(python3 -c "print(round($P_ops_per_s/$R1000_ops_per_s, 2))")"
 
 # the same at 1,000 jobs without MUNGE: what the daemon itself costs
@@ -119,7 +96,7 @@ out=$(HARMONIA_NO_AUTH=1 "$B/bench/bench_bbmgr_load" --url "$URL" --jobs 1000 --
 d1=$(cpu_s $DPID)
 echo "auth=none concurrent_jobs=1000 $out daemon_cpu_s=$(python3 -c "print('%.2f' % (($d1 - $d0) / $tck))")"
 eval "$(echo "$out" | tr ' ' '\n' | grep -E '^(ops_per_s|op_p99_ms)=' | sed "s/^/N_/")"
-stop_daemon
+stop_bbmgrd
 AUTH=munge
 echo "ratio ops_per_s munge-session/none at 1000 jobs = $(python3 -c "print(round($R1000_ops_per_s/$N_ops_per_s, 2))")"
 
@@ -130,4 +107,4 @@ out=$("$B/bench/bench_bbmgr_load" --url "$URL" --jobs 10000 --threads $THREADS -
 r1=$(rss_kb)
 echo "memory: rss_start_kb=$r0 rss_10000_jobs_${PHASES}_phases_kb=$r1 ($out)"
 python3 -c "print('target RSS < 200 MB: %s (%.1f MB)' % ('met' if $r1 < 200*1024 else 'NOT met', $r1/1024))"
-stop_daemon
+stop_bbmgrd

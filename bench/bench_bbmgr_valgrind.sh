@@ -18,33 +18,21 @@
 #    group, a broken file that must be refused, the original), leaving a running
 #    job behind for the shutdown;
 # then the bbmgr CLI over the unix socket.  VALGRIND_KEEP=1 keeps the directory.
-set -eu
-B=${HARMONIA_BUILDDIR:-$(cd "$(dirname "$0")/.." && pwd)}
+. "$(dirname "$0")/bench_lib.sh"
 S=${HARMONIA_SRCDIR:-$(cd "$(dirname "$0")/.." && pwd)}
 SECS=${VALGRIND_SECONDS:-20}
 HUP=${VALGRIND_HUP_EVERY:-60}
 command -v valgrind >/dev/null || { echo "valgrind not installed: skipped"; exit 0; }
-T=$(mktemp -d /tmp/bench-bbmgr-vg.XXXXXX)
-chmod 755 "$T"
-MPID=""; DPID=""; LPID=""; RPID=""
+bench_tmpdir /tmp bbmgr-vg
+LPID=""; RPID=""
 cleanup() {
-    [ -n "$RPID" ] && kill "$RPID" 2>/dev/null || true
-    [ -n "$LPID" ] && kill "$LPID" 2>/dev/null || true
-    [ -n "$DPID" ] && kill "$DPID" 2>/dev/null || true
-    [ -n "$MPID" ] && kill "$MPID" 2>/dev/null || true
-    sleep 0.2
+    kill_all "$RPID" "$LPID" "$DPID" "$MPID"
     if [ "${VALGRIND_KEEP:-0}" = 1 ]; then echo "kept $T"; else rm -rf "$T"; fi
 }
 trap cleanup EXIT INT TERM
-mkdir -m 0700 "$T/key"; mkdir -m 0755 "$T/sock"
 mkdir -m 0755 "$T/bb" "$T/hd" "$T/bx" "$T/pfs"
-mungekey -c -k "$T/key/munge.key" >/dev/null 2>&1
-munged --socket="$T/sock/munge.socket" --key-file="$T/key/munge.key" \
-    --pid-file="$T/sock/munged.pid" --log-file="$T/munged.log" --seed-file="$T/munged.seed" --force
-sleep 0.2
-MPID=$(cat "$T/sock/munged.pid")
-export HARMONIA_MUNGE_SOCKET="$T/sock/munge.socket"
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+start_munged
+PORT=$(free_port)
 # "nodes" last: the reloads of bench_bbmgr_mixed.py append a node group to it
 cat > "$T/bbmgr.yaml" <<EOC
 listen: {address: 127.0.0.1, port: $PORT, unix_socket: "$T/bbmgrd.sock"}

@@ -15,32 +15,14 @@
 # BENCH_BBNODED_RATE (default "100 MB/s"); BENCH_BBNODED_SIZE (MiB per node,
 # default 512); BENCH_BBNODED_ROUNDS (default 2; the best round per N is kept).
 set -eu
-B=${HARMONIA_BUILDDIR:-$(cd "$(dirname "$0")/.." && pwd)}
-export B
-exec python3 - "$@" <<'EOF'
-import json, os, shutil, signal, socket, subprocess, sys, tempfile, time, urllib.request
+PYTHONPATH="$(cd "$(dirname "$0")" && pwd)${PYTHONPATH:+:$PYTHONPATH}" exec python3 - "$@" <<'EOF'
+import os, shutil, sys, tempfile, time
+from benchlib import bbmgrd_conf, call, start_bbmgrd, start_bbnoded, stop_all
 
-B = os.environ["B"]
 RATE = os.environ.get("BENCH_BBNODED_RATE", "100 MB/s")
 SIZE = int(os.environ.get("BENCH_BBNODED_SIZE", "512")) << 20
 ROUNDS = int(os.environ.get("BENCH_BBNODED_ROUNDS", "2"))
 FILE = 64 << 20
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
-
-
-def call(port, method, path, body=None):
-    data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request("http://127.0.0.1:%d%s" % (port, path), data=data,
-                                 method=method, headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=30) as r:
-        return json.loads(r.read().decode() or "null")
 
 
 def run(base, pfs, n):
@@ -48,35 +30,17 @@ def run(base, pfs, n):
     os.chmod(d, 0o755)
     for k in range(n):
         os.makedirs(os.path.join(d, "bb%02d" % (k + 1)), mode=0o755)
-    port = free_port()
-    conf = os.path.join(d, "bbmgr.yaml")
-    with open(conf, "w") as f:
-        f.write("""listen: {address: 127.0.0.1, port: %d, unix_socket: ""}
-state: {dir: %s/state, durable: false}
-auth: {type: none}
-log: {level: warning, file: %s/log}
-stage: {mode: mover}
-mover: {threads: 4, chunk: 4MiB, max_rate: "%s"}
+    conf, port = bbmgrd_conf(d, """mover: {threads: 4, chunk: 4MiB, max_rate: "%s"}
 agents: {interval: 0.1s, down_after: 60s}
 pools:
   - {name: nvme, granularity: 1GiB}
 nodes:
   - {names: "bb[01-%02d]", capacity: 1TiB, bandwidth: 1 GB/s, mount: "%s/%%n", pool: nvme, agent: true}
-""" % (port, d, d, RATE, n, d))
-    procs = [subprocess.Popen([os.path.join(B, "bbmgr", "bbmgrd"), "-c", conf])]
+""" % (RATE, n, d))
+    procs = [start_bbmgrd(conf, port)]
     try:
-        for _ in range(200):
-            try:
-                call(port, "GET", "/v1/status")
-                break
-            except OSError:
-                time.sleep(0.05)
         for k in range(n):
-            procs.append(subprocess.Popen([os.path.join(B, "bbmgr", "bbnoded"), "-c", conf,
-                                           "-n", "bb%02d" % (k + 1)]))
-        for k in range(n):
-            while call(port, "GET", "/v1/nodes/bb%02d" % (k + 1))["agent"]["state"] != "up":
-                time.sleep(0.05)
+            procs.append(start_bbnoded(conf, port, "bb%02d" % (k + 1)))
         paths = []
         for k in range(n):
             job = "b%d" % k
@@ -101,9 +65,7 @@ nodes:
             time.sleep(0.01)
         return n * SIZE / (time.time() - t0)
     finally:
-        for p in reversed(procs):
-            p.send_signal(signal.SIGTERM)
-            p.wait(timeout=30)
+        stop_all(procs)
         shutil.rmtree(d, ignore_errors=True)
 
 

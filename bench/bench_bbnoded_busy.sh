@@ -14,22 +14,11 @@
 # Environment: HARMONIA_BUILDDIR; BENCH_BBNODED_INTERVAL (agents.interval,
 # default 0.5s).
 set -eu
-B=${HARMONIA_BUILDDIR:-$(cd "$(dirname "$0")/.." && pwd)}
-export B
-exec python3 - "$@" <<'EOF'
-import json, os, shutil, signal, socket, subprocess, tempfile, threading, time
-import urllib.request
+PYTHONPATH="$(cd "$(dirname "$0")" && pwd)${PYTHONPATH:+:$PYTHONPATH}" exec python3 - "$@" <<'EOF'
+import os, shutil, tempfile, threading, time
+from benchlib import bbmgrd_conf, call, start_bbmgrd, start_bbnoded, stop_all
 
-B = os.environ["B"]
 IV = os.environ.get("BENCH_BBNODED_INTERVAL", "0.5s")
-
-
-def call(port, method, path, body=None):
-    data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request("http://127.0.0.1:%d%s" % (port, path), data=data,
-                                 method=method, headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=30) as r:
-        return json.loads(r.read().decode() or "null")
 
 
 d = tempfile.mkdtemp(prefix="bench-bbnoded-busy.", dir="/tmp")
@@ -49,31 +38,14 @@ try:
         os.rename(stats + ".tmp", stats)
 
     write_stats()
-    s = socket.socket(); s.bind(("127.0.0.1", 0)); port = s.getsockname()[1]; s.close()
-    conf = os.path.join(d, "bbmgr.yaml")
-    with open(conf, "w") as f:
-        f.write("""listen: {address: 127.0.0.1, port: %d, unix_socket: ""}
-state: {dir: %s/state, durable: false}
-auth: {type: none}
-log: {level: warning, file: %s/log}
-stage: {mode: mover}
-platform: {node_bandwidth: 10 GB/s, pfs_bandwidth: 100 GB/s}
+    conf, port = bbmgrd_conf(d, """platform: {node_bandwidth: 10 GB/s, pfs_bandwidth: 100 GB/s}
 agents: {interval: %s}
 nodes:
   - {names: bb01, capacity: 1TiB, bandwidth: 1 GB/s, mount: "%s", agent: true}
-""" % (port, d, d, IV, mount))
-    procs.append(subprocess.Popen([os.path.join(B, "bbmgr", "bbmgrd"), "-c", conf]))
-    for _ in range(200):
-        try:
-            call(port, "GET", "/v1/status")
-            break
-        except OSError:
-            time.sleep(0.05)
-    procs.append(subprocess.Popen([os.path.join(B, "bbmgr", "bbnoded"), "-c", conf, "-n",
-                                   "bb01", "-l", os.path.join(d, "agent.log"),
-                                   "--diskstats", stats]))
-    while call(port, "GET", "/v1/nodes/bb01")["agent"]["state"] != "up":
-        time.sleep(0.05)
+""" % (IV, mount))
+    procs.append(start_bbmgrd(conf, port))
+    procs.append(start_bbnoded(conf, port, "bb01", "-l", os.path.join(d, "agent.log"),
+                               "--diskstats", stats))
     call(port, "POST", "/v1/jobs", {"id": "j", "uid": 0, "gid": 0})
     call(port, "POST", "/v1/jobs/j/allocation", {"capacity": "1GiB"})
     busy = [False]
@@ -114,8 +86,6 @@ nodes:
                                           "   <- other writer" if 1 <= t < 5 else ""))
             nxt += 0.25
 finally:
-    for p in reversed(procs):
-        p.send_signal(signal.SIGTERM)
-        p.wait(timeout=30)
+    stop_all(procs)
     shutil.rmtree(d, ignore_errors=True)
 EOF

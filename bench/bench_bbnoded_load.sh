@@ -14,57 +14,33 @@
 #
 # Environment: HARMONIA_BUILDDIR; BENCH_SECONDS (default 5); BENCH_THREADS
 # (default 4); BENCH_AGENTS (default 64).
-set -eu
-B=${HARMONIA_BUILDDIR:-$(cd "$(dirname "$0")/.." && pwd)}
+. "$(dirname "$0")/bench_lib.sh"
 SECS=${BENCH_SECONDS:-5}
 THREADS=${BENCH_THREADS:-4}
 AGENTS=${BENCH_AGENTS:-64}
-T=$(mktemp -d /tmp/bench-bbnoded-load.XXXXXX)
-chmod 755 "$T"
-MPID=""
-DPID=""
+bench_tmpdir /tmp bbnoded-load
 APID=""
 cleanup() {
-    [ -n "$APID" ] && kill "$APID" 2>/dev/null || true
-    [ -n "$DPID" ] && kill "$DPID" 2>/dev/null || true
-    [ -n "$MPID" ] && kill "$MPID" 2>/dev/null || true
-    sleep 0.2
+    kill_all "$APID" "$DPID" "$MPID"
     rm -rf "$T"
 }
 trap cleanup EXIT INT TERM
 
-mkdir -m 0700 "$T/key"; mkdir -m 0755 "$T/sock"
-mungekey -c -k "$T/key/munge.key" >/dev/null 2>&1
-munged --socket="$T/sock/munge.socket" --key-file="$T/key/munge.key" \
-    --pid-file="$T/sock/munged.pid" --log-file="$T/munged.log" --seed-file="$T/munged.seed" \
-    --num-threads=4 --force
-sleep 0.2
-MPID=$(cat "$T/sock/munged.pid")
-export HARMONIA_MUNGE_SOCKET="$T/sock/munge.socket"
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+start_munged --num-threads=4
+PORT=$(free_port)
 URL="http://127.0.0.1:$PORT"
 LAST=$(printf '%03d' "$AGENTS")
 
 start_daemon() {
-    cat > "$T/bbmgr.yaml" <<EOC
-listen: {address: 127.0.0.1, port: $PORT, unix_socket: "$T/bbmgrd.sock"}
-state: {dir: "$T/state", durable: true}
-auth: {type: munge, munge_socket: "$T/sock/munge.socket", slurm_user: "4242"}
-log: {level: warning}
-policy: {id: fairshare}
+    bbmgrd_conf "$T/state" munge
+    cat >> "$T/bbmgr.yaml" <<EOC
 limits: {max_jobs: 200000}
 agents: {interval: 1s, down_after: 30s}
 nodes:
   - {names: "bb[001-$LAST]", capacity: 4TiB, bandwidth: 4 GB/s, mount: "$T/bb/%n", agent: true}
 EOC
-    "$B/bbmgr/bbmgrd" -f -c "$T/bbmgr.yaml" 2>>"$T/bbmgrd.log" &
-    DPID=$!
-    i=0
-    while ! "$B/bbmgr/bbmgr" -u "unix:$T/bbmgrd.sock" status >/dev/null 2>&1; do
-        i=$((i+1)); [ $i -gt 100 ] && { cat "$T/bbmgrd.log"; exit 1; }; sleep 0.05
-    done
+    start_bbmgrd
 }
-stop_daemon() { kill "$DPID"; wait "$DPID" 2>/dev/null || true; DPID=""; rm -rf "$T/state"; }
 
 # light agents: AGENTS threads, one report a second each (libmunge through ctypes)
 cat > "$T/agents.py" <<'EOP'
@@ -154,7 +130,7 @@ for A in 0 "$AGENTS"; do
     fi
     echo "agents=$A $out$extra"
     eval "$(echo "$out" | tr ' ' '\n' | grep -E '^(ops_per_s|op_p99_ms)=' | sed "s/^/R${A}_/")"
-    stop_daemon
+    stop_bbmgrd
 done
 python3 -c "
 a, z = $AGENTS, 0

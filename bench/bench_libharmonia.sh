@@ -10,49 +10,27 @@
 # (default 1; the median is kept); BENCH_STATE_DIR (bbmgrd's state directory,
 # default on the local disk under /tmp: set it under /dev/shm to leave the disk out). A phase costs two requests: the overhead is
 # that cost over w_iter (the script prints the w_iter from which it is <= 3%).
-set -eu
-B=${HARMONIA_BUILDDIR:-$(cd "$(dirname "$0")/.." && pwd)}
+. "$(dirname "$0")/bench_lib.sh"
 PHASES=${BENCH_PHASES:-1000}
 COMPUTE=${BENCH_COMPUTE:-0.05}
 REPEAT=${BENCH_REPEAT:-1}
-T=$(mktemp -d /tmp/bench-libharmonia.XXXXXX)
-chmod 755 "$T"
+bench_tmpdir /tmp libharmonia
 W=$(mktemp -d /dev/shm/bench-libharmonia.XXXXXX)
-MPID=""
-DPID=""
 cleanup() {
-    [ -n "$DPID" ] && kill "$DPID" 2>/dev/null || true
-    [ -n "$MPID" ] && kill "$MPID" 2>/dev/null || true
-    sleep 0.2
+    kill_all "$DPID" "$MPID"
     rm -rf "$T" "$W"
     [ -n "${BENCH_STATE_DIR:-}" ] && rm -rf "$BENCH_STATE_DIR" || true
 }
 trap cleanup EXIT INT TERM
 
-mkdir -m 0700 "$T/key"; mkdir -m 0755 "$T/sock"
-mungekey -c -k "$T/key/munge.key" >/dev/null 2>&1
-munged --socket="$T/sock/munge.socket" --key-file="$T/key/munge.key" \
-    --pid-file="$T/sock/munged.pid" --log-file="$T/munged.log" --seed-file="$T/munged.seed" \
-    --force
-sleep 0.2
-MPID=$(cat "$T/sock/munged.pid")
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-cat > "$T/bbmgr.yaml" <<EOC
-listen: {address: 127.0.0.1, port: $PORT, unix_socket: "$T/bbmgrd.sock"}
-state: {dir: "${BENCH_STATE_DIR:-$T/state}", durable: true}
-auth: {type: munge, munge_socket: "$T/sock/munge.socket", slurm_user: "4242"}
-log: {level: warning}
-policy: {id: fairshare}
+start_munged
+PORT=$(free_port)
+bbmgrd_conf "${BENCH_STATE_DIR:-$T/state}" munge
+cat >> "$T/bbmgr.yaml" <<EOC
 nodes:
   - {names: "bb[01-04]", capacity: 4TiB, bandwidth: 4 GB/s, mount: /mnt/bb}
 EOC
-"$B/bbmgr/bbmgrd" -f -c "$T/bbmgr.yaml" 2>>"$T/bbmgrd.log" &
-DPID=$!
-export HARMONIA_MUNGE_SOCKET="$T/sock/munge.socket"
-i=0
-while ! "$B/bbmgr/bbmgr" -u "unix:$T/bbmgrd.sock" status >/dev/null 2>&1; do
-    i=$((i+1)); [ $i -gt 100 ] && { cat "$T/bbmgrd.log"; exit 1; }; sleep 0.05
-done
+start_bbmgrd
 # the job, registered as slurmctld does (root is an administrator)
 python3 - "$PORT" <<'EOP'
 import sys, json, http.client, subprocess, os

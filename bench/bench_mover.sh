@@ -34,8 +34,7 @@
 # Page cache: as root the caches are dropped before every run
 # (sync; echo 3 > /proc/sys/vm/drop_caches); where that is not allowed every run
 # reads a source already in the page cache (noted in the output).
-set -eu
-B=${HARMONIA_BUILDDIR:-$(cd "$(dirname "$0")/.." && pwd)}
+. "$(dirname "$0")/bench_lib.sh"
 ROUNDS=${BENCH_MOVER_ROUNDS:-3}
 SCALE=${BENCH_MOVER_SCALE:-1}
 VERIFY=${BENCH_MOVER_VERIFY:-checksum}
@@ -46,9 +45,7 @@ DURABLE_OUT=${BENCH_MOVER_DURABLE_OUT:-false}
 # (only when set: daemons from before that key refuse it)
 DOUT=${BENCH_MOVER_DURABLE_OUT:+, durable_before_done: $BENCH_MOVER_DURABLE_OUT}
 CKSUM=${BENCH_MOVER_CHECKSUM:+, checksum: $BENCH_MOVER_CHECKSUM}
-T=$(mktemp -d "${BENCH_MOVER_DIR:-/var/tmp}/bench-mover.XXXXXX")
-chmod 755 "$T"
-DPID=""
+bench_tmpdir "${BENCH_MOVER_DIR:-/var/tmp}" mover
 cleanup() {
     [ -n "$DPID" ] && kill "$DPID" 2>/dev/null && wait "$DPID" 2>/dev/null || true
     rm -rf "$T"
@@ -101,7 +98,7 @@ echo "  disk: $(df -h "$T" | awk 'NR==2 {print $1" ("$2")"}'), $(nproc) cores, l
 echo "  mover: verify $VERIFY${CKSUM}, $THREADS threads, chunk 4 MiB, SFQ(D)+ depth $DEPTH x 256 KiB, durable_stage_in $DURABLE_IN, durable_before_done $DURABLE_OUT"
 
 # ---- bbmgrd
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+PORT=$(free_port)
 mkdir -p "$T/bb"
 cat > "$T/bbmgr.yaml" <<EOC
 listen: {address: 127.0.0.1, port: $PORT, unix_socket: ""}

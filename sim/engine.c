@@ -338,6 +338,7 @@ int sim_run (const wl_t *wl, const wl_jobs_t *jobs, const hs_policy_t *pol,
     int ngrants = 0;
     int n = jobs->njobs;
     int ndone = 0;
+    int rc = -1;
     double t = -INFINITY;
     uint64_t steps = 0, idle = 0;
     uint64_t max_steps;
@@ -648,21 +649,14 @@ int sim_run (const wl_t *wl, const wl_jobs_t *jobs, const hs_policy_t *pol,
             }
         }
     }
-    hs_sched_destroy (s);
-    free (heap.v);
-    for (int i = 0; i < n; i++)
-        free (jr[i].alloc);
-    free (jr);
-    free (grants);
-    free (bufs);
-    free (ba.reserved);
-    free (ba.scratch);
-    free (ba.queue);
-    return 0;
+    rc = 0;
+    goto out;
 nomem:
     errno = ENOMEM;
     efail (err, "%s: out of memory", wl->file);
 error:
+    sim_result_clear (res);
+out:
     hs_sched_destroy (s);
     free (heap.v);
     if (jr) {
@@ -675,6 +669,5 @@ error:
     free (ba.reserved);
     free (ba.scratch);
     free (ba.queue);
-    sim_result_clear (res);
-    return -1;
+    return rc;
 }

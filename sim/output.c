@@ -74,23 +74,22 @@ static json_t *devices_json (const sim_result_t *r)
         return NULL;
     for (int k = 0; k < r->ndevs; k++) {
         const sim_dev_t *d = &r->devs[k];
-        json_t *o = json_object ();
-        if (!o || json_array_append_new (a, o) < 0) {
+        json_t *o = json_pack ("{s:s, s:s, s:o, s:o, s:i, s:o, s:o, s:o, s:o, s:o, s:o, s:o}",
+                               "name", d->name, "device", d->device,
+                               "capacity", num (d->st.capacity),
+                               "concurrency_mean", num (d->st.concurrency_mean),
+                               "concurrency_max", d->st.concurrency_max,
+                               "busy_time", num (d->st.busy),
+                               "bytes_written", num (d->st.written),
+                               "bytes_read", num (d->st.read),
+                               "bytes_drained", num (d->st.drained),
+                               "occupancy_max", num (d->st.occupancy_max),
+                               "occupancy_end", num (d->st.occupancy),
+                               "full_time", num (d->st.full_time));
+        if (json_array_append_new (a, o) < 0) {    /* o NULL: out of memory */
             json_decref (a);
             return NULL;
         }
-        json_object_set_new (o, "name", json_string (d->name));
-        json_object_set_new (o, "device", json_string (d->device));
-        json_object_set_new (o, "capacity", num (d->st.capacity));
-        json_object_set_new (o, "concurrency_mean", num (d->st.concurrency_mean));
-        json_object_set_new (o, "concurrency_max", json_integer (d->st.concurrency_max));
-        json_object_set_new (o, "busy_time", num (d->st.busy));
-        json_object_set_new (o, "bytes_written", num (d->st.written));
-        json_object_set_new (o, "bytes_read", num (d->st.read));
-        json_object_set_new (o, "bytes_drained", num (d->st.drained));
-        json_object_set_new (o, "occupancy_max", num (d->st.occupancy_max));
-        json_object_set_new (o, "occupancy_end", num (d->st.occupancy));
-        json_object_set_new (o, "full_time", num (d->st.full_time));
     }
     return a;
 }

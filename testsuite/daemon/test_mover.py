@@ -21,7 +21,8 @@ from conftest import BBMGRD, SLURM_UID, USER1, register
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the mover tests need root")
 
 MiB = 1 << 20
-GID1 = 1001
+GID1 = 1001      # the gids of USER1's and USER2's files
+GID2 = 1002
 
 
 def sha(path):

@@ -21,9 +21,7 @@ import pytest
 
 from harmonia_test.wait import wait_for
 from conftest import BUILDDIR, USER1, USER2, free_port
-from test_mover import GID1, mkdirs, write
-
-GID2 = 1002
+from test_mover import GID1, GID2, mkdirs, write
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the agent tests need root")
 

@@ -20,13 +20,11 @@ import pytest
 
 from harmonia_test import wait
 from conftest import SLURM_UID, USER1, USER2, register
-from test_mover import (GID1, MiB, build_shim, compare_trees, mkdirs, mover_daemon, new_job,
-                        preloaded, sparse, stage, wait_bytes, wait_xfer, write)
+from test_mover import (GID1, GID2, MiB, build_shim, compare_trees, mkdirs, mover_daemon,
+                        new_job, preloaded, sparse, stage, wait_bytes, wait_xfer, write)
 from test_mover_sync import wait_db_durable
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the security tests need root")
-
-GID2 = 1002
 
 
 @pytest.fixture(scope="module")

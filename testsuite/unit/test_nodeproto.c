@@ -21,24 +21,21 @@ static json_t *js(const char *text)
 /* ------------------------------------------------------------------ messages */
 START_TEST(test_task_round_trip)
 {
-    np_task_t t = { .id = 42, .job = "1234", .weight = 2.5, .uid = 1001, .gid = 1002,
+    np_task_t t = { .tid = 42, .job = "1234", .weight = 2.5, .uid = 1001, .gid = 1002,
                     .user = "alice", .stage_out = true, .directory = true, .resync = true,
                     .done_at = 1.7e9, .src = "/bb/bb01/1234/out", .dst = "/pfs/out" };
     np_task_t u;
-    mover_spec_t spec;
     char msg[300];
     json_t *o = np_task_json(&t);
     ck_assert_int_eq(np_task_parse(o, &u, msg, sizeof(msg)), 0);
-    ck_assert_uint_eq(u.id, 42);
+    ck_assert_uint_eq(u.tid, 42);
     ck_assert_str_eq(u.job, "1234");
     ck_assert(u.weight == 2.5 && u.uid == 1001 && u.gid == 1002);
     ck_assert_str_eq(u.user, "alice");
     ck_assert(u.stage_out && u.directory && u.resync && u.done_at == 1.7e9);
     ck_assert_str_eq(u.src, t.src);
     ck_assert_str_eq(u.dst, t.dst);
-    np_task_spec(&u, &spec);
-    ck_assert(spec.tid == 42 && spec.stage_out && spec.resync && spec.uid == 1001);
-    ck_assert_str_eq(spec.src, t.src);
+    ck_assert_int_eq(u.max_bytes, 0);      /* not sent: no limit unless the agent sets one */
     json_decref(o);
 }
 END_TEST

@@ -761,27 +761,6 @@ int hs_core_nbuffers(const hs_sched_t *s)
     return s ? s->plat.nbuffers : 0;
 }
 
-int hs_core_node_state(const hs_sched_t *s, int j, hs_node_state_t *ns)
-{
-    struct bnode o;
-
-    if (!s || !ns || j < 0 || j >= s->plat.nbuffers) {
-        errno = EINVAL;
-        return -1;
-    }
-    node_at(&s->nodes[j], isfinite(s->bt) ? s->now - s->bt : 0, &o);
-    ns->buf = &s->plat.buffers[j];
-    ns->capacity = o.cap;
-    ns->bandwidth = o.bw;
-    ns->occupancy = o.occ;
-    ns->inflow = o.inflow;
-    ns->drain = o.drain;
-    ns->streams = o.streams;
-    ns->placed = o.placed;
-    ns->full = node_full(&o);
-    return 0;
-}
-
 int hs_buffer_stats(const hs_sched_t *s, int j, hs_buffer_stats_t *st)
 {
     struct bnode o;
@@ -791,22 +770,30 @@ int hs_buffer_stats(const hs_sched_t *s, int j, hs_buffer_stats_t *st)
         return -1;
     }
     node_at(&s->nodes[j], isfinite(s->bt) ? s->now - s->bt : 0, &o);
-    memset(st, 0, sizeof(*st));
-    st->capacity = o.cap;
-    st->occupancy = o.occ;
-    st->inflow = o.inflow;
-    st->drain = o.drain;
-    st->streams = o.streams;
-    st->placed = o.placed;
-    st->full = node_full(&o);
-    st->busy = o.busy;
-    st->concurrency_mean = o.busy > 0 ? o.conc_int / o.busy : 0;
-    st->concurrency_max = o.conc_max;
-    st->written = o.written;
-    st->read = o.read;
-    st->drained = o.drained;
-    st->occupancy_max = o.occ_max;
-    st->full_time = o.full_time;
+    *st = (hs_buffer_stats_t){
+        .capacity = o.cap, .occupancy = o.occ, .inflow = o.inflow, .drain = o.drain,
+        .streams = o.streams, .placed = o.placed, .full = node_full(&o),
+        .busy = o.busy, .concurrency_mean = o.busy > 0 ? o.conc_int / o.busy : 0,
+        .concurrency_max = o.conc_max, .written = o.written, .read = o.read,
+        .drained = o.drained, .occupancy_max = o.occ_max, .full_time = o.full_time,
+    };
+    return 0;
+}
+
+/* The scheduler's view of a node is a part of its figures (one computation). */
+int hs_core_node_state(const hs_sched_t *s, int j, hs_node_state_t *ns)
+{
+    hs_buffer_stats_t st;
+
+    if (!ns || hs_buffer_stats(s, j, &st) < 0) {
+        errno = EINVAL;
+        return -1;
+    }
+    *ns = (hs_node_state_t){
+        .buf = &s->plat.buffers[j], .capacity = st.capacity, .bandwidth = s->nodes[j].bw,
+        .occupancy = st.occupancy, .inflow = st.inflow, .drain = st.drain,
+        .streams = st.streams, .placed = st.placed, .full = st.full,
+    };
     return 0;
 }
 

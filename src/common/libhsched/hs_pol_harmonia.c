@@ -112,35 +112,27 @@ static void h_destroy(void *state)
 
 static int reserve(struct hstate *hs, size_t n, int m)
 {
+    /* array f of hs to c elements (its content kept) */
+#define RE(f, c)                                                    \
+    do {                                                            \
+        void *p_ = realloc(hs->f, (size_t)(c) * sizeof(*hs->f));    \
+        if (!p_)                                                    \
+            return -1;                                              \
+        hs->f = p_;                                                 \
+    } while (0)
     if (n + 1 > hs->capv) {
         size_t c = hs->capv ? hs->capv : 16;
-        void *p;
         while (c < n + 1)
             c *= 2;
-#define RE(f) do { if (!(p = realloc(hs->f, c * sizeof(*hs->f)))) return -1; \
-                   hs->f = p; } while (0)
-        RE(ph); RE(pl); RE(vi); RE(cand); RE(held); RE(alone); RE(idx); RE(w);
-        RE(wsc); RE(run_end);
-#undef RE
+        RE(ph, c); RE(pl, c); RE(vi, c); RE(cand, c); RE(held, c); RE(alone, c); RE(idx, c);
+        RE(w, c); RE(wsc, c); RE(run_end, c);
         hs->capv = c;
     }
     if (m + 1 > hs->capn) {
-        int c = m + 1;
-        void *p;
-        if (!(p = realloc(hs->nodes, (size_t)c * sizeof(*hs->nodes))))
-            return -1;
-        hs->nodes = p;
-        if (!(p = realloc(hs->run_off, (size_t)c * sizeof(*hs->run_off))))
-            return -1;
-        hs->run_off = p;
-        if (!(p = realloc(hs->nrun, (size_t)c * sizeof(*hs->nrun))))
-            return -1;
-        hs->nrun = p;
-        if (!(p = realloc(hs->drain, (size_t)c * sizeof(*hs->drain))))
-            return -1;
-        hs->drain = p;
-        hs->capn = c;
+        RE(nodes, m + 1); RE(run_off, m + 1); RE(nrun, m + 1); RE(drain, m + 1);
+        hs->capn = m + 1;
     }
+#undef RE
     return 0;
 }
 

@@ -106,6 +106,23 @@ static const char *skip_space(const char *p)
     return p;
 }
 
+/* s past its leading spaces, or NULL (errno EINVAL, err says why) when it is empty
+ * or negative; 'what' names the quantity ("size", "duration") in the error. */
+static const char *quantity_start(const char *s, const char *what, hu_error_t *err)
+{
+    if (!s || !*(s = skip_space(s))) {
+        errno = EINVAL;
+        hu_errprintf(err, "empty %s", what);
+        return NULL;
+    }
+    if (*s == '-') {
+        errno = EINVAL;
+        hu_errprintf(err, "%s '%s' is negative", what, s);
+        return NULL;
+    }
+    return s;
+}
+
 /* Common front half of the size parsers: number then optional unit.  'rest' gets
  * what follows the unit (for the bandwidth parser). */
 static int parse_size_common(const char *s, int flags, number_t *num,
@@ -115,14 +132,8 @@ static int parse_size_common(const char *s, int flags, number_t *num,
     const char *p;
     int n;
 
-    if (!s || !*(s = skip_space(s))) {
-        errno = EINVAL;
-        return hu_errprintf(err, "empty size");
-    }
-    if (*s == '-') {
-        errno = EINVAL;
-        return hu_errprintf(err, "size '%s' is negative", s);
-    }
+    if (!(s = quantity_start(s, "size", err)))
+        return -1;
     if (*s == '+')
         s++;
     n = parse_number(s, num);
@@ -324,14 +335,8 @@ int hu_parse_duration(const char *s, int flags, double *seconds, hu_error_t *err
     const char *p;
     int n;
 
-    if (!s || !*(s = skip_space(s))) {
-        errno = EINVAL;
-        return hu_errprintf(err, "empty duration");
-    }
-    if (*s == '-') {
-        errno = EINVAL;
-        return hu_errprintf(err, "duration '%s' is negative", s);
-    }
+    if (!(s = quantity_start(s, "duration", err)))
+        return -1;
     if (strchr(s, ':'))
         return parse_clock(s, seconds, err);
     n = parse_number(s, &num);

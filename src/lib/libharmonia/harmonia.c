@@ -58,6 +58,16 @@ typedef enum { ST_NONE, ST_BUSY, ST_PENDING, ST_OPEN, ST_CLOSING } pstate_t;
 
 enum { ACQ_GRANTED, ACQ_WAITING, ACQ_UNGATED };
 
+/* The process's phase at bbmgrd: what an acquisition starts from (a pending one
+ * goes on where the last call left it) and leaves to the handle. */
+struct phase_ref {
+    uint64_t pid;                   /* phase at bbmgrd (0: none) */
+    bool owner, counted;
+    uint64_t volume;
+    harmonia_dir_t dir;
+    double t0, wall0;               /* when the phase was first asked for */
+};
+
 struct harmonia {
     pthread_mutex_t lock;
     pthread_cond_t cond;
@@ -77,13 +87,9 @@ struct harmonia {
     /* the process's phase */
     pstate_t st;
     int users;
-    uint64_t pid;                   /* phase at bbmgrd (0: none) */
-    bool owner, counted;
-    uint64_t volume;
-    harmonia_dir_t dir;
+    struct phase_ref ph;
     double bytes_sum;
     bool bytes_unknown;
-    double pending_t0, pending_wall0;
     harmonia_grant_t grant;
     /* pacing */
     hm_tb_t tb;
@@ -105,13 +111,9 @@ struct harmonia {
 
 /* What one acquisition (run by the BUSY thread, without the lock) works on. */
 typedef struct {
-    uint64_t volume;
-    harmonia_dir_t dir;
+    struct phase_ref ph;            /* in and out */
     bool block;
-    uint64_t pid;
-    bool owner, counted;
     bool degraded;                  /* in: manager was unreachable; out: it is */
-    double t0, wall0;               /* when the phase was first asked for */
     json_t *phase;                  /* out: the phase object when granted */
 } acq_t;
 
@@ -460,8 +462,8 @@ static int post_phase(harmonia_t *h, acq_t *a, double wait, json_t **resp, hm_er
 
     snprintf(path, sizeof(path), "/v1/jobs/%s/phases", h->jobid);
     body = json_pack("{s:I s:s}", "volume",
-                     (json_int_t)(a->volume > INT64_MAX ? INT64_MAX : a->volume),
-                     "direction", harmonia_dir_name(a->dir));
+                     (json_int_t)(a->ph.volume > INT64_MAX ? INT64_MAX : a->ph.volume),
+                     "direction", harmonia_dir_name(a->ph.dir));
     if (!body) {
         errno = ENOMEM;
         return -1;
@@ -534,19 +536,19 @@ static void drop_phase(harmonia_t *h, acq_t *a, bool cancel)
     bool last = true;
     double bytes;
     int fd = -1;
-    if (a->counted)
-        fd = coord_leave(h, a->pid, 0, &last, &bytes);
-    if (cancel && (a->counted ? last : a->owner))
-        finish_phase(h, a->pid, 0, &err);
+    if (a->ph.counted)
+        fd = coord_leave(h, a->ph.pid, 0, &last, &bytes);
+    if (cancel && (a->ph.counted ? last : a->ph.owner))
+        finish_phase(h, a->ph.pid, 0, &err);
     if (fd >= 0)
         close(fd);
-    a->pid = 0;
-    a->owner = a->counted = false;
+    a->ph.pid = 0;
+    a->ph.owner = a->ph.counted = false;
 }
 
 /*
  * Get the phase granted.  Runs without the lock (the handle is BUSY).  Returns
- * ACQ_GRANTED (a->phase set), ACQ_WAITING (non-blocking, a->pid queued) or
+ * ACQ_GRANTED (a->phase set), ACQ_WAITING (non-blocking, a->ph.pid queued) or
  * ACQ_UNGATED (manager unreachable or refusing, or max wait passed).
  */
 static int acquire(harmonia_t *h, acq_t *a)
@@ -564,7 +566,7 @@ static int acquire(harmonia_t *h, acq_t *a)
     h->last_attempt = now;
     for (;;) {
         int st;
-        double left = h->max_wait > 0 ? a->t0 + h->max_wait - hu_mono() : POLL_CHUNK;
+        double left = h->max_wait > 0 ? a->ph.t0 + h->max_wait - hu_mono() : POLL_CHUNK;
         double chunk = !a->block ? 0 : left < POLL_CHUNK ? left : POLL_CHUNK;
 
         json_decref(resp);
@@ -572,21 +574,21 @@ static int acquire(harmonia_t *h, acq_t *a)
         if (a->block && h->max_wait > 0 && left <= 0) {
             say(h, &h->told_max_wait, "phase of job %s not granted after %.0f s "
                 "(HARMONIA_MAX_WAIT); it proceeds ungated", h->jobid, h->max_wait);
-            if (a->pid)
+            if (a->ph.pid)
                 drop_phase(h, a, true);
             a->degraded = false;
             return ACQ_UNGATED;
         }
-        if (a->pid == 0) {
+        if (a->ph.pid == 0) {
             st = post_phase(h, a, chunk, &resp, &err);
             if (st < 0)
                 goto unreachable;
             last_ok = hu_mono();
             a->degraded = false;
             if (st == 200 || st == 201) {
-                a->pid = (uint64_t)json_integer_value(json_object_get(resp, "id"));
-                a->owner = true;
-                a->counted = coord_join(h, a->pid);
+                a->ph.pid = (uint64_t)json_integer_value(json_object_get(resp, "id"));
+                a->ph.owner = true;
+                a->ph.counted = coord_join(h, a->ph.pid);
             } else if (st == 409 && ++conflicts <= 100) {
                 uint64_t pid;
                 st = get_open_phase(h, &pid, &err);
@@ -598,9 +600,9 @@ static int acquire(harmonia_t *h, acq_t *a)
                 }
                 if (pid == 0)
                     continue;           /* closed meanwhile: ask again */
-                a->pid = pid;
-                a->owner = false;
-                a->counted = coord_join(h, pid);
+                a->ph.pid = pid;
+                a->ph.owner = false;
+                a->ph.counted = coord_join(h, pid);
                 /* count first, then look: a phase closed before we were counted
                  * shows as closed below, and we ask again */
                 json_decref(resp);      /* the 409 body */
@@ -615,7 +617,7 @@ static int acquire(harmonia_t *h, acq_t *a)
                 goto ungated;
             }
         } else {
-            st = get_phase(h, a->pid, chunk, &resp, &err);
+            st = get_phase(h, a->ph.pid, chunk, &resp, &err);
             if (st < 0)
                 goto unreachable;
             last_ok = hu_mono();
@@ -699,22 +701,12 @@ static int begin(harmonia_t *h, uint64_t volume, harmonia_dir_t dir, harmonia_gr
         pthread_mutex_unlock(&h->lock);
         return 0;
     }
-    a.volume = volume;
-    a.dir = dir;
+    if (h->st == ST_PENDING)
+        a.ph = h->ph;
+    else
+        a.ph = (struct phase_ref){ .volume = volume, .dir = dir, .t0 = t0, .wall0 = wall0 };
     a.block = block;
     a.degraded = h->degraded;
-    if (h->st == ST_PENDING) {
-        a.pid = h->pid;
-        a.owner = h->owner;
-        a.counted = h->counted;
-        a.t0 = h->pending_t0;
-        a.wall0 = h->pending_wall0;
-        a.volume = h->volume;
-        a.dir = h->dir;
-    } else {
-        a.t0 = t0;
-        a.wall0 = wall0;
-    }
     h->st = ST_BUSY;
     pthread_mutex_unlock(&h->lock);
 
@@ -722,29 +714,23 @@ static int begin(harmonia_t *h, uint64_t volume, harmonia_dir_t dir, harmonia_gr
 
     pthread_mutex_lock(&h->lock);
     h->degraded = a.degraded;
-    h->pid = a.pid;
-    h->owner = a.owner;
-    h->counted = a.counted;
-    h->volume = a.volume;
-    h->dir = a.dir;
+    h->ph = a.ph;
     if (rc == ACQ_WAITING) {
         h->st = ST_PENDING;
-        h->pending_t0 = a.t0;
-        h->pending_wall0 = a.wall0;
-        fill_ungated(g, a.wall0, t0);
+        fill_ungated(g, a.ph.wall0, t0);
     } else {
         h->st = ST_OPEN;
         h->users = 1;
         h->bytes_sum = 0;
         h->bytes_unknown = false;
         h->paced = 0;
-        fill_ungated(&h->grant, a.wall0, a.t0);
+        fill_ungated(&h->grant, a.ph.wall0, a.ph.t0);
         if (rc == ACQ_GRANTED) {
             grant_from_phase(h, a.phase, &h->grant);
-            h->grant.joined = !a.owner;
+            h->grant.joined = !a.ph.owner;
             json_decref(a.phase);
         }
-        h->grant.wait = hu_mono() - a.t0;
+        h->grant.wait = hu_mono() - a.ph.t0;
         h->last_refresh = hu_mono();
         hm_tb_init(&h->tb, h->grant.rate, hm_tb_burst_for(h->grant.rate), hu_mono());
         *g = h->grant;
@@ -798,8 +784,8 @@ static void closed(harmonia_t *h, bool degraded)
 {
     h->degraded = degraded;
     h->st = ST_NONE;
-    h->pid = 0;
-    h->owner = h->counted = false;
+    h->ph.pid = 0;
+    h->ph.owner = h->ph.counted = false;
     h->users = 0;
     memset(&h->grant, 0, sizeof(h->grant));
     pthread_cond_broadcast(&h->cond);
@@ -849,11 +835,10 @@ static bool closer_ready(harmonia_t *h)
     return true;
 }
 
-int harmonia_phase_end(harmonia_t *h, uint64_t bytes)
+/* The start of a call on a handle: -1 (errno EINVAL) without one, 0 when
+ * libharmonia is off (nothing to do), else 1 with h->lock held. */
+static int enter(harmonia_t *h)
 {
-    bool cancel, degraded;
-    struct close_req r;
-
     if (!h) {
         errno = EINVAL;
         return -1;
@@ -861,6 +846,17 @@ int harmonia_phase_end(harmonia_t *h, uint64_t bytes)
     if (h->off)
         return 0;
     pthread_mutex_lock(&h->lock);
+    return 1;
+}
+
+int harmonia_phase_end(harmonia_t *h, uint64_t bytes)
+{
+    bool cancel, degraded;
+    struct close_req r;
+
+    int in = enter(h);
+    if (in <= 0)
+        return in;
     while (BUSY_STATE(h))
         pthread_cond_wait(&h->cond, &h->lock);
     if (h->st == ST_NONE || (h->st == ST_OPEN && h->users < 1)) {
@@ -871,7 +867,7 @@ int harmonia_phase_end(harmonia_t *h, uint64_t bytes)
     cancel = h->st == ST_PENDING;
     if (!cancel) {
         if (bytes == HARMONIA_BYTES_VOLUME)
-            h->bytes_sum += (double)h->volume;
+            h->bytes_sum += (double)h->ph.volume;
         else
             h->bytes_sum += (double)bytes;
         if (--h->users > 0) {
@@ -879,7 +875,7 @@ int harmonia_phase_end(harmonia_t *h, uint64_t bytes)
             return 0;
         }
     }
-    r = (struct close_req){ .pid = h->pid, .counted = h->counted, .owner = h->owner,
+    r = (struct close_req){ .pid = h->ph.pid, .counted = h->ph.counted, .owner = h->ph.owner,
                             .degraded = h->degraded, .total = cancel ? 0 : h->bytes_sum };
     if (r.pid && !cancel && closer_ready(h)) {
         /* the closer reports it; the next begin or end waits for that */
@@ -911,15 +907,15 @@ static void refresh(harmonia_t *h)
     char path[128];
     int st;
 
-    if (!h->client || !h->pid || h->degraded)
+    if (!h->client || !h->ph.pid || h->degraded)
         return;
-    if (h->ntasks == 1 && h->owner && h->counted) {
-        snprintf(path, sizeof(path), "/v1/phases/%ju/progress", (uintmax_t)h->pid);
+    if (h->ntasks == 1 && h->ph.owner && h->ph.counted) {
+        snprintf(path, sizeof(path), "/v1/phases/%ju/progress", (uintmax_t)h->ph.pid);
         body = json_pack("{s:I}", "bytes", (json_int_t)h->paced);
         st = hm_request(h->client, "POST", path, body, &resp, &err);
         json_decref(body);
     } else
-        st = get_phase(h, h->pid, 0, &resp, &err);
+        st = get_phase(h, h->ph.pid, 0, &resp, &err);
     if (st < 0) {
         tell_unreachable(h, &err);
         h->degraded = true;
@@ -941,13 +937,9 @@ static void refresh(harmonia_t *h)
 double harmonia_pace(harmonia_t *h, size_t bytes)
 {
     double d, now;
-    if (!h) {
-        errno = EINVAL;
-        return -1;
-    }
-    if (h->off)
-        return 0;
-    pthread_mutex_lock(&h->lock);
+    int in = enter(h);
+    if (in <= 0)
+        return in;
     if (h->st != ST_OPEN || !h->grant.gated) {
         pthread_mutex_unlock(&h->lock);
         return 0;
@@ -984,9 +976,10 @@ static size_t chunk_for(harmonia_t *h)
     return (size_t)c & ~(size_t)4095;
 }
 
-ssize_t harmonia_write(harmonia_t *h, int fd, const void *buf, size_t n)
+/* Moves n bytes between fd and buf (write() when out, else read()), paced in chunks:
+ * the bytes moved (short at end of file), or -1 when an error comes first. */
+static ssize_t paced_io(harmonia_t *h, int fd, char *p, size_t n, bool out)
 {
-    const char *p = buf;
     size_t done = 0, chunk = chunk_for(h);
     while (done < n) {
         size_t len = n - done < chunk ? n - done : chunk;
@@ -994,30 +987,8 @@ ssize_t harmonia_write(harmonia_t *h, int fd, const void *buf, size_t n)
             harmonia_pace(h, len);
         size_t moved = 0;
         while (moved < len) {
-            ssize_t w = write(fd, p + done + moved, len - moved);
-            if (w < 0) {
-                if (errno == EINTR)
-                    continue;
-                return done + moved > 0 ? (ssize_t)(done + moved) : -1;
-            }
-            moved += (size_t)w;
-        }
-        done += len;
-    }
-    return (ssize_t)done;
-}
-
-ssize_t harmonia_read(harmonia_t *h, int fd, void *buf, size_t n)
-{
-    char *p = buf;
-    size_t done = 0, chunk = chunk_for(h);
-    while (done < n) {
-        size_t len = n - done < chunk ? n - done : chunk;
-        if (h)
-            harmonia_pace(h, len);
-        size_t moved = 0;
-        while (moved < len) {
-            ssize_t r = read(fd, p + done + moved, len - moved);
+            ssize_t r = out ? write(fd, p + done + moved, len - moved)
+                            : read(fd, p + done + moved, len - moved);
             if (r < 0) {
                 if (errno == EINTR)
                     continue;
@@ -1030,6 +1001,16 @@ ssize_t harmonia_read(harmonia_t *h, int fd, void *buf, size_t n)
         done += len;
     }
     return (ssize_t)done;
+}
+
+ssize_t harmonia_write(harmonia_t *h, int fd, const void *buf, size_t n)
+{
+    return paced_io(h, fd, (char *)buf, n, true);
+}
+
+ssize_t harmonia_read(harmonia_t *h, int fd, void *buf, size_t n)
+{
+    return paced_io(h, fd, buf, n, false);
 }
 
 /* ------------------------------------------------------------------ finalize */

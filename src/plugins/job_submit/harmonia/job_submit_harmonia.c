@@ -275,16 +275,18 @@ static int _check_paths(const hu_bb_request_t *req, job_desc_msg_t *job_desc,
 	return rc;
 }
 
-static int _normalise(const char *script, const char *bb, uint32_t uid,
+/* Checks the request in the script and in *bb_field (the job's burst_buffer
+ * string) and, when there is one, replaces *bb_field with its canonical form. */
+static int _normalise(const char *script, char **bb_field, uint32_t uid,
 		      const char *name, job_desc_msg_t *job_desc,
-		      char **canon, char **err_msg)
+		      char **err_msg)
 {
 	hu_bb_request_t req;
 	hu_error_t err;
-	char *collected;
+	const char *bb = *bb_field;
+	char *collected, *canon;
 	int rc = SLURM_SUCCESS;
 
-	*canon = NULL;
 	memset(&req, 0, sizeof(req));
 	if (!(collected = hu_bb_collect_script(script)))
 		return ENOMEM;
@@ -307,8 +309,13 @@ static int _normalise(const char *script, const char *bb, uint32_t uid,
 		_learn_hints(&req, uid, name);
 	if (hu_bb_validate(&req, &err) < 0)
 		goto invalid;
-	if (!(*canon = hu_bb_format(&req)))
+	if (!(canon = hu_bb_format(&req))) {
 		rc = ENOMEM;
+		goto out;
+	}
+	xfree(*bb_field);
+	*bb_field = xstrdup(canon);
+	free(canon);
 	goto out;
 invalid:
 	*err_msg = xstrdup(err.text);
@@ -322,23 +329,14 @@ out:
 extern int job_submit(job_desc_msg_t *job_desc, uint32_t submit_uid,
 		      char **err_msg)
 {
-	char *canon = NULL;
 	int rc;
 
-	rc = _normalise(job_desc->script, job_desc->burst_buffer,
-			job_desc->user_id, job_desc->name, job_desc, &canon,
-			err_msg);
-	if (rc != SLURM_SUCCESS) {
+	rc = _normalise(job_desc->script, &job_desc->burst_buffer,
+			job_desc->user_id, job_desc->name, job_desc, err_msg);
+	if (rc != SLURM_SUCCESS)
 		debug("%s: refused a request of uid %u: %s", plugin_type,
 		      submit_uid, *err_msg ? *err_msg : "");
-		return rc;
-	}
-	if (canon) {
-		xfree(job_desc->burst_buffer);
-		job_desc->burst_buffer = xstrdup(canon);
-		free(canon);
-	}
-	return SLURM_SUCCESS;
+	return rc;
 }
 
 /* A change of the burst buffer request is checked the same way; other changes
@@ -348,19 +346,8 @@ extern int job_submit(job_desc_msg_t *job_desc, uint32_t submit_uid,
 extern int job_modify(job_desc_msg_t *job_desc, job_record_t *job_ptr,
 		      uint32_t submit_uid, char **err_msg)
 {
-	char *canon = NULL;
-	int rc;
-
 	if (!job_desc->burst_buffer)
 		return SLURM_SUCCESS;
-	rc = _normalise(NULL, job_desc->burst_buffer, job_ptr->user_id, NULL,
-			NULL, &canon, err_msg);
-	if (rc != SLURM_SUCCESS)
-		return rc;
-	if (canon) {
-		xfree(job_desc->burst_buffer);
-		job_desc->burst_buffer = xstrdup(canon);
-		free(canon);
-	}
-	return SLURM_SUCCESS;
+	return _normalise(NULL, &job_desc->burst_buffer, job_ptr->user_id,
+			  NULL, NULL, err_msg);
 }
