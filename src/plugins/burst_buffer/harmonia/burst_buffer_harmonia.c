@@ -1660,8 +1660,7 @@ static bool _array_throttled(job_record_t *job_ptr)
 
 	if (!job_ptr->array_job_id)
 		return false;
-	if (job_ptr->state_reason == WAIT_ARRAY_TASK_LIMIT)
-		return true;
+	/* not from the job's reason: this plugin sets it too (_set_reason) */
 	meta = job_ptr->array_recs ? job_ptr :
 	       find_job_record(job_ptr->array_job_id);
 	if (!meta || !meta->array_recs || !meta->array_recs->max_run_tasks)
@@ -1682,42 +1681,126 @@ static bool _array_throttled(job_record_t *job_ptr)
 }
 
 /*
- * Could the job get CPUs now?  In a partition that does not oversubscribe,
- * enough of its nodes (up, not drained) have the job's CPUs per node free
- * (whole nodes with OverSubscribe=EXCLUSIVE or --exclusive).  In one that
- * does, CPU counts say nothing: yes.  Call with the node read lock.
+ * CPUs of each node (by node index) that running or suspended jobs hold, as a
+ * partition that oversubscribes counts them: the select plugin's count of
+ * allocated CPUs is the union of its rows, which says nothing of how many of
+ * them are left there.  Built again when the jobs on the nodes change, at most
+ * once a second otherwise.  Call with bb_mutex and the job and node read
+ * locks.
+ */
+static uint32_t *held_cpus = NULL;
+static int held_cpus_cnt = 0;
+static time_t held_cpus_time = 0;
+static uint64_t held_cpus_sig = 0;
+
+static int _add_held_cpus(void *x, void *arg)
+{
+	job_record_t *job_ptr = x;
+	job_resources_t *r = job_ptr->job_resrcs;
+	int i, k = 0, n;
+
+	if ((!IS_JOB_RUNNING(job_ptr) && !IS_JOB_SUSPENDED(job_ptr)) || !r ||
+	    !r->node_bitmap || !r->cpus)
+		return 0;
+	n = MIN(bit_size(r->node_bitmap), held_cpus_cnt);
+	for (i = 0; (i < n) && (k < r->nhosts); i++)
+		if (bit_test(r->node_bitmap, i))
+			held_cpus[i] += r->cpus[k++];
+	return 0;
+}
+
+static void _held_cpus_update(void)
+{
+	node_record_t *node_ptr;
+	uint64_t sig = 0;
+	time_t now = time(NULL);
+
+	for (int i = 0; (node_ptr = next_node(&i)); i++)
+		sig = sig * 31 + node_ptr->run_job_cnt * 7 +
+		      node_ptr->sus_job_cnt;
+	if (held_cpus && (held_cpus_cnt == node_record_count) &&
+	    (sig == held_cpus_sig) && (now == held_cpus_time))
+		return;
+	if (held_cpus_cnt != node_record_count) {
+		xfree(held_cpus);
+		held_cpus = xcalloc(node_record_count, sizeof(*held_cpus));
+		held_cpus_cnt = node_record_count;
+	} else {
+		memset(held_cpus, 0, held_cpus_cnt * sizeof(*held_cpus));
+	}
+	list_for_each(job_list, _add_held_cpus, NULL);
+	held_cpus_sig = sig;
+	held_cpus_time = now;
+}
+
+/*
+ * How many jobs may share a CPU of the partition with this job: N with
+ * OverSubscribe=FORCE:N, or YES:N and a job that asks --oversubscribe; else 1.
+ */
+static uint16_t _share_rows(part_record_t *part, struct job_details *d)
+{
+	uint16_t n = part->max_share & ~SHARED_FORCE;
+
+	if ((part->max_share & SHARED_FORCE) && (n > 1))
+		return n;
+	if ((n > 1) && (d->share_res == 1))
+		return n;
+	return 1;
+}
+
+/*
+ * Could the job get CPUs now?  Enough of its partition's nodes (up, not
+ * drained) have the job's CPUs per node free (whole nodes with
+ * OverSubscribe=EXCLUSIVE or --exclusive).  In a partition that
+ * oversubscribes N times, a node has N times its CPUs, less those the jobs
+ * on it hold.  Both are necessary conditions only: "no" means the job cannot
+ * start now.  With preemption configured a job may start by preempting
+ * others: yes.  Call with the job and node read locks.
  */
 static bool _cpus_free(job_record_t *job_ptr)
 {
 	part_record_t *part = job_ptr->part_ptr;
 	struct job_details *d = job_ptr->details;
 	uint32_t need, per_node, found = 0;
+	uint16_t rows;
 	bool whole;
 	node_record_t *node_ptr;
 
 	if (!part || !part->node_bitmap || !d || !avail_node_bitmap)
 		return true;
-	if ((part->max_share & SHARED_FORCE) ||
-	    ((part->max_share & ~SHARED_FORCE) > 1))
+	if (slurm_conf.preempt_type &&
+	    xstrcmp(slurm_conf.preempt_type, "preempt/none"))
 		return true;
-	whole = (part->max_share == 0) || (d->share_res == 0) ||
-		(d->whole_node == 1);
+	rows = _share_rows(part, d);
+	whole = (d->whole_node == 1) ||
+		((rows == 1) && ((part->max_share == 0) || (d->share_res == 0)));
 	need = d->min_nodes ? d->min_nodes : 1;
 	per_node = MAX((d->min_cpus + need - 1) / need, 1);
-	(void) select_g_select_nodeinfo_set_all();	/* cheap if unchanged */
+	if (rows > 1)
+		_held_cpus_update();
+	else
+		(void) select_g_select_nodeinfo_set_all(); /* cheap if unchanged */
 	for (int i = 0; (node_ptr = next_node(&i)); i++) {
-		uint16_t used = 0, cpus;
+		uint32_t used = 0, cpus;
 
 		if (!bit_test(part->node_bitmap, node_ptr->index) ||
 		    !bit_test(avail_node_bitmap, node_ptr->index))
 			continue;
-		if (!IS_NODE_IDLE(node_ptr))
+		cpus = node_ptr->config_ptr ? node_ptr->config_ptr->cpus :
+					      node_ptr->cpus;
+		if (rows > 1) {
+			cpus *= rows;
+			used = whole ? (node_ptr->run_job_cnt +
+					node_ptr->sus_job_cnt) :
+				       held_cpus[node_ptr->index];
+		} else if (!IS_NODE_IDLE(node_ptr)) {
+			uint16_t alloc = 0;
 			(void) select_g_select_nodeinfo_get(
 				node_ptr->select_nodeinfo,
 				SELECT_NODEDATA_SUBCNT, NODE_STATE_ALLOCATED,
-				&used);
-		cpus = node_ptr->config_ptr ? node_ptr->config_ptr->cpus :
-					      node_ptr->cpus;
+				&alloc);
+			used = alloc;
+		}
 		if (whole ? (used == 0) : (cpus > used && cpus - used >= per_node))
 			if (++found >= need)
 				return true;
@@ -1727,17 +1810,104 @@ static bool _cpus_free(job_record_t *job_ptr)
 
 /*
  * Is the job about to run?  Its CPUs are free now, or the backfill scheduler
- * expects it to start within STAGE_LEAD seconds (as Slurm's lua plugin, in
- * expected-start order: the scheduler hands the jobs over sorted by it).  A
+ * expects them to be within STAGE_LEAD seconds (as Slurm's lua plugin, in
+ * expected-start order: bb_p_job_try_stage_in gets the jobs sorted by it).  A
  * job that waits for CPUs holds no buffer space others could use meanwhile.
- * Call with the node read lock.
+ * A start time now or past says nothing: the main scheduler sets it to the
+ * time of its pass for any job it finds waiting for its buffer.  Call with
+ * the job and node read locks.
  */
 #define STAGE_LEAD 300
 static bool _about_to_run(job_record_t *job_ptr)
 {
-	if (job_ptr->start_time && (job_ptr->start_time <= time(NULL) + STAGE_LEAD))
+	time_t now = time(NULL);
+
+	if (_cpus_free(job_ptr))
 		return true;
-	return _cpus_free(job_ptr);
+	return (job_ptr->start_time > now) &&
+	       (job_ptr->start_time <= now + STAGE_LEAD);
+}
+
+/*
+ * What a job whose stage-in has not started waits for, when it is not its
+ * buffer: its array's throttle or CPUs (WAIT_NO_REASON when it may have its
+ * buffer now).  Call with bb_mutex and the job and node read locks.
+ */
+static enum job_state_reason _waits_for(job_record_t *job_ptr)
+{
+	if (_array_throttled(job_ptr))
+		return WAIT_ARRAY_TASK_LIMIT;
+	if (!_about_to_run(job_ptr))
+		return WAIT_RESOURCES;
+	return WAIT_NO_REASON;
+}
+
+/* Give a job that waits for something else than its buffer that reason, where
+ * slurmctld said BurstBufferResources.  Call as _waits_for. */
+static void _set_reason(job_record_t *job_ptr, enum job_state_reason why)
+{
+	if ((why == WAIT_NO_REASON) || !IS_JOB_PENDING(job_ptr) ||
+	    (job_ptr->state_reason != WAIT_BURST_BUFFER_RESOURCE))
+		return;
+	job_ptr->state_reason = why;
+	xfree(job_ptr->state_desc);
+	last_job_update = time(NULL);
+}
+
+/*
+ * Jobs that a main scheduler pass found waiting for CPUs or for their array's
+ * throttle, not for their buffer (bb_mutex).  select_nodes() gives every job
+ * whose stage-in has not started the reason BurstBufferResources, after it
+ * asked bb_p_job_test_stage_in.  So that hook clears the job's start time
+ * (saved here), which makes the pass end with bb_p_job_try_stage_in, under
+ * the same locks; that one gives the job back its start time and its true
+ * reason (_not_bb_apply).
+ */
+typedef struct {
+	uint32_t job_id;
+	time_t start_time;
+	enum job_state_reason why;
+} not_bb_t;
+static not_bb_t *not_bb = NULL;
+static int not_bb_cnt = 0, not_bb_cap = 0;
+
+static void _not_bb_add(job_record_t *job_ptr, enum job_state_reason why)
+{
+	int i;
+
+	for (i = 0; i < not_bb_cnt; i++)
+		if (not_bb[i].job_id == job_ptr->job_id)
+			break;
+	if (i == not_bb_cnt) {
+		if (not_bb_cnt == not_bb_cap) {
+			not_bb_cap = MAX(16, 2 * not_bb_cap);
+			xrecalloc(not_bb, not_bb_cap, sizeof(*not_bb));
+		}
+		not_bb[i].job_id = job_ptr->job_id;
+		not_bb[i].start_time = job_ptr->start_time;
+		not_bb_cnt++;
+	}
+	not_bb[i].why = why;
+	job_ptr->start_time = 0;
+}
+
+static void _not_bb_apply(void)
+{
+	time_t now = time(NULL);
+
+	for (int i = 0; i < not_bb_cnt; i++) {
+		job_record_t *job_ptr = find_job_record(not_bb[i].job_id);
+		bb_job_t *bb_job;
+
+		if (!job_ptr || !IS_JOB_PENDING(job_ptr) ||
+		    !(bb_job = bb_job_find(&bb_state, job_ptr->job_id)) ||
+		    (bb_job->state >= BB_STATE_STAGING_IN))
+			continue;
+		if (not_bb[i].start_time > now)	/* backfill's estimate */
+			job_ptr->start_time = not_bb[i].start_time;
+		_set_reason(job_ptr, not_bb[i].why);
+	}
+	not_bb_cnt = 0;
 }
 
 /*
@@ -1782,8 +1952,6 @@ static bool _eager_ok(job_record_t *job_ptr)
 	if (!job_ptr->part_ptr ||
 	    !(job_ptr->part_ptr->state_up & PARTITION_SCHED))
 		return false;
-	if (!_cpus_free(job_ptr))
-		return false;	/* waits for CPUs: when they are free */
 	return acct_policy_job_runnable_pre_select(job_ptr, false);
 }
 
@@ -1816,11 +1984,17 @@ static void _eager_stage_in(void)
 			continue;
 		slurm_mutex_lock(&bb_state.bb_mutex);
 		if ((bb_job = _get_bb_job(job_ptr)) &&
-		    (bb_job->state == BB_STATE_PENDING) &&
-		    !_array_throttled(job_ptr)) {
-			log_flag(BURST_BUF, "%pJ: stage-in starts at submission",
-				 job_ptr);
-			_start_stage_in(job_ptr, bb_job);
+		    (bb_job->state == BB_STATE_PENDING)) {
+			enum job_state_reason why = _waits_for(job_ptr);
+
+			if (why == WAIT_NO_REASON) {
+				log_flag(BURST_BUF, "%pJ: stage-in starts at submission",
+					 job_ptr);
+				_start_stage_in(job_ptr, bb_job);
+			}
+			/* waits for CPUs or its array's throttle: stage-in
+			 * when they are free (bb_p_job_try_stage_in) */
+			_set_reason(job_ptr, why);
 		}
 		slurm_mutex_unlock(&bb_state.bb_mutex);
 	}
@@ -2042,6 +2216,10 @@ extern int fini(void)
 	pools_last = NULL;
 	xfree(eager_ids);
 	eager_cnt = eager_cap = 0;
+	xfree(not_bb);
+	not_bb_cnt = not_bb_cap = 0;
+	xfree(held_cpus);
+	held_cpus_cnt = 0;
 	bbh_conf_free(&conf);
 	bb_clear_config(&bb_state.bb_config, true);
 	bb_clear_cache(&bb_state);
@@ -2189,6 +2367,33 @@ static void _nodes_text(json_t *nodes, json_t *status, char **out)
 	xfree(lines);
 }
 
+/*
+ * The space of each pool, from bbmgrd's GET /v1/pools: total = free + used +
+ * drained, drained being what drained nodes hold beyond what their kept
+ * allocations use.  "scontrol show burst" has no field for it in Slurm's
+ * fixed format: there it is TotalSpace - FreeSpace - UsedSpace.
+ */
+static void _pools_text(json_t *resp, char **out)
+{
+	json_t *pools = json_object_get(resp, "pools");
+	char t[32], f[32], u[32], d[32];
+
+	for (size_t i = 0; i < json_array_size(pools); i++) {
+		json_t *p = json_array_get(pools, i);
+		uint64_t cap = json_number_value(json_object_get(p, "capacity"));
+		uint64_t used = json_number_value(json_object_get(p, "used"));
+		uint64_t fr = json_number_value(json_object_get(p, "free"));
+		uint64_t drained = cap > used + fr ? cap - used - fr : 0;
+
+		xstrfmtcat(*out, "  pool %s: %s total = %s free + %s used + %s drained\n",
+			   _json_str(p, "name") ? _json_str(p, "name") : "?",
+			   hu_bb_size_str(cap, t, sizeof(t)),
+			   hu_bb_size_str(fr, f, sizeof(f)),
+			   hu_bb_size_str(used, u, sizeof(u)),
+			   hu_bb_size_str(drained, d, sizeof(d)));
+	}
+}
+
 /* "scontrol show bbstat": bbmgrd's status (bounded wait, no lock held). */
 extern char *bb_p_get_status(uint32_t argc, char **argv)
 {
@@ -2227,6 +2432,14 @@ extern char *bb_p_get_status(uint32_t argc, char **argv)
 			if (json_is_object(nodes))
 				_nodes_text(nodes, j, &out);
 			json_decref(nodes);
+		}
+		free(ntext);
+		ntext = NULL;
+		if (hm_request_text(cli, "GET", "/v1/pools", NULL, &ntext,
+				    &err) == 200 && ntext) {
+			json_t *pools = json_loads(ntext, 0, NULL);
+			_pools_text(pools, &out);
+			json_decref(pools);
 		}
 		free(ntext);
 		json_decref(j);
@@ -2635,10 +2848,14 @@ static int _try_one(void *x, void *arg)
 		return 0;
 	if (!(bb_job = _get_bb_job(job_ptr)))
 		return 0;
-	if (bb_job->state < BB_STATE_STAGING_IN && !_array_throttled(job_ptr) &&
-	    _about_to_run(job_ptr)) {
-		_start_stage_in(job_ptr, bb_job);
-		_hjob_get(job_ptr)->seen_wait = true;
+	if (bb_job->state < BB_STATE_STAGING_IN) {
+		enum job_state_reason why = _waits_for(job_ptr);
+
+		if (why == WAIT_NO_REASON) {
+			_start_stage_in(job_ptr, bb_job);
+			_hjob_get(job_ptr)->seen_wait = true;
+		}
+		_set_reason(job_ptr, why);
 	}
 	return 0;
 }
@@ -2646,8 +2863,10 @@ static int _try_one(void *x, void *arg)
 extern int bb_p_job_try_stage_in(List job_queue)
 {
 	slurm_mutex_lock(&bb_state.bb_mutex);
-	if (bb_state.last_load_time)
+	if (bb_state.last_load_time) {
+		_not_bb_apply();
 		list_for_each(job_queue, _try_one, NULL);
+	}
 	slurm_mutex_unlock(&bb_state.bb_mutex);
 	return SLURM_SUCCESS;
 }
@@ -2675,12 +2894,16 @@ extern int bb_p_job_test_stage_in(job_record_t *job_ptr, bool test_only)
 		h = _hjob_find(job_ptr->job_id);
 		if (bb_job->state < BB_STATE_STAGING_IN) {
 			rc = -1;
-			if (!test_only && job_ptr->priority != 0 &&
-			    !_array_throttled(job_ptr) &&
-			    _about_to_run(job_ptr)) {
-				_start_stage_in(job_ptr, bb_job);
-				_hjob_get(job_ptr)->seen_wait = true;
-				rc = 0;
+			if (!test_only && job_ptr->priority != 0) {
+				enum job_state_reason why = _waits_for(job_ptr);
+
+				if (why == WAIT_NO_REASON) {
+					_start_stage_in(job_ptr, bb_job);
+					_hjob_get(job_ptr)->seen_wait = true;
+					rc = 0;
+				} else {
+					_not_bb_add(job_ptr, why);
+				}
 			}
 		} else if (bb_job->state == BB_STATE_STAGING_IN) {
 			rc = 0;
