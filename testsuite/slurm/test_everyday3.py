@@ -10,7 +10,7 @@ import pytest
 from harmonia_test import wait
 
 from conftest import script, wait_for
-from test_everyday import bbmgr_text, pool_used, squeue_reason
+from test_everyday import bbmgr_text, exclusive_partition, pool_used, squeue_reason  # noqa: F401
 
 
 def no_jobs(cluster):
@@ -76,6 +76,30 @@ def test_job_waiting_for_cpus_in_forced_partition_holds_no_buffer(cluster, need_
         cluster.run("scancel", b)
     assert cluster.wait_state(jobid, {"COMPLETED", "FAILED"}, timeout=60) == "COMPLETED"
     assert cluster.out(jobid) == "ran\n"
+
+
+def test_job_waiting_for_cpus_in_exclusive_partition_says_resources(cluster, need_bbmgrd,
+                                                                  exclusive_partition):
+    part = exclusive_partition
+    nodes = int(cluster.run("sinfo", "-h", "-p", part, "-o", "%D").stdout.split()[0])
+    no_jobs(cluster)
+    rc, blocker, _, err = cluster.sbatch(None, "-p", part, "-N", str(nodes), "--exclusive",
+                                         "--wrap", "sleep 300")
+    assert rc == 0, err
+    try:
+        cluster.wait_state(blocker, {"RUNNING"})
+        rc, jobid, _, err = cluster.sbatch(script("jobbuffer capacity=100GiB", body="echo ran"),
+                                           "-p", part)
+        assert rc == 0, err
+        wait_for(lambda: squeue_reason(cluster, jobid) == "Resources", timeout=30,
+                 what="the pending reason Resources")
+        for _ in range(6):
+            time.sleep(wait.scaled(0.5))   # several scheduler passes (bf_interval=1)
+            assert squeue_reason(cluster, jobid) == "Resources", cluster.job(jobid)
+            assert held(cluster, jobid) is None, held(cluster, jobid)
+    finally:
+        cluster.run("scancel", blocker, check=False)
+    assert cluster.wait_state(jobid, {"COMPLETED", "FAILED"}, timeout=60) == "COMPLETED"
 
 
 def test_throttled_array_in_forced_partition_holds_no_buffer(cluster, need_bbmgrd,
