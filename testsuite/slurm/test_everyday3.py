@@ -25,80 +25,88 @@ def held(cluster, jobid):
     return bbmgr or burst or None
 
 
-@pytest.fixture
-def full_partition(cluster):
-    """The default partition (OverSubscribe=FORCE:N) with every CPU of every
-    node taken N times over: the name of the partition and the blockers."""
-    line = cluster.run("scontrol", "show", "partition", "-o").stdout.splitlines()[0]
-    fields = dict(f.split("=", 1) for f in line.split() if "=" in f)
-    assert fields["OverSubscribe"].startswith("FORCE:"), fields["OverSubscribe"]
-    rows = int(fields["OverSubscribe"].split(":")[1])
-    part = fields["PartitionName"]
+def partition(cluster, name=None):
+    """scontrol show partition's fields of NAME (the first partition by default)."""
+    out = cluster.run("scontrol", "show", "partition", "-o", *([name] if name else []))
+    return dict(f.split("=", 1) for f in out.stdout.splitlines()[0].split() if "=" in f)
+
+
+def take_cpus(cluster, part, times=1):
+    """Jobs that take every CPU of every node of PART, TIMES over, running."""
+    fields = partition(cluster, part)
     nodes = int(fields["TotalNodes"])
-    cpus = int(fields["TotalCPUs"]) // nodes
     blockers = []
     try:
-        for _ in range(rows):
+        for _ in range(times):
             rc, b, _, err = cluster.sbatch(None, "-p", part, "-N", str(nodes),
-                                           "--ntasks-per-node", str(cpus), "--wrap",
-                                           "sleep 300")
+                                           "--ntasks-per-node",
+                                           str(int(fields["TotalCPUs"]) // nodes),
+                                           "--wrap", "sleep 300")
             assert rc == 0, err
             blockers.append(b)
         for b in blockers:
             cluster.wait_state(b, {"RUNNING"})
-        yield part, blockers
-    finally:
-        for b in blockers:
-            cluster.run("scancel", b, check=False)
+    except BaseException:
+        cancel(cluster, blockers)
+        raise
+    return blockers
 
 
-def test_job_waiting_for_cpus_in_forced_partition_holds_no_buffer(cluster, need_bbmgrd,
-                                                                  full_partition):
-    part, blockers = full_partition
+def cancel(cluster, jobs):
+    for j in jobs:
+        cluster.run("scancel", j, check=False)
+
+
+@pytest.fixture
+def full_partition(cluster):
+    """The default partition (OverSubscribe=FORCE:N) with every CPU of every
+    node taken N times over: the name of the partition and the blockers."""
+    fields = partition(cluster)
+    assert fields["OverSubscribe"].startswith("FORCE:"), fields["OverSubscribe"]
+    part = fields["PartitionName"]
+    blockers = take_cpus(cluster, part, int(fields["OverSubscribe"].split(":")[1]))
+    yield part, blockers
+    cancel(cluster, blockers)
+
+
+def waits_for_cpus(cluster, part):
+    """A job with a buffer submitted to PART, whose CPUs are all taken: over
+    several scheduler passes it says Resources (not BurstBufferResources) and
+    holds no buffer.  Its id."""
     no_jobs(cluster)
     used0 = pool_used(cluster)
     rc, jobid, _, err = cluster.sbatch(script("jobbuffer capacity=100GiB", body="echo ran"),
                                        "-p", part)
     assert rc == 0, err
-    # the scheduler has looked at it: it waits for CPUs, says so and holds no space
     wait_for(lambda: squeue_reason(cluster, jobid) == "Resources", timeout=30,
              what="the pending reason Resources")
     for _ in range(10):
         time.sleep(wait.scaled(0.5))   # several scheduler passes (bf_interval=1)
         job = cluster.job(jobid)
         assert job["JobState"] == "PENDING" and job["BurstBufferState"] == "pending", job
-        # not BurstBufferResources on a later pass either
         assert squeue_reason(cluster, jobid) == "Resources", job
         assert held(cluster, jobid) is None, held(cluster, jobid)
         assert pool_used(cluster) == used0
+    return jobid
+
+
+def test_job_waiting_for_cpus_in_forced_partition_holds_no_buffer(cluster, need_bbmgrd,
+                                                                  full_partition):
+    part, blockers = full_partition
+    jobid = waits_for_cpus(cluster, part)
     # CPUs free: its buffer is set up and it runs
-    for b in blockers:
-        cluster.run("scancel", b)
+    cancel(cluster, blockers)
     assert cluster.wait_state(jobid, {"COMPLETED", "FAILED"}, timeout=60) == "COMPLETED"
     assert cluster.out(jobid) == "ran\n"
 
 
 def test_job_waiting_for_cpus_in_exclusive_partition_says_resources(cluster, need_bbmgrd,
                                                                   exclusive_partition):
-    part = exclusive_partition
-    nodes = int(cluster.run("sinfo", "-h", "-p", part, "-o", "%D").stdout.split()[0])
-    no_jobs(cluster)
-    rc, blocker, _, err = cluster.sbatch(None, "-p", part, "-N", str(nodes), "--exclusive",
-                                         "--wrap", "sleep 300")
-    assert rc == 0, err
+    blockers = take_cpus(cluster, exclusive_partition)
     try:
-        cluster.wait_state(blocker, {"RUNNING"})
-        rc, jobid, _, err = cluster.sbatch(script("jobbuffer capacity=100GiB", body="echo ran"),
-                                           "-p", part)
-        assert rc == 0, err
-        wait_for(lambda: squeue_reason(cluster, jobid) == "Resources", timeout=30,
-                 what="the pending reason Resources")
-        for _ in range(6):
-            time.sleep(wait.scaled(0.5))   # several scheduler passes (bf_interval=1)
-            assert squeue_reason(cluster, jobid) == "Resources", cluster.job(jobid)
-            assert held(cluster, jobid) is None, held(cluster, jobid)
+        jobid = waits_for_cpus(cluster, exclusive_partition)
     finally:
-        cluster.run("scancel", blocker, check=False)
+        cancel(cluster, blockers)
     assert cluster.wait_state(jobid, {"COMPLETED", "FAILED"}, timeout=60) == "COMPLETED"
 
 
@@ -120,8 +128,7 @@ def test_throttled_array_in_forced_partition_holds_no_buffer(cluster, need_bbmgr
                     if l.strip().startswith("JobID=")]
         assert set(squeue_reason(cluster, array_id).split()) == {"Resources"}, \
             cluster.run("squeue", "-r", "-o", "%i %T %r").stdout
-    for b in blockers:
-        cluster.run("scancel", b)
+    cancel(cluster, blockers)
     wait_for(lambda: not cluster.run("squeue", "-h", "-j", array_id).stdout.strip(),
              timeout=120, what="all tasks done")
 
