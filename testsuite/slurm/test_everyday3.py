@@ -10,11 +10,16 @@ import pytest
 from harmonia_test import wait
 
 from conftest import script, wait_for
+from test_everyday2 import slurm_time
 from test_everyday import bbmgr_text, exclusive_partition, pool_used, squeue_reason  # noqa: F401
 
 
 def no_jobs(cluster):
     wait_for(lambda: not cluster.bbmgr("jobs")["jobs"], timeout=60, what="bbmgrd without jobs")
+
+
+def squeue(cluster, jobid, fmt):
+    return cluster.run("squeue", "-h", "-j", str(jobid), "-o", fmt).stdout.strip()
 
 
 def held(cluster, jobid):
@@ -87,6 +92,10 @@ def waits_for_cpus(cluster, part):
         assert squeue_reason(cluster, jobid) == "Resources", job
         assert held(cluster, jobid) is None, held(cluster, jobid)
         assert pool_used(cluster) == used0
+        # its expected start is the backfill scheduler's (the CPUs are taken
+        # for good), not a time already past
+        start = squeue(cluster, jobid, "%S")
+        assert start == "N/A" or slurm_time(start) > time.time() + 60, start
     return jobid
 
 
