@@ -1,0 +1,190 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*****************************************************************************\
+ *  bbh_plugin.h - what the files of burst_buffer/harmonia share: the job
+ *  record (hjob_t), the agent's work, the plugin's state and its functions.
+ *  Only the plugin API (plugin_*, init, fini, bb_p_*) is exported.
+\*****************************************************************************/
+
+#ifndef _BBH_PLUGIN_H
+#define _BBH_PLUGIN_H
+
+#include "config.h"
+
+#include <ctype.h>
+#include <inttypes.h>
+#include <math.h>
+#include <pthread.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "slurm/slurm.h"
+#include "slurm/slurm_errno.h"
+
+#include "src/common/list.h"
+#include "src/common/log.h"
+#include "src/common/macros.h"
+#include "src/common/run_in_daemon.h"
+#include "src/common/select.h"
+#include "src/common/slurm_protocol_defs.h"
+#include "src/common/node_conf.h"
+#include "src/common/parse_time.h"
+#include "src/common/uid.h"
+#include "src/common/xmalloc.h"
+#include "src/common/xstring.h"
+#include "src/slurmctld/job_scheduler.h"
+#include "src/slurmctld/locks.h"
+#include "src/slurmctld/slurmctld.h"
+#include "src/slurmctld/acct_policy.h"
+#include "src/plugins/burst_buffer/common/burst_buffer_common.h"
+
+#include "harmonia/client.h"
+#include "libhutil/directive.h"
+
+#include "bbh_conf.h"
+#include "bbh_job.h"
+
+extern const char plugin_type[];
+
+/* What the agent must do for a job. */
+typedef enum {
+	WANT_NOTHING = 0,
+	WANT_STAGE_IN,		/* register, allocate, persistent, stage-in */
+	WANT_RECONCILE,		/* after a restart: learn the allocation again */
+	WANT_BEGIN,		/* tell bbmgrd the job runs */
+	WANT_STAGE_OUT,		/* stage-out, destroy persistent, teardown */
+	WANT_TEARDOWN,		/* cancel: end the job in bbmgrd */
+	WANT_KEPT,		/* failed stage-out: the buffer is kept until
+				 * an administrator releases it (bbmgr release) */
+} want_t;
+
+#define KEPT_CHECK 10.0		/* seconds between looks at a kept buffer */
+#define DIRS_CHECK 0.25		/* seconds between looks at directories being made */
+
+/* Result of one agent step. */
+typedef enum {
+	STEP_NEXT,		/* go on with the next step now */
+	STEP_AGAIN,		/* try this step again later */
+	STEP_DONE,		/* the whole operation is over */
+	STEP_FAIL,		/* permanent failure */
+} step_rc_t;
+
+#define HJOB_HASH 256
+
+typedef struct hjob {
+	uint32_t job_id;
+	uint32_t user_id;
+	uint32_t group_id;
+	uint32_t array_job_id;	/* %A, %a */
+	uint32_t array_task_id;
+	char *user_name;
+	char *job_name;
+	char *work_dir;		/* %d */
+	char *canon;		/* canonical directive text */
+	want_t want;
+	int step;
+	double next_try;	/* CLOCK_MONOTONIC seconds */
+	time_t alloc_time;	/* when bbmgrd first allocated its buffer */
+	unsigned round;		/* agent round that last ran it */
+	int tries;
+	int polls;		/* stage polls since the transfers were asked */
+	bool seen_wait;		/* a scheduler pass saw it waiting for stage-in */
+	bool registered;
+	bool keep_pending;	/* teardown of a failed stage-in: the job stays */
+	char *bb_path;		/* $HARMONIA_BB */
+	char *bb_nodes;		/* buffer nodes, comma separated */
+	char *persist_env;	/* "HARMONIA_PERSISTENT_<name>=<path>\n"... */
+	uint32_t ncompute;
+	char *note;		/* what the agent waits for (state_desc) */
+	struct hjob *next;
+} hjob_t;
+
+
+/* What an agent step needs, copied out of the hjob under the mutex. */
+typedef struct {
+	uint32_t job_id;
+	uint32_t user_id, group_id;
+	char *user_name, *job_name;
+	hu_bb_request_t req;
+	want_t want;
+	int step;
+	bool registered;
+	char *bb_path;
+	uint32_t ncompute;
+	/* results */
+	char *new_path, *new_nodes, *persist_env;
+	char *msg;
+	char *subst_err;	/* the request after symbol replacement is bad */
+	bool allocated;
+	bool released;		/* the job's space went back to its pools */
+	bool stage_wait;	/* transfers asked for or under way */
+	bool dirs_ready;	/* the allocation's reply said its directories are made */
+	bool dirs_wait;		/* they are not yet */
+} work_t;
+
+#define BATCH_JOBS 32		/* jobs per batch (well within max_body) */
+
+/*
+ * The agent lets submissions gather this long before it starts their
+ * stage-in, so that a burst of them goes to bbmgrd in one batch (one exchange
+ * and one commit for all) rather than one by one.  Well under the time
+ * slurmctld takes to look at a new job (batch_sched_delay, sched_min_interval),
+ * so their buffers are still ready before the first scheduler pass.
+ */
+#define EAGER_GATHER 0.03		/* seconds */
+
+/* burst_buffer_harmonia.c: the plugin's state (bb_state.bb_mutex, but conf) */
+extern bb_state_t bb_state;
+extern bbh_conf_t conf;
+extern hjob_t *hjobs[HJOB_HASH];
+extern pthread_cond_t agent_cond;
+extern bool agent_stop;
+extern bool agent_rescan;
+extern bool agent_work;
+extern uint32_t *eager_ids;
+extern int eager_cnt, eager_cap;
+extern double eager_since;
+extern uint32_t *pool_nodes;
+extern uint32_t pool_nodes_cnt;
+extern json_t *pools_last;
+
+/* burst_buffer_harmonia.c: the hooks */
+extern void bbh_start_stage_in(job_record_t *job_ptr, bb_job_t *bb_job);
+
+/* bbh_jobs.c */
+extern bb_job_t *bbh_get_bb_job(job_record_t *job_ptr);
+extern void bbh_hjob_del(uint32_t job_id);
+extern hjob_t *bbh_hjob_find(uint32_t job_id);
+extern void bbh_hjob_free(hjob_t *h);
+extern hjob_t *bbh_hjob_get(job_record_t *job_ptr);
+extern void bbh_hjob_request(hjob_t *h, hu_bb_request_t *req, char **serr);
+extern void bbh_hjob_symbols(hjob_t *h, job_record_t *job_ptr);
+extern int bbh_parse_job_bb(const char *text, hu_bb_request_t *req, hu_error_t *err);
+extern bool bbh_script_merged(const hu_bb_request_t *script_req, const char *bb);
+extern void bbh_want(job_record_t *job_ptr, want_t want);
+
+/* bbh_steps.c */
+extern int bbh_call(hm_client_t *cli, const char *method, const char *path,
+		    json_t *body, json_t **resp, char **msg);
+extern const char *bbh_json_str(json_t *o, const char *key);
+extern bool bbh_run_batch(hm_client_t *cli, work_t *ws, step_rc_t *rcs, int n);
+extern void bbh_work_free(work_t *w);
+
+/* bbh_agent.c */
+extern void *bbh_agent(void *arg);
+extern hm_client_t *bbh_client(long timeout_s);
+extern void bbh_pools_apply(json_t *resp);
+extern void bbh_pools_apply_locked(json_t *resp);
+
+/* bbh_sched.c */
+extern void bbh_eager_stage_in(void);
+extern void bbh_not_bb_add(job_record_t *job_ptr, enum job_state_reason why);
+extern void bbh_not_bb_apply(void);
+extern void bbh_sched_fini(void);
+extern void bbh_set_reason(job_record_t *job_ptr, enum job_state_reason why);
+extern enum job_state_reason bbh_waits_for(job_record_t *job_ptr);
+extern bool bbh_waits_for_space(job_record_t *job_ptr);
+
+#endif

@@ -1,0 +1,224 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*****************************************************************************\
+ *  bbh_show.c - burst_buffer/harmonia: "scontrol show bbstat" and
+ *  "scontrol show burst".
+ *  How the plugin works: burst_buffer_harmonia.c.
+\*****************************************************************************/
+
+#include "bbh_plugin.h"
+
+/* One JSON value as text: numbers as numbers, objects as "k=v, k=v". */
+static void _value_text(json_t *v, char **out)
+{
+	const char *k;
+	json_t *x;
+	bool first = true;
+
+	if (json_is_string(v)) {
+		xstrcat(*out, json_string_value(v));
+	} else if (json_is_integer(v)) {
+		xstrfmtcat(*out, "%"PRId64, (int64_t) json_integer_value(v));
+	} else if (json_is_real(v)) {
+		xstrfmtcat(*out, "%.3f", json_real_value(v));
+	} else if (json_is_boolean(v)) {
+		xstrcat(*out, json_is_true(v) ? "yes" : "no");
+	} else if (json_is_object(v)) {
+		json_object_foreach(v, k, x) {
+			xstrfmtcat(*out, "%s%s=", first ? "" : ", ", k);
+			_value_text(x, out);
+			first = false;
+		}
+	} else if (json_is_null(v)) {
+		xstrcat(*out, "-");
+	} else if (json_is_array(v)) {
+		for (size_t i = 0; i < json_array_size(v); i++) {
+			xstrcat(*out, i ? "; " : "");
+			_value_text(json_array_get(v, i), out);
+		}
+		if (!json_array_size(v))
+			xstrcat(*out, "none");
+	} else {
+		char *d = json_dumps(v, JSON_COMPACT);
+		xstrcat(*out, d ? d : "-");
+		free(d);
+	}
+}
+
+/* bbmgrd's GET /v1/status as "  key: value" lines, in the daemon's order. */
+static void _status_text(json_t *st, char **out)
+{
+	const char *k;
+	json_t *v;
+
+	json_object_foreach(st, k, v) {
+		xstrfmtcat(*out, "  %s: ", k);
+		if (!xstrcmp(k, "started") && json_is_number(v)) {
+			time_t t = (time_t) json_number_value(v);
+			char buf[64];
+			slurm_make_time_str(&t, buf, sizeof(buf));
+			xstrcat(*out, buf);
+		} else if (!xstrcmp(k, "uptime") && json_is_number(v)) {
+			xstrfmtcat(*out, "%.0f s", json_number_value(v));
+		} else {
+			_value_text(v, out);
+		}
+		xstrcat(*out, "\n");
+	}
+}
+
+/* The node agents bbmgrd reports down (status "agents": {"down": [{node,
+ * reason}]}), or NULL. */
+static json_t *_agents_down(json_t *status)
+{
+	json_t *down = json_object_get(json_object_get(status, "agents"), "down");
+
+	return json_is_array(down) ? down : NULL;
+}
+
+/*
+ * The buffer nodes out of service, from bbmgrd's GET /v1/nodes and its status:
+ * drained nodes (no new allocation; their space beyond what their kept
+ * allocations use is neither free nor used, so TotalSpace - FreeSpace -
+ * UsedSpace of "scontrol show burst") with their reason, and nodes whose
+ * agent is down.
+ */
+static void _nodes_text(json_t *nodes, json_t *status, char **out)
+{
+	json_t *list = json_object_get(nodes, "nodes"), *down = _agents_down(status);
+	uint64_t drained = 0;
+	int ndrained = 0, n = json_array_size(list);
+	char sz[32];
+	char *lines = NULL;
+
+	for (int i = 0; i < n; i++) {
+		json_t *nd = json_array_get(list, i);
+		const char *reason = bbh_json_str(nd, "reason");
+		uint64_t cap = json_number_value(json_object_get(nd, "capacity"));
+		uint64_t used = json_number_value(json_object_get(nd, "used"));
+		if (xstrcmp(bbh_json_str(nd, "state"), "drained"))
+			continue;
+		/* what its kept allocations use stays counted as used */
+		cap = cap > used ? cap - used : 0;
+		ndrained++;
+		drained += cap;
+		xstrfmtcat(lines, "    %s: drained (%s), %s out of service, %"PRId64" allocation(s) kept\n",
+			   bbh_json_str(nd, "name") ? bbh_json_str(nd, "name") : "?",
+			   reason && reason[0] ? reason : "no reason given",
+			   hu_bb_size_str(cap, sz, sizeof(sz)),
+			   (int64_t) json_integer_value(json_object_get(nd, "allocations")));
+	}
+	for (size_t i = 0; down && i < json_array_size(down); i++) {
+		json_t *d = json_array_get(down, i);
+		const char *reason = bbh_json_str(d, "reason");
+		xstrfmtcat(lines, "    %s: node agent down (%s)\n",
+			   bbh_json_str(d, "node") ? bbh_json_str(d, "node") : "?",
+			   reason && reason[0] ? reason : "no reason given");
+	}
+	xstrfmtcat(*out, "  buffer nodes: %d, %d up, %d drained (%s out of service), %d with their agent down\n",
+		   n, n - ndrained, ndrained, hu_bb_size_str(drained, sz, sizeof(sz)),
+		   down ? (int) json_array_size(down) : 0);
+	if (lines)
+		xstrcat(*out, lines);
+	xfree(lines);
+}
+
+/*
+ * The space of each pool, from bbmgrd's GET /v1/pools: total = free + used +
+ * drained, drained being what drained nodes hold beyond what their kept
+ * allocations use.  "scontrol show burst" has no field for it in Slurm's
+ * fixed format: there it is TotalSpace - FreeSpace - UsedSpace.
+ */
+static void _pools_text(json_t *resp, char **out)
+{
+	json_t *pools = json_object_get(resp, "pools");
+	char t[32], f[32], u[32], d[32];
+
+	for (size_t i = 0; i < json_array_size(pools); i++) {
+		json_t *p = json_array_get(pools, i);
+		uint64_t cap = json_number_value(json_object_get(p, "capacity"));
+		uint64_t used = json_number_value(json_object_get(p, "used"));
+		uint64_t fr = json_number_value(json_object_get(p, "free"));
+		uint64_t drained = cap > used + fr ? cap - used - fr : 0;
+
+		xstrfmtcat(*out, "  pool %s: %s total = %s free + %s used + %s drained\n",
+			   bbh_json_str(p, "name") ? bbh_json_str(p, "name") : "?",
+			   hu_bb_size_str(cap, t, sizeof(t)),
+			   hu_bb_size_str(fr, f, sizeof(f)),
+			   hu_bb_size_str(used, u, sizeof(u)),
+			   hu_bb_size_str(drained, d, sizeof(d)));
+	}
+}
+
+/* "scontrol show bbstat": bbmgrd's status (bounded wait, no lock held). */
+extern char *bb_p_get_status(uint32_t argc, char **argv)
+{
+	char *out = NULL, *text = NULL;
+	int njobs = 0, nwait = 0;
+
+	slurm_mutex_lock(&bb_state.bb_mutex);
+	for (int i = 0; i < HJOB_HASH; i++)
+		for (hjob_t *h = hjobs[i]; h; h = h->next) {
+			njobs++;
+			if (h->want != WANT_NOTHING)
+				nwait++;
+		}
+	slurm_mutex_unlock(&bb_state.bb_mutex);
+	xstrfmtcat(out, "Harmonia burst buffer plugin\n"
+		   "  jobs followed: %d (%d with work under way)\n", njobs, nwait);
+	if (!conf.configured) {
+		xstrcat(out, "  manager daemon: not configured (no harmonia.conf)\n");
+		return out;
+	}
+	xstrfmtcat(out, "  manager daemon: %s\n", conf.url);
+	hm_client_t *cli = bbh_client(2);
+	hm_error_t err;
+	int st = cli ? hm_request_text(cli, "GET", "/v1/status", NULL, &text, &err)
+		     : -1;
+	if (st == 200 && text) {
+		json_t *j = json_loads(text, 0, NULL);
+		char *ntext = NULL;
+		if (json_is_object(j))
+			_status_text(j, &out);
+		else
+			xstrfmtcat(out, "  %s\n", text);
+		if (hm_request_text(cli, "GET", "/v1/nodes", NULL, &ntext,
+				    &err) == 200 && ntext) {
+			json_t *nodes = json_loads(ntext, 0, NULL);
+			if (json_is_object(nodes))
+				_nodes_text(nodes, j, &out);
+			json_decref(nodes);
+		}
+		free(ntext);
+		ntext = NULL;
+		if (hm_request_text(cli, "GET", "/v1/pools", NULL, &ntext,
+				    &err) == 200 && ntext) {
+			json_t *pools = json_loads(ntext, 0, NULL);
+			_pools_text(pools, &out);
+			json_decref(pools);
+		}
+		free(ntext);
+		json_decref(j);
+	} else if (st < 0) {
+		xstrfmtcat(out, "  bbmgrd unreachable: %s\n",
+			   cli ? err.text : "no client");
+	} else {
+		xstrfmtcat(out, "  bbmgrd answered %d: %s\n", st, text ? text : "");
+	}
+	free(text);
+	hm_client_destroy(cli);
+	return out;
+}
+
+extern int bb_p_state_pack(uid_t uid, buf_t *buffer, uint16_t protocol_version)
+{
+	slurm_mutex_lock(&bb_state.bb_mutex);
+	packstr(bb_state.name, buffer);
+	bb_pack_state(&bb_state, buffer, protocol_version);
+	if (((bb_state.bb_config.flags & BB_FLAG_PRIVATE_DATA) == 0) ||
+	    validate_operator(uid))
+		uid = 0;	/* User can see all data */
+	(void) bb_pack_bufs(uid, &bb_state, buffer, protocol_version);
+	(void) bb_pack_usage(uid, &bb_state, buffer, protocol_version);
+	slurm_mutex_unlock(&bb_state.bb_mutex);
+	return SLURM_SUCCESS;
+}
