@@ -110,6 +110,27 @@ static json_t *_register_body(work_t *w)
 /* A request's answer: bbmgrd unreachable or failing (5xx, 507 no room yet),
  * try again; refused (4xx), the step fails; both free *resp.  Else
  * STEP_NEXT. */
+/* The job's paths from an allocation of bbmgrd's (its "nodes"): the first node's
+ * directory ($HARMONIA_BB) and the node names ($HARMONIA_BB_NODES). */
+static void _take_paths(work_t *w, json_t *alloc)
+{
+	json_t *nodes = json_object_get(alloc, "nodes");
+
+	for (size_t i = 0; json_is_array(nodes) && i < json_array_size(nodes); i++) {
+		json_t *n = json_array_get(nodes, i);
+		const char *name = bbh_json_str(n, "name");
+		if (i == 0) {
+			xfree(w->new_path);
+			xfree(w->new_nodes);
+			if (bbh_json_str(n, "path"))
+				w->new_path = xstrdup(bbh_json_str(n, "path"));
+		}
+		if (name)
+			xstrfmtcat(w->new_nodes, "%s%s", w->new_nodes ? "," : "",
+				   name);
+	}
+}
+
 static step_rc_t _status_rc(int st, json_t **resp)
 {
 	if (st >= 0 && st < 400)
@@ -153,8 +174,6 @@ static json_t *_alloc_body(work_t *w, char *path, size_t len)
 
 static step_rc_t _alloc_done(work_t *w, int st, json_t *resp)
 {
-	json_t *nodes;
-
 	if (st == 507 || st == 503 || st < 0 || st >= 500) {
 		if (st == 507) {
 			char sz[32], fz[32], pool[64], text[512];
@@ -185,16 +204,7 @@ static step_rc_t _alloc_done(work_t *w, int st, json_t *resp)
 	}
 	if (st >= 400)
 		return STEP_FAIL;
-	nodes = json_object_get(resp, "nodes");
-	for (size_t i = 0; json_is_array(nodes) && i < json_array_size(nodes); i++) {
-		json_t *n = json_array_get(nodes, i);
-		const char *name = bbh_json_str(n, "name");
-		if (i == 0 && bbh_json_str(n, "path"))
-			w->new_path = xstrdup(bbh_json_str(n, "path"));
-		if (name)
-			xstrfmtcat(w->new_nodes, "%s%s", w->new_nodes ? "," : "",
-				   name);
-	}
+	_take_paths(w, resp);
 	w->allocated = true;
 	w->dirs_ready = !json_is_false(json_object_get(resp, "ready"));
 	return STEP_NEXT;
@@ -403,6 +413,10 @@ static step_rc_t _step_dirs_ready(hm_client_t *cli, work_t *w)
 	}
 	ready = st == 200 ? json_object_get(resp, "ready") : NULL;
 	if (!json_is_false(ready)) {
+		/* bbmgrd may have moved the buffer off a lost node before the job
+		 * runs: $HARMONIA_BB and $HARMONIA_BB_NODES are what it says now */
+		if (st == 200)
+			_take_paths(w, resp);
 		json_decref(resp);
 		return STEP_NEXT;	/* ready, or no allocation (404) */
 	}
@@ -415,7 +429,7 @@ static step_rc_t _step_dirs_ready(hm_client_t *cli, work_t *w)
 
 static step_rc_t _step_reconcile(hm_client_t *cli, work_t *w)
 {
-	json_t *resp = NULL, *alloc, *nodes;
+	json_t *resp = NULL, *alloc;
 	char path[64];
 	int st;
 
@@ -430,15 +444,8 @@ static step_rc_t _step_reconcile(hm_client_t *cli, work_t *w)
 		return st >= 400 && st < 500 ? STEP_FAIL : STEP_AGAIN;
 	}
 	alloc = json_object_get(resp, "allocation");
-	nodes = alloc ? json_object_get(alloc, "nodes") : NULL;
-	for (size_t i = 0; json_is_array(nodes) && i < json_array_size(nodes); i++) {
-		json_t *n = json_array_get(nodes, i);
-		if (i == 0 && bbh_json_str(n, "path"))
-			w->new_path = xstrdup(bbh_json_str(n, "path"));
-		if (bbh_json_str(n, "name"))
-			xstrfmtcat(w->new_nodes, "%s%s", w->new_nodes ? "," : "",
-				   bbh_json_str(n, "name"));
-	}
+	if (alloc)
+		_take_paths(w, alloc);
 	w->registered = true;
 	w->allocated = (w->new_path != NULL);
 	json_decref(resp);
