@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * workload_internal.h — what workload.c (the schema walk, the expansion) and
+ * workload_yaml.c (the YAML tree with positions, the schema's value parsers, host
+ * lists) share.  Private to libbbsim.
+ */
+#ifndef BBSIM_WORKLOAD_INTERNAL_H
+#define BBSIM_WORKLOAD_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "workload.h"
+
+typedef enum { YN_SCALAR, YN_MAP, YN_SEQ } yn_type_t;
+
+typedef struct yn yn_t;
+struct yn {
+    yn_type_t type;
+    char *str;              /* scalar text, NUL-terminated */
+    size_t len;
+    int line, col;          /* 1-based */
+    yn_t **kids;            /* map: key, value, key, value ...; seq: items */
+    size_t n, cap;
+};
+
+typedef struct {
+    const char *file;
+    wl_error_t *err;
+    const char *buf;
+    size_t len;
+    size_t nnodes;
+} ctx_t;
+
+typedef enum { Q_DURATION, Q_SIZE, Q_BANDWIDTH } qkind_t;
+
+/* "FILE:LINE:COL: reason" into c->err; returns -1. */
+int fail_at (ctx_t *c, int line, int col, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+#define fail(c, node, ...) fail_at ((c), (node)->line, (node)->col, __VA_ARGS__)
+void yn_free (yn_t *n);
+yn_t *yaml_tree (ctx_t *c);
+const char *type_name (yn_type_t t);
+int check_keys (ctx_t *c, const yn_t *map, const char *const *allowed,
+                const char *where);
+yn_t *get (const yn_t *map, const char *key);
+const yn_t *key_node (const yn_t *map, const char *key);
+int need_type (ctx_t *c, const yn_t *n, yn_type_t t, const char *what);
+int parse_int (ctx_t *c, const yn_t *n, const char *what, long min, long max,
+               long *out);
+int parse_quantity (ctx_t *c, const yn_t *n, qkind_t kind, const char *what,
+                    bool positive, double *out);
+int parse_string (ctx_t *c, const yn_t *n, const char *what, char **out);
+int parse_dist (ctx_t *c, const yn_t *n, qkind_t kind, const char *what,
+                bool positive, wl_dist_t *d);
+int parse_value (ctx_t *c, const yn_t *n, qkind_t kind, const char *what,
+                 bool positive, wl_value_t *v);
+int names_add (char ***v, int *n, int *cap, const char *s, size_t len);
+void names_free (char **v, int n);
+int hostlist (const char *expr, char ***out, const char **why);
+
+#endif
