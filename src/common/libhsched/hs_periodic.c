@@ -65,6 +65,8 @@ struct wjob {
                                by ff_try() as instances are added */
     size_t ncd, capcd;
     size_t last;            /* index of the instance inserted last (PerSched) */
+    double xmin;            /* first fit: every I/O start below it was tried and
+                               does not fit (ff_insert()) */
     bool active;
 };
 
@@ -271,6 +273,7 @@ static void work_reset(struct work *wk, double T)
         wk->job[k].n = 0;
         wk->job[k].ncd = 0;
         wk->job[k].last = 0;
+        wk->job[k].xmin = 0.;
         wk->job[k].active = true;
     }
 }
@@ -562,17 +565,19 @@ static int ff_try(struct work *wk, const struct ctx *c, size_t k, double x, doub
 static int ff_insert(struct work *wk, const struct ctx *c, size_t k)
 {
     struct wjob *j = &wk->job[k];
-    double w = c->jobs[k].w, T = wk->T;
+    double w = c->jobs[k].w, T = wk->T, from = wk->reference ? 0. : j->xmin;
     const struct cand *cds = j->cd;
-    size_t ncd = j->ncd;
+    size_t ncd = j->ncd, r0 = 0;
     int rc;
 
     if (j->n == 0) {
         /* alone in its cycle: the I/O must end before x - w + T */
         for (size_t i = 0; i < wk->nseg; i++) {
             wk->visits++;
-            if ((rc = ff_try(wk, c, k, wk->t[i], T - w)) != 0)
+            if ((rc = ff_try(wk, c, k, wk->t[i], T - w)) != 0) {
+                j->xmin = wk->t[i];
                 return rc;
+            }
         }
         return 0;
     }
@@ -584,21 +589,44 @@ static int ff_insert(struct work *wk, const struct ctx *c, size_t k)
             ncd += cand_of(wk, c, k, i, wk->rcand + ncd);
         qsort(wk->rcand, ncd, sizeof(*wk->rcand), cand_cmp);
         cds = wk->rcand;
+    } else if (from > 0.) {
+        /* the starts below xmin were tried at an earlier insertion of this job and
+         * did not fit; the profile only fills up and the gaps only shrink since, so
+         * they still do not (a start that fits now would have fitted then, and so
+         * would the breakpoint or gap start before it in its segment, which was
+         * tried): the first fit resumes at xmin.  The gaps of a job are disjoint,
+         * so their ranges are sorted by xe too. */
+        size_t lo = 0, hi = ncd;
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (cds[mid].xe < from)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        r0 = lo;
     }
-    for (size_t r = 0; r < ncd; r++) {
+    for (size_t r = r0; r < ncd; r++) {
         const struct cand cd = cds[r];
         size_t idx;
+        double x0 = cd.xs > from ? cd.xs : from;
 
-        if (cd.first && (rc = ff_try(wk, c, k, cd.xs, cd.gap - w)) != 0)
+        if (cd.first && cd.xs >= from
+            && (rc = ff_try(wk, c, k, cd.xs, cd.gap - w)) != 0) {
+            j->xmin = cd.xs;
             return rc;
-        idx = tl_find(wk, cd.xs);
-        if (wk->t[idx] < cd.xs || (cd.first && wk->t[idx] == cd.xs))
+        }
+        idx = tl_find(wk, x0);
+        if (wk->t[idx] < x0 || (cd.first && wk->t[idx] == cd.xs))
             idx++;
         for (; idx < wk->nseg && wk->t[idx] <= cd.xe; idx++) {
             double x = wk->t[idx];
             wk->visits++;
-            if ((rc = ff_try(wk, c, k, x, cd.gap - dist_t(cd.g0, x, T))) != 0)
+            if ((rc = ff_try(wk, c, k, x, cd.gap - dist_t(cd.g0, x, T))) != 0) {
+                if (rc > 0)
+                    j->xmin = x;
                 return rc;
+            }
         }
     }
     return 0;
