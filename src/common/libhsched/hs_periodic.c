@@ -85,7 +85,10 @@ struct segsort {
 struct work {
     double T, teps;
     size_t nseg, capseg;
-    double *t, *used;
+    double *t, *used;       /* the profile: breakpoints and the bandwidth granted
+                               from each, in a gap buffer (TL_T(), TL_U()) */
+    size_t gap, gaplen;     /* the hole: entries [gap, gap + gaplen[ of the arrays */
+    size_t hint;            /* the segment tl_find() found last */
     size_t K;
     struct wjob *job;
     struct piece *pool;     /* pieces of every instance */
@@ -141,24 +144,84 @@ static double dist_t(double x, double y, double T)
 
 /* ------------------------------------------------------------------ profile */
 
-static double seg_end(const struct work *wk, size_t i)
+/* The profile is kept in a gap buffer: segment i (0 <= i < nseg) is stored at
+ * i, or at i + gaplen from the hole on.  A breakpoint added or removed at i moves
+ * the hole there first, which costs the distance from the previous change: the
+ * first fit inserts a job's instances in time order (ff_insert(), xmin), so a
+ * pattern of periodic-throu moves the hole about once around the period per job
+ * instead of moving the whole tail of the profile at every breakpoint. */
+static inline size_t tl_at(const struct work *wk, size_t i)
 {
-    return i + 1 < wk->nseg ? wk->t[i + 1] : wk->T;
+    return i < wk->gap ? i : i + wk->gaplen;
 }
 
-/* Largest i with t[i] <= x, for x in [0, T[ (binary search). */
-static size_t tl_find(const struct work *wk, double x)
-{
-    size_t lo = 0, hi = wk->nseg;
+#define TL_T(wk, i) ((wk)->t[tl_at((wk), (i))])
+#define TL_U(wk, i) ((wk)->used[tl_at((wk), (i))])
 
+/* Move the hole to segment position 'pos' (0 <= pos <= nseg). */
+static void tl_move_gap(struct work *wk, size_t pos)
+{
+    size_t g = wk->gap, gl = wk->gaplen;
+
+    if (pos < g) {
+        memmove(wk->t + pos + gl, wk->t + pos, (g - pos) * sizeof(double));
+        memmove(wk->used + pos + gl, wk->used + pos, (g - pos) * sizeof(double));
+    } else if (pos > g) {
+        memmove(wk->t + g, wk->t + g + gl, (pos - g) * sizeof(double));
+        memmove(wk->used + g, wk->used + g + gl, (pos - g) * sizeof(double));
+    }
+    wk->gap = pos;
+}
+
+/* Room for one more segment: the capacity doubles, the entries after the hole go to
+ * the end of the new arrays. */
+static int tl_room(struct work *wk)
+{
+    size_t cap = wk->capseg, ncap = cap ? 2 * cap : 64, tail;
+    double *t, *u;
+
+    if (wk->gaplen > 0)
+        return 0;
+    if (!(t = realloc(wk->t, ncap * sizeof(double))))
+        return -1;
+    wk->t = t;
+    if (!(u = realloc(wk->used, ncap * sizeof(double))))
+        return -1;
+    wk->used = u;
+    tail = wk->nseg - wk->gap;
+    memmove(t + ncap - tail, t + wk->gap, tail * sizeof(double));
+    memmove(u + ncap - tail, u + wk->gap, tail * sizeof(double));
+    wk->capseg = ncap;
+    wk->gaplen = ncap - wk->nseg;
+    return 0;
+}
+
+static double seg_end(const struct work *wk, size_t i)
+{
+    return i + 1 < wk->nseg ? TL_T(wk, i + 1) : wk->T;
+}
+
+/* Largest i with t[i] <= x, for x in [0, T[: the segment of the last search or the
+ * next one (the walks and the pieces of an instance go forward), else a binary
+ * search. */
+static size_t tl_find(struct work *wk, double x)
+{
+    size_t lo = 0, hi = wk->nseg, h = wk->hint;
+
+    if (h < hi && TL_T(wk, h) <= x) {
+        if (seg_end(wk, h) > x)
+            return h;
+        if (h + 1 < hi && seg_end(wk, h + 1) > x)
+            return wk->hint = h + 1;
+    }
     while (hi - lo > 1) {
         size_t mid = lo + (hi - lo) / 2;
-        if (wk->t[mid] <= x)
+        if (TL_T(wk, mid) <= x)
             lo = mid;
         else
             hi = mid;
     }
-    return lo;
+    return wk->hint = lo;
 }
 
 /* Bandwidth job k may still get on segment i:
@@ -166,7 +229,7 @@ static size_t tl_find(const struct work *wk, double x)
  * values below B * AVAIL_EPS count as 0. */
 static double seg_avail(const struct work *wk, const struct ctx *c, size_t k, size_t i)
 {
-    double a = c->B - wk->used[i];
+    double a = c->B - TL_U(wk, i);
 
     if (a > c->cap[k])
         a = c->cap[k];
@@ -177,19 +240,20 @@ static double seg_avail(const struct work *wk, const struct ctx *c, size_t k, si
 static int tl_split(struct work *wk, double x, size_t *idx)
 {
     size_t i = tl_find(wk, x);
-    size_t capu = wk->capseg;
+    double u;
 
-    if (wk->t[i] == x) {
+    if (TL_T(wk, i) == x) {
         *idx = i;
         return 0;
     }
-    if (hs_grow(&wk->t, &wk->capseg, wk->nseg + 1, sizeof(double)) < 0
-        || hs_grow(&wk->used, &capu, wk->capseg, sizeof(double)) < 0)
+    if (tl_room(wk) < 0)
         return -1;
-    memmove(wk->t + i + 2, wk->t + i + 1, (wk->nseg - i - 1) * sizeof(double));
-    memmove(wk->used + i + 2, wk->used + i + 1, (wk->nseg - i - 1) * sizeof(double));
-    wk->t[i + 1] = x;
-    wk->used[i + 1] = wk->used[i];
+    u = TL_U(wk, i);
+    tl_move_gap(wk, i + 1);
+    wk->t[wk->gap] = x;
+    wk->used[wk->gap] = u;
+    wk->gap++;
+    wk->gaplen--;
     wk->nseg++;
     *idx = i + 1;
     return 0;
@@ -198,8 +262,8 @@ static int tl_split(struct work *wk, double x, size_t *idx)
 /* Remove breakpoint i > 0 (its segment joins the previous one). */
 static void tl_join(struct work *wk, size_t i)
 {
-    memmove(wk->t + i, wk->t + i + 1, (wk->nseg - i - 1) * sizeof(double));
-    memmove(wk->used + i, wk->used + i + 1, (wk->nseg - i - 1) * sizeof(double));
+    tl_move_gap(wk, i);
+    wk->gaplen++;
     wk->nseg--;
 }
 
@@ -216,10 +280,10 @@ static int tl_add(struct work *wk, const struct piece *p)
         if (tl_split(wk, p->b, &ib) < 0)
             return -1;
     }
-    wk->used[ia] += p->bw;
-    if (ia + 1 < wk->nseg && wk->used[ia + 1] == wk->used[ia])
+    TL_U(wk, ia) += p->bw;
+    if (ia + 1 < wk->nseg && TL_U(wk, ia + 1) == TL_U(wk, ia))
         tl_join(wk, ia + 1);
-    if (ia > 0 && wk->used[ia - 1] == wk->used[ia])
+    if (ia > 0 && TL_U(wk, ia - 1) == TL_U(wk, ia))
         tl_join(wk, ia);
     return 0;
 }
@@ -250,9 +314,10 @@ static int work_init(struct work *wk, size_t K)
 {
     memset(wk, 0, sizeof(*wk));
     wk->K = K;
+    wk->capseg = 64;
     if (!(wk->job = calloc(K, sizeof(*wk->job)))
-        || hs_grow(&wk->t, &wk->capseg, 64, sizeof(double)) < 0
-        || !(wk->used = malloc(wk->capseg * sizeof(double)))) {
+        || !(wk->t = malloc(64 * sizeof(double)))
+        || !(wk->used = malloc(64 * sizeof(double)))) {
         work_free(wk);
         errno = ENOMEM;
         return -1;
@@ -268,6 +333,8 @@ static void work_reset(struct work *wk, double T)
     wk->nseg = 1;
     wk->t[0] = 0.;
     wk->used[0] = 0.;
+    wk->gap = 1;
+    wk->gaplen = wk->capseg - 1;
     wk->npool = 0;
     for (size_t k = 0; k < wk->K; k++) {
         wk->job[k].n = 0;
@@ -574,8 +641,8 @@ static int ff_insert(struct work *wk, const struct ctx *c, size_t k)
         /* alone in its cycle: the I/O must end before x - w + T */
         for (size_t i = 0; i < wk->nseg; i++) {
             wk->visits++;
-            if ((rc = ff_try(wk, c, k, wk->t[i], T - w)) != 0) {
-                j->xmin = wk->t[i];
+            if ((rc = ff_try(wk, c, k, TL_T(wk, i), T - w)) != 0) {
+                j->xmin = TL_T(wk, i);
                 return rc;
             }
         }
@@ -617,10 +684,10 @@ static int ff_insert(struct work *wk, const struct ctx *c, size_t k)
             return rc;
         }
         idx = tl_find(wk, x0);
-        if (wk->t[idx] < x0 || (cd.first && wk->t[idx] == cd.xs))
+        if (TL_T(wk, idx) < x0 || (cd.first && TL_T(wk, idx) == cd.xs))
             idx++;
-        for (; idx < wk->nseg && wk->t[idx] <= cd.xe; idx++) {
-            double x = wk->t[idx];
+        for (; idx < wk->nseg && TL_T(wk, idx) <= cd.xe; idx++) {
+            double x = TL_T(wk, idx);
             wk->visits++;
             if ((rc = ff_try(wk, c, k, x, cd.gap - dist_t(cd.g0, x, T))) != 0) {
                 if (rc > 0)
@@ -656,7 +723,7 @@ static double wf_window(struct work *wk, const struct ctx *c, size_t k, size_t n
     wk->ntmp = 0;
     for (size_t s = 0; s < nss && rem > 0; s++) {
         size_t idx = wk->ss[s].idx;
-        double a = wk->ss[s].a, ts = wk->t[idx];
+        double a = wk->ss[s].a, ts = TL_T(wk, idx);
         double rel = dist_t(x, ts, wk->T);
         double len = seg_end(wk, idx) - ts, dur;
 
@@ -753,7 +820,7 @@ static int ps_first(struct work *wk, const struct ctx *c, size_t k)
     }
     if (!found) {
         for (size_t i = 0; i < wk->nseg; i++) {
-            double x = wk->t[i];
+            double x = TL_T(wk, i);
             D = wf_window(wk, c, k, nss, x, L, bestD * (1 + 1e-12), &span, false);
             if (D < 0)
                 continue;
