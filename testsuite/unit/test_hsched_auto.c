@@ -164,6 +164,48 @@ START_TEST(test_auto_in_scheduler)
 }
 END_TEST
 
+/* The look ahead's copy of a job carries its history (hs_core_job_copy_history()):
+ * job 1 (16 nodes, cap 4 GB/s) computed 10 s, moved 8 GB alone (2 s dedicated) and
+ * asked for a second phase after 5 s more; its copy has that accounting and gets
+ * the pending phase's compute (5 s), and refuses a second copy once it requested. */
+START_TEST(test_copy_history)
+{
+    hs_policy_t fc;
+    hs_error_t err;
+    hs_sched_t *src, *dst;
+    hs_job_t j = { .id = 1, .nodes = 16, .release = 0, .w = 10, .volume = 8e9 };
+    hs_job_stats_t a, b;
+    double wd = -1;
+
+    ck_assert_int_eq(hs_policy_parse("fcfs", &fc, &err), 0);
+    src = hs_sched_create(&plat, &fc, &err);
+    dst = hs_sched_create(&plat, &fc, &err);
+    ck_assert(src && dst);
+    ck_assert_int_eq(hs_job_arrive(src, 0, &j, &err), 0);
+    ck_assert_int_eq(hs_phase_request(src, 10, 1, 8e9, HS_DIR_WRITE, 10, &err), 0);
+    ck_assert_int_ge(hs_sched_decide(src, 10, NULL, 0), 0);
+    ck_assert_int_eq(hs_sched_advance(src, 12), 0);
+    ck_assert_int_eq(hs_phase_finish(src, 12, 1), 0);
+    ck_assert_int_eq(hs_phase_request(src, 17, 1, 8e9, HS_DIR_WRITE, 5, &err), 0);
+    ck_assert_int_eq(hs_job_arrive(dst, 17, &j, &err), 0);
+    ck_assert_int_eq(hs_core_job_copy_history(dst, src, 0, &wd), 0);
+    ck_assert(wd == 5);
+    ck_assert_int_eq(hs_job_stats(src, 1, &a), 0);
+    ck_assert_int_eq(hs_job_stats(dst, 1, &b), 0);
+    ck_assert_int_eq(b.phases, 1);
+    ck_assert(b.work == 10 && a.work == 10);
+    ck_assert(fabs(b.io_dedicated - 2) < 1e-9 && b.io_dedicated == a.io_dedicated);
+    ck_assert(b.bytes == 8e9 && b.io_time == a.io_time);
+    ck_assert_int_eq(hs_phase_request(dst, 17, 1, 8e9, HS_DIR_WRITE, wd, &err), 0);
+    ck_assert_int_eq(hs_core_job_copy_history(dst, src, 0, NULL), -1);
+    ck_assert_int_eq(errno, EBUSY);
+    ck_assert_int_eq(hs_core_job_copy_history(dst, src, 1, NULL), -1);
+    ck_assert_int_eq(errno, EINVAL);
+    hs_sched_destroy(src);
+    hs_sched_destroy(dst);
+}
+END_TEST
+
 START_TEST(test_auto_bad_settings)
 {
     hs_policy_t pol;
@@ -204,6 +246,7 @@ int main(void)
     tcase_add_test(tc, test_choose_ties_and_missing);
     tcase_add_test(tc, test_auto_in_scheduler);
     tcase_add_test(tc, test_auto_bad_settings);
+    tcase_add_test(tc, test_copy_history);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

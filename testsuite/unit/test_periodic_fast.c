@@ -41,7 +41,8 @@ static hs_pattern_t *compute(const hs_platform_t *plat, const hs_pjob_t *jobs, s
     return p;
 }
 
-/* Every field of every instance and piece, and the statistics, are equal. */
+/* Every field of every instance and piece, and the statistics, are equal (but the
+ * segments visited). */
 static void same_pattern(const hs_pattern_t *a, const hs_pattern_t *b, const char *what)
 {
     hs_pattern_stats_t sa, sb;
@@ -54,7 +55,9 @@ static void same_pattern(const hs_pattern_t *a, const hs_pattern_t *b, const cha
                   "%s: dilation", what);
     ck_assert_int_eq(sa.instances, sb.instances);
     ck_assert_int_eq(sa.periods_tried, sb.periods_tried);
-    ck_assert(sa.segments_visited == sb.segments_visited);
+    /* a (fast) resumes the first fit where the job's last insertion stopped: it
+     * visits fewer segments than b (plain), never more */
+    ck_assert(sa.segments_visited <= sb.segments_visited);
     for (int k = 0; k < hs_pattern_njobs(a); k++) {
         int n = hs_pattern_ninstances(a, k);
         ck_assert_int_eq(n, hs_pattern_ninstances(b, k));

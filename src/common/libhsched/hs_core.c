@@ -880,6 +880,41 @@ int hs_core_job_stats(const hs_sched_t *s, size_t i, hs_job_stats_t *st, bool *p
     return 0;
 }
 
+int hs_core_job_copy_history(hs_sched_t *dst, const hs_sched_t *src, size_t i,
+                             double *w_done)
+{
+    const struct job *js;
+    struct job *jd;
+    size_t slot;
+
+    if (!dst || !src || i >= src->nlive) {
+        errno = EINVAL;
+        return -1;
+    }
+    js = &src->jobs[src->live[i]];
+    if ((slot = hfind(dst, js->info.id)) == NO_SLOT || !dst->jobs[slot].live) {
+        errno = EINVAL;
+        return -1;
+    }
+    jd = &dst->jobs[slot];
+    if (jd->nreq > 0) {
+        errno = EBUSY;
+        return -1;
+    }
+    jd->st.phases = js->st.phases;
+    jd->st.work = js->st.work;
+    jd->st.io_dedicated = js->st.io_dedicated;
+    jd->st.io_time = js->st.io_time;
+    jd->st.io_wait = js->st.io_wait;
+    jd->st.bytes = js->st.bytes;
+    jd->st.if_sum = js->st.if_sum;
+    jd->st.if_max = js->st.if_max;
+    jd->last_io_end = js->last_io_end;
+    if (w_done)
+        *w_done = js->pending ? js->w_done : 0;
+    return 0;
+}
+
 /* ------------------------------------------------------------------ schedule stats */
 
 void hs_policy_stats_reset(hs_policy_stats_t *st)

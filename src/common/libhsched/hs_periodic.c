@@ -12,13 +12,18 @@
  *
  * Representation while building (one "work" per period tried):
  *   - the bandwidth profile: breakpoints 0 = t[0] < t[1] < ... < t[S-1] < T, and
- *     used[i] = total bandwidth granted on [t[i], t[i+1][ (t[S] = T).  Every I/O
- *     piece lies inside one segment, so a segment's total is exact, and
- *     used[i] <= B always holds (Gainaru §3.2.1, constraint (ii));
+ *     used[i] = total bandwidth granted on [t[i], t[i+1][ (t[S] = T), kept in a
+ *     gap buffer (TL_T(), TL_U()).  Every I/O piece lies inside one segment, so a
+ *     segment's total is exact, and used[i] <= B always holds (Gainaru §3.2.1,
+ *     constraint (ii));
  *   - per job, its instances sorted by init_w (normalised into [0, T[), each with the
  *     span from init_w to the end of its I/O (w_k + I/O duration) and its pieces.
  * All times are kept normalised in [0, T[; "distances" along the circle are used for
  * the limits, so no unwrapped arithmetic perturbs the profile.
+ *
+ * The structures and the profile's accessors are in hs_periodic_internal.h, the first
+ * fit of Insert-In-Schedule in hs_periodic_ff.c, the queries on a pattern in
+ * hs_pattern.c.
  *
  * Pure code: no I/O, no clock, no global state.
  */
@@ -27,167 +32,65 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hs_periodic.h"
+#include "hs_periodic_internal.h"
 #include "policy.h"             /* hs_errprintf(), hs_grow() */
 
-#define AVAIL_EPS 1e-12     /* bandwidth below B * AVAIL_EPS counts as none */
-#define TIME_EPS 1e-12      /* tolerance on instants, relative to T */
-#define CMP_EPS 1e-9        /* relative tolerance when comparing objectives */
-
-struct ctx {
-    size_t K;
-    const hs_pjob_t *jobs;
-    int N;
-    double B;
-    hs_periodic_params_t prm;
-    double *cap;            /* cap_k = min(beta_k b, B) */
-    double *tio;            /* time_io_k = vol_k / cap_k */
-    double *ratio;          /* w_k / time_io_k */
-    size_t *order;          /* Insert-In-Schedule-Throu order */
-};
-
-struct piece {              /* normalised, inside one segment: 0 <= a < b <= T */
-    double a, b, bw;
-};
-
-struct winst {
-    double init_w;          /* in [0, T[ */
-    double span;            /* w_k + distance from end_w to the end of the I/O */
-    double io_end;          /* normalised end of the last piece */
-    size_t p0, np;          /* pieces in work.pool, in time order */
-};
-
-struct wjob {
-    struct winst *in;       /* sorted by init_w */
-    size_t n, cap;
-    struct cand *cd;        /* first fit: I/O start ranges of the gaps that can hold
-                               an instance, sorted by (xs, owner); kept up to date
-                               by ff_try() as instances are added */
-    size_t ncd, capcd;
-    size_t last;            /* index of the instance inserted last (PerSched) */
-    bool active;
-};
-
-struct cand {               /* a range of I/O starts of job k (first fit) */
-    double xs, xe;          /* [xs, xe], normalised, xs <= xe */
-    double g0, gap;         /* the gap of job k it lies in */
-    double owner;           /* init_w of the instance the gap follows */
-    bool first;             /* xs is the gap's earliest start g0 + w_k */
-};
-
-struct segsort {
-    double a;               /* available bandwidth */
-    size_t idx;
-};
-
-struct work {
-    double T, teps;
-    size_t nseg, capseg;
-    double *t, *used;
-    size_t K;
-    struct wjob *job;
-    struct piece *pool;     /* pieces of every instance */
-    size_t npool, cappool;
-    struct piece *tmp;      /* pieces of the instance being built */
-    size_t ntmp, captmp;
-    struct segsort *ss;
-    size_t capss;
-    uint64_t visits;
-    bool reference;         /* hs_periodic_params_t.reference */
-    struct cand *rcand;     /* reference first fit: every candidate, rebuilt */
-    size_t caprcand;
-    /* evaluation (see work_eval()) */
-    double W;               /* sum_k beta_k n_per(k) w_k */
-    double sys, dil;
-    int nsched, ninst;
-};
-
-struct hs_pattern {
-    double T;
-    int K;
-    hs_pattern_stats_t st;
-    double *w;              /* w_k */
-    int *n;                 /* n_per(k) */
-    hs_pinstance_t **inst;  /* per job, sorted by init_w */
-    hs_ppiece_t *pieces;    /* storage of every instance's pieces (unwrapped) */
-    hs_ppiece_t **rep;      /* per job, normalised pieces sorted by start */
-    size_t *nrep;
-    hs_ppiece_t *repstore;
-    double *chg;            /* sorted change instants in [0, T[ */
-    size_t nchg;
-};
-
-/* ------------------------------------------------------------------ helpers */
-
-/* x mod T in [0, T[ (the period is a circle, Gainaru §3.2.1). */
-static double norm_t(double x, double T)
+/* Move the hole to segment position 'pos' (0 <= pos <= nseg). */
+static void tl_move_gap(struct work *wk, size_t pos)
 {
-    double r = fmod(x, T);
+    size_t g = wk->gap, gl = wk->gaplen;
 
-    if (r < 0)
-        r += T;
-    if (r >= T)
-        r = 0;
-    return r;
-}
-
-/* Distance travelled on the circle from x to y, in [0, T[. */
-static double dist_t(double x, double y, double T)
-{
-    return norm_t(y - x, T);
-}
-
-/* ------------------------------------------------------------------ profile */
-
-static double seg_end(const struct work *wk, size_t i)
-{
-    return i + 1 < wk->nseg ? wk->t[i + 1] : wk->T;
-}
-
-/* Largest i with t[i] <= x, for x in [0, T[ (binary search). */
-static size_t tl_find(const struct work *wk, double x)
-{
-    size_t lo = 0, hi = wk->nseg;
-
-    while (hi - lo > 1) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (wk->t[mid] <= x)
-            lo = mid;
-        else
-            hi = mid;
+    if (pos < g) {
+        memmove(wk->t + pos + gl, wk->t + pos, (g - pos) * sizeof(double));
+        memmove(wk->used + pos + gl, wk->used + pos, (g - pos) * sizeof(double));
+    } else if (pos > g) {
+        memmove(wk->t + g, wk->t + g + gl, (pos - g) * sizeof(double));
+        memmove(wk->used + g, wk->used + g + gl, (pos - g) * sizeof(double));
     }
-    return lo;
+    wk->gap = pos;
 }
 
-/* Bandwidth job k may still get on segment i:
- *   avail_k(i) = min(cap_k, B - used[i])        (Gainaru §3.2.1 (i) and (ii))
- * values below B * AVAIL_EPS count as 0. */
-static double seg_avail(const struct work *wk, const struct ctx *c, size_t k, size_t i)
+/* Room for one more segment: the capacity doubles, the entries after the hole go to
+ * the end of the new arrays. */
+static int tl_room(struct work *wk)
 {
-    double a = c->B - wk->used[i];
+    size_t cap = wk->capseg, ncap = cap ? 2 * cap : 64, tail;
+    double *t, *u;
 
-    if (a > c->cap[k])
-        a = c->cap[k];
-    return a > c->B * AVAIL_EPS ? a : 0.;
+    if (wk->gaplen > 0)
+        return 0;
+    if (!(t = realloc(wk->t, ncap * sizeof(double))))
+        return -1;
+    wk->t = t;
+    if (!(u = realloc(wk->used, ncap * sizeof(double))))
+        return -1;
+    wk->used = u;
+    tail = wk->nseg - wk->gap;
+    memmove(t + ncap - tail, t + wk->gap, tail * sizeof(double));
+    memmove(u + ncap - tail, u + wk->gap, tail * sizeof(double));
+    wk->capseg = ncap;
+    wk->gaplen = ncap - wk->nseg;
+    return 0;
 }
 
 /* Make x (in [0, T[) a breakpoint; *idx receives the segment starting at x. */
 static int tl_split(struct work *wk, double x, size_t *idx)
 {
     size_t i = tl_find(wk, x);
-    size_t capu = wk->capseg;
+    double u;
 
-    if (wk->t[i] == x) {
+    if (TL_T(wk, i) == x) {
         *idx = i;
         return 0;
     }
-    if (hs_grow(&wk->t, &wk->capseg, wk->nseg + 1, sizeof(double)) < 0
-        || hs_grow(&wk->used, &capu, wk->capseg, sizeof(double)) < 0)
+    if (tl_room(wk) < 0)
         return -1;
-    memmove(wk->t + i + 2, wk->t + i + 1, (wk->nseg - i - 1) * sizeof(double));
-    memmove(wk->used + i + 2, wk->used + i + 1, (wk->nseg - i - 1) * sizeof(double));
-    wk->t[i + 1] = x;
-    wk->used[i + 1] = wk->used[i];
+    u = TL_U(wk, i);
+    tl_move_gap(wk, i + 1);
+    wk->t[wk->gap] = x;
+    wk->used[wk->gap] = u;
+    wk->gap++;
+    wk->gaplen--;
     wk->nseg++;
     *idx = i + 1;
     return 0;
@@ -196,8 +99,8 @@ static int tl_split(struct work *wk, double x, size_t *idx)
 /* Remove breakpoint i > 0 (its segment joins the previous one). */
 static void tl_join(struct work *wk, size_t i)
 {
-    memmove(wk->t + i, wk->t + i + 1, (wk->nseg - i - 1) * sizeof(double));
-    memmove(wk->used + i, wk->used + i + 1, (wk->nseg - i - 1) * sizeof(double));
+    tl_move_gap(wk, i);
+    wk->gaplen++;
     wk->nseg--;
 }
 
@@ -214,10 +117,10 @@ static int tl_add(struct work *wk, const struct piece *p)
         if (tl_split(wk, p->b, &ib) < 0)
             return -1;
     }
-    wk->used[ia] += p->bw;
-    if (ia + 1 < wk->nseg && wk->used[ia + 1] == wk->used[ia])
+    TL_U(wk, ia) += p->bw;
+    if (ia + 1 < wk->nseg && TL_U(wk, ia + 1) == TL_U(wk, ia))
         tl_join(wk, ia + 1);
-    if (ia > 0 && wk->used[ia - 1] == wk->used[ia])
+    if (ia > 0 && TL_U(wk, ia - 1) == TL_U(wk, ia))
         tl_join(wk, ia);
     return 0;
 }
@@ -248,9 +151,10 @@ static int work_init(struct work *wk, size_t K)
 {
     memset(wk, 0, sizeof(*wk));
     wk->K = K;
+    wk->capseg = 64;
     if (!(wk->job = calloc(K, sizeof(*wk->job)))
-        || hs_grow(&wk->t, &wk->capseg, 64, sizeof(double)) < 0
-        || !(wk->used = malloc(wk->capseg * sizeof(double)))) {
+        || !(wk->t = malloc(64 * sizeof(double)))
+        || !(wk->used = malloc(64 * sizeof(double)))) {
         work_free(wk);
         errno = ENOMEM;
         return -1;
@@ -266,16 +170,19 @@ static void work_reset(struct work *wk, double T)
     wk->nseg = 1;
     wk->t[0] = 0.;
     wk->used[0] = 0.;
+    wk->gap = 1;
+    wk->gaplen = wk->capseg - 1;
     wk->npool = 0;
     for (size_t k = 0; k < wk->K; k++) {
         wk->job[k].n = 0;
         wk->job[k].ncd = 0;
         wk->job[k].last = 0;
+        wk->job[k].xmin = 0.;
         wk->job[k].active = true;
     }
 }
 
-static int tmp_push(struct work *wk, double a, double b, double bw)
+int hs_pp_tmp_push(struct work *wk, double a, double b, double bw)
 {
     if (b <= a)
         return 0;
@@ -287,7 +194,7 @@ static int tmp_push(struct work *wk, double a, double b, double bw)
 
 /* Distance from instance i's init_w to the next instance's init_w (T when alone):
  * the instance owns [init_w, init_w + D[ (Gainaru §3.2.1: [initW_i, initW_{i+1}[). */
-static double inst_room(const struct work *wk, const struct wjob *j, size_t i)
+double hs_pp_inst_room(const struct work *wk, const struct wjob *j, size_t i)
 {
     double d;
 
@@ -300,7 +207,7 @@ static double inst_room(const struct work *wk, const struct wjob *j, size_t i)
 /* Index of the first instance of j whose init_w is above 'init_w' (j->n if none):
  * where a new instance starting its compute at init_w goes, after those with an
  * equal init_w.  Binary search, O(log n_per(k)). */
-static size_t inst_upper(const struct wjob *j, double init_w)
+size_t hs_pp_inst_upper(const struct wjob *j, double init_w)
 {
     size_t lo = 0, hi = j->n;
 
@@ -319,8 +226,8 @@ static size_t inst_upper(const struct wjob *j, double init_w)
 
 /* Commit the pieces of wk->tmp (time order) as a new instance of job k starting its
  * compute at init_w, whose I/O ends 'span' after init_w.  Returns its index. */
-static int commit_instance(struct work *wk, size_t k, double init_w, double span,
-                           size_t *index)
+int hs_pp_commit_instance(struct work *wk, size_t k, double init_w, double span,
+                          size_t *index)
 {
     struct wjob *j = &wk->job[k];
     size_t pos;
@@ -338,7 +245,7 @@ static int commit_instance(struct work *wk, size_t k, double init_w, double span
         for (pos = 0; pos < j->n && j->in[pos].init_w <= init_w; pos++)
             ;
     } else
-        pos = inst_upper(j, init_w);
+        pos = hs_pp_inst_upper(j, init_w);
     memmove(j->in + pos + 1, j->in + pos, (j->n - pos) * sizeof(*j->in));
     j->in[pos] = (struct winst){
         .init_w = init_w,
@@ -350,257 +257,6 @@ static int commit_instance(struct work *wk, size_t k, double init_w, double span
     wk->npool += wk->ntmp;
     j->n++;
     *index = pos;
-    return 0;
-}
-
-/* ------------------------------------------------------------------ first fit */
-
-/* Constant-bandwidth placement (Gainaru §3.2.3, "the first instant in the period
- * where vol_io^(k) can be executed contiguously with a constant bandwidth"): from x,
- * the largest constant gamma with
- *     gamma <= avail_k(t) for t in [x, x + vol_k / gamma[   and
- *     vol_k / gamma <= lmax                                  (the gap's room).
- * Walking segments with m = running min of avail_k, the first segment where the
- * transfer at rate m ends inside it gives gamma = m (a larger gamma would have ended
- * in an earlier segment).  Returns the duration vol_k / gamma, or -1 if no fit. */
-static double ff_gamma(struct work *wk, const struct ctx *c, size_t k, double x,
-                       double lmax, double *gamma)
-{
-    double vol = c->jobs[k].volume;
-    double m = INFINITY, dist = 0., cur = x;
-    size_t idx = tl_find(wk, x);
-
-    for (size_t steps = 0; steps <= wk->nseg; steps++) {
-        double se = seg_end(wk, idx);
-        double len = se - cur;
-        double a = seg_avail(wk, c, k, idx);
-        double need;
-
-        wk->visits++;
-        if (a <= 0)
-            return -1;
-        if (a < m)
-            m = a;
-        need = vol / m;
-        if (need > lmax + wk->teps)
-            return -1;          /* m only decreases: no later end can fit */
-        if (need <= dist + len) {
-            *gamma = m;
-            return need;
-        }
-        dist += len;
-        if (dist >= lmax + wk->teps)
-            return -1;
-        cur = se;
-        if (++idx == wk->nseg) {
-            idx = 0;
-            cur = 0.;
-        }
-    }
-    return -1;
-}
-
-/* Order of the candidates: by xs, then by the owner's init_w (the order in which
- * the instances are stored). */
-static bool cand_less(const struct cand *x, const struct cand *y)
-{
-    if (x->xs != y->xs)
-        return x->xs < y->xs;
-    return x->owner < y->owner;
-}
-
-/* The candidates of the gap after instance i of job k (0, 1, or 2 when the range
- * of I/O starts wraps past T): the I/O can start in [g0 + w_k, g0 + gap - time_io_k]
- * with g0 the end of the instance's I/O. */
-static size_t cand_of(const struct work *wk, const struct ctx *c, size_t k, size_t i,
-                      struct cand out[2])
-{
-    const struct wjob *j = &wk->job[k];
-    double w = c->jobs[k].w, T = wk->T, tio = c->tio[k];
-    double gap = inst_room(wk, j, i) - j->in[i].span;
-    double g0 = j->in[i].io_end, xs, len, own = j->in[i].init_w;
-
-    if (gap + wk->teps < w + tio)
-        return 0;               /* not even with the full bandwidth cap_k */
-    xs = norm_t(g0 + w, T);
-    len = gap - w - tio + wk->teps;
-    if (len < 0)
-        len = 0;
-    if (xs + len < T) {
-        out[0] = (struct cand){ xs, xs + len, g0, gap, own, true };
-        return 1;
-    }
-    out[0] = (struct cand){ xs, T, g0, gap, own, true };
-    out[1] = (struct cand){ 0., xs + len - T, g0, gap, own, false };
-    return 2;
-}
-
-static int cand_cmp(const void *a, const void *b)
-{
-    const struct cand *x = a, *y = b;
-    return (x->xs > y->xs) - (x->xs < y->xs);
-}
-
-/* First candidate not less than 'key' (binary search). */
-static size_t cand_lower(const struct wjob *j, const struct cand *key)
-{
-    size_t lo = 0, hi = j->ncd;
-
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (cand_less(&j->cd[mid], key))
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
-static int cand_add(struct wjob *j, const struct cand *cd)
-{
-    size_t pos;
-
-    if (hs_grow(&j->cd, &j->capcd, j->ncd + 1, sizeof(*j->cd)) < 0)
-        return -1;
-    pos = cand_lower(j, cd);
-    memmove(j->cd + pos + 1, j->cd + pos, (j->ncd - pos) * sizeof(*j->cd));
-    j->cd[pos] = *cd;
-    j->ncd++;
-    return 0;
-}
-
-static void cand_del(struct wjob *j, const struct cand *cd)
-{
-    size_t pos = cand_lower(j, cd);
-
-    if (pos < j->ncd && j->cd[pos].xs == cd->xs && j->cd[pos].owner == cd->owner) {
-        memmove(j->cd + pos, j->cd + pos + 1, (j->ncd - pos - 1) * sizeof(*j->cd));
-        j->ncd--;
-    }
-}
-
-/* Instance 'pos' of job k was just added: the gap of the instance before it (on the
- * circle) shrank to end at the new init_w, and the new instance has a gap of its
- * own.  'old' are the candidates the previous instance had before (nold of them). */
-static int cand_update(struct work *wk, const struct ctx *c, size_t k, size_t pos,
-                       const struct cand *old, size_t nold)
-{
-    struct wjob *j = &wk->job[k];
-    struct cand nc[2];
-    size_t m;
-
-    for (size_t q = 0; q < nold; q++)
-        cand_del(j, &old[q]);
-    if (j->n > 1) {
-        size_t prev = (pos + j->n - 1) % j->n;
-        m = cand_of(wk, c, k, prev, nc);
-        for (size_t q = 0; q < m; q++) {
-            if (cand_add(j, &nc[q]) < 0)
-                return -1;
-        }
-    }
-    m = cand_of(wk, c, k, pos, nc);
-    for (size_t q = 0; q < m; q++) {
-        if (cand_add(j, &nc[q]) < 0)
-            return -1;
-    }
-    return 0;
-}
-
-/* Try an I/O start at x with 'lmax' of room: on success, cut [x, x + dur[ at the
- * breakpoints (one piece per segment) and commit the instance.  Returns 1 if
- * inserted, 0 if it does not fit there, -1 (ENOMEM). */
-static int ff_try(struct work *wk, const struct ctx *c, size_t k, double x, double lmax)
-{
-    double w = c->jobs[k].w, gamma, dur, cur, left, init_w;
-    struct wjob *j = &wk->job[k];
-    struct cand old[2];
-    size_t idx, pos, nold = 0;
-
-    if (lmax + wk->teps < c->tio[k])
-        return 0;
-    if ((dur = ff_gamma(wk, c, k, x, lmax, &gamma)) < 0)
-        return 0;
-    wk->ntmp = 0;
-    cur = x;
-    idx = tl_find(wk, cur);
-    left = dur;
-    while (left > 0) {
-        double se = seg_end(wk, idx);
-        double end = (se - cur >= left) ? fmin(cur + left, se) : se;
-        if (tmp_push(wk, cur, end, gamma) < 0)
-            return -1;
-        left -= se - cur;
-        cur = se;
-        if (++idx == wk->nseg) {
-            idx = 0;
-            cur = 0.;
-        }
-    }
-    if (wk->ntmp == 0)
-        return 0;
-    init_w = norm_t(x - w, wk->T);
-    if (j->n > 0 && !wk->reference) {   /* the gap the new instance goes into */
-        size_t ip = inst_upper(j, init_w);
-        nold = cand_of(wk, c, k, (ip + j->n - 1) % j->n, old);
-    }
-    if (commit_instance(wk, k, init_w, w + dur, &pos) < 0
-        || (!wk->reference && cand_update(wk, c, k, pos, old, nold) < 0))
-        return -1;
-    return 1;
-}
-
-/* Insert-In-Schedule (Gainaru §3.2.3): add one instance of job k at the first instant
- * x of [0, T[ where its I/O fits with a constant bandwidth, its compute chunk
- * [x - w_k, x[ lying in free time of job k.  In a gap [g0, g0 + gap[ of job k (after
- * an instance's I/O, before the next compute; the whole circle when n_per(k) = 0),
- * the I/O can start in [g0 + w_k, g0 + gap - time_io_k], with room
- * lmax = gap - (x - g0).  The earliest feasible instant is g0 + w_k or a breakpoint
- * of the profile (moving x earlier inside a segment keeps the same gamma feasible),
- * so those are tried in increasing x; the first that fits wins.
- * Returns 1 (inserted), 0 (no room), -1 (ENOMEM). */
-static int ff_insert(struct work *wk, const struct ctx *c, size_t k)
-{
-    struct wjob *j = &wk->job[k];
-    double w = c->jobs[k].w, T = wk->T;
-    const struct cand *cds = j->cd;
-    size_t ncd = j->ncd;
-    int rc;
-
-    if (j->n == 0) {
-        /* alone in its cycle: the I/O must end before x - w + T */
-        for (size_t i = 0; i < wk->nseg; i++) {
-            wk->visits++;
-            if ((rc = ff_try(wk, c, k, wk->t[i], T - w)) != 0)
-                return rc;
-        }
-        return 0;
-    }
-    if (wk->reference) {
-        /* every gap of the job, rebuilt and sorted: O(n_per(k) log n_per(k)) */
-        if (hs_grow(&wk->rcand, &wk->caprcand, 2 * j->n, sizeof(*wk->rcand)) < 0)
-            return -1;
-        for (size_t i = 0; i < j->n; i++)
-            ncd += cand_of(wk, c, k, i, wk->rcand + ncd);
-        qsort(wk->rcand, ncd, sizeof(*wk->rcand), cand_cmp);
-        cds = wk->rcand;
-    }
-    for (size_t r = 0; r < ncd; r++) {
-        const struct cand cd = cds[r];
-        size_t idx;
-
-        if (cd.first && (rc = ff_try(wk, c, k, cd.xs, cd.gap - w)) != 0)
-            return rc;
-        idx = tl_find(wk, cd.xs);
-        if (wk->t[idx] < cd.xs || (cd.first && wk->t[idx] == cd.xs))
-            idx++;
-        for (; idx < wk->nseg && wk->t[idx] <= cd.xe; idx++) {
-            double x = wk->t[idx];
-            wk->visits++;
-            if ((rc = ff_try(wk, c, k, x, cd.gap - dist_t(cd.g0, x, T))) != 0)
-                return rc;
-        }
-    }
     return 0;
 }
 
@@ -628,7 +284,7 @@ static double wf_window(struct work *wk, const struct ctx *c, size_t k, size_t n
     wk->ntmp = 0;
     for (size_t s = 0; s < nss && rem > 0; s++) {
         size_t idx = wk->ss[s].idx;
-        double a = wk->ss[s].a, ts = wk->t[idx];
+        double a = wk->ss[s].a, ts = TL_T(wk, idx);
         double rel = dist_t(x, ts, wk->T);
         double len = seg_end(wk, idx) - ts, dur;
 
@@ -649,7 +305,7 @@ static double wf_window(struct work *wk, const struct ctx *c, size_t k, size_t n
             far = rel + dur;
         if (D > dbound)
             return -1;
-        if (emit && tmp_push(wk, ts, fmin(ts + dur, seg_end(wk, idx)), a) < 0)
+        if (emit && hs_pp_tmp_push(wk, ts, fmin(ts + dur, seg_end(wk, idx)), a) < 0)
             return -2;
     }
     if (rem > 0)
@@ -725,7 +381,7 @@ static int ps_first(struct work *wk, const struct ctx *c, size_t k)
     }
     if (!found) {
         for (size_t i = 0; i < wk->nseg; i++) {
-            double x = wk->t[i];
+            double x = TL_T(wk, i);
             D = wf_window(wk, c, k, nss, x, L, bestD * (1 + 1e-12), &span, false);
             if (D < 0)
                 continue;
@@ -748,7 +404,7 @@ static int ps_first(struct work *wk, const struct ctx *c, size_t k)
     tmp_sort_from(wk, bestx);
     span = dist_t(bestx, wk->tmp[wk->ntmp - 1].a, T)
            + (wk->tmp[wk->ntmp - 1].b - wk->tmp[wk->ntmp - 1].a);
-    if (commit_instance(wk, k, norm_t(bestx - w, T), w + span, &pos) < 0)
+    if (hs_pp_commit_instance(wk, k, norm_t(bestx - w, T), w + span, &pos) < 0)
         return -1;
     wk->job[k].last = pos;
     return 1;
@@ -764,7 +420,7 @@ static int ps_next(struct work *wk, const struct ctx *c, size_t k)
     struct wjob *j = &wk->job[k];
     const struct winst *li = &j->in[j->last];
     double w = c->jobs[k].w, T = wk->T;
-    double gap = inst_room(wk, j, j->last) - li->span;
+    double gap = hs_pp_inst_room(wk, j, j->last) - li->span;
     double lmax = gap - w, rem = c->jobs[k].volume, dist = 0., cur;
     double g0 = li->io_end;
     size_t idx, pos;
@@ -786,7 +442,7 @@ static int ps_next(struct work *wk, const struct ctx *c, size_t k)
             double usable = len < room ? len : room;
             if (rem <= a * usable) {
                 double dur = rem / a;
-                if (tmp_push(wk, cur, fmin(cur + dur, se), a) < 0)
+                if (hs_pp_tmp_push(wk, cur, fmin(cur + dur, se), a) < 0)
                     return -1;
                 dist += dur;
                 rem = 0;
@@ -794,7 +450,7 @@ static int ps_next(struct work *wk, const struct ctx *c, size_t k)
             }
             if (usable < len)
                 return 0;
-            if (tmp_push(wk, cur, se, a) < 0)
+            if (hs_pp_tmp_push(wk, cur, se, a) < 0)
                 return -1;
             rem -= a * len;
         }
@@ -807,7 +463,7 @@ static int ps_next(struct work *wk, const struct ctx *c, size_t k)
     }
     if (rem > 0 || wk->ntmp == 0)
         return 0;
-    if (commit_instance(wk, k, g0, w + dist, &pos) < 0)
+    if (hs_pp_commit_instance(wk, k, g0, w + dist, &pos) < 0)
         return -1;
     j->last = pos;
     return 1;
@@ -880,7 +536,7 @@ static int build(struct work *wk, const struct ctx *c, double T)
     case HS_PERIODIC_THROU:
         /* non-decreasing w_k / time_io_k; as many instances of each as fit */
         for (size_t o = 0; o < c->K; o++) {
-            while ((rc = ff_insert(wk, c, c->order[o])) == 1)
+            while ((rc = hs_pp_ff_insert(wk, c, c->order[o])) == 1)
                 ;
             if (rc < 0)
                 return -1;
@@ -894,7 +550,7 @@ static int build(struct work *wk, const struct ctx *c, double T)
             if (ps)
                 rc = wk->job[k].n == 0 ? ps_first(wk, c, k) : ps_next(wk, c, k);
             else
-                rc = ff_insert(wk, c, k);
+                rc = hs_pp_ff_insert(wk, c, k);
             if (rc < 0)
                 return -1;
             if (rc == 0)
@@ -1023,7 +679,7 @@ static hs_pattern_t *export_pattern(const struct work *wk, const struct ctx *c)
 
             o->init_w = j->in[i].init_w;
             o->end_w = o->init_w + c->jobs[k].w;
-            o->next_w = o->init_w + inst_room(wk, j, i);
+            o->next_w = o->init_w + hs_pp_inst_room(wk, j, i);
             o->pieces = p->pieces + used;
             o->npieces = np;
             o->io_start = np ? o->pieces[0].start : o->end_w;
@@ -1272,194 +928,4 @@ out:                                /* p is NULL unless it succeeded */
     free(c.ratio);
     free(c.order);
     return p;
-}
-
-void hs_pattern_destroy(hs_pattern_t *p)
-{
-    int saved = errno;
-
-    if (p) {
-        if (p->inst) {
-            for (int k = 0; k < p->K; k++)
-                free(p->inst[k]);
-        }
-        free(p->inst);
-        free(p->w);
-        free(p->n);
-        free(p->rep);
-        free(p->nrep);
-        free(p->pieces);
-        free(p->repstore);
-        free(p->chg);
-        free(p);
-    }
-    errno = saved;
-}
-
-static bool bad_job(const hs_pattern_t *p, int job)
-{
-    if (!p || job < 0 || job >= p->K) {
-        errno = EINVAL;
-        return true;
-    }
-    return false;
-}
-
-double hs_pattern_period(const hs_pattern_t *p)
-{
-    if (!p) {
-        errno = EINVAL;
-        return NAN;
-    }
-    return p->T;
-}
-
-int hs_pattern_njobs(const hs_pattern_t *p)
-{
-    if (!p) {
-        errno = EINVAL;
-        return -1;
-    }
-    return p->K;
-}
-
-int hs_pattern_stats(const hs_pattern_t *p, hs_pattern_stats_t *st)
-{
-    if (!p || !st) {
-        errno = EINVAL;
-        return -1;
-    }
-    *st = p->st;
-    return 0;
-}
-
-int hs_pattern_ninstances(const hs_pattern_t *p, int job)
-{
-    if (bad_job(p, job))
-        return -1;
-    return p->n[job];
-}
-
-int hs_pattern_instance(const hs_pattern_t *p, int job, int i, hs_pinstance_t *out)
-{
-    if (bad_job(p, job) || i < 0 || i >= p->n[job] || !out) {
-        errno = EINVAL;
-        return -1;
-    }
-    *out = p->inst[job][i];
-    return 0;
-}
-
-/* rho~_k = n_per(k) w_k / T (Gainaru §3.2, eq. (1)). */
-double hs_pattern_job_efficiency(const hs_pattern_t *p, int job)
-{
-    if (bad_job(p, job))
-        return NAN;
-    return p->n[job] * p->w[job] / p->T;
-}
-
-/* gamma_k(t) beta_k: the piece of job k containing t mod T (binary search over its
- * sorted, disjoint pieces), 0 outside (Gainaru §3.2.1: constant on each interval). */
-double hs_pattern_bw(const hs_pattern_t *p, int job, double t_in_period)
-{
-    const hs_ppiece_t *r;
-    size_t lo = 0, hi;
-    double t;
-
-    if (bad_job(p, job))
-        return NAN;
-    r = p->rep[job];
-    hi = p->nrep[job];
-    if (hi == 0)
-        return 0.;
-    t = norm_t(t_in_period, p->T);
-    if (t < r[0].start)
-        return 0.;
-    while (hi - lo > 1) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (r[mid].start <= t)
-            lo = mid;
-        else
-            hi = mid;
-    }
-    return t < r[lo].end ? r[lo].bw : 0.;
-}
-
-/* sum_k beta_k gamma_k(t) <= B (Gainaru §3.2.1 (ii)). */
-double hs_pattern_bw_total(const hs_pattern_t *p, double t_in_period)
-{
-    double s = 0.;
-
-    if (!p) {
-        errno = EINVAL;
-        return NAN;
-    }
-    for (int k = 0; k < p->K; k++)
-        s += hs_pattern_bw(p, k, t_in_period);
-    return s;
-}
-
-/* The next of the S events of the period (Gainaru §3.2.1: compute starts and ends)
- * or bandwidth changes after t: min { c in chg : c > t }, else T. */
-double hs_pattern_next_change(const hs_pattern_t *p, double t_in_period)
-{
-    size_t lo = 0, hi;
-    double t;
-
-    if (!p) {
-        errno = EINVAL;
-        return NAN;
-    }
-    t = norm_t(t_in_period, p->T);
-    hi = p->nchg;
-    /* first index with chg > t */
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (p->chg[mid] <= t)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < p->nchg ? p->chg[lo] : p->T;
-}
-
-/* Instance i owns [initW_i, initW_{i+1}[ (Gainaru §3.2.1): computing on
- * [initW_i, endW_i[, then in its I/O window: IO where the bandwidth is > 0, WAIT
- * elsewhere. */
-hs_pstate_t hs_pattern_state(const hs_pattern_t *p, int job, double t_in_period,
-                             int *instance)
-{
-    const hs_pinstance_t *in;
-    size_t lo = 0, hi;
-    double t, u;
-    int i;
-
-    if (instance)
-        *instance = -1;
-    if (bad_job(p, job))
-        return HS_PSTATE_NONE;
-    if (p->n[job] == 0)
-        return HS_PSTATE_NONE;
-    in = p->inst[job];
-    t = norm_t(t_in_period, p->T);
-    if (t < in[0].init_w) {
-        i = p->n[job] - 1;
-        u = t + p->T;
-    } else {
-        hi = (size_t)p->n[job];
-        while (hi - lo > 1) {
-            size_t mid = lo + (hi - lo) / 2;
-            if (in[mid].init_w <= t)
-                lo = mid;
-            else
-                hi = mid;
-        }
-        i = (int)lo;
-        u = t;
-    }
-    if (instance)
-        *instance = i;
-    if (u < in[i].end_w)
-        return HS_PSTATE_COMPUTE;
-    return hs_pattern_bw(p, job, t) > 0 ? HS_PSTATE_IO : HS_PSTATE_WAIT;
 }

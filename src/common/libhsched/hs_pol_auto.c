@@ -42,7 +42,7 @@
 
 #define MAXCAND 16
 #define DEF_FACTOR 1.05
-#define DEF_HYST 0.02
+#define DEF_HYST 0.01
 
 struct cand {
     hs_policy_t pol;
@@ -55,6 +55,8 @@ struct sjob {
     hs_job_t job;
     double cap, w, vol;     /* hints (w, vol <= 0: none) */
     double W;               /* compute done before the window (s) */
+    size_t core;            /* its index among the scheduler's live jobs */
+    double bytes0;          /* bytes moved before the window */
     double next_req;        /* next phase request in the simulation (INFINITY: none) */
     double comp_start;      /* start of the compute in progress (NAN: none) */
     double comp;            /* compute done in the window (s) */
@@ -71,7 +73,8 @@ struct seen {               /* when a job's last phase ended (for its next reque
 
 struct astate {
     hs_policy_t pol;        /* auto's own settings */
-    hs_platform_t plat;     /* N, b, B; the simulations run without buffers */
+    hs_platform_t plat;     /* N, b, B and the buffer nodes (empty at the start of
+                               each simulation) */
     const hs_sched_t *sched;
     struct cand cand[MAXCAND];
     int ncand, cur;
@@ -197,9 +200,13 @@ static int a_create(const hs_ctx_t *ctx, void **state, hs_error_t *err)
     as->plat.nodes = ctx->plat->nodes;
     as->plat.node_bw = ctx->plat->node_bw;
     as->plat.bw = ctx->plat->bw;
+    /* the look ahead runs on the same tier: a buffered write is not a PFS write */
+    as->plat.nbuffers = ctx->plat->nbuffers;
+    as->plat.buffers = ctx->plat->buffers;
     as->sched = ctx->sched;
     as->factor = pol->auto_factor > 0 ? pol->auto_factor : DEF_FACTOR;
     as->hyst = pol->auto_hysteresis > 0 ? pol->auto_hysteresis : DEF_HYST;
+
     as->interval = pol->auto_interval;
     as->horizon = pol->auto_horizon;
     as->last_epoch = -INFINITY;
@@ -383,9 +390,11 @@ static int gather(struct astate *as, double now, size_t *nout)
 
         memset(x, 0, sizeof(*x));
         x->job = *j;
-        x->job.nalloc = 0;
-        x->job.alloc = NULL;
-        x->job.stripe = 0;
+        if (!as->plat.nbuffers) {
+            x->job.nalloc = 0;
+            x->job.alloc = NULL;
+            x->job.stripe = 0;
+        }
         if (x->job.release > now)
             x->job.release = now;
         (void)hs_core_job_stats(s, i, &st, &pending);
@@ -396,6 +405,8 @@ static int gather(struct astate *as, double now, size_t *nout)
         if (!(x->w > 0))
             x->w = 0;
         x->W = st.work;
+        x->core = i;
+        x->bytes0 = st.bytes;
         x->left = j->instances > 0 ? j->instances - st.phases - (pending ? 1 : 0) : -1;
         x->comp_start = NAN;
         x->next_req = INFINITY;
@@ -419,12 +430,17 @@ static int gather(struct astate *as, double now, size_t *nout)
  * stays near 5 ms at 100 jobs and 50 ms at 1000 (bench/bench_sim_auto).  The
  * horizon is shortened so that the budget is expected to last (horizon()); if it
  * runs out anyway, the figures are taken where it stopped. */
+static long full_budget(size_t n)
+{
+    long cap = 120000 / (long)(n ? n : 1);
+
+    return cap < 170 ? 170 : cap;
+}
+
 static long event_budget(size_t n)
 {
-    long b = 100 * (long)n + 64, cap = 120000 / (long)(n ? n : 1);
+    long b = 100 * (long)n + 64, cap = full_budget(n);
 
-    if (cap < 170)
-        cap = 170;
     return b < cap ? b : cap;
 }
 
@@ -436,7 +452,7 @@ static long simulate(struct astate *as, int c, double now, double H, size_t n)
     hs_error_t err;
     hs_sched_t *cl = hs_sched_create(&as->plat, &cd->pol, &err);
     double tend = now + H, t = now;
-    long events = 0, budget = event_budget(n);
+    long events = 0, budget = isfinite(H) ? event_budget(n) : full_budget(n);
     size_t ncomp;
 
     if (!cl)
@@ -454,6 +470,11 @@ static long simulate(struct astate *as, int c, double now, double H, size_t n)
     for (size_t i = 0; i < n; i++) {
         struct sjob *x = &as->sj[i];
         hs_phase_info_t pi;
+        double wd = 0;
+        /* the copy carries the job's history: the policies rank on rho and rho~ */
+        if (hs_core_job_copy_history(cl, as->sched, x->core, &wd) < 0)
+            goto error;
+        x->W += wd;
         if (!x->pending)
             continue;
         if (hs_phase_info(as->sched, x->job.id, &pi) < 0)
@@ -461,7 +482,7 @@ static long simulate(struct astate *as, int c, double now, double H, size_t n)
         double rem = pi.volume - pi.done;
         if (!(rem > pi.volume * 1e-9))
             rem = pi.volume * 1e-9 > 0 ? pi.volume * 1e-9 : 1;
-        if (hs_phase_request(cl, now, x->job.id, rem, HS_DIR_WRITE, x->W, &err) < 0)
+        if (hs_phase_request(cl, now, x->job.id, rem, HS_DIR_WRITE, wd, &err) < 0)
             goto error;
     }
     for (;;) {
@@ -499,19 +520,22 @@ static long simulate(struct astate *as, int c, double now, double H, size_t n)
         }
         for (size_t i = 0; i < n; i++) {
             struct sjob *x = &as->sj[i];
+            double wd;
             if (!(x->next_req <= t))
                 continue;
-            x->comp += x->next_req - x->comp_start;
+            wd = x->next_req - x->comp_start;
+            x->comp += wd;
             x->comp_start = NAN;
             x->next_req = INFINITY;
             if (x->left > 0)
                 x->left--;
-            if (hs_phase_request(cl, t, x->job.id, x->vol, HS_DIR_WRITE, x->w, &err) < 0)
+            if (hs_phase_request(cl, t, x->job.id, x->vol, HS_DIR_WRITE, wd, &err) < 0)
                 goto error;
         }
     }
-    if (events > budget)
-        tend = t;                       /* the figures stop where the budget did */
+    if (events > budget || !isfinite(tend))
+        tend = t;                       /* the figures stop where the budget or the
+                                           known phases did */
     /* figures at tend */
     {
         double sys = 0, dil = 0, stretch = 0, ios = 0;
@@ -526,13 +550,19 @@ static long simulate(struct astate *as, int c, double now, double H, size_t n)
                 comp += fmin(tend, x->next_req) - x->comp_start;
             rt = el > 0 ? (x->W + comp) / el : 1;
             sys += x->job.nodes * rt;
-            if (x->w > 0 && x->vol > 0 && rt > 0) {
-                double rho = x->w / (x->w + x->vol / x->cap);
+            if (hs_job_stats(cl, x->job.id, &js) < 0)
+                js.io_dedicated = js.io_time = js.bytes = 0;
+            if (rt > 0 && ((x->w > 0 && x->vol > 0) || js.io_dedicated > 0)) {
+                /* a job that ended is judged as the run judges it: on its own
+                 * work and dedicated I/O time; the others on their hints */
+                double rho = !isnan(x->end) && js.io_dedicated > 0
+                             ? (x->W + comp) / (x->W + comp + js.io_dedicated)
+                             : x->w / (x->w + x->vol / x->cap);
                 if (rho / rt > dil)
                     dil = rho / rt;
             }
-            if (hs_job_stats(cl, x->job.id, &js) == 0) {
-                ded = comp + js.bytes / x->cap;
+            {
+                ded = comp + (js.bytes - x->bytes0) / x->cap;
                 if (ded > 0 && te > now && (te - now) / ded > stretch)
                     stretch = (te - now) / ded;
                 if (js.io_dedicated > 0) {
@@ -558,9 +588,10 @@ error:
  * shortened so that the jobs' expected events (a request and a finish per
  * w + time_io each) fit in 3/4 of the event budget: every candidate is then judged
  * over the same window. */
-static double horizon(const struct astate *as, size_t n)
+static double horizon(const struct astate *as, size_t n, double *every)
 {
-    double h = 0, rate = 0;
+    double h = 0, rate = 0, left = 0;
+    bool known = n > 0;
 
     for (size_t i = 0; i < n; i++) {
         const struct sjob *x = &as->sj0[i];
@@ -569,8 +600,17 @@ static double horizon(const struct astate *as, size_t n)
             h = c;
         if (c > 0 && x->vol > 0)
             rate += 2 / c;
+        if (x->left < 0)
+            known = false;
+        else
+            left += 2.0 * (x->left + 1);
     }
     h = as->horizon > 0 ? as->horizon : (h > 0 ? 20 * h : 600);
+    *every = h / 2;
+    /* every live job's phases are known and they all fit in the budget: judge the
+     * candidates at the end of the known phases, the way a finite run is judged */
+    if (as->horizon <= 0 && known && left <= 0.75 * (double)full_budget(n))
+        return INFINITY;
     if (rate > 0 && h * rate > 0.75 * (double)event_budget(n))
         h = 0.75 * (double)event_budget(n) / rate;
     return h;
@@ -677,14 +717,14 @@ static int snapshot_grants(struct astate *as)
 static int epoch(struct astate *as, const hs_ctx_t *ctx, const char *trigger)
 {
     size_t n;
-    double H;
+    double H, every;
     uint64_t work = 0;
     int pick;
 
     if (gather(as, ctx->now, &n) < 0)
         return -1;
-    H = horizon(as, n);
-    as->every = as->interval > 0 ? as->interval : H / 2;
+    H = horizon(as, n, &every);
+    as->every = as->interval > 0 ? as->interval : every;
     for (int c = 0; c < as->ncand; c++) {
         long ev;
         as->cand[c].fig.ok = false;

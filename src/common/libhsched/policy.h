@@ -185,6 +185,13 @@ size_t hs_core_njobs(const hs_sched_t *s);                  /* live jobs */
 const hs_job_t *hs_core_job(const hs_sched_t *s, size_t i); /* i < hs_core_njobs() */
 /* Live job i's accounting so far (end = NAN) and whether it has a pending phase. */
 int hs_core_job_stats(const hs_sched_t *s, size_t i, hs_job_stats_t *st, bool *pending);
+/* Give live job i of 'src' the same history in 'dst' (a look-ahead copy, auto):
+ * its accounting (work, I/O, phases) and the end of its last I/O, copied into the
+ * job of that id in dst, which must have arrived and not requested a phase yet.
+ * *w_done (if not NULL) gets the compute reported with src's pending phase (0: none).
+ * 0, or -1 with errno = EINVAL (no such job) or EBUSY (dst's job has requested). */
+int hs_core_job_copy_history(hs_sched_t *dst, const hs_sched_t *src, size_t i,
+                             double *w_done);
 
 /* ---- buffer tier: node state, for policies that place phases (DP) ---- */
 

@@ -1,0 +1,197 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * hs_periodic_internal.h — what the files of the periodic construction share
+ * (hs_periodic.c: profile, PerSched, the period search, the export;
+ * hs_periodic_ff.c: the first fit of Insert-In-Schedule; hs_pattern.c: the pattern's
+ * queries).  Symbols and representation: hs_periodic.c's header comment.
+ */
+#ifndef HARMONIA_HS_PERIODIC_INTERNAL_H
+#define HARMONIA_HS_PERIODIC_INTERNAL_H
+
+#include <math.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hs_periodic.h"
+
+#define AVAIL_EPS 1e-12     /* bandwidth below B * AVAIL_EPS counts as none */
+#define TIME_EPS 1e-12      /* tolerance on instants, relative to T */
+#define CMP_EPS 1e-9        /* relative tolerance when comparing objectives */
+
+struct ctx {
+    size_t K;
+    const hs_pjob_t *jobs;
+    int N;
+    double B;
+    hs_periodic_params_t prm;
+    double *cap;            /* cap_k = min(beta_k b, B) */
+    double *tio;            /* time_io_k = vol_k / cap_k */
+    double *ratio;          /* w_k / time_io_k */
+    size_t *order;          /* Insert-In-Schedule-Throu order */
+};
+
+struct piece {              /* normalised, inside one segment: 0 <= a < b <= T */
+    double a, b, bw;
+};
+
+struct winst {
+    double init_w;          /* in [0, T[ */
+    double span;            /* w_k + distance from end_w to the end of the I/O */
+    double io_end;          /* normalised end of the last piece */
+    size_t p0, np;          /* pieces in work.pool, in time order */
+};
+
+struct wjob {
+    struct winst *in;       /* sorted by init_w */
+    size_t n, cap;
+    struct cand *cd;        /* first fit: I/O start ranges of the gaps that can hold
+                               an instance, sorted by (xs, owner); kept up to date
+                               by ff_try() as instances are added */
+    size_t ncd, capcd;
+    size_t last;            /* index of the instance inserted last (PerSched) */
+    double xmin;            /* first fit: every I/O start below it was tried and
+                               does not fit (ff_insert()) */
+    bool active;
+};
+
+struct cand {               /* a range of I/O starts of job k (first fit) */
+    double xs, xe;          /* [xs, xe], normalised, xs <= xe */
+    double g0, gap;         /* the gap of job k it lies in */
+    double owner;           /* init_w of the instance the gap follows */
+    bool first;             /* xs is the gap's earliest start g0 + w_k */
+};
+
+struct segsort {
+    double a;               /* available bandwidth */
+    size_t idx;
+};
+
+struct work {
+    double T, teps;
+    size_t nseg, capseg;
+    double *t, *used;       /* the profile: breakpoints and the bandwidth granted
+                               from each, in a gap buffer (TL_T(), TL_U()) */
+    size_t gap, gaplen;     /* the hole: entries [gap, gap + gaplen[ of the arrays */
+    size_t hint;            /* the segment tl_find() found last */
+    size_t K;
+    struct wjob *job;
+    struct piece *pool;     /* pieces of every instance */
+    size_t npool, cappool;
+    struct piece *tmp;      /* pieces of the instance being built */
+    size_t ntmp, captmp;
+    struct segsort *ss;
+    size_t capss;
+    uint64_t visits;
+    bool reference;         /* hs_periodic_params_t.reference */
+    struct cand *rcand;     /* reference first fit: every candidate, rebuilt */
+    size_t caprcand;
+    /* evaluation (see work_eval()) */
+    double W;               /* sum_k beta_k n_per(k) w_k */
+    double sys, dil;
+    int nsched, ninst;
+};
+
+struct hs_pattern {
+    double T;
+    int K;
+    hs_pattern_stats_t st;
+    double *w;              /* w_k */
+    int *n;                 /* n_per(k) */
+    hs_pinstance_t **inst;  /* per job, sorted by init_w */
+    hs_ppiece_t *pieces;    /* storage of every instance's pieces (unwrapped) */
+    hs_ppiece_t **rep;      /* per job, normalised pieces sorted by start */
+    size_t *nrep;
+    hs_ppiece_t *repstore;
+    double *chg;            /* sorted change instants in [0, T[ */
+    size_t nchg;
+};
+
+/* ------------------------------------------------------------------ helpers */
+
+/* x mod T in [0, T[ (the period is a circle, Gainaru §3.2.1). */
+static inline double norm_t(double x, double T)
+{
+    double r = fmod(x, T);
+
+    if (r < 0)
+        r += T;
+    if (r >= T)
+        r = 0;
+    return r;
+}
+
+/* Distance travelled on the circle from x to y, in [0, T[. */
+static inline double dist_t(double x, double y, double T)
+{
+    return norm_t(y - x, T);
+}
+
+/* ------------------------------------------------------------------ profile */
+
+/* The profile is kept in a gap buffer: segment i (0 <= i < nseg) is stored at
+ * i, or at i + gaplen from the hole on.  A breakpoint added or removed at i moves
+ * the hole there first, which costs the distance from the previous change: the
+ * first fit inserts a job's instances in time order (hs_pp_ff_insert(), xmin), so a
+ * pattern of periodic-throu moves the hole about once around the period per job
+ * instead of moving the whole tail of the profile at every breakpoint. */
+static inline size_t tl_at(const struct work *wk, size_t i)
+{
+    return i < wk->gap ? i : i + wk->gaplen;
+}
+
+#define TL_T(wk, i) ((wk)->t[tl_at((wk), (i))])
+#define TL_U(wk, i) ((wk)->used[tl_at((wk), (i))])
+
+static inline double seg_end(const struct work *wk, size_t i)
+{
+    return i + 1 < wk->nseg ? TL_T(wk, i + 1) : wk->T;
+}
+
+/* Largest i with t[i] <= x, for x in [0, T[: the segment of the last search or the
+ * next one (the walks and the pieces of an instance go forward), else a binary
+ * search. */
+static inline size_t tl_find(struct work *wk, double x)
+{
+    size_t lo = 0, hi = wk->nseg, h = wk->hint;
+
+    if (h < hi && TL_T(wk, h) <= x) {
+        if (seg_end(wk, h) > x)
+            return h;
+        if (h + 1 < hi && seg_end(wk, h + 1) > x)
+            return wk->hint = h + 1;
+    }
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (TL_T(wk, mid) <= x)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return wk->hint = lo;
+}
+
+/* Bandwidth job k may still get on segment i:
+ *   avail_k(i) = min(cap_k, B - used[i])        (Gainaru §3.2.1 (i) and (ii))
+ * values below B * AVAIL_EPS count as 0. */
+static inline double seg_avail(const struct work *wk, const struct ctx *c, size_t k,
+                               size_t i)
+{
+    double a = c->B - TL_U(wk, i);
+
+    if (a > c->cap[k])
+        a = c->cap[k];
+    return a > c->B * AVAIL_EPS ? a : 0.;
+}
+
+/* hs_periodic.c */
+int hs_pp_tmp_push(struct work *wk, double a, double b, double bw);
+double hs_pp_inst_room(const struct work *wk, const struct wjob *j, size_t i);
+size_t hs_pp_inst_upper(const struct wjob *j, double init_w);
+int hs_pp_commit_instance(struct work *wk, size_t k, double init_w, double span,
+                          size_t *index);
+/* hs_periodic_ff.c: add one instance of job k at the first instant where its I/O
+ * fits (Insert-In-Schedule); 1 inserted, 0 no room, -1 ENOMEM. */
+int hs_pp_ff_insert(struct work *wk, const struct ctx *c, size_t k);
+
+#endif
