@@ -1068,7 +1068,7 @@ void cfg_print_man(FILE *f)
           "auth:\n"
           "  slurm_user: slurm\n"
           "policy:\n"
-          "  id: fairshare\n"
+          "  id: auto\n"
           "  overprovision: 1.5\n"
           "devices:\n"
           "  \\- name: nvme\n"

@@ -193,8 +193,8 @@ typedef struct cfg {
       "Log file (reopened on SIGHUP, for logrotate); empty: stderr.") \
     X(log, cfg_t, log_format, "format", CFG_STRING, "text", chk_log_format, true, \
       "text (one line key=value) or json (one object per line).") \
-    X(policy, cfg_t, policy_id, "id", CFG_STRING, "fairshare", chk_policy, true, \
-      "Scheduling policy id (doc/design.md section 3), parameters included: fairshare, fcfs, minmax:0.5, set10, ...") \
+    X(policy, cfg_t, policy_id, "id", CFG_STRING, "auto", chk_policy, true, \
+      "Scheduling policy id (doc/design.md section 3), parameters included: auto (chooses among the others as the workload goes, doc/policies.md), fairshare, fcfs, minmax:0.5, set10, ...") \
     X(policy, cfg_t, policy_overprovision, "overprovision", CFG_DOUBLE, "1.0", chk_overprovision, true, \
       "Over-provisioning factor: a job gets up to this many times the buffer nodes its capacity needs, when spare nodes exist.") \
     X(platform, cfg_t, platform_compute_nodes, "compute_nodes", CFG_INT, "1024", chk_positive_int, true, \

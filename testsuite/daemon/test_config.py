@@ -170,7 +170,7 @@ def test_example_config_starts(tmp_base, munge):
                     break
                 time.sleep(0.05)
             assert r.returncode == 0, r.stderr
-            assert "policy fairshare" in r.stdout
+            assert "policy auto" in r.stdout
         for cmd in (["nodes"], ["pools"], ["jobs"], ["schedule", "5"], ["policy"],
                     ["persistent"]):
             r = subprocess.run([BBMGR, "-u", "unix:" + sock] + cmd, capture_output=True,

@@ -39,7 +39,7 @@ START_TEST(test_defaults)
     ck_assert_msg(cfg != NULL, "%s", err.text);
     ck_assert_str_eq(cfg->listen_address, "127.0.0.1");
     ck_assert_int_eq(cfg->listen_port, 7470);
-    ck_assert_str_eq(cfg->policy_id, "fairshare");
+    ck_assert_str_eq(cfg->policy_id, "auto");
     ck_assert(cfg->state_durable);
     ck_assert_int_eq(cfg->limits_max_body, 64 * 1024);
     ck_assert(cfg->limits_connection_timeout == 10.0);
