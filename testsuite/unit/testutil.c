@@ -36,3 +36,14 @@ int tu_main(const char *name, const tu_tcase_t *tcases, size_t n)
 {
     return tu_run(tu_suite(name, tcases, n));
 }
+
+/* xorshift64*, one sequence a process from a fixed seed */
+static unsigned long long tu_rng_state = 88172645463325252ULL;
+
+double tu_urand(void)
+{
+    tu_rng_state ^= tu_rng_state >> 12;
+    tu_rng_state ^= tu_rng_state << 25;
+    tu_rng_state ^= tu_rng_state >> 27;
+    return (double)((tu_rng_state * 2685821657736338717ULL) >> 11) / 9007199254740992.0;
+}

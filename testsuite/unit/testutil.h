@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * testutil.h — what the Check unit tests share: a suite from a table of test
- * cases, and the runner every main() used to copy.
+ * cases, the runner every main() used to copy, and a reproducible random source.
  *
  *     int main(void)
  *     {
@@ -37,5 +37,9 @@ int tu_run(Suite *s);
 
 /* tu_run(tu_suite(name, tcases, n)). */
 int tu_main(const char *name, const tu_tcase_t *tcases, size_t n);
+
+/* A deterministic pseudo-random number in [0, 1), so that a failure reproduces: every
+ * process draws the same sequence. */
+double tu_urand(void);
 
 #endif
