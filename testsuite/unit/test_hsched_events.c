@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "libhsched/hsched.h"
+#include "hsched_testutil.h"
 #include "testutil.h"
 
 #define EPS 1e-9
@@ -19,14 +20,7 @@ static hs_platform_t plat10 = { .nodes = 10, .node_bw = 1.0, .bw = 4.0 };
 
 static hs_sched_t *mk(const char *policy)
 {
-    hs_policy_t pol;
-    hs_error_t err;
-    hs_sched_t *s;
-
-    ck_assert_int_eq(hs_policy_parse(policy, &pol, &err), 0);
-    s = hs_sched_create(&plat10, &pol, &err);
-    ck_assert_msg(s != NULL, "create %s: %s", policy, err.text);
-    return s;
+    return ht_sched(&plat10, policy);
 }
 
 static void arrive(hs_sched_t *s, double now, uint64_t id, int nodes)
@@ -40,10 +34,7 @@ static void arrive(hs_sched_t *s, double now, uint64_t id, int nodes)
 
 static void request(hs_sched_t *s, double now, uint64_t id, double vol, double w)
 {
-    hs_error_t err;
-
-    ck_assert_msg(hs_phase_request(s, now, id, vol, HS_DIR_WRITE, w, &err) == 0,
-                  "request %ju: %s", (uintmax_t)id, err.text);
+    ht_request(s, now, id, vol, HS_DIR_WRITE, w);
 }
 
 /* Jobs 1 and 2 on 4 nodes each (cap 4) arrive and ask for 8 bytes at t = 0. */

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "libhsched/hsched.h"
+#include "hsched_testutil.h"
 #include "testutil.h"
 
 #define EPS 1e-9
@@ -35,15 +36,12 @@ typedef struct {
 static int run(const hs_platform_t *plat, const char *policy, app_t *apps, size_t n,
                hs_job_stats_t *st)
 {
-    hs_policy_t pol;
+    hs_sched_t *s = ht_sched(plat, policy);
     hs_error_t err;
-    hs_sched_t *s;
     double t = 0;
     int decisions = 0;
     size_t i;
 
-    ck_assert_msg(hs_policy_parse(policy, &pol, &err) == 0, "%s", err.text);
-    ck_assert_msg((s = hs_sched_create(plat, &pol, &err)) != NULL, "%s", err.text);
     for (;;) {
         double next = hs_sched_next_event(s);
         bool left = false;

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "libhsched/hsched.h"
+#include "hsched_testutil.h"
 #include "testutil.h"
 
 #define EPS 1e-9
@@ -22,14 +23,7 @@ static const hs_platform_t plat = { .nodes = 100, .node_bw = 1.0, .bw = 4.0 };
 
 static hs_sched_t *mk(const char *policy)
 {
-    hs_policy_t pol;
-    hs_error_t err;
-    hs_sched_t *s;
-
-    ck_assert_msg(hs_policy_parse(policy, &pol, &err) == 0, "%s", err.text);
-    s = hs_sched_create(&plat, &pol, &err);
-    ck_assert_msg(s != NULL, "create %s: %s", policy, err.text);
-    return s;
+    return ht_sched(&plat, policy);
 }
 
 static void arrive(hs_sched_t *s, double now, uint64_t id, int nodes, double w_iter)
@@ -42,10 +36,7 @@ static void arrive(hs_sched_t *s, double now, uint64_t id, int nodes, double w_i
 
 static void request(hs_sched_t *s, double now, uint64_t id, double vol, double w)
 {
-    hs_error_t err;
-
-    ck_assert_msg(hs_phase_request(s, now, id, vol, HS_DIR_WRITE, w, &err) == 0,
-                  "%s", err.text);
+    ht_request(s, now, id, vol, HS_DIR_WRITE, w);
 }
 
 /* Decide at 'now' and return the grant of job 'id' out of g[]. */
