@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "test_bbmgr_core_fixture.h"
+#include "testutil.h"
 
 #define GiB (1ULL << 30)
 
@@ -242,14 +243,12 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("bbmgr_core_alloc");
-    TCase *tc = tcase_create("placement");
-    tcase_set_timeout(tc, 30);
-    tcase_add_test(tc, test_allocate);
-    tcase_add_test(tc, test_refuse);
-    tcase_add_test(tc, test_busy_node_last);
-    tcase_add_test(tc, test_move_share);
-    tcase_add_loop_test(tc, test_overprovision, 0, sizeof(over_cases) / sizeof(over_cases[0]));
-    suite_add_tcase(s, tc);
-    return fx_run(s);
+    const tu_tcase_t tcases[] = {
+        { "placement", .timeout = 30,
+          .tests = { test_allocate, test_refuse, test_busy_node_last, test_move_share,
+                     NULL },
+          .loops = { { test_overprovision, (int)TU_COUNT(over_cases) } } },
+    };
+
+    return tu_main("bbmgr_core_alloc", tcases, TU_COUNT(tcases));
 }

@@ -441,25 +441,15 @@ START_TEST(test_alloc_node_twice_refused)
 }
 END_TEST
 
-static Suite *suite(void)
-{
-    Suite *s = suite_create("hsched_buffer");
-    TCase *tc = tcase_create("buffer");
-
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, test_msca_builtin);
-    tcase_add_test(tc, test_msca_rates);
-    tcase_add_test(tc, test_drain_stall);
-    tcase_add_test(tc, test_read);
-    tcase_add_test(tc, test_allocator);
-    tcase_add_test(tc, test_static_keeps_nodes);
-    tcase_add_test(tc, test_pfs_shared_by_drains);
-    tcase_add_test(tc, test_alloc_node_twice_refused);
-    suite_add_tcase(s, tc);
-    return s;
-}
-
 int main(void)
 {
-    return tu_run(suite());
+    const tu_tcase_t tcases[] = {
+        { "buffer", .timeout = 60, .tests = { test_msca_builtin, test_msca_rates,
+                                              test_drain_stall, test_read,
+                                              test_allocator, test_static_keeps_nodes,
+                                              test_pfs_shared_by_drains,
+                                              test_alloc_node_twice_refused, NULL } },
+    };
+
+    return tu_main("hsched_buffer", tcases, TU_COUNT(tcases));
 }

@@ -320,22 +320,15 @@ START_TEST(test_metrics_direct)
 }
 END_TEST
 
-static Suite *suite(void)
-{
-    Suite *s = suite_create("hsched_metrics");
-    TCase *tc = tcase_create("metrics");
-
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, test_fcfs_two_identical);
-    tcase_add_test(tc, test_fairshare_two_identical);
-    tcase_add_test(tc, test_set10_run);
-    tcase_add_test(tc, test_invariants_all_policies);
-    tcase_add_test(tc, test_metrics_direct);
-    suite_add_tcase(s, tc);
-    return s;
-}
-
 int main(void)
 {
-    return tu_run(suite());
+    const tu_tcase_t tcases[] = {
+        { "metrics", .timeout = 60, .tests = { test_fcfs_two_identical,
+                                               test_fairshare_two_identical,
+                                               test_set10_run,
+                                               test_invariants_all_policies,
+                                               test_metrics_direct, NULL } },
+    };
+
+    return tu_main("hsched_metrics", tcases, TU_COUNT(tcases));
 }

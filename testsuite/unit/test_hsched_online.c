@@ -442,7 +442,6 @@ static void order_run(const char *policy, bool buffers, bool equal_caps, bool sh
     enum { K = 300 };
     hs_buffer_t b[4];
     hs_platform_t p = { .nodes = 1000, .node_bw = 1.0, .bw = 150.0 };
-    hs_policy_t pol;
     hs_error_t err;
     hs_sched_t *s;
     int i;
@@ -457,8 +456,7 @@ static void order_run(const char *policy, bool buffers, bool equal_caps, bool sh
         p.nbuffers = 4;
         p.buffers = b;
     }
-    ck_assert(hs_policy_parse(policy, &pol, &err) == 0);
-    ck_assert_msg((s = hs_sched_create(&p, &pol, &err)) != NULL, "%s", err.text);
+    s = ht_sched(&p, policy);
     for (i = 0; i < K; i++) {
         int k = shuffled ? (i * 7919) % K : i;     /* 7919 is prime to K */
         /* ids differ in several bytes, up to bit 40 */
@@ -518,28 +516,18 @@ START_TEST(test_decide_order_large)
 }
 END_TEST
 
-static Suite *suite(void)
-{
-    Suite *s = suite_create("hsched_online");
-    TCase *tc = tcase_create("online");
-
-    /* one iteration a row of onedecide[] (fairshare, static, fairshare equal, fcfs
-     * exclusive, set10 capped, set:2, set-fairshare, priority-sharing, set10 learnt) */
-    tcase_add_loop_test(tc, test_onedecide, 0, (int)TU_COUNT(onedecide));
-    tcase_add_test(tc, test_fcfs_favouring);
-    tcase_add_test(tc, test_roundrobin);
-    tcase_add_test(tc, test_roundrobin_priority);
-    tcase_add_test(tc, test_mindilation);
-    tcase_add_test(tc, test_maxsyseff);
-    tcase_add_test(tc, test_minmax);
-    tcase_add_test(tc, test_priority_variants);
-    tcase_add_test(tc, test_set10_shares);
-    tcase_add_test(tc, test_decide_order_large);
-    suite_add_tcase(s, tc);
-    return s;
-}
-
 int main(void)
 {
-    return tu_run(suite());
+    const tu_tcase_t tcases[] = {
+        { "online",
+          .tests = { test_fcfs_favouring, test_roundrobin, test_roundrobin_priority,
+                     test_mindilation, test_maxsyseff, test_minmax, test_priority_variants,
+                     test_set10_shares, test_decide_order_large, NULL },
+          /* one iteration a row of onedecide[] (fairshare, static, fairshare equal,
+           * fcfs exclusive, set10 capped, set:2, set-fairshare, priority-sharing,
+           * set10 learnt) */
+          .loops = { { test_onedecide, (int)TU_COUNT(onedecide) } } },
+    };
+
+    return tu_main("hsched_online", tcases, TU_COUNT(tcases));
 }

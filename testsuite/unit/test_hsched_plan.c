@@ -434,25 +434,17 @@ START_TEST(test_stats_online)
 }
 END_TEST
 
-static Suite *suite(void)
-{
-    Suite *s = suite_create("hsched_plan");
-    TCase *tc = tcase_create("plan");
-
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, test_persched_replay);
-    tcase_add_test(tc, test_periodic_leftovers);
-    tcase_add_test(tc, test_harmonia_spread_vs_pack);
-    tcase_add_test(tc, test_harmonia_pfs);
-    tcase_add_test(tc, test_harmonia_priority);
-    tcase_add_test(tc, test_harmonia_too_big);
-    tcase_add_test(tc, test_every_policy_runs);
-    tcase_add_test(tc, test_stats_online);
-    suite_add_tcase(s, tc);
-    return s;
-}
-
 int main(void)
 {
-    return tu_run(suite());
+    const tu_tcase_t tcases[] = {
+        { "plan", .timeout = 120, .tests = { test_persched_replay,
+                                             test_periodic_leftovers,
+                                             test_harmonia_spread_vs_pack,
+                                             test_harmonia_pfs, test_harmonia_priority,
+                                             test_harmonia_too_big,
+                                             test_every_policy_runs, test_stats_online,
+                                             NULL } },
+    };
+
+    return tu_main("hsched_plan", tcases, TU_COUNT(tcases));
 }

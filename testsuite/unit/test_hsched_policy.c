@@ -241,24 +241,14 @@ START_TEST(test_iosets_class)
 }
 END_TEST
 
-static Suite *suite(void)
-{
-    Suite *s = suite_create("hsched_policy");
-    TCase *tc = tcase_create("policy");
-
-    tcase_add_test(tc, test_ids_roundtrip);
-    tcase_add_test(tc, test_parse_values);
-    tcase_add_test(tc, test_parse_errors);
-    tcase_add_test(tc, test_name_unknown);
-    tcase_add_test(tc, test_not_available);
-    tcase_add_test(tc, test_all_online_create);
-    tcase_add_test(tc, test_bad_struct);
-    tcase_add_test(tc, test_iosets_class);
-    suite_add_tcase(s, tc);
-    return s;
-}
-
 int main(void)
 {
-    return tu_run(suite());
+    const tu_tcase_t tcases[] = {
+        { "policy", .tests = { test_ids_roundtrip, test_parse_values, test_parse_errors,
+                               test_name_unknown, test_not_available,
+                               test_all_online_create, test_bad_struct,
+                               test_iosets_class, NULL } },
+    };
+
+    return tu_main("hsched_policy", tcases, TU_COUNT(tcases));
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "nodeproto.h"
+#include "testutil.h"
 
 static json_t *js(const char *text)
 {
@@ -286,22 +287,16 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("nodeproto");
-    TCase *tc = tcase_create("messages");
-    tcase_add_test(tc, test_task_round_trip);
-    tcase_add_test(tc, test_task_refused);
-    tcase_add_test(tc, test_status_result_dir);
-    suite_add_tcase(s, tc);
-    tc = tcase_create("table");
-    tcase_add_test(tc, test_table_listing_is_idempotent);
-    tcase_add_test(tc, test_table_results_until_acknowledged);
-    tcase_add_test(tc, test_table_syncing_outlives_its_listing);
-    tcase_add_test(tc, test_table_restart_reruns);
-    tcase_add_test(tc, test_table_outbox_budget);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    const tu_tcase_t tcases[] = {
+        { "messages",
+          .tests = { test_task_round_trip, test_task_refused, test_status_result_dir,
+                     NULL } },
+        { "table",
+          .tests = { test_table_listing_is_idempotent,
+                     test_table_results_until_acknowledged,
+                     test_table_syncing_outlives_its_listing, test_table_restart_reruns,
+                     test_table_outbox_budget, NULL } },
+    };
+
+    return tu_main("nodeproto", tcases, TU_COUNT(tcases));
 }

@@ -563,25 +563,15 @@ START_TEST(test_starving_job)
 }
 END_TEST
 
-static Suite *periodic_suite(void)
-{
-    Suite *s = suite_create("periodic");
-    TCase *tc = tcase_create("core");
-
-    tcase_set_timeout(tc, 300);
-    tcase_add_test(tc, test_one_job);
-    tcase_add_test(tc, test_two_jobs_alternate);
-    tcase_add_test(tc, test_two_jobs_io_bound);
-    tcase_add_test(tc, test_figure4_like);
-    tcase_add_test(tc, test_random_invariants);
-    tcase_add_test(tc, test_random_default_params);
-    tcase_add_test(tc, test_errors);
-    tcase_add_test(tc, test_starving_job);
-    suite_add_tcase(s, tc);
-    return s;
-}
-
 int main(void)
 {
-    return tu_run(periodic_suite());
+    const tu_tcase_t tcases[] = {
+        { "core", .timeout = 300, .tests = { test_one_job, test_two_jobs_alternate,
+                                             test_two_jobs_io_bound, test_figure4_like,
+                                             test_random_invariants,
+                                             test_random_default_params, test_errors,
+                                             test_starving_job, NULL } },
+    };
+
+    return tu_main("periodic", tcases, TU_COUNT(tcases));
 }

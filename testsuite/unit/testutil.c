@@ -16,6 +16,8 @@ Suite *tu_suite(const char *name, const tu_tcase_t *tcases, size_t n)
             tcase_add_checked_fixture(tc, tcases[i].setup, tcases[i].teardown);
         for (size_t k = 0; k < TU_MAX_TESTS && tcases[i].tests[k]; k++)
             tcase_add_test(tc, tcases[i].tests[k]);
+        for (size_t k = 0; k < TU_COUNT(tcases[i].loops) && tcases[i].loops[k].test; k++)
+            tcase_add_loop_test(tc, tcases[i].loops[k].test, 0, tcases[i].loops[k].n);
         suite_add_tcase(s, tc);
     }
     return s;
