@@ -18,6 +18,17 @@ def phases_of(d, jobid):
     return sorted(d.ok("GET", "/v1/jobs/%s/phases" % jobid)["phases"], key=lambda p: p["id"])
 
 
+def first_phase_granted(d, jobid):
+    """Polls (200 times, 20 ms apart) until the job's first phase is granted; whether
+    it was."""
+    for _ in range(200):
+        ph = phases_of(d, jobid)
+        if ph and ph[0]["state"] == "granted":
+            return True
+        time.sleep(0.02)
+    return False
+
+
 def settled_phases(d, jobid):
     """The job's phases once none is open: harmonia_phase_end() returns at once and
     its closer thread reports the end to bbmgrd in the background.  If one stays
@@ -99,12 +110,7 @@ def test_phase_start_is_gated(make_daemon, tmp_path):
     a = subprocess.Popen([HARMONIA_IO, "--volume", "10GB", "--", "sleep", "1.5"],
                          env=job_env(d, "ja"))
     try:
-        for _ in range(200):
-            ph = phases_of(d, "ja")
-            if ph and ph[0]["state"] == "granted":
-                break
-            time.sleep(0.02)
-        else:
+        if not first_phase_granted(d, "ja"):
             raise AssertionError("job ja never granted")
         t0 = time.time()
         p = subprocess.run([HARMONIA_IO, "-v", "--volume", "1GB", "--", "true"],
@@ -343,11 +349,7 @@ def test_try_begin_and_threads(make_daemon, monkeypatch):
     hold = subprocess.Popen([HARMONIA_IO, "--volume", "10GB", "--", "sleep", "1"],
                             env=job_env(d, "holder"))
     try:
-        for _ in range(200):
-            ph = phases_of(d, "holder")
-            if ph and ph[0]["state"] == "granted":
-                break
-            time.sleep(0.02)
+        first_phase_granted(d, "holder")
         # queued, then cancelled by end
         assert lib.harmonia_phase_try_begin(h, 1 << 30, 0, g) == 1      # HARMONIA_WAIT
         assert phases_of(d, "capi")[-1]["state"] == "waiting"

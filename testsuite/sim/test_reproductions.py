@@ -73,6 +73,11 @@ def test_priority_no_better(gainaru):
             <= m["minmax:0.5"]["sys_efficiency"] + TOL)
 
 
+def mean_over_nh(iosets, policy, metric):
+    """The policy's metric averaged over the IO-Sets runs (one per NH)."""
+    return sum(iosets[nh][policy][metric] for nh in NH) / len(NH)
+
+
 def test_set10_stretch(iosets):
     for nh in NH:
         m = iosets[nh]
@@ -81,8 +86,8 @@ def test_set10_stretch(iosets):
         assert m["set10"]["stretch_max"] < m["fcfs"]["stretch_max"], nh
         if nh <= 20:
             assert m["set10"]["stretch_max"] < m["fairshare"]["stretch_max"], nh
-    avg = lambda p: sum(iosets[nh][p]["stretch_max"] for nh in NH) / len(NH)
-    assert avg("set10") < avg("fairshare")
+    assert mean_over_nh(iosets, "set10", "stretch_max") < mean_over_nh(
+        iosets, "fairshare", "stretch_max")
 
 
 def test_set10_io_slowdown(iosets):
@@ -90,8 +95,8 @@ def test_set10_io_slowdown(iosets):
         m = iosets[nh]
         if nh <= 30:
             assert m["set10"]["io_slowdown_mean"] < m["fairshare"]["io_slowdown_mean"], nh
-    avg = lambda p: sum(iosets[nh][p]["io_slowdown_mean"] for nh in NH) / len(NH)
-    assert avg("set10") < avg("fairshare")
+    assert mean_over_nh(iosets, "set10", "io_slowdown_mean") < mean_over_nh(
+        iosets, "fairshare", "io_slowdown_mean")
 
 
 def test_eta_noise(eta):
