@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "libhsched/hsched.h"
+#include "hsched_testutil.h"
 #include "testutil.h"
 
 static const hs_platform_t plat = { .nodes = 4, .node_bw = 1, .bw = 2 };
@@ -166,17 +167,8 @@ START_TEST(test_not_available)
     bplat.nbuffers = 1;
     bplat.buffers = &buf;
     for (i = 0; ids[i]; i++) {
-        hs_policy_t p;
-        hs_error_t err;
-        hs_sched_t *s;
-
-        ck_assert_int_eq(hs_policy_parse(ids[i], &p, &err), 0);
-        s = hs_sched_create(&plat, &p, &err);
-        ck_assert_msg(s != NULL, "%s: %s", ids[i], err.text);
-        hs_sched_destroy(s);
-        s = hs_sched_create(&bplat, &p, &err);
-        ck_assert_msg(s != NULL, "%s with buffers: %s", ids[i], err.text);
-        hs_sched_destroy(s);
+        hs_sched_destroy(ht_sched(&plat, ids[i]));
+        hs_sched_destroy(ht_sched(&bplat, ids[i]));     /* with buffers */
     }
 }
 END_TEST
@@ -192,13 +184,8 @@ START_TEST(test_all_online_create)
     int i;
 
     for (i = 0; ids[i]; i++) {
-        hs_policy_t p;
-        hs_error_t err;
-        hs_sched_t *s;
+        hs_sched_t *s = ht_sched(&plat, ids[i]);
 
-        ck_assert_int_eq(hs_policy_parse(ids[i], &p, &err), 0);
-        s = hs_sched_create(&plat, &p, &err);
-        ck_assert_msg(s != NULL, "%s: %s", ids[i], err.text);
         ck_assert_int_eq(hs_sched_decide(s, 0, NULL, 0), 0);
         ck_assert(isinf(hs_sched_next_event(s)));
         hs_sched_destroy(s);
