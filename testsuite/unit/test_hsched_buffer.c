@@ -32,6 +32,17 @@ static void request(hs_sched_t *s, double now, uint64_t id, double vol, hs_dir_t
     ht_request(s, now, id, vol, dir, 0);
 }
 
+/* Jobs 1 and 2 on one compute node each, allocated the buffer nodes a1 and a2,
+ * arrive at t = 0 and ask for 'vol' bytes in direction 'dir'. */
+static void two_jobs_ask(hs_sched_t *s, const int *a1, int n1, const int *a2, int n2,
+                         double vol, hs_dir_t dir)
+{
+    arrive(s, 0, 1, 1, a1, n1);
+    arrive(s, 0, 2, 1, a2, n2);
+    request(s, 0, 1, vol, dir);
+    request(s, 0, 2, vol, dir);
+}
+
 static int decide(hs_sched_t *s, double now, hs_grant_t *g, size_t cap)
 {
     int n = hs_sched_decide(s, now, g, cap);
@@ -138,10 +149,7 @@ START_TEST(test_msca_rates)
 
     /* fcfs on the same node: one stream at a time at the full B_j */
     s = ht_sched(&p, "fcfs");
-    arrive(s, 0, 1, 1, a0, 1);
-    arrive(s, 0, 2, 1, a0, 1);
-    request(s, 0, 1, 100, HS_DIR_WRITE);
-    request(s, 0, 2, 100, HS_DIR_WRITE);
+    two_jobs_ask(s, a0, 1, a0, 1, 100, HS_DIR_WRITE);
     ck_assert_int_eq(decide(s, 0, g, 3), 2);
     ck_assert(ht_close(g[0].bw, 8) && g[1].bw == 0);
     ck_assert(ht_close(hs_sched_next_event(s), 12.5));
@@ -238,10 +246,7 @@ START_TEST(test_read)
     memcpy(b.msca_read, mr, sizeof(mr));
     b.nmsca_read = 2;
     s = ht_sched(&p, "fairshare");
-    arrive(s, 0, 1, 1, a0, 1);
-    arrive(s, 0, 2, 1, a0, 1);
-    request(s, 0, 1, 500, HS_DIR_READ);
-    request(s, 0, 2, 500, HS_DIR_READ);
+    two_jobs_ask(s, a0, 1, a0, 1, 500, HS_DIR_READ);
     ck_assert_int_eq(decide(s, 0, g, 2), 2);
     ck_assert(ht_close(g[0].bw, 10. / 4. / 2.));    /* MSCA_read(2) = 3 */
     ck_assert_int_eq(hs_buffer_stats(s, 0, &bst), 0);
@@ -380,10 +385,7 @@ START_TEST(test_static_keeps_nodes)
 
     /* fairshare with an over-provisioned allocation {0, 1}: least loaded node */
     s = ht_sched(&p, "fairshare");
-    arrive(s, 0, 1, 1, a01, 2);
-    arrive(s, 0, 2, 1, a01, 2);
-    request(s, 0, 1, 100, HS_DIR_WRITE);
-    request(s, 0, 2, 100, HS_DIR_WRITE);
+    two_jobs_ask(s, a01, 2, a01, 2, 100, HS_DIR_WRITE);
     ck_assert_int_eq(decide(s, 0, g, 3), 2);
     ck_assert(g[0].buffer == 0 && g[1].buffer == 1);
     ck_assert(ht_close(g[0].bw, 8) && ht_close(g[1].bw, 8));   /* no interference */
@@ -406,10 +408,7 @@ START_TEST(test_pfs_shared_by_drains)
     bb[1] = node(1000, 1, 0, NULL);
     s = ht_sched(&p, "fairshare");
     ck_assert_int_eq(hs_core_nbuffers(s), 2);
-    arrive(s, 0, 1, 1, a0, 1);
-    arrive(s, 0, 2, 1, a1, 1);
-    request(s, 0, 1, 100, HS_DIR_WRITE);
-    request(s, 0, 2, 100, HS_DIR_WRITE);
+    two_jobs_ask(s, a0, 1, a1, 1, 100, HS_DIR_WRITE);
     ck_assert_int_eq(decide(s, 0, g, 2), 2);
     ck_assert(ht_close(g[0].bw, 10) && ht_close(g[1].bw, 1));
     /* drains: node 1 passes its 1 B/s through, node 0 gets the other 2 */
