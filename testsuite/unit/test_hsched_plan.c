@@ -287,24 +287,33 @@ START_TEST(test_harmonia_spread_vs_pack)
 }
 END_TEST
 
+/* No buffers, B = cap = 4 on 2 nodes: jobs 1 and 2 (priorities p1 and p2; 0: none)
+ * on one node each ask at t = 0 for 8 and 4 bytes, under 'policy'. */
+static hs_sched_t *pfs_pair(const char *policy, int p1, int p2)
+{
+    static const hs_platform_t plat = { .nodes = 2, .node_bw = 4, .bw = 4 };
+    hs_sched_t *s = ht_sched(&plat, policy);
+    hs_job_t j1 = { .id = 1, .nodes = 1, .release = 0, .priority = p1 };
+    hs_job_t j2 = { .id = 2, .nodes = 1, .release = 0, .priority = p2 };
+    hs_error_t err;
+
+    ck_assert_int_eq(hs_job_arrive(s, 0, &j1, &err), 0);
+    ck_assert_int_eq(hs_job_arrive(s, 0, &j2, &err), 0);
+    ht_request(s, 0, 1, 8, HS_DIR_WRITE, 0);
+    ht_request(s, 0, 2, 4, HS_DIR_WRITE, 0);
+    return s;
+}
+
 /* Without buffers the PFS is one node with MSCA 0.  minstall, phases of 4 and 8
  * bytes at B = cap = 4: the shorter alone (1 s) first, the longer waits for slot 1
  * (Delta = median alone time 1.5 s): total stall 1 + 3.5 = 4.5 against 6 for both
  * at once.  The waiting phase's planned start is 1.5, and next_event says so. */
 START_TEST(test_harmonia_pfs)
 {
-    hs_platform_t plat = { .nodes = 2, .node_bw = 4, .bw = 4 };
-    hs_sched_t *s = ht_sched(&plat, "harmonia-minstall");
+    hs_sched_t *s = pfs_pair("harmonia-minstall", 0, 0);
     hs_grant_t g[2];
-    hs_error_t err;
     hs_policy_stats_t st;
 
-    for (uint64_t id = 1; id <= 2; id++) {
-        hs_job_t j = { .id = id, .nodes = 1, .release = 0 };
-        ck_assert_int_eq(hs_job_arrive(s, 0, &j, &err), 0);
-    }
-    ck_assert_int_eq(hs_phase_request(s, 0, 1, 8, HS_DIR_WRITE, 0, &err), 0);
-    ck_assert_int_eq(hs_phase_request(s, 0, 2, 4, HS_DIR_WRITE, 0, &err), 0);
     ck_assert_int_eq(hs_sched_decide(s, 0, g, 2), 2);
     ck_assert(ht_close(g[0].bw, 0));
     ck_assert(ht_close(g[0].start, 1.5));
@@ -328,17 +337,9 @@ END_TEST
  * first (10 x 2 + 1 x 3.5... against 1 x 1 + 10 x 3.5). */
 START_TEST(test_harmonia_priority)
 {
-    hs_platform_t plat = { .nodes = 2, .node_bw = 4, .bw = 4 };
-    hs_sched_t *s = ht_sched(&plat, "harmonia-priority");
+    hs_sched_t *s = pfs_pair("harmonia-priority", 10, 1);
     hs_grant_t g[2];
-    hs_error_t err;
-    hs_job_t j1 = { .id = 1, .nodes = 1, .release = 0, .priority = 10 };
-    hs_job_t j2 = { .id = 2, .nodes = 1, .release = 0, .priority = 1 };
 
-    ck_assert_int_eq(hs_job_arrive(s, 0, &j1, &err), 0);
-    ck_assert_int_eq(hs_job_arrive(s, 0, &j2, &err), 0);
-    ck_assert_int_eq(hs_phase_request(s, 0, 1, 8, HS_DIR_WRITE, 0, &err), 0);
-    ck_assert_int_eq(hs_phase_request(s, 0, 2, 4, HS_DIR_WRITE, 0, &err), 0);
     ck_assert_int_eq(hs_sched_decide(s, 0, g, 2), 2);
     ck_assert(ht_close(g[0].bw, 4));
     ck_assert(ht_close(g[1].bw, 0));
