@@ -166,6 +166,15 @@ static void result(np_table_t *t, uint64_t id, mover_state_t st, int64_t done)
     ck_assert_int_eq(np_table_result(t, &r), 0);
 }
 
+/* The agent sends every pending result and bbmgrd acknowledges them. */
+static void all_sent_and_acked(np_table_t *t)
+{
+    uint64_t upto;
+
+    json_decref(np_table_outbox(t, 65536, &upto));
+    np_table_acked(t, upto);
+}
+
 START_TEST(test_table_listing_is_idempotent)
 {
     np_table_t *t = np_table_create();
@@ -218,19 +227,17 @@ END_TEST
 START_TEST(test_table_syncing_outlives_its_listing)
 {
     np_table_t *t = np_table_create();
-    uint64_t ids[] = { 3 }, upto;
+    uint64_t ids[] = { 3 };
     listed(t, ids, 1, 1, 0, NULL, NULL);
     result(t, 3, MV_DONE_SYNCING, 100);
-    json_decref(np_table_outbox(t, 65536, &upto));
-    np_table_acked(t, upto);
+    all_sent_and_acked(t);
     /* bbmgrd closed the transfer (done): no longer listed, but its durability is
      * still to come: not cancelled, not forgotten */
     listed(t, NULL, 0, 0, 0, NULL, NULL);
     ck_assert_int_eq(np_table_state(t, 3), NPT_SYNCING);
     result(t, 3, MV_DURABLE, 100);
     ck_assert_int_eq(np_table_state(t, 3), NPT_FINISHED);
-    json_decref(np_table_outbox(t, 65536, &upto));
-    np_table_acked(t, upto);
+    all_sent_and_acked(t);
     listed(t, NULL, 0, 0, 0, NULL, NULL);
     ck_assert_int_eq(np_table_state(t, 3), -1);
     np_table_destroy(t);
