@@ -18,6 +18,29 @@ def phases_of(d, jobid):
     return sorted(d.ok("GET", "/v1/jobs/%s/phases" % jobid)["phases"], key=lambda p: p["id"])
 
 
+def fcfs_one_node_two_jobs(make_daemon, first, second):
+    """A daemon under fcfs with one NVMe buffer node of 1 GB/s (B = b = 1 GB/s) and
+    two one-node jobs of this user registered, in this order."""
+    one_node = [{"names": "bb1", "capacity": "1TiB", "bandwidth": "1 GB/s", "device": "nvme",
+                 "mount": "/mnt/bb", "pool": "nvme"}]
+    d = make_daemon(policy={"id": "fcfs"}, nodes=one_node, pools=[{"name": "nvme"}],
+                    platform={"node_bandwidth": "1 GB/s", "pfs_bandwidth": "1 GB/s"})
+    register(d, first, uid=os.getuid(), nodes=1)
+    register(d, second, uid=os.getuid(), nodes=1)
+    return d
+
+
+def first_phase_granted(d, jobid):
+    """Polls (200 times, 20 ms apart) until the job's first phase is granted; whether
+    it was."""
+    for _ in range(200):
+        ph = phases_of(d, jobid)
+        if ph and ph[0]["state"] == "granted":
+            return True
+        time.sleep(0.02)
+    return False
+
+
 def settled_phases(d, jobid):
     """The job's phases once none is open: harmonia_phase_end() returns at once and
     its closer thread reports the end to bbmgrd in the background.  If one stays
@@ -90,21 +113,11 @@ def test_harmonia_io_cp_is_one_phase(job, tmp_path):
 
 def test_phase_start_is_gated(make_daemon, tmp_path):
     """fcfs: a second job's phase waits until the first job's phase ends."""
-    one_node = [{"names": "bb1", "capacity": "1TiB", "bandwidth": "1 GB/s", "device": "nvme",
-                 "mount": "/mnt/bb", "pool": "nvme"}]
-    d = make_daemon(policy={"id": "fcfs"}, nodes=one_node, pools=[{"name": "nvme"}],
-                    platform={"node_bandwidth": "1 GB/s", "pfs_bandwidth": "1 GB/s"})
-    register(d, "ja", uid=os.getuid(), nodes=1)
-    register(d, "jb", uid=os.getuid(), nodes=1)
+    d = fcfs_one_node_two_jobs(make_daemon, "ja", "jb")
     a = subprocess.Popen([HARMONIA_IO, "--volume", "10GB", "--", "sleep", "1.5"],
                          env=job_env(d, "ja"))
     try:
-        for _ in range(200):
-            ph = phases_of(d, "ja")
-            if ph and ph[0]["state"] == "granted":
-                break
-            time.sleep(0.02)
-        else:
+        if not first_phase_granted(d, "ja"):
             raise AssertionError("job ja never granted")
         t0 = time.time()
         p = subprocess.run([HARMONIA_IO, "-v", "--volume", "1GB", "--", "true"],
@@ -326,12 +339,7 @@ def test_try_begin_and_threads(make_daemon, monkeypatch):
     import threading
     if _reran_with_asan("test_try_begin_and_threads"):
         return
-    one_node = [{"names": "bb1", "capacity": "1TiB", "bandwidth": "1 GB/s", "device": "nvme",
-                 "mount": "/mnt/bb", "pool": "nvme"}]
-    d = make_daemon(policy={"id": "fcfs"}, nodes=one_node, pools=[{"name": "nvme"}],
-                    platform={"node_bandwidth": "1 GB/s", "pfs_bandwidth": "1 GB/s"})
-    register(d, "holder", uid=os.getuid(), nodes=1)
-    register(d, "capi", uid=os.getuid(), nodes=1)
+    d = fcfs_one_node_two_jobs(make_daemon, "holder", "capi")
     for k, v in job_env(d, "capi").items():
         if k.startswith("HARMONIA_"):
             monkeypatch.setenv(k, v)
@@ -343,11 +351,7 @@ def test_try_begin_and_threads(make_daemon, monkeypatch):
     hold = subprocess.Popen([HARMONIA_IO, "--volume", "10GB", "--", "sleep", "1"],
                             env=job_env(d, "holder"))
     try:
-        for _ in range(200):
-            ph = phases_of(d, "holder")
-            if ph and ph[0]["state"] == "granted":
-                break
-            time.sleep(0.02)
+        first_phase_granted(d, "holder")
         # queued, then cancelled by end
         assert lib.harmonia_phase_try_begin(h, 1 << 30, 0, g) == 1      # HARMONIA_WAIT
         assert phases_of(d, "capi")[-1]["state"] == "waiting"

@@ -5,7 +5,7 @@ import threading
 import time
 
 from harmonia_test.wait import wait_for
-from conftest import SLURM_UID, USER1, USER2, register
+from conftest import SLURM_UID, USER1, USER2, fcfs_one_job_holds_the_io, register
 from test_mover import metrics
 
 GiB = 1 << 30
@@ -102,11 +102,7 @@ def test_phase_grant_finish(daemon):
 
 def test_fcfs_wait_and_long_poll(make_daemon):
     # no buffer tier and B = b: one job saturates the I/O system, fcfs serialises
-    d = make_daemon(policy={"id": "fcfs"}, platform={"pfs_bandwidth": "1 GB/s"}, nodes=[])
-    register(d, "a")
-    register(d, "b", uid=USER2)
-    pa = d.ok("POST", "/v1/jobs/a/phases", {"volume": "1GiB"}, uid=USER1)
-    assert pa["state"] == "granted"
+    d, pa = fcfs_one_job_holds_the_io(make_daemon)
     t0 = time.time()
     pb = d.ok("POST", "/v1/jobs/b/phases", {"volume": "1GiB", "wait": 0.3}, uid=USER2)
     assert pb["state"] == "waiting" and time.time() - t0 >= 0.25

@@ -5,7 +5,7 @@ import time
 import pytest
 
 from harmonia_test.wait import scaled
-from conftest import SLURM_UID, USER1, USER2, register
+from conftest import SLURM_UID, USER1, USER2, fcfs_one_job_holds_the_io, register
 
 GiB = 1 << 30
 
@@ -149,11 +149,7 @@ def test_later_items_see_earlier_ones(daemon):
 
 
 def test_items_never_long_poll_nor_see_query(make_daemon):
-    d = make_daemon(policy={"id": "fcfs"}, platform={"pfs_bandwidth": "1 GB/s"}, nodes=[])
-    register(d, "a")
-    register(d, "b", uid=USER2)
-    pa = d.ok("POST", "/v1/jobs/a/phases", {"volume": "1GiB"}, uid=USER1)
-    assert pa["state"] == "granted"
+    d, pa = fcfs_one_job_holds_the_io(make_daemon)
     t0 = time.time()
     r = batch(d, [item("POST", "/v1/jobs/b/phases", {"volume": "1GiB", "wait": 5}),
                   item("GET", "/v1/jobs")], path="/v1/batch?state=running&wait=5")

@@ -176,16 +176,25 @@ def test_job_striped_over_two_agents(make_daemon, agents, tmp_base):
     assert not partials(d.root)
 
 
+def stage_in_started(make_daemon, agents, tmp_base, jobid, files, max_rate):
+    """A cluster of agents copying at max_rate (depth 4), and job 'jobid' whose stage-in
+    of 'files' files of 8 MiB (pfs/in) to its first buffer node has been asked for:
+    (d, agents by name, pfs, the job's paths, its node names, the transfer id)."""
+    d, by = agent_cluster(make_daemon, agents, tmp_base, max_rate=max_rate, depth=4)
+    pfs = os.path.join(tmp_base, "pfs")
+    mkdirs(os.path.join(pfs, "in"))
+    for i in range(files):
+        write(os.path.join(pfs, "in", "f%d" % i), os.urandom(8 * MiB), 0o640)
+    paths, names = new_job(d, jobid)
+    tid = stage(d, jobid, "stage_in", os.path.join(pfs, "in"), paths[0] + "/in")
+    return d, by, pfs, paths, names, tid
+
+
 def test_agent_killed_during_stage_in(make_daemon, agents, tmp_base):
     """SIGKILL of the agent mid-copy: its next process is given the same task (same
     id) and runs it again from the start; nothing partial or corrupt is left."""
-    d, by = agent_cluster(make_daemon, agents, tmp_base, max_rate="40 MB/s", depth=4)
-    pfs = os.path.join(tmp_base, "pfs")
-    mkdirs(os.path.join(pfs, "in"))
-    for i in range(4):
-        write(os.path.join(pfs, "in", "f%d" % i), os.urandom(8 * MiB), 0o640)
-    paths, names = new_job(d, "k1")
-    tid = stage(d, "k1", "stage_in", os.path.join(pfs, "in"), paths[0] + "/in")
+    d, by, pfs, paths, names, tid = stage_in_started(make_daemon, agents, tmp_base, "k1",
+                                                     files=4, max_rate="40 MB/s")
     wait_bytes(d, tid, 8 * MiB)
     a = by[names[0]]
     a.kill()
@@ -203,13 +212,8 @@ def test_bbmgrd_restarted_while_agents_copy(make_daemon, agents, tmp_base):
     """bbmgrd killed mid-copy and restarted: the transfer is dispatched again with
     its id; the agent that still runs it does not start it twice, and its result
     reaches the new bbmgrd."""
-    d, by = agent_cluster(make_daemon, agents, tmp_base, max_rate="30 MB/s", depth=4)
-    pfs = os.path.join(tmp_base, "pfs")
-    mkdirs(os.path.join(pfs, "in"))
-    for i in range(3):
-        write(os.path.join(pfs, "in", "f%d" % i), os.urandom(8 * MiB), 0o640)
-    paths, names = new_job(d, "r1")
-    tid = stage(d, "r1", "stage_in", os.path.join(pfs, "in"), paths[0] + "/in")
+    d, by, pfs, paths, names, tid = stage_in_started(make_daemon, agents, tmp_base, "r1",
+                                                     files=3, max_rate="30 MB/s")
     wait_bytes(d, tid, 4 * MiB)
     d.restart()
     x = wait_xfer(d, tid)

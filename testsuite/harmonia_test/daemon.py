@@ -293,3 +293,15 @@ def register(d, jobid, uid=USER1, **kw):
     body = {"id": jobid, "uid": uid}
     body.update(kw)
     return d.ok("POST", "/v1/jobs", body, uid=SLURM_UID, expect=(201,))
+
+
+def fcfs_one_job_holds_the_io(make_daemon):
+    """A daemon under fcfs with no buffer tier and B = b (one job saturates the I/O
+    system), job a (USER1) granted a phase of 1 GiB and job b (USER2) registered:
+    (the daemon, job a's phase)."""
+    d = make_daemon(policy={"id": "fcfs"}, platform={"pfs_bandwidth": "1 GB/s"}, nodes=[])
+    register(d, "a")
+    register(d, "b", uid=USER2)
+    pa = d.ok("POST", "/v1/jobs/a/phases", {"volume": "1GiB"}, uid=USER1)
+    assert pa["state"] == "granted"
+    return d, pa

@@ -73,25 +73,27 @@ def test_priority_no_better(gainaru):
             <= m["minmax:0.5"]["sys_efficiency"] + TOL)
 
 
+def set10_beats_fairshare(iosets, metric, up_to_nh):
+    """set10's metric is below fairshare's in every IO-Sets run with NH <= up_to_nh,
+    and on average over all of them."""
+    for nh in NH:
+        if nh <= up_to_nh:
+            assert iosets[nh]["set10"][metric] < iosets[nh]["fairshare"][metric], nh
+    mean = lambda p: sum(iosets[nh][p][metric] for nh in NH) / len(NH)
+    assert mean("set10") < mean("fairshare")
+
+
 def test_set10_stretch(iosets):
     for nh in NH:
         m = iosets[nh]
         # exclusive access is the worst on max stretch; set10 never worse than it
         assert m["fairshare"]["stretch_max"] < m["fcfs"]["stretch_max"], nh
         assert m["set10"]["stretch_max"] < m["fcfs"]["stretch_max"], nh
-        if nh <= 20:
-            assert m["set10"]["stretch_max"] < m["fairshare"]["stretch_max"], nh
-    avg = lambda p: sum(iosets[nh][p]["stretch_max"] for nh in NH) / len(NH)
-    assert avg("set10") < avg("fairshare")
+    set10_beats_fairshare(iosets, "stretch_max", 20)
 
 
 def test_set10_io_slowdown(iosets):
-    for nh in NH:
-        m = iosets[nh]
-        if nh <= 30:
-            assert m["set10"]["io_slowdown_mean"] < m["fairshare"]["io_slowdown_mean"], nh
-    avg = lambda p: sum(iosets[nh][p]["io_slowdown_mean"] for nh in NH) / len(NH)
-    assert avg("set10") < avg("fairshare")
+    set10_beats_fairshare(iosets, "io_slowdown_mean", 30)
 
 
 def test_eta_noise(eta):

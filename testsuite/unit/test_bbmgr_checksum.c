@@ -195,18 +195,13 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("bbmgr_checksum");
-    TCase *tc = tcase_create("checksum");
-    int nimpl = (int)(sizeof(impls) / sizeof(impls[0]));
+    const tu_tcase_t tcases[] = {
+        { "checksum", .timeout = 60 /* sanitizer builds */, .setup = setup,
+          .teardown = teardown,
+          .tests = { test_xxh64_known, test_crc32c_hw_sw, test_cksum, test_parse, NULL },
+          .loops = { { test_crc32c_known, (int)TU_COUNT(impls) },
+                     { test_crc32c_chain, (int)TU_COUNT(impls) } } },
+    };
 
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_set_timeout(tc, 60); /* sanitizer builds */
-    tcase_add_test(tc, test_xxh64_known);
-    tcase_add_loop_test(tc, test_crc32c_known, 0, nimpl);
-    tcase_add_test(tc, test_crc32c_hw_sw);
-    tcase_add_loop_test(tc, test_crc32c_chain, 0, nimpl);
-    tcase_add_test(tc, test_cksum);
-    tcase_add_test(tc, test_parse);
-    suite_add_tcase(s, tc);
-    return tu_run(s);
+    return tu_main("bbmgr_checksum", tcases, TU_COUNT(tcases));
 }

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "test_bbmgr_core_fixture.h"
+#include "testutil.h"
 
 #define GiB (1ULL << 30)
 
@@ -61,6 +62,17 @@ static bool on_node(const alloc_t *a, core_t *c, const char *name, uint64_t byte
     return false;
 }
 
+/* core_alloc_create() in pool "fast" that must succeed: whether it created one. */
+static bool alloc_ok(core_t *c, job_t *j, uint64_t bytes, int nodes)
+{
+    cerr_t e = { 0 };
+    bool created;
+
+    ck_assert_msg(core_alloc_create(c, j, bytes, nodes, "fast", &created, &e) == 0, "%s",
+                  e.msg);
+    return created;
+}
+
 /* Placement: the fewest nodes that hold it, each a multiple of the granularity, on
  * the nodes with the most free space; the same request again is no new allocation. */
 START_TEST(test_allocate)
@@ -70,7 +82,7 @@ START_TEST(test_allocate)
     bool created;
     core_t *c = open_locked(&f, 1.0);
     job_t *a = job(c, "100");
-    ck_assert_msg(core_alloc_create(c, a, 15 * GiB, 0, "fast", &created, &e) == 0, "%s", e.msg);
+    created = alloc_ok(c, a, 15 * GiB, 0);
     ck_assert(created);
     ck_assert_int_eq(a->alloc->n, 2);           /* 15 GiB: two nodes of 10 */
     ck_assert_uint_eq(a->alloc->capacity, 15 * GiB);
@@ -78,14 +90,14 @@ START_TEST(test_allocate)
     ck_assert(on_node(a->alloc, c, "bb1", 8 * GiB) && on_node(a->alloc, c, "bb2", 8 * GiB));
     ck_assert_uint_eq(used(c, "bb1"), 8 * GiB);
     ck_assert_uint_eq(used(c, "bb3"), 0);
-    ck_assert_msg(core_alloc_create(c, a, 15 * GiB, 0, "fast", &created, &e) == 0, "%s", e.msg);
+    created = alloc_ok(c, a, 15 * GiB, 0);
     ck_assert(!created);                        /* idempotent */
     ck_assert_int_eq(core_alloc_create(c, a, 1 * GiB, 0, "fast", &created, &e), -1);
     ck_assert_int_eq(e.code, EEXIST);
 
     /* the next goes to the nodes with the most space free: bb3 and bb4 */
     job_t *b = job(c, "101");
-    ck_assert_msg(core_alloc_create(c, b, 3 * GiB, 2, "fast", &created, &e) == 0, "%s", e.msg);
+    alloc_ok(c, b, 3 * GiB, 2);
     ck_assert_int_eq(b->alloc->n, 2);
     ck_assert(on_node(b->alloc, c, "bb3", 2 * GiB) && on_node(b->alloc, c, "bb4", 2 * GiB));
     ck_assert_uint_eq(used(c, "bb3"), 2 * GiB);
@@ -100,6 +112,22 @@ START_TEST(test_allocate)
 }
 END_TEST
 
+/* What the pool can never hold, and pools that cannot hold anything: the error's
+ * code and (when not NULL) the field it names. */
+typedef struct {
+    uint64_t bytes;
+    int nodes;
+    const char *pool, *field;
+    int code;
+} refusal_t;
+
+static const refusal_t refusals[] = {
+    { 41 * GiB, 0, "fast", NULL, EDOM },
+    { 1 * GiB, 5, "fast", "nodes", EDOM },
+    { 1 * GiB, 0, "empty", NULL, EDOM },
+    { 1 * GiB, 0, "nosuch", NULL, ENOENT },
+};
+
 /* Refusals: ENOSPC while the pool is full now (and the allocation fits once space
  * is freed), EDOM for what the pool can never hold and for a pool without nodes,
  * ENOENT for an unknown pool; a refusal takes no space. */
@@ -110,21 +138,20 @@ START_TEST(test_refuse)
     bool created;
     core_t *c = open_locked(&f, 1.0);
     job_t *a = job(c, "200"), *b = job(c, "201");
-    ck_assert_msg(core_alloc_create(c, a, 40 * GiB, 0, "fast", &created, &e) == 0, "%s", e.msg);
+    alloc_ok(c, a, 40 * GiB, 0);
     ck_assert_int_eq(a->alloc->n, 4);
     ck_assert_int_eq(core_alloc_create(c, b, 1 * GiB, 0, "fast", &created, &e), -1);
     ck_assert_int_eq(e.code, ENOSPC);
     ck_assert_str_eq(e.field, "capacity");
     ck_assert(b->alloc == NULL && !created);
-    ck_assert_int_eq(core_alloc_create(c, b, 41 * GiB, 0, "fast", &created, &e), -1);
-    ck_assert_int_eq(e.code, EDOM);
-    ck_assert_int_eq(core_alloc_create(c, b, 1 * GiB, 5, "fast", &created, &e), -1);
-    ck_assert_int_eq(e.code, EDOM);
-    ck_assert_str_eq(e.field, "nodes");
-    ck_assert_int_eq(core_alloc_create(c, b, 1 * GiB, 0, "empty", &created, &e), -1);
-    ck_assert_int_eq(e.code, EDOM);
-    ck_assert_int_eq(core_alloc_create(c, b, 1 * GiB, 0, "nosuch", &created, &e), -1);
-    ck_assert_int_eq(e.code, ENOENT);
+    for (size_t k = 0; k < TU_COUNT(refusals); k++) {
+        const refusal_t *r = &refusals[k];
+
+        ck_assert_int_eq(core_alloc_create(c, b, r->bytes, r->nodes, r->pool, &created, &e), -1);
+        ck_assert_int_eq(e.code, r->code);
+        if (r->field)
+            ck_assert_str_eq(e.field, r->field);
+    }
     ck_assert_uint_eq(used(c, "bb1"), 10 * GiB);
 
     /* a drained node takes no new allocation */
@@ -133,7 +160,7 @@ START_TEST(test_refuse)
                   e.msg);
     ck_assert_int_eq(core_alloc_create(c, b, 31 * GiB, 0, "fast", &created, &e), -1);
     ck_assert_int_eq(e.code, ENOSPC);
-    ck_assert_msg(core_alloc_create(c, b, 30 * GiB, 0, "fast", &created, &e) == 0, "%s", e.msg);
+    created = alloc_ok(c, b, 30 * GiB, 0);
     ck_assert(created && !on_node(b->alloc, c, "bb1", 10 * GiB));
     ck_assert_uint_eq(used(c, "bb1"), 0);
     core_unlock(c);
@@ -163,20 +190,18 @@ static const struct {
 START_TEST(test_busy_node_last)
 {
     fx_t f;
-    cerr_t e = { 0 };
-    bool created;
     core_t *c = open_locked(&f, 1.0);
     job_t *a = job(c, "300"), *b = job(c, "301"), *d = job(c, "302");
     ck_assert_int_eq(core_node_set_bandwidth(c, core_node_index(c, "bb1"), 0.3e9), 0);
     ck_assert_int_eq(core_node_set_bandwidth(c, core_node_index(c, "bb2"), 0.96e9), 0);
     /* bb1 has 30 % left, bb2 96 % (to the nearest tenth: as good as idle) */
-    ck_assert_msg(core_alloc_create(c, a, 15 * GiB, 0, "fast", &created, &e) == 0, "%s", e.msg);
+    alloc_ok(c, a, 15 * GiB, 0);
     ck_assert(on_node(a->alloc, c, "bb2", 8 * GiB) && on_node(a->alloc, c, "bb3", 8 * GiB));
     /* the idle nodes with room go first: bb4 (10 GiB free), then bb2 or bb3 (2 GiB) */
-    ck_assert_msg(core_alloc_create(c, b, 4 * GiB, 2, "fast", &created, &e) == 0, "%s", e.msg);
+    alloc_ok(c, b, 4 * GiB, 2);
     ck_assert(on_node(b->alloc, c, "bb4", 2 * GiB) && on_node(b->alloc, c, "bb2", 2 * GiB));
     /* 9 GiB on one node: only bb1 (busy) still has room */
-    ck_assert_msg(core_alloc_create(c, d, 9 * GiB, 1, "fast", &created, &e) == 0, "%s", e.msg);
+    alloc_ok(c, d, 9 * GiB, 1);
     ck_assert(on_node(d->alloc, c, "bb1", 9 * GiB));
     core_unlock(c);
     fx_done(&f);
@@ -190,7 +215,6 @@ START_TEST(test_move_share)
 {
     fx_t f;
     cerr_t e = { 0 };
-    bool created;
     core_t *c = open_locked(&f, 1.0);
     job_t *a = job(c, "400");
     int bb[5];
@@ -199,7 +223,7 @@ START_TEST(test_move_share)
         snprintf(name, sizeof(name), "bb%d", i);
         bb[i] = core_node_index(c, name);
     }
-    ck_assert_msg(core_alloc_create(c, a, 4 * GiB, 2, "fast", &created, &e) == 0, "%s", e.msg);
+    alloc_ok(c, a, 4 * GiB, 2);
     ck_assert(a->alloc->v[0].node == bb[1] && a->alloc->v[1].node == bb[2]);
     ck_assert_int_eq(core_node_drain(c, bb[1], true, "agent down", &e), 0);
     ck_assert_int_eq(alloc_move_share(c, a, bb[1]), bb[3]);      /* outside, in its place */
@@ -242,14 +266,12 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("bbmgr_core_alloc");
-    TCase *tc = tcase_create("placement");
-    tcase_set_timeout(tc, 30);
-    tcase_add_test(tc, test_allocate);
-    tcase_add_test(tc, test_refuse);
-    tcase_add_test(tc, test_busy_node_last);
-    tcase_add_test(tc, test_move_share);
-    tcase_add_loop_test(tc, test_overprovision, 0, sizeof(over_cases) / sizeof(over_cases[0]));
-    suite_add_tcase(s, tc);
-    return fx_run(s);
+    const tu_tcase_t tcases[] = {
+        { "placement", .timeout = 30,
+          .tests = { test_allocate, test_refuse, test_busy_node_last, test_move_share,
+                     NULL },
+          .loops = { { test_overprovision, (int)TU_COUNT(over_cases) } } },
+    };
+
+    return tu_main("bbmgr_core_alloc", tcases, TU_COUNT(tcases));
 }

@@ -69,12 +69,3 @@ void fx_done(fx_t *f)
         fx_sh("rm -rf '%s'", f->dir);
     *f->dir = '\0';
 }
-
-int fx_run(Suite *s)
-{
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
-}

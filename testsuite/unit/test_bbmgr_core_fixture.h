@@ -32,7 +32,4 @@ void fx_done(fx_t *f);
 /* Run cmd (a shell command, printf format) and assert that it succeeded. */
 void fx_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* Run the suite (every test in its own process); the exit status of main(). */
-int fx_run(Suite *s);
-
 #endif

@@ -16,6 +16,7 @@
 
 #include "mover.h"
 #include "test_bbmgr_core_fixture.h"
+#include "testutil.h"
 
 #define UID 1001
 
@@ -172,11 +173,10 @@ int main(void)
         printf("the mover tests need root\n");
         return 77;
     }
-    Suite *s = suite_create("bbmgr_core_mover");
-    TCase *tc = tcase_create("transfers");
-    tcase_set_timeout(tc, 300);
-    tcase_add_loop_test(tc, test_states, 0, sizeof(cases) / sizeof(cases[0]));
-    tcase_add_test(tc, test_cancel);
-    suite_add_tcase(s, tc);
-    return fx_run(s);
+    const tu_tcase_t tcases[] = {
+        { "transfers", .timeout = 300, .tests = { test_cancel, NULL },
+          .loops = { { test_states, (int)TU_COUNT(cases) } } },
+    };
+
+    return tu_main("bbmgr_core_mover", tcases, TU_COUNT(tcases));
 }

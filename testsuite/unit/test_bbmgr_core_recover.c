@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "test_bbmgr_core_fixture.h"
+#include "testutil.h"
 
 #define GiB (1ULL << 30)
 
@@ -179,11 +180,9 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("bbmgr_core_recover");
-    TCase *tc = tcase_create("recovery");
-    tcase_set_timeout(tc, 30);
-    tcase_add_test(tc, test_recover_same);
-    tcase_add_test(tc, test_recover_ended);
-    suite_add_tcase(s, tc);
-    return fx_run(s);
+    const tu_tcase_t tcases[] = {
+        { "recovery", .timeout = 30, .tests = { test_recover_same, test_recover_ended, NULL } },
+    };
+
+    return tu_main("bbmgr_core_recover", tcases, TU_COUNT(tcases));
 }

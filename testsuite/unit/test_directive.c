@@ -520,36 +520,17 @@ START_TEST(test_has_directives)
 }
 END_TEST
 
-static Suite *directive_suite(void)
-{
-    Suite *s = suite_create("libhutil directives");
-    TCase *tc;
-    tc = tcase_create("verbs");
-    tcase_add_test(tc, test_jobbuffer);
-    tcase_add_test(tc, test_iohints);
-    tcase_add_test(tc, test_stage);
-    tcase_add_test(tc, test_persistent);
-    suite_add_tcase(s, tc);
-
-    tc = tcase_create("canonical");
-    tcase_add_test(tc, test_canonical);
-    tcase_add_test(tc, test_canonical_order);
-    tcase_add_test(tc, test_quoted_values);
-    tcase_add_test(tc, test_round_trip);
-    tcase_add_test(tc, test_size_str);
-    suite_add_tcase(s, tc);
-
-    tc = tcase_create("sources");
-    tcase_add_test(tc, test_collect_script);
-    tcase_add_test(tc, test_line_numbers);
-    tcase_add_test(tc, test_merge);
-    tcase_add_test(tc, test_has_directives);
-    suite_add_tcase(s, tc);
-
-    return s;
-}
-
 int main(void)
 {
-    return tu_run(directive_suite());
+    const tu_tcase_t tcases[] = {
+        { "verbs", .tests = { test_jobbuffer, test_iohints, test_stage, test_persistent,
+                              NULL } },
+        { "canonical", .tests = { test_canonical, test_canonical_order,
+                                  test_quoted_values, test_round_trip, test_size_str,
+                                  NULL } },
+        { "sources", .tests = { test_collect_script, test_line_numbers, test_merge,
+                                test_has_directives, NULL } },
+    };
+
+    return tu_main("libhutil directives", tcases, TU_COUNT(tcases));
 }

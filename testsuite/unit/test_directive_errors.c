@@ -675,37 +675,17 @@ START_TEST(test_check_paths)
 }
 END_TEST
 
-static Suite *directive_errors_suite(void)
-{
-    Suite *s = suite_create("libhutil directives: errors");
-    TCase *tc;
-
-    tc = tcase_create("errors");
-    tcase_add_test(tc, test_errors_verbs_keys);
-    tcase_add_test(tc, test_errors_values);
-    tcase_add_test(tc, test_errors_names);
-    tcase_add_test(tc, test_errors_paths);
-    tcase_add_test(tc, test_errors_quotes);
-    tcase_add_test(tc, test_errors_limits);
-    tcase_add_test(tc, test_validate);
-    tcase_add_test(tc, test_failure_leaves_request);
-    suite_add_tcase(s, tc);
-
-    tc = tcase_create("bytes");
-    tcase_add_test(tc, test_long_lines);
-    tcase_add_test(tc, test_long_lines_bb);
-    tcase_add_test(tc, test_nul_and_control);
-    tcase_add_test(tc, test_non_ascii);
-    tcase_add_test(tc, test_long_token_message);
-    suite_add_tcase(s, tc);
-
-    tc = tcase_create("paths");
-    tcase_add_test(tc, test_check_paths);
-    suite_add_tcase(s, tc);
-    return s;
-}
-
 int main(void)
 {
-    return tu_run(directive_errors_suite());
+    const tu_tcase_t tcases[] = {
+        { "errors", .tests = { test_errors_verbs_keys, test_errors_values,
+                               test_errors_names, test_errors_paths, test_errors_quotes,
+                               test_errors_limits, test_validate,
+                               test_failure_leaves_request, NULL } },
+        { "bytes", .tests = { test_long_lines, test_long_lines_bb, test_nul_and_control,
+                              test_non_ascii, test_long_token_message, NULL } },
+        { "paths", .tests = { test_check_paths, NULL } },
+    };
+
+    return tu_main("libhutil directives: errors", tcases, TU_COUNT(tcases));
 }

@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "libhsched/hs_dp.h"
+#include "testutil.h"
 
 #define REL 1e-9
 
@@ -805,29 +806,19 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("dp");
-    TCase *tc = tcase_create("hand");
-    TCase *tx = tcase_create("exhaustive");
-    SRunner *sr;
+    const tu_tcase_t tcases[] = {
+        { "hand", .timeout = 300,
+          .tests = { test_hand_maxbw_minstall_fairness, test_hand_buffer_eff,
+                     test_hand_priority, test_hand_slots, test_hand_running,
+                     test_allowed_capacity, test_errors, test_fallback_vs_exact,
+                     test_large, NULL } },
+        { "exhaustive", .timeout = 600,
+          .tests = { test_dp_vs_exhaustive, test_dp_vs_exhaustive_full,
+                     test_dp_vs_independent_oracle, NULL } },
+    };
+    SRunner *sr = srunner_create(tu_suite("dp", tcases, TU_COUNT(tcases)));
     int nf;
 
-    tcase_set_timeout(tc, 300);
-    tcase_add_test(tc, test_hand_maxbw_minstall_fairness);
-    tcase_add_test(tc, test_hand_buffer_eff);
-    tcase_add_test(tc, test_hand_priority);
-    tcase_add_test(tc, test_hand_slots);
-    tcase_add_test(tc, test_hand_running);
-    tcase_add_test(tc, test_allowed_capacity);
-    tcase_add_test(tc, test_errors);
-    tcase_add_test(tc, test_fallback_vs_exact);
-    tcase_add_test(tc, test_large);
-    suite_add_tcase(s, tc);
-    tcase_set_timeout(tx, 600);
-    tcase_add_test(tx, test_dp_vs_exhaustive);
-    tcase_add_test(tx, test_dp_vs_exhaustive_full);
-    tcase_add_test(tx, test_dp_vs_independent_oracle);
-    suite_add_tcase(s, tx);
-    sr = srunner_create(s);
     srunner_set_fork_status(sr, CK_NOFORK);
     srunner_run_all(sr, CK_NORMAL);
     nf = srunner_ntests_failed(sr);

@@ -12,26 +12,10 @@
 
 #include "libhsched/hsched.h"
 #include "libhsched/policy.h"
+#include "hsched_testutil.h"
 #include "testutil.h"
 
 #define EPS 1e-9
-static int close_to(double a, double b)
-{
-    return fabs(a - b) <= 1e-9 * fmax(1., fabs(b));
-}
-
-static hs_sched_t *mk(const hs_platform_t *p, const char *policy)
-{
-    hs_policy_t pol;
-    hs_error_t err;
-    hs_sched_t *s;
-
-    ck_assert_int_eq(hs_policy_parse(policy, &pol, &err), 0);
-    s = hs_sched_create(p, &pol, &err);
-    ck_assert_msg(s != NULL, "create %s: %s", policy, err.text);
-    return s;
-}
-
 static void arrive(hs_sched_t *s, double now, uint64_t id, int nodes, const int *alloc,
                    int nalloc)
 {
@@ -45,10 +29,18 @@ static void arrive(hs_sched_t *s, double now, uint64_t id, int nodes, const int 
 
 static void request(hs_sched_t *s, double now, uint64_t id, double vol, hs_dir_t dir)
 {
-    hs_error_t err;
+    ht_request(s, now, id, vol, dir, 0);
+}
 
-    ck_assert_msg(hs_phase_request(s, now, id, vol, dir, 0, &err) == 0,
-                  "request %ju: %s", (uintmax_t)id, err.text);
+/* Jobs 1 and 2 on one compute node each, allocated the buffer nodes a1 and a2,
+ * arrive at t = 0 and ask for 'vol' bytes in direction 'dir'. */
+static void two_jobs_ask(hs_sched_t *s, const int *a1, int n1, const int *a2, int n2,
+                         double vol, hs_dir_t dir)
+{
+    arrive(s, 0, 1, 1, a1, n1);
+    arrive(s, 0, 2, 1, a2, n2);
+    request(s, 0, 1, vol, dir);
+    request(s, 0, 2, vol, dir);
 }
 
 static int decide(hs_sched_t *s, double now, hs_grant_t *g, size_t cap)
@@ -111,8 +103,8 @@ START_TEST(test_msca_builtin)
     ck_assert(hs_msca(&hd, HS_DIR_WRITE, 16) == 4.0);
     ck_assert(hs_msca(&hd, HS_DIR_WRITE, 40) == 4.0);     /* held beyond 16 */
     hd.bandwidth = 8;
-    ck_assert(close_to(hs_buffer_bw(&hd, HS_DIR_WRITE, 2), 4));
-    ck_assert(close_to(hs_buffer_if(&hd, HS_DIR_WRITE, 2), 4));
+    ck_assert(ht_close(hs_buffer_bw(&hd, HS_DIR_WRITE, 2), 4));
+    ck_assert(ht_close(hs_buffer_if(&hd, HS_DIR_WRITE, 2), 4));
     /* an empty curve is insensitive; the read curve defaults to the write one */
     {
         double m[3] = { 0, 0.5, 2 };
@@ -134,36 +126,33 @@ START_TEST(test_msca_rates)
                         .buffers = &b };
     int a0[1] = { 0 };
     hs_grant_t g[3];
-    hs_sched_t *s = mk(&p, "fairshare");
+    hs_sched_t *s = ht_sched(&p, "fairshare");
 
     arrive(s, 0, 1, 1, a0, 1);
     arrive(s, 0, 2, 1, a0, 1);
     request(s, 0, 1, 100, HS_DIR_WRITE);
     ck_assert_int_eq(decide(s, 0, g, 3), 1);
-    ck_assert(close_to(g[0].bw, 8));            /* alone: B_j */
+    ck_assert(ht_close(g[0].bw, 8));            /* alone: B_j */
     ck_assert_int_eq(g[0].buffer, 0);
     ck_assert_int_eq(g[0].nbuffers, 1);
     request(s, 0, 2, 100, HS_DIR_WRITE);
     ck_assert_int_eq(decide(s, 0, g, 3), 2);
-    ck_assert(close_to(g[0].bw, 2) && close_to(g[1].bw, 2));   /* B_j / 4 */
-    ck_assert(close_to(hs_sched_next_event(s), 50));
+    ck_assert(ht_close(g[0].bw, 2) && ht_close(g[1].bw, 2));   /* B_j / 4 */
+    ck_assert(ht_close(hs_sched_next_event(s), 50));
     /* a third stream: MSCA held at 1 beyond the curve: 8 / 2 / 3 each */
     arrive(s, 0, 3, 1, a0, 1);
     request(s, 0, 3, 100, HS_DIR_WRITE);
     ck_assert_int_eq(decide(s, 0, g, 3), 3);
     for (int i = 0; i < 3; i++)
-        ck_assert(close_to(g[i].bw, 8. / 6.));
+        ck_assert(ht_close(g[i].bw, 8. / 6.));
     hs_sched_destroy(s);
 
     /* fcfs on the same node: one stream at a time at the full B_j */
-    s = mk(&p, "fcfs");
-    arrive(s, 0, 1, 1, a0, 1);
-    arrive(s, 0, 2, 1, a0, 1);
-    request(s, 0, 1, 100, HS_DIR_WRITE);
-    request(s, 0, 2, 100, HS_DIR_WRITE);
+    s = ht_sched(&p, "fcfs");
+    two_jobs_ask(s, a0, 1, a0, 1, 100, HS_DIR_WRITE);
     ck_assert_int_eq(decide(s, 0, g, 3), 2);
-    ck_assert(close_to(g[0].bw, 8) && g[1].bw == 0);
-    ck_assert(close_to(hs_sched_next_event(s), 12.5));
+    ck_assert(ht_close(g[0].bw, 8) && g[1].bw == 0);
+    ck_assert(ht_close(hs_sched_next_event(s), 12.5));
     hs_sched_destroy(s);
 }
 END_TEST
@@ -190,53 +179,53 @@ START_TEST(test_drain_stall)
     hs_job_t j = { .id = 1, .nodes = 1, .release = 0, .alloc = a0, .nalloc = 1,
                    .instances = 1 };
     hs_error_t err;
-    hs_sched_t *s = mk(&p, "fairshare");
+    hs_sched_t *s = ht_sched(&p, "fairshare");
     double t;
 
     ck_assert_int_eq(hs_job_arrive(s, 0, &j, &err), 0);
     request(s, 0, 1, 150, HS_DIR_WRITE);
     ck_assert_int_eq(decide(s, 0, g, 1), 1);
-    ck_assert(close_to(g[0].bw, 10) && !g[0].buffer_full);
+    ck_assert(ht_close(g[0].bw, 10) && !g[0].buffer_full);
     ck_assert_int_eq(hs_buffer_stats(s, 0, &bst), 0);
-    ck_assert(close_to(bst.inflow, 10) && close_to(bst.drain, 1));
+    ck_assert(ht_close(bst.inflow, 10) && ht_close(bst.drain, 1));
     t = hs_sched_next_event(s);
-    ck_assert(close_to(t, 100. / 9.));          /* the node is full */
+    ck_assert(ht_close(t, 100. / 9.));          /* the node is full */
     ck_assert_int_eq(hs_sched_advance(s, t), 0);
     ck_assert_int_eq(hs_core_node_state(s, 0, &ns), 0);
-    ck_assert(close_to(ns.occupancy, 100) && ns.full);
+    ck_assert(ht_close(ns.occupancy, 100) && ns.full);
     ck_assert_int_eq(decide(s, t, g, 1), 1);
-    ck_assert(close_to(g[0].bw, 1) && g[0].buffer_full);        /* stall */
+    ck_assert(ht_close(g[0].bw, 1) && g[0].buffer_full);        /* stall */
     t = hs_sched_next_event(s);
-    ck_assert(close_to(t, 50));
+    ck_assert(ht_close(t, 50));
     ck_assert_int_eq(hs_sched_advance(s, t), 0);
     ck_assert_int_eq(hs_sched_completed(s, NULL, 0), 1);
     ck_assert_int_eq(hs_phase_finish(s, t, 1), 0);
     ck_assert_int_eq(hs_job_stats(s, 1, &st), 0);
-    ck_assert(close_to(st.io_time, 50));
-    ck_assert(close_to(st.io_dedicated, 15));
-    ck_assert(close_to(st.if_sum, 50. / 15.) && close_to(st.if_max, 50. / 15.));
-    ck_assert_msg(close_to(st.buffer_full, 350. / 9.), "buffer_full %.17g",
+    ck_assert(ht_close(st.io_time, 50));
+    ck_assert(ht_close(st.io_dedicated, 15));
+    ck_assert(ht_close(st.if_sum, 50. / 15.) && ht_close(st.if_max, 50. / 15.));
+    ck_assert_msg(ht_close(st.buffer_full, 350. / 9.), "buffer_full %.17g",
                   st.buffer_full);
-    ck_assert(close_to(st.buf_held / st.buf_alloc, 8. / 9.));
-    ck_assert(close_to(st.buf_alloc, 100. * 50.));
+    ck_assert(ht_close(st.buf_held / st.buf_alloc, 8. / 9.));
+    ck_assert(ht_close(st.buf_alloc, 100. * 50.));
     ck_assert_int_eq(hs_job_leave(s, t, 1), 0);
     /* the node drains in the background after the job is gone */
     ck_assert_int_eq(decide(s, t, g, 1), 0);
     ck_assert_int_eq(hs_buffer_stats(s, 0, &bst), 0);
-    ck_assert(close_to(bst.occupancy, 100) && close_to(bst.drain, 1));
-    ck_assert(close_to(bst.written, 150) && close_to(bst.drained, 50));
-    ck_assert(close_to(bst.full_time, 350. / 9.));
-    ck_assert(close_to(bst.concurrency_mean, 1) && bst.concurrency_max == 1);
+    ck_assert(ht_close(bst.occupancy, 100) && ht_close(bst.drain, 1));
+    ck_assert(ht_close(bst.written, 150) && ht_close(bst.drained, 50));
+    ck_assert(ht_close(bst.full_time, 350. / 9.));
+    ck_assert(ht_close(bst.concurrency_mean, 1) && bst.concurrency_max == 1);
     t = hs_sched_next_event(s);
-    ck_assert(close_to(t, 150));
+    ck_assert(ht_close(t, 150));
     ck_assert_int_eq(hs_sched_advance(s, t), 0);
     ck_assert_int_eq(decide(s, t, g, 1), 0);
     ck_assert_int_eq(hs_buffer_stats(s, 0, &bst), 0);
-    ck_assert(bst.occupancy == 0 && bst.drain == 0 && close_to(bst.drained, 150));
+    ck_assert(bst.occupancy == 0 && bst.drain == 0 && ht_close(bst.drained, 150));
     ck_assert(hs_sched_next_event(s) == INFINITY);
     /* the departed job's figures stay */
     ck_assert_int_eq(hs_job_stats(s, 1, &st), 0);
-    ck_assert(close_to(st.buf_held / st.buf_alloc, 8. / 9.));
+    ck_assert(ht_close(st.buf_held / st.buf_alloc, 8. / 9.));
     hs_sched_destroy(s);
 }
 END_TEST
@@ -256,16 +245,13 @@ START_TEST(test_read)
 
     memcpy(b.msca_read, mr, sizeof(mr));
     b.nmsca_read = 2;
-    s = mk(&p, "fairshare");
-    arrive(s, 0, 1, 1, a0, 1);
-    arrive(s, 0, 2, 1, a0, 1);
-    request(s, 0, 1, 500, HS_DIR_READ);
-    request(s, 0, 2, 500, HS_DIR_READ);
+    s = ht_sched(&p, "fairshare");
+    two_jobs_ask(s, a0, 1, a0, 1, 500, HS_DIR_READ);
     ck_assert_int_eq(decide(s, 0, g, 2), 2);
-    ck_assert(close_to(g[0].bw, 10. / 4. / 2.));    /* MSCA_read(2) = 3 */
+    ck_assert(ht_close(g[0].bw, 10. / 4. / 2.));    /* MSCA_read(2) = 3 */
     ck_assert_int_eq(hs_buffer_stats(s, 0, &bst), 0);
     ck_assert(bst.inflow == 0 && bst.drain == 0 && bst.streams == 2);
-    ck_assert(close_to(hs_sched_next_event(s), 400));   /* never full */
+    ck_assert(ht_close(hs_sched_next_event(s), 400));   /* never full */
     hs_sched_destroy(s);
 }
 END_TEST
@@ -317,7 +303,7 @@ START_TEST(test_allocator)
     rq.nodes = 3;
     rq.overprovision = 1;
     ck_assert_int_eq(hs_alloc_nodes(&p, NULL, &rq, nodes, 8, &r, &err), 0);
-    ck_assert(r.n == 3 && close_to(r.per_node, 50));
+    ck_assert(r.n == 3 && ht_close(r.per_node, 50));
     rq.nodes = 0;
     /* refusal: no room now, too big for the tier, too few of a device type */
     {
@@ -372,7 +358,7 @@ START_TEST(test_static_keeps_nodes)
 
     for (int i = 0; i < 4; i++)
         bb[i] = node(1e9, 8, 2, m);
-    s = mk(&p, "static");
+    s = ht_sched(&p, "static");
     arrive(s, 0, 1, 1, a0, 1);
     arrive(s, 0, 2, 1, a0, 1);
     arrive(s, 0, 3, 1, a01, 2);
@@ -386,11 +372,11 @@ START_TEST(test_static_keeps_nodes)
         ck_assert(g[0].buffer == 0 && g[0].nbuffers == 1);
         ck_assert(g[1].buffer == 0 && g[1].nbuffers == 1);
         ck_assert(g[2].buffer == 0 && g[2].nbuffers == 2);
-        ck_assert(close_to(g[0].bw, 8. / 2. / 3.));
-        ck_assert(close_to(g[1].bw, 8. / 2. / 3.));
+        ck_assert(ht_close(g[0].bw, 8. / 2. / 3.));
+        ck_assert(ht_close(g[1].bw, 8. / 2. / 3.));
         /* job 3 is held by its slower stripe (node 0); what it leaves there
          * is not used by the others (they get their max-min share already) */
-        ck_assert(close_to(g[2].bw, 2 * 8. / 2. / 3.));
+        ck_assert(ht_close(g[2].bw, 2 * 8. / 2. / 3.));
         ck_assert_int_eq(hs_sched_advance(s, t + 500), 0);
         for (uint64_t id = 1; id <= 3; id++)
             ck_assert_int_eq(hs_phase_finish(s, t + 500, id), 0);
@@ -398,14 +384,11 @@ START_TEST(test_static_keeps_nodes)
     hs_sched_destroy(s);
 
     /* fairshare with an over-provisioned allocation {0, 1}: least loaded node */
-    s = mk(&p, "fairshare");
-    arrive(s, 0, 1, 1, a01, 2);
-    arrive(s, 0, 2, 1, a01, 2);
-    request(s, 0, 1, 100, HS_DIR_WRITE);
-    request(s, 0, 2, 100, HS_DIR_WRITE);
+    s = ht_sched(&p, "fairshare");
+    two_jobs_ask(s, a01, 2, a01, 2, 100, HS_DIR_WRITE);
     ck_assert_int_eq(decide(s, 0, g, 3), 2);
     ck_assert(g[0].buffer == 0 && g[1].buffer == 1);
-    ck_assert(close_to(g[0].bw, 8) && close_to(g[1].bw, 8));   /* no interference */
+    ck_assert(ht_close(g[0].bw, 8) && ht_close(g[1].bw, 8));   /* no interference */
     hs_sched_destroy(s);
 }
 END_TEST
@@ -423,19 +406,16 @@ START_TEST(test_pfs_shared_by_drains)
 
     bb[0] = node(1000, 10, 0, NULL);
     bb[1] = node(1000, 1, 0, NULL);
-    s = mk(&p, "fairshare");
+    s = ht_sched(&p, "fairshare");
     ck_assert_int_eq(hs_core_nbuffers(s), 2);
-    arrive(s, 0, 1, 1, a0, 1);
-    arrive(s, 0, 2, 1, a1, 1);
-    request(s, 0, 1, 100, HS_DIR_WRITE);
-    request(s, 0, 2, 100, HS_DIR_WRITE);
+    two_jobs_ask(s, a0, 1, a1, 1, 100, HS_DIR_WRITE);
     ck_assert_int_eq(decide(s, 0, g, 2), 2);
-    ck_assert(close_to(g[0].bw, 10) && close_to(g[1].bw, 1));
+    ck_assert(ht_close(g[0].bw, 10) && ht_close(g[1].bw, 1));
     /* drains: node 1 passes its 1 B/s through, node 0 gets the other 2 */
     ck_assert_int_eq(hs_buffer_stats(s, 0, &b0), 0);
     ck_assert_int_eq(hs_buffer_stats(s, 1, &b1), 0);
-    ck_assert(close_to(b1.drain, 1) && close_to(b0.drain, 2));
-    ck_assert(close_to(hs_sched_next_event(s), 10));
+    ck_assert(ht_close(b1.drain, 1) && ht_close(b0.drain, 2));
+    ck_assert(ht_close(hs_sched_next_event(s), 10));
     hs_sched_destroy(s);
 }
 END_TEST
@@ -447,7 +427,7 @@ START_TEST(test_alloc_node_twice_refused)
     hs_buffer_t bufs[2] = { node(100, 10, 0, NULL), node(100, 10, 0, NULL) };
     hs_platform_t p = { .nodes = 4, .node_bw = 10, .bw = 100, .buffers = bufs,
                         .nbuffers = 2 };
-    hs_sched_t *s = mk(&p, "static");
+    hs_sched_t *s = ht_sched(&p, "static");
     int twice[3] = { 1, 0, 1 }, ok[2] = { 1, 0 };
     hs_job_t j = { .id = 1, .nodes = 1, .release = 0, .alloc = twice, .nalloc = 3 };
     hs_error_t err;
@@ -460,25 +440,15 @@ START_TEST(test_alloc_node_twice_refused)
 }
 END_TEST
 
-static Suite *suite(void)
-{
-    Suite *s = suite_create("hsched_buffer");
-    TCase *tc = tcase_create("buffer");
-
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, test_msca_builtin);
-    tcase_add_test(tc, test_msca_rates);
-    tcase_add_test(tc, test_drain_stall);
-    tcase_add_test(tc, test_read);
-    tcase_add_test(tc, test_allocator);
-    tcase_add_test(tc, test_static_keeps_nodes);
-    tcase_add_test(tc, test_pfs_shared_by_drains);
-    tcase_add_test(tc, test_alloc_node_twice_refused);
-    suite_add_tcase(s, tc);
-    return s;
-}
-
 int main(void)
 {
-    return tu_run(suite());
+    const tu_tcase_t tcases[] = {
+        { "buffer", .timeout = 60, .tests = { test_msca_builtin, test_msca_rates,
+                                              test_drain_stall, test_read,
+                                              test_allocator, test_static_keeps_nodes,
+                                              test_pfs_shared_by_drains,
+                                              test_alloc_node_twice_refused, NULL } },
+    };
+
+    return tu_main("hsched_buffer", tcases, TU_COUNT(tcases));
 }

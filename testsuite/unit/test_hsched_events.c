@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "libhsched/hsched.h"
+#include "hsched_testutil.h"
 #include "testutil.h"
 
 #define EPS 1e-9
@@ -19,14 +20,7 @@ static hs_platform_t plat10 = { .nodes = 10, .node_bw = 1.0, .bw = 4.0 };
 
 static hs_sched_t *mk(const char *policy)
 {
-    hs_policy_t pol;
-    hs_error_t err;
-    hs_sched_t *s;
-
-    ck_assert_int_eq(hs_policy_parse(policy, &pol, &err), 0);
-    s = hs_sched_create(&plat10, &pol, &err);
-    ck_assert_msg(s != NULL, "create %s: %s", policy, err.text);
-    return s;
+    return ht_sched(&plat10, policy);
 }
 
 static void arrive(hs_sched_t *s, double now, uint64_t id, int nodes)
@@ -40,10 +34,16 @@ static void arrive(hs_sched_t *s, double now, uint64_t id, int nodes)
 
 static void request(hs_sched_t *s, double now, uint64_t id, double vol, double w)
 {
-    hs_error_t err;
+    ht_request(s, now, id, vol, HS_DIR_WRITE, w);
+}
 
-    ck_assert_msg(hs_phase_request(s, now, id, vol, HS_DIR_WRITE, w, &err) == 0,
-                  "request %ju: %s", (uintmax_t)id, err.text);
+/* Jobs 1 and 2 on 4 nodes each (cap 4) arrive and ask for 8 bytes at t = 0. */
+static void two_jobs_ask(hs_sched_t *s)
+{
+    arrive(s, 0, 1, 4);
+    arrive(s, 0, 2, 4);
+    request(s, 0, 1, 8, 0);
+    request(s, 0, 2, 8, 0);
 }
 
 START_TEST(test_create_errors)
@@ -265,10 +265,7 @@ START_TEST(test_leave_in_io)
     hs_grant_t g[2];
     hs_job_stats_t st;
 
-    arrive(s, 0, 1, 4);
-    arrive(s, 0, 2, 4);
-    request(s, 0, 1, 8, 0);
-    request(s, 0, 2, 8, 0);
+    two_jobs_ask(s);
     ck_assert_int_eq(hs_sched_decide(s, 0, g, 2), 2);
     ck_assert_double_eq_tol(g[0].bw, 2, EPS);
     ck_assert_int_eq(hs_job_leave(s, 1, 2), 0);
@@ -310,10 +307,7 @@ START_TEST(test_progress_and_wait)
     hs_grant_t g[2];
     hs_job_stats_t st;
 
-    arrive(s, 0, 1, 4);
-    arrive(s, 0, 2, 4);
-    request(s, 0, 1, 8, 0);
-    request(s, 0, 2, 8, 0);
+    two_jobs_ask(s);
     ck_assert_int_eq(hs_sched_decide(s, 0, g, 2), 2);
     ck_assert_double_eq_tol(g[0].bw, 4, EPS);
     ck_assert_double_eq_tol(g[1].bw, 0, EPS);
@@ -417,10 +411,7 @@ START_TEST(test_set_policy)
     hs_error_t err;
     hs_grant_t g[2];
 
-    arrive(s, 0, 1, 4);
-    arrive(s, 0, 2, 4);
-    request(s, 0, 1, 8, 0);
-    request(s, 0, 2, 8, 0);
+    two_jobs_ask(s);
     ck_assert_int_eq(hs_sched_decide(s, 0, g, 2), 2);
     ck_assert_double_eq_tol(g[1].bw, 0, EPS);
     ck_assert_int_eq(hs_policy_parse("fairshare", &pol, &err), 0);
@@ -447,11 +438,8 @@ START_TEST(test_instances_independent)
     hs_sched_t *b = mk("fairshare");
     hs_grant_t g[2];
 
-    arrive(a, 0, 1, 4);
-    arrive(a, 0, 2, 4);
+    two_jobs_ask(a);
     arrive(b, 100, 1, 4);
-    request(a, 0, 1, 8, 0);
-    request(a, 0, 2, 8, 0);
     ck_assert_int_eq(hs_sched_decide(a, 0, g, 2), 2);   /* a's time is its own */
     ck_assert_int_eq(hs_sched_decide(b, 100, g, 2), 0);
     ck_assert_uint_eq(hs_sched_njobs(a), 2);
@@ -532,29 +520,15 @@ START_TEST(test_scale)
 }
 END_TEST
 
-static Suite *suite(void)
-{
-    Suite *s = suite_create("hsched_events");
-    TCase *tc = tcase_create("events");
-
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, test_create_errors);
-    tcase_add_test(tc, test_fairshare_progress);
-    tcase_add_test(tc, test_decide_small_out);
-    tcase_add_test(tc, test_event_errors);
-    tcase_add_test(tc, test_leave_in_io);
-    tcase_add_test(tc, test_progress_and_wait);
-    tcase_add_test(tc, test_zero_volume);
-    tcase_add_test(tc, test_end_on_last_instance);
-    tcase_add_test(tc, test_w_iter_estimate);
-    tcase_add_test(tc, test_set_policy);
-    tcase_add_test(tc, test_instances_independent);
-    tcase_add_test(tc, test_scale);
-    suite_add_tcase(s, tc);
-    return s;
-}
-
 int main(void)
 {
-    return tu_run(suite());
+    const tu_tcase_t tcases[] = {
+        { "events", .timeout = 60,
+          .tests = { test_create_errors, test_fairshare_progress, test_decide_small_out,
+                     test_event_errors, test_leave_in_io, test_progress_and_wait,
+                     test_zero_volume, test_end_on_last_instance, test_w_iter_estimate,
+                     test_set_policy, test_instances_independent, test_scale, NULL } },
+    };
+
+    return tu_main("hsched_events", tcases, TU_COUNT(tcases));
 }

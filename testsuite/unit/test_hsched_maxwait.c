@@ -10,6 +10,7 @@
 #include <stdlib.h>
 
 #include "libhsched/hsched.h"
+#include "testutil.h"
 
 /* B = 1 GB/s, each job's cap = B.  Job 1 asks for 100 GB at t = 0; job 2 for 1 GB
  * at t = 1.  fcfs (like maxsyseff or set10 against a short job) holds job 2 until
@@ -103,17 +104,9 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("hsched_maxwait");
-    TCase *tc = tcase_create("core");
-    SRunner *sr;
-    int failed;
+    const tu_tcase_t tcases[] = {
+        { "core", .tests = { test_wait_bounded, test_bad_max_wait, NULL } },
+    };
 
-    tcase_add_test(tc, test_wait_bounded);
-    tcase_add_test(tc, test_bad_max_wait);
-    suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tu_main("hsched_maxwait", tcases, TU_COUNT(tcases));
 }

@@ -6,10 +6,12 @@
 #include <check.h>
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "libhsched/hsched.h"
+#include "hsched_testutil.h"
 #include "testutil.h"
 
 #define EPS 1e-9
@@ -35,15 +37,12 @@ typedef struct {
 static int run(const hs_platform_t *plat, const char *policy, app_t *apps, size_t n,
                hs_job_stats_t *st)
 {
-    hs_policy_t pol;
+    hs_sched_t *s = ht_sched(plat, policy);
     hs_error_t err;
-    hs_sched_t *s;
     double t = 0;
     int decisions = 0;
     size_t i;
 
-    ck_assert_msg(hs_policy_parse(policy, &pol, &err) == 0, "%s", err.text);
-    ck_assert_msg((s = hs_sched_create(plat, &pol, &err)) != NULL, "%s", err.text);
     for (;;) {
         double next = hs_sched_next_event(s);
         bool left = false;
@@ -109,6 +108,35 @@ static int run(const hs_platform_t *plat, const char *policy, app_t *apps, size_
     return decisions;
 }
 
+/* ------------------------------------------------------------ expected values */
+
+/* The expected value of a double field of hs_job_stats_t (S), hs_app_metrics_t (P)
+ * or hs_metrics_t (M), by name; fields_eq() checks a table of them on one struct,
+ * within EPS. */
+typedef struct {
+    const char *name;
+    size_t off;
+    double want;
+} field_t;
+#define S(f, v) { #f, offsetof(hs_job_stats_t, f), (v) }
+#define P(f, v) { #f, offsetof(hs_app_metrics_t, f), (v) }
+#define M(f, v) { #f, offsetof(hs_metrics_t, f), (v) }
+#define FIELDS_EQ(obj, ...) \
+    do { \
+        const field_t t_[] = { __VA_ARGS__ }; \
+        fields_eq(#obj, &(obj), t_, TU_COUNT(t_)); \
+    } while (0)
+
+static void fields_eq(const char *what, const void *obj, const field_t *t, size_t n)
+{
+    for (size_t k = 0; k < n; k++) {
+        double got = *(const double *)((const char *)obj + t[k].off);
+
+        ck_assert_msg(fabs(got - t[k].want) < EPS, "%s.%s = %.17g, want %.17g", what,
+                      t[k].name, got, t[k].want);
+    }
+}
+
 /* N = 8 nodes, b = 1 B/s, B = 4 B/s. */
 static const hs_platform_t plat8 = { .nodes = 8, .node_bw = 1.0, .bw = 4.0 };
 
@@ -147,38 +175,20 @@ START_TEST(test_fcfs_two_identical)
 
     two_identical(a);
     run(&plat8, "fcfs", a, 2, st);
-    ck_assert_double_eq_tol(st[0].end, 30, EPS);
-    ck_assert_double_eq_tol(st[1].end, 35, EPS);
     ck_assert_int_eq(st[0].phases, 2);
-    ck_assert_double_eq_tol(st[0].work, 20, EPS);
-    ck_assert_double_eq_tol(st[0].io_dedicated, 10, EPS);
-    ck_assert_double_eq_tol(st[0].io_time, 10, EPS);
-    ck_assert_double_eq_tol(st[1].io_time, 15, EPS);
-    ck_assert_double_eq_tol(st[0].io_wait, 0, EPS);
-    ck_assert_double_eq_tol(st[1].io_wait, 5, EPS);
-    ck_assert_double_eq_tol(st[1].bytes, 40, EPS);
+    FIELDS_EQ(st[0], S(end, 30), S(work, 20), S(io_dedicated, 10), S(io_time, 10),
+              S(io_wait, 0));
+    FIELDS_EQ(st[1], S(end, 35), S(io_time, 15), S(io_wait, 5), S(bytes, 40));
 
     ck_assert_int_eq(hs_metrics_compute(st, 2, plat8.nodes, &m, pa), 0);
-    ck_assert_double_eq_tol(pa[0].rho, 2.0 / 3, EPS);
-    ck_assert_double_eq_tol(pa[1].rho_tilde, 4.0 / 7, EPS);
-    ck_assert_double_eq_tol(pa[0].dilation, 1, EPS);
-    ck_assert_double_eq_tol(pa[1].dilation, 7.0 / 6, EPS);
-    ck_assert_double_eq_tol(pa[1].stretch, 7.0 / 6, EPS);
-    ck_assert_double_eq_tol(pa[1].io_slowdown, 1.5, EPS);
-    ck_assert_double_eq_tol(pa[1].stall, 5, EPS);
-    ck_assert_double_eq_tol(m.sys_efficiency, 13.0 / 21, EPS);
-    ck_assert_double_eq_tol(m.upper_limit, 2.0 / 3, EPS);
-    ck_assert_double_eq_tol(m.dilation, 7.0 / 6, EPS);
-    ck_assert_double_eq_tol(m.dilation_mean, 13.0 / 12, EPS);
-    ck_assert_double_eq_tol(m.stretch_max, 7.0 / 6, EPS);
-    ck_assert_double_eq_tol(m.stretch_mean, 13.0 / 12, EPS);
-    ck_assert_double_eq_tol(m.io_slowdown_mean, 1.25, EPS);
-    ck_assert_double_eq_tol(m.io_slowdown_max, 1.5, EPS);
-    ck_assert_double_eq_tol(m.utilization, 4.0 / 7, EPS);
-    ck_assert_double_eq_tol(m.fairness, 169.0 / 170, EPS);
-    ck_assert_double_eq_tol(m.stall_time, 5, EPS);
-    ck_assert_double_eq_tol(m.io_wait, 5, EPS);
-    ck_assert_double_eq_tol(m.makespan, 35, EPS);
+    FIELDS_EQ(pa[0], P(rho, 2.0 / 3), P(dilation, 1));
+    FIELDS_EQ(pa[1], P(rho_tilde, 4.0 / 7), P(dilation, 7.0 / 6), P(stretch, 7.0 / 6),
+              P(io_slowdown, 1.5), P(stall, 5));
+    FIELDS_EQ(m, M(sys_efficiency, 13.0 / 21), M(upper_limit, 2.0 / 3),
+              M(dilation, 7.0 / 6), M(dilation_mean, 13.0 / 12), M(stretch_max, 7.0 / 6),
+              M(stretch_mean, 13.0 / 12), M(io_slowdown_mean, 1.25),
+              M(io_slowdown_max, 1.5), M(utilization, 4.0 / 7), M(fairness, 169.0 / 170),
+              M(stall_time, 5), M(io_wait, 5), M(makespan, 35));
 }
 END_TEST
 
@@ -196,14 +206,11 @@ START_TEST(test_fairshare_two_identical)
 
     two_identical(a);
     run(&plat8, "fairshare", a, 2, st);
-    ck_assert_double_eq_tol(st[0].end, 40, EPS);
-    ck_assert_double_eq_tol(st[1].end, 40, EPS);
+    FIELDS_EQ(st[0], S(end, 40));
+    FIELDS_EQ(st[1], S(end, 40));
     ck_assert_int_eq(hs_metrics_compute(st, 2, plat8.nodes, &m, NULL), 0);
-    ck_assert_double_eq_tol(m.sys_efficiency, 0.5, EPS);
-    ck_assert_double_eq_tol(m.dilation, 4.0 / 3, EPS);
-    ck_assert_double_eq_tol(m.fairness, 1, EPS);
-    ck_assert_double_eq_tol(m.stall_time, 20, EPS);
-    ck_assert_double_eq_tol(m.makespan, 40, EPS);
+    FIELDS_EQ(m, M(sys_efficiency, 0.5), M(dilation, 4.0 / 3), M(fairness, 1),
+              M(stall_time, 20), M(makespan, 40));
 }
 END_TEST
 
@@ -295,20 +302,14 @@ START_TEST(test_metrics_direct)
     hs_metrics_t m;
 
     ck_assert_int_eq(hs_metrics_compute(st, 2, 4, &m, pa), 0);
-    ck_assert_double_eq_tol(pa[0].dilation, 1.2, EPS);
-    ck_assert_double_eq_tol(pa[0].stretch, 1.2, EPS);
-    ck_assert_double_eq_tol(pa[0].io_slowdown, 1.6, EPS);
-    ck_assert_double_eq_tol(pa[0].stall, 3, EPS);
-    ck_assert_double_eq_tol(pa[1].rho, 1, EPS);
-    ck_assert_double_eq_tol(pa[1].dilation, 1, EPS);
-    ck_assert_double_eq_tol(pa[1].io_slowdown, 1, EPS);
-    /* (2 x 10/18 + 2 x 1) / 4 */
-    ck_assert_double_eq_tol(m.sys_efficiency, (20.0 / 18 + 2) / 4, EPS);
-    ck_assert_double_eq_tol(m.upper_limit, (20.0 / 15 + 2) / 4, EPS);
-    ck_assert_double_eq_tol(m.makespan, 18, EPS);
-    ck_assert_double_eq_tol(m.utilization, (2 * 10 + 2 * 6) / (4 * 18.0), EPS);
-    /* Jain over (1.2, 1): 2.2^2 / (2 x 2.44) */
-    ck_assert_double_eq_tol(m.fairness, 4.84 / 4.88, EPS);
+    FIELDS_EQ(pa[0], P(dilation, 1.2), P(stretch, 1.2), P(io_slowdown, 1.6), P(stall, 3));
+    FIELDS_EQ(pa[1], P(rho, 1), P(dilation, 1), P(io_slowdown, 1));
+    FIELDS_EQ(m,
+              /* (2 x 10/18 + 2 x 1) / 4 */
+              M(sys_efficiency, (20.0 / 18 + 2) / 4), M(upper_limit, (20.0 / 15 + 2) / 4),
+              M(makespan, 18), M(utilization, (2 * 10 + 2 * 6) / (4 * 18.0)),
+              /* Jain over (1.2, 1): 2.2^2 / (2 x 2.44) */
+              M(fairness, 4.84 / 4.88));
 
     errno = 0;
     ck_assert_int_eq(hs_metrics_compute(st, 0, 4, &m, NULL), -1);
@@ -322,22 +323,15 @@ START_TEST(test_metrics_direct)
 }
 END_TEST
 
-static Suite *suite(void)
-{
-    Suite *s = suite_create("hsched_metrics");
-    TCase *tc = tcase_create("metrics");
-
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, test_fcfs_two_identical);
-    tcase_add_test(tc, test_fairshare_two_identical);
-    tcase_add_test(tc, test_set10_run);
-    tcase_add_test(tc, test_invariants_all_policies);
-    tcase_add_test(tc, test_metrics_direct);
-    suite_add_tcase(s, tc);
-    return s;
-}
-
 int main(void)
 {
-    return tu_run(suite());
+    const tu_tcase_t tcases[] = {
+        { "metrics", .timeout = 60, .tests = { test_fcfs_two_identical,
+                                               test_fairshare_two_identical,
+                                               test_set10_run,
+                                               test_invariants_all_policies,
+                                               test_metrics_direct, NULL } },
+    };
+
+    return tu_main("hsched_metrics", tcases, TU_COUNT(tcases));
 }

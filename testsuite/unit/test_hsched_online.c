@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "libhsched/hsched.h"
+#include "hsched_testutil.h"
 #include "testutil.h"
 
 #define EPS 1e-9
@@ -22,14 +23,7 @@ static const hs_platform_t plat = { .nodes = 100, .node_bw = 1.0, .bw = 4.0 };
 
 static hs_sched_t *mk(const char *policy)
 {
-    hs_policy_t pol;
-    hs_error_t err;
-    hs_sched_t *s;
-
-    ck_assert_msg(hs_policy_parse(policy, &pol, &err) == 0, "%s", err.text);
-    s = hs_sched_create(&plat, &pol, &err);
-    ck_assert_msg(s != NULL, "create %s: %s", policy, err.text);
-    return s;
+    return ht_sched(&plat, policy);
 }
 
 static void arrive(hs_sched_t *s, double now, uint64_t id, int nodes, double w_iter)
@@ -42,10 +36,7 @@ static void arrive(hs_sched_t *s, double now, uint64_t id, int nodes, double w_i
 
 static void request(hs_sched_t *s, double now, uint64_t id, double vol, double w)
 {
-    hs_error_t err;
-
-    ck_assert_msg(hs_phase_request(s, now, id, vol, HS_DIR_WRITE, w, &err) == 0,
-                  "%s", err.text);
+    ht_request(s, now, id, vol, HS_DIR_WRITE, w);
 }
 
 /* Decide at 'now' and return the grant of job 'id' out of g[]. */
@@ -67,56 +58,112 @@ static double bw_of(const hs_grant_t *g, int n, uint64_t id)
 }
 
 /*
- * fairshare (water-filling).  Jobs 1 (1 node, cap 1), 2 (8 nodes, cap 4) and 3 (4
- * nodes, cap 4) all in I/O.  Equal share 4/3 > cap 1 for job 1: it gets 1, the 3 B/s
- * left are split 1.5 / 1.5.  'static' does the same for now.
+ * Scenarios with one decision: the jobs arrive at t = 0 (released at 0), ask in the
+ * order of reqs[], and 'policy' decides once at 'at'.  A want names its grant by job
+ * id, or (id 0) by its place in g[].
  */
-static void check_waterfill(const char *policy)
-{
-    hs_sched_t *s = mk(policy);
-    hs_grant_t g[3];
-    int n;
+typedef struct { uint64_t id; int nodes; double w_iter; } job_spec_t;
+typedef struct { double t; uint64_t id; double vol, w_done; } req_spec_t;
+typedef struct { uint64_t id; int idx; char what; double v; } want_t;   /* what: b w s */
 
-    arrive(s, 0, 1, 1, 0);
-    arrive(s, 0, 2, 8, 0);
-    arrive(s, 0, 3, 4, 0);
-    request(s, 0, 1, 10, 0);
-    request(s, 0, 2, 10, 0);
-    request(s, 0, 3, 10, 0);
-    n = hs_sched_decide(s, 0, g, 3);
-    ck_assert_int_eq(n, 3);
-    ck_assert_double_eq_tol(bw_of(g, n, 1), 1.0, EPS);
-    ck_assert_double_eq_tol(bw_of(g, n, 2), 1.5, EPS);
-    ck_assert_double_eq_tol(bw_of(g, n, 3), 1.5, EPS);
-    ck_assert_double_eq_tol(grant(g, n, 2)->weight, 1.0 / 3, EPS);
-    hs_sched_destroy(s);
+typedef struct {
+    const char *policy;
+    job_spec_t jobs[4];
+    req_spec_t reqs[4];
+    double at;
+    int ng;                 /* room in g[] */
+    int n;                  /* grants expected; -1: not checked */
+    want_t want[6];
+} onedecide_t;
+
+static void start(hs_sched_t *s, const job_spec_t *jobs, const req_spec_t *reqs)
+{
+    int i;
+
+    for (i = 0; i < 4 && jobs[i].id; i++)
+        arrive(s, 0, jobs[i].id, jobs[i].nodes, jobs[i].w_iter);
+    for (i = 0; i < 4 && reqs[i].id; i++)
+        request(s, reqs[i].t, reqs[i].id, reqs[i].vol, reqs[i].w_done);
 }
 
-START_TEST(test_fairshare)
-{
-    check_waterfill("fairshare");
-}
-END_TEST
+#define B(i, x) { .id = (i), .what = 'b', .v = (x) }
+#define BAT(k, x) { .idx = (k), .what = 'b', .v = (x) }
+#define W(i, x) { .id = (i), .what = 'w', .v = (x) }
+#define SAT(k, x) { .idx = (k), .what = 's', .v = (x) }
 
-START_TEST(test_static_is_fairshare)
-{
-    check_waterfill("static");
-}
-END_TEST
+static const onedecide_t onedecide[] = {
+    /*
+     * fairshare (water-filling).  Jobs 1 (1 node, cap 1), 2 (8 nodes, cap 4) and 3
+     * (4 nodes, cap 4) all in I/O.  Equal share 4/3 > cap 1 for job 1: it gets 1, the
+     * 3 B/s left are split 1.5 / 1.5.  'static' does the same for now.
+     */
+#define WATERFILL(pol) \
+    { pol, { { 1, 1, 0 }, { 2, 8, 0 }, { 3, 4, 0 } }, \
+      { { 0, 1, 10, 0 }, { 0, 2, 10, 0 }, { 0, 3, 10, 0 } }, 0, 3, 3, \
+      { B(1, 1.0), B(2, 1.5), B(3, 1.5), W(2, 1.0 / 3) } }
+    WATERFILL("fairshare"),
+    WATERFILL("static"),
+#undef WATERFILL
+    /* fairshare: two jobs with large caps share equally: 2 and 2. */
+    { "fairshare", { { 1, 50, 0 }, { 2, 50, 0 } }, { { 0, 1, 10, 0 }, { 0, 2, 10, 0 } },
+      0, 2, 2, { BAT(0, 2), BAT(1, 2) } },
+    /* fcfs with one job able to take all of B: exclusive (id 2 asks first). */
+    { "fcfs", { { 1, 8, 0 }, { 2, 8, 0 } }, { { 0, 2, 100, 0 }, { 1, 1, 100, 1 } },
+      1, 2, 2, { BAT(0, 0) /* job 1 */, BAT(1, 4) /* job 2 */ } },
+    /*
+     * set10, work-conserving between sets: job 1 (set 1, 1 node: cap 1) and job 2
+     * (set 2, 4 nodes: cap 4).  Weights 0.1 and 0.01 would give 3.64 and 0.36; job 1
+     * is capped at 1, the 3 B/s left go to set 2: job 2 gets min(4, 3) = 3.
+     * A second job of set 1 (job 3, cap 4, asking later) stays out: exclusive.
+     */
+    { "set10", { { 1, 1, 10 }, { 2, 4, 100 }, { 3, 4, 10 } },
+      { { 0, 1, 100, 0 }, { 0, 2, 100, 0 }, { 1, 3, 100, 0 } }, 1, 3, -1,
+      { B(1, 1), B(2, 3), B(3, 0) } },
+    /* set:2: w_iter 2, 4, 8 -> sets 1, 2, 3, p = 1/2, 1/4, 1/8 -> x = 4/7, 2/7, 1/7. */
+    { "set:2", { { 1, 4, 2 }, { 2, 4, 4 }, { 3, 4, 8 } },
+      { { 0, 1, 100, 0 }, { 0, 2, 100, 0 }, { 0, 3, 100, 0 } }, 0, 3, -1,
+      { B(1, 16.0 / 7), B(2, 8.0 / 7), B(3, 4.0 / 7) } },
+    /*
+     * set-fairshare: sets as set10, exclusive inside, equal shares between sets.
+     * Jobs 1 (set 1), 2 (set 2), 3 (set 3), 4 (set 1, later): 4/3 each for 1, 2, 3;
+     * 0 for 4.
+     */
+    { "set-fairshare", { { 1, 4, 10 }, { 2, 4, 100 }, { 3, 4, 1000 }, { 4, 4, 9 } },
+      { { 0, 1, 100, 0 }, { 0, 2, 100, 0 }, { 0, 3, 100, 0 }, { 1, 4, 100, 1 } }, 1, 4,
+      -1, { B(1, 4.0 / 3), B(2, 4.0 / 3), B(3, 4.0 / 3), B(4, 0) } },
+    /*
+     * priority-sharing: no sets.  Jobs 1 and 4 (w_iter 10 and 9: class 1, weight 0.1)
+     * and 2 (w_iter 100: class 2, weight 0.01) share B = 4 by weights 0.1 : 0.1 : 0.01:
+     * 4 x 0.1/0.21 = 1.9048 each for 1 and 4, 4 x 0.01/0.21 = 0.1905 for 2.
+     */
+    { "priority-sharing", { { 1, 4, 10 }, { 2, 4, 100 }, { 4, 4, 9 } },
+      { { 0, 1, 100, 0 }, { 0, 2, 100, 0 }, { 1, 4, 100, 1 } }, 1, 3, -1,
+      { B(1, 4 * 0.1 / 0.21), B(4, 4 * 0.1 / 0.21), B(2, 4 * 0.01 / 0.21),
+        W(2, 0.01 / 0.21) } },
+    /* IO-Sets with a learnt w_iter: no hints; the first phase's w_iter is
+     * w_done + time_io = 95 + 20/4 = 100 -> set 2; job 2's is 9 + 4/4 = 10 -> set 1. */
+    { "set10", { { 1, 4, 0 }, { 2, 4, 0 } }, { { 95, 1, 20, 95 }, { 95, 2, 4, 9 } }, 95,
+      2, 2, { SAT(0, 0.01 / (0.1 + 0.01)), SAT(1, 0.1 / (0.1 + 0.01)) } },
+};
 
-/* Two jobs with large caps share equally: 2 and 2. */
-START_TEST(test_fairshare_equal)
+START_TEST(test_onedecide)
 {
-    hs_sched_t *s = mk("fairshare");
-    hs_grant_t g[2];
+    const onedecide_t *c = &onedecide[_i];
+    hs_sched_t *s = mk(c->policy);
+    hs_grant_t g[4];
+    int n, k;
 
-    arrive(s, 0, 1, 50, 0);
-    arrive(s, 0, 2, 50, 0);
-    request(s, 0, 1, 10, 0);
-    request(s, 0, 2, 10, 0);
-    ck_assert_int_eq(hs_sched_decide(s, 0, g, 2), 2);
-    ck_assert_double_eq_tol(g[0].bw, 2, EPS);
-    ck_assert_double_eq_tol(g[1].bw, 2, EPS);
+    start(s, c->jobs, c->reqs);
+    n = hs_sched_decide(s, c->at, g, c->ng);
+    if (c->n >= 0)
+        ck_assert_int_eq(n, c->n);
+    for (k = 0; k < 6 && c->want[k].what; k++) {
+        const want_t *w = &c->want[k];
+        const hs_grant_t *gr = w->id ? grant(g, n, w->id) : &g[w->idx];
+        double got = w->what == 'b' ? gr->bw : w->what == 'w' ? gr->weight : gr->share;
+        ck_assert_msg(fabs(got - w->v) < EPS, "%s: job %ju/#%d %c %.17g, want %.17g",
+                      c->policy, (uintmax_t)w->id, w->idx, w->what, got, w->v);
+    }
     hs_sched_destroy(s);
 }
 END_TEST
@@ -133,13 +180,8 @@ START_TEST(test_fcfs_favouring)
     hs_grant_t g[4];
     int n;
 
-    arrive(s, 0, 1, 2, 0);
-    arrive(s, 0, 2, 8, 0);
-    arrive(s, 0, 3, 1, 0);
-    arrive(s, 0, 4, 8, 0);
-    request(s, 0, 3, 100, 0);
-    request(s, 1, 1, 100, 1);
-    request(s, 2, 2, 100, 2);
+    start(s, (const job_spec_t[4]){ { 1, 2, 0 }, { 2, 8, 0 }, { 3, 1, 0 }, { 4, 8, 0 } },
+          (const req_spec_t[4]){ { 0, 3, 100, 0 }, { 1, 1, 100, 1 }, { 2, 2, 100, 2 } });
     n = hs_sched_decide(s, 2, g, 4);
     ck_assert_int_eq(n, 3);
     ck_assert_double_eq_tol(bw_of(g, n, 3), 1, EPS);
@@ -155,22 +197,21 @@ START_TEST(test_fcfs_favouring)
 }
 END_TEST
 
-/* fcfs with one job able to take all of B: exclusive. */
-START_TEST(test_fcfs_exclusive)
+/* The history of both roundrobin tests: jobs 1 and 2 on 4 nodes; job 2 does 4 bytes
+ * from t = 2 to 3 (3 is the next event: checked when 'check_next'), job 1 from 4 to 5. */
+static void rr_history(hs_sched_t *s, hs_grant_t *g, int ng, bool check_next)
 {
-    hs_sched_t *s = mk("fcfs");
-    hs_grant_t g[2];
-
-    arrive(s, 0, 1, 8, 0);
-    arrive(s, 0, 2, 8, 0);
-    request(s, 0, 2, 100, 0);           /* id 2 asks first */
-    request(s, 1, 1, 100, 1);
-    ck_assert_int_eq(hs_sched_decide(s, 1, g, 2), 2);
-    ck_assert_double_eq_tol(g[0].bw, 0, EPS);       /* job 1 */
-    ck_assert_double_eq_tol(g[1].bw, 4, EPS);       /* job 2 */
-    hs_sched_destroy(s);
+    arrive(s, 0, 1, 4, 0);
+    arrive(s, 0, 2, 4, 0);
+    request(s, 2, 2, 4, 2);
+    ck_assert_int_eq(hs_sched_decide(s, 2, g, ng), 1);
+    if (check_next)
+        ck_assert_double_eq_tol(hs_sched_next_event(s), 3, EPS);
+    ck_assert_int_eq(hs_phase_finish(s, 3, 2), 0);
+    request(s, 4, 1, 4, 4);
+    ck_assert_int_eq(hs_sched_decide(s, 4, g, ng), 1);
+    ck_assert_int_eq(hs_phase_finish(s, 5, 1), 0);
 }
-END_TEST
 
 /*
  * roundrobin: favour the job whose last I/O ended the longest time ago.  Jobs 1, 2
@@ -185,15 +226,7 @@ START_TEST(test_roundrobin)
     hs_grant_t g[3];
     int n;
 
-    arrive(s, 0, 1, 4, 0);
-    arrive(s, 0, 2, 4, 0);
-    request(s, 2, 2, 4, 2);
-    ck_assert_int_eq(hs_sched_decide(s, 2, g, 3), 1);
-    ck_assert_double_eq_tol(hs_sched_next_event(s), 3, EPS);
-    ck_assert_int_eq(hs_phase_finish(s, 3, 2), 0);
-    request(s, 4, 1, 4, 4);
-    ck_assert_int_eq(hs_sched_decide(s, 4, g, 3), 1);
-    ck_assert_int_eq(hs_phase_finish(s, 5, 1), 0);
+    rr_history(s, g, 3, true);
     request(s, 10, 1, 4, 5);
     request(s, 10, 2, 4, 7);
     n = hs_sched_decide(s, 10, g, 3);
@@ -281,72 +314,67 @@ END_TEST
  * would give A 1 and B 3; the priority variant keeps B first: B 4, A 0.
  * Once a job's phase is finished it is no longer "doing I/O".
  */
+/* A asks (alone) and 'policy' decides, then B asks and it decides again: 'first' is
+ * the job that asks first (1: A, 2: B), 'first_bw' its grant alone (NAN: not
+ * checked), bw_a and bw_b the grants of the second decision. */
+typedef struct {
+    const char *policy;
+    uint64_t first;
+    double first_bw, bw_a, bw_b;
+    bool b_finishes;    /* then B finishes at 12 and asks again (maxsyseff-priority) */
+} prio_case_t;
+
+static const prio_case_t prio_cases[] = {
+    { "mindilation-priority", 1, 1, 1, 3, false },
+    /* the same sequence without -priority: B first */
+    { "mindilation", 1, NAN, 0, 4, false },
+    /* maxsyseff-priority: B keeps going */
+    { "maxsyseff-priority", 2, 4, 0, 4, true },
+    /* minmax:g-priority: A active first, whatever the threshold says */
+    { "minmax:0.6-priority", 1, NAN, 1, 3, false },
+};
+
 START_TEST(test_priority_variants)
 {
     hs_job_t a = { .id = 1, .nodes = 1, .release = 0 };
     hs_job_t b = { .id = 2, .nodes = 4, .release = 0 };
+    const req_spec_t req_a = { 10, 1, 1, 9 }, req_b = { 10, 2, 8, 3 };
     hs_error_t err;
     hs_grant_t g[2];
-    hs_sched_t *s;
+    size_t k;
 
-    s = mk("mindilation-priority");
-    ck_assert_int_eq(hs_job_arrive(s, 0, &a, &err), 0);
-    ck_assert_int_eq(hs_job_arrive(s, 0, &b, &err), 0);
-    request(s, 10, 1, 1, 9);
-    ck_assert_int_eq(hs_sched_decide(s, 10, g, 2), 1);
-    ck_assert_double_eq_tol(g[0].bw, 1, EPS);
-    request(s, 10, 2, 8, 3);
-    ck_assert_int_eq(hs_sched_decide(s, 10, g, 2), 2);
-    ck_assert_double_eq_tol(g[0].bw, 1, EPS);
-    ck_assert_double_eq_tol(g[1].bw, 3, EPS);
-    hs_sched_destroy(s);
+    for (k = 0; k < TU_COUNT(prio_cases); k++) {
+        const prio_case_t *c = &prio_cases[k];
+        const req_spec_t *r1 = c->first == 1 ? &req_a : &req_b;
+        const req_spec_t *r2 = c->first == 1 ? &req_b : &req_a;
+        hs_sched_t *s = mk(c->policy);
 
-    /* the same sequence without -priority: B first */
-    s = mk("mindilation");
-    ck_assert_int_eq(hs_job_arrive(s, 0, &a, &err), 0);
-    ck_assert_int_eq(hs_job_arrive(s, 0, &b, &err), 0);
-    request(s, 10, 1, 1, 9);
-    ck_assert_int_eq(hs_sched_decide(s, 10, g, 2), 1);
-    request(s, 10, 2, 8, 3);
-    ck_assert_int_eq(hs_sched_decide(s, 10, g, 2), 2);
-    ck_assert_double_eq_tol(g[0].bw, 0, EPS);
-    ck_assert_double_eq_tol(g[1].bw, 4, EPS);
-    hs_sched_destroy(s);
-
-    s = mk("maxsyseff-priority");
-    ck_assert_int_eq(hs_job_arrive(s, 0, &a, &err), 0);
-    ck_assert_int_eq(hs_job_arrive(s, 0, &b, &err), 0);
-    request(s, 10, 2, 8, 3);
-    ck_assert_int_eq(hs_sched_decide(s, 10, g, 2), 1);
-    ck_assert_double_eq_tol(g[0].bw, 4, EPS);
-    request(s, 10, 1, 1, 9);
-    ck_assert_int_eq(hs_sched_decide(s, 10, g, 2), 2);
-    ck_assert_double_eq_tol(g[0].bw, 0, EPS);       /* A */
-    ck_assert_double_eq_tol(g[1].bw, 4, EPS);       /* B keeps going */
-    /* B finishes at 12; A is then alone and B asks again at 12: A has bw > 0 at
-     * the decision of t = 12, so A stays first at the next one even though
-     * maxsyseff alone would also pick A here (A 0.9 < B's) */
-    ck_assert_double_eq_tol(hs_sched_next_event(s), 12, EPS);
-    ck_assert_int_eq(hs_phase_finish(s, 12, 2), 0);
-    ck_assert_int_eq(hs_sched_decide(s, 12, g, 2), 1);
-    ck_assert_double_eq_tol(g[0].bw, 1, EPS);
-    request(s, 12, 2, 8, 0);
-    ck_assert_int_eq(hs_sched_decide(s, 12, g, 2), 2);
-    ck_assert_double_eq_tol(g[0].bw, 1, EPS);
-    ck_assert_double_eq_tol(g[1].bw, 3, EPS);
-    hs_sched_destroy(s);
-
-    /* minmax:g-priority: A active first, whatever the threshold says */
-    s = mk("minmax:0.6-priority");
-    ck_assert_int_eq(hs_job_arrive(s, 0, &a, &err), 0);
-    ck_assert_int_eq(hs_job_arrive(s, 0, &b, &err), 0);
-    request(s, 10, 1, 1, 9);
-    ck_assert_int_eq(hs_sched_decide(s, 10, g, 2), 1);
-    request(s, 10, 2, 8, 3);
-    ck_assert_int_eq(hs_sched_decide(s, 10, g, 2), 2);
-    ck_assert_double_eq_tol(g[0].bw, 1, EPS);
-    ck_assert_double_eq_tol(g[1].bw, 3, EPS);
-    hs_sched_destroy(s);
+        ck_assert_int_eq(hs_job_arrive(s, 0, &a, &err), 0);
+        ck_assert_int_eq(hs_job_arrive(s, 0, &b, &err), 0);
+        request(s, r1->t, r1->id, r1->vol, r1->w_done);
+        ck_assert_int_eq(hs_sched_decide(s, 10, g, 2), 1);
+        if (!isnan(c->first_bw))
+            ck_assert_double_eq_tol(g[0].bw, c->first_bw, EPS);
+        request(s, r2->t, r2->id, r2->vol, r2->w_done);
+        ck_assert_int_eq(hs_sched_decide(s, 10, g, 2), 2);
+        ck_assert_msg(fabs(g[0].bw - c->bw_a) < EPS && fabs(g[1].bw - c->bw_b) < EPS,
+                      "%s: A %g (want %g), B %g (want %g)", c->policy, g[0].bw, c->bw_a,
+                      g[1].bw, c->bw_b);
+        if (c->b_finishes) {
+            /* B finishes at 12; A is then alone and B asks again at 12: A has bw > 0
+             * at the decision of t = 12, so A stays first at the next one even though
+             * maxsyseff alone would also pick A here (A 0.9 < B's) */
+            ck_assert_double_eq_tol(hs_sched_next_event(s), 12, EPS);
+            ck_assert_int_eq(hs_phase_finish(s, 12, 2), 0);
+            ck_assert_int_eq(hs_sched_decide(s, 12, g, 2), 1);
+            ck_assert_double_eq_tol(g[0].bw, 1, EPS);
+            request(s, 12, 2, 8, 0);
+            ck_assert_int_eq(hs_sched_decide(s, 12, g, 2), 2);
+            ck_assert_double_eq_tol(g[0].bw, 1, EPS);
+            ck_assert_double_eq_tol(g[1].bw, 3, EPS);
+        }
+        hs_sched_destroy(s);
+    }
 }
 END_TEST
 
@@ -357,14 +385,7 @@ START_TEST(test_roundrobin_priority)
     hs_sched_t *s = mk("roundrobin-priority");
     hs_grant_t g[2];
 
-    arrive(s, 0, 1, 4, 0);
-    arrive(s, 0, 2, 4, 0);
-    request(s, 2, 2, 4, 2);
-    ck_assert_int_eq(hs_sched_decide(s, 2, g, 2), 1);
-    ck_assert_int_eq(hs_phase_finish(s, 3, 2), 0);
-    request(s, 4, 1, 4, 4);
-    ck_assert_int_eq(hs_sched_decide(s, 4, g, 2), 1);
-    ck_assert_int_eq(hs_phase_finish(s, 5, 1), 0);
+    rr_history(s, g, 2, false);
     request(s, 10, 1, 40, 5);
     ck_assert_int_eq(hs_sched_decide(s, 10, g, 2), 1);
     request(s, 10, 2, 4, 7);
@@ -389,14 +410,9 @@ START_TEST(test_set10_shares)
     const double sum = 0.1 + 0.01 + 0.001;
     int n;
 
-    arrive(s, 0, 1, 4, 10);
-    arrive(s, 0, 2, 4, 100);
-    arrive(s, 0, 3, 4, 1000);
-    arrive(s, 0, 4, 4, 12);
-    request(s, 0, 1, 1000, 0);
-    request(s, 0, 2, 1000, 0);
-    request(s, 0, 3, 1000, 0);
-    request(s, 1, 4, 1000, 1);
+    start(s, (const job_spec_t[4]){ { 1, 4, 10 }, { 2, 4, 100 }, { 3, 4, 1000 }, { 4, 4, 12 } },
+          (const req_spec_t[4]){ { 0, 1, 1000, 0 }, { 0, 2, 1000, 0 }, { 0, 3, 1000, 0 },
+                                 { 1, 4, 1000, 1 } });
     n = hs_sched_decide(s, 1, g, 4);
     ck_assert_int_eq(n, 4);
     ck_assert_double_eq_tol(grant(g, n, 1)->share, 0.1 / sum, EPS);
@@ -416,125 +432,6 @@ START_TEST(test_set10_shares)
 }
 END_TEST
 
-/*
- * set10, work-conserving between sets: job 1 (set 1, 1 node: cap 1) and job 2
- * (set 2, 4 nodes: cap 4).  Weights 0.1 and 0.01 would give 3.64 and 0.36; job 1 is
- * capped at 1, the 3 B/s left go to set 2: job 2 gets min(4, 3) = 3.
- * A second job of set 1 (job 3, cap 4, asking later) stays out: exclusive.
- */
-START_TEST(test_set10_capped)
-{
-    hs_sched_t *s = mk("set10");
-    hs_grant_t g[3];
-    int n;
-
-    arrive(s, 0, 1, 1, 10);
-    arrive(s, 0, 2, 4, 100);
-    arrive(s, 0, 3, 4, 10);
-    request(s, 0, 1, 100, 0);
-    request(s, 0, 2, 100, 0);
-    request(s, 1, 3, 100, 0);
-    n = hs_sched_decide(s, 1, g, 3);
-    ck_assert_double_eq_tol(bw_of(g, n, 1), 1, EPS);
-    ck_assert_double_eq_tol(bw_of(g, n, 2), 3, EPS);
-    ck_assert_double_eq_tol(bw_of(g, n, 3), 0, EPS);
-    hs_sched_destroy(s);
-}
-END_TEST
-
-/* set:2: w_iter 2, 4, 8 -> sets 1, 2, 3, p = 1/2, 1/4, 1/8 -> x = 4/7, 2/7, 1/7. */
-START_TEST(test_set_base2)
-{
-    hs_sched_t *s = mk("set:2");
-    hs_grant_t g[3];
-    int n;
-
-    arrive(s, 0, 1, 4, 2);
-    arrive(s, 0, 2, 4, 4);
-    arrive(s, 0, 3, 4, 8);
-    request(s, 0, 1, 100, 0);
-    request(s, 0, 2, 100, 0);
-    request(s, 0, 3, 100, 0);
-    n = hs_sched_decide(s, 0, g, 3);
-    ck_assert_double_eq_tol(bw_of(g, n, 1), 16.0 / 7, EPS);
-    ck_assert_double_eq_tol(bw_of(g, n, 2), 8.0 / 7, EPS);
-    ck_assert_double_eq_tol(bw_of(g, n, 3), 4.0 / 7, EPS);
-    hs_sched_destroy(s);
-}
-END_TEST
-
-/*
- * set-fairshare: sets as set10, exclusive inside, equal shares between sets.
- * Jobs 1 (set 1), 2 (set 2), 3 (set 3), 4 (set 1, later): 4/3 each for 1, 2, 3; 0 for 4.
- */
-START_TEST(test_set_fairshare)
-{
-    hs_sched_t *s = mk("set-fairshare");
-    hs_grant_t g[4];
-    int n;
-
-    arrive(s, 0, 1, 4, 10);
-    arrive(s, 0, 2, 4, 100);
-    arrive(s, 0, 3, 4, 1000);
-    arrive(s, 0, 4, 4, 9);
-    request(s, 0, 1, 100, 0);
-    request(s, 0, 2, 100, 0);
-    request(s, 0, 3, 100, 0);
-    request(s, 1, 4, 100, 1);
-    n = hs_sched_decide(s, 1, g, 4);
-    ck_assert_double_eq_tol(bw_of(g, n, 1), 4.0 / 3, EPS);
-    ck_assert_double_eq_tol(bw_of(g, n, 2), 4.0 / 3, EPS);
-    ck_assert_double_eq_tol(bw_of(g, n, 3), 4.0 / 3, EPS);
-    ck_assert_double_eq_tol(bw_of(g, n, 4), 0, EPS);
-    hs_sched_destroy(s);
-}
-END_TEST
-
-/*
- * priority-sharing: no sets.  Jobs 1 and 4 (w_iter 10 and 9: class 1, weight 0.1)
- * and 2 (w_iter 100: class 2, weight 0.01) share B = 4 by weights 0.1 : 0.1 : 0.01:
- * 4 x 0.1/0.21 = 1.9048 each for 1 and 4, 4 x 0.01/0.21 = 0.1905 for 2.
- */
-START_TEST(test_priority_sharing)
-{
-    hs_sched_t *s = mk("priority-sharing");
-    hs_grant_t g[3];
-    int n;
-
-    arrive(s, 0, 1, 4, 10);
-    arrive(s, 0, 2, 4, 100);
-    arrive(s, 0, 4, 4, 9);
-    request(s, 0, 1, 100, 0);
-    request(s, 0, 2, 100, 0);
-    request(s, 1, 4, 100, 1);
-    n = hs_sched_decide(s, 1, g, 3);
-    ck_assert_double_eq_tol(bw_of(g, n, 1), 4 * 0.1 / 0.21, EPS);
-    ck_assert_double_eq_tol(bw_of(g, n, 4), 4 * 0.1 / 0.21, EPS);
-    ck_assert_double_eq_tol(bw_of(g, n, 2), 4 * 0.01 / 0.21, EPS);
-    ck_assert_double_eq_tol(grant(g, n, 2)->weight, 0.01 / 0.21, EPS);
-    hs_sched_destroy(s);
-}
-END_TEST
-
-/* IO-Sets with a learnt w_iter: no hints; the first phase's w_iter is
- * w_done + time_io = 95 + 20/4 = 100 -> set 2; job 2's is 9 + 4/4 = 10 -> set 1. */
-START_TEST(test_set10_learnt)
-{
-    hs_sched_t *s = mk("set10");
-    hs_grant_t g[2];
-    const double sum = 0.1 + 0.01;
-
-    arrive(s, 0, 1, 4, 0);
-    arrive(s, 0, 2, 4, 0);
-    request(s, 95, 1, 20, 95);
-    request(s, 95, 2, 4, 9);
-    ck_assert_int_eq(hs_sched_decide(s, 95, g, 2), 2);
-    ck_assert_double_eq_tol(g[0].share, 0.01 / sum, EPS);
-    ck_assert_double_eq_tol(g[1].share, 0.1 / sum, EPS);
-    hs_sched_destroy(s);
-}
-END_TEST
-
 /* Decisions with many pending phases (the daemon's case): the ids are sorted by a
  * radix sort and the water-filling skips its sort when the entries are in order
  * already; the grants must not depend on the order in which the jobs came, with
@@ -545,7 +442,6 @@ static void order_run(const char *policy, bool buffers, bool equal_caps, bool sh
     enum { K = 300 };
     hs_buffer_t b[4];
     hs_platform_t p = { .nodes = 1000, .node_bw = 1.0, .bw = 150.0 };
-    hs_policy_t pol;
     hs_error_t err;
     hs_sched_t *s;
     int i;
@@ -560,8 +456,7 @@ static void order_run(const char *policy, bool buffers, bool equal_caps, bool sh
         p.nbuffers = 4;
         p.buffers = b;
     }
-    ck_assert(hs_policy_parse(policy, &pol, &err) == 0);
-    ck_assert_msg((s = hs_sched_create(&p, &pol, &err)) != NULL, "%s", err.text);
+    s = ht_sched(&p, policy);
     for (i = 0; i < K; i++) {
         int k = shuffled ? (i * 7919) % K : i;     /* 7919 is prime to K */
         /* ids differ in several bytes, up to bit 40 */
@@ -621,34 +516,18 @@ START_TEST(test_decide_order_large)
 }
 END_TEST
 
-static Suite *suite(void)
-{
-    Suite *s = suite_create("hsched_online");
-    TCase *tc = tcase_create("online");
-
-    tcase_add_test(tc, test_fairshare);
-    tcase_add_test(tc, test_static_is_fairshare);
-    tcase_add_test(tc, test_fairshare_equal);
-    tcase_add_test(tc, test_fcfs_favouring);
-    tcase_add_test(tc, test_fcfs_exclusive);
-    tcase_add_test(tc, test_roundrobin);
-    tcase_add_test(tc, test_roundrobin_priority);
-    tcase_add_test(tc, test_mindilation);
-    tcase_add_test(tc, test_maxsyseff);
-    tcase_add_test(tc, test_minmax);
-    tcase_add_test(tc, test_priority_variants);
-    tcase_add_test(tc, test_set10_shares);
-    tcase_add_test(tc, test_set10_capped);
-    tcase_add_test(tc, test_set_base2);
-    tcase_add_test(tc, test_set_fairshare);
-    tcase_add_test(tc, test_priority_sharing);
-    tcase_add_test(tc, test_set10_learnt);
-    tcase_add_test(tc, test_decide_order_large);
-    suite_add_tcase(s, tc);
-    return s;
-}
-
 int main(void)
 {
-    return tu_run(suite());
+    const tu_tcase_t tcases[] = {
+        { "online",
+          .tests = { test_fcfs_favouring, test_roundrobin, test_roundrobin_priority,
+                     test_mindilation, test_maxsyseff, test_minmax, test_priority_variants,
+                     test_set10_shares, test_decide_order_large, NULL },
+          /* one iteration a row of onedecide[] (fairshare, static, fairshare equal,
+           * fcfs exclusive, set10 capped, set:2, set-fairshare, priority-sharing,
+           * set10 learnt) */
+          .loops = { { test_onedecide, (int)TU_COUNT(onedecide) } } },
+    };
+
+    return tu_main("hsched_online", tcases, TU_COUNT(tcases));
 }

@@ -15,26 +15,10 @@
 
 #include "libhsched/hsched.h"
 #include "libhsched/hs_periodic.h"
+#include "hsched_testutil.h"
 #include "testutil.h"
 
 #define EPS 1e-9
-
-static int close_to(double a, double b)
-{
-    return fabs(a - b) <= 1e-9 * fmax(1., fabs(b));
-}
-
-static hs_sched_t *mk(const hs_platform_t *p, const char *policy)
-{
-    hs_policy_t pol;
-    hs_error_t err;
-    hs_sched_t *s;
-
-    ck_assert_int_eq(hs_policy_parse(policy, &pol, &err), 0);
-    s = hs_sched_create(p, &pol, &err);
-    ck_assert_msg(s != NULL, "create %s: %s", policy, err.text);
-    return s;
-}
 
 /* ------------------------------------------------------------ a tiny driver */
 
@@ -145,9 +129,9 @@ static void replay_check(hs_sched_t *s, double t, const hs_grant_t *g, int n,
         ck_assert_int_eq(hs_phase_info(s, g[i].id, &pi), 0);
         if (pi.complete || pi.volume - pi.done <= 1e-6 * pi.volume)
             continue;
-        ck_assert_msg(close_to(g[i].bw, want), "t = %g job %d: bw %g, by hand %g",
+        ck_assert_msg(ht_close(g[i].bw, want), "t = %g job %d: bw %g, by hand %g",
                       t, k + 1, g[i].bw, want);
-        ck_assert_msg(close_to(hs_pattern_bw(a->p, k, u), want),
+        ck_assert_msg(ht_close(hs_pattern_bw(a->p, k, u), want),
                       "t = %g job %d: pattern %g, by hand %g", t, k + 1,
                       hs_pattern_bw(a->p, k, u), want);
         a->checked++;
@@ -171,26 +155,26 @@ START_TEST(test_persched_replay)
         };
         struct replay_arg a = { .t0 = 6 };
         hs_policy_stats_t st;
-        hs_sched_t *s = mk(&plat, ids[q]);
+        hs_sched_t *s = ht_sched(&plat, ids[q]);
 
         ck_assert_int_eq(hs_policy_parse(ids[q], &pol, &err), 0);
         ck_assert_int_eq(hs_periodic_from_policy(pol.kind, &h), 0);
         ck_assert_int_eq(hs_periodic_params_init(&prm, h), 0);
         a.p = hs_pattern_compute(&plat, pj, 2, &prm, &err);
         ck_assert_ptr_nonnull(a.p);
-        ck_assert(close_to(hs_pattern_period(a.p), 8));
+        ck_assert(ht_close(hs_pattern_period(a.p), 8));
         drive(s, jobs, 2, replay_check, &a);
         ck_assert_int_gt(a.checked, 6);
-        ck_assert_msg(close_to(jobs[0].end, 24) && close_to(jobs[1].end, 26),
+        ck_assert_msg(ht_close(jobs[0].end, 24) && ht_close(jobs[1].end, 26),
                       "%s: ends %g %g", ids[q], jobs[0].end, jobs[1].end);
         ck_assert_int_eq(hs_sched_policy_stats(s, &st), 0);
         ck_assert(st.plans);
-        ck_assert(close_to(st.period, 8));
-        ck_assert(close_to(st.period_tmin, 8));
+        ck_assert(ht_close(st.period, 8));
+        ck_assert(ht_close(st.period_tmin, 8));
         ck_assert_int_eq(st.period_jobs, 2);
         ck_assert_int_eq(st.period_unscheduled, 0);
-        ck_assert(close_to(st.period_sys_efficiency, 0.75));
-        ck_assert(close_to(st.period_dilation, 1));
+        ck_assert(ht_close(st.period_sys_efficiency, 0.75));
+        ck_assert(ht_close(st.period_dilation, 1));
         /* computed at t = 6 (2 jobs), at t = 24 (job 1 left: 1 job) */
         ck_assert_int_eq((int)st.schedules, 2);
         ck_assert(st.work > 0);
@@ -207,7 +191,7 @@ END_TEST
 START_TEST(test_periodic_leftovers)
 {
     hs_platform_t plat = { .nodes = 2, .node_bw = 4, .bw = 4 };
-    hs_sched_t *s = mk(&plat, "persched");
+    hs_sched_t *s = ht_sched(&plat, "persched");
     hs_job_t a = { .id = 1, .nodes = 1, .release = 0, .w = 6, .volume = 4 };
     hs_job_t b = { .id = 2, .nodes = 1, .release = 0 };
     hs_policy_stats_t st;
@@ -222,13 +206,13 @@ START_TEST(test_periodic_leftovers)
     ck_assert_int_eq(hs_phase_request(s, 0, 2, 1000, HS_DIR_WRITE, 0, &err), 0);
     ck_assert_int_eq(hs_sched_decide(s, 0, g, 2), 2);
     ck_assert_int_eq(hs_sched_policy_stats(s, &st), 0);
-    ck_assert(close_to(st.period, 7));
+    ck_assert(ht_close(st.period, 7));
     ck_assert_int_eq(st.jobs_fallback, 1);
     ck_assert_int_eq(st.period_jobs, 1);
     for (k = 0; k < 8 && t < 7; k++) {
         double tn = fmin(hs_sched_next_event(s), 7);
-        ck_assert(close_to(g[0].bw + g[1].bw, 4));
-        ck_assert(close_to(g[0].bw, 0) || close_to(g[0].bw, 4));
+        ck_assert(ht_close(g[0].bw + g[1].bw, 4));
+        ck_assert(ht_close(g[0].bw, 0) || ht_close(g[0].bw, 4));
         ck_assert(tn > t);
         got1 += g[0].bw * (tn - t);
         t = tn;
@@ -239,7 +223,7 @@ START_TEST(test_periodic_leftovers)
         }
         ck_assert_int_eq(hs_sched_decide(s, t, g, 2), 2);
     }
-    ck_assert_msg(close_to(got1, 4), "job 1 moved %g in its period", got1);
+    ck_assert_msg(ht_close(got1, 4), "job 1 moved %g in its period", got1);
     hs_sched_destroy(s);
 }
 END_TEST
@@ -268,7 +252,7 @@ static void two_phases(const char *policy, int *b0, int *b1, double *bw0, double
         buf[j].msca[1] = 0.035;
         buf[j].nmsca = 2;
     }
-    s = mk(&plat, policy);
+    s = ht_sched(&plat, policy);
     for (uint64_t id = 1; id <= 2; id++) {
         hs_job_t j = { .id = id, .nodes = 2, .release = 0, .alloc = alloc,
                        .nalloc = 2 };
@@ -291,17 +275,34 @@ START_TEST(test_harmonia_spread_vs_pack)
     two_phases("harmonia-maxbw", &b0, &b1, &bw0, &bw1);
     ck_assert_int_ne(b0, b1);
     ck_assert(b0 >= 0 && b1 >= 0);
-    ck_assert(close_to(bw0, 1) && close_to(bw1, 1));
+    ck_assert(ht_close(bw0, 1) && ht_close(bw1, 1));
 
     two_phases("harmonia-buffer-eff", &b0, &b1, &bw0, &bw1);
     ck_assert_int_eq(b0, b1);
     ck_assert(b0 >= 0);
     /* one node, one after the other: (100 - 20) x 20 = 1600, less than together
      * (1656) or spread (1800); the second waits for slot 1 */
-    ck_assert_msg(close_to(bw0 + bw1, 1) && close_to(bw0 * bw1, 0), "%g %g", bw0,
+    ck_assert_msg(ht_close(bw0 + bw1, 1) && ht_close(bw0 * bw1, 0), "%g %g", bw0,
                   bw1);
 }
 END_TEST
+
+/* No buffers, B = cap = 4 on 2 nodes: jobs 1 and 2 (priorities p1 and p2; 0: none)
+ * on one node each ask at t = 0 for 8 and 4 bytes, under 'policy'. */
+static hs_sched_t *pfs_pair(const char *policy, int p1, int p2)
+{
+    static const hs_platform_t plat = { .nodes = 2, .node_bw = 4, .bw = 4 };
+    hs_sched_t *s = ht_sched(&plat, policy);
+    hs_job_t j1 = { .id = 1, .nodes = 1, .release = 0, .priority = p1 };
+    hs_job_t j2 = { .id = 2, .nodes = 1, .release = 0, .priority = p2 };
+    hs_error_t err;
+
+    ck_assert_int_eq(hs_job_arrive(s, 0, &j1, &err), 0);
+    ck_assert_int_eq(hs_job_arrive(s, 0, &j2, &err), 0);
+    ht_request(s, 0, 1, 8, HS_DIR_WRITE, 0);
+    ht_request(s, 0, 2, 4, HS_DIR_WRITE, 0);
+    return s;
+}
 
 /* Without buffers the PFS is one node with MSCA 0.  minstall, phases of 4 and 8
  * bytes at B = cap = 4: the shorter alone (1 s) first, the longer waits for slot 1
@@ -309,25 +310,17 @@ END_TEST
  * at once.  The waiting phase's planned start is 1.5, and next_event says so. */
 START_TEST(test_harmonia_pfs)
 {
-    hs_platform_t plat = { .nodes = 2, .node_bw = 4, .bw = 4 };
-    hs_sched_t *s = mk(&plat, "harmonia-minstall");
+    hs_sched_t *s = pfs_pair("harmonia-minstall", 0, 0);
     hs_grant_t g[2];
-    hs_error_t err;
     hs_policy_stats_t st;
 
-    for (uint64_t id = 1; id <= 2; id++) {
-        hs_job_t j = { .id = id, .nodes = 1, .release = 0 };
-        ck_assert_int_eq(hs_job_arrive(s, 0, &j, &err), 0);
-    }
-    ck_assert_int_eq(hs_phase_request(s, 0, 1, 8, HS_DIR_WRITE, 0, &err), 0);
-    ck_assert_int_eq(hs_phase_request(s, 0, 2, 4, HS_DIR_WRITE, 0, &err), 0);
     ck_assert_int_eq(hs_sched_decide(s, 0, g, 2), 2);
-    ck_assert(close_to(g[0].bw, 0));
-    ck_assert(close_to(g[0].start, 1.5));
-    ck_assert(close_to(g[1].bw, 4));
+    ck_assert(ht_close(g[0].bw, 0));
+    ck_assert(ht_close(g[0].start, 1.5));
+    ck_assert(ht_close(g[1].bw, 4));
     ck_assert_int_eq(g[0].buffer, -1);
     ck_assert_int_eq(g[1].buffer, -1);
-    ck_assert(close_to(hs_sched_next_event(s), 1));     /* job 2 done first */
+    ck_assert(ht_close(hs_sched_next_event(s), 1));     /* job 2 done first */
     ck_assert_int_eq(hs_sched_policy_stats(s, &st), 0);
     ck_assert(st.plans && st.schedules == 1 && st.exact == 1 && st.max_phases == 2);
     ck_assert(isnan(st.period));
@@ -335,7 +328,7 @@ START_TEST(test_harmonia_pfs)
     ck_assert_int_eq(hs_sched_advance(s, 1), 0);
     ck_assert_int_eq(hs_phase_finish(s, 1, 2), 0);
     ck_assert_int_eq(hs_sched_decide(s, 1, g, 2), 1);
-    ck_assert(close_to(g[0].bw, 4));
+    ck_assert(ht_close(g[0].bw, 4));
     hs_sched_destroy(s);
 }
 END_TEST
@@ -344,20 +337,12 @@ END_TEST
  * first (10 x 2 + 1 x 3.5... against 1 x 1 + 10 x 3.5). */
 START_TEST(test_harmonia_priority)
 {
-    hs_platform_t plat = { .nodes = 2, .node_bw = 4, .bw = 4 };
-    hs_sched_t *s = mk(&plat, "harmonia-priority");
+    hs_sched_t *s = pfs_pair("harmonia-priority", 10, 1);
     hs_grant_t g[2];
-    hs_error_t err;
-    hs_job_t j1 = { .id = 1, .nodes = 1, .release = 0, .priority = 10 };
-    hs_job_t j2 = { .id = 2, .nodes = 1, .release = 0, .priority = 1 };
 
-    ck_assert_int_eq(hs_job_arrive(s, 0, &j1, &err), 0);
-    ck_assert_int_eq(hs_job_arrive(s, 0, &j2, &err), 0);
-    ck_assert_int_eq(hs_phase_request(s, 0, 1, 8, HS_DIR_WRITE, 0, &err), 0);
-    ck_assert_int_eq(hs_phase_request(s, 0, 2, 4, HS_DIR_WRITE, 0, &err), 0);
     ck_assert_int_eq(hs_sched_decide(s, 0, g, 2), 2);
-    ck_assert(close_to(g[0].bw, 4));
-    ck_assert(close_to(g[1].bw, 0));
+    ck_assert(ht_close(g[0].bw, 4));
+    ck_assert(ht_close(g[1].bw, 0));
     hs_sched_destroy(s);
 }
 END_TEST
@@ -375,7 +360,7 @@ START_TEST(test_harmonia_too_big)
     memset(&buf, 0, sizeof(buf));
     buf.capacity = 10;
     buf.bandwidth = 2;
-    s = mk(&plat, "harmonia-buffer-eff");
+    s = ht_sched(&plat, "harmonia-buffer-eff");
     drive(s, jobs, 1, NULL, NULL);
     ck_assert(isfinite(jobs[0].end) && jobs[0].end > 0);
     hs_sched_destroy(s);
@@ -424,7 +409,7 @@ START_TEST(test_every_policy_runs)
                 jobs[1].nalloc = 0;
                 jobs[2].nalloc = 0;
             }
-            s = mk(&plat, id);
+            s = ht_sched(&plat, id);
             drive(s, jobs, 4, NULL, NULL);
             for (int k = 0; k < 4; k++)
                 ck_assert_msg(isfinite(jobs[k].end), "%s: job %d", id, k + 1);
@@ -437,7 +422,7 @@ END_TEST
 START_TEST(test_stats_online)
 {
     hs_platform_t plat = { .nodes = 2, .node_bw = 4, .bw = 4 };
-    hs_sched_t *s = mk(&plat, "fairshare");
+    hs_sched_t *s = ht_sched(&plat, "fairshare");
     hs_policy_stats_t st;
 
     ck_assert_int_eq(hs_sched_policy_stats(s, &st), 0);
@@ -450,25 +435,17 @@ START_TEST(test_stats_online)
 }
 END_TEST
 
-static Suite *suite(void)
-{
-    Suite *s = suite_create("hsched_plan");
-    TCase *tc = tcase_create("plan");
-
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, test_persched_replay);
-    tcase_add_test(tc, test_periodic_leftovers);
-    tcase_add_test(tc, test_harmonia_spread_vs_pack);
-    tcase_add_test(tc, test_harmonia_pfs);
-    tcase_add_test(tc, test_harmonia_priority);
-    tcase_add_test(tc, test_harmonia_too_big);
-    tcase_add_test(tc, test_every_policy_runs);
-    tcase_add_test(tc, test_stats_online);
-    suite_add_tcase(s, tc);
-    return s;
-}
-
 int main(void)
 {
-    return tu_run(suite());
+    const tu_tcase_t tcases[] = {
+        { "plan", .timeout = 120, .tests = { test_persched_replay,
+                                             test_periodic_leftovers,
+                                             test_harmonia_spread_vs_pack,
+                                             test_harmonia_pfs, test_harmonia_priority,
+                                             test_harmonia_too_big,
+                                             test_every_policy_runs, test_stats_online,
+                                             NULL } },
+    };
+
+    return tu_main("hsched_plan", tcases, TU_COUNT(tcases));
 }

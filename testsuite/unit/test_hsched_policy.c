@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "libhsched/hsched.h"
+#include "hsched_testutil.h"
 #include "testutil.h"
 
 static const hs_platform_t plat = { .nodes = 4, .node_bw = 1, .bw = 2 };
@@ -166,17 +167,8 @@ START_TEST(test_not_available)
     bplat.nbuffers = 1;
     bplat.buffers = &buf;
     for (i = 0; ids[i]; i++) {
-        hs_policy_t p;
-        hs_error_t err;
-        hs_sched_t *s;
-
-        ck_assert_int_eq(hs_policy_parse(ids[i], &p, &err), 0);
-        s = hs_sched_create(&plat, &p, &err);
-        ck_assert_msg(s != NULL, "%s: %s", ids[i], err.text);
-        hs_sched_destroy(s);
-        s = hs_sched_create(&bplat, &p, &err);
-        ck_assert_msg(s != NULL, "%s with buffers: %s", ids[i], err.text);
-        hs_sched_destroy(s);
+        hs_sched_destroy(ht_sched(&plat, ids[i]));
+        hs_sched_destroy(ht_sched(&bplat, ids[i]));     /* with buffers */
     }
 }
 END_TEST
@@ -192,13 +184,8 @@ START_TEST(test_all_online_create)
     int i;
 
     for (i = 0; ids[i]; i++) {
-        hs_policy_t p;
-        hs_error_t err;
-        hs_sched_t *s;
+        hs_sched_t *s = ht_sched(&plat, ids[i]);
 
-        ck_assert_int_eq(hs_policy_parse(ids[i], &p, &err), 0);
-        s = hs_sched_create(&plat, &p, &err);
-        ck_assert_msg(s != NULL, "%s: %s", ids[i], err.text);
         ck_assert_int_eq(hs_sched_decide(s, 0, NULL, 0), 0);
         ck_assert(isinf(hs_sched_next_event(s)));
         hs_sched_destroy(s);
@@ -241,24 +228,14 @@ START_TEST(test_iosets_class)
 }
 END_TEST
 
-static Suite *suite(void)
-{
-    Suite *s = suite_create("hsched_policy");
-    TCase *tc = tcase_create("policy");
-
-    tcase_add_test(tc, test_ids_roundtrip);
-    tcase_add_test(tc, test_parse_values);
-    tcase_add_test(tc, test_parse_errors);
-    tcase_add_test(tc, test_name_unknown);
-    tcase_add_test(tc, test_not_available);
-    tcase_add_test(tc, test_all_online_create);
-    tcase_add_test(tc, test_bad_struct);
-    tcase_add_test(tc, test_iosets_class);
-    suite_add_tcase(s, tc);
-    return s;
-}
-
 int main(void)
 {
-    return tu_run(suite());
+    const tu_tcase_t tcases[] = {
+        { "policy", .tests = { test_ids_roundtrip, test_parse_values, test_parse_errors,
+                               test_name_unknown, test_not_available,
+                               test_all_online_create, test_bad_struct,
+                               test_iosets_class, NULL } },
+    };
+
+    return tu_main("hsched_policy", tcases, TU_COUNT(tcases));
 }

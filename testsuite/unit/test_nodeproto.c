@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "nodeproto.h"
+#include "testutil.h"
 
 static json_t *js(const char *text)
 {
@@ -165,6 +166,15 @@ static void result(np_table_t *t, uint64_t id, mover_state_t st, int64_t done)
     ck_assert_int_eq(np_table_result(t, &r), 0);
 }
 
+/* The agent sends every pending result and bbmgrd acknowledges them. */
+static void all_sent_and_acked(np_table_t *t)
+{
+    uint64_t upto;
+
+    json_decref(np_table_outbox(t, 65536, &upto));
+    np_table_acked(t, upto);
+}
+
 START_TEST(test_table_listing_is_idempotent)
 {
     np_table_t *t = np_table_create();
@@ -217,19 +227,17 @@ END_TEST
 START_TEST(test_table_syncing_outlives_its_listing)
 {
     np_table_t *t = np_table_create();
-    uint64_t ids[] = { 3 }, upto;
+    uint64_t ids[] = { 3 };
     listed(t, ids, 1, 1, 0, NULL, NULL);
     result(t, 3, MV_DONE_SYNCING, 100);
-    json_decref(np_table_outbox(t, 65536, &upto));
-    np_table_acked(t, upto);
+    all_sent_and_acked(t);
     /* bbmgrd closed the transfer (done): no longer listed, but its durability is
      * still to come: not cancelled, not forgotten */
     listed(t, NULL, 0, 0, 0, NULL, NULL);
     ck_assert_int_eq(np_table_state(t, 3), NPT_SYNCING);
     result(t, 3, MV_DURABLE, 100);
     ck_assert_int_eq(np_table_state(t, 3), NPT_FINISHED);
-    json_decref(np_table_outbox(t, 65536, &upto));
-    np_table_acked(t, upto);
+    all_sent_and_acked(t);
     listed(t, NULL, 0, 0, 0, NULL, NULL);
     ck_assert_int_eq(np_table_state(t, 3), -1);
     np_table_destroy(t);
@@ -286,22 +294,16 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("nodeproto");
-    TCase *tc = tcase_create("messages");
-    tcase_add_test(tc, test_task_round_trip);
-    tcase_add_test(tc, test_task_refused);
-    tcase_add_test(tc, test_status_result_dir);
-    suite_add_tcase(s, tc);
-    tc = tcase_create("table");
-    tcase_add_test(tc, test_table_listing_is_idempotent);
-    tcase_add_test(tc, test_table_results_until_acknowledged);
-    tcase_add_test(tc, test_table_syncing_outlives_its_listing);
-    tcase_add_test(tc, test_table_restart_reruns);
-    tcase_add_test(tc, test_table_outbox_budget);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    const tu_tcase_t tcases[] = {
+        { "messages",
+          .tests = { test_task_round_trip, test_task_refused, test_status_result_dir,
+                     NULL } },
+        { "table",
+          .tests = { test_table_listing_is_idempotent,
+                     test_table_results_until_acknowledged,
+                     test_table_syncing_outlives_its_listing, test_table_restart_reruns,
+                     test_table_outbox_budget, NULL } },
+    };
+
+    return tu_main("nodeproto", tcases, TU_COUNT(tcases));
 }

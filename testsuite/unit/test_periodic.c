@@ -21,17 +21,6 @@ static const hs_periodic_heuristic_t heurs[3] = {
 };
 static const char *hname[3] = { "throu", "cong", "persched" };
 
-/* deterministic generator (xorshift64*), so failures reproduce */
-static unsigned long long rng_state = 88172645463325252ULL;
-
-static double urand(void)
-{
-    rng_state ^= rng_state >> 12;
-    rng_state ^= rng_state << 25;
-    rng_state ^= rng_state >> 27;
-    return (double)((rng_state * 2685821657736338717ULL) >> 11) / 9007199254740992.0;
-}
-
 static hs_pattern_t *compute(const hs_platform_t *plat, const hs_pjob_t *jobs, size_t n,
                              hs_periodic_heuristic_t h, double eps)
 {
@@ -404,20 +393,20 @@ END_TEST
 
 static int random_mix(hs_platform_t *plat, hs_pjob_t *jobs, int maxk)
 {
-    int K = 1 + (int)(urand() * maxk), sumb = 0;
+    int K = 1 + (int)(tu_urand() * maxk), sumb = 0;
 
     for (int k = 0; k < K; k++) {
-        jobs[k].nodes = 1 + (int)(urand() * 16);
+        jobs[k].nodes = 1 + (int)(tu_urand() * 16);
         sumb += jobs[k].nodes;
     }
     plat->nodes = sumb;
     plat->node_bw = 1;
-    plat->bw = 1 + urand() * (sumb - 1);
+    plat->bw = 1 + tu_urand() * (sumb - 1);
     for (int k = 0; k < K; k++) {
         double cap = fmin(jobs[k].nodes, plat->bw);
-        jobs[k].w = 1 + urand() * 99;
+        jobs[k].w = 1 + tu_urand() * 99;
         /* time_io / w in [0.05, 2] */
-        jobs[k].volume = jobs[k].w * cap * (0.05 + urand() * 1.95);
+        jobs[k].volume = jobs[k].w * cap * (0.05 + tu_urand() * 1.95);
     }
     return K;
 }
@@ -574,25 +563,15 @@ START_TEST(test_starving_job)
 }
 END_TEST
 
-static Suite *periodic_suite(void)
-{
-    Suite *s = suite_create("periodic");
-    TCase *tc = tcase_create("core");
-
-    tcase_set_timeout(tc, 300);
-    tcase_add_test(tc, test_one_job);
-    tcase_add_test(tc, test_two_jobs_alternate);
-    tcase_add_test(tc, test_two_jobs_io_bound);
-    tcase_add_test(tc, test_figure4_like);
-    tcase_add_test(tc, test_random_invariants);
-    tcase_add_test(tc, test_random_default_params);
-    tcase_add_test(tc, test_errors);
-    tcase_add_test(tc, test_starving_job);
-    suite_add_tcase(s, tc);
-    return s;
-}
-
 int main(void)
 {
-    return tu_run(periodic_suite());
+    const tu_tcase_t tcases[] = {
+        { "core", .timeout = 300, .tests = { test_one_job, test_two_jobs_alternate,
+                                             test_two_jobs_io_bound, test_figure4_like,
+                                             test_random_invariants,
+                                             test_random_default_params, test_errors,
+                                             test_starving_job, NULL } },
+    };
+
+    return tu_main("periodic", tcases, TU_COUNT(tcases));
 }

@@ -90,6 +90,29 @@ static void drain_serial(hs_sfq_t *q, uint64_t *order, size_t n)
 #define B(i) (20 + (i))
 #define C(i) (30 + (i))
 
+/* Flows A and B with weights wa and wb; A queues A1..A<na> of cost ca each, then B
+ * queues B1..B<nb> of cost cb each. */
+static void two_flows(hs_sfq_t *q, double wa, int na, uint64_t ca, double wb, int nb,
+                      uint64_t cb)
+{
+    int i;
+
+    ck_assert_int_eq(hs_sfq_flow_add(q, FA, wa), 0);
+    ck_assert_int_eq(hs_sfq_flow_add(q, FB, wb), 0);
+    for (i = 1; i <= na; i++)
+        enq(q, FA, A(i), ca);
+    for (i = 1; i <= nb; i++)
+        enq(q, FB, B(i), cb);
+}
+
+/* The dispatch order 'got' is 'want' (n ids). */
+static void same_order(const uint64_t *got, const uint64_t *want, int n)
+{
+    for (int i = 0; i < n; i++)
+        ck_assert_msg(got[i] == want[i], "pos %d: got %ju want %ju", i,
+                      (uintmax_t)got[i], (uintmax_t)want[i]);
+}
+
 /*
  * SFQ(D), D = 1, weights A:B = 1:2, every cost 1 U, all queued at v = 0, A first.
  *   A: S = 0, 1, 2, 3        (F = S + 1)
@@ -101,18 +124,11 @@ START_TEST(test_sfqd_d1)
     hs_sfq_t *q = mk(HS_SFQ_D, 1, 0, 0, 1.0, HS_SFQ_VT_LAST_START);
     const uint64_t want[8] = { A(1), B(1), B(2), A(2), B(3), B(4), A(3), A(4) };
     uint64_t got[8];
-    int i;
 
-    ck_assert_int_eq(hs_sfq_flow_add(q, FA, 1.0), 0);
-    ck_assert_int_eq(hs_sfq_flow_add(q, FB, 2.0), 0);
-    for (i = 1; i <= 4; i++)
-        enq(q, FA, A(i), U);
-    for (i = 1; i <= 4; i++)
-        enq(q, FB, B(i), U);
+    two_flows(q, 1.0, 4, U, 2.0, 4, U);
     drain_serial(q, got, 8);
     ck_assert_uint_eq(disp(q), 0);
-    for (i = 0; i < 8; i++)
-        ck_assert_uint_eq(got[i], want[i]);
+    same_order(got, want, 8);
     hs_sfq_destroy(q);
 }
 END_TEST
@@ -182,16 +198,11 @@ START_TEST(test_plus_depth_units)
 {
     hs_sfq_t *q;
     hs_sfq_stats_t st;
-    int pass, i;
+    int pass;
 
     for (pass = 0; pass < 2; pass++) {
         q = mk(pass ? HS_SFQ_D_PLUS : HS_SFQ_D, 4, U, 0, 1.0, HS_SFQ_VT_LAST_START);
-        ck_assert_int_eq(hs_sfq_flow_add(q, FA, 3.0), 0);
-        ck_assert_int_eq(hs_sfq_flow_add(q, FB, 1.0), 0);
-        for (i = 1; i <= 3; i++)
-            enq(q, FA, A(i), 3 * U);
-        for (i = 1; i <= 3; i++)
-            enq(q, FB, B(i), U);
+        two_flows(q, 3.0, 3, 3 * U, 1.0, 3, U);
         expect(q, A(1));
         expect(q, B(1));
         if (!pass) {
@@ -237,12 +248,7 @@ START_TEST(test_plus_backfill_guard)
     hs_sfq_req_t r;
     int i;
 
-    ck_assert_int_eq(hs_sfq_flow_add(q, FA, 1.0), 0);
-    ck_assert_int_eq(hs_sfq_flow_add(q, FB, 1.0), 0);
-    for (i = 1; i <= 3; i++)
-        enq(q, FA, A(i), 4 * U);
-    for (i = 1; i <= 8; i++)
-        enq(q, FB, B(i), U);
+    two_flows(q, 1.0, 3, 4 * U, 1.0, 8, U);
     expect(q, A(1));
     expect(q, 0);
     done(q, A(1));
@@ -405,12 +411,7 @@ START_TEST(test_flows_mid_trace)
     hs_sfq_req_t r;
     int i;
 
-    ck_assert_int_eq(hs_sfq_flow_add(q, FA, 1.0), 0);
-    ck_assert_int_eq(hs_sfq_flow_add(q, FB, 1.0), 0);
-    for (i = 1; i <= 3; i++)
-        enq(q, FA, A(i), U);
-    for (i = 1; i <= 3; i++)
-        enq(q, FB, B(i), U);
+    two_flows(q, 1.0, 3, U, 1.0, 3, U);
     expect(q, A(1));
     done(q, A(1));
     expect(q, B(1));
@@ -473,23 +474,15 @@ START_TEST(test_weight_change)
                                 B(3), B(4), B(5), B(6) };
     uint64_t got[12];
     hs_sfq_flow_stats_t fs;
-    int i;
 
-    ck_assert_int_eq(hs_sfq_flow_add(q, FA, 1.0), 0);
-    ck_assert_int_eq(hs_sfq_flow_add(q, FB, 1.0), 0);
-    for (i = 1; i <= 6; i++)
-        enq(q, FA, A(i), U);
-    for (i = 1; i <= 6; i++)
-        enq(q, FB, B(i), U);
+    two_flows(q, 1.0, 6, U, 1.0, 6, U);
     drain_serial(q, got, 2);
     ck_assert_int_eq(hs_sfq_flow_set_weight(q, FA, 4.0), 0);
     ck_assert_int_eq(hs_sfq_flow_stats(q, FA, &fs), 0);
     ck_assert_double_eq(fs.weight, 4.0);
     drain_serial(q, got + 2, 10);
     ck_assert_uint_eq(disp(q), 0);
-    for (i = 0; i < 12; i++)
-        ck_assert_msg(got[i] == want[i], "pos %d: got %ju want %ju", i,
-                      (uintmax_t)got[i], (uintmax_t)want[i]);
+    same_order(got, want, 12);
     ck_assert_int_eq(hs_sfq_flow_set_weight(q, 77, 1.0), -1);
     ck_assert_int_eq(errno, ENOENT);
     hs_sfq_destroy(q);
@@ -593,20 +586,9 @@ END_TEST
 
 /* ------------------------------------------------------------ reference model */
 
-/* deterministic generator (xorshift64*), so failures reproduce */
-static unsigned long long rng_state = 88172645463325252ULL;
-
-static double urand(void)
-{
-    rng_state ^= rng_state >> 12;
-    rng_state ^= rng_state << 25;
-    rng_state ^= rng_state >> 27;
-    return (double)((rng_state * 2685821657736338717ULL) >> 11) / 9007199254740992.0;
-}
-
 static unsigned int irand(unsigned int n)
 {
-    unsigned int k = (unsigned int)(urand() * n);
+    unsigned int k = (unsigned int)(tu_urand() * n);
     return k < n ? k : n - 1;
 }
 
@@ -785,7 +767,7 @@ static void run_reference(hs_sfq_mode_t mode, hs_sfq_vtime_t vt, uint64_t slot,
         ck_assert_int_eq(hs_sfq_flow_add(q, (uint64_t)fl, m.w[fl]), 0);
     }
     for (step = 0; step < steps && m.n < RMAX - 8; step++) {
-        double u = urand();
+        double u = tu_urand();
         if (u < 0.45) {
             static const uint64_t sizes[5] = { 1, 2, 3, 5, 13 };
             int f = (int)irand(RFLOWS);
@@ -936,53 +918,46 @@ START_TEST(test_share_simulated)
     const double total = 40e9;
     double e;
 
+    static const struct {
+        const char *name;
+        hs_sfq_mode_t mode;
+        hs_sfq_vtime_t vt;
+        unsigned int depth;
+        uint64_t slot;
+        bool mixed;
+    } runs[] = {
+        { "SFQ(D)  D=8, 1 MiB", HS_SFQ_D, HS_SFQ_VT_LAST_START, 8, 0, false },
+        { "SFQ(D)  D=1, 1 MiB", HS_SFQ_D, HS_SFQ_VT_LAST_START, 1, 0, false },
+        { "Min-SFQ(D) D=8, 1 MiB", HS_SFQ_D, HS_SFQ_VT_MIN_START, 8, 0, false },
+        { "SFQ(D)  D=8, mixed sizes", HS_SFQ_D, HS_SFQ_VT_LAST_START, 8, 0, true },
+        { "SFQ(D)+ D=64x64KiB, mixed sizes", HS_SFQ_D_PLUS, HS_SFQ_VT_LAST_START, 64,
+          64 << 10, true },
+        { "SFQ(D)+ D=16 auto slot, mixed", HS_SFQ_D_PLUS, HS_SFQ_VT_LAST_START, 16, 0,
+          true },
+        { "Min-SFQ(D)+ D=64x64KiB, mixed", HS_SFQ_D_PLUS, HS_SFQ_VT_MIN_START, 64,
+          64 << 10, true },
+    };
+
     printf("targets                             2:1 4:1 8:1 16:1 32:1\n");
-    e = simulate("SFQ(D)  D=8, 1 MiB", HS_SFQ_D, HS_SFQ_VT_LAST_START, 8, 0, false, total);
-    ck_assert_double_lt(e, 0.05);
-    e = simulate("SFQ(D)  D=1, 1 MiB", HS_SFQ_D, HS_SFQ_VT_LAST_START, 1, 0, false, total);
-    ck_assert_double_lt(e, 0.05);
-    e = simulate("Min-SFQ(D) D=8, 1 MiB", HS_SFQ_D, HS_SFQ_VT_MIN_START, 8, 0, false, total);
-    ck_assert_double_lt(e, 0.05);
-    e = simulate("SFQ(D)  D=8, mixed sizes", HS_SFQ_D, HS_SFQ_VT_LAST_START, 8, 0, true,
-                 total);
-    ck_assert_double_lt(e, 0.05);
-    e = simulate("SFQ(D)+ D=64x64KiB, mixed sizes", HS_SFQ_D_PLUS, HS_SFQ_VT_LAST_START,
-                 64, 64 << 10, true, total);
-    ck_assert_double_lt(e, 0.05);
-    e = simulate("SFQ(D)+ D=16 auto slot, mixed", HS_SFQ_D_PLUS, HS_SFQ_VT_LAST_START,
-                 16, 0, true, total);
-    ck_assert_double_lt(e, 0.05);
-    e = simulate("Min-SFQ(D)+ D=64x64KiB, mixed", HS_SFQ_D_PLUS, HS_SFQ_VT_MIN_START,
-                 64, 64 << 10, true, total);
-    ck_assert_double_lt(e, 0.05);
+    for (size_t k = 0; k < TU_COUNT(runs); k++) {
+        e = simulate(runs[k].name, runs[k].mode, runs[k].vt, runs[k].depth, runs[k].slot,
+                     runs[k].mixed, total);
+        ck_assert_double_lt(e, 0.05);
+    }
     fflush(stdout);
 }
 END_TEST
 
-static Suite *sfq_suite(void)
-{
-    Suite *s = suite_create("sfq");
-    TCase *tc = tcase_create("core");
-
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, test_sfqd_d1);
-    tcase_add_test(tc, test_sfqd_d2);
-    tcase_add_test(tc, test_plus_depth_units);
-    tcase_add_test(tc, test_plus_backfill_guard);
-    tcase_add_test(tc, test_plus_backfill_window);
-    tcase_add_test(tc, test_plus_larger_than_depth);
-    tcase_add_test(tc, test_plus_auto_slot);
-    tcase_add_test(tc, test_flows_mid_trace);
-    tcase_add_test(tc, test_weight_change);
-    tcase_add_test(tc, test_cancel);
-    tcase_add_test(tc, test_errors);
-    tcase_add_test(tc, test_reference_random);
-    tcase_add_test(tc, test_share_simulated);
-    suite_add_tcase(s, tc);
-    return s;
-}
-
 int main(void)
 {
-    return tu_run(sfq_suite());
+    const tu_tcase_t tcases[] = {
+        { "core", .timeout = 120,
+          .tests = { test_sfqd_d1, test_sfqd_d2, test_plus_depth_units,
+                     test_plus_backfill_guard, test_plus_backfill_window,
+                     test_plus_larger_than_depth, test_plus_auto_slot,
+                     test_flows_mid_trace, test_weight_change, test_cancel, test_errors,
+                     test_reference_random, test_share_simulated, NULL } },
+    };
+
+    return tu_main("sfq", tcases, TU_COUNT(tcases));
 }

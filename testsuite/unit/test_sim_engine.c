@@ -29,6 +29,13 @@ static wl_jobs_t *run (const char *text, const char *policy, sim_result_t *res,
     return jobs;        /* the result borrows the job names: free after it */
 }
 
+/* Free a run's result, then its jobs (the result borrows their names). */
+static void done (sim_result_t *r, wl_jobs_t *j)
+{
+    sim_result_clear (r);
+    wl_jobs_destroy (j);
+}
+
 /* One app alone: no congestion, so rho~ = rho and the makespan is exact. */
 START_TEST (test_alone)
 {
@@ -44,8 +51,7 @@ START_TEST (test_alone)
     ck_assert (fabs (r.stats[0].end - 50) < 1e-6);
     /* arrive + 3 requests + 3 finishes + leave */
     ck_assert_int_eq ((int)r.events, 8);
-    sim_result_clear (&r);
-    wl_jobs_destroy (j);
+    done (&r, j);
 }
 END_TEST
 
@@ -66,16 +72,14 @@ START_TEST (test_two)
     ck_assert_int_ge (r.traces[0].n, 2);
     ck_assert_int_eq (r.traces[0].segs[0].kind, SEG_COMPUTE);
     ck_assert (fabs (r.traces[0].segs[1].bw - 5e9) < 1);
-    sim_result_clear (&r);
-    wl_jobs_destroy (j);
+    done (&r, j);
 
     j = run (TWO, "fcfs", &r, false);
     double e0 = r.stats[0].end, e1 = r.stats[1].end;
     ck_assert (fabs (fmin (e0, e1) - 20) < 1e-6);
     ck_assert (fabs (fmax (e0, e1) - 30) < 1e-6);
     ck_assert (fabs (r.m.makespan - 30) < 1e-6);
-    sim_result_clear (&r);
-    wl_jobs_destroy (j);
+    done (&r, j);
 }
 END_TEST
 
@@ -88,8 +92,7 @@ START_TEST (test_zero_w)
          "    io_volume: [2 GB, 4 GB, 2 GB]\n", "mindilation", &r, false);
     ck_assert (fabs (r.m.makespan - 5) < 1e-6);
     ck_assert_int_eq (r.stats[0].phases, 3);
-    sim_result_clear (&r);
-    wl_jobs_destroy (j);
+    done (&r, j);
 }
 END_TEST
 
