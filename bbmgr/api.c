@@ -441,6 +441,13 @@ static void jout_real(jout_t *b, double v)
     char out[64], d[17];
     size_t n = 0;
     int x;
+    if (v == 0) {               /* "%.17g": "0" or "-0" */
+        if (signbit(v))
+            jout_put(b, "-0.0", 4);
+        else
+            jout_put(b, "0.0", 3);
+        return;
+    }
     if (g17_digits(fabs(v), d, &x)) {
         if (v < 0)
             out[n++] = '-';
@@ -531,10 +538,18 @@ static void jout_value(jout_t *b, json_t *v, int depth)
         else
             jout_str(b, json_string_value(v));
         break;
-    case JSON_INTEGER:
-        jout_put(b, num, (size_t)snprintf(num, sizeof(num), "%" JSON_INTEGER_FORMAT,
-                                          json_integer_value(v)));
+    case JSON_INTEGER: {        /* "%" JSON_INTEGER_FORMAT */
+        json_int_t i = json_integer_value(v);
+        unsigned long long u = i < 0 ? 0ULL - (unsigned long long)i : (unsigned long long)i;
+        char *e = num + sizeof(num), *p = e;
+        do
+            *--p = (char)('0' + u % 10);
+        while (u /= 10);
+        if (i < 0)
+            *--p = '-';
+        jout_put(b, p, (size_t)(e - p));
         break;
+    }
     case JSON_REAL: jout_real(b, json_real_value(v)); break;
     case JSON_TRUE: jout_put(b, "true", 4); break;
     case JSON_FALSE: jout_put(b, "false", 5); break;
