@@ -218,6 +218,8 @@ int main(int argc, char **argv)
         api_tick(api);
         if (++ticks % 20 == 0)      /* about once a second */
             state_checkpoint(st);
+        else
+            state_checkpoint_bg(st);
         nanosleep(&ts, NULL);
     }
     if (util_got_stop)

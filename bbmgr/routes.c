@@ -596,28 +596,32 @@ static const route_t routes_jobs[] = {
 /* The longest path routes_match() takes. */
 #define ROUTE_PATH_MAX 2048
 
-/* Match path against pattern; fills args. */
-static bool match(const char *pattern, const char *path, const char **args, char *buf,
-                  size_t buflen)
+/* The next segment of a path at s (its length in *n), past any '/': NULL at the
+ * end.  Empty segments are skipped, as strtok_r() skips them below. */
+static const char *segment(const char *s, size_t *n)
 {
-    /* buf: a copy of path we cut into segments */
-    int na = 0;
-    snprintf(buf, buflen, "%s", path);
-    char *sp = NULL, *pp = NULL;
-    char pat[128];
-    snprintf(pat, sizeof(pat), "%s", pattern);
-    char *a = strtok_r(pat, "/", &pp), *b = strtok_r(buf, "/", &sp);
-    while (a && b) {
-        if (!strcmp(a, "*")) {
-            if (na < 4)
-                args[na++] = b;
-        } else if (strcmp(a, b)) {
+    while (*s == '/')
+        s++;
+    *n = strcspn(s, "/");
+    return *n ? s : NULL;
+}
+
+/* Whether path matches pattern ('*' matches any one segment), compared in place:
+ * this runs for every route until one matches, on every request. */
+static bool match(const char *pattern, const char *path)
+{
+    const char *a = pattern, *b = path;
+    size_t na, nb;
+    for (;;) {
+        a = segment(a, &na);
+        b = segment(b, &nb);
+        if (!a || !b)
+            return !a && !b;
+        if (!(na == 1 && *a == '*') && (na != nb || memcmp(a, b, na)))
             return false;
-        }
-        a = strtok_r(NULL, "/", &pp);
-        b = strtok_r(NULL, "/", &sp);
+        a += na;
+        b += nb;
     }
-    return !a && !b;
 }
 
 /* The route of table v (n routes) for method+path; NULL when none (and *path_ok set
@@ -625,10 +629,8 @@ static bool match(const char *pattern, const char *path, const char **args, char
 static const route_t *find(const route_t *v, size_t n, const char *method, const char *path,
                            bool *path_ok)
 {
-    static __thread char buf[ROUTE_PATH_MAX];
     for (size_t i = 0; i < n; i++) {
-        const char *tmp[4] = { NULL };
-        if (!match(v[i].pattern, path, tmp, buf, sizeof(buf)))
+        if (!match(v[i].pattern, path))
             continue;
         *path_ok = true;
         if (!strcmp(v[i].method, method))

@@ -182,9 +182,13 @@ void state_release(state_t *st);
  * commit callback runs on the caller's thread: call without its locks. */
 int state_try_commit(state_t *st, uint64_t want);
 
-/* Copy the WAL into the database (PASSIVE: never blocks commits).  The writer
- * does not checkpoint by itself; the daemon calls this from its timer. */
+/* Copy the WAL into the database (PASSIVE: never blocks commits).  The daemon
+ * calls this from its timer; the writer finishes the job when the WAL is long. */
 int state_checkpoint(state_t *st);
+
+/* state_checkpoint() when the writer asked for one (the WAL grew past its limit):
+ * the daemon's timer calls it at every tick, off the commit path. */
+void state_checkpoint_bg(state_t *st);
 
 /* Statistics for /metrics. */
 typedef struct {

@@ -9,15 +9,28 @@
 # POSTing /v1/agents/<node> every second with a device status, authenticated as
 # bbnoded is: a MUNGE credential opens a session on the connection, its token
 # authenticates the next reports; they move no data).  Printed: ops/s and op p99 of the
-# grants, the agents' report p99, and the ratios between the two runs.  Targets:
+# grants, the agents' report p99, the daemon's CPU per op, and the ratios between
+# the two runs.  Targets:
 # op p99 < 2 ms and >= 5,000 durable ops/s with the agents.  No timed asserts.
 #
 # Environment: HARMONIA_BUILDDIR; BENCH_SECONDS (default 5); BENCH_THREADS
 # (default 4); BENCH_AGENTS (default 64).
+#
+# BENCH_CALLGRIND=N: instead, bbmgrd runs under valgrind --tool=callgrind and the
+# client makes N round trips (default 2000) at each point; printed: the daemon's
+# instructions per request (Ir counted from the first to the last of them, requests
+# counted by the daemon's /metrics, the agents' reports included), those of the
+# scheduler's decisions apart (libhsched's hs_sched_decide(): their number and
+# size follow the timing, which callgrind changes), and with the agents a rough
+# figure per report.  Unlike times, instruction counts barely move with the
+# machine's other load: compare two builds with them (the figure without the
+# decisions is the steadiest).  BENCH_KEEP=DIR keeps the callgrind.out files there
+# (callgrind_annotate reads them).
 . "$(dirname "$0")/bench_lib.sh"
 SECS=${BENCH_SECONDS:-5}
 THREADS=${BENCH_THREADS:-4}
 AGENTS=${BENCH_AGENTS:-64}
+CG=${BENCH_CALLGRIND:-}
 bench_tmpdir /tmp bbnoded-load
 APID=""
 cleanup() {
@@ -107,8 +120,61 @@ except KeyboardInterrupt:
     pass
 EOP
 
+# the daemon's API requests answered and its decisions so far ("REQUESTS DECISIONS"),
+# from /metrics on its unix socket
+requests() {
+    curl -s --unix-socket "$T/bbmgrd.sock" http://bbmgrd/metrics |
+        awk '/^harmonia_api_requests_total/ { n += $2 }
+             /^harmonia_decision_seconds_count/ { d = $2 } END { print n + 0, d + 0 }'
+}
+cpu_s() { awk '{print $14 + $15}' "/proc/$1/stat"; }     # utime + stime, ticks
+tck=$(getconf CLK_TCK)
+# callgrind's instruction count of process $1 since its last zeroing (dumped)
+cg_ir() {
+    rm -f "$T"/callgrind.out.*
+    callgrind_control -d "$1" >/dev/null 2>&1
+    i=0
+    until grep -qs '^totals:' "$T"/callgrind.out.*; do
+        i=$((i+1)); [ $i -gt 600 ] && { echo "no callgrind dump" >&2; exit 1; }; sleep 0.1
+    done
+    awk '/^totals:/ { print $2 }' "$(ls -t "$T"/callgrind.out.* | head -1)"
+}
+
+if [ -n "$CG" ]; then
+    [ "$CG" -gt 1 ] 2>/dev/null || CG=2000
+    export BBMGRD_WRAP="valgrind --tool=callgrind --callgrind-out-file=$T/callgrind.out.%p"
+    echo "bbmgrd under callgrind: durable, MUNGE sessions, $AGENTS agent nodes, 1000 jobs,"
+    echo "        client $THREADS threads, $CG round trips per point; Ir = instructions"
+fi
+run_callgrind() {   # A: the number of agents reporting meanwhile
+    "$B/bench/bench_bbmgr_load" --url "$URL" --jobs 1000 --threads "$THREADS" --seconds 2 >/dev/null
+    set -- $(requests); r0=$1 dc0=$2
+    rep0=$([ -n "$APID" ] && sed 's/.*reports=\([0-9]*\).*/\1/' "$T/agents.out" || echo 0)
+    callgrind_control -z "$DPID" >/dev/null 2>&1
+    out=$("$B/bench/bench_bbmgr_load" --url "$URL" --jobs 1000 --threads "$THREADS" \
+          --phases "$CG" --no-register)
+    rep1=$([ -n "$APID" ] && sed 's/.*reports=\([0-9]*\).*/\1/' "$T/agents.out" || echo 0)
+    ir=$(cg_ir "$DPID")
+    set -- $(requests); r1=$1 dc1=$2
+    f=$(ls -t "$T"/callgrind.out.* | head -1)
+    # the scheduler's decisions (libhsched), whose number and size follow the timing
+    dir=$(callgrind_annotate --inclusive=yes "$f" 2>/dev/null |
+          awk '/hs_sched_decide \[/ { gsub(",", "", $1); print $1; exit }')
+    [ -n "${BENCH_KEEP:-}" ] && cp "$f" "$BENCH_KEEP/callgrind.out.agents$A"
+    rm -f "$T"/callgrind.out.*
+    n=$((r1 - r0 - 1)); reps=$((rep1 - rep0)); dec=$((dc1 - dc0))
+    python3 -c "
+ir, n, reps, d, dir = $ir, $n, $reps, $dec, ${dir:-0}
+print('agents=$A requests=%d reports=%d Ir=%d Ir_per_request=%.0f decisions=%d '
+      'Ir_per_decision=%.0f Ir_per_request_without_decisions=%.0f'
+      % (n, reps, ir, ir / n, d, dir / max(d, 1), (ir - dir) / n))"
+    eval "CG${A}_ir=$ir CG${A}_n=$n CG${A}_reps=$reps CG${A}_dir=${dir:-0}"
+}
+
+[ -n "$CG" ] || {
 echo "bbmgrd: durable, MUNGE sessions for the jobs, $AGENTS agent nodes, 1000 jobs, $(nproc) cores,"
 echo "        client $THREADS threads, ${SECS}s per point; op = phase request or finish"
+}
 for A in 0 "$AGENTS"; do
     start_daemon
     if [ "$A" -gt 0 ]; then
@@ -120,9 +186,19 @@ for A in 0 "$AGENTS"; do
         done
         sleep 1.5   # every agent has reported once
     fi
+    if [ -n "$CG" ]; then
+        run_callgrind "$A"
+        [ -n "$APID" ] && { kill "$APID"; wait "$APID" 2>/dev/null || true; APID=""; }
+        stop_bbmgrd
+        continue
+    fi
     "$B/bench/bench_bbmgr_load" --url "$URL" --jobs 1000 --threads "$THREADS" --seconds 0.2 >/dev/null
+    d0=$(cpu_s "$DPID")
     out=$("$B/bench/bench_bbmgr_load" --url "$URL" --jobs 1000 --threads "$THREADS" \
           --seconds "$SECS" --no-register)
+    d1=$(cpu_s "$DPID")
+    ops=$(echo "$out" | tr ' ' '\n' | sed -n 's/^ops=//p')
+    out="$out daemon_cpu_s=$(python3 -c "print('%.2f daemon_cpu_us_per_op=%.1f' % (($d1 - $d0) / $tck, ($d1 - $d0) / $tck / max($ops, 1) * 1e6))")"
     extra=""
     if [ -n "$APID" ]; then
         extra=" $(cat "$T/agents.out")"
@@ -132,6 +208,18 @@ for A in 0 "$AGENTS"; do
     eval "$(echo "$out" | tr ' ' '\n' | grep -E '^(ops_per_s|op_p99_ms)=' | sed "s/^/R${A}_/")"
     stop_bbmgrd
 done
+if [ -n "$CG" ]; then
+    python3 -c "
+a, n, r = $(eval echo \$CG${AGENTS}_ir), $(eval echo \$CG${AGENTS}_n), $(eval echo \$CG${AGENTS}_reps)
+ad = $(eval echo \$CG${AGENTS}_dir)
+z, m, zd = $CG0_ir, $CG0_n, $CG0_dir
+per = (z - zd) / m          # a grant request without the agents, decisions aside
+print('Ir per grant request without the decisions (no agents) = %.0f' % per)
+if r:
+    print('Ir per agent report = %.0f (the Ir with the agents, decisions aside, beyond '
+          'their requests at that rate; rough)' % ((a - ad - (n - r) * per) / r))"
+    exit 0
+fi
 python3 -c "
 a, z = $AGENTS, 0
 print('ratio ops_per_s with/without agents = %.2f' % ($(eval echo \$R${AGENTS}_ops_per_s) / $R0_ops_per_s))

@@ -49,13 +49,16 @@ EOC
 
 # bbmgrd -c $T/bbmgr.yaml in the background (its stderr in $T/bbmgrd.log), DPID;
 # returns once it answers on $T/bbmgrd.sock (the file's listen.unix_socket), exits
-# with its log when it does not within 5 s.
+# with its log when it does not within 5 s (60 s under a BBMGRD_WRAP: a command
+# and its options put before bbmgrd, such as valgrind; unquoted).
 start_bbmgrd() {
-    "$B/bbmgr/bbmgrd" -f -c "$T/bbmgr.yaml" 2>>"$T/bbmgrd.log" &
+    # shellcheck disable=SC2086
+    ${BBMGRD_WRAP:-} "$B/bbmgr/bbmgrd" -f -c "$T/bbmgr.yaml" 2>>"$T/bbmgrd.log" &
     DPID=$!
     i=0
+    lim=$([ -n "${BBMGRD_WRAP:-}" ] && echo 1200 || echo 100)
     while ! "$B/bbmgr/bbmgr" -u "unix:$T/bbmgrd.sock" status >/dev/null 2>&1; do
-        i=$((i+1)); [ $i -gt 100 ] && { cat "$T/bbmgrd.log"; exit 1; }; sleep 0.05
+        i=$((i+1)); [ $i -gt "$lim" ] && { cat "$T/bbmgrd.log"; exit 1; }; sleep 0.05
     done
 }
 
