@@ -397,16 +397,23 @@ static step_rc_t _step_stage(hm_client_t *cli, work_t *w, bool in)
  * directory at its next report after the allocation (GET /v1/jobs/ID/allocation
  * says "ready"); the job must not start before.  A bbmgrd that does not say is
  * ready. */
+/* GET /v1/jobs/ID, or what follows it (sub): bbmgrd's status, *resp its reply. */
+static int _get_job(hm_client_t *cli, work_t *w, const char *sub, json_t **resp)
+{
+	char path[96];
+
+	snprintf(path, sizeof(path), "/v1/jobs/%u%s", w->job_id, sub);
+	return bbh_call(cli, "GET", path, NULL, resp, &w->msg);
+}
+
 static step_rc_t _step_dirs_ready(hm_client_t *cli, work_t *w)
 {
 	json_t *resp = NULL, *ready;
-	char path[64];
 	int st;
 
 	if (w->dirs_ready || !w->req.has_buffer)
 		return STEP_NEXT;
-	snprintf(path, sizeof(path), "/v1/jobs/%u/allocation", w->job_id);
-	st = bbh_call(cli, "GET", path, NULL, &resp, &w->msg);
+	st = _get_job(cli, w, "/allocation", &resp);
 	if (st < 0 || st >= 500) {
 		json_decref(resp);
 		return STEP_AGAIN;
@@ -430,11 +437,8 @@ static step_rc_t _step_dirs_ready(hm_client_t *cli, work_t *w)
 static step_rc_t _step_reconcile(hm_client_t *cli, work_t *w)
 {
 	json_t *resp = NULL, *alloc;
-	char path[64];
-	int st;
+	int st = _get_job(cli, w, "", &resp);
 
-	snprintf(path, sizeof(path), "/v1/jobs/%u", w->job_id);
-	st = bbh_call(cli, "GET", path, NULL, &resp, &w->msg);
 	if (st == 404) {
 		json_decref(resp);
 		return STEP_NEXT;	/* bbmgrd forgot it: register again */
