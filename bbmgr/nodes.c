@@ -237,14 +237,8 @@ static void fail_tasks(core_t *c, int a, const char *why)
                          "durable", G.v[a].name, why);
                 core_mover_report(c, t->id, t->job, MV_NOT_DURABLE, 0, -1, msg);
             } else if (task_open(c, t)) {
-                job_t *j = t->stage_out ? NULL : core_job(c, t->job);
-                snprintf(msg, sizeof(msg), "down (%s)", why);
-                /* a stage-in before its job runs: run again elsewhere (its other
-                 * transfers into that node too: they are no longer open) */
-                if (j && core_restage_lost(c, j, core_node_index(c, G.v[a].name), msg) >= 0) {
-                    task_close(ids[i]);
-                    continue;
-                }
+                /* (the stage-ins of jobs not yet running were moved to another
+                 * node when the node went down, move_waiting_jobs(): not open) */
                 snprintf(msg, sizeof(msg), t->stage_out
                          ? "buffer node %s down (%s): stage-out data lost"
                          : "buffer node %s down (%s): stage-in not completed", G.v[a].name, why);
