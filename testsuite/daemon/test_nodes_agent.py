@@ -192,7 +192,10 @@ def test_name_used_again_gets_a_new_directory(agent, tmp_base):
     mgr.reply(dirs_gen="i1", dirs=[{"name": "4243", "uid": USER1, "gid": GID1, "inc": 1000.5}])
     mgr.next(lambda b: b.get("dirs") == "i1")
     write(os.path.join(d, "first-run"), b"x", 0o600)
-    ino = os.stat(d).st_ino
+    # held open so that its inode number cannot be given to a new directory
+    # once the agent removes it: a new directory then has another number
+    first = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
+    ino = os.fstat(first).st_ino
     # the same allocation, listed again: kept as it is
     mgr.reply(dirs_gen="i2", dirs=[{"name": "4243", "uid": USER1, "gid": GID1, "inc": 1000.5}])
     mgr.next(lambda b: b.get("dirs") == "i2")
@@ -206,6 +209,8 @@ def test_name_used_again_gets_a_new_directory(agent, tmp_base):
     trash = os.path.join(mount, ".harmonia-trash")
     wait_for(lambda: os.path.isdir(trash) and not os.listdir(trash),
              "the first run's directory to be removed from the trash")
+    assert os.fstat(first).st_nlink == 0, "the first run's directory was not removed"
+    os.close(first)
     # a persistent name made again by another user within one report
     pb = os.path.join(mount, "persistent", "pb")
     mgr.reply(dirs_gen="i4", dirs=[{"name": "pb", "persistent": True, "uid": USER1, "gid": GID1,
