@@ -896,15 +896,19 @@ static void apply(agent_t *a, json_t *rep)
     /* 2. transfers */
     if (json_is_array(tasks)) {
         uint64_t *ids = calloc(json_array_size(tasks) + 1, sizeof(uint64_t)), *sub, *can;
+        unsigned *runs = calloc(json_array_size(tasks) + 1, sizeof(unsigned));
         size_t n = 0, nsub, ncan;
         np_task_t t;
         json_array_foreach(tasks, i, o) {
             if (np_task_parse(o, &t, msg, sizeof(msg)) < 0)
                 bl_error("bbmgrd sent a bad task: %s (ignored)", msg);
-            else if (ids)
+            else if (ids && runs) {
+                runs[n] = t.run;
                 ids[n++] = t.tid;
+            }
         }
-        if (ids && np_table_listed(a->tab, ids, n, &sub, &nsub, &can, &ncan) == 0) {
+        if (ids && runs
+            && np_table_listed(a->tab, ids, runs, n, &sub, &nsub, &can, &ncan) == 0) {
             for (size_t k = 0; k < nsub; k++)
                 submit(a, tasks, sub[k]);
             for (size_t k = 0; k < ncan; k++) {
@@ -915,6 +919,7 @@ static void apply(agent_t *a, json_t *rep)
             free(can);
         }
         free(ids);
+        free(runs);
     }
     /* 3. orphans, after the transfers (a removal waits for those of its job) */
     if (dirs_ok && dv) {

@@ -174,11 +174,12 @@ void put_phase(core_t *c, phase_t *p)
 
 void put_xfer(core_t *c, xfer_t *x)
 {
-    state_put(c->st, ST_XFER_PUT, "issssssdisdddd", (int64_t)x->id, x->job_id, x->kind,
+    state_put(c->st, ST_XFER_PUT, "issssssdisdddddd", (int64_t)x->id, x->job_id, x->kind,
               x->source, x->destination, x->type, xfer_state_name(x->state),
               nan_if(x->bytes_total < 0, (double)x->bytes_total), (int64_t)x->bytes_done,
               x->message, x->requested, x->start, x->finished,
-              nan_if(x->durable < 0, (double)x->durable));
+              nan_if(x->durable < 0, (double)x->durable), nan_if(x->nparts < 2, x->part),
+              nan_if(x->nparts < 2, x->nparts));
 }
 
 void put_node(core_t *c, int idx)

@@ -118,6 +118,13 @@ typedef struct {
     bool in_mover;              /* handed to the data mover (stage.mode: mover) */
     int durable;                /* -1: no fsync promised (NULL); 0: done, its fsyncs
                                    going on; 1: on disk (fsync'd) */
+    unsigned run;               /* times it was queued again after done (agents: a new
+                                   run of the same id); not stored */
+    bool relink;                /* part 0 of a spread stage-in: run again once done */
+    int part, nparts;           /* spread over the allocation's nodes: part `part` (its
+                                   buffer side on slot `part`) of `nparts`, the parts
+                                   of one request at ids id - part ...; nparts 0: a
+                                   transfer of its own (doc/bbnoded.md, Data layout) */
 } xfer_t;
 
 typedef enum { JOB_REGISTERED, JOB_RUNNING, JOB_ENDED } job_state_t;
@@ -225,8 +232,11 @@ phase_t *core_phase(core_t *c, uint64_t id);
 int core_phase_finish(core_t *c, phase_t *p, double bytes, cerr_t *e);
 int core_phase_progress(core_t *c, phase_t *p, double bytes, cerr_t *e);
 
+/* spread: a stage-in of a directory into, or a stage-out from, the job's directory on
+ * the first node of a multi-node allocation becomes one transfer per node (parts
+ * 0..n-1 with consecutive ids; returns part 0); otherwise it is one transfer. */
 xfer_t *core_stage(core_t *c, job_t *j, const char *kind, const char *src, const char *dst,
-                   const char *type, int64_t size, cerr_t *e);
+                   const char *type, int64_t size, bool spread, cerr_t *e);
 xfer_t *core_xfer(core_t *c, uint64_t id);
 int core_xfer_update(core_t *c, xfer_t *x, const char *state, int64_t bytes_done,
                      int64_t bytes_total, const char *message, cerr_t *e);

@@ -114,7 +114,7 @@ json_t *core_phase_json_closing(core_t *c, phase_t *p)
 
 json_t *core_xfer_json(core_t *c, xfer_t *x)
 {
-    return json_pack("{s:I s:s s:s s:s s:s s:s s:s s:o s:I s:o s:o s:o s:o s:b}", "id",
+    json_t *o = json_pack("{s:I s:s s:s s:s s:s s:s s:s s:o s:I s:o s:o s:o s:o s:b}", "id",
                      (json_int_t)x->id, "job", x->job_id, "kind", x->kind, "source", x->source,
                      "destination", x->destination, "type", x->type, "state",
                      xfer_state_name(x->state), "bytes_total",
@@ -123,6 +123,11 @@ json_t *core_xfer_json(core_t *c, xfer_t *x)
                      x->message ? json_string(x->message) : json_null(), "requested",
                      jnum(x->requested), "start", jnum(x->start), "finished", jnum(x->finished),
                      "durable", x->durable == 1);
+    if (o && x->nparts > 1) {
+        json_object_set_new(o, "part", json_integer(x->part));
+        json_object_set_new(o, "nparts", json_integer(x->nparts));
+    }
+    return o;
 }
 
 const char *core_stage_summary(const job_t *j, const char *kind)

@@ -342,6 +342,10 @@ static int rec_xfer(sqlite3_stmt *s, void *arg)
     x->start = col_real(s, 11);
     x->finished = col_real(s, 12);
     x->durable = sqlite3_column_type(s, 13) == SQLITE_NULL ? -1 : sqlite3_column_int(s, 13);
+    if (sqlite3_column_type(s, 15) != SQLITE_NULL) {
+        x->part = sqlite3_column_int(s, 14);
+        x->nparts = sqlite3_column_int(s, 15);
+    }
     if (!x->job_id || !x->source || !x->destination) {
         xfer_free(x);
         r->failed = true;

@@ -60,8 +60,8 @@ static double stage_start(core_t *c, job_t *j)
     return start;
 }
 
-xfer_t *core_stage(core_t *c, job_t *j, const char *kind, const char *src, const char *dst,
-                   const char *type, int64_t size, cerr_t *e)
+static xfer_t *stage_one(core_t *c, job_t *j, const char *kind, const char *src,
+                         const char *dst, const char *type, int64_t size, double start)
 {
     xfer_t *x = calloc(1, sizeof(*x));
     xfer_t **nv;
@@ -73,7 +73,7 @@ xfer_t *core_stage(core_t *c, job_t *j, const char *kind, const char *src, const
     snprintf(x->type, sizeof(x->type), "%s", type);
     x->bytes_total = size;
     x->requested = core_wall();
-    x->start = stage_start(c, j);
+    x->start = start;
     x->finished = NAN;
     x->state = XF_QUEUED;
     x->durable = -1;
@@ -88,12 +88,69 @@ xfer_t *core_stage(core_t *c, job_t *j, const char *kind, const char *src, const
     if (x->state == XF_QUEUED && hmap_iput(c->xfers, x->id, x) < 0)
         goto nomem;
     j->xfers[j->nxfers++] = x;
-    put_xfer(c, x);
-    bl_debug("stage: %s %ju of job %s scheduled at +%.3f s (%s)", kind, (uintmax_t)x->id, j->id,
-             x->start - x->requested, xfer_state_name(x->state));
     return x;
 nomem:
     xfer_free(x);
+    return NULL;
+}
+
+/* The part of path below the job's directory on the first node of its
+ * allocation ("" for that directory), or NULL when it is not below it. */
+static const char *below_first(core_t *c, job_t *j, const char *path, char *root, size_t len)
+{
+    if (!j->alloc || j->alloc->n < 2)
+        return NULL;
+    snprintf(root, len, "%s/%s", c->nodes[j->alloc->v[0].node].mount, j->id);
+    if (!util_path_under(path, root))
+        return NULL;
+    return path + strlen(root);
+}
+
+xfer_t *core_stage(core_t *c, job_t *j, const char *kind, const char *src, const char *dst,
+                   const char *type, int64_t size, bool spread, cerr_t *e)
+{
+    bool out = !strcmp(kind, "stage_out");
+    char root[1200], path[2400];
+    const char *rel = NULL;
+    double start = stage_start(c, j);
+    /* a stage-in of a tree, or any stage-out, from or to the job's directory on the
+     * first node of a multi-node allocation: one part on each node */
+    if (spread && (out || !strcmp(type, "directory")))
+        rel = below_first(c, j, out ? src : dst, root, sizeof(root));
+    int n = rel ? j->alloc->n : 1, nx0 = j->nxfers;
+    xfer_t *first = NULL;
+    for (int k = 0; k < n; k++) {
+        const char *buf = out ? src : dst;
+        if (rel) {
+            snprintf(path, sizeof(path), "%s/%s%s", c->nodes[j->alloc->v[k].node].mount, j->id,
+                     rel);
+            buf = path;
+        }
+        xfer_t *x = stage_one(c, j, kind, out ? buf : src, out ? dst : buf, type,
+                              k == 0 ? size : -1, start);
+        if (!x)
+            goto nomem;
+        if (rel) {
+            x->part = k;
+            x->nparts = n;
+        }
+        if (!first)
+            first = x;
+    }
+    for (int i = nx0; i < j->nxfers; i++) {
+        put_xfer(c, j->xfers[i]);
+        bl_debug("stage: %s %ju of job %s%s scheduled at +%.3f s (%s)", kind,
+                 (uintmax_t)j->xfers[i]->id, j->id, rel ? " (a part)" : "",
+                 j->xfers[i]->start - j->xfers[i]->requested,
+                 xfer_state_name(j->xfers[i]->state));
+    }
+    return first;
+nomem:
+    while (j->nxfers > nx0) {
+        xfer_t *x = j->xfers[--j->nxfers];
+        hmap_idel(c->xfers, x->id);
+        xfer_free(x);
+    }
     cerr_set(e, ENOMEM, "", "out of memory");
     return NULL;
 }
@@ -261,6 +318,17 @@ static void xfer_durability(core_t *c, uint64_t tid, const char *job, bool ok, c
     put_xfer(c, x);
 }
 
+static void requeue(core_t *c, xfer_t *x)
+{
+    x->state = XF_QUEUED;
+    x->in_mover = false;
+    x->start = core_wall();
+    x->finished = NAN;
+    x->bytes_done = 0;
+    x->durable = -1;
+    put_xfer(c, x);
+}
+
 static void on_mover_report(uint64_t tid, const char *job, mover_state_t st, int64_t done,
                             int64_t total, const char *msg, void *arg)
 {
@@ -277,6 +345,15 @@ static void on_mover_report(uint64_t tid, const char *job, mover_state_t st, int
         x->bytes_total = total;
     if (st == MV_RUNNING) {
         put_xfer(c, x);
+        return;
+    }
+    if (st == MV_DONE && x->relink) {
+        /* part 0 of a spread stage-in whose links must name a part's new node */
+        x->relink = false;
+        x->run++;
+        requeue(c, x);
+        bl_info("stage_in %ju of job %s: run again for the links to a moved part",
+                (uintmax_t)x->id, x->job_id);
         return;
     }
     /* done with its fsyncs going on: durable (or not) later */
@@ -318,14 +395,23 @@ int core_restage_lost(core_t *c, job_t *j, int lost, const char *why)
             xfer_close(c, x, XF_FAILED, "out of memory");
             continue;
         }
-        x->state = XF_QUEUED;
-        x->in_mover = false;
-        x->start = core_wall();
-        x->finished = NAN;
-        x->bytes_done = 0;
-        x->durable = -1;
-        put_xfer(c, x);
+        requeue(c, x);
         n++;
+        /* part 0 of a spread stage-in links to the files of the other parts: it
+         * runs again too, so that its links name the part's new node (the files it
+         * copied itself are found complete and kept) */
+        for (int k = 0; x->nparts > 1 && x->part > 0 && k < j->nxfers; k++) {
+            xfer_t *p0 = j->xfers[k];
+            if (p0->id != x->id - (uint64_t)x->part || p0->part != 0)
+                continue;
+            if (p0->state == XF_RUNNING)
+                p0->relink = true;      /* again once done (on_mover_report) */
+            else if (p0->state == XF_DONE && hmap_iput(c->xfers, p0->id, p0) == 0) {
+                p0->run++;
+                requeue(c, p0);
+                n++;
+            }
+        }
     }
     bl_warning("job %s: buffer node %s %s: its share of the buffer moved to %s, %d stage-in(s) "
                "run again there", j->id, c->nodes[lost].name, why, c->nodes[dst].name, n);
@@ -387,6 +473,22 @@ void mover_tick(core_t *c, double wall)
             .directory = !strcmp(x->type, "directory"), .src = x->source,
             .dst = x->destination, .max_bytes = out ? 0 : (int64_t)cap,
         };
+        char rootv[MOVER_MAX_PARTS][1200];
+        if (x->nparts > 1) {
+            if (!j->alloc || j->alloc->n != x->nparts || x->nparts > MOVER_MAX_PARTS) {
+                xfer_close(c, x, XF_FAILED, "the job's allocation no longer has the nodes "
+                           "this transfer was spread over");
+                continue;
+            }
+            for (int k = 0; k < x->nparts; k++) {
+                snprintf(rootv[k], sizeof(rootv[k]), "%s/%s",
+                         c->nodes[j->alloc->v[k].node].mount, j->id);
+                spec.roots[k] = rootv[k];
+            }
+            spec.part = x->part;
+            spec.nparts = x->nparts;
+            spec.run = x->run;
+        }
         if (!nodes_dispatch(c, &spec, buf) && mover_submit(c->mover, &spec) < 0) {
             bl_error("mover: transfer %ju: %s (retried)", (uintmax_t)x->id, strerror(errno));
             continue;

@@ -166,6 +166,9 @@ static void xfer_free(mxfer_t *x)
     free(x->ents);
     hmap_destroy(x->inodes);
     free(x->files);
+    for (int k = 0; x->roots && k < x->nparts; k++)
+        free(x->roots[k]);
+    free(x->roots);
     free(x->src);
     free(x->dst);
     free(x->hold);
@@ -949,6 +952,21 @@ int mover_submit(mover_t *m, const mover_spec_t *spec)
         x->hold[n - 1] = '\0';
     x->max_bytes = spec->stage_out ? 0 : spec->max_bytes;
     x->max_entries = m->max_entries;
+    if (spec->nparts > 1) {
+        if (spec->nparts > MOVER_MAX_PARTS || spec->part < 0 || spec->part >= spec->nparts
+            || !(x->roots = calloc((size_t)spec->nparts, sizeof(char *)))) {
+            errno = spec->nparts > MOVER_MAX_PARTS || spec->part < 0
+                    || spec->part >= spec->nparts ? EINVAL : ENOMEM;
+            xfer_free(x);
+            task_free(t);
+            return -1;
+        }
+        x->nparts = spec->nparts;
+        x->part = spec->part;
+        for (int k = 0; k < x->nparts; k++)
+            if (!spec->roots[k] || !(x->roots[k] = strdup(spec->roots[k])))
+                goto nomem;
+    }
     x->tid = spec->tid;
     x->stage_out = spec->stage_out;
     x->directory = spec->directory;

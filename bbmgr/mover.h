@@ -44,6 +44,8 @@ typedef enum {
                            copy may not be on disk (message says why) */
 } mover_state_t;
 
+#define MOVER_MAX_PARTS 64      /* nodes a transfer can be spread over */
+
 /* A transfer handed to the mover (strings are copied). */
 typedef struct {
     uint64_t tid;
@@ -63,6 +65,20 @@ typedef struct {
     double done_at;             /* resync: wall-clock time the transfer was done */
     int64_t max_bytes;          /* stage-in: the capacity of the buffer it writes into;
                                    a source larger than this fails (0: no limit) */
+    /* Part `part` of a transfer spread over the nodes of an allocation (nparts >= 2;
+     * 0: a transfer of its own); roots[k] is the job's directory on node k, and the
+     * buffer side of part k is the same path below roots[k].  A stage-in part walks
+     * the whole source, gives its files to the parts by size (largest first, each to
+     * the part with the fewest bytes so far; ties by name, then by the lower part)
+     * and copies its own; part 0 also makes, for every file given to part k, a
+     * symbolic link to that file under roots[k].  A stage-out part copies what is
+     * under its source on its node, leaves out symbolic links into any roots[k] (the
+     * part of that node copies what they name), and finds nothing to do when its
+     * source is missing (part 0 excepted). */
+    int part, nparts;
+    const char *roots[MOVER_MAX_PARTS];
+    unsigned run;               /* agents: how many times bbmgrd ran it again (not used
+                                   by the mover) */
 } mover_spec_t;
 
 mover_t *mover_create(const cfg_t *cfg, hu_error_t *err);

@@ -353,18 +353,16 @@ void set_owner(mxfer_t *x, const entry_t *e, int fd, const char *path, int flags
         bl_debug("mover: transfer %ju: chown %s: %s", (uintmax_t)x->tid, path, strerror(errno));
 }
 
-static int make_link(task_t *t, const entry_t *e, const char *src, const char *dst)
+/* A symbolic link to target at dst, put in place by a rename (whatever was there). */
+static int put_link(task_t *t, const entry_t *e, const char *target, const char *dst)
 {
-    char target[PATH_MAX + 1], have[PATH_MAX + 1];
-    ssize_t n = readlink(src, target, PATH_MAX), h;
+    char have[PATH_MAX + 1];
+    size_t n = strlen(target);
+    ssize_t h = readlink(dst, have, PATH_MAX);
     struct timespec ts[2] = { e->st.st_atim, e->st.st_mtim };
     char *tmp;
 
-    if (n < 0)
-        return tfail(t, errno, src, "readlink");
-    target[n] = '\0';
-    h = readlink(dst, have, PATH_MAX);
-    if (h == n && !memcmp(have, target, (size_t)n))
+    if (h >= 0 && (size_t)h == n && !memcmp(have, target, n))
         return 0;   /* already there */
     if (!(tmp = tmp_name(dst, t->x->tid, -1)))
         return tfail(t, ENOMEM, dst, "symlink");
@@ -384,6 +382,90 @@ static int make_link(task_t *t, const entry_t *e, const char *src, const char *d
     }
     free(tmp);
     return 0;
+}
+
+static int make_link(task_t *t, const entry_t *e, const char *src, const char *dst)
+{
+    char target[PATH_MAX + 1];
+    ssize_t n = readlink(src, target, PATH_MAX);
+    if (n < 0)
+        return tfail(t, errno, src, "readlink");
+    target[n] = '\0';
+    return put_link(t, e, target, dst);
+}
+
+/* ------------------------------------------------------------------ spread parts */
+/* Is the symbolic link at path one into the job's directory on some node (made by
+ * a spread stage-in, or by the job)?  A stage-out part leaves it out: the part of
+ * that node copies the file it names. */
+static bool link_into_roots(const mxfer_t *x, const char *path)
+{
+    char target[PATH_MAX + 1];
+    ssize_t n = x->nparts > 1 ? readlink(path, target, PATH_MAX) : -1;
+    if (n <= 0)
+        return false;
+    target[n] = '\0';
+    for (int k = 0; k < x->nparts; k++) {
+        size_t r = strlen(x->roots[k]);
+        if (!strncmp(target, x->roots[k], r) && (target[r] == '/' || !target[r]))
+            return true;
+    }
+    return false;
+}
+
+static int by_size_then_name(const void *a, const void *b, void *arg)
+{
+    const entry_t *ents = arg, *ea = &ents[*(const int *)a], *eb = &ents[*(const int *)b];
+    if (ea->st.st_size != eb->st.st_size)
+        return ea->st.st_size > eb->st.st_size ? -1 : 1;
+    return strcmp(ea->rel, eb->rel);
+}
+
+/* A part of a spread stage-in: which part copies each file (largest first, each to
+ * the part with the fewest bytes so far, the lower part on a tie; a hard link goes
+ * with the name it links to).  Every part walks the same source and computes the
+ * same answer, so no part needs to hear from another.  owner[i]: the part of entry
+ * i (-1: every part, a directory; 0: a symbolic link of the source). */
+static int assign_parts(task_t *t, int *owner)
+{
+    mxfer_t *x = t->x;
+    int *idx = calloc((size_t)x->nents + 1, sizeof(int)), n = 0;
+    int64_t load[MOVER_MAX_PARTS] = { 0 };
+    if (!idx)
+        return tfail(t, ENOMEM, x->src, "walk");
+    for (int i = 0; i < x->nents; i++) {
+        owner[i] = x->ents[i].type == E_DIR ? -1 : 0;
+        if (x->ents[i].type == E_FILE)
+            idx[n++] = i;
+    }
+    qsort_r(idx, (size_t)n, sizeof(int), by_size_then_name, x->ents);
+    for (int f = 0; f < n; f++) {
+        int best = 0;
+        for (int k = 1; k < x->nparts; k++)
+            if (load[k] < load[best])
+                best = k;
+        owner[idx[f]] = best;
+        load[best] += x->ents[idx[f]].st.st_size;
+    }
+    for (int i = 0; i < x->nents; i++)
+        if (x->ents[i].type == E_HLINK)
+            owner[i] = owner[x->ents[i].link_to];
+    free(idx);
+    return 0;
+}
+
+/* Part 0 of a spread stage-in: the name of a file another part copies is a
+ * symbolic link to it, in that part's node (roots[k] + the same path). */
+static int link_to_part(task_t *t, const entry_t *e, int k, const char *d)
+{
+    mxfer_t *x = t->x;
+    const char *below = x->dst + strlen(x->roots[x->part]);
+    char *target = xprintf("%s%s/%s", x->roots[k], below, e->rel);
+    if (!target)
+        return tfail(t, ENOMEM, d, "symlink");
+    int rc = put_link(t, e, target, d);
+    free(target);
+    return rc;
 }
 
 /* A complete copy from an earlier run (a restart): a final name only ever holds a
@@ -447,6 +529,23 @@ int run_prepare(mover_t *m, task_t *t)
     if (become(m, &x->id) < 0)
         return tfailmsg(t, x->src, m->root ? "cannot act as the job's user"
                                            : "bbmgrd is not root: cannot act as the job's user");
+    int lrc = x->stage_out && x->nparts > 1 ? lstat(x->src, &st) : 0;
+    bool dup = false;   /* a lower part is on the same node (a share moved there) */
+    for (int k = 0; x->stage_out && k < x->part; k++)
+        dup = dup || !strcmp(x->roots[k], x->roots[x->part]);
+    if (x->stage_out && x->nparts > 1
+        && (dup || (lrc < 0 && errno == ENOENT && x->part > 0)
+            || (lrc == 0 && S_ISLNK(st.st_mode) && link_into_roots(x, x->src)))) {
+        /* a part of a spread stage-out with nothing on its node */
+        bl_debug("mover: transfer %ju: part %d of %d: nothing at %s", (uintmax_t)x->tid,
+                 x->part, x->nparts, x->src);
+        if (!(x->files = calloc(1, sizeof(int))))
+            return tfail(t, ENOMEM, x->src, "walk");
+        pthread_mutex_lock(&m->lock);
+        x->total = 0;
+        pthread_mutex_unlock(&m->lock);
+        return 0;
+    }
     if (stat(x->src, &st) < 0) {
         if (!x->resync || errno != ENOENT)
             return tfail(t, errno, x->src, "stat");
@@ -498,14 +597,27 @@ int run_prepare(mover_t *m, task_t *t)
         return -1;
     if (!(x->files = calloc((size_t)x->nents + 1, sizeof(int))))
         return tfail(t, ENOMEM, x->src, "walk");
+    int *owner = NULL;
+    bool spread_in = !x->stage_out && x->nparts > 1 && x->directory;
+    if (spread_in && (!(owner = calloc((size_t)x->nents + 1, sizeof(int)))
+                      || assign_parts(t, owner) < 0)) {
+        free(owner);
+        return owner ? -1 : tfail(t, ENOMEM, x->src, "walk");
+    }
     for (int i = 0; i < x->nents; i++) {
         entry_t *e = &x->ents[i];
         char *s = pjoin(x->src, e->rel), *d = pjoin(x->dst, e->rel);
         int r = 0;
+        e->foreign = owner && owner[i] >= 0 && owner[i] != x->part;
         if (!s || !d)
             r = tfail(t, ENOMEM, x->src, "path");
         else if (e->type == E_DIR)
             r = make_dir(t, e, d);
+        else if (e->foreign)
+            r = x->part == 0 && strcmp(x->roots[owner[i]], x->roots[0])
+                    ? link_to_part(t, e, owner[i], d) : 0;
+        else if (e->type == E_LINK && x->stage_out && link_into_roots(x, s))
+            r = 0;      /* the part of the node it names copies that file */
         else if (e->type == E_LINK)
             r = make_link(t, e, s, d);
         else if (e->type == E_HLINK)
@@ -519,9 +631,12 @@ int run_prepare(mover_t *m, task_t *t)
         }
         free(s);
         free(d);
-        if (r < 0)
+        if (r < 0) {
+            free(owner);
             return -1;
+        }
     }
+    free(owner);
     pthread_mutex_lock(&m->lock);
     x->total = total;
     x->done += skipped;

@@ -157,7 +157,7 @@ int run_finish(mover_t *m, task_t *t)
     if (x->dst_only)
         return 0;       /* a recovery of the destination alone: nothing to set */
     for (int i = 0; i < x->nents; i++)
-        if (x->ents[i].type == E_HLINK && make_hlink(t, &x->ents[i]) < 0)
+        if (x->ents[i].type == E_HLINK && !x->ents[i].foreign && make_hlink(t, &x->ents[i]) < 0)
             return -1;
     /* fsync'd before done: files found complete at the start (a restart) were not
      * copied now, and a run without fsync may have written them */

@@ -53,6 +53,7 @@ typedef struct {
     struct stat st;             /* lstat of the source at the walk */
     bool made;                  /* directory created by this transfer */
     bool skipped;               /* file already complete at the destination */
+    bool foreign;               /* a part of a spread transfer: another part's file */
     int link_to;                /* E_HLINK: the entry (an E_FILE) it is a hard link of */
 } entry_t;
 
@@ -134,6 +135,8 @@ struct mxfer {
     char *user;
     ident_t id;
     int64_t max_bytes;          /* stage-in: refuse a source larger than this (0: none) */
+    int part, nparts;           /* a part of a spread transfer (mover_spec_t) */
+    char **roots;               /* nparts: the job's directory on each node */
     int max_entries;            /* mover.max_entries */
     hmap_t *inodes;             /* "dev:ino" -> entry + 1 of files with several links */
     entry_t *ents;

@@ -183,14 +183,46 @@ json_t *np_task_json(const np_task_t *t)
         json_object_set_new(o, "resync", json_true());
         json_object_set_new(o, "done_at", json_real(t->done_at));
     }
+    if (o && t->run > 0)
+        json_object_set_new(o, "run", json_integer(t->run));
+    if (o && t->nparts > 1) {
+        json_t *r = json_array();
+        for (int k = 0; r && k < t->nparts; k++)
+            json_array_append_new(r, json_string(t->roots[k]));
+        json_object_set_new(o, "part", json_integer(t->part));
+        json_object_set_new(o, "roots", r);
+    }
     return o;
+}
+
+/* "part" and "roots" of a spread transfer: both or neither, 2 to MOVER_MAX_PARTS
+ * roots, each an absolute path. */
+static int parse_parts(json_t *o, np_task_t *t, char *msg, size_t len)
+{
+    json_t *p = json_object_get(o, "part"), *r = json_object_get(o, "roots");
+    if (!p && !r)
+        return 0;
+    size_t n = json_array_size(r);
+    if (!json_is_integer(p) || !json_is_array(r) || n < 2 || n > MOVER_MAX_PARTS
+        || json_integer_value(p) < 0 || (size_t)json_integer_value(p) >= n)
+        return bad(msg, len, "task: 'part' and 'roots' go together: a part number below "
+                   "the count of 2 to %d roots", MOVER_MAX_PARTS);
+    for (size_t k = 0; k < n; k++) {
+        const char *s = json_string_value(json_array_get(r, k));
+        if (!s || !path_ok(s))
+            return bad(msg, len, "task: 'roots' must be absolute paths without '.' or '..'");
+        t->roots[k] = s;
+    }
+    t->part = (int)json_integer_value(p);
+    t->nparts = (int)n;
+    return 0;
 }
 
 int np_task_parse(json_t *o, np_task_t *t, char *msg, size_t len)
 {
     static const char *const keys[] = { "id", "job", "weight", "uid", "gid", "user",
                                         "stage_out", "directory", "source", "destination",
-                                        "resync", "done_at", NULL };
+                                        "resync", "done_at", "part", "roots", "run", NULL };
     uint64_t uid = 0, gid = 0;
     memset(t, 0, sizeof(*t));
     if (only_keys(o, "task", keys, msg, len) < 0
@@ -205,8 +237,15 @@ int np_task_parse(json_t *o, np_task_t *t, char *msg, size_t len)
         || get_field(o, "task", "source", true, F_STR, 0, &t->src, msg, len) < 0
         || get_field(o, "task", "destination", true, F_STR, 0, &t->dst, msg, len) < 0
         || get_field(o, "task", "resync", false, F_BOOL, 0, &t->resync, msg, len) < 0
-        || get_field(o, "task", "done_at", false, F_DOUBLE, 0, &t->done_at, msg, len) < 0)
+        || get_field(o, "task", "done_at", false, F_DOUBLE, 0, &t->done_at, msg, len) < 0
+        || parse_parts(o, t, msg, len) < 0)
         return -1;
+    json_t *run = json_object_get(o, "run");
+    if (run && (!json_is_integer(run) || json_integer_value(run) < 0
+                || json_integer_value(run) > 1000000))
+        return bad(msg, len, "task %ju: 'run' must be an integer in 0..1000000",
+                   (uintmax_t)t->tid);
+    t->run = run ? (unsigned)json_integer_value(run) : 0;
     if (t->tid == 0)
         return bad(msg, len, "task: 'id' must be positive");
     if (!(t->weight > 0))
@@ -327,6 +366,7 @@ typedef struct {
 typedef struct {
     uint64_t id;
     np_tstate_t state;
+    unsigned run;               /* the run bbmgrd listed it with */
 } tentry_t;
 
 struct np_table {
@@ -474,8 +514,8 @@ static bool listed(const uint64_t *ids, size_t n, uint64_t id)
     return false;
 }
 
-int np_table_listed(np_table_t *t, const uint64_t *ids, size_t n, uint64_t **submit,
-                    size_t *n_submit, uint64_t **cancel, size_t *n_cancel)
+int np_table_listed(np_table_t *t, const uint64_t *ids, const unsigned *runs, size_t n,
+                    uint64_t **submit, size_t *n_submit, uint64_t **cancel, size_t *n_cancel)
 {
     *submit = calloc(n ? n : 1, sizeof(uint64_t));
     *cancel = calloc(t->n ? t->n : 1, sizeof(uint64_t));
@@ -497,9 +537,17 @@ int np_table_listed(np_table_t *t, const uint64_t *ids, size_t n, uint64_t **sub
         t->v[k++] = e;
     }
     t->n = k;
-    /* new ones */
+    /* new ones, and finished ones listed for a new run */
     for (size_t i = 0; i < n; i++) {
-        if (find(t, ids[i]) || listed(*submit, *n_submit, ids[i]))
+        tentry_t *e = find(t, ids[i]);
+        unsigned run = runs ? runs[i] : 0;
+        if (e && e->state == NPT_FINISHED && run > e->run && !in_outbox(t, e->id)) {
+            e->state = NPT_RUNNING;
+            e->run = run;
+            (*submit)[(*n_submit)++] = ids[i];
+            continue;
+        }
+        if (e || listed(*submit, *n_submit, ids[i]))
             continue;
         if (t->n == t->cap) {
             size_t cap = t->cap ? 2 * t->cap : 16;
@@ -509,7 +557,7 @@ int np_table_listed(np_table_t *t, const uint64_t *ids, size_t n, uint64_t **sub
             t->v = v;
             t->cap = cap;
         }
-        t->v[t->n++] = (tentry_t){ .id = ids[i], .state = NPT_RUNNING };
+        t->v[t->n++] = (tentry_t){ .id = ids[i], .state = NPT_RUNNING, .run = run };
         (*submit)[(*n_submit)++] = ids[i];
     }
     return 0;

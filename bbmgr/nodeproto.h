@@ -101,7 +101,10 @@ bool np_dir_name_ok(const char *name, bool persistent);
  *  - a listed task the table does not know is new: it must be submitted (also
  *    after a restart of the agent, which forgets everything: it re-runs it);
  *  - a listed task the table knows is not submitted again, whatever its state
- *    (a listing that crossed its result on the wire);
+ *    (a listing that crossed its result on the wire), unless it is FINISHED, its
+ *    results acknowledged, and listed with a higher run (runs: NULL, all 0):
+ *    bbmgrd runs it again (part 0 of a spread stage-in whose links must name a
+ *    part's new node);
  *  - a RUNNING task no longer listed was cancelled (or its job ended): it must be
  *    cancelled (once: it is FINISHED from then on);
  *  - a FINISHED task no longer listed, whose results are all acknowledged, is
@@ -128,8 +131,8 @@ size_t np_table_pending(const np_table_t *t);   /* results not yet acknowledged 
 /* The ids bbmgrd listed in its reply.  submit (n_submit) gets the listed ids to
  * hand to the mover (they are now RUNNING), cancel (n_cancel) the RUNNING ids to
  * cancel; both arrays are malloc'd by the table (free them).  -1: ENOMEM. */
-int np_table_listed(np_table_t *t, const uint64_t *ids, size_t n, uint64_t **submit,
-                    size_t *n_submit, uint64_t **cancel, size_t *n_cancel);
+int np_table_listed(np_table_t *t, const uint64_t *ids, const unsigned *runs, size_t n,
+                    uint64_t **submit, size_t *n_submit, uint64_t **cancel, size_t *n_cancel);
 
 /* State of a task; -1 when unknown. */
 int np_table_state(const np_table_t *t, uint64_t id);

@@ -64,6 +64,9 @@ typedef struct {
     uid_t uid;
     gid_t gid;
     char *user, *src, *dst;
+    int part, nparts;           /* a part of a spread transfer (mover_spec_t) */
+    char **roots;
+    unsigned run;
 } task_t;
 
 static struct {
@@ -157,6 +160,9 @@ static void task_free(task_t *t)
     free(t->user);
     free(t->src);
     free(t->dst);
+    for (int k = 0; t->roots && k < t->nparts; k++)
+        free(t->roots[k]);
+    free(t->roots);
     free(t);
 }
 
@@ -174,13 +180,22 @@ bool nodes_dispatch(core_t *c, const mover_spec_t *spec, const char *buf)
     if (a < 0)
         return false;
     task_t *t = calloc(1, sizeof(*t)), *old;
-    if (!t || !(t->src = strdup(spec->src)) || !(t->dst = strdup(spec->dst))
-        || (spec->user && !(t->user = strdup(spec->user)))) {
+    bool ok = t && (t->src = strdup(spec->src)) && (t->dst = strdup(spec->dst))
+              && (!spec->user || (t->user = strdup(spec->user)));
+    if (ok && spec->nparts > 1) {
+        ok = (t->roots = calloc((size_t)spec->nparts, sizeof(char *))) != NULL;
+        t->nparts = ok ? spec->nparts : 0;
+        t->part = spec->part;
+        for (int k = 0; ok && k < spec->nparts; k++)
+            ok = (t->roots[k] = strdup(spec->roots[k])) != NULL;
+    }
+    if (!ok) {
         task_free(t);
         bl_error("agents: transfer %ju: out of memory", (uintmax_t)spec->tid);
         return false;
     }
     t->id = spec->tid;
+    t->run = spec->run;
     t->agent = a;
     t->resync = spec->resync;
     t->syncing = spec->resync;
@@ -383,8 +398,11 @@ static json_t *tasks_json(core_t *c, int a)
             .tid = t->id, .job = t->job, .weight = j ? core_job_weight(c, j) : 1.0,
             .uid = t->uid, .gid = t->gid, .user = t->user, .stage_out = t->stage_out,
             .directory = t->directory, .resync = t->syncing, .done_at = t->done_at,
-            .src = t->src, .dst = t->dst,
+            .src = t->src, .dst = t->dst, .part = t->part, .nparts = t->nparts,
+            .run = t->run,
         };
+        for (int k = 0; k < t->nparts; k++)
+            nt.roots[k] = t->roots[k];
         if (t->syncing && !t->resync) {
             /* a restarted agent must only make it durable, not copy it again */
             xfer_t *x = core_xfer(c, t->id);

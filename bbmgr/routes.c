@@ -366,7 +366,7 @@ static void stage_create(core_t *c, hreq_t *rq, reply_t *r, const char *kind)
 {
     static const field_t spec[] = {
         { "source", F_STR, true }, { "destination", F_STR, true }, { "type", F_STR, false },
-        { "size", F_SIZE, false }, { NULL, 0, false }
+        { "size", F_SIZE, false }, { "spread", F_BOOL, false }, { NULL, 0, false }
     };
     double size = -1;
     cerr_t e;
@@ -384,7 +384,9 @@ static void stage_create(core_t *c, hreq_t *rq, reply_t *r, const char *kind)
         type = "file";
     if (strcmp(type, "file") && strcmp(type, "directory"))
         return (void)reply_error(r, 400, "type", "must be file or directory");
-    xfer_t *x = core_stage(c, j, kind, src, dst, type, size >= 0 ? (int64_t)size : -1, &e);
+    json_t *sp = json_object_get(rq->body, "spread");
+    xfer_t *x = core_stage(c, j, kind, src, dst, type, size >= 0 ? (int64_t)size : -1,
+                           json_is_true(sp), &e);
     if (!x)
         return reply_cerr(r, &e);
     reply_json(r, 201, core_xfer_json(c, x));

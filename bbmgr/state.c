@@ -67,6 +67,11 @@ static const char *const migrations[] = {
     /* 3 -> 4: where the source of a stage-out is held once its buffer directory was
      * moved aside for a new buffer of the same name (NULL: at its source) */
     "ALTER TABLE transfers ADD COLUMN held TEXT;",
+    /* 4 -> 5: a transfer spread over the nodes of its job's allocation: part
+     * `part` of `nparts` (NULL: a transfer of its own); the parts of one request
+     * have consecutive ids, the first is part 0 */
+    "ALTER TABLE transfers ADD COLUMN part INTEGER;"
+    "ALTER TABLE transfers ADD COLUMN nparts INTEGER;",
 };
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == STATE_SCHEMA_VERSION,
                "one migration per schema version");

@@ -20,7 +20,7 @@
 
 #include "libhutil/hutil.h"
 
-#define STATE_SCHEMA_VERSION 4
+#define STATE_SCHEMA_VERSION 5
 
 /* Statements the writer knows (name, SQL).  Parameters are bound in order. */
 #define STATE_STMTS(X) \
@@ -42,8 +42,8 @@
     X(PHASE_PUT, "INSERT OR REPLACE INTO phases(id,job_id,volume,direction,state," \
       "requested,granted,finished,bytes,bandwidth,nodes,w_done) VALUES(?,?,?,?,?,?,?,?,?,?,?,?)") \
     X(XFER_PUT, "INSERT OR REPLACE INTO transfers(id,job_id,kind,source,destination," \
-      "type,state,bytes_total,bytes_done,message,requested,start,finished,durable)" \
-      " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)") \
+      "type,state,bytes_total,bytes_done,message,requested,start,finished,durable,part," \
+      "nparts) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)") \
     X(NODE_PUT, "INSERT OR REPLACE INTO node_state(name,state,reason,updated) VALUES(?,?,?,?)") \
     X(HIST_PUT, "INSERT INTO history(uid,user,job_name,job_id,w_iter,volume,phases,time)" \
       " VALUES(?,?,?,?,?,?,?,?)") \
@@ -97,10 +97,10 @@ typedef enum {
       "bandwidth,nodes,w_done FROM phases WHERE state IN ('waiting','granted')" \
       " ORDER BY id DESC") \
     X(XFERS_OPEN, "SELECT t.id,t.job_id,t.kind,t.source,t.destination,t.type,t.state," \
-      "t.bytes_total,t.bytes_done,t.message,t.requested,t.start,t.finished,t.durable" \
-      " FROM transfers t JOIN jobs j ON j.id=t.job_id WHERE j.state!='ended'" \
+      "t.bytes_total,t.bytes_done,t.message,t.requested,t.start,t.finished,t.durable," \
+      "t.part,t.nparts FROM transfers t JOIN jobs j ON j.id=t.job_id WHERE j.state!='ended'" \
       " UNION ALL SELECT id,job_id,kind,source,destination,type,state,bytes_total," \
-      "bytes_done,message,requested,start,finished,durable FROM transfers WHERE state" \
+      "bytes_done,message,requested,start,finished,durable,part,nparts FROM transfers WHERE state" \
       " IN ('queued','running') AND job_id NOT IN (SELECT id FROM jobs WHERE" \
       " state!='ended') ORDER BY 1") \
     X(PHASE_MAX_ID, "SELECT coalesce(max(id),0) FROM phases") \

@@ -149,7 +149,7 @@ def test_job_striped_over_two_agents(make_daemon, agents, tmp_base):
     t2 = stage(d, "s1", "stage_in", os.path.join(pfs, "b"), paths[1] + "/b")
     for t in (t1, t2):
         x = wait_xfer(d, t)
-        assert x["state"] == "done", x
+        assert x["state"] == "done", x["message"]
     assert compare_trees(os.path.join(pfs, "a"), paths[0] + "/a", owner=(USER1, GID1)) == 5
     assert compare_trees(os.path.join(pfs, "b"), paths[1] + "/b", owner=(USER1, GID1)) == 1
     # the copies were the agents', not bbmgrd's
@@ -163,7 +163,7 @@ def test_job_striped_over_two_agents(make_daemon, agents, tmp_base):
     o2 = stage(d, "s1", "stage_out", paths[1] + "/b", os.path.join(pfs, "out-b"))
     for t in (o1, o2):
         x = wait_xfer(d, t)
-        assert x["state"] == "done", x
+        assert x["state"] == "done", x["message"]
     wait_for(lambda: all(d.ok("GET", "/v1/transfers/%d" % t, uid=SLURM_UID)["durable"]
                          for t in (o1, o2)), "the stage-outs to be durable")
     assert compare_trees(paths[0] + "/a", os.path.join(pfs, "out-a")) == 5
@@ -180,6 +180,94 @@ def test_job_striped_over_two_agents(make_daemon, agents, tmp_base):
         wait_for(lambda: not os.path.exists(p), "the removal of %s:\n%s" % (
             p, "".join(a.log_text()[-1500:] for a in agents)))
     assert not partials(d.root)
+
+
+def test_stage_in_spread_over_the_jobs_nodes_and_gathered_back(make_daemon, agents, tmp_base):
+    """A spread stage-in into a 3-node allocation runs one part on each node's agent:
+    the files go to the nodes by size (largest first, each to the node with the
+    fewest bytes so far), and the directory on the first node names every file (the
+    others' as symbolic links to them), so the job finds the whole tree at
+    $HARMONIA_BB/in.  A spread stage-out gathers each node's files back, the links
+    into the job's nodes left to the node that holds the data: the round trip gives
+    the source back, byte for byte."""
+    d, _ = agent_cluster(make_daemon, agents, tmp_base)
+    pfs = os.path.join(tmp_base, "pfs")
+    src = os.path.join(pfs, "in")
+    mkdirs(pfs)
+    build_tree(src)     # 20 MiB, 4 MiB and small files, links, a FIFO
+    sizes = {"m12": 12, "m10": 10, "m8": 8, "m6": 6}
+    mkdirs(os.path.join(src, "data"))
+    for name, mib in sizes.items():
+        write(os.path.join(src, "data", name), os.urandom(mib * MiB), 0o640)
+    paths, names = new_job(d, "sp", nodes=3, capacity="3GiB")
+    r = d.ok("POST", "/v1/jobs/sp/stage_in", {"source": src, "destination": paths[0] + "/in",
+                                              "type": "directory", "spread": True},
+             uid=SLURM_UID, expect=(201,))
+    assert (r["part"], r["nparts"], r["destination"]) == (0, 3, paths[0] + "/in")
+    xs = d.ok("GET", "/v1/jobs/sp/stage_in", uid=SLURM_UID)["transfers"]
+    assert [(x["part"], x["destination"]) for x in xs] == \
+        [(k, paths[k] + "/in") for k in range(3)]
+    for x in xs:
+        assert wait_xfer(d, x["id"])["state"] == "done", x
+    # largest first, each to the node with the fewest bytes so far:
+    # twenty -> 0, m12 -> 1, m10 -> 2, m8 -> 2, m6 -> 1, four -> 1, one, rootfile -> 0 ...
+    on = {"sub/deeper/twenty": 0, "data/m12": 1, "data/m10": 2, "data/m8": 2, "data/m6": 1,
+          "sub/four": 1}
+    for rel, k in on.items():
+        real = os.path.join(paths[k], "in", rel)
+        assert os.path.isfile(real) and not os.path.islink(real), rel
+        assert sha(real) == sha(os.path.join(src, rel))
+        for other in range(1, 3):
+            if other != k:
+                assert not os.path.lexists(os.path.join(paths[other], "in", rel)), rel
+        seen = os.path.join(paths[0], "in", rel)
+        if k:
+            assert os.readlink(seen) == real, rel
+            assert os.lstat(seen).st_uid == USER1
+        assert sha(seen) == sha(os.path.join(src, rel))
+    used = [sum(os.path.getsize(os.path.join(dp, f)) for dp, _, fs in os.walk(p + "/in")
+                for f in fs if not os.path.islink(os.path.join(dp, f))) for p in paths]
+    assert max(used) - min(used) <= 4 * MiB + 100, used
+    # every part ran on its node's agent
+    logs = {a.node: a.log_text() for a in agents}
+    for x, n in zip(xs, names):
+        assert "stage_in %d of job sp" % x["id"] in logs[n]
+    assert d.metric("harmonia_mover_bytes_total") == 0
+    # the job writes on each of its nodes; both trees are gathered back
+    for k, p in enumerate(paths):
+        mkdirs(os.path.join(p, "out"))
+        write(os.path.join(p, "out", "rank%d" % k), os.urandom(MiB + k), 0o640, uid=USER1,
+              gid=GID1)
+    back = stage(d, "sp", "stage_out", paths[0] + "/in", os.path.join(pfs, "back"))
+    out = d.ok("POST", "/v1/jobs/sp/stage_out", {"source": paths[0] + "/out",
+                                                 "destination": os.path.join(pfs, "out"),
+                                                 "type": "directory", "spread": True},
+               uid=SLURM_UID, expect=(201,))["id"]
+    xs = d.ok("GET", "/v1/jobs/sp/stage_out", uid=SLURM_UID)["transfers"]
+    assert len(xs) == 4      # back (not spread: the links are copied as links), out x 3
+    for x in xs:
+        x = wait_xfer(d, x["id"])
+        assert x["state"] == "done", x["message"]
+    assert sorted(os.listdir(os.path.join(pfs, "out"))) == ["rank0", "rank1", "rank2"]
+    for k, p in enumerate(paths):
+        assert sha(os.path.join(p, "out", "rank%d" % k)) == \
+            sha(os.path.join(pfs, "out", "rank%d" % k))
+    assert os.readlink(os.path.join(pfs, "back", "data", "m12")) == paths[1] + "/in/data/m12"
+    # spread: the round trip gives the source back
+    gather = d.ok("POST", "/v1/jobs/sp/stage_out", {"source": paths[0] + "/in",
+                                                    "destination": os.path.join(pfs, "again"),
+                                                    "type": "directory", "spread": True},
+                  uid=SLURM_UID, expect=(201,))
+    assert gather["nparts"] == 3 and out + 3 == gather["id"]
+    for x in d.ok("GET", "/v1/jobs/sp/stage_out", uid=SLURM_UID)["transfers"]:
+        assert wait_xfer(d, x["id"])["state"] == "done", x
+    assert compare_trees(src, os.path.join(pfs, "again")) == 9
+    for rel in on:
+        assert not os.path.islink(os.path.join(pfs, "again", rel)), rel
+        assert sha(os.path.join(pfs, "again", rel)) == sha(os.path.join(src, rel))
+    d.ok("DELETE", "/v1/jobs/sp", uid=SLURM_UID)
+    for p in paths:
+        wait_for(lambda: not os.path.exists(p), "the removal of " + p)
 
 
 def stage_in_started(make_daemon, agents, tmp_base, jobid, files, max_rate):

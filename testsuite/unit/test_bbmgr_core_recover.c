@@ -104,7 +104,7 @@ static void make_state(core_t *c)
     ck_assert_int_eq(ph->state, PH_GRANTED);
     ck_assert_msg(core_phase_finish(c, ph, 1e9, &e) == 0, "%s", e.msg);
     ck_assert_msg(core_phase_request(c, a, 2e9, "read", -1, &e) != NULL, "%s", e.msg);
-    xfer_t *x = core_stage(c, b, "stage_in", "/pfs/in", "/bb/11/in", "file", 1000, &e);
+    xfer_t *x = core_stage(c, b, "stage_in", "/pfs/in", "/bb/11/in", "file", 1000, false, &e);
     ck_assert_msg(x != NULL, "%s", e.msg);
     ck_assert_msg(core_node_drain(c, core_node_index(c, "bb4"), true, "bad disk", &e) == 0,
                   "%s", e.msg);

@@ -74,6 +74,8 @@ START_TEST(test_migrate_from_v1)
                                   "DROP INDEX transfers_syncing;"
                                   "ALTER TABLE transfers DROP COLUMN durable;"
                                   "ALTER TABLE transfers DROP COLUMN held;"
+                                  "ALTER TABLE transfers DROP COLUMN part;"
+                                  "ALTER TABLE transfers DROP COLUMN nparts;"
                                   "INSERT INTO jobs(id,uid,gid,nodes,state,created,updated)"
                                   " VALUES('old',1,1,1,'registered',0,0);"
                                   "INSERT INTO transfers(id,job_id,kind,source,destination,"
@@ -91,6 +93,9 @@ START_TEST(test_migrate_from_v1)
     ck_assert_int_eq(count(st, "SELECT count(*) FROM transfers WHERE durable IS NULL"), 1);
     /* v4: where a moved buffer holds a stage-out's source, NULL for the old ones */
     ck_assert_int_eq(count(st, "SELECT count(*) FROM transfers WHERE held IS NULL"), 1);
+    /* v5: not spread (NULL part) for the old ones */
+    ck_assert_int_eq(count(st, "SELECT count(*) FROM transfers WHERE part IS NULL"
+                               " AND nparts IS NULL"), 1);
     state_close(st);
 }
 END_TEST

@@ -149,7 +149,7 @@ static void listed(np_table_t *t, const uint64_t *ids, size_t n, size_t want_sub
 {
     uint64_t *sub, *can;
     size_t ns, nc;
-    ck_assert_int_eq(np_table_listed(t, ids, n, &sub, &ns, &can, &nc), 0);
+    ck_assert_int_eq(np_table_listed(t, ids, NULL, n, &sub, &ns, &can, &nc), 0);
     ck_assert_uint_eq(ns, want_sub);
     ck_assert_uint_eq(nc, want_can);
     if (sub0 && ns)
@@ -220,6 +220,44 @@ START_TEST(test_table_results_until_acknowledged)
     ck_assert_uint_eq(np_table_pending(t), 0);
     listed(t, NULL, 0, 0, 0, NULL, NULL);
     ck_assert_int_eq(np_table_state(t, 9), -1);
+    np_table_destroy(t);
+}
+END_TEST
+
+/* A finished task listed again with a higher run (part 0 of a spread stage-in
+ * whose links must name a part's new node) is run again, once per run; the same
+ * run listed again is not, nor a higher run while its result is unacknowledged. */
+START_TEST(test_table_new_run_of_a_finished_task)
+{
+    np_table_t *t = np_table_create();
+    uint64_t ids[] = { 4 }, *sub, *can;
+    unsigned run1[] = { 1 }, run2[] = { 2 };
+    size_t ns, nc;
+    listed(t, ids, 1, 1, 0, NULL, NULL);
+    result(t, 4, MV_DONE, 100);
+    /* not yet acknowledged: a new run waits */
+    ck_assert_int_eq(np_table_listed(t, ids, run1, 1, &sub, &ns, &can, &nc), 0);
+    ck_assert_uint_eq(ns, 0);
+    free(sub);
+    free(can);
+    all_sent_and_acked(t);
+    ck_assert_int_eq(np_table_listed(t, ids, run1, 1, &sub, &ns, &can, &nc), 0);
+    ck_assert_uint_eq(ns, 1);
+    ck_assert_uint_eq(sub[0], 4);
+    free(sub);
+    free(can);
+    ck_assert_int_eq(np_table_state(t, 4), NPT_RUNNING);
+    result(t, 4, MV_DONE, 100);
+    all_sent_and_acked(t);
+    /* the same run again: nothing; the next one: again */
+    ck_assert_int_eq(np_table_listed(t, ids, run1, 1, &sub, &ns, &can, &nc), 0);
+    ck_assert_uint_eq(ns, 0);
+    free(sub);
+    free(can);
+    ck_assert_int_eq(np_table_listed(t, ids, run2, 1, &sub, &ns, &can, &nc), 0);
+    ck_assert_uint_eq(ns, 1);
+    free(sub);
+    free(can);
     np_table_destroy(t);
 }
 END_TEST
@@ -302,6 +340,7 @@ int main(void)
           .tests = { test_table_listing_is_idempotent,
                      test_table_results_until_acknowledged,
                      test_table_syncing_outlives_its_listing, test_table_restart_reruns,
+                     test_table_new_run_of_a_finished_task,
                      test_table_outbox_budget, NULL } },
     };
 
