@@ -18,7 +18,7 @@ import http.client
 import pytest
 
 from conftest import BUILDDIR, SRCDIR, USER1
-from test_mover import GID1, MiB, build_tree, compare_trees, mkdirs, partials, write
+from test_mover import GID1, MiB, build_tree, compare_trees, mkdirs, partials, sha, write
 from test_nodes import wait_for
 
 NETNS = os.path.join(SRCDIR, "testsuite", "cluster", "netns-cluster")
@@ -342,37 +342,56 @@ def wait_job(cl, jobid, states=("complete", None)):
 
 
 def test_slurm_job_with_buffers_on_agent_hosts(cl, pfs):
-    """A Slurm job whose buffer is spread over buffer-node hosts: stage-in by the
-    agent of the first node, the job (on a compute host) reads and writes there,
-    stage-out back to the PFS; its directories are gone afterwards."""
+    """A Slurm job whose buffer is spread over buffer-node hosts (StageSpread=yes in
+    this cluster's harmonia.conf): its stage-in is copied by the agents of its
+    nodes, each its share of the files, and the job (on a compute host) finds the
+    whole tree at $HARMONIA_BB/in, the others' files as links; it writes a result
+    on each of its nodes; the stage-outs gather them, and give the input back byte
+    for byte; its directories are gone afterwards."""
     src = os.path.join(pfs, "in")
     build_tree(src)
-    out = os.path.join(pfs, "out")
+    write(os.path.join(src, "big2"), os.urandom(12 * MiB), 0o640)
+    out, back = os.path.join(pfs, "out"), os.path.join(pfs, "back")
     job_sh = os.path.join(pfs, "job.sh")
     with open(job_sh, "w") as f:
         f.write("#!/bin/bash\n#SBATCH -N1\n"
                 "#BB_HARMONIA jobbuffer capacity=1GiB nodes=2\n"
                 "#BB_HARMONIA stage_in source=%s destination=$HARMONIA_BB/in type=directory\n"
                 "#BB_HARMONIA stage_out source=$HARMONIA_BB/out destination=%s type=directory\n"
-                "echo BB=$HARMONIA_BB\necho NODES=$HARMONIA_BB_NODES\n"
-                "mkdir $HARMONIA_BB/out && cp -a $HARMONIA_BB/in/. $HARMONIA_BB/out/ "
-                "&& echo result > $HARMONIA_BB/out/result\n" % (src, out))
+                "#BB_HARMONIA stage_out source=$HARMONIA_BB/in destination=%s type=directory\n"
+                "set -e\necho BB=$HARMONIA_BB\necho NODES=$HARMONIA_BB_NODES\n"
+                "echo LINKS=$(find $HARMONIA_BB/in -type l | wc -l)\n"
+                "i=0\nfor n in ${HARMONIA_BB_NODES//,/ }; do\n"
+                "  d=${HARMONIA_BB%%/*/*}/$n/$SLURM_JOB_ID/out\n"
+                "  mkdir -p $d\n"
+                "  (cd $HARMONIA_BB/in && find -L . -type f | sort | xargs sha256sum) > $d/rank$i\n"
+                "  i=$((i + 1))\ndone\n" % (src, out, back))
     jobid = sbatch(cl, pfs, job_sh)
     j = wait_job(cl, jobid)
-    assert j["JobState"] == "COMPLETED", j
     with open(os.path.join(pfs, "slurm-%s.out" % jobid)) as f:
-        lines = dict(l.split("=", 1) for l in f.read().split() if "=" in l)
+        text = f.read()
+    assert j["JobState"] == "COMPLETED", (j, text)
+    lines = dict(l.split("=", 1) for l in text.split() if "=" in l)
     nodes = lines["NODES"].split(",")
     assert len(nodes) >= 2 and all(n.startswith(cl.prefix + "bb") for n in nodes), lines
     assert lines["BB"] == os.path.join(cl.dir, "bb", nodes[0], jobid)
-    wait_for(lambda: os.path.exists(os.path.join(out, "result")), "the stage-out",
-             timeout=SLURM_WAIT)
-    assert compare_trees(src, out) == 5
-    # the agents removed the job's directories on every node
+    assert int(lines["LINKS"]) >= 1, text
+    ranks = ["rank%d" % i for i in range(len(nodes))]
+    # the job's directories are removed once its stage-outs are done and durable
     for n in nodes:
         wait_for(lambda: not os.path.exists(os.path.join(cl.dir, "bb", n, jobid)),
-                 "the removal of the job's directory on " + n)
-    assert "stage_in" in cl.log("bbnoded-bb%s.log" % nodes[0][-1])
+                 "the stage-outs and the removal of the job's directory on " + n,
+                 timeout=SLURM_WAIT)
+    assert sorted(os.listdir(out)) == ranks
+    # the input staged out again is the input (the links gathered as the files)
+    assert compare_trees(src, back) == 6
+    for r in ranks:
+        with open(os.path.join(out, r)) as f:
+            sums = dict(l.split()[::-1] for l in f)
+        assert sums["./big2"] == sha(os.path.join(src, "big2"))
+        assert len(sums) == 8   # the 6 files and the source's own 2 links, followed
+    staged = [n for n in nodes if "stage_in" in cl.log("bbnoded-bb%s.log" % n[-1])]
+    assert len(staged) >= 2, "the stage-in ran on %s only" % staged
 
 
 def test_slurm_stage_out_data_lost_with_its_node(cl, pfs):

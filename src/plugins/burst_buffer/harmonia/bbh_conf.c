@@ -27,7 +27,7 @@
 
 static const char *keys[] = {
 	"BbmgrURL", "JobURL", "MungeSocket", "Timeout", "RetryInterval",
-	"PollInterval", NULL
+	"PollInterval", "StageSpread", NULL
 };
 
 extern void bbh_conf_free(bbh_conf_t *conf)
@@ -123,7 +123,7 @@ extern int bbh_conf_load(const char *path, bbh_conf_t *conf, char **err)
 			if (!strcasecmp(keys[i], key))
 				known = 1;
 		if (!known) {
-			xstrfmtcat(*err, "%s:%d:%d: unknown key '%s' (known: BbmgrURL, JobURL, MungeSocket, Timeout, RetryInterval, PollInterval)",
+			xstrfmtcat(*err, "%s:%d:%d: unknown key '%s' (known: BbmgrURL, JobURL, MungeSocket, Timeout, RetryInterval, PollInterval, StageSpread)",
 				   path, lineno, col, key);
 			goto fail;
 		}
@@ -150,6 +150,16 @@ extern int bbh_conf_load(const char *path, bbh_conf_t *conf, char **err)
 			} else {
 				xfree(conf->job_url);
 				conf->job_url = xstrdup(val);
+			}
+		} else if (!strcasecmp(key, "StageSpread")) {
+			if (!strcasecmp(val, "yes"))
+				conf->stage_spread = true;
+			else if (!strcasecmp(val, "no"))
+				conf->stage_spread = false;
+			else {
+				xstrfmtcat(*err, "%s:%d:%d: StageSpread '%s' must be yes or no",
+					   path, lineno, vcol, val);
+				goto fail;
 			}
 		} else if (!strcasecmp(key, "MungeSocket")) {
 			if (val[0] != '/') {

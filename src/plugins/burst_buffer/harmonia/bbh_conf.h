@@ -13,6 +13,8 @@ typedef struct {
 	int timeout;		/* Timeout: seconds per request */
 	int retry_interval;	/* RetryInterval: seconds before a retry */
 	int poll_interval;	/* PollInterval: seconds between stage polls */
+	bool stage_spread;	/* StageSpread: spread a multi-node job's stage
+				 * transfers over its buffer nodes */
 } bbh_conf_t;
 
 /* Read 'path'.  0 on success (conf->configured false when the file does not

@@ -352,6 +352,9 @@ static step_rc_t _step_stage(hm_client_t *cli, work_t *w, bool in)
 			char *dst = _expand(items[i].destination, bb);
 			json_t *body = json_pack("{s:s s:s}", "source", src,
 						 "destination", dst);
+			/* over the job's buffer nodes (harmonia.conf(5)) */
+			if (conf.stage_spread)
+				json_object_set_new(body, "spread", json_true());
 			if (items[i].type != HU_BB_TYPE_UNSET)
 				json_object_set_new(body, "type",
 					json_string(hu_bb_type_str(items[i].type)));
