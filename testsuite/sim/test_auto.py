@@ -8,9 +8,25 @@ Both mixes below made the previous auto switch to fcfs, roundrobin or fairshare
 part-way (Dilation 1.21 against mindilation's 1.09 on the first): its copies of the
 live jobs forgot their history, so the simulated mindilation ranked them on a
 rho and rho~ of one phase."""
+import re
+
 import pytest
 
 POLICIES = ["mindilation", "fcfs", "roundrobin", "fairshare", "maxsyseff", "auto"]
+
+
+def assert_goal(results):
+    """auto's Dilation within 1.05 x the lowest of the run, and its SysEff at least
+    0.98 x the highest among the policies within that bound; returns auto's."""
+    res = {r["policy"]: r for r in results}
+    dmin = min(r["dilation"] for r in res.values())
+    smax = max(r["sys_efficiency"] for r in res.values()
+               if r["dilation"] <= 1.05 * dmin)
+    a = res["auto"]
+    assert a["dilation"] <= 1.05 * dmin, (a["dilation"], dmin, a["auto_reason"])
+    assert a["sys_efficiency"] >= 0.98 * smax, (a["sys_efficiency"], smax,
+                                                a["auto_reason"])
+    return a
 
 
 @pytest.mark.parametrize("ratio,seed", [("0.2", 4), ("0.2", 8), ("0.35", 7),
@@ -18,13 +34,7 @@ POLICIES = ["mindilation", "fcfs", "roundrobin", "fairshare", "maxsyseff", "auto
 def test_auto_meets_the_goal_on_gainaru(bbsim, tmp_path, ratio, seed):
     w = bbsim.gen(tmp_path, "gainaru", "--scenario", "large", "--io-ratio", ratio,
                   "--seed", seed)
-    res = {r["policy"]: r for r in bbsim.json(w, POLICIES)["results"]}
-    dmin = min(r["dilation"] for r in res.values())
-    smax = max(r["sys_efficiency"] for r in res.values()
-               if r["dilation"] <= 1.05 * dmin)
-    a = res["auto"]
-    assert a["dilation"] <= 1.05 * dmin, (a["dilation"], dmin, a["auto_reason"])
-    assert a["sys_efficiency"] >= 0.98 * smax, (a["sys_efficiency"], smax)
+    a = assert_goal(bbsim.json(w, POLICIES)["results"])
     assert a["auto_policy"] == "mindilation", a["auto_reason"]
 
 
@@ -37,3 +47,27 @@ def test_auto_is_deterministic_with_buffers(bbsim, tmp_path):
               "auto_switches"):
         assert a[k] == b[k]
     assert a["auto_epochs"] >= 1
+
+
+HARMONIA = ["static", "harmonia-maxbw", "harmonia-minstall", "harmonia-fairness",
+            "harmonia-buffer-eff", "harmonia-priority", "fairshare", "fcfs",
+            "roundrobin", "mindilation", "maxsyseff", "minmax:0.5", "set10", "auto"]
+
+
+@pytest.mark.parametrize("instances,seed", [("6", 1), ("6", 5), ("8", 15)])
+def test_auto_meets_the_goal_on_the_buffer_tier_at_the_hints(bbsim, tmp_path,
+                                                            instances, seed):
+    """When the jobs repeat their hints (every compute time at the middle of the
+    benchmark's random range: scripts/repro-auto's harmonia-hint family), the
+    look ahead's model is the run's, buffer nodes included: auto meets the goal
+    against every policy, static and harmonia-* too.  8 instances, seed 15 needs
+    the buffer nodes' live fill in the look ahead (they hold 800 GB of the
+    1.6 TB written): with every simulation starting them empty, auto ended 2.8 %
+    of SysEff below S* there."""
+    w = bbsim.gen(tmp_path, "harmonia", "--instances", instances, "--seed", seed)
+    text = re.sub(r"w: \{dist: uniform, min: ([0-9.]+) s, max: ([0-9.]+) s\}",
+                  lambda m: f"w: {(float(m[1]) + float(m[2])) / 2:.6f} s",
+                  w.read_text())
+    assert "dist:" not in text
+    w.write_text(text)
+    assert_goal(bbsim.json(w, HARMONIA)["results"])

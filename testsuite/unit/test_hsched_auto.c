@@ -206,6 +206,71 @@ START_TEST(test_copy_history)
 }
 END_TEST
 
+/* The look ahead starts the buffer nodes from their fill.  One buffer node
+ * (100 B, 10 B/s alone, no MSCA), a PFS of 1 B/s, one job (1 node, cap 100 B/s) of
+ * one phase of 50 B after 50 s of compute.  Empty at the request (t = 50), the node
+ * takes the phase in 5 s: the job ends at 55, rho~ = 50/55 and the Dilation is 1
+ * (rho = 50 / (50 + 5)).  Filled to 100 B at the request, the node is full: the
+ * phase goes at the drain rate, 1 B/s, and ends at 100 (rho~ = 0.5, Dilation
+ * (50/55) / 0.5 = 20/11).  The projected figures of the epoch (the reason) are
+ * those, and the run ends when the projection said. */
+static void fill_case(double fill, double *sys, double *dil, double *end)
+{
+    hs_buffer_t b;
+    hs_platform_t p = { .nodes = 1, .node_bw = 100, .bw = 1, .nbuffers = 1,
+                        .buffers = &b };
+    int a0[1] = { 0 };
+    hs_job_t j = { .id = 1, .nodes = 1, .release = 0, .alloc = a0, .nalloc = 1,
+                   .instances = 1, .w = 50, .volume = 50 };
+    hs_policy_t pol;
+    hs_auto_state_t ast;
+    hs_error_t err;
+    hs_sched_t *s;
+    const char *r;
+    double t;
+
+    memset(&b, 0, sizeof(b));
+    snprintf(b.name, sizeof(b.name), "bb0");
+    b.capacity = 100;
+    b.bandwidth = 10;
+    ck_assert_int_eq(hs_policy_parse("auto", &pol, &err), 0);
+    ck_assert_ptr_nonnull(s = hs_sched_create(&p, &pol, &err));
+    ck_assert_int_eq(hs_job_arrive(s, 0, &j, &err), 0);
+    if (fill > 0)
+        ck_assert_int_eq(hs_buffer_set_occupancy(s, 50, 0, fill), 0);
+    ck_assert_int_eq(hs_phase_request(s, 50, 1, 50, HS_DIR_WRITE, 50, &err), 0);
+    ck_assert_int_ge(hs_sched_decide(s, 50, NULL, 0), 0);
+    ck_assert_int_eq(hs_sched_auto_state(s, &ast), 0);
+    ck_assert_int_eq((int)ast.epochs, 1);
+    r = strstr(ast.reason, "syseff ");
+    ck_assert_msg(r && sscanf(r, "syseff %lf with dilation %lf", sys, dil) == 2,
+                  "%s", ast.reason);
+    t = 50;
+    while (hs_sched_completed(s, NULL, 0) == 0) {
+        t = hs_sched_next_event(s);
+        ck_assert(isfinite(t));
+        ck_assert_int_eq(hs_sched_advance(s, t), 0);
+        ck_assert_int_ge(hs_sched_decide(s, t, NULL, 0), 0);
+    }
+    *end = t;
+    hs_sched_destroy(s);
+}
+
+START_TEST(test_lookahead_buffer_fill)
+{
+    double sys, dil, end;
+
+    fill_case(0, &sys, &dil, &end);
+    ck_assert_msg(fabs(sys - 50. / 55.) < 1e-3 && fabs(dil - 1) < 1e-3,
+                  "empty: %g %g", sys, dil);
+    ck_assert(fabs(end - 55) < 1e-6);
+    fill_case(100, &sys, &dil, &end);
+    ck_assert_msg(fabs(sys - 0.5) < 1e-3 && fabs(dil - 20. / 11.) < 1e-3,
+                  "full: %g %g", sys, dil);
+    ck_assert(fabs(end - 100) < 1e-6);
+}
+END_TEST
+
 START_TEST(test_auto_bad_settings)
 {
     hs_policy_t pol;
@@ -247,6 +312,7 @@ int main(void)
     tcase_add_test(tc, test_auto_in_scheduler);
     tcase_add_test(tc, test_auto_bad_settings);
     tcase_add_test(tc, test_copy_history);
+    tcase_add_test(tc, test_lookahead_buffer_fill);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

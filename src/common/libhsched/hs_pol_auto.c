@@ -7,10 +7,10 @@
  * 'interval' seconds passed while phases are pending), every candidate policy is
  * simulated from the live state over the next 'horizon' seconds with libhsched
  * itself: a scheduler of the candidate is created, the live jobs arrive at their
- * release times with their history folded into one compute chunk (so rho~ is the
- * live one), the pending phases are requested with what is left of them, and every
- * job then repeats its hinted (w, volume) until the horizon.  Each candidate gets
- * projected figures at the horizon:
+ * release times with their history (so rho~ is the live one), the buffer nodes
+ * get their live fill, the pending phases are requested with what is left of
+ * them, and every job then repeats its hinted (w, volume) until the horizon.  Each
+ * candidate gets projected figures at the horizon:
  *
  *   rho_k    = w_k / (w_k + vol_k / cap_k)                 (hints)
  *   rho~_k   = (W_k + compute done in the window) / (t_end - r_k)
@@ -73,8 +73,8 @@ struct seen {               /* when a job's last phase ended (for its next reque
 
 struct astate {
     hs_policy_t pol;        /* auto's own settings */
-    hs_platform_t plat;     /* N, b, B and the buffer nodes (empty at the start of
-                               each simulation) */
+    hs_platform_t plat;     /* N, b, B and the buffer nodes (each simulation starts
+                               them at their live fill) */
     const hs_sched_t *sched;
     struct cand cand[MAXCAND];
     int ncand, cur;
@@ -465,6 +465,15 @@ static long simulate(struct astate *as, int c, double now, double H, size_t n)
         x->comp = 0;
         x->end = NAN;
         if (hs_job_arrive(cl, x->job.release, &x->job, &err) < 0)
+            goto error;
+    }
+    /* the buffer nodes hold what they hold now: a full node stalls its writers in
+     * the look ahead as it does in the run */
+    for (int b = 0; b < as->plat.nbuffers; b++) {
+        hs_buffer_stats_t bst;
+        if (hs_buffer_stats(as->sched, b, &bst) < 0)
+            goto error;
+        if (bst.occupancy > 0 && hs_buffer_set_occupancy(cl, now, b, bst.occupancy) < 0)
             goto error;
     }
     for (size_t i = 0; i < n; i++) {
