@@ -12,8 +12,9 @@ typedef struct entry {
     struct entry *next;
     uint64_t hash;
     uint64_t ikey;
-    char *skey;
+    const char *skey;   /* NULL in an integer map, else key: the copy */
     void *val;
+    char key[];
 } entry_t;
 
 struct hmap {
@@ -61,7 +62,6 @@ void hmap_destroy(hmap_t *m)
         entry_t *e = m->b[i];
         while (e) {
             entry_t *n = e->next;
-            free(e->skey);
             free(e);
             e = n;
         }
@@ -116,14 +116,16 @@ static int put(hmap_t *m, uint64_t h, const char *skey, uint64_t ikey, void *val
         (*pp)->val = val;
         return 0;
     }
-    entry_t *e = calloc(1, sizeof(*e));
-    if (!e || (skey && !(e->skey = strdup(skey)))) {
-        free(e);
+    /* One allocation holds the entry and the copy of a string key. */
+    size_t klen = skey ? strlen(skey) + 1 : 0;
+    entry_t *e = calloc(1, sizeof(*e) + klen);
+    if (!e) {
         errno = ENOMEM;
         return -1;
     }
     e->hash = h;
     e->ikey = ikey;
+    e->skey = skey ? memcpy(e->key, skey, klen) : NULL;
     e->val = val;
     *pp = e;
     if (++m->n > m->nb)
@@ -139,7 +141,6 @@ static void *del(hmap_t *m, uint64_t h, const char *skey, uint64_t ikey)
         return NULL;
     void *v = e->val;
     *pp = e->next;
-    free(e->skey);
     free(e);
     m->n--;
     return v;
