@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "libhutil/hutil.h"
+#include "libhutil/options.h"
 #include "calibrate.h"
 #include "util.h"
 
@@ -321,41 +322,34 @@ static int write_profile(const cal_opts_t *o, FILE *f, const double *bw_w, const
 }
 
 /* ------------------------------------------------------------------ main */
+static const hu_option_t options[] = {
+    { "max-streams", required_argument, 'c', "N",
+      "streams up to N (1.." HU_XSTR(MAX_STREAMS) ", default 16)" },
+    { "seconds", required_argument, 't', "S", "per point and direction (0.1..60, default 1.5)" },
+    { "size", required_argument, 's', "SIZE",
+      "largest file per stream (default: 1GiB, at most a\nquarter of the free space over N)" },
+    { "block", required_argument, 'b', "SIZE", "request size (default 1MiB)" },
+    { "name", required_argument, 'n', "NAME", "profile name (default: calibrated)" },
+    { "output", required_argument, 'o', "FILE",
+      "write the device profile there (default: stdout only)" },
+    { "format", required_argument, 'f', "F",
+      "bbmgr (default: devices: for bbmgr.yaml, write curve)\n"
+      "or bbsim (devices: of a workload, msca and msca_read)" },
+    { "no-direct", no_argument, 1, NULL, "buffered I/O even where O_DIRECT works" },
+    { "no-read", no_argument, 2, NULL, "writes only" },
+    HU_OPTIONS_END,
+};
+
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "Usage: bbmgr calibrate [OPTIONS] PATH\n"
-            "Measure the device under PATH with 1..N concurrent writers and readers and\n"
-            "print BW(c) and MSCA(c) = BW(1)/BW(c) - 1; write a device profile.\n\n"
-            "  -c, --max-streams N   streams up to N (1..%d, default 16)\n"
-            "  -t, --seconds S       per point and direction (0.1..60, default 1.5)\n"
-            "  -s, --size SIZE       largest file per stream (default: 1GiB, at most a\n"
-            "                        quarter of the free space over N)\n"
-            "  -b, --block SIZE      request size (default 1MiB)\n"
-            "  -n, --name NAME       profile name (default: calibrated)\n"
-            "  -o, --output FILE     write the device profile there (default: stdout only)\n"
-            "  -f, --format F        bbmgr (default: devices: for bbmgr.yaml, write curve)\n"
-            "                        or bbsim (devices: of a workload, msca and msca_read)\n"
-            "      --no-direct       buffered I/O even where O_DIRECT works\n"
-            "      --no-read         writes only\n"
-            "  -h, --help            this help\n", MAX_STREAMS);
+    hu_options_usage(f, options, 24,
+                     "Usage: bbmgr calibrate [OPTIONS] PATH\n"
+                     "Measure the device under PATH with 1..N concurrent writers and readers and\n"
+                     "print BW(c) and MSCA(c) = BW(1)/BW(c) - 1; write a device profile.\n\n");
 }
 
 int cmd_calibrate(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        { "max-streams", required_argument, NULL, 'c' },
-        { "seconds", required_argument, NULL, 't' },
-        { "size", required_argument, NULL, 's' },
-        { "block", required_argument, NULL, 'b' },
-        { "name", required_argument, NULL, 'n' },
-        { "output", required_argument, NULL, 'o' },
-        { "format", required_argument, NULL, 'f' },
-        { "no-direct", no_argument, NULL, 1 },
-        { "no-read", no_argument, NULL, 2 },
-        { "help", no_argument, NULL, 'h' },
-        { NULL, 0, NULL, 0 },
-    };
     cal_opts_t o = {
         .max_streams = 16, .seconds = 1.5, .block = 1 << 20, .direct = true,
         .reads = true, .name = "calibrated", .format = "bbmgr",
@@ -368,12 +362,14 @@ int cmd_calibrate(int argc, char **argv)
     char *end, b1[64], b2[64];
     int opt, rc = 1, n = 0;
     bool direct;
+    hu_getopt_t g;
 
     /* "calibrate" is argv[-1] for bbmgr's dispatcher: start getopt afresh */
     optind = 0;
     argc++;
     argv--;
-    while ((opt = getopt_long(argc, argv, "c:t:s:b:n:o:f:h", longopts, NULL)) != -1) {
+    hu_getopt_init(&g, options, "");
+    while ((opt = getopt_long(argc, argv, g.shortopts, g.longopts, NULL)) != -1) {
         switch (opt) {
         case 'c':
             o.max_streams = (int)strtol(optarg, &end, 10);

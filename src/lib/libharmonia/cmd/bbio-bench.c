@@ -27,6 +27,7 @@
 
 #include "harmonia/harmonia.h"
 #include "libhutil/hutil.h"
+#include "libhutil/options.h"
 
 #define ALIGN 4096
 
@@ -53,29 +54,37 @@ typedef struct {
 } io_t;
 
 
+static const hu_option_t options[] = {
+    { "profile", required_argument, 'p', "P",
+      "compute, balanced (default), io or only-io: compute\n"
+      "time = 4, 1, 1/4 or 0 x volume/bandwidth" },
+    { "phases", required_argument, 'n', "N", "I/O phases (default 8)" },
+    { "volume", required_argument, 's', "SIZE", "bytes per I/O phase (default 64MiB)" },
+    { "compute", required_argument, 'c', "DUR", "compute time per phase (overrides the profile)" },
+    { "w-iter", required_argument, 'w', "DUR",
+      "iteration length: compute = w_iter - volume/bandwidth" },
+    { "bandwidth", required_argument, 'B', "BW",
+      "reference bandwidth of the profiles (default 1 GB/s)" },
+    { "dir", required_argument, 'D', "DIR",
+      "where to write (default $HARMONIA_BB, else a temporary\n"
+      "directory under /var/tmp, removed at the end)" },
+    { "direction", required_argument, 'd', "DIR", "write (default) or read" },
+    { "block", required_argument, 'b', "SIZE", "size of one write/read (default 1MiB)" },
+    { "fsync", no_argument, 'f', NULL,
+      "fsync at the end of every phase (always done when\nO_DIRECT is not available)" },
+    { "no-direct", no_argument, 1, NULL, "buffered I/O (fsync'd) even where O_DIRECT works" },
+    { "no-harmonia", no_argument, 2, NULL, "do not use libharmonia at all (for comparisons)" },
+    { "keep", no_argument, 3, NULL, "keep the data file" },
+    { "quiet", no_argument, 'q', NULL, "no libharmonia messages" },
+    HU_OPTIONS_END,
+};
+
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "Usage: bbio-bench [OPTIONS]\n"
-            "Alternate compute phases and I/O phases through libharmonia; print JSON.\n\n"
-            "  -p, --profile P       compute, balanced (default), io or only-io: compute\n"
-            "                        time = 4, 1, 1/4 or 0 x volume/bandwidth\n"
-            "  -n, --phases N        I/O phases (default 8)\n"
-            "  -s, --volume SIZE     bytes per I/O phase (default 64MiB)\n"
-            "  -c, --compute DUR     compute time per phase (overrides the profile)\n"
-            "  -w, --w-iter DUR      iteration length: compute = w_iter - volume/bandwidth\n"
-            "  -B, --bandwidth BW    reference bandwidth of the profiles (default 1 GB/s)\n"
-            "  -D, --dir DIR         where to write (default $HARMONIA_BB, else a temporary\n"
-            "                        directory under /var/tmp, removed at the end)\n"
-            "  -d, --direction DIR   write (default) or read\n"
-            "  -b, --block SIZE      size of one write/read (default 1MiB)\n"
-            "  -f, --fsync           fsync at the end of every phase (always done when\n"
-            "                        O_DIRECT is not available)\n"
-            "      --no-direct       buffered I/O (fsync'd) even where O_DIRECT works\n"
-            "      --no-harmonia     do not use libharmonia at all (for comparisons)\n"
-            "      --keep            keep the data file\n"
-            "  -q, --quiet           no libharmonia messages\n"
-            "  -h, --help            this help\n");
+    hu_options_usage(f, options, 24,
+                     "Usage: bbio-bench [OPTIONS]\n"
+                     "Alternate compute phases and I/O phases through libharmonia; "
+                     "print JSON.\n\n");
 }
 
 /* ------------------------------------------------------------------ compute */
@@ -213,29 +222,13 @@ static void io_cleanup(io_t *io, const opts_t *o)
 /* ------------------------------------------------------------------ main */
 static int parse_args(int argc, char **argv, opts_t *o)
 {
-    static const struct option longopts[] = {
-        { "profile", required_argument, NULL, 'p' },
-        { "phases", required_argument, NULL, 'n' },
-        { "volume", required_argument, NULL, 's' },
-        { "compute", required_argument, NULL, 'c' },
-        { "w-iter", required_argument, NULL, 'w' },
-        { "bandwidth", required_argument, NULL, 'B' },
-        { "dir", required_argument, NULL, 'D' },
-        { "direction", required_argument, NULL, 'd' },
-        { "block", required_argument, NULL, 'b' },
-        { "fsync", no_argument, NULL, 'f' },
-        { "no-direct", no_argument, NULL, 1 },
-        { "no-harmonia", no_argument, NULL, 2 },
-        { "keep", no_argument, NULL, 3 },
-        { "quiet", no_argument, NULL, 'q' },
-        { "help", no_argument, NULL, 'h' },
-        { NULL, 0, NULL, 0 },
-    };
+    hu_getopt_t g;
     hu_error_t err;
     char *end;
     int opt;
 
-    while ((opt = getopt_long(argc, argv, "p:n:s:c:w:B:D:d:b:fqh", longopts, NULL)) != -1) {
+    hu_getopt_init(&g, options, "");
+    while ((opt = getopt_long(argc, argv, g.shortopts, g.longopts, NULL)) != -1) {
         switch (opt) {
         case 'p':
             o->profile = optarg;

@@ -22,6 +22,7 @@
 
 #include "harmonia/harmonia.h"
 #include "libhutil/hutil.h"
+#include "libhutil/options.h"
 
 static volatile sig_atomic_t got_term;
 
@@ -30,35 +31,29 @@ static void on_term(int sig)
     got_term = sig;
 }
 
+static const hu_option_t options[] = {
+    { "volume", required_argument, 's', "SIZE", "bytes the command moves (10GiB, 500MB, 4096)" },
+    { "direction", required_argument, 'd', "DIR", "write (default), read or readwrite" },
+    { "bytes", required_argument, 'b', "SIZE", "bytes to report at the end (default: the volume)" },
+    { "verbose", no_argument, 'v', NULL, "print the grant and the phase's times on stderr" },
+    { "quiet", no_argument, 'q', NULL, "no libharmonia messages on stderr" },
+    HU_OPTIONS_END,
+};
+
 static void usage(FILE *f)
 {
+    hu_options_usage(f, options, 27,
+                     "Usage: harmonia-io --volume SIZE [OPTIONS] [--] COMMAND [ARGS...]\n"
+                     "Run COMMAND as one I/O phase of the job: wait for bbmgrd's grant, run it,\n"
+                     "end the phase.  Exits with COMMAND's status.\n\n");
     fprintf(f,
-            "Usage: harmonia-io --volume SIZE [OPTIONS] [--] COMMAND [ARGS...]\n"
-            "Run COMMAND as one I/O phase of the job: wait for bbmgrd's grant, run it,\n"
-            "end the phase.  Exits with COMMAND's status.\n\n"
-            "  -s, --volume SIZE        bytes the command moves (10GiB, 500MB, 4096)\n"
-            "  -d, --direction DIR      write (default), read or readwrite\n"
-            "  -b, --bytes SIZE         bytes to report at the end (default: the volume)\n"
-            "  -v, --verbose            print the grant and the phase's times on stderr\n"
-            "  -q, --quiet              no libharmonia messages on stderr\n"
-            "  -h, --help               this help\n\n"
-            "Environment: HARMONIA_URL, HARMONIA_JOBID (unset: the command runs ungated),\n"
+            "\nEnvironment: HARMONIA_URL, HARMONIA_JOBID (unset: the command runs ungated),\n"
             "HARMONIA_FALLBACK_WAIT, HARMONIA_MAX_WAIT, HARMONIA_MUNGE_SOCKET; see\n"
             "harmonia-io(1) and doc/libharmonia.md.\n");
 }
 
-
 int main(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        { "volume", required_argument, NULL, 's' },
-        { "direction", required_argument, NULL, 'd' },
-        { "bytes", required_argument, NULL, 'b' },
-        { "verbose", no_argument, NULL, 'v' },
-        { "quiet", no_argument, NULL, 'q' },
-        { "help", no_argument, NULL, 'h' },
-        { NULL, 0, NULL, 0 },
-    };
     harmonia_opts_t hopts = { 0 };
     harmonia_grant_t g;
     harmonia_dir_t dir = HARMONIA_WRITE;
@@ -68,8 +63,10 @@ int main(int argc, char **argv)
     hu_error_t err;
     char buf[64], bwbuf[64];
     int opt, status, rc;
+    hu_getopt_t go;
 
-    while ((opt = getopt_long(argc, argv, "+s:d:b:vqh", longopts, NULL)) != -1) {
+    hu_getopt_init(&go, options, "+");
+    while ((opt = getopt_long(argc, argv, go.shortopts, go.longopts, NULL)) != -1) {
         switch (opt) {
         case 's':
             if (hu_parse_size(optarg, HU_SIZE_BARE_BYTES, &volume, &err) < 0) {
