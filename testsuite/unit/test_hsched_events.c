@@ -23,13 +23,29 @@ static hs_sched_t *mk(const char *policy)
     return ht_sched(&plat10, policy);
 }
 
+/* hs_job_arrive() that must succeed. */
+static void arrive_job(hs_sched_t *s, double now, const hs_job_t *j)
+{
+    hs_error_t err;
+
+    ck_assert_msg(hs_job_arrive(s, now, j, &err) == 0, "arrive %ju: %s",
+                  (uintmax_t)j->id, err.text);
+}
+
 static void arrive(hs_sched_t *s, double now, uint64_t id, int nodes)
 {
     hs_job_t j = { .id = id, .nodes = nodes, .release = now };
-    hs_error_t err;
 
-    ck_assert_msg(hs_job_arrive(s, now, &j, &err) == 0, "arrive %ju: %s",
-                  (uintmax_t)id, err.text);
+    arrive_job(s, now, &j);
+}
+
+/* The accounting of a job the scheduler must know. */
+static hs_job_stats_t stats(hs_sched_t *s, uint64_t id)
+{
+    hs_job_stats_t st;
+
+    ck_assert_msg(hs_job_stats(s, id, &st) == 0, "stats of %ju", (uintmax_t)id);
+    return st;
 }
 
 static void request(hs_sched_t *s, double now, uint64_t id, double vol, double w)
@@ -138,7 +154,7 @@ START_TEST(test_fairshare_progress)
     ck_assert_double_eq_tol(g[0].remaining, 4, EPS);
     ck_assert_double_eq_tol(hs_sched_next_event(s), 3, EPS);
 
-    ck_assert_int_eq(hs_job_stats(s, 1, &st), 0);
+    st = stats(s, 1);
     ck_assert_int_eq(st.phases, 1);
     ck_assert_double_eq_tol(st.io_time, 2, EPS);
     ck_assert_double_eq_tol(st.io_dedicated, 2, EPS);   /* 4 / min(2*1, 4) */
@@ -148,7 +164,7 @@ START_TEST(test_fairshare_progress)
 
     ck_assert_int_eq(hs_sched_advance(s, 3), 0);
     ck_assert_int_eq(hs_phase_finish(s, 3, 2), 0);
-    ck_assert_int_eq(hs_job_stats(s, 2, &st), 0);
+    st = stats(s, 2);
     ck_assert_double_eq_tol(st.io_time, 3, EPS);
     ck_assert_double_eq_tol(st.io_dedicated, 2, EPS);   /* 8 / 4 */
     ck_assert(isinf(hs_sched_next_event(s)));
@@ -276,7 +292,7 @@ START_TEST(test_leave_in_io)
     ck_assert_double_eq_tol(g[0].bw, 4, EPS);
     ck_assert_double_eq_tol(hs_sched_next_event(s), 2.5, EPS);
     /* the departed job keeps its record; its unfinished phase does not count */
-    ck_assert_int_eq(hs_job_stats(s, 2, &st), 0);
+    st = stats(s, 2);
     ck_assert_double_eq_tol(st.end, 1, EPS);
     ck_assert_int_eq(st.phases, 0);
     ck_assert_double_eq_tol(st.bytes, 0, EPS);
@@ -305,7 +321,6 @@ START_TEST(test_progress_and_wait)
 {
     hs_sched_t *s = mk("fcfs");
     hs_grant_t g[2];
-    hs_job_stats_t st;
 
     two_jobs_ask(s);
     ck_assert_int_eq(hs_sched_decide(s, 0, g, 2), 2);
@@ -319,10 +334,8 @@ START_TEST(test_progress_and_wait)
     ck_assert_int_eq(hs_phase_finish(s, 2.5, 1), 0);
     ck_assert_int_eq(hs_sched_decide(s, 2.5, g, 2), 1);
     ck_assert_double_eq_tol(g[0].bw, 4, EPS);
-    ck_assert_int_eq(hs_job_stats(s, 2, &st), 0);
-    ck_assert_double_eq_tol(st.io_wait, 2.5, EPS);
-    ck_assert_int_eq(hs_job_stats(s, 1, &st), 0);
-    ck_assert_double_eq_tol(st.io_wait, 0, EPS);
+    ck_assert_double_eq_tol(stats(s, 2).io_wait, 2.5, EPS);
+    ck_assert_double_eq_tol(stats(s, 1).io_wait, 0, EPS);
     hs_sched_destroy(s);
 }
 END_TEST
@@ -351,19 +364,17 @@ START_TEST(test_end_on_last_instance)
     hs_sched_t *s = mk("fairshare");
     hs_job_t j = { .id = 1, .nodes = 4, .release = 0, .instances = 2 };
     hs_job_stats_t st;
-    hs_error_t err;
 
-    ck_assert_int_eq(hs_job_arrive(s, 0, &j, &err), 0);
+    arrive_job(s, 0, &j);
     request(s, 1, 1, 4, 1);
     ck_assert_int_eq(hs_sched_decide(s, 1, NULL, 0), 1);
     ck_assert_double_eq_tol(hs_sched_next_event(s), 2, EPS);
     ck_assert_int_eq(hs_phase_finish(s, 2, 1), 0);
-    ck_assert_int_eq(hs_job_stats(s, 1, &st), 0);
-    ck_assert(isnan(st.end));
+    ck_assert(isnan(stats(s, 1).end));
     request(s, 3, 1, 4, 1);
     ck_assert_int_eq(hs_sched_decide(s, 3, NULL, 0), 1);
     ck_assert_int_eq(hs_phase_finish(s, 4, 1), 0);
-    ck_assert_int_eq(hs_job_stats(s, 1, &st), 0);
+    st = stats(s, 1);
     ck_assert_double_eq_tol(st.end, 4, EPS);
     ck_assert_double_eq_tol(st.work, 2, EPS);
     ck_assert_int_eq(st.phases, 2);
@@ -376,29 +387,22 @@ END_TEST
 /* w_iter: hint, else w + volume / cap, else learnt. */
 START_TEST(test_w_iter_estimate)
 {
+    const struct {
+        hs_job_t job;
+        double want;
+    } rows[] = {
+        { { .id = 1, .nodes = 2, .w_iter = 50 }, 50 },
+        { { .id = 2, .nodes = 2, .w = 10, .volume = 8 }, 14 },  /* 10 + 8 / min(2, 4) */
+        { { .id = 3, .nodes = 2, .volume = 8 }, 6 },    /* first phase: 5 + 2 / 2 */
+    };
     hs_sched_t *s = mk("set10");
-    hs_job_t j = { .id = 1, .nodes = 2, .release = 0, .w_iter = 50 };
-    hs_job_stats_t st;
-    hs_error_t err;
 
-    ck_assert_int_eq(hs_job_arrive(s, 0, &j, &err), 0);
-    j.id = 2;
-    j.w_iter = 0;
-    j.w = 10;
-    j.volume = 8;                       /* 10 + 8 / min(2, 4) = 14 */
-    ck_assert_int_eq(hs_job_arrive(s, 0, &j, &err), 0);
-    j.id = 3;
-    j.w = 0;
-    ck_assert_int_eq(hs_job_arrive(s, 0, &j, &err), 0);
-    request(s, 5, 1, 2, 5);
-    request(s, 5, 2, 2, 5);
-    request(s, 5, 3, 2, 5);             /* first phase: 5 + 2 / 2 = 6 */
-    ck_assert_int_eq(hs_job_stats(s, 1, &st), 0);
-    ck_assert_double_eq_tol(st.w_iter_est, 50, EPS);
-    ck_assert_int_eq(hs_job_stats(s, 2, &st), 0);
-    ck_assert_double_eq_tol(st.w_iter_est, 14, EPS);
-    ck_assert_int_eq(hs_job_stats(s, 3, &st), 0);
-    ck_assert_double_eq_tol(st.w_iter_est, 6, EPS);
+    for (size_t i = 0; i < TU_COUNT(rows); i++)
+        arrive_job(s, 0, &rows[i].job);
+    for (size_t i = 0; i < TU_COUNT(rows); i++)
+        request(s, 5, rows[i].job.id, 2, 5);
+    for (size_t i = 0; i < TU_COUNT(rows); i++)
+        ck_assert_double_eq_tol(stats(s, rows[i].job.id).w_iter_est, rows[i].want, EPS);
     hs_sched_destroy(s);
 }
 END_TEST
