@@ -13,6 +13,7 @@
 
 #include "libhsched/hsched.h"
 #include "libhsched/policy.h"
+#include "testutil.h"
 
 static hs_auto_fig_t fig(double sys, double dil, double stretch, double ios)
 {
@@ -301,22 +302,12 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("hsched_auto");
-    TCase *tc = tcase_create("core");
-    SRunner *sr;
-    int failed;
+    const tu_tcase_t tcases[] = {
+        { "core", .tests = { test_choose_dilation_bound, test_choose_hysteresis,
+                             test_choose_ties_and_missing, test_auto_in_scheduler,
+                             test_auto_bad_settings, test_copy_history,
+                             test_lookahead_buffer_fill, NULL } },
+    };
 
-    tcase_add_test(tc, test_choose_dilation_bound);
-    tcase_add_test(tc, test_choose_hysteresis);
-    tcase_add_test(tc, test_choose_ties_and_missing);
-    tcase_add_test(tc, test_auto_in_scheduler);
-    tcase_add_test(tc, test_auto_bad_settings);
-    tcase_add_test(tc, test_copy_history);
-    tcase_add_test(tc, test_lookahead_buffer_fill);
-    suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tu_main("hsched_auto", tcases, TU_COUNT(tcases));
 }

@@ -11,16 +11,7 @@
 #include <string.h>
 
 #include "libhsched/hs_periodic.h"
-
-static unsigned long long rs;
-
-static double urand(void)
-{
-    rs ^= rs >> 12;
-    rs ^= rs << 25;
-    rs ^= rs >> 27;
-    return (double)((rs * 2685821657736338717ULL) >> 11) / 9007199254740992.0;
-}
+#include "testutil.h"
 
 static hs_pattern_t *compute(const hs_platform_t *plat, const hs_pjob_t *jobs, size_t K,
                              hs_periodic_heuristic_t h, double eps, bool ref,
@@ -86,29 +77,29 @@ START_TEST(test_fast_equals_reference)
         hs_platform_t plat = { 0 };
         char what[64];
 
-        rs = 0x9E3779B97F4A7C15ULL * (unsigned long long)(m + 1) + 11;
+        tu_seed(0x9E3779B97F4A7C15ULL * (unsigned long long)(m + 1) + 11);
         /* up to 30 jobs in 4 mixes, up to 8 in the others: the reference
          * scans are quadratic, and a sanitizer build on a loaded machine took
          * two minutes for 20 mixes of 30 */
-        K = 1 + (int)(urand() * (m % 3 == 0 && m < 12 ? 30 : 8));
+        K = 1 + (int)(tu_urand() * (m % 3 == 0 && m < 12 ? 30 : 8));
         jobs = calloc((size_t)K, sizeof(*jobs));
         ck_assert_ptr_nonnull(jobs);
         for (int k = 0; k < K; k++) {
-            jobs[k].nodes = 1 + (int)(urand() * 32);
+            jobs[k].nodes = 1 + (int)(tu_urand() * 32);
             N += jobs[k].nodes;
         }
         plat.nodes = N;
         plat.node_bw = 50e6;
-        plat.bw = (0.1 + 0.5 * urand()) * N * 50e6;
+        plat.bw = (0.1 + 0.5 * tu_urand()) * N * 50e6;
         for (int k = 0; k < K; k++) {
             double cap = fmin(jobs[k].nodes * 50e6, plat.bw);
-            double rho = 0.3 + 0.65 * urand();
+            double rho = 0.3 + 0.65 * tu_urand();
             double tio;
             if (m % 4 == 1 && k > 0) {          /* replicas of job 0 */
                 jobs[k] = jobs[0];
                 continue;
             }
-            jobs[k].w = m % 5 == 3 && k == 0 ? 5000 : 100 * pow(10, 2 * urand());
+            jobs[k].w = m % 5 == 3 && k == 0 ? 5000 : 100 * pow(10, 2 * tu_urand());
             tio = jobs[k].w * (1 - rho) / rho;
             jobs[k].volume = tio * cap;
         }
@@ -219,21 +210,12 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("periodic_fast");
-    TCase *tc = tcase_create("core");
-    SRunner *sr;
-    int failed;
+    const tu_tcase_t tcases[] = {
+        /* a hang guard: set 5 under the reference scans is slow on sanitizer builds */
+        { "core", .timeout = 600,
+          .tests = { test_fast_equals_reference, test_fast_equals_reference_set5,
+                     test_tmin_given, test_tmin_paper_set2, test_tmin_bad, NULL } },
+    };
 
-    tcase_set_timeout(tc, 600);  /* a hang guard: set 5 under the reference scans is slow on sanitizer builds */
-    tcase_add_test(tc, test_fast_equals_reference);
-    tcase_add_test(tc, test_fast_equals_reference_set5);
-    tcase_add_test(tc, test_tmin_given);
-    tcase_add_test(tc, test_tmin_paper_set2);
-    tcase_add_test(tc, test_tmin_bad);
-    suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tu_main("periodic_fast", tcases, TU_COUNT(tcases));
 }

@@ -49,3 +49,8 @@ double tu_urand(void)
     tu_rng_state ^= tu_rng_state >> 27;
     return (double)((tu_rng_state * 2685821657736338717ULL) >> 11) / 9007199254740992.0;
 }
+
+void tu_seed(unsigned long long seed)
+{
+    tu_rng_state = seed;
+}

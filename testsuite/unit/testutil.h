@@ -47,4 +47,8 @@ int tu_main(const char *name, const tu_tcase_t *tcases, size_t n);
  * process draws the same sequence. */
 double tu_urand(void);
 
+/* Start tu_urand()'s sequence again from 'seed' (nonzero): one case of a loop can
+ * then draw the same numbers whatever ran before it. */
+void tu_seed(unsigned long long seed);
+
 #endif
