@@ -32,6 +32,18 @@ static hs_pattern_t *compute(const hs_platform_t *plat, const hs_pjob_t *jobs, s
     return p;
 }
 
+/* The statistics of the pattern of the fast construction from tmin. */
+static hs_pattern_stats_t stats(const hs_platform_t *plat, const hs_pjob_t *jobs, size_t K,
+                                hs_periodic_heuristic_t h, double eps, double tmin)
+{
+    hs_pattern_t *p = compute(plat, jobs, K, h, eps, false, tmin);
+    hs_pattern_stats_t st;
+
+    ck_assert_int_eq(hs_pattern_stats(p, &st), 0);
+    hs_pattern_destroy(p);
+    return st;
+}
+
 /* Every field of every instance and piece, and the statistics, are equal (but the
  * segments visited). */
 static void same_pattern(const hs_pattern_t *a, const hs_pattern_t *b, const char *what)
@@ -148,22 +160,17 @@ START_TEST(test_tmin_given)
 {
     const hs_pjob_t job = { 1, 6, 4 };
     const hs_platform_t plat = { 1, 2, 2, 0, NULL };
-    hs_pattern_stats_t st;
 
     for (int h = 0; h < 3; h++) {
-        hs_pattern_t *p = compute(&plat, &job, 1, (hs_periodic_heuristic_t)h, 0.01,
-                                  false, 10);
-        ck_assert_int_eq(hs_pattern_stats(p, &st), 0);
+        hs_pattern_stats_t st = stats(&plat, &job, 1, (hs_periodic_heuristic_t)h, 0.01, 10);
+
         ck_assert(st.tmin == 10);
         ck_assert(st.tmax == 100);
         /* the refinement may go below the given T_min, not below T_opt / (1 + eps) */
         ck_assert(st.period >= 10 / 1.01 && st.period <= 100 * (1 + 1e-9));
-        hs_pattern_destroy(p);
-        p = compute(&plat, &job, 1, (hs_periodic_heuristic_t)h, 0.01, false, 0);
-        ck_assert_int_eq(hs_pattern_stats(p, &st), 0);
+        st = stats(&plat, &job, 1, (hs_periodic_heuristic_t)h, 0.01, 0);
         ck_assert(st.tmin == 8);
         ck_assert(st.period == 8);
-        hs_pattern_destroy(p);
     }
 }
 END_TEST
@@ -177,18 +184,15 @@ START_TEST(test_tmin_paper_set2)
     hs_pjob_t jobs[9];
     const hs_platform_t plat = { 640, 1, 300, 0, NULL };
     hs_pattern_stats_t st;
-    hs_pattern_t *p;
 
     for (int k = 0; k < 8; k++)
         jobs[k] = (hs_pjob_t){ 64, 76.8, 23580 };
     jobs[8] = (hs_pjob_t){ 128, 15360, 42340 };
-    p = compute(&plat, jobs, 9, HS_PERIODIC_PERSCHED, 0.01, false, 16000);
-    ck_assert_int_eq(hs_pattern_stats(p, &st), 0);
+    st = stats(&plat, jobs, 9, HS_PERIODIC_PERSCHED, 0.01, 16000);
     ck_assert_msg(fabs(st.sys_efficiency - 0.289837) < 1e-6, "SysEff %.7f",
                   st.sys_efficiency);
     ck_assert_msg(fabs(st.dilation - 1.42833) < 1e-5, "Dilation %.6f", st.dilation);
     ck_assert_msg(fabs(st.period - 15898.6) < 0.1, "T %.2f", st.period);
-    hs_pattern_destroy(p);
 }
 END_TEST
 
