@@ -149,6 +149,12 @@ def wait_xfer(cl, tid, timeout=60):
         xfer(cl, tid)), "transfer %d" % tid, timeout)
 
 
+def wait_done(cl, tid):
+    x = wait_xfer(cl, tid)
+    assert x["state"] == "done", x
+    return x
+
+
 def wait_bytes(cl, tid, n):
     wait_for(lambda: xfer(cl, tid)["bytes_done"] >= n, "transfer %d to copy %d bytes" % (tid, n))
 
@@ -159,6 +165,16 @@ def big_input(pfs, name, files=4, size=16 * MiB):
     for i in range(files):
         write(os.path.join(d, "f%d" % i), os.urandom(size), 0o640)
     return d
+
+
+def stage_in_started(cl, pfs, nbytes):
+    """A new job on one buffer node and its stage-in of big_input() into PATH/in,
+    once it has copied nbytes: (src, job, paths, names, tid)."""
+    src = big_input(pfs, "in")
+    job, paths, names = new_job(cl)
+    tid = stage(cl, job, "stage_in", src, paths[0] + "/in")
+    wait_bytes(cl, tid, nbytes)
+    return src, job, paths, names, tid
 
 
 def test_job_striped_over_two_agent_hosts(cl, pfs):
@@ -182,24 +198,19 @@ def test_job_striped_over_two_agent_hosts(cl, pfs):
     o1 = stage(cl, job, "stage_out", paths[0] + "/a", os.path.join(pfs, "out-a"))
     o2 = stage(cl, job, "stage_out", paths[1] + "/b", os.path.join(pfs, "out-b"))
     for t in (o1, o2):
-        x = wait_xfer(cl, t)
-        assert x["state"] == "done", x
+        wait_done(cl, t)
     assert compare_trees(paths[0] + "/a", os.path.join(pfs, "out-a")) == 5
     assert compare_trees(paths[1] + "/b", os.path.join(pfs, "out-b")) == 2
     end_job(cl, job, paths)
 
 
 def test_agent_sigkill_during_stage_in(cl, pfs):
-    src = big_input(pfs, "in")
-    job, paths, names = new_job(cl)
+    src, job, paths, names, tid = stage_in_started(cl, pfs, 8 * MiB)
     host = "bb" + names[0][-1]
-    tid = stage(cl, job, "stage_in", src, paths[0] + "/in")
-    wait_bytes(cl, tid, 8 * MiB)
     cl.ctl("agent-kill", host)
     assert xfer(cl, tid)["state"] == "running"
     cl.ctl("agent-start", host)
-    x = wait_xfer(cl, tid)
-    assert x["state"] == "done", x
+    x = wait_done(cl, tid)
     assert x["bytes_done"] == 64 * MiB
     assert compare_trees(src, paths[0] + "/in", owner=(USER1, GID1)) == 4
     assert not partials(paths[0])
@@ -212,16 +223,12 @@ def test_agent_link_cut_and_restored(cl, pfs):
     running yet, moves its share of the buffer to another node, where its
     stage-ins run again (the one cut off and the one done before); restored, the
     node is back and the job's directory left there is removed."""
-    src = big_input(pfs, "in")
-    job, paths, names = new_job(cl)
+    src, job, paths, names, tid = stage_in_started(cl, pfs, 4 * MiB)
     host = "bb" + names[0][-1]
-    tid = stage(cl, job, "stage_in", src, paths[0] + "/in")
-    wait_bytes(cl, tid, 4 * MiB)
     cl.ctl("link-down", host)
     time.sleep(1.0)     # the cut itself: shorter than down_after (3 s)
     cl.ctl("link-up", host)
-    x = wait_xfer(cl, tid)
-    assert x["state"] == "done", x
+    wait_done(cl, tid)
     assert cl.ok("GET", "/v1/nodes/%s" % names[0])["state"] == "up"
     assert compare_trees(src, paths[0] + "/in", owner=(USER1, GID1)) == 4
     # a long cut during a stage-in
@@ -253,14 +260,10 @@ def test_agent_link_cut_and_restored(cl, pfs):
 
 
 def test_bbmgrd_restarted_while_agents_copy(cl, pfs):
-    src = big_input(pfs, "in")
-    job, paths, names = new_job(cl)
-    tid = stage(cl, job, "stage_in", src, paths[0] + "/in")
-    wait_bytes(cl, tid, 4 * MiB)
+    src, job, paths, names, tid = stage_in_started(cl, pfs, 4 * MiB)
     cl.ctl("bbmgrd-kill")
     cl.ctl("bbmgrd-start")
-    x = wait_xfer(cl, tid)
-    assert x["state"] == "done", x
+    wait_done(cl, tid)
     assert compare_trees(src, paths[0] + "/in", owner=(USER1, GID1)) == 4
     log = cl.log("bbnoded-bb%s.log" % names[0][-1])
     assert log.count("stage_in %d of job %s" % (tid, job)) == 1
@@ -268,17 +271,13 @@ def test_bbmgrd_restarted_while_agents_copy(cl, pfs):
 
 
 def test_node_drained_while_busy(cl, pfs):
-    src = big_input(pfs, "in")
-    job, paths, names = new_job(cl)
-    tid = stage(cl, job, "stage_in", src, paths[0] + "/in")
-    wait_bytes(cl, tid, 4 * MiB)
+    src, job, paths, names, tid = stage_in_started(cl, pfs, 4 * MiB)
     cl.ok("POST", "/v1/nodes/%s/drain" % names[0], {"reason": "maintenance"})
     try:
         j2, p2, n2 = new_job(cl)
         assert names[0] not in n2
         end_job(cl, j2, p2)
-        x = wait_xfer(cl, tid)
-        assert x["state"] == "done", x
+        wait_done(cl, tid)
         assert compare_trees(src, paths[0] + "/in", owner=(USER1, GID1)) == 4
         # the agent reports on: an administrator's drain is kept
         n = cl.ok("GET", "/v1/nodes/%s" % names[0])
