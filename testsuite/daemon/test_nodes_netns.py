@@ -293,7 +293,12 @@ def slurm(cl, *args):
     return subprocess.run(list(args), env=env, capture_output=True, text=True, timeout=30)
 
 
-def sbatch(cl, pfs, job_sh):
+def sbatch(cl, pfs, script):
+    """Submit script (its text, written to PFS/job.sh); its output goes to
+    PFS/slurm-JOBID.out.  Returns the job id."""
+    job_sh = os.path.join(pfs, "job.sh")
+    with open(job_sh, "w") as f:
+        f.write(script)
     p = slurm(cl, "sbatch", "--parsable", "-o", os.path.join(pfs, "slurm-%j.out"), job_sh)
     assert p.returncode == 0, p.stderr
     return p.stdout.strip().split(";")[0]
@@ -351,21 +356,18 @@ def test_slurm_job_with_buffers_on_agent_hosts(cl, pfs):
     build_tree(src)
     write(os.path.join(src, "big2"), os.urandom(12 * MiB), 0o640)
     out, back = os.path.join(pfs, "out"), os.path.join(pfs, "back")
-    job_sh = os.path.join(pfs, "job.sh")
-    with open(job_sh, "w") as f:
-        f.write("#!/bin/bash\n#SBATCH -N1\n"
-                "#BB_HARMONIA jobbuffer capacity=1GiB nodes=2\n"
-                "#BB_HARMONIA stage_in source=%s destination=$HARMONIA_BB/in type=directory\n"
-                "#BB_HARMONIA stage_out source=$HARMONIA_BB/out destination=%s type=directory\n"
-                "#BB_HARMONIA stage_out source=$HARMONIA_BB/in destination=%s type=directory\n"
-                "set -e\necho BB=$HARMONIA_BB\necho NODES=$HARMONIA_BB_NODES\n"
-                "echo LINKS=$(find $HARMONIA_BB/in -type l | wc -l)\n"
-                "i=0\nfor n in ${HARMONIA_BB_NODES//,/ }; do\n"
-                "  d=${HARMONIA_BB%%/*/*}/$n/$SLURM_JOB_ID/out\n"
-                "  mkdir -p $d\n"
-                "  (cd $HARMONIA_BB/in && find -L . -type f | sort | xargs sha256sum) > $d/rank$i\n"
-                "  i=$((i + 1))\ndone\n" % (src, out, back))
-    jobid = sbatch(cl, pfs, job_sh)
+    jobid = sbatch(cl, pfs, "#!/bin/bash\n#SBATCH -N1\n"
+                   "#BB_HARMONIA jobbuffer capacity=1GiB nodes=2\n"
+                   "#BB_HARMONIA stage_in source=%s destination=$HARMONIA_BB/in type=directory\n"
+                   "#BB_HARMONIA stage_out source=$HARMONIA_BB/out destination=%s type=directory\n"
+                   "#BB_HARMONIA stage_out source=$HARMONIA_BB/in destination=%s type=directory\n"
+                   "set -e\necho BB=$HARMONIA_BB\necho NODES=$HARMONIA_BB_NODES\n"
+                   "echo LINKS=$(find $HARMONIA_BB/in -type l | wc -l)\n"
+                   "i=0\nfor n in ${HARMONIA_BB_NODES//,/ }; do\n"
+                   "  d=${HARMONIA_BB%%/*/*}/$n/$SLURM_JOB_ID/out\n"
+                   "  mkdir -p $d\n"
+                   "  (cd $HARMONIA_BB/in && find -L . -type f | sort | xargs sha256sum) > $d/rank$i\n"
+                   "  i=$((i + 1))\ndone\n" % (src, out, back))
     j = wait_job(cl, jobid)
     with open(os.path.join(pfs, "slurm-%s.out" % jobid)) as f:
         text = f.read()
@@ -398,15 +400,12 @@ def test_slurm_stage_out_data_lost_with_its_node(cl, pfs):
     stage-out: the stage-out fails, and Slurm shows why ("buffer node X down:
     stage-out data lost"); the buffer is kept, and so is its directory when the
     agent comes back."""
-    job_sh = os.path.join(pfs, "job.sh")
-    with open(job_sh, "w") as f:
-        f.write("#!/bin/bash\n#SBATCH -N1\n"
-                "#BB_HARMONIA jobbuffer capacity=1GiB\n"
-                "#BB_HARMONIA stage_out source=$HARMONIA_BB/out destination=%s type=directory\n"
-                "mkdir $HARMONIA_BB/out && echo result > $HARMONIA_BB/out/result\n"
-                "echo BB=$HARMONIA_BB > %s/wrote-$SLURM_JOB_ID\n"
-                "sleep 5\n" % (os.path.join(pfs, "out"), pfs))
-    jobid = sbatch(cl, pfs, job_sh)
+    jobid = sbatch(cl, pfs, "#!/bin/bash\n#SBATCH -N1\n"
+                   "#BB_HARMONIA jobbuffer capacity=1GiB\n"
+                   "#BB_HARMONIA stage_out source=$HARMONIA_BB/out destination=%s type=directory\n"
+                   "mkdir $HARMONIA_BB/out && echo result > $HARMONIA_BB/out/result\n"
+                   "echo BB=$HARMONIA_BB > %s/wrote-$SLURM_JOB_ID\n"
+                   "sleep 5\n" % (os.path.join(pfs, "out"), pfs))
     # the job says where its buffer is once it wrote there (a PFS file: the
     # buffer's path is the job's own word, not a guess from bbmgrd's allocation)
     wrote = os.path.join(pfs, "wrote-" + jobid)
