@@ -25,6 +25,18 @@
 
 /* ---------------------------------------------------------------- sections */
 
+/* An array of zeroed items of size bytes, one per node of the sequence seq; NULL,
+ * and "out of memory" at seq into c->err, when there is no room. */
+static void *items_of (ctx_t *c, const yn_t *seq, size_t size)
+{
+    void *v = calloc (seq->n, size);
+    if (!v) {
+        errno = ENOMEM;
+        fail (c, seq, "out of memory");
+    }
+    return v;
+}
+
 static int parse_buffers (ctx_t *c, const yn_t *n, wl_platform_t *p)
 {
     static const char *const keys[] = { "name", "capacity", "bandwidth", "device",
@@ -38,10 +50,8 @@ static int parse_buffers (ctx_t *c, const yn_t *n, wl_platform_t *p)
     p->buffers_col = n->col;
     if (n->n == 0)
         return 0;
-    if (!(p->buffers = calloc (n->n, sizeof (*p->buffers)))) {
-        errno = ENOMEM;
-        return fail (c, n, "out of memory");
-    }
+    if (!(p->buffers = items_of (c, n, sizeof (*p->buffers))))
+        return -1;
     for (size_t i = 0; i < n->n; i++) {
         const yn_t *b = n->kids[i];
         wl_buffer_t *bb = &p->buffers[p->nbuffers++];
@@ -52,17 +62,14 @@ static int parse_buffers (ctx_t *c, const yn_t *n, wl_platform_t *p)
         bb->count = 1;
         if (need_type (c, b, YN_MAP, where) < 0 || check_keys (c, b, keys, where) < 0)
             return -1;
-        if (!(x = get (b, "name")))
-            return fail (c, b, "missing key 'name' in %s", where);
-        if (parse_string (c, x, "name", &bb->name) < 0)
+        if (!(x = need (c, b, "name", where))
+            || parse_string (c, x, "name", &bb->name) < 0)
             return -1;
-        if (!(x = get (b, "capacity")))
-            return fail (c, b, "missing key 'capacity' in %s", where);
-        if (parse_quantity (c, x, Q_SIZE, "capacity", true, &bb->capacity) < 0)
+        if (!(x = need (c, b, "capacity", where))
+            || parse_quantity (c, x, Q_SIZE, "capacity", true, &bb->capacity) < 0)
             return -1;
-        if (!(x = get (b, "bandwidth")))
-            return fail (c, b, "missing key 'bandwidth' in %s", where);
-        if (parse_quantity (c, x, Q_BANDWIDTH, "bandwidth", true, &bb->bandwidth) < 0)
+        if (!(x = need (c, b, "bandwidth", where))
+            || parse_quantity (c, x, Q_BANDWIDTH, "bandwidth", true, &bb->bandwidth) < 0)
             return -1;
         if ((x = get (b, "device")) && parse_string (c, x, "device", &bb->device) < 0)
             return -1;
@@ -175,10 +182,8 @@ static int parse_devices (ctx_t *c, const yn_t *n, wl_platform_t *p)
         return -1;
     if (n->n == 0)
         return 0;
-    if (!(p->devices = calloc (n->n, sizeof (*p->devices)))) {
-        errno = ENOMEM;
-        return fail (c, n, "out of memory");
-    }
+    if (!(p->devices = items_of (c, n, sizeof (*p->devices))))
+        return -1;
     for (size_t i = 0; i < n->n; i++) {
         const yn_t *d = n->kids[i];
         wl_device_t *dd = &p->devices[p->ndevices++];
@@ -188,9 +193,8 @@ static int parse_devices (ctx_t *c, const yn_t *n, wl_platform_t *p)
         dd->col = d->col;
         if (need_type (c, d, YN_MAP, where) < 0 || check_keys (c, d, keys, where) < 0)
             return -1;
-        if (!(x = get (d, "name")))
-            return fail (c, d, "missing key 'name' in %s", where);
-        if (parse_string (c, x, "name", &dd->name) < 0)
+        if (!(x = need (c, d, "name", where))
+            || parse_string (c, x, "name", &dd->name) < 0)
             return -1;
         for (int q = 0; q < p->ndevices - 1; q++) {
             if (!strcmp (p->devices[q].name, dd->name))
@@ -244,18 +248,15 @@ static int parse_platform (ctx_t *c, const yn_t *n, wl_platform_t *p)
     if (need_type (c, n, YN_MAP, "platform") < 0
         || check_keys (c, n, keys, "platform") < 0)
         return -1;
-    if (!(x = get (n, "nodes")))
-        return fail (c, n, "missing key 'nodes' in platform");
-    if (parse_int (c, x, "nodes", 1, 100000000, &v) < 0)
+    if (!(x = need (c, n, "nodes", "platform"))
+        || parse_int (c, x, "nodes", 1, 100000000, &v) < 0)
         return -1;
     p->nodes = (int)v;
-    if (!(x = get (n, "node_bandwidth")))
-        return fail (c, n, "missing key 'node_bandwidth' in platform");
-    if (parse_quantity (c, x, Q_BANDWIDTH, "node_bandwidth", true, &p->node_bw) < 0)
+    if (!(x = need (c, n, "node_bandwidth", "platform"))
+        || parse_quantity (c, x, Q_BANDWIDTH, "node_bandwidth", true, &p->node_bw) < 0)
         return -1;
-    if (!(x = get (n, "bandwidth")))
-        return fail (c, n, "missing key 'bandwidth' in platform");
-    if (parse_quantity (c, x, Q_BANDWIDTH, "bandwidth", true, &p->bw) < 0)
+    if (!(x = need (c, n, "bandwidth", "platform"))
+        || parse_quantity (c, x, Q_BANDWIDTH, "bandwidth", true, &p->bw) < 0)
         return -1;
     if ((x = get (n, "buffers")) && parse_buffers (c, x, p) < 0)
         return -1;
@@ -296,13 +297,11 @@ static int parse_app (ctx_t *c, const yn_t *n, size_t idx, const wl_platform_t *
     a->count = 1;
     if (need_type (c, n, YN_MAP, where) < 0 || check_keys (c, n, keys, where) < 0)
         return -1;
-    if (!(x = get (n, "name")))
-        return fail (c, n, "missing key 'name' in %s", where);
-    if (parse_string (c, x, "name", &a->name) < 0)
+    if (!(x = need (c, n, "name", where))
+        || parse_string (c, x, "name", &a->name) < 0)
         return -1;
-    if (!(x = get (n, "nodes")))
-        return fail (c, n, "missing key 'nodes' in %s", where);
-    if (parse_int (c, x, "nodes", 1, 100000000, &v) < 0)
+    if (!(x = need (c, n, "nodes", where))
+        || parse_int (c, x, "nodes", 1, 100000000, &v) < 0)
         return -1;
     if (v > p->nodes)
         return fail (c, x, "app '%s' needs %ld nodes but the platform has %d",
@@ -312,13 +311,11 @@ static int parse_app (ctx_t *c, const yn_t *n, size_t idx, const wl_platform_t *
         if (parse_dist (c, x, Q_DURATION, "release", false, &a->release) < 0)
             return -1;
     }
-    if (!(x = get (n, "w")))
-        return fail (c, n, "missing key 'w' in %s", where);
-    if (parse_value (c, x, Q_DURATION, "w", false, &a->w) < 0)
+    if (!(x = need (c, n, "w", where))
+        || parse_value (c, x, Q_DURATION, "w", false, &a->w) < 0)
         return -1;
-    if (!(x = get (n, "io_volume")))
-        return fail (c, n, "missing key 'io_volume' in %s", where);
-    if (parse_value (c, x, Q_SIZE, "io_volume", true, &a->volume) < 0)
+    if (!(x = need (c, n, "io_volume", where))
+        || parse_value (c, x, Q_SIZE, "io_volume", true, &a->volume) < 0)
         return -1;
     if ((x = get (n, "iterations"))) {
         if (parse_int (c, x, "iterations", 1, WL_MAX_ITERATIONS, &v) < 0)
@@ -464,10 +461,8 @@ static int parse_root (ctx_t *c, const yn_t *root, wl_t *wl)
         return fail (c, apps, "'apps' must be a list, not %s", type_name (apps->type));
     if (apps->n == 0)
         return fail (c, key_node (root, "apps"), "'apps' is empty");
-    if (!(wl->apps = calloc (apps->n, sizeof (*wl->apps)))) {
-        errno = ENOMEM;
-        return fail (c, apps, "out of memory");
-    }
+    if (!(wl->apps = items_of (c, apps, sizeof (*wl->apps))))
+        return -1;
     for (size_t i = 0; i < apps->n; i++) {
         wl_app_t *a = &wl->apps[wl->napps++];
         if (parse_app (c, apps->kids[i], i, &wl->plat, a) < 0)

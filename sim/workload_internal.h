@@ -44,6 +44,9 @@ const char *type_name (yn_type_t t);
 int check_keys (ctx_t *c, const yn_t *map, const char *const *allowed,
                 const char *where);
 yn_t *get (const yn_t *map, const char *key);
+/* get() of a key that must be there: NULL, and "missing key 'KEY' in WHERE" at
+ * map into c->err, when it is not. */
+const yn_t *need (ctx_t *c, const yn_t *map, const char *key, const char *where);
 const yn_t *key_node (const yn_t *map, const char *key);
 int need_type (ctx_t *c, const yn_t *n, yn_type_t t, const char *what);
 int parse_int (ctx_t *c, const yn_t *n, const char *what, long min, long max,

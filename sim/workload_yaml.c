@@ -294,24 +294,35 @@ int check_keys (ctx_t *c, const yn_t *map, const char *const *allowed,
     return 0;
 }
 
-yn_t *get (const yn_t *map, const char *key)
+/* Index of key's node among map's kids (its value follows it), or map->n. */
+static size_t find_key (const yn_t *map, const char *key)
 {
     for (size_t i = 0; i + 1 < map->n; i += 2) {
         const yn_t *k = map->kids[i];
         if (k->type == YN_SCALAR && !strcmp (k->str, key))
-            return map->kids[i + 1];
+            return i;
     }
-    return NULL;
+    return map->n;
+}
+
+yn_t *get (const yn_t *map, const char *key)
+{
+    size_t i = find_key (map, key);
+    return i < map->n ? map->kids[i + 1] : NULL;
+}
+
+const yn_t *need (ctx_t *c, const yn_t *map, const char *key, const char *where)
+{
+    const yn_t *x = get (map, key);
+    if (!x)
+        fail (c, map, "missing key '%s' in %s", key, where);
+    return x;
 }
 
 const yn_t *key_node (const yn_t *map, const char *key)
 {
-    for (size_t i = 0; i + 1 < map->n; i += 2) {
-        const yn_t *k = map->kids[i];
-        if (k->type == YN_SCALAR && !strcmp (k->str, key))
-            return k;
-    }
-    return map;
+    size_t i = find_key (map, key);
+    return i < map->n ? map->kids[i] : map;
 }
 
 int need_type (ctx_t *c, const yn_t *n, yn_type_t t, const char *what)
@@ -463,26 +474,22 @@ int parse_dist (ctx_t *c, const yn_t *n, qkind_t kind, const char *what,
         if (check_keys (c, n, k_normal, what) < 0)
             return -1;
         d->kind = WL_DIST_NORMAL;
-        if (!(x = get (n, "mean")))
-            return fail (c, n, "missing key 'mean' in %s", what);
-        if (parse_quantity (c, x, kind, "mean", positive, &d->a) < 0)
+        if (!(x = need (c, n, "mean", what))
+            || parse_quantity (c, x, kind, "mean", positive, &d->a) < 0)
             return -1;
-        if (!(x = get (n, "sd")))
-            return fail (c, n, "missing key 'sd' in %s", what);
-        if (parse_quantity (c, x, kind, "sd", false, &d->b) < 0)
+        if (!(x = need (c, n, "sd", what))
+            || parse_quantity (c, x, kind, "sd", false, &d->b) < 0)
             return -1;
     }
     else if (!strcmp (dn->str, "uniform")) {
         if (check_keys (c, n, k_uniform, what) < 0)
             return -1;
         d->kind = WL_DIST_UNIFORM;
-        if (!(x = get (n, "min")))
-            return fail (c, n, "missing key 'min' in %s", what);
-        if (parse_quantity (c, x, kind, "min", false, &d->a) < 0)
+        if (!(x = need (c, n, "min", what))
+            || parse_quantity (c, x, kind, "min", false, &d->a) < 0)
             return -1;
-        if (!(x = get (n, "max")))
-            return fail (c, n, "missing key 'max' in %s", what);
-        if (parse_quantity (c, x, kind, "max", positive, &d->b) < 0)
+        if (!(x = need (c, n, "max", what))
+            || parse_quantity (c, x, kind, "max", positive, &d->b) < 0)
             return -1;
         if (d->b < d->a)
             return fail (c, x, "max must be >= min in %s", what);
@@ -492,9 +499,8 @@ int parse_dist (ctx_t *c, const yn_t *n, qkind_t kind, const char *what,
             return -1;
         d->kind = WL_DIST_EXPONENTIAL;
         d->b = 0;
-        if (!(x = get (n, "mean")))
-            return fail (c, n, "missing key 'mean' in %s", what);
-        if (parse_quantity (c, x, kind, "mean", true, &d->a) < 0)
+        if (!(x = need (c, n, "mean", what))
+            || parse_quantity (c, x, kind, "mean", true, &d->a) < 0)
             return -1;
     }
     else
