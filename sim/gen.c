@@ -225,34 +225,27 @@ static int get_double (const char *gen, const gopt_t *o, const gvals_t *v,
     return 0;
 }
 
-static int get_dur (const char *gen, const gopt_t *o, const gvals_t *v,
-                    const char *name, double def, double *out, FILE *errf)
-{
-    const char *s = v->val[opt_index (o, name)];
-    hu_error_t e = { .text = "" };
-    if (!s) {
-        *out = def;
-        return 0;
-    }
-    if (hu_parse_duration (s, 0, out, &e) < 0 || !(*out > 0)) {
-        fprintf (errf, "bbsim gen %s: %s: bad duration '%s'%s%s\n", gen, name, s,
-                 e.text[0] ? ": " : "", e.text);
-        return 1;
-    }
-    return 0;
-}
+typedef enum { GQ_DURATION, GQ_BANDWIDTH } gq_kind_t;
 
-static int get_bw (const char *gen, const gopt_t *o, const gvals_t *v,
-                   const char *name, double def, double *out, FILE *errf)
+/* A positive duration or bandwidth ("--horizon 2h", "--bandwidth 10 GB/s"). */
+static int get_quantity (const char *gen, const gopt_t *o, const gvals_t *v,
+                         const char *name, gq_kind_t kind, double def, double *out,
+                         FILE *errf)
 {
     const char *s = v->val[opt_index (o, name)];
     hu_error_t e = { .text = "" };
+    int rc;
     if (!s) {
         *out = def;
         return 0;
     }
-    if (hu_parse_bandwidth (s, out, &e) < 0 || !(*out > 0)) {
-        fprintf (errf, "bbsim gen %s: %s: bad bandwidth '%s'%s%s\n", gen, name, s,
+    if (kind == GQ_BANDWIDTH)
+        rc = hu_parse_bandwidth (s, out, &e);
+    else
+        rc = hu_parse_duration (s, 0, out, &e);
+    if (rc < 0 || !(*out > 0)) {
+        fprintf (errf, "bbsim gen %s: %s: bad %s '%s'%s%s\n", gen, name,
+                 kind == GQ_BANDWIDTH ? "bandwidth" : "duration", s,
                  e.text[0] ? ": " : "", e.text);
         return 1;
     }
@@ -304,9 +297,10 @@ static int gen_iosets (int argc, char **argv, FILE *out, FILE *errf)
         || get_long ("iosets", o, &v, "--nl", eta >= 0 ? 20 : (nh <= 40 ? 40 - nh : 0),
                      0, 100000, &nl, errf)
         || get_double ("iosets", o, &v, "--io-load", 0.8, 1e-6, 1e6, &load, errf)
-        || get_dur ("iosets", o, &v, "--horizon", 4000, &horizon, errf)
-        || get_dur ("iosets", o, &v, "--release-window", 1000, &window, errf)
-        || get_bw ("iosets", o, &v, "--bandwidth", 10e9, &B, errf)
+        || get_quantity ("iosets", o, &v, "--horizon", GQ_DURATION, 4000, &horizon, errf)
+        || get_quantity ("iosets", o, &v, "--release-window", GQ_DURATION, 1000, &window,
+                         errf)
+        || get_quantity ("iosets", o, &v, "--bandwidth", GQ_BANDWIDTH, 10e9, &B, errf)
         || get_long ("iosets", o, &v, "--app-nodes", 64, 1, 1000000, &app_nodes,
                      errf)
         || get_u64 ("iosets", o, &v, "--seed", &seed, errf))
@@ -391,11 +385,12 @@ static int gen_gainaru (int argc, char **argv, FILE *out, FILE *errf)
                      errf)
         || get_double ("gainaru", o, &v, "--io-ratio", 0.2, 1e-6, 100, &ratio, errf)
         || get_double ("gainaru", o, &v, "--sens", 0, 0, 100, &sens, errf)
-        || get_dur ("gainaru", o, &v, "--horizon", 20000, &horizon, errf)
+        || get_quantity ("gainaru", o, &v, "--horizon", GQ_DURATION, 20000, &horizon, errf)
         || get_long ("gainaru", o, &v, "--machine-nodes", 40960, 1, 100000000,
                      &machine, errf)
-        || get_bw ("gainaru", o, &v, "--bandwidth", 88e9, &B, errf)
-        || get_bw ("gainaru", o, &v, "--node-bandwidth", 0.0125e9, &b, errf)
+        || get_quantity ("gainaru", o, &v, "--bandwidth", GQ_BANDWIDTH, 88e9, &B, errf)
+        || get_quantity ("gainaru", o, &v, "--node-bandwidth", GQ_BANDWIDTH, 0.0125e9, &b,
+                         errf)
         || get_u64 ("gainaru", o, &v, "--seed", &seed, errf))
         return 1;
     n = nlarge + nsmall;
@@ -503,7 +498,8 @@ static int gen_harmonia (int argc, char **argv, FILE *out, FILE *errf)
     if (get_long ("harmonia", o, &v, "--instances", 4, 2, 8, &inst, errf)
         || get_long ("harmonia", o, &v, "--iterations", 8, 1, 100000, &iters, errf)
         || get_long ("harmonia", o, &v, "--buffers", 4, 1, 4096, &nbuf, errf)
-        || get_bw ("harmonia", o, &v, "--buffer-bandwidth", 2e9, &bbw, errf)
+        || get_quantity ("harmonia", o, &v, "--buffer-bandwidth", GQ_BANDWIDTH, 2e9, &bbw,
+                         errf)
         || get_double ("harmonia", o, &v, "--over-provisioning", 2, 1, 1000, &over,
                        errf)
         || get_u64 ("harmonia", o, &v, "--seed", &seed, errf))
@@ -518,7 +514,8 @@ static int gen_harmonia (int argc, char **argv, FILE *out, FILE *errf)
             return 1;
         }
     }
-    if (get_bw ("harmonia", o, &v, "--bandwidth", (double)nbuf * bbw / 4, &B, errf))
+    if (get_quantity ("harmonia", o, &v, "--bandwidth", GQ_BANDWIDTH, (double)nbuf * bbw / 4,
+                      &B, errf))
         return 1;
     rng_seed (&r, seed);
     {
