@@ -570,21 +570,28 @@ int hs_sfq_enqueue(hs_sfq_t *q, uint64_t flow, uint64_t id, uint64_t cost)
     return 0;
 }
 
+/* Unlink r from the list of a flow that starts at *head (the queue, or the
+ * outstanding list) and, when tail is not NULL, ends at *tail. */
+static void req_unlink(struct req *r, struct req **head, struct req **tail)
+{
+    if (r->prev)
+        r->prev->next = r->next;
+    else
+        *head = r->next;
+    if (r->next)
+        r->next->prev = r->prev;
+    else if (tail)
+        *tail = r->prev;
+    r->prev = r->next = NULL;
+}
+
 /* Unlink r from its flow's queue; if it was the head, tag the next one. */
 static void unqueue(hs_sfq_t *q, struct req *r)
 {
     struct flow *f = r->flow;
     bool was_head = (f->qhead == r);
 
-    if (r->prev)
-        r->prev->next = r->next;
-    else
-        f->qhead = r->next;
-    if (r->next)
-        r->next->prev = r->prev;
-    else
-        f->qtail = r->prev;
-    r->prev = r->next = NULL;
+    req_unlink(r, &f->qhead, &f->qtail);
     f->st.queued--;
     f->st.queued_bytes -= r->cost;
     q->nqueued--;
@@ -773,12 +780,7 @@ int hs_sfq_complete(hs_sfq_t *q, uint64_t id)
     }
     map_del(&q->reqs, id);
     if ((f = r->flow)) {
-        if (r->prev)
-            r->prev->next = r->next;
-        else
-            f->out = r->next;
-        if (r->next)
-            r->next->prev = r->prev;
+        req_unlink(r, &f->out, NULL);
         f->st.outstanding--;
         f->st.completed_bytes += r->cost;
     }
