@@ -32,22 +32,25 @@ static void request(hs_sched_t *s, double now, uint64_t id, double vol, hs_dir_t
     ht_request(s, now, id, vol, dir, 0);
 }
 
-/* Jobs 1 and 2 on one compute node each, allocated the buffer nodes a1 and a2,
- * arrive at t = 0 and ask for 'vol' bytes in direction 'dir'. */
-static void two_jobs_ask(hs_sched_t *s, const int *a1, int n1, const int *a2, int n2,
-                         double vol, hs_dir_t dir)
-{
-    arrive(s, 0, 1, 1, a1, n1);
-    arrive(s, 0, 2, 1, a2, n2);
-    request(s, 0, 1, vol, dir);
-    request(s, 0, 2, vol, dir);
-}
 
 static int decide(hs_sched_t *s, double now, hs_grant_t *g, size_t cap)
 {
     int n = hs_sched_decide(s, now, g, cap);
     ck_assert_msg(n >= 0, "decide: %s", strerror(errno));
     return n;
+}
+
+/* Jobs 1 and 2 on one compute node each, allocated the buffer nodes a1 and a2,
+ * arrive at t = 0 and ask for 'vol' bytes in direction 'dir'; the decision at
+ * t = 0 must grant both (into g, room for 'cap'). */
+static void two_jobs_granted(hs_sched_t *s, const int *a1, int n1, const int *a2, int n2,
+                             double vol, hs_dir_t dir, hs_grant_t *g, size_t cap)
+{
+    arrive(s, 0, 1, 1, a1, n1);
+    arrive(s, 0, 2, 1, a2, n2);
+    request(s, 0, 1, vol, dir);
+    request(s, 0, 2, vol, dir);
+    ck_assert_int_eq(decide(s, 0, g, cap), 2);
 }
 
 /* One node with an explicit curve. */
@@ -149,8 +152,7 @@ START_TEST(test_msca_rates)
 
     /* fcfs on the same node: one stream at a time at the full B_j */
     s = ht_sched(&p, "fcfs");
-    two_jobs_ask(s, a0, 1, a0, 1, 100, HS_DIR_WRITE);
-    ck_assert_int_eq(decide(s, 0, g, 3), 2);
+    two_jobs_granted(s, a0, 1, a0, 1, 100, HS_DIR_WRITE, g, 3);
     ck_assert(ht_close(g[0].bw, 8) && g[1].bw == 0);
     ck_assert(ht_close(hs_sched_next_event(s), 12.5));
     hs_sched_destroy(s);
@@ -246,8 +248,7 @@ START_TEST(test_read)
     memcpy(b.msca_read, mr, sizeof(mr));
     b.nmsca_read = 2;
     s = ht_sched(&p, "fairshare");
-    two_jobs_ask(s, a0, 1, a0, 1, 500, HS_DIR_READ);
-    ck_assert_int_eq(decide(s, 0, g, 2), 2);
+    two_jobs_granted(s, a0, 1, a0, 1, 500, HS_DIR_READ, g, 2);
     ck_assert(ht_close(g[0].bw, 10. / 4. / 2.));    /* MSCA_read(2) = 3 */
     ck_assert_int_eq(hs_buffer_stats(s, 0, &bst), 0);
     ck_assert(bst.inflow == 0 && bst.drain == 0 && bst.streams == 2);
@@ -255,6 +256,20 @@ START_TEST(test_read)
     hs_sched_destroy(s);
 }
 END_TEST
+
+/* hs_alloc_nodes() must refuse rq (room for cap nodes): the errno it sets. */
+static int alloc_refused(const hs_platform_t *p, const double *reserved,
+                         const hs_alloc_request_t *rq, int cap)
+{
+    hs_alloc_result_t r;
+    hs_error_t err;
+    int nodes[8];
+
+    ck_assert_int_le(cap, 8);
+    errno = 0;
+    ck_assert_int_eq(hs_alloc_nodes(p, reserved, rq, nodes, cap, &r, &err), -1);
+    return errno;
+}
 
 START_TEST(test_allocator)
 {
@@ -309,37 +324,25 @@ START_TEST(test_allocator)
     {
         double res[4] = { 60, 60, 60, 60 };
         rq.capacity = 50;
-        errno = 0;
-        ck_assert_int_eq(hs_alloc_nodes(&p, res, &rq, nodes, 8, &r, &err), -1);
-        ck_assert_int_eq(errno, ENOSPC);
+        ck_assert_int_eq(alloc_refused(&p, res, &rq, 8), ENOSPC);
     }
     rq.capacity = 500;
-    errno = 0;
-    ck_assert_int_eq(hs_alloc_nodes(&p, NULL, &rq, nodes, 8, &r, &err), -1);
-    ck_assert_int_eq(errno, ENOSPC);
+    ck_assert_int_eq(alloc_refused(&p, NULL, &rq, 8), ENOSPC);
     rq.capacity = 250;
     rq.device = "hdd";
-    errno = 0;
-    ck_assert_int_eq(hs_alloc_nodes(&p, NULL, &rq, nodes, 8, &r, &err), -1);
-    ck_assert_int_eq(errno, ENOSPC);
+    ck_assert_int_eq(alloc_refused(&p, NULL, &rq, 8), ENOSPC);
     rq.capacity = 150;
     ck_assert_int_eq(hs_alloc_nodes(&p, NULL, &rq, nodes, 8, &r, &err), 0);
     ck_assert(r.n == 2 && nodes[0] == 2 && nodes[1] == 3);
     rq.device = NULL;
     /* bad requests */
     rq.capacity = 0;
-    errno = 0;
-    ck_assert_int_eq(hs_alloc_nodes(&p, NULL, &rq, nodes, 8, &r, &err), -1);
-    ck_assert_int_eq(errno, EINVAL);
+    ck_assert_int_eq(alloc_refused(&p, NULL, &rq, 8), EINVAL);
     rq.capacity = 10;
     rq.overprovision = 0.5;
-    errno = 0;
-    ck_assert_int_eq(hs_alloc_nodes(&p, NULL, &rq, nodes, 8, &r, &err), -1);
-    ck_assert_int_eq(errno, EINVAL);
+    ck_assert_int_eq(alloc_refused(&p, NULL, &rq, 8), EINVAL);
     rq.overprovision = 4;
-    errno = 0;
-    ck_assert_int_eq(hs_alloc_nodes(&p, NULL, &rq, nodes, 2, &r, &err), -1);
-    ck_assert_int_eq(errno, ERANGE);
+    ck_assert_int_eq(alloc_refused(&p, NULL, &rq, 2), ERANGE);
 }
 END_TEST
 
@@ -385,8 +388,7 @@ START_TEST(test_static_keeps_nodes)
 
     /* fairshare with an over-provisioned allocation {0, 1}: least loaded node */
     s = ht_sched(&p, "fairshare");
-    two_jobs_ask(s, a01, 2, a01, 2, 100, HS_DIR_WRITE);
-    ck_assert_int_eq(decide(s, 0, g, 3), 2);
+    two_jobs_granted(s, a01, 2, a01, 2, 100, HS_DIR_WRITE, g, 3);
     ck_assert(g[0].buffer == 0 && g[1].buffer == 1);
     ck_assert(ht_close(g[0].bw, 8) && ht_close(g[1].bw, 8));   /* no interference */
     hs_sched_destroy(s);
@@ -408,8 +410,7 @@ START_TEST(test_pfs_shared_by_drains)
     bb[1] = node(1000, 1, 0, NULL);
     s = ht_sched(&p, "fairshare");
     ck_assert_int_eq(hs_core_nbuffers(s), 2);
-    two_jobs_ask(s, a0, 1, a1, 1, 100, HS_DIR_WRITE);
-    ck_assert_int_eq(decide(s, 0, g, 2), 2);
+    two_jobs_granted(s, a0, 1, a1, 1, 100, HS_DIR_WRITE, g, 2);
     ck_assert(ht_close(g[0].bw, 10) && ht_close(g[1].bw, 1));
     /* drains: node 1 passes its 1 B/s through, node 0 gets the other 2 */
     ck_assert_int_eq(hs_buffer_stats(s, 0, &b0), 0);
