@@ -322,6 +322,11 @@ static int write_profile(const cal_opts_t *o, FILE *f, const double *bw_w, const
 }
 
 /* ------------------------------------------------------------------ main */
+static const char usage_text[] =
+    "Usage: bbmgr calibrate [OPTIONS] PATH\n"
+    "Measure the device under PATH with 1..N concurrent writers and readers and\n"
+    "print BW(c) and MSCA(c) = BW(1)/BW(c) - 1; write a device profile.\n\n";
+
 static const hu_option_t options[] = {
     { "max-streams", required_argument, 'c', "N",
       "streams up to N (1.." HU_XSTR(MAX_STREAMS) ", default 16)" },
@@ -342,10 +347,7 @@ static const hu_option_t options[] = {
 
 static void usage(FILE *f)
 {
-    hu_options_usage(f, options, 24,
-                     "Usage: bbmgr calibrate [OPTIONS] PATH\n"
-                     "Measure the device under PATH with 1..N concurrent writers and readers and\n"
-                     "print BW(c) and MSCA(c) = BW(1)/BW(c) - 1; write a device profile.\n\n");
+    hu_options_usage(f, options, 24, usage_text);
 }
 
 int cmd_calibrate(int argc, char **argv)

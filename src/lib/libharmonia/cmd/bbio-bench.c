@@ -54,6 +54,10 @@ typedef struct {
 } io_t;
 
 
+static const char usage_text[] =
+    "Usage: bbio-bench [OPTIONS]\n"
+    "Alternate compute phases and I/O phases through libharmonia; print JSON.\n\n";
+
 static const hu_option_t options[] = {
     { "profile", required_argument, 'p', "P",
       "compute, balanced (default), io or only-io: compute\n"
@@ -81,10 +85,7 @@ static const hu_option_t options[] = {
 
 static void usage(FILE *f)
 {
-    hu_options_usage(f, options, 24,
-                     "Usage: bbio-bench [OPTIONS]\n"
-                     "Alternate compute phases and I/O phases through libharmonia; "
-                     "print JSON.\n\n");
+    hu_options_usage(f, options, 24, usage_text);
 }
 
 /* ------------------------------------------------------------------ compute */

@@ -31,6 +31,11 @@ static void on_term(int sig)
     got_term = sig;
 }
 
+static const char usage_text[] =
+    "Usage: harmonia-io --volume SIZE [OPTIONS] [--] COMMAND [ARGS...]\n"
+    "Run COMMAND as one I/O phase of the job: wait for bbmgrd's grant, run it,\n"
+    "end the phase.  Exits with COMMAND's status.\n\n";
+
 static const hu_option_t options[] = {
     { "volume", required_argument, 's', "SIZE", "bytes the command moves (10GiB, 500MB, 4096)" },
     { "direction", required_argument, 'd', "DIR", "write (default), read or readwrite" },
@@ -42,10 +47,7 @@ static const hu_option_t options[] = {
 
 static void usage(FILE *f)
 {
-    hu_options_usage(f, options, 27,
-                     "Usage: harmonia-io --volume SIZE [OPTIONS] [--] COMMAND [ARGS...]\n"
-                     "Run COMMAND as one I/O phase of the job: wait for bbmgrd's grant, run it,\n"
-                     "end the phase.  Exits with COMMAND's status.\n\n");
+    hu_options_usage(f, options, 27, usage_text);
     fprintf(f,
             "\nEnvironment: HARMONIA_URL, HARMONIA_JOBID (unset: the command runs ungated),\n"
             "HARMONIA_FALLBACK_WAIT, HARMONIA_MAX_WAIT, HARMONIA_MUNGE_SOCKET; see\n"
