@@ -27,8 +27,9 @@ ROUNDS = int(os.environ.get("BENCH_BBNODED_ROUNDS", "2"))
 FILE = 64 << 20
 
 
-def run(base, pfs, n):
-    d = tempfile.mkdtemp(dir=base, prefix="run%d-" % n)
+def start_cluster(base, n, prefix):
+    """bbmgrd and n agents (bb01..), each mover capped to RATE: (dir, port, procs)."""
+    d = tempfile.mkdtemp(dir=base, prefix=prefix)
     os.chmod(d, 0o755)
     for k in range(n):
         os.makedirs(os.path.join(d, "bb%02d" % (k + 1)), mode=0o755)
@@ -40,18 +41,28 @@ nodes:
   - {names: "bb[01-%02d]", capacity: 1TiB, bandwidth: 1 GB/s, mount: "%s/%%n", pool: nvme, agent: true}
 """ % (RATE, n, d))
     procs = [start_bbmgrd(conf, port)]
+    for k in range(n):
+        procs.append(start_bbnoded(conf, port, "bb%02d" % (k + 1)))
+    return d, port, procs
+
+
+def job_paths(port, job, nodes, capacity):
+    """Register job, allocate its buffer, wait for its directories: their paths."""
+    call(port, "POST", "/v1/jobs", {"id": job, "uid": os.getuid(), "gid": os.getgid()})
+    a = call(port, "POST", "/v1/jobs/%s/allocation" % job, {"capacity": capacity,
+                                                           "nodes": nodes})
+    paths = [x["path"] for x in a["nodes"]]
+    for p in paths:
+        while not os.path.isdir(p):
+            time.sleep(0.01)
+    return paths
+
+
+def run(base, pfs, n):
+    """n jobs of one node each, n agents: one stage-in of SIZE each, at once."""
+    d, port, procs = start_cluster(base, n, "run%d-" % n)
     try:
-        for k in range(n):
-            procs.append(start_bbnoded(conf, port, "bb%02d" % (k + 1)))
-        paths = []
-        for k in range(n):
-            job = "b%d" % k
-            call(port, "POST", "/v1/jobs", {"id": job, "uid": os.getuid(), "gid": os.getgid()})
-            a = call(port, "POST", "/v1/jobs/%s/allocation" % job, {"capacity": "1GiB"})
-            paths.append((job, a["nodes"][0]["path"]))
-        for job, p in paths:
-            while not os.path.isdir(p):
-                time.sleep(0.01)
+        paths = [("b%d" % k, job_paths(port, "b%d" % k, 1, "1GiB")[0]) for k in range(n)]
         t0 = time.time()
         tids = [call(port, "POST", "/v1/jobs/%s/stage_in" % job,
                      {"source": pfs, "destination": p + "/in", "type": "directory"})["id"]
@@ -73,28 +84,9 @@ nodes:
 
 def run_spread(base, src, n):
     """One job on n buffer nodes, one stage-in of n x SIZE spread over them."""
-    d = tempfile.mkdtemp(dir=base, prefix="spread%d-" % n)
-    os.chmod(d, 0o755)
-    for k in range(n):
-        os.makedirs(os.path.join(d, "bb%02d" % (k + 1)), mode=0o755)
-    conf, port = bbmgrd_conf(d, """mover: {threads: 4, chunk: 4MiB, max_rate: "%s"}
-agents: {interval: 0.1s, down_after: 60s}
-pools:
-  - {name: nvme, granularity: 1GiB}
-nodes:
-  - {names: "bb[01-%02d]", capacity: 1TiB, bandwidth: 1 GB/s, mount: "%s/%%n", pool: nvme, agent: true}
-""" % (RATE, n, d))
-    procs = [start_bbmgrd(conf, port)]
+    d, port, procs = start_cluster(base, n, "spread%d-" % n)
     try:
-        for k in range(n):
-            procs.append(start_bbnoded(conf, port, "bb%02d" % (k + 1)))
-        call(port, "POST", "/v1/jobs", {"id": "s", "uid": os.getuid(), "gid": os.getgid()})
-        a = call(port, "POST", "/v1/jobs/s/allocation", {"capacity": "%dGiB" % (2 * n),
-                                                          "nodes": n})
-        paths = [x["path"] for x in a["nodes"]]
-        for p in paths:
-            while not os.path.isdir(p):
-                time.sleep(0.01)
+        paths = job_paths(port, "s", n, "%dGiB" % (2 * n))
         t0 = time.time()
         call(port, "POST", "/v1/jobs/s/stage_in", {"source": src, "destination": paths[0] + "/in",
                                                     "type": "directory", "spread": True})
