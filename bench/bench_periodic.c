@@ -25,7 +25,8 @@
  * --ref PROGRAM: run "PROGRAM FILE B TMIN" where FILE holds one "w vol nodes" line
  * per job; PROGRAM prints "seconds sys_efficiency dilation period" on one line.
  * The plain construction is skipped above --plain-max jobs (default 200): it is
- * quadratic.
+ * quadratic.  --only NAME times one heuristic (periodic-throu, periodic-cong or
+ * persched), e.g. under a profiler.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -133,16 +134,19 @@ static double run_ref(const char *prog, const hs_platform_t *plat, const hs_pjob
     return secs;
 }
 
+static const char *names[3] = { "periodic-throu", "periodic-cong", "persched" };
+static int only = -1;       /* --only: the index in names[], -1 for all */
+
 static void row(const char *name, const hs_platform_t *plat, const hs_pjob_t *jobs,
                 int K, double tmin, int reps, int plain_max, const char *ref)
 {
-    static const char *names[3] = { "periodic-throu", "periodic-cong", "persched" };
-
     for (int h = 0; h < 3; h++) {
         hs_periodic_params_t prm;
         hs_pattern_stats_t st, sp;
         double tf, tp = NAN, tr = NAN, rse = NAN, rdil = NAN, rT = NAN;
 
+        if (only >= 0 && h != only)
+            continue;
         hs_periodic_params_init(&prm, (hs_periodic_heuristic_t)h);
         prm.tmin = tmin;
         tf = timed(plat, jobs, K, &prm, reps, &st);
@@ -186,12 +190,21 @@ int main(int argc, char **argv)
             set5_tmin = atof(argv[++i]);
         else if (!strcmp(argv[i], "--ref") && i + 1 < argc)
             ref = argv[++i];
+        else if (!strcmp(argv[i], "--only") && i + 1 < argc) {
+            const char *h = argv[++i];
+            for (only = 2; only >= 0 && strcmp(names[only], h); only--)
+                ;
+            if (only < 0) {
+                fprintf(stderr, "bench_periodic: unknown heuristic %s\n", h);
+                return 2;
+            }
+        }
         else if (user < 16 && atoi(argv[i]) > 0) {
             ks[user++] = atoi(argv[i]);
             nk = user;
         } else {
             fprintf(stderr, "usage: bench_periodic [--seed N] [--reps N] [--plain-max K] "
-                    "[--set5-tmin T] [--ref PROGRAM] [K ...]\n");
+                    "[--set5-tmin T] [--ref PROGRAM] [--only HEURISTIC] [K ...]\n");
             return 2;
         }
     }

@@ -151,6 +151,50 @@ START_TEST(test_fast_equals_reference_set5)
 }
 END_TEST
 
+/* Long jobs inserted into a profile cut fine by short ones, near saturation: the
+ * first fit of a long job crosses gaps with hundreds of breakpoints where its I/O
+ * does not fit, most of them skipped without a walk by the fast construction (the
+ * bandwidth left to the job does not rise there, ff_skip() in hs_periodic_ff.c),
+ * walked one by one by the plain one.  Same patterns. */
+START_TEST(test_fast_equals_reference_long_gaps)
+{
+    for (int m = 0; m < 6; m++) {
+        hs_pjob_t jobs[10];
+        hs_platform_t plat = { 0 };
+        int K = 10, N = 0;
+        char what[64];
+
+        rs = 0xD1B54A32D192ED03ULL * (unsigned long long)(m + 1) + 7;
+        for (int k = 0; k < K; k++) {
+            bool lng = k >= K - 2;          /* the last two: long, low I/O share */
+            double rho = lng ? 0.85 + 0.1 * urand() : 0.4 + 0.3 * urand();
+            double tio;
+
+            jobs[k].nodes = lng ? 16 + (int)(urand() * 16) : 1 + (int)(urand() * 8);
+            N += jobs[k].nodes;
+            jobs[k].w = lng ? 2000 * (1 + urand()) : 10 * (1 + urand());
+            tio = jobs[k].w * (1 - rho) / rho;
+            jobs[k].volume = tio * jobs[k].nodes;   /* cap_k = beta_k b, b = 1 */
+        }
+        plat.nodes = N;
+        plat.node_bw = 1;
+        plat.bw = (m % 2 ? 0.25 : 0.4) * N;
+        for (int k = 0; k < K; k++)                 /* vol_k for cap_k = min(beta_k, B) */
+            jobs[k].volume *= fmin(jobs[k].nodes, plat.bw) / jobs[k].nodes;
+        for (int h = 0; h < 3; h++) {
+            hs_pattern_t *a = compute(&plat, jobs, (size_t)K, (hs_periodic_heuristic_t)h,
+                                      0.05, false, 0);
+            hs_pattern_t *b = compute(&plat, jobs, (size_t)K, (hs_periodic_heuristic_t)h,
+                                      0.05, true, 0);
+            snprintf(what, sizeof(what), "long gaps %d heuristic %d", m, h);
+            same_pattern(a, b, what);
+            hs_pattern_destroy(a);
+            hs_pattern_destroy(b);
+        }
+    }
+}
+END_TEST
+
 /* One job, cap = 2, w = 6, vol = 4 (T_min computed = 8).  From T_min = 10 the search
  * tries T = 10 (1 + eps)^i up to 10 T_min = 100, and T_max = 100. */
 START_TEST(test_tmin_given)
@@ -227,6 +271,7 @@ int main(void)
     tcase_set_timeout(tc, 600);  /* a hang guard: set 5 under the reference scans is slow on sanitizer builds */
     tcase_add_test(tc, test_fast_equals_reference);
     tcase_add_test(tc, test_fast_equals_reference_set5);
+    tcase_add_test(tc, test_fast_equals_reference_long_gaps);
     tcase_add_test(tc, test_tmin_given);
     tcase_add_test(tc, test_tmin_paper_set2);
     tcase_add_test(tc, test_tmin_bad);
