@@ -153,11 +153,16 @@ END_TEST
 
 /* Long jobs inserted into a profile cut fine by short ones, near saturation: the
  * first fit of a long job crosses gaps with hundreds of breakpoints where its I/O
- * does not fit, most of them skipped without a walk by the fast construction (the
- * bandwidth left to the job does not rise there, ff_skip() in hs_periodic_ff.c),
- * walked one by one by the plain one.  Same patterns. */
+ * does not fit.  The fast construction skips most of those starts without a walk
+ * (the bandwidth left to the job does not rise there, ff_skip() in
+ * hs_periodic_ff.c) and crosses the long walks that fail from one decrease of
+ * their running minimum to the next (ff_jump(), the block maxima); the plain one
+ * walks every start segment by segment.  Same patterns, and the fast one visits
+ * far fewer segments (periodic-throu: 34 M against 337 M when written). */
 START_TEST(test_fast_equals_reference_long_gaps)
 {
+    uint64_t vfast = 0, vplain = 0;
+
     for (int m = 0; m < 6; m++) {
         hs_pjob_t jobs[10];
         hs_platform_t plat = { 0 };
@@ -188,10 +193,19 @@ START_TEST(test_fast_equals_reference_long_gaps)
                                       0.05, true, 0);
             snprintf(what, sizeof(what), "long gaps %d heuristic %d", m, h);
             same_pattern(a, b, what);
+            if (h == HS_PERIODIC_THROU) {
+                hs_pattern_stats_t sa, sb;
+                ck_assert_int_eq(hs_pattern_stats(a, &sa), 0);
+                ck_assert_int_eq(hs_pattern_stats(b, &sb), 0);
+                vfast += sa.segments_visited;
+                vplain += sb.segments_visited;
+            }
             hs_pattern_destroy(a);
             hs_pattern_destroy(b);
         }
     }
+    ck_assert_msg(4 * vfast < vplain, "fast %llu plain %llu segments visited",
+                  (unsigned long long)vfast, (unsigned long long)vplain);
 }
 END_TEST
 

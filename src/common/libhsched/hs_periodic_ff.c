@@ -16,6 +16,60 @@
 
 /* ------------------------------------------------------------------ first fit */
 
+#define FF_WALK_SHORT 32     /* steps of a walk before ff_jump() is tried */
+#define FF_JUMP_MARGIN 1e-6  /* relative: a distance summed along the walk vs the
+                                same distance as a difference of instants */
+
+/* The rest of a walk of ff_gamma() from the start of segment idx, m the running
+ * minimum and dist the distance travelled so far, 'budget' the steps it has left:
+ * does it fail?  -1 yes (ff_gamma() returns -1), 0 maybe (let the walk go on).
+ * Rather than step through the segments, it jumps from one decrease of the running
+ * minimum to the next (hs_pp_bm_below(): the next segment where avail_k < m): in
+ * between, the walk's tests do not change but for "the transfer at m ends here",
+ * which holds at the end of the stretch if anywhere; that is decided on the
+ * distance to the next decrease with a margin for the rounding of the walk's sum,
+ * and a doubtful case is left to the walk.  At a decrease, the same tests as the
+ * walk's on the same values (no bandwidth, more than the room).  So a -1 is the
+ * walk's own answer, in O(log S) per decrease instead of O(1) per segment. */
+static int ff_jump(struct work *wk, const struct ctx *c, size_t k, size_t idx, double m,
+                   double dist, double lmax, size_t budget)
+{
+    double vol = c->jobs[k].volume, need = vol / m, t0 = TL_T(wk, idx);
+    size_t steps = 0;
+
+    if (hs_pp_bm_refresh(wk) < 0)
+        return 0;               /* no memory for the tree: the walk goes on */
+    for (;;) {
+        size_t nxt = hs_pp_bm_below(wk, c->B, idx, m), n;
+        double a, d;
+
+        if (nxt < wk->nseg) {
+            n = nxt - idx;
+            d = dist + (TL_T(wk, nxt) - t0);
+        } else {                /* wrap: from segment 0 on, before idx */
+            if ((nxt = hs_pp_bm_below(wk, c->B, 0, m)) >= idx)
+                return 0;       /* round the circle */
+            n = wk->nseg - idx + nxt;
+            d = dist + (wk->T - t0) + TL_T(wk, nxt);
+        }
+        if ((steps += n + 1) >= budget)
+            return 0;           /* the walk's step limit: left to it */
+        if (need <= d * (1 + FF_JUMP_MARGIN))
+            return 0;           /* may fit before nxt */
+        wk->visits++;
+        a = seg_avail(wk, c, k, nxt);
+        if (a <= 0)
+            return -1;
+        m = a;
+        need = vol / m;
+        if (need > lmax + wk->teps)
+            return -1;
+        idx = nxt;
+        dist = d;
+        t0 = TL_T(wk, idx);
+    }
+}
+
 /* Constant-bandwidth placement (Gainaru §3.2.3, "the first instant in the period
  * where vol_io^(k) can be executed contiguously with a constant bandwidth"): from x,
  * the largest constant gamma with
@@ -23,7 +77,8 @@
  *     vol_k / gamma <= lmax                                  (the gap's room).
  * Walking segments with m = running min of avail_k, the first segment where the
  * transfer at rate m ends inside it gives gamma = m (a larger gamma would have ended
- * in an earlier segment).  Returns the duration vol_k / gamma, -1 if no fit (a
+ * in an earlier segment).  A long walk of the fast construction tries ff_jump()
+ * on the way.  Returns the duration vol_k / gamma, -1 if no fit (a
  * segment without bandwidth, or more than the room needed), -2 if the walk went
  * round the whole circle without deciding (which the room, shorter than T, does not
  * let happen; ff_skip() does not build on it). */
@@ -60,6 +115,9 @@ static double ff_gamma(struct work *wk, const struct ctx *c, size_t k, double x,
             idx = 0;
             cur = 0.;
         }
+        if (steps == FF_WALK_SHORT && !wk->reference
+            && ff_jump(wk, c, k, idx, m, dist, lmax, wk->nseg - steps) < 0)
+            return -1;
     }
     return -2;
 }
