@@ -53,6 +53,11 @@ static void bm_touch(struct work *wk, size_t p0, size_t p1)
     }
 }
 
+static inline double bm_max(double a, double b)
+{
+    return a > b ? a : b;   /* no NaN here; fmax() is a call */
+}
+
 /* Largest used[] of block b, the hole left out (-inf if none). */
 static double bm_block(const struct work *wk, size_t b)
 {
@@ -67,15 +72,15 @@ static double bm_block(const struct work *wk, size_t b)
             p = h1 - 1;
             continue;
         }
-        if (wk->used[p] > mx)
-            mx = wk->used[p];
+        mx = bm_max(mx, wk->used[p]);
     }
     return mx;
 }
 
 /* Bring the block maxima up to date: the blocks changed since the last refresh and
- * their ancestors, or everything when the arrays were reallocated or reset.
- * Returns -1 (ENOMEM). */
+ * their ancestors (up to the first one whose maximum stays the same: the tree is
+ * right but for the blocks not done yet), or everything when the arrays were
+ * reallocated or reset.  Returns -1 (ENOMEM). */
 int hs_pp_bm_refresh(struct work *wk)
 {
     size_t nb = (wk->capseg + ((size_t)1 << BM_SHIFT) - 1) >> BM_SHIFT, L = 1;
@@ -83,10 +88,18 @@ int hs_pp_bm_refresh(struct work *wk)
     if (!wk->bmstale) {
         for (size_t i = 0; i < wk->nbmdirty; i++) {
             size_t b = wk->bmdirty[i], n = wk->bmleaves + b;
+            double v = bm_block(wk, b);
+
             wk->bmflag[b] = 0;
-            wk->bm[n] = bm_block(wk, b);
-            for (n >>= 1; n >= 1; n >>= 1)
-                wk->bm[n] = fmax(wk->bm[2 * n], wk->bm[2 * n + 1]);
+            if (v == wk->bm[n])
+                continue;
+            wk->bm[n] = v;
+            for (n >>= 1; n >= 1; n >>= 1) {
+                v = bm_max(wk->bm[2 * n], wk->bm[2 * n + 1]);
+                if (v == wk->bm[n])
+                    break;
+                wk->bm[n] = v;
+            }
         }
         wk->nbmdirty = 0;
         return 0;
@@ -114,7 +127,7 @@ int hs_pp_bm_refresh(struct work *wk)
     for (size_t b = 0; b < L; b++)
         wk->bm[L + b] = b < nb ? bm_block(wk, b) : -INFINITY;
     for (size_t n = L - 1; n >= 1; n--)
-        wk->bm[n] = fmax(wk->bm[2 * n], wk->bm[2 * n + 1]);
+        wk->bm[n] = bm_max(wk->bm[2 * n], wk->bm[2 * n + 1]);
     wk->bmstale = false;
     return 0;
 }

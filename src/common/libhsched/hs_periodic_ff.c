@@ -16,7 +16,7 @@
 
 /* ------------------------------------------------------------------ first fit */
 
-#define FF_WALK_SHORT 32     /* steps of a walk before ff_jump() is tried */
+#define FF_WALK_SHORT 96     /* steps of a walk before ff_jump() is tried */
 #define FF_JUMP_MARGIN 1e-6  /* relative: a distance summed along the walk vs the
                                 same distance as a difference of instants */
 
