@@ -15,7 +15,9 @@
  *     used[i] = total bandwidth granted on [t[i], t[i+1][ (t[S] = T), kept in a
  *     gap buffer (TL_T(), TL_U()).  Every I/O piece lies inside one segment, so a
  *     segment's total is exact, and used[i] <= B always holds (Gainaru §3.2.1,
- *     constraint (ii));
+ *     constraint (ii)).  The largest used[] of each block of 64 entries of the
+ *     arrays is kept in a tree for the first fit's long walks (hs_pp_bm_below());
+ *     the profile's changes mark the blocks, which are recomputed on demand;
  *   - per job, its instances sorted by init_w (normalised into [0, T[), each with the
  *     span from init_w to the end of its I/O (w_k + I/O duration) and its pieces.
  * All times are kept normalised in [0, T[; "distances" along the circle are used for
@@ -684,6 +686,7 @@ static int build(struct work *wk, const struct ctx *c, double T)
 
     work_reset(wk, T);
     wk->reference = c->prm.reference;
+    wk->jump = !wk->reference && c->prm.heuristic == HS_PERIODIC_THROU;
     switch (c->prm.heuristic) {
     case HS_PERIODIC_THROU:
         /* non-decreasing w_k / time_io_k; as many instances of each as fit */

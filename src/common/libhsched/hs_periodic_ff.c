@@ -77,8 +77,8 @@ static int ff_jump(struct work *wk, const struct ctx *c, size_t k, size_t idx, d
  *     vol_k / gamma <= lmax                                  (the gap's room).
  * Walking segments with m = running min of avail_k, the first segment where the
  * transfer at rate m ends inside it gives gamma = m (a larger gamma would have ended
- * in an earlier segment).  A long walk of the fast construction tries ff_jump()
- * on the way.  Returns the duration vol_k / gamma, -1 if no fit (a
+ * in an earlier segment).  A long walk of periodic-throu's fast construction
+ * tries ff_jump() on the way.  Returns the duration vol_k / gamma, -1 if no fit (a
  * segment without bandwidth, or more than the room needed), -2 if the walk went
  * round the whole circle without deciding (which the room, shorter than T, does not
  * let happen; ff_skip() does not build on it). */
@@ -115,7 +115,7 @@ static double ff_gamma(struct work *wk, const struct ctx *c, size_t k, double x,
             idx = 0;
             cur = 0.;
         }
-        if (steps == FF_WALK_SHORT && !wk->reference
+        if (steps == FF_WALK_SHORT && wk->jump
             && ff_jump(wk, c, k, idx, m, dist, lmax, wk->nseg - steps) < 0)
             return -1;
     }

@@ -85,6 +85,11 @@ struct work {
     size_t nbmdirty;
     unsigned char *bmflag;  /* per block: listed in bmdirty */
     bool bmstale;           /* no tree, or the arrays moved: rebuild it all */
+    bool jump;              /* long walks use the tree (ff_jump()): the fast
+                               construction of periodic-throu, whose insertions
+                               go in time order; those of periodic-cong alternate
+                               jobs, so the gap's moves, far apart, would mark
+                               most blocks between two long walks */
     size_t K;
     struct wjob *job;
     struct piece *pool;     /* pieces of every instance */
