@@ -25,7 +25,10 @@
  * --ref PROGRAM: run "PROGRAM FILE B TMIN" where FILE holds one "w vol nodes" line
  * per job; PROGRAM prints "seconds sys_efficiency dilation period" on one line.
  * The plain construction is skipped above --plain-max jobs (default 200): it is
- * quadratic.
+ * quadratic.  --only NAME times one heuristic (periodic-throu, periodic-cong or
+ * persched), e.g. under a profiler.  --cpu times the process's CPU time instead of
+ * the elapsed time (a loaded, shared host: the ratios between heuristics then
+ * vary less from run to run); the --ref figure is what PROGRAM prints.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,10 +49,12 @@ static double urand(void)
     return (double)((state * 2685821657736338717ULL) >> 11) / 9007199254740992.0;
 }
 
+static clockid_t clk = CLOCK_MONOTONIC;  /* --cpu: CLOCK_PROCESS_CPUTIME_ID */
+
 static double now(void)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(clk, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
@@ -133,16 +138,19 @@ static double run_ref(const char *prog, const hs_platform_t *plat, const hs_pjob
     return secs;
 }
 
+static const char *names[3] = { "periodic-throu", "periodic-cong", "persched" };
+static int only = -1;       /* --only: the index in names[], -1 for all */
+
 static void row(const char *name, const hs_platform_t *plat, const hs_pjob_t *jobs,
                 int K, double tmin, int reps, int plain_max, const char *ref)
 {
-    static const char *names[3] = { "periodic-throu", "periodic-cong", "persched" };
-
     for (int h = 0; h < 3; h++) {
         hs_periodic_params_t prm;
         hs_pattern_stats_t st, sp;
         double tf, tp = NAN, tr = NAN, rse = NAN, rdil = NAN, rT = NAN;
 
+        if (only >= 0 && h != only)
+            continue;
         hs_periodic_params_init(&prm, (hs_periodic_heuristic_t)h);
         prm.tmin = tmin;
         tf = timed(plat, jobs, K, &prm, reps, &st);
@@ -186,12 +194,23 @@ int main(int argc, char **argv)
             set5_tmin = atof(argv[++i]);
         else if (!strcmp(argv[i], "--ref") && i + 1 < argc)
             ref = argv[++i];
+        else if (!strcmp(argv[i], "--cpu"))
+            clk = CLOCK_PROCESS_CPUTIME_ID;
+        else if (!strcmp(argv[i], "--only") && i + 1 < argc) {
+            const char *h = argv[++i];
+            for (only = 2; only >= 0 && strcmp(names[only], h); only--)
+                ;
+            if (only < 0) {
+                fprintf(stderr, "bench_periodic: unknown heuristic %s\n", h);
+                return 2;
+            }
+        }
         else if (user < 16 && atoi(argv[i]) > 0) {
             ks[user++] = atoi(argv[i]);
             nk = user;
         } else {
             fprintf(stderr, "usage: bench_periodic [--seed N] [--reps N] [--plain-max K] "
-                    "[--set5-tmin T] [--ref PROGRAM] [K ...]\n");
+                    "[--set5-tmin T] [--ref PROGRAM] [--only HEURISTIC] [--cpu] [K ...]\n");
             return 2;
         }
     }

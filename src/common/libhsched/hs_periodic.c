@@ -15,7 +15,9 @@
  *     used[i] = total bandwidth granted on [t[i], t[i+1][ (t[S] = T), kept in a
  *     gap buffer (TL_T(), TL_U()).  Every I/O piece lies inside one segment, so a
  *     segment's total is exact, and used[i] <= B always holds (Gainaru §3.2.1,
- *     constraint (ii));
+ *     constraint (ii)).  The largest used[] of each block of 64 entries of the
+ *     arrays is kept in a tree for the first fit's long walks (hs_pp_bm_below());
+ *     the profile's changes mark the blocks, which are recomputed on demand;
  *   - per job, its instances sorted by init_w (normalised into [0, T[), each with the
  *     span from init_w to the end of its I/O (w_k + I/O duration) and its pieces.
  * All times are kept normalised in [0, T[; "distances" along the circle are used for
@@ -35,6 +37,145 @@
 #include "hs_periodic_internal.h"
 #include "policy.h"             /* hs_errprintf(), hs_grow() */
 
+/* ------------------------------------------------------------------ block maxima */
+
+/* The entries [p0, p1[ of the arrays changed (a value, or in or out of the hole):
+ * their blocks are listed for the next refresh.  Nothing to do while the tree is
+ * to be rebuilt anyway (PerSched, the plain construction and the first fit's short
+ * walks never ask for it). */
+static void bm_touch(struct work *wk, size_t p0, size_t p1)
+{
+    if (wk->bmstale || p1 <= p0)
+        return;
+    for (size_t b = p0 >> BM_SHIFT; b <= (p1 - 1) >> BM_SHIFT; b++) {
+        if (!wk->bmflag[b]) {
+            wk->bmflag[b] = 1;
+            wk->bmdirty[wk->nbmdirty++] = b;
+        }
+    }
+}
+
+static inline double bm_max(double a, double b)
+{
+    return a > b ? a : b;   /* no NaN here; fmax() is a call */
+}
+
+/* Largest used[] of block b, the hole left out (-inf if none). */
+static double bm_block(const struct work *wk, size_t b)
+{
+    size_t p0 = b << BM_SHIFT, p1 = p0 + ((size_t)1 << BM_SHIFT);
+    size_t h0 = wk->gap, h1 = wk->gap + wk->gaplen;
+    double mx = -INFINITY;
+
+    if (p1 > wk->capseg)
+        p1 = wk->capseg;
+    for (size_t p = p0; p < p1; p++) {
+        if (p >= h0 && p < h1) {
+            p = h1 - 1;
+            continue;
+        }
+        mx = bm_max(mx, wk->used[p]);
+    }
+    return mx;
+}
+
+/* Bring the block maxima up to date: the blocks changed since the last refresh and
+ * their ancestors (up to the first one whose maximum stays the same: the tree is
+ * right but for the blocks not done yet), or everything when the arrays were
+ * reallocated or reset.  Returns -1 (ENOMEM). */
+int hs_pp_bm_refresh(struct work *wk)
+{
+    size_t nb = (wk->capseg + ((size_t)1 << BM_SHIFT) - 1) >> BM_SHIFT, L = 1;
+
+    if (!wk->bmstale) {
+        for (size_t i = 0; i < wk->nbmdirty; i++) {
+            size_t b = wk->bmdirty[i], n = wk->bmleaves + b;
+            double v = bm_block(wk, b);
+
+            wk->bmflag[b] = 0;
+            if (v == wk->bm[n])
+                continue;
+            wk->bm[n] = v;
+            for (n >>= 1; n >= 1; n >>= 1) {
+                v = bm_max(wk->bm[2 * n], wk->bm[2 * n + 1]);
+                if (v == wk->bm[n])
+                    break;
+                wk->bm[n] = v;
+            }
+        }
+        wk->nbmdirty = 0;
+        return 0;
+    }
+    while (L < nb)
+        L *= 2;
+    if (L != wk->bmleaves) {
+        double *bm = realloc(wk->bm, 2 * L * sizeof(*bm));
+        size_t *dirty;
+        unsigned char *flag;
+
+        if (!bm)
+            return -1;
+        wk->bm = bm;
+        if (!(dirty = realloc(wk->bmdirty, L * sizeof(*dirty))))
+            return -1;
+        wk->bmdirty = dirty;
+        if (!(flag = realloc(wk->bmflag, L)))
+            return -1;
+        wk->bmflag = flag;
+        wk->bmleaves = L;
+    }
+    memset(wk->bmflag, 0, L);
+    wk->nbmdirty = 0;
+    for (size_t b = 0; b < L; b++)
+        wk->bm[L + b] = b < nb ? bm_block(wk, b) : -INFINITY;
+    for (size_t n = L - 1; n >= 1; n--)
+        wk->bm[n] = bm_max(wk->bm[2 * n], wk->bm[2 * n + 1]);
+    wk->bmstale = false;
+    return 0;
+}
+
+/* First segment i >= s (no wrap) where B - used[i] < m, nseg if none; the block
+ * maxima must be up to date (hs_pp_bm_refresh()).  For 0 < m <= cap_k, with m above
+ * B * AVAIL_EPS, these are the segments where avail_k < m (seg_avail()); B - u
+ * does not increase with u, so a block holds one if B minus its largest u < m. */
+size_t hs_pp_bm_below(const struct work *wk, double B, size_t s, double m)
+{
+    size_t p, pend, n, L = wk->bmleaves, h0 = wk->gap, h1 = wk->gap + wk->gaplen;
+
+    if (s >= wk->nseg)
+        return wk->nseg;
+    p = tl_at(wk, s);
+    for (;;) {
+        size_t blk = p >> BM_SHIFT;
+
+        pend = (blk + 1) << BM_SHIFT;
+        if (pend > wk->capseg)
+            pend = wk->capseg;
+        for (; p < pend; p++) {
+            if (p >= h0 && p < h1) {
+                p = h1 - 1;
+                continue;
+            }
+            if (B - wk->used[p] < m)
+                return p < h0 ? p : p - wk->gaplen;
+        }
+        /* the next block holding one: right of this one in the tree */
+        n = L + blk;
+        do {
+            while (n & 1)
+                n >>= 1;
+            if (n == 0)
+                return wk->nseg;
+            n++;
+        } while (!(B - wk->bm[n] < m));
+        while (n < L)
+            n = B - wk->bm[2 * n] < m ? 2 * n : 2 * n + 1;
+        p = (n - L) << BM_SHIFT;
+    }
+}
+
+/* ------------------------------------------------------------------ profile */
+
 /* Move the hole to segment position 'pos' (0 <= pos <= nseg). */
 static void tl_move_gap(struct work *wk, size_t pos)
 {
@@ -43,9 +184,13 @@ static void tl_move_gap(struct work *wk, size_t pos)
     if (pos < g) {
         memmove(wk->t + pos + gl, wk->t + pos, (g - pos) * sizeof(double));
         memmove(wk->used + pos + gl, wk->used + pos, (g - pos) * sizeof(double));
+        bm_touch(wk, pos, g);
+        bm_touch(wk, pos + gl, g + gl);
     } else if (pos > g) {
         memmove(wk->t + g, wk->t + g + gl, (pos - g) * sizeof(double));
         memmove(wk->used + g, wk->used + g + gl, (pos - g) * sizeof(double));
+        bm_touch(wk, g, pos);
+        bm_touch(wk, g + gl, pos + gl);
     }
     wk->gap = pos;
 }
@@ -70,6 +215,7 @@ static int tl_room(struct work *wk)
     memmove(u + ncap - tail, u + wk->gap, tail * sizeof(double));
     wk->capseg = ncap;
     wk->gaplen = ncap - wk->nseg;
+    wk->bmstale = true;
     return 0;
 }
 
@@ -89,6 +235,7 @@ static int tl_split(struct work *wk, double x, size_t *idx)
     tl_move_gap(wk, i + 1);
     wk->t[wk->gap] = x;
     wk->used[wk->gap] = u;
+    bm_touch(wk, wk->gap, wk->gap + 1);
     wk->gap++;
     wk->gaplen--;
     wk->nseg++;
@@ -100,6 +247,7 @@ static int tl_split(struct work *wk, double x, size_t *idx)
 static void tl_join(struct work *wk, size_t i)
 {
     tl_move_gap(wk, i);
+    bm_touch(wk, wk->gap + wk->gaplen, wk->gap + wk->gaplen + 1);
     wk->gaplen++;
     wk->nseg--;
 }
@@ -118,6 +266,7 @@ static int tl_add(struct work *wk, const struct piece *p)
             return -1;
     }
     TL_U(wk, ia) += p->bw;
+    bm_touch(wk, tl_at(wk, ia), tl_at(wk, ia) + 1);
     if (ia + 1 < wk->nseg && TL_U(wk, ia + 1) == TL_U(wk, ia))
         tl_join(wk, ia + 1);
     if (ia > 0 && TL_U(wk, ia - 1) == TL_U(wk, ia))
@@ -133,6 +282,9 @@ static void work_free(struct work *wk)
         return;
     free(wk->t);
     free(wk->used);
+    free(wk->bm);
+    free(wk->bmdirty);
+    free(wk->bmflag);
     if (wk->job) {
         for (size_t k = 0; k < wk->K; k++) {
             free(wk->job[k].in);
@@ -151,6 +303,7 @@ static int work_init(struct work *wk, size_t K)
 {
     memset(wk, 0, sizeof(*wk));
     wk->K = K;
+    wk->bmstale = true;
     wk->capseg = 64;
     if (!(wk->job = calloc(K, sizeof(*wk->job)))
         || !(wk->t = malloc(64 * sizeof(double)))
@@ -172,6 +325,7 @@ static void work_reset(struct work *wk, double T)
     wk->used[0] = 0.;
     wk->gap = 1;
     wk->gaplen = wk->capseg - 1;
+    wk->bmstale = true;
     wk->npool = 0;
     for (size_t k = 0; k < wk->K; k++) {
         wk->job[k].n = 0;
@@ -532,6 +686,7 @@ static int build(struct work *wk, const struct ctx *c, double T)
 
     work_reset(wk, T);
     wk->reference = c->prm.reference;
+    wk->jump = !wk->reference && c->prm.heuristic == HS_PERIODIC_THROU;
     switch (c->prm.heuristic) {
     case HS_PERIODIC_THROU:
         /* non-decreasing w_k / time_io_k; as many instances of each as fit */

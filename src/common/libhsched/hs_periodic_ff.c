@@ -16,6 +16,60 @@
 
 /* ------------------------------------------------------------------ first fit */
 
+#define FF_WALK_SHORT 96     /* steps of a walk before ff_jump() is tried */
+#define FF_JUMP_MARGIN 1e-6  /* relative: a distance summed along the walk vs the
+                                same distance as a difference of instants */
+
+/* The rest of a walk of ff_gamma() from the start of segment idx, m the running
+ * minimum and dist the distance travelled so far, 'budget' the steps it has left:
+ * does it fail?  -1 yes (ff_gamma() returns -1), 0 maybe (let the walk go on).
+ * Rather than step through the segments, it jumps from one decrease of the running
+ * minimum to the next (hs_pp_bm_below(): the next segment where avail_k < m): in
+ * between, the walk's tests do not change but for "the transfer at m ends here",
+ * which holds at the end of the stretch if anywhere; that is decided on the
+ * distance to the next decrease with a margin for the rounding of the walk's sum,
+ * and a doubtful case is left to the walk.  At a decrease, the same tests as the
+ * walk's on the same values (no bandwidth, more than the room).  So a -1 is the
+ * walk's own answer, in O(log S) per decrease instead of O(1) per segment. */
+static int ff_jump(struct work *wk, const struct ctx *c, size_t k, size_t idx, double m,
+                   double dist, double lmax, size_t budget)
+{
+    double vol = c->jobs[k].volume, need = vol / m, t0 = TL_T(wk, idx);
+    size_t steps = 0;
+
+    if (hs_pp_bm_refresh(wk) < 0)
+        return 0;               /* no memory for the tree: the walk goes on */
+    for (;;) {
+        size_t nxt = hs_pp_bm_below(wk, c->B, idx, m), n;
+        double a, d;
+
+        if (nxt < wk->nseg) {
+            n = nxt - idx;
+            d = dist + (TL_T(wk, nxt) - t0);
+        } else {                /* wrap: from segment 0 on, before idx */
+            if ((nxt = hs_pp_bm_below(wk, c->B, 0, m)) >= idx)
+                return 0;       /* round the circle */
+            n = wk->nseg - idx + nxt;
+            d = dist + (wk->T - t0) + TL_T(wk, nxt);
+        }
+        if ((steps += n + 1) >= budget)
+            return 0;           /* the walk's step limit: left to it */
+        if (need <= d * (1 + FF_JUMP_MARGIN))
+            return 0;           /* may fit before nxt */
+        wk->visits++;
+        a = seg_avail(wk, c, k, nxt);
+        if (a <= 0)
+            return -1;
+        m = a;
+        need = vol / m;
+        if (need > lmax + wk->teps)
+            return -1;
+        idx = nxt;
+        dist = d;
+        t0 = TL_T(wk, idx);
+    }
+}
+
 /* Constant-bandwidth placement (Gainaru §3.2.3, "the first instant in the period
  * where vol_io^(k) can be executed contiguously with a constant bandwidth"): from x,
  * the largest constant gamma with
@@ -23,7 +77,11 @@
  *     vol_k / gamma <= lmax                                  (the gap's room).
  * Walking segments with m = running min of avail_k, the first segment where the
  * transfer at rate m ends inside it gives gamma = m (a larger gamma would have ended
- * in an earlier segment).  Returns the duration vol_k / gamma, or -1 if no fit. */
+ * in an earlier segment).  A long walk of periodic-throu's fast construction
+ * tries ff_jump() on the way.  Returns the duration vol_k / gamma, -1 if no fit (a
+ * segment without bandwidth, or more than the room needed), -2 if the walk went
+ * round the whole circle without deciding (which the room, shorter than T, does not
+ * let happen; ff_skip() does not build on it). */
 static double ff_gamma(struct work *wk, const struct ctx *c, size_t k, double x,
                        double lmax, double *gamma)
 {
@@ -57,8 +115,11 @@ static double ff_gamma(struct work *wk, const struct ctx *c, size_t k, double x,
             idx = 0;
             cur = 0.;
         }
+        if (steps == FF_WALK_SHORT && wk->jump
+            && ff_jump(wk, c, k, idx, m, dist, lmax, wk->nseg - steps) < 0)
+            return -1;
     }
-    return -1;
+    return -2;
 }
 
 /* Order of the candidates: by xs, then by the owner's init_w (the order in which
@@ -170,18 +231,26 @@ static int cand_update(struct work *wk, const struct ctx *c, size_t k, size_t po
 
 /* Try an I/O start at x with 'lmax' of room: on success, cut [x, x + dur[ at the
  * breakpoints (one piece per segment) and commit the instance.  Returns 1 if
- * inserted, 0 if it does not fit there, -1 (ENOMEM). */
-static int ff_try(struct work *wk, const struct ctx *c, size_t k, double x, double lmax)
+ * inserted, 0 if it does not fit there, -1 (ENOMEM).  *nofit tells whether a 0
+ * came from the room check or from a walk that stopped on a segment (what
+ * ff_skip() builds on), not from the degenerate cases (an empty I/O, a walk round
+ * the circle). */
+static int ff_try(struct work *wk, const struct ctx *c, size_t k, double x, double lmax,
+                  bool *nofit)
 {
     double w = c->jobs[k].w, gamma, dur, cur, left, init_w;
     struct wjob *j = &wk->job[k];
     struct cand old[2];
     size_t idx, pos, nold = 0;
 
+    *nofit = true;
     if (lmax + wk->teps < c->tio[k])
         return 0;
-    if ((dur = ff_gamma(wk, c, k, x, lmax, &gamma)) < 0)
+    if ((dur = ff_gamma(wk, c, k, x, lmax, &gamma)) < 0) {
+        *nofit = dur == -1;
         return 0;
+    }
+    *nofit = false;
     wk->ntmp = 0;
     cur = x;
     idx = tl_find(wk, cur);
@@ -211,6 +280,37 @@ static int ff_try(struct work *wk, const struct ctx *c, size_t k, double x, doub
     return 1;
 }
 
+/* The last start tried (or skipped) in a gap, when it does not fit: the bandwidth
+ * job k may get on the segment it starts in, and its room. */
+struct ffprev {
+    bool nofit;             /* it does not fit (ff_try()'s *nofit, or skipped) */
+    double a, lmax;
+};
+
+/* Can the start at the breakpoint after the previous start's segment be skipped
+ * without a walk?  Yes if the previous start does not fit, the new segment offers
+ * job k no more bandwidth (a <= prev->a) and the new start no more room
+ * (lmax <= prev->lmax): then the new start does not fit either.  Proof: from x'
+ * (the breakpoint) the walk sees the segments the walk from x saw after x's
+ * segment, with the same running minima (x's segment, a_x >= a_x', does not lower
+ * them) and a distance travelled no longer (the same lengths added to 0 instead of
+ * to x' - x, and rounding to nearest is monotonic).  So were x' to fit at some
+ * segment, the walk from x would have got there without meeting a segment without
+ * bandwidth or a minimum needing more than its room (it had at least x' 's room),
+ * and would have fitted there too.  Likewise when x stopped on a segment, x' stops
+ * on it or before.  A skipped start is thus one that does not fit, and the rule
+ * chains along a gap: only the starts where avail_k rises (or the room grows) are
+ * walked.  The fast construction only (the plain one walks every start); the
+ * patterns are the same (test_periodic_fast).  Updates prev to the new start. */
+static bool ff_skip(struct ffprev *prev, double a, double lmax)
+{
+    bool skip = prev->nofit && a <= prev->a && lmax <= prev->lmax;
+
+    prev->a = a;
+    prev->lmax = lmax;
+    return skip;
+}
+
 /* Insert-In-Schedule (Gainaru §3.2.3): add one instance of job k at the first instant
  * x of [0, T[ where its I/O fits with a constant bandwidth, its compute chunk
  * [x - w_k, x[ lying in free time of job k.  In a gap [g0, g0 + gap[ of job k (after
@@ -218,7 +318,8 @@ static int ff_try(struct work *wk, const struct ctx *c, size_t k, double x, doub
  * the I/O can start in [g0 + w_k, g0 + gap - time_io_k], with room
  * lmax = gap - (x - g0).  The earliest feasible instant is g0 + w_k or a breakpoint
  * of the profile (moving x earlier inside a segment keeps the same gamma feasible),
- * so those are tried in increasing x; the first that fits wins.
+ * so those are tried in increasing x; the first that fits wins (ff_skip() tells,
+ * in the fast construction, which of them need not be tried).
  * Returns 1 (inserted), 0 (no room), -1 (ENOMEM). */
 int hs_pp_ff_insert(struct work *wk, const struct ctx *c, size_t k)
 {
@@ -226,13 +327,17 @@ int hs_pp_ff_insert(struct work *wk, const struct ctx *c, size_t k)
     double w = c->jobs[k].w, T = wk->T, from = wk->reference ? 0. : j->xmin;
     const struct cand *cds = j->cd;
     size_t ncd = j->ncd, r0 = 0;
+    struct ffprev prev = { false, 0., 0. };
     int rc;
 
     if (j->n == 0) {
         /* alone in its cycle: the I/O must end before x - w + T */
+        prev.nofit = false;
         for (size_t i = 0; i < wk->nseg; i++) {
             wk->visits++;
-            if ((rc = ff_try(wk, c, k, TL_T(wk, i), T - w)) != 0) {
+            if (!wk->reference && ff_skip(&prev, seg_avail(wk, c, k, i), T - w))
+                continue;
+            if ((rc = ff_try(wk, c, k, TL_T(wk, i), T - w, &prev.nofit)) != 0) {
                 j->xmin = TL_T(wk, i);
                 return rc;
             }
@@ -269,18 +374,25 @@ int hs_pp_ff_insert(struct work *wk, const struct ctx *c, size_t k)
         size_t idx;
         double x0 = cd.xs > from ? cd.xs : from;
 
-        if (cd.first && cd.xs >= from
-            && (rc = ff_try(wk, c, k, cd.xs, cd.gap - w)) != 0) {
-            j->xmin = cd.xs;
-            return rc;
+        prev.nofit = false;
+        if (cd.first && cd.xs >= from) {
+            if ((rc = ff_try(wk, c, k, cd.xs, cd.gap - w, &prev.nofit)) != 0) {
+                j->xmin = cd.xs;
+                return rc;
+            }
+            prev.a = seg_avail(wk, c, k, tl_find(wk, cd.xs));
+            prev.lmax = cd.gap - w;
         }
+        /* the breakpoints after x0: the first is in the segment after cd.xs's */
         idx = tl_find(wk, x0);
         if (TL_T(wk, idx) < x0 || (cd.first && TL_T(wk, idx) == cd.xs))
             idx++;
         for (; idx < wk->nseg && TL_T(wk, idx) <= cd.xe; idx++) {
-            double x = TL_T(wk, idx);
+            double x = TL_T(wk, idx), lmax = cd.gap - dist_t(cd.g0, x, T);
             wk->visits++;
-            if ((rc = ff_try(wk, c, k, x, cd.gap - dist_t(cd.g0, x, T))) != 0) {
+            if (!wk->reference && ff_skip(&prev, seg_avail(wk, c, k, idx), lmax))
+                continue;
+            if ((rc = ff_try(wk, c, k, x, lmax, &prev.nofit)) != 0) {
                 if (rc > 0)
                     j->xmin = x;
                 return rc;
