@@ -387,9 +387,15 @@ static int put_link(task_t *t, const entry_t *e, const char *target, const char 
 static int make_link(task_t *t, const entry_t *e, const char *src, const char *dst)
 {
     char target[PATH_MAX + 1];
+    struct stat st;
     ssize_t n = readlink(src, target, PATH_MAX);
     if (n < 0)
         return tfail(t, errno, src, "readlink");
+    /* a recovery never puts a link over a file: the file may be one that another
+     * part of a spread stage-out copied there for this link (the recovery does not
+     * know the parts) */
+    if (t->x->resync && lstat(dst, &st) == 0 && !S_ISLNK(st.st_mode))
+        return 0;
     target[n] = '\0';
     return put_link(t, e, target, dst);
 }
