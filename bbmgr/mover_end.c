@@ -283,9 +283,17 @@ static int rm_prep(const char *path, const struct stat *st, int flag, struct FTW
     return 0;
 }
 
+/* The stop flag of the mover whose worker runs this removal (nftw's callbacks take
+ * no argument): a stop ends a removal at its next entry, so that a daemon or an
+ * agent stopped during the teardown of a large tree stops at once (what is left
+ * is in the trash, which the next start empties). */
+static __thread const bool *rm_stopping;
+
 static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
     (void)st;
+    if (rm_stopping && __atomic_load_n(rm_stopping, __ATOMIC_RELAXED))
+        return 1;
     if (ftw->level == 0)
         return 0;   /* the directory itself: by the daemon, after */
     if ((flag == FTW_DP ? rmdir(path) : unlink(path)) < 0 && errno != ENOENT)
@@ -326,8 +334,15 @@ void run_rmtree(mover_t *m, task_t *t)
     if (become(m, &id) < 0)
         become(m, &m->self);
     nftw(dir, rm_prep, 32, FTW_PHYS | FTW_MOUNT);
+    rm_stopping = &m->stop;
     nftw(dir, rm_entry, 32, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+    rm_stopping = NULL;
     become(m, &m->self);
+    if (__atomic_load_n(&m->stop, __ATOMIC_RELAXED)) {
+        bl_info("teardown of %s: stopped with the mover; the rest of %s is removed at "
+                "the next start", t->path, dir);
+        return;
+    }
     if (rmdir(dir) < 0 && errno != ENOENT)
         bl_warning("teardown: remove %s: %s", dir, strerror(errno));
     else if (dir != t->path)

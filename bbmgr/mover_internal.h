@@ -31,8 +31,8 @@
 #define DURABLE_DEFER_MAX 5.0      /* s: a done stage-out's fsyncs wait for the copies at
                                        most this long (syncer_take) */
 #define BOOT_MARGIN 5               /* s: uncertainty of the boot time (quick check) */
-#define STOP_WAIT 5.0               /* s: mover_destroy() waits this long for the threads,
-                                       and runs teardowns this long */
+#define STOP_WAIT 5.0               /* s: mover_destroy() waits this long for the threads
+                                       (a teardown in progress stops at its next entry) */
 
 typedef enum { V_CHECKSUM, V_SIZE, V_NONE } verify_t;
 typedef enum {
