@@ -953,10 +953,10 @@ int mover_submit(mover_t *m, const mover_spec_t *spec)
     x->max_bytes = spec->stage_out ? 0 : spec->max_bytes;
     x->max_entries = m->max_entries;
     if (spec->nparts > 1) {
-        if (spec->nparts > MOVER_MAX_PARTS || spec->part < 0 || spec->part >= spec->nparts
-            || !(x->roots = calloc((size_t)spec->nparts, sizeof(char *)))) {
-            errno = spec->nparts > MOVER_MAX_PARTS || spec->part < 0
-                    || spec->part >= spec->nparts ? EINVAL : ENOMEM;
+        bool bad = spec->nparts > MOVER_MAX_PARTS || spec->part < 0
+                   || spec->part >= spec->nparts;
+        if (bad || !(x->roots = calloc((size_t)spec->nparts, sizeof(char *)))) {
+            errno = bad ? EINVAL : ENOMEM;
             xfer_free(x);
             task_free(t);
             return -1;

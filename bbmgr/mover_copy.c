@@ -411,11 +411,9 @@ static bool link_into_roots(const mxfer_t *x, const char *path)
     if (n <= 0)
         return false;
     target[n] = '\0';
-    for (int k = 0; k < x->nparts; k++) {
-        size_t r = strlen(x->roots[k]);
-        if (!strncmp(target, x->roots[k], r) && (target[r] == '/' || !target[r]))
+    for (int k = 0; k < x->nparts; k++)
+        if (util_path_under(target, x->roots[k]))
             return true;
-    }
     return false;
 }
 
