@@ -305,7 +305,7 @@ typedef struct {
 static const cfg_key_t keys[] = {
 #define X(sec, st, field, key, type, dflt, check, live, help) \
     { SEC_##sec, key, type, offsetof(st, field), dflt, check, live, help },
-    BBMGR_CONFIG_KEYS(X)
+#include "config_keys.def"
 #undef X
 };
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
