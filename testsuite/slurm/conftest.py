@@ -237,6 +237,17 @@ def _workdir():
     return wd
 
 
+def _start_cluster(tool, cdir):
+    """'tool start cdir' (testsuite/cluster/cluster or netns-cluster) with this
+    build; its completed process (stdout: the settings it prints)."""
+    p = subprocess.run([tool, "start", cdir, "--builddir", BUILDDIR],
+                       capture_output=True, text=True, timeout=120)
+    if p.returncode != 0:
+        raise RuntimeError("%s start failed:\n%s%s"
+                           % (os.path.basename(tool), p.stdout, p.stderr))
+    return p
+
+
 def _netns_cluster(workdir):
     """HARMONIA_TEST_NETNS=1: testsuite/cluster/netns-cluster for the session;
     yields its settings (the HARMONIA_* lines it prints)."""
@@ -245,10 +256,7 @@ def _netns_cluster(workdir):
     if not _have_cluster_tools():
         pytest.skip("no slurmctld or plugins not built (configure --with-slurm-source)")
     ndir = os.path.join(workdir, "netns")
-    p = subprocess.run([NETNS_CLUSTER, "start", ndir, "--builddir", BUILDDIR],
-                       capture_output=True, text=True, timeout=120)
-    if p.returncode != 0:
-        raise RuntimeError("netns-cluster start failed:\n" + p.stdout + p.stderr)
+    p = _start_cluster(NETNS_CLUSTER, ndir)
     settings = {}
     for line in p.stdout.splitlines():
         m = re.match(r"export (HARMONIA_\w+)=(.*)$", line)
@@ -278,10 +286,7 @@ def cluster():
     if not _have_cluster_tools():
         pytest.skip("no slurmctld or plugins not built (configure --with-slurm-source)")
     cdir = os.path.join(workdir, "cluster")
-    p = subprocess.run([CLUSTER, "start", cdir, "--builddir", BUILDDIR],
-                       capture_output=True, text=True, timeout=120)
-    if p.returncode != 0:
-        raise RuntimeError("cluster start failed:\n" + p.stdout + p.stderr)
+    _start_cluster(CLUSTER, cdir)
     c = Cluster(os.path.join(cdir, "etc", "slurm.conf"), workdir, cdir)
     try:
         yield c
@@ -297,6 +302,14 @@ def script(*directives, body="hostname"):
     lines += ["#BB_HARMONIA " + d for d in directives]
     lines.append(body)
     return "\n".join(lines) + "\n"
+
+
+def sbatch_ok(cluster, *directives, body="hostname", opts=()):
+    """sbatch script(*directives, body) with these sbatch options; its job id
+    (the submission must be accepted)."""
+    rc, jobid, _, err = cluster.sbatch(script(*directives, body=body), *opts)
+    assert rc == 0, err
+    return jobid
 
 
 def wait_for(pred, timeout=None, what="condition", interval=0.2):

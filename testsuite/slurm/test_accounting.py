@@ -22,11 +22,9 @@ DONE = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT"}
 USER = pwd.getpwuid(os.getuid()).pw_name
 
 
-def script(*directives, body="true"):
-    lines = ["#!/bin/bash", "#SBATCH -N1"]
-    lines += ["#BB_HARMONIA " + d for d in directives]
-    lines.append(body)
-    return "\n".join(lines) + "\n"
+def script(*directives):
+    """A one-node batch script with these directives, doing nothing."""
+    return common.script(*directives, body="true")
 
 
 def _which(prog):

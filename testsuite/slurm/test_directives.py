@@ -6,14 +6,9 @@ import os
 
 import pytest
 
+from conftest import script
+
 REFUSED = "sbatch: error: Batch job submission failed: Burst Buffer request invalid"
-
-
-def script(*directives, body="hostname"):
-    lines = ["#!/bin/bash", "#SBATCH -N1"]
-    lines += ["#BB_HARMONIA " + d for d in directives]
-    lines.append(body)
-    return "\n".join(lines) + "\n"
 
 
 def test_job_without_request_is_untouched(cluster):

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from conftest import BUILDDIR, script, wait_for
+from conftest import BUILDDIR, sbatch_ok, script, wait_for
 
 REFUSED = "sbatch: error: Batch job submission failed: Burst Buffer request invalid"
 USERS = ("hmtest1", "hmtest2")
@@ -37,12 +37,11 @@ def array_ids(cluster, array_id):
 def test_array_tasks_stage_out_to_their_own_paths(cluster, need_bbmgrd, tmp_path):
     dest = tmp_path / "results"
     dest.mkdir()
-    rc, array_id, _, err = cluster.sbatch(script(
-        "jobbuffer capacity=1GiB",
+    array_id = sbatch_ok(
+        cluster, "jobbuffer capacity=1GiB",
         "stage_out source=$HARMONIA_BB/out destination=%s/%%A_%%a.txt type=file" % dest,
         body='echo "task $SLURM_ARRAY_TASK_ID of $SLURM_ARRAY_JOB_ID in $HARMONIA_BB" '
-             '> $HARMONIA_BB/out'), "--array=0-3")
-    assert rc == 0, err
+             '> $HARMONIA_BB/out', opts=("--array=0-3",))
     wait_for(lambda: len(array_ids(cluster, array_id)) == 4, timeout=120, what="4 tasks")
     ids = array_ids(cluster, array_id)
     for task, jobid in ids.items():
@@ -269,11 +268,10 @@ def test_failed_stage_out_keeps_the_buffer_until_released(cluster, need_bbmgrd, 
     dest.mkdir()
     wait_for(lambda: not cluster.bbmgr("jobs")["jobs"], timeout=60, what="bbmgrd without jobs")
     used0 = pool_used(cluster)
-    rc, jobid, _, err = cluster.sbatch(script(
-        "jobbuffer capacity=2GiB",
+    jobid = sbatch_ok(
+        cluster, "jobbuffer capacity=2GiB",
         "stage_out source=$HARMONIA_BB/never-written destination=%s/r type=file" % dest,
-        body="echo precious > $HARMONIA_BB/kept"))
-    assert rc == 0, err
+        body="echo precious > $HARMONIA_BB/kept")
     wait_for(lambda: cluster.job(jobid).get("BurstBufferState") == "teardown-fail",
              timeout=60, what="stage-out failed")
     text = cluster.run("scontrol", "show", "job", jobid).stdout
@@ -317,18 +315,12 @@ def test_bbmgr_release_of_unknown_job_says_why(cluster, need_bbmgrd):
 
 
 def test_stage_out_cut_short_by_hurry_says_so(cluster, need_bbmgrd, tmp_path):
-    from test_lifecycle2 import slow_mover, stage
+    from test_lifecycle2 import slow_mover, stage_out_running
     dest = str(tmp_path / "result")
     with slow_mover(cluster, rate="0.5 MB/s"):
-        rc, jobid, _, err = cluster.sbatch(script(
-            "jobbuffer capacity=1GiB",
-            "stage_out source=$HARMONIA_BB/out destination=%s type=directory" % dest,
-            body="mkdir $HARMONIA_BB/out; for i in 1 2 3 4; do "
-                 "head -c 1000000 /dev/urandom > $HARMONIA_BB/out/f$i; done"))
-        assert rc == 0, err
-        cluster.wait_state(jobid, {"STAGE_OUT"}, timeout=60)
-        wait_for(lambda: (stage(cluster, jobid, "stage_out") or {}).get("state") == "running",
-                 timeout=30, what="stage-out running")
+        jobid = stage_out_running(
+            cluster, dest, body="mkdir $HARMONIA_BB/out; for i in 1 2 3 4; do "
+                                "head -c 1000000 /dev/urandom > $HARMONIA_BB/out/f$i; done")
         cluster.run("scancel", "--hurry", jobid)
         wait_for(lambda: cluster.job(jobid)["BurstBufferState"] == "complete", timeout=30,
                  what="stage-out ended")

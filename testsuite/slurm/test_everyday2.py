@@ -3,10 +3,9 @@
 meet through Slurm's own commands: changing a job's request with scontrol
 update, scontrol reconfigure, and the expected start time of a job whose
 buffer does not fit yet (squeue --start)."""
-import os
 import time
 
-from conftest import script, wait_for
+from conftest import sbatch_ok, script, wait_for
 from test_everyday import done as ended, pool_used
 
 
@@ -60,13 +59,12 @@ def test_reconfigure_keeps_buffers_and_the_plugins_working(cluster, need_bbmgrd,
     marks.mkdir()
     dest = tmp_path / "out"
     dest.mkdir()
-    rc, a, _, err = cluster.sbatch(script(
-        "jobbuffer capacity=100GiB",
+    a = sbatch_ok(
+        cluster, "jobbuffer capacity=100GiB",
         "stage_out source=$HARMONIA_BB/r destination=%s/a.txt type=file" % dest,
         body="echo before > $HARMONIA_BB/r; touch %s/started; "
              "while [ ! -e %s/go ]; do sleep 0.1; done; echo after >> $HARMONIA_BB/r"
-             % (marks, marks)))
-    assert rc == 0, err
+             % (marks, marks))
     try:
         wait_for(lambda: (marks / "started").exists(), timeout=60, what="job A running")
         line = lambda: [l for l in cluster.run("scontrol", "show", "burst").stdout.splitlines()

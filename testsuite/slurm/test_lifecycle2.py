@@ -14,7 +14,6 @@ import json
 import os
 import pwd
 import re
-import shutil
 import stat
 import subprocess
 import time
@@ -22,7 +21,7 @@ import time
 import pytest
 
 from harmonia_test import wait
-from conftest import job_ended as ended, script, wait_for
+from conftest import job_ended as ended, sbatch_ok, script, wait_for
 
 DONE = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT"}
 USERS = ("hmtest1", "hmtest2")
@@ -70,6 +69,29 @@ def stage(cluster, jobid, kind):
     """bbmgrd's stage_in/stage_out of a job (None once the job is forgotten)."""
     code, o = api(cluster, "GET", "/v1/jobs/%s/%s" % (jobid, kind), check=False)
     return o if code == 200 else None
+
+
+def wait_stage_running(cluster, jobid, kind):
+    """Wait until the job's stage_in or stage_out (kind) is running in bbmgrd."""
+    wait_for(lambda: (stage(cluster, jobid, kind) or {}).get("state") == "running",
+             timeout=30, what=kind.replace("_", "-") + " running")
+
+
+def sbatch_staging(cluster, directive, body):
+    """sbatch a job with a 1 GiB buffer and one stage_in or stage_out directive;
+    its id."""
+    return sbatch_ok(cluster, "jobbuffer capacity=1GiB", directive, body=body)
+
+
+def stage_out_running(cluster, dest, body):
+    """sbatch a job that stages $HARMONIA_BB/out out to dest; its id once that
+    stage-out is running."""
+    jobid = sbatch_staging(
+        cluster, "stage_out source=$HARMONIA_BB/out destination=%s type=directory" % dest,
+        body=body)
+    cluster.wait_state(jobid, {"STAGE_OUT"}, timeout=60)
+    wait_stage_running(cluster, jobid, "stage_out")
+    return jobid
 
 
 def reason(cluster, jobid):
@@ -309,13 +331,10 @@ def test_slurmctld_restart_during_stage_in(cluster, tmp_path):
     files = make_tree(src)
     quiet_bbmgrd(cluster)
     with slow_mover(cluster, rate="0.75 MB/s"):
-        rc, jobid, _, err = cluster.sbatch(script(
-            "jobbuffer capacity=1GiB",
-            "stage_in source=%s destination=$HARMONIA_BB/in type=directory" % src,
-            body="cd $HARMONIA_BB/in && find . -type f | sort | xargs sha256sum"))
-        assert rc == 0, err
-        wait_for(lambda: (stage(cluster, jobid, "stage_in") or {}).get("state") == "running",
-                 timeout=30, what="stage-in running")
+        jobid = sbatch_staging(
+            cluster, "stage_in source=%s destination=$HARMONIA_BB/in type=directory" % src,
+            body="cd $HARMONIA_BB/in && find . -type f | sort | xargs sha256sum")
+        wait_stage_running(cluster, jobid, "stage_in")
         assert cluster.job(jobid)["JobState"] == "PENDING"
         t_restart = time.time()
         cluster.control("slurmctld-restart")
@@ -337,15 +356,10 @@ def test_slurmctld_restart_during_stage_out(cluster, tmp_path):
     dest = str(tmp_path / "result")
     quiet_bbmgrd(cluster)
     with slow_mover(cluster, rate="0.75 MB/s"):
-        rc, jobid, _, err = cluster.sbatch(script(
-            "jobbuffer capacity=1GiB",
-            "stage_out source=$HARMONIA_BB/out destination=%s type=directory" % dest,
+        jobid = stage_out_running(
+            cluster, dest,
             body="mkdir $HARMONIA_BB/out; head -c 3000000 /dev/urandom > $HARMONIA_BB/out/r;"
-                 " echo small > $HARMONIA_BB/out/s; sha256sum < $HARMONIA_BB/out/r"))
-        assert rc == 0, err
-        cluster.wait_state(jobid, {"STAGE_OUT"}, timeout=60)
-        wait_for(lambda: (stage(cluster, jobid, "stage_out") or {}).get("state") == "running",
-                 timeout=30, what="stage-out running")
+                 " echo small > $HARMONIA_BB/out/s; sha256sum < $HARMONIA_BB/out/r")
         t_restart = time.time()
         cluster.control("slurmctld-restart")
         # the plugin tears the job down right after its stage-out is done, so the
@@ -391,11 +405,10 @@ def test_bbmgrd_down_at_stage_out_then_back(cluster, tmp_path):
     dest = str(tmp_path / "result")
     quiet_bbmgrd(cluster)
     used0 = pool_used(cluster)
-    rc, jobid, _, err = cluster.sbatch(script(
-        "jobbuffer capacity=2GiB",
+    jobid = sbatch_ok(
+        cluster, "jobbuffer capacity=2GiB",
         "stage_out source=$HARMONIA_BB/out destination=%s type=directory" % dest,
-        body="mkdir $HARMONIA_BB/out; seq 100000 > $HARMONIA_BB/out/seq; sleep 2"))
-    assert rc == 0, err
+        body="mkdir $HARMONIA_BB/out; seq 100000 > $HARMONIA_BB/out/seq; sleep 2")
     cluster.wait_state(jobid, {"RUNNING"})
     wait_for(lambda: (bbmgr_job(cluster, jobid) or {}).get("state") == "running",
              what="job running in bbmgrd")
@@ -462,11 +475,9 @@ def test_cancel_during_stage_in(cluster, tmp_path):
     quiet_bbmgrd(cluster)
     used0 = pool_used(cluster)
     with slow_mover(cluster, rate="0.5 MB/s"):
-        rc, jobid, _, err = cluster.sbatch(script(
-            "jobbuffer capacity=1GiB",
-            "stage_in source=%s destination=$HARMONIA_BB/in type=directory" % src,
-            body="echo must-not-run"))
-        assert rc == 0, err
+        jobid = sbatch_staging(
+            cluster, "stage_in source=%s destination=$HARMONIA_BB/in type=directory" % src,
+            body="echo must-not-run")
         wait_for(lambda: ((stage(cluster, jobid, "stage_in") or {}).get("transfers") or
                           [{}])[0].get("bytes_done", 0) > 0 or
                  (stage(cluster, jobid, "stage_in") or {}).get("state") == "running",
