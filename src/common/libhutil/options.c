@@ -57,6 +57,8 @@ void hu_options_usage(FILE *f, const hu_option_t *opts, int width, const char *u
     fputs(usage, f);
     for (const hu_option_t *o = first(opts); o; o = next(o)) {
         int n;
+        if (!o->help)
+            continue;
         if (is_short(o->val))
             n = fprintf(f, "  -%c, --%s", o->val, o->name);
         else

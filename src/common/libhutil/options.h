@@ -35,7 +35,8 @@ typedef struct {
     int val;            /* what getopt_long returns: the short option's letter,
                          * or a number below ' ' for a long option alone */
     const char *arg;    /* name of the argument in the help; NULL: none */
-    const char *help;   /* '\n' starts a continuation line */
+    const char *help;   /* '\n' starts a continuation line; NULL: not listed
+                         * in --help (an option kept for compatibility) */
 } hu_option_t;
 
 #define HU_OPTIONS_END { NULL, 0, 0, NULL, NULL }
