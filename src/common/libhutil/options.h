@@ -57,4 +57,10 @@ int hu_getopt_init(hu_getopt_t *g, const hu_option_t *opts, const char *prefix);
  * help), the help text starting at column width. */
 void hu_options_usage(FILE *f, const hu_option_t *opts, int width, const char *usage);
 
+/* The index of an option's value among words (a NULL-terminated list): "--format
+ * json" with { "table", "json", "csv", NULL } is 1.  When it is none of them, -1
+ * after "PROG: --format must be table, json or csv, not 'VALUE'" on f. */
+int hu_option_choice(FILE *f, const char *prog, const char *name, const char *value,
+                     const char *const *words);
+
 #endif
