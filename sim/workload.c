@@ -65,11 +65,10 @@ static int parse_buffers (ctx_t *c, const yn_t *n, wl_platform_t *p)
         if (!(x = need (c, b, "name", where))
             || parse_string (c, x, "name", &bb->name) < 0)
             return -1;
-        if (!(x = need (c, b, "capacity", where))
-            || parse_quantity (c, x, Q_SIZE, "capacity", true, &bb->capacity) < 0)
+        if (need_quantity (c, b, "capacity", where, Q_SIZE, true, &bb->capacity) < 0)
             return -1;
-        if (!(x = need (c, b, "bandwidth", where))
-            || parse_quantity (c, x, Q_BANDWIDTH, "bandwidth", true, &bb->bandwidth) < 0)
+        if (need_quantity (c, b, "bandwidth", where, Q_BANDWIDTH, true,
+                           &bb->bandwidth) < 0)
             return -1;
         if ((x = get (b, "device")) && parse_string (c, x, "device", &bb->device) < 0)
             return -1;
@@ -252,11 +251,10 @@ static int parse_platform (ctx_t *c, const yn_t *n, wl_platform_t *p)
         || parse_int (c, x, "nodes", 1, 100000000, &v) < 0)
         return -1;
     p->nodes = (int)v;
-    if (!(x = need (c, n, "node_bandwidth", "platform"))
-        || parse_quantity (c, x, Q_BANDWIDTH, "node_bandwidth", true, &p->node_bw) < 0)
+    if (need_quantity (c, n, "node_bandwidth", "platform", Q_BANDWIDTH, true,
+                       &p->node_bw) < 0)
         return -1;
-    if (!(x = need (c, n, "bandwidth", "platform"))
-        || parse_quantity (c, x, Q_BANDWIDTH, "bandwidth", true, &p->bw) < 0)
+    if (need_quantity (c, n, "bandwidth", "platform", Q_BANDWIDTH, true, &p->bw) < 0)
         return -1;
     if ((x = get (n, "buffers")) && parse_buffers (c, x, p) < 0)
         return -1;
