@@ -14,6 +14,7 @@
 
 #include "harmonia/client.h"
 #include "libhutil/hutil.h"
+#include "libhutil/options.h"
 #include "config.h"
 #include "calibrate.h"
 
@@ -22,37 +23,42 @@ typedef struct {
     bool json;
 } cli_t;
 
+static const char usage_text[] =
+    "Usage: bbmgr [OPTIONS] COMMAND [ARGS]\n"
+    "Talk to bbmgrd, the Harmonia burst-buffer manager.\n\n"
+    "Commands:\n"
+    "  status                  daemon state, policy, counts\n"
+    "  jobs                    registered and running jobs\n"
+    "  job ID                  one job (JSON)\n"
+    "  nodes                   buffer nodes: capacity, use, load, state\n"
+    "  pools                   pools: capacity, free, granularity\n"
+    "  persistent              persistent buffers\n"
+    "  schedule [MINUTES]      text Gantt of phases and transfers (default 10)\n"
+    "  release JOBID           free the buffer of a job that bbmgrd still holds\n"
+    "                          (one kept after a failed stage-out)\n"
+    "  drain NODE [REASON]     stop allocating on NODE\n"
+    "  resume NODE             allocate on NODE again\n"
+    "  policy [ID]             show or change the scheduling policy\n"
+    "  history USER [NAME]     learned w_iter and volume for USER's jobs NAME\n"
+    "  config check FILE       check a bbmgr.yaml\n"
+    "  config --help           every configuration key\n"
+    "  config --man            bbmgr.yaml(5) in groff\n"
+    "  calibrate [OPTS] PATH   measure a device: BW(c), MSCA(c), profile (--help)\n\n"
+    "Options (anywhere on the line, before or after the command):\n";
+
+static const hu_option_t options[] = {
+    { "url", required_argument, 'u', "URL", "http://HOST:PORT or unix:/PATH ($HARMONIA_URL,\n"
+      "default " HM_DEFAULT_URL ")" },
+    { "munge-socket", required_argument, 'S', "PATH", "munged's socket ($HARMONIA_MUNGE_SOCKET)" },
+    { "no-auth", no_argument, 'n', NULL, "send no credential (bbmgrd with auth: none)" },
+    { "json", no_argument, 'j', NULL, "print the daemon's JSON answers" },
+    { "version", no_argument, 'V', NULL, "print the version" },
+    HU_OPTIONS_END,
+};
+
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "Usage: bbmgr [OPTIONS] COMMAND [ARGS]\n"
-            "Talk to bbmgrd, the Harmonia burst-buffer manager.\n\n"
-            "Commands:\n"
-            "  status                  daemon state, policy, counts\n"
-            "  jobs                    registered and running jobs\n"
-            "  job ID                  one job (JSON)\n"
-            "  nodes                   buffer nodes: capacity, use, load, state\n"
-            "  pools                   pools: capacity, free, granularity\n"
-            "  persistent              persistent buffers\n"
-            "  schedule [MINUTES]      text Gantt of phases and transfers (default 10)\n"
-            "  release JOBID           free the buffer of a job that bbmgrd still holds\n"
-            "                          (one kept after a failed stage-out)\n"
-            "  drain NODE [REASON]     stop allocating on NODE\n"
-            "  resume NODE             allocate on NODE again\n"
-            "  policy [ID]             show or change the scheduling policy\n"
-            "  history USER [NAME]     learned w_iter and volume for USER's jobs NAME\n"
-            "  config check FILE       check a bbmgr.yaml\n"
-            "  config --help           every configuration key\n"
-            "  config --man            bbmgr.yaml(5) in groff\n"
-            "  calibrate [OPTS] PATH   measure a device: BW(c), MSCA(c), profile (--help)\n\n"
-            "Options (anywhere on the line, before or after the command):\n"
-            "  -u, --url URL           http://HOST:PORT or unix:/PATH ($HARMONIA_URL,\n"
-            "                          default " HM_DEFAULT_URL ")\n"
-            "  -S, --munge-socket PATH munged's socket ($HARMONIA_MUNGE_SOCKET)\n"
-            "  -n, --no-auth           send no credential (bbmgrd with auth: none)\n"
-            "  -j, --json              print the daemon's JSON answers\n"
-            "  -V, --version           print the version\n"
-            "  -h, --help              this help\n");
+    hu_options_usage(f, options, 26, usage_text);
 }
 
 /* What an HTTP status means, for answers that carry no error text. */
@@ -519,19 +525,11 @@ static int cmd_config(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        { "url", required_argument, NULL, 'u' },
-        { "munge-socket", required_argument, NULL, 'S' },
-        { "no-auth", no_argument, NULL, 'n' },
-        { "json", no_argument, NULL, 'j' },
-        { "version", no_argument, NULL, 'V' },
-        { "help", no_argument, NULL, 'h' },
-        { NULL, 0, NULL, 0 },
-    };
     hm_client_opts_t opts = { 0 };
     cli_t cli = { NULL, false };
     hm_error_t err = { "" };
     int opt, rc;
+    hu_getopt_t g;
 
     const char *na = getenv("HARMONIA_NO_AUTH");
     opts.no_auth = na && *na && strcmp(na, "0");
@@ -548,7 +546,8 @@ int main(int argc, char **argv)
             !strcmp(argv[i], "--munge-socket"))
             i++;    /* its value */
     }
-    while ((opt = getopt_long(end, argv, "u:S:njVh", longopts, NULL)) != -1) {
+    hu_getopt_init(&g, options, "");
+    while ((opt = getopt_long(end, argv, g.shortopts, g.longopts, NULL)) != -1) {
         switch (opt) {
         case 'u': opts.url = optarg; break;
         case 'S': opts.munge_socket = optarg; break;

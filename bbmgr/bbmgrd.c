@@ -22,6 +22,7 @@
 #include "api.h"
 #include "config.h"
 #include "core.h"
+#include "libhutil/options.h"
 #include "log.h"
 #include "mover.h"
 #include "state.h"
@@ -44,18 +45,22 @@ static void on_commit(uint64_t seq, bool ok, void *arg)
         api_on_commit(seq, ok, api);
 }
 
+static const hu_option_t options[] = {
+    { "config", required_argument, 'c', "FILE", "configuration (default " DEFAULT_CONFIG ")" },
+    { "foreground", no_argument, 'f', NULL, "accepted for compatibility: bbmgrd never forks" },
+    { "verbose", no_argument, 'v', NULL, "log at debug level (scheduling decisions and reasons)" },
+    { "check", no_argument, 'C', NULL, "check the configuration and exit" },
+    { "version", no_argument, 'V', NULL, "print the version and exit" },
+    HU_OPTIONS_END,
+};
+
 static void usage(FILE *f)
 {
+    hu_options_usage(f, options, 22,
+                     "Usage: bbmgrd [OPTIONS] [CONFIG]\n"
+                     "The Harmonia burst-buffer manager daemon (always in the foreground).\n\n");
     fprintf(f,
-            "Usage: bbmgrd [OPTIONS] [CONFIG]\n"
-            "The Harmonia burst-buffer manager daemon (always in the foreground).\n\n"
-            "  -c, --config FILE   configuration (default " DEFAULT_CONFIG ")\n"
-            "  -f, --foreground    accepted for compatibility: bbmgrd never forks\n"
-            "  -v, --verbose       log at debug level (scheduling decisions and reasons)\n"
-            "  -C, --check         check the configuration and exit\n"
-            "  -V, --version       print the version and exit\n"
-            "  -h, --help          this help\n\n"
-            "Signals: TERM/INT stop, HUP reloads the configuration and reopens the log.\n"
+            "\nSignals: TERM/INT stop, HUP reloads the configuration and reopens the log.\n"
             "See bbmgrd(8), bbmgr.yaml(5).\n");
 }
 
@@ -82,15 +87,6 @@ static void reload(const char *path, core_t *core, api_t *api, int verbose)
 
 int main(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        { "config", required_argument, NULL, 'c' },
-        { "foreground", no_argument, NULL, 'f' },
-        { "verbose", no_argument, NULL, 'v' },
-        { "check", no_argument, NULL, 'C' },
-        { "version", no_argument, NULL, 'V' },
-        { "help", no_argument, NULL, 'h' },
-        { NULL, 0, NULL, 0 },
-    };
     const char *path = DEFAULT_CONFIG;
     int verbose = 0, check = 0, opt, rc = 1;
     hu_error_t err = { "" };
@@ -100,8 +96,10 @@ int main(int argc, char **argv)
     ctx_t ctx = { NULL };
     api_t *api = NULL;
     mover_t *mover = NULL;
+    hu_getopt_t g;
 
-    while ((opt = getopt_long(argc, argv, "c:fvCVh", longopts, NULL)) != -1) {
+    hu_getopt_init(&g, options, "");
+    while ((opt = getopt_long(argc, argv, g.shortopts, g.longopts, NULL)) != -1) {
         switch (opt) {
         case 'c': path = optarg; break;
         case 'f': break;

@@ -20,6 +20,7 @@
 
 #include "agent.h"
 #include "config.h"
+#include "libhutil/options.h"
 #include "log.h"
 #include "util.h"
 
@@ -28,23 +29,28 @@
 #endif
 #define DEFAULT_CONFIG SYSCONFDIR "/harmonia/bbmgr.yaml"
 
+static const hu_option_t options[] = {
+    { "config", required_argument, 'c', "FILE", "configuration (default " DEFAULT_CONFIG ")" },
+    { "node", required_argument, 'n', "NAME", "this buffer node's name in the configuration\n"
+      "(default: the host name up to its first dot)" },
+    { "manager", required_argument, 'm', "URL", "bbmgrd (default: agents.manager, else "
+      "listen.address\nand listen.port of the configuration)" },
+    { "log-file", required_argument, 'l', "FILE", "log there, '-': stderr (default: log.file, "
+      "which is\nbbmgrd's too when both run on one host)" },
+    { "diskstats", required_argument, 1, "FILE",
+      "block device counters (default /proc/diskstats)" },
+    { "verbose", no_argument, 'v', NULL, "log at debug level" },
+    { "version", no_argument, 'V', NULL, "print the version and exit" },
+    { "foreground", no_argument, 'f', NULL, NULL },     /* bbmgrd's -f, never listed */
+    HU_OPTIONS_END,
+};
+
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "Usage: bbnoded [OPTIONS]\n"
-            "The Harmonia buffer-node agent (always in the foreground).\n\n"
-            "  -c, --config FILE    configuration (default " DEFAULT_CONFIG ")\n"
-            "  -n, --node NAME      this buffer node's name in the configuration\n"
-            "                       (default: the host name up to its first dot)\n"
-            "  -m, --manager URL    bbmgrd (default: agents.manager, else listen.address\n"
-            "                       and listen.port of the configuration)\n"
-            "  -l, --log-file FILE  log there, '-': stderr (default: log.file, which is\n"
-            "                       bbmgrd's too when both run on one host)\n"
-            "      --diskstats FILE block device counters (default /proc/diskstats)\n"
-            "  -v, --verbose        log at debug level\n"
-            "  -V, --version        print the version and exit\n"
-            "  -h, --help           this help\n\n"
-            "Signals: TERM/INT stop, HUP reopens the log.  See bbnoded(8), bbmgr.yaml(5).\n");
+    hu_options_usage(f, options, 23,
+                     "Usage: bbnoded [OPTIONS]\n"
+                     "The Harmonia buffer-node agent (always in the foreground).\n\n");
+    fprintf(f, "\nSignals: TERM/INT stop, HUP reopens the log.  See bbnoded(8), bbmgr.yaml(5).\n");
 }
 
 /* Sleep up to s seconds; a signal ends it early. */
@@ -57,18 +63,6 @@ static void nap(double s)
 
 int main(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        { "config", required_argument, NULL, 'c' },
-        { "node", required_argument, NULL, 'n' },
-        { "manager", required_argument, NULL, 'm' },
-        { "foreground", no_argument, NULL, 'f' },
-        { "verbose", no_argument, NULL, 'v' },
-        { "version", no_argument, NULL, 'V' },
-        { "help", no_argument, NULL, 'h' },
-        { "diskstats", required_argument, NULL, 'D' },
-        { "log-file", required_argument, NULL, 'l' },
-        { NULL, 0, NULL, 0 },
-    };
     const char *path = DEFAULT_CONFIG, *node = NULL, *url = NULL, *diskstats = NULL;
     const char *logfile = NULL;
     char host[256];
@@ -76,13 +70,15 @@ int main(int argc, char **argv)
     hu_error_t err = { "" };
     cfg_t *cfg = NULL;
     agent_t *agent = NULL;
+    hu_getopt_t g;
 
-    while ((opt = getopt_long(argc, argv, "c:n:m:l:fvVh", longopts, NULL)) != -1) {
+    hu_getopt_init(&g, options, "");
+    while ((opt = getopt_long(argc, argv, g.shortopts, g.longopts, NULL)) != -1) {
         switch (opt) {
         case 'c': path = optarg; break;
         case 'n': node = optarg; break;
         case 'm': url = optarg; break;
-        case 'D': diskstats = optarg; break;
+        case 1: diskstats = optarg; break;
         case 'l': logfile = strcmp(optarg, "-") ? optarg : ""; break;
         case 'f': break;
         case 'v': verbose = 1; break;

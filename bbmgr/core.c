@@ -227,9 +227,7 @@ void job_free(job_t *j)
     for (int i = 0; i < j->nxfers; i++)
         xfer_free(j->xfers[i]);
     free(j->xfers);
-    for (int i = 0; i < j->nuses; i++)
-        free(j->uses[i]);
-    free(j->uses);
+    util_strv_free(j->uses, j->nuses);
     free(j);
 }
 
@@ -237,9 +235,7 @@ void pbuf_free(pbuf_t *b)
 {
     if (b) {
         free(b->alloc.v);
-        for (int i = 0; i < b->nusers; i++)
-            free(b->users[i]);
-        free(b->users);
+        util_strv_free(b->users, b->nusers);
         free(b);
     }
 }

@@ -38,6 +38,20 @@ typedef struct {
     bool failed;
 } rec_t;
 
+/* A row that cannot be taken in ends the scan, and the recovery fails. */
+static int rec_stop(rec_t *r)
+{
+    r->failed = true;
+    return 1;
+}
+
+/* A row of something gone (its job, its buffer) is passed over and counted. */
+static int rec_skip(rec_t *r)
+{
+    r->skipped++;
+    return 0;
+}
+
 static int rec_node_state(sqlite3_stmt *s, void *arg)
 {
     rec_t *r = arg;
@@ -89,23 +103,18 @@ static int rec_job(sqlite3_stmt *s, void *arg)
     r->count++;
     return 0;
 fail:
-    r->failed = true;
-    return 1;
+    return rec_stop(r);
 }
 
 static int rec_alloc(sqlite3_stmt *s, void *arg)
 {
     rec_t *r = arg;
     job_t *j = hmap_get(r->c->jobs, col_text(s, 0));
-    if (!j) {
-        r->skipped++;
-        return 0;
-    }
+    if (!j)
+        return rec_skip(r);
     alloc_t *a = calloc(1, sizeof(*a));
-    if (!a) {
-        r->failed = true;
-        return 1;
-    }
+    if (!a)
+        return rec_stop(r);
     snprintf(a->pool, sizeof(a->pool), "%s", col_text(s, 1));
     a->capacity = (uint64_t)sqlite3_column_int64(s, 2);
     a->reserved = (uint64_t)sqlite3_column_int64(s, 3);
@@ -134,10 +143,8 @@ static int rec_anode(sqlite3_stmt *s, void *arg)
         if (!h) {
             char job[96];
             snprintf(job, sizeof(job), "%.*s", (int)strcspn(owner, "@"), owner);
-            if (!(h = held_add(c, job, owner))) {
-                r->failed = true;
-                return 1;
-            }
+            if (!(h = held_add(c, job, owner)))
+                return rec_stop(r);
         }
         h->a.reserved += bytes;
         a = &h->a;
@@ -145,17 +152,13 @@ static int rec_anode(sqlite3_stmt *s, void *arg)
         pbuf_t *b = hmap_get(c->pbufs, owner);
         a = b ? &b->alloc : NULL;
     }
-    if (!a) {
-        r->skipped++;
-        return 0;
-    }
+    if (!a)
+        return rec_skip(r);
     int idx = core_node_index(c, node);
     if (idx < 0) {
         /* an allocation on a node no longer configured: keep it, drained */
-        if ((idx = node_add(c, node, NULL, false)) < 0) {
-            r->failed = true;
-            return 1;
-        }
+        if ((idx = node_add(c, node, NULL, false)) < 0)
+            return rec_stop(r);
         bl_warning("recovery: node %s holds allocations but is not configured: kept drained",
                    node);
     }
@@ -163,10 +166,8 @@ static int rec_anode(sqlite3_stmt *s, void *arg)
     if (!n->in_config)
         n->capacity += bytes;
     anode_t *nv = realloc(a->v, (size_t)(a->n + 1) * sizeof(anode_t));
-    if (!nv) {
-        r->failed = true;
-        return 1;
-    }
+    if (!nv)
+        return rec_stop(r);
     a->v = nv;
     a->v[a->n].node = idx;
     a->v[a->n].bytes = bytes;
@@ -237,10 +238,8 @@ static int rec_pbuf(sqlite3_stmt *s, void *arg)
 {
     rec_t *r = arg;
     pbuf_t *b = calloc(1, sizeof(*b));
-    if (!b) {
-        r->failed = true;
-        return 1;
-    }
+    if (!b)
+        return rec_stop(r);
     snprintf(b->name, sizeof(b->name), "%s", col_text(s, 0));
     b->uid = (uid_t)sqlite3_column_int64(s, 1);
     b->gid = (gid_t)sqlite3_column_int64(s, 2);
@@ -250,8 +249,7 @@ static int rec_pbuf(sqlite3_stmt *s, void *arg)
     b->created = b->alloc.created = col_real(s, 6);
     if (hmap_put(r->c->pbufs, b->name, b) < 0) {
         pbuf_free(b);
-        r->failed = true;
-        return 1;
+        return rec_stop(r);
     }
     r->count++;
     return 0;
@@ -262,14 +260,10 @@ static int rec_puse(sqlite3_stmt *s, void *arg)
     rec_t *r = arg;
     pbuf_t *b = hmap_get(r->c->pbufs, col_text(s, 0));
     job_t *j = hmap_get(r->c->jobs, col_text(s, 1));
-    if (!b || !j) {
-        r->skipped++;
-        return 0;
-    }
-    if (strv_add(&b->users, &b->nusers, j->id) < 0 || strv_add(&j->uses, &j->nuses, b->name) < 0) {
-        r->failed = true;
-        return 1;
-    }
+    if (!b || !j)
+        return rec_skip(r);
+    if (strv_add(&b->users, &b->nusers, j->id) < 0 || strv_add(&j->uses, &j->nuses, b->name) < 0)
+        return rec_stop(r);
     return 0;
 }
 
@@ -280,10 +274,8 @@ static int rec_phase(sqlite3_stmt *s, void *arg)
     uint64_t id = (uint64_t)sqlite3_column_int64(s, 0);
     job_t *j = hmap_get(c->jobs, col_text(s, 1));
     phase_t *p = calloc(1, sizeof(*p));
-    if (!p) {
-        r->failed = true;
-        return 1;
-    }
+    if (!p)
+        return rec_stop(r);
     p->id = id;
     p->volume = col_real(s, 2);
     snprintf(p->dir, sizeof(p->dir), "%s", col_text(s, 3));
@@ -304,15 +296,12 @@ static int rec_phase(sqlite3_stmt *s, void *arg)
         p->finished = core_wall();
         put_phase(c, p);
         free(p);
-        r->skipped++;
-        return 0;
+        return rec_skip(r);
     }
     p->job = j;
     j->phase = p;
-    if (hmap_iput(c->phases, p->id, p) < 0) {
-        r->failed = true;
-        return 1;
-    }
+    if (hmap_iput(c->phases, p->id, p) < 0)
+        return rec_stop(r);
     r->count++;
     return 0;
 }
@@ -323,10 +312,8 @@ static int rec_xfer(sqlite3_stmt *s, void *arg)
     core_t *c = r->c;
     job_t *j = hmap_get(c->jobs, col_text(s, 1));
     xfer_t *x = calloc(1, sizeof(*x));
-    if (!x) {
-        r->failed = true;
-        return 1;
-    }
+    if (!x)
+        return rec_stop(r);
     x->id = (uint64_t)sqlite3_column_int64(s, 0);
     x->job_id = strdup(col_text(s, 1));
     snprintf(x->kind, sizeof(x->kind), "%s", col_text(s, 2));
@@ -348,8 +335,7 @@ static int rec_xfer(sqlite3_stmt *s, void *arg)
     }
     if (!x->job_id || !x->source || !x->destination) {
         xfer_free(x);
-        r->failed = true;
-        return 1;
+        return rec_stop(r);
     }
     bool open = x->state == XF_QUEUED || x->state == XF_RUNNING;
     if (!j) {
@@ -359,8 +345,7 @@ static int rec_xfer(sqlite3_stmt *s, void *arg)
             put_xfer(c, x);
         }
         xfer_free(x);
-        r->skipped++;
-        return 0;
+        return rec_skip(r);
     }
     if (x->state == XF_RUNNING) {
         /* no mover survives a restart: the transfer starts again */
@@ -372,15 +357,12 @@ static int rec_xfer(sqlite3_stmt *s, void *arg)
     xfer_t **nv = realloc(j->xfers, (size_t)(j->nxfers + 1) * sizeof(xfer_t *));
     if (!nv) {
         xfer_free(x);
-        r->failed = true;
-        return 1;
+        return rec_stop(r);
     }
     j->xfers = nv;
     j->xfers[j->nxfers++] = x;
-    if (open && hmap_iput(c->xfers, x->id, x) < 0) {
-        r->failed = true;
-        return 1;
-    }
+    if (open && hmap_iput(c->xfers, x->id, x) < 0)
+        return rec_stop(r);
     r->count++;
     return 0;
 }

@@ -785,6 +785,21 @@ static int join_until(pthread_t thr, double until)
     return pthread_timedjoin_np(thr, NULL, &ts) == 0 ? 0 : -1;
 }
 
+/* With the workers gone: empty the FIFO, running its teardowns in this thread;
+ * past until, they only move their trees (the next start removes them). */
+static void stop_teardowns(mover_t *m, double until)
+{
+    task_t *t;
+
+    while ((t = fifo_pop(m))) {
+        if (t->kind == T_RMTREE) {
+            t->move_only = hu_mono() > until;
+            run_rmtree(m, t);
+        }
+        task_free(t);
+    }
+}
+
 void mover_destroy(mover_t *m)
 {
     if (!m)
@@ -825,35 +840,19 @@ void mover_destroy(mover_t *m)
             if (!((mjob_t *)v)->flow_removed)
                 hs_sfq_flow_remove(m->q, ((mjob_t *)v)->flow, drop_cb, NULL);
     task_t *t;
-    while ((t = fifo_pop(m))) {
-        if (t->kind == T_RMTREE) {
-            t->move_only = hu_mono() > until;
-            run_rmtree(m, t);
-        }
-        task_free(t);
-    }
+    stop_teardowns(m, until);
     /* teardowns still waiting: those a stage-out to be made durable holds are left
      * to the next start (its recovery removes them once the copy is durable) */
     if (m->jobs)
-        for (void *it = hmap_first(m->jobs, &v); it; it = hmap_next(m->jobs, it, &v)) {
-            mjob_t *j = v;
-            while (j->deferred) {
-                t = j->deferred;
-                j->deferred = t->next;
-                rm_release(m, t);
-            }
-        }
+        for (void *it = hmap_first(m->jobs, &v); it; it = hmap_next(m->jobs, it, &v))
+            job_release_deferred(m, v);
     while ((t = m->rmwait)) {
         m->rmwait = t->next;
         bl_info("teardown of %s left to the next start: a stage-out from it is not durable yet",
                 t->path);
         task_free(t);
     }
-    while ((t = fifo_pop(m))) {
-        t->move_only = hu_mono() > until;
-        run_rmtree(m, t);
-        task_free(t);
-    }
+    stop_teardowns(m, until);
     if (m->xfers)
         for (void *it = hmap_first(m->xfers, &v); it; it = hmap_next(m->xfers, it, &v)) {
             mxfer_t *x = v;
@@ -875,12 +874,8 @@ void mover_destroy(mover_t *m)
         free(m->w[i].rbuf);
     }
     free(m->w);
-    for (int i = 0; i < m->npbufs; i++)
-        free(m->pbufs[i]);
-    free(m->pbufs);
-    for (int i = 0; i < m->nkept; i++)
-        free(m->kept[i]);
-    free(m->kept);
+    util_strv_free(m->pbufs, m->npbufs);
+    util_strv_free(m->kept, m->nkept);
     pthread_cond_destroy(&m->cond);
     pthread_cond_destroy(&m->scond);
     pthread_mutex_destroy(&m->lock);

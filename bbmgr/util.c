@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* util.c — helpers shared by every part of bbmgr (see util.h). */
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #ifdef HAVE_LIBSYSTEMD
@@ -7,6 +8,13 @@
 #endif
 
 #include "util.h"
+
+void util_strv_free(char **v, int n)
+{
+    for (int i = 0; i < n; i++)
+        free(v[i]);
+    free(v);
+}
 
 volatile sig_atomic_t util_got_stop, util_got_hup;
 

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * util.h — the small helpers every part of bbmgr shares (bbmgrd, bbnoded, bbmgr):
- * one test of path containment, and the signal and systemd glue of the two
- * daemons.  The clock for durations and deadlines is libhutil's hu_mono().
+ * one test of path containment, the release of a list of strings, and the signal
+ * and systemd glue of the two daemons.  The clock for durations and deadlines is
+ * libhutil's hu_mono().
  */
 #ifndef BBMGR_UTIL_H
 #define BBMGR_UTIL_H
@@ -15,6 +16,9 @@
 /* Is path root itself or inside it, on the text (root may end in '/')?  Paths
  * reaching here have no "." or ".." components (checked where they come in). */
 bool util_path_under(const char *path, const char *root);
+
+/* Free the n strings of the list v, then v (NULL with n = 0 is fine). */
+void util_strv_free(char **v, int n);
 
 /* The daemons' signals: SIGTERM and SIGINT set util_got_stop (to the signal),
  * SIGHUP sets util_got_hup, SIGPIPE is ignored.  The handlers only set the flags;

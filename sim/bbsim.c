@@ -17,6 +17,7 @@
 
 #include "sim.h"
 #include "libhutil/hutil.h"
+#include "libhutil/options.h"
 
 #define MAX_POLICIES 64
 
@@ -124,17 +125,11 @@ static int cmd_run (int argc, char **argv)
             npol++;
         }
         else if ((v = optval (argc, argv, &i, "--format", &bad))) {
-            if (!strcmp (v, "table"))
-                fmt = OUT_TABLE;
-            else if (!strcmp (v, "json"))
-                fmt = OUT_JSON;
-            else if (!strcmp (v, "csv"))
-                fmt = OUT_CSV;
-            else {
-                fprintf (stderr, "bbsim run: --format must be table, json or csv, "
-                         "not '%s'\n", v);
+            static const char *const formats[] = { "table", "json", "csv", NULL };
+            int k = hu_option_choice (stderr, "bbsim run", "--format", v, formats);
+            if (k < 0)
                 return 2;
-            }
+            fmt = (sim_format_t)k;              /* formats[] is in its order */
         }
         else if ((v = optval (argc, argv, &i, "--seed", &bad))) {
             char *end;

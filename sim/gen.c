@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "libhutil/hutil.h"
+#include "libhutil/options.h"
 #include "rng.h"
 #include "sim.h"
 
@@ -353,6 +354,7 @@ static int gen_iosets (int argc, char **argv, FILE *out, FILE *errf)
 static int gen_gainaru (int argc, char **argv, FILE *out, FILE *errf)
 {
     const gopt_t *o = gainaru_opts;
+    static const char *const scenarios[] = { "large", "mixed", NULL };
     gvals_t v;
     bool help = false;
     const char *scen;
@@ -373,11 +375,9 @@ static int gen_gainaru (int argc, char **argv, FILE *out, FILE *errf)
         return 0;
     }
     scen = v.val[opt_index (o, "--scenario")];
-    if (scen && strcmp (scen, "large") && strcmp (scen, "mixed")) {
-        fprintf (errf, "bbsim gen gainaru: --scenario must be large or mixed, not "
-                 "'%s'\n", scen);
+    if (scen && hu_option_choice (errf, "bbsim gen gainaru", "--scenario", scen,
+                                  scenarios) < 0)
         return 1;
-    }
     mixed = scen && !strcmp (scen, "mixed");
     if (get_long ("gainaru", o, &v, "--large", mixed ? 5 : 10, 0, 10000, &nlarge,
                   errf)
@@ -459,6 +459,7 @@ static int gen_harmonia (int argc, char **argv, FILE *out, FILE *errf)
     static const char *const profiles[] = { "compute", "balanced", "io", "only-io",
                                             NULL };
     static const double ratio[] = { 4, 1, 0.25, 0 };
+    static const char *const devices[] = WL_BUILTIN_DEVICES;
     gvals_t v;
     bool help = false;
     const char *prof, *dev;
@@ -478,23 +479,14 @@ static int gen_harmonia (int argc, char **argv, FILE *out, FILE *errf)
         return 0;
     }
     prof = v.val[opt_index (o, "--profile")];
-    if (prof) {
-        for (pi = 0; profiles[pi] && strcmp (profiles[pi], prof); pi++)
-            ;
-        if (!profiles[pi]) {
-            fprintf (errf, "bbsim gen harmonia: --profile must be compute, balanced, "
-                     "io or only-io, not '%s'\n", prof);
-            return 1;
-        }
-    }
+    if (prof && (pi = hu_option_choice (errf, "bbsim gen harmonia", "--profile", prof,
+                                        profiles)) < 0)
+        return 1;
     dev = v.val[opt_index (o, "--device")];
     if (!dev)
         dev = "ssd";
-    if (strcmp (dev, "nvme") && strcmp (dev, "ssd") && strcmp (dev, "hdd")) {
-        fprintf (errf, "bbsim gen harmonia: --device must be nvme, ssd or hdd, not "
-                 "'%s'\n", dev);
+    if (hu_option_choice (errf, "bbsim gen harmonia", "--device", dev, devices) < 0)
         return 1;
-    }
     if (get_long ("harmonia", o, &v, "--instances", 4, 2, 8, &inst, errf)
         || get_long ("harmonia", o, &v, "--iterations", 8, 1, 100000, &iters, errf)
         || get_long ("harmonia", o, &v, "--buffers", 4, 1, 4096, &nbuf, errf)

@@ -37,6 +37,17 @@ static void *items_of (ctx_t *c, const yn_t *seq, size_t size)
     return v;
 }
 
+/* Item i of the list 'list': its place, "list[i]", into where (len bytes); it must
+ * be a mapping whose keys are among keys, else -1 with the error in c->err. */
+static int map_item (ctx_t *c, const yn_t *item, const char *list, size_t i,
+                     const char *const *keys, char *where, size_t len)
+{
+    snprintf (where, len, "%s[%zu]", list, i);
+    if (need_type (c, item, YN_MAP, where) < 0 || check_keys (c, item, keys, where) < 0)
+        return -1;
+    return 0;
+}
+
 static int parse_buffers (ctx_t *c, const yn_t *n, wl_platform_t *p)
 {
     static const char *const keys[] = { "name", "capacity", "bandwidth", "device",
@@ -56,20 +67,18 @@ static int parse_buffers (ctx_t *c, const yn_t *n, wl_platform_t *p)
         const yn_t *b = n->kids[i];
         wl_buffer_t *bb = &p->buffers[p->nbuffers++];
         const yn_t *x;
-        snprintf (where, sizeof (where), "buffers[%zu]", i);
         bb->line = b->line;
         bb->col = b->col;
         bb->count = 1;
-        if (need_type (c, b, YN_MAP, where) < 0 || check_keys (c, b, keys, where) < 0)
+        if (map_item (c, b, "buffers", i, keys, where, sizeof (where)) < 0)
             return -1;
         if (!(x = need (c, b, "name", where))
             || parse_string (c, x, "name", &bb->name) < 0)
             return -1;
-        if (!(x = need (c, b, "capacity", where))
-            || parse_quantity (c, x, Q_SIZE, "capacity", true, &bb->capacity) < 0)
+        if (need_quantity (c, b, "capacity", where, Q_SIZE, true, &bb->capacity) < 0)
             return -1;
-        if (!(x = need (c, b, "bandwidth", where))
-            || parse_quantity (c, x, Q_BANDWIDTH, "bandwidth", true, &bb->bandwidth) < 0)
+        if (need_quantity (c, b, "bandwidth", where, Q_BANDWIDTH, true,
+                           &bb->bandwidth) < 0)
             return -1;
         if ((x = get (b, "device")) && parse_string (c, x, "device", &bb->device) < 0)
             return -1;
@@ -188,10 +197,9 @@ static int parse_devices (ctx_t *c, const yn_t *n, wl_platform_t *p)
         const yn_t *d = n->kids[i];
         wl_device_t *dd = &p->devices[p->ndevices++];
         const yn_t *x;
-        snprintf (where, sizeof (where), "devices[%zu]", i);
         dd->line = d->line;
         dd->col = d->col;
-        if (need_type (c, d, YN_MAP, where) < 0 || check_keys (c, d, keys, where) < 0)
+        if (map_item (c, d, "devices", i, keys, where, sizeof (where)) < 0)
             return -1;
         if (!(x = need (c, d, "name", where))
             || parse_string (c, x, "name", &dd->name) < 0)
@@ -252,11 +260,10 @@ static int parse_platform (ctx_t *c, const yn_t *n, wl_platform_t *p)
         || parse_int (c, x, "nodes", 1, 100000000, &v) < 0)
         return -1;
     p->nodes = (int)v;
-    if (!(x = need (c, n, "node_bandwidth", "platform"))
-        || parse_quantity (c, x, Q_BANDWIDTH, "node_bandwidth", true, &p->node_bw) < 0)
+    if (need_quantity (c, n, "node_bandwidth", "platform", Q_BANDWIDTH, true,
+                       &p->node_bw) < 0)
         return -1;
-    if (!(x = need (c, n, "bandwidth", "platform"))
-        || parse_quantity (c, x, Q_BANDWIDTH, "bandwidth", true, &p->bw) < 0)
+    if (need_quantity (c, n, "bandwidth", "platform", Q_BANDWIDTH, true, &p->bw) < 0)
         return -1;
     if ((x = get (n, "buffers")) && parse_buffers (c, x, p) < 0)
         return -1;
@@ -291,11 +298,10 @@ static int parse_app (ctx_t *c, const yn_t *n, size_t idx, const wl_platform_t *
     const yn_t *x;
     long v;
 
-    snprintf (where, sizeof (where), "apps[%zu]", idx);
     a->line = n->line;
     a->col = n->col;
     a->count = 1;
-    if (need_type (c, n, YN_MAP, where) < 0 || check_keys (c, n, keys, where) < 0)
+    if (map_item (c, n, "apps", idx, keys, where, sizeof (where)) < 0)
         return -1;
     if (!(x = need (c, n, "name", where))
         || parse_string (c, x, "name", &a->name) < 0)

@@ -54,6 +54,9 @@ int parse_int (ctx_t *c, const yn_t *n, const char *what, long min, long max,
 int parse_quantity (ctx_t *c, const yn_t *n, qkind_t kind, const char *what,
                     bool positive, double *out);
 int parse_string (ctx_t *c, const yn_t *n, const char *what, char **out);
+/* parse_quantity() of the key that must be there (need()), the key naming it. */
+int need_quantity (ctx_t *c, const yn_t *map, const char *key, const char *where,
+                   qkind_t kind, bool positive, double *out);
 int parse_dist (ctx_t *c, const yn_t *n, qkind_t kind, const char *what,
                 bool positive, wl_dist_t *d);
 int parse_value (ctx_t *c, const yn_t *n, qkind_t kind, const char *what,

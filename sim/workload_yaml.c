@@ -319,6 +319,13 @@ const yn_t *need (ctx_t *c, const yn_t *map, const char *key, const char *where)
     return x;
 }
 
+int need_quantity (ctx_t *c, const yn_t *map, const char *key, const char *where,
+                   qkind_t kind, bool positive, double *out)
+{
+    const yn_t *x = need (c, map, key, where);
+    return x ? parse_quantity (c, x, kind, key, positive, out) : -1;
+}
+
 const yn_t *key_node (const yn_t *map, const char *key)
 {
     size_t i = find_key (map, key);
@@ -454,7 +461,7 @@ int parse_dist (ctx_t *c, const yn_t *n, qkind_t kind, const char *what,
     static const char *const k_normal[] = { "dist", "mean", "sd", NULL };
     static const char *const k_uniform[] = { "dist", "min", "max", NULL };
     static const char *const k_exp[] = { "dist", "mean", NULL };
-    const yn_t *dn, *x;
+    const yn_t *dn;
     char b[80];
 
     if (n->type == YN_SCALAR) {
@@ -474,33 +481,28 @@ int parse_dist (ctx_t *c, const yn_t *n, qkind_t kind, const char *what,
         if (check_keys (c, n, k_normal, what) < 0)
             return -1;
         d->kind = WL_DIST_NORMAL;
-        if (!(x = need (c, n, "mean", what))
-            || parse_quantity (c, x, kind, "mean", positive, &d->a) < 0)
+        if (need_quantity (c, n, "mean", what, kind, positive, &d->a) < 0)
             return -1;
-        if (!(x = need (c, n, "sd", what))
-            || parse_quantity (c, x, kind, "sd", false, &d->b) < 0)
+        if (need_quantity (c, n, "sd", what, kind, false, &d->b) < 0)
             return -1;
     }
     else if (!strcmp (dn->str, "uniform")) {
         if (check_keys (c, n, k_uniform, what) < 0)
             return -1;
         d->kind = WL_DIST_UNIFORM;
-        if (!(x = need (c, n, "min", what))
-            || parse_quantity (c, x, kind, "min", false, &d->a) < 0)
+        if (need_quantity (c, n, "min", what, kind, false, &d->a) < 0)
             return -1;
-        if (!(x = need (c, n, "max", what))
-            || parse_quantity (c, x, kind, "max", positive, &d->b) < 0)
+        if (need_quantity (c, n, "max", what, kind, positive, &d->b) < 0)
             return -1;
         if (d->b < d->a)
-            return fail (c, x, "max must be >= min in %s", what);
+            return fail (c, get (n, "max"), "max must be >= min in %s", what);
     }
     else if (!strcmp (dn->str, "exponential")) {
         if (check_keys (c, n, k_exp, what) < 0)
             return -1;
         d->kind = WL_DIST_EXPONENTIAL;
         d->b = 0;
-        if (!(x = need (c, n, "mean", what))
-            || parse_quantity (c, x, kind, "mean", true, &d->a) < 0)
+        if (need_quantity (c, n, "mean", what, kind, true, &d->a) < 0)
             return -1;
     }
     else

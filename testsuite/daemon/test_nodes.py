@@ -13,7 +13,7 @@ import time
 import pytest
 
 from harmonia_test.wait import scaled, wait_for
-from conftest import BBMGR, BUILDDIR, SLURM_UID, USER1, register
+from conftest import BBMGR, BUILDDIR, SLURM_UID, USER1, register, sanitizer_reports
 from test_mover import (GID1, MiB, build_tree, compare_trees, mkdirs, partials, sha, stage,
                         wait_bytes, wait_xfer, write, xfer)
 
@@ -62,10 +62,7 @@ def agents():
             a.proc.send_signal(signal.SIGCONT)
             a.kill(signal.SIGTERM)
         if os.path.exists(a.log):
-            text = a.log_text()
-            for mark in ("ERROR: AddressSanitizer", "runtime error:", "ERROR: LeakSanitizer"):
-                if mark in text:
-                    bad.append("%s: %s" % (a.log, text[text.index(mark):][:2000]))
+            bad += sanitizer_reports(a.log, a.log_text())
     assert not bad, "\n".join(bad)
 
 

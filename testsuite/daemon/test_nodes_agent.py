@@ -20,7 +20,7 @@ import time
 import pytest
 
 from harmonia_test.wait import wait_for
-from conftest import BUILDDIR, USER1, USER2, free_port
+from conftest import BUILDDIR, SANITIZER_MARKS, USER1, USER2, free_port
 from test_mover import GID1, GID2, mkdirs, write
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the agent tests need root")
@@ -108,7 +108,7 @@ nodes:
     mgr.stop()
     with open(os.path.join(tmp_base, "bbnoded.log")) as f:
         text = f.read()
-    for mark in ("ERROR: AddressSanitizer", "runtime error:", "ERROR: LeakSanitizer"):
+    for mark in SANITIZER_MARKS:
         assert mark not in text, text
 
 

@@ -245,6 +245,15 @@ class Daemon:
         return js
 
 
+# How a sanitizer's report starts in a log (ASan, UBSan and LSan builds).
+SANITIZER_MARKS = ("ERROR: AddressSanitizer", "runtime error:", "ERROR: LeakSanitizer")
+
+
+def sanitizer_reports(log, text):
+    """The reports of a sanitizer in 'text', the content of the log file 'log'."""
+    return ["%s: %s" % (log, text[text.index(m):][:2000]) for m in SANITIZER_MARKS if m in text]
+
+
 @pytest.fixture
 def tmp_base():
     d = tempfile.mkdtemp(prefix="harmonia-daemon-")
@@ -277,10 +286,7 @@ def make_daemon(tmp_base, munge):
         if d.proc and d.proc.poll() is None:
             d.stop()
         if os.path.exists(d.log):
-            text = d.log_text()
-            for mark in ("ERROR: AddressSanitizer", "runtime error:", "ERROR: LeakSanitizer"):
-                if mark in text:
-                    bad.append("%s: %s" % (d.log, text[text.index(mark):][:2000]))
+            bad += sanitizer_reports(d.log, d.log_text())
     assert not bad, "\n".join(bad)
 
 

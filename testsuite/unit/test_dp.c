@@ -40,20 +40,13 @@ static int close_rel(double a, double b)
 /* "NVMe": B = 2, insensitive.  "HDD": B = 1.5, MSCA(c) = c - 1 so If(c) = c^2. */
 static hs_dp_node_t nvme(double cap)
 {
-    hs_dp_node_t n;
-    memset(&n, 0, sizeof(n));
-    n.bandwidth = 2.;
-    n.capacity = cap;
-    return n;
+    return (hs_dp_node_t){ .bandwidth = 2., .capacity = cap };
 }
 
 static hs_dp_node_t hdd(double cap)
 {
-    hs_dp_node_t n;
-    memset(&n, 0, sizeof(n));
-    n.bandwidth = 1.5;
-    n.capacity = cap;
-    n.nmsca = 16;
+    hs_dp_node_t n = { .bandwidth = 1.5, .capacity = cap, .nmsca = 16 };
+
     for (int c = 1; c <= 16; c++)
         n.msca[c - 1] = (double)(c - 1);
     return n;
@@ -61,27 +54,33 @@ static hs_dp_node_t hdd(double cap)
 
 static hs_dp_phase_t phase(double v, int prio, double waited)
 {
-    hs_dp_phase_t p;
-    memset(&p, 0, sizeof(p));
-    p.volume = v;
-    p.dir = HS_DIR_WRITE;
-    p.priority = prio;
-    p.waited = waited;
-    return p;
+    return (hs_dp_phase_t){ .volume = v, .dir = HS_DIR_WRITE, .priority = prio,
+                            .waited = waited };
 }
 
 static hs_dp_problem_t problem(hs_dp_phase_t *ph, int n, hs_dp_node_t *nd, int m,
                                int S, double dt)
 {
+    return (hs_dp_problem_t){ .phases = ph, .nphases = n, .nodes = nd, .nnodes = m,
+                              .nslots = S, .slot = dt };
+}
+
+/* The hand cases' problem: phases x and y on nodes a and b, one slot of 100. */
+typedef struct {
+    hs_dp_node_t nd[2];
+    hs_dp_phase_t ph[2];
     hs_dp_problem_t p;
-    memset(&p, 0, sizeof(p));
-    p.phases = ph;
-    p.nphases = n;
-    p.nodes = nd;
-    p.nnodes = m;
-    p.nslots = S;
-    p.slot = dt;
-    return p;
+    hs_dp_place_t pl[2];
+} pair_t;
+
+static void pair_init(pair_t *f, hs_dp_node_t a, hs_dp_node_t b, hs_dp_phase_t x,
+                      hs_dp_phase_t y)
+{
+    f->nd[0] = a;
+    f->nd[1] = b;
+    f->ph[0] = x;
+    f->ph[1] = y;
+    f->p = problem(f->ph, 2, f->nd, 2, 1, 100.);
 }
 
 static double solve(const hs_dp_problem_t *p, hs_dp_cost_t c, hs_dp_place_t *pl,
@@ -112,22 +111,20 @@ static double solve(const hs_dp_problem_t *p, hs_dp_cost_t c, hs_dp_place_t *pl,
  * split gives max(5/5, 6.667/5) = 4/3 vs 2 on NVMe. */
 START_TEST(test_hand_maxbw_minstall_fairness)
 {
-    hs_dp_node_t nd[2] = { nvme(100.), hdd(100.) };
-    hs_dp_phase_t ph[2] = { phase(10., 1, 0.), phase(10., 1, 0.) };
-    hs_dp_problem_t p = problem(ph, 2, nd, 2, 1, 100.);
-    hs_dp_place_t pl[2];
+    pair_t f;
     double sec;
 
-    ck_assert(close_rel(solve(&p, HS_DP_COST_MAXBW, pl, &sec), 20. / 3.));
+    pair_init(&f, nvme(100.), hdd(100.), phase(10., 1, 0.), phase(10., 1, 0.));
+    ck_assert(close_rel(solve(&f.p, HS_DP_COST_MAXBW, f.pl, &sec), 20. / 3.));
     ck_assert(close_rel(sec, 35. / 3.));
-    ck_assert_int_ne(pl[0].node, pl[1].node);
-    ck_assert(close_rel(solve(&p, HS_DP_COST_MINSTALL, pl, NULL), 35. / 3.));
-    ck_assert_int_ne(pl[0].node, pl[1].node);
-    ck_assert(close_rel(solve(&p, HS_DP_COST_FAIRNESS, pl, &sec), 4. / 3.));
-    ck_assert_int_ne(pl[0].node, pl[1].node);
+    ck_assert_int_ne(f.pl[0].node, f.pl[1].node);
+    ck_assert(close_rel(solve(&f.p, HS_DP_COST_MINSTALL, f.pl, NULL), 35. / 3.));
+    ck_assert_int_ne(f.pl[0].node, f.pl[1].node);
+    ck_assert(close_rel(solve(&f.p, HS_DP_COST_FAIRNESS, f.pl, &sec), 4. / 3.));
+    ck_assert_int_ne(f.pl[0].node, f.pl[1].node);
     /* granted bandwidth = B / If: 2 on NVMe, 1.5 on HDD */
     for (int i = 0; i < 2; i++)
-        ck_assert(close_rel(pl[i].bw, pl[i].node == 0 ? 2. : 1.5));
+        ck_assert(close_rel(f.pl[i].bw, f.pl[i].node == 0 ? 2. : 1.5));
 }
 END_TEST
 
@@ -140,21 +137,19 @@ END_TEST
  * split wastes (500-10)*5 + (12-10)*6.667 = 2463.3: it splits. */
 START_TEST(test_hand_buffer_eff)
 {
-    hs_dp_node_t nd[2] = { nvme(100.), hdd(100.) };
-    hs_dp_phase_t ph[2] = { phase(10., 1, 0.), phase(10., 1, 0.) };
-    hs_dp_problem_t p = problem(ph, 2, nd, 2, 1, 100.);
-    hs_dp_place_t pl[2];
+    pair_t f;
 
-    ck_assert(close_rel(solve(&p, HS_DP_COST_BUFFER_EFF, pl, NULL), 800.));
-    ck_assert_int_eq(pl[0].node, 0);
-    ck_assert_int_eq(pl[1].node, 0);
-    ck_assert_int_eq(pl[0].concurrency, 2);
+    pair_init(&f, nvme(100.), hdd(100.), phase(10., 1, 0.), phase(10., 1, 0.));
+    ck_assert(close_rel(solve(&f.p, HS_DP_COST_BUFFER_EFF, f.pl, NULL), 800.));
+    ck_assert_int_eq(f.pl[0].node, 0);
+    ck_assert_int_eq(f.pl[1].node, 0);
+    ck_assert_int_eq(f.pl[0].concurrency, 2);
 
-    nd[0].capacity = 500.;
-    nd[1].capacity = 12.;
-    ck_assert(close_rel(solve(&p, HS_DP_COST_BUFFER_EFF, pl, NULL),
+    f.nd[0].capacity = 500.;
+    f.nd[1].capacity = 12.;
+    ck_assert(close_rel(solve(&f.p, HS_DP_COST_BUFFER_EFF, f.pl, NULL),
                         490. * 5. + 2. * 10. / 1.5));
-    ck_assert_int_ne(pl[0].node, pl[1].node);
+    ck_assert_int_ne(f.pl[0].node, f.pl[1].node);
 }
 END_TEST
 
@@ -168,24 +163,22 @@ END_TEST
  * secondary (sum of finishes) breaks: 11. */
 START_TEST(test_hand_priority)
 {
-    hs_dp_node_t nd[2] = { nvme(100.), nvme(100.) };
-    hs_dp_phase_t ph[2] = { phase(10., 1, 0.), phase(6., 10, 0.) };
-    hs_dp_problem_t p = problem(ph, 2, nd, 2, 1, 100.);
-    hs_dp_place_t pl[2];
+    pair_t f;
     double sec;
 
-    nd[1].bandwidth = 1.;
-    ck_assert(close_rel(solve(&p, HS_DP_COST_MINSTALL, pl, NULL), 11.));
-    ck_assert_int_eq(pl[0].node, 0);
-    ck_assert(close_rel(solve(&p, HS_DP_COST_PRIORITY, pl, NULL), 40.));
-    ck_assert_int_eq(pl[1].node, 0);
-    ck_assert(close_rel(solve(&p, HS_DP_COST_FAIRNESS, pl, &sec), 2.));
+    pair_init(&f, nvme(100.), nvme(100.), phase(10., 1, 0.), phase(6., 10, 0.));
+    f.nd[1].bandwidth = 1.;
+    ck_assert(close_rel(solve(&f.p, HS_DP_COST_MINSTALL, f.pl, NULL), 11.));
+    ck_assert_int_eq(f.pl[0].node, 0);
+    ck_assert(close_rel(solve(&f.p, HS_DP_COST_PRIORITY, f.pl, NULL), 40.));
+    ck_assert_int_eq(f.pl[1].node, 0);
+    ck_assert(close_rel(solve(&f.p, HS_DP_COST_FAIRNESS, f.pl, &sec), 2.));
     ck_assert(close_rel(sec, 11.));
     /* waiting adds to stall: waited 3 and 1 -> minstall 11 + 4, priority 40 + 13 */
-    ph[0].waited = 3.;
-    ph[1].waited = 1.;
-    ck_assert(close_rel(solve(&p, HS_DP_COST_MINSTALL, pl, NULL), 15.));
-    ck_assert(close_rel(solve(&p, HS_DP_COST_PRIORITY, pl, NULL), 53.));
+    f.ph[0].waited = 3.;
+    f.ph[1].waited = 1.;
+    ck_assert(close_rel(solve(&f.p, HS_DP_COST_MINSTALL, f.pl, NULL), 15.));
+    ck_assert(close_rel(solve(&f.p, HS_DP_COST_PRIORITY, f.pl, NULL), 53.));
 }
 END_TEST
 
@@ -244,55 +237,53 @@ END_TEST
 START_TEST(test_allowed_capacity)
 {
     int only_hdd[1] = { 1 };
-    hs_dp_node_t nd[2] = { nvme(15.), hdd(100.) };
-    hs_dp_phase_t ph[2] = { phase(10., 1, 0.), phase(10., 1, 0.) };
-    hs_dp_problem_t p = problem(ph, 2, nd, 2, 1, 100.);
-    hs_dp_place_t pl[2];
-    hs_dp_solution_t sol = { .place = pl };
+    pair_t f;
+    hs_dp_solution_t sol = { .place = f.pl };
     hs_error_t err;
 
+    pair_init(&f, nvme(15.), hdd(100.), phase(10., 1, 0.), phase(10., 1, 0.));
     /* NVMe holds only one write of 10: buffer-eff must split,
      * (15 - 10) * 5 + (100 - 10) * 6.667 = 625 */
     for (int c = 0; c < HS_DP_COST__COUNT; c++) {
-        solve(&p, (hs_dp_cost_t)c, pl, NULL);
-        ck_assert_int_ne(pl[0].node, pl[1].node);
+        solve(&f.p, (hs_dp_cost_t)c, f.pl, NULL);
+        ck_assert_int_ne(f.pl[0].node, f.pl[1].node);
     }
-    ck_assert(close_rel(solve(&p, HS_DP_COST_BUFFER_EFF, pl, NULL), 625.));
+    ck_assert(close_rel(solve(&f.p, HS_DP_COST_BUFFER_EFF, f.pl, NULL), 625.));
     /* reads take no capacity: both reads can share the NVMe */
-    ph[0].dir = ph[1].dir = HS_DIR_READ;
-    solve(&p, HS_DP_COST_BUFFER_EFF, pl, NULL);
-    ck_assert_int_eq(pl[0].node, 0);
-    ck_assert_int_eq(pl[1].node, 0);
-    ph[0].dir = ph[1].dir = HS_DIR_WRITE;
+    f.ph[0].dir = f.ph[1].dir = HS_DIR_READ;
+    solve(&f.p, HS_DP_COST_BUFFER_EFF, f.pl, NULL);
+    ck_assert_int_eq(f.pl[0].node, 0);
+    ck_assert_int_eq(f.pl[1].node, 0);
+    f.ph[0].dir = f.ph[1].dir = HS_DIR_WRITE;
 
     /* phase 0 may only use the HDD */
-    ph[0].nallowed = 1;
-    ph[0].allowed = only_hdd;
+    f.ph[0].nallowed = 1;
+    f.ph[0].allowed = only_hdd;
     for (int c = 0; c < HS_DP_COST__COUNT; c++) {
-        solve(&p, (hs_dp_cost_t)c, pl, NULL);
-        ck_assert_int_eq(pl[0].node, 1);
+        solve(&f.p, (hs_dp_cost_t)c, f.pl, NULL);
+        ck_assert_int_eq(f.pl[0].node, 1);
     }
     /* alone time of phase 0 is now on its best allowed node: 10 / 1.5 */
-    ck_assert(close_rel(solve(&p, HS_DP_COST_FAIRNESS, pl, NULL), 1.));
+    ck_assert(close_rel(solve(&f.p, HS_DP_COST_FAIRNESS, f.pl, NULL), 1.));
 
     /* no room at all: ENOSPC, from the DP and from the fallback */
-    nd[0].capacity = 5.;
-    nd[1].capacity = 5.;
+    f.nd[0].capacity = 5.;
+    f.nd[1].capacity = 5.;
     for (int m = HS_DP_EXACT; m <= HS_DP_HEURISTIC; m++) {
-        p.method = (hs_dp_method_t)m;
+        f.p.method = (hs_dp_method_t)m;
         errno = 0;
-        ck_assert_int_eq(hs_dp_place(&p, HS_DP_COST_MINSTALL, &sol, &err), -1);
+        ck_assert_int_eq(hs_dp_place(&f.p, HS_DP_COST_MINSTALL, &sol, &err), -1);
         ck_assert_int_eq(errno, ENOSPC);
     }
     /* an invalid placement is refused by hs_dp_evaluate */
-    nd[0].capacity = nd[1].capacity = 100.;
-    p.method = HS_DP_AUTO;
-    pl[0].node = 0;             /* not allowed for phase 0 */
-    pl[0].slot = 0;
-    pl[1].node = 1;
-    pl[1].slot = 0;
+    f.nd[0].capacity = f.nd[1].capacity = 100.;
+    f.p.method = HS_DP_AUTO;
+    f.pl[0].node = 0;           /* not allowed for phase 0 */
+    f.pl[0].slot = 0;
+    f.pl[1].node = 1;
+    f.pl[1].slot = 0;
     double v;
-    ck_assert_int_eq(hs_dp_evaluate(&p, HS_DP_COST_MAXBW, pl, &v, NULL, &err), -1);
+    ck_assert_int_eq(hs_dp_evaluate(&f.p, HS_DP_COST_MAXBW, f.pl, &v, NULL, &err), -1);
     ck_assert_int_eq(errno, EINVAL);
 }
 END_TEST

@@ -68,6 +68,15 @@ static hs_buffer_t node(double cap, double bw, int nmsca, const double *msca)
     return b;
 }
 
+/* A platform of 'nodes' compute nodes of 100 B/s, with the one buffer node b in
+ * front of a PFS of bandwidth bw. */
+static hs_platform_t one_buffer(hs_buffer_t *b, int nodes, double bw)
+{
+    hs_platform_t p = { .nodes = nodes, .node_bw = 100, .bw = bw, .nbuffers = 1,
+                        .buffers = b };
+    return p;
+}
+
 START_TEST(test_msca_builtin)
 {
     const char *const *names = hs_device_names();
@@ -125,8 +134,7 @@ START_TEST(test_msca_rates)
 {
     double m[2] = { 0, 1 };
     hs_buffer_t b = node(1e6, 8, 2, m);
-    hs_platform_t p = { .nodes = 10, .node_bw = 100, .bw = 100, .nbuffers = 1,
-                        .buffers = &b };
+    hs_platform_t p = one_buffer(&b, 10, 100);
     int a0[1] = { 0 };
     hs_grant_t g[3];
     hs_sched_t *s = ht_sched(&p, "fairshare");
@@ -171,8 +179,7 @@ END_TEST
 START_TEST(test_drain_stall)
 {
     hs_buffer_t b = node(100, 10, 0, NULL);
-    hs_platform_t p = { .nodes = 1, .node_bw = 100, .bw = 1, .nbuffers = 1,
-                        .buffers = &b };
+    hs_platform_t p = one_buffer(&b, 1, 1);
     int a0[1] = { 0 };
     hs_grant_t g[1];
     hs_job_stats_t st;
@@ -238,8 +245,7 @@ START_TEST(test_read)
 {
     double m[2] = { 0, 1 }, mr[2] = { 0, 3 };
     hs_buffer_t b = node(100, 10, 2, m);
-    hs_platform_t p = { .nodes = 4, .node_bw = 100, .bw = 1, .nbuffers = 1,
-                        .buffers = &b };
+    hs_platform_t p = one_buffer(&b, 4, 1);
     int a0[1] = { 0 };
     hs_grant_t g[2];
     hs_buffer_stats_t bst;

@@ -36,13 +36,18 @@ static void done (sim_result_t *r, wl_jobs_t *j)
     wl_jobs_destroy (j);
 }
 
+/* A platform of n nodes of node_bw each sharing bw, and app 'a' alone on all of
+ * them: the app's other keys follow. */
+#define ALONE(n, node_bw, bw) \
+    "platform:\n  nodes: " n "\n  node_bandwidth: " node_bw "\n  bandwidth: " bw "\n" \
+    "apps:\n  - name: a\n    nodes: " n "\n"
+
 /* One app alone: no congestion, so rho~ = rho and the makespan is exact. */
 START_TEST (test_alone)
 {
     sim_result_t r;
-    wl_jobs_t *j = run ("platform:\n  nodes: 10\n  node_bandwidth: 1 GB/s\n  bandwidth: 4 GB/s\n"
-         "apps:\n  - name: a\n    nodes: 10\n    release: 5 s\n    iterations: 3\n"
-         "    w: 10 s\n    io_volume: 20 GB\n", "fairshare", &r, false);
+    wl_jobs_t *j = run (ALONE ("10", "1 GB/s", "4 GB/s") "    release: 5 s\n    iterations: 3\n"
+                        "    w: 10 s\n    io_volume: 20 GB\n", "fairshare", &r, false);
     /* time_io = 20 GB / min(10 * 1, 4) GB/s = 5 s; 3 x (10 + 5) = 45 s */
     ck_assert (fabs (r.m.makespan - 45) < 1e-6);
     ck_assert (fabs (r.m.dilation - 1) < 1e-9);
@@ -87,9 +92,8 @@ END_TEST
 START_TEST (test_zero_w)
 {
     sim_result_t r;
-    wl_jobs_t *j = run ("platform:\n  nodes: 4\n  node_bandwidth: 1 GB/s\n  bandwidth: 2 GB/s\n"
-         "apps:\n  - name: a\n    nodes: 4\n    w: [0 s, 0 s, 1 s]\n"
-         "    io_volume: [2 GB, 4 GB, 2 GB]\n", "mindilation", &r, false);
+    wl_jobs_t *j = run (ALONE ("4", "1 GB/s", "2 GB/s") "    w: [0 s, 0 s, 1 s]\n"
+                        "    io_volume: [2 GB, 4 GB, 2 GB]\n", "mindilation", &r, false);
     ck_assert (fabs (r.m.makespan - 5) < 1e-6);
     ck_assert_int_eq (r.stats[0].phases, 3);
     done (&r, j);

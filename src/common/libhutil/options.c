@@ -57,6 +57,8 @@ void hu_options_usage(FILE *f, const hu_option_t *opts, int width, const char *u
     fputs(usage, f);
     for (const hu_option_t *o = first(opts); o; o = next(o)) {
         int n;
+        if (!o->help)
+            continue;
         if (is_short(o->val))
             n = fprintf(f, "  -%c, --%s", o->val, o->name);
         else
@@ -71,4 +73,19 @@ void hu_options_usage(FILE *f, const hu_option_t *opts, int width, const char *u
         }
         fputc('\n', f);
     }
+}
+
+int hu_option_choice(FILE *f, const char *prog, const char *name, const char *value,
+                     const char *const *words)
+{
+    int n;
+
+    for (n = 0; words[n]; n++)
+        if (!strcmp(value, words[n]))
+            return n;
+    fprintf(f, "%s: %s must be ", prog, name);
+    for (int i = 0; i < n; i++)
+        fprintf(f, "%s%s", i == 0 ? "" : i == n - 1 ? " or " : ", ", words[i]);
+    fprintf(f, ", not '%s'\n", value);
+    return -1;
 }

@@ -35,7 +35,8 @@ typedef struct {
     int val;            /* what getopt_long returns: the short option's letter,
                          * or a number below ' ' for a long option alone */
     const char *arg;    /* name of the argument in the help; NULL: none */
-    const char *help;   /* '\n' starts a continuation line */
+    const char *help;   /* '\n' starts a continuation line; NULL: not listed
+                         * in --help (an option kept for compatibility) */
 } hu_option_t;
 
 #define HU_OPTIONS_END { NULL, 0, 0, NULL, NULL }
@@ -55,5 +56,11 @@ int hu_getopt_init(hu_getopt_t *g, const hu_option_t *opts, const char *prefix);
 /* Print usage, then one line per option (and per continuation line of its
  * help), the help text starting at column width. */
 void hu_options_usage(FILE *f, const hu_option_t *opts, int width, const char *usage);
+
+/* The index of an option's value among words (a NULL-terminated list): "--format
+ * json" with { "table", "json", "csv", NULL } is 1.  When it is none of them, -1
+ * after "PROG: --format must be table, json or csv, not 'VALUE'" on f. */
+int hu_option_choice(FILE *f, const char *prog, const char *name, const char *value,
+                     const char *const *words);
 
 #endif

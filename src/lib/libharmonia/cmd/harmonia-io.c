@@ -83,19 +83,14 @@ int main(int argc, char **argv)
                 return 2;
             }
             break;
-        case 'd':
-            if (!strcmp(optarg, "write"))
-                dir = HARMONIA_WRITE;
-            else if (!strcmp(optarg, "read"))
-                dir = HARMONIA_READ;
-            else if (!strcmp(optarg, "readwrite"))
-                dir = HARMONIA_READWRITE;
-            else {
-                fprintf(stderr, "harmonia-io: --direction must be write, read or "
-                        "readwrite, not '%s'\n", optarg);
+        case 'd': {
+            static const char *const dirs[] = { "write", "read", "readwrite", NULL };
+            int k = hu_option_choice(stderr, "harmonia-io", "--direction", optarg, dirs);
+            if (k < 0)
                 return 2;
-            }
+            dir = (harmonia_dir_t)k;            /* dirs[] is in its order */
             break;
+        }
         case 'v': verbose = true; break;
         case 'q': hopts.quiet = 1; break;
         case 'h': usage(stdout); return 0;
