@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * test_options.c — libhutil's option tables (options.h): getopt_long's arrays
- * and the --help lines made from one table.
+ * and the --help lines made from one table; an option's value among its words.
  */
 #include <check.h>
 #include <errno.h>
@@ -129,11 +129,63 @@ START_TEST(test_errors)
 }
 END_TEST
 
+/* An option without help text is parsed but left out of --help. */
+START_TEST(test_hidden_option)
+{
+    static const hu_option_t opts[] = {
+        { "foreground", no_argument, 'F', NULL, NULL },
+        { "quiet", no_argument, 'q', NULL, "no messages" },
+        HU_OPTIONS_END,
+    };
+    hu_getopt_t g;
+    char *s;
+
+    ck_assert_int_eq(hu_getopt_init(&g, opts, ""), 0);
+    ck_assert_str_eq(g.shortopts, "Fqh");
+    ck_assert_str_eq(g.longopts[0].name, "foreground");
+    s = usage_text(opts, 16, "");
+    ck_assert_str_eq(s, "  -q, --quiet   no messages\n"
+                        "  -h, --help    this help\n");
+    free(s);
+}
+END_TEST
+
+/* The value's index among the words; else -1 and a message that lists them. */
+static const struct {
+    const char *words[4];
+    const char *value;
+    int index;
+    const char *message;
+} choices[] = {
+    { { "table", "json", "csv", NULL }, "json", 1, "" },
+    { { "table", "json", "csv", NULL }, "csv", 2, "" },
+    { { "table", "json", "csv", NULL }, "xml", -1,
+      "prog: --format must be table, json or csv, not 'xml'\n" },
+    { { "read", "write", NULL }, "", -1, "prog: --format must be read or write, not ''\n" },
+    { { "only", NULL }, "Only", -1, "prog: --format must be only, not 'Only'\n" },
+};
+
+START_TEST(test_choice)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(hu_option_choice(f, "prog", "--format", choices[_i].value,
+                                      choices[_i].words), choices[_i].index);
+    ck_assert_int_eq(fclose(f), 0);
+    ck_assert_str_eq(buf, choices[_i].message);
+    free(buf);
+}
+END_TEST
+
 int main(void)
 {
     const tu_tcase_t tcases[] = {
         { "getopt", .tests = { test_getopt_arrays, test_getopt_parses, test_errors, NULL } },
-        { "usage", .tests = { test_usage_lines, test_empty_table, NULL } },
+        { "usage", .tests = { test_usage_lines, test_empty_table, test_hidden_option, NULL } },
+        { "choice", .loops = { { test_choice, TU_COUNT(choices) } } },
     };
 
     return tu_main("libhutil options", tcases, TU_COUNT(tcases));
