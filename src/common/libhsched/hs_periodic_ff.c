@@ -392,6 +392,7 @@ int hs_pp_ff_insert(struct work *wk, const struct ctx *c, size_t k)
             wk->visits++;
             if (!wk->reference && ff_skip(&prev, seg_avail(wk, c, k, idx), lmax))
                 continue;
+            wk->hint = idx;     /* where tl_find() finds x */
             if ((rc = ff_try(wk, c, k, x, lmax, &prev.nofit)) != 0) {
                 if (rc > 0)
                     j->xmin = x;

@@ -164,18 +164,27 @@ static inline double seg_end(const struct work *wk, size_t i)
     return i + 1 < wk->nseg ? TL_T(wk, i + 1) : wk->T;
 }
 
-/* Largest i with t[i] <= x, for x in [0, T[: the segment of the last search or the
- * next one (the walks and the pieces of an instance go forward), else a binary
- * search. */
+/* Largest i with t[i] <= x, for x in [0, T[.  The walks, the starts of the first
+ * fit and the pieces of an instance go forward, so the search gallops forward from
+ * the segment of the last search (1, 2, 4, ... segments on) before halving:
+ * O(log d) for a distance d, O(1) for that segment and the next; a binary search
+ * over the whole profile only when x lies before it. */
 static inline size_t tl_find(struct work *wk, double x)
 {
     size_t lo = 0, hi = wk->nseg, h = wk->hint;
 
     if (h < hi && TL_T(wk, h) <= x) {
-        if (seg_end(wk, h) > x)
-            return h;
-        if (h + 1 < hi && seg_end(wk, h + 1) > x)
-            return wk->hint = h + 1;
+        size_t step = 1;
+
+        lo = h;
+        while (lo + step < hi) {
+            if (TL_T(wk, lo + step) > x) {
+                hi = lo + step;
+                break;
+            }
+            lo += step;
+            step *= 2;
+        }
     }
     while (hi - lo > 1) {
         size_t mid = lo + (hi - lo) / 2;
