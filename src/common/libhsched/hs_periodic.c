@@ -39,25 +39,131 @@
 
 /* ------------------------------------------------------------------ block maxima */
 
-/* The entries [p0, p1[ of the arrays changed (a value, or in or out of the hole):
- * their blocks are listed for the next refresh.  Nothing to do while the tree is
- * to be rebuilt anyway (PerSched, the plain construction and the first fit's short
+/* The tree of block maxima (hs_periodic_internal.h, struct work): a leaf is a bound
+ * at or above every used[] its block of 1 << BM_SHIFT entries of the arrays holds
+ * (the hole left out), an inner node the larger of its children.  The profile's
+ * changes keep the bounds without reading the blocks: an entry raised or added
+ * raises its leaf, an entry leaving a block (into the hole) leaves its bound
+ * valid, and the entries a move of the hole carries give the blocks they land in
+ * the maximum of what they carry (bm_moved(), read while the move's memmove has
+ * them in cache).  hs_pp_bm_below() lowers a bound to the block's exact maximum
+ * when it reads the whole block for nothing.  Nothing is kept while the tree is to
+ * be rebuilt anyway (PerSched, the plain construction and the first fit's short
  * walks never ask for it). */
-static void bm_touch(struct work *wk, size_t p0, size_t p1)
-{
-    if (wk->bmstale || p1 <= p0)
-        return;
-    for (size_t b = p0 >> BM_SHIFT; b <= (p1 - 1) >> BM_SHIFT; b++) {
-        if (!wk->bmflag[b]) {
-            wk->bmflag[b] = 1;
-            wk->bmdirty[wk->nbmdirty++] = b;
-        }
-    }
-}
 
 static inline double bm_max(double a, double b)
 {
     return a > b ? a : b;   /* no NaN here; fmax() is a call */
+}
+
+/* Leaf b now bounds its block with v (maybe lower than before): its ancestors
+ * follow, up to the first one that stays the same. */
+static void bm_set(struct work *wk, size_t b, double v)
+{
+    size_t n = wk->bmleaves + b;
+
+    if (wk->bm[n] == v)
+        return;
+    wk->bm[n] = v;
+    for (n >>= 1; n >= 1; n >>= 1) {
+        v = bm_max(wk->bm[2 * n], wk->bm[2 * n + 1]);
+        if (v == wk->bm[n])
+            break;
+        wk->bm[n] = v;
+    }
+}
+
+/* An entry of the arrays at p now holds v (added, raised or moved in). */
+static void bm_raise(struct work *wk, size_t p, double v)
+{
+    if (wk->bmstale)
+        return;
+    for (size_t n = wk->bmleaves + (p >> BM_SHIFT); n >= 1 && wk->bm[n] < v; n >>= 1)
+        wk->bm[n] = v;
+}
+
+/* The leaves [b0, b1] changed: their ancestors follow, level by level, up to a
+ * level where none changes. */
+static void bm_fix(struct work *wk, size_t b0, size_t b1)
+{
+    size_t n0 = wk->bmleaves + b0, n1 = wk->bmleaves + b1;
+    bool changed = true;
+
+    while (changed && n0 > 1) {
+        changed = false;
+        n0 >>= 1;
+        n1 >>= 1;
+        for (size_t n = n0; n <= n1; n++) {
+            double v = bm_max(wk->bm[2 * n], wk->bm[2 * n + 1]);
+            if (v != wk->bm[n]) {
+                wk->bm[n] = v;
+                changed = true;
+            }
+        }
+    }
+}
+
+/* Leaf of block b for the entries now at [p, e[ of the arrays (inside the block),
+ * which were at [p + off, e + off[ before the move (off = +-gaplen): the bounds of
+ * the blocks they came from bound them.  The block gets that bound if the move
+ * filled it whole, else it is raised to it.  Returns whether the leaf changed. */
+static bool bm_carry(struct work *wk, size_t b, size_t p, size_t e, ptrdiff_t off)
+{
+    const size_t B1 = (size_t)1 << BM_SHIFT;
+    double *leaf = wk->bm + wk->bmleaves;
+    size_t s0 = (size_t)((ptrdiff_t)p + off) >> BM_SHIFT;
+    size_t s1 = (size_t)((ptrdiff_t)e - 1 + off) >> BM_SHIFT;
+    double v = leaf[s0];
+
+    if (s1 != s0)
+        v = bm_max(v, leaf[s1]);
+    if (!(p == b << BM_SHIFT && e == (b << BM_SHIFT) + B1))
+        v = bm_max(leaf[b], v);
+    if (v == leaf[b])
+        return false;
+    leaf[b] = v;
+    return true;
+}
+
+/* The hole moved: the entries now at [d0, d1[ of the arrays came from
+ * [d0 + off, d1 + off[, off = +-gaplen, which the hole now covers but for
+ * [d0, d1[.  The blocks they land in get the bounds of the blocks they left
+ * (bm_carry(), in the order that reads a block's bound before it is replaced, as
+ * memmove() does), without reading them; the blocks the move emptied whole get
+ * -inf.  A loose bound costs a read of its block by hs_pp_bm_below(), once. */
+static void bm_moved(struct work *wk, size_t d0, size_t d1, ptrdiff_t off)
+{
+    const size_t B1 = (size_t)1 << BM_SHIFT;
+    size_t s0 = (size_t)((ptrdiff_t)d0 + off), s1 = (size_t)((ptrdiff_t)d1 + off);
+    size_t b0 = d0 >> BM_SHIFT, b1 = (d1 - 1) >> BM_SHIFT;
+    bool changed = false;
+
+    if (wk->bmstale)
+        return;
+    if (off > 0) {              /* to lower positions: blocks in increasing order */
+        for (size_t b = b0; b <= b1; b++) {
+            size_t p = b << BM_SHIFT, e = p + B1;
+            changed |= bm_carry(wk, b, p < d0 ? d0 : p, e > d1 ? d1 : e, off);
+        }
+    } else {
+        for (size_t b = b1 + 1; b-- > b0;) {
+            size_t p = b << BM_SHIFT, e = p + B1;
+            changed |= bm_carry(wk, b, p < d0 ? d0 : p, e > d1 ? d1 : e, off);
+        }
+    }
+    if (changed)
+        bm_fix(wk, b0, b1);
+    /* what the move emptied, [s0, s1[ less [d0, d1[ (in the hole now): the
+     * blocks it holds whole */
+    if (s0 < d1 && s1 > d0)
+        off > 0 ? (s0 = d1) : (s1 = d0);
+    b0 = (s0 + B1 - 1) >> BM_SHIFT;
+    b1 = s1 >> BM_SHIFT;
+    if (b0 < b1) {
+        for (size_t b = b0; b < b1; b++)
+            wk->bm[wk->bmleaves + b] = -INFINITY;
+        bm_fix(wk, b0, b1 - 1);
+    }
 }
 
 /* Largest used[] of block b, the hole left out (-inf if none). */
@@ -79,53 +185,24 @@ static double bm_block(const struct work *wk, size_t b)
     return mx;
 }
 
-/* Bring the block maxima up to date: the blocks changed since the last refresh and
- * their ancestors (up to the first one whose maximum stays the same: the tree is
- * right but for the blocks not done yet), or everything when the arrays were
- * reallocated or reset.  Returns -1 (ENOMEM). */
+/* Build the tree if there is none or the arrays were reallocated or reset (the
+ * changes since keep it valid otherwise).  Returns -1 (ENOMEM). */
 int hs_pp_bm_refresh(struct work *wk)
 {
     size_t nb = (wk->capseg + ((size_t)1 << BM_SHIFT) - 1) >> BM_SHIFT, L = 1;
 
-    if (!wk->bmstale) {
-        for (size_t i = 0; i < wk->nbmdirty; i++) {
-            size_t b = wk->bmdirty[i], n = wk->bmleaves + b;
-            double v = bm_block(wk, b);
-
-            wk->bmflag[b] = 0;
-            if (v == wk->bm[n])
-                continue;
-            wk->bm[n] = v;
-            for (n >>= 1; n >= 1; n >>= 1) {
-                v = bm_max(wk->bm[2 * n], wk->bm[2 * n + 1]);
-                if (v == wk->bm[n])
-                    break;
-                wk->bm[n] = v;
-            }
-        }
-        wk->nbmdirty = 0;
+    if (!wk->bmstale)
         return 0;
-    }
     while (L < nb)
         L *= 2;
     if (L != wk->bmleaves) {
         double *bm = realloc(wk->bm, 2 * L * sizeof(*bm));
-        size_t *dirty;
-        unsigned char *flag;
 
         if (!bm)
             return -1;
         wk->bm = bm;
-        if (!(dirty = realloc(wk->bmdirty, L * sizeof(*dirty))))
-            return -1;
-        wk->bmdirty = dirty;
-        if (!(flag = realloc(wk->bmflag, L)))
-            return -1;
-        wk->bmflag = flag;
         wk->bmleaves = L;
     }
-    memset(wk->bmflag, 0, L);
-    wk->nbmdirty = 0;
     for (size_t b = 0; b < L; b++)
         wk->bm[L + b] = b < nb ? bm_block(wk, b) : -INFINITY;
     for (size_t n = L - 1; n >= 1; n--)
@@ -134,11 +211,13 @@ int hs_pp_bm_refresh(struct work *wk)
     return 0;
 }
 
-/* First segment i >= s (no wrap) where B - used[i] < m, nseg if none; the block
- * maxima must be up to date (hs_pp_bm_refresh()).  For 0 < m <= cap_k, with m above
- * B * AVAIL_EPS, these are the segments where avail_k < m (seg_avail()); B - u
- * does not increase with u, so a block holds one if B minus its largest u < m. */
-size_t hs_pp_bm_below(const struct work *wk, double B, size_t s, double m)
+/* First segment i >= s (no wrap) where B - used[i] < m, nseg if none; the tree must
+ * be built (hs_pp_bm_refresh()).  For 0 < m <= cap_k, with m above B * AVAIL_EPS,
+ * these are the segments where avail_k < m (seg_avail()); B - u does not increase
+ * with u, so a block holds none if B minus its bound is >= m.  A block read whole
+ * without finding one gets its exact maximum as its bound (a bound above it sent
+ * the search there for nothing). */
+size_t hs_pp_bm_below(struct work *wk, double B, size_t s, double m)
 {
     size_t p, pend, n, L = wk->bmleaves, h0 = wk->gap, h1 = wk->gap + wk->gaplen;
 
@@ -147,6 +226,8 @@ size_t hs_pp_bm_below(const struct work *wk, double B, size_t s, double m)
     p = tl_at(wk, s);
     for (;;) {
         size_t blk = p >> BM_SHIFT;
+        bool whole = p == blk << BM_SHIFT;
+        double mx = -INFINITY;
 
         pend = (blk + 1) << BM_SHIFT;
         if (pend > wk->capseg)
@@ -158,7 +239,10 @@ size_t hs_pp_bm_below(const struct work *wk, double B, size_t s, double m)
             }
             if (B - wk->used[p] < m)
                 return p < h0 ? p : p - wk->gaplen;
+            mx = bm_max(mx, wk->used[p]);
         }
+        if (whole)
+            bm_set(wk, blk, mx);
         /* the next block holding one: right of this one in the tree */
         n = L + blk;
         do {
@@ -184,15 +268,14 @@ static void tl_move_gap(struct work *wk, size_t pos)
     if (pos < g) {
         memmove(wk->t + pos + gl, wk->t + pos, (g - pos) * sizeof(double));
         memmove(wk->used + pos + gl, wk->used + pos, (g - pos) * sizeof(double));
-        bm_touch(wk, pos, g);
-        bm_touch(wk, pos + gl, g + gl);
+        wk->gap = pos;
+        bm_moved(wk, pos + gl, g + gl, -(ptrdiff_t)gl);
     } else if (pos > g) {
         memmove(wk->t + g, wk->t + g + gl, (pos - g) * sizeof(double));
         memmove(wk->used + g, wk->used + g + gl, (pos - g) * sizeof(double));
-        bm_touch(wk, g, pos);
-        bm_touch(wk, g + gl, pos + gl);
+        wk->gap = pos;
+        bm_moved(wk, g, pos, (ptrdiff_t)gl);
     }
-    wk->gap = pos;
 }
 
 /* Room for one more segment: the capacity doubles, the entries after the hole go to
@@ -235,7 +318,7 @@ static int tl_split(struct work *wk, double x, size_t *idx)
     tl_move_gap(wk, i + 1);
     wk->t[wk->gap] = x;
     wk->used[wk->gap] = u;
-    bm_touch(wk, wk->gap, wk->gap + 1);
+    bm_raise(wk, wk->gap, u);
     wk->gap++;
     wk->gaplen--;
     wk->nseg++;
@@ -247,7 +330,6 @@ static int tl_split(struct work *wk, double x, size_t *idx)
 static void tl_join(struct work *wk, size_t i)
 {
     tl_move_gap(wk, i);
-    bm_touch(wk, wk->gap + wk->gaplen, wk->gap + wk->gaplen + 1);
     wk->gaplen++;
     wk->nseg--;
 }
@@ -266,7 +348,7 @@ static int tl_add(struct work *wk, const struct piece *p)
             return -1;
     }
     TL_U(wk, ia) += p->bw;
-    bm_touch(wk, tl_at(wk, ia), tl_at(wk, ia) + 1);
+    bm_raise(wk, tl_at(wk, ia), TL_U(wk, ia));
     if (ia + 1 < wk->nseg && TL_U(wk, ia + 1) == TL_U(wk, ia))
         tl_join(wk, ia + 1);
     if (ia > 0 && TL_U(wk, ia - 1) == TL_U(wk, ia))
@@ -283,8 +365,6 @@ static void work_free(struct work *wk)
     free(wk->t);
     free(wk->used);
     free(wk->bm);
-    free(wk->bmdirty);
-    free(wk->bmflag);
     if (wk->job) {
         for (size_t k = 0; k < wk->K; k++) {
             free(wk->job[k].in);

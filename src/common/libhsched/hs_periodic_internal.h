@@ -76,15 +76,13 @@ struct work {
                                from each, in a gap buffer (TL_T(), TL_U()) */
     size_t gap, gaplen;     /* the hole: entries [gap, gap + gaplen[ of the arrays */
     size_t hint;            /* the segment tl_find() found last */
-    /* the largest used[] of each block of 1 << BM_SHIFT entries of the arrays (the
-     * hole left out), in a tree, for the first fit's long walks
-     * (hs_pp_bm_below()); brought up to date on demand (hs_pp_bm_refresh()) */
+    /* a bound on the used[] of each block of 1 << BM_SHIFT entries of the arrays
+     * (the hole left out), in a tree, for the first fit's long walks
+     * (hs_pp_bm_below()); kept by the profile's changes (hs_periodic.c) */
     double *bm;             /* node 1 the root, block b at bmleaves + b */
     size_t bmleaves;        /* a power of two >= the blocks */
-    size_t *bmdirty;        /* blocks changed since the last refresh */
-    size_t nbmdirty;
-    unsigned char *bmflag;  /* per block: listed in bmdirty */
-    bool bmstale;           /* no tree, or the arrays moved: rebuild it all */
+    bool bmstale;           /* no tree, or the arrays moved: build it all
+                               (hs_pp_bm_refresh()) */
     bool jump;              /* long walks use the tree (ff_jump()): the fast
                                construction of periodic-throu, whose insertions
                                go in time order; those of periodic-cong alternate
@@ -211,7 +209,7 @@ static inline double seg_avail(const struct work *wk, const struct ctx *c, size_
 
 /* hs_periodic.c */
 int hs_pp_bm_refresh(struct work *wk);
-size_t hs_pp_bm_below(const struct work *wk, double B, size_t s, double m);
+size_t hs_pp_bm_below(struct work *wk, double B, size_t s, double m);
 int hs_pp_tmp_push(struct work *wk, double a, double b, double bw);
 double hs_pp_inst_room(const struct work *wk, const struct wjob *j, size_t i);
 size_t hs_pp_inst_upper(const struct wjob *j, double init_w);
