@@ -356,6 +356,62 @@ static int tl_add(struct work *wk, const struct piece *p)
     return 0;
 }
 
+/* The pieces p[0..n-1] of an instance of the first fit, which follow one another
+ * along the profile (one per segment, from a start inside the first to an end
+ * inside the last, round T to 0 at most once): what tl_add() on each in turn does,
+ * in one pass.  The two splits first; then each segment gets its piece's bw (the
+ * same sum: tl_add() on a piece whose segment was just joined to the previous one
+ * splits it again with that segment's total, equal to its own); then the same
+ * neighbours are compared and joined, from the highest index down so that the
+ * indices still to visit do not move.  Returns 1 done, 0 not such a run (nothing
+ * granted: tl_add() on each does the rest), -1 ENOMEM. */
+static int tl_add_run(struct work *wk, const struct piece *p, size_t n)
+{
+    size_t s0, s, wrap = n, q, e, ns;
+
+    if (tl_split(wk, p[0].a, &s0) < 0)
+        return -1;
+    ns = wk->nseg;
+    if (p[n - 1].b < wk->T && tl_split(wk, p[n - 1].b, &s) < 0)
+        return -1;
+    if (wk->nseg > ns && s <= s0)
+        s0++;                   /* the end, after a wrap, split a segment before */
+    for (q = 0, s = s0; q < n; q++, s++) {
+        if (s == wk->nseg) {
+            if (wrap < n)
+                return 0;
+            wrap = q;
+            s = 0;
+        }
+        if (TL_T(wk, s) != p[q].a || seg_end(wk, s) != p[q].b)
+            return 0;
+    }
+    for (q = 0, s = s0; q < n; q++, s++) {
+        size_t at;
+
+        if (q == wrap)
+            s = 0;
+        at = tl_at(wk, s);
+        wk->used[at] += p[q].bw;
+        bm_raise(wk, at, wk->used[at]);
+    }
+    /* the pairs (i - 1, i) from the one after the last piece down to the one
+     * before the first, the part after the wrap (the lower indices) last */
+    e = s0 + wrap;
+    for (s = e < wk->nseg ? e : wk->nseg - 1; s >= s0 && s > 0; s--) {
+        if (TL_U(wk, s - 1) == TL_U(wk, s))
+            tl_join(wk, s);
+    }
+    if (wrap < n) {
+        e = n - wrap;
+        for (s = e < wk->nseg ? e : wk->nseg - 1; s > 0; s--) {
+            if (TL_U(wk, s - 1) == TL_U(wk, s))
+                tl_join(wk, s);
+        }
+    }
+    return 1;
+}
+
 /* ------------------------------------------------------------------ work */
 
 static void work_free(struct work *wk)
@@ -459,18 +515,21 @@ size_t hs_pp_inst_upper(const struct wjob *j, double init_w)
 }
 
 /* Commit the pieces of wk->tmp (time order) as a new instance of job k starting its
- * compute at init_w, whose I/O ends 'span' after init_w.  Returns its index. */
+ * compute at init_w, whose I/O ends 'span' after init_w; 'run': they follow one
+ * another along the profile (tl_add_run()).  Returns its index. */
 int hs_pp_commit_instance(struct work *wk, size_t k, double init_w, double span,
-                          size_t *index)
+                          bool run, size_t *index)
 {
     struct wjob *j = &wk->job[k];
     size_t pos;
+    int rc = 0;
 
     if (hs_grow(&j->in, &j->cap, j->n + 1, sizeof(*j->in)) < 0
         || hs_grow(&wk->pool, &wk->cappool, wk->npool + wk->ntmp,
-                   sizeof(*wk->pool)) < 0)
+                   sizeof(*wk->pool)) < 0
+        || (run && (rc = tl_add_run(wk, wk->tmp, wk->ntmp)) < 0))
         return -1;
-    for (size_t i = 0; i < wk->ntmp; i++) {
+    for (size_t i = 0; rc == 0 && i < wk->ntmp; i++) {
         if (tl_add(wk, &wk->tmp[i]) < 0)
             return -1;
     }
@@ -638,7 +697,7 @@ static int ps_first(struct work *wk, const struct ctx *c, size_t k)
     tmp_sort_from(wk, bestx);
     span = dist_t(bestx, wk->tmp[wk->ntmp - 1].a, T)
            + (wk->tmp[wk->ntmp - 1].b - wk->tmp[wk->ntmp - 1].a);
-    if (hs_pp_commit_instance(wk, k, norm_t(bestx - w, T), w + span, &pos) < 0)
+    if (hs_pp_commit_instance(wk, k, norm_t(bestx - w, T), w + span, false, &pos) < 0)
         return -1;
     wk->job[k].last = pos;
     return 1;
@@ -697,7 +756,7 @@ static int ps_next(struct work *wk, const struct ctx *c, size_t k)
     }
     if (rem > 0 || wk->ntmp == 0)
         return 0;
-    if (hs_pp_commit_instance(wk, k, g0, w + dist, &pos) < 0)
+    if (hs_pp_commit_instance(wk, k, g0, w + dist, false, &pos) < 0)
         return -1;
     j->last = pos;
     return 1;

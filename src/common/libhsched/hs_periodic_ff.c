@@ -274,7 +274,7 @@ static int ff_try(struct work *wk, const struct ctx *c, size_t k, double x, doub
         size_t ip = hs_pp_inst_upper(j, init_w);
         nold = cand_of(wk, c, k, (ip + j->n - 1) % j->n, old);
     }
-    if (hs_pp_commit_instance(wk, k, init_w, w + dur, &pos) < 0
+    if (hs_pp_commit_instance(wk, k, init_w, w + dur, !wk->reference, &pos) < 0
         || (!wk->reference && cand_update(wk, c, k, pos, old, nold) < 0))
         return -1;
     return 1;

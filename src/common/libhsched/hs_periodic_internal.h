@@ -214,7 +214,7 @@ int hs_pp_tmp_push(struct work *wk, double a, double b, double bw);
 double hs_pp_inst_room(const struct work *wk, const struct wjob *j, size_t i);
 size_t hs_pp_inst_upper(const struct wjob *j, double init_w);
 int hs_pp_commit_instance(struct work *wk, size_t k, double init_w, double span,
-                          size_t *index);
+                          bool run, size_t *index);
 /* hs_periodic_ff.c: add one instance of job k at the first instant where its I/O
  * fits (Insert-In-Schedule); 1 inserted, 0 no room, -1 ENOMEM. */
 int hs_pp_ff_insert(struct work *wk, const struct ctx *c, size_t k);
