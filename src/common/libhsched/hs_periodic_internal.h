@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * hs_periodic_internal.h — what the files of the periodic construction share
- * (hs_periodic.c: profile, PerSched, the period search, the export;
+ * (hs_periodic.c: PerSched, the period search, the export; hs_periodic_profile.c:
+ * the profile's changes, its block maxima, the commit of an instance;
  * hs_periodic_ff.c: the first fit of Insert-In-Schedule; hs_pattern.c: the pattern's
  * queries).  Symbols and representation: hs_periodic.c's header comment.
  */
@@ -208,11 +209,12 @@ static inline double seg_avail(const struct work *wk, const struct ctx *c, size_
 }
 
 /* hs_periodic.c */
-int hs_pp_bm_refresh(struct work *wk);
-size_t hs_pp_bm_below(struct work *wk, double B, size_t s, double m);
 int hs_pp_tmp_push(struct work *wk, double a, double b, double bw);
 double hs_pp_inst_room(const struct work *wk, const struct wjob *j, size_t i);
 size_t hs_pp_inst_upper(const struct wjob *j, double init_w);
+/* hs_periodic_profile.c */
+int hs_pp_bm_refresh(struct work *wk);
+size_t hs_pp_bm_below(struct work *wk, double B, size_t s, double m);
 int hs_pp_commit_instance(struct work *wk, size_t k, double init_w, double span,
                           bool run, size_t *index);
 /* hs_periodic_ff.c: add one instance of job k at the first instant where its I/O
