@@ -24,11 +24,10 @@
  * changes keep the bounds without reading the blocks: an entry raised or added
  * raises its leaf, an entry leaving a block (into the hole) leaves its bound
  * valid, and the entries a move of the hole carries give the blocks they land in
- * the maximum of what they carry (bm_moved(), read while the move's memmove has
- * them in cache).  hs_pp_bm_below() lowers a bound to the block's exact maximum
- * when it reads the whole block for nothing.  Nothing is kept while the tree is to
- * be rebuilt anyway (PerSched, the plain construction and the first fit's short
- * walks never ask for it). */
+ * the bounds of the blocks they left (bm_moved()).  hs_pp_bm_below() lowers a
+ * bound to the block's exact maximum when it reads the whole block for nothing.
+ * Nothing is kept while the tree is to be rebuilt anyway (PerSched, the plain
+ * construction and the first fit's short walks never ask for it). */
 
 static inline double bm_max(double a, double b)
 {
@@ -52,7 +51,7 @@ static void bm_set(struct work *wk, size_t b, double v)
     }
 }
 
-/* An entry of the arrays at p now holds v (added, raised or moved in). */
+/* An entry of the arrays at p now holds v (added or raised). */
 static void bm_raise(struct work *wk, size_t p, double v)
 {
     if (wk->bmstale)
@@ -109,7 +108,8 @@ static bool bm_carry(struct work *wk, size_t b, size_t p, size_t e, ptrdiff_t of
  * [d0, d1[.  The blocks they land in get the bounds of the blocks they left
  * (bm_carry(), in the order that reads a block's bound before it is replaced, as
  * memmove() does), without reading them; the blocks the move emptied whole get
- * -inf.  A loose bound costs a read of its block by hs_pp_bm_below(), once. */
+ * -inf.  A bound left too high costs hs_pp_bm_below() one read of its block,
+ * after which it is exact until entries move in again. */
 static void bm_moved(struct work *wk, size_t d0, size_t d1, ptrdiff_t off)
 {
     const size_t B1 = (size_t)1 << BM_SHIFT;
