@@ -15,17 +15,18 @@
  *     used[i] = total bandwidth granted on [t[i], t[i+1][ (t[S] = T), kept in a
  *     gap buffer (TL_T(), TL_U()).  Every I/O piece lies inside one segment, so a
  *     segment's total is exact, and used[i] <= B always holds (Gainaru §3.2.1,
- *     constraint (ii)).  The largest used[] of each block of 64 entries of the
- *     arrays is kept in a tree for the first fit's long walks (hs_pp_bm_below());
- *     the profile's changes mark the blocks, which are recomputed on demand;
+ *     constraint (ii)).  A bound on the used[] of each block of 64 entries of
+ *     the arrays is kept in a tree for the first fit's long walks
+ *     (hs_pp_bm_below()), by the profile's changes;
  *   - per job, its instances sorted by init_w (normalised into [0, T[), each with the
  *     span from init_w to the end of its I/O (w_k + I/O duration) and its pieces.
  * All times are kept normalised in [0, T[; "distances" along the circle are used for
  * the limits, so no unwrapped arithmetic perturbs the profile.
  *
- * The structures and the profile's accessors are in hs_periodic_internal.h, the first
- * fit of Insert-In-Schedule in hs_periodic_ff.c, the queries on a pattern in
- * hs_pattern.c.
+ * The structures and the profile's accessors are in hs_periodic_internal.h, the
+ * profile's changes, its block maxima and the commit of an instance in
+ * hs_periodic_profile.c, the first fit of Insert-In-Schedule in hs_periodic_ff.c,
+ * the queries on a pattern in hs_pattern.c.
  *
  * Pure code: no I/O, no clock, no global state.
  */
@@ -37,243 +38,6 @@
 #include "hs_periodic_internal.h"
 #include "policy.h"             /* hs_errprintf(), hs_grow() */
 
-/* ------------------------------------------------------------------ block maxima */
-
-/* The entries [p0, p1[ of the arrays changed (a value, or in or out of the hole):
- * their blocks are listed for the next refresh.  Nothing to do while the tree is
- * to be rebuilt anyway (PerSched, the plain construction and the first fit's short
- * walks never ask for it). */
-static void bm_touch(struct work *wk, size_t p0, size_t p1)
-{
-    if (wk->bmstale || p1 <= p0)
-        return;
-    for (size_t b = p0 >> BM_SHIFT; b <= (p1 - 1) >> BM_SHIFT; b++) {
-        if (!wk->bmflag[b]) {
-            wk->bmflag[b] = 1;
-            wk->bmdirty[wk->nbmdirty++] = b;
-        }
-    }
-}
-
-static inline double bm_max(double a, double b)
-{
-    return a > b ? a : b;   /* no NaN here; fmax() is a call */
-}
-
-/* Largest used[] of block b, the hole left out (-inf if none). */
-static double bm_block(const struct work *wk, size_t b)
-{
-    size_t p0 = b << BM_SHIFT, p1 = p0 + ((size_t)1 << BM_SHIFT);
-    size_t h0 = wk->gap, h1 = wk->gap + wk->gaplen;
-    double mx = -INFINITY;
-
-    if (p1 > wk->capseg)
-        p1 = wk->capseg;
-    for (size_t p = p0; p < p1; p++) {
-        if (p >= h0 && p < h1) {
-            p = h1 - 1;
-            continue;
-        }
-        mx = bm_max(mx, wk->used[p]);
-    }
-    return mx;
-}
-
-/* Bring the block maxima up to date: the blocks changed since the last refresh and
- * their ancestors (up to the first one whose maximum stays the same: the tree is
- * right but for the blocks not done yet), or everything when the arrays were
- * reallocated or reset.  Returns -1 (ENOMEM). */
-int hs_pp_bm_refresh(struct work *wk)
-{
-    size_t nb = (wk->capseg + ((size_t)1 << BM_SHIFT) - 1) >> BM_SHIFT, L = 1;
-
-    if (!wk->bmstale) {
-        for (size_t i = 0; i < wk->nbmdirty; i++) {
-            size_t b = wk->bmdirty[i], n = wk->bmleaves + b;
-            double v = bm_block(wk, b);
-
-            wk->bmflag[b] = 0;
-            if (v == wk->bm[n])
-                continue;
-            wk->bm[n] = v;
-            for (n >>= 1; n >= 1; n >>= 1) {
-                v = bm_max(wk->bm[2 * n], wk->bm[2 * n + 1]);
-                if (v == wk->bm[n])
-                    break;
-                wk->bm[n] = v;
-            }
-        }
-        wk->nbmdirty = 0;
-        return 0;
-    }
-    while (L < nb)
-        L *= 2;
-    if (L != wk->bmleaves) {
-        double *bm = realloc(wk->bm, 2 * L * sizeof(*bm));
-        size_t *dirty;
-        unsigned char *flag;
-
-        if (!bm)
-            return -1;
-        wk->bm = bm;
-        if (!(dirty = realloc(wk->bmdirty, L * sizeof(*dirty))))
-            return -1;
-        wk->bmdirty = dirty;
-        if (!(flag = realloc(wk->bmflag, L)))
-            return -1;
-        wk->bmflag = flag;
-        wk->bmleaves = L;
-    }
-    memset(wk->bmflag, 0, L);
-    wk->nbmdirty = 0;
-    for (size_t b = 0; b < L; b++)
-        wk->bm[L + b] = b < nb ? bm_block(wk, b) : -INFINITY;
-    for (size_t n = L - 1; n >= 1; n--)
-        wk->bm[n] = bm_max(wk->bm[2 * n], wk->bm[2 * n + 1]);
-    wk->bmstale = false;
-    return 0;
-}
-
-/* First segment i >= s (no wrap) where B - used[i] < m, nseg if none; the block
- * maxima must be up to date (hs_pp_bm_refresh()).  For 0 < m <= cap_k, with m above
- * B * AVAIL_EPS, these are the segments where avail_k < m (seg_avail()); B - u
- * does not increase with u, so a block holds one if B minus its largest u < m. */
-size_t hs_pp_bm_below(const struct work *wk, double B, size_t s, double m)
-{
-    size_t p, pend, n, L = wk->bmleaves, h0 = wk->gap, h1 = wk->gap + wk->gaplen;
-
-    if (s >= wk->nseg)
-        return wk->nseg;
-    p = tl_at(wk, s);
-    for (;;) {
-        size_t blk = p >> BM_SHIFT;
-
-        pend = (blk + 1) << BM_SHIFT;
-        if (pend > wk->capseg)
-            pend = wk->capseg;
-        for (; p < pend; p++) {
-            if (p >= h0 && p < h1) {
-                p = h1 - 1;
-                continue;
-            }
-            if (B - wk->used[p] < m)
-                return p < h0 ? p : p - wk->gaplen;
-        }
-        /* the next block holding one: right of this one in the tree */
-        n = L + blk;
-        do {
-            while (n & 1)
-                n >>= 1;
-            if (n == 0)
-                return wk->nseg;
-            n++;
-        } while (!(B - wk->bm[n] < m));
-        while (n < L)
-            n = B - wk->bm[2 * n] < m ? 2 * n : 2 * n + 1;
-        p = (n - L) << BM_SHIFT;
-    }
-}
-
-/* ------------------------------------------------------------------ profile */
-
-/* Move the hole to segment position 'pos' (0 <= pos <= nseg). */
-static void tl_move_gap(struct work *wk, size_t pos)
-{
-    size_t g = wk->gap, gl = wk->gaplen;
-
-    if (pos < g) {
-        memmove(wk->t + pos + gl, wk->t + pos, (g - pos) * sizeof(double));
-        memmove(wk->used + pos + gl, wk->used + pos, (g - pos) * sizeof(double));
-        bm_touch(wk, pos, g);
-        bm_touch(wk, pos + gl, g + gl);
-    } else if (pos > g) {
-        memmove(wk->t + g, wk->t + g + gl, (pos - g) * sizeof(double));
-        memmove(wk->used + g, wk->used + g + gl, (pos - g) * sizeof(double));
-        bm_touch(wk, g, pos);
-        bm_touch(wk, g + gl, pos + gl);
-    }
-    wk->gap = pos;
-}
-
-/* Room for one more segment: the capacity doubles, the entries after the hole go to
- * the end of the new arrays. */
-static int tl_room(struct work *wk)
-{
-    size_t cap = wk->capseg, ncap = cap ? 2 * cap : 64, tail;
-    double *t, *u;
-
-    if (wk->gaplen > 0)
-        return 0;
-    if (!(t = realloc(wk->t, ncap * sizeof(double))))
-        return -1;
-    wk->t = t;
-    if (!(u = realloc(wk->used, ncap * sizeof(double))))
-        return -1;
-    wk->used = u;
-    tail = wk->nseg - wk->gap;
-    memmove(t + ncap - tail, t + wk->gap, tail * sizeof(double));
-    memmove(u + ncap - tail, u + wk->gap, tail * sizeof(double));
-    wk->capseg = ncap;
-    wk->gaplen = ncap - wk->nseg;
-    wk->bmstale = true;
-    return 0;
-}
-
-/* Make x (in [0, T[) a breakpoint; *idx receives the segment starting at x. */
-static int tl_split(struct work *wk, double x, size_t *idx)
-{
-    size_t i = tl_find(wk, x);
-    double u;
-
-    if (TL_T(wk, i) == x) {
-        *idx = i;
-        return 0;
-    }
-    if (tl_room(wk) < 0)
-        return -1;
-    u = TL_U(wk, i);
-    tl_move_gap(wk, i + 1);
-    wk->t[wk->gap] = x;
-    wk->used[wk->gap] = u;
-    bm_touch(wk, wk->gap, wk->gap + 1);
-    wk->gap++;
-    wk->gaplen--;
-    wk->nseg++;
-    *idx = i + 1;
-    return 0;
-}
-
-/* Remove breakpoint i > 0 (its segment joins the previous one). */
-static void tl_join(struct work *wk, size_t i)
-{
-    tl_move_gap(wk, i);
-    bm_touch(wk, wk->gap + wk->gaplen, wk->gap + wk->gaplen + 1);
-    wk->gaplen++;
-    wk->nseg--;
-}
-
-/* Grant bw on [a, b[, a piece inside one segment: used[s] += bw.  Neighbours left
- * with exactly the same total are joined (the pieces keep their own bounds), which
- * keeps the profile short where the I/O system is saturated. */
-static int tl_add(struct work *wk, const struct piece *p)
-{
-    size_t ia, ib;
-
-    if (tl_split(wk, p->a, &ia) < 0)
-        return -1;
-    if (p->b < wk->T && p->b < seg_end(wk, ia)) {
-        if (tl_split(wk, p->b, &ib) < 0)
-            return -1;
-    }
-    TL_U(wk, ia) += p->bw;
-    bm_touch(wk, tl_at(wk, ia), tl_at(wk, ia) + 1);
-    if (ia + 1 < wk->nseg && TL_U(wk, ia + 1) == TL_U(wk, ia))
-        tl_join(wk, ia + 1);
-    if (ia > 0 && TL_U(wk, ia - 1) == TL_U(wk, ia))
-        tl_join(wk, ia);
-    return 0;
-}
-
 /* ------------------------------------------------------------------ work */
 
 static void work_free(struct work *wk)
@@ -283,8 +47,6 @@ static void work_free(struct work *wk)
     free(wk->t);
     free(wk->used);
     free(wk->bm);
-    free(wk->bmdirty);
-    free(wk->bmflag);
     if (wk->job) {
         for (size_t k = 0; k < wk->K; k++) {
             free(wk->job[k].in);
@@ -376,42 +138,6 @@ size_t hs_pp_inst_upper(const struct wjob *j, double init_w)
             hi = mid;
     }
     return lo;
-}
-
-/* Commit the pieces of wk->tmp (time order) as a new instance of job k starting its
- * compute at init_w, whose I/O ends 'span' after init_w.  Returns its index. */
-int hs_pp_commit_instance(struct work *wk, size_t k, double init_w, double span,
-                          size_t *index)
-{
-    struct wjob *j = &wk->job[k];
-    size_t pos;
-
-    if (hs_grow(&j->in, &j->cap, j->n + 1, sizeof(*j->in)) < 0
-        || hs_grow(&wk->pool, &wk->cappool, wk->npool + wk->ntmp,
-                   sizeof(*wk->pool)) < 0)
-        return -1;
-    for (size_t i = 0; i < wk->ntmp; i++) {
-        if (tl_add(wk, &wk->tmp[i]) < 0)
-            return -1;
-    }
-    memcpy(wk->pool + wk->npool, wk->tmp, wk->ntmp * sizeof(*wk->tmp));
-    if (wk->reference) {
-        for (pos = 0; pos < j->n && j->in[pos].init_w <= init_w; pos++)
-            ;
-    } else
-        pos = hs_pp_inst_upper(j, init_w);
-    memmove(j->in + pos + 1, j->in + pos, (j->n - pos) * sizeof(*j->in));
-    j->in[pos] = (struct winst){
-        .init_w = init_w,
-        .span = span,
-        .io_end = wk->tmp[wk->ntmp - 1].b >= wk->T ? 0. : wk->tmp[wk->ntmp - 1].b,
-        .p0 = wk->npool,
-        .np = wk->ntmp,
-    };
-    wk->npool += wk->ntmp;
-    j->n++;
-    *index = pos;
-    return 0;
 }
 
 /* ------------------------------------------------------------------ PerSched */
@@ -558,7 +284,7 @@ static int ps_first(struct work *wk, const struct ctx *c, size_t k)
     tmp_sort_from(wk, bestx);
     span = dist_t(bestx, wk->tmp[wk->ntmp - 1].a, T)
            + (wk->tmp[wk->ntmp - 1].b - wk->tmp[wk->ntmp - 1].a);
-    if (hs_pp_commit_instance(wk, k, norm_t(bestx - w, T), w + span, &pos) < 0)
+    if (hs_pp_commit_instance(wk, k, norm_t(bestx - w, T), w + span, false, &pos) < 0)
         return -1;
     wk->job[k].last = pos;
     return 1;
@@ -617,7 +343,7 @@ static int ps_next(struct work *wk, const struct ctx *c, size_t k)
     }
     if (rem > 0 || wk->ntmp == 0)
         return 0;
-    if (hs_pp_commit_instance(wk, k, g0, w + dist, &pos) < 0)
+    if (hs_pp_commit_instance(wk, k, g0, w + dist, false, &pos) < 0)
         return -1;
     j->last = pos;
     return 1;

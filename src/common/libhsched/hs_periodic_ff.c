@@ -274,7 +274,7 @@ static int ff_try(struct work *wk, const struct ctx *c, size_t k, double x, doub
         size_t ip = hs_pp_inst_upper(j, init_w);
         nold = cand_of(wk, c, k, (ip + j->n - 1) % j->n, old);
     }
-    if (hs_pp_commit_instance(wk, k, init_w, w + dur, &pos) < 0
+    if (hs_pp_commit_instance(wk, k, init_w, w + dur, !wk->reference, &pos) < 0
         || (!wk->reference && cand_update(wk, c, k, pos, old, nold) < 0))
         return -1;
     return 1;
@@ -392,6 +392,7 @@ int hs_pp_ff_insert(struct work *wk, const struct ctx *c, size_t k)
             wk->visits++;
             if (!wk->reference && ff_skip(&prev, seg_avail(wk, c, k, idx), lmax))
                 continue;
+            wk->hint = idx;     /* where tl_find() finds x */
             if ((rc = ff_try(wk, c, k, x, lmax, &prev.nofit)) != 0) {
                 if (rc > 0)
                     j->xmin = x;

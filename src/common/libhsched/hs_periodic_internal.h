@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * hs_periodic_internal.h — what the files of the periodic construction share
- * (hs_periodic.c: profile, PerSched, the period search, the export;
+ * (hs_periodic.c: PerSched, the period search, the export; hs_periodic_profile.c:
+ * the profile's changes, its block maxima, the commit of an instance;
  * hs_periodic_ff.c: the first fit of Insert-In-Schedule; hs_pattern.c: the pattern's
  * queries).  Symbols and representation: hs_periodic.c's header comment.
  */
@@ -76,15 +77,13 @@ struct work {
                                from each, in a gap buffer (TL_T(), TL_U()) */
     size_t gap, gaplen;     /* the hole: entries [gap, gap + gaplen[ of the arrays */
     size_t hint;            /* the segment tl_find() found last */
-    /* the largest used[] of each block of 1 << BM_SHIFT entries of the arrays (the
-     * hole left out), in a tree, for the first fit's long walks
-     * (hs_pp_bm_below()); brought up to date on demand (hs_pp_bm_refresh()) */
+    /* a bound on the used[] of each block of 1 << BM_SHIFT entries of the arrays
+     * (the hole left out), in a tree, for the first fit's long walks
+     * (hs_pp_bm_below()); kept by the profile's changes (hs_periodic.c) */
     double *bm;             /* node 1 the root, block b at bmleaves + b */
     size_t bmleaves;        /* a power of two >= the blocks */
-    size_t *bmdirty;        /* blocks changed since the last refresh */
-    size_t nbmdirty;
-    unsigned char *bmflag;  /* per block: listed in bmdirty */
-    bool bmstale;           /* no tree, or the arrays moved: rebuild it all */
+    bool bmstale;           /* no tree, or the arrays moved: build it all
+                               (hs_pp_bm_refresh()) */
     bool jump;              /* long walks use the tree (ff_jump()): the fast
                                construction of periodic-throu, whose insertions
                                go in time order; those of periodic-cong alternate
@@ -164,18 +163,27 @@ static inline double seg_end(const struct work *wk, size_t i)
     return i + 1 < wk->nseg ? TL_T(wk, i + 1) : wk->T;
 }
 
-/* Largest i with t[i] <= x, for x in [0, T[: the segment of the last search or the
- * next one (the walks and the pieces of an instance go forward), else a binary
- * search. */
+/* Largest i with t[i] <= x, for x in [0, T[.  The walks, the starts of the first
+ * fit and the pieces of an instance go forward, so the search gallops forward from
+ * the segment of the last search (1, 2, 4, ... segments on) before halving:
+ * O(log d) for a distance d, O(1) for that segment and the next; a binary search
+ * over the whole profile only when x lies before it. */
 static inline size_t tl_find(struct work *wk, double x)
 {
     size_t lo = 0, hi = wk->nseg, h = wk->hint;
 
     if (h < hi && TL_T(wk, h) <= x) {
-        if (seg_end(wk, h) > x)
-            return h;
-        if (h + 1 < hi && seg_end(wk, h + 1) > x)
-            return wk->hint = h + 1;
+        size_t step = 1;
+
+        lo = h;
+        while (lo + step < hi) {
+            if (TL_T(wk, lo + step) > x) {
+                hi = lo + step;
+                break;
+            }
+            lo += step;
+            step *= 2;
+        }
     }
     while (hi - lo > 1) {
         size_t mid = lo + (hi - lo) / 2;
@@ -201,13 +209,14 @@ static inline double seg_avail(const struct work *wk, const struct ctx *c, size_
 }
 
 /* hs_periodic.c */
-int hs_pp_bm_refresh(struct work *wk);
-size_t hs_pp_bm_below(const struct work *wk, double B, size_t s, double m);
 int hs_pp_tmp_push(struct work *wk, double a, double b, double bw);
 double hs_pp_inst_room(const struct work *wk, const struct wjob *j, size_t i);
 size_t hs_pp_inst_upper(const struct wjob *j, double init_w);
+/* hs_periodic_profile.c */
+int hs_pp_bm_refresh(struct work *wk);
+size_t hs_pp_bm_below(struct work *wk, double B, size_t s, double m);
 int hs_pp_commit_instance(struct work *wk, size_t k, double init_w, double span,
-                          size_t *index);
+                          bool run, size_t *index);
 /* hs_periodic_ff.c: add one instance of job k at the first instant where its I/O
  * fits (Insert-In-Schedule); 1 inserted, 0 no room, -1 ENOMEM. */
 int hs_pp_ff_insert(struct work *wk, const struct ctx *c, size_t k);
