@@ -79,7 +79,7 @@ struct work {
     size_t hint;            /* the segment tl_find() found last */
     /* a bound on the used[] of each block of 1 << BM_SHIFT entries of the arrays
      * (the hole left out), in a tree, for the first fit's long walks
-     * (hs_pp_bm_below()); kept by the profile's changes (hs_periodic.c) */
+     * (hs_pp_bm_below()); kept by the profile's changes (hs_periodic_profile.c) */
     double *bm;             /* node 1 the root, block b at bmleaves + b */
     size_t bmleaves;        /* a power of two >= the blocks */
     bool bmstale;           /* no tree, or the arrays moved: build it all
