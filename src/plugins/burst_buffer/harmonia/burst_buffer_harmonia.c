@@ -311,6 +311,21 @@ static int _too_large(const hu_bb_request_t *req, char **err_msg)
 }
 
 /*
+ * The job's bb/harmonia TRES, in MB: its buffer and the persistent buffers it
+ * creates (as Slurm's datawarp plugin counts them), so that accounting shows
+ * them and association limits on bb/harmonia apply to the creating job.
+ */
+static uint64_t _tres_mb(const hu_bb_request_t *req)
+{
+	uint64_t bytes = req->has_buffer ? req->capacity : 0;
+
+	for (int i = 0; i < req->npersist; i++)
+		if (req->persist[i].op == HU_BB_PERSIST_CREATE)
+			bytes += req->persist[i].capacity;
+	return bytes / (1024 * 1024);
+}
+
+/*
  * Collect the job's directives (script and --bb), validate them, and replace
  * job_desc->burst_buffer with their canonical form.
  */
@@ -325,6 +340,9 @@ extern int bb_p_job_validate(job_desc_msg_t *job_desc, uid_t submit_uid,
 	int rc = SLURM_SUCCESS;
 
 	memset(&req, 0, sizeof(req));
+	/* DataWarp's #DW lines would leave the job without its buffer */
+	if (hu_bb_check_foreign(job_desc->script, &err) < 0)
+		goto invalid;
 	collected = hu_bb_collect_script(job_desc->script);
 	in_script = collected && collected[0];
 	in_bb = hu_bb_has_directives(job_desc->burst_buffer, true);
@@ -389,7 +407,7 @@ checked:
 	if (rc == SLURM_SUCCESS && bb_state.tres_pos > 0 &&
 	    job_desc->tres_req_cnt)
 		job_desc->tres_req_cnt[bb_state.tres_pos] =
-			req.capacity / (1024 * 1024);
+			_tres_mb(&req);
 	slurm_mutex_unlock(&bb_state.bb_mutex);
 	if (rc != SLURM_SUCCESS)
 		goto out;
@@ -451,7 +469,9 @@ extern void bb_p_job_set_tres_cnt(job_record_t *job_ptr, uint64_t *tres_cnt,
 		return;
 	slurm_mutex_lock(&bb_state.bb_mutex);
 	if ((bb_job = bbh_get_bb_job(job_ptr)))
-		tres_cnt[bb_state.tres_pos] = bb_job->total_size / (1024 * 1024);
+		tres_cnt[bb_state.tres_pos] =
+			(bb_job->total_size + bb_job->persist_add) /
+			(1024 * 1024);
 	slurm_mutex_unlock(&bb_state.bb_mutex);
 }
 
@@ -475,6 +495,14 @@ static int _try_one(void *x, void *arg)
 		return 0;
 	if (!(bb_job = bbh_get_bb_job(job_ptr)))
 		return 0;
+	if (bb_job->state == BB_STATE_STAGING_IN) {
+		hjob_t *h = bbh_hjob_find(job_ptr->job_id);
+
+		/* waits for space whose end nobody knows: no expected start
+		 * (squeue --start: N/A), not the time of this pass */
+		if (h && h->start_unknown && bbh_waits_for_space(job_ptr))
+			job_ptr->start_time = 0;
+	}
 	if (bb_job->state < BB_STATE_STAGING_IN) {
 		enum job_state_reason why = bbh_waits_for(job_ptr);
 
@@ -730,6 +758,31 @@ static void _stage_out_cut(job_record_t *job_ptr)
 	xfree(dests);
 }
 
+/*
+ * A job cancelled before it ran: what the plugin said of its buffer while it
+ * waited ("stage-in running", "waiting for ... of free buffer space") is no
+ * longer true, so it goes; a reason of its own (scancel --hurry's) stays.
+ */
+static void _clear_reason(job_record_t *job_ptr)
+{
+	if (!job_ptr->state_desc ||
+	    xstrncmp(job_ptr->state_desc, plugin_type, strlen(plugin_type)) ||
+	    strstr(job_ptr->state_desc, "scancel --hurry"))
+		return;
+	xfree(job_ptr->state_desc);
+	switch (job_ptr->state_reason) {
+	case WAIT_BURST_BUFFER_RESOURCE:
+	case WAIT_BURST_BUFFER_STAGING:
+	case FAIL_BURST_BUFFER_OP:
+	case WAIT_HELD_USER:
+		job_ptr->state_reason = WAIT_NO_REASON;
+		break;
+	default:
+		break;
+	}
+	last_job_update = time(NULL);
+}
+
 extern int bb_p_job_cancel(job_record_t *job_ptr)
 {
 	bb_job_t *bb_job;
@@ -740,6 +793,8 @@ extern int bb_p_job_cancel(job_record_t *job_ptr)
 	slurm_mutex_lock(&bb_state.bb_mutex);
 	bb_job = bbh_get_bb_job(job_ptr);
 	h = bbh_hjob_find(job_ptr->job_id);
+	if (!(job_ptr->bit_flags & JOB_KILL_HURRY))
+		_clear_reason(job_ptr);
 	if (bb_job) {
 		if (bb_job->state < BB_STATE_STAGING_IN &&
 		    (!h || !h->registered)) {
