@@ -5,10 +5,12 @@ sbatch, DataWarp's #DW lines refused with the line to write, a job held for a
 failed stage-in released by its owner, a cancelled job that no longer says
 "stage-in running", no made-up expected start while a job waits for buffer
 space, and --bb errors that name the --bb item."""
+import json
 import os
 import time
 
-from conftest import plain_user, run_as, sbatch_as, script, user_workdir, wait_for
+from conftest import (BUILDDIR, plain_user, run_as, sbatch_as, script, user_workdir,
+                      wait_for)
 
 REFUSED = "sbatch: error: Batch job submission failed: Burst Buffer request invalid"
 DENIED = "sbatch: error: Batch job submission failed: Burst Buffer permission denied"
@@ -212,3 +214,32 @@ def test_bb_item_errors_name_the_item(cluster):
     assert err.splitlines()[0] == (
         "sbatch: error: #BB_HARMONIA line 4: stage_in: source '/nonexistent/x' does not "
         "exist (No such file or directory)"), err
+
+
+# ------------------------------------------------------------------ bbmgr job after the end
+
+def bbmgr_as(cluster, pw, *args):
+    cmd = [os.path.join(BUILDDIR, "bbmgr", "bbmgr"), "--url", cluster.bbmgr_url]
+    if cluster.munge_socket:
+        cmd += ["--munge-socket", cluster.munge_socket]
+    return run_as(cluster, pw, *(cmd + list(args)))
+
+
+def test_bbmgr_job_right_after_the_end_shows_its_last_state(cluster, need_bbmgrd):
+    u = plain_user(cluster)
+    rc, j, _, err = sbatch_as(cluster, u, script("jobbuffer capacity=1GiB",
+                                                 body="echo x > $HARMONIA_BB/f"))
+    assert rc == 0, err
+    assert cluster.wait_state(j, DONE) == "COMPLETED"
+    # torn down: bbmgrd no longer lists it
+    wait_for(lambda: j not in [x["id"] for x in cluster.bbmgr("jobs")["jobs"]],
+             what="job %s torn down" % j)
+    p = bbmgr_as(cluster, u, "job", j)
+    assert p.returncode == 0, p.stderr
+    last = json.loads(p.stdout)
+    assert last["id"] == j and last["state"] == "ended", last
+    assert last["allocation"] is None and last["ended"] > 0, last
+    assert last["user"] == u.pw_name, last
+    # another user is told it is not theirs, not that it does not exist
+    p = bbmgr_as(cluster, plain_user(cluster, 1), "job", j)
+    assert p.returncode != 0 and "HTTP 403" in p.stderr, p.stderr
