@@ -243,3 +243,20 @@ def test_bbmgr_job_right_after_the_end_shows_its_last_state(cluster, need_bbmgrd
     # another user is told it is not theirs, not that it does not exist
     p = bbmgr_as(cluster, plain_user(cluster, 1), "job", j)
     assert p.returncode != 0 and "HTTP 403" in p.stderr, p.stderr
+
+
+# ------------------------------------------------------------------ honest displays
+
+def test_bbstat_says_who_asked(cluster, need_bbmgrd):
+    u = plain_user(cluster)
+    p = run_as(cluster, u, "scontrol", "show", "bbstat")
+    assert p.returncode == 0, p.stderr
+    lines = [l for l in p.stdout.splitlines() if l.startswith("  caller: ")]
+    assert len(lines) == 1, p.stdout
+    # Slurm 22.05 does not tell the plugin who asks; later ones do
+    who = lines[0].split(", through slurmctld (which asks bbmgrd as uid ")
+    assert len(who) == 2 and who[1].rstrip(")").isdigit(), lines
+    assert who[0] in ("  caller: %s (uid %d)" % (u.pw_name, u.pw_uid),
+                      "  caller: not known (this Slurm does not tell the plugin who runs "
+                      "scontrol)"), lines
+    assert "admin=yes" not in p.stdout, p.stdout
