@@ -189,6 +189,26 @@ def test_job_waiting_for_space_start_unknown_and_cancel_clears_reason(cluster, n
         cluster.run("scancel", a, check=False)
 
 
+def test_job_cancelled_during_its_stage_in_loses_that_reason(cluster, need_bbmgrd):
+    from test_lifecycle2 import slow_mover
+    u = plain_user(cluster)
+    wdir = user_workdir(cluster, u)
+    src = os.path.join(wdir, "big.bin")
+    run_as(cluster, u, "dd", "if=/dev/zero", "of=" + src, "bs=1M", "count=8")
+    with slow_mover(cluster, rate="0.5 MB/s"):
+        rc, j, _, err = sbatch_as(cluster, u, script(
+            "jobbuffer capacity=1GiB",
+            "stage_in source=%s destination=$HARMONIA_BB/big.bin type=file" % src))
+        assert rc == 0, err
+        wait_for(lambda: reason(cluster, j) == "burst_buffer/harmonia: stage-in running",
+                 timeout=60, what="stage-in running (now %r)" % reason(cluster, j))
+        p = run_as(cluster, u, "scancel", j)
+        assert p.returncode == 0, p.stderr
+        assert cluster.wait_state(j, DONE) == "CANCELLED"
+        wait_for(lambda: reason(cluster, j) == "None", timeout=30,
+                 what="no reason left on the cancelled job (now %r)" % reason(cluster, j))
+
+
 # ------------------------------------------------------------------ --bb items
 
 def test_bb_item_errors_name_the_item(cluster):

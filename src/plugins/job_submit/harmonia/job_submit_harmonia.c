@@ -280,10 +280,11 @@ static int _check_paths(const hu_bb_request_t *req, job_desc_msg_t *job_desc,
  * use_persistent and destroy_persistent of a buffer that exists and belongs to
  * another user are refused here, at submission, rather than held at stage-in
  * (the burst buffer plugin applies the same owner rule then, for the buffers
- * made meanwhile).  One call per name, bounded by OWNER_TIMEOUT_MS, with
- * slurmctld's locks held; when bbmgrd does not answer in time (or is down) no
- * other call is made, the job is accepted and that later check holds it if need
- * be (a user hold, with the reason, that its owner may release).  A name that does not
+ * made meanwhile).  One call per name, each bounded by OWNER_TIMEOUT_MS and
+ * none started after that long in all (slurmctld's locks are held: at most
+ * twice that); when bbmgrd does not answer in time (or is down) no other call
+ * is made, the job is accepted and that later check holds it if need be (a
+ * user hold, with the reason, that its owner may release).  A name that does not
  * exist yet may be created by another of the user's jobs: accepted.
  */
 #define OWNER_TIMEOUT_MS 1000
@@ -294,6 +295,7 @@ static int _check_owners(const hu_bb_request_t *req, uint32_t uid,
 	hm_client_t *cli = NULL;
 	hm_error_t herr;
 	int rc = 0;
+	double until = hu_mono() + OWNER_TIMEOUT_MS / 1000.0;
 
 	if (!conf.configured || (uid == 0) || (uid == slurm_conf.slurm_user_id))
 		return 0;
@@ -307,6 +309,8 @@ static int _check_owners(const hu_bb_request_t *req, uint32_t uid,
 
 		if (p->op == HU_BB_PERSIST_CREATE || strchr(p->name, '%'))
 			continue;	/* symbols: known at stage-in only */
+		if (hu_mono() >= until)
+			break;		/* the rest: checked at stage-in */
 		if (!cli) {
 			o.url = conf.url;
 			o.munge_socket = conf.munge_socket;
