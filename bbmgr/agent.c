@@ -41,6 +41,7 @@
 #define SPARE_PER_STEP 8
 #define REPLY_MAX (64u << 20)   /* largest reply read from bbmgrd */
 #define REMOVING_MAX 256
+#define AGENT_PORT_LO 600       /* local ports 600-1023 (privileged) */
 #define AGENT_BUDGET_MIN 128    /* bytes of results in a report, at least */
 
 typedef struct {
@@ -804,6 +805,12 @@ static int post_once(agent_t *a, const char *body, long *code, rbuf_t *out)
     curl_easy_setopt(a->curl, CURLOPT_TIMEOUT_MS, 10000L);
     curl_easy_setopt(a->curl, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(a->curl, CURLOPT_PROTOCOLS_STR, "http,https");
+    if (geteuid() == 0) {
+        /* from a privileged port: bbmgrd keeps connections for those that users'
+         * connections cannot take (limits.reserved_connections) */
+        curl_easy_setopt(a->curl, CURLOPT_LOCALPORT, (long)AGENT_PORT_LO);
+        curl_easy_setopt(a->curl, CURLOPT_LOCALPORTRANGE, (long)(1024 - AGENT_PORT_LO));
+    }
     if ((rc = curl_easy_perform(a->curl)) != CURLE_OK) {
         a->session[0] = '\0';     /* a new connection comes next */
         if (a->last_http != -(long)rc)

@@ -7,6 +7,7 @@ keep the agents out or make an agent act for someone else.
 
 Runs as root (the agents act as the users); skipped otherwise.
 """
+import http.client
 import os
 import signal
 import socket
@@ -18,7 +19,7 @@ from harmonia_test.wait import scaled, wait_for
 from conftest import SLURM_UID, USER1, USER2, register
 from test_mover import GID1, GID2, MiB, mkdirs, stage, write, xfer
 from test_nodes import agent_cluster, agents, node, new_job  # noqa: F401 (fixture)
-from test_security import as_user, users  # noqa: F401 (fixture)
+from test_security import as_user, spawn, users  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the agent tests need root")
 
@@ -89,3 +90,101 @@ def test_hostile_file_names_do_not_take_the_node_down(make_daemon, agents, tmp_b
     assert x["state"] == "done", x
     assert d.metric("harmonia_agent_down_total") == 0
     assert "answered 413" not in by[bb].log_text()
+
+
+# ---------------------------------------------------------------- class 7
+def unix_ok(d, method, path, body=None, uid=SLURM_UID):
+    """A request on bbmgrd's unix socket (its own connections: the TCP listener may
+    be full); the decoded reply, asserted 200/201."""
+    class Conn(http.client.HTTPConnection):
+        def connect(self):
+            self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            self.sock.settimeout(15)
+            self.sock.connect(d.unix)
+    c = Conn("localhost", timeout=15)
+    try:
+        st, js = d.request(method, path, body, uid=uid, conn=c)
+    finally:
+        c.close()
+    assert st in (200, 201), "%s %s -> %d %s" % (method, path, st, js)
+    return js
+
+
+def hold_tcp(port, uid, gid, n, ready_w):
+    """Child: as uid, n TCP connections to bbmgrd, each with half a request line,
+    kept open (each one closed by bbmgrd is opened again); then wait to be killed."""
+    os.setgroups([])
+    os.setgid(gid)
+    os.setuid(uid)
+
+    def one():
+        s = socket.create_connection(("127.0.0.1", port))
+        s.sendall(b"GET /v1/sta")
+        return s
+    held = [one() for _ in range(n)]
+    os.write(ready_w, b"held\n")
+    while True:
+        for i, s in enumerate(held):
+            s.setblocking(False)
+            try:
+                gone = s.recv(1) == b""
+            except BlockingIOError:
+                gone = False
+            except OSError:
+                gone = True
+            if gone:
+                s.close()
+                try:
+                    held[i] = one()
+                except OSError:
+                    pass
+        time.sleep(0.05)
+
+
+def test_users_connections_do_not_lock_the_agents_out(make_daemon, agents, tmp_base, users):
+    """bbmgrd restarts; before its agents reconnect, user 1 holds
+    limits.max_connections TCP connections to it (and opens each again when one is
+    closed).  The agents, connecting from privileged ports (root's), are still
+    served: every node's agent reports, none is marked down, a stage-in on an agent
+    runs to its end."""
+    d, by = agent_cluster(make_daemon, agents, tmp_base, down_after="3s",
+                          limits={"max_connections": 6, "connection_timeout": "120s",
+                                  "request_deadline": "120s"})
+    pfs = os.path.join(tmp_base, "pfs")
+    mkdirs(pfs)
+    write(os.path.join(pfs, "data"), os.urandom(4 * MiB), 0o644)
+    for a in by.values():
+        a.proc.send_signal(signal.SIGSTOP)
+    d.restart()
+    r, w = os.pipe()
+    pid = spawn(hold_tcp, d.port, USER1, GID1, 6, w)
+    try:
+        assert os.read(r, 16) == b"held\n"
+        # the TCP listener is full for anybody else
+        with pytest.raises((OSError, http.client.HTTPException)):
+            d.request("GET", "/v1/status", uid=USER2, timeout=3)
+        for a in by.values():
+            a.proc.send_signal(signal.SIGCONT)
+        for n in by:
+            wait_for(lambda: (lambda a: a["state"] == "up" and a.get("polls", 0) > 0)(
+                unix_ok(d, "GET", "/v1/nodes/" + n)["agent"]),
+                "the agent of %s to report to the restarted bbmgrd" % n,
+                report=lambda: d.log_text()[-3000:])
+        register_unix = {"id": "c1", "uid": USER1, "gid": GID1}
+        unix_ok(d, "POST", "/v1/jobs", register_unix)
+        al = unix_ok(d, "POST", "/v1/jobs/c1/allocation", {"capacity": "1GiB", "nodes": 1})
+        path = al["nodes"][0]["path"]
+        wait_for(lambda: os.path.isdir(path), "its agent to make " + path)
+        tid = unix_ok(d, "POST", "/v1/jobs/c1/stage_in", {
+            "source": os.path.join(pfs, "data"), "destination": path + "/data",
+            "type": "file"})["id"]
+        x = wait_for(lambda: (lambda x: x if x["state"] != "running" and x["state"] != "queued"
+                              else None)(unix_ok(d, "GET", "/v1/transfers/%d" % tid)),
+                     "the stage-in on the agent")
+        assert x["state"] == "done", x
+        st = unix_ok(d, "GET", "/v1/status")
+        assert st["agents"]["down"] == [], st["agents"]
+        assert "limits.max_connections reached" in d.log_text()
+    finally:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
