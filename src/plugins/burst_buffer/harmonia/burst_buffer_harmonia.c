@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*****************************************************************************\
- *  burst_buffer_harmonia.c - Harmonia burst buffer plugin for Slurm 22.05.
+ *  burst_buffer_harmonia.c - Harmonia burst buffer plugin for Slurm (22.05 to 25.11).
  *
  *  Translates between slurmctld's burst buffer hooks and bbmgrd, Harmonia's
  *  manager daemon.  The #BB_HARMONIA directives of a job are collected from
@@ -165,6 +165,24 @@ extern int fini(void)
 	bb_clear_cache(&bb_state);
 	slurm_mutex_unlock(&bb_state.bb_mutex);
 	return SLURM_SUCCESS;
+}
+
+static bool _is_directive(char *tok)
+{
+	return !xstrncmp(tok, HU_BB_PREFIX, strlen(HU_BB_PREFIX));
+}
+
+/*
+ * The batch script of one component of a heterogeneous job: the "#!" line,
+ * the component's own #SBATCH and #BB_HARMONIA lines (those between its
+ * "#SBATCH hetjob" separators), and for the first component the body, in
+ * which #BB_HARMONIA lines are commented out.  So each component's buffer
+ * request is its own: the buffer belongs to the component that asks for it.
+ */
+extern char *bb_p_build_het_job_script(char *script, uint32_t het_job_offset)
+{
+	return bb_common_build_het_job_script(script, het_job_offset,
+					      _is_directive);
 }
 
 extern uint64_t bb_p_get_system_size(void)
@@ -487,7 +505,7 @@ static int _try_one(void *x, void *arg)
 	return 0;
 }
 
-extern int bb_p_job_try_stage_in(List job_queue)
+extern int bb_p_job_try_stage_in(list_t *job_queue)
 {
 	slurm_mutex_lock(&bb_state.bb_mutex);
 	if (bb_state.last_load_time) {
@@ -559,7 +577,7 @@ extern int bb_p_job_test_stage_in(job_record_t *job_ptr, bool test_only)
 
 static void _env_add(job_record_t *job_ptr, const char *name, const char *val)
 {
-	struct job_details *d = job_ptr->details;
+	job_details_t *d = job_ptr->details;
 
 	if (!d || !val)
 		return;
@@ -645,7 +663,7 @@ static int _start_stage_out(job_record_t *job_ptr)
 
 	if (bb_job && (bb_job->state < BB_STATE_POST_RUN)) {
 		bb_set_job_bb_state(job_ptr, bb_job, BB_STATE_STAGING_OUT);
-		job_ptr->job_state |= JOB_STAGE_OUT;
+		job_state_set_flag(job_ptr, JOB_STAGE_OUT);
 		xfree(job_ptr->state_desc);
 		xstrfmtcat(job_ptr->state_desc, "%s: Stage-out in progress",
 			   plugin_type);
@@ -763,7 +781,8 @@ extern int bb_p_job_cancel(job_record_t *job_ptr)
 }
 
 extern int bb_p_run_script(char *func, uint32_t job_id, uint32_t argc,
-			   char **argv, char **resp_msg)
+			   char **argv, job_info_msg_t *job_info,
+			   char **resp_msg)
 {
 	if (resp_msg)
 		*resp_msg = xstrdup("burst_buffer/harmonia runs no scripts");
@@ -811,3 +830,7 @@ extern char *bb_p_xlate_bb_2_tres_str(char *burst_buffer)
 		xstrfmtcat(tres, "%d=%"PRIu64, bb_state.tres_id, mb);
 	return tres;
 }
+
+/* The API symbols of older Slurm releases (slurm_compat.h). */
+#define SLURM_COMPAT_BB_API
+#include "slurm_compat.h"

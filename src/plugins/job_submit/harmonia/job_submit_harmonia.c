@@ -47,6 +47,7 @@
 
 #include "bbh_conf.h"
 #include "bbh_job.h"
+#include "slurm_compat.h"
 
 const char plugin_name[] = "Job submit plugin for Harmonia I/O hints";
 const char plugin_type[] = "job_submit/harmonia";
@@ -351,3 +352,7 @@ extern int job_modify(job_desc_msg_t *job_desc, job_record_t *job_ptr,
 	return _normalise(NULL, &job_desc->burst_buffer, job_ptr->user_id,
 			  NULL, NULL, err_msg);
 }
+
+/* The API symbols of older Slurm releases (slurm_compat.h). */
+#define SLURM_COMPAT_JOB_SUBMIT_API
+#include "slurm_compat.h"
