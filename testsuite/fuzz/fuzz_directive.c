@@ -3,7 +3,8 @@
  * fuzz_directive.c — libFuzzer harness for the #BB_HARMONIA grammar (libhutil).
  *
  * Each input is read
- *   1. as a batch script: hu_bb_check_foreign() (DataWarp's lines), then
+ *   1. as a batch script: hu_bb_check_foreign() (DataWarp's lines; and the bytes
+ *      as one --bb item through hu_bb_dw_equivalent() into a small buffer), then
  *      hu_bb_collect_script(), then hu_bb_parse(HU_BB_SRC_SCRIPT);
  *   2. as the text of sbatch --bb: hu_bb_parse(HU_BB_SRC_BB_OPTION) on the raw bytes
  *      (NUL bytes included, which must be refused);
@@ -191,6 +192,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     CHECK(collected != NULL, "hu_bb_collect_script() failed");
     check_parse(collected, strlen(collected), HU_BB_SRC_SCRIPT);
     free(collected);
+
+    /* a --bb item that may be DataWarp's: its equivalent fits the buffer given */
+    {
+        char eq[40];
+        int r = hu_bb_dw_equivalent(text, size, eq, sizeof(eq));
+        CHECK(r >= -1 && r <= 1, "hu_bb_dw_equivalent() returned %d", r);
+        if (r == 1)
+            CHECK(memchr(eq, '\0', sizeof(eq)) != NULL, "equivalent not terminated");
+    }
 
     /* 2, 3. the raw bytes as --bb text and as directive text */
     check_parse(text, size, HU_BB_SRC_BB_OPTION);

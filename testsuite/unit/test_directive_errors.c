@@ -727,6 +727,30 @@ START_TEST(test_foreign_lines)
         ck_assert_str_eq(err.text, rows[i].msg);
     }
     ck_assert_int_eq(hu_bb_check_foreign(NULL, NULL), 0);
+
+    /* one directive (a --bb item) */
+    char out[256];
+    const char *t = "  #DW jobdw capacity=1GiB type=scratch";
+    ck_assert_int_eq(hu_bb_dw_equivalent(t, strlen(t), out, sizeof(out)), 1);
+    ck_assert_str_eq(out, "#BB_HARMONIA jobbuffer capacity=1GiB");
+    t = "#DW swap 1GiB";
+    ck_assert_int_eq(hu_bb_dw_equivalent(t, strlen(t), out, sizeof(out)), 0);
+    t = "jobbuffer capacity=1GiB";
+    ck_assert_int_eq(hu_bb_dw_equivalent(t, strlen(t), out, sizeof(out)), -1);
+    t = "#DW persistentdw name=a;jobbuffer";       /* only the bytes given */
+    ck_assert_int_eq(hu_bb_dw_equivalent(t, 23, out, sizeof(out)), 1);
+    ck_assert_str_eq(out, "#BB_HARMONIA use_persistent name=a");
+    /* a small buffer: cut, terminated */
+    char small[16];
+    t = "#DW stage_in source=/a/very/long/path destination=$DW_JOB_STRIPED/x";
+    ck_assert_int_eq(hu_bb_dw_equivalent(t, strlen(t), small, sizeof(small)), 1);
+    ck_assert_str_eq(small, "#BB_HARMONIA st");
+    t = "#DW create_persistent name=p";
+    ck_assert_int_eq(hu_bb_dw_equivalent(t, strlen(t), small, sizeof(small)), 1);
+    ck_assert_str_eq(small, "#BB_HARMONIA cr");
+    t = "#DW jobdw";
+    ck_assert_int_eq(hu_bb_dw_equivalent(t, strlen(t), small, sizeof(small)), 1);
+    ck_assert_str_eq(small, "#BB_HARMONIA jo");
 }
 END_TEST
 

@@ -645,11 +645,16 @@ static bool dw_token(const char *verb, const char *t, size_t n, char *out, size_
             out[(*len)++] = t[i++];
         }
     }
-    out[*len] = '\0';
+    if (*len < cap)
+        out[*len] = '\0';
     return true;
 }
 
-int hu_bb_check_foreign(const char *script, hu_error_t *err)
+/* A DataWarp line [q, end) ("#DW verb ..." or "#BB verb ..."): -1 when it is not
+ * one, else its verb in verb[] and 1 with its #BB_HARMONIA equivalent in sugg[],
+ * or 0 when it has none. */
+static int dw_line(const char *q, const char *end, char *verb, size_t vlen, char *sugg,
+                   size_t slen)
 {
     static const struct {
         const char *dw, *ours, *fallback;
@@ -661,6 +666,53 @@ int hu_bb_check_foreign(const char *script, hu_error_t *err)
         { "create_persistent", "create_persistent", " name=NAME capacity=SIZE" },
         { "destroy_persistent", "destroy_persistent", " name=NAME" },
     };
+    const char *v = q + 4, *ve;
+    size_t len, i;
+    bool any = false;
+
+    if (end - q <= 4 || (strncmp(q, "#DW", 3) != 0 && strncmp(q, "#BB", 3) != 0)
+        || (q[3] != ' ' && q[3] != '\t'))
+        return -1;
+    while (v < end && (*v == ' ' || *v == '\t'))
+        v++;
+    for (ve = v; ve < end && *ve != ' ' && *ve != '\t' && *ve != '\r'; ve++)
+        ;
+    snprintf(verb, vlen, "%.*s", (int)(ve - v), v);
+    for (i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
+        if (strcmp(verb, verbs[i].dw) == 0)
+            break;
+    if (i == sizeof(verbs) / sizeof(verbs[0]))
+        return 0;
+    len = (size_t)snprintf(sugg, slen, "#BB_HARMONIA %s", verbs[i].ours);
+    if (len >= slen)
+        len = slen - 1;     /* cut: dw_token() and the fallback append nothing */
+    for (const char *t = ve; t < end;) {
+        const char *te;
+        while (t < end && (*t == ' ' || *t == '\t' || *t == '\r'))
+            t++;
+        for (te = t; te < end && *te != ' ' && *te != '\t' && *te != '\r'; te++)
+            ;
+        if (te > t && dw_token(verb, t, (size_t)(te - t), sugg, &len, slen))
+            any = true;
+        t = te;
+    }
+    if (!any && len + 1 < slen)
+        snprintf(sugg + len, slen - len, "%s", verbs[i].fallback);
+    return 1;
+}
+
+int hu_bb_dw_equivalent(const char *text, size_t n, char *out, size_t outlen)
+{
+    const char *q = text, *end = text + n;
+    char verb[32];
+
+    while (q < end && (*q == ' ' || *q == '\t'))
+        q++;
+    return dw_line(q, end, verb, sizeof(verb), out, outlen);
+}
+
+int hu_bb_check_foreign(const char *script, hu_error_t *err)
+{
     const char *p = script;
     int lineno = 0;
 
@@ -668,46 +720,25 @@ int hu_bb_check_foreign(const char *script, hu_error_t *err)
         const char *eol = strchr(p, '\n');
         const char *end = eol ? eol : p + strlen(p);
         const char *q = p;
+        char verb[32], sugg[256];
+        int r;
         if (lineno < 99999999)
             lineno++;
         while (q < end && (*q == ' ' || *q == '\t' || *q == '\r'))
             q++;
         if (q < end && *q != '#')
             break;      /* first command: directives end here */
-        if (end - q > 4 && (strncmp(q, "#DW", 3) == 0 || strncmp(q, "#BB", 3) == 0)
-            && (q[3] == ' ' || q[3] == '\t')) {
-            const char *v = q + 4, *ve;
-            char verb[32], sugg[256];
-            size_t len = 0, i;
-            while (v < end && (*v == ' ' || *v == '\t'))
-                v++;
-            for (ve = v; ve < end && *ve != ' ' && *ve != '\t' && *ve != '\r'; ve++)
-                ;
-            snprintf(verb, sizeof(verb), "%.*s", (int)(ve - v), v);
-            for (i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
-                if (strcmp(verb, verbs[i].dw) == 0)
-                    break;
+        r = dw_line(q, end, verb, sizeof(verb), sugg, sizeof(sugg));
+        if (r == 0) {
             errno = EINVAL;
-            if (i == sizeof(verbs) / sizeof(verbs[0]))
-                return hu_errprintf(err, "#BB_HARMONIA line %d: '%.3s %s' is a directive of "
-                                    "another burst buffer plugin (DataWarp), which "
-                                    "burst_buffer/harmonia does not read and has no "
-                                    "equivalent of: remove it (see harmonia-directives(5))",
-                                    lineno, q, verb);
-            len = (size_t)snprintf(sugg, sizeof(sugg), "#BB_HARMONIA %s", verbs[i].ours);
-            bool any = false;
-            for (const char *t = ve; t < end;) {
-                const char *te;
-                while (t < end && (*t == ' ' || *t == '\t' || *t == '\r'))
-                    t++;
-                for (te = t; te < end && *te != ' ' && *te != '\t' && *te != '\r'; te++)
-                    ;
-                if (te > t && dw_token(verb, t, (size_t)(te - t), sugg, &len, sizeof(sugg)))
-                    any = true;
-                t = te;
-            }
-            if (!any)
-                snprintf(sugg + len, sizeof(sugg) - len, "%s", verbs[i].fallback);
+            return hu_errprintf(err, "#BB_HARMONIA line %d: '%.3s %s' is a directive of "
+                                "another burst buffer plugin (DataWarp), which "
+                                "burst_buffer/harmonia does not read and has no "
+                                "equivalent of: remove it (see harmonia-directives(5))",
+                                lineno, q, verb);
+        }
+        if (r > 0) {
+            errno = EINVAL;
             return hu_errprintf(err, "#BB_HARMONIA line %d: '%.3s %s' is DataWarp's syntax, "
                                 "which burst_buffer/harmonia does not read (the job would "
                                 "run without it): write '%s' instead (see "

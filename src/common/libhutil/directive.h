@@ -154,6 +154,11 @@ const char *hu_bb_where(int line, bool bb_item, char *buf, size_t len);
  */
 int hu_bb_check_foreign(const char *script, hu_error_t *err);
 
+/* One DataWarp directive (text[0..n), e.g. a --bb item): -1 when it is not one,
+ * 1 with its #BB_HARMONIA equivalent in out (as hu_bb_check_foreign() gives it),
+ * 0 when it has none. */
+int hu_bb_dw_equivalent(const char *text, size_t n, char *out, size_t outlen);
+
 /* Canonical text: one "#BB_HARMONIA ..." line per directive, sizes in the largest
  * exact unit, durations in seconds.  hu_bb_parse() of it gives the same request.
  * Returns a malloc'd string, or NULL with errno set. */

@@ -249,7 +249,7 @@ static bool _blank(const char *s)
 /* What a --bb text without any Harmonia directive gets as an answer. */
 static char *_not_harmonia_msg(const char *bb)
 {
-	char shown[64];
+	char shown[64], sugg[256], dw_hint[300];
 	const char *hint = "";
 	size_t n = 0;
 
@@ -258,8 +258,27 @@ static char *_not_harmonia_msg(const char *bb)
 	shown[n] = '\0';
 	if (bb[n])
 		strcat(shown, "...");
-	if (strstr(bb, "#DW") || strstr(bb, "#BB "))
-		hint = " (DataWarp and #BB lines are for other burst buffer plugins)";
+	if (strstr(bb, "#DW") || strstr(bb, "#BB ")) {
+		/* the first DataWarp item, and what to write instead */
+		for (const char *it = bb; *it; ) {
+			size_t n = strcspn(it, ";\n");
+			int r = hu_bb_dw_equivalent(it, n, sugg, sizeof(sugg));
+
+			if (r > 0) {
+				snprintf(dw_hint, sizeof(dw_hint),
+					 " (DataWarp's syntax: write '%s' instead)",
+					 sugg);
+				hint = dw_hint;
+				break;
+			} else if (r == 0) {
+				hint = " (DataWarp's syntax, with no Harmonia equivalent)";
+				break;
+			}
+			it += n + (it[n] != '\0');
+		}
+		if (!hint[0])
+			hint = " (DataWarp and #BB lines are for other burst buffer plugins)";
+	}
 	else if (!xstrncasecmp(bb + strspn(bb, " \t;"), "capacity=", 9))
 		hint = " (write it as: jobbuffer capacity=SIZE)";
 	return xstrdup_printf("#BB_HARMONIA: --bb '%s' holds no Harmonia directive%s; burst_buffer/harmonia accepts jobbuffer, iohints, stage_in, stage_out, create_persistent, use_persistent and destroy_persistent, e.g. --bb \"jobbuffer capacity=10GiB\" (see harmonia-directives(5))",
