@@ -62,7 +62,7 @@ static int verb_index(const char *s, size_t n)
 static const char *const verb_keys[][8] = {
     [V_JOBBUFFER] = { "!capacity", "nodes", "pool", NULL },
     [V_IOHINTS] = { "!w_iter", "!io_volume", "phases", "io", "priority", "source",
-                    NULL },
+                    "interpose", NULL },
     [V_STAGE_IN] = { "!source", "!destination", "type", NULL },
     [V_STAGE_OUT] = { "!source", "!destination", "type", NULL },
     [V_CREATE] = { "!name", "!capacity", "pool", NULL },
@@ -327,6 +327,14 @@ static int apply(hu_bb_request_t *req, int v, kv_t *kv, int nkv, int line, ctx_t
                 req->hints_learned = true;
             else if (strcmp(val, "user") != 0)
                 FAIL(err, c, "source '%s' is not user or learned", val);
+        }
+        if ((val = kv_get(kv, nkv, "interpose"))) {
+            if (strcmp(val, "yes") == 0)
+                req->interpose = 1;
+            else if (strcmp(val, "no") == 0)
+                req->interpose = -1;
+            else
+                FAIL(err, c, "interpose '%s' is not yes or no", val);
         }
         req->has_hints = true;
         return 0;
@@ -1046,6 +1054,8 @@ char *hu_bb_format(const hu_bb_request_t *req)
             AP(" priority=%d", req->priority);
         if (req->hints_learned)
             AP(" source=learned");
+        if (req->interpose)
+            AP(" interpose=%s", req->interpose > 0 ? "yes" : "no");
         AP("\n");
     }
     for (int i = 0; i < req->npersist; i++) {
