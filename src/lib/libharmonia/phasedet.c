@@ -33,6 +33,20 @@ void hm_pd_init(hm_pd_t *pd, const hm_pd_params_t *p)
         pd->p.gap_frac = 0.25;
     pd->h.magic = HM_PD_MAGIC;
     pd->h.size = sizeof(pd->h);
+    pd->gap = hm_pd_gap(pd);
+}
+
+void hm_pd_set_hints(hm_pd_t *pd, double w_iter, double volume)
+{
+    pd->p.hint_w_iter = w_iter > 0 ? w_iter : 0;
+    pd->p.hint_volume = volume > 0 ? volume : 0;
+    pd->gap = hm_pd_gap(pd);
+}
+
+void hm_pd_set_hist(hm_pd_t *pd, const hm_pd_hist_t *h)
+{
+    pd->h = *h;
+    pd->gap = hm_pd_gap(pd);
 }
 
 int hm_pd_hist_valid(const hm_pd_hist_t *h)
@@ -153,9 +167,9 @@ void hm_pd_record(hm_pd_hist_t *h, const hm_pd_phase_t *ph, double gap)
 
 static void close_phase(hm_pd_t *pd, hm_pd_phase_t *closed)
 {
-    double gap = hm_pd_gap(pd);
     pd->cur.end = pd->last_end > pd->cur.start ? pd->last_end : pd->cur.start;
-    hm_pd_record(&pd->h, &pd->cur, gap);
+    hm_pd_record(&pd->h, &pd->cur, pd->gap);
+    pd->gap = hm_pd_gap(pd);
     if (closed)
         *closed = pd->cur;
     pd->open = 0;
@@ -164,7 +178,7 @@ static void close_phase(hm_pd_t *pd, hm_pd_phase_t *closed)
 int hm_pd_start(hm_pd_t *pd, double t, int inflight, hm_pd_phase_t *closed)
 {
     int flags = 0;
-    if (pd->open && inflight <= 0 && t - pd->last_end >= hm_pd_gap(pd)) {
+    if (pd->open && inflight <= 0 && t - pd->last_end >= pd->gap) {
         close_phase(pd, closed);
         flags |= HM_PD_ENDED;
     }
@@ -191,7 +205,7 @@ void hm_pd_done(hm_pd_t *pd, double t, double bytes)
 
 int hm_pd_poll(hm_pd_t *pd, double now, int inflight, hm_pd_phase_t *closed)
 {
-    if (!pd->open || inflight > 0 || now - pd->last_end < hm_pd_gap(pd))
+    if (!pd->open || inflight > 0 || now - pd->last_end < pd->gap)
         return 0;
     close_phase(pd, closed);
     return 1;

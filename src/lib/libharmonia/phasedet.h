@@ -64,6 +64,7 @@ typedef struct {
     int open;               /* a phase is open */
     hm_pd_phase_t cur;      /* the open phase */
     double last_end;        /* end of the last call (open phase) */
+    double gap;             /* hm_pd_gap(), kept up to date (every call reads it) */
 } hm_pd_t;
 
 /* Flags of hm_pd_start() */
@@ -91,6 +92,11 @@ int hm_pd_flush(hm_pd_t *pd, hm_pd_phase_t *closed);
 
 /* The current gap, s. */
 double hm_pd_gap(const hm_pd_t *pd);
+
+/* Set the hints (the job's iohints, read once a phase is granted), or the
+ * history (what the job's other processes learned); the gap follows. */
+void hm_pd_set_hints(hm_pd_t *pd, double w_iter, double volume);
+void hm_pd_set_hist(hm_pd_t *pd, const hm_pd_hist_t *h);
 
 /* Record a closed phase into a history: a phase that overlaps the last one
  * recorded (another process's view of the same phase) is merged into it. */

@@ -90,6 +90,7 @@ static double phase_bytes;          /* this process's bytes in the open phase */
 static hm_tb_t tb;
 static bool agent_up, agent_stop;
 static pid_t agent_pid;
+static pid_t my_pid;                /* getpid(), kept (a system call each time) */
 static pthread_t agent;
 static uint64_t nbegun;             /* phases begun at bbmgrd by this process */
 
@@ -287,7 +288,7 @@ static void learn_load(void)
     close(fd);
     if (ok) {
         pthread_mutex_lock(&mu);
-        pd.h = h;
+        hm_pd_set_hist(&pd, &h);
         pthread_mutex_unlock(&mu);
     }
 }
@@ -304,7 +305,7 @@ static void learn_record(const hm_pd_phase_t *ph, double gap)
     hm_pd_record(&h, ph, gap);
     if (pwrite(fd, &h, sizeof(h), 0) == (ssize_t)sizeof(h)) {
         pthread_mutex_lock(&mu);
-        pd.h = h;
+        hm_pd_set_hist(&pd, &h);
         pthread_mutex_unlock(&mu);
     }
     close(fd);
@@ -317,7 +318,7 @@ static void agent_end(const hm_pd_phase_t *ph, double bytes, double gap)
     learn_record(ph, gap);
     pthread_mutex_lock(&mu);
     logf_("end %.6f %.6f %.0f w_iter %.3f volume %.0f gap %.3f\n", ph->start, ph->end,
-          ph->bytes, hm_pd_w_iter(&pd), hm_pd_volume(&pd), hm_pd_gap(&pd));
+          ph->bytes, hm_pd_w_iter(&pd), hm_pd_volume(&pd), pd.gap);
     pthread_mutex_unlock(&mu);
 }
 
@@ -351,7 +352,7 @@ static void *agent_main(void *arg)
             ending = true;
         }
         if (ending && gstate == G_OPEN) {
-            double bytes = phase_bytes, gap = hm_pd_gap(&pd);
+            double bytes = phase_bytes, gap = pd.gap;
             gstate = G_IDLE;
             phase_bytes = 0;
             hm_tb_set_rate(&tb, 0, 0, now);
@@ -376,10 +377,8 @@ static void *agent_main(void *arg)
                 (void)hmi_hints(hh, &w, &v);
             }
             pthread_mutex_lock(&mu);
-            if (w > 0 || v > 0) {
-                pd.p.hint_w_iter = w;
-                pd.p.hint_volume = v;
-            }
+            if (w > 0 || v > 0)
+                hm_pd_set_hints(&pd, w, v);
             now = mono();
             hm_tb_init(&tb, g.gated ? g.rate : 0, hm_tb_burst_for(g.rate), now);
             last_refresh = now;
@@ -410,7 +409,7 @@ static void *agent_main(void *arg)
 /* Start the agent of this process (mu held).  false: it cannot run. */
 static bool agent_ready(void)
 {
-    pid_t me = getpid();
+    pid_t me = my_pid;
     if (agent_up && agent_pid == me)
         return true;
     if (!hh) {
@@ -495,18 +494,22 @@ static void io_done(bool counted, ssize_t moved)
     if (!counted)
         return;
     int e = errno;
-    double d = 0;
+    double d = 0, now;
     tl_in = 1;
     pthread_mutex_lock(&mu);
+    now = mono();
     if (moved > 0) {
         phase_bytes += (double)moved;
         if (gstate == G_OPEN)
-            d = hm_tb_take(&tb, (double)moved, mono());
+            d = hm_tb_take(&tb, (double)moved, now);
     }
-    pthread_mutex_unlock(&mu);
-    sleep_s(d);                         /* the phase stays open: the call is in flight */
-    pthread_mutex_lock(&mu);
-    hm_pd_done(&pd, mono(), moved > 0 ? (double)moved : 0);
+    if (d > 0) {
+        pthread_mutex_unlock(&mu);
+        sleep_s(d);                     /* the phase stays open: the call is in flight */
+        pthread_mutex_lock(&mu);
+        now = mono();
+    }
+    hm_pd_done(&pd, now, moved > 0 ? (double)moved : 0);
     inflight--;
     pthread_mutex_unlock(&mu);
     tl_in = 0;
@@ -853,6 +856,7 @@ static void atfork_parent(void)
  * parent's phase is the parent's), with a new agent at its first tracked call. */
 static void atfork_child(void)
 {
+    my_pid = getpid();
     pthread_mutex_init(&mu, NULL);
     pthread_condattr_t a;
     pthread_condattr_init(&a);
@@ -925,6 +929,7 @@ __attribute__((constructor)) static void preload_init(void)
         learn_path[0] = '\0';
     if ((v = getenv("HARMONIA_INTERPOSE_LOG")) && *v)
         conf.logfd = open(v, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    my_pid = getpid();
     pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
     conf.on = true;
 out:
@@ -939,7 +944,7 @@ __attribute__((destructor)) static void preload_fini(void)
     int e = errno;
     tl_in = 1;
     pthread_mutex_lock(&mu);
-    bool mine = agent_up && agent_pid == getpid();
+    bool mine = agent_up && agent_pid == getpid();      /* vfork()ed? checked for real */
     if (mine) {
         agent_stop = true;
         pthread_cond_broadcast(&cv);
