@@ -239,6 +239,12 @@ static inline void fd_reset(int fd)
 
 /* ------------------------------------------------------------------ the agent */
 static harmonia_t *hh;
+static const hmi_api_t *api;        /* the agent module's, once opened */
+
+static const char *dir_name(harmonia_dir_t d)
+{
+    return d == HARMONIA_READ ? "read" : d == HARMONIA_READWRITE ? "readwrite" : "write";
+}
 static char learn_path[PATH_MAX];
 
 static void logf_(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -314,7 +320,7 @@ static void learn_record(const hm_pd_phase_t *ph, double gap)
 /* End the phase at bbmgrd with this process's bytes (agent, without mu). */
 static void agent_end(const hm_pd_phase_t *ph, double bytes, double gap)
 {
-    harmonia_phase_end(hh, (uint64_t)bytes);
+    api->end(hh, (uint64_t)bytes);
     learn_record(ph, gap);
     pthread_mutex_lock(&mu);
     logf_("end %.6f %.6f %.0f w_iter %.3f volume %.0f gap %.3f\n", ph->start, ph->end,
@@ -369,12 +375,12 @@ static void *agent_main(void *arg)
             if (!(volume > 0))
                 volume = conf.volume;
             pthread_mutex_unlock(&mu);
-            if (harmonia_phase_begin(hh, (uint64_t)volume, dir, &g) < 0)
+            if (api->begin(hh, (uint64_t)volume, dir, &g) < 0)
                 memset(&g, 0, sizeof(g));
             double w = 0, v = 0;
             if (g.gated && !hints_asked) {
                 hints_asked = true;
-                (void)hmi_hints(hh, &w, &v);
+                (void)api->hints(hh, &w, &v);
             }
             pthread_mutex_lock(&mu);
             if (w > 0 || v > 0)
@@ -385,7 +391,7 @@ static void *agent_main(void *arg)
             gstate = G_OPEN;
             nbegun++;
             logf_("begin %.6f volume %.0f %s gated %d rate %.0f wait %.3f\n", pd.cur.start,
-                  volume, harmonia_dir_name(dir), g.gated, g.rate, g.wait);
+                  volume, dir_name(dir), g.gated, g.rate, g.wait);
             pthread_cond_broadcast(&cv);
             continue;
         }
@@ -393,7 +399,7 @@ static void *agent_main(void *arg)
             double moved = phase_bytes;
             last_refresh = now;
             pthread_mutex_unlock(&mu);
-            double r = hmi_rate(hh, moved);
+            double r = api->rate(hh, moved);
             pthread_mutex_lock(&mu);
             if (gstate == G_OPEN && r != tb.rate)
                 hm_tb_set_rate(&tb, r, hm_tb_burst_for(r), mono());
@@ -406,16 +412,43 @@ static void *agent_main(void *arg)
     return NULL;
 }
 
+/* The agent module, next to this library (dlopen: RTLD_LOCAL, so that nothing of
+ * libharmonia or curl is seen by the program); NULL when it cannot be opened. */
+static const hmi_api_t *agent_module(void)
+{
+    Dl_info info;
+    char path[PATH_MAX];
+    const char *slash;
+    void *m;
+    const hmi_api_t *(*get)(void);
+
+    if (!dladdr((void *)agent_module, &info) || !info.dli_fname
+        || !(slash = strrchr(info.dli_fname, '/'))
+        || (size_t)(slash - info.dli_fname) + sizeof(HMI_AGENT_MODULE) + 1 > sizeof(path))
+        return NULL;
+    memcpy(path, info.dli_fname, (size_t)(slash - info.dli_fname) + 1);
+    strcpy(path + (slash - info.dli_fname) + 1, HMI_AGENT_MODULE);
+    if (!(m = dlopen(path, RTLD_NOW | RTLD_LOCAL)))
+        return NULL;
+    if (!(get = (const hmi_api_t *(*)(void))dlsym(m, HMI_AGENT_SYMBOL)))
+        return NULL;
+    return get();
+}
+
 /* Start the agent of this process (mu held).  false: it cannot run. */
 static bool agent_ready(void)
 {
     pid_t me = my_pid;
     if (agent_up && agent_pid == me)
         return true;
+    if (!api && !(api = agent_module())) {
+        conf.on = false;
+        return false;
+    }
     if (!hh) {
         /* harmonia_init() reads the environment and allocates: once per process
          * (a forked child makes its own below) */
-        if (harmonia_init(&hh, NULL) < 0 || harmonia_mode(hh) == HARMONIA_MODE_OFF) {
+        if (api->init(&hh) < 0 || api->mode(hh) == HARMONIA_MODE_OFF) {
             conf.on = false;
             return false;
         }
@@ -427,7 +460,7 @@ static bool agent_ready(void)
         gstate = G_IDLE;
         end_queued = false;
         phase_bytes = 0;
-        if (harmonia_init(&hh, NULL) < 0) {
+        if (api->init(&hh) < 0) {
             conf.on = false;
             return false;
         }
@@ -952,7 +985,7 @@ __attribute__((destructor)) static void preload_fini(void)
     pthread_mutex_unlock(&mu);
     if (mine) {
         pthread_join(agent, NULL);
-        harmonia_finalize(hh);
+        api->finalize(hh);
         hh = NULL;
         agent_up = false;
     }
