@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from conftest import BBIO_BENCH, LIBDIR, job_env, register
+from conftest import BBIO_BENCH, LIBDIR, SLURM_UID, job_env, register
 
 PRELOAD = os.path.join(LIBDIR, ".libs", "libharmonia-preload.so")
 PYTHON = "/usr/bin/python3"
@@ -51,7 +51,7 @@ def test_dd_loop_phases_found_and_granted(make_daemon, bb, tmp_path):
     """A shell loop of dd into the buffer: bbmgrd sees one granted phase per dd, with
     the bytes dd wrote; the data are dd's; a dd to another directory is not seen."""
     d = make_daemon(**one_node())
-    register(d, "loop", uid=os.getuid(), nodes=1)
+    register(d, "loop", uid=os.getuid(), nodes=1, user="alice", name="ddloop")
     log = tmp_path / "interpose.log"
     env = preload_env(d, "loop", bb, HARMONIA_INTERPOSE_LOG=log)
     other = tmp_path / "other"
@@ -73,6 +73,13 @@ def test_dd_loop_phases_found_and_granted(make_daemon, bb, tmp_path):
     # the processes of the job learned together: the last dd knows the period
     ends = log_lines(log, "end")
     assert float(ends[-1][ends[-1].index("w_iter") + 1]) > 0.3
+    # what bbmgrd learned from the phases the interposer asked for is kept for the
+    # user's next job of that name (job_submit's learned defaults)
+    d.ok("DELETE", "/v1/jobs/loop", uid=SLURM_UID)
+    h = d.ok("GET", "/v1/history?user=alice&name=ddloop", uid=SLURM_UID)
+    starts = [p["requested"] for p in ph]
+    measured = (starts[-1] - starts[0]) / 3
+    assert h["jobs"] == 1 and abs(h["w_iter"] - measured) <= 0.1 * measured, (h, measured)
 
 
 def test_python_loop_w_iter_learned(make_daemon, bb, tmp_path):
@@ -261,3 +268,33 @@ def test_threads_and_fork_share_the_job(make_daemon, bb, tmp_path):
     assert all(x["state"] == "finished" for x in ph), ph
     for i in (0, 1, 2, 3, 9):
         assert os.path.getsize(bb / ("t%d" % i)) == 16 * 65536
+
+
+def test_h5py_checkpoint_loop(make_daemon, bb, tmp_path):
+    """An unmodified h5py program (HDF5's sec2 driver: open, pwrite, close) writing
+    a checkpoint file every second, four times: four phases at bbmgrd, each with the
+    bytes HDF5 wrote (the file's size, give or take its metadata); the files read
+    back whole."""
+    d = make_daemon(**one_node())
+    register(d, "h5", uid=os.getuid(), nodes=1)
+    prog = ("import os, time, h5py, numpy\n"
+            "bb = os.environ['HARMONIA_BB']\n"
+            "a = numpy.arange(1 << 20, dtype='f8')\n"
+            "for i in range(4):\n"
+            "    time.sleep(1.0)\n"
+            "    with h5py.File(os.path.join(bb, 'ck%d.h5' % i), 'w') as f:\n"
+            "        f.create_dataset('x', data=a + i)\n")
+    p = subprocess.run([PYTHON, "-c", prog], env=preload_env(d, "h5", bb),
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    ph = phases_of(d, "h5")
+    assert len(ph) == 4 and all(x["state"] == "finished" for x in ph), ph
+    for i, x in enumerate(ph):
+        size = os.path.getsize(bb / ("ck%d.h5" % i))
+        assert (8 << 20) <= x["bytes"] <= size + 65536, (x, size)
+    check = subprocess.run([PYTHON, "-c", "import h5py, numpy, sys\n"
+                            "for i in range(4):\n"
+                            "    x = h5py.File(sys.argv[1] + '/ck%d.h5' % i)['x'][:]\n"
+                            "    assert (x == numpy.arange(1 << 20) + i).all()\n",
+                            str(bb)], capture_output=True, text=True, timeout=60)
+    assert check.returncode == 0, check.stderr
