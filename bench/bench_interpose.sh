@@ -10,7 +10,9 @@
 #     into the buffer; one dd process per phase, each asking bbmgrd for its phase)
 #     with w_iter 10 s and 1 s, against the same loop without the interposer:
 #     paired runs of farm-bench --vs when it is on PATH (the median of the ratios),
-#     else alternating runs timed here.  Targets: <= 1% at 10 s, <= 3% at 1 s.
+#     else alternating runs timed here.  Targets: <= 1% at 10 s, <= 3% at 1 s;
+#  3. the same with one Python process doing every phase (no process start-up
+#     per phase).  BENCH_ONLY_PY=1 runs 1 and 3 only.
 # Environment: HARMONIA_BUILDDIR; BENCH_CALLS (default 2000000); BENCH_RUNS (paired
 # runs, default 3); BENCH_PHASES_10 (default 3) and BENCH_PHASES_1 (default 10).
 . "$(dirname "$0")/bench_lib.sh"
@@ -102,9 +104,27 @@ print("   %s: without %.3f s, with %.3f s (medians): ratio %.4f (%+.2f%%)"
 EOP
     fi
 }
+pyloop() {  # pyloop COMPUTE PHASES -> one Python process writing 64 MiB every w_iter
+    cat > "$T/loop$2.py" <<EOPY
+import time
+b = bytes(1 << 20)
+for i in range($2):
+    time.sleep($1)
+    with open("$BB/py", "wb") as f:
+        for k in range(64):
+            f.write(b)
+EOPY
+    echo "/usr/bin/python3 $T/loop$2.py"
+}
+if [ "${BENCH_ONLY_PY:-}" = "" ]; then
 echo "2. a periodic program, dd of 64 MiB into the buffer every w_iter (phases granted by bbmgrd):"
 ratio 9.9 "$P10" "w_iter 10 s, $P10 phases (target <= 1%)"
 ratio 0.9 "$P1" "w_iter 1 s, $P1 phases (target <= 3%)"
+fi
+echo "3. the same, one Python process writing 64 MiB every w_iter (the phases in one process):"
+loop() { pyloop "$@"; }
+ratio 9.9 "$P10" "python, w_iter 10 s, $P10 phases (target <= 1%)"
+ratio 0.9 "$P1" "python, w_iter 1 s, $P1 phases (target <= 3%)"
 N=$("$B/bbmgr/bbmgr" -u "unix:$T/bbmgrd.sock" status >/dev/null 2>&1; python3 - "$PORT" <<'EOP'
 import sys, json, http.client, subprocess, os
 port = int(sys.argv[1])

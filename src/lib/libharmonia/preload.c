@@ -231,6 +231,14 @@ static inline bool tracked(int fd)
     return st == FD_TRACKED;
 }
 
+/* Counted, as far as is known already (no classification: close and fclose
+ * of a descriptor never used for data cost no readlink). */
+static inline bool tracked_known(int fd)
+{
+    return conf.on && !tl_in && fd >= 0 && fd < FDMAX
+           && __atomic_load_n(&fdstate[fd], __ATOMIC_RELAXED) == FD_TRACKED;
+}
+
 static inline void fd_reset(int fd)
 {
     if (fd >= 0 && fd < FDMAX)
@@ -741,7 +749,7 @@ WRAP_SYNC(fdatasync)
 
 EXPORT int close(int fd)
 {
-    if (!tracked(fd)) {
+    if (!tracked_known(fd)) {
         fd_reset(fd);
         return REAL(close)(fd);
     }
@@ -813,7 +821,7 @@ EXPORT size_t fwrite(const void *p, size_t size, size_t n, FILE *fp)
 
 EXPORT int fflush(FILE *fp)
 {
-    if (!fp || !tracked(sfd(fp)))
+    if (!fp || !tracked_known(sfd(fp)))
         return REAL(fflush)(fp);
     bool c = io_start(HARMONIA_WRITE, false);
     int r = REAL(fflush)(fp);
@@ -824,7 +832,7 @@ EXPORT int fflush(FILE *fp)
 EXPORT int fclose(FILE *fp)
 {
     int fd = sfd(fp);
-    if (!tracked(fd)) {
+    if (!tracked_known(fd)) {
         int r = REAL(fclose)(fp);
         fd_reset(fd);
         return r;
