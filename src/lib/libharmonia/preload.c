@@ -385,14 +385,7 @@ static void *agent_main(void *arg)
             pthread_mutex_unlock(&mu);
             if (api->begin(hh, (uint64_t)volume, dir, &g) < 0)
                 memset(&g, 0, sizeof(g));
-            double w = 0, v = 0;
-            if (g.gated && !hints_asked) {
-                hints_asked = true;
-                (void)api->hints(hh, &w, &v);
-            }
             pthread_mutex_lock(&mu);
-            if (w > 0 || v > 0)
-                hm_pd_set_hints(&pd, w, v);
             now = mono();
             hm_tb_init(&tb, g.gated ? g.rate : 0, hm_tb_burst_for(g.rate), now);
             last_refresh = now;
@@ -401,6 +394,16 @@ static void *agent_main(void *arg)
             logf_("begin %.6f volume %.0f %s gated %d rate %.0f wait %.3f\n", pd.cur.start,
                   volume, dir_name(dir), g.gated, g.rate, g.wait);
             pthread_cond_broadcast(&cv);
+            if (g.gated && !hints_asked) {
+                /* the job's iohints, once, while the phase runs */
+                double w = 0, v = 0;
+                hints_asked = true;
+                pthread_mutex_unlock(&mu);
+                (void)api->hints(hh, &w, &v);
+                pthread_mutex_lock(&mu);
+                if (w > 0 || v > 0)
+                    hm_pd_set_hints(&pd, w, v);
+            }
             continue;
         }
         if (gstate == G_OPEN && now - last_refresh >= 1.0) {
