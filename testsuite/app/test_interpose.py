@@ -298,3 +298,59 @@ def test_h5py_checkpoint_loop(make_daemon, bb, tmp_path):
                             "    assert (x == numpy.arange(1 << 20) + i).all()\n",
                             str(bb)], capture_output=True, text=True, timeout=60)
     assert check.returncode == 0, check.stderr
+
+
+MPIIO_PROG = r"""
+/* each rank writes its 4 MiB block of a shared file with MPI-IO, three times,
+ * after a second of compute */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+int main(int argc, char **argv)
+{
+    int rank;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    size_t len = 4 << 20;
+    char *buf = malloc(len);
+    memset(buf, 'a' + rank, len);
+    for (int i = 0; i < 3; i++) {
+        char path[4096];
+        MPI_File f;
+        sleep(1);
+        snprintf(path, sizeof(path), "%s/ck%d", argv[1], i);
+        MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_WRONLY,
+                      MPI_INFO_NULL, &f);
+        MPI_File_write_at_all(f, (MPI_Offset)rank * len, buf, (int)len, MPI_BYTE,
+                              MPI_STATUS_IGNORE);
+        MPI_File_close(&f);
+    }
+    MPI_Finalize();
+    return 0;
+}
+"""
+
+
+def test_mpiio_two_ranks_share_phases(make_daemon, bb, tmp_path):
+    """An unmodified MPI-IO program (Debian's OpenMPI, ROMIO on POSIX calls), two
+    ranks writing their blocks of a shared file three times: three phases at bbmgrd,
+    each shared by both ranks with the bytes of both; the files hold both blocks."""
+    src = tmp_path / "mpiio.c"
+    src.write_text(MPIIO_PROG)
+    exe = tmp_path / "mpiio"
+    subprocess.run(["mpicc", "-O2", "-o", str(exe), str(src)], check=True, timeout=120)
+    d = make_daemon(**one_node())
+    register(d, "mpi", uid=os.getuid(), nodes=1)
+    env = preload_env(d, "mpi", bb, HARMONIA_NTASKS=2)
+    p = subprocess.run(["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "2",
+                        str(exe), str(bb)], env=env, capture_output=True, text=True,
+                       timeout=120)
+    assert p.returncode == 0, p.stdout + p.stderr
+    ph = phases_of(d, "mpi")
+    assert len(ph) == 3 and all(x["state"] == "finished" for x in ph), ph
+    assert all(x["bytes"] == 8 << 20 for x in ph), ph
+    for i in range(3):
+        data = (bb / ("ck%d" % i)).read_bytes()
+        assert data == b"a" * (4 << 20) + b"b" * (4 << 20)
