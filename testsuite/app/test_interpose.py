@@ -429,3 +429,23 @@ def test_signal_handlers_doing_io(make_daemon, bb, tmp_path):
     ph = phases_of(d, "sig")
     counted = sum(x["bytes"] for x in ph)
     assert 200001 * 4096 <= counted <= 200001 * 4096 + handled, (ph, handled)
+
+
+def test_o_direct(make_daemon, bb, tmp_path):
+    """dd with O_DIRECT (aligned buffers, oflag=direct and iflag=direct) into and out
+    of the buffer: one phase each way with its bytes, the data intact (the
+    interposer never touches a buffer)."""
+    d = make_daemon(**one_node())
+    register(d, "direct", uid=os.getuid(), nodes=1)
+    env = preload_env(d, "direct", bb)
+    src = tmp_path / "src"
+    src.write_bytes(os.urandom(4 << 20))
+    p = subprocess.run(["sh", "-c", 'dd if="$1" of="$HARMONIA_BB/d" bs=1M oflag=direct '
+                        'status=none && sleep 1 && dd if="$HARMONIA_BB/d" of="$2" bs=1M '
+                        'iflag=direct status=none', "sh", str(src), str(tmp_path / "back")],
+                       env=env, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert (tmp_path / "back").read_bytes() == src.read_bytes()
+    ph = phases_of(d, "direct")
+    assert [(x["direction"], x["bytes"]) for x in ph] == [("write", 4 << 20),
+                                                          ("read", 4 << 20)], ph
