@@ -72,8 +72,8 @@ static struct {
     size_t plen[MAXPREFIX];
     double wait_bound;              /* longest wait of a wrapper for the grant, s */
     double volume;                  /* first phase's volume when nothing is known */
-    int logfd;                      /* HARMONIA_INTERPOSE_LOG, or -1 */
-} conf = { .logfd = -1 };
+    char log[PATH_MAX];             /* HARMONIA_INTERPOSE_LOG, or "" */
+} conf;
 
 static unsigned char fdstate[FDMAX];
 
@@ -258,15 +258,22 @@ static char learn_path[PATH_MAX];
 static void logf_(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void logf_(const char *fmt, ...)
 {
-    if (conf.logfd < 0)
+    if (!conf.log[0])
         return;
     char line[512];
     va_list ap;
     va_start(ap, fmt);
     int n = vsnprintf(line, sizeof(line), fmt, ap);
     va_end(ap);
-    if (n > 0)
-        (void)!write(conf.logfd, line, n < (int)sizeof(line) ? (size_t)n : sizeof(line) - 1);
+    if (n > 0) {
+        /* opened for each line: a descriptor kept open could be closed by the
+         * program and its number reused for one of the program's files */
+        int fd = open(conf.log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd >= 0) {
+            (void)!write(fd, line, n < (int)sizeof(line) ? (size_t)n : sizeof(line) - 1);
+            close(fd);
+        }
+    }
 }
 
 /* The job's history file, locked (agent thread only; -1 when none). */
@@ -972,7 +979,7 @@ __attribute__((constructor)) static void preload_init(void)
                            (unsigned)getuid(), job) >= (int)sizeof(learn_path))
         learn_path[0] = '\0';
     if ((v = getenv("HARMONIA_INTERPOSE_LOG")) && *v)
-        conf.logfd = open(v, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+        snprintf(conf.log, sizeof(conf.log), "%s", v);
     my_pid = getpid();
     pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
     conf.on = true;
