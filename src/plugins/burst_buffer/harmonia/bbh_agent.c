@@ -156,7 +156,7 @@ static bool _apply_locked(work_t *w, step_rc_t rc)
 							 w->job_id);
 				_fail_job(job_ptr, bb_job, "stage-out", m);
 				xfree(m);
-				job_ptr->job_state &= (~JOB_STAGE_OUT);
+				job_state_unset_flag(job_ptr, JOB_STAGE_OUT);
 				bb_set_job_bb_state(job_ptr, bb_job,
 						    BB_STATE_TEARDOWN_FAIL);
 				_keep_alloc(job_ptr, bb_job);
@@ -225,7 +225,7 @@ static bool _apply_locked(work_t *w, step_rc_t rc)
 				bb_set_job_bb_state(job_ptr, bb_job,
 						    BB_STATE_COMPLETE);
 			if (w->want == WANT_STAGE_OUT || IS_JOB_STAGE_OUT(job_ptr)) {
-				job_ptr->job_state &= (~JOB_STAGE_OUT);
+				job_state_unset_flag(job_ptr, JOB_STAGE_OUT);
 				/* a stage-out cut short says so */
 				if (!job_ptr->state_desc ||
 				    !strstr(job_ptr->state_desc, "scancel --hurry"))
@@ -427,7 +427,7 @@ static void _refresh_pools(hm_client_t *cli)
 static void _scan_jobs(void)
 {
 	slurmctld_lock_t job_read_lock = { .job = READ_LOCK };
-	ListIterator it;
+	list_itr_t *it;
 	job_record_t *job_ptr;
 
 	lock_slurmctld(job_read_lock);

@@ -27,7 +27,6 @@
 #include "src/common/log.h"
 #include "src/common/macros.h"
 #include "src/common/run_in_daemon.h"
-#include "src/common/select.h"
 #include "src/common/slurm_protocol_defs.h"
 #include "src/common/node_conf.h"
 #include "src/common/parse_time.h"
@@ -39,6 +38,8 @@
 #include "src/slurmctld/slurmctld.h"
 #include "src/slurmctld/acct_policy.h"
 #include "src/plugins/burst_buffer/common/burst_buffer_common.h"
+
+#include "slurm_compat.h"
 
 #include "harmonia/client.h"
 #include "libhutil/directive.h"

@@ -97,7 +97,7 @@ static void _held_cpus_update(void)
  * How many jobs may share a CPU of the partition with this job: N with
  * OverSubscribe=FORCE:N, or YES:N and a job that asks --oversubscribe; else 1.
  */
-static uint16_t _share_rows(part_record_t *part, struct job_details *d)
+static uint16_t _share_rows(part_record_t *part, job_details_t *d)
 {
 	uint16_t n = part->max_share & ~SHARED_FORCE;
 
@@ -120,7 +120,7 @@ static uint16_t _share_rows(part_record_t *part, struct job_details *d)
 static bool _cpus_free(job_record_t *job_ptr)
 {
 	part_record_t *part = job_ptr->part_ptr;
-	struct job_details *d = job_ptr->details;
+	job_details_t *d = job_ptr->details;
 	uint32_t need, per_node, found = 0;
 	uint16_t rows;
 	bool whole;
@@ -132,7 +132,7 @@ static bool _cpus_free(job_record_t *job_ptr)
 	    xstrcmp(slurm_conf.preempt_type, "preempt/none"))
 		return true;
 	rows = _share_rows(part, d);
-	whole = (d->whole_node == 1) ||
+	whole = slurm_job_whole_node(d) ||
 		((rows == 1) && ((part->max_share == 0) || (d->share_res == 0)));
 	need = d->min_nodes ? d->min_nodes : 1;
 	per_node = MAX((d->min_cpus + need - 1) / need, 1);
@@ -154,12 +154,7 @@ static bool _cpus_free(job_record_t *job_ptr)
 					node_ptr->sus_job_cnt) :
 				       held_cpus[node_ptr->index];
 		} else if (!IS_NODE_IDLE(node_ptr)) {
-			uint16_t alloc = 0;
-			(void) select_g_select_nodeinfo_get(
-				node_ptr->select_nodeinfo,
-				SELECT_NODEDATA_SUBCNT, NODE_STATE_ALLOCATED,
-				&alloc);
-			used = alloc;
+			used = slurm_node_alloc_cpus(node_ptr);
 		}
 		if (whole ? (used == 0) : (cpus > used && cpus - used >= per_node))
 			if (++found >= need)
@@ -290,7 +285,7 @@ extern void bbh_sched_fini(void)
  */
 static bool _eager_ok(job_record_t *job_ptr)
 {
-	struct job_details *d = job_ptr->details;
+	job_details_t *d = job_ptr->details;
 
 	if (!IS_JOB_PENDING(job_ptr) || (job_ptr->priority == 0) || !d ||
 	    !job_ptr->burst_buffer || !job_ptr->burst_buffer[0])

@@ -150,7 +150,8 @@ static void _pools_text(json_t *resp, char **out)
 }
 
 /* "scontrol show bbstat": bbmgrd's status (bounded wait, no lock held). */
-extern char *bb_p_get_status(uint32_t argc, char **argv)
+extern char *bb_p_get_status(uint32_t argc, char **argv, uint32_t uid,
+			     uint32_t gid)
 {
 	char *out = NULL, *text = NULL;
 	int njobs = 0, nwait = 0;

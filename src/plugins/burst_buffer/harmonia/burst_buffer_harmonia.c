@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*****************************************************************************\
- *  burst_buffer_harmonia.c - Harmonia burst buffer plugin for Slurm 22.05.
+ *  burst_buffer_harmonia.c - Harmonia burst buffer plugin for Slurm (22.05 to 25.11).
  *
  *  Translates between slurmctld's burst buffer hooks and bbmgrd, Harmonia's
  *  manager daemon.  The #BB_HARMONIA directives of a job are collected from
@@ -167,6 +167,24 @@ extern int fini(void)
 	return SLURM_SUCCESS;
 }
 
+static bool _is_directive(char *tok)
+{
+	return !xstrncmp(tok, HU_BB_PREFIX, strlen(HU_BB_PREFIX));
+}
+
+/*
+ * The batch script of one component of a heterogeneous job: the "#!" line,
+ * the component's own #SBATCH and #BB_HARMONIA lines (those between its
+ * "#SBATCH hetjob" separators), and for the first component the body, in
+ * which #BB_HARMONIA lines are commented out.  So each component's buffer
+ * request is its own: the buffer belongs to the component that asks for it.
+ */
+extern char *bb_p_build_het_job_script(char *script, uint32_t het_job_offset)
+{
+	return bb_common_build_het_job_script(script, het_job_offset,
+					      _is_directive);
+}
+
 extern uint64_t bb_p_get_system_size(void)
 {
 	uint64_t size = 0;
@@ -325,7 +343,9 @@ extern int bb_p_job_validate(job_desc_msg_t *job_desc, uid_t submit_uid,
 	int rc = SLURM_SUCCESS;
 
 	memset(&req, 0, sizeof(req));
-	collected = hu_bb_collect_script(job_desc->script);
+	/* a heterogeneous job's components each have their own request */
+	collected = bbh_collect_script(job_desc->script,
+				       job_desc->het_job_offset);
 	in_script = collected && collected[0];
 	in_bb = hu_bb_has_directives(job_desc->burst_buffer, true);
 	if (!in_script && !in_bb) {
@@ -357,7 +377,8 @@ extern int bb_p_job_validate(job_desc_msg_t *job_desc, uid_t submit_uid,
 	/* the paths as the user sees them (nothing about what the user may
 	 * not see); %j, %A and %a are not known yet.  job_submit/harmonia,
 	 * when configured, checked them already (with the script's line
-	 * numbers) */
+	 * numbers; those of every component of a heterogeneous job when it
+	 * saw the first) */
 	if (xstrcasestr(slurm_conf.job_submit_plugins, "harmonia"))
 		goto checked;
 	sym.job_id = 0;
@@ -487,7 +508,7 @@ static int _try_one(void *x, void *arg)
 	return 0;
 }
 
-extern int bb_p_job_try_stage_in(List job_queue)
+extern int bb_p_job_try_stage_in(list_t *job_queue)
 {
 	slurm_mutex_lock(&bb_state.bb_mutex);
 	if (bb_state.last_load_time) {
@@ -559,7 +580,7 @@ extern int bb_p_job_test_stage_in(job_record_t *job_ptr, bool test_only)
 
 static void _env_add(job_record_t *job_ptr, const char *name, const char *val)
 {
-	struct job_details *d = job_ptr->details;
+	job_details_t *d = job_ptr->details;
 
 	if (!d || !val)
 		return;
@@ -585,6 +606,43 @@ static void _interpose_env(job_record_t *job_ptr, hjob_t *h)
 		_env_add(job_ptr, "HARMONIA_INTERPOSE_PATHS", conf.interpose_paths);
 }
 
+/*
+ * A component of a heterogeneous job: its buffer's variables also go, named
+ * NAME_HET_GROUP_<offset> as Slurm names its own per-component variables, to
+ * the batch script, which runs in the first component (and so do
+ * HARMONIA_URL and HARMONIA_MUNGE_SOCKET when that one has no request).
+ * Slurm launches the script once every component has started.
+ */
+static void _het_env(job_record_t *job_ptr, hjob_t *h, const char *id)
+{
+	job_record_t *leader;
+	char name[64];
+	const char *vars[][2] = {
+		{ "HARMONIA_JOBID", id },
+		{ "HARMONIA_BB", h ? h->bb_path : NULL },
+		{ "HARMONIA_BB_NODES", h ? h->bb_nodes : NULL },
+	};
+
+	if (!job_ptr->het_job_id)
+		return;
+	leader = (job_ptr->het_job_id == job_ptr->job_id) ?
+		 job_ptr : find_job_record(job_ptr->het_job_id);
+	if (!leader)
+		return;
+	for (int i = 0; i < ARRAY_SIZE(vars); i++) {
+		snprintf(name, sizeof(name), "%s_HET_GROUP_%u", vars[i][0],
+			 job_ptr->het_job_offset);
+		_env_add(leader, name, vars[i][1]);
+	}
+	if ((leader != job_ptr) && conf.configured &&
+	    (!leader->burst_buffer || !leader->burst_buffer[0])) {
+		_env_add(leader, "HARMONIA_URL", conf.job_url);
+		if (conf.munge_socket)
+			_env_add(leader, "HARMONIA_MUNGE_SOCKET",
+				 conf.munge_socket);
+	}
+}
+
 /* The job starts: give it its buffer's environment; tell bbmgrd. */
 extern int bb_p_job_begin(job_record_t *job_ptr)
 {
@@ -600,8 +658,10 @@ extern int bb_p_job_begin(job_record_t *job_ptr)
 	bb_set_job_bb_state(job_ptr, bb_job, BB_STATE_RUNNING);
 	snprintf(id, sizeof(id), "%u", job_ptr->job_id);
 	_env_add(job_ptr, "HARMONIA_JOBID", id);
-	if (!conf.configured)
+	if (!conf.configured) {
+		_het_env(job_ptr, NULL, id);
 		goto out;
+	}
 	_env_add(job_ptr, "HARMONIA_URL", conf.job_url);
 	/* a site whose munged is not at libmunge's default socket (MungeSocket in
 	 * harmonia.conf, or slurm.conf AuthInfo) tells its jobs where it is */
@@ -623,6 +683,7 @@ extern int bb_p_job_begin(job_record_t *job_ptr)
 		}
 		xfree(copy);
 	}
+	_het_env(job_ptr, h, id);
 	h->ncompute = job_ptr->node_cnt;
 	bbh_want(job_ptr, WANT_BEGIN);
 out:
@@ -664,7 +725,7 @@ static int _start_stage_out(job_record_t *job_ptr)
 
 	if (bb_job && (bb_job->state < BB_STATE_POST_RUN)) {
 		bb_set_job_bb_state(job_ptr, bb_job, BB_STATE_STAGING_OUT);
-		job_ptr->job_state |= JOB_STAGE_OUT;
+		job_state_set_flag(job_ptr, JOB_STAGE_OUT);
 		xfree(job_ptr->state_desc);
 		xstrfmtcat(job_ptr->state_desc, "%s: Stage-out in progress",
 			   plugin_type);
@@ -782,7 +843,8 @@ extern int bb_p_job_cancel(job_record_t *job_ptr)
 }
 
 extern int bb_p_run_script(char *func, uint32_t job_id, uint32_t argc,
-			   char **argv, char **resp_msg)
+			   char **argv, job_info_msg_t *job_info,
+			   char **resp_msg)
 {
 	if (resp_msg)
 		*resp_msg = xstrdup("burst_buffer/harmonia runs no scripts");
@@ -830,3 +892,7 @@ extern char *bb_p_xlate_bb_2_tres_str(char *burst_buffer)
 		xstrfmtcat(tres, "%d=%"PRIu64, bb_state.tres_id, mb);
 	return tres;
 }
+
+/* The API symbols of older Slurm releases (slurm_compat.h). */
+#define SLURM_COMPAT_BB_API
+#include "slurm_compat.h"
