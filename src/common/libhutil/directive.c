@@ -1031,6 +1031,12 @@ char *hu_bb_format(const hu_bb_request_t *req)
         AP("\n");
     }
     if (req->has_hints) {
+        /* interpose first: the line of a request as the user wrote it stays a
+         * prefix of its normalised line (io= and priority= are added after
+         * io_volume), which is how the plugin finds the script's directives in
+         * the job's canonical text (bbh_script_merged) */
+        const char *ip = req->interpose > 0 ? " interpose=yes"
+                         : req->interpose < 0 ? " interpose=no" : "";
         if (req->w_iter > 0 && req->w_iter <= HU_BB_MAX_W_ITER) {
             /* microseconds, written exactly (see apply()): "600s", "0.25s" */
             uint64_t us = (uint64_t)(req->w_iter * 1e6 + 0.5);
@@ -1040,10 +1046,10 @@ char *hu_bb_format(const hu_bb_request_t *req)
                 for (size_t n = strlen(frac); frac[n - 1] == '0'; n--)
                     frac[n - 1] = '\0';
             }
-            AP("%s iohints w_iter=%llu%ss", HU_BB_PREFIX,
+            AP("%s iohints%s w_iter=%llu%ss", HU_BB_PREFIX, ip,
                (unsigned long long)(us / 1000000), frac);
         } else {
-            AP("%s iohints w_iter=%.17gs", HU_BB_PREFIX, req->w_iter);
+            AP("%s iohints%s w_iter=%.17gs", HU_BB_PREFIX, ip, req->w_iter);
         }
         AP(" io_volume=%s", hu_bb_size_str(req->io_volume, sz, sizeof(sz)));
         if (req->phases)
@@ -1054,8 +1060,6 @@ char *hu_bb_format(const hu_bb_request_t *req)
             AP(" priority=%d", req->priority);
         if (req->hints_learned)
             AP(" source=learned");
-        if (req->interpose)
-            AP(" interpose=%s", req->interpose > 0 ? "yes" : "no");
         AP("\n");
     }
     for (int i = 0; i < req->npersist; i++) {
