@@ -38,7 +38,7 @@ START_TEST(test_errors_verbs_keys)
         "capacity, nodes, pool)");
     bad("#BB_HARMONIA iohints w_iter=1s io_volume=1B phase=2",
         "#BB_HARMONIA line 1: iohints: unknown key 'phase' (iohints takes w_iter, "
-        "io_volume, phases, io, priority, source)");
+        "io_volume, phases, io, priority, source, interpose)");
     bad("#BB_HARMONIA stage_in src=/a",
         "#BB_HARMONIA line 1: stage_in: unknown key 'src' (stage_in takes source, "
         "destination, type)");

@@ -63,7 +63,7 @@ static int verb_index(const char *s, size_t n)
 static const char *const verb_keys[][8] = {
     [V_JOBBUFFER] = { "!capacity", "nodes", "pool", NULL },
     [V_IOHINTS] = { "!w_iter", "!io_volume", "phases", "io", "priority", "source",
-                    NULL },
+                    "interpose", NULL },
     [V_STAGE_IN] = { "!source", "!destination", "type", NULL },
     [V_STAGE_OUT] = { "!source", "!destination", "type", NULL },
     [V_CREATE] = { "!name", "!capacity", "pool", NULL },
@@ -328,6 +328,14 @@ static int apply(hu_bb_request_t *req, int v, kv_t *kv, int nkv, int line, ctx_t
                 req->hints_learned = true;
             else if (strcmp(val, "user") != 0)
                 FAIL(err, c, "source '%s' is not user or learned", val);
+        }
+        if ((val = kv_get(kv, nkv, "interpose"))) {
+            if (strcmp(val, "yes") == 0)
+                req->interpose = 1;
+            else if (strcmp(val, "no") == 0)
+                req->interpose = -1;
+            else
+                FAIL(err, c, "interpose '%s' is not yes or no", val);
         }
         req->has_hints = true;
         return 0;
@@ -1180,6 +1188,12 @@ char *hu_bb_format(const hu_bb_request_t *req)
         AP("\n");
     }
     if (req->has_hints) {
+        /* interpose first: the line of a request as the user wrote it stays a
+         * prefix of its normalised line (io= and priority= are added after
+         * io_volume), which is how the plugin finds the script's directives in
+         * the job's canonical text (bbh_script_merged) */
+        const char *ip = req->interpose > 0 ? " interpose=yes"
+                         : req->interpose < 0 ? " interpose=no" : "";
         if (req->w_iter > 0 && req->w_iter <= HU_BB_MAX_W_ITER) {
             /* microseconds, written exactly (see apply()): "600s", "0.25s" */
             uint64_t us = (uint64_t)(req->w_iter * 1e6 + 0.5);
@@ -1189,10 +1203,10 @@ char *hu_bb_format(const hu_bb_request_t *req)
                 for (size_t n = strlen(frac); frac[n - 1] == '0'; n--)
                     frac[n - 1] = '\0';
             }
-            AP("%s iohints w_iter=%llu%ss", HU_BB_PREFIX,
+            AP("%s iohints%s w_iter=%llu%ss", HU_BB_PREFIX, ip,
                (unsigned long long)(us / 1000000), frac);
         } else {
-            AP("%s iohints w_iter=%.17gs", HU_BB_PREFIX, req->w_iter);
+            AP("%s iohints%s w_iter=%.17gs", HU_BB_PREFIX, ip, req->w_iter);
         }
         AP(" io_volume=%s", hu_bb_size_str(req->io_volume, sz, sizeof(sz)));
         if (req->phases)

@@ -88,6 +88,8 @@ typedef struct {
     hu_bb_io_t io;            /* HU_BB_IO_UNSET: not given (normalised to write) */
     int priority;           /* 0: not given (normalised to 1) */
     bool hints_learned;     /* filled from history rather than given */
+    int interpose;          /* the interposer: 1 yes, -1 no, 0 not given (the site's
+                               default, harmonia.conf Interpose) */
 
     int nstage_in, nstage_out;
     hu_bb_stage_t stage_in[HU_BB_MAX_STAGE];

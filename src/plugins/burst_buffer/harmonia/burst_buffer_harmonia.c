@@ -635,6 +635,24 @@ static void _env_add(job_record_t *job_ptr, const char *name, const char *val)
 	d->env_sup[d->env_cnt++] = xstrdup_printf("%s=%s", name, val);
 }
 
+/* The interposer (doc/interposer.md) when the job asks for it (iohints
+ * interpose=yes) or the site's Interpose is on and the job does not refuse it. */
+static void _interpose_env(job_record_t *job_ptr, hjob_t *h)
+{
+	hu_bb_request_t req;
+	hu_error_t err;
+	bool on = conf.interpose;
+
+	if (bbh_parse_job_bb(h->canon, &req, &err) == 0 && req.interpose)
+		on = req.interpose > 0;
+	hu_bb_request_free(&req);
+	if (!on)
+		return;
+	_env_add(job_ptr, "LD_PRELOAD", "libharmonia-preload.so");
+	if (conf.interpose_paths)
+		_env_add(job_ptr, "HARMONIA_INTERPOSE_PATHS", conf.interpose_paths);
+}
+
 /*
  * A component of a heterogeneous job: its buffer's variables also go, named
  * NAME_HET_GROUP_<offset> as Slurm names its own per-component variables, to
@@ -699,6 +717,7 @@ extern int bb_p_job_begin(job_record_t *job_ptr)
 	h = bbh_hjob_get(job_ptr);
 	_env_add(job_ptr, "HARMONIA_BB", h->bb_path);
 	_env_add(job_ptr, "HARMONIA_BB_NODES", h->bb_nodes);
+	_interpose_env(job_ptr, h);
 	if (h->persist_env) {
 		char *copy = xstrdup(h->persist_env), *save = NULL, *l;
 		for (l = strtok_r(copy, "\n", &save); l;
