@@ -41,6 +41,8 @@
 #define SPARE_PER_STEP 8
 #define REPLY_MAX (64u << 20)   /* largest reply read from bbmgrd */
 #define REMOVING_MAX 256
+#define AGENT_PORT_LO 600       /* local ports 600-1023 (privileged) */
+#define AGENT_BUDGET_MIN 128    /* bytes of results in a report, at least */
 
 typedef struct {
     int64_t last;               /* bytes_done last seen */
@@ -82,6 +84,9 @@ struct agent {
     double last_status;
     uint64_t errors;
     long last_http;             /* to log a change of bbmgrd's answer once */
+    size_t budget;              /* bytes of results a report may carry: halved at each
+                                   413 of bbmgrd (its limits.max_body may be smaller
+                                   than ours), grown back after each accepted report */
     int spares;
     unsigned spare_top;
     bool spare_off;
@@ -304,10 +309,12 @@ static void on_result(uint64_t tid, const char *job, mover_state_t st, int64_t d
         a->errors++;
     np_result_t r = { .id = tid, .state = st, .bytes_done = done, .bytes_total = total,
                       .message = msg };
+    char clean[NP_MESSAGE_MAX + 1];
     if (np_table_result(a->tab, &r) < 0)
         bl_error("transfer %ju: result lost: out of memory", (uintmax_t)tid);
-    if (st == MV_FAILED)
-        bl_warning("transfer %ju of job %s failed: %s", (uintmax_t)tid, job, msg ? msg : "");
+    if (st == MV_FAILED)    /* users name the files a message quotes: cleaned for the log */
+        bl_warning("transfer %ju of job %s failed: %s", (uintmax_t)tid, job,
+                   np_message_clean(msg ? msg : "", clean));
 }
 
 /* ------------------------------------------------------------------ status */
@@ -798,6 +805,12 @@ static int post_once(agent_t *a, const char *body, long *code, rbuf_t *out)
     curl_easy_setopt(a->curl, CURLOPT_TIMEOUT_MS, 10000L);
     curl_easy_setopt(a->curl, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(a->curl, CURLOPT_PROTOCOLS_STR, "http,https");
+    if (geteuid() == 0) {
+        /* from a privileged port: bbmgrd keeps connections for those that users'
+         * connections cannot take (limits.reserved_connections) */
+        curl_easy_setopt(a->curl, CURLOPT_LOCALPORT, (long)AGENT_PORT_LO);
+        curl_easy_setopt(a->curl, CURLOPT_LOCALPORTRANGE, (long)(1024 - AGENT_PORT_LO));
+    }
     if ((rc = curl_easy_perform(a->curl)) != CURLE_OK) {
         a->session[0] = '\0';     /* a new connection comes next */
         if (a->last_http != -(long)rc)
@@ -940,7 +953,10 @@ int agent_step(agent_t *a)
 
     mover_poll(a->m, on_result, a);
     spares_fill(a);
-    size_t budget = a->cfg->limits_max_body > 1024 ? a->cfg->limits_max_body - 768 : 256;
+    size_t full = a->cfg->limits_max_body > 1024 ? a->cfg->limits_max_body - 768 : 256;
+    if (!a->budget || a->budget > full)
+        a->budget = full;
+    size_t budget = a->budget;
     json_t *req = json_pack("{s:i s:s s:o s:o}", "version", NP_VERSION, "agent", a->id,
                             "status", status_json(a), "results",
                             np_table_outbox(a->tab, budget, &upto));
@@ -957,14 +973,24 @@ int agent_step(agent_t *a)
         json_t *rep = code == 200 && out.buf ? json_loads(out.buf, 0, &je) : NULL;
         if (code == 200 && json_is_object(rep)) {
             np_table_acked(a->tab, upto);
+            a->budget = a->budget < full / 2 ? 2 * a->budget : full;
             apply(a, rep);
             if (a->last_http != 200)
                 bl_info("bbmgrd at %s: connected as node %s", a->url, a->node);
             a->last_http = 200;
             ret = 0;
-        } else if (a->last_http != code) {
-            bl_error("bbmgrd at %s answered %ld: %.300s", a->url, code,
-                     out.buf ? out.buf : "");
+        } else {
+            if (code == 413 && a->budget > AGENT_BUDGET_MIN) {
+                /* bbmgrd takes less than we thought: fewer results next time, down
+                 * to one without its message (np_table_outbox) */
+                a->budget = a->budget / 2 > AGENT_BUDGET_MIN ? a->budget / 2 : AGENT_BUDGET_MIN;
+                bl_warning("bbmgrd at %s refused a report of %zu bytes as too large: the "
+                           "next ones carry at most %zu bytes of results", a->url,
+                           strlen(body), a->budget);
+            }
+            if (a->last_http != code)
+                bl_error("bbmgrd at %s answered %ld: %.300s", a->url, code,
+                         out.buf ? out.buf : "");
             a->last_http = code;
         }
         json_decref(rep);

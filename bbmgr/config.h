@@ -103,6 +103,7 @@ typedef struct cfg {
     /* limits */
     uint64_t limits_max_body;
     long limits_max_connections;
+    long limits_reserved_connections;
     long limits_max_connections_per_uid;
     double limits_connection_timeout;
     double limits_request_deadline;

@@ -271,6 +271,49 @@ static const char *const state_names[] = {
     [MV_DURABLE] = "durable", [MV_NOT_DURABLE] = "not_durable",
 };
 
+/* Length of the UTF-8 character at s that is not a control character (C0, DEL,
+ * C1), or 0. */
+static size_t utf8_char(const unsigned char *s)
+{
+    unsigned char c = s[0];
+    if (c < 0x80)
+        return c >= 0x20 && c != 0x7f;
+    if (c >= 0xc2 && c <= 0xdf)
+        return (s[1] & 0xc0) == 0x80 && !(c == 0xc2 && s[1] < 0xa0) ? 2 : 0;
+    size_t n = c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+    if (!n)
+        return 0;
+    unsigned char lo = c == 0xe0 ? 0xa0 : c == 0xf0 ? 0x90 : 0x80;
+    unsigned char hi = c == 0xed ? 0x9f : c == 0xf4 ? 0x8f : 0xbf;
+    if (s[1] < lo || s[1] > hi)
+        return 0;
+    for (size_t i = 2; i < n; i++)
+        if ((s[i] & 0xc0) != 0x80)
+            return 0;
+    return n;
+}
+
+char *np_message_clean(const char *in, char *out)
+{
+    const unsigned char *s = (const unsigned char *)in;
+    size_t o = 0;
+    while (s && *s) {
+        size_t n = utf8_char(s);
+        if (o + (n ? n : 1) > NP_MESSAGE_MAX)
+            break;
+        if (n) {
+            memcpy(out + o, s, n);
+            o += n;
+            s += n;
+        } else {
+            out[o++] = '?';
+            s++;
+        }
+    }
+    out[o] = '\0';
+    return out;
+}
+
 const char *np_state_name(mover_state_t s)
 {
     return (unsigned)s < sizeof(state_names) / sizeof(*state_names) ? state_names[s] : "?";
@@ -421,9 +464,10 @@ int np_table_result(np_table_t *t, const np_result_t *r)
 {
     tentry_t *e = find(t, r->id);
     char *m = NULL;
+    char clean[NP_MESSAGE_MAX + 1];
     if (!e)
         return 0;
-    if (r->message && !(m = strdup(r->message)))
+    if (r->message && !(m = strdup(np_message_clean(r->message, clean))))
         return -1;
     if (r->state == MV_RUNNING) {
         /* progress replaces the older progress of the task still in the outbox (the
@@ -466,21 +510,24 @@ int np_table_result(np_table_t *t, const np_result_t *r)
 json_t *np_table_outbox(np_table_t *t, size_t budget, uint64_t *upto)
 {
     json_t *a = json_array();
-    size_t used = 0;
+    size_t used = 2;                    /* [] */
     *upto = 0;
     for (size_t i = 0; a && i < t->nout; i++) {
-        np_result_t r = t->out[i].r;
-        char cut[NP_MESSAGE_MAX + 1];
-        if (r.message && strlen(r.message) > NP_MESSAGE_MAX) {
-            memcpy(cut, r.message, NP_MESSAGE_MAX);
-            cut[NP_MESSAGE_MAX] = '\0';
-            r.message = cut;
-        }
-        size_t cost = 160 + (r.message ? 2 * strlen(r.message) : 0);
-        if (i > 0 && used + cost > budget)
+        json_t *o = np_result_json(&t->out[i].r);
+        size_t cost = o ? json_dumpb(o, NULL, 0, JSON_COMPACT) + 1 : 0;
+        if (o && i == 0 && used + cost > budget) {
+            /* alone too large: its message goes, the result does not wait for ever */
+            np_result_t r = t->out[i].r;
+            r.message = "(message dropped: larger than a report may be)";
+            json_decref(o);
+            o = np_result_json(&r);
+        } else if (!o || used + cost > budget) {
+            json_decref(o);
             break;
+        }
         used += cost;
-        json_array_append_new(a, np_result_json(&r));
+        if (json_array_append_new(a, o) < 0)
+            break;
         *upto = t->out[i].seq;
     }
     return a;

@@ -67,7 +67,7 @@ def agents():
 
 
 def agent_cluster(make_daemon, agents, base, start=NODES, down_after="30s", extra=None,
-                  platform=None, **mover):
+                  platform=None, limits=None, **mover):
     root = os.path.join(base, "bbnodes")
     for n in NODES:
         os.makedirs(os.path.join(root, n), mode=0o755, exist_ok=True)
@@ -76,7 +76,8 @@ def agent_cluster(make_daemon, agents, base, start=NODES, down_after="30s", extr
     d = make_daemon(
         stage={"mode": "mover"}, mover=conf,
         agents={"down_after": down_after, "interval": "0.2s"},
-        limits={"max_body": "64KiB", "connection_timeout": "5s", "max_wait": "10s"},
+        limits=dict({"max_body": "64KiB", "connection_timeout": "5s", "max_wait": "10s"},
+                    **(limits or {})),
         pools=[{"name": "nvme", "granularity": "1GiB"}],
         platform=platform or {"compute_nodes": 1024, "node_bandwidth": "1 GB/s",
                               "pfs_bandwidth": "100 GB/s"},

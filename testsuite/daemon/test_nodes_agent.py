@@ -37,14 +37,21 @@ class Manager:
         self.replies = []
         self.default = (200, {"node": "bb01", "interval": 0.1, "tasks": []})
         self.lock = threading.Lock()
+        self.max_body = None        # larger requests get 413 (bbmgrd's limits.max_body)
+        self.refused = 0
         mgr = self
 
         class H(http.server.BaseHTTPRequestHandler):
             def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                mgr.requests.put((self.path, body))
-                with mgr.lock:
-                    status, js = mgr.replies.pop(0) if mgr.replies else mgr.default
+                raw = self.rfile.read(int(self.headers["Content-Length"]))
+                if mgr.max_body and len(raw) > mgr.max_body:
+                    mgr.refused += 1
+                    status, js = 413, {"error": {"message": "too large"}}
+                else:
+                    body = json.loads(raw)
+                    mgr.requests.put((self.path, body))
+                    with mgr.lock:
+                        status, js = mgr.replies.pop(0) if mgr.replies else mgr.default
                 data = json.dumps(js).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
@@ -290,3 +297,22 @@ def test_results_kept_until_acknowledged(agent, tmp_base):
     assert not b["results"], b
     with open(os.path.join(mount, "j1", "x"), "rb") as f, open(os.path.join(pfs, "x"), "rb") as g:
         assert f.read() == g.read()
+
+
+def test_refused_report_makes_progress(agent, tmp_base):
+    """bbmgrd refuses the agent's report as too large (413: its limits.max_body is
+    smaller than the agent's, or results quote long file names): the agent sends
+    fewer results at a time until they fit, and every result gets through."""
+    mgr, mount, _, log = agent
+    outside = os.path.join(tmp_base, "elsewhere" + "x" * 200)
+    mkdirs(outside)
+    mgr.max_body = 2500
+    mgr.reply(tasks=[task(100 + i, "/pfs/x", os.path.join(outside, "x%d" % i))
+                     for i in range(30)])
+    seen = set()
+    wait_for(lambda: seen.update(r["id"] for r in mgr.next()["results"]
+                                 if r["state"] == "failed") or len(seen) == 30,
+             "every refused transfer reported", timeout=30)
+    assert mgr.refused > 0
+    with open(log) as f:
+        assert "refused a report of" in f.read()
