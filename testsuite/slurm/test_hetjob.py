@@ -13,7 +13,7 @@ import pytest
 
 import conftest as common
 from conftest import job_ended, wait_for
-from test_accounting import acct, tres_dict  # noqa: F401 (fixture)
+from test_accounting import acct, job_tres, tres_dict  # noqa: F401 (fixture)
 
 DONE = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT"}
 
@@ -207,5 +207,5 @@ def test_sacct_counts_each_components_buffer(acct_cluster):
     assert got[lead + "+0"]["bb/harmonia"] == "1024M", got
     assert got[lead + "+1"]["bb/harmonia"] == "3072M", got
     # scontrol shows the same per component
-    assert tres_dict(acct.job(lead + "+0")["TRES"])["bb/harmonia"] == "1G"
-    assert tres_dict(acct.job(other)["TRES"])["bb/harmonia"] == "3G"
+    for j, size in ((lead + "+0", "1G"), (other, "3G")):
+        assert tres_dict(job_tres(acct.job(j)))["bb/harmonia"] == size
