@@ -79,6 +79,15 @@ def tres_dict(s):
     return dict(kv.split("=", 1) for kv in s.split(",") if kv)
 
 
+def job_tres(job):
+    """The TRES 'scontrol show job' gives a job: TRES= up to Slurm 23.11; from
+    24.05 AllocTRES= once it has an allocation, ReqTRES= before."""
+    for key in ("AllocTRES", "TRES", "ReqTRES"):
+        if job.get(key) and job[key] != "(null)":
+            return job[key]
+    raise AssertionError("no TRES in %s" % job)
+
+
 def reason(c, jobid):
     return c.run("squeue", "-h", "-j", str(jobid), "-o", "%T %r").stdout.strip()
 
@@ -102,13 +111,13 @@ def test_job_tres_counts_buffer_capacity_in_mb(acct):
     rc, plain, _, err = acct.sbatch(script())
     assert rc == 0, err
     # Counted at submission already (tres_req_cnt in bb_p_job_validate).
-    assert tres_dict(acct.job(big)["TRES"])["bb/harmonia"] == "10G"
+    assert tres_dict(job_tres(acct.job(big)))["bb/harmonia"] == "10G"
     for j in (big, odd, plain):
         assert acct.wait_state(j, DONE) == "COMPLETED"
     # scontrol prints the MB count with a unit: 10240 MB is "10G", 1536 MB "1.50G".
-    assert tres_dict(acct.job(big)["TRES"])["bb/harmonia"] == "10G"
-    assert tres_dict(acct.job(odd)["TRES"])["bb/harmonia"] == "1.50G"
-    assert "bb/" not in acct.job(plain)["TRES"]
+    assert tres_dict(job_tres(acct.job(big)))["bb/harmonia"] == "10G"
+    assert tres_dict(job_tres(acct.job(odd)))["bb/harmonia"] == "1.50G"
+    assert "bb/" not in job_tres(acct.job(plain))
     # sacct: requested and allocated
     req, alloc = sacct_tres(acct, big)
     assert tres_dict(req)["bb/harmonia"] == "10G", (req, alloc)

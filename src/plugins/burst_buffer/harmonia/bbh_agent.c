@@ -100,9 +100,11 @@ static bool _apply_locked(work_t *w, step_rc_t rc)
 	    !bb_find_alloc_rec(&bb_state, job_ptr)) {
 		bb_alloc_t *a = bb_alloc_job(&bb_state, job_ptr, bb_job);
 
-		/* a record made again shows the buffer's first creation */
+		/* a record made again shows the buffer's first creation,
+		 * also after slurmctld restarted (as 'scontrol reconfigure'
+		 * does from Slurm 23.11): bbmgrd's */
 		if (!h->alloc_time)
-			h->alloc_time = now;
+			h->alloc_time = w->alloc_created ? w->alloc_created : now;
 		if (a)
 			a->create_time = h->alloc_time;
 	}

@@ -120,6 +120,7 @@ typedef struct {
 	char *msg;
 	char *subst_err;	/* the request after symbol replacement is bad */
 	bool allocated;
+	time_t alloc_created;	/* when bbmgrd made the allocation (0: not said) */
 	bool released;		/* the job's space went back to its pools */
 	bool stage_wait;	/* transfers asked for or under way */
 	bool dirs_ready;	/* the allocation's reply said its directories are made */
