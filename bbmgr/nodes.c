@@ -32,6 +32,11 @@
 #include "nodeproto.h"
 #include "util.h"
 
+/* Other I/O on a device counts once it was there in each of this many reports: a
+ * burst of one interval (a job's writes ahead of its grant's pace, a measurement
+ * cut unevenly) does not take bandwidth from the node. */
+#define BW_REPORTS 3
+
 typedef struct {
     char name[64];
     bool seen;                  /* reported since bbmgrd's start */
@@ -43,7 +48,11 @@ typedef struct {
     uint64_t applied;           /* the generation the agent says it applied */
     bool sent_current;          /* the agent has generation gen */
     np_status_t st;
-    double foreign;             /* bytes/s of I/O on its device not its own */
+    double foreign;             /* bytes/s of I/O on its device neither its own nor
+                                   granted by bbmgrd */
+    double granted;             /* bytes/s bbmgrd granted on the node at the last report */
+    double fhist[BW_REPORTS];   /* foreign I/O of the last reports (a ring) */
+    unsigned nf;                /* reports in it so far */
     double available;           /* what the scheduler counts on, bytes/s */
     bool bw_pending;            /* available differs from the scheduler's value */
     uint64_t polls, results, ignored;
@@ -566,6 +575,7 @@ void nodes_node_json(core_t *c, int idx, json_t *o)
         json_object_set_new(ag, "age", json_real(hu_mono() - g->last_seen));
         json_object_set_new(ag, "status", np_status_json(&g->st));
         json_object_set_new(ag, "foreign_bw", json_real(g->foreign));
+        json_object_set_new(ag, "granted_bw", json_real(g->granted));
         json_object_set_new(ag, "available_bw", json_real(g->available));
     }
     json_object_set_new(o, "agent", ag);
@@ -637,7 +647,7 @@ char *nodes_metrics(core_t *c)
         { "harmonia_agent_queue", "gauge", "Transfers in the agent's mover." },
         { "harmonia_agent_errors_total", "counter", "Failed transfers and device errors reported by the agent." },
         { "harmonia_agent_report_age_seconds", "gauge", "Seconds since the agent's last report." },
-        { "harmonia_agent_foreign_bandwidth", "gauge", "Bytes/s of I/O on the device that is not the agent's (0: unknown)." },
+        { "harmonia_agent_foreign_bandwidth", "gauge", "Bytes/s of I/O on the device that is neither the agent's nor granted by bbmgrd (0: unknown)." },
         { "harmonia_agent_available_bandwidth", "gauge", "Bytes/s the scheduler counts on for the node." },
     };
     double now = hu_mono();
@@ -679,8 +689,12 @@ static double conf_bandwidth(core_t *c, const char *name)
 }
 
 /* The scheduler counts on what the device has left: the configured bandwidth less
- * the I/O the agent measured on the device and did not make itself, never below
- * BW_FLOOR of it.  Changes smaller than BW_STEP of it are ignored; the scheduler
+ * the I/O the agent measured on the device that it did not make itself and that
+ * bbmgrd did not grant (the jobs' phases on the node: a job writing into its
+ * buffer at its granted rate is not another writer), never below BW_FLOOR of it.
+ * The grants are those of now or of the previous report, whichever is larger (the
+ * device's figures are of the interval between them: a phase that ended in it
+ * still wrote in it); the other I/O is the least of the last BW_REPORTS reports'.  Changes smaller than BW_STEP of it are ignored; the scheduler
  * is rebuilt with the changed values at most every BW_HOLD seconds, one rebuild
  * for all the nodes that changed meanwhile. */
 #define BW_FLOOR 0.1
@@ -718,7 +732,13 @@ static void apply_bandwidth(core_t *c, int a)
     double conf = conf_bandwidth(c, g->name);
     if (idx < 0 || !(conf > 0))
         return;
-    g->foreign = np_status_foreign(&g->st);
+    core_node_loads(c);
+    double granted = c->nodes[idx].load;
+    g->fhist[g->nf++ % BW_REPORTS] = fmax(0, np_status_foreign(&g->st) - fmax(granted, g->granted));
+    g->granted = granted;
+    g->foreign = g->fhist[0];
+    for (unsigned k = 1; k < BW_REPORTS && k < g->nf; k++)
+        g->foreign = fmin(g->foreign, g->fhist[k]);
     g->available = fmax(BW_FLOOR * conf, conf - g->foreign);
     g->bw_pending = fabs(g->available - c->nodes[idx].bandwidth) >= BW_STEP * conf;
     bandwidth_flush(c);

@@ -8,6 +8,7 @@ import os
 import signal
 import stat
 import subprocess
+import threading
 import time
 
 import pytest
@@ -487,20 +488,27 @@ def phase_bw(d, jobid):
     return ph["grant"]["bandwidth"], ph["grant"]["nodes"]
 
 
+def one_job_on_a_measured_device(make_daemon, agents, base, jobid):
+    """Three agents, bb01's device counters those of a FakeDevice, and job jobid's
+    buffer on bb01: (daemon, device)."""
+    root = os.path.join(base, "bbnodes")
+    stats = os.path.join(base, "diskstats")
+    os.makedirs(os.path.join(root, "bb01"), mode=0o755)
+    dev = FakeDevice(stats, os.path.join(root, "bb01"))
+    d, _ = agent_cluster(make_daemon, agents, base, extra={"bb01": ["--diskstats", stats]},
+                         platform={"compute_nodes": 1024, "node_bandwidth": "10 GB/s",
+                                   "pfs_bandwidth": "100 GB/s"})
+    _, names = new_job(d, jobid)
+    assert names == ["bb01"]
+    return d, dev
+
+
 def test_busy_device_gets_less_bandwidth(make_daemon, agents, tmp_base):
     """I/O on a node's device that bbmgrd did not give (another writer) is measured
     by its agent; within a few reports the scheduler counts on what is left, and a
     new phase there is granted that, not the configured bandwidth; when the writer
     stops, the configured bandwidth comes back."""
-    root = os.path.join(tmp_base, "bbnodes")
-    stats = os.path.join(tmp_base, "diskstats")
-    os.makedirs(os.path.join(root, "bb01"), mode=0o755)
-    dev = FakeDevice(stats, os.path.join(root, "bb01"))
-    d, _ = agent_cluster(make_daemon, agents, tmp_base, extra={"bb01": ["--diskstats", stats]},
-                         platform={"compute_nodes": 1024, "node_bandwidth": "10 GB/s",
-                                   "pfs_bandwidth": "100 GB/s"})
-    paths, names = new_job(d, "g1")
-    assert names == ["bb01"]
+    d, dev = one_job_on_a_measured_device(make_daemon, agents, tmp_base, "g1")
     bw, nodes = phase_bw(d, "g1")
     assert nodes == ["bb01"] and abs(bw - 1e9) < 1e7, bw
     # the other two nodes get as much: bb01 is first again by free space, then name
@@ -708,3 +716,58 @@ def test_stage_in_moves_to_another_node_when_its_node_is_lost(make_daemon, agent
     wait_agent(d, "bb01", "up")
     wait_for(lambda: not os.path.exists(paths[0]), "bb01's agent to remove " + paths[0])
     assert os.path.isdir(new)
+
+
+def test_lone_job_keeps_its_rate_phase_after_phase(make_daemon, agents, tmp_base):
+    """A lone job writes into its buffer at the rate it was granted: the agent sees
+    that traffic on its device, but it is bbmgrd's own grant, not another writer's,
+    so the next phases are granted the full rate again (they used to be granted
+    the 0.1 x floor: the job throttled by its own writes).  Another writer beyond
+    the grants still counts."""
+    d, dev = one_job_on_a_measured_device(make_daemon, agents, tmp_base, "l1")
+    rates = []
+
+    def write_at(rate, polls, extra=0.0):
+        """The device writes rate (+ extra) bytes/s, in small even steps (a thread),
+        until the agent reported `polls` more times; bb01 as bbmgrd sees it then."""
+        start = node(d, "bb01")["agent"]["polls"]
+        stop = threading.Event()
+
+        def writer():
+            last = time.monotonic()
+            while not stop.is_set():
+                time.sleep(0.005)
+                now = time.monotonic()
+                dev.add(int((rate + extra) * (now - last)))
+                last = now
+        t = threading.Thread(target=writer)
+        t.start()
+        try:
+            wait_for(lambda: node(d, "bb01")["agent"]["polls"] >= start + polls,
+                     "%d reports of bb01" % polls)
+            return node(d, "bb01")
+        finally:
+            stop.set()
+            t.join()
+    for k in range(4):
+        ph = d.ok("POST", "/v1/jobs/l1/phases", {"volume": "100GB", "wait": 5}, uid=SLURM_UID,
+                  expect=(201,))
+        assert ph["state"] == "granted", ph
+        bw = ph["grant"]["bandwidth"]
+        rates.append(bw)
+        # the application writes its phase into the buffer at its granted rate
+        n = write_at(bw, 8)
+        assert n["bandwidth"] > 0.95e9, (k, n)
+        assert n["agent"]["foreign_bw"] < 0.1e9, (k, n)
+        d.ok("POST", "/v1/phases/%d/finish" % ph["id"], {"bytes": 0}, uid=SLURM_UID)
+    print("granted rate of phases 1-4: %s MB/s" % ", ".join("%.0f" % (r / 1e6) for r in rates))
+    assert all(abs(r - 1e9) < 1e7 for r in rates), rates
+    # a writer beyond what was granted is still another writer: 500 MB/s more than
+    # the job's grant is counted against the node
+    ph = d.ok("POST", "/v1/jobs/l1/phases", {"volume": "100GB", "wait": 5}, uid=SLURM_UID,
+              expect=(201,))
+    bw = ph["grant"]["bandwidth"]
+    n = wait_for(lambda: (lambda n: n if n["bandwidth"] < 0.7e9 else None)(
+        write_at(bw, 2, extra=500e6)), "bb01's bandwidth to count the other writer",
+        report=lambda: node(d, "bb01"))
+    assert 0.3e9 < n["agent"]["foreign_bw"] < 0.8e9, n
