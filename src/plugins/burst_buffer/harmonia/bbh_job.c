@@ -32,6 +32,79 @@
 
 #define CHECK_TIMEOUT_MS 5000	/* a hung file system must not hold sbatch */
 
+/* "#SBATCH hetjob" (or packjob, or #SLURM): where a component of a
+ * heterogeneous job's script ends, as sbatch and slurmctld read it. */
+static bool _het_separator(const char *line, const char *end)
+{
+	size_t n = end - line;
+
+	if (!((n > 7 && !strncmp(line, "#SBATCH", 7)) ||
+	      (n > 6 && !strncmp(line, "#SLURM", 6))))
+		return false;
+	return memmem(line, n, "hetjob", 6) || memmem(line, n, "packjob", 7);
+}
+
+/*
+ * Walk the script's leading comments (where directives are read), counting
+ * components; with 'keep' not NO_VAL, blank the lines of the other components
+ * and the separators.  RET the number of components.
+ */
+static uint32_t _het_scan(char *script, uint32_t keep)
+{
+	char *p;
+	uint32_t comp = 0;
+	int lineno = 0;
+
+	for (p = script; *p; ) {
+		char *eol = strchrnul(p, '\n'), *q = p;
+
+		lineno++;
+		while (q < eol && (*q == ' ' || *q == '\t' || *q == '\r'))
+			q++;
+		if ((q < eol) && (*q != '#'))
+			break;		/* the first command */
+		if ((lineno > 1) && (q < eol)) {
+			bool sep = _het_separator(q, eol);
+
+			if (sep)
+				comp++;
+			if ((keep != NO_VAL) && (sep || (comp != keep)))
+				memset(p, ' ', eol - p);
+		}
+		p = *eol ? eol + 1 : eol;
+	}
+	return comp + 1;
+}
+
+extern uint32_t bbh_het_components(const char *script)
+{
+	char *copy;
+	uint32_t n;
+
+	if (!script || !(copy = strdup(script)))
+		return 1;
+	n = _het_scan(copy, NO_VAL);
+	free(copy);
+	return n;
+}
+
+extern char *bbh_collect_script(const char *script, uint32_t het_job_offset)
+{
+	char *copy, *out;
+
+	if (!script || (het_job_offset == NO_VAL))
+		return hu_bb_collect_script(script);
+	if (!(copy = strdup(script)))
+		return NULL;
+	/* a script without separators is all one component's */
+	if (_het_scan(copy, het_job_offset) > 1)
+		out = hu_bb_collect_script(copy);
+	else
+		out = hu_bb_collect_script(script);
+	free(copy);
+	return out;
+}
+
 static bool _is_symbol(char c)
 {
 	return c && strchr("%Aadjux", c);

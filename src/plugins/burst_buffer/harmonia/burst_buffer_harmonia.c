@@ -343,7 +343,9 @@ extern int bb_p_job_validate(job_desc_msg_t *job_desc, uid_t submit_uid,
 	int rc = SLURM_SUCCESS;
 
 	memset(&req, 0, sizeof(req));
-	collected = hu_bb_collect_script(job_desc->script);
+	/* a heterogeneous job's components each have their own request */
+	collected = bbh_collect_script(job_desc->script,
+				       job_desc->het_job_offset);
 	in_script = collected && collected[0];
 	in_bb = hu_bb_has_directives(job_desc->burst_buffer, true);
 	if (!in_script && !in_bb) {
@@ -375,7 +377,8 @@ extern int bb_p_job_validate(job_desc_msg_t *job_desc, uid_t submit_uid,
 	/* the paths as the user sees them (nothing about what the user may
 	 * not see); %j, %A and %a are not known yet.  job_submit/harmonia,
 	 * when configured, checked them already (with the script's line
-	 * numbers) */
+	 * numbers; those of every component of a heterogeneous job when it
+	 * saw the first) */
 	if (xstrcasestr(slurm_conf.job_submit_plugins, "harmonia"))
 		goto checked;
 	sym.job_id = 0;
@@ -585,6 +588,43 @@ static void _env_add(job_record_t *job_ptr, const char *name, const char *val)
 	d->env_sup[d->env_cnt++] = xstrdup_printf("%s=%s", name, val);
 }
 
+/*
+ * A component of a heterogeneous job: its buffer's variables also go, named
+ * NAME_HET_GROUP_<offset> as Slurm names its own per-component variables, to
+ * the batch script, which runs in the first component (and so do
+ * HARMONIA_URL and HARMONIA_MUNGE_SOCKET when that one has no request).
+ * Slurm launches the script once every component has started.
+ */
+static void _het_env(job_record_t *job_ptr, hjob_t *h, const char *id)
+{
+	job_record_t *leader;
+	char name[64];
+	const char *vars[][2] = {
+		{ "HARMONIA_JOBID", id },
+		{ "HARMONIA_BB", h ? h->bb_path : NULL },
+		{ "HARMONIA_BB_NODES", h ? h->bb_nodes : NULL },
+	};
+
+	if (!job_ptr->het_job_id)
+		return;
+	leader = (job_ptr->het_job_id == job_ptr->job_id) ?
+		 job_ptr : find_job_record(job_ptr->het_job_id);
+	if (!leader)
+		return;
+	for (int i = 0; i < ARRAY_SIZE(vars); i++) {
+		snprintf(name, sizeof(name), "%s_HET_GROUP_%u", vars[i][0],
+			 job_ptr->het_job_offset);
+		_env_add(leader, name, vars[i][1]);
+	}
+	if ((leader != job_ptr) && conf.configured &&
+	    (!leader->burst_buffer || !leader->burst_buffer[0])) {
+		_env_add(leader, "HARMONIA_URL", conf.job_url);
+		if (conf.munge_socket)
+			_env_add(leader, "HARMONIA_MUNGE_SOCKET",
+				 conf.munge_socket);
+	}
+}
+
 /* The job starts: give it its buffer's environment; tell bbmgrd. */
 extern int bb_p_job_begin(job_record_t *job_ptr)
 {
@@ -600,8 +640,10 @@ extern int bb_p_job_begin(job_record_t *job_ptr)
 	bb_set_job_bb_state(job_ptr, bb_job, BB_STATE_RUNNING);
 	snprintf(id, sizeof(id), "%u", job_ptr->job_id);
 	_env_add(job_ptr, "HARMONIA_JOBID", id);
-	if (!conf.configured)
+	if (!conf.configured) {
+		_het_env(job_ptr, NULL, id);
 		goto out;
+	}
 	_env_add(job_ptr, "HARMONIA_URL", conf.job_url);
 	/* a site whose munged is not at libmunge's default socket (MungeSocket in
 	 * harmonia.conf, or slurm.conf AuthInfo) tells its jobs where it is */
@@ -622,6 +664,7 @@ extern int bb_p_job_begin(job_record_t *job_ptr)
 		}
 		xfree(copy);
 	}
+	_het_env(job_ptr, h, id);
 	h->ncompute = job_ptr->node_cnt;
 	bbh_want(job_ptr, WANT_BEGIN);
 out:

@@ -289,7 +289,8 @@ static int _normalise(const char *script, char **bb_field, uint32_t uid,
 	int rc = SLURM_SUCCESS;
 
 	memset(&req, 0, sizeof(req));
-	if (!(collected = hu_bb_collect_script(script)))
+	if (!(collected = bbh_collect_script(script, job_desc ?
+					     job_desc->het_job_offset : NO_VAL)))
 		return ENOMEM;
 	if (!collected[0] && !hu_bb_has_directives(bb, true))
 		goto out;
@@ -327,6 +328,47 @@ out:
 	return rc;
 }
 
+/*
+ * Only the first component of a heterogeneous job brings the script: check
+ * the requests of the later components here, each for itself, where their
+ * line numbers are those the user wrote (slurmctld gives each of them, later,
+ * a script of its own lines, which burst_buffer/harmonia takes as its request).
+ */
+static int _check_later_components(job_desc_msg_t *job_desc, char **err_msg)
+{
+	uint32_t n;
+	int rc = SLURM_SUCCESS;
+
+	if ((job_desc->het_job_offset != 0) || !job_desc->script)
+		return SLURM_SUCCESS;
+	n = bbh_het_components(job_desc->script);
+	for (uint32_t k = 1; (k < n) && (rc == SLURM_SUCCESS); k++) {
+		hu_bb_request_t req;
+		hu_error_t err;
+		char *msg = NULL, *collected;
+
+		if (!(collected = bbh_collect_script(job_desc->script, k)))
+			return ENOMEM;
+		memset(&req, 0, sizeof(req));
+		if (collected[0]) {
+			if ((hu_bb_parse(&req, collected, strlen(collected),
+					 HU_BB_SRC_SCRIPT, &err) < 0) ||
+			    (hu_bb_validate(&req, &err) < 0))
+				msg = xstrdup(err.text);
+			else
+				(void) _check_paths(&req, job_desc, &msg);
+		}
+		if (msg) {
+			xstrfmtcat(*err_msg, "hetjob component %u: %s", k, msg);
+			rc = ESLURM_INVALID_BURST_BUFFER_REQUEST;
+			xfree(msg);
+		}
+		hu_bb_request_free(&req);
+		free(collected);
+	}
+	return rc;
+}
+
 extern int job_submit(job_desc_msg_t *job_desc, uint32_t submit_uid,
 		      char **err_msg)
 {
@@ -334,6 +376,8 @@ extern int job_submit(job_desc_msg_t *job_desc, uint32_t submit_uid,
 
 	rc = _normalise(job_desc->script, &job_desc->burst_buffer,
 			job_desc->user_id, job_desc->name, job_desc, err_msg);
+	if (rc == SLURM_SUCCESS)
+		rc = _check_later_components(job_desc, err_msg);
 	if (rc != SLURM_SUCCESS)
 		debug("%s: refused a request of uid %u: %s", plugin_type,
 		      submit_uid, *err_msg ? *err_msg : "");
