@@ -56,6 +56,7 @@ typedef struct {
     double available;           /* what the scheduler counts on, bytes/s */
     bool bw_pending;            /* available differs from the scheduler's value */
     uint64_t polls, results, ignored;
+    uint64_t bytes;             /* copied by its transfers, as their results said */
     char reason[160];
 } agent_t;
 
@@ -76,6 +77,7 @@ typedef struct {
     int part, nparts;           /* a part of a spread transfer (mover_spec_t) */
     char **roots;
     unsigned run;
+    int64_t bytes_seen;         /* bytes_done of its last result (counted in G.moved) */
 } task_t;
 
 static struct {
@@ -87,6 +89,7 @@ static struct {
     double start_wall;
     uint64_t down_events;
     double bw_rebuilt;          /* monotonic time the scheduler was last rebuilt */
+    nodes_moved_t moved;
 } G;
 
 /* Built at the first call: the agents are the nodes of the sets with agent: true
@@ -447,6 +450,19 @@ static void apply_result(core_t *c, int a, const np_result_t *r)
             task_close(r->id);
             return;
         }
+        /* what the agent copied: progress since its last result (a run started
+         * again, by a restarted agent, counts from 0 again) */
+        if (r->bytes_done > t->bytes_seen) {
+            G.moved.bytes += (uint64_t)(r->bytes_done - t->bytes_seen);
+            g->bytes += (uint64_t)(r->bytes_done - t->bytes_seen);
+        }
+        t->bytes_seen = r->bytes_done;
+        if (r->state == MV_DONE || r->state == MV_DONE_SYNCING)
+            G.moved.done++;
+        else if (r->state == MV_FAILED)
+            G.moved.failed++;
+        else if (r->state == MV_CANCELLED)
+            G.moved.cancelled++;
         core_mover_report(c, r->id, t->job, r->state, r->bytes_done, r->bytes_total,
                           r->message);
         if (r->state == MV_DONE_SYNCING)
@@ -562,6 +578,12 @@ void nodes_route_poll(core_t *c, hreq_t *rq, reply_t *r)
 }
 
 /* ------------------------------------------------------------------ views */
+void nodes_moved(core_t *c, nodes_moved_t *out)
+{
+    init(c);
+    *out = G.moved;
+}
+
 void nodes_node_json(core_t *c, int idx, json_t *o)
 {
     int a = agent_of_node(c, idx);
@@ -649,6 +671,7 @@ char *nodes_metrics(core_t *c)
         { "harmonia_agent_report_age_seconds", "gauge", "Seconds since the agent's last report." },
         { "harmonia_agent_foreign_bandwidth", "gauge", "Bytes/s of I/O on the device that is neither the agent's nor granted by bbmgrd (0: unknown)." },
         { "harmonia_agent_available_bandwidth", "gauge", "Bytes/s the scheduler counts on for the node." },
+        { "harmonia_agent_bytes_total", "counter", "Bytes copied by the agent's transfers (also in harmonia_mover_bytes_total)." },
     };
     double now = hu_mono();
     for (size_t k = 0; k < sizeof(m) / sizeof(*m); k++) {
@@ -667,7 +690,8 @@ char *nodes_metrics(core_t *c)
             case 7: v = (double)g->st.errors; break;
             case 8: v = now - g->last_seen; break;
             case 9: v = g->foreign; break;
-            default: v = g->available; break;
+            case 10: v = g->available; break;
+            default: v = (double)g->bytes; break;
             }
             sb(&b, "%s{node=\"%s\"} %.17g\n", m[k].name, g->name, v);
         }

@@ -123,6 +123,14 @@ def new_job(d, jobid, nodes=1, capacity="1GiB", wait=True):
     return paths, [n["name"] for n in a["nodes"]]
 
 
+def assert_only_agents_copied(d):
+    """bbmgrd's own mover copied nothing: every byte of harmonia_mover_bytes_total
+    is one of an agent's (harmonia_agent_bytes_total)."""
+    total = d.metric("harmonia_mover_bytes_total")
+    agents = sum(d.metric('harmonia_agent_bytes_total{node="%s"}' % n) for n in NODES)
+    assert total > 0 and total == agents, (total, agents)
+
+
 def owned_dir(path):
     st = os.stat(path)
     return (st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)) == (USER1, GID1, 0o700)
@@ -152,7 +160,7 @@ def test_job_striped_over_two_agents(make_daemon, agents, tmp_base):
     assert compare_trees(os.path.join(pfs, "a"), paths[0] + "/a", owner=(USER1, GID1)) == 5
     assert compare_trees(os.path.join(pfs, "b"), paths[1] + "/b", owner=(USER1, GID1)) == 1
     # the copies were the agents', not bbmgrd's
-    assert d.metric("harmonia_mover_bytes_total") == 0
+    assert_only_agents_copied(d)
     logs = {a.node: a.log_text() for a in agents}
     assert "stage_in %d of job s1" % t1 in logs[names[0]]
     assert "stage_in %d of job s1" % t2 in logs[names[1]]
@@ -231,7 +239,7 @@ def test_stage_in_spread_over_the_jobs_nodes_and_gathered_back(make_daemon, agen
     logs = {a.node: a.log_text() for a in agents}
     for x, n in zip(xs, names):
         assert "stage_in %d of job sp" % x["id"] in logs[n]
-    assert d.metric("harmonia_mover_bytes_total") == 0
+    assert_only_agents_copied(d)
     # the job writes on each of its nodes; both trees are gathered back
     for k, p in enumerate(paths):
         mkdirs(os.path.join(p, "out"))
@@ -771,3 +779,25 @@ def test_lone_job_keeps_its_rate_phase_after_phase(make_daemon, agents, tmp_base
         write_at(bw, 2, extra=500e6)), "bb01's bandwidth to count the other writer",
         report=lambda: node(d, "bb01"))
     assert 0.3e9 < n["agent"]["foreign_bw"] < 0.8e9, n
+
+
+def test_metrics_count_what_the_agents_move(make_daemon, agents, tmp_base):
+    """/metrics counts the agents' copies in harmonia_mover_bytes_total and
+    harmonia_mover_transfers_total (they were 0 after agents staged gigabytes),
+    and each node's in harmonia_agent_bytes_total."""
+    d, _ = agent_cluster(make_daemon, agents, tmp_base)
+    pfs = os.path.join(tmp_base, "pfs")
+    mkdirs(pfs)
+    write(os.path.join(pfs, "in"), os.urandom(9 * MiB + 7), 0o644)
+    paths, names = new_job(d, "m1")
+    tid = stage(d, "m1", "stage_in", os.path.join(pfs, "in"), paths[0] + "/in", "file")
+    x = wait_xfer(d, tid)
+    assert x["state"] == "done", x
+    size = 9 * MiB + 7
+    assert d.metric("harmonia_mover_bytes_total") >= size
+    assert d.metric('harmonia_mover_transfers_total{outcome="done"}') == 1
+    assert d.metric('harmonia_agent_bytes_total{node="%s"}' % names[0]) >= size
+    tid = stage(d, "m1", "stage_out", paths[0] + "/in", os.path.join(pfs, "out"), "file")
+    assert wait_xfer(d, tid)["state"] == "done"
+    assert d.metric("harmonia_mover_bytes_total") >= 2 * size
+    assert d.metric('harmonia_mover_transfers_total{outcome="done"}') == 2
