@@ -877,8 +877,7 @@ static void submit(agent_t *a, json_t *tasks, uint64_t id)
         if (task_id(o) != id)
             continue;
         if (np_task_parse(o, &t, msg, sizeof(msg)) < 0) {
-            const char *job = json_string_value(json_object_get(o, "job"));
-            refuse(a, id, job ? job : "?", msg);
+            refuse(a, id, "?", msg);    /* its job field is not known to be sane */
             return;
         }
         spec = t;
