@@ -566,8 +566,8 @@ def test_persistent_buffer_on_an_agent(make_daemon, agents, tmp_base):
                                         "gid": GID1}, uid=SLURM_UID, expect=(201,))
     path = b["nodes"][0]["path"]
     assert path == os.path.join(d.root, b["nodes"][0]["name"], "persistent", "ckpt")
-    wait_for(lambda: os.path.isdir(path), "the agent to make " + path)
-    assert owned_dir(path)
+    # (made, then given to its owner: wait for both)
+    wait_for(lambda: os.path.isdir(path) and owned_dir(path), "the agent to make " + path)
     register(d, "p1", uid=USER1, gid=GID1)
     d.ok("POST", "/v1/persistent/ckpt/use", {"job": "p1"}, uid=SLURM_UID)
     tid = stage(d, "p1", "stage_in", os.path.join(pfs, "ckpt"), path + "/ckpt", "file")
