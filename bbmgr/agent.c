@@ -546,8 +546,15 @@ fail:
 static void dir_make(agent_t *a, const np_dir_t *d, bool again)
 {
     struct stat st;
-    int pfd = parent_fd(a, d->persistent), fd;
     const char *where = d->persistent ? "persistent/" : "";
+    if (d->uid == 0 || d->gid == 0 || (long)d->uid < a->cfg->agents_min_uid) {
+        bl_error("buffer directory %s/%s%s for uid %u gid %u refused: root's, or below "
+                 "agents.min_uid (%ld)", a->mount, where, d->name, (unsigned)d->uid,
+                 (unsigned)d->gid, a->cfg->agents_min_uid);
+        a->errors++;
+        return;
+    }
+    int pfd = parent_fd(a, d->persistent), fd;
     if (pfd < 0) {
         bl_warning("%s/persistent: %s", a->mount, strerror(errno));
         a->errors++;
@@ -681,6 +688,9 @@ static void orphans_remove(agent_t *a, const np_dir_t *v, size_t n, bool persist
         if (!np_dir_name_ok(e->d_name, persistent) || !strncmp(e->d_name, ".harmonia", 9)
             || in_set(v, n, e->d_name, persistent)
             || fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode)
+            /* a buffer's directory is never root's (agents.min_uid): root's are the
+             * file system's or the site's (lost+found) */
+            || st.st_uid == 0
             || removing(a, e->d_name, persistent))
             continue;
         snprintf(path, sizeof(path), "%s/%s%s", a->mount, persistent ? "persistent/" : "",
@@ -838,6 +848,24 @@ static bool in_mount(const agent_t *a, const char *path)
     return !strncmp(path, a->mount, n) && path[n] == '/' && path[n + 1];
 }
 
+/* The id of a listed task, even one that does not parse (0: none). */
+static uint64_t task_id(json_t *o)
+{
+    json_t *id = json_object_get(o, "id");
+    return json_is_integer(id) && json_integer_value(id) > 0 ? (uint64_t)json_integer_value(id)
+                                                             : 0;
+}
+
+/* A listed task this agent will not run: failed with the reason, once (the table
+ * knows it from then on). */
+static void refuse(agent_t *a, uint64_t id, const char *job, const char *why)
+{
+    char msg[400];
+    snprintf(msg, sizeof(msg), "bbnoded %s refused the transfer: %s", a->node, why);
+    bl_error("transfer %ju refused: %s", (uintmax_t)id, why);
+    on_result(id, job, MV_FAILED, 0, -1, msg, a);
+}
+
 static void submit(agent_t *a, json_t *tasks, uint64_t id)
 {
     np_task_t t;
@@ -846,9 +874,21 @@ static void submit(agent_t *a, json_t *tasks, uint64_t id)
     size_t i;
     json_t *o;
     json_array_foreach(tasks, i, o) {
-        if (np_task_parse(o, &t, msg, sizeof(msg)) < 0 || t.tid != id)
+        if (task_id(o) != id)
             continue;
+        if (np_task_parse(o, &t, msg, sizeof(msg)) < 0) {
+            refuse(a, id, "?", msg);    /* its job field is not known to be sane */
+            return;
+        }
         spec = t;
+        if (t.uid == 0 || t.gid == 0 || (long)t.uid < a->cfg->agents_min_uid) {
+            /* whoever answers on bbmgrd's address cannot make the agent act as
+             * root or a system account */
+            snprintf(msg, sizeof(msg), "uid %u gid %u: root's, or below agents.min_uid (%ld)",
+                     (unsigned)t.uid, (unsigned)t.gid, a->cfg->agents_min_uid);
+            refuse(a, id, t.job, msg);
+            return;
+        }
         if (!in_mount(a, t.stage_out ? t.src : t.dst)) {
             /* the buffer side of a transfer is always on this node: anything else is
              * refused whoever asks */
@@ -913,11 +953,14 @@ static void apply(agent_t *a, json_t *rep)
         size_t n = 0, nsub, ncan;
         np_task_t t;
         json_array_foreach(tasks, i, o) {
-            if (np_task_parse(o, &t, msg, sizeof(msg)) < 0)
-                bl_error("bbmgrd sent a bad task: %s (ignored)", msg);
+            /* one that does not parse but has an id is failed with the reason when
+             * first listed (submit()); without an id it cannot be answered */
+            uint64_t id = task_id(o);
+            if (!id)
+                bl_debug("bbmgrd sent a task without an id (ignored)");
             else if (ids && runs) {
-                runs[n] = t.run;
-                ids[n++] = t.tid;
+                runs[n] = np_task_parse(o, &t, msg, sizeof(msg)) == 0 ? t.run : 0;
+                ids[n++] = id;
             }
         }
         if (ids && runs

@@ -132,6 +132,7 @@ typedef struct cfg {
     /* agents (bbnoded) */
     double agents_down_after;
     double agents_interval;
+    long agents_min_uid;
     char *agents_manager;
     /* list sections */
     cfg_nodeset_t *nodes;

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "nodeproto.h"
+#include "libhutil/directive.h"
 
 static int bad(char *msg, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int bad(char *msg, size_t len, const char *fmt, ...)
@@ -99,22 +100,6 @@ static int get_field(json_t *o, const char *what, const char *k, bool required,
         return 0;
     }
     return bad(msg, len, "%s: '%s': unknown kind", what, k);
-}
-
-/* An absolute path without "." or ".." components. */
-static bool path_ok(const char *p)
-{
-    if (!p || p[0] != '/' || strlen(p) >= 4096)
-        return false;
-    for (const char *s = p; *s;) {
-        while (*s == '/')
-            s++;
-        size_t n = strcspn(s, "/");
-        if ((n == 1 && s[0] == '.') || (n == 2 && s[0] == '.' && s[1] == '.'))
-            return false;
-        s += n;
-    }
-    return true;
 }
 
 /* ------------------------------------------------------------------ status */
@@ -209,8 +194,9 @@ static int parse_parts(json_t *o, np_task_t *t, char *msg, size_t len)
                    "the count of 2 to %d roots", MOVER_MAX_PARTS);
     for (size_t k = 0; k < n; k++) {
         const char *s = json_string_value(json_array_get(r, k));
-        if (!s || !path_ok(s))
-            return bad(msg, len, "task: 'roots' must be absolute paths without '.' or '..'");
+        if (!s || !hu_bb_path_ok(s))
+            return bad(msg, len, "task: 'roots' must be absolute paths without '.' or '..' "
+                       "components or newlines");
         t->roots[k] = s;
     }
     t->part = (int)json_integer_value(p);
@@ -254,9 +240,9 @@ int np_task_parse(json_t *o, np_task_t *t, char *msg, size_t len)
         return bad(msg, len, "task %ju: uid or gid out of range", (uintmax_t)t->tid);
     if (!*t->job || strlen(t->job) >= 64)
         return bad(msg, len, "task %ju: 'job' must have 1 to 63 characters", (uintmax_t)t->tid);
-    if (!path_ok(t->src) || !path_ok(t->dst))
+    if (!hu_bb_path_ok(t->src) || !hu_bb_path_ok(t->dst))  /* bbmgrd's own rule */
         return bad(msg, len, "task %ju: source and destination must be absolute paths "
-                   "without '.' or '..'", (uintmax_t)t->tid);
+                   "without '.' or '..' components or newlines", (uintmax_t)t->tid);
     if (t->resync && !t->stage_out)
         return bad(msg, len, "task %ju: only a stage-out is resynced", (uintmax_t)t->tid);
     t->uid = (uid_t)uid;
@@ -361,9 +347,13 @@ int np_result_parse(json_t *o, np_result_t *r, char *msg, size_t len)
 /* ------------------------------------------------------------------ directories */
 bool np_dir_name_ok(const char *name, bool persistent)
 {
+    /* a persistent buffer's: the one name rule; a job's: one plain component, never
+     * a name the mount keeps for itself (persistent, lost+found, .harmonia*) */
+    if (persistent)
+        return hu_bb_name_ok(name);
     return name && *name && strlen(name) < 256 && strcmp(name, ".") && strcmp(name, "..")
-           && !strchr(name, '/')
-           && !(!persistent && (!strcmp(name, "persistent") || !strcmp(name, ".harmonia-spare")));
+           && !strchr(name, '/') && strcmp(name, "persistent") && strcmp(name, "lost+found")
+           && strncmp(name, ".harmonia", 9);
 }
 
 json_t *np_dir_json(const np_dir_t *d)

@@ -478,7 +478,7 @@ static void h_pbuf_create(core_t *c, hreq_t *rq, reply_t *r)
     if (!rq_check_body(rq, r, spec, true))
         return;
     const char *name = rq_get_str(rq, "name"), *pool = rq_get_str(rq, "pool");
-    if (!rq_check_name(r, "name", name) || (pool && !rq_check_name(r, "pool", pool))
+    if (!rq_check_bufname(r, "name", name) || (pool && !rq_check_name(r, "pool", pool))
         || !rq_get_size(rq, r, "capacity", true, &cap))
         return;
     if ((rq_has(rq, "uid") || rq_has(rq, "gid")) && !rq->who->admin)

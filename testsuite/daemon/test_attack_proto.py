@@ -188,3 +188,47 @@ def test_users_connections_do_not_lock_the_agents_out(make_daemon, agents, tmp_b
     finally:
         os.kill(pid, signal.SIGKILL)
         os.waitpid(pid, 0)
+
+
+# ---------------------------------------------------------------- class 8
+def test_one_path_rule(make_daemon, agents, tmp_base, users):
+    """A stage path with a '.' component (or a newline) is refused by
+    bbmgrd, naming the rule, as the directives and the agents refuse it: it never
+    becomes a task the agent cannot run."""
+    d, by = agent_cluster(make_daemon, agents, tmp_base, start=("bb01", "bb02", "bb03"))
+    pfs = os.path.join(tmp_base, "pfs")
+    mkdirs(pfs)
+    write(os.path.join(pfs, "x"), b"data", 0o644)
+    paths, _ = new_job(d, "p1")
+    for src, dst in ((pfs + "/./x", paths[0] + "/x"), (pfs + "/x", paths[0] + "/./x"),
+                     (pfs + "/x", paths[0] + "/a\nb")):
+        st, js = d.request("POST", "/v1/jobs/p1/stage_in", {"source": src, "destination": dst,
+                                                          "type": "file"}, uid=SLURM_UID)
+        assert st == 400, js
+        assert "'.' or '..' components" in js["error"]["message"], js
+    # the same paths without the '.' component run
+    tid = stage(d, "p1", "stage_in", pfs + "/x", paths[0] + "/x", "file")
+    x = wait_for(lambda: final(d, tid), "the stage-in")
+    assert x["state"] == "done", x
+
+
+# ---------------------------------------------------------------- class 6
+def test_reserved_buffer_names_refused(make_daemon, agents, tmp_base, users):
+    """User 1 asks for persistent buffers of names the mounts keep for themselves
+    (.harmonia-trash, .harmonia-x, ...) or that are not one plain name: bbmgrd
+    refuses them with the one name rule of the directives (a letter first), so no
+    agent ever gets one; a plain name is made on its agent for its owner."""
+    d, by = agent_cluster(make_daemon, agents, tmp_base)
+    for name in (".harmonia-trash", ".harmonia-x", ".harmonia-spare", ".hidden", "..", ".",
+                 "-x", "_x", "9lives", "a/b", "x" * 64):
+        st, js = d.request("POST", "/v1/persistent", {"name": name, "capacity": "1GiB"},
+                           uid=USER1)
+        assert st == 400, (name, js)
+        assert "must be a letter" in js["error"]["message"], js
+    b = d.ok("POST", "/v1/persistent", {"name": "ok.name-1_x", "capacity": "1GiB"}, uid=USER1,
+             expect=(201,))
+    path = b["nodes"][0]["path"]
+    wait_for(lambda: os.path.isdir(path), "the agent to make " + path)
+    assert os.stat(path).st_uid == USER1
+    assert not any(n.startswith(".harmonia-t") or n == ".harmonia-x"
+                   for n in os.listdir(os.path.dirname(path)))

@@ -256,6 +256,13 @@ START_TEST(test_errors_paths)
         "#BB_HARMONIA line 1: stage_in: source '/pfs/../etc' may not contain '..'");
     bad("#BB_HARMONIA stage_out source=$HARMONIA_BB destination=/..",
         "#BB_HARMONIA line 1: stage_out: destination '/..' may not contain '..'");
+    /* the one path rule of bbmgrd and its agents: no '.' component either */
+    bad("#BB_HARMONIA stage_in source=/pfs/./in destination=$HARMONIA_BB",
+        "#BB_HARMONIA line 1: stage_in: source '/pfs/./in' may not contain a '.' "
+        "component");
+    bad("#BB_HARMONIA stage_out source=$HARMONIA_BB/. destination=/x",
+        "#BB_HARMONIA line 1: stage_out: source '$HARMONIA_BB/.' may not contain a '.' "
+        "component");
     bad("#BB_HARMONIA stage_in source=/a destination=$HARMONIA_BB type=link",
         "#BB_HARMONIA line 1: stage_in: type 'link' is not file or directory");
     bad("#BB_HARMONIA stage_in source=/a destination=$HARMONIA_BB type=File",

@@ -130,15 +130,16 @@ static const char *printable(const char *s, size_t n, char *buf, size_t len)
 /* A buffer name; Slurm's symbols (%u, %j, ... see harmonia-directives(5)) may
  * stand in it for letters and digits: the plugin replaces them for each job and
  * checks the name it gets again. */
-static bool valid_name(const char *s)
+static bool name_rule(const char *s, bool symbols)
 {
-    size_t n = strlen(s);
+    size_t n = s ? strlen(s) : 0;
     if (n == 0 || n > HU_BB_NAME_MAX)
         return false;
-    if (!isalpha((unsigned char)s[0]) && !(s[0] == '%' && s[1] && strchr("Aajux", s[1])))
+    if (!isalpha((unsigned char)s[0])
+        && !(symbols && s[0] == '%' && s[1] && strchr("Aajux", s[1])))
         return false;
     for (size_t i = 0; i < n; i++) {
-        if (s[i] == '%' && s[i + 1] && strchr("Aajux", s[i + 1])) {
+        if (symbols && s[i] == '%' && s[i + 1] && strchr("Aajux", s[i + 1])) {
             i++;
             continue;
         }
@@ -146,6 +147,16 @@ static bool valid_name(const char *s)
             return false;
     }
     return true;
+}
+
+static bool valid_name(const char *s)
+{
+    return name_rule(s, true);
+}
+
+bool hu_bb_name_ok(const char *name)
+{
+    return name_rule(name, false);
 }
 
 static int parse_uint(const char *s, unsigned long max, unsigned long *out)
@@ -174,23 +185,34 @@ static const char *bb_var_rest(const char *p)
     return NULL;
 }
 
-/* A path inside the job buffer: "$HARMONIA_BB" or "$HARMONIA_BB/...", with no ".."
- * component (it would leave the buffer). */
-static bool path_has_dotdot(const char *p)
+/* What breaks the path rule in p: a ".." or "." component, a newline; NULL:
+ * nothing. */
+static const char *path_bad_part(const char *p)
 {
-    const char *s = p;
-    while ((s = strstr(s, ".."))) {
-        bool start = (s == p || s[-1] == '/');
-        bool end = (s[2] == '\0' || s[2] == '/');
-        if (start && end)
-            return true;
-        s += 2;
+    const char *why = NULL;
+    if (strchr(p, '\n'))
+        return "a newline";
+    for (const char *s = p; *s;) {
+        while (*s == '/')
+            s++;
+        size_t n = strcspn(s, "/");
+        if (n == 2 && s[0] == '.' && s[1] == '.')
+            return "'..'";
+        if (n == 1 && s[0] == '.')
+            why = "a '.' component";
+        s += n;
     }
-    return false;
+    return why;
+}
+
+bool hu_bb_path_ok(const char *path)
+{
+    return path && path[0] == '/' && strlen(path) <= HU_BB_PATH_MAX && !path_bad_part(path);
 }
 
 static int check_bb_path(const char *key, const char *val, ctx_t *c, hu_error_t *err)
 {
+    const char *why;
     const char *rest = bb_var_rest(val);
     if (!rest)
         FAIL(err, c, "%s '%s' must be inside the job buffer: start it with "
@@ -198,21 +220,22 @@ static int check_bb_path(const char *key, const char *val, ctx_t *c, hu_error_t 
     if (*rest != '\0' && *rest != '/')
         FAIL(err, c, "%s '%s' must be $HARMONIA_BB or start with $HARMONIA_BB/",
              key, val);
-    if (path_has_dotdot(rest))
-        FAIL(err, c, "%s '%s' may not contain '..'", key, val);
+    if ((why = path_bad_part(rest)))
+        FAIL(err, c, "%s '%s' may not contain %s", key, val, why);
     return 0;
 }
 
 static int check_pfs_path(const char *key, const char *val, ctx_t *c, hu_error_t *err)
 {
+    const char *why;
     if (bb_var_rest(val))
         FAIL(err, c, "%s '%s' must be a file system path, not the job buffer", key, val);
     /* "%d/...": the job's working directory, an absolute path (the plugin
      * replaces it and checks the result again) */
     if (val[0] != '/' && strncmp(val, "%d/", 3) != 0 && strcmp(val, "%d") != 0)
         FAIL(err, c, "%s '%s' is a relative path: give an absolute path", key, val);
-    if (path_has_dotdot(val))
-        FAIL(err, c, "%s '%s' may not contain '..'", key, val);
+    if ((why = path_bad_part(val)))
+        FAIL(err, c, "%s '%s' may not contain %s", key, val, why);
     return 0;
 }
 

@@ -37,6 +37,7 @@ extern "C" {
 #define HU_BB_MAX_PERSIST   16        /* persistent-buffer directives per job */
 #define HU_BB_MAX_NODES     100000
 #define HU_BB_NAME_MAX      63        /* pool and persistent buffer names */
+#define HU_BB_PATH_MAX      4000      /* longest stage path */
 #define HU_BB_MAX_W_ITER    1e9       /* longest w_iter, seconds (about 31 years) */
 
 typedef enum {
@@ -167,6 +168,16 @@ int hu_bb_dw_equivalent(const char *text, size_t n, char *out, size_t outlen);
 char *hu_bb_format(const hu_bb_request_t *req);
 
 void hu_bb_request_free(hu_bb_request_t *req);   /* frees contents; accepts NULL */
+
+/* The one name rule of persistent buffers and pools, the same in the directives,
+ * the plugin, bbmgrd's API and bbnoded: a letter, then letters, digits, '_', '-'
+ * or '.', at most HU_BB_NAME_MAX; so never ".", "..", a path, or a name of the
+ * reserved ".harmonia*" family (doc/security.md). */
+bool hu_bb_name_ok(const char *name);
+/* The one rule of stage paths, the same in the directives (after the job buffer's
+ * prefix), bbmgrd's API and bbnoded: absolute, at most HU_BB_PATH_MAX bytes, no "."
+ * or ".." component, no newline. */
+bool hu_bb_path_ok(const char *path);
 
 const char *hu_bb_io_str(hu_bb_io_t io);
 const char *hu_bb_type_str(hu_bb_type_t t);
