@@ -17,6 +17,7 @@ Runs as root (the daemons act as the users); skipped otherwise.
 import os
 import signal
 import subprocess
+import time
 
 import pytest
 
@@ -164,4 +165,109 @@ def test_deep_chain_in_the_trash_at_start_agent(agent, tmp_base):
         if p2 and p2.poll() is None:
             p2.send_signal(signal.SIGTERM)
             p2.wait(timeout=60)
+        scrub(mount)
+
+
+# ------------------------------------------------------------------ class 5: leftovers
+def writer(top, seconds=20):
+    """As the user, a process left running with its working directory in top/sub,
+    creating files and directories there as fast as it can (for at most 'seconds'
+    or until it cannot create anything for a while).  Its pid, once it runs."""
+    os.makedirs(os.path.join(top, "sub"), exist_ok=True)
+    os.chown(os.path.join(top, "sub"), USER1, GID1)
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(r)
+            os.setgroups([])
+            os.setgid(GID1)
+            os.setuid(USER1)
+            os.chdir(os.path.join(top, "sub"))
+            t0, i, fails = time.monotonic(), 0, 0
+            while time.monotonic() - t0 < seconds and fails < 20000:
+                i += 1
+                try:
+                    if i % 3:
+                        os.close(os.open("f%d" % i, os.O_WRONLY | os.O_CREAT, 0o600))
+                    else:
+                        os.mkdir("d%d" % i)
+                    fails = 0
+                except OSError:
+                    fails += 1
+                if i == 100:
+                    os.write(w, b"x")
+        finally:
+            os._exit(0)
+    os.close(w)
+    os.read(r, 1)
+    os.close(r)
+    return pid
+
+
+def reap(pid):
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    os.waitpid(pid, 0)
+
+
+def unreachable(trash, ino):
+    """What the user can do to reach their torn-down buffer in the trash: nothing."""
+    def probe():
+        try:
+            os.listdir(trash)
+            raise AssertionError("the user can list " + trash)
+        except PermissionError:
+            pass
+        assert not os.path.exists(os.path.join(trash, str(ino))), "reachable by its inode"
+    as_user(USER1, GID1, probe)
+
+
+def test_writer_during_teardown_embedded(make_daemon, tmp_base):
+    """A process of the user keeps creating files in the buffer while it is torn
+    down: the teardown still removes everything (each directory is the daemon's
+    before it is read), nothing stays in the trash, and the user cannot reach the
+    trash."""
+    d = mover_daemon(make_daemon, tmp_base)
+    pid = None
+    try:
+        bb = new_job(d, "w1")
+        ino = os.stat(bb).st_ino
+        pid = writer(bb)
+        d.ok("DELETE", "/v1/jobs/w1", uid=SLURM_UID)
+        trash = os.path.join(d.mount, ".harmonia-trash")
+        wait_for(lambda: not os.path.exists(bb) and os.path.isdir(trash),
+                 "the move of %s to the trash" % bb)
+        unreachable(trash, ino)
+        wait_for(lambda: not os.listdir(trash), "the trash to be empty",
+                 report=lambda: "%s\n%s" % (os.listdir(trash), d.log_text()[-3000:]))
+        alive(d)
+    finally:
+        if pid:
+            reap(pid)
+        scrub(d.mount)
+
+
+def test_writer_during_teardown_agent(agent):
+    mgr, mount, p, log = agent
+    pid = None
+    try:
+        mgr.reply(dirs_gen="w1", dirs=[{"name": "78", "uid": USER1, "gid": GID1}])
+        mgr.next(lambda b: b.get("dirs") == "w1")
+        bb = os.path.join(mount, "78")
+        ino = os.stat(bb).st_ino
+        pid = writer(bb)
+        mgr.reply(dirs_gen="w2", dirs=[], default=True)
+        trash = os.path.join(mount, ".harmonia-trash")
+        wait_for(lambda: not os.path.exists(bb) and os.path.isdir(trash),
+                 "the move of %s to the trash" % bb, report=lambda: log_of(log))
+        unreachable(trash, ino)
+        wait_for(lambda: not os.listdir(trash), "the trash to be empty",
+                 report=lambda: "%s\n%s" % (os.listdir(trash), log_of(log)))
+        assert p.poll() is None
+    finally:
+        if pid:
+            reap(pid)
         scrub(mount)
