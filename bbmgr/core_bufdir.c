@@ -71,6 +71,22 @@ static bool trash_path(const char *path, const struct stat *st, char *out, size_
     return true;
 }
 
+static int held_id_row(sqlite3_stmt *s, void *arg)
+{
+    (void)s;
+    *(bool *)arg = true;
+    return 1;
+}
+
+/* Is st the directory of a held buffer (kept_dirs)? */
+static bool held_id(core_t *c, const struct stat *st)
+{
+    bool found = false;
+    state_read(c->st, SR_KEPT_ID, held_id_row, &found, "ii", (int64_t)st->st_dev,
+               (int64_t)st->st_ino);
+    return found;
+}
+
 /* path is taken by an earlier buffer of the same name (lock held): move it aside
  * (its teardown follows, or one is queued).  false: it could not be. */
 static bool bufdir_aside(core_t *c, const char *path, const struct stat *st)
@@ -89,6 +105,11 @@ static bool bufdir_aside(core_t *c, const char *path, const struct stat *st)
             "name: moved to %s, a new one is made", path, (uintmax_t)st->st_ino,
             (unsigned)st->st_uid, trash);
     state_put(c->st, ST_XFER_HELD, "ss", path, trash);
+    if (held_id(c, st)) {
+        bl_warning("%s (inode %ju) is a held buffer's: kept in the trash until it is released",
+                   trash, (uintmax_t)st->st_ino);
+        return true;
+    }
     if (c->mover && mover_rmtree(c->mover, NULL, trash, NULL, st->st_uid, st->st_gid,
                                  st->st_dev, st->st_ino) < 0)
         bl_warning("teardown of %s: %s", trash, strerror(errno));
@@ -344,6 +365,98 @@ held_t *held_add(core_t *c, const char *job, const char *owner)
     return h;
 }
 
+/* Identity.  A held buffer's directories are recorded in state.db by device and
+ * inode (kept_dirs, under the held buffer's owner key) when it is held: what a
+ * release removes and what the trash sweep at start leaves alone is found by that,
+ * never by the name, which anyone may take for a new buffer meanwhile (the held
+ * directory is then moved to the trash, under a name of its own). */
+static void held_ids_record(core_t *c, held_t *h, const char *name, bool pers)
+{
+    char path[1200];
+    struct stat st;
+    if (!dir_name_ok(name, !pers))
+        return;
+    for (int k = 0; k < h->a.n; k++) {
+        int idx = h->a.v[k].node;
+        if (nodes_is_agent(c, idx) || mount_seen(c, &h->a, k))
+            continue;
+        snprintf(path, sizeof(path), pers ? "%s/persistent/%s" : "%s/%s", c->nodes[idx].mount,
+                 name);
+        if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode))
+            state_put(c->st, ST_KEPT_PUT, "ssiii", h->owner, c->nodes[idx].name,
+                      (int64_t)st.st_dev, (int64_t)st.st_ino, (int64_t)h->kept);
+    }
+}
+
+typedef struct {
+    core_t *c;
+    held_t *h;
+    const char *name;
+    bool pers;
+    int found, rows;
+} release_t;
+
+/* dir (under the open parent pfd, named 'parent') or an entry of its trash is the
+ * directory dev/ino: its path in out. */
+static bool find_by_id(int pfd, const char *parent, const char *name, dev_t dev, ino_t ino,
+                       char *out, size_t len)
+{
+    struct stat st;
+    if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)
+        && st.st_dev == dev && st.st_ino == ino)
+        return snprintf(out, len, "%s/%s", parent, name) < (int)len;
+    int tfd = openat(pfd, MOVER_TRASH, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    DIR *d = tfd >= 0 ? fdopendir(tfd) : NULL;
+    struct dirent *e;
+    bool found = false;
+    if (!d) {
+        if (tfd >= 0)
+            close(tfd);
+        return false;
+    }
+    while (!found && (e = readdir(d)))
+        found = strcmp(e->d_name, ".") && strcmp(e->d_name, "..")
+                && fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0
+                && S_ISDIR(st.st_mode) && st.st_dev == dev && st.st_ino == ino
+                && snprintf(out, len, "%s/" MOVER_TRASH "/%s", parent, e->d_name) < (int)len;
+    closedir(d);
+    return found;
+}
+
+/* A row of kept_dirs of the buffer being released: remove that directory, wherever
+ * it is now (its name, or the trash), and nothing else. */
+static int release_row(sqlite3_stmt *s, void *arg)
+{
+    release_t *r = arg;
+    core_t *c = r->c;
+    int idx = core_node_index(c, (const char *)sqlite3_column_text(s, 0));
+    dev_t dev = (dev_t)sqlite3_column_int64(s, 1);
+    ino_t ino = (ino_t)sqlite3_column_int64(s, 2);
+    char parent[1200], path[1500];
+    struct stat st;
+    r->rows++;
+    if (idx < 0 || !c->mover || nodes_is_agent(c, idx))
+        return 0;
+    snprintf(parent, sizeof(parent), "%s%s", c->nodes[idx].mount, r->pers ? "/persistent" : "");
+    int pfd = open(parent, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (pfd < 0)
+        return 0;
+    if (find_by_id(pfd, parent, r->name, dev, ino, path, sizeof(path))
+        && lstat(path, &st) == 0) {
+        mover_unkeep(c->mover, path);
+        if (mover_rmtree(c->mover, NULL, path, NULL, st.st_uid, st.st_gid, dev, ino) < 0)
+            bl_warning("teardown of %s: %s", path, strerror(errno));
+        else
+            r->found++;
+    } else {
+        bl_warning("held buffer of '%s': its directory (device %ju, inode %ju) on %s is no "
+                   "longer there: nothing removed", r->h->job, (uintmax_t)dev, (uintmax_t)ino,
+                   c->nodes[idx].name);
+    }
+    close(pfd);
+    return 0;
+}
+
 /* At the release of j's allocation: keep its space counted if a stage-out holds it. */
 static bool alloc_hold(core_t *c, job_t *j)
 {
@@ -381,6 +494,7 @@ static bool alloc_hold(core_t *c, job_t *j)
     j->alloc->v = NULL;
     j->alloc->n = 0;
     put_anodes(c, "held", h->owner, &h->a);
+    held_ids_record(c, h, j->id, false);
     held_reason(h);
     bl_warning("buffer of job %s (%ju bytes) stays on disk and counted: %s", h->job,
                (uintmax_t)h->a.reserved, h->reason);
@@ -415,6 +529,7 @@ bool pbuf_hold(core_t *c, pbuf_t *b)
     b->alloc.v = NULL;
     b->alloc.n = 0;
     put_anodes(c, "held", h->owner, &h->a);
+    held_ids_record(c, h, b->name, true);
     held_reason(h);
     bl_warning("persistent buffer %s (%ju bytes) stays on disk and counted: %s", b->name,
                (uintmax_t)h->a.reserved, h->reason);
@@ -434,6 +549,8 @@ void held_resolve(core_t *c, uint64_t tid, bool ok)
         if (k == h->ntids)
             continue;
         h->tids[k] = h->tids[--h->ntids];
+        if (!ok && !h->kept)
+            state_put(c->st, ST_KEPT_SET, "s", h->owner);
         h->kept = h->kept || !ok;
         held_reason(h);
         if (h->ntids > 0 || h->kept) {
@@ -457,6 +574,7 @@ static void held_drop(core_t *c, int i)
         nodes_dir_hook(c, h->a.v[k].node);
     alloc_free_nodes(c, &h->a);
     state_put(c->st, ST_ANODE_DEL, "ss", "held", h->owner);
+    state_put(c->st, ST_KEPT_DEL, "s", h->owner);
     held_free(h);
     c->held[i] = c->held[--c->nheld];
 }
@@ -473,20 +591,15 @@ int core_held_release(core_t *c, const char *job, uint64_t *bytes, cerr_t *e)
         return cerr_set(e, EBUSY, "", "the buffer of '%s' %s: it goes by itself once durable",
                         job, h->reason);
     bool pers = !strncmp(job, HELD_PREFIX, strlen(HELD_PREFIX));
-    const char *name = pers ? job + strlen(HELD_PREFIX) : job;
-    char path[1200];
+    release_t r = { .c = c, .h = h, .name = pers ? job + strlen(HELD_PREFIX) : job,
+                    .pers = pers };
     *bytes = h->a.reserved;
-    for (int k = 0; k < h->a.n; k++) {
-        const char *mount = c->nodes[h->a.v[k].node].mount;
-        struct stat st;
-        if (!c->mover || nodes_is_agent(c, h->a.v[k].node) || mount_seen(c, &h->a, k)
-            || !dir_name_ok(name, !pers))
-            continue;       /* an agent's: it removes it when it is no longer listed */
-        snprintf(path, sizeof(path), pers ? "%s/persistent/%s" : "%s/%s", mount, name);
-        mover_unkeep(c->mover, path);
-        if (lstat(path, &st) == 0)
-            bufdir_teardown(c, pers ? NULL : job, path, st.st_uid, st.st_gid);
-    }
+    /* its directories by identity: an agent's are removed by the agent once they
+     * are no longer listed */
+    state_read(c->st, SR_KEPT_OF, release_row, &r, "s", h->owner);
+    if (r.rows == 0)
+        bl_warning("held buffer of '%s': no directory of it is recorded by identity: nothing "
+                   "removed by name (remove it by hand)", job);
     bl_warning("held buffer of '%s' (%ju bytes) released by an administrator: removed",
                job, (uintmax_t)h->a.reserved);
     held_drop(c, i);

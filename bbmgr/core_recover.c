@@ -216,15 +216,25 @@ void held_query(core_t *c, held_t *h)
     }
 }
 
+static int rec_kept_row(sqlite3_stmt *s, void *arg)
+{
+    held_t *h = arg;
+    if (sqlite3_column_int(s, 3))
+        h->kept = true;     /* recorded kept: whatever the transfers say now */
+    return 0;
+}
+
 static void rec_held(core_t *c)
 {
     for (int i = 0; i < c->nheld; i++) {
         held_t *h = c->held[i];
         held_query(c, h);
+        state_read(c->st, SR_KEPT_OF, rec_kept_row, h, "s", h->owner);
         held_reason(h);
         if (h->ntids == 0 && !h->kept) {
             alloc_free_nodes(c, &h->a);
             state_put(c->st, ST_ANODE_DEL, "ss", "held", h->owner);
+            state_put(c->st, ST_KEPT_DEL, "s", h->owner);
             held_free(h);
             c->held[i--] = c->held[--c->nheld];
             continue;
@@ -576,6 +586,9 @@ static void trash_sweep(core_t *c, const char *mount, const char *sub)
         if (lstat(path, &st) < 0 || !S_ISDIR(st.st_mode))
             continue;
         state_read(c->st, SR_KEPT_UNDER, rec_exists, &kept, "s", path);
+        if (!kept)      /* a held buffer's directory, by identity */
+            state_read(c->st, SR_KEPT_ID, rec_exists, &kept, "ii", (int64_t)st.st_dev,
+                       (int64_t)st.st_ino);
         if (kept) {
             bl_warning("%s is kept: it holds the source of a stage-out that could not be made "
                        "durable (remove it by hand once the data is safe)", path);

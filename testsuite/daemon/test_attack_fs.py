@@ -22,10 +22,11 @@ import time
 import pytest
 
 from harmonia_test.wait import wait_for
-from conftest import SLURM_UID, USER1
-from test_mover import GID1, mover_daemon, new_job
+from conftest import SLURM_UID, USER1, USER2, register
+from test_mover import (GID1, GID2, MiB, build_shim, mkdirs, mover_daemon, new_job, preloaded,
+                        stage, wait_xfer, write)
 from test_nodes_agent import BBNODED, agent  # noqa: F401 (a fixture)
-from test_security import as_user
+from test_security import as_user, held, users  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the attack tests need root")
 
@@ -271,3 +272,63 @@ def test_writer_during_teardown_agent(agent):
         if pid:
             reap(pid)
         scrub(mount)
+
+
+# ------------------------------------------------------------------ class 3: kept data
+def test_release_of_kept_data_spares_another_users_buffer_embedded(make_daemon, tmp_base,
+                                                                   users):
+    """A persistent buffer whose stage-out could not be made durable is destroyed
+    and kept; another user then creates a persistent buffer of the same name and
+    writes into it; bbmgrd restarts; the administrator releases the kept one.
+    The release removes the kept data (found by its device and inode), never the
+    live buffer that has the name now; the restart's trash sweep left it alone."""
+    so = build_shim(tmp_base)
+    pfs = os.path.join(tmp_base, "pfs")
+    mkdirs(pfs)
+    src = os.path.join(pfs, "in")
+    mkdirs(src)
+    write(os.path.join(src, "a"), os.urandom(MiB + 7), 0o640)
+    with preloaded(so, HARMONIA_SHIM_FSYNC_EIO="out-eio"):
+        d = mover_daemon(make_daemon, tmp_base)
+    try:
+        b = d.ok("POST", "/v1/persistent", {"name": "shared", "capacity": "1GiB"}, uid=USER1,
+                 expect=(201,))
+        path = b["nodes"][0]["path"]
+        kept_ino = os.stat(path).st_ino
+        register(d, "k1", uid=USER1, gid=GID1)
+        d.ok("POST", "/v1/persistent/shared/use", {"job": "k1"}, uid=SLURM_UID)
+        assert wait_xfer(d, stage(d, "k1", "stage_in", src, path + "/in"))["state"] == "done"
+        x = wait_xfer(d, stage(d, "k1", "stage_out", path + "/in", os.path.join(pfs, "out-eio")),
+                      states=("failed",))
+        assert x["message"].startswith("not durable: "), x
+        d.ok("DELETE", "/v1/jobs/k1", uid=SLURM_UID)
+        d.ok("DELETE", "/v1/persistent/shared", uid=USER1)
+        wait_for(lambda: [h for h in held(d) if h["job"] == "persistent:shared" and h["kept"]],
+                 "the destroyed buffer to be kept", report=lambda: held(d))
+        # another user takes the name and stores data
+        st, js = d.request("POST", "/v1/persistent", {"name": "shared", "capacity": "1GiB"},
+                           uid=USER2)
+        mine = None
+        if st == 201:
+            mine = js["nodes"][0]["path"]
+            assert os.stat(mine).st_uid == USER2 and os.stat(mine).st_ino != kept_ino
+            as_user(USER2, GID2, lambda: open(os.path.join(mine, "live"), "w").write("mine"))
+        d.restart()
+        trash = os.path.join(d.mount, "persistent", ".harmonia-trash")
+
+        def kept_there():
+            where = [os.path.join(trash, n) for n in os.listdir(trash)] \
+                if os.path.isdir(trash) else []
+            where.append(path)
+            return [p for p in where if os.path.lexists(p) and os.lstat(p).st_ino == kept_ino]
+        assert kept_there(), "the kept data did not survive the restart"
+        d.ok("DELETE", "/v1/held/persistent:shared", uid=SLURM_UID)
+        wait_for(lambda: not kept_there(), "the released data to be removed",
+                 report=lambda: d.log_text()[-3000:])
+        if mine:
+            time.sleep(1)
+            with open(os.path.join(mine, "live")) as f:
+                assert f.read() == "mine", "another user's live buffer was removed"
+        alive(d)
+    finally:
+        scrub(d.mount)
