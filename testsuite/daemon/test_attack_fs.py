@@ -24,6 +24,7 @@ import pytest
 from harmonia_test.wait import wait_for
 from conftest import SLURM_UID, USER1, USER2, register
 from test_mover import (GID1, GID2, MiB, build_shim, mkdirs, mover_daemon, new_job, preloaded,
+                        sparse,
                         stage, wait_xfer, write)
 from test_nodes_agent import BBNODED, agent  # noqa: F401 (a fixture)
 from test_security import as_user, held, users  # noqa: F401 (a fixture)
@@ -332,3 +333,34 @@ def test_release_of_kept_data_spares_another_users_buffer_embedded(make_daemon, 
         alive(d)
     finally:
         scrub(d.mount)
+
+
+# ------------------------------------------------------------------ class 4: capacity
+def test_stage_in_larger_than_the_nodes_share_embedded(make_daemon, tmp_base):
+    """An allocation of 2 GiB over two nodes with a mount each holds 1 GiB on each:
+    a stage-in of 1.5 GiB into the directory on one node is refused with the
+    reason, before a byte is written (it fit the whole allocation, not the node)."""
+    m1, m2 = os.path.join(tmp_base, "bb1"), os.path.join(tmp_base, "bb2")
+    os.makedirs(m1)
+    os.makedirs(m2)
+    d = make_daemon(stage={"mode": "mover"}, mover={"threads": 2, "chunk": "1MiB"},
+                    policy={"id": "fairshare", "overprovision": 1.0},
+                    pools=[{"name": "nvme", "granularity": "1GiB"}],
+                    nodes=[{"names": "bb01", "capacity": "1TiB", "bandwidth": "2 GB/s",
+                            "mount": m1, "pool": "nvme"},
+                           {"names": "bb02", "capacity": "1TiB", "bandwidth": "2 GB/s",
+                            "mount": m2, "pool": "nvme"}])
+    pfs = os.path.join(tmp_base, "pfs")
+    mkdirs(pfs)
+    sparse(os.path.join(pfs, "big"), 3 << 29)
+    register(d, "cap1", uid=USER1, gid=GID1)
+    a = d.ok("POST", "/v1/jobs/cap1/allocation", {"capacity": "2GiB", "nodes": 2},
+             uid=SLURM_UID, expect=(201,))
+    assert len(a["nodes"]) == 2, a
+    bb = a["nodes"][0]["path"]
+    x = wait_xfer(d, stage(d, "cap1", "stage_in", os.path.join(pfs, "big"), bb + "/big",
+                           "file"))
+    assert x["state"] == "failed", x
+    assert "more than the capacity of the buffer on this node" in x["message"], x
+    assert os.listdir(bb) == []
+    alive(d)
