@@ -364,3 +364,48 @@ def test_stage_in_larger_than_the_nodes_share_embedded(make_daemon, tmp_base):
     assert "more than the capacity of the buffer on this node" in x["message"], x
     assert os.listdir(bb) == []
     alive(d)
+
+
+def test_kept_data_survives_its_name_taken_and_restarts_agent(agent, tmp_base):
+    """bbmgrd lists a persistent buffer of uid 1001 with keep (its data may exist
+    only there); then uid 1002's new buffer takes the name.  The agent moves the
+    kept directory aside and keeps it (by device and inode, not by name), and a
+    restarted agent's trash sweep leaves it alone."""
+    mgr, mount, p, log = agent
+    p2 = None
+    try:
+        entry = {"name": "kp", "persistent": True, "uid": USER1, "gid": GID1}
+        mgr.reply(dirs_gen="k1", dirs=[entry])
+        mgr.next(lambda b: b.get("dirs") == "k1")
+        kept = os.path.join(mount, "persistent", "kp")
+        as_user(USER1, GID1, lambda: open(os.path.join(kept, "only-copy"), "w").write("data"))
+        ino = os.stat(kept).st_ino
+        mgr.reply(dirs_gen="k2", dirs=[dict(entry, keep=True)])
+        mgr.next(lambda b: b.get("dirs") == "k2")
+        mgr.reply(dirs_gen="k3", default=True,
+                  dirs=[{"name": "kp", "persistent": True, "uid": USER2, "gid": GID2}])
+        mgr.next(lambda b: b.get("dirs") == "k3")
+        wait_for(lambda: os.stat(kept).st_uid == USER2, "uid 1002's new directory",
+                 report=lambda: log_of(log))
+        trash = os.path.join(mount, "persistent", ".harmonia-trash")
+
+        def kept_data():
+            for n in os.listdir(trash):
+                q = os.path.join(trash, n)
+                if os.lstat(q).st_ino == ino and os.path.exists(os.path.join(q, "only-copy")):
+                    return q
+            return None
+        wait_for(lambda: "kept there until it is released" in log_of(log) or not kept_data(),
+                 "the agent to move the kept data aside", report=lambda: log_of(log))
+        assert kept_data(), "the kept data was removed when its name was taken"
+        stop_agent(p)
+        p2 = start_agent(tmp_base, log)
+        wait_for(lambda: "moved aside when its name was taken" in log_of(log) or not kept_data(),
+                 "the restarted agent's sweep", report=lambda: log_of(log))
+        mgr.next()
+        assert kept_data(), "the trash sweep at start removed the kept data"
+    finally:
+        if p2 and p2.poll() is None:
+            p2.send_signal(signal.SIGTERM)
+            p2.wait(timeout=60)
+        scrub(mount)
