@@ -29,6 +29,7 @@
 #include <munge.h>
 
 #include "agent.h"
+#include "bufdir.h"
 #include "hmap.h"
 #include "log.h"
 #include "mover.h"
@@ -197,41 +198,41 @@ static void kept_del(agent_t *a, const struct stat *st)
 }
 
 /* What an earlier process of this agent left in the trash (its removal cut by a
- * stop): removed now, each directory as its owner, as a teardown is. */
+ * stop): removed now, as a teardown is; kept data (by identity) is left. */
+typedef struct {
+    agent_t *a;
+    const char *parent;
+} sweep_t;
+
+static int sweep_one(int tfd, const char *name, const struct stat *st, void *arg)
+{
+    sweep_t *w = arg;
+    char path[1400];
+    (void)tfd;
+    snprintf(path, sizeof(path), "%s/" MOVER_TRASH "/%s", w->parent, name);
+    if (kept_has(w->a, st->st_dev, st->st_ino)) {
+        bl_warning("%s: the data of a held buffer, kept (moved aside when its name was "
+                   "taken; remove it by hand once it is released)", path);
+        return 0;
+    }
+    bl_info("%s: left in the trash by an earlier run: removed", path);
+    if (mover_rmtree(w->a->m, NULL, path, NULL, st->st_uid, st->st_gid, st->st_dev,
+                     st->st_ino) < 0)
+        bl_warning("removal of %s: %s", path, strerror(errno));
+    return 0;
+}
+
 static void trash_sweep(agent_t *a, bool persistent)
 {
+    char parent[1200];
     int pfd = persistent ? openat(a->mfd, "persistent", O_RDONLY | O_DIRECTORY | O_NOFOLLOW
-                                  | O_CLOEXEC) : dup(a->mfd), tfd;
-    DIR *d;
-    struct dirent *e;
-    char path[1400];
+                                  | O_CLOEXEC) : dup(a->mfd);
+    sweep_t w = { .a = a, .parent = parent };
     if (pfd < 0)
         return;
-    tfd = openat(pfd, MOVER_TRASH, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    snprintf(parent, sizeof(parent), "%s%s", a->mount, persistent ? "/persistent" : "");
+    bufdir_trash_each(pfd, parent, sweep_one, &w);
     close(pfd);
-    if (tfd < 0 || !(d = fdopendir(tfd))) {
-        if (tfd >= 0)
-            close(tfd);
-        return;
-    }
-    while ((e = readdir(d))) {
-        struct stat st;
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")
-            || fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
-            continue;
-        snprintf(path, sizeof(path), "%s/%s" MOVER_TRASH "/%s", a->mount,
-                 persistent ? "persistent/" : "", e->d_name);
-        if (kept_has(a, st.st_dev, st.st_ino)) {
-            bl_warning("%s: the data of a held buffer, kept (moved aside when its name was "
-                       "taken; remove it by hand once it is released)", path);
-            continue;
-        }
-        bl_info("%s: left in the trash by an earlier run: removed", path);
-        if (mover_rmtree(a->m, NULL, path, NULL, st.st_uid, st.st_gid, st.st_dev,
-                         st.st_ino) < 0)
-            bl_warning("removal of %s: %s", path, strerror(errno));
-    }
-    closedir(d);
 }
 
 /* ------------------------------------------------------------------ create */

@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "bufdir.h"
+#include "log.h"
 
 #define BATCH 1024          /* subdirectory names kept per level between two reads */
 
@@ -299,5 +300,35 @@ int bufdir_trash_path(int pfd, const char *parent, ino_t ino, char *out, size_t 
         errno = ENAMETOOLONG;
         return -1;
     }
+    return 0;
+}
+
+int bufdir_trash_each(int pfd, const char *parent, bufdir_trash_f fn, void *arg)
+{
+    int tfd = openat(pfd, BUFDIR_TRASH, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK
+                     | O_CLOEXEC);
+    struct stat st;
+    struct dirent *e;
+    DIR *d;
+    if (tfd < 0)
+        return 0;
+    if (fstat(tfd, &st) < 0 || st.st_uid != geteuid() || (st.st_mode & 0066)) {
+        bl_warning("%s/" BUFDIR_TRASH " is not a directory of uid %u that only it can list "
+                   "or write: not used", parent, (unsigned)geteuid());
+        close(tfd);
+        return 0;
+    }
+    if (!(d = fdopendir(tfd))) {
+        close(tfd);
+        return -1;
+    }
+    while ((e = readdir(d))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")
+            || fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
+            continue;
+        if (fn(dirfd(d), e->d_name, &st, arg))
+            break;
+    }
+    closedir(d);
     return 0;
 }

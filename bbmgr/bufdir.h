@@ -16,6 +16,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 /* The trash of a directory of buffers: <parent>/.harmonia-trash (the daemon's,
@@ -44,5 +45,12 @@ int bufdir_empty(int dfd, bufdir_rm_t *o, char *why, size_t whylen);
  * directory of this process's uid writable by it alone (EPERM), or out is too
  * short (ENAMETOOLONG). */
 int bufdir_trash_path(int pfd, const char *parent, ino_t ino, char *out, size_t len);
+
+/* Call fn for each directory in <pfd>/.harmonia-trash (entries that are not
+ * directories are passed over), with the trash's descriptor, the entry's name and
+ * its lstat.  Nothing when the trash is missing or not the daemon's alone (0,
+ * with a warning naming 'parent' for the latter).  fn returns 0 to go on. */
+typedef int (*bufdir_trash_f)(int tfd, const char *name, const struct stat *st, void *arg);
+int bufdir_trash_each(int pfd, const char *parent, bufdir_trash_f fn, void *arg);
 
 #endif
