@@ -36,8 +36,6 @@
 #include "nodeproto.h"
 #include "util.h"
 
-#define SPARE_DIR ".harmonia-spare"
-#define SPARE_MAX 32
 #define SPARE_IDLE 1.0          /* seconds without a new directory before making spares */
 #define SPARE_PER_STEP 8
 #define REPLY_MAX (64u << 20)   /* largest reply read from bbmgrd */
@@ -486,70 +484,21 @@ static json_t *status_json(agent_t *a)
 }
 
 /* ------------------------------------------------------------------ directories */
-/* Keep up to SPARE_MAX empty directories (ours, 0700) in <mount>/.harmonia-spare
- * while no directory was asked for: making one is then a rename. */
-static int spare_fd(agent_t *a)
+/* Spare directories (bufdir.h): made while no directory was asked for. */
+static bufdir_spares_t spares_of(agent_t *a)
 {
-    struct stat st;
-    int fd;
-    if (a->spare_off)
-        return -1;
-    if (mkdirat(a->mfd, SPARE_DIR, 0700) < 0 && errno != EEXIST)
-        goto off;
-    fd = openat(a->mfd, SPARE_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0)
-        goto off;
-    if (fstat(fd, &st) < 0 || st.st_uid != geteuid() || (st.st_mode & 07777) != 0700) {
-        close(fd);
-        errno = EPERM;
-        goto off;
-    }
-    return fd;
-off:
-    bl_warning("spare directories in %s/" SPARE_DIR ": %s (none on this mount)", a->mount,
-               strerror(errno));
-    a->spare_off = true;
-    return -1;
+    return (bufdir_spares_t){ &a->spares, &a->spare_top, &a->spare_off };
 }
 
 static void spares_fill(agent_t *a)
 {
-    char n[32];
-    int fd, budget = SPARE_PER_STEP;
-    if (a->spares >= SPARE_MAX || hu_mono() < a->spare_idle_from || (fd = spare_fd(a)) < 0)
-        return;
-    while (a->spares < SPARE_MAX && budget-- > 0) {
-        snprintf(n, sizeof(n), "%u", a->spare_top);
-        if (mkdirat(fd, n, 0700) < 0 && errno != EEXIST) {
-            bl_warning("spare directory %s/" SPARE_DIR "/%s: %s", a->mount, n, strerror(errno));
-            a->spare_off = true;
-            break;
-        }
-        a->spare_top++;
-        a->spares++;
-    }
-    close(fd);
+    if (hu_mono() >= a->spare_idle_from)
+        bufdir_spares_fill(a->mfd, a->mount, spares_of(a), SPARE_PER_STEP);
 }
 
 static bool spare_take(agent_t *a, const char *name)
 {
-    char n[32];
-    int fd;
-    if (a->spares == 0 || (fd = spare_fd(a)) < 0)
-        return false;
-    while (a->spares > 0) {
-        a->spares--;
-        a->spare_top--;
-        snprintf(n, sizeof(n), "%u", a->spare_top);
-        if (renameat(fd, n, a->mfd, name) == 0) {
-            close(fd);
-            return true;
-        }
-        if (errno != ENOENT)
-            break;
-    }
-    close(fd);
-    return false;
+    return bufdir_spare_take(a->mfd, a->mount, spares_of(a), a->mfd, name);
 }
 
 /* dirfd of <mount>/persistent (made 0755 if missing), or of the mount itself. */

@@ -332,3 +332,74 @@ int bufdir_trash_each(int pfd, const char *parent, bufdir_trash_f fn, void *arg)
     closedir(d);
     return 0;
 }
+
+/* <mfd>/.harmonia-spare, made if missing: a directory of ours, 0700. */
+static int spare_fd(int mfd, const char *mount, bufdir_spares_t s)
+{
+    struct stat st;
+    int fd;
+    if (*s.off)
+        return -1;
+    if (mkdirat(mfd, BUFDIR_SPARE, 0700) < 0 && errno != EEXIST)
+        goto off;
+    fd = openat(mfd, BUFDIR_SPARE, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        goto off;
+    if (fstat(fd, &st) < 0 || st.st_uid != geteuid() || (st.st_mode & 07777) != 0700) {
+        close(fd);
+        errno = EPERM;
+        goto off;
+    }
+    return fd;
+off:
+    bl_warning("spare directories in %s/" BUFDIR_SPARE ": %s (none on this mount)", mount,
+               errno == EPERM ? "not a directory of this daemon's uid with mode 0700"
+                              : strerror(errno));
+    *s.off = true;
+    return -1;
+}
+
+void bufdir_spares_fill(int mfd, const char *mount, bufdir_spares_t s, int budget)
+{
+    char n[32];
+    int fd;
+    if (*s.n >= BUFDIR_SPARE_MAX || (fd = spare_fd(mfd, mount, s)) < 0)
+        return;
+    while (*s.n < BUFDIR_SPARE_MAX && budget-- > 0) {
+        snprintf(n, sizeof(n), "%u", *s.top);
+        /* EEXIST: one of an earlier run, empty and ours */
+        if (mkdirat(fd, n, 0700) < 0 && errno != EEXIST) {
+            bl_warning("spare directory %s/" BUFDIR_SPARE "/%s: %s", mount, n, strerror(errno));
+            *s.off = true;
+            break;
+        }
+        (*s.top)++;
+        (*s.n)++;
+    }
+    close(fd);
+}
+
+bool bufdir_spare_take(int mfd, const char *mount, bufdir_spares_t s, int pfd,
+                       const char *name)
+{
+    char n[32];
+    int fd;
+    if (*s.n <= 0 || (fd = spare_fd(mfd, mount, s)) < 0)
+        return false;
+    while (*s.n > 0) {
+        (*s.n)--;
+        (*s.top)--;
+        snprintf(n, sizeof(n), "%u", *s.top);
+        if (renameat(fd, n, pfd, name) == 0) {
+            close(fd);
+            return true;
+        }
+        if (errno != ENOENT) {
+            bl_warning("spare directory %s/" BUFDIR_SPARE "/%s -> %s: %s", mount, n, name,
+                       strerror(errno));
+            break;
+        }
+    }
+    close(fd);
+    return false;
+}

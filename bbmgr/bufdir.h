@@ -46,6 +46,25 @@ int bufdir_empty(int dfd, bufdir_rm_t *o, char *why, size_t whylen);
  * short (ENAMETOOLONG). */
 int bufdir_trash_path(int pfd, const char *parent, ino_t ino, char *out, size_t len);
 
+/* Spare directories: up to BUFDIR_SPARE_MAX empty directories (the daemon's, 0700)
+ * in <mount>/.harmonia-spare/N, made while no buffer directory is asked for, so
+ * that making one is a rename.  The state is the caller's (a node of bbmgrd, an
+ * agent): how many are ready (named top - n .. top - 1) and whether the spare
+ * directory is unusable (logged once). */
+#define BUFDIR_SPARE ".harmonia-spare"
+#define BUFDIR_SPARE_MAX 32
+typedef struct {
+    int *n;
+    unsigned *top;
+    bool *off;
+} bufdir_spares_t;
+
+/* Make up to 'budget' spares in the mount open at mfd (named 'mount' in logs). */
+void bufdir_spares_fill(int mfd, const char *mount, bufdir_spares_t s, int budget);
+/* Rename a spare to <pfd>/name: true when done (the caller gives it its owner). */
+bool bufdir_spare_take(int mfd, const char *mount, bufdir_spares_t s, int pfd,
+                       const char *name);
+
 /* Call fn for each directory in <pfd>/.harmonia-trash (entries that are not
  * directories are passed over), with the trash's descriptor, the entry's name and
  * its lstat.  Nothing when the trash is missing or not the daemon's alone (0,

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "libhsched/hsched.h"
+#include "bufdir.h"
 #include "core_internal.h"
 #include "log.h"
 #include "nodes.h"
@@ -28,7 +29,7 @@
  * made, removed with everything in it when it is released (by the mover's workers,
  * after the job's transfers have stopped).  Mounts that do not exist are left
  * alone (development set-ups with stage.mode scheduled or immediate). */
-#define SPARE_DIR ".harmonia-spare"
+#define SPARE_DIR BUFDIR_SPARE
 bool dir_name_ok(const char *name, bool job)
 {
     return *name && strcmp(name, ".") && strcmp(name, "..") && !strchr(name, '/')
@@ -121,13 +122,12 @@ static bool bufdir_aside(core_t *c, const char *path, const struct stat *st)
  * (ext4 without a journal scans the recently deleted inodes of the block group,
  * more of them the more files come and go), two per job at allocation, in the
  * request.  So while no allocation came for SPARE_IDLE seconds, core_tick() makes
- * up to SPARE_MAX empty directories per mount in <mount>/.harmonia-spare (mode 0700,
+ * up to BUFDIR_SPARE_MAX empty directories per mount in <mount>/.harmonia-spare (mode 0700,
  * owned by the daemon: nobody else can reach them), and an allocation renames one
  * into place, then gives it to its owner as before: a burst of submissions pays a
  * rename instead of a mkdir.  A directory is never used twice (teardown removes
  * it), so nothing of an earlier user (files, ACLs, xattrs) can be in it.
  */
-#define SPARE_MAX 32            /* per mount */
 #define SPARE_IDLE 1.0          /* seconds without an allocation before making spares */
 #define SPARE_PER_TICK 8        /* mkdir()s per core_tick() (every 50 ms) */
 
@@ -140,74 +140,48 @@ int mount_owner(core_t *c, int idx)
     return idx;
 }
 
-/* <mount>/.harmonia-spare exists, is a directory of ours and nobody else's. */
-static bool spare_dir_ok(node_t *n, char *dir, size_t len)
+static bufdir_spares_t spares_of(node_t *n)
 {
-    struct stat st;
-    snprintf(dir, len, "%s/" SPARE_DIR, n->mount);
-    if (n->spare_off)
-        return false;
-    if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
-        bl_warning("spare directories: mkdir %s: %s (no spares on this mount)", dir,
-                   strerror(errno));
-        n->spare_off = true;
-        return false;
-    }
-    if (lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid()
-        || (st.st_mode & 077)) {
-        bl_warning("spare directories: %s is not a directory of uid %u with mode 0700: "
-                   "not used", dir, (unsigned)geteuid());
-        n->spare_off = true;
-        return false;
-    }
-    return true;
+    return (bufdir_spares_t){ &n->spares, &n->spare_top, &n->spare_off };
 }
 
-/* Rename a spare of node idx's mount to path.  false: none (make it with mkdir). */
-static bool spare_take(core_t *c, int idx, const char *path)
+/* Rename a spare of node idx's mount to <mount>/name.  false: none (make it with
+ * mkdir). */
+static bool spare_take(core_t *c, int idx, const char *name)
 {
     node_t *n = &c->nodes[mount_owner(c, idx)];
-    char sp[1300];
-    while (n->spares > 0 && !n->spare_off) {
-        n->spares--;
-        n->spare_top--;
-        snprintf(sp, sizeof(sp), "%s/" SPARE_DIR "/%u", n->mount, n->spare_top);
-        if (rename(sp, path) == 0)
-            return true;
-        if (errno != ENOENT) {
-            bl_warning("spare directory %s -> %s: %s", sp, path, strerror(errno));
-            return false;
-        }
-    }
-    return false;
+    int mfd;
+    bool ok;
+    if (n->spares <= 0 || n->spare_off
+        || (mfd = open(n->mount, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+        return false;
+    ok = bufdir_spare_take(mfd, n->mount, spares_of(n), mfd, name);
+    close(mfd);
+    return ok;
 }
 
 /* core_tick(): make spares while allocations are quiet (lock held). */
 void spares_fill(core_t *c, double wall)
 {
     int budget = SPARE_PER_TICK;
-    char dir[1200], sp[1300];
     if (wall < c->spare_idle_from)
         return;
     for (int i = 0; i < c->nnodes && budget > 0; i++) {
         node_t *n = &c->nodes[i];
+        int mfd;
         if (nodes_is_agent(c, i))   /* its agent keeps its spares */
             continue;
         if (!n->spare_role)     /* once: nodes sharing a mount share its spares */
             n->spare_role = mount_owner(c, i) == i ? 1 : -1;
-        if (n->spare_role < 0 || n->spares >= SPARE_MAX || n->spare_off || !n->in_config
-            || !mount_ok(c, i) || !spare_dir_ok(n, dir, sizeof(dir)))
+        if (n->spare_role < 0 || n->spares >= BUFDIR_SPARE_MAX || n->spare_off || !n->in_config
+            || !mount_ok(c, i))
             continue;
-        while (n->spares < SPARE_MAX && budget-- > 0) {
-            snprintf(sp, sizeof(sp), "%s/%u", dir, n->spare_top);
-            if (mkdir(sp, 0700) < 0 && errno != EEXIST) {   /* EEXIST: one of an earlier run */
-                bl_warning("spare directories: mkdir %s: %s", sp, strerror(errno));
-                n->spare_off = true;
-                break;
-            }
-            n->spare_top++;
-            n->spares++;
-        }
+        if ((mfd = open(n->mount, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+            continue;
+        int before = n->spares;
+        bufdir_spares_fill(mfd, n->mount, spares_of(n), budget);
+        budget -= n->spares > before ? n->spares - before : 1;
+        close(mfd);
     }
 }
 
@@ -263,7 +237,7 @@ void bufdirs_make(core_t *c, alloc_t *a, bool persistent, const char *name,
             bl_warning("no buffer directory %s: the path is taken", path);
             continue;
         }
-        if (!persistent && spare_take(c, a->v[i].node, path)) {
+        if (!persistent && spare_take(c, a->v[i].node, name)) {
             /* an empty directory of ours, renamed into place: owner below */
         } else if (mkdir(path, 0700) < 0) {
             bl_warning("mkdir %s: %s", path, strerror(errno));
