@@ -496,10 +496,6 @@ static void spares_fill(agent_t *a)
         bufdir_spares_fill(a->mfd, a->mount, spares_of(a), SPARE_PER_STEP);
 }
 
-static bool spare_take(agent_t *a, const char *name)
-{
-    return bufdir_spare_take(a->mfd, a->mount, spares_of(a), a->mfd, name);
-}
 
 /* dirfd of <mount>/persistent (made 0755 if missing), or of the mount itself. */
 static int parent_fd(agent_t *a, bool persistent)
@@ -600,7 +596,7 @@ fail:
 static void dir_make(agent_t *a, const np_dir_t *d, bool again)
 {
     struct stat st;
-    int pfd = parent_fd(a, d->persistent), fd;
+    int pfd = parent_fd(a, d->persistent);
     const char *where = d->persistent ? "persistent/" : "";
     if (pfd < 0) {
         bl_warning("%s/persistent: %s", a->mount, strerror(errno));
@@ -638,25 +634,18 @@ static void dir_make(agent_t *a, const np_dir_t *d, bool again)
         }
     }
     a->spare_idle_from = hu_mono() + SPARE_IDLE;
-    if (!(!d->persistent && spare_take(a, d->name)) && mkdirat(pfd, d->name, 0700) < 0
-        && errno != EEXIST) {
-        bl_warning("mkdir %s/%s%s: %s", a->mount, where, d->name, strerror(errno));
-        a->errors++;
-        close(pfd);
-        return;
-    }
-    fd = openat(pfd, d->name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0 || fchown(fd, d->uid, d->gid) < 0 || fchmod(fd, 0700) < 0 || fstat(fd, &st) < 0) {
-        bl_warning("buffer directory %s/%s%s: owner %u:%u: %s", a->mount, where, d->name,
-                   (unsigned)d->uid, (unsigned)d->gid, strerror(errno));
+    bufdir_spares_t sp = spares_of(a);
+    const char *what;
+    if (bufdir_create(pfd, d->name, a->mfd, a->mount, d->persistent ? NULL : &sp, d->uid, d->gid,
+                      &st, &what) < 0) {
+        bl_warning("buffer directory %s/%s%s (owner %u:%u): %s: %s", a->mount, where, d->name,
+                   (unsigned)d->uid, (unsigned)d->gid, what, strerror(errno));
         a->errors++;
     } else {
         made_set(a, d, &st);
         bl_debug("buffer directory %s/%s%s created for uid %u", a->mount, where, d->name,
                  (unsigned)d->uid);
     }
-    if (fd >= 0)
-        close(fd);
     close(pfd);
 }
 

@@ -403,3 +403,35 @@ bool bufdir_spare_take(int mfd, const char *mount, bufdir_spares_t s, int pfd,
     close(fd);
     return false;
 }
+
+int bufdir_create(int pfd, const char *name, int mfd, const char *mount,
+                  const bufdir_spares_t *s, uid_t uid, gid_t gid, struct stat *st,
+                  const char **what)
+{
+    int fd, e;
+    if (!(s && bufdir_spare_take(mfd, mount, *s, pfd, name)) && mkdirat(pfd, name, 0700) < 0) {
+        *what = "mkdir";
+        return -1;
+    }
+    fd = openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        *what = "open";
+        return -1;
+    }
+    if (fstat(fd, st) < 0 || st->st_uid != geteuid()) {
+        e = errno;
+        close(fd);
+        *what = "not the directory made for it";
+        errno = st->st_uid != geteuid() ? EEXIST : e;
+        return -1;
+    }
+    if (fchown(fd, uid, gid) < 0 || fchmod(fd, 0700) < 0 || fstat(fd, st) < 0) {
+        e = errno;
+        close(fd);
+        *what = "owner";
+        errno = e;
+        return -1;
+    }
+    close(fd);
+    return 0;
+}

@@ -65,6 +65,15 @@ void bufdir_spares_fill(int mfd, const char *mount, bufdir_spares_t s, int budge
 bool bufdir_spare_take(int mfd, const char *mount, bufdir_spares_t s, int pfd,
                        const char *name);
 
+/* Make the buffer directory <pfd>/name for uid:gid, mode 0700: a spare of the
+ * mount mfd renamed into place when s is given and one is ready, else mkdirat().
+ * Never an existing directory (the name must be free: move an earlier one aside
+ * first), and given to its owner only once checked to be the daemon's new one.
+ * 0 with its fstat in *st, or -1 with errno and in *what the step that failed. */
+int bufdir_create(int pfd, const char *name, int mfd, const char *mount,
+                  const bufdir_spares_t *s, uid_t uid, gid_t gid, struct stat *st,
+                  const char **what);
+
 /* Call fn for each directory in <pfd>/.harmonia-trash (entries that are not
  * directories are passed over), with the trash's descriptor, the entry's name and
  * its lstat.  Nothing when the trash is missing or not the daemon's alone (0,

@@ -145,21 +145,6 @@ static bufdir_spares_t spares_of(node_t *n)
     return (bufdir_spares_t){ &n->spares, &n->spare_top, &n->spare_off };
 }
 
-/* Rename a spare of node idx's mount to <mount>/name.  false: none (make it with
- * mkdir). */
-static bool spare_take(core_t *c, int idx, const char *name)
-{
-    node_t *n = &c->nodes[mount_owner(c, idx)];
-    int mfd;
-    bool ok;
-    if (n->spares <= 0 || n->spare_off
-        || (mfd = open(n->mount, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
-        return false;
-    ok = bufdir_spare_take(mfd, n->mount, spares_of(n), mfd, name);
-    close(mfd);
-    return ok;
-}
-
 /* core_tick(): make spares while allocations are quiet (lock held). */
 void spares_fill(core_t *c, double wall)
 {
@@ -216,7 +201,6 @@ void bufdirs_make(core_t *c, alloc_t *a, bool persistent, const char *name,
     }
     for (int i = 0; i < a->n; i++) {
         const char *mount = c->nodes[a->v[i].node].mount;
-        int fd;
         if (nodes_dir_hook(c, a->v[i].node)) {     /* its agent makes it */
             a->v[i].dirgen = nodes_dir_gen(c, a->v[i].node);
             continue;
@@ -224,9 +208,11 @@ void bufdirs_make(core_t *c, alloc_t *a, bool persistent, const char *name,
         if (mount_seen(c, a, i) || !mount_ok(c, a->v[i].node))
             continue;
         if (persistent) {
-            snprintf(path, sizeof(path), "%s/persistent", mount);
-            if (mkdir(path, 0755) < 0 && errno != EEXIST)
-                bl_warning("mkdir %s: %s", path, strerror(errno));
+            int mfd = open(mount, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            if (mfd < 0 || (mkdirat(mfd, "persistent", 0755) < 0 && errno != EEXIST))
+                bl_warning("mkdir %s/persistent: %s", mount, strerror(errno));
+            if (mfd >= 0)
+                close(mfd);
             snprintf(path, sizeof(path), "%s/persistent/%s", mount, name);
         } else {
             snprintf(path, sizeof(path), "%s/%s", mount, name);
@@ -237,25 +223,26 @@ void bufdirs_make(core_t *c, alloc_t *a, bool persistent, const char *name,
             bl_warning("no buffer directory %s: the path is taken", path);
             continue;
         }
-        if (!persistent && spare_take(c, a->v[i].node, name)) {
-            /* an empty directory of ours, renamed into place: owner below */
-        } else if (mkdir(path, 0700) < 0) {
-            bl_warning("mkdir %s: %s", path, strerror(errno));
+        /* relative to the parent: <mount> or <mount>/persistent */
+        node_t *sn = &c->nodes[mount_owner(c, a->v[i].node)];
+        bufdir_spares_t sp = spares_of(sn);
+        const char *what;
+        int mfd = open(mount, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        int pfd = mfd < 0 ? -1 : persistent ? openat(mfd, "persistent", O_RDONLY | O_DIRECTORY
+                                                     | O_NOFOLLOW | O_CLOEXEC) : dup(mfd);
+        if (pfd < 0 || bufdir_create(pfd, name, mfd, sn->mount,
+                                     persistent || sn->spare_off ? NULL : &sp, uid, gid, &st,
+                                     &what) < 0) {
+            bl_warning("buffer directory %s (owner %u:%u): %s: %s", path, (unsigned)uid,
+                       (unsigned)gid, pfd < 0 ? "open its parent" : what, strerror(errno));
+            if (pfd >= 0)
+                close(pfd);
+            if (mfd >= 0)
+                close(mfd);
             continue;
         }
-        if ((fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
-            bl_warning("buffer directory %s: %s", path, strerror(errno));
-            continue;
-        }
-        if (fstat(fd, &st) < 0 || st.st_uid != geteuid()) {
-            bl_warning("buffer directory %s: not the directory made for it", path);
-            close(fd);
-            continue;
-        }
-        if (fchown(fd, uid, gid) < 0 || fchmod(fd, 0700) < 0)
-            bl_warning("buffer directory %s: owner %u:%u: %s", path, (unsigned)uid,
-                       (unsigned)gid, strerror(errno));
-        close(fd);
+        close(pfd);
+        close(mfd);
         bl_debug("buffer directory %s created for uid %u", path, (unsigned)uid);
     }
 }
