@@ -6,8 +6,9 @@
  * (the job's uid/gid, mode 0700), the persistent buffers <mount>/persistent/<name>
  * and the spare directories <mount>/.harmonia-spare/N; anything else there that
  * looks like a buffer directory and is not in the set bbmgrd sent is an orphan and
- * is removed (by the mover, as its owner).  Every path is opened relative to the
- * mount's descriptor without following symbolic links.
+ * is removed (by the mover, by descriptors).  Every path is opened relative to the
+ * mount's descriptor without following symbolic links; directories, spares, the
+ * trash and teardowns are bufdir.c's, shared with bbmgrd's embedded mode.
  */
 #include <dirent.h>
 #include <errno.h>

@@ -42,13 +42,13 @@ bool dir_name_ok(const char *name, bool job)
  * persistent buffer's name) is free again as soon as its buffer is gone from memory,
  * while its directory may still wait for its teardown (transfers stopping, a
  * stage-out to make durable).  A directory is never adopted: a new buffer whose
- * path is taken moves the old directory aside to <parent>/.harmonia-trash/<inode>
- * (a name no other directory can have) under the mover's lock, where its teardown
- * and the stage-outs reading from it follow it, and gets a directory of its own.
- * A teardown moves its directory there too before it empties it, and only if it is
- * still the directory (device and inode) it was for.  The trash directory is the
- * daemon's, mode 0711: the content of each entry is still reachable only by its
- * owner (0700), who is the one the teardown acts as.
+ * path is taken moves the old directory aside to <parent>/.harmonia-trash/<inode>.
+ * <random> (a name no other directory can have, nobody can guess) under the mover's
+ * lock, where its teardown and the stage-outs reading from it follow it, and gets a
+ * directory of its own (bufdir_create(), relative to its parent).  A teardown moves
+ * its directory there too before it empties it (bufdir_empty(), as the daemon, by
+ * descriptors), and only if it is still the directory (device and inode) it was
+ * for.  The trash directory is the daemon's, mode 0711: nobody else can list it.
  */
 static bool trash_path(const char *path, const struct stat *st, char *out, size_t len)
 {
