@@ -62,7 +62,8 @@ typedef struct {
     char *source;
     char *destination;
     hu_bb_type_t type;
-    int line;               /* where it came from (for messages) */
+    int line;               /* where it came from (for messages): script line or */
+    bool bb_item;           /* (true) --bb item number; see hu_bb_where() */
 } hu_bb_stage_t;
 
 typedef struct {
@@ -71,6 +72,7 @@ typedef struct {
     uint64_t capacity;      /* create only */
     char *pool;             /* create only, may be NULL */
     int line;
+    bool bb_item;           /* line is a --bb item number */
 } hu_bb_persist_t;
 
 typedef struct {
@@ -86,6 +88,8 @@ typedef struct {
     hu_bb_io_t io;            /* HU_BB_IO_UNSET: not given (normalised to write) */
     int priority;           /* 0: not given (normalised to 1) */
     bool hints_learned;     /* filled from history rather than given */
+    int interpose;          /* the interposer: 1 yes, -1 no, 0 not given (the site's
+                               default, harmonia.conf Interpose) */
 
     int nstage_in, nstage_out;
     hu_bb_stage_t stage_in[HU_BB_MAX_STAGE];
@@ -138,6 +142,24 @@ int hu_bb_validate(hu_bb_request_t *req, hu_error_t *err);
  * stage_out destinations' parent directories must exist.  Returns 0 or -1.
  */
 int hu_bb_check_paths(const hu_bb_request_t *req, hu_error_t *err);
+
+/* Where a directive came from, for messages: "line N" of the script, or
+ * "--bb item N" when bb_item.  Returns buf. */
+const char *hu_bb_where(int line, bool bb_item, char *buf, size_t len);
+
+/*
+ * DataWarp's lines in a batch script ("#DW jobdw ...", "#DW persistentdw ...",
+ * "#BB create_persistent ..."), which burst_buffer/harmonia does not read: in the
+ * leading block of the script (as hu_bb_collect_script() reads it).  Returns 0
+ * when there is none, -1 with err naming the first one's line and the
+ * #BB_HARMONIA directive to write instead.
+ */
+int hu_bb_check_foreign(const char *script, hu_error_t *err);
+
+/* One DataWarp directive (text[0..n), e.g. a --bb item): -1 when it is not one,
+ * 1 with its #BB_HARMONIA equivalent in out (as hu_bb_check_foreign() gives it),
+ * 0 when it has none. */
+int hu_bb_dw_equivalent(const char *text, size_t n, char *out, size_t outlen);
 
 /* Canonical text: one "#BB_HARMONIA ..." line per directive, sizes in the largest
  * exact unit, durations in seconds.  hu_bb_parse() of it gives the same request.

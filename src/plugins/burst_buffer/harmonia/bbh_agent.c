@@ -10,7 +10,13 @@
 
 /* ------------------------------------------------------------------ agent */
 
-/* Hold a pending job whose buffer could not be set up (FAIL_BURST_BUFFER_OP). */
+/*
+ * Hold a pending job whose buffer could not be set up, with the reason as its
+ * description.  The hold is a user hold (WAIT_HELD_USER): slurmctld lets a job's
+ * owner release only those, and the owner is who can mend what failed (a
+ * stage-in source, a name) and retry with "scontrol release".  A job that is
+ * no longer pending keeps FAIL_BURST_BUFFER_OP.
+ */
 static void _fail_job(job_record_t *job_ptr, bb_job_t *bb_job, const char *op,
 		      const char *msg)
 {
@@ -18,8 +24,10 @@ static void _fail_job(job_record_t *job_ptr, bb_job_t *bb_job, const char *op,
 	job_ptr->state_reason = FAIL_BURST_BUFFER_OP;
 	xstrfmtcat(job_ptr->state_desc, "%s: %s: %s", plugin_type, op, msg);
 	bb_update_system_comment(job_ptr, (char *) op, (char *) msg, 0);
-	if (IS_JOB_PENDING(job_ptr))
+	if (IS_JOB_PENDING(job_ptr)) {
 		job_ptr->priority = 0;	/* hold */
+		job_ptr->state_reason = WAIT_HELD_USER;
+	}
 	last_job_update = time(NULL);
 	error("%s: %pJ: %s failed: %s", plugin_type, job_ptr, op, msg);
 }

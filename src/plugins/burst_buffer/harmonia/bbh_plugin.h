@@ -92,6 +92,7 @@ typedef struct hjob {
 	int tries;
 	int polls;		/* stage polls since the transfers were asked */
 	bool seen_wait;		/* a scheduler pass saw it waiting for stage-in */
+	bool start_unknown;	/* waits for space whose end is not known */
 	bool registered;
 	bool keep_pending;	/* teardown of a failed stage-in: the job stays */
 	char *bb_path;		/* $HARMONIA_BB */
