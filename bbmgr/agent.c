@@ -6,8 +6,9 @@
  * (the job's uid/gid, mode 0700), the persistent buffers <mount>/persistent/<name>
  * and the spare directories <mount>/.harmonia-spare/N; anything else there that
  * looks like a buffer directory and is not in the set bbmgrd sent is an orphan and
- * is removed (by the mover, as its owner).  Every path is opened relative to the
- * mount's descriptor without following symbolic links.
+ * is removed (by the mover, by descriptors).  Every path is opened relative to the
+ * mount's descriptor without following symbolic links; directories, spares, the
+ * trash and teardowns are bufdir.c's, shared with bbmgrd's embedded mode.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -29,14 +30,13 @@
 #include <munge.h>
 
 #include "agent.h"
+#include "bufdir.h"
 #include "hmap.h"
 #include "log.h"
 #include "mover.h"
 #include "nodeproto.h"
 #include "util.h"
 
-#define SPARE_DIR ".harmonia-spare"
-#define SPARE_MAX 32
 #define SPARE_IDLE 1.0          /* seconds without a new directory before making spares */
 #define SPARE_PER_STEP 8
 #define REPLY_MAX (64u << 20)   /* largest reply read from bbmgrd */
@@ -62,6 +62,15 @@ typedef struct {
     dev_t dev;
     ino_t ino;
 } made_t;
+
+/* A kept directory by identity (<mount>/.harmonia-kept). */
+typedef struct {
+    dev_t dev;
+    ino_t ino;
+} kid_t;
+
+#define KEPT_FILE ".harmonia-kept"
+#define KEPT_MAX 100000
 
 struct agent {
     const cfg_t *cfg;
@@ -95,43 +104,134 @@ struct agent {
     int nremoving;
     hmap_t *made;               /* "j:<name>"/"p:<name>" -> made_t: the directories of
                                    the set and the incarnation each was made for */
+    kid_t *kept;                /* identities of the directories bbmgrd lists with keep */
+    size_t nkept;
     char *diskstats;            /* block device counters (/proc/diskstats) */
     unsigned dev_major, dev_minor;
     bool dev_seen;              /* rsect/wsect hold the previous reading */
     unsigned long long rsect, wsect;
 };
 
+/* ------------------------------------------------------------------ kept data
+ * A directory bbmgrd lists with keep holds data that may exist nowhere else (a
+ * stage-out from it could not be made durable).  Its device and inode are recorded
+ * in <mount>/.harmonia-kept (root's, 0600), so that it is found by identity, never
+ * by name, across restarts of the agent: moved to the trash when a new buffer
+ * takes its name, it stays there, and the sweep of the trash at start leaves it
+ * alone.  It goes when bbmgrd no longer lists it (its release) while it is still
+ * at its name; one that a new buffer pushed into the trash is left there, logged
+ * at each start, for an administrator. */
+static bool kept_has(const agent_t *a, dev_t dev, ino_t ino)
+{
+    for (size_t i = 0; i < a->nkept; i++)
+        if (a->kept[i].dev == dev && a->kept[i].ino == ino)
+            return true;
+    return false;
+}
+
+static void kept_save(agent_t *a)
+{
+    static const char tmp[] = KEPT_FILE ".new";
+    int fd = openat(a->mfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    bool ok = f != NULL;
+    for (size_t i = 0; ok && i < a->nkept; i++)
+        ok = fprintf(f, "%ju %ju\n", (uintmax_t)a->kept[i].dev, (uintmax_t)a->kept[i].ino) > 0;
+    ok = ok && fflush(f) == 0 && fsync(fileno(f)) == 0;
+    if (f)
+        fclose(f);
+    else if (fd >= 0)
+        close(fd);
+    if (!ok || renameat(a->mfd, tmp, a->mfd, KEPT_FILE) < 0) {
+        bl_error("%s/" KEPT_FILE ": %s (kept directories are not recorded)", a->mount,
+                 strerror(errno));
+        a->errors++;
+    }
+}
+
+static void kept_load(agent_t *a)
+{
+    int fd = openat(a->mfd, KEPT_FILE, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    struct stat st;
+    FILE *f;
+    uintmax_t dev, ino;
+    if (fd < 0)
+        return;
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid()
+        || (st.st_mode & 077) || !(f = fdopen(fd, "r"))) {
+        bl_warning("%s/" KEPT_FILE ": not a file of uid %u with mode 0600: not read",
+                   a->mount, (unsigned)geteuid());
+        close(fd);
+        return;
+    }
+    while (a->nkept < KEPT_MAX && fscanf(f, "%ju %ju", &dev, &ino) == 2) {
+        kid_t *v = realloc(a->kept, (a->nkept + 1) * sizeof(*v));
+        if (!v)
+            break;
+        a->kept = v;
+        v[a->nkept++] = (kid_t){ (dev_t)dev, (ino_t)ino };
+    }
+    fclose(f);
+}
+
+static void kept_add(agent_t *a, const struct stat *st)
+{
+    if (kept_has(a, st->st_dev, st->st_ino) || a->nkept >= KEPT_MAX)
+        return;
+    kid_t *v = realloc(a->kept, (a->nkept + 1) * sizeof(*v));
+    if (!v)
+        return;
+    a->kept = v;
+    v[a->nkept++] = (kid_t){ st->st_dev, st->st_ino };
+    kept_save(a);
+}
+
+static void kept_del(agent_t *a, const struct stat *st)
+{
+    for (size_t i = 0; i < a->nkept; i++)
+        if (a->kept[i].dev == st->st_dev && a->kept[i].ino == st->st_ino) {
+            a->kept[i] = a->kept[--a->nkept];
+            kept_save(a);
+            return;
+        }
+}
+
 /* What an earlier process of this agent left in the trash (its removal cut by a
- * stop): removed now, each directory as its owner, as a teardown is. */
+ * stop): removed now, as a teardown is; kept data (by identity) is left. */
+typedef struct {
+    agent_t *a;
+    const char *parent;
+} sweep_t;
+
+static int sweep_one(int tfd, const char *name, const struct stat *st, void *arg)
+{
+    sweep_t *w = arg;
+    char path[1400];
+    (void)tfd;
+    snprintf(path, sizeof(path), "%s/" MOVER_TRASH "/%s", w->parent, name);
+    if (kept_has(w->a, st->st_dev, st->st_ino)) {
+        bl_warning("%s: the data of a held buffer, kept (moved aside when its name was "
+                   "taken; remove it by hand once it is released)", path);
+        return 0;
+    }
+    bl_info("%s: left in the trash by an earlier run: removed", path);
+    if (mover_rmtree(w->a->m, NULL, path, NULL, st->st_uid, st->st_gid, st->st_dev,
+                     st->st_ino) < 0)
+        bl_warning("removal of %s: %s", path, strerror(errno));
+    return 0;
+}
+
 static void trash_sweep(agent_t *a, bool persistent)
 {
+    char parent[1200];
     int pfd = persistent ? openat(a->mfd, "persistent", O_RDONLY | O_DIRECTORY | O_NOFOLLOW
-                                  | O_CLOEXEC) : dup(a->mfd), tfd;
-    DIR *d;
-    struct dirent *e;
-    char path[1400];
+                                  | O_CLOEXEC) : dup(a->mfd);
+    sweep_t w = { .a = a, .parent = parent };
     if (pfd < 0)
         return;
-    tfd = openat(pfd, MOVER_TRASH, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    snprintf(parent, sizeof(parent), "%s%s", a->mount, persistent ? "/persistent" : "");
+    bufdir_trash_each(pfd, parent, sweep_one, &w);
     close(pfd);
-    if (tfd < 0 || !(d = fdopendir(tfd))) {
-        if (tfd >= 0)
-            close(tfd);
-        return;
-    }
-    while ((e = readdir(d))) {
-        struct stat st;
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")
-            || fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
-            continue;
-        snprintf(path, sizeof(path), "%s/%s" MOVER_TRASH "/%s", a->mount,
-                 persistent ? "persistent/" : "", e->d_name);
-        bl_info("%s: left in the trash by an earlier run: removed", path);
-        if (mover_rmtree(a->m, NULL, path, NULL, st.st_uid, st.st_gid, st.st_dev,
-                         st.st_ino) < 0)
-            bl_warning("removal of %s: %s", path, strerror(errno));
-    }
-    closedir(d);
 }
 
 /* ------------------------------------------------------------------ create */
@@ -243,6 +343,7 @@ agent_t *agent_create(const agent_opts_t *o, hu_error_t *err)
     }
     if (!(a->m = mover_create(o->cfg, err)))
         goto fail;
+    kept_load(a);
     trash_sweep(a, false);
     trash_sweep(a, true);
     a->last_status = hu_mono();
@@ -280,6 +381,7 @@ void agent_destroy(agent_t *a)
     if (a->mfd >= 0)
         close(a->mfd);
     free(a->mount);
+    free(a->kept);
     free(a->diskstats);
     free(a);
 }
@@ -383,71 +485,18 @@ static json_t *status_json(agent_t *a)
 }
 
 /* ------------------------------------------------------------------ directories */
-/* Keep up to SPARE_MAX empty directories (ours, 0700) in <mount>/.harmonia-spare
- * while no directory was asked for: making one is then a rename. */
-static int spare_fd(agent_t *a)
+/* Spare directories (bufdir.h): made while no directory was asked for. */
+static bufdir_spares_t spares_of(agent_t *a)
 {
-    struct stat st;
-    int fd;
-    if (a->spare_off)
-        return -1;
-    if (mkdirat(a->mfd, SPARE_DIR, 0700) < 0 && errno != EEXIST)
-        goto off;
-    fd = openat(a->mfd, SPARE_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0)
-        goto off;
-    if (fstat(fd, &st) < 0 || st.st_uid != geteuid() || (st.st_mode & 07777) != 0700) {
-        close(fd);
-        errno = EPERM;
-        goto off;
-    }
-    return fd;
-off:
-    bl_warning("spare directories in %s/" SPARE_DIR ": %s (none on this mount)", a->mount,
-               strerror(errno));
-    a->spare_off = true;
-    return -1;
+    return (bufdir_spares_t){ &a->spares, &a->spare_top, &a->spare_off };
 }
 
 static void spares_fill(agent_t *a)
 {
-    char n[32];
-    int fd, budget = SPARE_PER_STEP;
-    if (a->spares >= SPARE_MAX || hu_mono() < a->spare_idle_from || (fd = spare_fd(a)) < 0)
-        return;
-    while (a->spares < SPARE_MAX && budget-- > 0) {
-        snprintf(n, sizeof(n), "%u", a->spare_top);
-        if (mkdirat(fd, n, 0700) < 0 && errno != EEXIST) {
-            bl_warning("spare directory %s/" SPARE_DIR "/%s: %s", a->mount, n, strerror(errno));
-            a->spare_off = true;
-            break;
-        }
-        a->spare_top++;
-        a->spares++;
-    }
-    close(fd);
+    if (hu_mono() >= a->spare_idle_from)
+        bufdir_spares_fill(a->mfd, a->mount, spares_of(a), SPARE_PER_STEP);
 }
 
-static bool spare_take(agent_t *a, const char *name)
-{
-    char n[32];
-    int fd;
-    if (a->spares == 0 || (fd = spare_fd(a)) < 0)
-        return false;
-    while (a->spares > 0) {
-        a->spares--;
-        a->spare_top--;
-        snprintf(n, sizeof(n), "%u", a->spare_top);
-        if (renameat(fd, n, a->mfd, name) == 0) {
-            close(fd);
-            return true;
-        }
-        if (errno != ENOENT)
-            break;
-    }
-    close(fd);
-    return false;
-}
 
 /* dirfd of <mount>/persistent (made 0755 if missing), or of the mount itself. */
 static int parent_fd(agent_t *a, bool persistent)
@@ -531,8 +580,10 @@ static bool dir_aside(agent_t *a, int pfd, const np_dir_t *d, const struct stat 
     bl_info("buffer directory %s (inode %ju, uid %u) belongs to an earlier buffer of that "
             "name: moved to %s, a new one is made", from, (uintmax_t)st->st_ino,
             (unsigned)st->st_uid, trash);
-    if (!queued && mover_rmtree(a->m, NULL, trash, NULL, st->st_uid, st->st_gid, st->st_dev,
-                                st->st_ino) < 0)
+    if (kept_has(a, st->st_dev, st->st_ino))
+        bl_warning("%s: the data of a held buffer, kept there until it is released", trash);
+    else if (!queued && mover_rmtree(a->m, NULL, trash, NULL, st->st_uid, st->st_gid,
+                                     st->st_dev, st->st_ino) < 0)
         bl_warning("removal of %s: %s", trash, strerror(errno));
     return true;
 fail:
@@ -554,7 +605,7 @@ static void dir_make(agent_t *a, const np_dir_t *d, bool again)
         a->errors++;
         return;
     }
-    int pfd = parent_fd(a, d->persistent), fd;
+    int pfd = parent_fd(a, d->persistent);
     if (pfd < 0) {
         bl_warning("%s/persistent: %s", a->mount, strerror(errno));
         a->errors++;
@@ -591,25 +642,18 @@ static void dir_make(agent_t *a, const np_dir_t *d, bool again)
         }
     }
     a->spare_idle_from = hu_mono() + SPARE_IDLE;
-    if (!(!d->persistent && spare_take(a, d->name)) && mkdirat(pfd, d->name, 0700) < 0
-        && errno != EEXIST) {
-        bl_warning("mkdir %s/%s%s: %s", a->mount, where, d->name, strerror(errno));
-        a->errors++;
-        close(pfd);
-        return;
-    }
-    fd = openat(pfd, d->name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0 || fchown(fd, d->uid, d->gid) < 0 || fchmod(fd, 0700) < 0 || fstat(fd, &st) < 0) {
-        bl_warning("buffer directory %s/%s%s: owner %u:%u: %s", a->mount, where, d->name,
-                   (unsigned)d->uid, (unsigned)d->gid, strerror(errno));
+    bufdir_spares_t sp = spares_of(a);
+    const char *what;
+    if (bufdir_create(pfd, d->name, a->mfd, a->mount, d->persistent ? NULL : &sp, d->uid, d->gid,
+                      &st, &what) < 0) {
+        bl_warning("buffer directory %s/%s%s (owner %u:%u): %s: %s", a->mount, where, d->name,
+                   (unsigned)d->uid, (unsigned)d->gid, what, strerror(errno));
         a->errors++;
     } else {
         made_set(a, d, &st);
         bl_debug("buffer directory %s/%s%s created for uid %u", a->mount, where, d->name,
                  (unsigned)d->uid);
     }
-    if (fd >= 0)
-        close(fd);
     close(pfd);
 }
 
@@ -695,6 +739,8 @@ static void orphans_remove(agent_t *a, const np_dir_t *v, size_t n, bool persist
             continue;
         snprintf(path, sizeof(path), "%s/%s%s", a->mount, persistent ? "persistent/" : "",
                  e->d_name);
+        if (kept_has(a, st.st_dev, st.st_ino))     /* released by an administrator */
+            kept_del(a, &st);
         bl_info("buffer directory %s is no longer in bbmgrd's state: removed", path);
         if (!persistent)
             mover_job_end(a->m, e->d_name);
@@ -917,6 +963,20 @@ static void submit(agent_t *a, json_t *tasks, uint64_t id)
     }
 }
 
+/* d is listed with keep: record the directory at its name by identity. */
+static void kept_note(agent_t *a, const np_dir_t *d)
+{
+    struct stat st;
+    int pfd = d->persistent ? openat(a->mfd, "persistent", O_RDONLY | O_DIRECTORY | O_NOFOLLOW
+                                     | O_CLOEXEC) : dup(a->mfd);
+    if (pfd < 0)
+        return;
+    if (fstatat(pfd, d->name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)
+        && st.st_uid == d->uid)
+        kept_add(a, &st);
+    close(pfd);
+}
+
 static void apply(agent_t *a, json_t *rep)
 {
     json_t *dirs = json_object_get(rep, "dirs"), *tasks = json_object_get(rep, "tasks");
@@ -937,8 +997,8 @@ static void apply(agent_t *a, json_t *rep)
                 dirs_ok = false;
                 continue;
             }
-            if (dv[nd].keep) {      /* held by bbmgrd: left as it is */
-                nd++;
+            if (dv[nd].keep) {      /* held by bbmgrd: left as it is, recorded */
+                kept_note(a, &dv[nd++]);
                 continue;
             }
             bool again = removing_has(a, dv[nd].name, dv[nd].persistent);

@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "bufdir.h"
+#include "log.h"
 
 #define BATCH 1024          /* subdirectory names kept per level between two reads */
 
@@ -299,5 +300,138 @@ int bufdir_trash_path(int pfd, const char *parent, ino_t ino, char *out, size_t 
         errno = ENAMETOOLONG;
         return -1;
     }
+    return 0;
+}
+
+int bufdir_trash_each(int pfd, const char *parent, bufdir_trash_f fn, void *arg)
+{
+    int tfd = openat(pfd, BUFDIR_TRASH, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK
+                     | O_CLOEXEC);
+    struct stat st;
+    struct dirent *e;
+    DIR *d;
+    if (tfd < 0)
+        return 0;
+    if (fstat(tfd, &st) < 0 || st.st_uid != geteuid() || (st.st_mode & 0066)) {
+        bl_warning("%s/" BUFDIR_TRASH " is not a directory of uid %u that only it can list "
+                   "or write: not used", parent, (unsigned)geteuid());
+        close(tfd);
+        return 0;
+    }
+    if (!(d = fdopendir(tfd))) {
+        close(tfd);
+        return -1;
+    }
+    while ((e = readdir(d))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")
+            || fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
+            continue;
+        if (fn(dirfd(d), e->d_name, &st, arg))
+            break;
+    }
+    closedir(d);
+    return 0;
+}
+
+/* <mfd>/.harmonia-spare, made if missing: a directory of ours, 0700. */
+static int spare_fd(int mfd, const char *mount, bufdir_spares_t s)
+{
+    struct stat st;
+    int fd;
+    if (*s.off)
+        return -1;
+    if (mkdirat(mfd, BUFDIR_SPARE, 0700) < 0 && errno != EEXIST)
+        goto off;
+    fd = openat(mfd, BUFDIR_SPARE, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        goto off;
+    if (fstat(fd, &st) < 0 || st.st_uid != geteuid() || (st.st_mode & 07777) != 0700) {
+        close(fd);
+        errno = EPERM;
+        goto off;
+    }
+    return fd;
+off:
+    bl_warning("spare directories in %s/" BUFDIR_SPARE ": %s (none on this mount)", mount,
+               errno == EPERM ? "not a directory of this daemon's uid with mode 0700"
+                              : strerror(errno));
+    *s.off = true;
+    return -1;
+}
+
+void bufdir_spares_fill(int mfd, const char *mount, bufdir_spares_t s, int budget)
+{
+    char n[32];
+    int fd;
+    if (*s.n >= BUFDIR_SPARE_MAX || (fd = spare_fd(mfd, mount, s)) < 0)
+        return;
+    while (*s.n < BUFDIR_SPARE_MAX && budget-- > 0) {
+        snprintf(n, sizeof(n), "%u", *s.top);
+        /* EEXIST: one of an earlier run, empty and ours */
+        if (mkdirat(fd, n, 0700) < 0 && errno != EEXIST) {
+            bl_warning("spare directory %s/" BUFDIR_SPARE "/%s: %s", mount, n, strerror(errno));
+            *s.off = true;
+            break;
+        }
+        (*s.top)++;
+        (*s.n)++;
+    }
+    close(fd);
+}
+
+bool bufdir_spare_take(int mfd, const char *mount, bufdir_spares_t s, int pfd,
+                       const char *name)
+{
+    char n[32];
+    int fd;
+    if (*s.n <= 0 || (fd = spare_fd(mfd, mount, s)) < 0)
+        return false;
+    while (*s.n > 0) {
+        (*s.n)--;
+        (*s.top)--;
+        snprintf(n, sizeof(n), "%u", *s.top);
+        if (renameat(fd, n, pfd, name) == 0) {
+            close(fd);
+            return true;
+        }
+        if (errno != ENOENT) {
+            bl_warning("spare directory %s/" BUFDIR_SPARE "/%s -> %s: %s", mount, n, name,
+                       strerror(errno));
+            break;
+        }
+    }
+    close(fd);
+    return false;
+}
+
+int bufdir_create(int pfd, const char *name, int mfd, const char *mount,
+                  const bufdir_spares_t *s, uid_t uid, gid_t gid, struct stat *st,
+                  const char **what)
+{
+    int fd, e;
+    if (!(s && bufdir_spare_take(mfd, mount, *s, pfd, name)) && mkdirat(pfd, name, 0700) < 0) {
+        *what = "mkdir";
+        return -1;
+    }
+    fd = openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        *what = "open";
+        return -1;
+    }
+    if (fstat(fd, st) < 0 || st->st_uid != geteuid()) {
+        e = errno;
+        close(fd);
+        *what = "not the directory made for it";
+        errno = st->st_uid != geteuid() ? EEXIST : e;
+        return -1;
+    }
+    if (fchown(fd, uid, gid) < 0 || fchmod(fd, 0700) < 0 || fstat(fd, st) < 0) {
+        e = errno;
+        close(fd);
+        *what = "owner";
+        errno = e;
+        return -1;
+    }
+    close(fd);
     return 0;
 }

@@ -16,6 +16,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 /* The trash of a directory of buffers: <parent>/.harmonia-trash (the daemon's,
@@ -44,5 +45,40 @@ int bufdir_empty(int dfd, bufdir_rm_t *o, char *why, size_t whylen);
  * directory of this process's uid writable by it alone (EPERM), or out is too
  * short (ENAMETOOLONG). */
 int bufdir_trash_path(int pfd, const char *parent, ino_t ino, char *out, size_t len);
+
+/* Spare directories: up to BUFDIR_SPARE_MAX empty directories (the daemon's, 0700)
+ * in <mount>/.harmonia-spare/N, made while no buffer directory is asked for, so
+ * that making one is a rename.  The state is the caller's (a node of bbmgrd, an
+ * agent): how many are ready (named top - n .. top - 1) and whether the spare
+ * directory is unusable (logged once). */
+#define BUFDIR_SPARE ".harmonia-spare"
+#define BUFDIR_SPARE_MAX 32
+typedef struct {
+    int *n;
+    unsigned *top;
+    bool *off;
+} bufdir_spares_t;
+
+/* Make up to 'budget' spares in the mount open at mfd (named 'mount' in logs). */
+void bufdir_spares_fill(int mfd, const char *mount, bufdir_spares_t s, int budget);
+/* Rename a spare to <pfd>/name: true when done (the caller gives it its owner). */
+bool bufdir_spare_take(int mfd, const char *mount, bufdir_spares_t s, int pfd,
+                       const char *name);
+
+/* Make the buffer directory <pfd>/name for uid:gid, mode 0700: a spare of the
+ * mount mfd renamed into place when s is given and one is ready, else mkdirat().
+ * Never an existing directory (the name must be free: move an earlier one aside
+ * first), and given to its owner only once checked to be the daemon's new one.
+ * 0 with its fstat in *st, or -1 with errno and in *what the step that failed. */
+int bufdir_create(int pfd, const char *name, int mfd, const char *mount,
+                  const bufdir_spares_t *s, uid_t uid, gid_t gid, struct stat *st,
+                  const char **what);
+
+/* Call fn for each directory in <pfd>/.harmonia-trash (entries that are not
+ * directories are passed over), with the trash's descriptor, the entry's name and
+ * its lstat.  Nothing when the trash is missing or not the daemon's alone (0,
+ * with a warning naming 'parent' for the latter).  fn returns 0 to go on. */
+typedef int (*bufdir_trash_f)(int tfd, const char *name, const struct stat *st, void *arg);
+int bufdir_trash_each(int pfd, const char *parent, bufdir_trash_f fn, void *arg);
 
 #endif

@@ -193,12 +193,47 @@ START_TEST(test_trash_path)
 }
 END_TEST
 
+START_TEST(test_spares_and_create)
+{
+    int root = open(base, O_RDONLY | O_DIRECTORY), n = 0;
+    unsigned top = 0;
+    bool off = false;
+    bufdir_spares_t sp = { &n, &top, &off };
+    struct stat st;
+    const char *what = NULL;
+    bufdir_spares_fill(root, base, sp, 5);
+    ck_assert_int_eq(n, 5);
+    ck_assert_int_eq(fstatat(root, BUFDIR_SPARE "/4", &st, AT_SYMLINK_NOFOLLOW), 0);
+    /* a spare renamed into place, given to its owner (our own uid here) */
+    ck_assert_int_eq(bufdir_create(root, "job1", root, base, &sp, geteuid(), getegid(), &st,
+                                   &what), 0);
+    ck_assert_int_eq(n, 4);
+    ck_assert_uint_eq(st.st_mode & 07777, 0700);
+    ck_assert_int_ne(fstatat(root, BUFDIR_SPARE "/4", &st, AT_SYMLINK_NOFOLLOW), 0);
+    /* never an existing name, whatever is there */
+    ck_assert_int_eq(bufdir_create(root, "job1", root, base, NULL, geteuid(), getegid(), &st,
+                                   &what), -1);
+    ck_assert_int_eq(errno, EEXIST);
+    ck_assert_str_eq(what, "mkdir");
+    ck_assert_int_eq(symlinkat("/tmp", root, "job2"), 0);
+    ck_assert_int_eq(bufdir_create(root, "job2", root, base, &sp, geteuid(), getegid(), &st,
+                                   &what), -1);
+    ck_assert_int_eq(fstatat(root, "job2", &st, AT_SYMLINK_NOFOLLOW), 0);
+    ck_assert(S_ISLNK(st.st_mode));     /* nothing renamed over the link, nothing followed */
+    /* a spare directory others can reach is not used */
+    ck_assert_int_eq(fchmodat(root, BUFDIR_SPARE, 0755, 0), 0);
+    ck_assert(!bufdir_spare_take(root, base, sp, root, "job3"));
+    ck_assert(off);
+    close(root);
+}
+END_TEST
+
 int main(void)
 {
     const tu_tcase_t tcases[] = {
         { "bufdir", .timeout = 300, .setup = setup, .teardown = teardown,
           .tests = { test_deep_chain_small_stack, test_links_not_followed_wide_and_odd,
-                     test_stop_requested, test_trash_path, NULL } },
+                     test_stop_requested, test_trash_path, test_spares_and_create, NULL } },
     };
     return tu_main("bbmgr_bufdir", tcases, TU_COUNT(tcases));
 }
