@@ -350,7 +350,8 @@ int core_job_register(core_t *c, const char *id, uid_t uid, gid_t gid, const cha
     j->state = JOB_REGISTERED;
     j->created = j->updated = core_wall();
     j->begun = j->ended = NAN;
-    j->first_request = j->last_request = j->last_end = NAN;
+    j->last_end = NAN;
+    j->learn_first = j->learn_last = NAN;
     if (hints && core_job_hints(c, j, hints, e) < 0) {
         job_free(j);
         return -1;
@@ -398,6 +399,9 @@ void phase_close(core_t *c, phase_t *p, phase_state_t how, double bytes)
     if (how == PH_FINISHED) {
         j->nphases++;
         j->bytes += bytes;
+        if (j->learn_n++ == 0)
+            j->learn_first = p->requested;
+        j->learn_last = p->requested;
         c->n_finished++;
         c->bytes_finished += bytes;
     } else if (how == PH_EXPIRED) {
@@ -416,6 +420,13 @@ void phase_close(core_t *c, phase_t *p, phase_state_t how, double bytes)
     uint64_t id = p->id;
     free(p);
     notify(c, id);
+}
+
+double core_job_w_iter(const job_t *j)
+{
+    if (j->learn_n < 2 || !isfinite(j->learn_first) || !isfinite(j->learn_last))
+        return NAN;
+    return (j->learn_last - j->learn_first) / (double)(j->learn_n - 1);
 }
 
 int core_job_end(core_t *c, job_t *j, cerr_t *e)
@@ -450,9 +461,7 @@ int core_job_end(core_t *c, job_t *j, cerr_t *e)
     j->in_sched = false;
     /* what this job taught us, for the defaults of the next ones */
     if (j->nphases > 0) {
-        double w_iter = j->nphases > 1 && !isnan(j->first_request)
-                            ? (j->last_request - j->first_request) / (double)(j->nphases - 1)
-                            : NAN;
+        double w_iter = core_job_w_iter(j);
         const char *user = j->user ? j->user : "";
         const char *name = j->name ? j->name : "";
         state_put(c->st, ST_HIST_PUT, "isssddid", (int64_t)j->uid, user, name, j->id, w_iter,
@@ -517,9 +526,6 @@ phase_t *core_phase_request(core_t *c, job_t *j, double volume, const char *dir,
         return cerr_set(e, ENOMEM, "", "out of memory"), NULL;
     }
     j->phase = p;
-    if (isnan(j->first_request))
-        j->first_request = wall;
-    j->last_request = wall;
     c->n_requested++;
     /* one decision covers this request and any deferred one; a granted phase's row
      * is written by grant_phase(), a waiting one's here (same critical section) */

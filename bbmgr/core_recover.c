@@ -94,7 +94,7 @@ static int rec_job(sqlite3_stmt *s, void *arg)
     j->bytes = col_real(s, 16);
     if (isnan(j->bytes))
         j->bytes = 0;
-    j->first_request = j->last_request = NAN;
+    j->learn_first = j->learn_last = NAN;
     j->last_end = j->begun;
     j->hs_id = c->next_hs++;
     if (hmap_put(c->jobs, j->id, j) < 0 || hmap_iput(c->jobs_hs, j->hs_id, j) < 0) {

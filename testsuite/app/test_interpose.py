@@ -7,6 +7,7 @@ What is asserted is what bbmgrd's API shows (the phases it saw, their bytes and
 grants), what the programs print and return, and their run time under a grant
 (a measurement window: the pacing is the behaviour).
 """
+import json
 import os
 import subprocess
 import time
@@ -14,6 +15,8 @@ import time
 import pytest
 
 from conftest import BBIO_BENCH, LIBDIR, SLURM_UID, job_env, register
+from harmonia_test.daemon import BUILDDIR
+from harmonia_test.wait import wait_for
 
 PRELOAD = os.path.join(LIBDIR, ".libs", "libharmonia-preload.so")
 PYTHON = "/usr/bin/python3"
@@ -80,6 +83,65 @@ def test_dd_loop_phases_found_and_granted(make_daemon, bb, tmp_path):
     starts = [p["requested"] for p in ph]
     measured = (starts[-1] - starts[0]) / 3
     assert h["jobs"] == 1 and abs(h["w_iter"] - measured) <= 0.1 * measured, (h, measured)
+
+
+BBMGR = os.path.join(BUILDDIR, "bbmgr", "bbmgr")
+
+
+def bbmgr_job(d, jobid):
+    """bbmgr job ID as its owner types it: the job's JSON."""
+    p = subprocess.run([BBMGR, "job", jobid, "--url", "http://127.0.0.1:%d" % d.port,
+                        "--munge-socket", d.munge.socket], capture_output=True, text=True,
+                       timeout=30)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)
+
+
+def test_learned_values_shown_while_the_dd_loop_runs(make_daemon, bb, tmp_path):
+    """An unmodified dd loop under the interposer: while it still runs, bbmgr job ID
+    shows what bbmgrd learned from its phases so far (w_iter between the phases'
+    requests, volume per phase, phases), and bbmgr jobs says it on the job's line."""
+    d = make_daemon(**one_node())
+    register(d, "lrn", uid=os.getuid(), nodes=1, user="alice", name="ddlearn")
+    env = preload_env(d, "lrn", bb)
+    stop = tmp_path / "stop"
+    script = ('i=0; while [ ! -e %s ] && [ $i -lt 200 ]; do i=$((i+1)); sleep 0.4; '
+              'dd if=/dev/zero of="$HARMONIA_BB/f$i" bs=1M count=4 status=none || exit 9; '
+              'done' % stop)
+    proc = subprocess.Popen(["sh", "-c", script], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for(lambda: d.ok("GET", "/v1/jobs/lrn")["phases_done"] >= 4, timeout=60,
+                 what="four phases of the loop")
+        j = bbmgr_job(d, "lrn")
+        assert proc.poll() is None, "the loop ended: the values were not seen while it ran"
+        ph = [p for p in phases_of(d, "lrn") if p["state"] == "finished"]
+        learned = j["learned"]
+        n = learned["phases"]
+        assert n >= 4 and n == j["phases_done"], j
+        assert learned["io_volume"] == 4 << 20, j
+        starts = [p["requested"] for p in ph[:n]]
+        measured = (starts[-1] - starts[0]) / (n - 1)
+        assert abs(learned["w_iter"] - measured) <= 0.01 * measured + 1e-3, (j, measured)
+        assert learned["w_iter"] > 0.4, j
+        out = subprocess.run([BBMGR, "jobs", "--url", "http://127.0.0.1:%d" % d.port,
+                              "--munge-socket", d.munge.socket], capture_output=True,
+                             text=True, timeout=30).stdout
+        line = [x for x in out.splitlines() if x.startswith("lrn ")]
+        assert line and "w_iter=" in line[0] and "volume=4.00MiB" in line[0], out
+        assert "LEARNED" in out.splitlines()[0], out
+    finally:
+        stop.touch()
+        out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0 and err == "", err
+    # the same figures go to the history that gives the next job its defaults
+    last = bbmgr_job(d, "lrn")["learned"]
+    d.ok("DELETE", "/v1/jobs/lrn", uid=SLURM_UID)
+    h = d.ok("GET", "/v1/history?user=alice&name=ddlearn", uid=SLURM_UID)
+    assert h["jobs"] == 1 and h["io_volume"] == last["io_volume"], (h, last)
+    assert abs(h["w_iter"] - last["w_iter"]) <= 1e-6 * last["w_iter"], (h, last)
+    ended = bbmgr_job(d, "lrn")
+    assert ended["state"] == "ended" and ended["learned"] == last, ended
 
 
 def test_python_loop_w_iter_learned(make_daemon, bb, tmp_path):
