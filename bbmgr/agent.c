@@ -41,6 +41,8 @@
 #define SPARE_PER_STEP 8
 #define REPLY_MAX (64u << 20)   /* largest reply read from bbmgrd */
 #define REMOVING_MAX 256
+#define AGENT_PORT_LO 600       /* local ports 600-1023 (privileged) */
+#define AGENT_BUDGET_MIN 128    /* bytes of results in a report, at least */
 
 typedef struct {
     int64_t last;               /* bytes_done last seen */
@@ -82,6 +84,9 @@ struct agent {
     double last_status;
     uint64_t errors;
     long last_http;             /* to log a change of bbmgrd's answer once */
+    size_t budget;              /* bytes of results a report may carry: halved at each
+                                   413 of bbmgrd (its limits.max_body may be smaller
+                                   than ours), grown back after each accepted report */
     int spares;
     unsigned spare_top;
     bool spare_off;
@@ -304,10 +309,12 @@ static void on_result(uint64_t tid, const char *job, mover_state_t st, int64_t d
         a->errors++;
     np_result_t r = { .id = tid, .state = st, .bytes_done = done, .bytes_total = total,
                       .message = msg };
+    char clean[NP_MESSAGE_MAX + 1];
     if (np_table_result(a->tab, &r) < 0)
         bl_error("transfer %ju: result lost: out of memory", (uintmax_t)tid);
-    if (st == MV_FAILED)
-        bl_warning("transfer %ju of job %s failed: %s", (uintmax_t)tid, job, msg ? msg : "");
+    if (st == MV_FAILED)    /* users name the files a message quotes: cleaned for the log */
+        bl_warning("transfer %ju of job %s failed: %s", (uintmax_t)tid, job,
+                   np_message_clean(msg ? msg : "", clean));
 }
 
 /* ------------------------------------------------------------------ status */
@@ -539,8 +546,15 @@ fail:
 static void dir_make(agent_t *a, const np_dir_t *d, bool again)
 {
     struct stat st;
-    int pfd = parent_fd(a, d->persistent), fd;
     const char *where = d->persistent ? "persistent/" : "";
+    if (d->uid == 0 || d->gid == 0 || (long)d->uid < a->cfg->agents_min_uid) {
+        bl_error("buffer directory %s/%s%s for uid %u gid %u refused: root's, or below "
+                 "agents.min_uid (%ld)", a->mount, where, d->name, (unsigned)d->uid,
+                 (unsigned)d->gid, a->cfg->agents_min_uid);
+        a->errors++;
+        return;
+    }
+    int pfd = parent_fd(a, d->persistent), fd;
     if (pfd < 0) {
         bl_warning("%s/persistent: %s", a->mount, strerror(errno));
         a->errors++;
@@ -674,6 +688,9 @@ static void orphans_remove(agent_t *a, const np_dir_t *v, size_t n, bool persist
         if (!np_dir_name_ok(e->d_name, persistent) || !strncmp(e->d_name, ".harmonia", 9)
             || in_set(v, n, e->d_name, persistent)
             || fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode)
+            /* a buffer's directory is never root's (agents.min_uid): root's are the
+             * file system's or the site's (lost+found) */
+            || st.st_uid == 0
             || removing(a, e->d_name, persistent))
             continue;
         snprintf(path, sizeof(path), "%s/%s%s", a->mount, persistent ? "persistent/" : "",
@@ -798,6 +815,12 @@ static int post_once(agent_t *a, const char *body, long *code, rbuf_t *out)
     curl_easy_setopt(a->curl, CURLOPT_TIMEOUT_MS, 10000L);
     curl_easy_setopt(a->curl, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(a->curl, CURLOPT_PROTOCOLS_STR, "http,https");
+    if (geteuid() == 0) {
+        /* from a privileged port: bbmgrd keeps connections for those that users'
+         * connections cannot take (limits.reserved_connections) */
+        curl_easy_setopt(a->curl, CURLOPT_LOCALPORT, (long)AGENT_PORT_LO);
+        curl_easy_setopt(a->curl, CURLOPT_LOCALPORTRANGE, (long)(1024 - AGENT_PORT_LO));
+    }
     if ((rc = curl_easy_perform(a->curl)) != CURLE_OK) {
         a->session[0] = '\0';     /* a new connection comes next */
         if (a->last_http != -(long)rc)
@@ -825,6 +848,24 @@ static bool in_mount(const agent_t *a, const char *path)
     return !strncmp(path, a->mount, n) && path[n] == '/' && path[n + 1];
 }
 
+/* The id of a listed task, even one that does not parse (0: none). */
+static uint64_t task_id(json_t *o)
+{
+    json_t *id = json_object_get(o, "id");
+    return json_is_integer(id) && json_integer_value(id) > 0 ? (uint64_t)json_integer_value(id)
+                                                             : 0;
+}
+
+/* A listed task this agent will not run: failed with the reason, once (the table
+ * knows it from then on). */
+static void refuse(agent_t *a, uint64_t id, const char *job, const char *why)
+{
+    char msg[400];
+    snprintf(msg, sizeof(msg), "bbnoded %s refused the transfer: %s", a->node, why);
+    bl_error("transfer %ju refused: %s", (uintmax_t)id, why);
+    on_result(id, job, MV_FAILED, 0, -1, msg, a);
+}
+
 static void submit(agent_t *a, json_t *tasks, uint64_t id)
 {
     np_task_t t;
@@ -833,9 +874,21 @@ static void submit(agent_t *a, json_t *tasks, uint64_t id)
     size_t i;
     json_t *o;
     json_array_foreach(tasks, i, o) {
-        if (np_task_parse(o, &t, msg, sizeof(msg)) < 0 || t.tid != id)
+        if (task_id(o) != id)
             continue;
+        if (np_task_parse(o, &t, msg, sizeof(msg)) < 0) {
+            refuse(a, id, "?", msg);    /* its job field is not known to be sane */
+            return;
+        }
         spec = t;
+        if (t.uid == 0 || t.gid == 0 || (long)t.uid < a->cfg->agents_min_uid) {
+            /* whoever answers on bbmgrd's address cannot make the agent act as
+             * root or a system account */
+            snprintf(msg, sizeof(msg), "uid %u gid %u: root's, or below agents.min_uid (%ld)",
+                     (unsigned)t.uid, (unsigned)t.gid, a->cfg->agents_min_uid);
+            refuse(a, id, t.job, msg);
+            return;
+        }
         if (!in_mount(a, t.stage_out ? t.src : t.dst)) {
             /* the buffer side of a transfer is always on this node: anything else is
              * refused whoever asks */
@@ -900,11 +953,14 @@ static void apply(agent_t *a, json_t *rep)
         size_t n = 0, nsub, ncan;
         np_task_t t;
         json_array_foreach(tasks, i, o) {
-            if (np_task_parse(o, &t, msg, sizeof(msg)) < 0)
-                bl_error("bbmgrd sent a bad task: %s (ignored)", msg);
+            /* one that does not parse but has an id is failed with the reason when
+             * first listed (submit()); without an id it cannot be answered */
+            uint64_t id = task_id(o);
+            if (!id)
+                bl_debug("bbmgrd sent a task without an id (ignored)");
             else if (ids && runs) {
-                runs[n] = t.run;
-                ids[n++] = t.tid;
+                runs[n] = np_task_parse(o, &t, msg, sizeof(msg)) == 0 ? t.run : 0;
+                ids[n++] = id;
             }
         }
         if (ids && runs
@@ -940,7 +996,10 @@ int agent_step(agent_t *a)
 
     mover_poll(a->m, on_result, a);
     spares_fill(a);
-    size_t budget = a->cfg->limits_max_body > 1024 ? a->cfg->limits_max_body - 768 : 256;
+    size_t full = a->cfg->limits_max_body > 1024 ? a->cfg->limits_max_body - 768 : 256;
+    if (!a->budget || a->budget > full)
+        a->budget = full;
+    size_t budget = a->budget;
     json_t *req = json_pack("{s:i s:s s:o s:o}", "version", NP_VERSION, "agent", a->id,
                             "status", status_json(a), "results",
                             np_table_outbox(a->tab, budget, &upto));
@@ -957,14 +1016,24 @@ int agent_step(agent_t *a)
         json_t *rep = code == 200 && out.buf ? json_loads(out.buf, 0, &je) : NULL;
         if (code == 200 && json_is_object(rep)) {
             np_table_acked(a->tab, upto);
+            a->budget = a->budget < full / 2 ? 2 * a->budget : full;
             apply(a, rep);
             if (a->last_http != 200)
                 bl_info("bbmgrd at %s: connected as node %s", a->url, a->node);
             a->last_http = 200;
             ret = 0;
-        } else if (a->last_http != code) {
-            bl_error("bbmgrd at %s answered %ld: %.300s", a->url, code,
-                     out.buf ? out.buf : "");
+        } else {
+            if (code == 413 && a->budget > AGENT_BUDGET_MIN) {
+                /* bbmgrd takes less than we thought: fewer results next time, down
+                 * to one without its message (np_table_outbox) */
+                a->budget = a->budget / 2 > AGENT_BUDGET_MIN ? a->budget / 2 : AGENT_BUDGET_MIN;
+                bl_warning("bbmgrd at %s refused a report of %zu bytes as too large: the "
+                           "next ones carry at most %zu bytes of results", a->url,
+                           strlen(body), a->budget);
+            }
+            if (a->last_http != code)
+                bl_error("bbmgrd at %s answered %ld: %.300s", a->url, code,
+                         out.buf ? out.buf : "");
             a->last_http = code;
         }
         json_decref(rep);

@@ -301,6 +301,9 @@ json_t *core_pool_json_named(core_t *c, const char *name);
 /* The policy in force, the configured one, the ids known and auto's state. */
 json_t *core_policy_json(core_t *c);
 json_t *core_job_json(core_t *c, job_t *j, bool detail);
+/* The last state (borrowed) of a job among the CORE_ENDED_KEEP that ended most
+ * recently since bbmgrd started, NULL if none; a live job of that id wins. */
+json_t *core_ended_job(core_t *c, const char *id);
 json_t *core_alloc_json(core_t *c, const job_t *j, const alloc_t *a, const char *owner_path);
 json_t *core_phase_json(core_t *c, phase_t *p);
 /* The same for a phase about to be closed: its share as of the latest decision,

@@ -232,6 +232,19 @@ job_t *core_job(core_t *c, const char *id)
     return hmap_get(c->jobs, id);
 }
 
+json_t *core_ended_job(core_t *c, const char *id)
+{
+    for (int k = 1; k <= CORE_ENDED_KEEP; k++) {
+        json_t *o = c->ended[(c->ended_next - k + CORE_ENDED_KEEP) % CORE_ENDED_KEEP];
+        if (!o)
+            break;
+        const char *oid = json_string_value(json_object_get(o, "id"));
+        if (oid && strcmp(oid, id) == 0)
+            return o;
+    }
+    return NULL;
+}
+
 static bool num_or_str(json_t *v, int kind, double *out, cerr_t *e, const char *field)
 {
     /* kind 0: size, 1: duration */
@@ -449,6 +462,10 @@ int core_job_end(core_t *c, job_t *j, cerr_t *e)
     j->state = JOB_ENDED;
     j->ended = core_wall();
     put_job(c, j);
+    /* its last state, for GET /v1/jobs/ID right after (allocation, phase: null) */
+    json_decref(c->ended[c->ended_next]);
+    c->ended[c->ended_next] = core_job_json(c, j, true);
+    c->ended_next = (c->ended_next + 1) % CORE_ENDED_KEEP;
     hmap_del(c->jobs, j->id);
     hmap_idel(c->jobs_hs, j->hs_id);
     job_free(j);

@@ -282,7 +282,21 @@ def test_job_end_releases_and_history(daemon):
         daemon.ok("POST", "/v1/phases/%d/finish" % p["id"], uid=USER1)
         time.sleep(0.05)
     daemon.ok("DELETE", "/v1/jobs/h1", uid=SLURM_UID)
-    assert daemon.request("GET", "/v1/jobs/h1", uid=SLURM_UID)[0] == 404
+    # its last state stays readable, to its owner and the administrators
+    last = daemon.ok("GET", "/v1/jobs/h1", uid=USER1)
+    assert last["state"] == "ended" and last["ended"] > 0, last
+    assert last["allocation"] is None and last["phase"] is None, last
+    assert last["phases_done"] == 3 and last["bytes"] == 6 * GiB, last
+    assert daemon.ok("GET", "/v1/jobs/h1", uid=SLURM_UID) == last
+    st, e = daemon.request("GET", "/v1/jobs/h1", uid=USER2)
+    assert st == 403 and e["error"]["message"] == "job h1 belongs to another user", e
+    # nothing but reading: the ended job cannot be changed
+    assert daemon.request("PUT", "/v1/jobs/h1/hints", {"priority": 2}, uid=USER1)[0] == 404
+    assert daemon.request("POST", "/v1/jobs/h1/phases", {"volume": "1GiB"},
+                          uid=USER1)[0] == 404
+    # kept in memory only: not after a restart
+    daemon.restart()
+    assert daemon.request("GET", "/v1/jobs/h1", uid=USER1)[0] == 404
     assert all(n["used"] == 0 for n in daemon.ok("GET", "/v1/nodes", uid=USER1)["nodes"])
     h = daemon.ok("GET", "/v1/history?user=alice&name=climate", uid=SLURM_UID)
     assert h["jobs"] == 1 and h["io_volume"] == 2 * GiB and h["w_iter"] > 0

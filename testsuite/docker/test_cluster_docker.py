@@ -6,6 +6,9 @@ serving each buffer node, accounting with the TRES bb/harmonia, and a network
 that is private to the cluster.
 """
 import json
+import os
+import re
+import subprocess
 
 from conftest import WORK, docker, wait_for
 
@@ -101,3 +104,47 @@ def test_network_is_private(dc):
         nets = json.loads(docker("inspect", "-f", "{{json .NetworkSettings.Networks}}",
                                  dc.name(host)).stdout)
         assert list(nets) == [dc.network], (host, list(nets))
+
+
+def test_each_user_has_a_private_writable_pfs_directory(dc):
+    """/home is not shared between the hosts: a test user works in /pfs/$USER,
+    which exists on every host, is writable by its owner (from ctl, where the
+    user submits, and from the compute node running the job) and closed to
+    the other user."""
+    for user, other in (("hmtest1", "hmtest2"), ("hmtest2", "hmtest1")):
+        home = "/pfs/" + user
+        dc.sh("ctl", "runuser -u %s -- sh -c 'echo mine > %s/by-user'" % (user, home))
+        for host in COMPUTE:
+            assert dc.sh(host, "cat %s/by-user" % home).stdout == "mine\n", host
+        p = dc.sh("ctl", "runuser -u %s -- sh -c 'echo x > %s/intruder'" % (other, home),
+                  check=False)
+        assert p.returncode != 0 and "Permission denied" in p.stderr, p.stderr
+        # a job of the user, submitted from /pfs/$USER as a user does, writes there
+        p = dc.sh("ctl", "cd %s && runuser -u %s -- sbatch --parsable -o %s/job-%%j.out "
+                  "--wrap 'echo from-job > %s/by-job; hostname'" % (home, user, home, home))
+        jid = p.stdout.strip().split(";")[0]
+        st = dc.wait_state(jid, {"COMPLETED", "FAILED"})
+        assert st["JobState"] == "COMPLETED", st
+        assert dc.sh("ctl", "cat %s/by-job" % home).stdout == "from-job\n"
+        out = dc.sh("ctl", "stat -c %%U %s/job-%s.out" % (home, jid)).stdout.strip()
+        assert out == user
+
+
+def test_up_prints_a_hint_that_works(dc):
+    """'up' on the running cluster ends with a command to try; run as printed,
+    in a shell without HARMONIA_DOCKER_PROJECT, it reaches this cluster."""
+    env = dict(os.environ)
+    env["HARMONIA_DOCKER_PROJECT"] = dc.project
+    top = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    p = subprocess.run([os.path.join(top, "scripts", "cluster-docker"), "up"], env=env,
+                       capture_output=True, text=True, timeout=900)
+    assert p.returncode == 0, p.stdout + p.stderr
+    m = re.search(r"up in \d+ s \(image [^)]*\): (.*)$", p.stderr.strip().splitlines()[-1])
+    assert m, p.stderr
+    hint = m.group(1).replace("scripts/cluster-docker", os.path.join(top, "scripts",
+                                                                     "cluster-docker"))
+    env.pop("HARMONIA_DOCKER_PROJECT")
+    q = subprocess.run(["sh", "-c", hint], env=env, capture_output=True, text=True,
+                       timeout=60)
+    assert q.returncode == 0, "%s: %s%s" % (hint, q.stdout, q.stderr)
+    assert "PARTITION" in q.stdout and "debug" in q.stdout, q.stdout

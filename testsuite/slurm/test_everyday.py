@@ -103,8 +103,11 @@ def test_persistent_name_with_symbols(cluster, need_bbmgrd):
     ("jobbufer capacity=1GiB", ""),
     ("capacity=1GiB", " (write it as: jobbuffer capacity=SIZE)"),
     ("#DW jobdw type=scratch capacity=1GiB access_mode=striped",
-     " (DataWarp and #BB lines are for other burst buffer plugins)"),
-], ids=["typo", "bare-capacity", "datawarp"])
+     " (DataWarp's syntax: write '#BB_HARMONIA jobbuffer capacity=1GiB' instead)"),
+    ("jobbufer capacity=1GiB;#DW persistentdw name=ckpt",
+     " (DataWarp's syntax: write '#BB_HARMONIA use_persistent name=ckpt' instead)"),
+    ("#DW swap 10GiB", " (DataWarp's syntax, with no Harmonia equivalent)"),
+], ids=["typo", "bare-capacity", "datawarp", "datawarp-second-item", "datawarp-swap"])
 def test_bb_text_without_directive_is_refused(cluster, text, hint):
     before = set(cluster.job_ids())
     rc, jobid, _, err = cluster.sbatch(None, "--bb", text, "--wrap", "true")

@@ -18,7 +18,7 @@ PLUGINS = {
                 "job_validate2 job_set_tres_cnt job_get_est_start job_try_stage_in "
                 "job_test_stage_in job_begin job_revoke_alloc job_start_stage_out "
                 "job_test_post_run job_test_stage_out job_cancel run_script "
-                "xlate_bb_2_tres_str").split()},
+                "xlate_bb_2_tres_str build_het_job_script").split()},
     "src/plugins/job_submit/harmonia/.libs/job_submit_harmonia.so":
         {"plugin_name", "plugin_type", "plugin_version", "init", "fini",
          "job_submit", "job_modify"},
@@ -35,6 +35,40 @@ def test_only_plugin_api_is_exported(path):
                          text=True, check=True).stdout
     syms = {l.split()[-1] for l in out.splitlines() if l.strip()}
     assert syms == PLUGINS[path]
+
+
+def _slurm_binaries():
+    """slurmctld and the libslurmfull it loads: where the names of the plugin
+    API symbols slurmctld looks up are (its tables of required symbols)."""
+    ctld = shutil.which("slurmctld") or "/usr/sbin/slurmctld"
+    if not os.path.exists(ctld):
+        return []
+    ldd = subprocess.run(["ldd", ctld], capture_output=True, text=True).stdout
+    return [ctld] + re.findall(r"=> (\S*libslurmfull\S*\.so)", ldd)
+
+
+@pytest.mark.parametrize("path,pattern", [
+    ("src/plugins/burst_buffer/harmonia/.libs/burst_buffer_harmonia.so",
+     r"bb_p_[a-z0-9_]+"),
+    ("src/plugins/job_submit/harmonia/.libs/job_submit_harmonia.so",
+     r"job_(submit|modify)")])
+def test_exports_what_installed_slurmctld_requires(path, pattern):
+    """Every API symbol the installed slurmctld looks up is defined: a missing
+    one (bb_p_build_het_job_script since 23.02) makes slurmctld exit at
+    start."""
+    so = os.path.join(BUILDDIR, path)
+    bins = _slurm_binaries()
+    if not os.path.exists(so) or not bins:
+        pytest.skip("plugins or slurmctld missing")
+    wanted = set()
+    for b in bins:
+        out = subprocess.run(["strings", b], capture_output=True, text=True).stdout
+        wanted |= {l for l in out.splitlines() if re.fullmatch(pattern, l)}
+    assert wanted, f"no {pattern} names in {bins}"
+    out = subprocess.run(["nm", "-D", "--defined-only", so], capture_output=True,
+                         text=True, check=True).stdout
+    syms = {l.split()[-1] for l in out.splitlines() if l.strip()}
+    assert wanted <= syms, f"{so} lacks {sorted(wanted - syms)}"
 
 
 def test_plugin_version_matches_installed_slurm():

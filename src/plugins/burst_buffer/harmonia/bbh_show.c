@@ -44,13 +44,31 @@ static void _value_text(json_t *v, char **out)
 	}
 }
 
-/* bbmgrd's GET /v1/status as "  key: value" lines, in the daemon's order. */
-static void _status_text(json_t *st, char **out)
+/*
+ * bbmgrd's GET /v1/status as "  key: value" lines, in the daemon's order.  Its
+ * "caller" is slurmctld (the plugin asks as SlurmUser or root), not whoever ran
+ * scontrol: that line says who asked, and through whom.
+ */
+static void _status_text(json_t *st, uint32_t uid, char **out)
 {
 	const char *k;
 	json_t *v;
 
 	json_object_foreach(st, k, v) {
+		if (!xstrcmp(k, "caller") && json_is_object(v)) {
+			int64_t via = json_integer_value(json_object_get(v, "uid"));
+			char *name = (uid == NO_VAL) ? NULL :
+				     uid_to_string_or_null(uid);
+
+			if (uid == NO_VAL)	/* Slurm before 23.02 */
+				xstrfmtcat(*out, "  caller: not known (this Slurm does not tell the plugin who runs scontrol), through slurmctld (which asks bbmgrd as uid %"PRId64")\n",
+					   via);
+			else
+				xstrfmtcat(*out, "  caller: %s (uid %u), through slurmctld (which asks bbmgrd as uid %"PRId64")\n",
+					   name ? name : "?", uid, via);
+			xfree(name);
+			continue;
+		}
 		xstrfmtcat(*out, "  %s: ", k);
 		if (!xstrcmp(k, "started") && json_is_number(v)) {
 			time_t t = (time_t) json_number_value(v);
@@ -150,7 +168,8 @@ static void _pools_text(json_t *resp, char **out)
 }
 
 /* "scontrol show bbstat": bbmgrd's status (bounded wait, no lock held). */
-extern char *bb_p_get_status(uint32_t argc, char **argv)
+extern char *bb_p_get_status(uint32_t argc, char **argv, uint32_t uid,
+			     uint32_t gid)
 {
 	char *out = NULL, *text = NULL;
 	int njobs = 0, nwait = 0;
@@ -178,7 +197,7 @@ extern char *bb_p_get_status(uint32_t argc, char **argv)
 		json_t *j = json_loads(text, 0, NULL);
 		char *ntext = NULL;
 		if (json_is_object(j))
-			_status_text(j, &out);
+			_status_text(j, uid, &out);
 		else
 			xstrfmtcat(out, "  %s\n", text);
 		if (hm_request_text(cli, "GET", "/v1/nodes", NULL, &ntext,
