@@ -170,6 +170,8 @@ json_t *np_task_json(const np_task_t *t)
     }
     if (o && t->run > 0)
         json_object_set_new(o, "run", json_integer(t->run));
+    if (o && !t->stage_out && t->max_bytes > 0)
+        json_object_set_new(o, "max_bytes", json_integer(t->max_bytes));
     if (o && t->nparts > 1) {
         json_t *r = json_array();
         for (int k = 0; r && k < t->nparts; k++)
@@ -208,7 +210,8 @@ int np_task_parse(json_t *o, np_task_t *t, char *msg, size_t len)
 {
     static const char *const keys[] = { "id", "job", "weight", "uid", "gid", "user",
                                         "stage_out", "directory", "source", "destination",
-                                        "resync", "done_at", "part", "roots", "run", NULL };
+                                        "resync", "done_at", "part", "roots", "run",
+                                        "max_bytes", NULL };
     uint64_t uid = 0, gid = 0;
     memset(t, 0, sizeof(*t));
     if (only_keys(o, "task", keys, msg, len) < 0
@@ -232,6 +235,13 @@ int np_task_parse(json_t *o, np_task_t *t, char *msg, size_t len)
         return bad(msg, len, "task %ju: 'run' must be an integer in 0..1000000",
                    (uintmax_t)t->tid);
     t->run = run ? (unsigned)json_integer_value(run) : 0;
+    /* a stage-in's byte limit on this node (its share of the allocation or
+     * persistent buffer); absent: none (a bbmgrd older than the key) */
+    json_t *mb = json_object_get(o, "max_bytes");
+    if (mb && (!json_is_integer(mb) || json_integer_value(mb) <= 0))
+        return bad(msg, len, "task %ju: 'max_bytes' must be a positive integer",
+                   (uintmax_t)t->tid);
+    t->max_bytes = mb && !t->stage_out ? (int64_t)json_integer_value(mb) : 0;
     if (t->tid == 0)
         return bad(msg, len, "task: 'id' must be positive");
     if (!(t->weight > 0))

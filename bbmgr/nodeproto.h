@@ -45,7 +45,9 @@ json_t *np_status_json(const np_status_t *s);
 /* 0, or -1 with a reason naming the field in msg. */
 int np_status_parse(json_t *o, np_status_t *s, char *msg, size_t len);
 
-/* A transfer given to an agent: what its mover is handed (max_bytes is not sent).
+/* A transfer given to an agent: what its mover is handed.  A stage-in carries
+ * max_bytes ("max_bytes", the node's share of the buffer it writes into) and the
+ * agent's mover refuses a source larger than that; absent (0): no limit.
  * Parsed, its strings point into the JSON it was parsed from. */
 typedef mover_spec_t np_task_t;
 

@@ -77,6 +77,7 @@ typedef struct {
     int part, nparts;           /* a part of a spread transfer (mover_spec_t) */
     char **roots;
     unsigned run;
+    int64_t max_bytes;          /* stage-in: the node's share of its buffer (0: none) */
     int64_t bytes_seen;         /* bytes_done of its last result (counted in G.moved) */
 } task_t;
 
@@ -214,6 +215,7 @@ bool nodes_dispatch(core_t *c, const mover_spec_t *spec, const char *buf)
     t->stage_out = spec->stage_out;
     t->directory = spec->directory;
     t->done_at = spec->done_at;
+    t->max_bytes = spec->stage_out ? 0 : spec->max_bytes;
     snprintf(t->job, sizeof(t->job), "%s", spec->job);
     t->uid = spec->uid;
     t->gid = spec->gid;
@@ -411,7 +413,7 @@ static json_t *tasks_json(core_t *c, int a)
             .uid = t->uid, .gid = t->gid, .user = t->user, .stage_out = t->stage_out,
             .directory = t->directory, .resync = t->syncing, .done_at = t->done_at,
             .src = t->src, .dst = t->dst, .part = t->part, .nparts = t->nparts,
-            .run = t->run,
+            .run = t->run, .max_bytes = t->max_bytes,
         };
         for (int k = 0; k < t->nparts; k++)
             nt.roots[k] = t->roots[k];

@@ -26,6 +26,8 @@ from conftest import SLURM_UID, USER1, USER2, register
 from test_mover import (GID1, GID2, MiB, build_shim, mkdirs, mover_daemon, new_job, preloaded,
                         sparse,
                         stage, wait_xfer, write)
+from test_nodes import agent_cluster, agents  # noqa: F401 (a fixture)
+from test_nodes import new_job as agent_job
 from test_nodes_agent import BBNODED, agent  # noqa: F401 (a fixture)
 from test_security import as_user, held, users  # noqa: F401 (a fixture)
 
@@ -409,3 +411,23 @@ def test_kept_data_survives_its_name_taken_and_restarts_agent(agent, tmp_base):
             p2.send_signal(signal.SIGTERM)
             p2.wait(timeout=60)
         scrub(mount)
+
+
+def test_stage_in_larger_than_the_nodes_share_agent(make_daemon, agents, tmp_base):
+    """The same on agent nodes (a real bbmgrd and its bbnoded agents): an allocation
+    of 2 GiB over two agent nodes holds 1 GiB on each, and a stage-in of 1.5 GiB
+    into the directory on one of them is refused by its agent with the reason the
+    user sees, before a byte is written (the task carries the node's byte limit)."""
+    d, _ = agent_cluster(make_daemon, agents, tmp_base)
+    pfs = os.path.join(tmp_base, "pfs")
+    mkdirs(pfs)
+    sparse(os.path.join(pfs, "big"), 3 << 29)
+    paths, names = agent_job(d, "cap2", nodes=2, capacity="2GiB")
+    assert len(set(names)) == 2, names
+    x = wait_xfer(d, stage(d, "cap2", "stage_in", os.path.join(pfs, "big"),
+                           paths[0] + "/big", "file"))
+    assert x["state"] == "failed", x
+    assert "more than the capacity of the buffer on this node (1073741824 bytes)" \
+        in x["message"], x
+    assert os.listdir(paths[0]) == []
+    alive(d)

@@ -57,7 +57,10 @@ static void tasks(json_t *arr, np_table_t *tab)
         json_t *back = np_task_json(&t);
         if (!back || np_task_parse(back, &u, msg, sizeof(msg)) < 0)
             FAIL("task %ju does not parse back: %s", (uintmax_t)t.tid, msg);
+        if (t.max_bytes < 0 || (t.stage_out && t.max_bytes))
+            FAIL("task %ju taken with a byte limit %jd", (uintmax_t)t.tid, (intmax_t)t.max_bytes);
         if (u.tid != t.tid || u.uid != t.uid || u.gid != t.gid || u.run != t.run
+            || u.max_bytes != t.max_bytes
             || u.stage_out != t.stage_out || u.directory != t.directory || u.resync != t.resync
             || u.nparts != t.nparts || u.part != t.part || strcmp(u.src, t.src)
             || strcmp(u.dst, t.dst) || strcmp(u.job, t.job)
