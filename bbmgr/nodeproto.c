@@ -374,13 +374,17 @@ json_t *np_dir_json(const np_dir_t *d)
         json_object_set_new(o, "inc", json_real(d->inc));
     if (o && d->keep)
         json_object_set_new(o, "keep", json_true());
+    if (o && d->keep && d->ino) {
+        json_object_set_new(o, "dev", json_integer((json_int_t)d->dev));
+        json_object_set_new(o, "ino", json_integer((json_int_t)d->ino));
+    }
     return o;
 }
 
 int np_dir_parse(json_t *o, np_dir_t *d, char *msg, size_t len)
 {
     static const char *const keys[] = { "name", "persistent", "uid", "gid", "inc", "keep",
-                                        NULL };
+                                        "dev", "ino", NULL };
     uint64_t uid = 0, gid = 0;
     memset(d, 0, sizeof(*d));
     if (only_keys(o, "directory", keys, msg, len) < 0
@@ -389,8 +393,14 @@ int np_dir_parse(json_t *o, np_dir_t *d, char *msg, size_t len)
         || get_field(o, "directory", "uid", true, F_U64, 0, &uid, msg, len) < 0
         || get_field(o, "directory", "gid", true, F_U64, 0, &gid, msg, len) < 0
         || get_field(o, "directory", "inc", false, F_DOUBLE, 0, &d->inc, msg, len) < 0
-        || get_field(o, "directory", "keep", false, F_BOOL, 0, &d->keep, msg, len) < 0)
+        || get_field(o, "directory", "keep", false, F_BOOL, 0, &d->keep, msg, len) < 0
+        || get_field(o, "directory", "dev", false, F_U64, 0, &d->dev, msg, len) < 0
+        || get_field(o, "directory", "ino", false, F_U64, 1, &d->ino, msg, len) < 0)
         return -1;
+    if ((json_object_get(o, "dev") != NULL) != (d->ino != 0) || (d->ino && !d->keep)
+        || d->dev > INT64_MAX || d->ino > INT64_MAX)
+        return bad(msg, len, "directory '%s': 'dev' and 'ino' go together, with 'keep', "
+                   "each below 2^63", d->name);
     if (!np_dir_name_ok(d->name, d->persistent))
         return bad(msg, len, "directory '%s': not usable as a directory name", d->name);
     if (uid >= (uint64_t)(uid_t)-1 || gid >= (uint64_t)(gid_t)-1)

@@ -89,6 +89,10 @@ typedef struct {
                                    could not be): never made, never adopted, never
                                    removed as an orphan while listed; uid and gid are
                                    not used */
+    uint64_t dev, ino;          /* keep: the kept directory's identity, found by it at
+                                   its name or in the trash, whatever buffer has the
+                                   name now (0, 0: not known yet: the agent reports the
+                                   directory at the name, "kept" in its report) */
 } np_dir_t;
 
 json_t *np_dir_json(const np_dir_t *d);

@@ -97,13 +97,15 @@ static void dirs(json_t *arr)
         np_dir_t d, e;
         if (np_dir_parse(o, &d, msg, sizeof(msg)) < 0)
             continue;
+        if (d.ino && !d.keep)
+            FAIL("directory '%s' taken with an identity but without keep", d.name);
         if (!np_dir_name_ok(d.name, d.persistent)
             || (d.persistent && !hu_bb_name_ok(d.name)) || !strncmp(d.name, ".harmonia", 9))
             FAIL("directory '%s' taken against the name rule", d.name);
         json_t *back = np_dir_json(&d);
         if (!back || np_dir_parse(back, &e, msg, sizeof(msg)) < 0 || strcmp(e.name, d.name)
             || e.persistent != d.persistent || e.uid != d.uid || e.gid != d.gid
-            || e.keep != d.keep)
+            || e.keep != d.keep || e.dev != d.dev || e.ino != d.ino)
             FAIL("directory '%s' changed through its JSON", d.name);
         json_decref(back);
     }
@@ -204,6 +206,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         np_table_destroy(tab);
     }
     dirs(json_object_get(o, "dirs"));
+    dirs(json_object_get(o, "kept"));      /* a report's identities of kept directories */
     np_status_t st, st2;
     json_t *s = json_object_get(o, "status");
     if (s && np_status_parse(s, &st, msg, sizeof(msg)) == 0) {

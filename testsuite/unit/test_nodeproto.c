@@ -145,11 +145,23 @@ START_TEST(test_status_result_dir)
     ck_assert_int_eq(np_dir_parse(o, &d, msg, sizeof(msg)), 0);
     ck_assert(d.keep && !d.persistent);
     json_decref(o);
+    /* with its identity (device and inode): both go through, together */
+    np_dir_t ident = { .name = "ckpt", .persistent = true, .keep = true, .dev = 2049,
+                       .ino = 10516002 };
+    o = np_dir_json(&ident);
+    ck_assert_int_eq(np_dir_parse(o, &d, msg, sizeof(msg)), 0);
+    ck_assert(d.keep && d.persistent && d.dev == 2049 && d.ino == 10516002);
+    json_decref(o);
     /* refused: a keep that is not a boolean, a negative incarnation, reserved names
      * (why: what the message must say, NULL: not checked) */
     static const struct { const char *json, *why; } refused[] = {
         { "{\"name\":\"1234\",\"uid\":0,\"gid\":0,\"keep\":1}", "'keep' must be a boolean" },
         { "{\"name\":\"1234\",\"uid\":1,\"gid\":1,\"inc\":-1}", NULL },
+        { "{\"name\":\"1234\",\"uid\":0,\"gid\":0,\"keep\":true,\"ino\":5}", "go together" },
+        { "{\"name\":\"1234\",\"uid\":0,\"gid\":0,\"keep\":true,\"dev\":1}", "go together" },
+        { "{\"name\":\"1234\",\"uid\":1,\"gid\":1,\"dev\":1,\"ino\":5}", "with 'keep'" },
+        { "{\"name\":\"1234\",\"uid\":0,\"gid\":0,\"keep\":true,\"dev\":1,\"ino\":0}",
+          "'ino'" },
         { "{\"name\":\"persistent\",\"uid\":1,\"gid\":1}", NULL },
         { "{\"name\":\".harmonia-spare\",\"uid\":1,\"gid\":1}", NULL },
         { "{\"name\":\"..\",\"uid\":1,\"gid\":1,\"persistent\":true}", NULL },
