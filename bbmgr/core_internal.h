@@ -79,6 +79,7 @@ struct core {
     bool sched_dirty;
     int nwaiting;
     uint64_t decisions_deferred;
+    uint64_t budget_hits;       /* decisions cut short by libhsched's budget */
     uint64_t dec_hist[12];      /* decision latency buckets, see metrics.c */
     double dec_sum;
 };

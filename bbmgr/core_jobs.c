@@ -78,8 +78,10 @@ static const double dec_buckets[] = { 1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e
 void reschedule(core_t *c, double now)
 {
     double t0 = hu_mono();
+    hs_policy_stats_t ps0, ps1;
     int n;
 
+    (void)hs_sched_policy_stats(c->sched, &ps0);
     for (;;) {
         n = hs_sched_decide(c->sched, now, c->grants, c->grants_cap);
         if (n < 0) {
@@ -99,6 +101,13 @@ void reschedule(core_t *c, double now)
     }
     double dt = hu_mono() - t0;
     int b = 0;
+    /* a schedule computed ahead stopped at libhsched's decision budget: the
+     * policy runs the best one it found (doc/performance.md, "Decision budget") */
+    if (hs_sched_policy_stats(c->sched, &ps1) == 0 && ps1.budget_hits > ps0.budget_hits) {
+        c->budget_hits += ps1.budget_hits - ps0.budget_hits;
+        bl_warning("scheduler: policy %s stopped at its decision budget after %.3f s and "
+                "runs the best schedule found so far", c->policy_id, dt);
+    }
     while (b < 11 && dt > dec_buckets[b])
         b++;
     c->dec_hist[b]++;

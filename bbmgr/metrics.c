@@ -203,6 +203,10 @@ char *metrics_render(api_t *a, core_t *c, state_t *st)
          "Events whose decision was folded into a later one (nothing could be granted).");
     sb_printf(&b, "harmonia_decisions_deferred_total %ju\n",
               (uintmax_t)c->decisions_deferred);
+    head(&b, "harmonia_decision_budget_hits_total", "counter",
+         "Decisions whose schedule stopped at the decision budget (the policy ran the "
+         "best one found).");
+    sb_printf(&b, "harmonia_decision_budget_hits_total %ju\n", (uintmax_t)c->budget_hits);
     sb_printf(&b, "# HELP harmonia_policy_info Current policy.\n# TYPE harmonia_policy_info gauge\n"
               "harmonia_policy_info{policy=\"%s\"} 1\n", c->policy_id);
     {

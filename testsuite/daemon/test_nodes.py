@@ -291,14 +291,33 @@ def stage_in_started(make_daemon, agents, tmp_base, jobid, files, max_rate):
     return d, by, pfs, paths, names, tid
 
 
+def written_mid_copy(root, at_least):
+    """The partial files under root once the copy has written at_least bytes into
+    root (allocated blocks of its files, partial or finished) and a file is still
+    partial, else None."""
+    found, written = partials(root), 0
+    for dirpath, _, filenames in os.walk(root):
+        for n in filenames:
+            try:
+                written += os.lstat(os.path.join(dirpath, n)).st_blocks * 512
+            except FileNotFoundError:   # renamed into place meanwhile
+                pass
+    return found if found and written >= at_least else None
+
+
 def test_agent_killed_during_stage_in(make_daemon, agents, tmp_base):
     """SIGKILL of the agent mid-copy: its next process is given the same task (same
     id) and runs it again from the start; nothing partial or corrupt is left."""
     d, by, pfs, paths, names, tid = stage_in_started(make_daemon, agents, tmp_base, "k1",
                                                      files=4, max_rate="40 MB/s")
-    wait_bytes(d, tid, 8 * MiB)
+    # mid-copy as the buffer node's disk shows it: the agent records progress every
+    # second (REPORT_SECONDS), longer than these 32 MiB take at 40 MB/s, so bbmgrd's
+    # bytes_done may go from its first figure straight to the end
+    wait_for(lambda: written_mid_copy(paths[0], 8 * MiB), "8 MiB of transfer %d written" % tid,
+             report=lambda: "%s\n%s" % (xfer(d, tid), d.log_text()[-3000:]))
     a = by[names[0]]
     a.kill()
+    assert xfer(d, tid)["state"] == "running"
     assert partials(paths[0]), "expected a partial file mid-transfer"
     a.start()
     x = wait_xfer(d, tid)
