@@ -121,9 +121,9 @@ struct agent {
  * in <mount>/.harmonia-kept (root's, 0600), so that it is found by identity, never
  * by name, across restarts of the agent: moved to the trash when a new buffer
  * takes its name, it stays there, and the sweep of the trash at start leaves it
- * alone.  It goes when bbmgrd no longer lists it (its release) while it is still
- * at its name; one that a new buffer pushed into the trash is left there, logged
- * at each start, for an administrator. */
+ * alone.  bbmgrd lists it with that identity once the agent reported it (kept_note,
+ * "kept" of a report); it goes when bbmgrd no longer lists it (its release): at its
+ * name as an orphan, in the trash by kept_release(). */
 static bool kept_has(const agent_t *a, dev_t dev, ino_t ino)
 {
     for (size_t i = 0; i < a->nkept; i++)
@@ -214,7 +214,7 @@ static int sweep_one(int tfd, const char *name, const struct stat *st, void *arg
     snprintf(path, sizeof(path), "%s/" MOVER_TRASH "/%s", w->parent, name);
     if (kept_has(w->a, st->st_dev, st->st_ino)) {
         bl_warning("%s: the data of a held buffer, kept (moved aside when its name was "
-                   "taken; remove it by hand once it is released)", path);
+                   "taken; removed when bbmgrd releases it)", path);
         return 0;
     }
     bl_info("%s: left in the trash by an earlier run: removed", path);

@@ -378,7 +378,8 @@ def test_kept_data_survives_its_name_taken_and_restarts_agent(agent, tmp_base):
     """bbmgrd lists a persistent buffer of uid 1001 with keep (its data may exist
     only there); then uid 1002's new buffer takes the name.  The agent moves the
     kept directory aside and keeps it (by device and inode, not by name), and a
-    restarted agent's trash sweep leaves it alone."""
+    restarted agent's trash sweep leaves it alone; its release removes it, by
+    identity, from the trash."""
     mgr, mount, p, log = agent
     p2 = None
     try:
@@ -418,6 +419,16 @@ def test_kept_data_survives_its_name_taken_and_restarts_agent(agent, tmp_base):
                  "the restarted agent's sweep", report=lambda: log_of(log))
         mgr.next()
         assert kept_data(), "the trash sweep at start removed the kept data"
+        # released: no longer listed, removed from the trash by its identity, and
+        # nothing of uid 1002's live buffer of the name
+        as_user(USER2, GID2, lambda: open(os.path.join(kept, "live"), "w").write("mine"))
+        mgr.reply(dirs_gen="k4", default=True,
+                  dirs=[{"name": "kp", "persistent": True, "uid": USER2, "gid": GID2}])
+        wait_for(lambda: not kept_data(), "the released data to be removed",
+                 report=lambda: log_of(log))
+        mgr.next(lambda b: b.get("dirs") == "k4")
+        with open(os.path.join(kept, "live")) as f:
+            assert f.read() == "mine"
     finally:
         if p2 and p2.poll() is None:
             p2.send_signal(signal.SIGTERM)
