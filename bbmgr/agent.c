@@ -71,6 +71,7 @@ typedef struct {
 
 #define KEPT_FILE ".harmonia-kept"
 #define KEPT_MAX 100000
+#define AGENT_KEPT_REPORT 64    /* identities a report says at most (NODES_KEPT_MAX) */
 
 struct agent {
     const cfg_t *cfg;
@@ -106,6 +107,8 @@ struct agent {
                                    the set and the incarnation each was made for */
     kid_t *kept;                /* identities of the directories bbmgrd lists with keep */
     size_t nkept;
+    json_t *kept_report;        /* directories listed with keep without their identity,
+                                   as found at their names: "kept" of the next report */
     char *diskstats;            /* block device counters (/proc/diskstats) */
     unsigned dev_major, dev_minor;
     bool dev_seen;              /* rsect/wsect hold the previous reading */
@@ -118,9 +121,9 @@ struct agent {
  * in <mount>/.harmonia-kept (root's, 0600), so that it is found by identity, never
  * by name, across restarts of the agent: moved to the trash when a new buffer
  * takes its name, it stays there, and the sweep of the trash at start leaves it
- * alone.  It goes when bbmgrd no longer lists it (its release) while it is still
- * at its name; one that a new buffer pushed into the trash is left there, logged
- * at each start, for an administrator. */
+ * alone.  bbmgrd lists it with that identity once the agent reported it (kept_note,
+ * "kept" of a report); it goes when bbmgrd no longer lists it (its release): at its
+ * name as an orphan, in the trash by kept_release(). */
 static bool kept_has(const agent_t *a, dev_t dev, ino_t ino)
 {
     for (size_t i = 0; i < a->nkept; i++)
@@ -211,7 +214,7 @@ static int sweep_one(int tfd, const char *name, const struct stat *st, void *arg
     snprintf(path, sizeof(path), "%s/" MOVER_TRASH "/%s", w->parent, name);
     if (kept_has(w->a, st->st_dev, st->st_ino)) {
         bl_warning("%s: the data of a held buffer, kept (moved aside when its name was "
-                   "taken; remove it by hand once it is released)", path);
+                   "taken; removed when bbmgrd releases it)", path);
         return 0;
     }
     bl_info("%s: left in the trash by an earlier run: removed", path);
@@ -382,6 +385,7 @@ void agent_destroy(agent_t *a)
         close(a->mfd);
     free(a->mount);
     free(a->kept);
+    json_decref(a->kept_report);
     free(a->diskstats);
     free(a);
 }
@@ -513,6 +517,18 @@ static void made_key(const np_dir_t *d, char *key, size_t len)
     snprintf(key, len, "%c:%s", d->persistent ? 'p' : 'j', d->name);
 }
 
+/* Is st, at d's name, a directory of an earlier buffer of the name (another owner,
+ * or made for another incarnation)?  Never adopted for d. */
+static bool dir_earlier(agent_t *a, const np_dir_t *d, const struct stat *st)
+{
+    char key[300];
+    made_key(d, key, sizeof(key));
+    const made_t *r = hmap_get(a->made, key);
+    return st->st_uid != d->uid || st->st_gid != d->gid
+           || (d->inc > 0 && r && r->inc > 0 && r->inc != d->inc && r->dev == st->st_dev
+               && r->ino == st->st_ino);
+}
+
 static void made_set(agent_t *a, const np_dir_t *d, const struct stat *st)
 {
     char key[300];
@@ -626,9 +642,7 @@ static void dir_make(agent_t *a, const np_dir_t *d, bool again)
         /* never adopted: a directory of another owner, or the one this agent made
          * for another incarnation of the name; one it does not know (it started
          * since) and of the right owner is taken as this one */
-        bool earlier = again || st.st_uid != d->uid || st.st_gid != d->gid
-                       || (d->inc > 0 && r && r->inc > 0 && r->inc != d->inc
-                           && r->dev == st.st_dev && r->ino == st.st_ino);
+        bool earlier = again || dir_earlier(a, d, &st);
         if (!earlier) {
             if (!r || r->dev != st.st_dev || r->ino != st.st_ino || !r->inc)
                 made_set(a, d, &st);
@@ -963,18 +977,115 @@ static void submit(agent_t *a, json_t *tasks, uint64_t id)
     }
 }
 
-/* d is listed with keep: record the directory at its name by identity. */
-static void kept_note(agent_t *a, const np_dir_t *d)
+/* d is listed with keep.  With its identity (dev, ino): recorded, wherever it is.
+ * Without (bbmgrd does not know it yet): the directory at its name is recorded and
+ * reported (report), unless it is the directory of the live buffer listed with
+ * that name (live), made already. */
+static void kept_note(agent_t *a, const np_dir_t *d, const np_dir_t *live, json_t *report)
 {
     struct stat st;
+    if (d->ino) {
+        st.st_dev = (dev_t)d->dev;
+        st.st_ino = (ino_t)d->ino;
+        kept_add(a, &st);
+        return;
+    }
     int pfd = d->persistent ? openat(a->mfd, "persistent", O_RDONLY | O_DIRECTORY | O_NOFOLLOW
                                      | O_CLOEXEC) : dup(a->mfd);
     if (pfd < 0)
-        return;
+        goto out;
+    /* a buffer's directory is never root's (agents.min_uid) */
     if (fstatat(pfd, d->name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)
-        && st.st_uid == d->uid)
+        && st.st_uid != 0 && (!live || dir_earlier(a, live, &st))) {
+        np_dir_t r = { .name = d->name, .persistent = d->persistent, .uid = st.st_uid,
+                       .gid = st.st_gid, .keep = true, .dev = (uint64_t)st.st_dev,
+                       .ino = (uint64_t)st.st_ino };
         kept_add(a, &st);
-    close(pfd);
+        if (report && json_array_size(report) < AGENT_KEPT_REPORT)
+            json_array_append_new(report, np_dir_json(&r));
+    }
+out:
+    if (pfd >= 0)
+        close(pfd);
+}
+
+/* The live directory of that name in the listing (not kept), or NULL. */
+static const np_dir_t *live_listed(const np_dir_t *v, size_t n, const char *name,
+                                   bool persistent)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!v[i].keep && v[i].persistent == persistent && !strcmp(v[i].name, name))
+            return &v[i];
+    return NULL;
+}
+
+/* Released kept data: a recorded identity no longer listed, found in the trash. */
+typedef struct {
+    agent_t *a;
+    const char *parent;
+    const kid_t *gone;
+    size_t ngone;
+} release_t;
+
+static int release_one(int tfd, const char *name, const struct stat *st, void *arg)
+{
+    release_t *r = arg;
+    char path[1400];
+    (void)tfd;
+    for (size_t i = 0; i < r->ngone; i++)
+        if (r->gone[i].dev == st->st_dev && r->gone[i].ino == st->st_ino) {
+            snprintf(path, sizeof(path), "%s/" MOVER_TRASH "/%s", r->parent, name);
+            bl_info("%s: the data of a held buffer, released by bbmgrd: removed", path);
+            mover_unkeep(r->a->m, path);
+            if (mover_rmtree(r->a->m, NULL, path, NULL, st->st_uid, st->st_gid, st->st_dev,
+                             st->st_ino) < 0)
+                bl_warning("removal of %s: %s", path, strerror(errno));
+            break;
+        }
+    return 0;
+}
+
+/* After a listing whose every kept entry has its identity: each recorded identity
+ * not listed was released (bbmgrd forgot its held buffer).  One still at its name
+ * was removed as an orphan (orphans_remove()); one in the trash is removed here,
+ * that identity and nothing else. */
+static void kept_release(agent_t *a, const np_dir_t *v, size_t n)
+{
+    kid_t *gone = NULL;
+    size_t ngone = 0, k = 0;
+    for (size_t i = 0; i < a->nkept; i++) {
+        bool listed = false;
+        for (size_t j = 0; j < n && !listed; j++)
+            listed = v[j].keep && v[j].dev == (uint64_t)a->kept[i].dev
+                     && v[j].ino == (uint64_t)a->kept[i].ino;
+        if (listed) {
+            a->kept[k++] = a->kept[i];
+            continue;
+        }
+        kid_t *g = realloc(gone, (ngone + 1) * sizeof(*g));
+        if (!g) {
+            a->kept[k++] = a->kept[i];      /* kept: released at the next listing */
+            continue;
+        }
+        gone = g;
+        gone[ngone++] = a->kept[i];
+    }
+    if (!ngone)
+        return;
+    a->nkept = k;
+    kept_save(a);
+    for (int p = 0; p < 2; p++) {
+        char parent[1200];
+        int pfd = p ? openat(a->mfd, "persistent", O_RDONLY | O_DIRECTORY | O_NOFOLLOW
+                             | O_CLOEXEC) : dup(a->mfd);
+        release_t r = { .a = a, .parent = parent, .gone = gone, .ngone = ngone };
+        if (pfd < 0)
+            continue;
+        snprintf(parent, sizeof(parent), "%s%s", a->mount, p ? "/persistent" : "");
+        bufdir_trash_each(pfd, parent, release_one, &r);
+        close(pfd);
+    }
+    free(gone);
 }
 
 static void apply(agent_t *a, json_t *rep)
@@ -989,7 +1100,10 @@ static void apply(agent_t *a, json_t *rep)
 
     if (json_is_number(iv) && json_number_value(iv) >= 0.05 && json_number_value(iv) <= 1)
         a->interval = json_number_value(iv);
-    /* 1. directories bbmgrd wants: made before any transfer into them starts */
+    /* 1. directories bbmgrd wants: made before any transfer into them starts; the
+     * kept ones first, recorded by identity (before a new buffer of the name moves
+     * one aside) */
+    bool all_ids = true;
     if (dirs_ok && (dv = calloc(json_array_size(dirs) + 1, sizeof(*dv)))) {
         json_array_foreach(dirs, i, o) {
             if (np_dir_parse(o, &dv[nd], msg, sizeof(msg)) < 0) {
@@ -997,13 +1111,25 @@ static void apply(agent_t *a, json_t *rep)
                 dirs_ok = false;
                 continue;
             }
-            if (dv[nd].keep) {      /* held by bbmgrd: left as it is, recorded */
-                kept_note(a, &dv[nd++]);
-                continue;
+            nd++;
+        }
+        json_t *report = json_array();
+        for (size_t k = 0; k < nd; k++)
+            if (dv[k].keep) {   /* held by bbmgrd: left as it is, recorded */
+                kept_note(a, &dv[k], live_listed(dv, nd, dv[k].name, dv[k].persistent),
+                          report);
+                all_ids = all_ids && dv[k].ino;
             }
-            bool again = removing_has(a, dv[nd].name, dv[nd].persistent);
-            removing_forget(a, dv[nd].name, dv[nd].persistent);
-            dir_make(a, &dv[nd++], again);
+        json_decref(a->kept_report);
+        a->kept_report = json_array_size(report) ? report : NULL;
+        if (!a->kept_report)
+            json_decref(report);
+        for (size_t k = 0; k < nd; k++) {
+            if (dv[k].keep)
+                continue;
+            bool again = removing_has(a, dv[k].name, dv[k].persistent);
+            removing_forget(a, dv[k].name, dv[k].persistent);
+            dir_make(a, &dv[k], again);
         }
     }
     /* 2. transfers */
@@ -1041,6 +1167,10 @@ static void apply(agent_t *a, json_t *rep)
     if (dirs_ok && dv) {
         orphans_remove(a, dv, nd, false);
         orphans_remove(a, dv, nd, true);
+        /* released kept data, by identity: only once bbmgrd says every identity it
+         * keeps (one it does not know yet may be any recorded one) */
+        if (all_ids)
+            kept_release(a, dv, nd);
         made_prune(a, dv, nd);
         snprintf(a->dirs_gen, sizeof(a->dirs_gen), "%s", json_string_value(gen));
     }
@@ -1065,6 +1195,8 @@ int agent_step(agent_t *a)
                             np_table_outbox(a->tab, budget, &upto));
     if (req && *a->dirs_gen)
         json_object_set_new(req, "dirs", json_string(a->dirs_gen));
+    if (req && a->kept_report)
+        json_object_set(req, "kept", a->kept_report);
     char *body = req ? json_dumps(req, JSON_COMPACT) : NULL;
     json_decref(req);
     if (!body) {

@@ -170,6 +170,8 @@ json_t *np_task_json(const np_task_t *t)
     }
     if (o && t->run > 0)
         json_object_set_new(o, "run", json_integer(t->run));
+    if (o && !t->stage_out && t->max_bytes > 0)
+        json_object_set_new(o, "max_bytes", json_integer(t->max_bytes));
     if (o && t->nparts > 1) {
         json_t *r = json_array();
         for (int k = 0; r && k < t->nparts; k++)
@@ -208,7 +210,8 @@ int np_task_parse(json_t *o, np_task_t *t, char *msg, size_t len)
 {
     static const char *const keys[] = { "id", "job", "weight", "uid", "gid", "user",
                                         "stage_out", "directory", "source", "destination",
-                                        "resync", "done_at", "part", "roots", "run", NULL };
+                                        "resync", "done_at", "part", "roots", "run",
+                                        "max_bytes", NULL };
     uint64_t uid = 0, gid = 0;
     memset(t, 0, sizeof(*t));
     if (only_keys(o, "task", keys, msg, len) < 0
@@ -232,6 +235,13 @@ int np_task_parse(json_t *o, np_task_t *t, char *msg, size_t len)
         return bad(msg, len, "task %ju: 'run' must be an integer in 0..1000000",
                    (uintmax_t)t->tid);
     t->run = run ? (unsigned)json_integer_value(run) : 0;
+    /* a stage-in's byte limit on this node (its share of the allocation or
+     * persistent buffer); absent: none (a bbmgrd older than the key) */
+    json_t *mb = json_object_get(o, "max_bytes");
+    if (mb && (!json_is_integer(mb) || json_integer_value(mb) <= 0))
+        return bad(msg, len, "task %ju: 'max_bytes' must be a positive integer",
+                   (uintmax_t)t->tid);
+    t->max_bytes = mb && !t->stage_out ? (int64_t)json_integer_value(mb) : 0;
     if (t->tid == 0)
         return bad(msg, len, "task: 'id' must be positive");
     if (!(t->weight > 0))
@@ -364,13 +374,17 @@ json_t *np_dir_json(const np_dir_t *d)
         json_object_set_new(o, "inc", json_real(d->inc));
     if (o && d->keep)
         json_object_set_new(o, "keep", json_true());
+    if (o && d->keep && d->ino) {
+        json_object_set_new(o, "dev", json_integer((json_int_t)d->dev));
+        json_object_set_new(o, "ino", json_integer((json_int_t)d->ino));
+    }
     return o;
 }
 
 int np_dir_parse(json_t *o, np_dir_t *d, char *msg, size_t len)
 {
     static const char *const keys[] = { "name", "persistent", "uid", "gid", "inc", "keep",
-                                        NULL };
+                                        "dev", "ino", NULL };
     uint64_t uid = 0, gid = 0;
     memset(d, 0, sizeof(*d));
     if (only_keys(o, "directory", keys, msg, len) < 0
@@ -379,8 +393,14 @@ int np_dir_parse(json_t *o, np_dir_t *d, char *msg, size_t len)
         || get_field(o, "directory", "uid", true, F_U64, 0, &uid, msg, len) < 0
         || get_field(o, "directory", "gid", true, F_U64, 0, &gid, msg, len) < 0
         || get_field(o, "directory", "inc", false, F_DOUBLE, 0, &d->inc, msg, len) < 0
-        || get_field(o, "directory", "keep", false, F_BOOL, 0, &d->keep, msg, len) < 0)
+        || get_field(o, "directory", "keep", false, F_BOOL, 0, &d->keep, msg, len) < 0
+        || get_field(o, "directory", "dev", false, F_U64, 0, &d->dev, msg, len) < 0
+        || get_field(o, "directory", "ino", false, F_U64, 1, &d->ino, msg, len) < 0)
         return -1;
+    if ((json_object_get(o, "dev") != NULL) != (d->ino != 0) || (d->ino && !d->keep)
+        || d->dev > INT64_MAX || d->ino > INT64_MAX)
+        return bad(msg, len, "directory '%s': 'dev' and 'ino' go together, with 'keep', "
+                   "each below 2^63", d->name);
     if (!np_dir_name_ok(d->name, d->persistent))
         return bad(msg, len, "directory '%s': not usable as a directory name", d->name);
     if (uid >= (uint64_t)(uid_t)-1 || gid >= (uint64_t)(gid_t)-1)

@@ -45,7 +45,9 @@ json_t *np_status_json(const np_status_t *s);
 /* 0, or -1 with a reason naming the field in msg. */
 int np_status_parse(json_t *o, np_status_t *s, char *msg, size_t len);
 
-/* A transfer given to an agent: what its mover is handed (max_bytes is not sent).
+/* A transfer given to an agent: what its mover is handed.  A stage-in carries
+ * max_bytes ("max_bytes", the node's share of the buffer it writes into) and the
+ * agent's mover refuses a source larger than that; absent (0): no limit.
  * Parsed, its strings point into the JSON it was parsed from. */
 typedef mover_spec_t np_task_t;
 
@@ -87,6 +89,10 @@ typedef struct {
                                    could not be): never made, never adopted, never
                                    removed as an orphan while listed; uid and gid are
                                    not used */
+    uint64_t dev, ino;          /* keep: the kept directory's identity, found by it at
+                                   its name or in the trash, whatever buffer has the
+                                   name now (0, 0: not known yet: the agent reports the
+                                   directory at the name, "kept" in its report) */
 } np_dir_t;
 
 json_t *np_dir_json(const np_dir_t *d);

@@ -36,6 +36,8 @@
  * burst of one interval (a job's writes ahead of its grant's pace, a measurement
  * cut unevenly) does not take bandwidth from the node. */
 #define BW_REPORTS 3
+/* Directories a report may say the identity of ("kept") */
+#define NODES_KEPT_MAX 64
 
 typedef struct {
     char name[64];
@@ -77,6 +79,7 @@ typedef struct {
     int part, nparts;           /* a part of a spread transfer (mover_spec_t) */
     char **roots;
     unsigned run;
+    int64_t max_bytes;          /* stage-in: the node's share of its buffer (0: none) */
     int64_t bytes_seen;         /* bytes_done of its last result (counted in G.moved) */
 } task_t;
 
@@ -86,6 +89,9 @@ static struct {
     int n;
     hmap_t *by_name;            /* node name -> agent index + 1 */
     hmap_t *tasks;              /* tid -> task_t */
+    hmap_t *kept;               /* "<held owner>\t<node>" -> kept_id_t: the identity of
+                                   a held buffer's directory on an agent's node, as
+                                   state.db's kept_dirs records it */
     double start_wall;
     uint64_t down_events;
     double bw_rebuilt;          /* monotonic time the scheduler was last rebuilt */
@@ -121,6 +127,7 @@ static void init(core_t *c)
         return;
     G.by_name = hmap_create();
     G.tasks = hmap_create();
+    G.kept = hmap_create();
     for (int i = 0; G.by_name && i < G.n; i++)
         hmap_put(G.by_name, G.v[i].name, (void *)(intptr_t)(i + 1));
     bl_info("agents: %d buffer node(s) served by bbnoded", G.n);
@@ -214,6 +221,7 @@ bool nodes_dispatch(core_t *c, const mover_spec_t *spec, const char *buf)
     t->stage_out = spec->stage_out;
     t->directory = spec->directory;
     t->done_at = spec->done_at;
+    t->max_bytes = spec->stage_out ? 0 : spec->max_bytes;
     snprintf(t->job, sizeof(t->job), "%s", spec->job);
     t->uid = spec->uid;
     t->gid = spec->gid;
@@ -341,6 +349,81 @@ static void agent_up(core_t *c, int a)
         core_node_drain(c, idx, false, NULL, &e);
 }
 
+/* ------------------------------------------------------------------ kept data
+ * A held buffer's directory on an agent's node is known to bbmgrd by the device
+ * and inode the agent reported for it (the directory at its name when first
+ * listed with keep), recorded in state.db (kept_dirs, as embedded mode records
+ * its own) and listed with it from then on: the agent keeps that identity
+ * whatever buffer takes the name, and removes exactly it, at its name or in the
+ * trash, once it is no longer listed (the release). */
+typedef struct {
+    uint64_t dev, ino;
+} kept_id_t;
+
+static int kept_row(sqlite3_stmt *s, void *arg)
+{
+    const char **want = arg;
+    kept_id_t *id = (kept_id_t *)want[1];
+    if (strcmp((const char *)sqlite3_column_text(s, 0), want[0]))
+        return 0;
+    id->dev = (uint64_t)sqlite3_column_int64(s, 1);
+    id->ino = (uint64_t)sqlite3_column_int64(s, 2);
+    return 1;
+}
+
+/* The recorded identity of held buffer h's directory on agent a; false: none yet. */
+static bool kept_id(core_t *c, const held_t *h, int a, kept_id_t *out)
+{
+    char key[256];
+    snprintf(key, sizeof(key), "%s\t%s", h->owner, G.v[a].name);
+    kept_id_t *id = G.kept ? hmap_get(G.kept, key) : NULL;
+    if (!id && G.kept) {                /* recorded by an earlier process */
+        kept_id_t got = { 0, 0 };
+        const char *want[2] = { G.v[a].name, (const char *)&got };
+        state_read(c->st, SR_KEPT_OF, kept_row, want, "s", h->owner);
+        if (got.ino && (id = malloc(sizeof(*id)))) {
+            *id = got;
+            if (hmap_put(G.kept, key, id) < 0) {
+                free(id);
+                id = NULL;
+                *out = got;
+                return true;
+            }
+        }
+    }
+    if (id)
+        *out = *id;
+    return id != NULL;
+}
+
+/* The agent reports the identity of a directory listed with keep without one. */
+static void kept_reported(core_t *c, int a, const np_dir_t *d)
+{
+    char key[256];
+    for (int i = 0; i < c->nheld; i++) {
+        held_t *h = c->held[i];
+        bool pers = !strncmp(h->job, HELD_PREFIX, strlen(HELD_PREFIX));
+        const char *name = pers ? h->job + strlen(HELD_PREFIX) : h->job;
+        kept_id_t id;
+        if (pers != d->persistent || strcmp(name, d->name) || !alloc_has(c, &h->a, G.v[a].name)
+            || kept_id(c, h, a, &id))
+            continue;
+        kept_id_t *v = malloc(sizeof(*v));
+        snprintf(key, sizeof(key), "%s\t%s", h->owner, G.v[a].name);
+        if (!v || hmap_put(G.kept, key, v) < 0) {
+            free(v);
+            return;
+        }
+        *v = (kept_id_t){ d->dev, d->ino };
+        state_put(c->st, ST_KEPT_PUT, "ssiii", h->owner, G.v[a].name, (int64_t)d->dev,
+                  (int64_t)d->ino, (int64_t)h->kept);
+        bl_info("buffer node %s: held buffer of '%s' is its directory of device %ju, inode %ju",
+                G.v[a].name, h->job, (uintmax_t)d->dev, (uintmax_t)d->ino);
+        nodes_dir_hook(c, core_node_index(c, G.v[a].name));
+        return;
+    }
+}
+
 /* ------------------------------------------------------------------ poll */
 
 static json_t *dirs_json(core_t *c, int a)
@@ -364,25 +447,21 @@ static json_t *dirs_json(core_t *c, int a)
         }
     }
     /* held buffers: their directories stay on the node until bbmgrd lets them go
-     * (durable at last, or released by an administrator); a name a live buffer has
-     * again is that buffer's (the held one was moved aside when it was made) */
+     * (durable at last, or released by an administrator), listed with their
+     * identity once the agent said it, whatever live buffer has the name now (the
+     * held one was moved aside when it was made).  Without it, the agent records
+     * the directory at the name, unless a live buffer of the name is listed too,
+     * and releases nothing kept while one is listed without (kept_release()). */
     for (int i = 0; i < c->nheld; i++) {
         const held_t *h = c->held[i];
         bool pers = !strncmp(h->job, HELD_PREFIX, strlen(HELD_PREFIX));
         const char *name = pers ? h->job + strlen(HELD_PREFIX) : h->job;
-        const alloc_t *live = NULL;
+        kept_id_t id = { 0, 0 };
         if (!alloc_has(c, &h->a, G.v[a].name) || !np_dir_name_ok(name, pers))
             continue;
-        if (pers) {
-            pbuf_t *b = hmap_get(c->pbufs, name);
-            live = b ? &b->alloc : NULL;
-        } else {
-            job_t *j = core_job(c, name);
-            live = j ? j->alloc : NULL;
-        }
-        if (alloc_has(c, live, G.v[a].name))
-            continue;
-        np_dir_t d = { .name = name, .persistent = pers, .keep = true };
+        kept_id(c, h, a, &id);
+        np_dir_t d = { .name = name, .persistent = pers, .keep = true, .dev = id.dev,
+                       .ino = id.ino };
         json_array_append_new(arr, np_dir_json(&d));
     }
     return arr;
@@ -411,7 +490,7 @@ static json_t *tasks_json(core_t *c, int a)
             .uid = t->uid, .gid = t->gid, .user = t->user, .stage_out = t->stage_out,
             .directory = t->directory, .resync = t->syncing, .done_at = t->done_at,
             .src = t->src, .dst = t->dst, .part = t->part, .nparts = t->nparts,
-            .run = t->run,
+            .run = t->run, .max_bytes = t->max_bytes,
         };
         for (int k = 0; k < t->nparts; k++)
             nt.roots[k] = t->roots[k];
@@ -488,7 +567,8 @@ static void apply_result(core_t *c, int a, const np_result_t *r)
 
 void nodes_route_poll(core_t *c, hreq_t *rq, reply_t *r)
 {
-    static const char *const keys[] = { "version", "agent", "dirs", "status", "results", NULL };
+    static const char *const keys[] = { "version", "agent", "dirs", "status", "results",
+                                        "kept", NULL };
     char msg[400];
     const char *k;
     json_t *val, *b = rq->body;
@@ -509,7 +589,7 @@ void nodes_route_poll(core_t *c, hreq_t *rq, reply_t *r)
             p++;
         if (!*p)
             return (void)reply_error(r, 400, k, "unknown field (known: version, agent, dirs, "
-                                     "status, results)");
+                                     "status, results, kept)");
     }
     json_t *ver = json_object_get(b, "version"), *id = json_object_get(b, "agent");
     json_t *gen = json_object_get(b, "dirs"), *st = json_object_get(b, "status");
@@ -522,6 +602,18 @@ void nodes_route_poll(core_t *c, hreq_t *rq, reply_t *r)
         return (void)reply_error(r, 400, "dirs", "must be a string");
     if (res && !json_is_array(res))
         return (void)reply_error(r, 400, "results", "must be an array");
+    json_t *kept = json_object_get(b, "kept");
+    np_dir_t kd[NODES_KEPT_MAX];
+    size_t nkd = json_array_size(kept);
+    if (kept && (!json_is_array(kept) || nkd > NODES_KEPT_MAX))
+        return (void)reply_error(r, 400, "kept", "must be an array of at most %d directories",
+                                 NODES_KEPT_MAX);
+    for (size_t i = 0; i < nkd; i++) {
+        int rc = np_dir_parse(json_array_get(kept, i), &kd[i], msg, sizeof(msg));
+        if (rc < 0 || !kd[i].keep || !kd[i].ino)
+            return (void)reply_error(r, 400, "kept", "%s", rc < 0 ? msg : "each directory "
+                                     "has keep, dev and ino");
+    }
     np_status_t status;
     if (!st)
         return (void)reply_error(r, 400, "status", "is required");
@@ -556,6 +648,8 @@ void nodes_route_poll(core_t *c, hreq_t *rq, reply_t *r)
     for (size_t i = 0; i < nres; i++)
         apply_result(c, a, &rv[i]);
     free(rv);
+    for (size_t i = 0; i < nkd; i++)
+        kept_reported(c, a, &kd[i]);
     apply_bandwidth(c, a);
 
     char cur[64];

@@ -26,6 +26,8 @@ from conftest import SLURM_UID, USER1, USER2, register
 from test_mover import (GID1, GID2, MiB, build_shim, mkdirs, mover_daemon, new_job, preloaded,
                         sparse,
                         stage, wait_xfer, write)
+from test_nodes import NODES, agent_cluster, agents  # noqa: F401 (a fixture)
+from test_nodes import new_job as agent_job
 from test_nodes_agent import BBNODED, agent  # noqa: F401 (a fixture)
 from test_security import as_user, held, users  # noqa: F401 (a fixture)
 
@@ -276,6 +278,21 @@ def test_writer_during_teardown_agent(agent):
 
 
 # ------------------------------------------------------------------ class 3: kept data
+def keep_it(d, job, src, pfs, path):
+    """uid 1001's persistent buffer 'shared' at path: a job stages src into it and
+    out to a file whose fsync fails (EIO from the shim), then the job ends and the
+    buffer is destroyed: bbmgrd holds it, kept."""
+    register(d, job, uid=USER1, gid=GID1)
+    d.ok("POST", "/v1/persistent/shared/use", {"job": job}, uid=SLURM_UID)
+    assert wait_xfer(d, stage(d, job, "stage_in", src, path + "/in"))["state"] == "done"
+    x = wait_xfer(d, stage(d, job, "stage_out", path + "/in", os.path.join(pfs, "out-eio")),
+                  states=("failed",))
+    assert x["message"].startswith("not durable: "), x
+    d.ok("DELETE", "/v1/jobs/" + job, uid=SLURM_UID)
+    d.ok("DELETE", "/v1/persistent/shared", uid=USER1)
+    wait_for(lambda: [h for h in held(d) if h["job"] == "persistent:shared" and h["kept"]],
+             "the destroyed buffer to be kept", report=lambda: held(d))
+
 def test_release_of_kept_data_spares_another_users_buffer_embedded(make_daemon, tmp_base,
                                                                    users):
     """A persistent buffer whose stage-out could not be made durable is destroyed
@@ -296,16 +313,7 @@ def test_release_of_kept_data_spares_another_users_buffer_embedded(make_daemon, 
                  expect=(201,))
         path = b["nodes"][0]["path"]
         kept_ino = os.stat(path).st_ino
-        register(d, "k1", uid=USER1, gid=GID1)
-        d.ok("POST", "/v1/persistent/shared/use", {"job": "k1"}, uid=SLURM_UID)
-        assert wait_xfer(d, stage(d, "k1", "stage_in", src, path + "/in"))["state"] == "done"
-        x = wait_xfer(d, stage(d, "k1", "stage_out", path + "/in", os.path.join(pfs, "out-eio")),
-                      states=("failed",))
-        assert x["message"].startswith("not durable: "), x
-        d.ok("DELETE", "/v1/jobs/k1", uid=SLURM_UID)
-        d.ok("DELETE", "/v1/persistent/shared", uid=USER1)
-        wait_for(lambda: [h for h in held(d) if h["job"] == "persistent:shared" and h["kept"]],
-                 "the destroyed buffer to be kept", report=lambda: held(d))
+        keep_it(d, "k1", src, pfs, path)
         # another user takes the name and stores data
         st, js = d.request("POST", "/v1/persistent", {"name": "shared", "capacity": "1GiB"},
                            uid=USER2)
@@ -370,7 +378,8 @@ def test_kept_data_survives_its_name_taken_and_restarts_agent(agent, tmp_base):
     """bbmgrd lists a persistent buffer of uid 1001 with keep (its data may exist
     only there); then uid 1002's new buffer takes the name.  The agent moves the
     kept directory aside and keeps it (by device and inode, not by name), and a
-    restarted agent's trash sweep leaves it alone."""
+    restarted agent's trash sweep leaves it alone; its release removes it, by
+    identity, from the trash."""
     mgr, mount, p, log = agent
     p2 = None
     try:
@@ -381,9 +390,15 @@ def test_kept_data_survives_its_name_taken_and_restarts_agent(agent, tmp_base):
         as_user(USER1, GID1, lambda: open(os.path.join(kept, "only-copy"), "w").write("data"))
         ino = os.stat(kept).st_ino
         mgr.reply(dirs_gen="k2", dirs=[dict(entry, keep=True)])
-        mgr.next(lambda b: b.get("dirs") == "k2")
+        # the agent reports the identity of the directory at the name ("kept") ...
+        rep = mgr.next(lambda b: b.get("dirs") == "k2")
+        assert [(k["name"], k["persistent"], k["ino"]) for k in rep.get("kept", [])] \
+            == [("kp", True, ino)], rep
+        dev = rep["kept"][0]["dev"]
+        # ... which bbmgrd lists from then on, whoever has the name
         mgr.reply(dirs_gen="k3", default=True,
-                  dirs=[{"name": "kp", "persistent": True, "uid": USER2, "gid": GID2}])
+                  dirs=[{"name": "kp", "persistent": True, "uid": USER2, "gid": GID2},
+                        dict(entry, uid=0, gid=0, keep=True, dev=dev, ino=ino)])
         mgr.next(lambda b: b.get("dirs") == "k3")
         wait_for(lambda: os.stat(kept).st_uid == USER2, "uid 1002's new directory",
                  report=lambda: log_of(log))
@@ -404,8 +419,85 @@ def test_kept_data_survives_its_name_taken_and_restarts_agent(agent, tmp_base):
                  "the restarted agent's sweep", report=lambda: log_of(log))
         mgr.next()
         assert kept_data(), "the trash sweep at start removed the kept data"
+        # released: no longer listed, removed from the trash by its identity, and
+        # nothing of uid 1002's live buffer of the name
+        as_user(USER2, GID2, lambda: open(os.path.join(kept, "live"), "w").write("mine"))
+        mgr.reply(dirs_gen="k4", default=True,
+                  dirs=[{"name": "kp", "persistent": True, "uid": USER2, "gid": GID2}])
+        wait_for(lambda: not kept_data(), "the released data to be removed",
+                 report=lambda: log_of(log))
+        mgr.next(lambda b: b.get("dirs") == "k4")
+        with open(os.path.join(kept, "live")) as f:
+            assert f.read() == "mine"
     finally:
         if p2 and p2.poll() is None:
             p2.send_signal(signal.SIGTERM)
             p2.wait(timeout=60)
         scrub(mount)
+
+
+def test_stage_in_larger_than_the_nodes_share_agent(make_daemon, agents, tmp_base):
+    """The same on agent nodes (a real bbmgrd and its bbnoded agents): an allocation
+    of 2 GiB over two agent nodes holds 1 GiB on each, and a stage-in of 1.5 GiB
+    into the directory on one of them is refused by its agent with the reason the
+    user sees, before a byte is written (the task carries the node's byte limit)."""
+    d, _ = agent_cluster(make_daemon, agents, tmp_base)
+    pfs = os.path.join(tmp_base, "pfs")
+    mkdirs(pfs)
+    sparse(os.path.join(pfs, "big"), 3 << 29)
+    paths, names = agent_job(d, "cap2", nodes=2, capacity="2GiB")
+    assert len(set(names)) == 2, names
+    x = wait_xfer(d, stage(d, "cap2", "stage_in", os.path.join(pfs, "big"),
+                           paths[0] + "/big", "file"))
+    assert x["state"] == "failed", x
+    assert "more than the capacity of the buffer on this node (1073741824 bytes)" \
+        in x["message"], x
+    assert os.listdir(paths[0]) == []
+    alive(d)
+
+
+def test_release_of_kept_data_moved_aside_agent(make_daemon, agents, tmp_base):
+    """On an agent's node (a real bbmgrd and its agents): uid 1001's persistent
+    buffer is kept (its stage-out could not be made durable), uid 1002 creates a
+    buffer of the same name on that node and writes into it, and the kept
+    directory goes to the trash.  The administrator's release then removes the
+    kept data (its identity travels in bbmgrd's listing: device and inode), in the
+    trash, and nothing of uid 1002's live buffer."""
+    so = build_shim(tmp_base)
+    with preloaded(so, HARMONIA_SHIM_FSYNC_EIO="out-eio"):
+        d, _ = agent_cluster(make_daemon, agents, tmp_base)
+    pfs = os.path.join(tmp_base, "pfs")
+    mkdirs(pfs)
+    src = os.path.join(pfs, "in")
+    mkdirs(src)
+    write(os.path.join(src, "a"), os.urandom(MiB + 7), 0o640)
+    b = d.ok("POST", "/v1/persistent", {"name": "shared", "capacity": "1GiB"}, uid=USER1,
+             expect=(201,))
+    path, node = b["nodes"][0]["path"], b["nodes"][0]["name"]
+    wait_for(lambda: os.path.isdir(path) and os.stat(path).st_uid == USER1,
+             "the agent to make " + path)
+    kept_ino = os.stat(path).st_ino
+    keep_it(d, "k3", src, pfs, path)
+    # only its node takes new buffers: the name is taken there
+    for n in NODES:
+        if n != node:
+            d.ok("POST", "/v1/nodes/%s/drain" % n, {"reason": "test"}, uid=SLURM_UID)
+    b2 = d.ok("POST", "/v1/persistent", {"name": "shared", "capacity": "1GiB"}, uid=USER2,
+              expect=(201,))
+    assert b2["nodes"][0]["path"] == path, b2
+    wait_for(lambda: os.path.isdir(path) and os.stat(path).st_uid == USER2,
+             "uid 1002's new directory " + path)
+    as_user(USER2, GID2, lambda: open(os.path.join(path, "live"), "w").write("mine"))
+    trash = os.path.join(os.path.dirname(path), ".harmonia-trash")
+
+    def kept_there():
+        where = [os.path.join(trash, n) for n in os.listdir(trash)] \
+            if os.path.isdir(trash) else []
+        return [p for p in where if os.path.lexists(p) and os.lstat(p).st_ino == kept_ino]
+    wait_for(kept_there, "the kept data in the trash")
+    d.ok("DELETE", "/v1/held/persistent:shared", uid=SLURM_UID)
+    wait_for(lambda: not kept_there(), "the released data to be removed from the trash",
+             report=lambda: "".join(a.log_text()[-2000:] for a in agents))
+    with open(os.path.join(path, "live")) as f:
+        assert f.read() == "mine", "another user's live buffer was removed"
+    assert os.stat(path).st_uid == USER2

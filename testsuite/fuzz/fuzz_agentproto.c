@@ -57,7 +57,10 @@ static void tasks(json_t *arr, np_table_t *tab)
         json_t *back = np_task_json(&t);
         if (!back || np_task_parse(back, &u, msg, sizeof(msg)) < 0)
             FAIL("task %ju does not parse back: %s", (uintmax_t)t.tid, msg);
+        if (t.max_bytes < 0 || (t.stage_out && t.max_bytes))
+            FAIL("task %ju taken with a byte limit %jd", (uintmax_t)t.tid, (intmax_t)t.max_bytes);
         if (u.tid != t.tid || u.uid != t.uid || u.gid != t.gid || u.run != t.run
+            || u.max_bytes != t.max_bytes
             || u.stage_out != t.stage_out || u.directory != t.directory || u.resync != t.resync
             || u.nparts != t.nparts || u.part != t.part || strcmp(u.src, t.src)
             || strcmp(u.dst, t.dst) || strcmp(u.job, t.job)
@@ -94,13 +97,15 @@ static void dirs(json_t *arr)
         np_dir_t d, e;
         if (np_dir_parse(o, &d, msg, sizeof(msg)) < 0)
             continue;
+        if (d.ino && !d.keep)
+            FAIL("directory '%s' taken with an identity but without keep", d.name);
         if (!np_dir_name_ok(d.name, d.persistent)
             || (d.persistent && !hu_bb_name_ok(d.name)) || !strncmp(d.name, ".harmonia", 9))
             FAIL("directory '%s' taken against the name rule", d.name);
         json_t *back = np_dir_json(&d);
         if (!back || np_dir_parse(back, &e, msg, sizeof(msg)) < 0 || strcmp(e.name, d.name)
             || e.persistent != d.persistent || e.uid != d.uid || e.gid != d.gid
-            || e.keep != d.keep)
+            || e.keep != d.keep || e.dev != d.dev || e.ino != d.ino)
             FAIL("directory '%s' changed through its JSON", d.name);
         json_decref(back);
     }
@@ -201,6 +206,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         np_table_destroy(tab);
     }
     dirs(json_object_get(o, "dirs"));
+    dirs(json_object_get(o, "kept"));      /* a report's identities of kept directories */
     np_status_t st, st2;
     json_t *s = json_object_get(o, "status");
     if (s && np_status_parse(s, &st, msg, sizeof(msg)) == 0) {

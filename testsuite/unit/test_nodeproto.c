@@ -41,6 +41,27 @@ START_TEST(test_task_round_trip)
 }
 END_TEST
 
+/* A stage-in carries its node's byte limit; a stage-out never has one. */
+START_TEST(test_task_max_bytes)
+{
+    np_task_t t = { .tid = 43, .job = "1234", .weight = 1, .uid = 1001, .gid = 1002,
+                    .src = "/pfs/in", .dst = "/bb/bb01/1234/in", .max_bytes = 1 << 30 };
+    np_task_t u;
+    char msg[300];
+    json_t *o = np_task_json(&t);
+    ck_assert_int_eq(json_integer_value(json_object_get(o, "max_bytes")), 1 << 30);
+    ck_assert_int_eq(np_task_parse(o, &u, msg, sizeof(msg)), 0);
+    ck_assert_int_eq(u.max_bytes, 1 << 30);
+    json_decref(o);
+    t.stage_out = true;
+    t.src = "/bb/bb01/1234/out";
+    t.dst = "/pfs/out";
+    o = np_task_json(&t);
+    ck_assert_ptr_null(json_object_get(o, "max_bytes"));
+    json_decref(o);
+}
+END_TEST
+
 START_TEST(test_task_refused)
 {
     static const struct {
@@ -62,6 +83,10 @@ START_TEST(test_task_refused)
           "\"destination\":\"/bb/j/x\"}", "'uid'" },
         { "{\"id\":1,\"job\":\"j\",\"weight\":1,\"uid\":1,\"gid\":1,\"source\":\"/pfs/x\","
           "\"destination\":\"/bb/j/x\",\"resync\":true}", "only a stage-out" },
+        { "{\"id\":1,\"job\":\"j\",\"weight\":1,\"uid\":1,\"gid\":1,\"source\":\"/pfs/x\","
+          "\"destination\":\"/bb/j/x\",\"max_bytes\":0}", "'max_bytes'" },
+        { "{\"id\":1,\"job\":\"j\",\"weight\":1,\"uid\":1,\"gid\":1,\"source\":\"/pfs/x\","
+          "\"destination\":\"/bb/j/x\",\"max_bytes\":\"1GiB\"}", "'max_bytes'" },
         { "[1]", "must be an object" },
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
@@ -120,11 +145,23 @@ START_TEST(test_status_result_dir)
     ck_assert_int_eq(np_dir_parse(o, &d, msg, sizeof(msg)), 0);
     ck_assert(d.keep && !d.persistent);
     json_decref(o);
+    /* with its identity (device and inode): both go through, together */
+    np_dir_t ident = { .name = "ckpt", .persistent = true, .keep = true, .dev = 2049,
+                       .ino = 10516002 };
+    o = np_dir_json(&ident);
+    ck_assert_int_eq(np_dir_parse(o, &d, msg, sizeof(msg)), 0);
+    ck_assert(d.keep && d.persistent && d.dev == 2049 && d.ino == 10516002);
+    json_decref(o);
     /* refused: a keep that is not a boolean, a negative incarnation, reserved names
      * (why: what the message must say, NULL: not checked) */
     static const struct { const char *json, *why; } refused[] = {
         { "{\"name\":\"1234\",\"uid\":0,\"gid\":0,\"keep\":1}", "'keep' must be a boolean" },
         { "{\"name\":\"1234\",\"uid\":1,\"gid\":1,\"inc\":-1}", NULL },
+        { "{\"name\":\"1234\",\"uid\":0,\"gid\":0,\"keep\":true,\"ino\":5}", "go together" },
+        { "{\"name\":\"1234\",\"uid\":0,\"gid\":0,\"keep\":true,\"dev\":1}", "go together" },
+        { "{\"name\":\"1234\",\"uid\":1,\"gid\":1,\"dev\":1,\"ino\":5}", "with 'keep'" },
+        { "{\"name\":\"1234\",\"uid\":0,\"gid\":0,\"keep\":true,\"dev\":1,\"ino\":0}",
+          "'ino'" },
         { "{\"name\":\"persistent\",\"uid\":1,\"gid\":1}", NULL },
         { "{\"name\":\".harmonia-spare\",\"uid\":1,\"gid\":1}", NULL },
         { "{\"name\":\"..\",\"uid\":1,\"gid\":1,\"persistent\":true}", NULL },
@@ -403,8 +440,8 @@ int main(void)
 {
     const tu_tcase_t tcases[] = {
         { "messages",
-          .tests = { test_task_round_trip, test_task_refused, test_status_result_dir,
-                     NULL } },
+          .tests = { test_task_round_trip, test_task_max_bytes, test_task_refused,
+                     test_status_result_dir, NULL } },
         { "table",
           .tests = { test_table_listing_is_idempotent,
                      test_table_results_until_acknowledged,
