@@ -6,8 +6,9 @@
  * (the job's uid/gid, mode 0700), the persistent buffers <mount>/persistent/<name>
  * and the spare directories <mount>/.harmonia-spare/N; anything else there that
  * looks like a buffer directory and is not in the set bbmgrd sent is an orphan and
- * is removed (by the mover, as its owner).  Every path is opened relative to the
- * mount's descriptor without following symbolic links.
+ * is removed (by the mover, by descriptors).  Every path is opened relative to the
+ * mount's descriptor without following symbolic links; directories, spares, the
+ * trash and teardowns are bufdir.c's, shared with bbmgrd's embedded mode.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -29,18 +30,19 @@
 #include <munge.h>
 
 #include "agent.h"
+#include "bufdir.h"
 #include "hmap.h"
 #include "log.h"
 #include "mover.h"
 #include "nodeproto.h"
 #include "util.h"
 
-#define SPARE_DIR ".harmonia-spare"
-#define SPARE_MAX 32
 #define SPARE_IDLE 1.0          /* seconds without a new directory before making spares */
 #define SPARE_PER_STEP 8
 #define REPLY_MAX (64u << 20)   /* largest reply read from bbmgrd */
 #define REMOVING_MAX 256
+#define AGENT_PORT_LO 600       /* local ports 600-1023 (privileged) */
+#define AGENT_BUDGET_MIN 128    /* bytes of results in a report, at least */
 
 typedef struct {
     int64_t last;               /* bytes_done last seen */
@@ -60,6 +62,15 @@ typedef struct {
     dev_t dev;
     ino_t ino;
 } made_t;
+
+/* A kept directory by identity (<mount>/.harmonia-kept). */
+typedef struct {
+    dev_t dev;
+    ino_t ino;
+} kid_t;
+
+#define KEPT_FILE ".harmonia-kept"
+#define KEPT_MAX 100000
 
 struct agent {
     const cfg_t *cfg;
@@ -82,6 +93,9 @@ struct agent {
     double last_status;
     uint64_t errors;
     long last_http;             /* to log a change of bbmgrd's answer once */
+    size_t budget;              /* bytes of results a report may carry: halved at each
+                                   413 of bbmgrd (its limits.max_body may be smaller
+                                   than ours), grown back after each accepted report */
     int spares;
     unsigned spare_top;
     bool spare_off;
@@ -90,43 +104,134 @@ struct agent {
     int nremoving;
     hmap_t *made;               /* "j:<name>"/"p:<name>" -> made_t: the directories of
                                    the set and the incarnation each was made for */
+    kid_t *kept;                /* identities of the directories bbmgrd lists with keep */
+    size_t nkept;
     char *diskstats;            /* block device counters (/proc/diskstats) */
     unsigned dev_major, dev_minor;
     bool dev_seen;              /* rsect/wsect hold the previous reading */
     unsigned long long rsect, wsect;
 };
 
+/* ------------------------------------------------------------------ kept data
+ * A directory bbmgrd lists with keep holds data that may exist nowhere else (a
+ * stage-out from it could not be made durable).  Its device and inode are recorded
+ * in <mount>/.harmonia-kept (root's, 0600), so that it is found by identity, never
+ * by name, across restarts of the agent: moved to the trash when a new buffer
+ * takes its name, it stays there, and the sweep of the trash at start leaves it
+ * alone.  It goes when bbmgrd no longer lists it (its release) while it is still
+ * at its name; one that a new buffer pushed into the trash is left there, logged
+ * at each start, for an administrator. */
+static bool kept_has(const agent_t *a, dev_t dev, ino_t ino)
+{
+    for (size_t i = 0; i < a->nkept; i++)
+        if (a->kept[i].dev == dev && a->kept[i].ino == ino)
+            return true;
+    return false;
+}
+
+static void kept_save(agent_t *a)
+{
+    static const char tmp[] = KEPT_FILE ".new";
+    int fd = openat(a->mfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    bool ok = f != NULL;
+    for (size_t i = 0; ok && i < a->nkept; i++)
+        ok = fprintf(f, "%ju %ju\n", (uintmax_t)a->kept[i].dev, (uintmax_t)a->kept[i].ino) > 0;
+    ok = ok && fflush(f) == 0 && fsync(fileno(f)) == 0;
+    if (f)
+        fclose(f);
+    else if (fd >= 0)
+        close(fd);
+    if (!ok || renameat(a->mfd, tmp, a->mfd, KEPT_FILE) < 0) {
+        bl_error("%s/" KEPT_FILE ": %s (kept directories are not recorded)", a->mount,
+                 strerror(errno));
+        a->errors++;
+    }
+}
+
+static void kept_load(agent_t *a)
+{
+    int fd = openat(a->mfd, KEPT_FILE, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    struct stat st;
+    FILE *f;
+    uintmax_t dev, ino;
+    if (fd < 0)
+        return;
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid()
+        || (st.st_mode & 077) || !(f = fdopen(fd, "r"))) {
+        bl_warning("%s/" KEPT_FILE ": not a file of uid %u with mode 0600: not read",
+                   a->mount, (unsigned)geteuid());
+        close(fd);
+        return;
+    }
+    while (a->nkept < KEPT_MAX && fscanf(f, "%ju %ju", &dev, &ino) == 2) {
+        kid_t *v = realloc(a->kept, (a->nkept + 1) * sizeof(*v));
+        if (!v)
+            break;
+        a->kept = v;
+        v[a->nkept++] = (kid_t){ (dev_t)dev, (ino_t)ino };
+    }
+    fclose(f);
+}
+
+static void kept_add(agent_t *a, const struct stat *st)
+{
+    if (kept_has(a, st->st_dev, st->st_ino) || a->nkept >= KEPT_MAX)
+        return;
+    kid_t *v = realloc(a->kept, (a->nkept + 1) * sizeof(*v));
+    if (!v)
+        return;
+    a->kept = v;
+    v[a->nkept++] = (kid_t){ st->st_dev, st->st_ino };
+    kept_save(a);
+}
+
+static void kept_del(agent_t *a, const struct stat *st)
+{
+    for (size_t i = 0; i < a->nkept; i++)
+        if (a->kept[i].dev == st->st_dev && a->kept[i].ino == st->st_ino) {
+            a->kept[i] = a->kept[--a->nkept];
+            kept_save(a);
+            return;
+        }
+}
+
 /* What an earlier process of this agent left in the trash (its removal cut by a
- * stop): removed now, each directory as its owner, as a teardown is. */
+ * stop): removed now, as a teardown is; kept data (by identity) is left. */
+typedef struct {
+    agent_t *a;
+    const char *parent;
+} sweep_t;
+
+static int sweep_one(int tfd, const char *name, const struct stat *st, void *arg)
+{
+    sweep_t *w = arg;
+    char path[1400];
+    (void)tfd;
+    snprintf(path, sizeof(path), "%s/" MOVER_TRASH "/%s", w->parent, name);
+    if (kept_has(w->a, st->st_dev, st->st_ino)) {
+        bl_warning("%s: the data of a held buffer, kept (moved aside when its name was "
+                   "taken; remove it by hand once it is released)", path);
+        return 0;
+    }
+    bl_info("%s: left in the trash by an earlier run: removed", path);
+    if (mover_rmtree(w->a->m, NULL, path, NULL, st->st_uid, st->st_gid, st->st_dev,
+                     st->st_ino) < 0)
+        bl_warning("removal of %s: %s", path, strerror(errno));
+    return 0;
+}
+
 static void trash_sweep(agent_t *a, bool persistent)
 {
+    char parent[1200];
     int pfd = persistent ? openat(a->mfd, "persistent", O_RDONLY | O_DIRECTORY | O_NOFOLLOW
-                                  | O_CLOEXEC) : dup(a->mfd), tfd;
-    DIR *d;
-    struct dirent *e;
-    char path[1400];
+                                  | O_CLOEXEC) : dup(a->mfd);
+    sweep_t w = { .a = a, .parent = parent };
     if (pfd < 0)
         return;
-    tfd = openat(pfd, MOVER_TRASH, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    snprintf(parent, sizeof(parent), "%s%s", a->mount, persistent ? "/persistent" : "");
+    bufdir_trash_each(pfd, parent, sweep_one, &w);
     close(pfd);
-    if (tfd < 0 || !(d = fdopendir(tfd))) {
-        if (tfd >= 0)
-            close(tfd);
-        return;
-    }
-    while ((e = readdir(d))) {
-        struct stat st;
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")
-            || fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
-            continue;
-        snprintf(path, sizeof(path), "%s/%s" MOVER_TRASH "/%s", a->mount,
-                 persistent ? "persistent/" : "", e->d_name);
-        bl_info("%s: left in the trash by an earlier run: removed", path);
-        if (mover_rmtree(a->m, NULL, path, NULL, st.st_uid, st.st_gid, st.st_dev,
-                         st.st_ino) < 0)
-            bl_warning("removal of %s: %s", path, strerror(errno));
-    }
-    closedir(d);
 }
 
 /* ------------------------------------------------------------------ create */
@@ -238,6 +343,7 @@ agent_t *agent_create(const agent_opts_t *o, hu_error_t *err)
     }
     if (!(a->m = mover_create(o->cfg, err)))
         goto fail;
+    kept_load(a);
     trash_sweep(a, false);
     trash_sweep(a, true);
     a->last_status = hu_mono();
@@ -275,6 +381,7 @@ void agent_destroy(agent_t *a)
     if (a->mfd >= 0)
         close(a->mfd);
     free(a->mount);
+    free(a->kept);
     free(a->diskstats);
     free(a);
 }
@@ -304,10 +411,12 @@ static void on_result(uint64_t tid, const char *job, mover_state_t st, int64_t d
         a->errors++;
     np_result_t r = { .id = tid, .state = st, .bytes_done = done, .bytes_total = total,
                       .message = msg };
+    char clean[NP_MESSAGE_MAX + 1];
     if (np_table_result(a->tab, &r) < 0)
         bl_error("transfer %ju: result lost: out of memory", (uintmax_t)tid);
-    if (st == MV_FAILED)
-        bl_warning("transfer %ju of job %s failed: %s", (uintmax_t)tid, job, msg ? msg : "");
+    if (st == MV_FAILED)    /* users name the files a message quotes: cleaned for the log */
+        bl_warning("transfer %ju of job %s failed: %s", (uintmax_t)tid, job,
+                   np_message_clean(msg ? msg : "", clean));
 }
 
 /* ------------------------------------------------------------------ status */
@@ -376,71 +485,18 @@ static json_t *status_json(agent_t *a)
 }
 
 /* ------------------------------------------------------------------ directories */
-/* Keep up to SPARE_MAX empty directories (ours, 0700) in <mount>/.harmonia-spare
- * while no directory was asked for: making one is then a rename. */
-static int spare_fd(agent_t *a)
+/* Spare directories (bufdir.h): made while no directory was asked for. */
+static bufdir_spares_t spares_of(agent_t *a)
 {
-    struct stat st;
-    int fd;
-    if (a->spare_off)
-        return -1;
-    if (mkdirat(a->mfd, SPARE_DIR, 0700) < 0 && errno != EEXIST)
-        goto off;
-    fd = openat(a->mfd, SPARE_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0)
-        goto off;
-    if (fstat(fd, &st) < 0 || st.st_uid != geteuid() || (st.st_mode & 07777) != 0700) {
-        close(fd);
-        errno = EPERM;
-        goto off;
-    }
-    return fd;
-off:
-    bl_warning("spare directories in %s/" SPARE_DIR ": %s (none on this mount)", a->mount,
-               strerror(errno));
-    a->spare_off = true;
-    return -1;
+    return (bufdir_spares_t){ &a->spares, &a->spare_top, &a->spare_off };
 }
 
 static void spares_fill(agent_t *a)
 {
-    char n[32];
-    int fd, budget = SPARE_PER_STEP;
-    if (a->spares >= SPARE_MAX || hu_mono() < a->spare_idle_from || (fd = spare_fd(a)) < 0)
-        return;
-    while (a->spares < SPARE_MAX && budget-- > 0) {
-        snprintf(n, sizeof(n), "%u", a->spare_top);
-        if (mkdirat(fd, n, 0700) < 0 && errno != EEXIST) {
-            bl_warning("spare directory %s/" SPARE_DIR "/%s: %s", a->mount, n, strerror(errno));
-            a->spare_off = true;
-            break;
-        }
-        a->spare_top++;
-        a->spares++;
-    }
-    close(fd);
+    if (hu_mono() >= a->spare_idle_from)
+        bufdir_spares_fill(a->mfd, a->mount, spares_of(a), SPARE_PER_STEP);
 }
 
-static bool spare_take(agent_t *a, const char *name)
-{
-    char n[32];
-    int fd;
-    if (a->spares == 0 || (fd = spare_fd(a)) < 0)
-        return false;
-    while (a->spares > 0) {
-        a->spares--;
-        a->spare_top--;
-        snprintf(n, sizeof(n), "%u", a->spare_top);
-        if (renameat(fd, n, a->mfd, name) == 0) {
-            close(fd);
-            return true;
-        }
-        if (errno != ENOENT)
-            break;
-    }
-    close(fd);
-    return false;
-}
 
 /* dirfd of <mount>/persistent (made 0755 if missing), or of the mount itself. */
 static int parent_fd(agent_t *a, bool persistent)
@@ -524,8 +580,10 @@ static bool dir_aside(agent_t *a, int pfd, const np_dir_t *d, const struct stat 
     bl_info("buffer directory %s (inode %ju, uid %u) belongs to an earlier buffer of that "
             "name: moved to %s, a new one is made", from, (uintmax_t)st->st_ino,
             (unsigned)st->st_uid, trash);
-    if (!queued && mover_rmtree(a->m, NULL, trash, NULL, st->st_uid, st->st_gid, st->st_dev,
-                                st->st_ino) < 0)
+    if (kept_has(a, st->st_dev, st->st_ino))
+        bl_warning("%s: the data of a held buffer, kept there until it is released", trash);
+    else if (!queued && mover_rmtree(a->m, NULL, trash, NULL, st->st_uid, st->st_gid,
+                                     st->st_dev, st->st_ino) < 0)
         bl_warning("removal of %s: %s", trash, strerror(errno));
     return true;
 fail:
@@ -539,8 +597,15 @@ fail:
 static void dir_make(agent_t *a, const np_dir_t *d, bool again)
 {
     struct stat st;
-    int pfd = parent_fd(a, d->persistent), fd;
     const char *where = d->persistent ? "persistent/" : "";
+    if (d->uid == 0 || d->gid == 0 || (long)d->uid < a->cfg->agents_min_uid) {
+        bl_error("buffer directory %s/%s%s for uid %u gid %u refused: root's, or below "
+                 "agents.min_uid (%ld)", a->mount, where, d->name, (unsigned)d->uid,
+                 (unsigned)d->gid, a->cfg->agents_min_uid);
+        a->errors++;
+        return;
+    }
+    int pfd = parent_fd(a, d->persistent);
     if (pfd < 0) {
         bl_warning("%s/persistent: %s", a->mount, strerror(errno));
         a->errors++;
@@ -577,25 +642,18 @@ static void dir_make(agent_t *a, const np_dir_t *d, bool again)
         }
     }
     a->spare_idle_from = hu_mono() + SPARE_IDLE;
-    if (!(!d->persistent && spare_take(a, d->name)) && mkdirat(pfd, d->name, 0700) < 0
-        && errno != EEXIST) {
-        bl_warning("mkdir %s/%s%s: %s", a->mount, where, d->name, strerror(errno));
-        a->errors++;
-        close(pfd);
-        return;
-    }
-    fd = openat(pfd, d->name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0 || fchown(fd, d->uid, d->gid) < 0 || fchmod(fd, 0700) < 0 || fstat(fd, &st) < 0) {
-        bl_warning("buffer directory %s/%s%s: owner %u:%u: %s", a->mount, where, d->name,
-                   (unsigned)d->uid, (unsigned)d->gid, strerror(errno));
+    bufdir_spares_t sp = spares_of(a);
+    const char *what;
+    if (bufdir_create(pfd, d->name, a->mfd, a->mount, d->persistent ? NULL : &sp, d->uid, d->gid,
+                      &st, &what) < 0) {
+        bl_warning("buffer directory %s/%s%s (owner %u:%u): %s: %s", a->mount, where, d->name,
+                   (unsigned)d->uid, (unsigned)d->gid, what, strerror(errno));
         a->errors++;
     } else {
         made_set(a, d, &st);
         bl_debug("buffer directory %s/%s%s created for uid %u", a->mount, where, d->name,
                  (unsigned)d->uid);
     }
-    if (fd >= 0)
-        close(fd);
     close(pfd);
 }
 
@@ -674,10 +732,15 @@ static void orphans_remove(agent_t *a, const np_dir_t *v, size_t n, bool persist
         if (!np_dir_name_ok(e->d_name, persistent) || !strncmp(e->d_name, ".harmonia", 9)
             || in_set(v, n, e->d_name, persistent)
             || fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode)
+            /* a buffer's directory is never root's (agents.min_uid): root's are the
+             * file system's or the site's (lost+found) */
+            || st.st_uid == 0
             || removing(a, e->d_name, persistent))
             continue;
         snprintf(path, sizeof(path), "%s/%s%s", a->mount, persistent ? "persistent/" : "",
                  e->d_name);
+        if (kept_has(a, st.st_dev, st.st_ino))     /* released by an administrator */
+            kept_del(a, &st);
         bl_info("buffer directory %s is no longer in bbmgrd's state: removed", path);
         if (!persistent)
             mover_job_end(a->m, e->d_name);
@@ -798,6 +861,12 @@ static int post_once(agent_t *a, const char *body, long *code, rbuf_t *out)
     curl_easy_setopt(a->curl, CURLOPT_TIMEOUT_MS, 10000L);
     curl_easy_setopt(a->curl, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(a->curl, CURLOPT_PROTOCOLS_STR, "http,https");
+    if (geteuid() == 0) {
+        /* from a privileged port: bbmgrd keeps connections for those that users'
+         * connections cannot take (limits.reserved_connections) */
+        curl_easy_setopt(a->curl, CURLOPT_LOCALPORT, (long)AGENT_PORT_LO);
+        curl_easy_setopt(a->curl, CURLOPT_LOCALPORTRANGE, (long)(1024 - AGENT_PORT_LO));
+    }
     if ((rc = curl_easy_perform(a->curl)) != CURLE_OK) {
         a->session[0] = '\0';     /* a new connection comes next */
         if (a->last_http != -(long)rc)
@@ -825,6 +894,24 @@ static bool in_mount(const agent_t *a, const char *path)
     return !strncmp(path, a->mount, n) && path[n] == '/' && path[n + 1];
 }
 
+/* The id of a listed task, even one that does not parse (0: none). */
+static uint64_t task_id(json_t *o)
+{
+    json_t *id = json_object_get(o, "id");
+    return json_is_integer(id) && json_integer_value(id) > 0 ? (uint64_t)json_integer_value(id)
+                                                             : 0;
+}
+
+/* A listed task this agent will not run: failed with the reason, once (the table
+ * knows it from then on). */
+static void refuse(agent_t *a, uint64_t id, const char *job, const char *why)
+{
+    char msg[400];
+    snprintf(msg, sizeof(msg), "bbnoded %s refused the transfer: %s", a->node, why);
+    bl_error("transfer %ju refused: %s", (uintmax_t)id, why);
+    on_result(id, job, MV_FAILED, 0, -1, msg, a);
+}
+
 static void submit(agent_t *a, json_t *tasks, uint64_t id)
 {
     np_task_t t;
@@ -833,9 +920,21 @@ static void submit(agent_t *a, json_t *tasks, uint64_t id)
     size_t i;
     json_t *o;
     json_array_foreach(tasks, i, o) {
-        if (np_task_parse(o, &t, msg, sizeof(msg)) < 0 || t.tid != id)
+        if (task_id(o) != id)
             continue;
+        if (np_task_parse(o, &t, msg, sizeof(msg)) < 0) {
+            refuse(a, id, "?", msg);    /* its job field is not known to be sane */
+            return;
+        }
         spec = t;
+        if (t.uid == 0 || t.gid == 0 || (long)t.uid < a->cfg->agents_min_uid) {
+            /* whoever answers on bbmgrd's address cannot make the agent act as
+             * root or a system account */
+            snprintf(msg, sizeof(msg), "uid %u gid %u: root's, or below agents.min_uid (%ld)",
+                     (unsigned)t.uid, (unsigned)t.gid, a->cfg->agents_min_uid);
+            refuse(a, id, t.job, msg);
+            return;
+        }
         if (!in_mount(a, t.stage_out ? t.src : t.dst)) {
             /* the buffer side of a transfer is always on this node: anything else is
              * refused whoever asks */
@@ -864,6 +963,20 @@ static void submit(agent_t *a, json_t *tasks, uint64_t id)
     }
 }
 
+/* d is listed with keep: record the directory at its name by identity. */
+static void kept_note(agent_t *a, const np_dir_t *d)
+{
+    struct stat st;
+    int pfd = d->persistent ? openat(a->mfd, "persistent", O_RDONLY | O_DIRECTORY | O_NOFOLLOW
+                                     | O_CLOEXEC) : dup(a->mfd);
+    if (pfd < 0)
+        return;
+    if (fstatat(pfd, d->name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)
+        && st.st_uid == d->uid)
+        kept_add(a, &st);
+    close(pfd);
+}
+
 static void apply(agent_t *a, json_t *rep)
 {
     json_t *dirs = json_object_get(rep, "dirs"), *tasks = json_object_get(rep, "tasks");
@@ -884,8 +997,8 @@ static void apply(agent_t *a, json_t *rep)
                 dirs_ok = false;
                 continue;
             }
-            if (dv[nd].keep) {      /* held by bbmgrd: left as it is */
-                nd++;
+            if (dv[nd].keep) {      /* held by bbmgrd: left as it is, recorded */
+                kept_note(a, &dv[nd++]);
                 continue;
             }
             bool again = removing_has(a, dv[nd].name, dv[nd].persistent);
@@ -900,11 +1013,14 @@ static void apply(agent_t *a, json_t *rep)
         size_t n = 0, nsub, ncan;
         np_task_t t;
         json_array_foreach(tasks, i, o) {
-            if (np_task_parse(o, &t, msg, sizeof(msg)) < 0)
-                bl_error("bbmgrd sent a bad task: %s (ignored)", msg);
+            /* one that does not parse but has an id is failed with the reason when
+             * first listed (submit()); without an id it cannot be answered */
+            uint64_t id = task_id(o);
+            if (!id)
+                bl_debug("bbmgrd sent a task without an id (ignored)");
             else if (ids && runs) {
-                runs[n] = t.run;
-                ids[n++] = t.tid;
+                runs[n] = np_task_parse(o, &t, msg, sizeof(msg)) == 0 ? t.run : 0;
+                ids[n++] = id;
             }
         }
         if (ids && runs
@@ -940,7 +1056,10 @@ int agent_step(agent_t *a)
 
     mover_poll(a->m, on_result, a);
     spares_fill(a);
-    size_t budget = a->cfg->limits_max_body > 1024 ? a->cfg->limits_max_body - 768 : 256;
+    size_t full = a->cfg->limits_max_body > 1024 ? a->cfg->limits_max_body - 768 : 256;
+    if (!a->budget || a->budget > full)
+        a->budget = full;
+    size_t budget = a->budget;
     json_t *req = json_pack("{s:i s:s s:o s:o}", "version", NP_VERSION, "agent", a->id,
                             "status", status_json(a), "results",
                             np_table_outbox(a->tab, budget, &upto));
@@ -957,14 +1076,24 @@ int agent_step(agent_t *a)
         json_t *rep = code == 200 && out.buf ? json_loads(out.buf, 0, &je) : NULL;
         if (code == 200 && json_is_object(rep)) {
             np_table_acked(a->tab, upto);
+            a->budget = a->budget < full / 2 ? 2 * a->budget : full;
             apply(a, rep);
             if (a->last_http != 200)
                 bl_info("bbmgrd at %s: connected as node %s", a->url, a->node);
             a->last_http = 200;
             ret = 0;
-        } else if (a->last_http != code) {
-            bl_error("bbmgrd at %s answered %ld: %.300s", a->url, code,
-                     out.buf ? out.buf : "");
+        } else {
+            if (code == 413 && a->budget > AGENT_BUDGET_MIN) {
+                /* bbmgrd takes less than we thought: fewer results next time, down
+                 * to one without its message (np_table_outbox) */
+                a->budget = a->budget / 2 > AGENT_BUDGET_MIN ? a->budget / 2 : AGENT_BUDGET_MIN;
+                bl_warning("bbmgrd at %s refused a report of %zu bytes as too large: the "
+                           "next ones carry at most %zu bytes of results", a->url,
+                           strlen(body), a->budget);
+            }
+            if (a->last_http != code)
+                bl_error("bbmgrd at %s answered %ld: %.300s", a->url, code,
+                         out.buf ? out.buf : "");
             a->last_http = code;
         }
         json_decref(rep);

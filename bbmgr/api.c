@@ -69,6 +69,7 @@ typedef struct conn {
     int fd;
     bool peer;                  /* a unix socket: uid is its peer's */
     bool counted;               /* in api->per_uid */
+    char pool;                  /* TCP: 'u' in api->tcp_users, 'r' in api->tcp_reserved */
     uid_t uid;
     bool busy;                  /* a whole request arrived and is being served */
     bool cut;                   /* closed by the request deadline */
@@ -85,6 +86,9 @@ struct api {
     conn_t *conns;
     hmap_t *per_uid;            /* uid -> connections + 1 (intptr) */
     long max_per_uid;
+    long tcp_users, tcp_reserved;       /* TCP connections from unprivileged and from
+                                           privileged source ports */
+    long max_users, max_reserved;
     double request_deadline;
     int tcp_port;
     /* live settings */
@@ -298,6 +302,8 @@ void api_reconfigure(api_t *a, const cfg_t *cfg)
     pthread_mutex_unlock(&a->wlock);
     pthread_mutex_lock(&a->conn_lock);
     a->max_per_uid = cfg->limits_max_connections_per_uid;
+    a->max_users = cfg->limits_max_connections;
+    a->max_reserved = cfg->limits_reserved_connections;
     pthread_mutex_unlock(&a->conn_lock);
 }
 
@@ -695,14 +701,40 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     *con_cls = NULL;
 }
 
-/* A connection opens (lock held): count it for its uid (unix sockets); false: over
- * the uid's limit. */
-static bool conn_count(api_t *a, conn_t *cc)
+/* The TCP peer's port is privileged (below 1024): root opened it on its host. */
+static bool privileged_peer(struct MHD_Connection *conn)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    const struct sockaddr *sa = ci ? ci->client_addr : NULL;
+    unsigned port = 65535;
+    if (sa && sa->sa_family == AF_INET)
+        port = ntohs(((const struct sockaddr_in *)sa)->sin_port);
+    else if (sa && sa->sa_family == AF_INET6)
+        port = ntohs(((const struct sockaddr_in6 *)sa)->sin6_port);
+    return port < 1024;
+}
+
+/* A connection opens (lock held): count it for its uid (unix sockets), or in its
+ * pool (TCP: users cannot take the privileged ports' pool, where the agents come
+ * in); false: over the limit. */
+static bool conn_count(api_t *a, conn_t *cc, struct MHD_Connection *conn, const char **why)
 {
     struct ucred cr;
     socklen_t len = sizeof(cr);
-    if (getsockopt(cc->fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0 || cr.pid <= 0)
-        return true;    /* TCP: the caller is known only once authenticated */
+    if (getsockopt(cc->fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0 || cr.pid <= 0) {
+        /* TCP: the caller is known only once authenticated */
+        cc->pool = privileged_peer(conn) ? 'r' : 'u';
+        long *n = cc->pool == 'r' ? &a->tcp_reserved : &a->tcp_users;
+        if (*n >= (cc->pool == 'r' ? a->max_reserved : a->max_users)) {
+            *why = cc->pool == 'r' ? "limits.reserved_connections" : "limits.max_connections";
+            cc->pool = 0;
+            return false;
+        }
+        (*n)++;
+        return true;
+    }
+    *why = "limits.max_connections_per_uid";
     cc->peer = true;
     cc->uid = cr.uid;
     if (cr.uid == 0 || cr.uid == a->slurm_uid)
@@ -729,8 +761,9 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
             return;
         cc->fd = ci->connect_fd;
         cc->since = hu_mono();
+        const char *why = NULL;
         pthread_mutex_lock(&a->conn_lock);
-        bool ok = conn_count(a, cc);
+        bool ok = conn_count(a, cc, conn, &why);
         cc->cnext = a->conns;
         if (a->conns)
             a->conns->cprev = cc;
@@ -740,9 +773,11 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
             shutdown(cc->fd, SHUT_RDWR);
         }
         pthread_mutex_unlock(&a->conn_lock);
-        if (!ok)
-            bl_warning("api: uid %u holds %ld connections (limits.max_connections_per_uid): "
-                       "one more refused", (unsigned)cc->uid, a->max_per_uid);
+        if (!ok && cc->peer)
+            bl_warning("api: uid %u holds %ld connections (%s): one more refused",
+                       (unsigned)cc->uid, a->max_per_uid, why);
+        else if (!ok)
+            bl_warning("api: a TCP connection refused: %s reached", why);
     } else if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
         conn_t *cc = *socket_context;
         if (cc) {
@@ -754,6 +789,10 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
                 a->conns = cc->cnext;
             if (cc->cnext)
                 cc->cnext->cprev = cc->cprev;
+            if (cc->pool == 'u')
+                a->tcp_users--;
+            else if (cc->pool == 'r')
+                a->tcp_reserved--;
             if (cc->counted) {
                 intptr_t n = (intptr_t)hmap_iget(a->per_uid, cc->uid);
                 if (n > 2)
@@ -849,7 +888,10 @@ static struct MHD_Daemon *start_daemon(api_t *a, const cfg_t *cfg, int fd,
         { fd >= 0 ? MHD_OPTION_LISTEN_SOCKET : MHD_OPTION_SOCK_ADDR, fd >= 0 ? fd : 0,
           fd >= 0 ? NULL : (void *)sa },
         { MHD_OPTION_THREAD_POOL_SIZE, (intptr_t)cfg->limits_threads, NULL },
-        { MHD_OPTION_CONNECTION_LIMIT, (intptr_t)cfg->limits_max_connections, NULL },
+        /* TCP: both pools, each counted in on_connection() */
+        { MHD_OPTION_CONNECTION_LIMIT, (intptr_t)(cfg->limits_max_connections
+                                                  + (sa ? cfg->limits_reserved_connections : 0)),
+          NULL },
         { MHD_OPTION_CONNECTION_TIMEOUT, (intptr_t)ceil(cfg->limits_connection_timeout), NULL },
         { MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, a },
         { MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection, a },

@@ -173,16 +173,37 @@ static int cmd_status(cli_t *cli)
     return 0;
 }
 
+/* What bbmgrd learned of a job's phases ("learned"), one word each:
+ * w_iter=12.1s volume=256.00MiB, or "-" before its first phase ends. */
+static const char *learned_str(json_t *j, char *buf, size_t len)
+{
+    json_t *l = json_object_get(j, "learned"), *w = json_object_get(l, "w_iter");
+    json_t *v = json_object_get(l, "io_volume");
+    char b[32], *d = b;
+    if (!json_is_number(v))
+        return "-";
+    sz(v, b, sizeof(b));
+    for (const char *s = b; *s; s++)    /* "4.00 MiB": one word */
+        if (*s != ' ')
+            *d++ = *s;
+    *d = '\0';
+    if (json_is_number(w))
+        snprintf(buf, len, "w_iter=%.1fs volume=%s", json_number_value(w), b);
+    else
+        snprintf(buf, len, "w_iter=- volume=%s", b);
+    return buf;
+}
+
 /* The lines of the list commands (listings[] below). */
 static void job_row(json_t *j)
 {
-    char b1[32];
+    char b1[32], b2[96];
     json_t *a = json_object_get(j, "allocation"), *p = json_object_get(j, "phase");
-    printf("%-12s %-10s %-10s %-10s %10s %-9s %lld\n", str(j, "id"), str(j, "user"),
+    printf("%-12s %-10s %-10s %-10s %10s %-9s %6lld %s\n", str(j, "id"), str(j, "user"),
            str(j, "name"), str(j, "state"),
            a ? sz(json_object_get(a, "reserved"), b1, sizeof(b1)) : "-",
            p ? str(p, "state") : "-",
-           json_integer_value(json_object_get(j, "phases_done")));
+           json_integer_value(json_object_get(j, "phases_done")), learned_str(j, b2, sizeof(b2)));
 }
 
 static void node_row(json_t *n)
@@ -254,7 +275,7 @@ static const struct listing {
     void (*row)(json_t *);
 } listings[] = {
     { "jobs",
-      "JOBID        USER       NAME       STATE          BUFFER PHASE     PHASES",
+      "JOBID        USER       NAME       STATE          BUFFER PHASE     PHASES LEARNED",
       job_row },
     { "nodes",
       "NODE         POOL       STATE       CAPACITY        USED       LOAD/s PHASES REASON",

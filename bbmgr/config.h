@@ -103,6 +103,7 @@ typedef struct cfg {
     /* limits */
     uint64_t limits_max_body;
     long limits_max_connections;
+    long limits_reserved_connections;
     long limits_max_connections_per_uid;
     double limits_connection_timeout;
     double limits_request_deadline;
@@ -131,6 +132,7 @@ typedef struct cfg {
     /* agents (bbnoded) */
     double agents_down_after;
     double agents_interval;
+    long agents_min_uid;
     char *agents_manager;
     /* list sections */
     cfg_nodeset_t *nodes;

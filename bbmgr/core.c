@@ -322,6 +322,8 @@ void core_destroy(core_t *c)
     for (int i = 0; i < c->nheld; i++)
         held_free(c->held[i]);
     free(c->held);
+    for (int i = 0; i < CORE_ENDED_KEEP; i++)
+        json_decref(c->ended[i]);
     hmap_destroy(c->jobs);
     hmap_destroy(c->jobs_hs);
     hmap_destroy(c->phases);

@@ -149,8 +149,12 @@ struct job {
     phase_t *phase;             /* the open phase (waiting or granted), at most one */
     long nphases;               /* finished phases */
     double bytes;               /* bytes of finished phases */
-    double first_request, last_request;
     double last_end;            /* end of the previous phase (or begin) */
+    /* learned from the phases finished under this bbmgrd (not stored: after a
+     * restart it learns again): the requests of the first and latest of them,
+     * and how many they were (core_job_w_iter) */
+    double learn_first, learn_last;
+    long learn_n;
     xfer_t **xfers;
     int nxfers;
     char **uses;                /* persistent buffers used */
@@ -301,8 +305,15 @@ json_t *core_pool_json_named(core_t *c, const char *name);
 /* The policy in force, the configured one, the ids known and auto's state. */
 json_t *core_policy_json(core_t *c);
 json_t *core_job_json(core_t *c, job_t *j, bool detail);
+/* The last state (borrowed) of a job among the CORE_ENDED_KEEP that ended most
+ * recently since bbmgrd started, NULL if none; a live job of that id wins. */
+json_t *core_ended_job(core_t *c, const char *id);
 json_t *core_alloc_json(core_t *c, const job_t *j, const alloc_t *a, const char *owner_path);
 json_t *core_phase_json(core_t *c, phase_t *p);
+/* The job's measured w_iter: the mean interval between the requests of the phases
+ * it finished under this bbmgrd; NAN before two.  What GET /v1/jobs shows under
+ * "learned" and what its end records in the history. */
+double core_job_w_iter(const job_t *j);
 /* The same for a phase about to be closed: its share as of the latest decision,
  * without bringing a deferred decision up to date first. */
 json_t *core_phase_json_closing(core_t *c, phase_t *p);

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "libhsched/hsched.h"
+#include "bufdir.h"
 #include "core_internal.h"
 #include "log.h"
 #include "nodes.h"
@@ -28,7 +29,7 @@
  * made, removed with everything in it when it is released (by the mover's workers,
  * after the job's transfers have stopped).  Mounts that do not exist are left
  * alone (development set-ups with stage.mode scheduled or immediate). */
-#define SPARE_DIR ".harmonia-spare"
+#define SPARE_DIR BUFDIR_SPARE
 bool dir_name_ok(const char *name, bool job)
 {
     return *name && strcmp(name, ".") && strcmp(name, "..") && !strchr(name, '/')
@@ -41,13 +42,13 @@ bool dir_name_ok(const char *name, bool job)
  * persistent buffer's name) is free again as soon as its buffer is gone from memory,
  * while its directory may still wait for its teardown (transfers stopping, a
  * stage-out to make durable).  A directory is never adopted: a new buffer whose
- * path is taken moves the old directory aside to <parent>/.harmonia-trash/<inode>
- * (a name no other directory can have) under the mover's lock, where its teardown
- * and the stage-outs reading from it follow it, and gets a directory of its own.
- * A teardown moves its directory there too before it empties it, and only if it is
- * still the directory (device and inode) it was for.  The trash directory is the
- * daemon's, mode 0711: the content of each entry is still reachable only by its
- * owner (0700), who is the one the teardown acts as.
+ * path is taken moves the old directory aside to <parent>/.harmonia-trash/<inode>.
+ * <random> (a name no other directory can have, nobody can guess) under the mover's
+ * lock, where its teardown and the stage-outs reading from it follow it, and gets a
+ * directory of its own (bufdir_create(), relative to its parent).  A teardown moves
+ * its directory there too before it empties it (bufdir_empty(), as the daemon, by
+ * descriptors), and only if it is still the directory (device and inode) it was
+ * for.  The trash directory is the daemon's, mode 0711: nobody else can list it.
  */
 static bool trash_path(const char *path, const struct stat *st, char *out, size_t len)
 {
@@ -71,6 +72,22 @@ static bool trash_path(const char *path, const struct stat *st, char *out, size_
     return true;
 }
 
+static int held_id_row(sqlite3_stmt *s, void *arg)
+{
+    (void)s;
+    *(bool *)arg = true;
+    return 1;
+}
+
+/* Is st the directory of a held buffer (kept_dirs)? */
+static bool held_id(core_t *c, const struct stat *st)
+{
+    bool found = false;
+    state_read(c->st, SR_KEPT_ID, held_id_row, &found, "ii", (int64_t)st->st_dev,
+               (int64_t)st->st_ino);
+    return found;
+}
+
 /* path is taken by an earlier buffer of the same name (lock held): move it aside
  * (its teardown follows, or one is queued).  false: it could not be. */
 static bool bufdir_aside(core_t *c, const char *path, const struct stat *st)
@@ -89,6 +106,11 @@ static bool bufdir_aside(core_t *c, const char *path, const struct stat *st)
             "name: moved to %s, a new one is made", path, (uintmax_t)st->st_ino,
             (unsigned)st->st_uid, trash);
     state_put(c->st, ST_XFER_HELD, "ss", path, trash);
+    if (held_id(c, st)) {
+        bl_warning("%s (inode %ju) is a held buffer's: kept in the trash until it is released",
+                   trash, (uintmax_t)st->st_ino);
+        return true;
+    }
     if (c->mover && mover_rmtree(c->mover, NULL, trash, NULL, st->st_uid, st->st_gid,
                                  st->st_dev, st->st_ino) < 0)
         bl_warning("teardown of %s: %s", trash, strerror(errno));
@@ -100,13 +122,12 @@ static bool bufdir_aside(core_t *c, const char *path, const struct stat *st)
  * (ext4 without a journal scans the recently deleted inodes of the block group,
  * more of them the more files come and go), two per job at allocation, in the
  * request.  So while no allocation came for SPARE_IDLE seconds, core_tick() makes
- * up to SPARE_MAX empty directories per mount in <mount>/.harmonia-spare (mode 0700,
+ * up to BUFDIR_SPARE_MAX empty directories per mount in <mount>/.harmonia-spare (mode 0700,
  * owned by the daemon: nobody else can reach them), and an allocation renames one
  * into place, then gives it to its owner as before: a burst of submissions pays a
  * rename instead of a mkdir.  A directory is never used twice (teardown removes
  * it), so nothing of an earlier user (files, ACLs, xattrs) can be in it.
  */
-#define SPARE_MAX 32            /* per mount */
 #define SPARE_IDLE 1.0          /* seconds without an allocation before making spares */
 #define SPARE_PER_TICK 8        /* mkdir()s per core_tick() (every 50 ms) */
 
@@ -119,74 +140,33 @@ int mount_owner(core_t *c, int idx)
     return idx;
 }
 
-/* <mount>/.harmonia-spare exists, is a directory of ours and nobody else's. */
-static bool spare_dir_ok(node_t *n, char *dir, size_t len)
+static bufdir_spares_t spares_of(node_t *n)
 {
-    struct stat st;
-    snprintf(dir, len, "%s/" SPARE_DIR, n->mount);
-    if (n->spare_off)
-        return false;
-    if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
-        bl_warning("spare directories: mkdir %s: %s (no spares on this mount)", dir,
-                   strerror(errno));
-        n->spare_off = true;
-        return false;
-    }
-    if (lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid()
-        || (st.st_mode & 077)) {
-        bl_warning("spare directories: %s is not a directory of uid %u with mode 0700: "
-                   "not used", dir, (unsigned)geteuid());
-        n->spare_off = true;
-        return false;
-    }
-    return true;
-}
-
-/* Rename a spare of node idx's mount to path.  false: none (make it with mkdir). */
-static bool spare_take(core_t *c, int idx, const char *path)
-{
-    node_t *n = &c->nodes[mount_owner(c, idx)];
-    char sp[1300];
-    while (n->spares > 0 && !n->spare_off) {
-        n->spares--;
-        n->spare_top--;
-        snprintf(sp, sizeof(sp), "%s/" SPARE_DIR "/%u", n->mount, n->spare_top);
-        if (rename(sp, path) == 0)
-            return true;
-        if (errno != ENOENT) {
-            bl_warning("spare directory %s -> %s: %s", sp, path, strerror(errno));
-            return false;
-        }
-    }
-    return false;
+    return (bufdir_spares_t){ &n->spares, &n->spare_top, &n->spare_off };
 }
 
 /* core_tick(): make spares while allocations are quiet (lock held). */
 void spares_fill(core_t *c, double wall)
 {
     int budget = SPARE_PER_TICK;
-    char dir[1200], sp[1300];
     if (wall < c->spare_idle_from)
         return;
     for (int i = 0; i < c->nnodes && budget > 0; i++) {
         node_t *n = &c->nodes[i];
+        int mfd;
         if (nodes_is_agent(c, i))   /* its agent keeps its spares */
             continue;
         if (!n->spare_role)     /* once: nodes sharing a mount share its spares */
             n->spare_role = mount_owner(c, i) == i ? 1 : -1;
-        if (n->spare_role < 0 || n->spares >= SPARE_MAX || n->spare_off || !n->in_config
-            || !mount_ok(c, i) || !spare_dir_ok(n, dir, sizeof(dir)))
+        if (n->spare_role < 0 || n->spares >= BUFDIR_SPARE_MAX || n->spare_off || !n->in_config
+            || !mount_ok(c, i))
             continue;
-        while (n->spares < SPARE_MAX && budget-- > 0) {
-            snprintf(sp, sizeof(sp), "%s/%u", dir, n->spare_top);
-            if (mkdir(sp, 0700) < 0 && errno != EEXIST) {   /* EEXIST: one of an earlier run */
-                bl_warning("spare directories: mkdir %s: %s", sp, strerror(errno));
-                n->spare_off = true;
-                break;
-            }
-            n->spare_top++;
-            n->spares++;
-        }
+        if ((mfd = open(n->mount, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+            continue;
+        int before = n->spares;
+        bufdir_spares_fill(mfd, n->mount, spares_of(n), budget);
+        budget -= n->spares > before ? n->spares - before : 1;
+        close(mfd);
     }
 }
 
@@ -221,7 +201,6 @@ void bufdirs_make(core_t *c, alloc_t *a, bool persistent, const char *name,
     }
     for (int i = 0; i < a->n; i++) {
         const char *mount = c->nodes[a->v[i].node].mount;
-        int fd;
         if (nodes_dir_hook(c, a->v[i].node)) {     /* its agent makes it */
             a->v[i].dirgen = nodes_dir_gen(c, a->v[i].node);
             continue;
@@ -229,9 +208,11 @@ void bufdirs_make(core_t *c, alloc_t *a, bool persistent, const char *name,
         if (mount_seen(c, a, i) || !mount_ok(c, a->v[i].node))
             continue;
         if (persistent) {
-            snprintf(path, sizeof(path), "%s/persistent", mount);
-            if (mkdir(path, 0755) < 0 && errno != EEXIST)
-                bl_warning("mkdir %s: %s", path, strerror(errno));
+            int mfd = open(mount, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            if (mfd < 0 || (mkdirat(mfd, "persistent", 0755) < 0 && errno != EEXIST))
+                bl_warning("mkdir %s/persistent: %s", mount, strerror(errno));
+            if (mfd >= 0)
+                close(mfd);
             snprintf(path, sizeof(path), "%s/persistent/%s", mount, name);
         } else {
             snprintf(path, sizeof(path), "%s/%s", mount, name);
@@ -242,25 +223,26 @@ void bufdirs_make(core_t *c, alloc_t *a, bool persistent, const char *name,
             bl_warning("no buffer directory %s: the path is taken", path);
             continue;
         }
-        if (!persistent && spare_take(c, a->v[i].node, path)) {
-            /* an empty directory of ours, renamed into place: owner below */
-        } else if (mkdir(path, 0700) < 0) {
-            bl_warning("mkdir %s: %s", path, strerror(errno));
+        /* relative to the parent: <mount> or <mount>/persistent */
+        node_t *sn = &c->nodes[mount_owner(c, a->v[i].node)];
+        bufdir_spares_t sp = spares_of(sn);
+        const char *what;
+        int mfd = open(mount, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        int pfd = mfd < 0 ? -1 : persistent ? openat(mfd, "persistent", O_RDONLY | O_DIRECTORY
+                                                     | O_NOFOLLOW | O_CLOEXEC) : dup(mfd);
+        if (pfd < 0 || bufdir_create(pfd, name, mfd, sn->mount,
+                                     persistent || sn->spare_off ? NULL : &sp, uid, gid, &st,
+                                     &what) < 0) {
+            bl_warning("buffer directory %s (owner %u:%u): %s: %s", path, (unsigned)uid,
+                       (unsigned)gid, pfd < 0 ? "open its parent" : what, strerror(errno));
+            if (pfd >= 0)
+                close(pfd);
+            if (mfd >= 0)
+                close(mfd);
             continue;
         }
-        if ((fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
-            bl_warning("buffer directory %s: %s", path, strerror(errno));
-            continue;
-        }
-        if (fstat(fd, &st) < 0 || st.st_uid != geteuid()) {
-            bl_warning("buffer directory %s: not the directory made for it", path);
-            close(fd);
-            continue;
-        }
-        if (fchown(fd, uid, gid) < 0 || fchmod(fd, 0700) < 0)
-            bl_warning("buffer directory %s: owner %u:%u: %s", path, (unsigned)uid,
-                       (unsigned)gid, strerror(errno));
-        close(fd);
+        close(pfd);
+        close(mfd);
         bl_debug("buffer directory %s created for uid %u", path, (unsigned)uid);
     }
 }
@@ -344,6 +326,98 @@ held_t *held_add(core_t *c, const char *job, const char *owner)
     return h;
 }
 
+/* Identity.  A held buffer's directories are recorded in state.db by device and
+ * inode (kept_dirs, under the held buffer's owner key) when it is held: what a
+ * release removes and what the trash sweep at start leaves alone is found by that,
+ * never by the name, which anyone may take for a new buffer meanwhile (the held
+ * directory is then moved to the trash, under a name of its own). */
+static void held_ids_record(core_t *c, held_t *h, const char *name, bool pers)
+{
+    char path[1200];
+    struct stat st;
+    if (!dir_name_ok(name, !pers))
+        return;
+    for (int k = 0; k < h->a.n; k++) {
+        int idx = h->a.v[k].node;
+        if (nodes_is_agent(c, idx) || mount_seen(c, &h->a, k))
+            continue;
+        snprintf(path, sizeof(path), pers ? "%s/persistent/%s" : "%s/%s", c->nodes[idx].mount,
+                 name);
+        if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode))
+            state_put(c->st, ST_KEPT_PUT, "ssiii", h->owner, c->nodes[idx].name,
+                      (int64_t)st.st_dev, (int64_t)st.st_ino, (int64_t)h->kept);
+    }
+}
+
+typedef struct {
+    core_t *c;
+    held_t *h;
+    const char *name;
+    bool pers;
+    int found, rows;
+} release_t;
+
+/* dir (under the open parent pfd, named 'parent') or an entry of its trash is the
+ * directory dev/ino: its path in out. */
+static bool find_by_id(int pfd, const char *parent, const char *name, dev_t dev, ino_t ino,
+                       char *out, size_t len)
+{
+    struct stat st;
+    if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)
+        && st.st_dev == dev && st.st_ino == ino)
+        return snprintf(out, len, "%s/%s", parent, name) < (int)len;
+    int tfd = openat(pfd, MOVER_TRASH, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    DIR *d = tfd >= 0 ? fdopendir(tfd) : NULL;
+    struct dirent *e;
+    bool found = false;
+    if (!d) {
+        if (tfd >= 0)
+            close(tfd);
+        return false;
+    }
+    while (!found && (e = readdir(d)))
+        found = strcmp(e->d_name, ".") && strcmp(e->d_name, "..")
+                && fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0
+                && S_ISDIR(st.st_mode) && st.st_dev == dev && st.st_ino == ino
+                && snprintf(out, len, "%s/" MOVER_TRASH "/%s", parent, e->d_name) < (int)len;
+    closedir(d);
+    return found;
+}
+
+/* A row of kept_dirs of the buffer being released: remove that directory, wherever
+ * it is now (its name, or the trash), and nothing else. */
+static int release_row(sqlite3_stmt *s, void *arg)
+{
+    release_t *r = arg;
+    core_t *c = r->c;
+    int idx = core_node_index(c, (const char *)sqlite3_column_text(s, 0));
+    dev_t dev = (dev_t)sqlite3_column_int64(s, 1);
+    ino_t ino = (ino_t)sqlite3_column_int64(s, 2);
+    char parent[1200], path[1500];
+    struct stat st;
+    r->rows++;
+    if (idx < 0 || !c->mover || nodes_is_agent(c, idx))
+        return 0;
+    snprintf(parent, sizeof(parent), "%s%s", c->nodes[idx].mount, r->pers ? "/persistent" : "");
+    int pfd = open(parent, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (pfd < 0)
+        return 0;
+    if (find_by_id(pfd, parent, r->name, dev, ino, path, sizeof(path))
+        && lstat(path, &st) == 0) {
+        mover_unkeep(c->mover, path);
+        if (mover_rmtree(c->mover, NULL, path, NULL, st.st_uid, st.st_gid, dev, ino) < 0)
+            bl_warning("teardown of %s: %s", path, strerror(errno));
+        else
+            r->found++;
+    } else {
+        bl_warning("held buffer of '%s': its directory (device %ju, inode %ju) on %s is no "
+                   "longer there: nothing removed", r->h->job, (uintmax_t)dev, (uintmax_t)ino,
+                   c->nodes[idx].name);
+    }
+    close(pfd);
+    return 0;
+}
+
 /* At the release of j's allocation: keep its space counted if a stage-out holds it. */
 static bool alloc_hold(core_t *c, job_t *j)
 {
@@ -381,6 +455,7 @@ static bool alloc_hold(core_t *c, job_t *j)
     j->alloc->v = NULL;
     j->alloc->n = 0;
     put_anodes(c, "held", h->owner, &h->a);
+    held_ids_record(c, h, j->id, false);
     held_reason(h);
     bl_warning("buffer of job %s (%ju bytes) stays on disk and counted: %s", h->job,
                (uintmax_t)h->a.reserved, h->reason);
@@ -415,6 +490,7 @@ bool pbuf_hold(core_t *c, pbuf_t *b)
     b->alloc.v = NULL;
     b->alloc.n = 0;
     put_anodes(c, "held", h->owner, &h->a);
+    held_ids_record(c, h, b->name, true);
     held_reason(h);
     bl_warning("persistent buffer %s (%ju bytes) stays on disk and counted: %s", b->name,
                (uintmax_t)h->a.reserved, h->reason);
@@ -434,6 +510,8 @@ void held_resolve(core_t *c, uint64_t tid, bool ok)
         if (k == h->ntids)
             continue;
         h->tids[k] = h->tids[--h->ntids];
+        if (!ok && !h->kept)
+            state_put(c->st, ST_KEPT_SET, "s", h->owner);
         h->kept = h->kept || !ok;
         held_reason(h);
         if (h->ntids > 0 || h->kept) {
@@ -457,6 +535,7 @@ static void held_drop(core_t *c, int i)
         nodes_dir_hook(c, h->a.v[k].node);
     alloc_free_nodes(c, &h->a);
     state_put(c->st, ST_ANODE_DEL, "ss", "held", h->owner);
+    state_put(c->st, ST_KEPT_DEL, "s", h->owner);
     held_free(h);
     c->held[i] = c->held[--c->nheld];
 }
@@ -473,20 +552,15 @@ int core_held_release(core_t *c, const char *job, uint64_t *bytes, cerr_t *e)
         return cerr_set(e, EBUSY, "", "the buffer of '%s' %s: it goes by itself once durable",
                         job, h->reason);
     bool pers = !strncmp(job, HELD_PREFIX, strlen(HELD_PREFIX));
-    const char *name = pers ? job + strlen(HELD_PREFIX) : job;
-    char path[1200];
+    release_t r = { .c = c, .h = h, .name = pers ? job + strlen(HELD_PREFIX) : job,
+                    .pers = pers };
     *bytes = h->a.reserved;
-    for (int k = 0; k < h->a.n; k++) {
-        const char *mount = c->nodes[h->a.v[k].node].mount;
-        struct stat st;
-        if (!c->mover || nodes_is_agent(c, h->a.v[k].node) || mount_seen(c, &h->a, k)
-            || !dir_name_ok(name, !pers))
-            continue;       /* an agent's: it removes it when it is no longer listed */
-        snprintf(path, sizeof(path), pers ? "%s/persistent/%s" : "%s/%s", mount, name);
-        mover_unkeep(c->mover, path);
-        if (lstat(path, &st) == 0)
-            bufdir_teardown(c, pers ? NULL : job, path, st.st_uid, st.st_gid);
-    }
+    /* its directories by identity: an agent's are removed by the agent once they
+     * are no longer listed */
+    state_read(c->st, SR_KEPT_OF, release_row, &r, "s", h->owner);
+    if (r.rows == 0)
+        bl_warning("held buffer of '%s': no directory of it is recorded by identity: nothing "
+                   "removed by name (remove it by hand)", job);
     bl_warning("held buffer of '%s' (%ju bytes) released by an administrator: removed",
                job, (uintmax_t)h->a.reserved);
     held_drop(c, i);

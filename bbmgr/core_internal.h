@@ -47,6 +47,11 @@ struct core {
     pool_t *pools;
     int npools;
     hmap_t *jobs;               /* id -> job_t (not ended) */
+    /* last state of the jobs that ended most recently (GET /v1/jobs/ID after the
+     * end): a ring, the newest at ended_next - 1; lost when bbmgrd restarts */
+#define CORE_ENDED_KEEP 256
+    json_t *ended[CORE_ENDED_KEEP];
+    int ended_next;
     hmap_t *jobs_hs;            /* hs_id -> job_t */
     hmap_t *phases;             /* phase id -> phase_t (open ones) */
     hmap_t *pbufs;              /* name -> pbuf_t */
@@ -74,6 +79,7 @@ struct core {
     bool sched_dirty;
     int nwaiting;
     uint64_t decisions_deferred;
+    uint64_t budget_hits;       /* decisions cut short by libhsched's budget */
     uint64_t dec_hist[12];      /* decision latency buckets, see metrics.c */
     double dec_sum;
 };

@@ -78,8 +78,10 @@ static const double dec_buckets[] = { 1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e
 void reschedule(core_t *c, double now)
 {
     double t0 = hu_mono();
+    hs_policy_stats_t ps0, ps1;
     int n;
 
+    (void)hs_sched_policy_stats(c->sched, &ps0);
     for (;;) {
         n = hs_sched_decide(c->sched, now, c->grants, c->grants_cap);
         if (n < 0) {
@@ -99,6 +101,13 @@ void reschedule(core_t *c, double now)
     }
     double dt = hu_mono() - t0;
     int b = 0;
+    /* a schedule computed ahead stopped at libhsched's decision budget: the
+     * policy runs the best one it found (doc/performance.md, "Decision budget") */
+    if (hs_sched_policy_stats(c->sched, &ps1) == 0 && ps1.budget_hits > ps0.budget_hits) {
+        c->budget_hits += ps1.budget_hits - ps0.budget_hits;
+        bl_warning("scheduler: policy %s stopped at its decision budget after %.3f s and "
+                "runs the best schedule found so far", c->policy_id, dt);
+    }
     while (b < 11 && dt > dec_buckets[b])
         b++;
     c->dec_hist[b]++;
@@ -232,6 +241,19 @@ job_t *core_job(core_t *c, const char *id)
     return hmap_get(c->jobs, id);
 }
 
+json_t *core_ended_job(core_t *c, const char *id)
+{
+    for (int k = 1; k <= CORE_ENDED_KEEP; k++) {
+        json_t *o = c->ended[(c->ended_next - k + CORE_ENDED_KEEP) % CORE_ENDED_KEEP];
+        if (!o)
+            break;
+        const char *oid = json_string_value(json_object_get(o, "id"));
+        if (oid && strcmp(oid, id) == 0)
+            return o;
+    }
+    return NULL;
+}
+
 static bool num_or_str(json_t *v, int kind, double *out, cerr_t *e, const char *field)
 {
     /* kind 0: size, 1: duration */
@@ -337,7 +359,8 @@ int core_job_register(core_t *c, const char *id, uid_t uid, gid_t gid, const cha
     j->state = JOB_REGISTERED;
     j->created = j->updated = core_wall();
     j->begun = j->ended = NAN;
-    j->first_request = j->last_request = j->last_end = NAN;
+    j->last_end = NAN;
+    j->learn_first = j->learn_last = NAN;
     if (hints && core_job_hints(c, j, hints, e) < 0) {
         job_free(j);
         return -1;
@@ -385,6 +408,9 @@ void phase_close(core_t *c, phase_t *p, phase_state_t how, double bytes)
     if (how == PH_FINISHED) {
         j->nphases++;
         j->bytes += bytes;
+        if (j->learn_n++ == 0)
+            j->learn_first = p->requested;
+        j->learn_last = p->requested;
         c->n_finished++;
         c->bytes_finished += bytes;
     } else if (how == PH_EXPIRED) {
@@ -403,6 +429,13 @@ void phase_close(core_t *c, phase_t *p, phase_state_t how, double bytes)
     uint64_t id = p->id;
     free(p);
     notify(c, id);
+}
+
+double core_job_w_iter(const job_t *j)
+{
+    if (j->learn_n < 2 || !isfinite(j->learn_first) || !isfinite(j->learn_last))
+        return NAN;
+    return (j->learn_last - j->learn_first) / (double)(j->learn_n - 1);
 }
 
 int core_job_end(core_t *c, job_t *j, cerr_t *e)
@@ -437,9 +470,7 @@ int core_job_end(core_t *c, job_t *j, cerr_t *e)
     j->in_sched = false;
     /* what this job taught us, for the defaults of the next ones */
     if (j->nphases > 0) {
-        double w_iter = j->nphases > 1 && !isnan(j->first_request)
-                            ? (j->last_request - j->first_request) / (double)(j->nphases - 1)
-                            : NAN;
+        double w_iter = core_job_w_iter(j);
         const char *user = j->user ? j->user : "";
         const char *name = j->name ? j->name : "";
         state_put(c->st, ST_HIST_PUT, "isssddid", (int64_t)j->uid, user, name, j->id, w_iter,
@@ -449,6 +480,10 @@ int core_job_end(core_t *c, job_t *j, cerr_t *e)
     j->state = JOB_ENDED;
     j->ended = core_wall();
     put_job(c, j);
+    /* its last state, for GET /v1/jobs/ID right after (allocation, phase: null) */
+    json_decref(c->ended[c->ended_next]);
+    c->ended[c->ended_next] = core_job_json(c, j, true);
+    c->ended_next = (c->ended_next + 1) % CORE_ENDED_KEEP;
     hmap_del(c->jobs, j->id);
     hmap_idel(c->jobs_hs, j->hs_id);
     job_free(j);
@@ -500,9 +535,6 @@ phase_t *core_phase_request(core_t *c, job_t *j, double volume, const char *dir,
         return cerr_set(e, ENOMEM, "", "out of memory"), NULL;
     }
     j->phase = p;
-    if (isnan(j->first_request))
-        j->first_request = wall;
-    j->last_request = wall;
     c->n_requested++;
     /* one decision covers this request and any deferred one; a granted phase's row
      * is written by grant_phase(), a waiting one's here (same critical section) */

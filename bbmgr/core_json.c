@@ -173,6 +173,12 @@ json_t *core_job_json(core_t *c, job_t *j, bool detail)
     json_object_set_new(o, "allocation", j->alloc ? core_alloc_json(c, j, j->alloc, j->id)
                                                   : json_null());
     json_object_set_new(o, "phase", j->phase ? core_phase_json(c, j->phase) : json_null());
+    /* what its finished phases taught (doc/api.md): what its end records */
+    json_object_set_new(o, "learned", json_pack("{s:o s:o s:I}", "w_iter",
+                                                jnum(core_job_w_iter(j)), "io_volume",
+                                                j->nphases > 0 ? json_real(j->bytes / (double)j->nphases)
+                                                               : json_null(),
+                                                "phases", (json_int_t)j->nphases));
     if (detail) {
         json_t *uses = json_array();
         for (int i = 0; i < j->nuses; i++)

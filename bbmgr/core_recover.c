@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "libhsched/hsched.h"
+#include "bufdir.h"
 #include "core_internal.h"
 #include "log.h"
 #include "nodes.h"
@@ -93,7 +94,7 @@ static int rec_job(sqlite3_stmt *s, void *arg)
     j->bytes = col_real(s, 16);
     if (isnan(j->bytes))
         j->bytes = 0;
-    j->first_request = j->last_request = NAN;
+    j->learn_first = j->learn_last = NAN;
     j->last_end = j->begun;
     j->hs_id = c->next_hs++;
     if (hmap_put(c->jobs, j->id, j) < 0 || hmap_iput(c->jobs_hs, j->hs_id, j) < 0) {
@@ -216,15 +217,25 @@ void held_query(core_t *c, held_t *h)
     }
 }
 
+static int rec_kept_row(sqlite3_stmt *s, void *arg)
+{
+    held_t *h = arg;
+    if (sqlite3_column_int(s, 3))
+        h->kept = true;     /* recorded kept: whatever the transfers say now */
+    return 0;
+}
+
 static void rec_held(core_t *c)
 {
     for (int i = 0; i < c->nheld; i++) {
         held_t *h = c->held[i];
         held_query(c, h);
+        state_read(c->st, SR_KEPT_OF, rec_kept_row, h, "s", h->owner);
         held_reason(h);
         if (h->ntids == 0 && !h->kept) {
             alloc_free_nodes(c, &h->a);
             state_put(c->st, ST_ANODE_DEL, "ss", "held", h->owner);
+            state_put(c->st, ST_KEPT_DEL, "s", h->owner);
             held_free(h);
             c->held[i--] = c->held[--c->nheld];
             continue;
@@ -555,37 +566,47 @@ static int rec_exists(sqlite3_stmt *s, void *arg)
 }
 
 /* Directories moved to the trash whose teardown a stop cut: removed now, unless
- * they hold the source of a stage-out that could not be made durable (kept, as
- * before the stop), or wait for one being made durable again (the mover holds
- * them). */
+ * they hold the source of a stage-out that could not be made durable or are a
+ * held buffer's (by device and inode: kept, as before the stop), or wait for one
+ * being made durable again (the mover holds them). */
+typedef struct {
+    core_t *c;
+    const char *dir;
+} sweep_t;
+
+static int sweep_one(int tfd, const char *name, const struct stat *st, void *arg)
+{
+    sweep_t *w = arg;
+    char path[1500];
+    bool kept = false;
+    (void)tfd;
+    snprintf(path, sizeof(path), "%s/%s", w->dir, name);
+    state_read(w->c->st, SR_KEPT_UNDER, rec_exists, &kept, "s", path);
+    if (!kept)      /* a held buffer's directory, by identity */
+        state_read(w->c->st, SR_KEPT_ID, rec_exists, &kept, "ii", (int64_t)st->st_dev,
+                   (int64_t)st->st_ino);
+    if (kept) {
+        bl_warning("%s is kept: it holds the source of a stage-out that could not be made "
+                   "durable (remove it by hand once the data is safe)", path);
+        return 0;
+    }
+    if (mover_rmtree(w->c->mover, NULL, path, NULL, st->st_uid, st->st_gid, st->st_dev,
+                     st->st_ino) < 0)
+        bl_warning("teardown of %s: %s", path, strerror(errno));
+    return 0;
+}
+
 static void trash_sweep(core_t *c, const char *mount, const char *sub)
 {
-    char dir[1200], path[1500];
-    struct stat st;
-    DIR *d;
-    struct dirent *de;
-    snprintf(dir, sizeof(dir), "%s%s/" MOVER_TRASH, mount, sub);
-    if (lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid()
-        || !(d = opendir(dir)))
+    char parent[1200], dir[1300];
+    snprintf(parent, sizeof(parent), "%s%s", mount, sub);
+    snprintf(dir, sizeof(dir), "%s/" MOVER_TRASH, parent);
+    int pfd = open(parent, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    sweep_t w = { .c = c, .dir = dir };
+    if (pfd < 0)
         return;
-    while ((de = readdir(d))) {
-        bool kept = false;
-        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-            continue;
-        snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-        if (lstat(path, &st) < 0 || !S_ISDIR(st.st_mode))
-            continue;
-        state_read(c->st, SR_KEPT_UNDER, rec_exists, &kept, "s", path);
-        if (kept) {
-            bl_warning("%s is kept: it holds the source of a stage-out that could not be made "
-                       "durable (remove it by hand once the data is safe)", path);
-            continue;
-        }
-        if (mover_rmtree(c->mover, NULL, path, NULL, st.st_uid, st.st_gid, st.st_dev,
-                         st.st_ino) < 0)
-            bl_warning("teardown of %s: %s", path, strerror(errno));
-    }
-    closedir(d);
+    bufdir_trash_each(pfd, parent, sweep_one, &w);
+    close(pfd);
 }
 
 void recover_durability(core_t *c)

@@ -231,13 +231,24 @@ double core_job_weight(core_t *c, const job_t *j)
  * uses)?  The check is on the text (paths have no "..", see doc/api.md); the copy
  * itself runs as the job's user, so a symlink cannot take it further than the user
  * could go. */
+/* The bytes of allocation a on the mount of its node i: its share there (nodes
+ * that share a mount share the directory, and their shares). */
+static uint64_t mount_share(core_t *c, const alloc_t *a, int i)
+{
+    uint64_t sum = 0;
+    for (int k = 0; k < a->n; k++)
+        if (!strcmp(c->nodes[a->v[k].node].mount, c->nodes[a->v[i].node].mount))
+            sum += a->v[k].bytes;
+    return sum;
+}
+
 static bool in_buffers(core_t *c, job_t *j, const char *path, uint64_t *cap)
 {
     char root[1200];
     for (int i = 0; j->alloc && i < j->alloc->n; i++) {
         snprintf(root, sizeof(root), "%s/%s", c->nodes[j->alloc->v[i].node].mount, j->id);
         if (util_path_under(path, root)) {
-            *cap = j->alloc->reserved;
+            *cap = mount_share(c, j->alloc, i);
             return true;
         }
     }
@@ -247,7 +258,7 @@ static bool in_buffers(core_t *c, job_t *j, const char *path, uint64_t *cap)
             snprintf(root, sizeof(root), "%s/persistent/%s", c->nodes[b->alloc.v[i].node].mount,
                      b->name);
             if (util_path_under(path, root)) {
-                *cap = b->alloc.reserved;
+                *cap = mount_share(c, &b->alloc, i);
                 return true;
             }
         }

@@ -279,10 +279,12 @@ char *jout_dumps(json_t *body, size_t *len)
         if (!s)
             return NULL;
         b.n = strlen(s);
-        if (!(b.p = realloc(s, b.n + 2))) {
+        char *grown = realloc(s, b.n + 2);
+        if (!grown) {
             free(s);
             return NULL;
         }
+        b.p = grown;
     }
     b.p[b.n++] = '\n';
     b.p[b.n] = '\0';

@@ -91,15 +91,22 @@ static void mover_metrics(sb_t *b, core_t *c)
     if (!c->mover)
         return;
     mover_stats_t ms;
+    nodes_moved_t ag;           /* the agents' movers: counted with bbmgrd's own */
     mover_get_stats(c->mover, &ms);
+    nodes_moved(c, &ag);
+    ms.done += ag.done;
+    ms.failed += ag.failed;
+    ms.cancelled += ag.cancelled;
+    ms.bytes += ag.bytes;
     head(b, "harmonia_mover_transfers_total", "counter",
-         "Transfers finished by the mover since start, by outcome.");
+         "Transfers finished by the mover since start (bbmgrd's and the agents'), by outcome.");
     sb_printf(b, "harmonia_mover_transfers_total{outcome=\"done\"} %ju\n", (uintmax_t)ms.done);
     sb_printf(b, "harmonia_mover_transfers_total{outcome=\"failed\"} %ju\n",
               (uintmax_t)ms.failed);
     sb_printf(b, "harmonia_mover_transfers_total{outcome=\"cancelled\"} %ju\n",
               (uintmax_t)ms.cancelled);
-    head(b, "harmonia_mover_bytes_total", "counter", "Bytes copied by the mover.");
+    head(b, "harmonia_mover_bytes_total", "counter",
+         "Bytes copied by the mover (bbmgrd's and the buffer-node agents').");
     sb_printf(b, "harmonia_mover_bytes_total %ju\n", (uintmax_t)ms.bytes);
     head(b, "harmonia_mover_files_total", "counter", "Files copied, verified and renamed into place.");
     sb_printf(b, "harmonia_mover_files_total %ju\n", (uintmax_t)ms.files);
@@ -196,6 +203,10 @@ char *metrics_render(api_t *a, core_t *c, state_t *st)
          "Events whose decision was folded into a later one (nothing could be granted).");
     sb_printf(&b, "harmonia_decisions_deferred_total %ju\n",
               (uintmax_t)c->decisions_deferred);
+    head(&b, "harmonia_decision_budget_hits_total", "counter",
+         "Decisions whose schedule stopped at the decision budget (the policy ran the "
+         "best one found).");
+    sb_printf(&b, "harmonia_decision_budget_hits_total %ju\n", (uintmax_t)c->budget_hits);
     sb_printf(&b, "# HELP harmonia_policy_info Current policy.\n# TYPE harmonia_policy_info gauge\n"
               "harmonia_policy_info{policy=\"%s\"} 1\n", c->policy_id);
     {

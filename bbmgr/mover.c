@@ -738,15 +738,27 @@ mover_t *mover_create(const cfg_t *cfg, hu_error_t *err)
             goto error;
         }
     }
+    /* BBMGRD_MOVER_STACK: the worker threads' stack size in bytes (the tests shrink
+     * it to show that no walk over a user's tree depends on it; doc/mover.md) */
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    const char *ss = getenv("BBMGRD_MOVER_STACK");
+    if (ss && *ss) {
+        unsigned long long v = strtoull(ss, NULL, 10);
+        if (v >= 65536 && pthread_attr_setstacksize(&attr, (size_t)v) != 0)
+            bl_warning("mover: BBMGRD_MOVER_STACK=%s: not a usable stack size (ignored)", ss);
+    }
     for (int i = 0; i < m->nthreads; i++) {
-        int rc = pthread_create(&m->w[i].thr, NULL, worker_main, &m->w[i]);
+        int rc = pthread_create(&m->w[i].thr, &attr, worker_main, &m->w[i]);
         if (rc != 0) {
             m->nthreads = i;
             errno = rc;
             hu_errprintf(err, "mover: cannot start worker threads: %s", strerror(rc));
+            pthread_attr_destroy(&attr);
             goto error;
         }
     }
+    pthread_attr_destroy(&attr);
     {
         int rc = pthread_create(&m->syncer, NULL, syncer_main, m);
         if (rc != 0) {

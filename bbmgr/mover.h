@@ -98,7 +98,8 @@ void mover_job_end(mover_t *m, const char *job);
 void mover_set_weight(mover_t *m, const char *job, double weight);
 
 /* Remove the tree at path (a buffer directory at teardown; first moved to trash when
- * not NULL): its content as uid/gid, the directory itself as the daemon.  Never
+ * not NULL), as the daemon, by descriptors and without recursion (bufdir_empty();
+ * uid/gid: its owner, for the logs).  Never
  * blocks: the removal waits in the mover until the transfers of job (when not NULL)
  * have stopped, and until no stage-out reading from under path is still to be made
  * durable; it is dropped (with a warning) if a stage-out from under path could not
@@ -110,13 +111,14 @@ int mover_rmtree(mover_t *m, const char *job, const char *path, const char *tras
  * stage-out which could not be made durable kept are no longer kept, so that a
  * removal of path may run.  Returns how many were. */
 int mover_unkeep(mover_t *m, const char *path);
-/* The trash of a directory of buffers: a buffer directory is moved there, to
- * <parent>/.harmonia-trash/<inode>, before it is emptied, so that its name is free
- * at once and nothing below it is reached through that name again. */
+/* The trash of a directory of buffers (bufdir.h): a buffer directory is moved
+ * there, to <parent>/.harmonia-trash/<inode>.<random>, before it is emptied, so that
+ * its name is free at once and nothing below it is reached through a name again. */
 #define MOVER_TRASH ".harmonia-trash"
-/* out = "<parent>/.harmonia-trash/<ino>", pfd the open parent; the trash is made
- * (0711) if missing.  -1: it could not be made (errno), or it is not a directory
- * of this process's uid writable by it alone (EPERM), or out is too short. */
+/* bufdir_trash_path(): out = "<parent>/.harmonia-trash/<ino>.<random>", pfd the open
+ * parent; the trash is made (0711) if missing.  -1: it could not be made (errno), or
+ * it is not a directory of this process's uid that only it can list or write
+ * (EPERM), or out is too short. */
 int mover_trash_path(int pfd, const char *parent, ino_t ino, char *out, size_t len);
 /* rename(from, to) of a buffer directory a new buffer needs the name of, under the
  * mover's lock: the stage-outs that read from it, and its teardown, follow it (so the

@@ -581,32 +581,39 @@ int run_prepare(mover_t *m, task_t *t)
         if (ents_add(x, E_FILE, "", &st) < 0)
             return tfail(t, ENOMEM, x->src, "walk");
     }
-    if (x->max_bytes > 0) {
-        /* the copy writes every byte of the source's size (holes included): a
-         * source larger than the buffer would only fill it for everyone on it */
-        int64_t size = 0;
-        for (int i = 0; i < x->nents; i++)
-            if (x->ents[i].type == E_FILE)
-                size += x->ents[i].st.st_size;
-        if (size > x->max_bytes) {
-            char what[160];
-            snprintf(what, sizeof(what), "%jd bytes, more than the capacity of the buffer "
-                     "(%jd bytes): refused", (intmax_t)size, (intmax_t)x->max_bytes);
-            return tfailmsg(t, x->src, what);
-        }
-    }
     if (__atomic_load_n(&x->aborting, __ATOMIC_ACQUIRE))
         return 0;
-    if (mkparents(t, x->dst) < 0)
-        return -1;
-    if (!(x->files = calloc((size_t)x->nents + 1, sizeof(int))))
-        return tfail(t, ENOMEM, x->src, "walk");
     int *owner = NULL;
     bool spread_in = !x->stage_out && x->nparts > 1 && x->directory;
     if (spread_in && (!(owner = calloc((size_t)x->nents + 1, sizeof(int)))
                       || assign_parts(t, owner) < 0)) {
         free(owner);
         return owner ? -1 : tfail(t, ENOMEM, x->src, "walk");
+    }
+    if (x->max_bytes > 0) {
+        /* the copy writes every byte of the source's size (holes included): a
+         * source larger than the buffer would only fill it for everyone on it.
+         * max_bytes is this node's share: a part of a spread stage-in counts the
+         * files given to it */
+        int64_t size = 0;
+        for (int i = 0; i < x->nents; i++)
+            if (x->ents[i].type == E_FILE && (!owner || owner[i] < 0 || owner[i] == x->part))
+                size += x->ents[i].st.st_size;
+        if (size > x->max_bytes) {
+            char what[200];
+            snprintf(what, sizeof(what), "%jd bytes, more than the capacity of the buffer on "
+                     "this node (%jd bytes): refused", (intmax_t)size, (intmax_t)x->max_bytes);
+            free(owner);
+            return tfailmsg(t, x->src, what);
+        }
+    }
+    if (mkparents(t, x->dst) < 0) {
+        free(owner);
+        return -1;
+    }
+    if (!(x->files = calloc((size_t)x->nents + 1, sizeof(int)))) {
+        free(owner);
+        return tfail(t, ENOMEM, x->src, "walk");
     }
     for (int i = 0; i < x->nents; i++) {
         entry_t *e = &x->ents[i];

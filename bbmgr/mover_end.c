@@ -13,7 +13,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <grp.h>
 #include <limits.h>
 #include <math.h>
@@ -37,6 +36,7 @@
 #include "checksum.h"
 #include "hmap.h"
 #include "log.h"
+#include "bufdir.h"
 #include "mover_internal.h"
 #include "util.h"
 
@@ -273,37 +273,8 @@ void run_abort(mover_t *m, task_t *t)
 }
 
 /* ------------------------------------------------------------------ RMTREE */
-/* Directories of the tree become writable by their owner, so that read-only ones
- * copied from the PFS can be emptied. */
-static int rm_prep(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)ftw;
-    if (flag == FTW_D && (st->st_mode & 0300) != 0300)
-        chmod(path, (st->st_mode & 07777) | 0700);
-    return 0;
-}
-
-/* The stop flag of the mover whose worker runs this removal (nftw's callbacks take
- * no argument): a stop ends a removal at its next entry, so that a daemon or an
- * agent stopped during the teardown of a large tree stops at once (what is left
- * is in the trash, which the next start empties). */
-static __thread const bool *rm_stopping;
-
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    if (rm_stopping && __atomic_load_n(rm_stopping, __ATOMIC_RELAXED))
-        return 1;
-    if (ftw->level == 0)
-        return 0;   /* the directory itself: by the daemon, after */
-    if ((flag == FTW_DP ? rmdir(path) : unlink(path)) < 0 && errno != ENOENT)
-        bl_warning("teardown: remove %s: %s", path, strerror(errno));
-    return 0;
-}
-
 void run_rmtree(mover_t *m, task_t *t)
 {
-    ident_t id = { .uid = t->uid, .gid = t->gid, .ngroups = 1, .groups = { t->gid } };
     struct stat st;
     bool ours = false;
     const char *dir = t->path;
@@ -329,18 +300,29 @@ void run_rmtree(mover_t *m, task_t *t)
     pthread_mutex_unlock(&m->lock);
     if (!ours || (t->move_only && dir != t->path))
         return;
-    /* the content as its owner (never following a symlink the user may plant),
-     * the directory itself, in the daemon's mount directory, as the daemon */
-    if (become(m, &id) < 0)
-        become(m, &m->self);
-    nftw(dir, rm_prep, 32, FTW_PHYS | FTW_MOUNT);
-    rm_stopping = &m->stop;
-    nftw(dir, rm_entry, 32, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
-    rm_stopping = NULL;
-    become(m, &m->self);
+    /* everything below, by descriptors and without recursion (bufdir.c), as the
+     * daemon: each directory is the daemon's (0700) before it is read, so that a
+     * process of the user left inside adds nothing to what is being removed */
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    struct stat now;
+    bufdir_rm_t o = { .stop = &m->stop, .uid = m->self.uid, .gid = m->self.gid };
+    char why[512] = "";
+    int rc = -1;
+    if (fd < 0 || fstat(fd, &now) < 0 || now.st_dev != st.st_dev || now.st_ino != st.st_ino) {
+        snprintf(why, sizeof(why), "open: %s", fd < 0 ? strerror(errno) : "replaced meanwhile");
+    } else {
+        rc = bufdir_empty(fd, &o, why, sizeof(why));
+    }
+    if (fd >= 0)
+        close(fd);
     if (__atomic_load_n(&m->stop, __ATOMIC_RELAXED)) {
         bl_info("teardown of %s: stopped with the mover; the rest of %s is removed at "
                 "the next start", t->path, dir);
+        return;
+    }
+    if (rc < 0) {
+        bl_error("teardown of %s: %s (%lu entries removed, depth %zu): what is left stays in %s",
+                 t->path, why, o.removed, o.depth, dir);
         return;
     }
     if (rmdir(dir) < 0 && errno != ENOENT)
@@ -400,19 +382,7 @@ void rm_recheck(mover_t *m)
 
 int mover_trash_path(int pfd, const char *parent, ino_t ino, char *out, size_t len)
 {
-    struct stat ts;
-    if (mkdirat(pfd, MOVER_TRASH, 0711) < 0 && errno != EEXIST)
-        return -1;
-    if (fstatat(pfd, MOVER_TRASH, &ts, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(ts.st_mode)
-        || ts.st_uid != geteuid() || (ts.st_mode & 022)) {
-        errno = EPERM;
-        return -1;
-    }
-    if ((size_t)snprintf(out, len, "%s/" MOVER_TRASH "/%ju", parent, (uintmax_t)ino) >= len) {
-        errno = ENAMETOOLONG;
-        return -1;
-    }
-    return 0;
+    return bufdir_trash_path(pfd, parent, ino, out, len);
 }
 
 int mover_rmtree(mover_t *m, const char *job, const char *path, const char *trash, uid_t uid,

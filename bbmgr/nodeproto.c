@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "nodeproto.h"
+#include "libhutil/directive.h"
 
 static int bad(char *msg, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int bad(char *msg, size_t len, const char *fmt, ...)
@@ -99,22 +100,6 @@ static int get_field(json_t *o, const char *what, const char *k, bool required,
         return 0;
     }
     return bad(msg, len, "%s: '%s': unknown kind", what, k);
-}
-
-/* An absolute path without "." or ".." components. */
-static bool path_ok(const char *p)
-{
-    if (!p || p[0] != '/' || strlen(p) >= 4096)
-        return false;
-    for (const char *s = p; *s;) {
-        while (*s == '/')
-            s++;
-        size_t n = strcspn(s, "/");
-        if ((n == 1 && s[0] == '.') || (n == 2 && s[0] == '.' && s[1] == '.'))
-            return false;
-        s += n;
-    }
-    return true;
 }
 
 /* ------------------------------------------------------------------ status */
@@ -209,8 +194,9 @@ static int parse_parts(json_t *o, np_task_t *t, char *msg, size_t len)
                    "the count of 2 to %d roots", MOVER_MAX_PARTS);
     for (size_t k = 0; k < n; k++) {
         const char *s = json_string_value(json_array_get(r, k));
-        if (!s || !path_ok(s))
-            return bad(msg, len, "task: 'roots' must be absolute paths without '.' or '..'");
+        if (!s || !hu_bb_path_ok(s))
+            return bad(msg, len, "task: 'roots' must be absolute paths without '.' or '..' "
+                       "components or newlines");
         t->roots[k] = s;
     }
     t->part = (int)json_integer_value(p);
@@ -254,9 +240,9 @@ int np_task_parse(json_t *o, np_task_t *t, char *msg, size_t len)
         return bad(msg, len, "task %ju: uid or gid out of range", (uintmax_t)t->tid);
     if (!*t->job || strlen(t->job) >= 64)
         return bad(msg, len, "task %ju: 'job' must have 1 to 63 characters", (uintmax_t)t->tid);
-    if (!path_ok(t->src) || !path_ok(t->dst))
+    if (!hu_bb_path_ok(t->src) || !hu_bb_path_ok(t->dst))  /* bbmgrd's own rule */
         return bad(msg, len, "task %ju: source and destination must be absolute paths "
-                   "without '.' or '..'", (uintmax_t)t->tid);
+                   "without '.' or '..' components or newlines", (uintmax_t)t->tid);
     if (t->resync && !t->stage_out)
         return bad(msg, len, "task %ju: only a stage-out is resynced", (uintmax_t)t->tid);
     t->uid = (uid_t)uid;
@@ -270,6 +256,49 @@ static const char *const state_names[] = {
     [MV_CANCELLED] = "cancelled", [MV_DONE_SYNCING] = "done_syncing",
     [MV_DURABLE] = "durable", [MV_NOT_DURABLE] = "not_durable",
 };
+
+/* Length of the UTF-8 character at s that is not a control character (C0, DEL,
+ * C1), or 0. */
+static size_t utf8_char(const unsigned char *s)
+{
+    unsigned char c = s[0];
+    if (c < 0x80)
+        return c >= 0x20 && c != 0x7f;
+    if (c >= 0xc2 && c <= 0xdf)
+        return (s[1] & 0xc0) == 0x80 && !(c == 0xc2 && s[1] < 0xa0) ? 2 : 0;
+    size_t n = c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+    if (!n)
+        return 0;
+    unsigned char lo = c == 0xe0 ? 0xa0 : c == 0xf0 ? 0x90 : 0x80;
+    unsigned char hi = c == 0xed ? 0x9f : c == 0xf4 ? 0x8f : 0xbf;
+    if (s[1] < lo || s[1] > hi)
+        return 0;
+    for (size_t i = 2; i < n; i++)
+        if ((s[i] & 0xc0) != 0x80)
+            return 0;
+    return n;
+}
+
+char *np_message_clean(const char *in, char *out)
+{
+    const unsigned char *s = (const unsigned char *)in;
+    size_t o = 0;
+    while (s && *s) {
+        size_t n = utf8_char(s);
+        if (o + (n ? n : 1) > NP_MESSAGE_MAX)
+            break;
+        if (n) {
+            memcpy(out + o, s, n);
+            o += n;
+            s += n;
+        } else {
+            out[o++] = '?';
+            s++;
+        }
+    }
+    out[o] = '\0';
+    return out;
+}
 
 const char *np_state_name(mover_state_t s)
 {
@@ -318,9 +347,13 @@ int np_result_parse(json_t *o, np_result_t *r, char *msg, size_t len)
 /* ------------------------------------------------------------------ directories */
 bool np_dir_name_ok(const char *name, bool persistent)
 {
+    /* a persistent buffer's: the one name rule; a job's: one plain component, never
+     * a name the mount keeps for itself (persistent, lost+found, .harmonia*) */
+    if (persistent)
+        return hu_bb_name_ok(name);
     return name && *name && strlen(name) < 256 && strcmp(name, ".") && strcmp(name, "..")
-           && !strchr(name, '/')
-           && !(!persistent && (!strcmp(name, "persistent") || !strcmp(name, ".harmonia-spare")));
+           && !strchr(name, '/') && strcmp(name, "persistent") && strcmp(name, "lost+found")
+           && strncmp(name, ".harmonia", 9);
 }
 
 json_t *np_dir_json(const np_dir_t *d)
@@ -421,9 +454,10 @@ int np_table_result(np_table_t *t, const np_result_t *r)
 {
     tentry_t *e = find(t, r->id);
     char *m = NULL;
+    char clean[NP_MESSAGE_MAX + 1];
     if (!e)
         return 0;
-    if (r->message && !(m = strdup(r->message)))
+    if (r->message && !(m = strdup(np_message_clean(r->message, clean))))
         return -1;
     if (r->state == MV_RUNNING) {
         /* progress replaces the older progress of the task still in the outbox (the
@@ -466,21 +500,24 @@ int np_table_result(np_table_t *t, const np_result_t *r)
 json_t *np_table_outbox(np_table_t *t, size_t budget, uint64_t *upto)
 {
     json_t *a = json_array();
-    size_t used = 0;
+    size_t used = 2;                    /* [] */
     *upto = 0;
     for (size_t i = 0; a && i < t->nout; i++) {
-        np_result_t r = t->out[i].r;
-        char cut[NP_MESSAGE_MAX + 1];
-        if (r.message && strlen(r.message) > NP_MESSAGE_MAX) {
-            memcpy(cut, r.message, NP_MESSAGE_MAX);
-            cut[NP_MESSAGE_MAX] = '\0';
-            r.message = cut;
-        }
-        size_t cost = 160 + (r.message ? 2 * strlen(r.message) : 0);
-        if (i > 0 && used + cost > budget)
+        json_t *o = np_result_json(&t->out[i].r);
+        size_t cost = o ? json_dumpb(o, NULL, 0, JSON_COMPACT) + 1 : 0;
+        if (o && i == 0 && used + cost > budget) {
+            /* alone too large: its message goes, the result does not wait for ever */
+            np_result_t r = t->out[i].r;
+            r.message = "(message dropped: larger than a report may be)";
+            json_decref(o);
+            o = np_result_json(&r);
+        } else if (!o || used + cost > budget) {
+            json_decref(o);
             break;
+        }
         used += cost;
-        json_array_append_new(a, np_result_json(&r));
+        if (json_array_append_new(a, o) < 0)
+            break;
         *upto = t->out[i].seq;
     }
     return a;

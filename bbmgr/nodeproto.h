@@ -63,6 +63,12 @@ typedef struct {
 json_t *np_result_json(const np_result_t *r);
 int np_result_parse(json_t *o, np_result_t *r, char *msg, size_t len);
 
+/* A message made safe to log and to send, whatever bytes users put in the file
+ * names it quotes: control characters and bytes that are not UTF-8 become '?', cut
+ * at a character boundary to at most NP_MESSAGE_MAX bytes (out: NP_MESSAGE_MAX + 1
+ * bytes).  Returns out. */
+char *np_message_clean(const char *in, char *out);
+
 const char *np_state_name(mover_state_t s);
 int np_state_parse(const char *s);              /* -1: unknown */
 
@@ -117,12 +123,15 @@ typedef struct np_table np_table_t;
 np_table_t *np_table_create(void);
 void np_table_destroy(np_table_t *t);
 
-/* A result from the mover.  Unknown ids are ignored (0 returned); -1: ENOMEM. */
+/* A result from the mover.  Unknown ids are ignored (0 returned); -1: ENOMEM.
+ * Its message is kept as np_message_clean() makes it. */
 int np_table_result(np_table_t *t, const np_result_t *r);
 
-/* The oldest results of the outbox as a JSON array, as many as fit in about budget
- * bytes (at least one; messages cut to NP_MESSAGE_MAX bytes); *upto gets the last
- * sequence number in it (pass it to np_table_acked() once the reply came). */
+/* The oldest results of the outbox as a JSON array, as many as fit in budget bytes
+ * of compact JSON (measured, not estimated: whatever users name their files, the
+ * report fits), at least one: a first result larger than budget alone goes without
+ * its message (saying so); *upto gets the last sequence number in it (pass it to
+ * np_table_acked() once the reply came). */
 #define NP_MESSAGE_MAX 1000
 json_t *np_table_outbox(np_table_t *t, size_t budget, uint64_t *upto);
 void np_table_acked(np_table_t *t, uint64_t upto);

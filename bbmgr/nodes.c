@@ -32,6 +32,11 @@
 #include "nodeproto.h"
 #include "util.h"
 
+/* Other I/O on a device counts once it was there in each of this many reports: a
+ * burst of one interval (a job's writes ahead of its grant's pace, a measurement
+ * cut unevenly) does not take bandwidth from the node. */
+#define BW_REPORTS 3
+
 typedef struct {
     char name[64];
     bool seen;                  /* reported since bbmgrd's start */
@@ -43,10 +48,15 @@ typedef struct {
     uint64_t applied;           /* the generation the agent says it applied */
     bool sent_current;          /* the agent has generation gen */
     np_status_t st;
-    double foreign;             /* bytes/s of I/O on its device not its own */
+    double foreign;             /* bytes/s of I/O on its device neither its own nor
+                                   granted by bbmgrd */
+    double granted;             /* bytes/s bbmgrd granted on the node at the last report */
+    double fhist[BW_REPORTS];   /* foreign I/O of the last reports (a ring) */
+    unsigned nf;                /* reports in it so far */
     double available;           /* what the scheduler counts on, bytes/s */
     bool bw_pending;            /* available differs from the scheduler's value */
     uint64_t polls, results, ignored;
+    uint64_t bytes;             /* copied by its transfers, as their results said */
     char reason[160];
 } agent_t;
 
@@ -67,6 +77,7 @@ typedef struct {
     int part, nparts;           /* a part of a spread transfer (mover_spec_t) */
     char **roots;
     unsigned run;
+    int64_t bytes_seen;         /* bytes_done of its last result (counted in G.moved) */
 } task_t;
 
 static struct {
@@ -78,6 +89,7 @@ static struct {
     double start_wall;
     uint64_t down_events;
     double bw_rebuilt;          /* monotonic time the scheduler was last rebuilt */
+    nodes_moved_t moved;
 } G;
 
 /* Built at the first call: the agents are the nodes of the sets with agent: true
@@ -438,6 +450,19 @@ static void apply_result(core_t *c, int a, const np_result_t *r)
             task_close(r->id);
             return;
         }
+        /* what the agent copied: progress since its last result (a run started
+         * again, by a restarted agent, counts from 0 again) */
+        if (r->bytes_done > t->bytes_seen) {
+            G.moved.bytes += (uint64_t)(r->bytes_done - t->bytes_seen);
+            g->bytes += (uint64_t)(r->bytes_done - t->bytes_seen);
+        }
+        t->bytes_seen = r->bytes_done;
+        if (r->state == MV_DONE || r->state == MV_DONE_SYNCING)
+            G.moved.done++;
+        else if (r->state == MV_FAILED)
+            G.moved.failed++;
+        else if (r->state == MV_CANCELLED)
+            G.moved.cancelled++;
         core_mover_report(c, r->id, t->job, r->state, r->bytes_done, r->bytes_total,
                           r->message);
         if (r->state == MV_DONE_SYNCING)
@@ -553,6 +578,12 @@ void nodes_route_poll(core_t *c, hreq_t *rq, reply_t *r)
 }
 
 /* ------------------------------------------------------------------ views */
+void nodes_moved(core_t *c, nodes_moved_t *out)
+{
+    init(c);
+    *out = G.moved;
+}
+
 void nodes_node_json(core_t *c, int idx, json_t *o)
 {
     int a = agent_of_node(c, idx);
@@ -566,6 +597,7 @@ void nodes_node_json(core_t *c, int idx, json_t *o)
         json_object_set_new(ag, "age", json_real(hu_mono() - g->last_seen));
         json_object_set_new(ag, "status", np_status_json(&g->st));
         json_object_set_new(ag, "foreign_bw", json_real(g->foreign));
+        json_object_set_new(ag, "granted_bw", json_real(g->granted));
         json_object_set_new(ag, "available_bw", json_real(g->available));
     }
     json_object_set_new(o, "agent", ag);
@@ -637,8 +669,9 @@ char *nodes_metrics(core_t *c)
         { "harmonia_agent_queue", "gauge", "Transfers in the agent's mover." },
         { "harmonia_agent_errors_total", "counter", "Failed transfers and device errors reported by the agent." },
         { "harmonia_agent_report_age_seconds", "gauge", "Seconds since the agent's last report." },
-        { "harmonia_agent_foreign_bandwidth", "gauge", "Bytes/s of I/O on the device that is not the agent's (0: unknown)." },
+        { "harmonia_agent_foreign_bandwidth", "gauge", "Bytes/s of I/O on the device that is neither the agent's nor granted by bbmgrd (0: unknown)." },
         { "harmonia_agent_available_bandwidth", "gauge", "Bytes/s the scheduler counts on for the node." },
+        { "harmonia_agent_bytes_total", "counter", "Bytes copied by the agent's transfers (also in harmonia_mover_bytes_total)." },
     };
     double now = hu_mono();
     for (size_t k = 0; k < sizeof(m) / sizeof(*m); k++) {
@@ -657,7 +690,8 @@ char *nodes_metrics(core_t *c)
             case 7: v = (double)g->st.errors; break;
             case 8: v = now - g->last_seen; break;
             case 9: v = g->foreign; break;
-            default: v = g->available; break;
+            case 10: v = g->available; break;
+            default: v = (double)g->bytes; break;
             }
             sb(&b, "%s{node=\"%s\"} %.17g\n", m[k].name, g->name, v);
         }
@@ -679,8 +713,12 @@ static double conf_bandwidth(core_t *c, const char *name)
 }
 
 /* The scheduler counts on what the device has left: the configured bandwidth less
- * the I/O the agent measured on the device and did not make itself, never below
- * BW_FLOOR of it.  Changes smaller than BW_STEP of it are ignored; the scheduler
+ * the I/O the agent measured on the device that it did not make itself and that
+ * bbmgrd did not grant (the jobs' phases on the node: a job writing into its
+ * buffer at its granted rate is not another writer), never below BW_FLOOR of it.
+ * The grants are those of now or of the previous report, whichever is larger (the
+ * device's figures are of the interval between them: a phase that ended in it
+ * still wrote in it); the other I/O is the least of the last BW_REPORTS reports'.  Changes smaller than BW_STEP of it are ignored; the scheduler
  * is rebuilt with the changed values at most every BW_HOLD seconds, one rebuild
  * for all the nodes that changed meanwhile. */
 #define BW_FLOOR 0.1
@@ -718,7 +756,13 @@ static void apply_bandwidth(core_t *c, int a)
     double conf = conf_bandwidth(c, g->name);
     if (idx < 0 || !(conf > 0))
         return;
-    g->foreign = np_status_foreign(&g->st);
+    core_node_loads(c);
+    double granted = c->nodes[idx].load;
+    g->fhist[g->nf++ % BW_REPORTS] = fmax(0, np_status_foreign(&g->st) - fmax(granted, g->granted));
+    g->granted = granted;
+    g->foreign = g->fhist[0];
+    for (unsigned k = 1; k < BW_REPORTS && k < g->nf; k++)
+        g->foreign = fmin(g->foreign, g->fhist[k]);
     g->available = fmax(BW_FLOOR * conf, conf - g->foreign);
     g->bw_pending = fabs(g->available - c->nodes[idx].bandwidth) >= BW_STEP * conf;
     bandwidth_flush(c);

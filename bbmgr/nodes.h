@@ -51,6 +51,13 @@ void nodes_route_poll(core_t *c, hreq_t *rq, reply_t *r);
  * NULL when there are no agents). */
 void nodes_node_json(core_t *c, int idx, json_t *o);
 char *nodes_metrics(core_t *c);
+/* What the agents' movers did since bbmgrd's start, as their results said: bytes
+ * copied (progress of every run of a transfer) and transfers finished by outcome;
+ * added to bbmgrd's own mover's in /metrics. */
+typedef struct {
+    uint64_t bytes, done, failed, cancelled;
+} nodes_moved_t;
+void nodes_moved(core_t *c, nodes_moved_t *out);
 /* GET /v1/status: "agents": {"total", "up", "down": [{"node", "reason"}]}; nothing
  * when no agent is configured. */
 void nodes_status_json(core_t *c, json_t *o);

@@ -56,6 +56,15 @@ static void h_jobs_list(core_t *c, hreq_t *rq, reply_t *r)
 
 static void h_job_get(core_t *c, hreq_t *rq, reply_t *r)
 {
+    json_t *last;
+    if (!core_job(c, rq->args[0]) && (last = core_ended_job(c, rq->args[0]))) {
+        /* ended: its last state, to its owner and administrators */
+        if (!rq->who->admin &&
+            (json_int_t)rq->who->uid != json_integer_value(json_object_get(last, "uid")))
+            return (void)reply_error(r, 403, NULL, "job %s belongs to another user",
+                                     rq->args[0]);
+        return reply_json(r, 200, json_incref(last));
+    }
     job_t *j = rq_job_for(c, rq, r);
     if (j)
         reply_json(r, 200, core_job_json(c, j, true));
@@ -469,7 +478,7 @@ static void h_pbuf_create(core_t *c, hreq_t *rq, reply_t *r)
     if (!rq_check_body(rq, r, spec, true))
         return;
     const char *name = rq_get_str(rq, "name"), *pool = rq_get_str(rq, "pool");
-    if (!rq_check_name(r, "name", name) || (pool && !rq_check_name(r, "pool", pool))
+    if (!rq_check_bufname(r, "name", name) || (pool && !rq_check_name(r, "pool", pool))
         || !rq_get_size(rq, r, "capacity", true, &cap))
         return;
     if ((rq_has(rq, "uid") || rq_has(rq, "gid")) && !rq->who->admin)

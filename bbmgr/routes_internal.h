@@ -39,6 +39,8 @@ bool rq_get_dur(hreq_t *rq, reply_t *r, const char *k, double *out);
 /* A name (job id, buffer name) and an absolute path, 'field' naming them. */
 bool rq_check_name(reply_t *r, const char *field, const char *s);
 bool rq_check_path(reply_t *r, const char *field, const char *s);
+/* A new persistent buffer's name: the one name rule (hu_bb_name_ok()). */
+bool rq_check_bufname(reply_t *r, const char *field, const char *s);
 
 /* ---- the path and the query */
 /* A positive decimal integer (an id in the path). */

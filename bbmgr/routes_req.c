@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "routes_internal.h"
+#include "libhutil/directive.h"
 
 /* ------------------------------------------------------------------ errors */
 /* The HTTP status of a core error (cerr_t, core.h). */
@@ -180,15 +181,22 @@ bool rq_check_name(reply_t *r, const char *field, const char *s)
     return true;
 }
 
-bool rq_check_path(reply_t *r, const char *field, const char *s)
+bool rq_check_bufname(reply_t *r, const char *field, const char *s)
 {
-    if (!s || s[0] != '/' || strlen(s) > 4000 || strstr(s, "/../") || strstr(s, "\n")) {
-        reply_error(r, 400, field, "must be an absolute path without '..' components");
+    if (!hu_bb_name_ok(s)) {
+        reply_error(r, 400, field, "must be a letter, then letters, digits, '_', '-' or '.', "
+                    "at most %d", HU_BB_NAME_MAX);
         return false;
     }
-    size_t n = strlen(s);
-    if (n >= 3 && !strcmp(s + n - 3, "/..")) {
-        reply_error(r, 400, field, "must be an absolute path without '..' components");
+    return true;
+}
+
+bool rq_check_path(reply_t *r, const char *field, const char *s)
+{
+    /* the rule of the directives and of the agents (libhutil) */
+    if (!hu_bb_path_ok(s)) {
+        reply_error(r, 400, field, "must be an absolute path of at most %d bytes without "
+                    "'.' or '..' components or newlines", HU_BB_PATH_MAX);
         return false;
     }
     return true;

@@ -72,6 +72,11 @@ static const char *const migrations[] = {
      * have consecutive ids, the first is part 0 */
     "ALTER TABLE transfers ADD COLUMN part INTEGER;"
     "ALTER TABLE transfers ADD COLUMN nparts INTEGER;",
+    /* 5 -> 6: the directories of held buffers by identity (device, inode), never by
+     * name: a release removes those, a trash sweep leaves them */
+    "CREATE TABLE kept_dirs(owner TEXT NOT NULL, node TEXT NOT NULL, dev INTEGER NOT NULL,"
+    " ino INTEGER NOT NULL, kept INTEGER NOT NULL DEFAULT 0, PRIMARY KEY(dev, ino));"
+    "CREATE INDEX kept_dirs_owner ON kept_dirs(owner);",
 };
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == STATE_SCHEMA_VERSION,
                "one migration per schema version");

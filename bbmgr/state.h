@@ -20,7 +20,7 @@
 
 #include "libhutil/hutil.h"
 
-#define STATE_SCHEMA_VERSION 5
+#define STATE_SCHEMA_VERSION 6
 
 /* Statements the writer knows (name, SQL).  Parameters are bound in order. */
 #define STATE_STMTS(X) \
@@ -73,7 +73,12 @@
     X(XFER_HELD, "UPDATE transfers SET held=?2||substr(COALESCE(held,source),length(?1)+1)" \
       " WHERE kind='stage_out' AND (COALESCE(held,source)=?1" \
       " OR substr(COALESCE(held,source),1,length(?1)+1)=?1||'/')" \
-      " AND ((state='done' AND durable=0) OR (state='failed' AND message LIKE 'not durable:%'))")
+      " AND ((state='done' AND durable=0) OR (state='failed' AND message LIKE 'not durable:%'))") \
+    /* the directories of a held buffer by identity (owner: its held_t.owner), kept: \
+     * a stage-out from it could not be made durable */ \
+    X(KEPT_PUT, "INSERT OR REPLACE INTO kept_dirs(owner,node,dev,ino,kept) VALUES(?,?,?,?,?)") \
+    X(KEPT_SET, "UPDATE kept_dirs SET kept=1 WHERE owner=?") \
+    X(KEPT_DEL, "DELETE FROM kept_dirs WHERE owner=?")
 
 typedef enum {
 #define X(name, sql) ST_##name,
@@ -117,6 +122,10 @@ typedef enum {
     /* a row when a stage-out that could not be made durable reads from under ?1 */ \
     X(KEPT_UNDER, "SELECT 1 FROM transfers WHERE kind='stage_out' AND state='failed' AND" \
       " (held=?1 OR substr(held,1,length(?1)+1)=?1||'/') LIMIT 1") \
+    /* the directories recorded for a held buffer (ST_KEPT_PUT), and whether a \
+     * device and inode is one of any held buffer */ \
+    X(KEPT_OF, "SELECT node,dev,ino,kept FROM kept_dirs WHERE owner=?") \
+    X(KEPT_ID, "SELECT 1 FROM kept_dirs WHERE dev=? AND ino=? LIMIT 1") \
     /* the stage-outs done whose fsyncs had not finished, with their job's user */ \
     X(XFERS_SYNCING, "SELECT t.id,t.job_id,COALESCE(t.held,t.source),t.destination,t.type," \
       "t.finished,j.uid,j.gid," \

@@ -59,6 +59,9 @@ static void run_usage (FILE *f)
              "                     w + time_io (overrides scheduler.period_min)\n"
              "  --max-wait DUR     every policy: a phase that waited this long for\n"
              "                     bandwidth gets a share (overrides scheduler.max_wait)\n"
+             "  --decision-budget N  policies that compute schedules (periodic): at\n"
+             "                     most N work units per decision (default 500000;\n"
+             "                     0: unbounded, as the papers computed them)\n"
              "  --auto-objective O auto: syseff (default), stretch or ioslowdown\n"
              "                     (overrides scheduler.auto_objective)\n"
              "  --help             this text\n"
@@ -96,6 +99,7 @@ static int cmd_run (int argc, char **argv)
     sim_format_t fmt = OUT_TABLE;
     uint64_t seed = 1;
     double period_min = 0, max_wait = 0;
+    uint64_t max_work = 0;
     int auto_objective = -1;
     wl_error_t err = { .text = "" };
     wl_t *wl = NULL;
@@ -151,6 +155,17 @@ static int cmd_run (int argc, char **argv)
                          "(e.g. 60 s), not '%s'\n", v);
                 return 2;
             }
+        }
+        else if ((v = optval (argc, argv, &i, "--decision-budget", &bad))) {
+            char *end;
+            errno = 0;
+            unsigned long long x = strtoull (v, &end, 10);
+            if (errno || end == v || *end || *v == '-') {
+                fprintf (stderr, "bbsim run: --decision-budget must be a number of "
+                         "work units >= 0, not '%s'\n", v);
+                return 2;
+            }
+            max_work = x ? (uint64_t)x : UINT64_MAX;
         }
         else if ((v = optval (argc, argv, &i, "--auto-objective", &bad))) {
             if (hs_auto_objective_parse (v, &auto_objective) < 0) {
@@ -212,6 +227,7 @@ static int cmd_run (int argc, char **argv)
         sim_opts_t opts = { .record = gantt != NULL };
         pols[p].period_min = period_min;
         pols[p].max_wait = max_wait > 0 ? max_wait : wl->max_wait;
+        pols[p].max_work = max_work;
         if (pols[p].kind == HS_POL_AUTO) {
             snprintf (pols[p].auto_candidates, sizeof (pols[p].auto_candidates),
                       "%s", wl->auto_candidates);

@@ -444,6 +444,9 @@ int sim_run (const wl_t *wl, const wl_jobs_t *jobs, const hs_policy_t *pol,
         }
         if (tn < t)
             tn = t;             /* never go backwards (rounding in next_event) */
+        /* time moving on is progress: a schedule computed ahead may change rates
+         * many times during one long phase (the step bound still holds) */
+        progress = tn > t;
         t = tn;
         if (hs_sched_advance (s, t) < 0) {
             efail (err, "%s: policy %s: hs_sched_advance(%.9g): %s", wl->file,
@@ -555,6 +558,7 @@ int sim_run (const wl_t *wl, const wl_jobs_t *jobs, const hs_policy_t *pol,
             k = hs_sched_decide (s, t, grants, (size_t)n);
             w2 = hu_mono() - w1;
             res->decide_wall += w2;
+            res->decide_wall_max = fmax (res->decide_wall_max, w2);
             (void)hs_sched_policy_stats (s, &ps1);
             (void)hs_sched_auto_state (s, &as1);
             if (as1.epochs > as0.epochs) {

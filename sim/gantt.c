@@ -104,8 +104,18 @@ int sim_gantt (const char *path, const wl_t *wl, const sim_result_t *res, int nr
     fprintf (f, "<text x=\"%d\" y=\"22\" font-size=\"15\" font-weight=\"bold\">"
              "bbsim: ", LEFT);
     esc (f, wl->file);
-    fprintf (f, " (%d nodes, B = %.4g GB/s)</text>\n", wl->plat.nodes,
-             wl->plat.bw / 1e9);
+    /* what each bandwidth is: b per compute node, B of the PFS, and the buffer
+     * nodes' own (one stream alone each, summed) */
+    fprintf (f, " (%d nodes, b = %.4g GB/s each, PFS B = %.4g GB/s", wl->plat.nodes,
+             wl->plat.node_bw / 1e9, wl->plat.bw / 1e9);
+    if (wl->plat.nbnodes > 0) {
+        double agg = 0;
+        for (int k = 0; k < wl->plat.nbnodes; k++)
+            agg += wl->plat.buffers[wl->plat.bnodes[k].entry].bandwidth;
+        fprintf (f, "; %d buffer node%s, %.4g GB/s together", wl->plat.nbnodes,
+                 wl->plat.nbnodes > 1 ? "s" : "", agg / 1e9);
+    }
+    fprintf (f, ")</text>\n");
 
     /* legend */
     y = 34;
@@ -114,7 +124,7 @@ int sim_gantt (const char *path, const wl_t *wl, const sim_result_t *res, int nr
              "<text x=\"%d\" y=\"%d\">compute</text>"
              "<rect x=\"%d\" y=\"%d\" width=\"14\" height=\"10\" fill=\"#f28e8e\"/>"
              "<text x=\"%d\" y=\"%d\">waiting for I/O (no bandwidth)</text>"
-             "<text x=\"%d\" y=\"%d\">I/O, share of B:</text>",
+             "<text x=\"%d\" y=\"%d\">I/O, rate as a share of B:</text>",
              LEFT, y, LEFT + 18, y + 9, LEFT + 90, y, LEFT + 108, y + 9,
              LEFT + 300, y + 9);
     for (int i = 0; i <= 10; i++) {
@@ -143,11 +153,16 @@ int sim_gantt (const char *path, const wl_t *wl, const sim_result_t *res, int nr
         int ph = r->napps * row_h;
         if (!r->traces)
             continue;
-        fprintf (f, "<g>\n<text x=\"%d\" y=\"%d\" font-size=\"13\" "
+        fprintf (f, "<g>\n<text x=\"%d\" y=\"%d\" font-size=\"12\" "
                  "font-weight=\"bold\">policy ", LEFT, y);
         esc (f, r->policy);
-        fprintf (f, " — SysEff %.2f%%, Dilation %.3f, max stretch %.3f</text>\n",
-                 100 * r->m.sys_efficiency, r->m.dilation, r->m.stretch_max);
+        /* the table's figures under its names, each with its definition (a
+         * chart shown beside another tool's table must not be read as its) */
+        fprintf (f, " — SysEfficiency %.2f%% (upper limit %.2f%%), Dilation %.3f "
+                 "(max over jobs of rho/rho~), stretch (time / time alone) max %.3f, "
+                 "mean %.3f</text>\n", 100 * r->m.sys_efficiency,
+                 100 * r->m.upper_limit, r->m.dilation, r->m.stretch_max,
+                 r->m.stretch_mean);
         y += 8;
         fprintf (f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" "
                  "fill=\"#fafafa\" stroke=\"#999\"/>\n", LEFT, y, PLOT_W, ph);

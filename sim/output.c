@@ -119,6 +119,7 @@ static json_t *result_json (const sim_result_t *r)
     json_object_set_new (o, "events", json_integer ((json_int_t)r->events));
     json_object_set_new (o, "decisions", json_integer ((json_int_t)r->decisions));
     json_object_set_new (o, "wall_seconds", num (r->wall));
+    json_object_set_new (o, "decision_max_s", num (r->decide_wall_max));
     if (r->auto_st.active) {
         const hs_auto_state_t *a = &r->auto_st;
         json_object_set_new (o, "auto_policy", json_string (a->current));
@@ -137,6 +138,8 @@ static json_t *result_json (const sim_result_t *r)
         json_object_set_new (o, "schedule_work", num (ps->work));
         json_object_set_new (o, "schedule_compute_s", num (r->sched_wall));
         json_object_set_new (o, "schedule_compute_max_s", num (r->sched_wall_max));
+        json_object_set_new (o, "budget_hits",
+                             json_integer ((json_int_t)ps->budget_hits));
         if (is_periodic (r->kind)) {
             json_object_set_new (o, "period", num (ps->period));
             json_object_set_new (o, "period_min", num (ps->period_tmin));

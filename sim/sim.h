@@ -66,6 +66,7 @@ typedef struct {
     double sched_wall;          /* seconds in the decisions that computed one */
     double sched_wall_max;      /* the longest such decision */
     double decide_wall;         /* seconds in all hs_sched_decide() calls */
+    double decide_wall_max;     /* the longest hs_sched_decide() call, s */
     /* auto (hs_sched_auto_state() at the end of the run) */
     hs_auto_state_t auto_st;
     double auto_wall;           /* seconds in the decisions that were epochs */

@@ -447,7 +447,7 @@ static int parse_root (ctx_t *c, const yn_t *root, wl_t *wl)
 {
     static const char *const keys[] = { "platform", "apps", "scheduler", NULL };
     const yn_t *plat, *apps, *sched;
-    double total = 0;
+    double total = 0, nodes = 0;
     long jobs = 0;
 
     if (root->type != YN_MAP)
@@ -480,6 +480,15 @@ static int parse_root (ctx_t *c, const yn_t *root, wl_t *wl)
         }
         jobs += a->count;
         total += (double)a->count * a->iterations;
+        /* The model (Gainaru et al. §2.1) gives every job its own nodes for its
+         * whole run, all jobs at once: more nodes than the platform has would be
+         * a machine that does not exist (and SysEff above 1). */
+        nodes += (double)a->count * a->nodes;
+        if (nodes > wl->plat.nodes)
+            return fail (c, get (apps->kids[i], "nodes"), "apps need %.0f nodes "
+                         "together with app '%s' (nodes x count, summed) but the "
+                         "platform has %d: every job keeps its own nodes for its "
+                         "whole run", nodes, a->name, wl->plat.nodes);
         if (jobs > WL_MAX_JOBS)
             return fail (c, apps->kids[i], "more than %d jobs in all", WL_MAX_JOBS);
         if (total > WL_MAX_ITERATIONS)

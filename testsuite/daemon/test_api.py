@@ -282,10 +282,48 @@ def test_job_end_releases_and_history(daemon):
         daemon.ok("POST", "/v1/phases/%d/finish" % p["id"], uid=USER1)
         time.sleep(0.05)
     daemon.ok("DELETE", "/v1/jobs/h1", uid=SLURM_UID)
-    assert daemon.request("GET", "/v1/jobs/h1", uid=SLURM_UID)[0] == 404
+    # its last state stays readable, to its owner and the administrators
+    last = daemon.ok("GET", "/v1/jobs/h1", uid=USER1)
+    assert last["state"] == "ended" and last["ended"] > 0, last
+    assert last["allocation"] is None and last["phase"] is None, last
+    assert last["phases_done"] == 3 and last["bytes"] == 6 * GiB, last
+    assert daemon.ok("GET", "/v1/jobs/h1", uid=SLURM_UID) == last
+    st, e = daemon.request("GET", "/v1/jobs/h1", uid=USER2)
+    assert st == 403 and e["error"]["message"] == "job h1 belongs to another user", e
+    # nothing but reading: the ended job cannot be changed
+    assert daemon.request("PUT", "/v1/jobs/h1/hints", {"priority": 2}, uid=USER1)[0] == 404
+    assert daemon.request("POST", "/v1/jobs/h1/phases", {"volume": "1GiB"},
+                          uid=USER1)[0] == 404
+    # kept in memory only: not after a restart
+    daemon.restart()
+    assert daemon.request("GET", "/v1/jobs/h1", uid=USER1)[0] == 404
     assert all(n["used"] == 0 for n in daemon.ok("GET", "/v1/nodes", uid=USER1)["nodes"])
     h = daemon.ok("GET", "/v1/history?user=alice&name=climate", uid=SLURM_UID)
     assert h["jobs"] == 1 and h["io_volume"] == 2 * GiB and h["w_iter"] > 0
+
+
+def test_learned_figures_shown_and_recorded(daemon):
+    """The job's "learned": its finished phases only (a phase still open at the end,
+    cancelled then, does not stretch w_iter), the same figures its end records."""
+    register(daemon, "l1", user="alice", name="lrn")
+    j = daemon.ok("GET", "/v1/jobs/l1", uid=USER1)
+    assert j["learned"] == {"w_iter": None, "io_volume": None, "phases": 0}, j
+    req = []
+    for _ in range(3):
+        p = daemon.ok("POST", "/v1/jobs/l1/phases", {"volume": "2GiB"}, uid=USER1)
+        req.append(p["requested"])
+        daemon.ok("POST", "/v1/phases/%d/finish" % p["id"], {"bytes": "1GiB"}, uid=USER1)
+        time.sleep(0.2)
+    time.sleep(1.0)
+    daemon.ok("POST", "/v1/jobs/l1/phases", {"volume": "2GiB"}, uid=USER1)   # left open
+    lj = daemon.ok("GET", "/v1/jobs/l1", uid=USER1)["learned"]
+    w = (req[-1] - req[0]) / 2
+    assert lj["phases"] == 3 and lj["io_volume"] == GiB, lj
+    assert abs(lj["w_iter"] - w) < 1e-3, (lj, w)
+    daemon.ok("DELETE", "/v1/jobs/l1", uid=SLURM_UID)
+    h = daemon.ok("GET", "/v1/history?user=alice&name=lrn", uid=SLURM_UID)
+    assert abs(h["w_iter"] - w) < 1e-3 and h["io_volume"] == GiB, (h, w)
+    assert daemon.ok("GET", "/v1/jobs/l1", uid=USER1)["learned"] == lj
 
 
 def test_metrics(daemon):

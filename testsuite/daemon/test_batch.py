@@ -140,12 +140,13 @@ def test_later_items_see_earlier_ones(daemon):
         item("GET", "/v1/jobs/s1"),
         item("GET", "/v1/pools"),
     ])
-    assert [s for s, _ in r] == [404, 201, 200, 200, 200, 201, 200, 200, 404, 200]
+    assert [s for s, _ in r] == [404, 201, 200, 200, 200, 201, 200, 200, 200, 200]
+    assert r[8][1]["state"] == "ended", r[8]      # its last state
     assert r[2][1]["state"] == "registered"
     assert r[4][1]["state"] == "running" and r[4][1]["nodes"] == 2
     assert r[6][1]["allocation"]["capacity"] == 10 * GiB
     assert all(p["used"] == 0 for p in r[9][1]["pools"])
-    assert daemon.request("GET", "/v1/jobs/s1", uid=SLURM_UID)[0] == 404
+    assert daemon.ok("GET", "/v1/jobs/s1", uid=SLURM_UID)["state"] == "ended"
 
 
 def test_items_never_long_poll_nor_see_query(make_daemon):

@@ -8,6 +8,7 @@ import os
 import signal
 import stat
 import subprocess
+import threading
 import time
 
 import pytest
@@ -67,7 +68,7 @@ def agents():
 
 
 def agent_cluster(make_daemon, agents, base, start=NODES, down_after="30s", extra=None,
-                  platform=None, **mover):
+                  platform=None, limits=None, **mover):
     root = os.path.join(base, "bbnodes")
     for n in NODES:
         os.makedirs(os.path.join(root, n), mode=0o755, exist_ok=True)
@@ -76,7 +77,8 @@ def agent_cluster(make_daemon, agents, base, start=NODES, down_after="30s", extr
     d = make_daemon(
         stage={"mode": "mover"}, mover=conf,
         agents={"down_after": down_after, "interval": "0.2s"},
-        limits={"max_body": "64KiB", "connection_timeout": "5s", "max_wait": "10s"},
+        limits=dict({"max_body": "64KiB", "connection_timeout": "5s", "max_wait": "10s"},
+                    **(limits or {})),
         pools=[{"name": "nvme", "granularity": "1GiB"}],
         platform=platform or {"compute_nodes": 1024, "node_bandwidth": "1 GB/s",
                               "pfs_bandwidth": "100 GB/s"},
@@ -121,6 +123,14 @@ def new_job(d, jobid, nodes=1, capacity="1GiB", wait=True):
     return paths, [n["name"] for n in a["nodes"]]
 
 
+def assert_only_agents_copied(d):
+    """bbmgrd's own mover copied nothing: every byte of harmonia_mover_bytes_total
+    is one of an agent's (harmonia_agent_bytes_total)."""
+    total = d.metric("harmonia_mover_bytes_total")
+    agents = sum(d.metric('harmonia_agent_bytes_total{node="%s"}' % n) for n in NODES)
+    assert total > 0 and total == agents, (total, agents)
+
+
 def owned_dir(path):
     st = os.stat(path)
     return (st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)) == (USER1, GID1, 0o700)
@@ -150,7 +160,7 @@ def test_job_striped_over_two_agents(make_daemon, agents, tmp_base):
     assert compare_trees(os.path.join(pfs, "a"), paths[0] + "/a", owner=(USER1, GID1)) == 5
     assert compare_trees(os.path.join(pfs, "b"), paths[1] + "/b", owner=(USER1, GID1)) == 1
     # the copies were the agents', not bbmgrd's
-    assert d.metric("harmonia_mover_bytes_total") == 0
+    assert_only_agents_copied(d)
     logs = {a.node: a.log_text() for a in agents}
     assert "stage_in %d of job s1" % t1 in logs[names[0]]
     assert "stage_in %d of job s1" % t2 in logs[names[1]]
@@ -229,7 +239,7 @@ def test_stage_in_spread_over_the_jobs_nodes_and_gathered_back(make_daemon, agen
     logs = {a.node: a.log_text() for a in agents}
     for x, n in zip(xs, names):
         assert "stage_in %d of job sp" % x["id"] in logs[n]
-    assert d.metric("harmonia_mover_bytes_total") == 0
+    assert_only_agents_copied(d)
     # the job writes on each of its nodes; both trees are gathered back
     for k, p in enumerate(paths):
         mkdirs(os.path.join(p, "out"))
@@ -281,14 +291,33 @@ def stage_in_started(make_daemon, agents, tmp_base, jobid, files, max_rate):
     return d, by, pfs, paths, names, tid
 
 
+def written_mid_copy(root, at_least):
+    """The partial files under root once the copy has written at_least bytes into
+    root (allocated blocks of its files, partial or finished) and a file is still
+    partial, else None."""
+    found, written = partials(root), 0
+    for dirpath, _, filenames in os.walk(root):
+        for n in filenames:
+            try:
+                written += os.lstat(os.path.join(dirpath, n)).st_blocks * 512
+            except FileNotFoundError:   # renamed into place meanwhile
+                pass
+    return found if found and written >= at_least else None
+
+
 def test_agent_killed_during_stage_in(make_daemon, agents, tmp_base):
     """SIGKILL of the agent mid-copy: its next process is given the same task (same
     id) and runs it again from the start; nothing partial or corrupt is left."""
     d, by, pfs, paths, names, tid = stage_in_started(make_daemon, agents, tmp_base, "k1",
                                                      files=4, max_rate="40 MB/s")
-    wait_bytes(d, tid, 8 * MiB)
+    # mid-copy as the buffer node's disk shows it: the agent records progress every
+    # second (REPORT_SECONDS), longer than these 32 MiB take at 40 MB/s, so bbmgrd's
+    # bytes_done may go from its first figure straight to the end
+    wait_for(lambda: written_mid_copy(paths[0], 8 * MiB), "8 MiB of transfer %d written" % tid,
+             report=lambda: "%s\n%s" % (xfer(d, tid), d.log_text()[-3000:]))
     a = by[names[0]]
     a.kill()
+    assert xfer(d, tid)["state"] == "running"
     assert partials(paths[0]), "expected a partial file mid-transfer"
     a.start()
     x = wait_xfer(d, tid)
@@ -486,20 +515,27 @@ def phase_bw(d, jobid):
     return ph["grant"]["bandwidth"], ph["grant"]["nodes"]
 
 
+def one_job_on_a_measured_device(make_daemon, agents, base, jobid):
+    """Three agents, bb01's device counters those of a FakeDevice, and job jobid's
+    buffer on bb01: (daemon, device)."""
+    root = os.path.join(base, "bbnodes")
+    stats = os.path.join(base, "diskstats")
+    os.makedirs(os.path.join(root, "bb01"), mode=0o755)
+    dev = FakeDevice(stats, os.path.join(root, "bb01"))
+    d, _ = agent_cluster(make_daemon, agents, base, extra={"bb01": ["--diskstats", stats]},
+                         platform={"compute_nodes": 1024, "node_bandwidth": "10 GB/s",
+                                   "pfs_bandwidth": "100 GB/s"})
+    _, names = new_job(d, jobid)
+    assert names == ["bb01"]
+    return d, dev
+
+
 def test_busy_device_gets_less_bandwidth(make_daemon, agents, tmp_base):
     """I/O on a node's device that bbmgrd did not give (another writer) is measured
     by its agent; within a few reports the scheduler counts on what is left, and a
     new phase there is granted that, not the configured bandwidth; when the writer
     stops, the configured bandwidth comes back."""
-    root = os.path.join(tmp_base, "bbnodes")
-    stats = os.path.join(tmp_base, "diskstats")
-    os.makedirs(os.path.join(root, "bb01"), mode=0o755)
-    dev = FakeDevice(stats, os.path.join(root, "bb01"))
-    d, _ = agent_cluster(make_daemon, agents, tmp_base, extra={"bb01": ["--diskstats", stats]},
-                         platform={"compute_nodes": 1024, "node_bandwidth": "10 GB/s",
-                                   "pfs_bandwidth": "100 GB/s"})
-    paths, names = new_job(d, "g1")
-    assert names == ["bb01"]
+    d, dev = one_job_on_a_measured_device(make_daemon, agents, tmp_base, "g1")
     bw, nodes = phase_bw(d, "g1")
     assert nodes == ["bb01"] and abs(bw - 1e9) < 1e7, bw
     # the other two nodes get as much: bb01 is first again by free space, then name
@@ -549,8 +585,8 @@ def test_persistent_buffer_on_an_agent(make_daemon, agents, tmp_base):
                                         "gid": GID1}, uid=SLURM_UID, expect=(201,))
     path = b["nodes"][0]["path"]
     assert path == os.path.join(d.root, b["nodes"][0]["name"], "persistent", "ckpt")
-    wait_for(lambda: os.path.isdir(path), "the agent to make " + path)
-    assert owned_dir(path)
+    # (made, then given to its owner: wait for both)
+    wait_for(lambda: os.path.isdir(path) and owned_dir(path), "the agent to make " + path)
     register(d, "p1", uid=USER1, gid=GID1)
     d.ok("POST", "/v1/persistent/ckpt/use", {"job": "p1"}, uid=SLURM_UID)
     tid = stage(d, "p1", "stage_in", os.path.join(pfs, "ckpt"), path + "/ckpt", "file")
@@ -707,3 +743,80 @@ def test_stage_in_moves_to_another_node_when_its_node_is_lost(make_daemon, agent
     wait_agent(d, "bb01", "up")
     wait_for(lambda: not os.path.exists(paths[0]), "bb01's agent to remove " + paths[0])
     assert os.path.isdir(new)
+
+
+def test_lone_job_keeps_its_rate_phase_after_phase(make_daemon, agents, tmp_base):
+    """A lone job writes into its buffer at the rate it was granted: the agent sees
+    that traffic on its device, but it is bbmgrd's own grant, not another writer's,
+    so the next phases are granted the full rate again (they used to be granted
+    the 0.1 x floor: the job throttled by its own writes).  Another writer beyond
+    the grants still counts."""
+    d, dev = one_job_on_a_measured_device(make_daemon, agents, tmp_base, "l1")
+    rates = []
+
+    def write_at(rate, polls, extra=0.0):
+        """The device writes rate (+ extra) bytes/s, in small even steps (a thread),
+        until the agent reported `polls` more times; bb01 as bbmgrd sees it then."""
+        start = node(d, "bb01")["agent"]["polls"]
+        stop = threading.Event()
+
+        def writer():
+            last = time.monotonic()
+            while not stop.is_set():
+                time.sleep(0.005)
+                now = time.monotonic()
+                dev.add(int((rate + extra) * (now - last)))
+                last = now
+        t = threading.Thread(target=writer)
+        t.start()
+        try:
+            wait_for(lambda: node(d, "bb01")["agent"]["polls"] >= start + polls,
+                     "%d reports of bb01" % polls)
+            return node(d, "bb01")
+        finally:
+            stop.set()
+            t.join()
+    for k in range(4):
+        ph = d.ok("POST", "/v1/jobs/l1/phases", {"volume": "100GB", "wait": 5}, uid=SLURM_UID,
+                  expect=(201,))
+        assert ph["state"] == "granted", ph
+        bw = ph["grant"]["bandwidth"]
+        rates.append(bw)
+        # the application writes its phase into the buffer at its granted rate
+        n = write_at(bw, 8)
+        assert n["bandwidth"] > 0.95e9, (k, n)
+        assert n["agent"]["foreign_bw"] < 0.1e9, (k, n)
+        d.ok("POST", "/v1/phases/%d/finish" % ph["id"], {"bytes": 0}, uid=SLURM_UID)
+    print("granted rate of phases 1-4: %s MB/s" % ", ".join("%.0f" % (r / 1e6) for r in rates))
+    assert all(abs(r - 1e9) < 1e7 for r in rates), rates
+    # a writer beyond what was granted is still another writer: 500 MB/s more than
+    # the job's grant is counted against the node
+    ph = d.ok("POST", "/v1/jobs/l1/phases", {"volume": "100GB", "wait": 5}, uid=SLURM_UID,
+              expect=(201,))
+    bw = ph["grant"]["bandwidth"]
+    n = wait_for(lambda: (lambda n: n if n["bandwidth"] < 0.7e9 else None)(
+        write_at(bw, 2, extra=500e6)), "bb01's bandwidth to count the other writer",
+        report=lambda: node(d, "bb01"))
+    assert 0.3e9 < n["agent"]["foreign_bw"] < 0.8e9, n
+
+
+def test_metrics_count_what_the_agents_move(make_daemon, agents, tmp_base):
+    """/metrics counts the agents' copies in harmonia_mover_bytes_total and
+    harmonia_mover_transfers_total (they were 0 after agents staged gigabytes),
+    and each node's in harmonia_agent_bytes_total."""
+    d, _ = agent_cluster(make_daemon, agents, tmp_base)
+    pfs = os.path.join(tmp_base, "pfs")
+    mkdirs(pfs)
+    write(os.path.join(pfs, "in"), os.urandom(9 * MiB + 7), 0o644)
+    paths, names = new_job(d, "m1")
+    tid = stage(d, "m1", "stage_in", os.path.join(pfs, "in"), paths[0] + "/in", "file")
+    x = wait_xfer(d, tid)
+    assert x["state"] == "done", x
+    size = 9 * MiB + 7
+    assert d.metric("harmonia_mover_bytes_total") >= size
+    assert d.metric('harmonia_mover_transfers_total{outcome="done"}') == 1
+    assert d.metric('harmonia_agent_bytes_total{node="%s"}' % names[0]) >= size
+    tid = stage(d, "m1", "stage_out", paths[0] + "/in", os.path.join(pfs, "out"), "file")
+    assert wait_xfer(d, tid)["state"] == "done"
+    assert d.metric("harmonia_mover_bytes_total") >= 2 * size
+    assert d.metric('harmonia_mover_transfers_total{outcome="done"}') == 2

@@ -3,7 +3,9 @@
  * fuzz_directive.c — libFuzzer harness for the #BB_HARMONIA grammar (libhutil).
  *
  * Each input is read
- *   1. as a batch script: hu_bb_collect_script(), then hu_bb_parse(HU_BB_SRC_SCRIPT);
+ *   1. as a batch script: hu_bb_check_foreign() (DataWarp's lines; and the bytes
+ *      as one --bb item through hu_bb_dw_equivalent() into a small buffer), then
+ *      hu_bb_collect_script(), then hu_bb_parse(HU_BB_SRC_SCRIPT);
  *   2. as the text of sbatch --bb: hu_bb_parse(HU_BB_SRC_BB_OPTION) on the raw bytes
  *      (NUL bytes included, which must be refused);
  *   3. as directive text: hu_bb_parse(HU_BB_SRC_SCRIPT) on the raw bytes;
@@ -179,10 +181,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     text[size] = '\0';
 
     /* 1. a batch script (a C string: it stops at the first NUL) */
+    {
+        hu_error_t ferr = { "" };
+        if (hu_bb_check_foreign(text, &ferr) < 0)
+            CHECK(strncmp(ferr.text, "#BB_HARMONIA line ", 18) == 0 &&
+                  memchr(ferr.text, '\0', sizeof(ferr.text)) != NULL,
+                  "hu_bb_check_foreign() message: %.80s", ferr.text);
+    }
     collected = hu_bb_collect_script(text);
     CHECK(collected != NULL, "hu_bb_collect_script() failed");
     check_parse(collected, strlen(collected), HU_BB_SRC_SCRIPT);
     free(collected);
+
+    /* a --bb item that may be DataWarp's: its equivalent fits the buffer given */
+    {
+        char eq[40];
+        int r = hu_bb_dw_equivalent(text, size, eq, sizeof(eq));
+        CHECK(r >= -1 && r <= 1, "hu_bb_dw_equivalent() returned %d", r);
+        if (r == 1)
+            CHECK(memchr(eq, '\0', sizeof(eq)) != NULL, "equivalent not terminated");
+    }
 
     /* 2, 3. the raw bytes as --bb text and as directive text */
     check_parse(text, size, HU_BB_SRC_BB_OPTION);

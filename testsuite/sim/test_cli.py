@@ -92,7 +92,7 @@ def test_seed_reproducible(bbsim):
               check=0).stdout
     c = bbsim("run", wl, "--policy", "fairshare", "--format", "json", "--seed", "8",
               check=0).stdout
-    strip = lambda s: [{k: v for k, v in e.items() if k not in ("wall_seconds",)}
+    strip = lambda s: [{k: v for k, v in e.items() if k not in ("wall_seconds", "decision_max_s")}
                        for e in json.loads(s)["results"]]
     assert strip(a) == strip(b)
     assert strip(a) != strip(c)
@@ -137,6 +137,43 @@ def test_gantt(bbsim, tmp_path):
     assert len(rects) > 100
     assert any("I/O" in r.find(ns + "title").text for r in rects)
     assert any("waiting" in r.find(ns + "title").text for r in rects)  # fcfs waits
+
+
+def test_gantt_labels_match_the_table(bbsim, tmp_path):
+    """The chart's figures are the table's (JSON's), under the table's names with
+    their definitions, and its header names the PFS's bandwidth as the PFS's and
+    the buffer nodes' as theirs (issue 28 item 5)."""
+    import re
+    wl = example(bbsim, "small.yaml")
+    svg = tmp_path / "g.svg"
+    got = bbsim.json(wl, ["fairshare"])["results"][0]
+    bbsim("run", wl, "--policy", "fairshare", "--gantt", svg, check=0)
+    ns = "{http://www.w3.org/2000/svg}"
+    texts = [t.text or "" for t in ET.parse(svg).getroot().iter(ns + "text")]
+    head = texts[0]
+    assert "PFS B = " in head and "b = " in head, head
+    panel = next(t for t in texts if t.startswith("policy fairshare"))
+    m = re.search(r"SysEfficiency ([0-9.]+)%", panel)
+    assert m and abs(float(m.group(1)) - 100 * got["sys_efficiency"]) < 0.01, panel
+    m = re.search(r"Dilation ([0-9.]+) \(max over jobs of rho/rho~\)", panel)
+    assert m and abs(float(m.group(1)) - got["dilation"]) < 1e-3, panel
+    m = re.search(r"stretch \(time / time alone\) max ([0-9.]+)", panel)
+    assert m and abs(float(m.group(1)) - got["stretch_max"]) < 1e-3, panel
+    assert "upper limit" in panel
+
+
+def test_gantt_buffer_header(bbsim, tmp_path):
+    wl = tmp_path / "b.yaml"
+    wl.write_text("platform:\n  nodes: 64\n  node_bandwidth: 1 GB/s\n"
+                  "  bandwidth: 2 GB/s\n  buffers:\n    - name: bb[1-4]\n"
+                  "      capacity: 200 GB\n      bandwidth: 3 GB/s\n"
+                  "apps:\n  - name: a\n    nodes: 8\n    iterations: 2\n"
+                  "    w: 10 s\n    io_volume: 10 GB\n")
+    svg = tmp_path / "g.svg"
+    bbsim("run", wl, "--policy", "fairshare", "--gantt", svg, check=0)
+    ns = "{http://www.w3.org/2000/svg}"
+    head = next(ET.parse(svg).getroot().iter(ns + "text")).text
+    assert "PFS B = 2 GB/s" in head and "4 buffer nodes, 12 GB/s together" in head, head
 
 
 def test_gantt_unwritable(bbsim):

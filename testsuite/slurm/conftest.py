@@ -334,3 +334,55 @@ def need_bbmgrd(cluster):
     """Skip tests that talk to bbmgrd when the cluster has none."""
     if not cluster.bbmgr_url:
         pytest.skip("no bbmgrd with this cluster (external: set HARMONIA_BBMGR_URL)")
+
+
+# ------------------------------------------------------------------ ordinary users
+TEST_USERS = ("hmtest1", "hmtest2")
+
+
+def plain_user(cluster, i=0):
+    """The i-th ordinary user that submits jobs (pwd entry): created here on the
+    private cluster when missing, HARMONIA_TEST_USERS on an external one; the
+    test skips without root or without such a user."""
+    import pwd
+    if os.geteuid() != 0:
+        pytest.skip("needs root to create and act as test users")
+    names = TEST_USERS
+    if not cluster.cdir:
+        if not cluster.test_users or len(cluster.test_users) <= i:
+            pytest.skip("needs users known to the cluster's nodes: HARMONIA_TEST_USERS")
+        names = cluster.test_users
+    try:
+        return pwd.getpwnam(names[i])
+    except KeyError:
+        subprocess.run(["useradd", "-m", "-s", "/bin/bash", names[i]], check=True,
+                       capture_output=True, timeout=30)
+        return pwd.getpwnam(names[i])
+
+
+def user_workdir(cluster, pw):
+    """A new directory of the cluster's work directory owned by user pw."""
+    d = os.path.join(cluster.workdir, "%s-%d" % (pw.pw_name, int(time.time() * 1e6)))
+    os.makedirs(d)
+    os.chown(d, pw.pw_uid, pw.pw_gid)
+    return d
+
+
+def run_as(cluster, pw, *args, input=None):
+    """A command (sbatch, scontrol, squeue, sacct, bbmgr ...) run as user pw."""
+    return cluster.run("runuser", "-u", pw.pw_name, "--", *args, check=False, input=input)
+
+
+def sbatch_as(cluster, pw, text, *opts, wdir=None):
+    """sbatch TEXT as user pw from wdir (default: a new directory of its own):
+    (returncode, job id or None, stdout, stderr); the job's output is
+    slurm-JOBID.out in that directory."""
+    wdir = wdir or user_workdir(cluster, pw)
+    path = os.path.join(wdir, "job-%d.sh" % int(time.time() * 1e6))
+    with open(path, "w") as f:
+        f.write(text)
+    os.chown(path, pw.pw_uid, pw.pw_gid)
+    p = run_as(cluster, pw, "sbatch", "--parsable", "-D", wdir,
+               "-o", os.path.join(wdir, "slurm-%j.out"), *opts, path)
+    jobid = p.stdout.strip().split(";")[0] if p.returncode == 0 else None
+    return p.returncode, jobid, p.stdout, p.stderr

@@ -79,6 +79,15 @@ def tres_dict(s):
     return dict(kv.split("=", 1) for kv in s.split(",") if kv)
 
 
+def job_tres(job):
+    """The TRES 'scontrol show job' gives a job: TRES= up to Slurm 23.11; from
+    24.05 AllocTRES= once it has an allocation, ReqTRES= before."""
+    for key in ("AllocTRES", "TRES", "ReqTRES"):
+        if job.get(key) and job[key] != "(null)":
+            return job[key]
+    raise AssertionError("no TRES in %s" % job)
+
+
 def reason(c, jobid):
     return c.run("squeue", "-h", "-j", str(jobid), "-o", "%T %r").stdout.strip()
 
@@ -102,13 +111,13 @@ def test_job_tres_counts_buffer_capacity_in_mb(acct):
     rc, plain, _, err = acct.sbatch(script())
     assert rc == 0, err
     # Counted at submission already (tres_req_cnt in bb_p_job_validate).
-    assert tres_dict(acct.job(big)["TRES"])["bb/harmonia"] == "10G"
+    assert tres_dict(job_tres(acct.job(big)))["bb/harmonia"] == "10G"
     for j in (big, odd, plain):
         assert acct.wait_state(j, DONE) == "COMPLETED"
     # scontrol prints the MB count with a unit: 10240 MB is "10G", 1536 MB "1.50G".
-    assert tres_dict(acct.job(big)["TRES"])["bb/harmonia"] == "10G"
-    assert tres_dict(acct.job(odd)["TRES"])["bb/harmonia"] == "1.50G"
-    assert "bb/" not in acct.job(plain)["TRES"]
+    assert tres_dict(job_tres(acct.job(big)))["bb/harmonia"] == "10G"
+    assert tres_dict(job_tres(acct.job(odd)))["bb/harmonia"] == "1.50G"
+    assert "bb/" not in job_tres(acct.job(plain))
     # sacct: requested and allocated
     req, alloc = sacct_tres(acct, big)
     assert tres_dict(req)["bb/harmonia"] == "10G", (req, alloc)
@@ -177,3 +186,50 @@ def test_reservation_burst_buffer_is_counted(acct, spec, want):
     else:
         assert db["bb/harmonia"] == want, out
         assert tres["bb/harmonia"] == want, tres
+
+
+# ------------------------------------------------------------------ persistent buffers
+
+def test_persistent_buffer_is_in_its_creating_job_tres(acct):
+    """A create_persistent job counts the buffer it creates (as Slurm's datawarp
+    plugin does): sacct shows it in ReqTRES and AllocTRES, and a GrpTRES limit on
+    bb/harmonia holds such a job back.  Driven as an ordinary user."""
+    pw = common.plain_user(acct)
+    acct.run("sacctmgr", "-i", "add", "user", pw.pw_name, "Account=harmonia", check=False)
+    common.wait_for(lambda: pw.pw_name in acct.run(
+        "sacctmgr", "-n", "-P", "show", "assoc", "format=user").stdout.split(),
+        what="association of %s" % pw.pw_name)
+    name = "acctp%d" % (int(time.time() * 1000) % 10**6)
+    rc, jid, _, err = common.sbatch_as(acct, pw, script(
+        "create_persistent name=%s capacity=2GiB" % name))
+    assert rc == 0, err
+    out = common.run_as(acct, pw, "scontrol", "show", "job", jid).stdout
+    tres = tres_dict([t for t in out.split() if t.startswith("TRES=")][0][5:])
+    assert tres.get("bb/harmonia") == "2G", out
+    assert acct.wait_state(jid, DONE) == "COMPLETED"
+
+    def sacct_user():
+        p = common.run_as(acct, pw, "sacct", "-j", jid, "-X", "-P", "-n", "--noconvert",
+                          "-o", "ReqTRES%80,AllocTRES%80,State")
+        parts = p.stdout.strip().split("|")
+        return parts if len(parts) == 3 and parts[0] and parts[1] else None
+    req, alloc, state = common.wait_for(sacct_user, what="sacct of job %s" % jid)
+    assert tres_dict(req).get("bb/harmonia") == "2048M", req
+    assert tres_dict(alloc).get("bb/harmonia") == "2048M", alloc
+    # a limit on bb/harmonia now applies to the creation of a persistent buffer
+    acct.run("sacctmgr", "-i", "modify", "user", "where", "name=" + pw.pw_name, "set",
+             "GrpTRES=bb/harmonia=1000")
+    try:
+        rc, big, _, err = common.sbatch_as(acct, pw, script(
+            "create_persistent name=%sb capacity=2GiB" % name))
+        assert rc == 0, err
+        common.wait_for(lambda: reason(acct, big) == "PENDING AssocGrpBB",
+                        what="create_persistent held by GrpTRES (now %r)" % reason(acct, big))
+    finally:
+        acct.run("sacctmgr", "-i", "modify", "user", "where", "name=" + pw.pw_name, "set",
+                 "GrpTRES=bb/harmonia=-1")
+    assert acct.wait_state(big, DONE, timeout=90) == "COMPLETED"
+    for n in (name, name + "b"):
+        rc, d, _, err = common.sbatch_as(acct, pw, script("destroy_persistent name=%s" % n))
+        assert rc == 0, err
+        assert acct.wait_state(d, DONE) == "COMPLETED"

@@ -103,8 +103,11 @@ def test_persistent_name_with_symbols(cluster, need_bbmgrd):
     ("jobbufer capacity=1GiB", ""),
     ("capacity=1GiB", " (write it as: jobbuffer capacity=SIZE)"),
     ("#DW jobdw type=scratch capacity=1GiB access_mode=striped",
-     " (DataWarp and #BB lines are for other burst buffer plugins)"),
-], ids=["typo", "bare-capacity", "datawarp"])
+     " (DataWarp's syntax: write '#BB_HARMONIA jobbuffer capacity=1GiB' instead)"),
+    ("jobbufer capacity=1GiB;#DW persistentdw name=ckpt",
+     " (DataWarp's syntax: write '#BB_HARMONIA use_persistent name=ckpt' instead)"),
+    ("#DW swap 10GiB", " (DataWarp's syntax, with no Harmonia equivalent)"),
+], ids=["typo", "bare-capacity", "datawarp", "datawarp-second-item", "datawarp-swap"])
 def test_bb_text_without_directive_is_refused(cluster, text, hint):
     before = set(cluster.job_ids())
     rc, jobid, _, err = cluster.sbatch(None, "--bb", text, "--wrap", "true")
@@ -360,6 +363,40 @@ def test_bbstat_is_readable_text(cluster, need_bbmgrd):
     assert "\n  uptime: " in out and out.split("\n  uptime: ")[1].split("\n")[0].endswith(" s")
     burst = show_burst(cluster)
     assert "(null)" not in burst, burst
+
+
+def bbstat_learned(cluster, jobid):
+    """The line of "scontrol show bbstat" with what bbmgrd learned of the job."""
+    for line in cluster.run("scontrol", "show", "bbstat").stdout.splitlines():
+        if line.startswith("  job %s: learned: " % jobid):
+            return line
+    return None
+
+
+def test_bbstat_shows_what_was_learned_of_a_running_job(cluster, need_bbmgrd, tmp_path):
+    """A loop of four dd, each one phase (harmonia-io): while the job runs, scontrol
+    show bbstat says what bbmgrd learned of its phases, not its hints."""
+    stop = tmp_path / "stop"
+    hio = os.path.join(BUILDDIR, "src", "lib", "libharmonia", "harmonia-io")
+    body = ('for i in 1 2 3 4; do sleep 0.5; %s -q -s 4MiB -- dd if=/dev/zero '
+            'of="$HARMONIA_BB/f$i" bs=1M count=4 status=none || exit 9; done\n'
+            'for i in $(seq 600); do [ -e %s ] && break; sleep 0.1; done' % (hio, stop))
+    jobid = sbatch_ok(cluster, "jobbuffer capacity=1GiB", "iohints w_iter=10s io_volume=64MiB",
+                      body=body)
+    try:
+        try:
+            line = wait_for(lambda: (lambda l: l if l and "phases=4" in l else None)(
+                bbstat_learned(cluster, jobid)), timeout=20, what="learned line in bbstat")
+        except Exception:
+            raise AssertionError((cluster.run("scontrol", "show", "bbstat").stdout,
+                                  cluster.job(jobid), cluster.bbmgr("job", jobid)))
+        assert cluster.job(jobid)["JobState"] == "RUNNING", line
+        w = float(line.split("w_iter=")[1].split("s ")[0])
+        # what it did, not its hints (10 s, 64MiB)
+        assert 0.5 <= w < 5 and " volume=4MiB phases=4" in line, line
+    finally:
+        stop.touch()
+        cluster.wait_state(jobid, {"CANCELLED", "COMPLETED", "FAILED"}, timeout=120)
 
 
 def test_show_burst_sizes_stay_true_after_reconfigure(cluster, need_bbmgrd):

@@ -170,3 +170,28 @@ def test_show_burst_and_bbstat_show_drained_nodes(cluster, need_bbmgrd):
     out = cluster.run("scontrol", "show", "bbstat").stdout
     assert "\n  buffer nodes: %d, %d up, 0 drained (0B out of service)" % (
         len(nodes), len(nodes)) in out, out
+
+
+def test_restart_keeps_what_show_burst_says_of_a_buffer(cluster, need_bbmgrd, tmp_path):
+    """After slurmctld restarts (as 'scontrol reconfigure' does from Slurm
+    23.11), a running job's buffer is listed as before, its CreateTime the
+    allocation's, not the restart's."""
+    cluster.need_control()
+    no_jobs(cluster)
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    a = sbatch_ok(cluster, "jobbuffer capacity=10GiB",
+                  body="touch %s/started; while [ ! -e %s/go ]; do sleep 0.1; done"
+                  % (marks, marks))
+    try:
+        wait_for(lambda: (marks / "started").exists(), timeout=60, what="job running")
+        line = lambda: [l for l in cluster.run("scontrol", "show", "burst").stdout.splitlines()
+                        if l.strip().startswith("JobID=%s " % a)]
+        before = wait_for(line, what="the buffer listed")
+        # CreateTime has seconds: a restart in the same second would not tell
+        time.sleep(1.1)
+        cluster.control("slurmctld-restart")
+        assert wait_for(line, what="the buffer listed after the restart") == before
+    finally:
+        (marks / "go").write_text("")
+    assert cluster.wait_state(a, {"COMPLETED", "FAILED"}, timeout=60) == "COMPLETED"

@@ -71,6 +71,7 @@ START_TEST(test_migrate_from_v1)
     snprintf(path, sizeof(path), "%s/state.db", dir);
     ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
     ck_assert_int_eq(sqlite3_exec(db, "DROP TABLE history; DROP TABLE persistent_use;"
+                                  "DROP TABLE kept_dirs;"
                                   "DROP INDEX transfers_syncing;"
                                   "ALTER TABLE transfers DROP COLUMN durable;"
                                   "ALTER TABLE transfers DROP COLUMN held;"
@@ -93,6 +94,8 @@ START_TEST(test_migrate_from_v1)
     ck_assert_int_eq(count(st, "SELECT count(*) FROM transfers WHERE durable IS NULL"), 1);
     /* v4: where a moved buffer holds a stage-out's source, NULL for the old ones */
     ck_assert_int_eq(count(st, "SELECT count(*) FROM transfers WHERE held IS NULL"), 1);
+    /* v6: the held buffers' directories by identity, none yet */
+    ck_assert_int_eq(count(st, "SELECT count(*) FROM kept_dirs"), 0);
     /* v5: not spread (NULL part) for the old ones */
     ck_assert_int_eq(count(st, "SELECT count(*) FROM transfers WHERE part IS NULL"
                                " AND nparts IS NULL"), 1);

@@ -109,6 +109,38 @@ START_TEST(test_iohints)
                                HU_BB_SRC_BB_OPTION, &err), -1);
     ck_assert_str_eq(err.text, "#BB_HARMONIA --bb item 1: iohints: source 'guess' is "
                      "not user or learned");
+    /* interpose: the job asks for the interposer or refuses it; kept in the
+     * canonical text; anything but yes or no refused */
+    parse_ok(&req, "#BB_HARMONIA iohints w_iter=60s io_volume=1GiB interpose=no",
+             HU_BB_SRC_SCRIPT);
+    ck_assert_int_eq(req.interpose, -1);
+    canon = hu_bb_format(&req);
+    ck_assert_str_eq(canon, "#BB_HARMONIA iohints interpose=no w_iter=60s io_volume=1GiB\n");
+    free(canon);
+    hu_bb_request_free(&req);
+    /* the line as written is a prefix of the normalised one (the plugin finds the
+     * script's directives in the job's canonical text that way) */
+    parse_ok(&req, "#BB_HARMONIA iohints w_iter=60s io_volume=1GiB interpose=yes",
+             HU_BB_SRC_SCRIPT);
+    canon = hu_bb_format(&req);
+    ck_assert_int_eq(hu_bb_validate(&req, &err), 0);
+    char *norm = hu_bb_format(&req);
+    ck_assert_msg(strncmp(norm, canon, strlen(canon) - 1) == 0, "'%s' is not a prefix of '%s'",
+                  canon, norm);
+    free(canon);
+    free(norm);
+    hu_bb_request_free(&req);
+    parse_ok(&req, "#BB_HARMONIA iohints w_iter=60s io_volume=1GiB interpose=yes",
+             HU_BB_SRC_SCRIPT);
+    ck_assert_int_eq(req.interpose, 1);
+    hu_bb_request_free(&req);
+    parse_ok(&req, "#BB_HARMONIA iohints w_iter=60s io_volume=1GiB", HU_BB_SRC_SCRIPT);
+    ck_assert_int_eq(req.interpose, 0);
+    hu_bb_request_free(&req);
+    ck_assert_int_eq(hu_bb_parse(&req, "iohints w_iter=1s io_volume=1B interpose=maybe", 46,
+                               HU_BB_SRC_BB_OPTION, &err), -1);
+    ck_assert_str_eq(err.text, "#BB_HARMONIA --bb item 1: iohints: interpose 'maybe' is "
+                     "not yes or no");
 }
 END_TEST
 

@@ -38,7 +38,7 @@ START_TEST(test_errors_verbs_keys)
         "capacity, nodes, pool)");
     bad("#BB_HARMONIA iohints w_iter=1s io_volume=1B phase=2",
         "#BB_HARMONIA line 1: iohints: unknown key 'phase' (iohints takes w_iter, "
-        "io_volume, phases, io, priority, source)");
+        "io_volume, phases, io, priority, source, interpose)");
     bad("#BB_HARMONIA stage_in src=/a",
         "#BB_HARMONIA line 1: stage_in: unknown key 'src' (stage_in takes source, "
         "destination, type)");
@@ -256,6 +256,13 @@ START_TEST(test_errors_paths)
         "#BB_HARMONIA line 1: stage_in: source '/pfs/../etc' may not contain '..'");
     bad("#BB_HARMONIA stage_out source=$HARMONIA_BB destination=/..",
         "#BB_HARMONIA line 1: stage_out: destination '/..' may not contain '..'");
+    /* the one path rule of bbmgrd and its agents: no '.' component either */
+    bad("#BB_HARMONIA stage_in source=/pfs/./in destination=$HARMONIA_BB",
+        "#BB_HARMONIA line 1: stage_in: source '/pfs/./in' may not contain a '.' "
+        "component");
+    bad("#BB_HARMONIA stage_out source=$HARMONIA_BB/. destination=/x",
+        "#BB_HARMONIA line 1: stage_out: source '$HARMONIA_BB/.' may not contain a '.' "
+        "component");
     bad("#BB_HARMONIA stage_in source=/a destination=$HARMONIA_BB type=link",
         "#BB_HARMONIA line 1: stage_in: type 'link' is not file or directory");
     bad("#BB_HARMONIA stage_in source=/a destination=$HARMONIA_BB type=File",
@@ -324,7 +331,7 @@ START_TEST(test_validate)
                  "add a jobbuffer or use_persistent directive");
     validate_bad("create_persistent name=p capacity=1G;"
                  "stage_out source=$HARMONIA_BB destination=/a",
-                 HU_BB_SRC_BB_OPTION, "#BB_HARMONIA line 2: stage_out needs a buffer: "
+                 HU_BB_SRC_BB_OPTION, "#BB_HARMONIA --bb item 2: stage_out needs a buffer: "
                  "add a jobbuffer or use_persistent directive");
     validate_bad("jobbuffer capacity=1GiB;iohints w_iter=1s io_volume=2GiB",
                  HU_BB_SRC_BB_OPTION, "#BB_HARMONIA: iohints: io_volume 2GiB is larger "
@@ -336,7 +343,7 @@ START_TEST(test_validate)
                  "the buffer");
     validate_bad("create_persistent name=ckpt capacity=1G\n"
                  "destroy_persistent name=ckpt", HU_BB_SRC_BB_OPTION,
-                 "#BB_HARMONIA line 2: persistent buffer 'ckpt' is both created and "
+                 "#BB_HARMONIA --bb item 2: persistent buffer 'ckpt' is both created and "
                  "destroyed by the job");
 
     /* accepted: equal volume and capacity; a stage with use_persistent; no hints */
@@ -645,13 +652,13 @@ START_TEST(test_check_paths)
           0);
     paths("stage_in source=%s/dir/ destination=$HARMONIA_BB/d", NULL, 0);
     paths("stage_in source=%s/file destination=$HARMONIA_BB/d type=directory",
-          "#BB_HARMONIA line 1: stage_in: source '%s/file' is not a directory "
+          "#BB_HARMONIA --bb item 1: stage_in: source '%s/file' is not a directory "
           "(type=directory)", EINVAL);
     paths("stage_in source=%s/dir destination=$HARMONIA_BB/f type=file",
-          "#BB_HARMONIA line 1: stage_in: source '%s/dir' is not a regular file "
+          "#BB_HARMONIA --bb item 1: stage_in: source '%s/dir' is not a regular file "
           "(type=file)", EINVAL);
     paths("jobbuffer capacity=1G;stage_in source=%s/nope destination=$HARMONIA_BB",
-          "#BB_HARMONIA line 2: stage_in: source '%s/nope' does not exist (No such "
+          "#BB_HARMONIA --bb item 2: stage_in: source '%s/nope' does not exist (No such "
           "file or directory)", ENOENT);
     paths("stage_out source=$HARMONIA_BB/o destination=%s/out", NULL, 0);
     paths("stage_out source=$HARMONIA_BB/o destination=%s/dir/out type=file", NULL,
@@ -661,17 +668,96 @@ START_TEST(test_check_paths)
     paths("stage_out source=$HARMONIA_BB/o destination=/", NULL, 0);
     paths("stage_out source=$HARMONIA_BB/o destination=/out", NULL, 0);
     paths("stage_out source=$HARMONIA_BB/o destination=%s/nodir/out",
-          "#BB_HARMONIA line 1: stage_out: the directory of destination "
+          "#BB_HARMONIA --bb item 1: stage_out: the directory of destination "
           "'%s/nodir/out' does not exist", ENOENT);
     paths("stage_out source=$HARMONIA_BB/o destination=%s/file/out",
-          "#BB_HARMONIA line 1: stage_out: the directory of destination "
+          "#BB_HARMONIA --bb item 1: stage_out: the directory of destination "
           "'%s/file/out' does not exist", ENOENT);
     /* the first failure is reported: stage_in before stage_out */
     paths("stage_out source=$HARMONIA_BB/o destination=%s/nodir/out;"
           "stage_in source=%s/nope destination=$HARMONIA_BB",
-          "#BB_HARMONIA line 2: stage_in: source '%s/nope' does not exist (No such "
+          "#BB_HARMONIA --bb item 2: stage_in: source '%s/nope' does not exist (No such "
           "file or directory)", ENOENT);
     remove_tmp();
+}
+END_TEST
+
+/* DataWarp's lines in a script: refused, with the #BB_HARMONIA line to write. */
+START_TEST(test_foreign_lines)
+{
+    static const struct {
+        const char *script, *msg;
+    } rows[] = {
+        { "#!/bin/bash\n#SBATCH -N1\n#DW jobdw type=scratch access_mode=striped "
+          "capacity=10GiB\nhostname\n",
+          "#BB_HARMONIA line 3: '#DW jobdw' is DataWarp's syntax, which burst_buffer/harmonia "
+          "does not read (the job would run without it): write '#BB_HARMONIA jobbuffer "
+          "capacity=10GiB' instead (see harmonia-directives(5))" },
+        { "#!/bin/sh\n\n#DW stage_in source=/pfs/in destination=$DW_JOB_STRIPED/in "
+          "type=directory\n",
+          "#BB_HARMONIA line 3: '#DW stage_in' is DataWarp's syntax, which "
+          "burst_buffer/harmonia does not read (the job would run without it): write "
+          "'#BB_HARMONIA stage_in source=/pfs/in destination=$HARMONIA_BB/in "
+          "type=directory' instead (see harmonia-directives(5))" },
+        { "#DW persistentdw name=ckpt\n",
+          "#BB_HARMONIA line 1: '#DW persistentdw' is DataWarp's syntax, which "
+          "burst_buffer/harmonia does not read (the job would run without it): write "
+          "'#BB_HARMONIA use_persistent name=ckpt' instead (see harmonia-directives(5))" },
+        { "#!/bin/sh\n#BB create_persistent name=p capacity=1TiB access_mode=striped "
+          "type=scratch\n",
+          "#BB_HARMONIA line 2: '#BB create_persistent' is DataWarp's syntax, which "
+          "burst_buffer/harmonia does not read (the job would run without it): write "
+          "'#BB_HARMONIA create_persistent name=p capacity=1TiB' instead (see "
+          "harmonia-directives(5))" },
+        { "#!/bin/sh\n#DW jobdw type=scratch\n",
+          "#BB_HARMONIA line 2: '#DW jobdw' is DataWarp's syntax, which burst_buffer/harmonia "
+          "does not read (the job would run without it): write '#BB_HARMONIA jobbuffer "
+          "capacity=SIZE' instead (see harmonia-directives(5))" },
+        { "#!/bin/sh\n#DW swap 10GiB\n",
+          "#BB_HARMONIA line 2: '#DW swap' is a directive of another burst buffer plugin "
+          "(DataWarp), which burst_buffer/harmonia does not read and has no equivalent of: "
+          "remove it (see harmonia-directives(5))" },
+        /* not directives: after the first command, other prefixes, ours */
+        { "#!/bin/sh\nhostname\n#DW jobdw capacity=1GiB\n", NULL },
+        { "#!/bin/sh\n#BB_HARMONIA jobbuffer capacity=1GiB\n#DWX a\n#BB_LUA x\n", NULL },
+        { "", NULL },
+    };
+
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        hu_error_t err = { "" };
+        if (!rows[i].msg) {
+            ck_assert_msg(hu_bb_check_foreign(rows[i].script, &err) == 0, "row %zu: %s", i,
+                          err.text);
+            continue;
+        }
+        ck_assert_int_eq(hu_bb_check_foreign(rows[i].script, &err), -1);
+        ck_assert_str_eq(err.text, rows[i].msg);
+    }
+    ck_assert_int_eq(hu_bb_check_foreign(NULL, NULL), 0);
+
+    /* one directive (a --bb item) */
+    char out[256];
+    const char *t = "  #DW jobdw capacity=1GiB type=scratch";
+    ck_assert_int_eq(hu_bb_dw_equivalent(t, strlen(t), out, sizeof(out)), 1);
+    ck_assert_str_eq(out, "#BB_HARMONIA jobbuffer capacity=1GiB");
+    t = "#DW swap 1GiB";
+    ck_assert_int_eq(hu_bb_dw_equivalent(t, strlen(t), out, sizeof(out)), 0);
+    t = "jobbuffer capacity=1GiB";
+    ck_assert_int_eq(hu_bb_dw_equivalent(t, strlen(t), out, sizeof(out)), -1);
+    t = "#DW persistentdw name=a;jobbuffer";       /* only the bytes given */
+    ck_assert_int_eq(hu_bb_dw_equivalent(t, 23, out, sizeof(out)), 1);
+    ck_assert_str_eq(out, "#BB_HARMONIA use_persistent name=a");
+    /* a small buffer: cut, terminated */
+    char small[16];
+    t = "#DW stage_in source=/a/very/long/path destination=$DW_JOB_STRIPED/x";
+    ck_assert_int_eq(hu_bb_dw_equivalent(t, strlen(t), small, sizeof(small)), 1);
+    ck_assert_str_eq(small, "#BB_HARMONIA st");
+    t = "#DW create_persistent name=p";
+    ck_assert_int_eq(hu_bb_dw_equivalent(t, strlen(t), small, sizeof(small)), 1);
+    ck_assert_str_eq(small, "#BB_HARMONIA cr");
+    t = "#DW jobdw";
+    ck_assert_int_eq(hu_bb_dw_equivalent(t, strlen(t), small, sizeof(small)), 1);
+    ck_assert_str_eq(small, "#BB_HARMONIA jo");
 }
 END_TEST
 
@@ -685,6 +771,7 @@ int main(void)
         { "bytes", .tests = { test_long_lines, test_long_lines_bb, test_nul_and_control,
                               test_non_ascii, test_long_token_message, NULL } },
         { "paths", .tests = { test_check_paths, NULL } },
+        { "foreign", .tests = { test_foreign_lines, NULL } },
     };
 
     return tu_main("libhutil directives: errors", tcases, TU_COUNT(tcases));

@@ -313,14 +313,23 @@ START_TEST(test_table_outbox_budget)
     ck_assert_int_eq(np_table_result(t, &r), 0);
     for (int i = 2; i <= 64; i++)
         result(t, (uint64_t)i, MV_DONE, 100);
-    /* at least one result goes, its message cut */
+    /* at least one result goes; alone larger than the budget, without its message */
     json_t *a = np_table_outbox(t, 100, &upto);
     ck_assert_uint_eq(json_array_size(a), 1);
-    ck_assert_uint_eq(strlen(json_string_value(json_object_get(json_array_get(a, 0),
-                                                                "message"))), NP_MESSAGE_MAX);
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(a, 0), "message")),
+                     "(message dropped: larger than a report may be)");
     json_decref(a);
     np_table_acked(t, upto);
     ck_assert_uint_eq(np_table_pending(t), 63);
+    /* within a budget, a message is cut to NP_MESSAGE_MAX */
+    np_table_t *t2 = np_table_create();
+    listed(t2, ids, 1, 1, 0, NULL, NULL);
+    ck_assert_int_eq(np_table_result(t2, &r), 0);
+    a = np_table_outbox(t2, 5000, &upto);
+    ck_assert_uint_eq(strlen(json_string_value(json_object_get(json_array_get(a, 0),
+                                                                "message"))), NP_MESSAGE_MAX);
+    json_decref(a);
+    np_table_destroy(t2);
     /* then by budget, oldest first; only what was sent is acknowledged */
     a = np_table_outbox(t, 1000, &upto);
     size_t n = json_array_size(a);
@@ -329,6 +338,63 @@ START_TEST(test_table_outbox_budget)
     json_decref(a);
     np_table_acked(t, upto);
     ck_assert_uint_eq(np_table_pending(t), 63 - n);
+    np_table_destroy(t);
+}
+END_TEST
+
+/* Messages quoting users' file names: control bytes, bytes that are not UTF-8 and
+ * C1 controls become '?'; the report measured as JSON always fits its budget. */
+START_TEST(test_table_outbox_hostile_names)
+{
+    static const struct {
+        const char *in, *out;
+    } rows[] = {
+        { "plain é ü 日本", "plain é ü 日本" },
+        { "a\x01\x1f\x7f b", "a??? b" },
+        { "\xff\xfe x", "?? x" },
+        { "\xc2\x85 c1", "?? c1" },              /* U+0085, a C1 control */
+        { "\xc0\xaf overlong", "?? overlong" },
+        { "\xed\xa0\x80 surrogate", "??? surrogate" },
+        { "cut \xe6\x97", "cut ??" },
+        { "\"quote\" \\", "\"quote\" \\" },
+    };
+    char out[NP_MESSAGE_MAX + 1];
+    for (size_t i = 0; i < sizeof(rows) / sizeof(*rows); i++)
+        ck_assert_str_eq(np_message_clean(rows[i].in, out), rows[i].out);
+    /* a multi-byte character is never cut in two */
+    char big[3 * NP_MESSAGE_MAX];
+    for (size_t i = 0; i + 3 <= sizeof(big) - 1; i += 3)
+        memcpy(big + i, "\xe6\x97\xa5", 3);
+    big[sizeof(big) - 1] = '\0';
+    ck_assert_uint_eq(strlen(np_message_clean(big, out)), NP_MESSAGE_MAX / 3 * 3);
+
+    np_table_t *t = np_table_create();
+    uint64_t ids[200], upto;
+    char evil[1200];
+    for (size_t i = 0; i < sizeof(evil) - 1; i++)
+        evil[i] = (char)(1 + i % 31);
+    evil[sizeof(evil) - 1] = '\0';
+    for (int i = 0; i < 200; i++)
+        ids[i] = (uint64_t)i + 1;
+    listed(t, ids, 200, 200, 0, NULL, NULL);
+    for (int i = 1; i <= 200; i++) {
+        np_result_t r = { .id = (uint64_t)i, .state = MV_FAILED, .bytes_total = -1,
+                          .message = evil };
+        ck_assert_int_eq(np_table_result(t, &r), 0);
+    }
+    size_t sent = 0;
+    while (np_table_pending(t)) {
+        json_t *a = np_table_outbox(t, 8192, &upto);
+        char *s = json_dumps(a, JSON_COMPACT);
+        ck_assert_ptr_nonnull(s);
+        ck_assert_uint_le(strlen(s), 8192);
+        ck_assert(json_array_size(a) >= 1);
+        sent += json_array_size(a);
+        free(s);
+        json_decref(a);
+        np_table_acked(t, upto);
+    }
+    ck_assert_uint_eq(sent, 200);
     np_table_destroy(t);
 }
 END_TEST
@@ -344,7 +410,7 @@ int main(void)
                      test_table_results_until_acknowledged,
                      test_table_syncing_outlives_its_listing, test_table_restart_reruns,
                      test_table_new_run_of_a_finished_task,
-                     test_table_outbox_budget, NULL } },
+                     test_table_outbox_budget, test_table_outbox_hostile_names, NULL } },
     };
 
     return tu_main("nodeproto", tcases, TU_COUNT(tcases));

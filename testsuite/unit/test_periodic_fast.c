@@ -270,13 +270,52 @@ START_TEST(test_tmin_bad)
 }
 END_TEST
 
+/* The decision budget (max_work): a mix whose short job fits ~10^4 instances in
+ * the long job's period (a fuzzer workload of test_sim_fuzz) costs millions of
+ * work units unbounded; with a budget every heuristic stops near it, says so, and
+ * still returns a pattern in which both jobs have instances. */
+START_TEST(test_budget)
+{
+    const hs_pjob_t jobs[] = { { 45, 0.0016535, 17977429 }, { 13, 1.15874658, 29 },
+                               { 6, 0.01782397, 2320919973843. } };
+    const hs_platform_t plat = { 64, 193670267, 14890060487., 0, NULL };
+    hs_periodic_heuristic_t hs[] = { HS_PERIODIC_THROU, HS_PERIODIC_CONG,
+                                     HS_PERIODIC_PERSCHED };
+
+    for (size_t h = 0; h < TU_COUNT(hs); h++) {
+        hs_periodic_params_t prm;
+        hs_pattern_stats_t st;
+        hs_error_t err;
+        hs_pattern_t *p;
+
+        hs_periodic_params_init(&prm, hs[h]);
+        ck_assert(prm.max_work == 0);           /* the construction: unbounded */
+        prm.max_work = 100000;
+        p = hs_pattern_compute(&plat, jobs, 3, &prm, &err);
+        ck_assert_msg(p != NULL, "%s", err.text);
+        hs_pattern_stats(p, &st);
+        ck_assert_msg(st.budget_hit, "heuristic %zu", h);
+        /* one instance may finish past the limit: its walk is O(segments) */
+        ck_assert_uint_le(st.segments_visited, 2 * prm.max_work);
+        ck_assert_int_ge(hs_pattern_ninstances(p, 0), 1);
+        hs_pattern_destroy(p);
+        /* the long job alone stays well within it */
+        p = hs_pattern_compute(&plat, jobs + 2, 1, &prm, &err);
+        ck_assert_msg(p != NULL, "%s", err.text);
+        hs_pattern_stats(p, &st);
+        ck_assert(!st.budget_hit);
+        hs_pattern_destroy(p);
+    }
+}
+END_TEST
+
 int main(void)
 {
     const tu_tcase_t tcases[] = {
         /* a hang guard: set 5 under the reference scans is slow on sanitizer builds */
         { "core", .timeout = 600,
           .tests = { test_fast_equals_reference, test_fast_equals_reference_set5,
-                     test_fast_equals_reference_long_gaps, test_tmin_given, test_tmin_paper_set2, test_tmin_bad, NULL } },
+                     test_fast_equals_reference_long_gaps, test_tmin_given, test_tmin_paper_set2, test_tmin_bad, test_budget, NULL } },
     };
 
     return tu_main("periodic_fast", tcases, TU_COUNT(tcases));

@@ -98,6 +98,14 @@ START_TEST (test_errors)
     expect_error (PLATFORM "apps:\n  - name: x\n    nodes: 600\n    iterations: 1\n"
                   "    w: 1 s\n    io_volume: 1 GB\n",
                   "t.yaml:7:12: app 'x' needs 600 nodes but the platform has 512");
+    /* together (issue 25 item 6): the second app takes the sum past N */
+    expect_error (PLATFORM "apps:\n  - name: x\n    nodes: 500\n    iterations: 1\n"
+                  "    w: 1 s\n    io_volume: 1 GB\n"
+                  "  - name: y\n    nodes: 13\n    iterations: 1\n"
+                  "    w: 1 s\n    io_volume: 1 GB\n",
+                  "t.yaml:12:12: apps need 513 nodes together with app 'y' (nodes x "
+                  "count, summed) but the platform has 512: every job keeps its own "
+                  "nodes for its whole run");
     expect_error ("platform: [1, 2\n",
                   "t.yaml:2:1: YAML syntax error: did not find expected ',' or ']' "
                   "while parsing a flow sequence");

@@ -404,6 +404,17 @@ static void work_eval(struct work *wk, const struct ctx *c)
     wk->sys = wk->W / ((double)c->N * wk->T);
 }
 
+/* Is the budget of this build spent?  Then it keeps the instances it has: a
+ * pattern with fewer instances than fit is still a valid one (every instance
+ * was placed within the bandwidth left by the earlier ones). */
+static bool spent(struct work *wk)
+{
+    if (wk->budget == 0 || wk->visits < wk->budget)
+        return false;
+    wk->truncated = true;
+    return true;
+}
+
 /* Build the pattern of period T with the chosen heuristic (Gainaru §3.2.3: "greedily
  * add instances of the applications until no more instance can fit"). */
 static int build(struct work *wk, const struct ctx *c, double T)
@@ -411,14 +422,15 @@ static int build(struct work *wk, const struct ctx *c, double T)
     int rc;
 
     work_reset(wk, T);
+    wk->truncated = false;
     wk->reference = c->prm.reference;
     wk->jump = !wk->reference && c->prm.heuristic == HS_PERIODIC_THROU;
     switch (c->prm.heuristic) {
     case HS_PERIODIC_THROU:
         /* non-decreasing w_k / time_io_k; as many instances of each as fit */
         for (size_t o = 0; o < c->K; o++) {
-            while ((rc = hs_pp_ff_insert(wk, c, c->order[o])) == 1)
-                ;
+            while (!spent(wk) && (rc = hs_pp_ff_insert(wk, c, c->order[o])) == 1)
+                wk->visits++;
             if (rc < 0)
                 return -1;
         }
@@ -427,7 +439,8 @@ static int build(struct work *wk, const struct ctx *c, double T)
     case HS_PERIODIC_PERSCHED: {
         bool ps = c->prm.heuristic == HS_PERIODIC_PERSCHED;
         size_t k;
-        while ((k = pick_worst(wk, c, ps)) < c->K) {
+        while (!spent(wk) && (k = pick_worst(wk, c, ps)) < c->K) {
+            wk->visits++;
             if (ps)
                 rc = wk->job[k].n == 0 ? ps_first(wk, c, k) : ps_next(wk, c, k);
             else
@@ -611,6 +624,7 @@ int hs_periodic_params_init(hs_periodic_params_t *prm, hs_periodic_heuristic_t h
     prm->refine = h == HS_PERIODIC_PERSCHED;
     prm->tmin = 0.;             /* computed: max_k (w_k + time_io_k) */
     prm->reference = false;
+    prm->max_work = 0;
     return 0;
 }
 
@@ -696,6 +710,19 @@ static int ratio_cmp_ctx_less(const struct ctx *c, size_t a, size_t b)
  * at the first one that loses work.
  * Complexity: (log K' / log(1 + epsilon) + 1/epsilon) patterns, each of
  * sum_k n_per(k) insertions; see doc/periodic.md. */
+/* What is left of the budget for the next build (sets its limit); 0 when spent,
+ * UINT64_MAX when unbounded. */
+static uint64_t budget_left(const hs_periodic_params_t *prm, uint64_t visits,
+                            struct work *wk)
+{
+    if (prm->max_work == 0) {
+        wk->budget = 0;
+        return UINT64_MAX;
+    }
+    wk->budget = visits < prm->max_work ? prm->max_work - visits : 0;
+    return wk->budget;
+}
+
 hs_pattern_t *hs_pattern_compute(const hs_platform_t *plat, const hs_pjob_t *jobs,
                                  size_t njobs, const hs_periodic_params_t *prm,
                                  hs_error_t *err)
@@ -707,7 +734,7 @@ hs_pattern_t *hs_pattern_compute(const hs_platform_t *plat, const hs_pjob_t *job
     double tmin = 0, tmax, topt, ul = 0, tfloor;
     int tried = 0, refined = 0;
     uint64_t visits = 0;
-    bool have = false;
+    bool have = false, hit = false;
 
     if (check_input(plat, jobs, njobs, prm, err) < 0)
         return NULL;
@@ -750,11 +777,16 @@ hs_pattern_t *hs_pattern_compute(const hs_platform_t *plat, const hs_pjob_t *job
         double T = tmin * pow(1 + prm->epsilon, i);
         if (T > tmax * (1 + 1e-12) || (i > 0 && !(T > cur->T)))
             break;
+        if (budget_left(prm, visits, cur) == 0 && have) {
+            hit = true;
+            break;              /* the best so far is the answer */
+        }
         if (build(cur, &c, T) < 0)
             goto nomem;
         tried++;
         visits += cur->visits;
         cur->visits = 0;
+        hit = hit || cur->truncated;
         if (!have || better(cur, best, &c)) {
             swp = cur;
             cur = best;
@@ -773,8 +805,16 @@ hs_pattern_t *hs_pattern_compute(const hs_platform_t *plat, const hs_pjob_t *job
             double T = topt - j * delta;
             if (T < tfloor * (1 - 1e-12))
                 break;
+            if ((hit = hit || budget_left(prm, visits, cur) == 0))
+                break;
             if (build(cur, &c, T) < 0)
                 goto nomem;
+            if (cur->truncated) {
+                visits += cur->visits;
+                cur->visits = 0;
+                hit = true;
+                break;          /* a partial pattern never replaces the best */
+            }
             tried++;
             refined++;
             visits += cur->visits;
@@ -795,6 +835,7 @@ hs_pattern_t *hs_pattern_compute(const hs_platform_t *plat, const hs_pjob_t *job
     p->st.periods_tried = tried;
     p->st.refine_steps = refined;
     p->st.segments_visited = visits;
+    p->st.budget_hit = hit;
     goto out;
 toolarge:
     hs_errprintf(err, EINVAL, "periodic: T_min is not finite");

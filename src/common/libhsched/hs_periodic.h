@@ -54,10 +54,19 @@ typedef struct {
                                the job rebuilt and sorted per first-fit insertion,
                                a linear search per instance inserted): the same
                                patterns, slower; for tests and benchmarks */
+    /* appended: the decision budget (doc/periodic.md, "Budget") */
+    uint64_t max_work;      /* > 0: stop once this many work units (segments
+                               visited, instances added) are spent, with the best
+                               pattern so far (the one being built may have fewer
+                               instances than fit); 0: unbounded */
 } hs_periodic_params_t;
 
+/* The budget of the periodic policies' decisions when the policy gives none
+ * (hs_policy_t.max_work == 0; doc/performance.md, "Decision budget"). */
+#define HS_PERIODIC_MAX_WORK 500000ULL
+
 /* Defaults: epsilon = 0.01, tmax_factor = 10, refine = (h == HS_PERIODIC_PERSCHED),
- * tmin = 0 (computed).
+ * tmin = 0 (computed), max_work = 0 (unbounded; the policies set one).
  * Returns 0, or -1 with errno = EINVAL (prm NULL or h unknown). */
 int hs_periodic_params_init(hs_periodic_params_t *prm, hs_periodic_heuristic_t h);
 
@@ -108,6 +117,8 @@ typedef struct {
     int periods_tried;      /* patterns built: search + refinement */
     int refine_steps;       /* of which in the refinement */
     uint64_t segments_visited;  /* clock-free cost of the computation */
+    /* appended */
+    bool budget_hit;        /* max_work was reached: the search stopped early */
 } hs_pattern_stats_t;
 
 typedef struct hs_pattern hs_pattern_t;

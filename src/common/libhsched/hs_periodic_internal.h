@@ -98,6 +98,9 @@ struct work {
     struct segsort *ss;
     size_t capss;
     uint64_t visits;
+    uint64_t budget;        /* > 0: build() stops adding instances once visits
+                               reaches it (what is left of max_work) */
+    bool truncated;         /* build() stopped on the budget */
     bool reference;         /* hs_periodic_params_t.reference */
     struct cand *rcand;     /* reference first fit: every candidate, rebuilt */
     size_t caprcand;

@@ -91,6 +91,9 @@ static int p_create(const hs_ctx_t *ctx, void **state, hs_error_t *err)
     (void)hs_periodic_params_init(&ps->prm, h);
     if (ctx->pol->period_min > 0 && isfinite(ctx->pol->period_min))
         ps->prm.tmin = ctx->pol->period_min;
+    /* every decision is bounded: UINT64_MAX is "no bound" (reproductions) */
+    ps->prm.max_work = ctx->pol->max_work == UINT64_MAX ? 0
+                       : ctx->pol->max_work ? ctx->pol->max_work : HS_PERIODIC_MAX_WORK;
     ps->plat.nodes = ctx->plat->nodes;
     ps->plat.node_bw = ctx->plat->node_bw;
     ps->plat.bw = ctx->plat->bw;
@@ -185,6 +188,8 @@ static int rebuild(struct pstate *ps, const hs_sched_t *s, double now)
         ps->st.schedules++;
         ps->st.work += (double)pst.segments_visited;
         ps->st.period_last = pst.period;
+        if (pst.budget_hit)
+            ps->st.budget_hits++;
         if ((int)K > ps->best_jobs) {
             ps->best_jobs = (int)K;
             ps->st.period = pst.period;

@@ -114,6 +114,12 @@ typedef struct {
     double max_wait;        /* s: a phase whose excess wait (time since its request
                                beyond moving its done bytes at its cap) reaches it
                                gets min(cap, B / m) whatever the policy says */
+    /* appended: the decision budget (doc/performance.md, "Decision budget") */
+    uint64_t max_work;      /* work units one decision of a policy that computes
+                               schedules may spend (periodic: segments visited and
+                               instances added), past which it answers with the
+                               best schedule so far; 0: the policy's default,
+                               UINT64_MAX: unbounded */
 } hs_policy_t;
 
 typedef enum {
@@ -440,6 +446,9 @@ typedef struct {
     uint64_t exact;         /* placements that are the DP's optimum */
     uint64_t held_back;     /* phases held back because the free capacity was short */
     int max_phases;         /* largest batch placed at once */
+    /* appended: schedules cut short by the decision budget (hs_policy_t.max_work):
+     * the policy answered with the best one found within it */
+    uint64_t budget_hits;
 } hs_policy_stats_t;
 
 /* Statistics of the current policy's schedules since it was set.  0, or -1 with

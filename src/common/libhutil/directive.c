@@ -22,6 +22,7 @@
 typedef struct {
     const char *where;      /* "line 3", "--bb item 2" */
     const char *verb;
+    bool bb_item;           /* the line number is a --bb item's */
 } ctx_t;
 
 /* Fill err with "#BB_HARMONIA <where>: <verb>: <message>"; returns -1. */
@@ -62,7 +63,7 @@ static int verb_index(const char *s, size_t n)
 static const char *const verb_keys[][8] = {
     [V_JOBBUFFER] = { "!capacity", "nodes", "pool", NULL },
     [V_IOHINTS] = { "!w_iter", "!io_volume", "phases", "io", "priority", "source",
-                    NULL },
+                    "interpose", NULL },
     [V_STAGE_IN] = { "!source", "!destination", "type", NULL },
     [V_STAGE_OUT] = { "!source", "!destination", "type", NULL },
     [V_CREATE] = { "!name", "!capacity", "pool", NULL },
@@ -129,15 +130,16 @@ static const char *printable(const char *s, size_t n, char *buf, size_t len)
 /* A buffer name; Slurm's symbols (%u, %j, ... see harmonia-directives(5)) may
  * stand in it for letters and digits: the plugin replaces them for each job and
  * checks the name it gets again. */
-static bool valid_name(const char *s)
+static bool name_rule(const char *s, bool symbols)
 {
-    size_t n = strlen(s);
+    size_t n = s ? strlen(s) : 0;
     if (n == 0 || n > HU_BB_NAME_MAX)
         return false;
-    if (!isalpha((unsigned char)s[0]) && !(s[0] == '%' && s[1] && strchr("Aajux", s[1])))
+    if (!isalpha((unsigned char)s[0])
+        && !(symbols && s[0] == '%' && s[1] && strchr("Aajux", s[1])))
         return false;
     for (size_t i = 0; i < n; i++) {
-        if (s[i] == '%' && s[i + 1] && strchr("Aajux", s[i + 1])) {
+        if (symbols && s[i] == '%' && s[i + 1] && strchr("Aajux", s[i + 1])) {
             i++;
             continue;
         }
@@ -145,6 +147,16 @@ static bool valid_name(const char *s)
             return false;
     }
     return true;
+}
+
+static bool valid_name(const char *s)
+{
+    return name_rule(s, true);
+}
+
+bool hu_bb_name_ok(const char *name)
+{
+    return name_rule(name, false);
 }
 
 static int parse_uint(const char *s, unsigned long max, unsigned long *out)
@@ -173,23 +185,34 @@ static const char *bb_var_rest(const char *p)
     return NULL;
 }
 
-/* A path inside the job buffer: "$HARMONIA_BB" or "$HARMONIA_BB/...", with no ".."
- * component (it would leave the buffer). */
-static bool path_has_dotdot(const char *p)
+/* What breaks the path rule in p: a ".." or "." component, a newline; NULL:
+ * nothing. */
+static const char *path_bad_part(const char *p)
 {
-    const char *s = p;
-    while ((s = strstr(s, ".."))) {
-        bool start = (s == p || s[-1] == '/');
-        bool end = (s[2] == '\0' || s[2] == '/');
-        if (start && end)
-            return true;
-        s += 2;
+    const char *why = NULL;
+    if (strchr(p, '\n'))
+        return "a newline";
+    for (const char *s = p; *s;) {
+        while (*s == '/')
+            s++;
+        size_t n = strcspn(s, "/");
+        if (n == 2 && s[0] == '.' && s[1] == '.')
+            return "'..'";
+        if (n == 1 && s[0] == '.')
+            why = "a '.' component";
+        s += n;
     }
-    return false;
+    return why;
+}
+
+bool hu_bb_path_ok(const char *path)
+{
+    return path && path[0] == '/' && strlen(path) <= HU_BB_PATH_MAX && !path_bad_part(path);
 }
 
 static int check_bb_path(const char *key, const char *val, ctx_t *c, hu_error_t *err)
 {
+    const char *why;
     const char *rest = bb_var_rest(val);
     if (!rest)
         FAIL(err, c, "%s '%s' must be inside the job buffer: start it with "
@@ -197,21 +220,22 @@ static int check_bb_path(const char *key, const char *val, ctx_t *c, hu_error_t 
     if (*rest != '\0' && *rest != '/')
         FAIL(err, c, "%s '%s' must be $HARMONIA_BB or start with $HARMONIA_BB/",
              key, val);
-    if (path_has_dotdot(rest))
-        FAIL(err, c, "%s '%s' may not contain '..'", key, val);
+    if ((why = path_bad_part(rest)))
+        FAIL(err, c, "%s '%s' may not contain %s", key, val, why);
     return 0;
 }
 
 static int check_pfs_path(const char *key, const char *val, ctx_t *c, hu_error_t *err)
 {
+    const char *why;
     if (bb_var_rest(val))
         FAIL(err, c, "%s '%s' must be a file system path, not the job buffer", key, val);
     /* "%d/...": the job's working directory, an absolute path (the plugin
      * replaces it and checks the result again) */
     if (val[0] != '/' && strncmp(val, "%d/", 3) != 0 && strcmp(val, "%d") != 0)
         FAIL(err, c, "%s '%s' is a relative path: give an absolute path", key, val);
-    if (path_has_dotdot(val))
-        FAIL(err, c, "%s '%s' may not contain '..'", key, val);
+    if ((why = path_bad_part(val)))
+        FAIL(err, c, "%s '%s' may not contain %s", key, val, why);
     return 0;
 }
 
@@ -328,6 +352,14 @@ static int apply(hu_bb_request_t *req, int v, kv_t *kv, int nkv, int line, ctx_t
             else if (strcmp(val, "user") != 0)
                 FAIL(err, c, "source '%s' is not user or learned", val);
         }
+        if ((val = kv_get(kv, nkv, "interpose"))) {
+            if (strcmp(val, "yes") == 0)
+                req->interpose = 1;
+            else if (strcmp(val, "no") == 0)
+                req->interpose = -1;
+            else
+                FAIL(err, c, "interpose '%s' is not yes or no", val);
+        }
         req->has_hints = true;
         return 0;
     case V_STAGE_IN:
@@ -359,6 +391,7 @@ static int apply(hu_bb_request_t *req, int v, kv_t *kv, int nkv, int line, ctx_t
         }
         s->type = t;
         s->line = line;
+        s->bb_item = c->bb_item;
         if (in)
             req->nstage_in++;
         else
@@ -385,6 +418,7 @@ static int apply(hu_bb_request_t *req, int v, kv_t *kv, int nkv, int line, ctx_t
         memset(p, 0, sizeof(*p));
         p->op = (hu_bb_persist_op_t)(v - V_CREATE);
         p->line = line;
+        p->bb_item = c->bb_item;
         if (v == V_CREATE) {
             if (size_value("capacity", kv_get(kv, nkv, "capacity"), &p->capacity,
                            c, err) < 0)
@@ -610,6 +644,144 @@ char *hu_bb_collect_script(const char *script)
     return out;
 }
 
+/* One token of a DataWarp line, as its #BB_HARMONIA equivalent: key=value with
+ * $DW_JOB_STRIPED and $DW_JOB_PRIVATE written $HARMONIA_BB; false to drop it. */
+static bool dw_token(const char *verb, const char *t, size_t n, char *out, size_t *len,
+                     size_t cap)
+{
+    static const char *const dw_vars[] = { "$DW_JOB_STRIPED", "$DW_JOB_PRIVATE",
+                                           "${DW_JOB_STRIPED}", "${DW_JOB_PRIVATE}" };
+    bool jobdw = strcmp(verb, "jobdw") == 0, create = strcmp(verb, "create_persistent") == 0;
+
+    if ((jobdw || create) && (n < 9 || strncmp(t, "capacity=", 9) != 0)
+        && !(create && n > 5 && strncmp(t, "name=", 5) == 0)
+        && !(create && n > 5 && strncmp(t, "pool=", 5) == 0))
+        return false;       /* type=, access_mode=: no equivalent, not needed */
+    if (strcmp(verb, "persistentdw") == 0 && (n < 5 || strncmp(t, "name=", 5) != 0))
+        return false;
+    if (*len + 1 < cap)
+        out[(*len)++] = ' ';
+    for (size_t i = 0; i < n && *len + 1 < cap;) {
+        size_t k, m = 0;
+        for (k = 0; k < sizeof(dw_vars) / sizeof(dw_vars[0]); k++) {
+            m = strlen(dw_vars[k]);
+            if (n - i >= m && strncmp(t + i, dw_vars[k], m) == 0)
+                break;
+        }
+        if (k < sizeof(dw_vars) / sizeof(dw_vars[0])) {
+            for (const char *h = "$HARMONIA_BB"; *h && *len + 1 < cap; h++)
+                out[(*len)++] = *h;
+            i += m;
+        } else {
+            out[(*len)++] = t[i++];
+        }
+    }
+    if (*len < cap)
+        out[*len] = '\0';
+    return true;
+}
+
+/* A DataWarp line [q, end) ("#DW verb ..." or "#BB verb ..."): -1 when it is not
+ * one, else its verb in verb[] and 1 with its #BB_HARMONIA equivalent in sugg[],
+ * or 0 when it has none. */
+static int dw_line(const char *q, const char *end, char *verb, size_t vlen, char *sugg,
+                   size_t slen)
+{
+    static const struct {
+        const char *dw, *ours, *fallback;
+    } verbs[] = {
+        { "jobdw", "jobbuffer", " capacity=SIZE" },
+        { "persistentdw", "use_persistent", " name=NAME" },
+        { "stage_in", "stage_in", " source=PATH destination=$HARMONIA_BB/NAME" },
+        { "stage_out", "stage_out", " source=$HARMONIA_BB/NAME destination=PATH" },
+        { "create_persistent", "create_persistent", " name=NAME capacity=SIZE" },
+        { "destroy_persistent", "destroy_persistent", " name=NAME" },
+    };
+    const char *v = q + 4, *ve;
+    size_t len, i;
+    bool any = false;
+
+    if (end - q <= 4 || (strncmp(q, "#DW", 3) != 0 && strncmp(q, "#BB", 3) != 0)
+        || (q[3] != ' ' && q[3] != '\t'))
+        return -1;
+    while (v < end && (*v == ' ' || *v == '\t'))
+        v++;
+    for (ve = v; ve < end && *ve != ' ' && *ve != '\t' && *ve != '\r'; ve++)
+        ;
+    snprintf(verb, vlen, "%.*s", (int)(ve - v), v);
+    for (i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
+        if (strcmp(verb, verbs[i].dw) == 0)
+            break;
+    if (i == sizeof(verbs) / sizeof(verbs[0]))
+        return 0;
+    len = (size_t)snprintf(sugg, slen, "#BB_HARMONIA %s", verbs[i].ours);
+    if (len >= slen)
+        len = slen - 1;     /* cut: dw_token() and the fallback append nothing */
+    for (const char *t = ve; t < end;) {
+        const char *te;
+        while (t < end && (*t == ' ' || *t == '\t' || *t == '\r'))
+            t++;
+        for (te = t; te < end && *te != ' ' && *te != '\t' && *te != '\r'; te++)
+            ;
+        if (te > t && dw_token(verb, t, (size_t)(te - t), sugg, &len, slen))
+            any = true;
+        t = te;
+    }
+    if (!any && len + 1 < slen)
+        snprintf(sugg + len, slen - len, "%s", verbs[i].fallback);
+    return 1;
+}
+
+int hu_bb_dw_equivalent(const char *text, size_t n, char *out, size_t outlen)
+{
+    const char *q = text, *end = text + n;
+    char verb[32];
+
+    while (q < end && (*q == ' ' || *q == '\t'))
+        q++;
+    return dw_line(q, end, verb, sizeof(verb), out, outlen);
+}
+
+int hu_bb_check_foreign(const char *script, hu_error_t *err)
+{
+    const char *p = script;
+    int lineno = 0;
+
+    while (p && *p) {
+        const char *eol = strchr(p, '\n');
+        const char *end = eol ? eol : p + strlen(p);
+        const char *q = p;
+        char verb[32], sugg[256];
+        int r;
+        if (lineno < 99999999)
+            lineno++;
+        while (q < end && (*q == ' ' || *q == '\t' || *q == '\r'))
+            q++;
+        if (q < end && *q != '#')
+            break;      /* first command: directives end here */
+        r = dw_line(q, end, verb, sizeof(verb), sugg, sizeof(sugg));
+        if (r == 0) {
+            errno = EINVAL;
+            return hu_errprintf(err, "#BB_HARMONIA line %d: '%.3s %s' is a directive of "
+                                "another burst buffer plugin (DataWarp), which "
+                                "burst_buffer/harmonia does not read and has no "
+                                "equivalent of: remove it (see harmonia-directives(5))",
+                                lineno, q, verb);
+        }
+        if (r > 0) {
+            errno = EINVAL;
+            return hu_errprintf(err, "#BB_HARMONIA line %d: '%.3s %s' is DataWarp's syntax, "
+                                "which burst_buffer/harmonia does not read (the job would "
+                                "run without it): write '%s' instead (see "
+                                "harmonia-directives(5))", lineno, q, verb, sugg);
+        }
+        if (!eol)
+            break;
+        p = eol + 1;
+    }
+    return 0;
+}
+
 bool hu_bb_has_directives(const char *text, bool bare_ok)
 {
     if (!text)
@@ -710,7 +882,7 @@ int hu_bb_parse(hu_bb_request_t *req, const char *text, size_t len, hu_bb_source
     const char *p = text, *end;
     int item = 0;
     char where[48];
-    ctx_t c = { .where = where, .verb = NULL };
+    ctx_t c = { .where = where, .verb = NULL, .bb_item = src == HU_BB_SRC_BB_OPTION };
 
     if (!req || (!text && len)) {
         errno = EINVAL;
@@ -827,10 +999,12 @@ int hu_bb_validate(hu_bb_request_t *req, hu_error_t *err)
         if (req->persist[i].op == HU_BB_PERSIST_USE)
             uses = true;
     if ((req->nstage_in || req->nstage_out) && !req->has_buffer && !uses) {
-        int line = req->nstage_in ? req->stage_in[0].line : req->stage_out[0].line;
+        const hu_bb_stage_t *s = req->nstage_in ? &req->stage_in[0] : &req->stage_out[0];
+        char w[48];
         errno = EINVAL;
-        return hu_errprintf(err, "#BB_HARMONIA line %d: %s needs a buffer: add a "
-                            "jobbuffer or use_persistent directive", line,
+        return hu_errprintf(err, "#BB_HARMONIA %s: %s needs a buffer: add a "
+                            "jobbuffer or use_persistent directive",
+                            hu_bb_where(s->line, s->bb_item, w, sizeof(w)),
                             req->nstage_in ? "stage_in" : "stage_out");
     }
     if (req->has_hints && req->has_buffer && req->io_volume > req->capacity) {
@@ -846,10 +1020,13 @@ int hu_bb_validate(hu_bb_request_t *req, hu_error_t *err)
             if (i != j && req->persist[i].op == HU_BB_PERSIST_CREATE
                 && req->persist[j].op == HU_BB_PERSIST_DESTROY
                 && strcmp(req->persist[i].name, req->persist[j].name) == 0) {
+                char w[48];
                 errno = EINVAL;
-                return hu_errprintf(err, "#BB_HARMONIA line %d: persistent buffer "
+                return hu_errprintf(err, "#BB_HARMONIA %s: persistent buffer "
                                     "'%s' is both created and destroyed by the job",
-                                    req->persist[j].line, req->persist[j].name);
+                                    hu_bb_where(req->persist[j].line,
+                                                req->persist[j].bb_item, w, sizeof(w)),
+                                    req->persist[j].name);
             }
         }
     }
@@ -862,25 +1039,35 @@ int hu_bb_validate(hu_bb_request_t *req, hu_error_t *err)
     return 0;
 }
 
+const char *hu_bb_where(int line, bool bb_item, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s %d", bb_item ? "--bb item" : "line", line);
+    return buf;
+}
+
 int hu_bb_check_paths(const hu_bb_request_t *req, hu_error_t *err)
 {
     struct stat st;
+    char w[48];
 
     for (int i = 0; i < req->nstage_in; i++) {
         const hu_bb_stage_t *s = &req->stage_in[i];
         if (stat(s->source, &st) < 0)
-            return hu_errprintf(err, "#BB_HARMONIA line %d: stage_in: source '%s' "
-                                "does not exist (%s)", s->line, s->source,
+            return hu_errprintf(err, "#BB_HARMONIA %s: stage_in: source '%s' "
+                                "does not exist (%s)",
+                                hu_bb_where(s->line, s->bb_item, w, sizeof(w)), s->source,
                                 strerror(errno));
         if (s->type == HU_BB_TYPE_FILE && !S_ISREG(st.st_mode)) {
             errno = EINVAL;
-            return hu_errprintf(err, "#BB_HARMONIA line %d: stage_in: source '%s' is "
-                                "not a regular file (type=file)", s->line, s->source);
+            return hu_errprintf(err, "#BB_HARMONIA %s: stage_in: source '%s' is "
+                                "not a regular file (type=file)",
+                                hu_bb_where(s->line, s->bb_item, w, sizeof(w)), s->source);
         }
         if (s->type == HU_BB_TYPE_DIRECTORY && !S_ISDIR(st.st_mode)) {
             errno = EINVAL;
-            return hu_errprintf(err, "#BB_HARMONIA line %d: stage_in: source '%s' is "
-                                "not a directory (type=directory)", s->line, s->source);
+            return hu_errprintf(err, "#BB_HARMONIA %s: stage_in: source '%s' is "
+                                "not a directory (type=directory)",
+                                hu_bb_where(s->line, s->bb_item, w, sizeof(w)), s->source);
         }
     }
     for (int i = 0; i < req->nstage_out; i++) {
@@ -900,8 +1087,9 @@ int hu_bb_check_paths(const hu_bb_request_t *req, hu_error_t *err)
             *slash = '\0';
         rc = stat(parent, &st);
         if (rc < 0 || !S_ISDIR(st.st_mode)) {
-            hu_errprintf(err, "#BB_HARMONIA line %d: stage_out: the directory of "
-                         "destination '%s' does not exist", s->line, s->destination);
+            hu_errprintf(err, "#BB_HARMONIA %s: stage_out: the directory of "
+                         "destination '%s' does not exist",
+                         hu_bb_where(s->line, s->bb_item, w, sizeof(w)), s->destination);
             free(parent);
             errno = ENOENT;
             return -1;
@@ -1023,6 +1211,12 @@ char *hu_bb_format(const hu_bb_request_t *req)
         AP("\n");
     }
     if (req->has_hints) {
+        /* interpose first: the line of a request as the user wrote it stays a
+         * prefix of its normalised line (io= and priority= are added after
+         * io_volume), which is how the plugin finds the script's directives in
+         * the job's canonical text (bbh_script_merged) */
+        const char *ip = req->interpose > 0 ? " interpose=yes"
+                         : req->interpose < 0 ? " interpose=no" : "";
         if (req->w_iter > 0 && req->w_iter <= HU_BB_MAX_W_ITER) {
             /* microseconds, written exactly (see apply()): "600s", "0.25s" */
             uint64_t us = (uint64_t)(req->w_iter * 1e6 + 0.5);
@@ -1032,10 +1226,10 @@ char *hu_bb_format(const hu_bb_request_t *req)
                 for (size_t n = strlen(frac); frac[n - 1] == '0'; n--)
                     frac[n - 1] = '\0';
             }
-            AP("%s iohints w_iter=%llu%ss", HU_BB_PREFIX,
+            AP("%s iohints%s w_iter=%llu%ss", HU_BB_PREFIX, ip,
                (unsigned long long)(us / 1000000), frac);
         } else {
-            AP("%s iohints w_iter=%.17gs", HU_BB_PREFIX, req->w_iter);
+            AP("%s iohints%s w_iter=%.17gs", HU_BB_PREFIX, ip, req->w_iter);
         }
         AP(" io_volume=%s", hu_bb_size_str(req->io_volume, sz, sizeof(sz)));
         if (req->phases)

@@ -37,6 +37,7 @@ extern "C" {
 #define HU_BB_MAX_PERSIST   16        /* persistent-buffer directives per job */
 #define HU_BB_MAX_NODES     100000
 #define HU_BB_NAME_MAX      63        /* pool and persistent buffer names */
+#define HU_BB_PATH_MAX      4000      /* longest stage path */
 #define HU_BB_MAX_W_ITER    1e9       /* longest w_iter, seconds (about 31 years) */
 
 typedef enum {
@@ -62,7 +63,8 @@ typedef struct {
     char *source;
     char *destination;
     hu_bb_type_t type;
-    int line;               /* where it came from (for messages) */
+    int line;               /* where it came from (for messages): script line or */
+    bool bb_item;           /* (true) --bb item number; see hu_bb_where() */
 } hu_bb_stage_t;
 
 typedef struct {
@@ -71,6 +73,7 @@ typedef struct {
     uint64_t capacity;      /* create only */
     char *pool;             /* create only, may be NULL */
     int line;
+    bool bb_item;           /* line is a --bb item number */
 } hu_bb_persist_t;
 
 typedef struct {
@@ -86,6 +89,8 @@ typedef struct {
     hu_bb_io_t io;            /* HU_BB_IO_UNSET: not given (normalised to write) */
     int priority;           /* 0: not given (normalised to 1) */
     bool hints_learned;     /* filled from history rather than given */
+    int interpose;          /* the interposer: 1 yes, -1 no, 0 not given (the site's
+                               default, harmonia.conf Interpose) */
 
     int nstage_in, nstage_out;
     hu_bb_stage_t stage_in[HU_BB_MAX_STAGE];
@@ -139,12 +144,40 @@ int hu_bb_validate(hu_bb_request_t *req, hu_error_t *err);
  */
 int hu_bb_check_paths(const hu_bb_request_t *req, hu_error_t *err);
 
+/* Where a directive came from, for messages: "line N" of the script, or
+ * "--bb item N" when bb_item.  Returns buf. */
+const char *hu_bb_where(int line, bool bb_item, char *buf, size_t len);
+
+/*
+ * DataWarp's lines in a batch script ("#DW jobdw ...", "#DW persistentdw ...",
+ * "#BB create_persistent ..."), which burst_buffer/harmonia does not read: in the
+ * leading block of the script (as hu_bb_collect_script() reads it).  Returns 0
+ * when there is none, -1 with err naming the first one's line and the
+ * #BB_HARMONIA directive to write instead.
+ */
+int hu_bb_check_foreign(const char *script, hu_error_t *err);
+
+/* One DataWarp directive (text[0..n), e.g. a --bb item): -1 when it is not one,
+ * 1 with its #BB_HARMONIA equivalent in out (as hu_bb_check_foreign() gives it),
+ * 0 when it has none. */
+int hu_bb_dw_equivalent(const char *text, size_t n, char *out, size_t outlen);
+
 /* Canonical text: one "#BB_HARMONIA ..." line per directive, sizes in the largest
  * exact unit, durations in seconds.  hu_bb_parse() of it gives the same request.
  * Returns a malloc'd string, or NULL with errno set. */
 char *hu_bb_format(const hu_bb_request_t *req);
 
 void hu_bb_request_free(hu_bb_request_t *req);   /* frees contents; accepts NULL */
+
+/* The one name rule of persistent buffers and pools, the same in the directives,
+ * the plugin, bbmgrd's API and bbnoded: a letter, then letters, digits, '_', '-'
+ * or '.', at most HU_BB_NAME_MAX; so never ".", "..", a path, or a name of the
+ * reserved ".harmonia*" family (doc/security.md). */
+bool hu_bb_name_ok(const char *name);
+/* The one rule of stage paths, the same in the directives (after the job buffer's
+ * prefix), bbmgrd's API and bbnoded: absolute, at most HU_BB_PATH_MAX bytes, no "."
+ * or ".." component, no newline. */
+bool hu_bb_path_ok(const char *path);
 
 const char *hu_bb_io_str(hu_bb_io_t io);
 const char *hu_bb_type_str(hu_bb_type_t t);

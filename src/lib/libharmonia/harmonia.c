@@ -44,6 +44,7 @@
 #include "harmonia/client.h"
 #include "harmonia/harmonia.h"
 #include "libhutil/hutil.h"
+#include "hmi.h"
 #include "pace.h"
 
 #define DEFAULT_CONNECT_TIMEOUT 2.0
@@ -955,6 +956,57 @@ double harmonia_pace(harmonia_t *h, size_t bytes)
     pthread_mutex_unlock(&h->lock);
     sleep_s(d);
     return d;
+}
+
+/* For the interposer (libharmonia-preload.so; internal, not exported): the
+ * granted per-process rate of the open phase (0: none, ungated), refreshed from
+ * bbmgrd when due with 'moved' bytes moved by the process in the phase so far;
+ * the interposer paces with its own bucket. */
+double hmi_rate(harmonia_t *h, double moved)
+{
+    double r = 0;
+    if (!h || h->off)
+        return 0;
+    pthread_mutex_lock(&h->lock);
+    if (h->st == ST_OPEN && h->grant.gated) {
+        double now = hu_mono();
+        h->paced = moved;
+        if (now - h->last_refresh >= REFRESH_INTERVAL) {
+            h->last_refresh = now;
+            refresh(h);
+        }
+        r = h->grant.rate;
+    }
+    pthread_mutex_unlock(&h->lock);
+    return r;
+}
+
+/* For the interposer: the job's iohints (w_iter s, io_volume bytes; 0 when not
+ * given) from GET /v1/jobs/{id}, asked while a gated phase is open (the client is
+ * then used under the lock only).  0, or -1 when not known. */
+int hmi_hints(harmonia_t *h, double *w_iter, double *volume)
+{
+    hm_error_t err = { "" };
+    json_t *resp = NULL, *hints;
+    char path[128];
+    int rc = -1;
+
+    *w_iter = *volume = 0;
+    if (!h || h->off)
+        return -1;
+    pthread_mutex_lock(&h->lock);
+    if (h->st == ST_OPEN && h->grant.gated && h->client && !h->degraded) {
+        snprintf(path, sizeof(path), "/v1/jobs/%s", h->jobid);
+        if (hm_request(h->client, "GET", path, NULL, &resp, &err) == 200
+            && json_is_object(hints = json_object_get(resp, "hints"))) {
+            *w_iter = json_number_value(json_object_get(hints, "w_iter"));
+            *volume = json_number_value(json_object_get(hints, "io_volume"));
+            rc = 0;
+        }
+    }
+    pthread_mutex_unlock(&h->lock);
+    json_decref(resp);
+    return rc;
 }
 
 static size_t chunk_for(harmonia_t *h)

@@ -10,7 +10,13 @@
 
 /* ------------------------------------------------------------------ agent */
 
-/* Hold a pending job whose buffer could not be set up (FAIL_BURST_BUFFER_OP). */
+/*
+ * Hold a pending job whose buffer could not be set up, with the reason as its
+ * description.  The hold is a user hold (WAIT_HELD_USER): slurmctld lets a job's
+ * owner release only those, and the owner is who can mend what failed (a
+ * stage-in source, a name) and retry with "scontrol release".  A job that is
+ * no longer pending keeps FAIL_BURST_BUFFER_OP.
+ */
 static void _fail_job(job_record_t *job_ptr, bb_job_t *bb_job, const char *op,
 		      const char *msg)
 {
@@ -18,8 +24,10 @@ static void _fail_job(job_record_t *job_ptr, bb_job_t *bb_job, const char *op,
 	job_ptr->state_reason = FAIL_BURST_BUFFER_OP;
 	xstrfmtcat(job_ptr->state_desc, "%s: %s: %s", plugin_type, op, msg);
 	bb_update_system_comment(job_ptr, (char *) op, (char *) msg, 0);
-	if (IS_JOB_PENDING(job_ptr))
+	if (IS_JOB_PENDING(job_ptr)) {
 		job_ptr->priority = 0;	/* hold */
+		job_ptr->state_reason = WAIT_HELD_USER;
+	}
 	last_job_update = time(NULL);
 	error("%s: %pJ: %s failed: %s", plugin_type, job_ptr, op, msg);
 }
@@ -92,9 +100,11 @@ static bool _apply_locked(work_t *w, step_rc_t rc)
 	    !bb_find_alloc_rec(&bb_state, job_ptr)) {
 		bb_alloc_t *a = bb_alloc_job(&bb_state, job_ptr, bb_job);
 
-		/* a record made again shows the buffer's first creation */
+		/* a record made again shows the buffer's first creation,
+		 * also after slurmctld restarted (as 'scontrol reconfigure'
+		 * does from Slurm 23.11): bbmgrd's */
 		if (!h->alloc_time)
-			h->alloc_time = now;
+			h->alloc_time = w->alloc_created ? w->alloc_created : now;
 		if (a)
 			a->create_time = h->alloc_time;
 	}

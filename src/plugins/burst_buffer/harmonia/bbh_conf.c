@@ -27,7 +27,7 @@
 
 static const char *keys[] = {
 	"BbmgrURL", "JobURL", "MungeSocket", "Timeout", "RetryInterval",
-	"PollInterval", "StageSpread", NULL
+	"PollInterval", "StageSpread", "Interpose", "InterposePaths", NULL
 };
 
 extern void bbh_conf_free(bbh_conf_t *conf)
@@ -37,8 +37,20 @@ extern void bbh_conf_free(bbh_conf_t *conf)
 	xfree(conf->url);
 	xfree(conf->job_url);
 	xfree(conf->munge_socket);
+	xfree(conf->interpose_paths);
 	xfree(conf->path);
 	memset(conf, 0, sizeof(*conf));
+}
+
+/* Every ':'-separated item of v is an absolute path. */
+static bool _abs_list(const char *v)
+{
+	for (const char *p = v; ; p++) {
+		if (*p != '/')
+			return false;
+		if (!(p = strchr(p, ':')))
+			return true;
+	}
 }
 
 /* "socket=/path,..." from slurm.conf AuthInfo */
@@ -123,7 +135,7 @@ extern int bbh_conf_load(const char *path, bbh_conf_t *conf, char **err)
 			if (!strcasecmp(keys[i], key))
 				known = 1;
 		if (!known) {
-			xstrfmtcat(*err, "%s:%d:%d: unknown key '%s' (known: BbmgrURL, JobURL, MungeSocket, Timeout, RetryInterval, PollInterval, StageSpread)",
+			xstrfmtcat(*err, "%s:%d:%d: unknown key '%s' (known: BbmgrURL, JobURL, MungeSocket, Timeout, RetryInterval, PollInterval, StageSpread, Interpose, InterposePaths)",
 				   path, lineno, col, key);
 			goto fail;
 		}
@@ -151,16 +163,27 @@ extern int bbh_conf_load(const char *path, bbh_conf_t *conf, char **err)
 				xfree(conf->job_url);
 				conf->job_url = xstrdup(val);
 			}
-		} else if (!strcasecmp(key, "StageSpread")) {
+		} else if (!strcasecmp(key, "StageSpread") ||
+			   !strcasecmp(key, "Interpose")) {
+			bool *dst = !strcasecmp(key, "Interpose") ?
+				    &conf->interpose : &conf->stage_spread;
 			if (!strcasecmp(val, "yes"))
-				conf->stage_spread = true;
+				*dst = true;
 			else if (!strcasecmp(val, "no"))
-				conf->stage_spread = false;
+				*dst = false;
 			else {
-				xstrfmtcat(*err, "%s:%d:%d: StageSpread '%s' must be yes or no",
+				xstrfmtcat(*err, "%s:%d:%d: %s '%s' must be yes or no",
+					   path, lineno, vcol, key, val);
+				goto fail;
+			}
+		} else if (!strcasecmp(key, "InterposePaths")) {
+			if (!_abs_list(val)) {
+				xstrfmtcat(*err, "%s:%d:%d: InterposePaths '%s' must be absolute paths separated by ':'",
 					   path, lineno, vcol, val);
 				goto fail;
 			}
+			xfree(conf->interpose_paths);
+			conf->interpose_paths = xstrdup(val);
 		} else if (!strcasecmp(key, "MungeSocket")) {
 			if (val[0] != '/') {
 				xstrfmtcat(*err, "%s:%d:%d: MungeSocket '%s' must be an absolute path",

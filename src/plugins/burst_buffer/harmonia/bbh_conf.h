@@ -15,6 +15,9 @@ typedef struct {
 	int poll_interval;	/* PollInterval: seconds between stage polls */
 	bool stage_spread;	/* StageSpread: spread a multi-node job's stage
 				 * transfers over its buffer nodes */
+	bool interpose;		/* Interpose: the interposer is on for jobs that
+				 * do not say (iohints interpose=yes|no) */
+	char *interpose_paths;	/* InterposePaths: PFS prefixes it counts */
 } bbh_conf_t;
 
 /* Read 'path'.  0 on success (conf->configured false when the file does not

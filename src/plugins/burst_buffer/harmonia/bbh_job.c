@@ -32,6 +32,79 @@
 
 #define CHECK_TIMEOUT_MS 5000	/* a hung file system must not hold sbatch */
 
+/* "#SBATCH hetjob" (or packjob, or #SLURM): where a component of a
+ * heterogeneous job's script ends, as sbatch and slurmctld read it. */
+static bool _het_separator(const char *line, const char *end)
+{
+	size_t n = end - line;
+
+	if (!((n > 7 && !strncmp(line, "#SBATCH", 7)) ||
+	      (n > 6 && !strncmp(line, "#SLURM", 6))))
+		return false;
+	return memmem(line, n, "hetjob", 6) || memmem(line, n, "packjob", 7);
+}
+
+/*
+ * Walk the script's leading comments (where directives are read), counting
+ * components; with 'keep' not NO_VAL, blank the lines of the other components
+ * and the separators.  RET the number of components.
+ */
+static uint32_t _het_scan(char *script, uint32_t keep)
+{
+	char *p;
+	uint32_t comp = 0;
+	int lineno = 0;
+
+	for (p = script; *p; ) {
+		char *eol = strchrnul(p, '\n'), *q = p;
+
+		lineno++;
+		while (q < eol && (*q == ' ' || *q == '\t' || *q == '\r'))
+			q++;
+		if ((q < eol) && (*q != '#'))
+			break;		/* the first command */
+		if ((lineno > 1) && (q < eol)) {
+			bool sep = _het_separator(q, eol);
+
+			if (sep)
+				comp++;
+			if ((keep != NO_VAL) && (sep || (comp != keep)))
+				memset(p, ' ', eol - p);
+		}
+		p = *eol ? eol + 1 : eol;
+	}
+	return comp + 1;
+}
+
+extern uint32_t bbh_het_components(const char *script)
+{
+	char *copy;
+	uint32_t n;
+
+	if (!script || !(copy = strdup(script)))
+		return 1;
+	n = _het_scan(copy, NO_VAL);
+	free(copy);
+	return n;
+}
+
+extern char *bbh_collect_script(const char *script, uint32_t het_job_offset)
+{
+	char *copy, *out;
+
+	if (!script || (het_job_offset == NO_VAL))
+		return hu_bb_collect_script(script);
+	if (!(copy = strdup(script)))
+		return NULL;
+	/* a script without separators is all one component's */
+	if (_het_scan(copy, het_job_offset) > 1)
+		out = hu_bb_collect_script(copy);
+	else
+		out = hu_bb_collect_script(script);
+	free(copy);
+	return out;
+}
+
 static bool _is_symbol(char c)
 {
 	return c && strchr("%Aadjux", c);
@@ -170,6 +243,7 @@ typedef struct {
 	char *path;		/* what is looked at */
 	pc_kind_t kind;
 	int line;
+	bool bb_item;	/* line is a --bb item number */
 	bool out;		/* a stage_out destination's directory */
 	const char *shown;	/* the path as written */
 } pc_item_t;
@@ -233,12 +307,13 @@ static void _child(int fd, pc_item_t *items, int n)
 }
 
 static void _item_add(pc_item_t **items, int *n, char *path, pc_kind_t kind,
-		      int line, bool out, const char *shown)
+		      const hu_bb_stage_t *s, bool out, const char *shown)
 {
 	xrecalloc(*items, *n + 1, sizeof(**items));
 	(*items)[*n].path = path;
 	(*items)[*n].kind = kind;
-	(*items)[*n].line = line;
+	(*items)[*n].line = s->line;
+	(*items)[*n].bb_item = s->bb_item;
 	(*items)[*n].out = out;
 	(*items)[*n].shown = shown;
 	(*n)++;
@@ -247,25 +322,27 @@ static void _item_add(pc_item_t **items, int *n, char *path, pc_kind_t kind,
 static char *_message(pc_item_t *it, pc_reply_t *r)
 {
 	const char *kind = it->kind == PC_FILE ? "file" : "directory";
+	char w[48];
+	const char *where = hu_bb_where(it->line, it->bb_item, w, sizeof(w));
 
 	if (it->out) {
 		if (r->what == 1 && r->err != ENOENT && r->err != ENOTDIR)
-			return xstrdup_printf("#BB_HARMONIA line %d: stage_out: the directory of destination '%s' is not accessible to you (%s)",
-					      it->line, it->shown,
+			return xstrdup_printf("#BB_HARMONIA %s: stage_out: the directory of destination '%s' is not accessible to you (%s)",
+					      where, it->shown,
 					      strerror(r->err));
-		return xstrdup_printf("#BB_HARMONIA line %d: stage_out: the directory of destination '%s' does not exist",
-				      it->line, it->shown);
+		return xstrdup_printf("#BB_HARMONIA %s: stage_out: the directory of destination '%s' does not exist",
+				      where, it->shown);
 	}
 	if (r->what == 2)
-		return xstrdup_printf("#BB_HARMONIA line %d: stage_in: source '%s' is not a %s (type=%s)",
-				      it->line, it->shown,
+		return xstrdup_printf("#BB_HARMONIA %s: stage_in: source '%s' is not a %s (type=%s)",
+				      where, it->shown,
 				      it->kind == PC_FILE ? "regular file" :
 				      "directory", kind);
 	if (r->err == ENOENT || r->err == ENOTDIR)
-		return xstrdup_printf("#BB_HARMONIA line %d: stage_in: source '%s' does not exist (%s)",
-				      it->line, it->shown, strerror(r->err));
-	return xstrdup_printf("#BB_HARMONIA line %d: stage_in: source '%s' is not accessible to you (%s)",
-			      it->line, it->shown, strerror(r->err));
+		return xstrdup_printf("#BB_HARMONIA %s: stage_in: source '%s' does not exist (%s)",
+				      where, it->shown, strerror(r->err));
+	return xstrdup_printf("#BB_HARMONIA %s: stage_in: source '%s' is not accessible to you (%s)",
+			      where, it->shown, strerror(r->err));
 }
 
 extern int bbh_check_paths_as(const hu_bb_request_t *req, uid_t uid, gid_t gid,
@@ -290,7 +367,7 @@ extern int bbh_check_paths_as(const hu_bb_request_t *req, uid_t uid, gid_t gid,
 			p = c;
 			kind = PC_DIR;
 		}
-		_item_add(&items, &n, p, kind, s->line, false, s->source);
+		_item_add(&items, &n, p, kind, s, false, s->source);
 	}
 	for (int i = 0; i < req->nstage_out; i++) {
 		const hu_bb_stage_t *s = &req->stage_out[i];
@@ -301,7 +378,7 @@ extern int bbh_check_paths_as(const hu_bb_request_t *req, uid_t uid, gid_t gid,
 			d = _cut(p, cut);
 		}
 		xfree(p);
-		_item_add(&items, &n, d, PC_DIR, s->line, true, s->destination);
+		_item_add(&items, &n, d, PC_DIR, s, true, s->destination);
 	}
 	if (!n)
 		goto out;

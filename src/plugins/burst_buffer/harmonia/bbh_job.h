@@ -55,4 +55,19 @@ extern int bbh_subst_request(hu_bb_request_t *req, const bbh_sym_t *sym,
 extern int bbh_check_paths_as(const hu_bb_request_t *req, uid_t uid, gid_t gid,
 			      const bbh_sym_t *sym, char **err);
 
+/*
+ * The #BB_HARMONIA lines of one component of a heterogeneous job
+ * (hu_bb_collect_script() of its batch script's lines between the
+ * component's "#SBATCH hetjob" separators, line numbers kept): each
+ * component has its own request.  A script without separators (a job that is
+ * not heterogeneous, or the script slurmctld made for one component) is all
+ * one component's, as is any script when het_job_offset is NO_VAL (not a
+ * heterogeneous job).  NULL without memory; free() the result.
+ */
+extern char *bbh_collect_script(const char *script, uint32_t het_job_offset);
+
+/* How many components the script's "#SBATCH hetjob" separators make (1 for a
+ * script without any). */
+extern uint32_t bbh_het_components(const char *script);
+
 #endif

@@ -92,6 +92,7 @@ typedef struct hjob {
 	int tries;
 	int polls;		/* stage polls since the transfers were asked */
 	bool seen_wait;		/* a scheduler pass saw it waiting for stage-in */
+	bool start_unknown;	/* waits for space whose end is not known */
 	bool registered;
 	bool keep_pending;	/* teardown of a failed stage-in: the job stays */
 	char *bb_path;		/* $HARMONIA_BB */
@@ -119,6 +120,7 @@ typedef struct {
 	char *msg;
 	char *subst_err;	/* the request after symbol replacement is bad */
 	bool allocated;
+	time_t alloc_created;	/* when bbmgrd made the allocation (0: not said) */
 	bool released;		/* the job's space went back to its pools */
 	bool stage_wait;	/* transfers asked for or under way */
 	bool dirs_ready;	/* the allocation's reply said its directories are made */

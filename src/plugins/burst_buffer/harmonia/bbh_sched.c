@@ -395,9 +395,12 @@ static int _end_cmp(const void *a, const void *b)
 /*
  * An estimate from the free capacity bbmgrd reported: now if the pool can hold
  * the job's buffer, else the time at which enough of the Harmonia jobs holding
- * space in that pool will have ended (their end_time, soonest first), else
- * one hour from now.  A job that bbmgrd already found no room for (not on
- * enough nodes, although the pool's free space is enough) waits at least
+ * space in that pool will have ended (their end_time, soonest first).  When
+ * that time is not known, because one of those jobs has no time limit (its
+ * end_time is a year away) or because what they hold is not enough (space
+ * held by persistent buffers), the answer is 0: squeue --start then shows N/A
+ * rather than a made-up date.  A job that bbmgrd already found no room for (not
+ * on enough nodes, although the pool's free space is enough) waits at least
  * for the first of them to end.
  */
 extern time_t bb_p_job_get_est_start(job_record_t *job_ptr)
@@ -409,6 +412,7 @@ extern time_t bb_p_job_get_est_start(job_record_t *job_ptr)
 	uint64_t free_space = 0, need;
 	const char *pool;
 	bool waiting;
+	hjob_t *h;
 
 	if (!job_ptr->burst_buffer || !job_ptr->burst_buffer[0])
 		return now;
@@ -434,8 +438,9 @@ extern time_t bb_p_job_get_est_start(job_record_t *job_ptr)
 		free_space = need - 1;	/* room on enough nodes: a job must end */
 	if (free_space >= need)
 		goto out;
-	/* the allocations of that pool by end time, soonest first */
-	est = now + 3600;
+	/* the allocations of that pool by end time, soonest first; no time
+	 * limit: an end not known (sorted last) */
+	est = 0;
 	for (int i = 0; i < BB_HASH_SIZE; i++)
 		for (bb_alloc_t *a = bb_state.bb_ahash[i]; a; a = a->next) {
 			job_record_t *j = a->job_id ?
@@ -443,7 +448,9 @@ extern time_t bb_p_job_get_est_start(job_record_t *job_ptr)
 			if (!j || j == job_ptr || (pool && xstrcmp(a->pool, pool)))
 				continue;
 			xrecalloc(ends, nends + 1, sizeof(*ends));
-			ends[nends].end = MAX(j->end_time, now + 1);
+			ends[nends].end = (j->time_limit == INFINITE ||
+					   j->time_limit == NO_VAL) ?
+				(time_t) INT32_MAX : MAX(j->end_time, now + 1);
 			ends[nends++].size = a->size;
 		}
 	if (nends)
@@ -451,13 +458,16 @@ extern time_t bb_p_job_get_est_start(job_record_t *job_ptr)
 	for (int i = 0; i < nends; i++) {
 		free_space += ends[i].size;
 		if (free_space >= need) {
-			est = ends[i].end;
+			est = (ends[i].end == (time_t) INT32_MAX) ? 0 : ends[i].end;
 			break;
 		}
 	}
 	xfree(ends);
-	log_flag(BURST_BUF, "%pJ: expected start in %ld s (%s buffer space)",
-		 job_ptr, (long) (est - now), waiting ? "waits for" : "no");
+	if ((h = bbh_hjob_find(job_ptr->job_id)))
+		h->start_unknown = waiting && !est;
+	log_flag(BURST_BUF, "%pJ: expected start %s%ld s (%s buffer space)",
+		 job_ptr, est ? "in " : "not known, ", est ? (long) (est - now) : 0L,
+		 waiting ? "waits for" : "no");
 out:
 	slurm_mutex_unlock(&bb_state.bb_mutex);
 	return est;

@@ -44,13 +44,31 @@ static void _value_text(json_t *v, char **out)
 	}
 }
 
-/* bbmgrd's GET /v1/status as "  key: value" lines, in the daemon's order. */
-static void _status_text(json_t *st, char **out)
+/*
+ * bbmgrd's GET /v1/status as "  key: value" lines, in the daemon's order.  Its
+ * "caller" is slurmctld (the plugin asks as SlurmUser or root), not whoever ran
+ * scontrol: that line says who asked, and through whom.
+ */
+static void _status_text(json_t *st, uint32_t uid, char **out)
 {
 	const char *k;
 	json_t *v;
 
 	json_object_foreach(st, k, v) {
+		if (!xstrcmp(k, "caller") && json_is_object(v)) {
+			int64_t via = json_integer_value(json_object_get(v, "uid"));
+			char *name = (uid == NO_VAL) ? NULL :
+				     uid_to_string_or_null(uid);
+
+			if (uid == NO_VAL)	/* Slurm before 23.02 */
+				xstrfmtcat(*out, "  caller: not known (this Slurm does not tell the plugin who runs scontrol), through slurmctld (which asks bbmgrd as uid %"PRId64")\n",
+					   via);
+			else
+				xstrfmtcat(*out, "  caller: %s (uid %u), through slurmctld (which asks bbmgrd as uid %"PRId64")\n",
+					   name ? name : "?", uid, via);
+			xfree(name);
+			continue;
+		}
 		xstrfmtcat(*out, "  %s: ", k);
 		if (!xstrcmp(k, "started") && json_is_number(v)) {
 			time_t t = (time_t) json_number_value(v);
@@ -149,6 +167,57 @@ static void _pools_text(json_t *resp, char **out)
 	}
 }
 
+/* At most this many lines of learned figures in "scontrol show bbstat". */
+#define LEARNED_LINES_MAX 64
+
+/*
+ * What bbmgrd learned of each running job's I/O phases (its GET /v1/jobs, the
+ * job's "learned": doc/api.md), one line per job with a finished phase:
+ * "  job 42: learned: w_iter=12.1s volume=256MiB phases=4".  With PrivateData
+ * of burst buffers, a user sees only their own jobs (as "scontrol show burst"),
+ * and none when this Slurm does not say who asks.
+ */
+static void _learned_text(json_t *resp, uint32_t uid, char **out)
+{
+	json_t *jobs = json_object_get(resp, "jobs");
+	bool private;
+	int shown = 0, more = 0;
+
+	slurm_mutex_lock(&bb_state.bb_mutex);
+	private = (bb_state.bb_config.flags & BB_FLAG_PRIVATE_DATA) &&
+		  (uid == NO_VAL || !validate_operator(uid));
+	slurm_mutex_unlock(&bb_state.bb_mutex);
+	for (size_t i = 0; i < json_array_size(jobs); i++) {
+		json_t *j = json_array_get(jobs, i);
+		json_t *l = json_object_get(j, "learned");
+		json_t *w = json_object_get(l, "w_iter");
+		json_t *v = json_object_get(l, "io_volume");
+		char sz[32], wb[32] = "-";
+
+		if (json_integer_value(json_object_get(l, "phases")) <= 0 ||
+		    !json_is_number(v))
+			continue;
+		if (private && (uid == NO_VAL ||
+				json_integer_value(json_object_get(j, "uid")) != uid))
+			continue;
+		if (shown == LEARNED_LINES_MAX) {
+			more++;
+			continue;
+		}
+		if (json_is_number(w))
+			snprintf(wb, sizeof(wb), "%.1fs", json_number_value(w));
+		xstrfmtcat(*out, "  job %s: learned: w_iter=%s volume=%s phases=%"PRId64"\n",
+			   bbh_json_str(j, "id") ? bbh_json_str(j, "id") : "?", wb,
+			   hu_bb_size_str((uint64_t) (json_number_value(v) + 0.5),
+					  sz, sizeof(sz)),
+			   (int64_t) json_integer_value(json_object_get(l, "phases")));
+		shown++;
+	}
+	if (more)
+		xstrfmtcat(*out, "  (%d more jobs with learned figures: bbmgr jobs)\n",
+			   more);
+}
+
 /* "scontrol show bbstat": bbmgrd's status (bounded wait, no lock held). */
 extern char *bb_p_get_status(uint32_t argc, char **argv, uint32_t uid,
 			     uint32_t gid)
@@ -179,7 +248,7 @@ extern char *bb_p_get_status(uint32_t argc, char **argv, uint32_t uid,
 		json_t *j = json_loads(text, 0, NULL);
 		char *ntext = NULL;
 		if (json_is_object(j))
-			_status_text(j, &out);
+			_status_text(j, uid, &out);
 		else
 			xstrfmtcat(out, "  %s\n", text);
 		if (hm_request_text(cli, "GET", "/v1/nodes", NULL, &ntext,
@@ -196,6 +265,14 @@ extern char *bb_p_get_status(uint32_t argc, char **argv, uint32_t uid,
 			json_t *pools = json_loads(ntext, 0, NULL);
 			_pools_text(pools, &out);
 			json_decref(pools);
+		}
+		free(ntext);
+		ntext = NULL;
+		if (hm_request_text(cli, "GET", "/v1/jobs?state=running", NULL,
+				    &ntext, &err) == 200 && ntext) {
+			json_t *jobs = json_loads(ntext, 0, NULL);
+			_learned_text(jobs, uid, &out);
+			json_decref(jobs);
 		}
 		free(ntext);
 		json_decref(j);

@@ -115,6 +115,10 @@ static json_t *_register_body(work_t *w)
 static void _take_paths(work_t *w, json_t *alloc)
 {
 	json_t *nodes = json_object_get(alloc, "nodes");
+	double created = json_number_value(json_object_get(alloc, "created"));
+
+	if (created > 0)
+		w->alloc_created = (time_t) created;
 
 	for (size_t i = 0; json_is_array(nodes) && i < json_array_size(nodes); i++) {
 		json_t *n = json_array_get(nodes, i);

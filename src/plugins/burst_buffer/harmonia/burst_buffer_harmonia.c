@@ -249,7 +249,7 @@ static bool _blank(const char *s)
 /* What a --bb text without any Harmonia directive gets as an answer. */
 static char *_not_harmonia_msg(const char *bb)
 {
-	char shown[64];
+	char shown[64], sugg[256], dw_hint[300];
 	const char *hint = "";
 	size_t n = 0;
 
@@ -258,8 +258,27 @@ static char *_not_harmonia_msg(const char *bb)
 	shown[n] = '\0';
 	if (bb[n])
 		strcat(shown, "...");
-	if (strstr(bb, "#DW") || strstr(bb, "#BB "))
-		hint = " (DataWarp and #BB lines are for other burst buffer plugins)";
+	if (strstr(bb, "#DW") || strstr(bb, "#BB ")) {
+		/* the first DataWarp item, and what to write instead */
+		for (const char *it = bb; *it; ) {
+			size_t n = strcspn(it, ";\n");
+			int r = hu_bb_dw_equivalent(it, n, sugg, sizeof(sugg));
+
+			if (r > 0) {
+				snprintf(dw_hint, sizeof(dw_hint),
+					 " (DataWarp's syntax: write '%s' instead)",
+					 sugg);
+				hint = dw_hint;
+				break;
+			} else if (r == 0) {
+				hint = " (DataWarp's syntax, with no Harmonia equivalent)";
+				break;
+			}
+			it += n + (it[n] != '\0');
+		}
+		if (!hint[0])
+			hint = " (DataWarp and #BB lines are for other burst buffer plugins)";
+	}
 	else if (!xstrncasecmp(bb + strspn(bb, " \t;"), "capacity=", 9))
 		hint = " (write it as: jobbuffer capacity=SIZE)";
 	return xstrdup_printf("#BB_HARMONIA: --bb '%s' holds no Harmonia directive%s; burst_buffer/harmonia accepts jobbuffer, iohints, stage_in, stage_out, create_persistent, use_persistent and destroy_persistent, e.g. --bb \"jobbuffer capacity=10GiB\" (see harmonia-directives(5))",
@@ -329,6 +348,21 @@ static int _too_large(const hu_bb_request_t *req, char **err_msg)
 }
 
 /*
+ * The job's bb/harmonia TRES, in MB: its buffer and the persistent buffers it
+ * creates (as Slurm's datawarp plugin counts them), so that accounting shows
+ * them and association limits on bb/harmonia apply to the creating job.
+ */
+static uint64_t _tres_mb(const hu_bb_request_t *req)
+{
+	uint64_t bytes = req->has_buffer ? req->capacity : 0;
+
+	for (int i = 0; i < req->npersist; i++)
+		if (req->persist[i].op == HU_BB_PERSIST_CREATE)
+			bytes += req->persist[i].capacity;
+	return bytes / (1024 * 1024);
+}
+
+/*
  * Collect the job's directives (script and --bb), validate them, and replace
  * job_desc->burst_buffer with their canonical form.
  */
@@ -343,7 +377,12 @@ extern int bb_p_job_validate(job_desc_msg_t *job_desc, uid_t submit_uid,
 	int rc = SLURM_SUCCESS;
 
 	memset(&req, 0, sizeof(req));
-	collected = hu_bb_collect_script(job_desc->script);
+	/* DataWarp's #DW lines would leave the job without its buffer */
+	if (hu_bb_check_foreign(job_desc->script, &err) < 0)
+		goto invalid;
+	/* a heterogeneous job's components each have their own request */
+	collected = bbh_collect_script(job_desc->script,
+				       job_desc->het_job_offset);
 	in_script = collected && collected[0];
 	in_bb = hu_bb_has_directives(job_desc->burst_buffer, true);
 	if (!in_script && !in_bb) {
@@ -375,7 +414,8 @@ extern int bb_p_job_validate(job_desc_msg_t *job_desc, uid_t submit_uid,
 	/* the paths as the user sees them (nothing about what the user may
 	 * not see); %j, %A and %a are not known yet.  job_submit/harmonia,
 	 * when configured, checked them already (with the script's line
-	 * numbers) */
+	 * numbers; those of every component of a heterogeneous job when it
+	 * saw the first) */
 	if (xstrcasestr(slurm_conf.job_submit_plugins, "harmonia"))
 		goto checked;
 	sym.job_id = 0;
@@ -407,7 +447,7 @@ checked:
 	if (rc == SLURM_SUCCESS && bb_state.tres_pos > 0 &&
 	    job_desc->tres_req_cnt)
 		job_desc->tres_req_cnt[bb_state.tres_pos] =
-			req.capacity / (1024 * 1024);
+			_tres_mb(&req);
 	slurm_mutex_unlock(&bb_state.bb_mutex);
 	if (rc != SLURM_SUCCESS)
 		goto out;
@@ -469,7 +509,9 @@ extern void bb_p_job_set_tres_cnt(job_record_t *job_ptr, uint64_t *tres_cnt,
 		return;
 	slurm_mutex_lock(&bb_state.bb_mutex);
 	if ((bb_job = bbh_get_bb_job(job_ptr)))
-		tres_cnt[bb_state.tres_pos] = bb_job->total_size / (1024 * 1024);
+		tres_cnt[bb_state.tres_pos] =
+			(bb_job->total_size + bb_job->persist_add) /
+			(1024 * 1024);
 	slurm_mutex_unlock(&bb_state.bb_mutex);
 }
 
@@ -493,6 +535,14 @@ static int _try_one(void *x, void *arg)
 		return 0;
 	if (!(bb_job = bbh_get_bb_job(job_ptr)))
 		return 0;
+	if (bb_job->state == BB_STATE_STAGING_IN) {
+		hjob_t *h = bbh_hjob_find(job_ptr->job_id);
+
+		/* waits for space whose end nobody knows: no expected start
+		 * (squeue --start: N/A), not the time of this pass */
+		if (h && h->start_unknown && bbh_waits_for_space(job_ptr))
+			job_ptr->start_time = 0;
+	}
 	if (bb_job->state < BB_STATE_STAGING_IN) {
 		enum job_state_reason why = bbh_waits_for(job_ptr);
 
@@ -585,6 +635,61 @@ static void _env_add(job_record_t *job_ptr, const char *name, const char *val)
 	d->env_sup[d->env_cnt++] = xstrdup_printf("%s=%s", name, val);
 }
 
+/* The interposer (doc/interposer.md) when the job asks for it (iohints
+ * interpose=yes) or the site's Interpose is on and the job does not refuse it. */
+static void _interpose_env(job_record_t *job_ptr, hjob_t *h)
+{
+	hu_bb_request_t req;
+	hu_error_t err;
+	bool on = conf.interpose;
+
+	if (bbh_parse_job_bb(h->canon, &req, &err) == 0 && req.interpose)
+		on = req.interpose > 0;
+	hu_bb_request_free(&req);
+	if (!on)
+		return;
+	_env_add(job_ptr, "LD_PRELOAD", "libharmonia-preload.so");
+	if (conf.interpose_paths)
+		_env_add(job_ptr, "HARMONIA_INTERPOSE_PATHS", conf.interpose_paths);
+}
+
+/*
+ * A component of a heterogeneous job: its buffer's variables also go, named
+ * NAME_HET_GROUP_<offset> as Slurm names its own per-component variables, to
+ * the batch script, which runs in the first component (and so do
+ * HARMONIA_URL and HARMONIA_MUNGE_SOCKET when that one has no request).
+ * Slurm launches the script once every component has started.
+ */
+static void _het_env(job_record_t *job_ptr, hjob_t *h, const char *id)
+{
+	job_record_t *leader;
+	char name[64];
+	const char *vars[][2] = {
+		{ "HARMONIA_JOBID", id },
+		{ "HARMONIA_BB", h ? h->bb_path : NULL },
+		{ "HARMONIA_BB_NODES", h ? h->bb_nodes : NULL },
+	};
+
+	if (!job_ptr->het_job_id)
+		return;
+	leader = (job_ptr->het_job_id == job_ptr->job_id) ?
+		 job_ptr : find_job_record(job_ptr->het_job_id);
+	if (!leader)
+		return;
+	for (int i = 0; i < ARRAY_SIZE(vars); i++) {
+		snprintf(name, sizeof(name), "%s_HET_GROUP_%u", vars[i][0],
+			 job_ptr->het_job_offset);
+		_env_add(leader, name, vars[i][1]);
+	}
+	if ((leader != job_ptr) && conf.configured &&
+	    (!leader->burst_buffer || !leader->burst_buffer[0])) {
+		_env_add(leader, "HARMONIA_URL", conf.job_url);
+		if (conf.munge_socket)
+			_env_add(leader, "HARMONIA_MUNGE_SOCKET",
+				 conf.munge_socket);
+	}
+}
+
 /* The job starts: give it its buffer's environment; tell bbmgrd. */
 extern int bb_p_job_begin(job_record_t *job_ptr)
 {
@@ -600,8 +705,10 @@ extern int bb_p_job_begin(job_record_t *job_ptr)
 	bb_set_job_bb_state(job_ptr, bb_job, BB_STATE_RUNNING);
 	snprintf(id, sizeof(id), "%u", job_ptr->job_id);
 	_env_add(job_ptr, "HARMONIA_JOBID", id);
-	if (!conf.configured)
+	if (!conf.configured) {
+		_het_env(job_ptr, NULL, id);
 		goto out;
+	}
 	_env_add(job_ptr, "HARMONIA_URL", conf.job_url);
 	/* a site whose munged is not at libmunge's default socket (MungeSocket in
 	 * harmonia.conf, or slurm.conf AuthInfo) tells its jobs where it is */
@@ -610,6 +717,7 @@ extern int bb_p_job_begin(job_record_t *job_ptr)
 	h = bbh_hjob_get(job_ptr);
 	_env_add(job_ptr, "HARMONIA_BB", h->bb_path);
 	_env_add(job_ptr, "HARMONIA_BB_NODES", h->bb_nodes);
+	_interpose_env(job_ptr, h);
 	if (h->persist_env) {
 		char *copy = xstrdup(h->persist_env), *save = NULL, *l;
 		for (l = strtok_r(copy, "\n", &save); l;
@@ -622,6 +730,7 @@ extern int bb_p_job_begin(job_record_t *job_ptr)
 		}
 		xfree(copy);
 	}
+	_het_env(job_ptr, h, id);
 	h->ncompute = job_ptr->node_cnt;
 	bbh_want(job_ptr, WANT_BEGIN);
 out:
@@ -748,6 +857,31 @@ static void _stage_out_cut(job_record_t *job_ptr)
 	xfree(dests);
 }
 
+/*
+ * A job cancelled before it ran: what the plugin said of its buffer while it
+ * waited ("stage-in running", "waiting for ... of free buffer space") is no
+ * longer true, so it goes; a reason of its own (scancel --hurry's) stays.
+ */
+static void _clear_reason(job_record_t *job_ptr)
+{
+	if (!job_ptr->state_desc ||
+	    xstrncmp(job_ptr->state_desc, plugin_type, strlen(plugin_type)) ||
+	    strstr(job_ptr->state_desc, "scancel --hurry"))
+		return;
+	xfree(job_ptr->state_desc);
+	switch (job_ptr->state_reason) {
+	case WAIT_BURST_BUFFER_RESOURCE:
+	case WAIT_BURST_BUFFER_STAGING:
+	case FAIL_BURST_BUFFER_OP:
+	case WAIT_HELD_USER:
+		job_ptr->state_reason = WAIT_NO_REASON;
+		break;
+	default:
+		break;
+	}
+	last_job_update = time(NULL);
+}
+
 extern int bb_p_job_cancel(job_record_t *job_ptr)
 {
 	bb_job_t *bb_job;
@@ -758,6 +892,8 @@ extern int bb_p_job_cancel(job_record_t *job_ptr)
 	slurm_mutex_lock(&bb_state.bb_mutex);
 	bb_job = bbh_get_bb_job(job_ptr);
 	h = bbh_hjob_find(job_ptr->job_id);
+	if (!(job_ptr->bit_flags & JOB_KILL_HURRY))
+		_clear_reason(job_ptr);
 	if (bb_job) {
 		if (bb_job->state < BB_STATE_STAGING_IN &&
 		    (!h || !h->registered)) {

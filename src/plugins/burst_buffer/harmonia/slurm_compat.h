@@ -48,9 +48,9 @@ typedef struct listIterator list_itr_t;
 typedef struct job_details job_details_t;
 #endif
 
-/* 24.05: job state flags are set through these, which keep slurmctld's job
+/* 23.11.5: job state flags are set through these, which keep slurmctld's job
  * state cache (squeue --only-job-state) right. */
-#if !SLURM_AT_LEAST(24, 5)
+#if SLURM_VERSION_NUMBER < SLURM_VERSION_NUM(23, 11, 5)
 static inline void job_state_set_flag(job_record_t *job_ptr, uint32_t flag)
 {
 	job_ptr->job_state |= flag;

@@ -276,6 +276,85 @@ static int _check_paths(const hu_bb_request_t *req, job_desc_msg_t *job_desc,
 	return rc;
 }
 
+/*
+ * use_persistent and destroy_persistent of a buffer that exists and belongs to
+ * another user are refused here, at submission, rather than held at stage-in
+ * (the burst buffer plugin applies the same owner rule then, for the buffers
+ * made meanwhile).  One call per name, each bounded by OWNER_TIMEOUT_MS and
+ * none started after that long in all (slurmctld's locks are held: at most
+ * twice that); when bbmgrd does not answer in time (or is down) no other call
+ * is made, the job is accepted and that later check holds it if need be (a
+ * user hold, with the reason, that its owner may release).  A name that does not
+ * exist yet may be created by another of the user's jobs: accepted.
+ */
+#define OWNER_TIMEOUT_MS 1000
+static int _check_owners(const hu_bb_request_t *req, uint32_t uid,
+			 char **err_msg)
+{
+	hm_client_opts_t o = { 0 };
+	hm_client_t *cli = NULL;
+	hm_error_t herr;
+	int rc = 0;
+	double until = hu_mono() + OWNER_TIMEOUT_MS / 1000.0;
+
+	if (!conf.configured || (uid == 0) || (uid == slurm_conf.slurm_user_id))
+		return 0;
+	for (int i = 0; i < req->npersist && !rc; i++) {
+		const hu_bb_persist_t *p = &req->persist[i];
+		json_t *resp = NULL;
+		char *path = NULL, *qn, *owner;
+		char w[48];
+		uint32_t owner_uid;
+		int st;
+
+		if (p->op == HU_BB_PERSIST_CREATE || strchr(p->name, '%'))
+			continue;	/* symbols: known at stage-in only */
+		if (hu_mono() >= until)
+			break;		/* the rest: checked at stage-in */
+		if (!cli) {
+			o.url = conf.url;
+			o.munge_socket = conf.munge_socket;
+			o.connect_timeout_ms = OWNER_TIMEOUT_MS / 2;
+			o.timeout_ms = OWNER_TIMEOUT_MS;
+			if (!(cli = hm_client_create(&o, &herr)))
+				break;
+		}
+		qn = _qs(p->name);
+		xstrfmtcat(path, "/v1/persistent/%s", qn);
+		st = hm_request(cli, "GET", path, NULL, &resp, &herr);
+		xfree(path);
+		xfree(qn);
+		if (st != 200) {
+			if (st < 0 || st >= 500) {
+				debug("%s: owner of persistent buffer '%s' not known (%s): checked at stage-in",
+				      plugin_type, p->name,
+				      st < 0 ? herr.text : "bbmgrd error");
+				json_decref(resp);
+				break;	/* do not wait again */
+			}
+			json_decref(resp);
+			continue;	/* 404: not made yet */
+		}
+		owner_uid = json_integer_value(json_object_get(resp, "uid"));
+		json_decref(resp);
+		if (owner_uid == uid)
+			continue;
+		owner = uid_to_string_or_null(owner_uid);
+		xstrfmtcat(*err_msg, "#BB_HARMONIA %s: %s: persistent buffer '%s' belongs to another user (",
+			   hu_bb_where(p->line, p->bb_item, w, sizeof(w)),
+			   p->op == HU_BB_PERSIST_USE ? "use_persistent" :
+			   "destroy_persistent", p->name);
+		if (owner)
+			xstrfmtcat(*err_msg, "%s)", owner);
+		else
+			xstrfmtcat(*err_msg, "uid %u)", owner_uid);
+		xfree(owner);
+		rc = -1;
+	}
+	hm_client_destroy(cli);
+	return rc;
+}
+
 /* Checks the request in the script and in *bb_field (the job's burst_buffer
  * string) and, when there is one, replaces *bb_field with its canonical form. */
 static int _normalise(const char *script, char **bb_field, uint32_t uid,
@@ -289,7 +368,13 @@ static int _normalise(const char *script, char **bb_field, uint32_t uid,
 	int rc = SLURM_SUCCESS;
 
 	memset(&req, 0, sizeof(req));
-	if (!(collected = hu_bb_collect_script(script)))
+	/* DataWarp's #DW lines would leave the job without its buffer */
+	if (hu_bb_check_foreign(script, &err) < 0) {
+		*err_msg = xstrdup(err.text);
+		return ESLURM_INVALID_BURST_BUFFER_REQUEST;
+	}
+	if (!(collected = bbh_collect_script(script, job_desc ?
+					     job_desc->het_job_offset : NO_VAL)))
 		return ENOMEM;
 	if (!collected[0] && !hu_bb_has_directives(bb, true))
 		goto out;
@@ -304,6 +389,10 @@ static int _normalise(const char *script, char **bb_field, uint32_t uid,
 		goto invalid;
 	if (job_desc && _check_paths(&req, job_desc, err_msg) < 0) {
 		rc = ESLURM_INVALID_BURST_BUFFER_REQUEST;
+		goto out;
+	}
+	if (_check_owners(&req, uid, err_msg) < 0) {
+		rc = ESLURM_BURST_BUFFER_PERMISSION;
 		goto out;
 	}
 	if (script)
@@ -327,6 +416,47 @@ out:
 	return rc;
 }
 
+/*
+ * Only the first component of a heterogeneous job brings the script: check
+ * the requests of the later components here, each for itself, where their
+ * line numbers are those the user wrote (slurmctld gives each of them, later,
+ * a script of its own lines, which burst_buffer/harmonia takes as its request).
+ */
+static int _check_later_components(job_desc_msg_t *job_desc, char **err_msg)
+{
+	uint32_t n;
+	int rc = SLURM_SUCCESS;
+
+	if ((job_desc->het_job_offset != 0) || !job_desc->script)
+		return SLURM_SUCCESS;
+	n = bbh_het_components(job_desc->script);
+	for (uint32_t k = 1; (k < n) && (rc == SLURM_SUCCESS); k++) {
+		hu_bb_request_t req;
+		hu_error_t err;
+		char *msg = NULL, *collected;
+
+		if (!(collected = bbh_collect_script(job_desc->script, k)))
+			return ENOMEM;
+		memset(&req, 0, sizeof(req));
+		if (collected[0]) {
+			if ((hu_bb_parse(&req, collected, strlen(collected),
+					 HU_BB_SRC_SCRIPT, &err) < 0) ||
+			    (hu_bb_validate(&req, &err) < 0))
+				msg = xstrdup(err.text);
+			else
+				(void) _check_paths(&req, job_desc, &msg);
+		}
+		if (msg) {
+			xstrfmtcat(*err_msg, "hetjob component %u: %s", k, msg);
+			rc = ESLURM_INVALID_BURST_BUFFER_REQUEST;
+			xfree(msg);
+		}
+		hu_bb_request_free(&req);
+		free(collected);
+	}
+	return rc;
+}
+
 extern int job_submit(job_desc_msg_t *job_desc, uint32_t submit_uid,
 		      char **err_msg)
 {
@@ -334,6 +464,8 @@ extern int job_submit(job_desc_msg_t *job_desc, uint32_t submit_uid,
 
 	rc = _normalise(job_desc->script, &job_desc->burst_buffer,
 			job_desc->user_id, job_desc->name, job_desc, err_msg);
+	if (rc == SLURM_SUCCESS)
+		rc = _check_later_components(job_desc, err_msg);
 	if (rc != SLURM_SUCCESS)
 		debug("%s: refused a request of uid %u: %s", plugin_type,
 		      submit_uid, *err_msg ? *err_msg : "");

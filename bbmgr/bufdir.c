@@ -1,0 +1,437 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * bufdir.c — buffer directories by descriptors (see bufdir.h).
+ *
+ * The removal of a tree.  A user controls everything below a buffer directory:
+ * its depth (a chain of directories as deep as the file system's inodes allow),
+ * its names, its types, and it may change it while it is removed (a process left
+ * running with its working directory inside).  So:
+ *   - no recursion: the walk keeps, per level, the device and inode of the
+ *     directory and the name it has in its parent, on the heap, and one open
+ *     descriptor (the current directory); it goes down with openat(name) and up
+ *     with openat(".."), checked against the device and inode it came from;
+ *   - each directory is given to the daemon (mode 0700) before it is read: from
+ *     then on nobody but the daemon adds, renames or removes anything in it, so
+ *     that each scan only finds fewer entries and the walk ends;
+ *   - never a symbolic link followed, never a device opened (O_NONBLOCK), never
+ *     another file system entered (a directory of another device is an error);
+ *   - a wide directory is read in batches of BATCH subdirectory names, so that
+ *     memory is bounded per level and a directory is read again only once a batch
+ *     is done.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "bufdir.h"
+#include "log.h"
+
+#define BATCH 1024          /* subdirectory names kept per level between two reads */
+
+typedef struct {
+    dev_t dev;
+    ino_t ino;
+    char *name;             /* its name in the level above (NULL at the top) */
+    char **pend;            /* subdirectories to empty, then remove */
+    size_t npend;
+    bool clean;             /* the last read found nothing left */
+    bool failed;            /* something in it could not be removed: not read again */
+} level_t;
+
+typedef struct {
+    bufdir_rm_t *o;
+    char *why;
+    size_t whylen;
+    int err;                /* first error */
+    dev_t dev;              /* the file system walked */
+} walk_t;
+
+static void note(walk_t *w, int err, size_t depth, const char *name, const char *what)
+{
+    if (w->err)
+        return;
+    w->err = err;
+    if (w->why && w->whylen)
+        snprintf(w->why, w->whylen, "%s '%.200s' at depth %zu: %s", what, name, depth,
+                 strerror(err));
+}
+
+static bool stopping(const walk_t *w)
+{
+    return w->o->stop && __atomic_load_n(w->o->stop, __ATOMIC_RELAXED);
+}
+
+/* The directory open at fd becomes o->uid's alone before it is read. */
+static int lock_dir(walk_t *w, int fd, const struct stat *st)
+{
+    if ((st->st_uid != w->o->uid || st->st_gid != w->o->gid)
+        && fchown(fd, w->o->uid, w->o->gid) < 0)
+        return -1;
+    if ((st->st_mode & 07777) != 0700 && fchmod(fd, 0700) < 0)
+        return -1;
+    return 0;
+}
+
+static void level_free(level_t *l)
+{
+    for (size_t i = 0; i < l->npend; i++)
+        free(l->pend[i]);
+    free(l->pend);
+    free(l->name);
+    memset(l, 0, sizeof(*l));
+}
+
+/* Read the directory at fd (level l, depth): remove what is not a directory and
+ * the empty directories, keep the names of the others (BATCH at most). */
+static void scan(walk_t *w, int fd, level_t *l, size_t depth)
+{
+    int sfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *d = sfd >= 0 ? fdopendir(sfd) : NULL;
+    struct dirent *e;
+    bool kept = false;
+    if (!d) {
+        if (sfd >= 0)
+            close(sfd);
+        note(w, errno, depth, ".", "read");
+        l->failed = true;
+        return;
+    }
+    if (!(l->pend = l->pend ? l->pend : calloc(BATCH, sizeof(char *)))) {
+        closedir(d);
+        note(w, ENOMEM, depth, ".", "read");
+        l->failed = true;
+        return;
+    }
+    while ((e = readdir(d))) {
+        const char *n = e->d_name;
+        unsigned char type = e->d_type;
+        if (!strcmp(n, ".") || !strcmp(n, ".."))
+            continue;
+        if (stopping(w))
+            break;
+        if (type == DT_UNKNOWN) {
+            struct stat st;
+            if (fstatat(fd, n, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+                if (errno != ENOENT) {
+                    note(w, errno, depth, n, "stat");
+                    l->failed = true;
+                }
+                continue;
+            }
+            type = S_ISDIR(st.st_mode) ? DT_DIR : DT_REG;
+        }
+        if (type != DT_DIR) {
+            if (unlinkat(fd, n, 0) == 0 || errno == ENOENT) {
+                w->o->removed++;
+            } else {
+                note(w, errno, depth, n, "remove");
+                l->failed = true;
+            }
+            continue;
+        }
+        if (unlinkat(fd, n, AT_REMOVEDIR) == 0 || errno == ENOENT) {
+            w->o->removed++;
+            continue;
+        }
+        if (errno != ENOTEMPTY && errno != EEXIST && errno != EACCES && errno != EPERM) {
+            note(w, errno, depth, n, "remove");
+            l->failed = true;
+            continue;
+        }
+        kept = true;
+        if (l->npend == BATCH)
+            continue;           /* the next batch: read again once this one is done */
+        if (!(l->pend[l->npend] = strdup(n))) {
+            note(w, ENOMEM, depth, n, "remove");
+            l->failed = true;
+            break;
+        }
+        l->npend++;
+    }
+    closedir(d);
+    l->clean = !kept && !l->failed;
+}
+
+int bufdir_empty(int dfd, bufdir_rm_t *o, char *why, size_t whylen)
+{
+    walk_t w = { .o = o, .why = why, .whylen = whylen };
+    level_t *v = NULL;
+    size_t n = 0, cap = 0;
+    struct stat st;
+    int cur = fcntl(dfd, F_DUPFD_CLOEXEC, 0);
+
+    o->removed = 0;
+    o->depth = 0;
+    if (why && whylen)
+        *why = '\0';
+    if (cur < 0 || fstat(cur, &st) < 0 || !S_ISDIR(st.st_mode)) {
+        note(&w, cur < 0 ? errno : S_ISDIR(st.st_mode) ? errno : ENOTDIR, 0, ".", "open");
+        goto out;
+    }
+    w.dev = st.st_dev;
+    if (lock_dir(&w, cur, &st) < 0) {
+        note(&w, errno, 0, ".", "lock");
+        goto out;
+    }
+    if (!(v = calloc(cap = 64, sizeof(*v)))) {
+        note(&w, ENOMEM, 0, ".", "walk");
+        goto out;
+    }
+    v[n++] = (level_t){ .dev = st.st_dev, .ino = st.st_ino };
+    while (n > 0 && !w.err) {
+        level_t *l = &v[n - 1];
+        if (stopping(&w)) {
+            note(&w, EINTR, n, ".", "stopped");
+            break;
+        }
+        if (n > o->depth)
+            o->depth = n;
+        if (l->npend == 0 && !l->clean && !l->failed)
+            scan(&w, cur, l, n);
+        if (l->npend > 0) {
+            char *name = l->pend[--l->npend];
+            int c = openat(cur, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK
+                           | O_CLOEXEC);
+            if (c < 0) {
+                /* gone, or no longer a directory: removed as what it is now */
+                if (errno == ENOTDIR || errno == ELOOP) {
+                    if (unlinkat(cur, name, 0) < 0 && errno != ENOENT) {
+                        note(&w, errno, n, name, "remove");
+                        l->failed = true;
+                    }
+                } else if (errno != ENOENT) {
+                    note(&w, errno, n, name, "open");
+                    l->failed = true;
+                }
+                free(name);
+                continue;
+            }
+            if (fstat(c, &st) < 0 || st.st_dev != w.dev || lock_dir(&w, c, &st) < 0) {
+                note(&w, st.st_dev != w.dev ? EXDEV : errno, n, name,
+                     st.st_dev != w.dev ? "another file system is mounted at" : "lock");
+                l->failed = true;
+                close(c);
+                free(name);
+                continue;
+            }
+            if (n == cap) {
+                level_t *nv = realloc(v, 2 * cap * sizeof(*v));
+                if (!nv) {
+                    note(&w, ENOMEM, n, name, "walk");
+                    close(c);
+                    free(name);
+                    break;
+                }
+                v = nv;
+                cap *= 2;
+            }
+            v[n++] = (level_t){ .dev = st.st_dev, .ino = st.st_ino, .name = name };
+            close(cur);
+            cur = c;
+            continue;
+        }
+        if (n == 1)
+            break;          /* the top: empty, or failed */
+        /* this level is done: up, to the directory it was reached from */
+        int up = openat(cur, "..", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (up < 0 || fstat(up, &st) < 0 || st.st_dev != v[n - 2].dev
+            || st.st_ino != v[n - 2].ino) {
+            note(&w, up < 0 ? errno : ESTALE, n, "..", "go up to the parent");
+            if (up >= 0)
+                close(up);
+            break;
+        }
+        close(cur);
+        cur = up;
+        bool failed = l->failed;
+        char *name = l->name;
+        l->name = NULL;
+        level_free(l);
+        n--;
+        if (failed) {
+            v[n - 1].failed = true;
+        } else if (unlinkat(cur, name, AT_REMOVEDIR) == 0 || errno == ENOENT) {
+            o->removed++;
+        } else {
+            note(&w, errno, n, name, "remove");
+            v[n - 1].failed = true;
+        }
+        v[n - 1].clean = false;     /* read again once its batch is done */
+        free(name);
+    }
+out:
+    for (size_t i = 0; i < n; i++)
+        level_free(&v[i]);
+    free(v);
+    if (cur >= 0)
+        close(cur);
+    if (w.err) {
+        errno = w.err;
+        return -1;
+    }
+    return 0;
+}
+
+int bufdir_trash_path(int pfd, const char *parent, ino_t ino, char *out, size_t len)
+{
+    struct stat ts;
+    uint64_t rnd;
+    if (mkdirat(pfd, BUFDIR_TRASH, 0711) < 0 && errno != EEXIST)
+        return -1;
+    if (fstatat(pfd, BUFDIR_TRASH, &ts, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(ts.st_mode)
+        || ts.st_uid != geteuid() || (ts.st_mode & 0066)) {
+        errno = EPERM;
+        return -1;
+    }
+    if (getrandom(&rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
+        return -1;
+    if ((size_t)snprintf(out, len, "%s/" BUFDIR_TRASH "/%ju.%016" PRIx64, parent,
+                         (uintmax_t)ino, rnd) >= len) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    return 0;
+}
+
+int bufdir_trash_each(int pfd, const char *parent, bufdir_trash_f fn, void *arg)
+{
+    int tfd = openat(pfd, BUFDIR_TRASH, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK
+                     | O_CLOEXEC);
+    struct stat st;
+    struct dirent *e;
+    DIR *d;
+    if (tfd < 0)
+        return 0;
+    if (fstat(tfd, &st) < 0 || st.st_uid != geteuid() || (st.st_mode & 0066)) {
+        bl_warning("%s/" BUFDIR_TRASH " is not a directory of uid %u that only it can list "
+                   "or write: not used", parent, (unsigned)geteuid());
+        close(tfd);
+        return 0;
+    }
+    if (!(d = fdopendir(tfd))) {
+        close(tfd);
+        return -1;
+    }
+    while ((e = readdir(d))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")
+            || fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
+            continue;
+        if (fn(dirfd(d), e->d_name, &st, arg))
+            break;
+    }
+    closedir(d);
+    return 0;
+}
+
+/* <mfd>/.harmonia-spare, made if missing: a directory of ours, 0700. */
+static int spare_fd(int mfd, const char *mount, bufdir_spares_t s)
+{
+    struct stat st;
+    int fd;
+    if (*s.off)
+        return -1;
+    if (mkdirat(mfd, BUFDIR_SPARE, 0700) < 0 && errno != EEXIST)
+        goto off;
+    fd = openat(mfd, BUFDIR_SPARE, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        goto off;
+    if (fstat(fd, &st) < 0 || st.st_uid != geteuid() || (st.st_mode & 07777) != 0700) {
+        close(fd);
+        errno = EPERM;
+        goto off;
+    }
+    return fd;
+off:
+    bl_warning("spare directories in %s/" BUFDIR_SPARE ": %s (none on this mount)", mount,
+               errno == EPERM ? "not a directory of this daemon's uid with mode 0700"
+                              : strerror(errno));
+    *s.off = true;
+    return -1;
+}
+
+void bufdir_spares_fill(int mfd, const char *mount, bufdir_spares_t s, int budget)
+{
+    char n[32];
+    int fd;
+    if (*s.n >= BUFDIR_SPARE_MAX || (fd = spare_fd(mfd, mount, s)) < 0)
+        return;
+    while (*s.n < BUFDIR_SPARE_MAX && budget-- > 0) {
+        snprintf(n, sizeof(n), "%u", *s.top);
+        /* EEXIST: one of an earlier run, empty and ours */
+        if (mkdirat(fd, n, 0700) < 0 && errno != EEXIST) {
+            bl_warning("spare directory %s/" BUFDIR_SPARE "/%s: %s", mount, n, strerror(errno));
+            *s.off = true;
+            break;
+        }
+        (*s.top)++;
+        (*s.n)++;
+    }
+    close(fd);
+}
+
+bool bufdir_spare_take(int mfd, const char *mount, bufdir_spares_t s, int pfd,
+                       const char *name)
+{
+    char n[32];
+    int fd;
+    if (*s.n <= 0 || (fd = spare_fd(mfd, mount, s)) < 0)
+        return false;
+    while (*s.n > 0) {
+        (*s.n)--;
+        (*s.top)--;
+        snprintf(n, sizeof(n), "%u", *s.top);
+        if (renameat(fd, n, pfd, name) == 0) {
+            close(fd);
+            return true;
+        }
+        if (errno != ENOENT) {
+            bl_warning("spare directory %s/" BUFDIR_SPARE "/%s -> %s: %s", mount, n, name,
+                       strerror(errno));
+            break;
+        }
+    }
+    close(fd);
+    return false;
+}
+
+int bufdir_create(int pfd, const char *name, int mfd, const char *mount,
+                  const bufdir_spares_t *s, uid_t uid, gid_t gid, struct stat *st,
+                  const char **what)
+{
+    int fd, e;
+    if (!(s && bufdir_spare_take(mfd, mount, *s, pfd, name)) && mkdirat(pfd, name, 0700) < 0) {
+        *what = "mkdir";
+        return -1;
+    }
+    fd = openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        *what = "open";
+        return -1;
+    }
+    if (fstat(fd, st) < 0 || st->st_uid != geteuid()) {
+        e = errno;
+        close(fd);
+        *what = "not the directory made for it";
+        errno = st->st_uid != geteuid() ? EEXIST : e;
+        return -1;
+    }
+    if (fchown(fd, uid, gid) < 0 || fchmod(fd, 0700) < 0 || fstat(fd, st) < 0) {
+        e = errno;
+        close(fd);
+        *what = "owner";
+        errno = e;
+        return -1;
+    }
+    close(fd);
+    return 0;
+}

@@ -1,0 +1,1012 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * preload.c — libharmonia-preload.so: the interposer (doc/interposer.md).
+ *
+ * Loaded with LD_PRELOAD into every process of a job, it wraps the POSIX and
+ * stdio I/O calls, counts the bytes that go to the paths that matter (the job's
+ * buffer directory $HARMONIA_BB and the site's prefixes $HARMONIA_INTERPOSE_PATHS),
+ * finds the I/O phases with the detector (phasedet.c), asks bbmgrd for each as
+ * harmonia_phase_begin() does, and paces the phase at its grant.
+ *
+ * Threads and locks.  The wrappers never talk to bbmgrd and never allocate: a
+ * process's agent thread owns the libharmonia handle and does every request
+ * (begin, end, the grant's refresh, the hints).  A wrapper takes 'mu' for a few
+ * instructions (the detector, the bucket) and, for the call that opens a phase,
+ * waits on 'cv' (bounded) until the agent has the grant.  The thread-local 'tl_in'
+ * is set while a thread runs the interposer's own code and in the agent: a call
+ * made then (libharmonia's own files and sockets, curl, a signal handler that
+ * interrupted a wrapper) goes straight to the C library, so nothing recurses and
+ * nothing waits on a lock its own thread holds.
+ *
+ * What the application sees is never changed: every wrapper returns what the C
+ * library returned, with its errno (the interposer's own work saves and restores
+ * errno), and no buffer is touched.
+ *
+ * Which descriptors matter: fdstate[] says per descriptor unknown/ignored/tracked;
+ * an unknown one is classified at its first data call from /proc/self/fd (so dup,
+ * descriptors inherited across exec and files opened by the C library itself are
+ * seen as they are); open, dup2, close, fopen and fclose reset the state.
+ */
+#undef _FILE_OFFSET_BITS
+#undef _FORTIFY_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "harmonia/harmonia.h"
+#include "hmi.h"
+#include "pace.h"
+#include "phasedet.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+#define FDMAX       65536
+#define MAXPREFIX   16
+#define TICK        0.01        /* the agent's poll period inside a phase, s */
+#define DEFAULT_VOLUME (1024.0 * 1024 * 1024)
+
+enum { FD_UNKNOWN = 0, FD_IGNORED = 1, FD_TRACKED = 2 };
+enum { G_IDLE, G_ASKING, G_OPEN };
+
+static __thread int tl_in __attribute__((tls_model("initial-exec")));
+
+static struct {
+    bool on;                        /* interposing in this process */
+    int nprefix;
+    char prefix[MAXPREFIX][PATH_MAX];
+    size_t plen[MAXPREFIX];
+    double wait_bound;              /* longest wait of a wrapper for the grant, s */
+    double volume;                  /* first phase's volume when nothing is known */
+    char log[PATH_MAX];             /* HARMONIA_INTERPOSE_LOG, or "" */
+} conf;
+
+static unsigned char fdstate[FDMAX];
+
+/* The process's phase (mu). */
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cv;
+static hm_pd_t pd;
+static int inflight;
+static int gstate = G_IDLE;
+static harmonia_dir_t gdir;
+static bool end_queued;             /* a phase closed by a wrapper, for the agent */
+static hm_pd_phase_t end_ph;
+static double phase_bytes;          /* this process's bytes in the open phase */
+static hm_tb_t tb;
+static bool agent_up, agent_stop;
+static pid_t agent_pid;
+static pid_t my_pid;                /* getpid(), kept (a system call each time) */
+static pthread_t agent;
+static uint64_t nbegun;             /* phases begun at bbmgrd by this process */
+
+/* ------------------------------------------------------------------ real calls */
+#define REAL_DECL(ret, name, args) \
+    static ret (*real_##name) args;
+#define REAL(name) ((__typeof__(real_##name))( \
+        __atomic_load_n(&real_##name, __ATOMIC_RELAXED) ? (void *)real_##name \
+        : resolve((void **)&real_##name, #name)))
+
+static void *resolve(void **slot, const char *name)
+{
+    void *p = dlsym(RTLD_NEXT, name);
+    if (p)
+        __atomic_store_n(slot, p, __ATOMIC_RELAXED);
+    return p;
+}
+
+REAL_DECL(int, open, (const char *, int, ...))
+REAL_DECL(int, open64, (const char *, int, ...))
+REAL_DECL(int, openat, (int, const char *, int, ...))
+REAL_DECL(int, openat64, (int, const char *, int, ...))
+REAL_DECL(int, __open_2, (const char *, int))
+REAL_DECL(int, __open64_2, (const char *, int))
+REAL_DECL(int, __openat_2, (int, const char *, int))
+REAL_DECL(int, __openat64_2, (int, const char *, int))
+REAL_DECL(int, creat, (const char *, mode_t))
+REAL_DECL(int, creat64, (const char *, mode_t))
+REAL_DECL(ssize_t, read, (int, void *, size_t))
+REAL_DECL(ssize_t, __read_chk, (int, void *, size_t, size_t))
+REAL_DECL(ssize_t, pread, (int, void *, size_t, off_t))
+REAL_DECL(ssize_t, pread64, (int, void *, size_t, off_t))
+REAL_DECL(ssize_t, __pread_chk, (int, void *, size_t, off_t, size_t))
+REAL_DECL(ssize_t, __pread64_chk, (int, void *, size_t, off_t, size_t))
+REAL_DECL(ssize_t, readv, (int, const struct iovec *, int))
+REAL_DECL(ssize_t, preadv, (int, const struct iovec *, int, off_t))
+REAL_DECL(ssize_t, preadv64, (int, const struct iovec *, int, off_t))
+REAL_DECL(ssize_t, write, (int, const void *, size_t))
+REAL_DECL(ssize_t, pwrite, (int, const void *, size_t, off_t))
+REAL_DECL(ssize_t, pwrite64, (int, const void *, size_t, off_t))
+REAL_DECL(ssize_t, writev, (int, const struct iovec *, int))
+REAL_DECL(ssize_t, pwritev, (int, const struct iovec *, int, off_t))
+REAL_DECL(ssize_t, pwritev64, (int, const struct iovec *, int, off_t))
+REAL_DECL(ssize_t, copy_file_range, (int, off_t *, int, off_t *, size_t, unsigned))
+REAL_DECL(int, fsync, (int))
+REAL_DECL(int, fdatasync, (int))
+REAL_DECL(int, close, (int))
+REAL_DECL(int, dup2, (int, int))
+REAL_DECL(int, dup3, (int, int, int))
+REAL_DECL(FILE *, fopen, (const char *, const char *))
+REAL_DECL(FILE *, fopen64, (const char *, const char *))
+REAL_DECL(size_t, fread, (void *, size_t, size_t, FILE *))
+REAL_DECL(size_t, __fread_chk, (void *, size_t, size_t, size_t, FILE *))
+REAL_DECL(size_t, fwrite, (const void *, size_t, size_t, FILE *))
+REAL_DECL(int, fflush, (FILE *))
+REAL_DECL(int, fclose, (FILE *))
+
+/* ------------------------------------------------------------------ clock, sleep */
+static double mono(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void sleep_s(double s)
+{
+    if (!(s > 0))
+        return;
+    struct timespec ts = { (time_t)s, (long)((s - floor(s)) * 1e9) };
+    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+        ;
+}
+
+/* Wait on cv (mu held) for at most s seconds (cv runs on CLOCK_MONOTONIC). */
+static void cv_wait(double s)
+{
+    struct timespec ts;
+    if (s > 1)
+        s = 1;
+    if (s < 0)
+        s = 0;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ts.tv_sec += (time_t)s;
+    ts.tv_nsec += (long)((s - floor(s)) * 1e9);
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    pthread_cond_timedwait(&cv, &mu, &ts);
+}
+
+/* ------------------------------------------------------------------ paths */
+static bool path_matters(const char *p)
+{
+    for (int i = 0; i < conf.nprefix; i++) {
+        size_t n = conf.plen[i];
+        if (!strncmp(p, conf.prefix[i], n) && (p[n] == '/' || p[n] == '\0'))
+            return true;
+    }
+    return false;
+}
+
+/* Classify fd from /proc/self/fd (a system call, no allocation). */
+static int classify(int fd)
+{
+    char link[32] = "/proc/self/fd/", digits[12], target[PATH_MAX];
+    int n = 0, k = (int)strlen(link);
+    unsigned v = (unsigned)fd;
+    do
+        digits[n++] = (char)('0' + v % 10);
+    while ((v /= 10) && n < 11);
+    while (n > 0)
+        link[k++] = digits[--n];
+    link[k] = '\0';
+    ssize_t r = readlink(link, target, sizeof(target) - 1);
+    int st = FD_IGNORED;
+    if (r > 0) {
+        target[r] = '\0';
+        if (target[0] == '/' && path_matters(target))
+            st = FD_TRACKED;
+    } else if (r < 0 && errno == ENOENT)
+        return FD_IGNORED;      /* not open (EBADF comes from the real call) */
+    __atomic_store_n(&fdstate[fd], (unsigned char)st, __ATOMIC_RELAXED);
+    return st;
+}
+
+static inline bool tracked(int fd)
+{
+    if (!conf.on || tl_in || fd < 0 || fd >= FDMAX)
+        return false;
+    int st = __atomic_load_n(&fdstate[fd], __ATOMIC_RELAXED);
+    if (st == FD_UNKNOWN) {
+        int e = errno;
+        st = classify(fd);
+        errno = e;
+    }
+    return st == FD_TRACKED;
+}
+
+/* Counted, as far as is known already (no classification: close and fclose
+ * of a descriptor never used for data cost no readlink). */
+static inline bool tracked_known(int fd)
+{
+    return conf.on && !tl_in && fd >= 0 && fd < FDMAX
+           && __atomic_load_n(&fdstate[fd], __ATOMIC_RELAXED) == FD_TRACKED;
+}
+
+static inline void fd_reset(int fd)
+{
+    if (fd >= 0 && fd < FDMAX)
+        __atomic_store_n(&fdstate[fd], FD_UNKNOWN, __ATOMIC_RELAXED);
+}
+
+/* ------------------------------------------------------------------ the agent */
+static harmonia_t *hh;
+static const hmi_api_t *api;        /* the agent module's, once opened */
+
+static const char *dir_name(harmonia_dir_t d)
+{
+    return d == HARMONIA_READ ? "read" : d == HARMONIA_READWRITE ? "readwrite" : "write";
+}
+static char learn_path[PATH_MAX];
+
+static void logf_(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void logf_(const char *fmt, ...)
+{
+    if (!conf.log[0])
+        return;
+    char line[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+    if (n > 0) {
+        /* opened for each line: a descriptor kept open could be closed by the
+         * program and its number reused for one of the program's files */
+        int fd = open(conf.log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd >= 0) {
+            (void)!write(fd, line, n < (int)sizeof(line) ? (size_t)n : sizeof(line) - 1);
+            close(fd);
+        }
+    }
+}
+
+/* The job's history file, locked (agent thread only; -1 when none). */
+static int learn_open(void)
+{
+    if (!learn_path[0])
+        return -1;
+    int fd = open(learn_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0)
+        return -1;
+    while (flock(fd, LOCK_EX) < 0)
+        if (errno != EINTR) {
+            close(fd);
+            return -1;
+        }
+    return fd;
+}
+
+static bool learn_read(int fd, hm_pd_hist_t *h)
+{
+    return pread(fd, h, sizeof(*h), 0) == (ssize_t)sizeof(*h) && hm_pd_hist_valid(h);
+}
+
+/* Adopt what the job's other processes learned (mu held by the caller? no:
+ * called without mu; takes it). */
+static void learn_load(void)
+{
+    hm_pd_hist_t h;
+    int fd = learn_open();
+    if (fd < 0)
+        return;
+    bool ok = learn_read(fd, &h);
+    close(fd);
+    if (ok) {
+        pthread_mutex_lock(&mu);
+        hm_pd_set_hist(&pd, &h);
+        pthread_mutex_unlock(&mu);
+    }
+}
+
+/* Record a closed phase in the job's history and adopt the merged history. */
+static void learn_record(const hm_pd_phase_t *ph, double gap)
+{
+    hm_pd_hist_t h;
+    int fd = learn_open();
+    if (fd < 0)
+        return;
+    if (!learn_read(fd, &h))
+        h = (hm_pd_hist_t){ .magic = HM_PD_MAGIC, .size = sizeof(h) };
+    hm_pd_record(&h, ph, gap);
+    if (pwrite(fd, &h, sizeof(h), 0) == (ssize_t)sizeof(h)) {
+        pthread_mutex_lock(&mu);
+        hm_pd_set_hist(&pd, &h);
+        pthread_mutex_unlock(&mu);
+    }
+    close(fd);
+}
+
+/* End the phase at bbmgrd with this process's bytes (agent, without mu). */
+static void agent_end(const hm_pd_phase_t *ph, double bytes, double gap)
+{
+    api->end(hh, (uint64_t)bytes);
+    learn_record(ph, gap);
+    pthread_mutex_lock(&mu);
+    logf_("end %.6f %.6f %.0f w_iter %.3f volume %.0f gap %.3f\n", ph->start, ph->end,
+          ph->bytes, hm_pd_w_iter(&pd), hm_pd_volume(&pd), pd.gap);
+    pthread_mutex_unlock(&mu);
+}
+
+static void *agent_main(void *arg)
+{
+    (void)arg;
+    bool hints_asked = false;
+    double last_refresh = 0;
+
+    tl_in = 1;
+    learn_load();
+    pthread_mutex_lock(&mu);
+    for (;;) {
+        if (gstate == G_OPEN && !end_queued)
+            cv_wait(TICK);
+        else if (gstate != G_ASKING && !end_queued && !agent_stop)
+            pthread_cond_wait(&cv, &mu);
+        double now = mono();
+        hm_pd_phase_t ph;
+        bool ending = false;
+
+        if (end_queued) {
+            ph = end_ph;
+            end_queued = false;
+            ending = true;
+        } else if (gstate == G_OPEN && (hm_pd_poll(&pd, now, inflight, &ph)
+                                        || (agent_stop && hm_pd_flush(&pd, &ph))))
+            ending = true;
+        else if (agent_stop && gstate == G_OPEN && !pd.open) {
+            ph = (hm_pd_phase_t){ 0 };
+            ending = true;
+        }
+        if (ending && gstate == G_OPEN) {
+            double bytes = phase_bytes, gap = pd.gap;
+            gstate = G_IDLE;
+            phase_bytes = 0;
+            hm_tb_set_rate(&tb, 0, 0, now);
+            pthread_mutex_unlock(&mu);
+            agent_end(&ph, bytes, gap);
+            pthread_mutex_lock(&mu);
+            pthread_cond_broadcast(&cv);
+            continue;
+        }
+        if (gstate == G_ASKING) {
+            double volume = hm_pd_volume(&pd);
+            harmonia_dir_t dir = gdir;
+            harmonia_grant_t g;
+            if (!(volume > 0))
+                volume = conf.volume;
+            pthread_mutex_unlock(&mu);
+            if (api->begin(hh, (uint64_t)volume, dir, &g) < 0)
+                memset(&g, 0, sizeof(g));
+            pthread_mutex_lock(&mu);
+            now = mono();
+            hm_tb_init(&tb, g.gated ? g.rate : 0, hm_tb_burst_for(g.rate), now);
+            last_refresh = now;
+            gstate = G_OPEN;
+            nbegun++;
+            logf_("begin %.6f volume %.0f %s gated %d rate %.0f wait %.3f\n", pd.cur.start,
+                  volume, dir_name(dir), g.gated, g.rate, g.wait);
+            pthread_cond_broadcast(&cv);
+            if (g.gated && !hints_asked) {
+                /* the job's iohints, once, while the phase runs */
+                double w = 0, v = 0;
+                hints_asked = true;
+                pthread_mutex_unlock(&mu);
+                (void)api->hints(hh, &w, &v);
+                pthread_mutex_lock(&mu);
+                if (w > 0 || v > 0)
+                    hm_pd_set_hints(&pd, w, v);
+            }
+            continue;
+        }
+        if (gstate == G_OPEN && now - last_refresh >= 1.0) {
+            double moved = phase_bytes;
+            last_refresh = now;
+            pthread_mutex_unlock(&mu);
+            double r = api->rate(hh, moved);
+            pthread_mutex_lock(&mu);
+            if (gstate == G_OPEN && r != tb.rate)
+                hm_tb_set_rate(&tb, r, hm_tb_burst_for(r), mono());
+            continue;
+        }
+        if (agent_stop && gstate == G_IDLE && !end_queued)
+            break;
+    }
+    pthread_mutex_unlock(&mu);
+    return NULL;
+}
+
+/* The agent module, next to this library (dlopen: RTLD_LOCAL, so that nothing of
+ * libharmonia or curl is seen by the program); NULL when it cannot be opened. */
+static const hmi_api_t *agent_module(void)
+{
+    Dl_info info;
+    char path[PATH_MAX];
+    const char *slash;
+    void *m;
+    const hmi_api_t *(*get)(void);
+
+    if (!dladdr((void *)agent_module, &info) || !info.dli_fname
+        || !(slash = strrchr(info.dli_fname, '/'))
+        || (size_t)(slash - info.dli_fname) + sizeof(HMI_AGENT_MODULE) + 1 > sizeof(path))
+        return NULL;
+    memcpy(path, info.dli_fname, (size_t)(slash - info.dli_fname) + 1);
+    strcpy(path + (slash - info.dli_fname) + 1, HMI_AGENT_MODULE);
+    if (!(m = dlopen(path, RTLD_NOW | RTLD_LOCAL)))
+        return NULL;
+    if (!(get = (const hmi_api_t *(*)(void))dlsym(m, HMI_AGENT_SYMBOL)))
+        return NULL;
+    return get();
+}
+
+/* Start the agent of this process (mu held).  false: it cannot run. */
+static bool agent_ready(void)
+{
+    pid_t me = my_pid;
+    if (agent_up && agent_pid == me)
+        return true;
+    if (!api && !(api = agent_module())) {
+        conf.on = false;
+        return false;
+    }
+    if (!hh) {
+        /* harmonia_init() reads the environment and allocates: once per process
+         * (a forked child makes its own below) */
+        if (api->init(&hh) < 0 || api->mode(hh) == HARMONIA_MODE_OFF) {
+            conf.on = false;
+            return false;
+        }
+    } else if (agent_up) {
+        /* a forked child: the parent's agent and handle are not ours; a fresh
+         * handle (the parent's copy is left, not freed: its state is the parent's) */
+        hh = NULL;
+        agent_up = false;
+        gstate = G_IDLE;
+        end_queued = false;
+        phase_bytes = 0;
+        if (api->init(&hh) < 0) {
+            conf.on = false;
+            return false;
+        }
+    }
+    if (pthread_create(&agent, NULL, agent_main, NULL) != 0) {
+        conf.on = false;
+        return false;
+    }
+    agent_up = true;
+    agent_pid = me;
+    return true;
+}
+
+/* ------------------------------------------------------------------ the wrappers' core */
+/* A data call on a tracked descriptor starts: the detector sees it; the call that
+ * opens a phase waits (bounded) for the grant.  'bytes' 0: a call that moves no
+ * data (fsync, close) only extends an open phase. */
+static bool io_start(harmonia_dir_t dir, bool data)
+{
+    int e = errno;
+    bool counted = false;
+    tl_in = 1;
+    pthread_mutex_lock(&mu);
+    if (!agent_ready())
+        goto out;
+    double now = mono();
+    if (!data && !pd.open)
+        goto out;
+    hm_pd_phase_t closed;
+    int f = hm_pd_start(&pd, now, inflight, &closed);
+    if (f & HM_PD_ENDED) {
+        end_ph = closed;
+        end_queued = true;
+        pthread_cond_broadcast(&cv);
+    }
+    inflight++;
+    counted = true;
+    if (f & HM_PD_BEGIN) {
+        /* wait for the agent to end the previous phase at bbmgrd */
+        double deadline = now + conf.wait_bound;
+        while (gstate == G_OPEN && end_queued && mono() < deadline)
+            cv_wait(deadline - mono());
+        if (gstate == G_OPEN)
+            gstate = G_IDLE;            /* the agent did not answer: carry on */
+        gdir = dir;
+        gstate = G_ASKING;
+        pthread_cond_broadcast(&cv);
+    }
+    if (gstate == G_ASKING) {
+        double deadline = now + conf.wait_bound;
+        while (gstate == G_ASKING && mono() < deadline)
+            cv_wait(deadline - mono());
+    }
+out:
+    pthread_mutex_unlock(&mu);
+    tl_in = 0;
+    errno = e;
+    return counted;
+}
+
+/* The call moved 'moved' bytes (< 0: failed): count them, pace, and end the call. */
+static void io_done(bool counted, ssize_t moved)
+{
+    if (!counted)
+        return;
+    int e = errno;
+    double d = 0, now;
+    tl_in = 1;
+    pthread_mutex_lock(&mu);
+    now = mono();
+    if (moved > 0) {
+        phase_bytes += (double)moved;
+        if (gstate == G_OPEN)
+            d = hm_tb_take(&tb, (double)moved, now);
+    }
+    if (d > 0) {
+        pthread_mutex_unlock(&mu);
+        sleep_s(d);                     /* the phase stays open: the call is in flight */
+        pthread_mutex_lock(&mu);
+        now = mono();
+    }
+    hm_pd_done(&pd, now, moved > 0 ? (double)moved : 0);
+    inflight--;
+    pthread_mutex_unlock(&mu);
+    tl_in = 0;
+    errno = e;
+}
+
+#define WRAP_IO(fd, dir, call) do { \
+        if (!tracked(fd)) \
+            return call; \
+        bool c_ = io_start(dir, true); \
+        ssize_t r_ = (ssize_t)(call); \
+        io_done(c_, r_); \
+        return r_; \
+    } while (0)
+
+/* ------------------------------------------------------------------ open family */
+static mode_t mode_arg(int flags, va_list ap)
+{
+    if ((flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE)
+        return (mode_t)va_arg(ap, int);
+    return 0;
+}
+
+static int opened(int fd)
+{
+    if (fd >= 0)
+        fd_reset(fd);
+    return fd;
+}
+
+#define WRAP_OPEN(name) \
+    EXPORT int name(const char *path, int flags, ...) \
+    { \
+        va_list ap; \
+        va_start(ap, flags); \
+        mode_t m = mode_arg(flags, ap); \
+        va_end(ap); \
+        return opened(REAL(name)(path, flags, m)); \
+    }
+WRAP_OPEN(open)
+WRAP_OPEN(open64)
+
+#define WRAP_OPENAT(name) \
+    EXPORT int name(int dirfd, const char *path, int flags, ...) \
+    { \
+        va_list ap; \
+        va_start(ap, flags); \
+        mode_t m = mode_arg(flags, ap); \
+        va_end(ap); \
+        return opened(REAL(name)(dirfd, path, flags, m)); \
+    }
+WRAP_OPENAT(openat)
+WRAP_OPENAT(openat64)
+
+int __open_2(const char *path, int flags);
+int __open64_2(const char *path, int flags);
+int __openat_2(int dirfd, const char *path, int flags);
+int __openat64_2(int dirfd, const char *path, int flags);
+EXPORT int __open_2(const char *path, int flags) { return opened(REAL(__open_2)(path, flags)); }
+EXPORT int __open64_2(const char *path, int flags)
+{
+    return opened(REAL(__open64_2)(path, flags));
+}
+EXPORT int __openat_2(int dirfd, const char *path, int flags)
+{
+    return opened(REAL(__openat_2)(dirfd, path, flags));
+}
+EXPORT int __openat64_2(int dirfd, const char *path, int flags)
+{
+    return opened(REAL(__openat64_2)(dirfd, path, flags));
+}
+EXPORT int creat(const char *path, mode_t mode) { return opened(REAL(creat)(path, mode)); }
+EXPORT int creat64(const char *path, mode_t mode) { return opened(REAL(creat64)(path, mode)); }
+
+EXPORT int dup2(int oldfd, int newfd)
+{
+    int r = REAL(dup2)(oldfd, newfd);
+    if (r >= 0)
+        fd_reset(r);
+    return r;
+}
+
+EXPORT int dup3(int oldfd, int newfd, int flags)
+{
+    int r = REAL(dup3)(oldfd, newfd, flags);
+    if (r >= 0)
+        fd_reset(r);
+    return r;
+}
+
+/* ------------------------------------------------------------------ data calls */
+EXPORT ssize_t read(int fd, void *buf, size_t n)
+{
+    WRAP_IO(fd, HARMONIA_READ, REAL(read)(fd, buf, n));
+}
+
+ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen);
+EXPORT ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen)
+{
+    WRAP_IO(fd, HARMONIA_READ, REAL(__read_chk)(fd, buf, n, buflen));
+}
+
+EXPORT ssize_t pread(int fd, void *buf, size_t n, off_t off)
+{
+    WRAP_IO(fd, HARMONIA_READ, REAL(pread)(fd, buf, n, off));
+}
+
+EXPORT ssize_t pread64(int fd, void *buf, size_t n, off_t off)
+{
+    WRAP_IO(fd, HARMONIA_READ, REAL(pread64)(fd, buf, n, off));
+}
+
+ssize_t __pread_chk(int fd, void *buf, size_t n, off_t off, size_t buflen);
+ssize_t __pread64_chk(int fd, void *buf, size_t n, off_t off, size_t buflen);
+EXPORT ssize_t __pread_chk(int fd, void *buf, size_t n, off_t off, size_t buflen)
+{
+    WRAP_IO(fd, HARMONIA_READ, REAL(__pread_chk)(fd, buf, n, off, buflen));
+}
+
+EXPORT ssize_t __pread64_chk(int fd, void *buf, size_t n, off_t off, size_t buflen)
+{
+    WRAP_IO(fd, HARMONIA_READ, REAL(__pread64_chk)(fd, buf, n, off, buflen));
+}
+
+EXPORT ssize_t readv(int fd, const struct iovec *iov, int cnt)
+{
+    WRAP_IO(fd, HARMONIA_READ, REAL(readv)(fd, iov, cnt));
+}
+
+EXPORT ssize_t preadv(int fd, const struct iovec *iov, int cnt, off_t off)
+{
+    WRAP_IO(fd, HARMONIA_READ, REAL(preadv)(fd, iov, cnt, off));
+}
+
+EXPORT ssize_t preadv64(int fd, const struct iovec *iov, int cnt, off_t off)
+{
+    WRAP_IO(fd, HARMONIA_READ, REAL(preadv64)(fd, iov, cnt, off));
+}
+
+EXPORT ssize_t write(int fd, const void *buf, size_t n)
+{
+    WRAP_IO(fd, HARMONIA_WRITE, REAL(write)(fd, buf, n));
+}
+
+EXPORT ssize_t pwrite(int fd, const void *buf, size_t n, off_t off)
+{
+    WRAP_IO(fd, HARMONIA_WRITE, REAL(pwrite)(fd, buf, n, off));
+}
+
+EXPORT ssize_t pwrite64(int fd, const void *buf, size_t n, off_t off)
+{
+    WRAP_IO(fd, HARMONIA_WRITE, REAL(pwrite64)(fd, buf, n, off));
+}
+
+EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt)
+{
+    WRAP_IO(fd, HARMONIA_WRITE, REAL(writev)(fd, iov, cnt));
+}
+
+EXPORT ssize_t pwritev(int fd, const struct iovec *iov, int cnt, off_t off)
+{
+    WRAP_IO(fd, HARMONIA_WRITE, REAL(pwritev)(fd, iov, cnt, off));
+}
+
+EXPORT ssize_t pwritev64(int fd, const struct iovec *iov, int cnt, off_t off)
+{
+    WRAP_IO(fd, HARMONIA_WRITE, REAL(pwritev64)(fd, iov, cnt, off));
+}
+
+EXPORT ssize_t copy_file_range(int in, off_t *offin, int out, off_t *offout, size_t n,
+                               unsigned flags)
+{
+    bool tout = tracked(out), tin = tracked(in);
+    if (!tout && !tin)
+        return REAL(copy_file_range)(in, offin, out, offout, n, flags);
+    bool c = io_start(tout ? HARMONIA_WRITE : HARMONIA_READ, true);
+    ssize_t r = REAL(copy_file_range)(in, offin, out, offout, n, flags);
+    io_done(c, r);
+    return r;
+}
+
+/* fsync and close move no data of their own: they keep an open phase open
+ * while they run (an fsync can take long), never open one. */
+#define WRAP_SYNC(name) \
+    EXPORT int name(int fd) \
+    { \
+        if (!tracked(fd)) \
+            return REAL(name)(fd); \
+        bool c_ = io_start(HARMONIA_WRITE, false); \
+        int r_ = REAL(name)(fd); \
+        io_done(c_, 0); \
+        return r_; \
+    }
+WRAP_SYNC(fsync)
+WRAP_SYNC(fdatasync)
+
+EXPORT int close(int fd)
+{
+    if (!tracked_known(fd)) {
+        fd_reset(fd);
+        return REAL(close)(fd);
+    }
+    bool c = io_start(HARMONIA_WRITE, false);
+    int r = REAL(close)(fd);
+    fd_reset(fd);
+    io_done(c, 0);
+    return r;
+}
+
+/* ------------------------------------------------------------------ stdio
+ * The C library's stdio calls its own read/write/open/close inside (not through
+ * these wrappers), so a stream is counted here, once. */
+static FILE *fopened(FILE *fp)
+{
+    if (fp)
+        fd_reset(fileno(fp));
+    return fp;
+}
+
+EXPORT FILE *fopen(const char *path, const char *mode)
+{
+    return fopened(REAL(fopen)(path, mode));
+}
+
+EXPORT FILE *fopen64(const char *path, const char *mode)
+{
+    return fopened(REAL(fopen64)(path, mode));
+}
+
+static int sfd(FILE *fp)
+{
+    int e = errno;
+    int fd = fp ? fileno(fp) : -1;
+    errno = e;
+    return fd;
+}
+
+EXPORT size_t fread(void *p, size_t size, size_t n, FILE *fp)
+{
+    if (!tracked(sfd(fp)))
+        return REAL(fread)(p, size, n, fp);
+    bool c = io_start(HARMONIA_READ, true);
+    size_t r = REAL(fread)(p, size, n, fp);
+    io_done(c, (ssize_t)(r * size));
+    return r;
+}
+
+size_t __fread_chk(void *p, size_t plen, size_t size, size_t n, FILE *fp);
+EXPORT size_t __fread_chk(void *p, size_t plen, size_t size, size_t n, FILE *fp)
+{
+    if (!tracked(sfd(fp)))
+        return REAL(__fread_chk)(p, plen, size, n, fp);
+    bool c = io_start(HARMONIA_READ, true);
+    size_t r = REAL(__fread_chk)(p, plen, size, n, fp);
+    io_done(c, (ssize_t)(r * size));
+    return r;
+}
+
+EXPORT size_t fwrite(const void *p, size_t size, size_t n, FILE *fp)
+{
+    if (!tracked(sfd(fp)))
+        return REAL(fwrite)(p, size, n, fp);
+    bool c = io_start(HARMONIA_WRITE, true);
+    size_t r = REAL(fwrite)(p, size, n, fp);
+    io_done(c, (ssize_t)(r * size));
+    return r;
+}
+
+EXPORT int fflush(FILE *fp)
+{
+    if (!fp || !tracked_known(sfd(fp)))
+        return REAL(fflush)(fp);
+    bool c = io_start(HARMONIA_WRITE, false);
+    int r = REAL(fflush)(fp);
+    io_done(c, 0);
+    return r;
+}
+
+EXPORT int fclose(FILE *fp)
+{
+    int fd = sfd(fp);
+    if (!tracked_known(fd)) {
+        int r = REAL(fclose)(fp);
+        fd_reset(fd);
+        return r;
+    }
+    bool c = io_start(HARMONIA_WRITE, false);
+    int r = REAL(fclose)(fp);
+    fd_reset(fd);
+    io_done(c, 0);
+    return r;
+}
+
+
+/* ------------------------------------------------------------------ set-up */
+static bool env_yes(const char *name, bool dflt)
+{
+    const char *v = getenv(name);
+    if (!v || !*v)
+        return dflt;
+    return !(!strcmp(v, "0") || !strcasecmp(v, "no") || !strcasecmp(v, "off")
+             || !strcasecmp(v, "false"));
+}
+
+static double env_num(const char *name, double dflt)
+{
+    const char *v = getenv(name);
+    char *end;
+    if (!v || !*v)
+        return dflt;
+    double d = strtod(v, &end);
+    return *end || !(d >= 0) || isinf(d) ? dflt : d;
+}
+
+static void add_prefix(const char *p, size_t n)
+{
+    char given[PATH_MAX], real[PATH_MAX];
+    if (n == 0 || n >= sizeof(given) || p[0] != '/' || conf.nprefix >= MAXPREFIX)
+        return;
+    memcpy(given, p, n);
+    given[n] = '\0';
+    const char *use = realpath(given, real) ? real : given;
+    size_t len = strlen(use);
+    while (len > 1 && use[len - 1] == '/')
+        len--;
+    if (len <= 1)
+        return;                 /* "/": every file; not a prefix that matters */
+    memcpy(conf.prefix[conf.nprefix], use, len);
+    conf.prefix[conf.nprefix][len] = '\0';
+    conf.plen[conf.nprefix++] = len;
+}
+
+static void atfork_prepare(void)
+{
+    pthread_mutex_lock(&mu);
+}
+
+static void atfork_parent(void)
+{
+    pthread_mutex_unlock(&mu);
+}
+
+/* The child has none of the parent's threads: its phase starts afresh (the
+ * parent's phase is the parent's), with a new agent at its first tracked call. */
+static void atfork_child(void)
+{
+    my_pid = getpid();
+    pthread_mutex_init(&mu, NULL);
+    pthread_condattr_t a;
+    pthread_condattr_init(&a);
+    pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+    pthread_cond_init(&cv, &a);
+    pthread_condattr_destroy(&a);
+    pd.open = 0;
+    inflight = 0;
+    gstate = G_IDLE;
+    end_queued = false;
+    agent_stop = false;
+    phase_bytes = 0;
+}
+
+__attribute__((constructor)) static void preload_init(void)
+{
+    int e = errno;
+    const char *v;
+    tl_in = 1;
+
+    pthread_condattr_t a;
+    pthread_condattr_init(&a);
+    pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+    pthread_cond_init(&cv, &a);
+    pthread_condattr_destroy(&a);
+
+    if (!getenv("HARMONIA_URL") || !*getenv("HARMONIA_URL") || !getenv("HARMONIA_JOBID")
+        || !*getenv("HARMONIA_JOBID") || env_yes("HARMONIA_DISABLE", false)
+        || !env_yes("HARMONIA_INTERPOSE", true))
+        goto out;
+    /* a program that calls libharmonia itself gates its own phases */
+    if (dlsym(RTLD_DEFAULT, "harmonia_phase_begin"))
+        goto out;
+    if ((v = getenv("HARMONIA_BB")))
+        add_prefix(v, strlen(v));
+    if ((v = getenv("HARMONIA_INTERPOSE_PATHS"))) {
+        for (const char *p = v; *p;) {
+            const char *c = strchr(p, ':');
+            size_t n = c ? (size_t)(c - p) : strlen(p);
+            add_prefix(p, n);
+            p += n + (c != NULL);
+        }
+    }
+    if (conf.nprefix == 0)
+        goto out;
+
+    hm_pd_params_t pp;
+    hm_pd_params_default(&pp);
+    double gap = env_num("HARMONIA_INTERPOSE_GAP", 0);
+    if (gap > 0)
+        pp.gap_init = pp.gap_min = pp.gap_max = gap;
+    hm_pd_init(&pd, &pp);
+    conf.volume = env_num("HARMONIA_INTERPOSE_VOLUME", DEFAULT_VOLUME);
+    if (!(conf.volume >= 1))
+        conf.volume = DEFAULT_VOLUME;
+    conf.wait_bound = env_num("HARMONIA_MAX_WAIT", 600) + env_num("HARMONIA_FALLBACK_WAIT", 5)
+                      + 30;
+
+    struct stat sb;
+    const char *cdir = getenv("HARMONIA_COORD_DIR");
+    if (!cdir || !*cdir)
+        cdir = stat("/dev/shm", &sb) == 0 && S_ISDIR(sb.st_mode) ? "/dev/shm" : "/tmp";
+    const char *job = getenv("HARMONIA_JOBID");
+    bool job_ok = strlen(job) < 64;
+    for (const char *p = job; *p; p++)
+        if (*p == '/' || (p == job && *p == '.'))
+            job_ok = false;
+    if (job_ok && snprintf(learn_path, sizeof(learn_path), "%s/harmonia-%u-%s.learn", cdir,
+                           (unsigned)getuid(), job) >= (int)sizeof(learn_path))
+        learn_path[0] = '\0';
+    if ((v = getenv("HARMONIA_INTERPOSE_LOG")) && *v)
+        snprintf(conf.log, sizeof(conf.log), "%s", v);
+    my_pid = getpid();
+    pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+    conf.on = true;
+out:
+    tl_in = 0;
+    errno = e;
+}
+
+/* At exit: the agent ends an open phase with the bytes moved and stops; the
+ * handle waits until bbmgrd has the report (libharmonia's bounds). */
+__attribute__((destructor)) static void preload_fini(void)
+{
+    int e = errno;
+    tl_in = 1;
+    pthread_mutex_lock(&mu);
+    bool mine = agent_up && agent_pid == getpid();      /* vfork()ed? checked for real */
+    if (mine) {
+        agent_stop = true;
+        pthread_cond_broadcast(&cv);
+    }
+    pthread_mutex_unlock(&mu);
+    if (mine) {
+        pthread_join(agent, NULL);
+        api->finalize(hh);
+        hh = NULL;
+        agent_up = false;
+    }
+    conf.on = false;
+    errno = e;
+}

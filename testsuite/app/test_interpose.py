@@ -1,0 +1,513 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""The interposer (libharmonia-preload.so) under unmodified programs.
+
+Real bbmgrd and munged per test; the programs are coreutils (dd, cp), the system's
+Python and bbio-bench, run with LD_PRELOAD as the burst_buffer plugin sets it.
+What is asserted is what bbmgrd's API shows (the phases it saw, their bytes and
+grants), what the programs print and return, and their run time under a grant
+(a measurement window: the pacing is the behaviour).
+"""
+import json
+import os
+import subprocess
+import time
+
+import pytest
+
+from conftest import BBIO_BENCH, LIBDIR, SLURM_UID, job_env, register
+from harmonia_test.daemon import BUILDDIR
+from harmonia_test.wait import wait_for
+
+PRELOAD = os.path.join(LIBDIR, ".libs", "libharmonia-preload.so")
+PYTHON = "/usr/bin/python3"
+
+
+def phases_of(d, jobid):
+    return sorted(d.ok("GET", "/v1/jobs/%s/phases" % jobid)["phases"], key=lambda p: p["id"])
+
+
+def one_node(bw="1 GB/s"):
+    return dict(platform={"node_bandwidth": bw, "pfs_bandwidth": bw})
+
+
+def preload_env(d, jobid, bb, **extra):
+    env = job_env(d, jobid, HARMONIA_BB=str(bb), LD_PRELOAD=PRELOAD, **extra)
+    # bbio-bench and Python under the sanitizer build: the runtime need not come first
+    env["ASAN_OPTIONS"] = "verify_asan_link_order=0:detect_leaks=0"
+    return env
+
+
+def log_lines(path, word):
+    if not os.path.exists(path):
+        return []
+    return [line.split() for line in open(path) if line.startswith(word + " ")]
+
+
+@pytest.fixture
+def bb(tmp_path):
+    p = tmp_path / "bb"
+    p.mkdir()
+    return p
+
+
+def test_dd_loop_phases_found_and_granted(make_daemon, bb, tmp_path):
+    """A shell loop of dd into the buffer: bbmgrd sees one granted phase per dd, with
+    the bytes dd wrote; the data are dd's; a dd to another directory is not seen."""
+    d = make_daemon(**one_node())
+    register(d, "loop", uid=os.getuid(), nodes=1, user="alice", name="ddloop")
+    log = tmp_path / "interpose.log"
+    env = preload_env(d, "loop", bb, HARMONIA_INTERPOSE_LOG=log)
+    other = tmp_path / "other"
+    other.mkdir()
+    script = ('for i in 1 2 3 4; do sleep 0.3; dd if=/dev/zero of="$HARMONIA_BB/f$i" bs=1M '
+              'count=8 status=none || exit 9; done; '
+              'dd if=/dev/zero of=%s/g bs=1M count=8 status=none' % other)
+    p = subprocess.run(["sh", "-c", script], env=env, capture_output=True, text=True,
+                       timeout=120)
+    assert p.returncode == 0 and p.stderr == "", p.stderr
+    ph = phases_of(d, "loop")
+    assert len(ph) == 4, ph
+    assert all(x["state"] == "finished" and x["bytes"] == 8 << 20 for x in ph), ph
+    assert all(x["direction"] == "write" for x in ph)
+    begins = log_lines(log, "begin")
+    assert len(begins) == 4 and all(b[b.index("gated") + 1] == "1" for b in begins), begins
+    for i in range(1, 5):
+        assert os.path.getsize(bb / ("f%d" % i)) == 8 << 20
+    # the processes of the job learned together: the last dd knows the period
+    ends = log_lines(log, "end")
+    assert float(ends[-1][ends[-1].index("w_iter") + 1]) > 0.3
+    # what bbmgrd learned from the phases the interposer asked for is kept for the
+    # user's next job of that name (job_submit's learned defaults)
+    d.ok("DELETE", "/v1/jobs/loop", uid=SLURM_UID)
+    h = d.ok("GET", "/v1/history?user=alice&name=ddloop", uid=SLURM_UID)
+    starts = [p["requested"] for p in ph]
+    measured = (starts[-1] - starts[0]) / 3
+    assert h["jobs"] == 1 and abs(h["w_iter"] - measured) <= 0.1 * measured, (h, measured)
+
+
+BBMGR = os.path.join(BUILDDIR, "bbmgr", "bbmgr")
+
+
+def bbmgr_job(d, jobid):
+    """bbmgr job ID as its owner types it: the job's JSON."""
+    p = subprocess.run([BBMGR, "job", jobid, "--url", "http://127.0.0.1:%d" % d.port,
+                        "--munge-socket", d.munge.socket], capture_output=True, text=True,
+                       timeout=30)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)
+
+
+def test_learned_values_shown_while_the_dd_loop_runs(make_daemon, bb, tmp_path):
+    """An unmodified dd loop under the interposer: while it still runs, bbmgr job ID
+    shows what bbmgrd learned from its phases so far (w_iter between the phases'
+    requests, volume per phase, phases), and bbmgr jobs says it on the job's line."""
+    d = make_daemon(**one_node())
+    register(d, "lrn", uid=os.getuid(), nodes=1, user="alice", name="ddlearn")
+    env = preload_env(d, "lrn", bb)
+    stop = tmp_path / "stop"
+    script = ('i=0; while [ ! -e %s ] && [ $i -lt 200 ]; do i=$((i+1)); sleep 0.4; '
+              'dd if=/dev/zero of="$HARMONIA_BB/f$i" bs=1M count=4 status=none || exit 9; '
+              'done' % stop)
+    proc = subprocess.Popen(["sh", "-c", script], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for(lambda: d.ok("GET", "/v1/jobs/lrn")["phases_done"] >= 4, timeout=60,
+                 what="four phases of the loop")
+        j = bbmgr_job(d, "lrn")
+        assert proc.poll() is None, "the loop ended: the values were not seen while it ran"
+        ph = [p for p in phases_of(d, "lrn") if p["state"] == "finished"]
+        learned = j["learned"]
+        n = learned["phases"]
+        assert n >= 4 and n == j["phases_done"], j
+        assert learned["io_volume"] == 4 << 20, j
+        starts = [p["requested"] for p in ph[:n]]
+        measured = (starts[-1] - starts[0]) / (n - 1)
+        assert abs(learned["w_iter"] - measured) <= 0.01 * measured + 1e-3, (j, measured)
+        assert learned["w_iter"] > 0.4, j
+        out = subprocess.run([BBMGR, "jobs", "--url", "http://127.0.0.1:%d" % d.port,
+                              "--munge-socket", d.munge.socket], capture_output=True,
+                             text=True, timeout=30).stdout
+        line = [x for x in out.splitlines() if x.startswith("lrn ")]
+        assert line and "w_iter=" in line[0] and "volume=4.00MiB" in line[0], out
+        assert "LEARNED" in out.splitlines()[0], out
+    finally:
+        stop.touch()
+        out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0 and err == "", err
+    # the same figures go to the history that gives the next job its defaults
+    last = bbmgr_job(d, "lrn")["learned"]
+    d.ok("DELETE", "/v1/jobs/lrn", uid=SLURM_UID)
+    h = d.ok("GET", "/v1/history?user=alice&name=ddlearn", uid=SLURM_UID)
+    assert h["jobs"] == 1 and h["io_volume"] == last["io_volume"], (h, last)
+    assert abs(h["w_iter"] - last["w_iter"]) <= 1e-6 * last["w_iter"], (h, last)
+    ended = bbmgr_job(d, "lrn")
+    assert ended["state"] == "ended" and ended["learned"] == last, ended
+
+
+def test_python_loop_w_iter_learned(make_daemon, bb, tmp_path):
+    """One Python process computing then writing, 6 times (w_iter about 1.2 s): six
+    phases at bbmgrd, each with its bytes; the estimated w_iter within 10% of the
+    measured interval between the phases' starts."""
+    d = make_daemon(**one_node())
+    register(d, "py", uid=os.getuid(), nodes=1)
+    log = tmp_path / "interpose.log"
+    env = preload_env(d, "py", bb, HARMONIA_INTERPOSE_LOG=log)
+    prog = ("import os, time\n"
+            "buf = b'x' * (1 << 20)\n"
+            "for i in range(6):\n"
+            "    time.sleep(1.0)\n"
+            "    with open(os.path.join(os.environ['HARMONIA_BB'], 'ck%d' % i), 'wb') as f:\n"
+            "        for k in range(4):\n"
+            "            f.write(buf)\n"
+            "        f.flush()\n"
+            "        os.fsync(f.fileno())\n")
+    p = subprocess.run([PYTHON, "-c", prog], env=env, capture_output=True, text=True,
+                       timeout=120)
+    assert p.returncode == 0 and p.stderr == "", p.stderr
+    ph = phases_of(d, "py")
+    assert len(ph) == 6, ph
+    assert all(x["state"] == "finished" and x["bytes"] == 4 << 20 for x in ph), ph
+    ends = log_lines(log, "end")
+    starts = [float(e[1]) for e in ends]
+    measured = (starts[-1] - starts[0]) / (len(starts) - 1)
+    est = float(ends[-1][ends[-1].index("w_iter") + 1])
+    assert abs(est - measured) <= 0.1 * measured, (est, measured)
+
+
+def run_timed(args, env):
+    t0 = time.monotonic()
+    p = subprocess.run(args, env=env, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    return time.monotonic() - t0
+
+
+def test_paced_at_the_grant(make_daemon, bb, tmp_path):
+    """A lone dd of 24 MB: under a 12 MB/s grant it takes about 2 s, under 24 MB/s
+    about 1 s (in proportion to the grant), without the interposer much less."""
+    times = {}
+    for bw in (12, 24):
+        d = make_daemon(**one_node("%d MB/s" % bw))
+        register(d, "pace", uid=os.getuid(), nodes=1)
+        log = tmp_path / ("log%d" % bw)
+        env = preload_env(d, "pace", bb, HARMONIA_INTERPOSE_LOG=log)
+        args = ["dd", "if=/dev/zero", "of=%s/f" % bb, "bs=1M", "count=24", "status=none"]
+        times[bw] = run_timed(args, env)
+        ph = phases_of(d, "pace")
+        assert len(ph) == 1 and ph[0]["state"] == "finished", ph
+        begins = log_lines(log, "begin")
+        assert float(begins[0][begins[0].index("rate") + 1]) == bw * 1e6, begins
+        d.stop()
+    free = run_timed(["dd", "if=/dev/zero", "of=%s/f" % bb, "bs=1M", "count=24",
+                      "status=none"], dict(os.environ))
+    assert times[12] >= 24e6 / 12e6 - 0.3, times
+    assert 1.5 <= times[12] / times[24] <= 2.5, times
+    assert free < times[24] / 2, (free, times)
+
+
+ERRNO_PROG = r"""
+import errno, os, sys
+bb = os.environ["BB"]
+def show(what, f):
+    try:
+        r = f()
+        print(what, "ok", r)
+    except OSError as e:
+        print(what, errno.errorcode.get(e.errno, e.errno), e.strerror)
+show("open-missing", lambda: os.open(bb + "/no/such/file", os.O_RDONLY))
+show("open-dir-write", lambda: os.open(bb, os.O_WRONLY))
+show("open-excl", lambda: os.open(bb + "/exists", os.O_WRONLY | os.O_CREAT | os.O_EXCL))
+fd = os.open(bb + "/exists", os.O_RDONLY)
+show("write-rdonly", lambda: os.write(fd, b"abc"))
+show("read", lambda: len(os.read(fd, 100)))
+show("pwrite-rdonly", lambda: os.pwrite(fd, b"abc", 0))
+show("writev-rdonly", lambda: os.writev(fd, [b"a", b"b"]))
+os.close(fd)
+show("write-closed", lambda: os.write(fd, b"abc"))
+show("fsync-closed", lambda: os.fsync(fd))
+show("close-closed", lambda: os.close(fd))
+fd = os.open(bb + "/w", os.O_WRONLY | os.O_CREAT)
+show("read-wronly", lambda: os.read(fd, 10))
+show("pread-wronly", lambda: os.pread(fd, 10, 0))
+show("write", lambda: os.write(fd, b"hello"))
+os.close(fd)
+try:
+    open(bb + "/no/such", "rb")
+except OSError as e:
+    print("fopen", e.errno)
+sys.stdout.flush()
+"""
+
+
+def test_errno_and_output_unchanged(make_daemon, bb, tmp_path):
+    """Failing calls under the interposer give the same results, errno and output as
+    without it: Python's system calls, and dd and cp failing on the buffer."""
+    d = make_daemon(**one_node())
+    register(d, "err", uid=os.getuid(), nodes=1)
+    (bb / "exists").write_bytes(b"0123456789")
+    outs = []
+    for env in (dict(os.environ), preload_env(d, "err", bb)):
+        env["BB"] = str(bb)
+        r = [subprocess.run([PYTHON, "-c", ERRNO_PROG], env=env, capture_output=True,
+                            text=True, timeout=60)]
+        (bb / "w").unlink()
+        r.append(subprocess.run(["dd", "if=/dev/zero", "of=%s/no/such" % bb, "count=1",
+                                 "status=none"],
+                                env=env, capture_output=True, text=True, timeout=60))
+        r.append(subprocess.run(["cp", str(bb / "missing"), str(bb / "x")], env=env,
+                                capture_output=True, text=True, timeout=60))
+        r.append(subprocess.run(["dd", "if=%s" % bb, "of=/dev/null", "status=none"], env=env,
+                                capture_output=True, text=True, timeout=60))
+        outs.append([(x.returncode, x.stdout, x.stderr) for x in r])
+    assert outs[0] == outs[1]
+    assert "write-rdonly EBADF" in outs[0][0][1]
+    # the interposer was at work: bbmgrd saw the bytes of the Python run's one
+    # successful read (10) and write (5)
+    ph = phases_of(d, "err")
+    assert sum(p["bytes"] for p in ph) == 15, ph
+
+
+def test_bbmgrd_away_never_fails_the_program(bb, tmp_path, munge):
+    """bbmgrd unreachable: dd runs, its data intact, one line on stderr."""
+    import socket
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    env = preload_env(type("D", (), {"port": port, "munge": munge,
+                                     "base": str(tmp_path)})(), "away", bb,
+                      HARMONIA_FALLBACK_WAIT="0.5")
+    p = subprocess.run(["sh", "-c", 'head -c 3000000 /dev/urandom > "$BB_SRC"; '
+                        'dd if="$BB_SRC" of="$HARMONIA_BB/f" bs=64k status=none; '
+                        'cmp "$BB_SRC" "$HARMONIA_BB/f"'],
+                       env=dict(env, BB_SRC=str(tmp_path / "src")), capture_output=True,
+                       text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert [line for line in p.stderr.splitlines() if "unreachable" in line], p.stderr
+
+
+def test_libharmonia_program_not_counted_twice(make_daemon, bb):
+    """bbio-bench calls libharmonia itself: under the interposer bbmgrd sees its three
+    phases, not more."""
+    d = make_daemon(**one_node())
+    register(d, "own", uid=os.getuid(), nodes=1)
+    p = subprocess.run([BBIO_BENCH, "--phases", "3", "--volume", "2MB", "--compute", "0.3",
+                        "--dir", str(bb)], env=preload_env(d, "own", bb),
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    ph = phases_of(d, "own")
+    assert len(ph) == 3 and all(x["bytes"] == 2e6 for x in ph), ph
+
+
+def test_threads_and_fork_share_the_job(make_daemon, bb, tmp_path):
+    """Four threads writing at once make one phase; a forked child writing after the
+    parent's phase makes its own, ended by the child's agent once idle (the child
+    stays up past the gap before its _exit); nothing is lost."""
+    d = make_daemon(**one_node())
+    register(d, "thr", uid=os.getuid(), nodes=1)
+    prog = ("import os, threading, time\n"
+            "bb = os.environ['HARMONIA_BB']\n"
+            "def w(i):\n"
+            "    fd = os.open('%s/t%d' % (bb, i), os.O_WRONLY | os.O_CREAT)\n"
+            "    for k in range(16):\n"
+            "        os.write(fd, b'y' * 65536)\n"
+            "    os.close(fd)\n"
+            "ts = [threading.Thread(target=w, args=(i,)) for i in range(4)]\n"
+            "[t.start() for t in ts]; [t.join() for t in ts]\n"
+            "time.sleep(1.0)\n"
+            "pid = os.fork()\n"
+            "if pid == 0:\n"
+            "    w(9)\n"
+            "    time.sleep(1.5)\n"
+            "    os._exit(0)\n"
+            "_, st = os.waitpid(pid, 0)\n"
+            "assert st == 0\n")
+    p = subprocess.run([PYTHON, "-c", prog], env=preload_env(d, "thr", bb),
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    ph = phases_of(d, "thr")
+    assert len(ph) == 2, ph
+    assert ph[0]["bytes"] == 4 * 16 * 65536 and ph[1]["bytes"] == 16 * 65536, ph
+    assert all(x["state"] == "finished" for x in ph), ph
+    for i in (0, 1, 2, 3, 9):
+        assert os.path.getsize(bb / ("t%d" % i)) == 16 * 65536
+
+
+def test_h5py_checkpoint_loop(make_daemon, bb, tmp_path):
+    """An unmodified h5py program (HDF5's sec2 driver: open, pwrite, close) writing
+    a checkpoint file every second, four times: four phases at bbmgrd, each with the
+    bytes HDF5 wrote (the file's size, give or take its metadata); the files read
+    back whole."""
+    d = make_daemon(**one_node())
+    register(d, "h5", uid=os.getuid(), nodes=1)
+    prog = ("import os, time, h5py, numpy\n"
+            "bb = os.environ['HARMONIA_BB']\n"
+            "a = numpy.arange(1 << 20, dtype='f8')\n"
+            "for i in range(4):\n"
+            "    time.sleep(1.0)\n"
+            "    with h5py.File(os.path.join(bb, 'ck%d.h5' % i), 'w') as f:\n"
+            "        f.create_dataset('x', data=a + i)\n")
+    p = subprocess.run([PYTHON, "-c", prog], env=preload_env(d, "h5", bb),
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    ph = phases_of(d, "h5")
+    assert len(ph) == 4 and all(x["state"] == "finished" for x in ph), ph
+    for i, x in enumerate(ph):
+        size = os.path.getsize(bb / ("ck%d.h5" % i))
+        assert (8 << 20) <= x["bytes"] <= size + 65536, (x, size)
+    check = subprocess.run([PYTHON, "-c", "import h5py, numpy, sys\n"
+                            "for i in range(4):\n"
+                            "    x = h5py.File(sys.argv[1] + '/ck%d.h5' % i)['x'][:]\n"
+                            "    assert (x == numpy.arange(1 << 20) + i).all()\n",
+                            str(bb)], capture_output=True, text=True, timeout=60)
+    assert check.returncode == 0, check.stderr
+
+
+MPIIO_PROG = r"""
+/* each rank writes its 4 MiB block of a shared file with MPI-IO, three times,
+ * after a second of compute */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+int main(int argc, char **argv)
+{
+    int rank;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    size_t len = 4 << 20;
+    char *buf = malloc(len);
+    memset(buf, 'a' + rank, len);
+    for (int i = 0; i < 3; i++) {
+        char path[4096];
+        MPI_File f;
+        sleep(1);
+        snprintf(path, sizeof(path), "%s/ck%d", argv[1], i);
+        MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_WRONLY,
+                      MPI_INFO_NULL, &f);
+        MPI_File_write_at_all(f, (MPI_Offset)rank * len, buf, (int)len, MPI_BYTE,
+                              MPI_STATUS_IGNORE);
+        MPI_File_close(&f);
+    }
+    MPI_Finalize();
+    return 0;
+}
+"""
+
+
+def test_mpiio_two_ranks_share_phases(make_daemon, bb, tmp_path):
+    """An unmodified MPI-IO program (Debian's OpenMPI, ROMIO on POSIX calls), two
+    ranks writing their blocks of a shared file three times: three phases at bbmgrd,
+    each shared by both ranks with the bytes of both; the files hold both blocks."""
+    src = tmp_path / "mpiio.c"
+    src.write_text(MPIIO_PROG)
+    exe = tmp_path / "mpiio"
+    subprocess.run(["mpicc", "-O2", "-o", str(exe), str(src)], check=True, timeout=120)
+    d = make_daemon(**one_node())
+    register(d, "mpi", uid=os.getuid(), nodes=1)
+    env = preload_env(d, "mpi", bb, HARMONIA_NTASKS=2)
+    p = subprocess.run(["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "2",
+                        str(exe), str(bb)], env=env, capture_output=True, text=True,
+                       timeout=120)
+    assert p.returncode == 0, p.stdout + p.stderr
+    ph = phases_of(d, "mpi")
+    assert len(ph) == 3 and all(x["state"] == "finished" for x in ph), ph
+    assert all(x["bytes"] == 8 << 20 for x in ph), ph
+    for i in range(3):
+        data = (bb / ("ck%d" % i)).read_bytes()
+        assert data == b"a" * (4 << 20) + b"b" * (4 << 20)
+
+
+SIGNAL_PROG = r"""
+/* The main loop writes 4 KiB blocks into the buffer (over one block) while a 100 us interval timer's
+ * handler writes one byte to another buffer file: handlers land inside the
+ * interposer's wrappers (thousands of times) and outside them. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <unistd.h>
+static int sfd;
+static volatile long handled;
+static void on_alarm(int sig)
+{
+    int e = errno;
+    (void)sig;
+    if (write(sfd, "s", 1) == 1)
+        handled++;
+    errno = e;
+}
+int main(int argc, char **argv)
+{
+    char path[4096], *buf = calloc(1, 4096);
+    snprintf(path, sizeof(path), "%s/sig", argv[1]);
+    sfd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0600);
+    snprintf(path, sizeof(path), "%s/data", argv[1]);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (sfd < 0 || fd < 0 || !buf)
+        return 1;
+    if (write(fd, buf, 4096) != 4096)     /* the process's first counted call */
+        return 1;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_alarm;
+    sa.sa_flags = SA_RESTART;
+    sigaction(SIGALRM, &sa, NULL);
+    struct itimerval it = { { 0, 100 }, { 0, 100 } };
+    setitimer(ITIMER_REAL, &it, NULL);
+    long n = 1;
+    for (int k = 0; k < 200000; k++)
+        if (pwrite(fd, buf, 4096, 0) == 4096)
+            n++;
+    struct itimerval off = { { 0, 0 }, { 0, 0 } };
+    setitimer(ITIMER_REAL, &off, NULL);
+    printf("%ld %ld\n", n, handled);
+    return 0;
+}
+"""
+
+
+def test_signal_handlers_doing_io(make_daemon, bb, tmp_path):
+    """Signal handlers that write into the buffer every millisecond, landing inside
+    and outside the interposer's wrappers, neither deadlock nor lose a byte of the
+    program's; a handler's write made while the interposer was interrupted goes
+    straight to the C library, uncounted."""
+    src = tmp_path / "sig.c"
+    src.write_text(SIGNAL_PROG)
+    exe = tmp_path / "sig"
+    subprocess.run(["cc", "-O2", "-o", str(exe), str(src)], check=True, timeout=120)
+    d = make_daemon(**one_node())
+    register(d, "sig", uid=os.getuid(), nodes=1)
+    p = subprocess.run([str(exe), str(bb)], env=preload_env(d, "sig", bb),
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    n, handled = (int(x) for x in p.stdout.split())
+    assert n == 200001 and handled > 0, p.stdout
+    assert os.path.getsize(bb / "data") == 4096
+    assert os.path.getsize(bb / "sig") == handled
+    ph = phases_of(d, "sig")
+    counted = sum(x["bytes"] for x in ph)
+    assert 200001 * 4096 <= counted <= 200001 * 4096 + handled, (ph, handled)
+
+
+def test_o_direct(make_daemon, bb, tmp_path):
+    """dd with O_DIRECT (aligned buffers, oflag=direct and iflag=direct) into and out
+    of the buffer: one phase each way with its bytes, the data intact (the
+    interposer never touches a buffer)."""
+    d = make_daemon(**one_node())
+    register(d, "direct", uid=os.getuid(), nodes=1)
+    env = preload_env(d, "direct", bb)
+    src = tmp_path / "src"
+    src.write_bytes(os.urandom(4 << 20))
+    p = subprocess.run(["sh", "-c", 'dd if="$1" of="$HARMONIA_BB/d" bs=1M oflag=direct '
+                        'status=none && sleep 1 && dd if="$HARMONIA_BB/d" of="$2" bs=1M '
+                        'iflag=direct status=none', "sh", str(src), str(tmp_path / "back")],
+                       env=env, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert (tmp_path / "back").read_bytes() == src.read_bytes()
+    ph = phases_of(d, "direct")
+    assert [(x["direction"], x["bytes"]) for x in ph] == [("write", 4 << 20),
+                                                          ("read", 4 << 20)], ph

@@ -1,0 +1,411 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Attacks of an unprivileged user on the buffer directories that a root daemon
+tears down, in both modes: bbmgrd's embedded mover and bbnoded (an agent with a
+scripted manager, as in test_nodes_agent.py).  Each test builds what the user
+can build in their own buffer (as uid 1001, in a child process that dropped
+root) and asserts what holds afterwards: the daemon alive, the tree gone.
+
+Deep chains: a recursive walk dies on its thread's stack at some depth (glibc's
+nftw() on an 8 MiB stack at about 25,000 levels; removing that many directories
+takes a minute on a test machine).  The daemons here run with
+BBMGRD_MOVER_STACK=262144 (their mover threads get 256 KiB stacks, doc/mover.md),
+which a recursive walk overflows at about 800 levels: a chain of 3,000 shows the
+crash in seconds.  The removal in bufdir.c does not recurse: depth never matters.
+
+Runs as root (the daemons act as the users); skipped otherwise.
+"""
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+
+from harmonia_test.wait import wait_for
+from conftest import SLURM_UID, USER1, USER2, register
+from test_mover import (GID1, GID2, MiB, build_shim, mkdirs, mover_daemon, new_job, preloaded,
+                        sparse,
+                        stage, wait_xfer, write)
+from test_nodes_agent import BBNODED, agent  # noqa: F401 (a fixture)
+from test_security import as_user, held, users  # noqa: F401 (a fixture)
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the attack tests need root")
+
+DEPTH = 3000
+STACK = 262144
+
+
+@pytest.fixture(autouse=True)
+def small_stack(monkeypatch):
+    monkeypatch.setenv("BBMGRD_MOVER_STACK", str(STACK))
+
+
+def chain(top, depth=DEPTH, name="d", leaf=b"x" * 100):
+    """As the user: top/d/d/.../d (depth levels, by descriptors: no long path is
+    ever written), with a file at the bottom."""
+    def build():
+        fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY)
+        for _ in range(depth):
+            os.mkdir(name, 0o700, dir_fd=fd)
+            nfd = os.open(name, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = nfd
+        wfd = os.open("leaf", os.O_WRONLY | os.O_CREAT, 0o600, dir_fd=fd)
+        os.write(wfd, leaf)
+        os.close(wfd)
+        os.close(fd)
+    as_user(USER1, GID1, build)
+
+
+def scrub(path):
+    """Clean-up of what a failed test left (Python's rmtree recurses)."""
+    if os.path.lexists(path):
+        subprocess.call(["rm", "-rf", "--one-file-system", path])
+
+
+def alive(d):
+    assert d.proc.poll() is None, "bbmgrd died:\n" + d.log_text()[-3000:]
+    return d.ok("GET", "/v1/status", uid=SLURM_UID)
+
+
+# ------------------------------------------------------------------ embedded mode
+def test_deep_chain_teardown_embedded(make_daemon, tmp_base):
+    """A job's user leaves a chain of 3,000 directories in the buffer: the
+    teardown removes it all and bbmgrd lives on."""
+    d = mover_daemon(make_daemon, tmp_base)
+    try:
+        bb = new_job(d, "deep1")
+        chain(bb)
+        d.ok("DELETE", "/v1/jobs/deep1", uid=SLURM_UID)
+        trash = os.path.join(d.mount, ".harmonia-trash")
+        wait_for(lambda: d.proc.poll() is not None
+                 or (not os.path.exists(bb) and not os.listdir(trash)),
+                 "the teardown of " + bb,
+                 report=lambda: "%s\n%s" % (os.listdir(trash), d.log_text()[-3000:]))
+        alive(d)
+    finally:
+        scrub(d.mount)
+
+
+def test_deep_chain_in_the_trash_at_start_embedded(make_daemon, tmp_base):
+    """What a stop left in the trash (a teardown cut short) is a deep chain: the
+    sweep at the next start removes it instead of dying at every start."""
+    d = mover_daemon(make_daemon, tmp_base)
+    try:
+        d.stop()
+        trash = os.path.join(d.mount, ".harmonia-trash")
+        os.makedirs(trash, mode=0o711, exist_ok=True)
+        left = os.path.join(trash, "4711")
+        os.mkdir(left, 0o700)
+        os.chown(left, USER1, GID1)
+        chain(left)
+        d.start()
+        wait_for(lambda: d.proc.poll() is not None or not os.path.exists(left),
+                 "the sweep of " + left)
+        alive(d)
+    finally:
+        scrub(d.mount)
+
+
+# ------------------------------------------------------------------ agent mode
+def stop_agent(p):
+    p.send_signal(signal.SIGTERM)
+    p.wait(timeout=60)
+
+
+def start_agent(tmp_base, log):
+    """Another agent on the mount of test_nodes_agent's fixture."""
+    with open(log, "a") as out:
+        return subprocess.Popen([BBNODED, "-c", os.path.join(tmp_base, "bbmgr.yaml"), "-n",
+                                 "bb01", "-l", "-"], stdout=out, stderr=subprocess.STDOUT)
+
+
+def log_of(log):
+    with open(log) as f:
+        return f.read()[-3000:]
+
+
+def test_deep_chain_teardown_agent(agent):
+    """The same chain in a directory of an agent's node: removed when it leaves
+    bbmgrd's set, and bbnoded lives on."""
+    mgr, mount, p, log = agent
+    try:
+        mgr.reply(dirs_gen="g1", dirs=[{"name": "77", "uid": USER1, "gid": GID1}])
+        mgr.next(lambda b: b.get("dirs") == "g1")
+        bb = os.path.join(mount, "77")
+        chain(bb)
+        mgr.reply(dirs_gen="g2", dirs=[], default=True)
+        wait_for(lambda: p.poll() is not None or not os.path.exists(bb), "the removal of " + bb,
+                 report=lambda: log_of(log))
+        trash = os.path.join(mount, ".harmonia-trash")
+        wait_for(lambda: p.poll() is not None or not os.listdir(trash), "the trash to be empty",
+                 report=lambda: log_of(log))
+        assert p.poll() is None, "bbnoded died:\n" + log_of(log)
+        mgr.next(lambda b: b.get("dirs") == "g2")
+    finally:
+        scrub(mount)
+
+
+def test_deep_chain_in_the_trash_at_start_agent(agent, tmp_base):
+    """A deep chain in the agent's trash at start: removed, and bbnoded runs."""
+    mgr, mount, p, log = agent
+    p2 = None
+    try:
+        stop_agent(p)
+        trash = os.path.join(mount, ".harmonia-trash")
+        os.makedirs(trash, mode=0o711, exist_ok=True)
+        left = os.path.join(trash, "4712")
+        os.mkdir(left, 0o700)
+        os.chown(left, USER1, GID1)
+        chain(left)
+        p2 = start_agent(tmp_base, log)
+        wait_for(lambda: p2.poll() is not None or not os.path.exists(left),
+                 "the sweep of " + left, report=lambda: log_of(log))
+        assert p2.poll() is None, "bbnoded died:\n" + log_of(log)
+        mgr.next()
+    finally:
+        if p2 and p2.poll() is None:
+            p2.send_signal(signal.SIGTERM)
+            p2.wait(timeout=60)
+        scrub(mount)
+
+
+# ------------------------------------------------------------------ class 5: leftovers
+def writer(top, seconds=20):
+    """As the user, a process left running with its working directory in top/sub,
+    creating files and directories there as fast as it can (for at most 'seconds'
+    or until it cannot create anything for a while).  Its pid, once it runs."""
+    os.makedirs(os.path.join(top, "sub"), exist_ok=True)
+    os.chown(os.path.join(top, "sub"), USER1, GID1)
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(r)
+            os.setgroups([])
+            os.setgid(GID1)
+            os.setuid(USER1)
+            os.chdir(os.path.join(top, "sub"))
+            t0, i, fails = time.monotonic(), 0, 0
+            while time.monotonic() - t0 < seconds and fails < 20000:
+                i += 1
+                try:
+                    if i % 3:
+                        os.close(os.open("f%d" % i, os.O_WRONLY | os.O_CREAT, 0o600))
+                    else:
+                        os.mkdir("d%d" % i)
+                    fails = 0
+                except OSError:
+                    fails += 1
+                if i == 100:
+                    os.write(w, b"x")
+        finally:
+            os._exit(0)
+    os.close(w)
+    os.read(r, 1)
+    os.close(r)
+    return pid
+
+
+def reap(pid):
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    os.waitpid(pid, 0)
+
+
+def unreachable(trash, ino):
+    """What the user can do to reach their torn-down buffer in the trash: nothing."""
+    def probe():
+        try:
+            os.listdir(trash)
+            raise AssertionError("the user can list " + trash)
+        except PermissionError:
+            pass
+        assert not os.path.exists(os.path.join(trash, str(ino))), "reachable by its inode"
+    as_user(USER1, GID1, probe)
+
+
+def test_writer_during_teardown_embedded(make_daemon, tmp_base):
+    """A process of the user keeps creating files in the buffer while it is torn
+    down: the teardown still removes everything (each directory is the daemon's
+    before it is read), nothing stays in the trash, and the user cannot reach the
+    trash."""
+    d = mover_daemon(make_daemon, tmp_base)
+    pid = None
+    try:
+        bb = new_job(d, "w1")
+        ino = os.stat(bb).st_ino
+        pid = writer(bb)
+        d.ok("DELETE", "/v1/jobs/w1", uid=SLURM_UID)
+        trash = os.path.join(d.mount, ".harmonia-trash")
+        wait_for(lambda: not os.path.exists(bb) and os.path.isdir(trash),
+                 "the move of %s to the trash" % bb)
+        unreachable(trash, ino)
+        wait_for(lambda: not os.listdir(trash), "the trash to be empty",
+                 report=lambda: "%s\n%s" % (os.listdir(trash), d.log_text()[-3000:]))
+        alive(d)
+    finally:
+        if pid:
+            reap(pid)
+        scrub(d.mount)
+
+
+def test_writer_during_teardown_agent(agent):
+    mgr, mount, p, log = agent
+    pid = None
+    try:
+        mgr.reply(dirs_gen="w1", dirs=[{"name": "78", "uid": USER1, "gid": GID1}])
+        mgr.next(lambda b: b.get("dirs") == "w1")
+        bb = os.path.join(mount, "78")
+        ino = os.stat(bb).st_ino
+        pid = writer(bb)
+        mgr.reply(dirs_gen="w2", dirs=[], default=True)
+        trash = os.path.join(mount, ".harmonia-trash")
+        wait_for(lambda: not os.path.exists(bb) and os.path.isdir(trash),
+                 "the move of %s to the trash" % bb, report=lambda: log_of(log))
+        unreachable(trash, ino)
+        wait_for(lambda: not os.listdir(trash), "the trash to be empty",
+                 report=lambda: "%s\n%s" % (os.listdir(trash), log_of(log)))
+        assert p.poll() is None
+    finally:
+        if pid:
+            reap(pid)
+        scrub(mount)
+
+
+# ------------------------------------------------------------------ class 3: kept data
+def test_release_of_kept_data_spares_another_users_buffer_embedded(make_daemon, tmp_base,
+                                                                   users):
+    """A persistent buffer whose stage-out could not be made durable is destroyed
+    and kept; another user then creates a persistent buffer of the same name and
+    writes into it; bbmgrd restarts; the administrator releases the kept one.
+    The release removes the kept data (found by its device and inode), never the
+    live buffer that has the name now; the restart's trash sweep left it alone."""
+    so = build_shim(tmp_base)
+    pfs = os.path.join(tmp_base, "pfs")
+    mkdirs(pfs)
+    src = os.path.join(pfs, "in")
+    mkdirs(src)
+    write(os.path.join(src, "a"), os.urandom(MiB + 7), 0o640)
+    with preloaded(so, HARMONIA_SHIM_FSYNC_EIO="out-eio"):
+        d = mover_daemon(make_daemon, tmp_base)
+    try:
+        b = d.ok("POST", "/v1/persistent", {"name": "shared", "capacity": "1GiB"}, uid=USER1,
+                 expect=(201,))
+        path = b["nodes"][0]["path"]
+        kept_ino = os.stat(path).st_ino
+        register(d, "k1", uid=USER1, gid=GID1)
+        d.ok("POST", "/v1/persistent/shared/use", {"job": "k1"}, uid=SLURM_UID)
+        assert wait_xfer(d, stage(d, "k1", "stage_in", src, path + "/in"))["state"] == "done"
+        x = wait_xfer(d, stage(d, "k1", "stage_out", path + "/in", os.path.join(pfs, "out-eio")),
+                      states=("failed",))
+        assert x["message"].startswith("not durable: "), x
+        d.ok("DELETE", "/v1/jobs/k1", uid=SLURM_UID)
+        d.ok("DELETE", "/v1/persistent/shared", uid=USER1)
+        wait_for(lambda: [h for h in held(d) if h["job"] == "persistent:shared" and h["kept"]],
+                 "the destroyed buffer to be kept", report=lambda: held(d))
+        # another user takes the name and stores data
+        st, js = d.request("POST", "/v1/persistent", {"name": "shared", "capacity": "1GiB"},
+                           uid=USER2)
+        mine = None
+        if st == 201:
+            mine = js["nodes"][0]["path"]
+            assert os.stat(mine).st_uid == USER2 and os.stat(mine).st_ino != kept_ino
+            as_user(USER2, GID2, lambda: open(os.path.join(mine, "live"), "w").write("mine"))
+        d.restart()
+        trash = os.path.join(d.mount, "persistent", ".harmonia-trash")
+
+        def kept_there():
+            where = [os.path.join(trash, n) for n in os.listdir(trash)] \
+                if os.path.isdir(trash) else []
+            where.append(path)
+            return [p for p in where if os.path.lexists(p) and os.lstat(p).st_ino == kept_ino]
+        assert kept_there(), "the kept data did not survive the restart"
+        d.ok("DELETE", "/v1/held/persistent:shared", uid=SLURM_UID)
+        wait_for(lambda: not kept_there(), "the released data to be removed",
+                 report=lambda: d.log_text()[-3000:])
+        if mine:
+            time.sleep(1)
+            with open(os.path.join(mine, "live")) as f:
+                assert f.read() == "mine", "another user's live buffer was removed"
+        alive(d)
+    finally:
+        scrub(d.mount)
+
+
+# ------------------------------------------------------------------ class 4: capacity
+def test_stage_in_larger_than_the_nodes_share_embedded(make_daemon, tmp_base):
+    """An allocation of 2 GiB over two nodes with a mount each holds 1 GiB on each:
+    a stage-in of 1.5 GiB into the directory on one node is refused with the
+    reason, before a byte is written (it fit the whole allocation, not the node)."""
+    m1, m2 = os.path.join(tmp_base, "bb1"), os.path.join(tmp_base, "bb2")
+    os.makedirs(m1)
+    os.makedirs(m2)
+    d = make_daemon(stage={"mode": "mover"}, mover={"threads": 2, "chunk": "1MiB"},
+                    policy={"id": "fairshare", "overprovision": 1.0},
+                    pools=[{"name": "nvme", "granularity": "1GiB"}],
+                    nodes=[{"names": "bb01", "capacity": "1TiB", "bandwidth": "2 GB/s",
+                            "mount": m1, "pool": "nvme"},
+                           {"names": "bb02", "capacity": "1TiB", "bandwidth": "2 GB/s",
+                            "mount": m2, "pool": "nvme"}])
+    pfs = os.path.join(tmp_base, "pfs")
+    mkdirs(pfs)
+    sparse(os.path.join(pfs, "big"), 3 << 29)
+    register(d, "cap1", uid=USER1, gid=GID1)
+    a = d.ok("POST", "/v1/jobs/cap1/allocation", {"capacity": "2GiB", "nodes": 2},
+             uid=SLURM_UID, expect=(201,))
+    assert len(a["nodes"]) == 2, a
+    bb = a["nodes"][0]["path"]
+    x = wait_xfer(d, stage(d, "cap1", "stage_in", os.path.join(pfs, "big"), bb + "/big",
+                           "file"))
+    assert x["state"] == "failed", x
+    assert "more than the capacity of the buffer on this node" in x["message"], x
+    assert os.listdir(bb) == []
+    alive(d)
+
+
+def test_kept_data_survives_its_name_taken_and_restarts_agent(agent, tmp_base):
+    """bbmgrd lists a persistent buffer of uid 1001 with keep (its data may exist
+    only there); then uid 1002's new buffer takes the name.  The agent moves the
+    kept directory aside and keeps it (by device and inode, not by name), and a
+    restarted agent's trash sweep leaves it alone."""
+    mgr, mount, p, log = agent
+    p2 = None
+    try:
+        entry = {"name": "kp", "persistent": True, "uid": USER1, "gid": GID1}
+        mgr.reply(dirs_gen="k1", dirs=[entry])
+        mgr.next(lambda b: b.get("dirs") == "k1")
+        kept = os.path.join(mount, "persistent", "kp")
+        as_user(USER1, GID1, lambda: open(os.path.join(kept, "only-copy"), "w").write("data"))
+        ino = os.stat(kept).st_ino
+        mgr.reply(dirs_gen="k2", dirs=[dict(entry, keep=True)])
+        mgr.next(lambda b: b.get("dirs") == "k2")
+        mgr.reply(dirs_gen="k3", default=True,
+                  dirs=[{"name": "kp", "persistent": True, "uid": USER2, "gid": GID2}])
+        mgr.next(lambda b: b.get("dirs") == "k3")
+        wait_for(lambda: os.stat(kept).st_uid == USER2, "uid 1002's new directory",
+                 report=lambda: log_of(log))
+        trash = os.path.join(mount, "persistent", ".harmonia-trash")
+
+        def kept_data():
+            for n in os.listdir(trash):
+                q = os.path.join(trash, n)
+                if os.lstat(q).st_ino == ino and os.path.exists(os.path.join(q, "only-copy")):
+                    return q
+            return None
+        wait_for(lambda: "kept there until it is released" in log_of(log) or not kept_data(),
+                 "the agent to move the kept data aside", report=lambda: log_of(log))
+        assert kept_data(), "the kept data was removed when its name was taken"
+        stop_agent(p)
+        p2 = start_agent(tmp_base, log)
+        wait_for(lambda: "moved aside when its name was taken" in log_of(log) or not kept_data(),
+                 "the restarted agent's sweep", report=lambda: log_of(log))
+        mgr.next()
+        assert kept_data(), "the trash sweep at start removed the kept data"
+    finally:
+        if p2 and p2.poll() is None:
+            p2.send_signal(signal.SIGTERM)
+            p2.wait(timeout=60)
+        scrub(mount)
