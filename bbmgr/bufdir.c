@@ -435,3 +435,215 @@ int bufdir_create(int pfd, const char *name, int mfd, const char *mount,
     close(fd);
     return 0;
 }
+
+/* ------------------------------------------------------------------ usage
+ * A depth-first walk kept on the heap: per level the device, inode and name of the
+ * directory and the names of its subdirectories still to visit; the directory of
+ * the deepest level is the one open descriptor (and its DIR while it is read), kept
+ * between steps.  Up is openat(".."), checked against the level above. */
+typedef struct {
+    dev_t dev;
+    ino_t ino;
+    char **sub;
+    size_t nsub, cap;
+} ulevel_t;
+
+struct bufdir_usage {
+    int fd;                 /* the deepest level's directory, -1: no walk going on */
+    DIR *d;                 /* while that directory is read */
+    ulevel_t *lv;
+    size_t nlv, caplv;
+    dev_t dev;
+    uint64_t bytes;
+    ino_t *seen;            /* inodes of files of several links met (open addressing, 0: free) */
+    size_t nseen, capseen;
+};
+
+bufdir_usage_t *bufdir_usage_new(void)
+{
+    bufdir_usage_t *u = calloc(1, sizeof(*u));
+    if (u)
+        u->fd = -1;
+    return u;
+}
+
+static void usage_reset(bufdir_usage_t *u)
+{
+    if (u->d)
+        closedir(u->d);
+    if (u->fd >= 0)
+        close(u->fd);
+    for (size_t i = 0; i < u->nlv; i++) {
+        for (size_t k = 0; k < u->lv[i].nsub; k++)
+            free(u->lv[i].sub[k]);
+        free(u->lv[i].sub);
+    }
+    free(u->seen);
+    u->d = NULL;
+    u->fd = -1;
+    u->nlv = 0;
+    u->seen = NULL;
+    u->nseen = u->capseen = 0;
+    u->bytes = 0;
+}
+
+void bufdir_usage_free(bufdir_usage_t *u)
+{
+    if (!u)
+        return;
+    usage_reset(u);
+    free(u->lv);
+    free(u);
+}
+
+/* true when ino was not met yet in this walk (and it is now) */
+static bool usage_first(bufdir_usage_t *u, ino_t ino)
+{
+    if (ino == 0)
+        return true;
+    if (2 * (u->nseen + 1) > u->capseen) {
+        size_t cap = u->capseen ? 2 * u->capseen : 64;
+        ino_t *t = calloc(cap, sizeof(ino_t));
+        if (!t)
+            return true;        /* counted again rather than not at all */
+        for (size_t i = 0; i < u->capseen; i++)
+            if (u->seen[i])
+                for (size_t h = (size_t)u->seen[i] % cap;; h = (h + 1) % cap)
+                    if (!t[h]) {
+                        t[h] = u->seen[i];
+                        break;
+                    }
+        free(u->seen);
+        u->seen = t;
+        u->capseen = cap;
+    }
+    for (size_t h = (size_t)ino % u->capseen;; h = (h + 1) % u->capseen) {
+        if (u->seen[h] == ino)
+            return false;
+        if (!u->seen[h]) {
+            u->seen[h] = ino;
+            u->nseen++;
+            return true;
+        }
+    }
+}
+
+static int usage_push(bufdir_usage_t *u, int fd, const struct stat *st)
+{
+    if (u->nlv == u->caplv) {
+        size_t cap = u->caplv ? 2 * u->caplv : 16;
+        ulevel_t *t = realloc(u->lv, cap * sizeof(*t));
+        if (!t)
+            return -1;
+        u->lv = t;
+        u->caplv = cap;
+    }
+    int rfd = dup(fd);
+    if (rfd < 0)
+        return -1;
+    if (!(u->d = fdopendir(rfd))) {
+        close(rfd);
+        return -1;
+    }
+    u->lv[u->nlv++] = (ulevel_t){ st->st_dev, st->st_ino, NULL, 0, 0 };
+    return 0;
+}
+
+static int usage_keep(ulevel_t *l, const char *name)
+{
+    if (l->nsub == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 16;
+        char **t = realloc(l->sub, cap * sizeof(char *));
+        if (!t)
+            return -1;
+        l->sub = t;
+        l->cap = cap;
+    }
+    if (!(l->sub[l->nsub] = strdup(name)))
+        return -1;
+    l->nsub++;
+    return 0;
+}
+
+static int usage_fail(bufdir_usage_t *u, int err)
+{
+    usage_reset(u);
+    errno = err;
+    return -1;
+}
+
+int bufdir_usage_step(bufdir_usage_t *u, int dfd, unsigned long *budget, uint64_t *bytes)
+{
+    struct stat st;
+    if (u->fd < 0) {
+        if ((u->fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+            return usage_fail(u, errno);
+        if (fstat(u->fd, &st) < 0 || usage_push(u, u->fd, &st) < 0)
+            return usage_fail(u, errno);
+        u->dev = st.st_dev;
+        u->bytes = (uint64_t)st.st_blocks * 512;
+    }
+    while (*budget > 0) {
+        ulevel_t *top = &u->lv[u->nlv - 1];
+        if (u->d) {
+            struct dirent *e;
+            errno = 0;
+            if (!(e = readdir(u->d))) {
+                if (errno)
+                    return usage_fail(u, errno);
+                closedir(u->d);
+                u->d = NULL;
+                continue;
+            }
+            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+                continue;
+            (*budget)--;
+            if (fstatat(u->fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                continue;       /* gone meanwhile */
+            if (S_ISDIR(st.st_mode)) {
+                u->bytes += (uint64_t)st.st_blocks * 512;
+                if (st.st_dev == u->dev && usage_keep(top, e->d_name) < 0)
+                    return usage_fail(u, ENOMEM);
+            } else if (st.st_nlink <= 1 || usage_first(u, st.st_ino)) {
+                u->bytes += (uint64_t)st.st_blocks * 512;
+            }
+            continue;
+        }
+        (*budget)--;
+        if (top->nsub > 0) {    /* down into the next subdirectory */
+            char *name = top->sub[--top->nsub];
+            int fd = openat(u->fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK
+                                             | O_CLOEXEC);
+            free(name);
+            if (fd < 0)
+                continue;       /* gone, or not a directory any more */
+            if (fstat(fd, &st) < 0 || st.st_dev != u->dev) {
+                close(fd);
+                continue;
+            }
+            if (usage_push(u, fd, &st) < 0) {
+                close(fd);
+                return usage_fail(u, errno);
+            }
+            close(u->fd);
+            u->fd = fd;
+            continue;
+        }
+        free(top->sub);
+        if (--u->nlv == 0) {    /* the walk is complete */
+            *bytes = u->bytes;
+            usage_reset(u);
+            return 1;
+        }
+        int fd = openat(u->fd, "..", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        top = &u->lv[u->nlv - 1];
+        if (fd < 0 || fstat(fd, &st) < 0 || st.st_dev != top->dev || st.st_ino != top->ino) {
+            if (fd >= 0)
+                close(fd);
+            return usage_fail(u, ESTALE);
+        }
+        close(u->fd);
+        u->fd = fd;
+    }
+    return 0;
+}

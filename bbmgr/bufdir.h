@@ -16,6 +16,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 
@@ -80,5 +81,22 @@ int bufdir_create(int pfd, const char *name, int mfd, const char *mount,
  * with a warning naming 'parent' for the latter).  fn returns 0 to go on. */
 typedef int (*bufdir_trash_f)(int tfd, const char *name, const struct stat *st, void *arg);
 int bufdir_trash_each(int pfd, const char *parent, bufdir_trash_f fn, void *arg);
+
+/* The space a buffer directory takes, measured by a walk done in bounded steps so
+ * that a tree of millions of entries never stalls the caller: st_blocks * 512 of
+ * every entry below it (and of the directory itself), a file of several links
+ * counted once per walk, nothing followed or entered on another file system, one
+ * descriptor held between steps (the directory being read).  The walk is the
+ * caller's (one per buffer directory); it starts again after each total. */
+typedef struct bufdir_usage bufdir_usage_t;
+bufdir_usage_t *bufdir_usage_new(void);
+void bufdir_usage_free(bufdir_usage_t *u);
+/* Walk on from where the last step stopped (the first step: from the directory
+ * open at dfd, which is only read then), looking at up to *budget entries
+ * (less those looked at, on return).  1:
+ * the walk is complete, its total in *bytes and the next step starts a new walk;
+ * 0: not complete yet; -1 with errno: it was abandoned (the tree moved under it:
+ * ESTALE; the directory could not be read), the next step starts a new walk. */
+int bufdir_usage_step(bufdir_usage_t *u, int dfd, unsigned long *budget, uint64_t *bytes);
 
 #endif

@@ -173,6 +173,12 @@ static int chk_stage_mode(const void *v, hu_error_t *err)
     return chk_oneof(*(char *const *)v, vals, err);
 }
 
+static int chk_capacity_over(const void *v, hu_error_t *err)
+{
+    static const char *const vals[] = { "refuse", "log", NULL };
+    return chk_oneof(*(char *const *)v, vals, err);
+}
+
 static int chk_verify(const void *v, hu_error_t *err)
 {
     static const char *const vals[] = { "checksum", "size", "none", NULL };

@@ -129,6 +129,8 @@ typedef struct cfg {
     bool mover_durable_stage_in;
     bool mover_durable_before_done;
     long mover_max_entries;
+    /* capacity */
+    char *capacity_over;
     /* agents (bbnoded) */
     double agents_down_after;
     double agents_interval;
@@ -157,6 +159,8 @@ typedef struct cfg {
     S(stage,    false, cfg_t, _, _, "Stage-in and stage-out.") \
     S(mover,    false, cfg_t, _, _, \
       "The data mover: stage-in/out copies inside bbmgrd, shared between jobs by SFQ(D)+.") \
+    S(capacity, false, cfg_t, _, _, \
+      "What a buffer may hold: its measured use against its capacity (doc/security.md, Capacity).") \
     S(agents,   false, cfg_t, _, _, \
       "Buffer-node agents (bbnoded(8)) of the node sets with agent: true.") \
     S(nodes,    true, cfg_nodeset_t, nodes, nnodes, \

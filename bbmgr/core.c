@@ -327,6 +327,7 @@ void core_destroy(core_t *c)
     hmap_destroy(c->jobs);
     hmap_destroy(c->jobs_hs);
     hmap_destroy(c->phases);
+    usage_free(c);
     hmap_destroy(c->pbufs);
     hmap_destroy(c->xfers);
     hmap_destroy(c->node_by_name);
@@ -385,6 +386,7 @@ void core_tick(core_t *c)
         mover_tick(c, wall);
     nodes_tick(c, wall);
     spares_fill(c, wall);
+    usage_tick(c, wall);
     if (wall >= c->prune_next) {
         /* closed rows go after limits.keep_closed (or beyond keep_closed_count), so
          * that state.db does not grow with every phase ever requested */

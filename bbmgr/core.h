@@ -127,6 +127,14 @@ typedef struct {
                                    transfer of its own (doc/bbnoded.md, Data layout) */
 } xfer_t;
 
+/* What a buffer's directories hold, as last measured (core_jobs.c, usage_tick()):
+ * the st_blocks of everything below them, hard links once per directory. */
+typedef struct {
+    uint64_t bytes;
+    double at;                  /* Unix time of the last complete walk; 0: none yet */
+    bool over;                  /* bytes > the allocation's capacity */
+} bb_usage_t;
+
 typedef enum { JOB_REGISTERED, JOB_RUNNING, JOB_ENDED } job_state_t;
 
 struct job {
@@ -159,6 +167,7 @@ struct job {
     int nxfers;
     char **uses;                /* persistent buffers used */
     int nuses;
+    bb_usage_t usage;           /* measured use of its buffer directories */
 };
 
 typedef struct {
@@ -169,6 +178,7 @@ typedef struct {
     double created;
     char **users;               /* job ids using it */
     int nusers;
+    bb_usage_t usage;
 } pbuf_t;
 
 /* A buffer kept on disk after its allocation (core_internal.h). */

@@ -8,6 +8,7 @@
 #ifndef BBMGR_CORE_INTERNAL_H
 #define BBMGR_CORE_INTERNAL_H
 
+#include "bufdir.h"
 #include "core.h"
 #include "util.h"
 
@@ -67,6 +68,12 @@ struct core {
     int nheld;
     bool durability_recovered;  /* stage-outs done but not durable at the start: handed
                                    to the mover (at its first tick) */
+    /* the walk measuring the buffers' use (usage_tick()): the owners to walk
+     * ("j:ID" or "p:NAME"), the one walked, its allocation's slot, its sum */
+    bufdir_usage_t *uw;
+    char **uw_list;
+    int uw_n, uw_i, uw_slot;
+    uint64_t uw_sum;
     /* counters for /metrics */
     uint64_t n_granted, n_finished, n_expired, n_requested;
     double bytes_finished, stall_seconds;
@@ -113,6 +120,8 @@ int pools_load(core_t *c, const cfg_t *cfg);
 void reschedule(core_t *c, double now);
 int sched_build(core_t *c, hu_error_t *err);
 void phase_close(core_t *c, phase_t *p, phase_state_t how, double bytes);
+void usage_tick(core_t *c, double wall);
+void usage_free(core_t *c);
 
 /* core_recover.c */
 void held_query(core_t *c, held_t *h);

@@ -497,6 +497,145 @@ phase_t *core_phase(core_t *c, uint64_t id)
     return hmap_iget(c->phases, id);
 }
 
+/* ------------------------------------------------------------------ capacity
+ * No quota holds a buffer to its capacity here: bbmgrd measures what each buffer
+ * directory of its own nodes holds (agents measure theirs), one bounded step of a
+ * walk per tick, and acts as capacity.over says (doc/security.md, Capacity). */
+#define USAGE_PER_TICK 4096     /* entries looked at per core_tick() (every 50 ms) */
+
+void usage_free(core_t *c)
+{
+    for (int i = 0; i < c->uw_n; i++)
+        free(c->uw_list[i]);
+    free(c->uw_list);
+    c->uw_list = NULL;
+    c->uw_n = c->uw_i = c->uw_slot = 0;
+    c->uw_sum = 0;
+    bufdir_usage_free(c->uw);
+    c->uw = NULL;
+}
+
+static char *usage_key(char kind, const char *name)
+{
+    size_t len = strlen(name) + 3;
+    char *k = malloc(len);
+    if (k)
+        snprintf(k, len, "%c:%s", kind, name);
+    return k;
+}
+
+static void usage_list(core_t *c)
+{
+    void *v;
+    usage_free(c);
+    size_t n = hmap_size(c->jobs) + hmap_size(c->pbufs);
+    if (!n || !(c->uw_list = calloc(n, sizeof(char *))) || !(c->uw = bufdir_usage_new()))
+        return;
+    for (void *it = hmap_first(c->jobs, &v); it && (size_t)c->uw_n < n; it = hmap_next(c->jobs, it, &v))
+        if (((job_t *)v)->alloc && (c->uw_list[c->uw_n] = usage_key('j', ((job_t *)v)->id)))
+            c->uw_n++;
+    for (void *it = hmap_first(c->pbufs, &v); it && (size_t)c->uw_n < n; it = hmap_next(c->pbufs, it, &v))
+        if ((c->uw_list[c->uw_n] = usage_key('p', ((pbuf_t *)v)->name)))
+            c->uw_n++;
+}
+
+static void usage_done(core_t *c, const char *kind, const char *name, bb_usage_t *u,
+                       uint64_t capacity, uint64_t bytes)
+{
+    bool over = bytes > capacity;
+    if (over != u->over)
+        bl_warning("capacity: %s %s holds %ju bytes, %s its capacity %ju bytes%s", kind, name,
+                   (uintmax_t)bytes, over ? "over" : "back under", (uintmax_t)capacity,
+                   over && !strcmp(c->cfg->capacity_over, "refuse")
+                       ? ": its I/O phases are refused until it frees space" : "");
+    u->bytes = bytes;
+    u->over = over;
+    u->at = core_wall();
+}
+
+/* One bounded step of the walk over the buffer directories on bbmgrd's own nodes
+ * (an agent's are walked by the agent); lock held. */
+void usage_tick(core_t *c, double wall)
+{
+    unsigned long budget = USAGE_PER_TICK;
+    bool listed = false;
+    (void)wall;
+    while (budget > 0) {
+        if (c->uw_i >= c->uw_n) {
+            if (listed)
+                return;
+            usage_list(c);
+            listed = true;
+            if (!c->uw_n)
+                return;
+        }
+        const char *key = c->uw_list[c->uw_i];
+        bool pers = key[0] == 'p';
+        job_t *j = pers ? NULL : hmap_get(c->jobs, key + 2);
+        pbuf_t *b = pers ? hmap_get(c->pbufs, key + 2) : NULL;
+        alloc_t *a = pers ? (b ? &b->alloc : NULL) : (j ? j->alloc : NULL);
+        if (!a || !dir_name_ok(key + 2, !pers)) {
+            c->uw_i++, c->uw_slot = 0, c->uw_sum = 0;
+            continue;
+        }
+        if (c->uw_slot >= a->n) {
+            usage_done(c, pers ? "persistent buffer" : "job", key + 2, pers ? &b->usage : &j->usage,
+                       a->capacity, c->uw_sum);
+            c->uw_i++, c->uw_slot = 0, c->uw_sum = 0;
+            continue;
+        }
+        int k = c->uw_slot, node = a->v[k].node;
+        if (nodes_is_agent(c, node) || mount_seen(c, a, k) || !mount_ok(c, node)) {
+            c->uw_slot++;
+            budget--;
+            continue;
+        }
+        int mfd = open(c->nodes[node].mount, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        int pfd = mfd < 0 ? -1 : pers ? openat(mfd, "persistent", O_RDONLY | O_DIRECTORY
+                                                   | O_NOFOLLOW | O_CLOEXEC) : dup(mfd);
+        int dfd = pfd < 0 ? -1 : openat(pfd, key + 2, O_RDONLY | O_DIRECTORY | O_NOFOLLOW
+                                                     | O_NONBLOCK | O_CLOEXEC);
+        uint64_t bytes = 0;
+        int r = dfd < 0 ? -1 : bufdir_usage_step(c->uw, dfd, &budget, &bytes);
+        if (dfd >= 0)
+            close(dfd);
+        if (pfd >= 0)
+            close(pfd);
+        if (mfd >= 0)
+            close(mfd);
+        if (r == 0)
+            return;
+        if (r > 0)
+            c->uw_sum += bytes;
+        c->uw_slot++;
+        budget = budget > 0 ? budget - 1 : 0;
+    }
+}
+
+/* The reason a phase of j is refused (capacity.over: refuse), or NULL. */
+static const char *over_capacity(core_t *c, const job_t *j, char *buf, size_t len)
+{
+    if (strcmp(c->cfg->capacity_over, "refuse"))
+        return NULL;
+    if (j->usage.over && j->alloc) {
+        snprintf(buf, len, "job %s: its buffer holds %ju bytes, over its capacity of %ju "
+                 "bytes: no I/O phase is granted until it frees space (capacity.over: refuse)",
+                 j->id, (uintmax_t)j->usage.bytes, (uintmax_t)j->alloc->capacity);
+        return buf;
+    }
+    for (int i = 0; i < j->nuses; i++) {
+        pbuf_t *b = hmap_get(c->pbufs, j->uses[i]);
+        if (b && b->usage.over) {
+            snprintf(buf, len, "persistent buffer %s holds %ju bytes, over its capacity of "
+                     "%ju bytes: no I/O phase of the jobs using it is granted until it frees "
+                     "space (capacity.over: refuse)", b->name, (uintmax_t)b->usage.bytes,
+                     (uintmax_t)b->alloc.capacity);
+            return buf;
+        }
+    }
+    return NULL;
+}
+
 phase_t *core_phase_request(core_t *c, job_t *j, double volume, const char *dir,
                             double w_done, cerr_t *e)
 {
@@ -507,6 +646,9 @@ phase_t *core_phase_request(core_t *c, job_t *j, double volume, const char *dir,
     if (j->phase)
         return cerr_set(e, EBUSY, "", "job %s already has an open phase (%ju): finish it first",
                         j->id, (uintmax_t)j->phase->id), NULL;
+    char over[400];
+    if (over_capacity(c, j, over, sizeof(over)))
+        return cerr_set(e, ENOSPC, "", "%s", over), NULL;
     if (j->state != JOB_RUNNING && core_job_begin(c, j, 0, e) < 0)
         return NULL;
     now = core_hs_now(c);

@@ -53,6 +53,16 @@ json_t *core_alloc_json(core_t *c, const job_t *j, const alloc_t *a, const char 
                      "nodes", nodes, "ready", alloc_ready(c, j, a));
 }
 
+/* The measured use of a buffer (doc/security.md, Capacity); null before the first
+ * complete walk. */
+static json_t *usage_json(const bb_usage_t *u, uint64_t capacity)
+{
+    if (!(u->at > 0))
+        return json_null();
+    return json_pack("{s:I s:I s:b s:o}", "used", (json_int_t)u->bytes, "capacity",
+                     (json_int_t)capacity, "over", u->over, "measured", jnum(u->at));
+}
+
 /* Does a granted phase use node k of its job's allocation?  A drained node is
  * left out while another node of the allocation is up: the phase goes to the
  * job's other (over-provisioned, spare) nodes; with every node drained, all
@@ -179,6 +189,8 @@ json_t *core_job_json(core_t *c, job_t *j, bool detail)
                                                 j->nphases > 0 ? json_real(j->bytes / (double)j->nphases)
                                                                : json_null(),
                                                 "phases", (json_int_t)j->nphases));
+    json_object_set_new(o, "usage", j->alloc ? usage_json(&j->usage, j->alloc->capacity)
+                                             : json_null());
     if (detail) {
         json_t *uses = json_array();
         for (int i = 0; i < j->nuses; i++)
@@ -202,6 +214,7 @@ json_t *core_pbuf_json(core_t *c, pbuf_t *b)
                           (json_int_t)b->alloc.capacity, "reserved",
                           (json_int_t)b->alloc.reserved, "nodes", json_object_get(a, "nodes"),
                           "created", jnum(b->created), "users", users);
+    json_object_set_new(o, "usage", usage_json(&b->usage, b->alloc.capacity));
     json_decref(a);
     return o;
 }

@@ -11,6 +11,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -228,12 +229,79 @@ START_TEST(test_spares_and_create)
 }
 END_TEST
 
+static uint64_t blocks_at(int fd, const char *name)
+{
+    struct stat st;
+    ck_assert_int_eq(fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW), 0);
+    return (uint64_t)st.st_blocks * 512;
+}
+
+static void write_file(int fd, const char *name, size_t len)
+{
+    char buf[4096];
+    int f = openat(fd, name, O_WRONLY | O_CREAT | O_EXCL, 0600);
+    ck_assert_int_ge(f, 0);
+    memset(buf, 'x', sizeof(buf));
+    for (size_t done = 0; done < len; done += sizeof(buf))
+        ck_assert_int_eq(write(f, buf, sizeof(buf)), (ssize_t)sizeof(buf));
+    ck_assert_int_eq(fsync(f), 0);
+    close(f);
+}
+
+/* The usage walk: st_blocks of everything below, hard links once, symbolic links
+ * not followed, in steps of a bounded number of entries, the same total whatever
+ * the step. */
+START_TEST(test_usage_bounded_steps)
+{
+    int root = open(base, O_RDONLY | O_DIRECTORY), top, sub;
+    uint64_t want = 0, got = 0, got1 = 0;
+    ck_assert_int_eq(mkdirat(root, "u", 0700), 0);
+    top = openat(root, "u", O_RDONLY | O_DIRECTORY);
+    write_file(top, "a", 1 << 20);
+    ck_assert_int_eq(linkat(top, "a", top, "hard", 0), 0);
+    ck_assert_int_eq(symlinkat("/usr", top, "link"), 0);
+    ck_assert_int_eq(mkdirat(top, "s", 0700), 0);
+    sub = openat(top, "s", O_RDONLY | O_DIRECTORY);
+    ck_assert_int_eq(mkdirat(sub, "t", 0700), 0);
+    int t = openat(sub, "t", O_RDONLY | O_DIRECTORY);
+    write_file(t, "b", 256 << 10);
+    for (int i = 0; i < 40; i++) {
+        char n[16];
+        snprintf(n, sizeof(n), "f%d", i);
+        write_file(t, n, 4096);
+        want += blocks_at(t, n);
+    }
+    want += blocks_at(root, "u") + blocks_at(top, "a") + blocks_at(top, "link")
+            + blocks_at(top, "s") + blocks_at(sub, "t") + blocks_at(t, "b");
+    ck_assert_uint_ge(want, (1 << 20) + (256 << 10));
+    bufdir_usage_t *u = bufdir_usage_new();
+    ck_assert_int_eq(bufdir_usage_step(u, top, &(unsigned long){ 1000000 }, &got), 1);
+    ck_assert_uint_eq(got, want);
+    /* one entry per step: many steps, the same total, then a new walk */
+    int steps = 0, r;
+    while ((r = bufdir_usage_step(u, top, &(unsigned long){ 1 }, &got1)) == 0)
+        steps++;
+    ck_assert_int_eq(r, 1);
+    ck_assert_int_ge(steps, 46);
+    ck_assert_uint_eq(got1, want);
+    write_file(top, "c", 64 << 10);
+    ck_assert_int_eq(bufdir_usage_step(u, top, &(unsigned long){ 1000000 }, &got), 1);
+    ck_assert_uint_eq(got, want + blocks_at(top, "c"));
+    bufdir_usage_free(u);
+    close(t);
+    close(sub);
+    close(top);
+    close(root);
+}
+END_TEST
+
 int main(void)
 {
     const tu_tcase_t tcases[] = {
         { "bufdir", .timeout = 300, .setup = setup, .teardown = teardown,
           .tests = { test_deep_chain_small_stack, test_links_not_followed_wide_and_odd,
-                     test_stop_requested, test_trash_path, test_spares_and_create, NULL } },
+                     test_stop_requested, test_trash_path, test_spares_and_create,
+                     test_usage_bounded_steps, NULL } },
     };
     return tu_main("bbmgr_bufdir", tcases, TU_COUNT(tcases));
 }

@@ -1,0 +1,137 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Capacity: a buffer is a reservation.  Without project quotas (this kernel has
+none), bbmgrd measures what each buffer directory holds (the blocks of every file
+below it, hard links once, sparse files by their blocks) in bounded steps, shows
+it in GET /v1/jobs/ID (`bbmgr job ID`) and GET /v1/persistent/NAME, and acts as
+capacity.over says: refuse (the default) answers the job's phase requests with the
+figures until it frees space; log only warns.  doc/security.md, Capacity.
+
+The user writes into the buffer as uid 1001 (a child process that dropped root);
+each test waits on the measurement the daemon shows, never on a fixed delay.
+Runs as root (the daemon acts as the users); skipped otherwise.
+"""
+import os
+
+import pytest
+
+from harmonia_test.wait import wait_for
+from conftest import SLURM_UID, USER1, register
+from test_mover import GID1
+from test_security import as_user
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the capacity tests need root")
+
+MiB = 1 << 20
+
+
+def cap_daemon(make_daemon, base, **extra):
+    """bbmgrd with its embedded mover, two nodes sharing one mount."""
+    mount = os.path.join(base, "bb")
+    os.makedirs(mount, exist_ok=True)
+    d = make_daemon(
+        stage={"mode": "mover"}, mover={"threads": 2},
+        policy={"id": "fairshare", "overprovision": 1.0},
+        pools=[{"name": "nvme", "granularity": "1MiB"}],
+        nodes=[{"names": "bb[01-02]", "capacity": "1TiB", "bandwidth": "2 GB/s",
+                "mount": mount, "pool": "nvme"}], **extra)
+    d.mount = mount
+    return d
+
+
+def fill(path, name, size):
+    """As the user: write size bytes of data (real blocks) into path/name."""
+    def run():
+        with open(os.path.join(path, name), "wb") as f:
+            for _ in range(size // MiB):
+                f.write(b"\x5a" * MiB)
+            os.fsync(f.fileno())
+    as_user(USER1, GID1, run)
+
+
+def remove(path, name):
+    as_user(USER1, GID1, os.unlink, os.path.join(path, name))
+
+
+def usage_of(d, path):
+    return d.ok("GET", path, uid=USER1)["usage"]
+
+
+def wait_usage(d, path, pred, what):
+    return wait_for(lambda: (lambda u: u if u and pred(u) else None)(usage_of(d, path)),
+                    what, report=lambda: "%s\n%s" % (usage_of(d, path), d.log_text()[-2000:]))
+
+
+def phase(d, jobid):
+    return d.request("POST", "/v1/jobs/%s/phases" % jobid,
+                     {"volume": "1MiB", "direction": "write"}, uid=USER1)
+
+
+def finish(d, p):
+    d.ok("POST", "/v1/phases/%d/finish" % p["id"], {"bytes": MiB}, uid=USER1)
+
+
+def job_with_buffer(d, jobid, capacity):
+    register(d, jobid, uid=USER1, gid=GID1)
+    a = d.ok("POST", "/v1/jobs/%s/allocation" % jobid, {"capacity": capacity}, uid=SLURM_UID,
+             expect=(201,))
+    return a["nodes"][0]["path"]
+
+
+def test_job_over_capacity_refused(make_daemon, tmp_base):
+    """A job with an 8 MiB buffer writes 24 MiB into it: its next phase request is
+    refused (507) naming both figures, `bbmgr job` shows the use over the capacity;
+    once the user deletes the excess its phases are granted again.  Hard links
+    count once and a sparse file by its blocks."""
+    d = cap_daemon(make_daemon, tmp_base)
+    bb = job_with_buffer(d, "cap1", "8MiB")
+    fill(bb, "a", 4 * MiB)
+    as_user(USER1, GID1, os.link, os.path.join(bb, "a"), os.path.join(bb, "a2"))
+    as_user(USER1, GID1, lambda: open(os.path.join(bb, "sparse"), "wb").truncate(64 << 30))
+    u = wait_usage(d, "/v1/jobs/cap1", lambda u: u["used"] >= 4 * MiB,
+                   "the 4 MiB written to be measured")
+    assert u["used"] < 5 * MiB and not u["over"] and u["capacity"] == 8 * MiB
+    st, p = phase(d, "cap1")
+    assert st == 201 and p["state"] == "granted", p
+    finish(d, p)
+    fill(bb, "b", 20 * MiB)
+    u = wait_usage(d, "/v1/jobs/cap1", lambda u: u["over"], "the job to be over its capacity")
+    assert u["used"] >= 24 * MiB
+    st, e = phase(d, "cap1")
+    assert st == 507, (st, e)
+    text = str(e)
+    assert "over its capacity" in text and str(8 * MiB) in text and "capacity.over" in text
+    assert "capacity: job cap1 holds" in d.log_text()
+    remove(bb, "b")
+    wait_usage(d, "/v1/jobs/cap1", lambda u: not u["over"], "the job to be back under")
+    st, p = phase(d, "cap1")
+    assert st == 201 and p["state"] == "granted", p
+    finish(d, p)
+    assert d.proc.poll() is None
+
+
+def test_persistent_over_capacity_refused(make_daemon, tmp_base):
+    """A persistent buffer filled past its capacity refuses the phases of the jobs
+    that use it, and shows its use."""
+    d = cap_daemon(make_daemon, tmp_base)
+    b = d.ok("POST", "/v1/persistent", {"name": "pcap", "capacity": "4MiB", "pool": "nvme"},
+             uid=USER1, expect=(201,))
+    path = b["nodes"][0]["path"]
+    register(d, "pj", uid=USER1, gid=GID1)
+    d.ok("POST", "/v1/persistent/pcap/use", {"job": "pj"}, uid=USER1)
+    fill(path, "big", 12 * MiB)
+    u = wait_usage(d, "/v1/persistent/pcap", lambda u: u["over"],
+                   "the persistent buffer to be over its capacity")
+    assert u["used"] >= 12 * MiB and u["capacity"] == 4 * MiB
+    st, e = phase(d, "pj")
+    assert st == 507 and "persistent buffer pcap" in str(e), (st, e)
+
+
+def test_over_capacity_logged_only(make_daemon, tmp_base):
+    """capacity.over: log: the use is shown and warned about, phases go on."""
+    d = cap_daemon(make_daemon, tmp_base, capacity={"over": "log"})
+    bb = job_with_buffer(d, "cap2", "2MiB")
+    fill(bb, "a", 6 * MiB)
+    wait_usage(d, "/v1/jobs/cap2", lambda u: u["over"], "the job to be over its capacity")
+    st, p = phase(d, "cap2")
+    assert st == 201 and p["state"] == "granted", p
+    assert "capacity: job cap2 holds" in d.log_text()
