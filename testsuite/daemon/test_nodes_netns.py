@@ -294,12 +294,14 @@ def slurm(cl, *args):
 
 
 def sbatch(cl, pfs, script):
-    """Submit script (its text, written to PFS/job.sh); its output goes to
+    """Submit script (its text, written to PFS/job.sh) as USER1; its output goes to
     PFS/slurm-JOBID.out.  Returns the job id."""
     job_sh = os.path.join(pfs, "job.sh")
     with open(job_sh, "w") as f:
         f.write(script)
-    p = slurm(cl, "sbatch", "--parsable", "-o", os.path.join(pfs, "slurm-%j.out"), job_sh)
+    # as the unprivileged user: agents refuse work for root (agents.min_uid)
+    p = slurm(cl, "setpriv", "--reuid=%d" % USER1, "--regid=%d" % GID1, "--clear-groups",
+              "sbatch", "--parsable", "-o", os.path.join(pfs, "slurm-%j.out"), job_sh)
     assert p.returncode == 0, p.stderr
     return p.stdout.strip().split(";")[0]
 
