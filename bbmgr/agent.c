@@ -123,6 +123,7 @@ struct agent {
     bufdir_usage_t *uw;
     char **uw_list;
     size_t uw_n, uw_i;
+    bool usage_off;             /* bbmgrd refused the "usage" key (older than it) */
 };
 
 static void usage_forget(agent_t *a);
@@ -1318,7 +1319,7 @@ int agent_step(agent_t *a)
     /* the figures take at most half of what results may: the report fits */
     made_t *sent[NP_USAGE_MAX];
     size_t nsent = 0;
-    json_t *usage = usage_report(a, budget / 2, sent, &nsent);
+    json_t *usage = a->usage_off ? NULL : usage_report(a, budget / 2, sent, &nsent);
     if (usage) {
         char *txt = json_dumps(usage, JSON_COMPACT);
         size_t ulen = txt ? strlen(txt) + 10 : budget;
@@ -1363,6 +1364,17 @@ int agent_step(agent_t *a)
                            "next ones carry at most %zu bytes of results", a->url,
                            strlen(body), a->budget);
             }
+            json_t *err = code == 400 && usage && out.buf ? json_loads(out.buf, 0, NULL) : NULL;
+            const char *field = json_string_value(json_object_get(json_object_get(err, "error"),
+                                                                  "field"));
+            if (field && !strcmp(field, "usage")) {
+                /* a bbmgrd older than the key: the reports go on without it */
+                bl_warning("bbmgrd at %s does not take the measured use of buffers "
+                           "(\"usage\"): not reported, its capacity is not checked on this "
+                           "node until bbmgrd is updated", a->url);
+                a->usage_off = true;
+            }
+            json_decref(err);
             if (a->last_http != code)
                 bl_error("bbmgrd at %s answered %ld: %.300s", a->url, code,
                          out.buf ? out.buf : "");
