@@ -42,6 +42,9 @@
 #define REPLY_MAX (64u << 20)   /* largest reply read from bbmgrd */
 #define REMOVING_MAX 256
 #define AGENT_PORT_LO 600       /* local ports 600-1023 (privileged) */
+/* Entries the walk measuring the buffer directories looks at per agent_step()
+ * (bufdir_usage_step()): a tree of millions of files never stalls the agent. */
+#define AGENT_USAGE_STEP 16384
 #define AGENT_BUDGET_MIN 128    /* bytes of results in a report, at least */
 
 typedef struct {
@@ -61,6 +64,8 @@ typedef struct {
     double inc;
     dev_t dev;
     ino_t ino;
+    uint64_t used;              /* what its last complete walk measured */
+    bool pending;               /* used is to be reported ("usage") */
 } made_t;
 
 /* A kept directory by identity (<mount>/.harmonia-kept). */
@@ -113,7 +118,15 @@ struct agent {
     unsigned dev_major, dev_minor;
     bool dev_seen;              /* rsect/wsect hold the previous reading */
     unsigned long long rsect, wsect;
+    /* the walk measuring what the directories of the set hold (usage_step()): the
+     * keys of agent.made to walk, the one walked */
+    bufdir_usage_t *uw;
+    char **uw_list;
+    size_t uw_n, uw_i;
+    bool usage_off;             /* bbmgrd refused the "usage" key (older than it) */
 };
+
+static void usage_forget(agent_t *a);
 
 /* ------------------------------------------------------------------ kept data
  * A directory bbmgrd lists with keep holds data that may exist nowhere else (a
@@ -383,6 +396,7 @@ void agent_destroy(agent_t *a)
         close(a->lockfd);
     if (a->mfd >= 0)
         close(a->mfd);
+    usage_forget(a);
     free(a->mount);
     free(a->kept);
     json_decref(a->kept_report);
@@ -1177,6 +1191,117 @@ static void apply(agent_t *a, json_t *rep)
     free(dv);
 }
 
+/* ------------------------------------------------------------------ usage
+ * What each buffer directory of the set holds, measured in bounded steps by the
+ * walk embedded mode uses (bufdir_usage_step()), on the directory found by its
+ * identity (the one made or adopted for the set), and reported as "usage" after
+ * each complete walk (doc/security.md, Capacity). */
+static void usage_forget(agent_t *a)
+{
+    for (size_t i = 0; i < a->uw_n; i++)
+        free(a->uw_list[i]);
+    free(a->uw_list);
+    a->uw_list = NULL;
+    a->uw_n = a->uw_i = 0;
+    bufdir_usage_free(a->uw);
+    a->uw = NULL;
+}
+
+static void usage_relist(agent_t *a)
+{
+    void *v;
+    usage_forget(a);
+    size_t n = hmap_size(a->made);
+    if (!n || !(a->uw_list = calloc(n, sizeof(char *))) || !(a->uw = bufdir_usage_new()))
+        return;
+    for (void *it = hmap_first(a->made, &v); it && a->uw_n < n; it = hmap_next(a->made, it, &v))
+        if ((a->uw_list[a->uw_n] = strdup(((made_t *)v)->key)))
+            a->uw_n++;
+}
+
+static void usage_step(agent_t *a)
+{
+    unsigned long budget = AGENT_USAGE_STEP;
+    bool listed = false;
+    while (budget > 0) {
+        if (a->uw_i >= a->uw_n) {
+            if (listed)
+                return;
+            usage_relist(a);
+            listed = true;
+            if (!a->uw_n)
+                return;
+        }
+        const char *key = a->uw_list[a->uw_i];
+        made_t *r = hmap_get(a->made, key);
+        bool pers = key[0] == 'p';
+        int pfd = !r ? -1 : pers ? openat(a->mfd, "persistent", O_RDONLY | O_DIRECTORY
+                                          | O_NOFOLLOW | O_CLOEXEC) : dup(a->mfd);
+        int dfd = pfd < 0 ? -1 : openat(pfd, key + 2, O_RDONLY | O_DIRECTORY | O_NOFOLLOW
+                                                       | O_NONBLOCK | O_CLOEXEC);
+        struct stat st;
+        uint64_t bytes = 0;
+        int ret = -1;
+        /* the directory of the set, by identity: another one at its name (moved
+         * there by its owner) is not measured for it */
+        if (dfd >= 0 && fstat(dfd, &st) == 0 && st.st_dev == r->dev && st.st_ino == r->ino)
+            ret = bufdir_usage_step(a->uw, dfd, &budget, &bytes);
+        else {                  /* gone: a walk of it left half-way is dropped */
+            bufdir_usage_free(a->uw);
+            if (!(a->uw = bufdir_usage_new())) {
+                usage_forget(a);
+                return;
+            }
+        }
+        if (dfd >= 0)
+            close(dfd);
+        if (pfd >= 0)
+            close(pfd);
+        if (ret == 0)
+            return;
+        if (ret > 0) {
+            r->used = bytes;
+            r->pending = true;
+        }
+        a->uw_i++;
+        budget = budget > 0 ? budget - 1 : 0;
+    }
+}
+
+/* The figures of the walks completed since the last accepted report, as many as
+ * fit in budget bytes of compact JSON and NP_USAGE_MAX; their entries in sent. */
+static json_t *usage_report(agent_t *a, size_t budget, made_t **sent, size_t *nsent)
+{
+    json_t *arr = json_array();
+    size_t size = 2;
+    void *v;
+    *nsent = 0;
+    for (void *it = hmap_first(a->made, &v); arr && it && *nsent < NP_USAGE_MAX;
+         it = hmap_next(a->made, it, &v)) {
+        made_t *r = v;
+        if (!r->pending)
+            continue;
+        np_usage_t u = { .name = r->key + 2, .persistent = r->key[0] == 'p', .used = r->used,
+                         .dev = (uint64_t)r->dev, .ino = (uint64_t)r->ino };
+        json_t *o = np_usage_json(&u);
+        char *txt = o ? json_dumps(o, JSON_COMPACT) : NULL;
+        size_t len = txt ? strlen(txt) + 1 : 0;
+        free(txt);
+        if (!len || size + len > budget) {
+            json_decref(o);
+            break;
+        }
+        size += len;
+        json_array_append_new(arr, o);
+        sent[(*nsent)++] = r;
+    }
+    if (arr && !json_array_size(arr)) {
+        json_decref(arr);
+        arr = NULL;
+    }
+    return arr;
+}
+
 int agent_step(agent_t *a)
 {
     uint64_t upto = 0;
@@ -1186,13 +1311,27 @@ int agent_step(agent_t *a)
 
     mover_poll(a->m, on_result, a);
     spares_fill(a);
+    usage_step(a);
     size_t full = a->cfg->limits_max_body > 1024 ? a->cfg->limits_max_body - 768 : 256;
     if (!a->budget || a->budget > full)
         a->budget = full;
     size_t budget = a->budget;
+    /* the figures take at most half of what results may: the report fits */
+    made_t *sent[NP_USAGE_MAX];
+    size_t nsent = 0;
+    json_t *usage = a->usage_off ? NULL : usage_report(a, budget / 2, sent, &nsent);
+    if (usage) {
+        char *txt = json_dumps(usage, JSON_COMPACT);
+        size_t ulen = txt ? strlen(txt) + 10 : budget;
+        free(txt);
+        budget = budget > ulen + AGENT_BUDGET_MIN ? budget - ulen : AGENT_BUDGET_MIN;
+    }
     json_t *req = json_pack("{s:i s:s s:o s:o}", "version", NP_VERSION, "agent", a->id,
                             "status", status_json(a), "results",
                             np_table_outbox(a->tab, budget, &upto));
+    if (req && usage)
+        json_object_set(req, "usage", usage);
+    json_decref(usage);
     if (req && *a->dirs_gen)
         json_object_set_new(req, "dirs", json_string(a->dirs_gen));
     if (req && a->kept_report)
@@ -1208,6 +1347,8 @@ int agent_step(agent_t *a)
         json_t *rep = code == 200 && out.buf ? json_loads(out.buf, 0, &je) : NULL;
         if (code == 200 && json_is_object(rep)) {
             np_table_acked(a->tab, upto);
+            for (size_t k = 0; k < nsent; k++)     /* before apply() forgets any */
+                sent[k]->pending = false;
             a->budget = a->budget < full / 2 ? 2 * a->budget : full;
             apply(a, rep);
             if (a->last_http != 200)
@@ -1223,6 +1364,17 @@ int agent_step(agent_t *a)
                            "next ones carry at most %zu bytes of results", a->url,
                            strlen(body), a->budget);
             }
+            json_t *err = code == 400 && usage && out.buf ? json_loads(out.buf, 0, NULL) : NULL;
+            const char *field = json_string_value(json_object_get(json_object_get(err, "error"),
+                                                                  "field"));
+            if (field && !strcmp(field, "usage")) {
+                /* a bbmgrd older than the key: the reports go on without it */
+                bl_warning("bbmgrd at %s does not take the measured use of buffers "
+                           "(\"usage\"): not reported, its capacity is not checked on this "
+                           "node until bbmgrd is updated", a->url);
+                a->usage_off = true;
+            }
+            json_decref(err);
             if (a->last_http != code)
                 bl_error("bbmgrd at %s answered %ld: %.300s", a->url, code,
                          out.buf ? out.buf : "");

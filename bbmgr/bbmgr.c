@@ -208,12 +208,14 @@ static void job_row(json_t *j)
 
 static void node_row(json_t *n)
 {
-    char b1[32], b2[32], b3[32];
+    char b1[32], b2[32], b3[32], b4[32];
     const char *r = json_string_value(json_object_get(n, "reason"));
-    printf("%-12s %-10s %-8s %11s %11s %12s %6lld %s\n", str(n, "name"), str(n, "pool"),
+    json_t *m = json_object_get(n, "measured");
+    printf("%-12s %-10s %-8s %11s %11s %11s %12s %6lld %s\n", str(n, "name"), str(n, "pool"),
            str(n, "state"),
            sz(json_object_get(n, "capacity"), b1, sizeof(b1)),
            sz(json_object_get(n, "used"), b2, sizeof(b2)),
+           json_is_integer(m) ? sz(m, b4, sizeof(b4)) : "-",
            hu_size_str_si(json_number_value(json_object_get(n, "load")), b3, sizeof(b3)),
            json_integer_value(json_object_get(n, "active_phases")), r ? r : "");
 }
@@ -278,7 +280,7 @@ static const struct listing {
       "JOBID        USER       NAME       STATE          BUFFER PHASE     PHASES LEARNED",
       job_row },
     { "nodes",
-      "NODE         POOL       STATE       CAPACITY        USED       LOAD/s PHASES REASON",
+      "NODE         POOL       STATE       CAPACITY        USED    MEASURED       LOAD/s PHASES REASON",
       node_row },
     { "pools",
       "POOL          NODES     UP    CAPACITY        FREE        USED     DRAINED GRANULARITY",

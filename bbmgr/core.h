@@ -56,6 +56,9 @@ typedef struct {
     int nallocs;                /* allocations using it */
     int active;                 /* granted phases on it */
     double load;                /* bytes/s of granted phases on it */
+    uint64_t measured;          /* what the buffer directories on it hold, as last
+                                   measured (core_node_loads()) */
+    int nmeasured;              /* allocations on it with a figure */
     bool mount_warned;          /* "mount is not a directory" logged once */
     int spares;                 /* empty directories ready in <mount>/.harmonia-spare */
     unsigned spare_top;         /* they are named spare_top - spares .. spare_top - 1 */
@@ -74,6 +77,10 @@ typedef struct {
     uint64_t bytes;
     uint64_t dirgen;            /* an agent's node: the generation of its directory set
                                    that first holds this directory (0: none awaited) */
+    /* an agent's node: what its agent last measured the directory to hold ("usage"
+     * of its report, nodes.c), and the directory's identity; used_at 0: not yet */
+    uint64_t used, used_dev, used_ino;
+    double used_at;
 } anode_t;
 
 typedef struct {

@@ -74,6 +74,7 @@ struct core {
     char **uw_list;
     int uw_n, uw_i, uw_slot;
     uint64_t uw_sum;
+    bool uw_missing;            /* an agent's node of it has not reported its figure */
     /* counters for /metrics */
     uint64_t n_granted, n_finished, n_expired, n_requested;
     double bytes_finished, stall_seconds;

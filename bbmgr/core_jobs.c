@@ -511,6 +511,7 @@ void usage_free(core_t *c)
     c->uw_list = NULL;
     c->uw_n = c->uw_i = c->uw_slot = 0;
     c->uw_sum = 0;
+    c->uw_missing = false;
     bufdir_usage_free(c->uw);
     c->uw = NULL;
 }
@@ -553,8 +554,23 @@ static void usage_done(core_t *c, const char *kind, const char *name, bb_usage_t
     u->at = core_wall();
 }
 
-/* One bounded step of the walk over the buffer directories on bbmgrd's own nodes
- * (an agent's are walked by the agent); lock held. */
+/* The figure agent node k of a reported ("usage", nodes.c) into the sum, once per
+ * directory (nodes sharing a mount report the same identity); false: none yet. */
+static bool usage_agent(core_t *c, const alloc_t *a, int k)
+{
+    const anode_t *s = &a->v[k];
+    if (!(s->used_at > 0))
+        return false;
+    for (int i = 0; i < k; i++)
+        if (a->v[i].used_at > 0 && s->used_ino && a->v[i].used_dev == s->used_dev
+            && a->v[i].used_ino == s->used_ino)
+            return true;
+    c->uw_sum += s->used;
+    return true;
+}
+
+/* One bounded step of the walk over the buffer directories on bbmgrd's own nodes;
+ * the agents' nodes add what their agents reported.  Lock held. */
 void usage_tick(core_t *c, double wall)
 {
     unsigned long budget = USAGE_PER_TICK;
@@ -575,17 +591,26 @@ void usage_tick(core_t *c, double wall)
         pbuf_t *b = pers ? hmap_get(c->pbufs, key + 2) : NULL;
         alloc_t *a = pers ? (b ? &b->alloc : NULL) : (j ? j->alloc : NULL);
         if (!a || !dir_name_ok(key + 2, !pers)) {
-            c->uw_i++, c->uw_slot = 0, c->uw_sum = 0;
+            c->uw_i++, c->uw_slot = 0, c->uw_sum = 0, c->uw_missing = false;
             continue;
         }
         if (c->uw_slot >= a->n) {
-            usage_done(c, pers ? "persistent buffer" : "job", key + 2, pers ? &b->usage : &j->usage,
-                       a->capacity, c->uw_sum);
-            c->uw_i++, c->uw_slot = 0, c->uw_sum = 0;
+            /* with a node whose agent did not report yet, the last total stays */
+            if (!c->uw_missing)
+                usage_done(c, pers ? "persistent buffer" : "job", key + 2,
+                           pers ? &b->usage : &j->usage, a->capacity, c->uw_sum);
+            c->uw_i++, c->uw_slot = 0, c->uw_sum = 0, c->uw_missing = false;
             continue;
         }
         int k = c->uw_slot, node = a->v[k].node;
-        if (nodes_is_agent(c, node) || mount_seen(c, a, k) || !mount_ok(c, node)) {
+        if (nodes_is_agent(c, node)) {
+            if (!usage_agent(c, a, k))
+                c->uw_missing = true;
+            c->uw_slot++;
+            budget--;
+            continue;
+        }
+        if (mount_seen(c, a, k) || !mount_ok(c, node)) {
             c->uw_slot++;
             budget--;
             continue;
@@ -605,8 +630,17 @@ void usage_tick(core_t *c, double wall)
             close(mfd);
         if (r == 0)
             return;
-        if (r > 0)
+        if (r > 0) {
             c->uw_sum += bytes;
+            a->v[k].used = bytes;       /* the node's figure (bbmgr nodes, MEASURED) */
+            a->v[k].used_at = core_wall();
+        } else if (dfd < 0) {     /* gone: a walk of it left half-way is dropped */
+            bufdir_usage_free(c->uw);
+            if (!(c->uw = bufdir_usage_new())) {
+                usage_free(c);
+                return;
+            }
+        }
         c->uw_slot++;
         budget = budget > 0 ? budget - 1 : 0;
     }

@@ -219,6 +219,15 @@ json_t *core_pbuf_json(core_t *c, pbuf_t *b)
     return o;
 }
 
+static void node_measured_add(core_t *c, const alloc_t *a)
+{
+    for (int k = 0; a && k < a->n; k++)
+        if (a->v[k].used_at > 0) {
+            c->nodes[a->v[k].node].measured += a->v[k].used;
+            c->nodes[a->v[k].node].nmeasured++;
+        }
+}
+
 void core_node_loads(core_t *c)
 {
     void *v;
@@ -226,7 +235,13 @@ void core_node_loads(core_t *c)
     for (int i = 0; i < c->nnodes; i++) {
         c->nodes[i].active = 0;
         c->nodes[i].load = 0;
+        c->nodes[i].measured = 0;
+        c->nodes[i].nmeasured = 0;
     }
+    for (void *it = hmap_first(c->jobs, &v); it; it = hmap_next(c->jobs, it, &v))
+        node_measured_add(c, ((job_t *)v)->alloc);
+    for (void *it = hmap_first(c->pbufs, &v); it; it = hmap_next(c->pbufs, it, &v))
+        node_measured_add(c, &((pbuf_t *)v)->alloc);
     for (void *it = hmap_first(c->phases, &v); it; it = hmap_next(c->phases, it, &v)) {
         phase_t *p = v;
         const alloc_t *a = p->job->alloc;
@@ -259,6 +274,10 @@ json_t *core_node_json(core_t *c, int idx)
                      n->reason ? json_string(n->reason) : json_null(), "configured",
                      n->in_config, "allocations", n->nallocs, "active_phases", n->active,
                      "load", n->load);
+    /* what its buffer directories hold, measured (doc/security.md, Capacity): null
+     * while none of its allocations has a figure yet */
+    json_object_set_new(o, "measured", n->nmeasured > 0 || n->nallocs == 0
+                                           ? json_integer((json_int_t)n->measured) : json_null());
     nodes_node_json(c, idx, o);
     return o;
 }

@@ -172,6 +172,8 @@ static int rec_anode(sqlite3_stmt *s, void *arg)
     a->v = nv;
     a->v[a->n].node = idx;
     a->v[a->n].bytes = bytes;
+    a->v[a->n].used = a->v[a->n].used_dev = a->v[a->n].used_ino = 0;
+    a->v[a->n].used_at = 0;
     /* an agent's node: ready once the agent applied a set of this process */
     a->v[a->n].dirgen = nodes_is_agent(c, idx) ? 1 : 0;
     a->n++;

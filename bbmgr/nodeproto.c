@@ -410,6 +410,37 @@ int np_dir_parse(json_t *o, np_dir_t *d, char *msg, size_t len)
     return 0;
 }
 
+/* ------------------------------------------------------------------ usage */
+json_t *np_usage_json(const np_usage_t *u)
+{
+    return json_pack("{s:s s:I s:I s:I}", u->persistent ? "persistent" : "job", u->name,
+                     "used", (json_int_t)u->used, "dev", (json_int_t)u->dev, "ino",
+                     (json_int_t)u->ino);
+}
+
+int np_usage_parse(json_t *o, np_usage_t *u, char *msg, size_t len)
+{
+    static const char *const keys[] = { "job", "persistent", "used", "dev", "ino", NULL };
+    memset(u, 0, sizeof(*u));
+    if (only_keys(o, "usage", keys, msg, len) < 0)
+        return -1;
+    u->persistent = json_object_get(o, "persistent") != NULL;
+    if (u->persistent == (json_object_get(o, "job") != NULL))
+        return bad(msg, len, "usage: exactly one of 'job' and 'persistent' names the buffer");
+    if (get_field(o, "usage", u->persistent ? "persistent" : "job", true, F_STR, 0, &u->name,
+                  msg, len) < 0
+        || get_field(o, "usage", "used", true, F_U64, 0, &u->used, msg, len) < 0
+        || get_field(o, "usage", "dev", true, F_U64, 0, &u->dev, msg, len) < 0
+        || get_field(o, "usage", "ino", true, F_U64, 0, &u->ino, msg, len) < 0)
+        return -1;
+    if (u->used > INT64_MAX || u->dev > INT64_MAX || u->ino > INT64_MAX)
+        return bad(msg, len, "usage of '%s': 'used', 'dev' and 'ino' are each below 2^63",
+                   u->name);
+    if (!np_dir_name_ok(u->name, u->persistent))
+        return bad(msg, len, "usage of '%s': not usable as a directory name", u->name);
+    return 0;
+}
+
 /* ------------------------------------------------------------------ task table */
 typedef struct {
     uint64_t seq;

@@ -100,6 +100,22 @@ int np_dir_parse(json_t *o, np_dir_t *d, char *msg, size_t len);
 /* A name usable as one directory (not ".", "..", no '/', not a reserved name). */
 bool np_dir_name_ok(const char *name, bool persistent);
 
+/* What the agent measured one of its buffer directories to hold ("usage" of a
+ * report, at most NP_USAGE_MAX entries): the st_blocks of everything below it,
+ * hard links once (bufdir_usage_step()), at the end of a complete walk; dev and
+ * ino: the directory's identity (a mount shared by several nodes is counted once
+ * per buffer by bbmgrd).  Parsed, name points into the JSON. */
+#define NP_USAGE_MAX 64
+typedef struct {
+    const char *name;           /* job id, or the persistent buffer's name */
+    bool persistent;
+    uint64_t used;              /* bytes, below 2^63 */
+    uint64_t dev, ino;          /* each below 2^63 */
+} np_usage_t;
+
+json_t *np_usage_json(const np_usage_t *u);
+int np_usage_parse(json_t *o, np_usage_t *u, char *msg, size_t len);
+
 /*
  * The agent's table of tasks.
  *

@@ -565,10 +565,34 @@ static void apply_result(core_t *c, int a, const np_result_t *r)
     g->results++;
 }
 
+/* What agent a measured a buffer directory of its node to hold: kept in the
+ * allocation's entry for the node, summed by usage_tick() (core_jobs.c) into the
+ * buffer's use with the figures of bbmgrd's own walk.  A buffer it no longer has
+ * on that node (ended, moved) is ignored. */
+static void usage_reported(core_t *c, int a, const np_usage_t *u)
+{
+    int node = (int)(intptr_t)hmap_get(c->node_by_name, G.v[a].name) - 1;
+    alloc_t *al = NULL;
+    if (u->persistent) {
+        pbuf_t *b = hmap_get(c->pbufs, u->name);
+        al = b ? &b->alloc : NULL;
+    } else {
+        job_t *j = hmap_get(c->jobs, u->name);
+        al = j ? j->alloc : NULL;
+    }
+    for (int k = 0; al && node >= 0 && k < al->n; k++)
+        if (al->v[k].node == node) {
+            al->v[k].used = u->used;
+            al->v[k].used_dev = u->dev;
+            al->v[k].used_ino = u->ino;
+            al->v[k].used_at = core_wall();
+        }
+}
+
 void nodes_route_poll(core_t *c, hreq_t *rq, reply_t *r)
 {
     static const char *const keys[] = { "version", "agent", "dirs", "status", "results",
-                                        "kept", NULL };
+                                        "kept", "usage", NULL };
     char msg[400];
     const char *k;
     json_t *val, *b = rq->body;
@@ -589,7 +613,7 @@ void nodes_route_poll(core_t *c, hreq_t *rq, reply_t *r)
             p++;
         if (!*p)
             return (void)reply_error(r, 400, k, "unknown field (known: version, agent, dirs, "
-                                     "status, results, kept)");
+                                     "status, results, kept, usage)");
     }
     json_t *ver = json_object_get(b, "version"), *id = json_object_get(b, "agent");
     json_t *gen = json_object_get(b, "dirs"), *st = json_object_get(b, "status");
@@ -614,6 +638,15 @@ void nodes_route_poll(core_t *c, hreq_t *rq, reply_t *r)
             return (void)reply_error(r, 400, "kept", "%s", rc < 0 ? msg : "each directory "
                                      "has keep, dev and ino");
     }
+    json_t *usage = json_object_get(b, "usage");
+    np_usage_t uv[NP_USAGE_MAX];
+    size_t nuv = json_array_size(usage);
+    if (usage && (!json_is_array(usage) || nuv > NP_USAGE_MAX))
+        return (void)reply_error(r, 400, "usage", "must be an array of at most %d entries",
+                                 NP_USAGE_MAX);
+    for (size_t i = 0; i < nuv; i++)
+        if (np_usage_parse(json_array_get(usage, i), &uv[i], msg, sizeof(msg)) < 0)
+            return (void)reply_error(r, 400, "usage", "%s", msg);
     np_status_t status;
     if (!st)
         return (void)reply_error(r, 400, "status", "is required");
@@ -650,6 +683,8 @@ void nodes_route_poll(core_t *c, hreq_t *rq, reply_t *r)
     free(rv);
     for (size_t i = 0; i < nkd; i++)
         kept_reported(c, a, &kd[i]);
+    for (size_t i = 0; i < nuv; i++)
+        usage_reported(c, a, &uv[i]);
     apply_bandwidth(c, a);
 
     char cur[64];

@@ -6,17 +6,24 @@ it in GET /v1/jobs/ID (`bbmgr job ID`) and GET /v1/persistent/NAME, and acts as
 capacity.over says: refuse (the default) answers the job's phase requests with the
 figures until it frees space; log only warns.  doc/security.md, Capacity.
 
+On buffer nodes served by agents (bbnoded), each agent measures its directories
+and reports the figures; bbmgrd sums them over the buffer's nodes and reacts the
+same way (the agent cases at the end).
+
 The user writes into the buffer as uid 1001 (a child process that dropped root);
 each test waits on the measurement the daemon shows, never on a fixed delay.
 Runs as root (the daemon acts as the users); skipped otherwise.
 """
 import os
+import subprocess
 
 import pytest
 
 from harmonia_test.wait import wait_for
 from conftest import SLURM_UID, USER1, register
 from test_mover import GID1
+from test_nodes import BBMGR, agent_cluster, agents  # noqa: F401 (a fixture)
+from test_nodes import new_job as agent_job
 from test_security import as_user
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the capacity tests need root")
@@ -135,3 +142,69 @@ def test_over_capacity_logged_only(make_daemon, tmp_base):
     st, p = phase(d, "cap2")
     assert st == 201 and p["state"] == "granted", p
     assert "capacity: job cap2 holds" in d.log_text()
+
+
+# ------------------------------------------------------------------ agent mode
+# Buffer nodes served by bbnoded (test_nodes.py's cluster: a real bbmgrd and three
+# real agents): each agent measures its buffer directories and reports the figures
+# ("usage" of its report); bbmgrd sums them over the job's nodes.
+
+def bbmgr_cli(d, *args):
+    r = subprocess.run([BBMGR, "-u", "http://127.0.0.1:%d" % d.port] + list(args),
+                       capture_output=True, text=True,
+                       env=dict(os.environ, HARMONIA_MUNGE_SOCKET=d.munge.socket))
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+def test_agent_job_over_capacity_refused(make_daemon, agents, tmp_base):
+    """A job striped over two agents' nodes, with an 8 MiB buffer: its user writes
+    6 MiB on each node, the sum (12 MiB) is shown and its phases are refused (507)
+    with the figures; after deleting one file it is back under and granted."""
+    d, _ = agent_cluster(make_daemon, agents, tmp_base)
+    paths, names = agent_job(d, "acap1", nodes=2, capacity="8MiB")
+    assert len(set(names)) == 2
+    fill(paths[0], "a", 6 * MiB)
+    fill(paths[1], "b", 6 * MiB)
+    u = wait_usage(d, "/v1/jobs/acap1", lambda u: u["over"],
+                   "the agents' figures to put the job over its capacity")
+    assert u["used"] >= 12 * MiB and u["capacity"] == 8 * MiB, u
+    st, e = phase(d, "acap1")
+    assert st == 507, (st, e)
+    text = str(e)
+    assert "over its capacity" in text and str(8 * MiB) in text and "capacity.over" in text
+    assert "capacity: job acap1 holds" in d.log_text()
+    # bbmgr nodes: USED stays what is allocated (1 GiB: the pool's granularity),
+    # MEASURED is what the node's buffer directories hold
+    out = bbmgr_cli(d, "nodes")
+    rows = {l.split()[0]: l.split() for l in out.splitlines()[1:]}
+    assert out.splitlines()[0].split()[3:6] == ["CAPACITY", "USED", "MEASURED"], out
+    for n in names:
+        assert rows[n][5:7] == ["1.00", "GiB"], out
+        m = d.ok("GET", "/v1/nodes/%s" % n, uid=SLURM_UID)["measured"]
+        assert 6 * MiB <= m < 7 * MiB, (n, m)
+        assert rows[n][8] == "MiB" and 6 <= float(rows[n][7]) < 7, out
+    remove(paths[1], "b")
+    u = wait_usage(d, "/v1/jobs/acap1", lambda u: not u["over"], "the job to be back under")
+    assert 6 * MiB <= u["used"] < 8 * MiB, u
+    st, p = phase(d, "acap1")
+    assert st == 201, (st, p)
+    assert d.proc.poll() is None
+
+
+def test_agent_persistent_over_capacity_refused(make_daemon, agents, tmp_base):
+    """A persistent buffer on an agent's node filled past its capacity refuses the
+    phases of the jobs that use it, and shows its use."""
+    d, _ = agent_cluster(make_daemon, agents, tmp_base)
+    b = d.ok("POST", "/v1/persistent", {"name": "apcap", "capacity": "4MiB", "pool": "nvme"},
+             uid=USER1, expect=(201,))
+    path = b["nodes"][0]["path"]
+    wait_for(lambda: os.path.isdir(path), "its agent to make " + path)
+    register(d, "apj", uid=USER1, gid=GID1)
+    d.ok("POST", "/v1/persistent/apcap/use", {"job": "apj"}, uid=USER1)
+    fill(path, "big", 12 * MiB)
+    u = wait_usage(d, "/v1/persistent/apcap", lambda u: u["over"],
+                   "the persistent buffer to be over its capacity")
+    assert u["used"] >= 12 * MiB and u["capacity"] == 4 * MiB, u
+    st, e = phase(d, "apj")
+    assert st == 507 and "persistent buffer apcap" in str(e), (st, e)

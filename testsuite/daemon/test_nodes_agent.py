@@ -383,3 +383,38 @@ def test_lost_and_found_is_not_an_orphan(agent, tmp_base):
     assert "lost+found is no longer" not in text and "4711 is no longer" not in text
     assert os.path.exists(os.path.join(lf, "#1234"))
     assert os.path.isdir(rootdir)
+
+
+def usage_figures(body):
+    return {("p" if "persistent" in u else "j", u.get("persistent") or u.get("job")): u
+            for u in body.get("usage", [])}
+
+
+def test_usage_measured_reported_and_dropped_for_an_older_manager(agent, tmp_base):
+    """The agent measures each buffer directory of its set (a file of two links
+    once, a symbolic link not followed) and reports it ("usage", with the
+    directory's identity); a manager that refuses the key (an older bbmgrd: 400
+    naming it) gets the next reports without it, and accepts them."""
+    mgr, mount, _, log = agent
+    mgr.reply(dirs_gen="u1", dirs=[{"name": "j7", "uid": USER1, "gid": GID1},
+                                   {"name": "pb", "persistent": True, "uid": USER1,
+                                    "gid": GID1}])
+    mgr.next(lambda b: b.get("dirs") == "u1")
+    j7, pb = os.path.join(mount, "j7"), os.path.join(mount, "persistent", "pb")
+    write(os.path.join(j7, "a"), b"z" * (3 << 20), 0o600)
+    os.link(os.path.join(j7, "a"), os.path.join(j7, "a2"))
+    write(os.path.join(tmp_base, "outside"), b"o" * (8 << 20), 0o600)
+    os.symlink(tmp_base, os.path.join(j7, "up"))
+    write(os.path.join(pb, "b"), b"y" * (1 << 20), 0o600)
+    body = mgr.next(lambda b: usage_figures(b).get(("j", "j7"), {}).get("used", 0) >= 3 << 20)
+    u = usage_figures(body)[("j", "j7")]
+    st = os.stat(j7)
+    assert u["used"] < 4 << 20 and (u["dev"], u["ino"]) == (st.st_dev, st.st_ino), u
+    mgr.next(lambda b: usage_figures(b).get(("p", "pb"), {}).get("used", 0) >= 1 << 20)
+    # a bbmgrd older than the key
+    mgr.reply(status=400, error={"code": 400, "field": "usage", "message": "unknown field"})
+    mgr.next(lambda b: "usage" in b)
+    for _ in range(5):
+        assert "usage" not in mgr.next(), "usage sent again to a manager that refused it"
+    with open(log) as f:
+        assert "does not take the measured use of buffers" in f.read()

@@ -111,6 +111,30 @@ static void dirs(json_t *arr)
     }
 }
 
+/* A report's figures ("usage"): what parses goes through its JSON unchanged, and
+ * names a directory by the rule of directory names. */
+static void usages(json_t *arr)
+{
+    char msg[300];
+    size_t i;
+    json_t *o;
+    json_array_foreach(arr, i, o) {
+        np_usage_t u, v;
+        if (np_usage_parse(o, &u, msg, sizeof(msg)) < 0)
+            continue;
+        if (!np_dir_name_ok(u.name, u.persistent) || !strncmp(u.name, ".harmonia", 9))
+            FAIL("usage of '%s' taken against the name rule", u.name);
+        if (u.used > INT64_MAX || u.dev > INT64_MAX || u.ino > INT64_MAX)
+            FAIL("usage of '%s' taken with a figure of 2^63 or more", u.name);
+        json_t *back = np_usage_json(&u);
+        if (!back || np_usage_parse(back, &v, msg, sizeof(msg)) < 0 || strcmp(v.name, u.name)
+            || v.persistent != u.persistent || v.used != u.used || v.dev != u.dev
+            || v.ino != u.ino)
+            FAIL("usage of '%s' changed through its JSON", u.name);
+        json_decref(back);
+    }
+}
+
 /* The agent's side of a report: results into the outbox, out in reports. */
 static void results(json_t *arr, size_t budget)
 {
@@ -207,6 +231,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     dirs(json_object_get(o, "dirs"));
     dirs(json_object_get(o, "kept"));      /* a report's identities of kept directories */
+    usages(json_object_get(o, "usage"));
     np_status_t st, st2;
     json_t *s = json_object_get(o, "status");
     if (s && np_status_parse(s, &st, msg, sizeof(msg)) == 0) {

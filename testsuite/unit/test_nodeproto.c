@@ -219,6 +219,45 @@ static void all_sent_and_acked(np_table_t *t)
     np_table_acked(t, upto);
 }
 
+/* "usage" of a report: what an agent measured a buffer directory to hold */
+START_TEST(test_usage)
+{
+    np_usage_t u = { .name = "4711", .used = (uint64_t)3 << 30, .dev = 2049, .ino = 77 }, v;
+    char msg[300];
+    json_t *o = np_usage_json(&u);
+    ck_assert_ptr_nonnull(json_object_get(o, "job"));
+    ck_assert_int_eq(np_usage_parse(o, &v, msg, sizeof(msg)), 0);
+    ck_assert(!v.persistent && !strcmp(v.name, "4711") && v.used == u.used && v.dev == 2049
+              && v.ino == 77);
+    json_decref(o);
+    np_usage_t p = { .name = "persistent", .persistent = true, .used = 0, .dev = 1, .ino = 2 };
+    o = np_usage_json(&p);
+    ck_assert_int_eq(np_usage_parse(o, &v, msg, sizeof(msg)), 0);
+    ck_assert(v.persistent && !strcmp(v.name, "persistent") && v.used == 0);
+    json_decref(o);
+    static const struct { const char *json, *why; } refused[] = {
+        { "{\"used\":1,\"dev\":1,\"ino\":1}", "exactly one of" },
+        { "{\"job\":\"1\",\"persistent\":\"1\",\"used\":1,\"dev\":1,\"ino\":1}",
+          "exactly one of" },
+        { "{\"job\":\"1\",\"dev\":1,\"ino\":1}", "'used'" },
+        { "{\"job\":\"1\",\"used\":-1,\"dev\":1,\"ino\":1}", "'used'" },
+        { "{\"job\":\"1\",\"used\":1,\"dev\":1,\"ino\":1,\"x\":1}", "'x'" },
+        { "{\"job\":\"1\",\"used\":1,\"dev\":-5,\"ino\":1}", "'dev'" },
+        { "{\"job\":\"..\",\"used\":1,\"dev\":1,\"ino\":1}", "directory name" },
+        { "{\"job\":\"a/b\",\"used\":1,\"dev\":1,\"ino\":1}", "directory name" },
+        { "{\"job\":\".harmonia-trash\",\"used\":1,\"dev\":1,\"ino\":1}", NULL },
+        { "{\"job\":7,\"used\":1,\"dev\":1,\"ino\":1}", NULL },
+    };
+    for (size_t i = 0; i < sizeof(refused) / sizeof(*refused); i++) {
+        o = js(refused[i].json);
+        ck_assert_int_eq(np_usage_parse(o, &v, msg, sizeof(msg)), -1);
+        if (refused[i].why && !strstr(msg, refused[i].why))
+            ck_abort_msg("%s: %s", refused[i].json, msg);
+        json_decref(o);
+    }
+}
+END_TEST
+
 START_TEST(test_table_listing_is_idempotent)
 {
     np_table_t *t = np_table_create();
@@ -441,7 +480,7 @@ int main(void)
     const tu_tcase_t tcases[] = {
         { "messages",
           .tests = { test_task_round_trip, test_task_max_bytes, test_task_refused,
-                     test_status_result_dir, NULL } },
+                     test_status_result_dir, test_usage, NULL } },
         { "table",
           .tests = { test_table_listing_is_idempotent,
                      test_table_results_until_acknowledged,
