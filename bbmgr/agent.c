@@ -622,13 +622,23 @@ fail:
     return false;
 }
 
+/* agents.min_uid: the uid 0, the gid 0 and the uids below min_uid are never acted
+ * for, so that a reply of anything answering on bbmgrd's address cannot make the
+ * agent act as root or a system account; min_uid 0 turns the check off (a test
+ * cluster whose jobs run as root, never a site). */
+static bool agent_refuses_owner(const agent_t *a, uid_t uid, gid_t gid)
+{
+    long min = a->cfg->agents_min_uid;
+    return min > 0 && (uid == 0 || gid == 0 || (long)uid < min);
+}
+
 /* again: the name was handed to the mover for removal since it was last listed (its
  * job ended, the same id came back): what is there is the earlier buffer's. */
 static void dir_make(agent_t *a, const np_dir_t *d, bool again)
 {
     struct stat st;
     const char *where = d->persistent ? "persistent/" : "";
-    if (d->uid == 0 || d->gid == 0 || (long)d->uid < a->cfg->agents_min_uid) {
+    if (agent_refuses_owner(a, d->uid, d->gid)) {
         bl_error("buffer directory %s/%s%s for uid %u gid %u refused: root's, or below "
                  "agents.min_uid (%ld)", a->mount, where, d->name, (unsigned)d->uid,
                  (unsigned)d->gid, a->cfg->agents_min_uid);
@@ -955,7 +965,7 @@ static void submit(agent_t *a, json_t *tasks, uint64_t id)
             return;
         }
         spec = t;
-        if (t.uid == 0 || t.gid == 0 || (long)t.uid < a->cfg->agents_min_uid) {
+        if (agent_refuses_owner(a, t.uid, t.gid)) {
             /* whoever answers on bbmgrd's address cannot make the agent act as
              * root or a system account */
             snprintf(msg, sizeof(msg), "uid %u gid %u: root's, or below agents.min_uid (%ld)",

@@ -37,6 +37,13 @@ static int chk_positive_int(const void *v, hu_error_t *err)
     return 0;
 }
 
+static int chk_nonneg_int(const void *v, hu_error_t *err)
+{
+    if (*(const long *)v < 0)
+        return hu_errprintf(err, "must be 0 or a positive integer");
+    return 0;
+}
+
 static int chk_threads(const void *v, hu_error_t *err)
 {
     long n = *(const long *)v;
