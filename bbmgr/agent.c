@@ -771,8 +771,9 @@ static void orphans_remove(agent_t *a, const np_dir_t *v, size_t n, bool persist
             || in_set(v, n, e->d_name, persistent)
             || fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode)
             /* a buffer's directory is never root's (agents.min_uid): root's are the
-             * file system's or the site's (lost+found) */
-            || st.st_uid == 0
+             * file system's or the site's (lost+found); unless root's jobs are
+             * served (min_uid 0, a test cluster) */
+            || (st.st_uid == 0 && a->cfg->agents_min_uid > 0)
             || removing(a, e->d_name, persistent))
             continue;
         snprintf(path, sizeof(path), "%s/%s%s", a->mount, persistent ? "persistent/" : "",
@@ -1018,9 +1019,11 @@ static void kept_note(agent_t *a, const np_dir_t *d, const np_dir_t *live, json_
                                      | O_CLOEXEC) : dup(a->mfd);
     if (pfd < 0)
         goto out;
-    /* a buffer's directory is never root's (agents.min_uid) */
+    /* a buffer's directory is never root's (agents.min_uid), unless root's jobs are
+     * served (min_uid 0, a test cluster) */
     if (fstatat(pfd, d->name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)
-        && st.st_uid != 0 && (!live || dir_earlier(a, live, &st))) {
+        && (st.st_uid != 0 || a->cfg->agents_min_uid == 0)
+        && (!live || dir_earlier(a, live, &st))) {
         np_dir_t r = { .name = d->name, .persistent = d->persistent, .uid = st.st_uid,
                        .gid = st.st_gid, .keep = true, .dev = (uint64_t)st.st_dev,
                        .ino = (uint64_t)st.st_ino };
