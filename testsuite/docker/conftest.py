@@ -132,13 +132,13 @@ class DockerCluster:
         return json.loads(p.stdout)
 
     def buffer_dirs(self):
-        """What the buffer devices hold besides the agents' spares and locks: job
-        directories and persistent buffers (the empty 'persistent' directory is
+        """What the buffer devices hold besides the agents' spares, locks and kept-data
+        records: job directories and persistent buffers (the empty 'persistent' directory is
         not listed, nor the trash directories themselves: what is in a trash is
         listed).  Read on ctl, which mounts every device read-only."""
         p = self.sh("ctl", "find /bb/bb1 /bb/bb2 /bb/bb3 /bb/bb4 -mindepth 1 -maxdepth 3 "
                     "-not -path '*/.harmonia-spare*' -not -path '/bb/bb?/persistent' "
-                    "-not -name .harmonia-agent.lock "
+                    "-not -name .harmonia-agent.lock -not -name .harmonia-kept "
                     "-not -path '/bb/bb?/.harmonia-trash' "
                     "-not -path '/bb/bb?/persistent/.harmonia-trash' "
                     "-not -path '/bb/bb?/*/*/*' -o -path '/bb/bb?/persistent/.harmonia-trash/*' "
