@@ -53,6 +53,7 @@ typedef struct {
     char *why;
     size_t whylen;
     int err;                /* first error */
+    bool fatal;             /* the walk cannot go on (stopped, lost its way, no memory) */
     dev_t dev;              /* the file system walked */
 } walk_t;
 
@@ -188,10 +189,15 @@ int bufdir_empty(int dfd, bufdir_rm_t *o, char *why, size_t whylen)
         goto out;
     }
     v[n++] = (level_t){ .dev = st.st_dev, .ino = st.st_ino };
-    while (n > 0 && !w.err) {
+    /* an error below a directory (a file that cannot be removed) does not end the
+     * walk: every other directory is still reached, given to the daemon and emptied,
+     * so that what is left is only what failed, and nothing of it is the user's */
+    while (n > 0 && !w.fatal) {
         level_t *l = &v[n - 1];
         if (stopping(&w)) {
+            w.err = 0;          /* the reason is that one */
             note(&w, EINTR, n, ".", "stopped");
+            w.fatal = true;
             break;
         }
         if (n > o->depth)
@@ -228,6 +234,7 @@ int bufdir_empty(int dfd, bufdir_rm_t *o, char *why, size_t whylen)
                 level_t *nv = realloc(v, 2 * cap * sizeof(*v));
                 if (!nv) {
                     note(&w, ENOMEM, n, name, "walk");
+                    w.fatal = true;
                     close(c);
                     free(name);
                     break;
@@ -247,6 +254,7 @@ int bufdir_empty(int dfd, bufdir_rm_t *o, char *why, size_t whylen)
         if (up < 0 || fstat(up, &st) < 0 || st.st_dev != v[n - 2].dev
             || st.st_ino != v[n - 2].ino) {
             note(&w, up < 0 ? errno : ESTALE, n, "..", "go up to the parent");
+            w.fatal = true;
             if (up >= 0)
                 close(up);
             break;

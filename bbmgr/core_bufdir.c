@@ -79,12 +79,15 @@ static int held_id_row(sqlite3_stmt *s, void *arg)
     return 1;
 }
 
-/* Is st the directory of a held buffer (kept_dirs)? */
-static bool held_id(core_t *c, const struct stat *st)
+/* Is st, at path, the directory of a held buffer (kept_dirs)?  Its identity is
+ * per node: of a node of bbmgrd (not an agent's) whose mount holds path. */
+bool held_id(core_t *c, const char *path, const struct stat *st)
 {
     bool found = false;
-    state_read(c->st, SR_KEPT_ID, held_id_row, &found, "ii", (int64_t)st->st_dev,
-               (int64_t)st->st_ino);
+    for (int i = 0; i < c->nnodes && !found; i++)
+        if (!nodes_is_agent(c, i) && util_path_under(path, c->nodes[i].mount))
+            state_read(c->st, SR_KEPT_ID, held_id_row, &found, "sii", c->nodes[i].name,
+                       (int64_t)st->st_dev, (int64_t)st->st_ino);
     return found;
 }
 
@@ -106,7 +109,7 @@ static bool bufdir_aside(core_t *c, const char *path, const struct stat *st)
             "name: moved to %s, a new one is made", path, (uintmax_t)st->st_ino,
             (unsigned)st->st_uid, trash);
     state_put(c->st, ST_XFER_HELD, "ss", path, trash);
-    if (held_id(c, st)) {
+    if (held_id(c, path, st)) {
         bl_warning("%s (inode %ju) is a held buffer's: kept in the trash until it is released",
                    trash, (uintmax_t)st->st_ino);
         return true;

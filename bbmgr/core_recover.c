@@ -585,8 +585,7 @@ static int sweep_one(int tfd, const char *name, const struct stat *st, void *arg
     snprintf(path, sizeof(path), "%s/%s", w->dir, name);
     state_read(w->c->st, SR_KEPT_UNDER, rec_exists, &kept, "s", path);
     if (!kept)      /* a held buffer's directory, by identity */
-        state_read(w->c->st, SR_KEPT_ID, rec_exists, &kept, "ii", (int64_t)st->st_dev,
-                   (int64_t)st->st_ino);
+        kept = held_id(w->c, path, st);
     if (kept) {
         bl_warning("%s is kept: it holds the source of a stage-out that could not be made "
                    "durable (remove it by hand once the data is safe)", path);

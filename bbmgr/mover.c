@@ -536,8 +536,21 @@ static void *worker_main(void *arg)
 
     pthread_mutex_lock(&m->lock);
     for (;;) {
-        while (!m->stop && !m->head)
-            pthread_cond_wait(&m->cond, &m->lock);
+        while (!m->stop && !m->head) {
+            double wait = m->left ? left_due(m, hu_mono()) : 0;
+            if (m->head)
+                break;
+            if (!m->left) {
+                pthread_cond_wait(&m->cond, &m->lock);
+            } else {
+                struct timespec ts;
+                clock_gettime(CLOCK_REALTIME, &ts);
+                double d = ts.tv_nsec * 1e-9 + fmin(fmax(wait, 0.01), 60);
+                ts.tv_sec += (time_t)d;
+                ts.tv_nsec = (long)((d - floor(d)) * 1e9);
+                pthread_cond_timedwait(&m->cond, &m->lock, &ts);
+            }
+        }
         if (m->stop)
             break;
         task_t *t = fifo_pop(m);
@@ -862,6 +875,11 @@ void mover_destroy(mover_t *m)
         m->rmwait = t->next;
         bl_info("teardown of %s left to the next start: a stage-out from it is not durable yet",
                 t->path);
+        task_free(t);
+    }
+    while ((t = m->left)) {
+        m->left = t->next;
+        bl_info("teardown of %s left to the next start (the trash sweep tries again)", t->path);
         task_free(t);
     }
     stop_teardowns(m, until);

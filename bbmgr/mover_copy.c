@@ -227,79 +227,212 @@ static int hlink_of(mxfer_t *x, const struct stat *st)
     return -1;
 }
 
-/* Walk the tree at root (the source; the destination for a recovery whose source
- * is gone) from rel. */
-static int walk_dir(task_t *t, const char *root, const char *rel)
+/* The walk of a tree the user controls, without recursion: per level (on the heap)
+ * the directory's device and inode, its path relative to the root and the names it
+ * held when it was read; one descriptor open (the directory being looked at).
+ * Down is openat(name, O_NOFOLLOW) checked against the fstatat() that saw a
+ * directory, up is openat("..") checked against the level above: a tree moved
+ * under the walk fails the transfer instead of being walked elsewhere.  Any depth
+ * is walked (the copy then fails with ENAMETOOLONG on paths past PATH_MAX). */
+typedef struct {
+    dev_t dev;
+    ino_t ino;
+    char *rel;
+    char **names;
+    size_t n, i;
+} wlevel_t;
+
+static void wlevel_free(wlevel_t *l)
+{
+    for (size_t k = l->i; k < l->n; k++)
+        free(l->names[k]);
+    free(l->names);
+    free(l->rel);
+}
+
+static int wfail(task_t *t, int err, const char *root, const char *rel, const char *what)
+{
+    char *path = *rel ? pjoin(root, rel) : NULL;
+    tfail(t, err, path ? path : root, what);
+    free(path);
+    return -1;
+}
+
+static int wfailmsg(task_t *t, const char *root, const char *rel, const char *what)
+{
+    char *path = *rel ? pjoin(root, rel) : NULL;
+    tfailmsg(t, path ? path : root, what);
+    free(path);
+    return -1;
+}
+
+static int too_many(task_t *t)
+{
+    char what[96];
+    snprintf(what, sizeof(what), "more than %d entries (mover.max_entries): refused",
+             t->x->max_entries);
+    return tfailmsg(t, t->x->src, what);
+}
+
+/* The names in the directory open at fd (not . and ..) into l; the walk holds at
+ * most mover.max_entries entries, so no more names than that are kept. */
+static int read_names(task_t *t, int fd, wlevel_t *l, const char *root)
 {
     mxfer_t *x = t->x;
-    char *dpath = pjoin(root, rel);
-    DIR *d = NULL;
+    int sfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *d = sfd >= 0 ? fdopendir(sfd) : NULL;
     struct dirent *de;
-    int rc = -1;
-
-    if (!dpath)
-        return tfail(t, ENOMEM, root, "walk");
-    if (!(d = opendir(dpath))) {
-        tfail(t, errno, dpath, "open directory");
-        goto out;
+    size_t cap = 0;
+    if (!d) {
+        if (sfd >= 0)
+            close(sfd);
+        return wfail(t, errno, root, l->rel, "open directory");
     }
     for (;;) {
         errno = 0;
         if (!(de = readdir(d))) {
             if (errno) {
-                tfail(t, errno, dpath, "read directory");
-                goto out;
+                closedir(d);
+                return wfail(t, errno, root, l->rel, "read directory");
             }
             break;
         }
         if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
             continue;
-        char *crel = *rel ? xprintf("%s/%s", rel, de->d_name) : strdup(de->d_name);
-        char *cpath = crel ? pjoin(root, crel) : NULL;
-        struct stat st;
+        if (x->max_entries > 0 && (size_t)x->nents + l->n >= (size_t)x->max_entries) {
+            closedir(d);
+            return too_many(t);
+        }
+        if (l->n == cap) {
+            char **nv = realloc(l->names, (cap = cap ? 2 * cap : 16) * sizeof(char *));
+            if (!nv) {
+                closedir(d);
+                return wfail(t, ENOMEM, root, l->rel, "walk");
+            }
+            l->names = nv;
+        }
+        if (!(l->names[l->n] = strdup(de->d_name))) {
+            closedir(d);
+            return wfail(t, ENOMEM, root, l->rel, "walk");
+        }
+        l->n++;
+    }
+    closedir(d);
+    return 0;
+}
+
+/* Walk the tree at root (the source; the destination for a recovery whose source
+ * is gone), a directory already in the entries (rel ""). */
+static int walk_dir(task_t *t, const char *root)
+{
+    mxfer_t *x = t->x;
+    wlevel_t *v = NULL;
+    size_t n = 0, cap = 0;
+    struct stat st;
+    int rc = -1;
+    int fd = open(root, O_RDONLY | O_DIRECTORY | O_NONBLOCK | O_CLOEXEC);
+
+    if (fd < 0 || fstat(fd, &st) < 0) {
+        wfail(t, errno, root, "", "open directory");
+        goto out;
+    }
+    if (!(v = calloc(cap = 16, sizeof(*v))) || !(v[0].rel = strdup(""))) {
+        wfail(t, ENOMEM, root, "", "walk");
+        goto out;
+    }
+    v[0].dev = st.st_dev;
+    v[0].ino = st.st_ino;
+    n = 1;
+    if (read_names(t, fd, &v[0], root) < 0)
+        goto out;
+    while (n > 0) {
+        wlevel_t *l = &v[n - 1];
+        if (__atomic_load_n(&x->aborting, __ATOMIC_ACQUIRE))
+            goto out;
+        if (l->i == l->n) {
+            /* this level is done: up, to the directory it was reached from */
+            wlevel_free(l);
+            if (--n == 0)
+                break;
+            int up = openat(fd, "..", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            if (up < 0 || fstat(up, &st) < 0 || st.st_dev != v[n - 1].dev
+                || st.st_ino != v[n - 1].ino) {
+                if (up >= 0)
+                    close(up);
+                wfailmsg(t, root, v[n - 1].rel, "moved during the walk");
+                goto out;
+            }
+            close(fd);
+            fd = up;
+            continue;
+        }
+        char *name = l->names[l->i++];
+        char *crel = *l->rel ? xprintf("%s/%s", l->rel, name) : strdup(name);
         int r = 0;
-        if (!crel || !cpath) {
-            free(crel);
-            free(cpath);
-            tfail(t, ENOMEM, dpath, "walk");
+        if (!crel) {
+            free(name);
+            wfail(t, ENOMEM, root, l->rel, "walk");
             goto out;
         }
-        if (x->max_entries > 0 && x->nents >= x->max_entries) {
-            char what[96];
-            snprintf(what, sizeof(what), "more than %d entries (mover.max_entries): refused",
-                     x->max_entries);
-            r = tfailmsg(t, x->src, what);
-        } else if (lstat(cpath, &st) < 0)
-            r = tfail(t, errno, cpath, "stat");
-        else if (S_ISDIR(st.st_mode))
-            r = ents_add(x, E_DIR, crel, &st) < 0 ? tfail(t, ENOMEM, cpath, "walk")
-                                                  : walk_dir(t, root, crel);
-        else if (S_ISREG(st.st_mode)) {
+        if (x->max_entries > 0 && x->nents >= x->max_entries)
+            r = too_many(t);
+        else if (fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+            r = wfail(t, errno, root, crel, "stat");
+        else if (S_ISDIR(st.st_mode)) {
+            struct stat cs;
+            int c = -1;
+            if (ents_add(x, E_DIR, crel, &st) < 0)
+                r = wfail(t, ENOMEM, root, crel, "walk");
+            else if ((c = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK
+                                           | O_CLOEXEC)) < 0)
+                r = wfail(t, errno, root, crel, "open directory");
+            else if (fstat(c, &cs) < 0 || cs.st_dev != st.st_dev || cs.st_ino != st.st_ino)
+                r = wfailmsg(t, root, crel, "replaced during the walk");
+            else if (n == cap) {
+                wlevel_t *nv = realloc(v, 2 * cap * sizeof(*v));
+                if (!nv)
+                    r = wfail(t, ENOMEM, root, crel, "walk");
+                else
+                    v = nv, cap *= 2;
+            }
+            if (r < 0) {
+                if (c >= 0)
+                    close(c);
+            } else {
+                v[n++] = (wlevel_t){ .dev = st.st_dev, .ino = st.st_ino, .rel = crel };
+                crel = NULL;
+                close(fd);
+                fd = c;
+                r = read_names(t, fd, &v[n - 1], root);
+            }
+        } else if (S_ISREG(st.st_mode)) {
             int first = st.st_nlink > 1 ? hlink_of(x, &st) : -1;
-            if (faccessat(AT_FDCWD, cpath, R_OK, AT_EACCESS) < 0)
-                r = tfail(t, errno, cpath, "not readable by the job's user");
+            if (faccessat(fd, name, R_OK, AT_EACCESS) < 0)
+                r = wfail(t, errno, root, crel, "not readable by the job's user");
             else if (ents_add(x, first >= 0 ? E_HLINK : E_FILE, crel, &st) < 0)
-                r = tfail(t, ENOMEM, cpath, "walk");
+                r = wfail(t, ENOMEM, root, crel, "walk");
             else if (first >= 0)
                 x->ents[x->nents - 1].link_to = first;
         } else if (S_ISLNK(st.st_mode)) {
             if (ents_add(x, E_LINK, crel, &st) < 0)
-                r = tfail(t, ENOMEM, cpath, "walk");
+                r = wfail(t, ENOMEM, root, crel, "walk");
         } else {
-            note_special(x, cpath);
+            char *cpath = pjoin(root, crel);
+            note_special(x, cpath ? cpath : crel);
+            free(cpath);
         }
+        free(name);
         free(crel);
-        free(cpath);
         if (r < 0)
-            goto out;
-        if (__atomic_load_n(&x->aborting, __ATOMIC_ACQUIRE))
             goto out;
     }
     rc = 0;
 out:
-    if (d)
-        closedir(d);
-    free(dpath);
+    for (size_t k = 0; k < n; k++)
+        wlevel_free(&v[k]);
+    free(v);
+    if (fd >= 0)
+        close(fd);
     return rc;
 }
 
@@ -510,7 +643,7 @@ static int prepare_dst_only(mover_t *m, task_t *t)
     }
     if (ents_add(x, S_ISDIR(st.st_mode) ? E_DIR : E_FILE, "", &st) < 0)
         return tfail(t, ENOMEM, x->dst, "walk");
-    if (S_ISDIR(st.st_mode) && walk_dir(t, x->dst, "") < 0)
+    if (S_ISDIR(st.st_mode) && walk_dir(t, x->dst) < 0)
         return -1;
     for (int i = 0; i < x->nents; i++)
         if (x->ents[i].type == E_FILE)
@@ -566,7 +699,7 @@ int run_prepare(mover_t *m, task_t *t)
             return tfailmsg(t, x->src, "not a directory (type is directory)");
         if (ents_add(x, E_DIR, "", &st) < 0)
             return tfail(t, ENOMEM, x->src, "walk");
-        if (walk_dir(t, x->src, "") < 0)
+        if (walk_dir(t, x->src) < 0)
             return -1;
     } else {
         struct stat dst;

@@ -273,6 +273,64 @@ void run_abort(mover_t *m, task_t *t)
 }
 
 /* ------------------------------------------------------------------ RMTREE */
+/* A teardown that could not remove everything (an I/O error, a file system mounted
+ * inside): what is left stays in the trash, every directory of it that the walk
+ * reached the daemon's (0700) and its top mode 0, so that no process of the user
+ * left inside adds to it, and it is tried again, at growing intervals (1 s to
+ * LEFT_RETRY_MAX), until it is gone or the daemon stops (the trash sweep at the
+ * next start tries again).  Each failed try is logged with the reason. */
+#define LEFT_RETRY_MAX 60.0
+static void left_keep(mover_t *m, const task_t *t, const char *dir, const struct stat *st,
+                      const char *why, const bufdir_rm_t *o)
+{
+    task_t *r = task_new(T_RMTREE, NULL);
+    int tries = t->tries + 1;
+    double delay = fmin(ldexp(1.0, tries > 6 ? 6 : tries - 1), LEFT_RETRY_MAX);
+    if (!r || !(r->path = strdup(dir))) {
+        task_free(r);
+        bl_error("teardown of %s: %s (%lu entries removed, depth %zu): what is left stays "
+                 "in %s until the next start", t->path, why, o->removed, o->depth, dir);
+        return;
+    }
+    bl_error("teardown of %s: %s (%lu entries removed, depth %zu): what is left stays in %s, "
+             "the daemon's alone, and is tried again in %.0f s (try %d)", t->path, why,
+             o->removed, o->depth, dir, delay, tries);
+    r->uid = t->uid;
+    r->gid = t->gid;
+    r->dev = st->st_dev;
+    r->ino = st->st_ino;
+    r->tries = tries;
+    r->not_after = hu_mono() + delay;
+    pthread_mutex_lock(&m->lock);
+    if (m->stop) {
+        task_free(r);
+    } else {
+        r->next = m->left;
+        m->left = r;
+        pthread_cond_signal(&m->cond);
+    }
+    pthread_mutex_unlock(&m->lock);
+}
+
+/* (m->lock held) the leftovers due at now go to the FIFO; the time until the next */
+double left_due(mover_t *m, double now)
+{
+    double wait = LEFT_RETRY_MAX;
+    task_t **pp = &m->left;
+    while (*pp) {
+        task_t *t = *pp;
+        if (t->not_after <= now) {
+            *pp = t->next;
+            t->next = NULL;
+            fifo_push(m, t);
+            continue;
+        }
+        wait = fmin(wait, t->not_after - now);
+        pp = &t->next;
+    }
+    return wait;
+}
+
 void run_rmtree(mover_t *m, task_t *t)
 {
     struct stat st;
@@ -313,6 +371,8 @@ void run_rmtree(mover_t *m, task_t *t)
     } else {
         rc = bufdir_empty(fd, &o, why, sizeof(why));
     }
+    if (rc < 0 && fd >= 0 && m->root)
+        fchmod(fd, 0);          /* not even a directory the user's process is in is theirs */
     if (fd >= 0)
         close(fd);
     if (__atomic_load_n(&m->stop, __ATOMIC_RELAXED)) {
@@ -321,8 +381,7 @@ void run_rmtree(mover_t *m, task_t *t)
         return;
     }
     if (rc < 0) {
-        bl_error("teardown of %s: %s (%lu entries removed, depth %zu): what is left stays in %s",
-                 t->path, why, o.removed, o.depth, dir);
+        left_keep(m, t, dir, &st, why, &o);
         return;
     }
     if (rmdir(dir) < 0 && errno != ENOENT)

@@ -99,6 +99,7 @@ typedef struct task {
     ino_t ino;
     char *trash;                /* where it is moved before its content is removed */
     bool move_only;             /* the daemon stops: only move it (the next start removes it) */
+    int tries;                  /* RMTREE of a leftover: removals that failed so far */
 } task_t;
 
 struct mjob {
@@ -202,6 +203,8 @@ struct mover {
     bool durable_out;           /* mover.durable_before_done */
     int max_entries;            /* mover.max_entries */
     task_t *rmwait;             /* RMTREE waiting for stage-outs from under its path */
+    task_t *left;               /* RMTREE of what a teardown could not remove, tried again
+                                   at not_after (hu_mono()) */
     char **kept;                /* sources of stage-outs that could not be made durable:
                                    never removed */
     int nkept;
@@ -218,6 +221,7 @@ struct mover {
  * run_* of PREPARE, CHUNK, FILE, SYNC; mover_end.c: the run_* of FINISH,
  * DURABLE, ABORT, RMTREE and the teardown's waits (rm_release, rm_recheck). */
 void fifo_push(mover_t *m, task_t *t);
+double left_due(mover_t *m, double now);
 void task_free(task_t *t);
 task_t *task_new(task_kind_t kind, mxfer_t *x);
 char *tmp_name(const char *dst, uint64_t tid, int idx);

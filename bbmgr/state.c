@@ -77,6 +77,15 @@ static const char *const migrations[] = {
     "CREATE TABLE kept_dirs(owner TEXT NOT NULL, node TEXT NOT NULL, dev INTEGER NOT NULL,"
     " ino INTEGER NOT NULL, kept INTEGER NOT NULL DEFAULT 0, PRIMARY KEY(dev, ino));"
     "CREATE INDEX kept_dirs_owner ON kept_dirs(owner);",
+    /* 6 -> 7: a directory's identity is per node: two agents' nodes may have the
+     * same device and inode numbers (the rows are kept) */
+    "ALTER TABLE kept_dirs RENAME TO kept_dirs_6;"
+    "CREATE TABLE kept_dirs(owner TEXT NOT NULL, node TEXT NOT NULL, dev INTEGER NOT NULL,"
+    " ino INTEGER NOT NULL, kept INTEGER NOT NULL DEFAULT 0, PRIMARY KEY(node, dev, ino));"
+    "INSERT INTO kept_dirs(owner,node,dev,ino,kept)"
+    " SELECT owner,node,dev,ino,kept FROM kept_dirs_6;"
+    "DROP TABLE kept_dirs_6;"
+    "CREATE INDEX kept_dirs_owner ON kept_dirs(owner);",
 };
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == STATE_SCHEMA_VERSION,
                "one migration per schema version");

@@ -20,7 +20,7 @@
 
 #include "libhutil/hutil.h"
 
-#define STATE_SCHEMA_VERSION 6
+#define STATE_SCHEMA_VERSION 7
 
 /* Statements the writer knows (name, SQL).  Parameters are bound in order. */
 #define STATE_STMTS(X) \
@@ -125,7 +125,7 @@ typedef enum {
     /* the directories recorded for a held buffer (ST_KEPT_PUT), and whether a \
      * device and inode is one of any held buffer */ \
     X(KEPT_OF, "SELECT node,dev,ino,kept FROM kept_dirs WHERE owner=?") \
-    X(KEPT_ID, "SELECT 1 FROM kept_dirs WHERE dev=? AND ino=? LIMIT 1") \
+    X(KEPT_ID, "SELECT 1 FROM kept_dirs WHERE node=? AND dev=? AND ino=? LIMIT 1") \
     /* the stage-outs done whose fsyncs had not finished, with their job's user */ \
     X(XFERS_SYNCING, "SELECT t.id,t.job_id,COALESCE(t.held,t.source),t.destination,t.type," \
       "t.finished,j.uid,j.gid," \

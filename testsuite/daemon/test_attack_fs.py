@@ -16,6 +16,7 @@ Runs as root (the daemons act as the users); skipped otherwise.
 """
 import os
 import signal
+import sqlite3
 import subprocess
 import time
 
@@ -23,9 +24,8 @@ import pytest
 
 from harmonia_test.wait import wait_for
 from conftest import SLURM_UID, USER1, USER2, register
-from test_mover import (GID1, GID2, MiB, build_shim, mkdirs, mover_daemon, new_job, preloaded,
-                        sparse,
-                        stage, wait_xfer, write)
+from test_mover import (GID1, GID2, MiB, build_shim, mkdirs, mover_daemon,
+                        new_job, preloaded, sparse, stage, wait_xfer, write)
 from test_nodes import NODES, agent_cluster, agents  # noqa: F401 (a fixture)
 from test_nodes import new_job as agent_job
 from test_nodes_agent import BBNODED, agent  # noqa: F401 (a fixture)
@@ -229,51 +229,177 @@ def unreachable(trash, ino):
     as_user(USER1, GID1, probe)
 
 
+def torn_down_embedded(d, job, attack):
+    """A job of uid 1001 whose buffer attack(path) prepares, then torn down: the
+    trash and the buffer's inode, once it is there."""
+    bb = new_job(d, job)
+    ino = os.stat(bb).st_ino
+    attack(bb)
+    d.ok("DELETE", "/v1/jobs/" + job, uid=SLURM_UID)
+    trash = os.path.join(d.mount, ".harmonia-trash")
+    wait_for(lambda: not os.path.exists(bb) and os.path.isdir(trash),
+             "the move of %s to the trash" % bb)
+    return trash, ino
+
+
 def test_writer_during_teardown_embedded(make_daemon, tmp_base):
     """A process of the user keeps creating files in the buffer while it is torn
     down: the teardown still removes everything (each directory is the daemon's
     before it is read), nothing stays in the trash, and the user cannot reach the
     trash."""
     d = mover_daemon(make_daemon, tmp_base)
-    pid = None
+    pids = []
     try:
-        bb = new_job(d, "w1")
-        ino = os.stat(bb).st_ino
-        pid = writer(bb)
-        d.ok("DELETE", "/v1/jobs/w1", uid=SLURM_UID)
-        trash = os.path.join(d.mount, ".harmonia-trash")
-        wait_for(lambda: not os.path.exists(bb) and os.path.isdir(trash),
-                 "the move of %s to the trash" % bb)
+        trash, ino = torn_down_embedded(d, "w1", lambda bb: pids.append(writer(bb)))
         unreachable(trash, ino)
         wait_for(lambda: not os.listdir(trash), "the trash to be empty",
                  report=lambda: "%s\n%s" % (os.listdir(trash), d.log_text()[-3000:]))
         alive(d)
     finally:
-        if pid:
+        for pid in pids:
             reap(pid)
         scrub(d.mount)
 
 
+def torn_down_agent(mgr, mount, log, name, attack):
+    """The agent's directory 'name' of uid 1001, prepared by attack(path), then no
+    longer listed: the trash and the directory's inode, once it is there."""
+    mgr.reply(dirs_gen=name + "a", dirs=[{"name": name, "uid": USER1, "gid": GID1}])
+    mgr.next(lambda b: b.get("dirs") == name + "a")
+    bb = os.path.join(mount, name)
+    ino = os.stat(bb).st_ino
+    attack(bb)
+    mgr.reply(dirs_gen=name + "b", dirs=[], default=True)
+    trash = os.path.join(mount, ".harmonia-trash")
+    wait_for(lambda: not os.path.exists(bb) and os.path.isdir(trash),
+             "the move of %s to the trash" % bb, report=lambda: log_of(log))
+    return trash, ino
+
+
 def test_writer_during_teardown_agent(agent):
     mgr, mount, p, log = agent
-    pid = None
+    pids = []
     try:
-        mgr.reply(dirs_gen="w1", dirs=[{"name": "78", "uid": USER1, "gid": GID1}])
-        mgr.next(lambda b: b.get("dirs") == "w1")
-        bb = os.path.join(mount, "78")
-        ino = os.stat(bb).st_ino
-        pid = writer(bb)
-        mgr.reply(dirs_gen="w2", dirs=[], default=True)
-        trash = os.path.join(mount, ".harmonia-trash")
-        wait_for(lambda: not os.path.exists(bb) and os.path.isdir(trash),
-                 "the move of %s to the trash" % bb, report=lambda: log_of(log))
+        trash, ino = torn_down_agent(mgr, mount, log, "78",
+                                     lambda bb: pids.append(writer(bb)))
         unreachable(trash, ino)
         wait_for(lambda: not os.listdir(trash), "the trash to be empty",
                  report=lambda: "%s\n%s" % (os.listdir(trash), log_of(log)))
         assert p.poll() is None
     finally:
-        if pid:
+        for pid in pids:
             reap(pid)
+        scrub(mount)
+
+
+# Leftovers: a file the teardown cannot remove (unlinkat fails with EIO for the
+# names that start with "eio-" while the file $HARMONIA_SHIM_UNLINK_EIO exists: an
+# I/O error of the file system, as the daemons see it) next to a process of the user
+# that keeps creating files in another directory of the buffer.
+UNLINK_SHIM_C = r"""
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int unlinkat(int dfd, const char *name, int flags)
+{
+    int (*real)(int, const char *, int) = dlsym(RTLD_NEXT, "unlinkat");
+    const char *flag = getenv("HARMONIA_SHIM_UNLINK_EIO");
+    if (flag && *flag && !(flags & AT_REMOVEDIR) && !strncmp(name, "eio-", 4)
+        && access(flag, F_OK) == 0) {
+        errno = EIO;
+        return -1;
+    }
+    return real(dfd, name, flags);
+}
+"""
+
+
+def unlink_shim(base):
+    src, so = os.path.join(base, "unlink-shim.c"), os.path.join(base, "unlink-shim.so")
+    with open(src, "w") as f:
+        f.write(UNLINK_SHIM_C)
+    subprocess.run(["cc", "-shared", "-fPIC", "-O2", "-o", so, src, "-ldl"], check=True)
+    return so
+
+
+def leftover_attack(top):
+    """As the user: top holds eio-stuck (the daemon cannot remove it while the
+    flag exists) and a writer runs in top/sub (its pid).  The caller tears top
+    down, then leftover_checks(): the teardown fails and says it tries again;
+    what is left in the trash is only what failed (the writer's directory was
+    reached, made the daemon's and removed), none of it the user's, out of their
+    reach; once the file system answers again, a later try removes it."""
+    as_user(USER1, GID1, lambda: open(os.path.join(top, "eio-stuck"), "w").write("x"))
+    return writer(top, seconds=120)
+
+
+def leftover_checks(trash, ino, flag, log_text):
+    wait_for(lambda: "remove 'eio-stuck' at depth 1: Input/output error" in log_text(),
+             "the teardown to fail and say so", report=lambda: log_text()[-3000:])
+    left = [os.path.join(trash, n) for n in os.listdir(trash)]
+    assert len(left) == 1, left
+    left = left[0]
+    # the writer's directory was reached, given to the daemon and removed: what is
+    # left is the file that failed, and nobody but the daemon can add to it
+    wait_for(lambda: os.listdir(left) == ["eio-stuck"],
+             "only the failed file left in " + left,
+             report=lambda: "%s\n%s" % (sorted(os.listdir(left))[:20], log_text()[-2000:]))
+    st = os.stat(left)
+    assert st.st_uid == 0 and st.st_mode & 0o7777 == 0, oct(st.st_mode)
+    assert "is tried again in" in log_text()
+    unreachable(trash, ino)
+    # tried again: once the file system answers, nothing is left
+    os.unlink(flag)
+    wait_for(lambda: not os.listdir(trash), "a later try to remove " + left,
+             report=lambda: "%s\n%s" % (os.listdir(trash), log_text()[-3000:]))
+
+
+def test_leftover_of_a_failed_teardown_embedded(make_daemon, tmp_base):
+    """A teardown that fails (an I/O error on one file) while a process of the user
+    keeps creating files in the buffer: nothing of what is left is the user's, and
+    it is tried again until it is gone."""
+    so = unlink_shim(tmp_base)
+    flag = os.path.join(tmp_base, "eio-on")
+    open(flag, "w").close()
+    with preloaded(so, HARMONIA_SHIM_UNLINK_EIO=flag):
+        d = mover_daemon(make_daemon, tmp_base)
+    pids = []
+    try:
+        trash, ino = torn_down_embedded(d, "lo1", lambda bb: pids.append(leftover_attack(bb)))
+        leftover_checks(trash, ino, flag, d.log_text)
+        alive(d)
+    finally:
+        for pid in pids:
+            reap(pid)
+        scrub(d.mount)
+
+
+def test_leftover_of_a_failed_teardown_agent(agent, tmp_base):
+    mgr, mount, p, log = agent
+    pids, p2 = [], None
+    so = unlink_shim(tmp_base)
+    flag = os.path.join(tmp_base, "eio-on")
+    open(flag, "w").close()
+    try:
+        stop_agent(p)
+        with preloaded(so, HARMONIA_SHIM_UNLINK_EIO=flag):
+            p2 = start_agent(tmp_base, log)
+        mgr.next()
+        trash, ino = torn_down_agent(mgr, mount, log, "79",
+                                     lambda bb: pids.append(leftover_attack(bb)))
+        leftover_checks(trash, ino, flag, lambda: open(log).read())
+        assert p2.poll() is None, "bbnoded died:\n" + log_of(log)
+    finally:
+        for pid in pids:
+            reap(pid)
+        if p2 and p2.poll() is None:
+            p2.send_signal(signal.SIGTERM)
+            p2.wait(timeout=60)
         scrub(mount)
 
 
@@ -501,3 +627,87 @@ def test_release_of_kept_data_moved_aside_agent(make_daemon, agents, tmp_base):
     with open(os.path.join(path, "live")) as f:
         assert f.read() == "mine", "another user's live buffer was removed"
     assert os.stat(path).st_uid == USER2
+
+
+# ------------------------------------------------------------------ deep source trees
+COPY_DEPTH = 1200       # past what a recursive walk survives on 256 KiB (about 800),
+                        # with the paths of the copy still under PATH_MAX
+
+
+def test_deep_chain_stage_in_embedded(make_daemon, tmp_base):
+    """A user stages in a chain of 1,200 directories: the walk of the source does not
+    recurse on the mover thread's stack; the copy is made, level by level, with the
+    file at the bottom, and bbmgrd lives on."""
+    d = mover_daemon(make_daemon, tmp_base)
+    try:
+        pfs = os.path.join(tmp_base, "pfs")
+        mkdirs(pfs)
+        src = os.path.join(pfs, "deep")
+        mkdirs(src, 0o700)
+        chain(src, depth=COPY_DEPTH, leaf=b"bottom")
+        bb = new_job(d, "dc1")
+        x = wait_xfer(d, stage(d, "dc1", "stage_in", src, bb + "/in"))
+        assert x["state"] == "done", "%s\n%s" % (x, d.log_text()[-3000:])
+        fd = os.open(bb + "/in", os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            for _ in range(COPY_DEPTH):
+                assert os.listdir(fd) == ["d"], os.listdir(fd)
+                nfd = os.open("d", os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+                os.close(fd)
+                fd = nfd
+            assert os.listdir(fd) == ["leaf"]
+            lfd = os.open("leaf", os.O_RDONLY, dir_fd=fd)
+            assert os.read(lfd, 100) == b"bottom"
+            assert os.fstat(lfd).st_uid == USER1
+            os.close(lfd)
+        finally:
+            os.close(fd)
+        alive(d)
+    finally:
+        scrub(d.mount)
+        scrub(os.path.join(tmp_base, "pfs"))
+
+
+# ------------------------------------------------------------------ kept_dirs per node
+KEPT_DIRS_6 = ("CREATE TABLE kept_dirs(owner TEXT NOT NULL, node TEXT NOT NULL,"
+               " dev INTEGER NOT NULL, ino INTEGER NOT NULL, kept INTEGER NOT NULL DEFAULT 0,"
+               " PRIMARY KEY(dev, ino))")
+
+
+def test_kept_dirs_keyed_by_node_migrated(make_daemon, tmp_base):
+    """The identity of a kept directory is per node (two agents' nodes may have the
+    same device and inode): a state.db of schema 6 (kept_dirs keyed by device and
+    inode) is migrated at start, its rows kept, and two nodes' equal identities are
+    then both recorded."""
+    d = mover_daemon(make_daemon, tmp_base)
+    d.stop()
+    path = os.path.join(d.state, "state.db")
+    db = sqlite3.connect(path, timeout=5)
+    with db:
+        db.execute("DROP TABLE kept_dirs")
+        db.execute(KEPT_DIRS_6)
+        db.execute("CREATE INDEX kept_dirs_owner ON kept_dirs(owner)")
+        db.executemany("INSERT INTO kept_dirs VALUES(?,?,?,?,?)",
+                       [("job-old1", "bb01", 64769, 4711, 1),
+                        ("persistent-old2", "bb02", 64769, 4712, 0)])
+    db.execute("PRAGMA user_version = 6")
+    db.close()
+    d.start()
+    try:
+        alive(d)
+    finally:
+        d.stop()
+    db = sqlite3.connect(path, timeout=5)
+    try:
+        rows = db.execute("SELECT owner,node,dev,ino,kept FROM kept_dirs ORDER BY owner").fetchall()
+        assert rows == [("job-old1", "bb01", 64769, 4711, 1),
+                        ("persistent-old2", "bb02", 64769, 4712, 0)], rows
+        with db:
+            db.execute("INSERT INTO kept_dirs VALUES('job-other','bb02',64769,4711,1)")
+        assert db.execute("SELECT count(*) FROM kept_dirs WHERE dev=64769 AND ino=4711")\
+            .fetchone()[0] == 2
+        assert db.execute("SELECT count(*) FROM sqlite_master WHERE name='kept_dirs_owner'")\
+            .fetchone()[0] == 1
+        assert db.execute("PRAGMA user_version").fetchone()[0] >= 7
+    finally:
+        db.close()
