@@ -46,10 +46,16 @@ def test_dd_loop_learned_and_shown_under_slurm(cluster, need_bbmgrd):
     try:
         # what the user sees in Slurm while the job runs: every phase counted
         want = "LearnedPhases=%d" % PERIODS
-        line = wait_for(lambda: (lambda x: x if x and want in x else None)(
-            burst_line(cluster, u, j)), timeout=90,
-            what="%s on the job's line of scontrol show burst (now %r)"
-            % (want, burst_line(cluster, u, j)))
+        seen = []
+
+        def shown():
+            seen[:] = [burst_line(cluster, u, j)]
+            return seen[0] if seen[0] and want in seen[0] else None
+        try:
+            line = wait_for(shown, timeout=90,
+                            what="%s on the job's line of scontrol show burst" % want)
+        except AssertionError as e:
+            raise AssertionError("%s; last line: %r" % (e, seen[:1])) from None
         assert cluster.job(j)["JobState"] == "RUNNING", "seen only after the job ran"
         with open(starts) as f:
             t = [float(x) for x in f.read().split()]
