@@ -8,6 +8,9 @@
 
 #include "bbh_plugin.h"
 
+/* Seconds between two reads of the running jobs' learned figures. */
+#define LEARNED_EVERY 5
+
 /* ------------------------------------------------------------------ agent */
 
 /*
@@ -458,6 +461,28 @@ static void _scan_jobs(void)
 	unlock_slurmctld(job_read_lock);
 }
 
+/*
+ * Refresh what bbmgrd learned of the running jobs' I/O phases, which "scontrol
+ * show burst" shows next to their buffers (bbh_show.c), when the plugin
+ * follows a job.
+ */
+static void _refresh_learned(hm_client_t *cli)
+{
+	json_t *resp = NULL;
+	char *msg = NULL;
+	bool any = false;
+
+	slurm_mutex_lock(&bb_state.bb_mutex);
+	for (int i = 0; i < HJOB_HASH && !any; i++)
+		any = hjobs[i] != NULL;
+	slurm_mutex_unlock(&bb_state.bb_mutex);
+	if (any && bbh_call(cli, "GET", "/v1/jobs?state=running", NULL, &resp,
+			    &msg) == 200)
+		bbh_learned_apply(resp);
+	json_decref(resp);
+	xfree(msg);
+}
+
 extern hm_client_t *bbh_client(long timeout_s)
 {
 	hm_client_opts_t o = { 0 };
@@ -491,7 +516,7 @@ extern void *bbh_agent(void *arg)
 	hm_client_t *cli = NULL;
 	work_t *ws = xcalloc(BATCH_JOBS, sizeof(*ws));
 	step_rc_t *rcs = xcalloc(BATCH_JOBS, sizeof(*rcs));
-	time_t last_pools = 0;
+	time_t last_pools = 0, last_learned = 0;
 	bool pools_stale = false;
 	unsigned round = 0;
 
@@ -558,6 +583,10 @@ extern void *bbh_agent(void *arg)
 			_refresh_pools(cli);
 			last_pools = now;
 			pools_stale = false;
+		}
+		if (cli && now - last_learned >= LEARNED_EVERY) {
+			_refresh_learned(cli);
+			last_learned = now;
 		}
 		/* Run every due job once per round, BATCH_JOBS at a time. */
 		round++;

@@ -27,7 +27,8 @@
 
 static const char *keys[] = {
 	"BbmgrURL", "JobURL", "MungeSocket", "Timeout", "RetryInterval",
-	"PollInterval", "StageSpread", "Interpose", "InterposePaths", NULL
+	"PollInterval", "StageSpread", "Interpose", "InterposePaths",
+	"InterposeLibrary", NULL
 };
 
 extern void bbh_conf_free(bbh_conf_t *conf)
@@ -38,6 +39,7 @@ extern void bbh_conf_free(bbh_conf_t *conf)
 	xfree(conf->job_url);
 	xfree(conf->munge_socket);
 	xfree(conf->interpose_paths);
+	xfree(conf->interpose_library);
 	xfree(conf->path);
 	memset(conf, 0, sizeof(*conf));
 }
@@ -135,7 +137,7 @@ extern int bbh_conf_load(const char *path, bbh_conf_t *conf, char **err)
 			if (!strcasecmp(keys[i], key))
 				known = 1;
 		if (!known) {
-			xstrfmtcat(*err, "%s:%d:%d: unknown key '%s' (known: BbmgrURL, JobURL, MungeSocket, Timeout, RetryInterval, PollInterval, StageSpread, Interpose, InterposePaths)",
+			xstrfmtcat(*err, "%s:%d:%d: unknown key '%s' (known: BbmgrURL, JobURL, MungeSocket, Timeout, RetryInterval, PollInterval, StageSpread, Interpose, InterposePaths, InterposeLibrary)",
 				   path, lineno, col, key);
 			goto fail;
 		}
@@ -184,14 +186,20 @@ extern int bbh_conf_load(const char *path, bbh_conf_t *conf, char **err)
 			}
 			xfree(conf->interpose_paths);
 			conf->interpose_paths = xstrdup(val);
-		} else if (!strcasecmp(key, "MungeSocket")) {
+		} else if (!strcasecmp(key, "MungeSocket") ||
+			   !strcasecmp(key, "InterposeLibrary")) {
+			bool munge = !strcasecmp(key, "MungeSocket");
+			char **dst = munge ? &conf->munge_socket :
+				     &conf->interpose_library;
 			if (val[0] != '/') {
-				xstrfmtcat(*err, "%s:%d:%d: MungeSocket '%s' must be an absolute path",
-					   path, lineno, vcol, val);
+				xstrfmtcat(*err, "%s:%d:%d: %s '%s' must be an absolute path",
+					   path, lineno, vcol,
+					   munge ? "MungeSocket" : "InterposeLibrary",
+					   val);
 				goto fail;
 			}
-			xfree(conf->munge_socket);
-			conf->munge_socket = xstrdup(val);
+			xfree(*dst);
+			*dst = xstrdup(val);
 		} else {
 			int *dst = !strcasecmp(key, "Timeout") ? &conf->timeout :
 				   !strcasecmp(key, "RetryInterval") ?

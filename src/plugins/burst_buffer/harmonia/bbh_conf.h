@@ -18,6 +18,8 @@ typedef struct {
 	bool interpose;		/* Interpose: the interposer is on for jobs that
 				 * do not say (iohints interpose=yes|no) */
 	char *interpose_paths;	/* InterposePaths: PFS prefixes it counts */
+	char *interpose_library; /* InterposeLibrary: the libharmonia-preload.so
+				  * jobs get (default: the installed one) */
 } bbh_conf_t;
 
 /* Read 'path'.  0 on success (conf->configured false when the file does not

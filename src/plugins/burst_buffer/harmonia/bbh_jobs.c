@@ -58,6 +58,7 @@ extern void bbh_hjob_free(hjob_t *h)
 	xfree(h->bb_nodes);
 	xfree(h->persist_env);
 	xfree(h->note);
+	xfree(h->learned);
 	xfree(h);
 }
 

@@ -100,6 +100,8 @@ typedef struct hjob {
 	char *persist_env;	/* "HARMONIA_PERSISTENT_<name>=<path>\n"... */
 	uint32_t ncompute;
 	char *note;		/* what the agent waits for (state_desc) */
+	char *learned;		/* what bbmgrd learned of its I/O phases, as
+				 * "scontrol show burst" shows it (bbh_show.c) */
 	struct hjob *next;
 } hjob_t;
 
@@ -180,6 +182,9 @@ extern void *bbh_agent(void *arg);
 extern hm_client_t *bbh_client(long timeout_s);
 extern void bbh_pools_apply(json_t *resp);
 extern void bbh_pools_apply_locked(json_t *resp);
+
+/* bbh_show.c */
+extern void bbh_learned_apply(json_t *resp);
 
 /* bbh_sched.c */
 extern void bbh_eager_stage_in(void);

@@ -167,6 +167,29 @@ static void _pools_text(json_t *resp, char **out)
 	}
 }
 
+/*
+ * A job's learned figures (its "learned" in GET /v1/jobs): the number of its
+ * finished phases, with w_iter ("12.1s", "-" before two) in wb and the volume
+ * per phase in sz; 0 when none has finished.
+ */
+static int64_t _learned_figs(json_t *job, char *wb, size_t wlen, char *sz,
+			     size_t slen)
+{
+	json_t *l = json_object_get(job, "learned");
+	json_t *w = json_object_get(l, "w_iter");
+	json_t *v = json_object_get(l, "io_volume");
+	int64_t n = json_integer_value(json_object_get(l, "phases"));
+
+	if (n <= 0 || !json_is_number(v))
+		return 0;
+	if (json_is_number(w))
+		snprintf(wb, wlen, "%.1fs", json_number_value(w));
+	else
+		snprintf(wb, wlen, "-");
+	hu_bb_size_str((uint64_t) (json_number_value(v) + 0.5), sz, slen);
+	return n;
+}
+
 /* At most this many lines of learned figures in "scontrol show bbstat". */
 #define LEARNED_LINES_MAX 64
 
@@ -189,13 +212,10 @@ static void _learned_text(json_t *resp, uint32_t uid, char **out)
 	slurm_mutex_unlock(&bb_state.bb_mutex);
 	for (size_t i = 0; i < json_array_size(jobs); i++) {
 		json_t *j = json_array_get(jobs, i);
-		json_t *l = json_object_get(j, "learned");
-		json_t *w = json_object_get(l, "w_iter");
-		json_t *v = json_object_get(l, "io_volume");
-		char sz[32], wb[32] = "-";
+		char sz[32], wb[32];
+		int64_t n = _learned_figs(j, wb, sizeof(wb), sz, sizeof(sz));
 
-		if (json_integer_value(json_object_get(l, "phases")) <= 0 ||
-		    !json_is_number(v))
+		if (!n)
 			continue;
 		if (private && (uid == NO_VAL ||
 				json_integer_value(json_object_get(j, "uid")) != uid))
@@ -204,13 +224,9 @@ static void _learned_text(json_t *resp, uint32_t uid, char **out)
 			more++;
 			continue;
 		}
-		if (json_is_number(w))
-			snprintf(wb, sizeof(wb), "%.1fs", json_number_value(w));
 		xstrfmtcat(*out, "  job %s: learned: w_iter=%s volume=%s phases=%"PRId64"\n",
 			   bbh_json_str(j, "id") ? bbh_json_str(j, "id") : "?", wb,
-			   hu_bb_size_str((uint64_t) (json_number_value(v) + 0.5),
-					  sz, sizeof(sz)),
-			   (int64_t) json_integer_value(json_object_get(l, "phases")));
+			   sz, n);
 		shown++;
 	}
 	if (more)
@@ -287,15 +303,86 @@ extern char *bb_p_get_status(uint32_t argc, char **argv, uint32_t uid,
 	return out;
 }
 
+/*
+ * Take bbmgrd's GET /v1/jobs?state=running answer (the agent asks for it, no
+ * lock held) as what "scontrol show burst" shows of each job's learned
+ * figures: hjob->learned, "LearnedWIter=12.1s LearnedVolume=256MiB
+ * LearnedPhases=4" (w_iter "-" before two phases), NULL before the first
+ * phase ends.  A job no longer in the answer keeps its last figures.
+ */
+extern void bbh_learned_apply(json_t *resp)
+{
+	json_t *jobs = json_object_get(resp, "jobs");
+
+	if (!json_is_array(jobs))
+		return;
+	slurm_mutex_lock(&bb_state.bb_mutex);
+	for (size_t i = 0; i < json_array_size(jobs); i++) {
+		json_t *j = json_array_get(jobs, i);
+		const char *id = bbh_json_str(j, "id");
+		char *end = NULL, sz[32], wb[32];
+		int64_t n = _learned_figs(j, wb, sizeof(wb), sz, sizeof(sz));
+		unsigned long job_id;
+		hjob_t *h;
+
+		if (!id || !n)
+			continue;
+		job_id = strtoul(id, &end, 10);
+		if (!end || *end || !job_id || job_id > UINT32_MAX ||
+		    !(h = bbh_hjob_find(job_id)))
+			continue;
+		xfree(h->learned);
+		h->learned = xstrdup_printf("LearnedWIter=%s LearnedVolume=%s LearnedPhases=%"PRId64,
+					    wb, sz, n);
+	}
+	slurm_mutex_unlock(&bb_state.bb_mutex);
+}
+
+/*
+ * Slurm's fixed format has no field for a job's learned figures: they follow
+ * the Pool of the job's buffer ("Pool=nvme LearnedWIter=2.0s ..."), the pool
+ * of each record being swapped for the packing only.  bb_mutex held.
+ */
+static void _learned_pools(bool restore, char ***saved, int *nsaved)
+{
+	int k = 0;
+
+	if (!restore)
+		*nsaved = 0;
+	for (int i = 0; i < BB_HASH_SIZE; i++)
+		for (bb_alloc_t *a = bb_state.bb_ahash[i]; a; a = a->next) {
+			hjob_t *h = a->job_id ? bbh_hjob_find(a->job_id) : NULL;
+
+			if (!h || !h->learned)
+				continue;
+			if (restore) {
+				xfree(a->pool);
+				a->pool = (*saved)[k++];
+				continue;
+			}
+			xrecalloc(*saved, *nsaved + 1, sizeof(char *));
+			(*saved)[(*nsaved)++] = a->pool;
+			a->pool = xstrdup_printf("%s %s", a->pool ? a->pool : "-",
+						 h->learned);
+		}
+	if (restore)
+		xfree(*saved);
+}
+
 extern int bb_p_state_pack(uid_t uid, buf_t *buffer, uint16_t protocol_version)
 {
+	char **saved = NULL;
+	int nsaved = 0;
+
 	slurm_mutex_lock(&bb_state.bb_mutex);
 	packstr(bb_state.name, buffer);
 	bb_pack_state(&bb_state, buffer, protocol_version);
 	if (((bb_state.bb_config.flags & BB_FLAG_PRIVATE_DATA) == 0) ||
 	    validate_operator(uid))
 		uid = 0;	/* User can see all data */
+	_learned_pools(false, &saved, &nsaved);
 	(void) bb_pack_bufs(uid, &bb_state, buffer, protocol_version);
+	_learned_pools(true, &saved, &nsaved);
 	(void) bb_pack_usage(uid, &bb_state, buffer, protocol_version);
 	slurm_mutex_unlock(&bb_state.bb_mutex);
 	return SLURM_SUCCESS;

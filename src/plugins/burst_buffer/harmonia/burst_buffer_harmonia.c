@@ -648,7 +648,8 @@ static void _interpose_env(job_record_t *job_ptr, hjob_t *h)
 	hu_bb_request_free(&req);
 	if (!on)
 		return;
-	_env_add(job_ptr, "LD_PRELOAD", HARMONIA_PRELOAD);
+	_env_add(job_ptr, "LD_PRELOAD", conf.interpose_library ?
+		 conf.interpose_library : HARMONIA_PRELOAD);
 	if (conf.interpose_paths)
 		_env_add(job_ptr, "HARMONIA_INTERPOSE_PATHS", conf.interpose_paths);
 }
