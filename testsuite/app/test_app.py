@@ -489,3 +489,33 @@ def test_connection_session_and_its_renewal(daemon, monkeypatch):
     lib.harmonia_finalize(h)
     ph = phases_of(daemon, "sess")
     assert len(ph) == 30 and all(p["state"] == "finished" for p in ph)
+
+
+def test_reused_job_id_does_not_join_a_dead_jobs_phase(make_daemon, tmp_path):
+    """Job ids start again at 1 on a new cluster (and after the controller's state is
+    lost): a job whose id an earlier job had, on the same node, must not take the
+    earlier job's phase, left open in the processes' shared file by a process that
+    was killed, for its own.  The plugin gives each run of a job its start time
+    (HARMONIA_JOB_START), and the shared files are named by it."""
+    coord = str(tmp_path / "coord")
+    d1 = make_daemon()
+    register(d1, "5", uid=os.getuid(), nodes=1)
+    env1 = job_env(d1, "5", HARMONIA_COORD_DIR=coord, HARMONIA_JOB_START="1000")
+    p = subprocess.Popen([HARMONIA_IO, "--volume", "1MiB", "--", "sleep", "60"], env=env1)
+    try:
+        assert first_phase_granted(d1, "5")
+    finally:
+        p.kill()
+        p.wait()
+    assert phases_of(d1, "5")[0]["state"] == "granted"      # left open by the kill
+    # the next cluster: a new bbmgrd, the same job id, the same node's shared files
+    d2 = make_daemon()
+    register(d2, "5", uid=os.getuid(), nodes=1)
+    env2 = job_env(d2, "5", HARMONIA_COORD_DIR=coord, HARMONIA_JOB_START="2000")
+    for _ in range(2):
+        q = subprocess.run([HARMONIA_IO, "--volume", "1MiB", "--", "true"], env=env2,
+                           capture_output=True, text=True, timeout=30)
+        assert q.returncode == 0, q.stderr
+    ph = settled_phases(d2, "5")
+    assert [x["state"] for x in ph] == ["finished", "finished"], ph
+    assert all(x["granted"] is not None for x in ph), ph

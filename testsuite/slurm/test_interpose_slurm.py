@@ -55,7 +55,9 @@ def test_dd_loop_learned_and_shown_under_slurm(cluster, need_bbmgrd):
             line = wait_for(shown, timeout=90,
                             what="%s on the job's line of scontrol show burst" % want)
         except AssertionError as e:
-            raise AssertionError("%s; last line: %r" % (e, seen[:1])) from None
+            burst = run_as(cluster, u, "scontrol", "show", "burst").stdout
+            raise AssertionError("%s; last line: %r\njob: %s\nscontrol show burst:\n%s"
+                                 % (e, seen[:1], cluster.job(j), burst)) from None
         assert cluster.job(j)["JobState"] == "RUNNING", "seen only after the job ran"
         with open(starts) as f:
             t = [float(x) for x in f.read().split()]
@@ -103,3 +105,33 @@ def test_dd_loop_learned_and_shown_under_slurm(cluster, need_bbmgrd):
         assert m and abs(float(m.group(1)) - true_w) <= 0.2 * true_w, (hints, true_w)
     finally:
         run_as(cluster, u, "scancel", j2)
+    # ... and so does one that asks for the interposer alone ("iohints interpose=yes")
+    rc, j3, _, err = sbatch_as(cluster, u, script("jobbuffer capacity=1GiB",
+                                                  "iohints interpose=yes", body="true"),
+                               "-J", name, "-H", wdir=wdir)
+    assert rc == 0, err
+    try:
+        hints = cluster.job(j3)["BurstBuffer"].splitlines()[1]
+        m = re.match(r"#BB_HARMONIA iohints interpose=yes w_iter=([0-9.]+)s io_volume=8MiB "
+                     r".*source=learned$", hints)
+        assert m and abs(float(m.group(1)) - true_w) <= 0.2 * true_w, (hints, true_w)
+    finally:
+        run_as(cluster, u, "scancel", j3)
+
+
+def test_interposer_asked_for_without_hints(cluster, need_bbmgrd):
+    """'#BB_HARMONIA iohints interpose=yes' alone: no hint to give, the job runs
+    under the interposer all the same."""
+    u = plain_user(cluster)
+    wdir = user_workdir(cluster, u)
+    name = "nohint%d" % (int(time.time() * 1000) % 10**6)
+    rc, j, _, err = sbatch_as(cluster, u, script(
+        "jobbuffer capacity=1GiB", "iohints interpose=yes",
+        body="dd if=/dev/zero of=\"$HARMONIA_BB/f\" bs=1M count=2 status=none; "
+             "echo \"preload=$LD_PRELOAD\""), "-J", name, wdir=wdir)
+    assert rc == 0, err
+    assert "#BB_HARMONIA iohints interpose=yes" in cluster.job(j)["BurstBuffer"]
+    assert cluster.wait_state(j, DONE) == "COMPLETED"
+    with open(os.path.join(wdir, "slurm-%s.out" % j)) as f:
+        out = f.read()
+    assert "preload=" in out and "libharmonia-preload.so" in out, out

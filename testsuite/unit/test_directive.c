@@ -141,6 +141,42 @@ START_TEST(test_iohints)
                                HU_BB_SRC_BB_OPTION, &err), -1);
     ck_assert_str_eq(err.text, "#BB_HARMONIA --bb item 1: iohints: interpose 'maybe' is "
                      "not yes or no");
+    /* "iohints interpose=yes" alone: the interposer without hints (it learns them,
+     * or job_submit gives the learned ones); its canonical line is itself, and a
+     * prefix of the line once learned hints are added */
+    parse_ok(&req, "#BB_HARMONIA iohints interpose=yes", HU_BB_SRC_SCRIPT);
+    ck_assert_int_eq(req.interpose, 1);
+    ck_assert(!req.has_hints);
+    canon = hu_bb_format(&req);
+    ck_assert_str_eq(canon, "#BB_HARMONIA iohints interpose=yes\n");
+    req.has_hints = req.hints_learned = true;
+    req.w_iter = 12;
+    req.io_volume = 1 << 20;
+    ck_assert_int_eq(hu_bb_validate(&req, &err), 0);
+    norm = hu_bb_format(&req);
+    ck_assert_str_eq(norm, "#BB_HARMONIA iohints interpose=yes w_iter=12s io_volume=1MiB "
+                     "io=write priority=1 source=learned\n");
+    free(canon);
+    free(norm);
+    hu_bb_request_free(&req);
+    parse_ok(&req, "iohints interpose=no", HU_BB_SRC_BB_OPTION);
+    ck_assert_int_eq(req.interpose, -1);
+    canon = hu_bb_format(&req);
+    ck_assert_str_eq(canon, "#BB_HARMONIA iohints interpose=no\n");
+    free(canon);
+    hu_bb_request_free(&req);
+    /* with any other key the hints are required as before */
+    ck_assert_int_eq(hu_bb_parse(&req, "iohints interpose=yes phases=3", 30,
+                                 HU_BB_SRC_BB_OPTION, &err), -1);
+    ck_assert_msg(strstr(err.text, "w_iter"), "%s", err.text);
+    ck_assert_int_eq(hu_bb_parse(&req, "iohints interpose=perhaps", 25,
+                                 HU_BB_SRC_BB_OPTION, &err), -1);
+    ck_assert_str_eq(err.text, "#BB_HARMONIA --bb item 1: iohints: interpose 'perhaps' is "
+                     "not yes or no");
+    ck_assert_int_eq(hu_bb_parse(&req, "#BB_HARMONIA iohints interpose=yes\n"
+                                 "#BB_HARMONIA iohints w_iter=1s io_volume=1B", 78,
+                                 HU_BB_SRC_SCRIPT, &err), -1);
+    ck_assert_msg(strstr(err.text, "a second iohints"), "%s", err.text);
 }
 END_TEST
 

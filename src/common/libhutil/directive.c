@@ -273,6 +273,17 @@ static int type_value(const char *val, hu_bb_type_t *t, ctx_t *c, hu_error_t *er
     return 0;
 }
 
+static int interpose_value(const char *val, int *out, ctx_t *c, hu_error_t *err)
+{
+    if (strcmp(val, "yes") == 0)
+        *out = 1;
+    else if (strcmp(val, "no") == 0)
+        *out = -1;
+    else
+        FAIL(err, c, "interpose '%s' is not yes or no", val);
+    return 0;
+}
+
 /* Apply one tokenised directive to 'req'. */
 static int apply(hu_bb_request_t *req, int v, kv_t *kv, int nkv, int line, ctx_t *c,
                  hu_error_t *err)
@@ -303,8 +314,16 @@ static int apply(hu_bb_request_t *req, int v, kv_t *kv, int nkv, int line, ctx_t
         req->has_buffer = true;
         return 0;
     case V_IOHINTS:
-        if (req->has_hints)
+        if (req->has_hints || req->interpose_only)
             FAIL(err, c, "a second iohints directive (only one per job)");
+        if (nkv == 1 && (val = kv_get(kv, nkv, "interpose"))) {
+            /* the interposer asked for (or refused) with no hints: what it
+             * measures, or what job_submit learned, gives them */
+            if (interpose_value(val, &req->interpose, c, err) < 0)
+                return -1;
+            req->interpose_only = true;
+            return 0;
+        }
         {
             hu_error_t e;
             val = kv_get(kv, nkv, "w_iter");
@@ -352,14 +371,9 @@ static int apply(hu_bb_request_t *req, int v, kv_t *kv, int nkv, int line, ctx_t
             else if (strcmp(val, "user") != 0)
                 FAIL(err, c, "source '%s' is not user or learned", val);
         }
-        if ((val = kv_get(kv, nkv, "interpose"))) {
-            if (strcmp(val, "yes") == 0)
-                req->interpose = 1;
-            else if (strcmp(val, "no") == 0)
-                req->interpose = -1;
-            else
-                FAIL(err, c, "interpose '%s' is not yes or no", val);
-        }
+        if ((val = kv_get(kv, nkv, "interpose"))
+            && interpose_value(val, &req->interpose, c, err) < 0)
+            return -1;
         req->has_hints = true;
         return 0;
     case V_STAGE_IN:
@@ -566,7 +580,9 @@ static int parse_one(hu_bb_request_t *req, const char *s, const char *end, int l
             goto out;
         nkv++;
     }
-    for (int i = 0; verb_keys[v][i]; i++) {
+    /* "iohints interpose=yes|no" alone needs no hints (apply()) */
+    bool interpose_only = v == V_IOHINTS && nkv == 1 && kv_get(kv, nkv, "interpose");
+    for (int i = 0; verb_keys[v][i] && !interpose_only; i++) {
         const char *k = verb_keys[v][i];
         if (k[0] == '!' && !kv_get(kv, nkv, k + 1)) {
             errno = EINVAL;
@@ -1241,6 +1257,8 @@ char *hu_bb_format(const hu_bb_request_t *req)
         if (req->hints_learned)
             AP(" source=learned");
         AP("\n");
+    } else if (req->interpose) {
+        AP("%s iohints interpose=%s\n", HU_BB_PREFIX, req->interpose > 0 ? "yes" : "no");
     }
     for (int i = 0; i < req->npersist; i++) {
         const hu_bb_persist_t *p = &req->persist[i];

@@ -91,6 +91,8 @@ typedef struct {
     bool hints_learned;     /* filled from history rather than given */
     int interpose;          /* the interposer: 1 yes, -1 no, 0 not given (the site's
                                default, harmonia.conf Interpose) */
+    bool interpose_only;    /* "iohints interpose=yes|no" alone: the interposer asked
+                               for or refused, no hints given (has_hints false) */
 
     int nstage_in, nstage_out;
     hu_bb_stage_t stage_in[HU_BB_MAX_STAGE];

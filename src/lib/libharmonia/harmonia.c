@@ -272,8 +272,9 @@ int harmonia_init(harmonia_t **hp, const harmonia_opts_t *opts)
     struct stat sb;
     if (!cdir || !*cdir)
         cdir = stat("/dev/shm", &sb) == 0 && S_ISDIR(sb.st_mode) ? "/dev/shm" : "/tmp";
-    if (asprintf(&h->coord_path, "%s/harmonia-%u-%s.phase", cdir, (unsigned)getuid(),
-                 job) < 0) {
+    const char *inc = hmi_job_start();
+    if (asprintf(&h->coord_path, "%s/harmonia-%u-%s%s%s.phase", cdir, (unsigned)getuid(),
+                 job, *inc ? "." : "", inc) < 0) {
         h->coord_path = NULL;
         goto error;
     }

@@ -12,6 +12,9 @@
 #ifndef HARMONIA_HMI_H
 #define HARMONIA_HMI_H
 
+#include <stdlib.h>
+#include <string.h>
+
 #include "harmonia/harmonia.h"
 
 double hmi_rate(harmonia_t *h, double moved);
@@ -29,6 +32,23 @@ typedef struct {
 
 #define HMI_AGENT_MODULE "libharmonia-preload-agent.so"
 #define HMI_AGENT_SYMBOL "hmi_agent_api"
+
+/* The job's incarnation, as the burst_buffer plugin puts it in the job's
+ * environment (HARMONIA_JOB_START: its start time, digits), or "": it is part of
+ * the names of the files a job's processes share (the phase, what was learned),
+ * so that a job that reuses an earlier job's id (ids start again at 1 on a new
+ * cluster or after the controller's state is lost, a requeued job starts anew)
+ * never joins that job's phase. */
+static inline const char *hmi_job_start(void)
+{
+    const char *s = getenv("HARMONIA_JOB_START");
+    if (!s || !*s || strlen(s) > 20)
+        return "";
+    for (const char *p = s; *p; p++)
+        if (*p < '0' || *p > '9')
+            return "";
+    return s;
+}
 
 /* The agent module's one exported function. */
 const hmi_api_t *hmi_agent_api(void);

@@ -975,8 +975,10 @@ __attribute__((constructor)) static void preload_init(void)
     for (const char *p = job; *p; p++)
         if (*p == '/' || (p == job && *p == '.'))
             job_ok = false;
-    if (job_ok && snprintf(learn_path, sizeof(learn_path), "%s/harmonia-%u-%s.learn", cdir,
-                           (unsigned)getuid(), job) >= (int)sizeof(learn_path))
+    const char *inc = hmi_job_start();
+    if (job_ok && snprintf(learn_path, sizeof(learn_path), "%s/harmonia-%u-%s%s%s.learn",
+                           cdir, (unsigned)getuid(), job, *inc ? "." : "", inc)
+                  >= (int)sizeof(learn_path))
         learn_path[0] = '\0';
     if ((v = getenv("HARMONIA_INTERPOSE_LOG")) && *v)
         snprintf(conf.log, sizeof(conf.log), "%s", v);

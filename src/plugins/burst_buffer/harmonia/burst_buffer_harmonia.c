@@ -696,7 +696,7 @@ extern int bb_p_job_begin(job_record_t *job_ptr)
 {
 	bb_job_t *bb_job;
 	hjob_t *h;
-	char id[32];
+	char id[32], start[32];
 
 	if (!job_ptr->burst_buffer || !job_ptr->burst_buffer[0])
 		return SLURM_SUCCESS;
@@ -706,6 +706,10 @@ extern int bb_p_job_begin(job_record_t *job_ptr)
 	bb_set_job_bb_state(job_ptr, bb_job, BB_STATE_RUNNING);
 	snprintf(id, sizeof(id), "%u", job_ptr->job_id);
 	_env_add(job_ptr, "HARMONIA_JOBID", id);
+	/* this run of the job: its processes' shared files are named by it
+	 * (libharmonia), so that a later job with the same id never joins them */
+	snprintf(start, sizeof(start), "%ld", (long) job_ptr->start_time);
+	_env_add(job_ptr, "HARMONIA_JOB_START", start);
 	if (!conf.configured) {
 		_het_env(job_ptr, NULL, id);
 		goto out;
