@@ -173,7 +173,9 @@ static void _pools_text(json_t *resp, char **out)
 /*
  * What bbmgrd learned of each running job's I/O phases (its GET /v1/jobs, the
  * job's "learned": doc/api.md), one line per job with a finished phase:
- * "  job 42: learned: w_iter=12.1s volume=256MiB phases=4".  With PrivateData
+ * "  job 42: learned: w_iter=12.1s volume=256MiB phases=4", and a line
+ * "  job 42: hold: REASON" for a job whose I/O phases bbmgrd holds
+ * (capacity.over: hold, doc/security.md, Capacity).  With PrivateData
  * of burst buffers, a user sees only their own jobs (as "scontrol show burst"),
  * and none when this Slurm does not say who asks.
  */
@@ -192,13 +194,21 @@ static void _learned_text(json_t *resp, uint32_t uid, char **out)
 		json_t *l = json_object_get(j, "learned");
 		json_t *w = json_object_get(l, "w_iter");
 		json_t *v = json_object_get(l, "io_volume");
+		const char *hold = bbh_json_str(j, "hold");
 		char sz[32], wb[32] = "-";
 
-		if (json_integer_value(json_object_get(l, "phases")) <= 0 ||
-		    !json_is_number(v))
-			continue;
 		if (private && (uid == NO_VAL ||
 				json_integer_value(json_object_get(j, "uid")) != uid))
+			continue;
+		/* its I/O phases held (capacity.over: hold): why */
+		if (hold && shown < LEARNED_LINES_MAX) {
+			xstrfmtcat(*out, "  job %s: hold: %s\n",
+				   bbh_json_str(j, "id") ? bbh_json_str(j, "id") : "?",
+				   hold);
+			shown++;
+		}
+		if (json_integer_value(json_object_get(l, "phases")) <= 0 ||
+		    !json_is_number(v))
 			continue;
 		if (shown == LEARNED_LINES_MAX) {
 			more++;
