@@ -199,11 +199,14 @@ static void job_row(json_t *j)
 {
     char b1[32], b2[96];
     json_t *a = json_object_get(j, "allocation"), *p = json_object_get(j, "phase");
+    const char *hold = json_string_value(json_object_get(j, "hold"));
     printf("%-12s %-10s %-10s %-10s %10s %-9s %6lld %s\n", str(j, "id"), str(j, "user"),
            str(j, "name"), str(j, "state"),
            a ? sz(json_object_get(a, "reserved"), b1, sizeof(b1)) : "-",
-           p ? str(p, "state") : "-",
+           !p ? "-" : json_is_string(json_object_get(p, "hold")) ? "held" : str(p, "state"),
            json_integer_value(json_object_get(j, "phases_done")), learned_str(j, b2, sizeof(b2)));
+    if (hold)       /* capacity.over: hold: why its phases wait */
+        printf("  hold: %s\n", hold);
 }
 
 static void node_row(json_t *n)

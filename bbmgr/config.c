@@ -182,7 +182,7 @@ static int chk_stage_mode(const void *v, hu_error_t *err)
 
 static int chk_capacity_over(const void *v, hu_error_t *err)
 {
-    static const char *const vals[] = { "refuse", "log", NULL };
+    static const char *const vals[] = { "refuse", "hold", "log", NULL };
     return chk_oneof(*(char *const *)v, vals, err);
 }
 

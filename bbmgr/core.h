@@ -107,6 +107,8 @@ typedef struct {
     double share;               /* bw / B */
     int buffer;                 /* node index chosen by the policy, -1: none */
     double w_done;
+    bool on_hold;               /* waiting outside the scheduler: its job's buffer is
+                                   over its capacity (capacity.over: hold); not stored */
 } phase_t;
 
 typedef enum { XF_QUEUED, XF_RUNNING, XF_DONE, XF_FAILED, XF_CANCELLED } xfer_state_t;

@@ -123,6 +123,7 @@ int sched_build(core_t *c, hu_error_t *err);
 void phase_close(core_t *c, phase_t *p, phase_state_t how, double bytes);
 void usage_tick(core_t *c, double wall);
 void usage_free(core_t *c);
+const char *core_job_hold(core_t *c, const job_t *j, char *buf, size_t len);
 
 /* core_recover.c */
 void held_query(core_t *c, held_t *h);

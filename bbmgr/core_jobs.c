@@ -118,7 +118,7 @@ void reschedule(core_t *c, double now)
     for (int i = 0; i < n; i++) {
         const hs_grant_t *g = &c->grants[i];
         job_t *j = hmap_iget(c->jobs_hs, g->id);
-        if (!j || !j->phase)
+        if (!j || !j->phase || j->phase->on_hold)
             continue;
         phase_t *p = j->phase;
         p->bw = g->bw;
@@ -190,7 +190,7 @@ int sched_build(core_t *c, hu_error_t *err)
             continue;
         if (job_arrive(c, j, now, err) < 0)
             goto error;
-        if (j->phase) {
+        if (j->phase && !j->phase->on_hold) {
             phase_t *p = j->phase;
             if (hs_phase_request(s, now, j->hs_id, p->volume, dir_of(p->dir),
                                  isnan(p->w_done) ? 0 : p->w_done, &herr) < 0) {
@@ -398,9 +398,9 @@ void phase_close(core_t *c, phase_t *p, phase_state_t how, double bytes)
 {
     job_t *j = p->job;
     double now = core_hs_now(c);
-    if (j->in_sched)
+    if (j->in_sched && !p->on_hold)
         hs_phase_finish(c->sched, now, j->hs_id);
-    if (p->state == PH_WAITING && c->nwaiting > 0)
+    if (p->state == PH_WAITING && !p->on_hold && c->nwaiting > 0)
         c->nwaiting--;
     p->state = how;
     p->finished = core_wall();
@@ -540,18 +540,25 @@ static void usage_list(core_t *c)
             c->uw_n++;
 }
 
+static void hold_release(core_t *c);
+
 static void usage_done(core_t *c, const char *kind, const char *name, bb_usage_t *u,
                        uint64_t capacity, uint64_t bytes)
 {
-    bool over = bytes > capacity;
+    bool over = bytes > capacity, was = u->over;
+    const char *mode = c->cfg->capacity_over;
     if (over != u->over)
         bl_warning("capacity: %s %s holds %ju bytes, %s its capacity %ju bytes%s", kind, name,
                    (uintmax_t)bytes, over ? "over" : "back under", (uintmax_t)capacity,
-                   over && !strcmp(c->cfg->capacity_over, "refuse")
-                       ? ": its I/O phases are refused until it frees space" : "");
+                   !over ? "" : !strcmp(mode, "refuse")
+                       ? ": its I/O phases are refused until it frees space"
+                       : !strcmp(mode, "hold")
+                       ? ": its I/O phases are held until it frees space" : "");
     u->bytes = bytes;
     u->over = over;
     u->at = core_wall();
+    if (was && !over)
+        hold_release(c);
 }
 
 /* The figure agent node k of a reported ("usage", nodes.c) into the sum, once per
@@ -580,6 +587,7 @@ void usage_tick(core_t *c, double wall)
         if (c->uw_i >= c->uw_n) {
             if (listed)
                 return;
+            hold_release(c);    /* also after capacity.over changed */
             usage_list(c);
             listed = true;
             if (!c->uw_n)
@@ -646,28 +654,70 @@ void usage_tick(core_t *c, double wall)
     }
 }
 
-/* The reason a phase of j is refused (capacity.over: refuse), or NULL. */
+/* Why the phases of j are refused or held: its buffer, or a persistent buffer it
+ * uses, is over its capacity (doc/security.md, Capacity); NULL: they are not. */
 static const char *over_capacity(core_t *c, const job_t *j, char *buf, size_t len)
 {
-    if (strcmp(c->cfg->capacity_over, "refuse"))
+    const char *mode = c->cfg->capacity_over;
+    bool hold = !strcmp(mode, "hold");
+    if (!hold && strcmp(mode, "refuse"))
         return NULL;
     if (j->usage.over && j->alloc) {
         snprintf(buf, len, "job %s: its buffer holds %ju bytes, over its capacity of %ju "
-                 "bytes: no I/O phase is granted until it frees space (capacity.over: refuse)",
-                 j->id, (uintmax_t)j->usage.bytes, (uintmax_t)j->alloc->capacity);
+                 "bytes: %s until it frees space (capacity.over: %s)", j->id,
+                 (uintmax_t)j->usage.bytes, (uintmax_t)j->alloc->capacity,
+                 hold ? "its I/O phases wait, held," : "no I/O phase is granted", mode);
         return buf;
     }
     for (int i = 0; i < j->nuses; i++) {
         pbuf_t *b = hmap_get(c->pbufs, j->uses[i]);
         if (b && b->usage.over) {
             snprintf(buf, len, "persistent buffer %s holds %ju bytes, over its capacity of "
-                     "%ju bytes: no I/O phase of the jobs using it is granted until it frees "
-                     "space (capacity.over: refuse)", b->name, (uintmax_t)b->usage.bytes,
-                     (uintmax_t)b->alloc.capacity);
+                     "%ju bytes: %s until it frees space (capacity.over: %s)", b->name,
+                     (uintmax_t)b->usage.bytes, (uintmax_t)b->alloc.capacity,
+                     hold ? "the I/O phases of the jobs using it wait, held,"
+                          : "no I/O phase of the jobs using it is granted", mode);
             return buf;
         }
     }
     return NULL;
+}
+
+/* Why j's I/O phases are held (capacity.over: hold), or NULL (GET /v1/jobs/ID "hold"). */
+const char *core_job_hold(core_t *c, const job_t *j, char *buf, size_t len)
+{
+    if (strcmp(c->cfg->capacity_over, "hold"))
+        return NULL;
+    return over_capacity(c, j, buf, len);
+}
+
+/* The held phases whose jobs are no longer over (or capacity.over no longer
+ * holds) go to the scheduler, as if requested now. */
+static void hold_release(core_t *c)
+{
+    void *v;
+    char why[400];
+    bool any = false;
+    double now = core_hs_now(c);
+    for (void *it = hmap_first(c->jobs, &v); it; it = hmap_next(c->jobs, it, &v)) {
+        job_t *j = v;
+        phase_t *p = j->phase;
+        hs_error_t herr = { "" };
+        if (!p || !p->on_hold || core_job_hold(c, j, why, sizeof(why)))
+            continue;
+        if (!j->in_sched || hs_phase_request(c->sched, now, j->hs_id, p->volume, dir_of(p->dir),
+                                             p->w_done, &herr) < 0) {
+            bl_error("capacity: held phase %ju of job %s could not be released: %s",
+                     (uintmax_t)p->id, j->id, herr.text[0] ? herr.text : "not scheduled");
+            continue;
+        }
+        p->on_hold = false;
+        any = true;
+        bl_info("capacity: phase %ju of job %s released: its buffers are back under their "
+                "capacity", (uintmax_t)p->id, j->id);
+    }
+    if (any)
+        reschedule(c, now);
 }
 
 phase_t *core_phase_request(core_t *c, job_t *j, double volume, const char *dir,
@@ -681,7 +731,9 @@ phase_t *core_phase_request(core_t *c, job_t *j, double volume, const char *dir,
         return cerr_set(e, EBUSY, "", "job %s already has an open phase (%ju): finish it first",
                         j->id, (uintmax_t)j->phase->id), NULL;
     char over[400];
-    if (over_capacity(c, j, over, sizeof(over)))
+    /* over its capacity: refused, or held (waiting outside the scheduler) */
+    bool hold = over_capacity(c, j, over, sizeof(over)) != NULL;
+    if (hold && strcmp(c->cfg->capacity_over, "hold"))
         return cerr_set(e, ENOSPC, "", "%s", over), NULL;
     if (j->state != JOB_RUNNING && core_job_begin(c, j, 0, e) < 0)
         return NULL;
@@ -689,10 +741,11 @@ phase_t *core_phase_request(core_t *c, job_t *j, double volume, const char *dir,
     wall = core_wall();
     if (w_done < 0)
         w_done = isnan(j->last_end) ? 0 : fmax(0, wall - j->last_end);
-    if (hs_phase_request(c->sched, now, j->hs_id, volume, dir_of(dir), w_done, &herr) < 0)
+    if (!hold && hs_phase_request(c->sched, now, j->hs_id, volume, dir_of(dir), w_done, &herr) < 0)
         return cerr_set(e, errno == EBUSY ? EBUSY : EIO, "", "scheduler: %s", herr.text), NULL;
     if (!(p = calloc(1, sizeof(*p)))) {
-        hs_phase_finish(c->sched, now, j->hs_id);
+        if (!hold)
+            hs_phase_finish(c->sched, now, j->hs_id);
         return cerr_set(e, ENOMEM, "", "out of memory"), NULL;
     }
     p->id = c->next_phase++;
@@ -705,8 +758,10 @@ phase_t *core_phase_request(core_t *c, job_t *j, double volume, const char *dir,
     p->bytes = 0;
     p->buffer = -1;
     p->w_done = w_done;
+    p->on_hold = hold;
     if (hmap_iput(c->phases, p->id, p) < 0) {
-        hs_phase_finish(c->sched, now, j->hs_id);
+        if (!hold)
+            hs_phase_finish(c->sched, now, j->hs_id);
         free(p);
         return cerr_set(e, ENOMEM, "", "out of memory"), NULL;
     }
@@ -714,7 +769,10 @@ phase_t *core_phase_request(core_t *c, job_t *j, double volume, const char *dir,
     c->n_requested++;
     /* one decision covers this request and any deferred one; a granted phase's row
      * is written by grant_phase(), a waiting one's here (same critical section) */
-    reschedule(c, now);
+    if (hold)
+        bl_info("capacity: phase %ju of job %s held: %s", (uintmax_t)p->id, j->id, over);
+    else
+        reschedule(c, now);
     if (p->state == PH_WAITING)
         put_phase(c, p);
     return p;

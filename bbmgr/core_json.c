@@ -105,11 +105,22 @@ static json_t *phase_json(core_t *c, phase_t *p, bool settle)
         if (json_array_size(paths) > 0)
             json_object_set(grant, "path", json_array_get(paths, 0));
     }
-    return json_pack("{s:I s:s s:f s:s s:s s:o s:o s:o s:f s:o}", "id", (json_int_t)p->id,
+    json_t *o = json_pack("{s:I s:s s:f s:s s:s s:o s:o s:o s:f s:o}", "id", (json_int_t)p->id,
                      "job", p->job->id, "volume", p->volume, "direction", p->dir, "state",
                      phase_state_name(p->state), "requested", jnum(p->requested), "granted",
                      jnum(p->granted), "finished", jnum(p->finished), "bytes", p->bytes,
                      "grant", grant);
+    /* waiting outside the scheduler (capacity.over: hold): why */
+    char why[400];
+    const char *hold = p->on_hold && p->state == PH_WAITING
+        ? core_job_hold(c, p->job, why, sizeof(why)) : NULL;
+    if (o)
+        json_object_set_new(o, "hold", hold ? json_string(hold)
+                                   : p->on_hold && p->state == PH_WAITING
+                                   ? json_string("held until its buffers are back under "
+                                                 "their capacity (capacity.over: hold)")
+                                   : json_null());
+    return o;
 }
 
 json_t *core_phase_json(core_t *c, phase_t *p)
@@ -191,6 +202,10 @@ json_t *core_job_json(core_t *c, job_t *j, bool detail)
                                                 "phases", (json_int_t)j->nphases));
     json_object_set_new(o, "usage", j->alloc ? usage_json(&j->usage, j->alloc->capacity)
                                              : json_null());
+    /* its phases held (capacity.over: hold, doc/security.md, Capacity): why */
+    char why[400];
+    const char *hold = j->state != JOB_ENDED ? core_job_hold(c, j, why, sizeof(why)) : NULL;
+    json_object_set_new(o, "hold", hold ? json_string(hold) : json_null());
     if (detail) {
         json_t *uses = json_array();
         for (int i = 0; i < j->nuses; i++)

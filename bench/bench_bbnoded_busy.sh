@@ -16,7 +16,8 @@
 set -eu
 PYTHONPATH="$(cd "$(dirname "$0")" && pwd)${PYTHONPATH:+:$PYTHONPATH}" exec python3 - "$@" <<'EOF'
 import os, shutil, tempfile, threading, time
-from benchlib import bbmgrd_conf, call, start_bbmgrd, start_bbnoded, stop_all
+from benchlib import (FakeDiskstats, bbmgrd_conf, call, start_bbmgrd, start_bbnoded,
+                      stop_all)
 
 IV = os.environ.get("BENCH_BBNODED_INTERVAL", "0.5s")
 
@@ -27,17 +28,8 @@ procs = []
 try:
     mount = os.path.join(d, "bb01")
     os.makedirs(mount, mode=0o755)
-    st = os.stat(mount)
     stats = os.path.join(d, "diskstats")
-    sectors = [0]
-
-    def write_stats():
-        with open(stats + ".tmp", "w") as f:
-            f.write("%d %d dev 10 0 80 5 20 0 %d 7 0 12 12\n" % (
-                os.major(st.st_dev), os.minor(st.st_dev), sectors[0]))
-        os.rename(stats + ".tmp", stats)
-
-    write_stats()
+    dev = FakeDiskstats(stats, mount)
     conf, port = bbmgrd_conf(d, """platform: {node_bandwidth: 10 GB/s, pfs_bandwidth: 100 GB/s}
 agents: {interval: %s}
 nodes:
@@ -56,8 +48,7 @@ nodes:
         while not stop.is_set():
             now = time.time()
             if busy[0]:
-                sectors[0] += int(600e6 * (now - last)) // 512
-                write_stats()
+                dev.add(600e6 * (now - last))
             last = now
             stop.wait(0.02)
 

@@ -4,7 +4,9 @@ none), bbmgrd measures what each buffer directory holds (the blocks of every fil
 below it, hard links once, sparse files by their blocks) in bounded steps, shows
 it in GET /v1/jobs/ID (`bbmgr job ID`) and GET /v1/persistent/NAME, and acts as
 capacity.over says: refuse (the default) answers the job's phase requests with the
-figures until it frees space; log only warns.  doc/security.md, Capacity.
+figures until it frees space; hold accepts them but keeps them waiting, held with
+the reason (the "hold" of the job and of the phase, `bbmgr jobs`), until the buffer
+is back under; log only warns.  doc/security.md, Capacity.
 
 On buffer nodes served by agents (bbnoded), each agent measures its directories
 and reports the figures; bbmgrd sums them over the buffer's nodes and reacts the
@@ -84,6 +86,17 @@ def job_with_buffer(d, jobid, capacity):
     return a["nodes"][0]["path"]
 
 
+def freed_then_granted(d, jobid, path, name):
+    """The user deletes path/name: once measured back under, a new phase of jobid
+    is granted."""
+    remove(path, name)
+    wait_usage(d, "/v1/jobs/" + jobid, lambda u: not u["over"], "the job to be back under")
+    st, p = phase(d, jobid)
+    assert st == 201 and p["state"] == "granted" and p.get("hold") is None, p
+    finish(d, p)
+    assert d.proc.poll() is None
+
+
 def test_job_over_capacity_refused(make_daemon, tmp_base):
     """A job with an 8 MiB buffer writes 24 MiB into it: its next phase request is
     refused (507) naming both figures, `bbmgr job` shows the use over the capacity;
@@ -110,27 +123,29 @@ def test_job_over_capacity_refused(make_daemon, tmp_base):
     text = str(e)
     assert "over its capacity" in text and str(8 * MiB) in text and "capacity.over" in text
     assert "capacity: job cap1 holds" in d.log_text()
-    remove(bb, "b")
-    wait_usage(d, "/v1/jobs/cap1", lambda u: not u["over"], "the job to be back under")
-    st, p = phase(d, "cap1")
-    assert st == 201 and p["state"] == "granted", p
-    finish(d, p)
-    assert d.proc.poll() is None
+    freed_then_granted(d, "cap1", bb, "b")
+
+
+def persistent_over(d, name, jobid):
+    """Persistent buffer name (4 MiB), used by job jobid, filled with 12 MiB and
+    measured over: its path."""
+    b = d.ok("POST", "/v1/persistent", {"name": name, "capacity": "4MiB", "pool": "nvme"},
+             uid=USER1, expect=(201,))
+    path = b["nodes"][0]["path"]
+    register(d, jobid, uid=USER1, gid=GID1)
+    d.ok("POST", "/v1/persistent/%s/use" % name, {"job": jobid}, uid=USER1)
+    fill(path, "big", 12 * MiB)
+    u = wait_usage(d, "/v1/persistent/" + name, lambda u: u["used"] >= 12 * MiB,
+                   "the 12 MiB written to be measured")
+    assert u["over"] and u["capacity"] == 4 * MiB, u
+    return path
 
 
 def test_persistent_over_capacity_refused(make_daemon, tmp_base):
     """A persistent buffer filled past its capacity refuses the phases of the jobs
     that use it, and shows its use."""
     d = cap_daemon(make_daemon, tmp_base)
-    b = d.ok("POST", "/v1/persistent", {"name": "pcap", "capacity": "4MiB", "pool": "nvme"},
-             uid=USER1, expect=(201,))
-    path = b["nodes"][0]["path"]
-    register(d, "pj", uid=USER1, gid=GID1)
-    d.ok("POST", "/v1/persistent/pcap/use", {"job": "pj"}, uid=USER1)
-    fill(path, "big", 12 * MiB)
-    u = wait_usage(d, "/v1/persistent/pcap", lambda u: u["used"] >= 12 * MiB,
-                   "the 12 MiB written to be measured")
-    assert u["over"] and u["capacity"] == 4 * MiB, u
+    persistent_over(d, "pcap", "pj")
     st, e = phase(d, "pj")
     assert st == 507 and "persistent buffer pcap" in str(e), (st, e)
 
@@ -144,6 +159,84 @@ def test_over_capacity_logged_only(make_daemon, tmp_base):
     st, p = phase(d, "cap2")
     assert st == 201 and p["state"] == "granted", p
     assert "capacity: job cap2 holds" in d.log_text()
+
+
+def phase_state(d, p):
+    return d.ok("GET", "/v1/phases/%d" % p["id"], uid=USER1)
+
+
+def wait_granted(d, p, what):
+    """The held phase p, once granted without a new request."""
+    return wait_for(lambda: (lambda q: q if q["state"] == "granted" else None)(phase_state(d, p)),
+                    "the held phase to be granted once " + what,
+                    report=lambda: "%s\n%s" % (phase_state(d, p), d.log_text()[-2000:]))
+
+
+def test_job_over_capacity_held(make_daemon, tmp_base):
+    """capacity.over: hold: a job with an 8 MiB buffer writes 24 MiB into it: its
+    next phase request is accepted (201) but waits, held, with the reason naming
+    both figures, in GET /v1/jobs/ID ("hold"), in the phase and in `bbmgr jobs`
+    (PHASE "held" and a "hold:" line); once the user deletes the excess the held
+    phase is granted without a new request."""
+    d = cap_daemon(make_daemon, tmp_base, capacity={"over": "hold"})
+    bb = job_with_buffer(d, "hold1", "8MiB")
+    assert d.ok("GET", "/v1/jobs/hold1", uid=USER1)["hold"] is None
+    fill(bb, "a", 24 * MiB)
+    u = wait_usage(d, "/v1/jobs/hold1", lambda u: u["used"] >= 24 * MiB,
+                   "the 24 MiB written to be measured")
+    assert u["over"], u
+    st, p = phase(d, "hold1")
+    assert st == 201 and p["state"] == "waiting", (st, p)
+    why = p["hold"]
+    assert "over its capacity" in why and str(8 * MiB) in why and str(u["used"]) in why, p
+    assert "capacity.over: hold" in why, p
+    j = d.ok("GET", "/v1/jobs/hold1", uid=USER1)
+    assert j["hold"] == why and j["phase"]["hold"] == why, j
+    out = bbmgr_cli(d, "jobs")
+    row = [l for l in out.splitlines() if l.startswith("hold1 ")]
+    assert row and row[0].split()[6] == "held", out
+    assert "  hold: " + why in out, out
+    assert "capacity: phase %d of job hold1 held" % p["id"] in d.log_text()
+    # still held at the next measure: nothing granted it meanwhile
+    at = u["measured"]
+    wait_usage(d, "/v1/jobs/hold1", lambda u: u["measured"] > at, "a later measure")
+    assert phase_state(d, p)["state"] == "waiting"
+    remove(bb, "a")
+    g = wait_granted(d, p, "the job is back under")
+    assert g["hold"] is None, g
+    assert d.ok("GET", "/v1/jobs/hold1", uid=USER1)["hold"] is None
+    finish(d, g)
+    st, p = phase(d, "hold1")
+    assert st == 201 and p["state"] == "granted" and p["hold"] is None, p
+    finish(d, p)
+    assert d.proc.poll() is None
+
+
+def test_held_phase_cancelled(make_daemon, tmp_base):
+    """A held phase can be given up (finish): it is cancelled, the job's next phase
+    after it is back under is granted, and the scheduler holds nothing of it."""
+    d = cap_daemon(make_daemon, tmp_base, capacity={"over": "hold"})
+    bb = job_with_buffer(d, "hold2", "2MiB")
+    fill(bb, "a", 6 * MiB)
+    wait_usage(d, "/v1/jobs/hold2", lambda u: u["over"], "the job to be over its capacity")
+    st, p = phase(d, "hold2")
+    assert st == 201 and p["hold"], p
+    c = d.ok("POST", "/v1/phases/%d/finish" % p["id"], {}, uid=USER1)
+    assert c["state"] == "cancelled", c
+    freed_then_granted(d, "hold2", bb, "a")
+
+
+def test_persistent_over_capacity_held(make_daemon, tmp_base):
+    """capacity.over: hold: the phases of a job using an over-full persistent
+    buffer wait, held, naming the buffer; granted once it is back under."""
+    d = cap_daemon(make_daemon, tmp_base, capacity={"over": "hold"})
+    path = persistent_over(d, "phold", "phj")
+    st, p = phase(d, "phj")
+    assert st == 201 and p["state"] == "waiting", (st, p)
+    assert "persistent buffer phold" in p["hold"], p
+    remove(path, "big")
+    g = wait_granted(d, p, "the buffer is back under")
+    finish(d, g)
 
 
 # ------------------------------------------------------------------ agent mode
@@ -210,3 +303,27 @@ def test_agent_persistent_over_capacity_refused(make_daemon, agents, tmp_base):
     assert u["over"] and u["capacity"] == 4 * MiB, u
     st, e = phase(d, "apj")
     assert st == 507 and "persistent buffer apcap" in str(e), (st, e)
+
+
+def test_agent_job_over_capacity_held(make_daemon, agents, tmp_base):
+    """capacity.over: hold on agents' nodes: a job striped over two of them with
+    an 8 MiB buffer writes 6 MiB on each: its phase request waits, held, with the
+    summed figure; after deleting one file the held phase is granted."""
+    d, _ = agent_cluster(lambda **kw: make_daemon(capacity={"over": "hold"}, **kw), agents,
+                         tmp_base)
+    paths, names = agent_job(d, "ahold1", nodes=2, capacity="8MiB")
+    assert len(set(names)) == 2
+    fill(paths[0], "a", 6 * MiB)
+    fill(paths[1], "b", 6 * MiB)
+    u = wait_usage(d, "/v1/jobs/ahold1", lambda u: u["used"] >= 12 * MiB,
+                   "the agents' figures to count the 12 MiB written")
+    st, p = phase(d, "ahold1")
+    assert st == 201 and p["state"] == "waiting", (st, p)
+    why = p["hold"]
+    assert str(u["used"]) in why and str(8 * MiB) in why and "capacity.over: hold" in why, p
+    assert d.ok("GET", "/v1/jobs/ahold1", uid=USER1)["hold"] == why
+    assert "  hold: " + why in bbmgr_cli(d, "jobs")
+    remove(paths[1], "b")
+    g = wait_granted(d, p, "the job is back under")
+    finish(d, g)
+    assert d.proc.poll() is None

@@ -21,6 +21,7 @@ The other settings of an external cluster (testsuite/slurm/README.md):
 HARMONIA_TEST_NETNS=1 (opt-in, root only) starts testsuite/cluster/netns-cluster
 for the session instead of the private cluster and runs against it as above.
 """
+import contextlib
 import json
 import os
 import re
@@ -353,6 +354,31 @@ def need_bbmgrd(cluster):
 
 # ------------------------------------------------------------------ ordinary users
 TEST_USERS = ("hmtest1", "hmtest2")
+
+
+@contextlib.contextmanager
+def bbmgrd_with(cluster, section, lines, what):
+    """bbmgrd restarted with a top-level section (`section:` then lines) added to
+    its bbmgr.yaml; restored afterwards.  what: why, for the skip."""
+    cluster.need_control()
+    path = cluster.bbmgr_conf
+    if not path or not os.access(path, os.W_OK):
+        pytest.skip("%s in bbmgrd's bbmgr.yaml: needs the private cluster "
+                    "or HARMONIA_BBMGR_CONF (writable from here)" % what)
+    with open(path) as f:
+        orig = f.read()
+    assert "\n%s:" % section not in orig
+    cluster.control("bbmgrd-stop")
+    try:
+        with open(path, "w") as f:
+            f.write(orig + "%s:\n%s" % (section, "".join("  %s\n" % l for l in lines)))
+        cluster.control("bbmgrd-start")
+        yield
+    finally:
+        cluster.control("bbmgrd-stop")
+        with open(path, "w") as f:
+            f.write(orig)
+        cluster.control("bbmgrd-start")
 
 
 def plain_user(cluster, i=0):

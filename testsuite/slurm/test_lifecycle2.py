@@ -21,7 +21,7 @@ import time
 import pytest
 
 from harmonia_test import wait
-from conftest import job_ended as ended, sbatch_ok, script, wait_for
+from conftest import bbmgrd_with, job_ended as ended, sbatch_ok, script, wait_for
 
 DONE = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT"}
 USERS = ("hmtest1", "hmtest2")
@@ -129,25 +129,9 @@ def bbmgrd_log(cluster):
 @contextlib.contextmanager
 def slow_mover(cluster, rate="1 MB/s", chunk="256KiB"):
     """bbmgrd restarted with its mover capped at 'rate'; restored afterwards."""
-    cluster.need_control()
-    path = cluster.bbmgr_conf
-    if not path or not os.access(path, os.W_OK):
-        pytest.skip("slows the mover down in bbmgrd's bbmgr.yaml: needs the private cluster "
-                    "or HARMONIA_BBMGR_CONF (writable from here)")
-    with open(path) as f:
-        orig = f.read()
-    assert "\nmover:" not in orig
-    cluster.control("bbmgrd-stop")
-    try:
-        with open(path, "w") as f:
-            f.write(orig + "mover:\n  max_rate: %s\n  chunk: %s\n" % (rate, chunk))
-        cluster.control("bbmgrd-start")
+    with bbmgrd_with(cluster, "mover", ["max_rate: %s" % rate, "chunk: %s" % chunk],
+                     "slows the mover down"):
         yield
-    finally:
-        cluster.control("bbmgrd-stop")
-        with open(path, "w") as f:
-            f.write(orig)
-        cluster.control("bbmgrd-start")
 
 
 def make_tree(root, owner=None, big=BIG):

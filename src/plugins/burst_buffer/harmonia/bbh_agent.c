@@ -8,6 +8,8 @@
 
 #include "bbh_plugin.h"
 
+#include <errno.h>
+
 /* Seconds between two reads of the running jobs' learned figures. */
 #define LEARNED_EVERY 5
 
@@ -435,6 +437,83 @@ static void _refresh_pools(hm_client_t *cli)
 	xfree(msg);
 }
 
+/*
+ * The running jobs whose I/O phases bbmgrd holds (capacity.over: hold,
+ * doc/security.md, Capacity): the reason becomes the job's description
+ * ("scontrol show job": Reason=burst_buffer/harmonia: job 42: its buffer
+ * holds ...), and is taken back once bbmgrd releases them.  bbmgrd is asked
+ * without any lock; the jobs are then updated under one short taking of the
+ * job write lock, and only when a job is or was held.
+ */
+#define HOLD_MARK "(capacity.over: hold)"
+#define HOLD_MAX 256
+static uint32_t hold_ids[HOLD_MAX];
+static int hold_n;
+
+static void _refresh_holds(hm_client_t *cli)
+{
+	slurmctld_lock_t job_write_lock = { .job = WRITE_LOCK };
+	json_t *resp = NULL, *jobs;
+	char *msg = NULL, *why[HOLD_MAX];
+	uint32_t ids[HOLD_MAX];
+	int n = 0;
+
+	if (bbh_call(cli, "GET", "/v1/jobs?state=running", NULL, &resp,
+		     &msg) != 200) {
+		json_decref(resp);
+		xfree(msg);
+		return;		/* tried again at the next refresh */
+	}
+	jobs = json_object_get(resp, "jobs");
+	for (size_t i = 0; i < json_array_size(jobs) && n < HOLD_MAX; i++) {
+		json_t *j = json_array_get(jobs, i);
+		const char *h = bbh_json_str(j, "hold"), *id = bbh_json_str(j, "id");
+		char *end = NULL;
+		unsigned long v;
+
+		if (!h || !id || !strstr(h, HOLD_MARK))
+			continue;
+		errno = 0;
+		v = strtoul(id, &end, 10);
+		if (errno || !end || *end || !v || v > UINT32_MAX)
+			continue;
+		ids[n] = (uint32_t) v;
+		why[n++] = xstrdup(h);
+	}
+	json_decref(resp);
+	xfree(msg);
+	if (!n && !hold_n)
+		return;
+	lock_slurmctld(job_write_lock);
+	for (int i = 0; i < hold_n; i++) {
+		job_record_t *job_ptr;
+		bool still = false;
+
+		for (int k = 0; k < n && !still; k++)
+			still = ids[k] == hold_ids[i];
+		if (still || !(job_ptr = find_job_record(hold_ids[i])))
+			continue;
+		if (job_ptr->state_desc && strstr(job_ptr->state_desc, HOLD_MARK)) {
+			xfree(job_ptr->state_desc);
+			last_job_update = time(NULL);
+			info("%s: %pJ: its I/O phases are no longer held",
+			     plugin_type, job_ptr);
+		}
+	}
+	for (int k = 0; k < n; k++) {
+		job_record_t *job_ptr = find_job_record(ids[k]);
+
+		if (job_ptr && IS_JOB_RUNNING(job_ptr))
+			_set_note(job_ptr, why[k]);
+	}
+	unlock_slurmctld(job_write_lock);
+	for (int k = 0; k < n; k++) {
+		hold_ids[k] = ids[k];
+		xfree(why[k]);
+	}
+	hold_n = n;
+}
+
 /* After start or reconfigure: rebuild the records of every job with a request
  * (jobs recovered from slurmctld's state). */
 static void _scan_jobs(void)
@@ -516,7 +595,7 @@ extern void *bbh_agent(void *arg)
 	hm_client_t *cli = NULL;
 	work_t *ws = xcalloc(BATCH_JOBS, sizeof(*ws));
 	step_rc_t *rcs = xcalloc(BATCH_JOBS, sizeof(*rcs));
-	time_t last_pools = 0, last_learned = 0;
+	time_t last_pools = 0, last_learned = 0, last_holds = 0;
 	bool pools_stale = false;
 	unsigned round = 0;
 
@@ -587,6 +666,11 @@ extern void *bbh_agent(void *arg)
 		if (cli && now - last_learned >= LEARNED_EVERY) {
 			_refresh_learned(cli);
 			last_learned = now;
+		}
+		/* every 2 s: the jobs whose phases bbmgrd holds */
+		if (cli && now - last_holds >= 2) {
+			_refresh_holds(cli);
+			last_holds = now;
 		}
 		/* Run every due job once per round, BATCH_JOBS at a time. */
 		round++;

@@ -196,7 +196,9 @@ static int64_t _learned_figs(json_t *job, char *wb, size_t wlen, char *sz,
 /*
  * What bbmgrd learned of each running job's I/O phases (its GET /v1/jobs, the
  * job's "learned": doc/api.md), one line per job with a finished phase:
- * "  job 42: learned: w_iter=12.1s volume=256MiB phases=4".  With PrivateData
+ * "  job 42: learned: w_iter=12.1s volume=256MiB phases=4", and a line
+ * "  job 42: hold: REASON" for a job whose I/O phases bbmgrd holds
+ * (capacity.over: hold, doc/security.md, Capacity).  With PrivateData
  * of burst buffers, a user sees only their own jobs (as "scontrol show burst"),
  * and none when this Slurm does not say who asks.
  */
@@ -212,13 +214,21 @@ static void _learned_text(json_t *resp, uint32_t uid, char **out)
 	slurm_mutex_unlock(&bb_state.bb_mutex);
 	for (size_t i = 0; i < json_array_size(jobs); i++) {
 		json_t *j = json_array_get(jobs, i);
+		const char *hold = bbh_json_str(j, "hold");
 		char sz[32], wb[32];
 		int64_t n = _learned_figs(j, wb, sizeof(wb), sz, sizeof(sz));
 
-		if (!n)
-			continue;
 		if (private && (uid == NO_VAL ||
 				json_integer_value(json_object_get(j, "uid")) != uid))
+			continue;
+		/* its I/O phases held (capacity.over: hold): why */
+		if (hold && shown < LEARNED_LINES_MAX) {
+			xstrfmtcat(*out, "  job %s: hold: %s\n",
+				   bbh_json_str(j, "id") ? bbh_json_str(j, "id") : "?",
+				   hold);
+			shown++;
+		}
+		if (!n)
 			continue;
 		if (shown == LEARNED_LINES_MAX) {
 			more++;
