@@ -923,7 +923,11 @@ static int a_decide(void *state, const hs_ctx_t *ctx, hs_view_t *v, size_t n)
             if (!sn || v[i].request == sn->last_req)
                 continue;
             sn->last_req = v[i].request;
-            if (!sn->erratic && off_hints(v[i].job, v[i].w_done, v[i].volume)) {
+            /* a job may start with I/O (its input): no compute before its first
+             * phase is not a phase off its hints */
+            if (!sn->erratic
+                && off_hints(v[i].job, v[i].phase > 1 || v[i].w_done > 0
+                                       ? v[i].w_done : v[i].job->w, v[i].volume)) {
                 sn->erratic = true;
                 as->off = true;
             }
