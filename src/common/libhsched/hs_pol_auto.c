@@ -21,10 +21,16 @@
  * and the objective picks one (syseff: the highest SysEff among the candidates
  * whose Dilation is at most factor x the lowest; stretch, ioslowdown: the lowest).
  * The policy in force changes only when the winner beats it by more than the
- * hysteresis (or it breaks the dilation bound).  A switch never cuts a phase in
- * flight: the phases granted before the switch keep their last rate until they
+ * hysteresis (or it breaks the dilation bound).  A switch does not cut a phase
+ * in flight: the phases granted before the switch keep their last rate until they
  * end; the new policy shares what they leave.  Everything is deterministic: the
  * candidates are tried in their order, ties keep the earlier one.
+ *
+ * The guards (never far worse than fairshare, i.e. than no scheduler): while a
+ * live job's phases are off its hints, or a live job with phases to come has
+ * none, the look ahead cannot be trusted and fairshare runs, the grants in flight
+ * cut; a switch whose kept grants would outlast KEEP_MAX cycles of the shortest
+ * live job cuts them (the look ahead does not model them).
  *
  * Cost: one simulation per candidate per epoch, bounded by an event budget
  * (event_budget()); reported clock-free (events simulated).
