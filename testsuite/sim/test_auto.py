@@ -71,3 +71,37 @@ def test_auto_meets_the_goal_on_the_buffer_tier_at_the_hints(bbsim, tmp_path,
     assert "dist:" not in text
     w.write_text(text)
     assert_goal(bbsim.json(w, HARMONIA)["results"])
+
+
+# Seed 164 of the core's fuzzer (testsuite/unit/test_sim_fuzz, SIMFUZZ_DUMP=164),
+# every job at constant hints: at a3's arrival auto switched from mindilation to
+# set10, whose look ahead had a0 first, but the switch kept a3's 44 GB grant at its
+# rate for 61 s more (a0's cycle is 1.1 s): Dilation 3.22 against fairshare's 1.99.
+FUZZ_164 = """platform:
+  nodes: 106
+  node_bandwidth: 106859384 B/s
+  bandwidth: 400599185 B/s
+apps:
+  - {name: a0, nodes: 16, iterations: 6, release: 69.676846644 s,
+     w: 0.029916694 s, io_volume: 1905698899 B}
+  - {name: a1, nodes: 27, iterations: 1, release: 45.844273744 s,
+     w: 0.355493275 s, io_volume: 8141334 B}
+  - {name: a2, nodes: 12, iterations: 1, release: 6.838863761 s,
+     w: 0.642767380 s, io_volume: 737170718 B, priority: 8}
+  - {name: a3, nodes: 51, iterations: 22, release: 19.978821291 s,
+     w: 0.005507165 s, io_volume: 44291427531 B}
+"""
+
+
+def test_auto_is_never_far_worse_than_fairshare(bbsim, tmp_path):
+    """The fairshare guard (doc/policies.md, "auto"): a switch whose kept grants
+    would hold a job back for many of its cycles cuts them; auto's SysEff is then
+    at least 0.95 x fairshare's and its Dilation at most 1.05 x."""
+    w = tmp_path / "fuzz164.yaml"
+    w.write_text(FUZZ_164)
+    res = {r["policy"]: r for r in bbsim.json(w, ["fairshare", "auto"])["results"]}
+    a, f = res["auto"], res["fairshare"]
+    assert a["dilation"] <= 1.05 * f["dilation"], (a["dilation"], f["dilation"],
+                                                   a["auto_reason"])
+    assert a["sys_efficiency"] >= 0.95 * f["sys_efficiency"], (
+        a["sys_efficiency"], f["sys_efficiency"], a["auto_reason"])

@@ -21,10 +21,16 @@
  * and the objective picks one (syseff: the highest SysEff among the candidates
  * whose Dilation is at most factor x the lowest; stretch, ioslowdown: the lowest).
  * The policy in force changes only when the winner beats it by more than the
- * hysteresis (or it breaks the dilation bound).  A switch never cuts a phase in
- * flight: the phases granted before the switch keep their last rate until they
+ * hysteresis (or it breaks the dilation bound).  A switch does not cut a phase
+ * in flight: the phases granted before the switch keep their last rate until they
  * end; the new policy shares what they leave.  Everything is deterministic: the
  * candidates are tried in their order, ties keep the earlier one.
+ *
+ * The guards (never far worse than fairshare, i.e. than no scheduler): while a
+ * live job's phases are off its hints, or a live job with phases to come has
+ * none, the look ahead cannot be trusted and fairshare runs, the grants in flight
+ * cut; a switch whose kept grants would outlast KEEP_MAX cycles of the shortest
+ * live job cuts them (the look ahead does not model them).
  *
  * Cost: one simulation per candidate per epoch, bounded by an event budget
  * (event_budget()); reported clock-free (events simulated).
@@ -43,6 +49,15 @@
 #define MAXCAND 16
 #define DEF_FACTOR 1.05
 #define DEF_HYST 0.01
+/* The guard (doc/policies.md, "auto", "The fairshare guard"): a phase whose
+ * compute or volume is more than GUARD_OFF times off (either way) its job's hints,
+ * beyond GUARD_EPS_W seconds of compute, breaks the look ahead's premise. */
+#define GUARD_OFF 2.0
+#define GUARD_EPS_W 1e-3
+/* ... and a switch cuts the grants in flight (instead of keeping their rate
+ * until they end) when one would last more than KEEP_MAX x the shortest cycle of
+ * the live jobs: the look ahead does not model the grants a switch keeps. */
+#define KEEP_MAX 8.0
 
 struct cand {
     hs_policy_t pol;
@@ -69,6 +84,10 @@ struct seen {               /* when a job's last phase ended (for its next reque
     uint64_t id;
     double end;
     bool pending;
+    /* the guard: what the job did against its hints */
+    double last_req;        /* request of the last phase checked */
+    bool erratic;           /* a phase's compute or volume was off its hints by more
+                               than GUARD_OFF */
 };
 
 struct astate {
@@ -105,6 +124,12 @@ struct astate {
     size_t capv, capvi;
     uint64_t *ids;
     size_t capids;
+    /* the guard: fairshare, run while the look ahead's premise does not hold */
+    int guard;              /* index of fairshare among cand (it may be appended,
+                               never chosen then); -1: none */
+    int nchoose;            /* the candidates the look ahead chooses among */
+    bool guarded;           /* the guard is in force */
+    bool off;               /* a phase went off its hints since the last epoch */
     /* figures */
     hs_auto_state_t st;
 };
@@ -168,6 +193,24 @@ static int parse_candidates(struct astate *as, const char *list, hs_error_t *err
     }
     if (as->ncand == 0)
         return hs_errprintf(err, EINVAL, "auto: no candidate policy");
+    as->nchoose = as->ncand;
+    as->guard = -1;
+    for (int c = 0; c < as->ncand; c++)
+        if (as->cand[c].pol.kind == HS_POL_FAIRSHARE && as->guard < 0)
+            as->guard = c;
+    if (as->guard < 0) {
+        /* the guard's policy, not a candidate of the look ahead */
+        if (as->ncand == MAXCAND)
+            return hs_errprintf(err, EINVAL, "auto: at most %d candidates (%d "
+                                "without fairshare)", MAXCAND, MAXCAND - 1);
+        hs_policy_t pol;
+        if (hs_policy_parse("fairshare", &pol, err) < 0)
+            return -1;
+        pol.period_min = as->pol.period_min;
+        as->cand[as->ncand].pol = pol;
+        hs_policy_name(&pol, as->cand[as->ncand].name, sizeof(as->cand[0].name));
+        as->guard = as->ncand++;
+    }
     return 0;
 }
 
@@ -272,8 +315,25 @@ static struct seen *seen_find(struct astate *as, uint64_t id)
     return bsearch(&key, as->seen, as->nseen, sizeof(*as->seen), cmp_seen);
 }
 
+/* Is a phase of compute 'wk' (s, reported with its request) and 'vol' bytes more
+ * than GUARD_OFF times off job j's hints (either way)?  A job without hints is
+ * off. */
+static bool off_hints(const hs_job_t *j, double wk, double vol)
+{
+    double w = j->w > 0 && isfinite(j->w) ? j->w : 0;
+    double v = j->volume > 0 && isfinite(j->volume) ? j->volume : 0;
+
+    if (!(v > 0) || !(vol > 0) || !(wk >= 0))
+        return true;
+    if (vol > GUARD_OFF * v || v > GUARD_OFF * vol)
+        return true;
+    return isfinite(wk) && (wk + GUARD_EPS_W > GUARD_OFF * (w + GUARD_EPS_W)
+           || w + GUARD_EPS_W > GUARD_OFF * (wk + GUARD_EPS_W));
+}
+
 /* Keep, for every live job, whether it has a pending phase and when its last one
- * ended (the first decision at which it was no longer pending). */
+ * ended (the first decision at which it was no longer pending), and whether its
+ * phases kept to its hints (the guard). */
 static int seen_update(struct astate *as, double now)
 {
     const hs_sched_t *s = as->sched;
@@ -301,6 +361,8 @@ static int seen_update(struct astate *as, double now)
             nw[k].end = now;
         else
             nw[k].end = o->end;
+        nw[k].erratic = o && o->erratic;
+        nw[k].last_req = o ? o->last_req : -INFINITY;
         k++;
     }
     qsort(nw, k, sizeof(*nw), cmp_seen);
@@ -355,6 +417,10 @@ static const char *epoch_trigger(struct astate *as, double now)
     if (hh != as->hinthash) {
         as->hinthash = hh;
         return "hint change";
+    }
+    if (as->off && !as->guarded) {
+        as->off = false;
+        return "a phase off its job's hints";
     }
     if (as->every > 0 && now >= as->last_epoch + as->every)
         return "interval";
@@ -679,12 +745,12 @@ static int choose(struct astate *as, const char *trigger, double now)
     double mindil = INFINITY;
     const char *on = hs_auto_objective_name(obj);
 
-    for (int c = 0; c < as->ncand; c++) {
+    for (int c = 0; c < as->nchoose; c++) {
         f[c] = as->cand[c].fig;
         if (f[c].ok && f[c].dilation < mindil)
             mindil = f[c].dilation;
     }
-    pick = hs_auto_choose(f, as->ncand, cur, obj, as->factor, as->hyst, &best);
+    pick = hs_auto_choose(f, as->nchoose, cur, obj, as->factor, as->hyst, &best);
     if (best < 0)
         return cur;
     if (pick == cur && best != cur)
@@ -723,21 +789,95 @@ static int snapshot_grants(struct astate *as)
     return 0;
 }
 
+/* How long the phases granted now would keep their rate after a switch (the
+ * longest remaining bytes / rate), if more than KEEP_MAX x the shortest cycle
+ * (w + vol / cap, hints) of the live jobs; else 0. */
+static double kept_for(const struct astate *as, size_t n)
+{
+    const hs_sched_t *s = as->sched;
+    double t = 0, cyc = INFINITY;
+
+    for (size_t i = 0; i < n; i++) {
+        const struct sjob *x = &as->sj0[i];
+        double c = x->w + (x->cap > 0 ? x->vol / x->cap : 0);
+        hs_phase_info_t pi;
+        if (c > 0 && c < cyc)
+            cyc = c;
+        if (hs_phase_info(s, x->job.id, &pi) == 0 && pi.pending && !pi.complete
+            && pi.bw > 0 && (pi.volume - pi.done) / pi.bw > t)
+            t = (pi.volume - pi.done) / pi.bw;
+    }
+    return t > KEEP_MAX * cyc ? t : 0;
+}
+
+/* Run candidate 'pick' from now on. */
+static int switch_to(struct astate *as, const hs_ctx_t *ctx, int pick)
+{
+    hs_error_t err;
+
+    if (start_inner(as, ctx, pick, &err) < 0)
+        return -1;
+    as->st.switches++;
+    as->switch_time = ctx->now;
+    return snapshot_grants(as);
+}
+
+/* Why the look ahead's premise, that every live job repeats its hints, does not
+ * hold now (NULL: it holds): a live job with phases to come has no hints (the
+ * look ahead would not foresee them), or one of its phases was off its hints by
+ * more than GUARD_OFF. */
+static const char *premise_broken(struct astate *as, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        const struct sjob *x = &as->sj0[i];
+        const struct seen *sn = seen_find(as, x->job.id);
+        if (sn && sn->erratic)
+            return "a phase off its job's hints";
+        if (x->left != 0 && !(x->w > 0 && x->vol > 0))
+            return "a job without hints";
+    }
+    return NULL;
+}
+
 static int epoch(struct astate *as, const hs_ctx_t *ctx, const char *trigger)
 {
     size_t n;
     double H, every;
     uint64_t work = 0;
     int pick;
+    const char *why;
+    double kept;
 
     if (gather(as, ctx->now, &n) < 0)
         return -1;
     H = horizon(as, n, &every);
     as->every = as->interval > 0 ? as->interval : every;
+    as->off = false;
+    if (n > 0 && (why = premise_broken(as, n))) {
+        /* the guard: the look ahead cannot be trusted, do what fairshare does */
+        as->st.epochs++;
+        as->st.last_work = 0;
+        as->st.last_epoch = ctx->now;
+        as->last_epoch = ctx->now;
+        as->st.guarded++;
+        snprintf(as->st.reason, sizeof(as->st.reason), "t=%.6g (%s): guard, %s: %s"
+                 "%s%s", ctx->now, trigger, why, as->cand[as->guard].name,
+                 as->cur != as->guard ? "; was " : "",
+                 as->cur != as->guard ? as->cand[as->cur].name : "");
+        as->guarded = true;
+        if (as->cur != as->guard && switch_to(as, ctx, as->guard) < 0)
+            return -1;
+        /* the guard cuts the grants in flight: a phase the previous policy granted
+         * all of B would keep the others waiting until it ends */
+        as->keep = false;
+        as->nkept = 0;
+        return 0;
+    }
+    as->guarded = false;
     for (int c = 0; c < as->ncand; c++) {
         long ev;
         as->cand[c].fig.ok = false;
-        if (n == 0)
+        if (n == 0 || c >= as->nchoose)
             continue;
         if ((ev = simulate(as, c, ctx->now, H, n)) < 0)
             return -1;
@@ -751,15 +891,21 @@ static int epoch(struct astate *as, const hs_ctx_t *ctx, const char *trigger)
     if (n == 0)
         return 0;
     pick = choose(as, trigger, ctx->now);
-    if (pick != as->cur) {
-        hs_error_t err;
-        if (start_inner(as, ctx, pick, &err) < 0)
+    if (pick != as->cur && (kept = kept_for(as, n)) > 0) {
+        if (switch_to(as, ctx, pick) < 0)
             return -1;
-        as->st.switches++;
-        as->switch_time = ctx->now;
-        if (snapshot_grants(as) < 0)
-            return -1;
+        /* the guard: the look ahead judged the candidates without the grants a
+         * switch keeps; when they would hold some job back for long, cut them */
+        as->keep = false;
+        as->nkept = 0;
+        as->st.cut++;
+        snprintf(as->st.reason + strlen(as->st.reason),
+                 sizeof(as->st.reason) - strlen(as->st.reason), "; guard: grants "
+                 "in flight cut (%.4g s > %g cycles)", kept, KEEP_MAX);
+        return 0;
     }
+    if (pick != as->cur)
+        return switch_to(as, ctx, pick);
     return 0;
 }
 
@@ -776,6 +922,22 @@ static int a_decide(void *state, const hs_ctx_t *ctx, hs_view_t *v, size_t n)
         as->eval_now = ctx->now;
         if (seen_update(as, ctx->now) < 0)
             return -1;
+        /* the phases requested since: their compute and volume against the
+         * hints */
+        for (size_t i = 0; i < n; i++) {
+            struct seen *sn = seen_find(as, v[i].id);
+            if (!sn || v[i].request == sn->last_req)
+                continue;
+            sn->last_req = v[i].request;
+            /* a job may start with I/O (its input): no compute before its first
+             * phase is not a phase off its hints */
+            if (!sn->erratic
+                && off_hints(v[i].job, v[i].phase > 1 || v[i].w_done > 0
+                                       ? v[i].w_done : v[i].job->w, v[i].volume)) {
+                sn->erratic = true;
+                as->off = true;
+            }
+        }
         trig = epoch_trigger(as, ctx->now);
         if (*trig && epoch(as, ctx, trig) < 0)
             return -1;

@@ -475,6 +475,11 @@ typedef struct {
     int candidates;
     bool pending_keep;      /* grants running at the last switch still keep their
                                rate (a switch never cuts a phase in flight) */
+    /* appended */
+    uint64_t guarded;       /* epochs that ran fairshare by the guard (the look
+                               ahead's premise did not hold) */
+    uint64_t cut;           /* switches that cut the grants in flight (the guard:
+                               kept, one would have lasted too long) */
 } hs_auto_state_t;
 
 /* State of 'auto' in scheduler s.  0 (st->active false for another policy), or -1
