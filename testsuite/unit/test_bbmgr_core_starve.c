@@ -23,19 +23,6 @@ static const char *conf(const char *extra)
     return buf;
 }
 
-static job_t *job(core_t *c, const char *id, const char *volume)
-{
-    bool created;
-    cerr_t e = { 0 };
-    json_t *hints = json_pack("{s:s s:s}", "w_iter", "10s", "io_volume", volume);
-    ck_assert_msg(core_job_register(c, id, 1001, 1001, "user", "name", 1, hints, &created,
-                                    &e) == 0, "%s", e.msg);
-    json_decref(hints);
-    job_t *j = core_job(c, id);
-    ck_assert_msg(core_job_begin(c, j, 1, &e) == 0, "%s", e.msg);
-    return j;
-}
-
 /* fcfs: a 100 TB phase (100,000 s alone) holds a later 1 GB one.  'wait' s later
  * (the scheduler's clock), returns the bound hits and the small phase's state. */
 static uint64_t run(const char *extra, double wait, phase_state_t *st)
@@ -48,8 +35,8 @@ static uint64_t run(const char *extra, double wait, phase_state_t *st)
     fx_init(&f, conf(extra));
     fx_open(&f);
     core_lock(f.c);
-    job_t *a = job(f.c, "10", "100TB");
-    job_t *b = job(f.c, "11", "1GB");
+    job_t *a = fx_job(f.c, "10", "10s", "100TB");
+    job_t *b = fx_job(f.c, "11", "10s", "1GB");
     ck_assert_msg(core_phase_request(f.c, a, 100e12, "write", 10, &e) != NULL, "%s", e.msg);
     core_settle(f.c);
     ck_assert_msg((p = core_phase_request(f.c, b, 1e9, "write", 10, &e)) != NULL, "%s",
