@@ -92,6 +92,14 @@ static int chk_body(const void *v, hu_error_t *err)
     return 0;
 }
 
+static int chk_starve_factor(const void *v, hu_error_t *err)
+{
+    double d = *(const double *)v;
+    if (!(d >= 0) || !isfinite(d))
+        return hu_errprintf(err, "must be 0 (off) or positive");
+    return 0;
+}
+
 static int chk_overprovision(const void *v, hu_error_t *err)
 {
     double d = *(const double *)v;

@@ -96,6 +96,8 @@ typedef struct cfg {
     /* policy */
     char *policy_id;
     double policy_overprovision;
+    double policy_starve_factor;    /* 0: off */
+    double policy_starve_floor;
     /* platform (the model libhsched schedules) */
     long platform_compute_nodes;
     double platform_node_bandwidth;

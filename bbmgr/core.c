@@ -300,6 +300,7 @@ core_t *core_create(cfg_t *cfg, state_t *st, hu_error_t *err)
         hu_errprintf(err, "policy.id: %s", herr.text);
         goto error;
     }
+    core_policy_bound(cfg, &c->policy);
     hs_policy_name(&c->policy, c->policy_id, sizeof(c->policy_id));
     return c;
 error:

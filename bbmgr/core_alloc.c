@@ -542,6 +542,15 @@ int core_reconfigure(core_t *c, cfg_t *nc, hu_error_t *err)
         state_put(c->st, ST_META_PUT, "ss", "policy", c->policy_id);
         state_put(c->st, ST_META_PUT, "ss", "policy_config", nc->policy_id);
     }
+    /* the starvation bound follows the file, whatever the policy */
+    bool bound_changed = old->policy_starve_factor != nc->policy_starve_factor
+                         || old->policy_starve_floor != nc->policy_starve_floor;
+    core_policy_bound(nc, &c->policy);
+    if (bound_changed && !(changed || policy_changed)) {
+        hs_error_t herr2 = { "" };
+        if (hs_sched_set_policy(c->sched, core_hs_now(c), &c->policy, &herr2) < 0)
+            bl_error("reload: starvation bound: %s (kept the previous one)", herr2.text);
+    }
     if (changed || policy_changed) {
         hs_policy_t prev = c->policy;
         if (sched_build(c, err) < 0) {

@@ -39,7 +39,7 @@ struct core {
     /* clock: scheduler time = monotonic seconds since mono0 + hs_offset */
     double mono0, hs_offset, epoch, hs_last;
     hs_sched_t *sched;
-    hs_policy_t policy;
+    hs_policy_t policy;         /* its starvation bound: core_policy_bound() */
     char policy_id[64];
     bool policy_override;       /* set through the API, persisted in meta */
     node_t *nodes;
@@ -88,11 +88,20 @@ struct core {
     int nwaiting;
     uint64_t decisions_deferred;
     uint64_t budget_hits;       /* decisions cut short by libhsched's budget */
+    uint64_t bound_hits;        /* phases given a share by the starvation bound */
     uint64_t dec_hist[12];      /* decision latency buckets, see metrics.c */
     double dec_sum;
 };
 
 #define NOW_NAN NAN
+
+/* The starvation bound of bbmgr.yaml (policy.starve_factor, policy.starve_floor)
+ * into a parsed policy: every hs_policy_parse() of the core is followed by it. */
+static inline void core_policy_bound(const cfg_t *cfg, hs_policy_t *pol)
+{
+    pol->starve_factor = cfg->policy_starve_factor > 0 ? cfg->policy_starve_factor : -1;
+    pol->starve_floor = cfg->policy_starve_floor;
+}
 #define HELD_PREFIX "persistent:"     /* held_t.job of a persistent buffer's */
 
 /* core.c */

@@ -82,6 +82,7 @@ void reschedule(core_t *c, double now)
     int n;
 
     (void)hs_sched_policy_stats(c->sched, &ps0);
+    uint64_t bh0 = hs_sched_bound_hits(c->sched);
     for (;;) {
         n = hs_sched_decide(c->sched, now, c->grants, c->grants_cap);
         if (n < 0) {
@@ -107,6 +108,14 @@ void reschedule(core_t *c, double now)
         c->budget_hits += ps1.budget_hits - ps0.budget_hits;
         bl_warning("scheduler: policy %s stopped at its decision budget after %.3f s and "
                 "runs the best schedule found so far", c->policy_id, dt);
+    }
+    /* phases that waited past their starvation bound: the core gives them a share
+     * whatever the policy decided (doc/policies.md, "Starvation bound") */
+    uint64_t bh1 = hs_sched_bound_hits(c->sched);
+    if (bh1 > bh0) {
+        c->bound_hits += bh1 - bh0;
+        bl_info("scheduler: %ju phase(s) waited past the starvation bound under policy %s "
+                "and get a share", (uintmax_t)(bh1 - bh0), c->policy_id);
     }
     while (b < 11 && dt > dec_buckets[b])
         b++;
@@ -218,6 +227,7 @@ int core_set_policy(core_t *c, const char *id, cerr_t *e)
 
     if (hs_policy_parse(id, &pol, &herr) < 0)
         return cerr_set(e, EINVAL, "id", "%s", herr.text);
+    core_policy_bound(c->cfg, &pol);
     if (hs_sched_set_policy(c->sched, now, &pol, &herr) < 0)
         return cerr_set(e, EDOM, "id", "policy %s is not available: %s", id,
                         herr.text[0] ? herr.text : strerror(errno));

@@ -437,6 +437,7 @@ int core_recover(core_t *c, hu_error_t *err)
         hs_policy_t pol;
         /* an override set through the API holds until bbmgr.yaml's policy changes */
         if (!strcmp(want, c->cfg->policy_id) && hs_policy_parse(policy, &pol, NULL) == 0) {
+            core_policy_bound(c->cfg, &pol);
             c->policy = pol;
             hs_policy_name(&pol, c->policy_id, sizeof(c->policy_id));
             c->policy_override = true;

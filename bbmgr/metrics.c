@@ -207,6 +207,10 @@ char *metrics_render(api_t *a, core_t *c, state_t *st)
          "Decisions whose schedule stopped at the decision budget (the policy ran the "
          "best one found).");
     sb_printf(&b, "harmonia_decision_budget_hits_total %ju\n", (uintmax_t)c->budget_hits);
+    head(&b, "harmonia_starvation_bound_hits_total", "counter",
+         "Phases that waited past the starvation bound (policy.starve_factor, "
+         "policy.starve_floor) and were given a share whatever the policy decided.");
+    sb_printf(&b, "harmonia_starvation_bound_hits_total %ju\n", (uintmax_t)c->bound_hits);
     sb_printf(&b, "# HELP harmonia_policy_info Current policy.\n# TYPE harmonia_policy_info gauge\n"
               "harmonia_policy_info{policy=\"%s\"} 1\n", c->policy_id);
     {

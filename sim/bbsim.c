@@ -59,6 +59,10 @@ static void run_usage (FILE *f)
              "                     w + time_io (overrides scheduler.period_min)\n"
              "  --max-wait DUR     every policy: a phase that waited this long for\n"
              "                     bandwidth gets a share (overrides scheduler.max_wait)\n"
+             "  --starve-factor K  every policy: a phase that waited more than\n"
+             "                     max(K x its time alone, --starve-floor) for\n"
+             "                     bandwidth gets a share (default 200; 0: off)\n"
+             "  --starve-floor DUR the floor of that bound (default 7200 s)\n"
              "  --decision-budget N  policies that compute schedules (periodic): at\n"
              "                     most N work units per decision (default 500000;\n"
              "                     0: unbounded, as the papers computed them)\n"
@@ -91,6 +95,20 @@ static const char *optval (int argc, char **argv, int *i, const char *name, int 
     return argv[++*i];
 }
 
+/* A duration option's value, > 0 and finite; else a message naming 'name' (with an
+ * example 'eg') and -1. */
+static int duration_opt (const char *name, const char *v, const char *eg, double *out)
+{
+    hu_error_t herr = { .text = "" };
+    if (hu_parse_duration (v, HU_DUR_BARE_SECONDS, out, &herr) < 0 || !(*out > 0)
+        || !isfinite (*out)) {
+        fprintf (stderr, "bbsim run: %s must be a duration > 0 (e.g. %s), not '%s'\n",
+                 name, eg, v);
+        return -1;
+    }
+    return 0;
+}
+
 static int cmd_run (int argc, char **argv)
 {
     const char *path = NULL, *gantt = NULL, *v;
@@ -98,7 +116,7 @@ static int cmd_run (int argc, char **argv)
     int npol = 0;
     sim_format_t fmt = OUT_TABLE;
     uint64_t seed = 1;
-    double period_min = 0, max_wait = 0;
+    double period_min = 0, max_wait = 0, starve_factor = 0, starve_floor = 0;
     uint64_t max_work = 0;
     int auto_objective = -1;
     wl_error_t err = { .text = "" };
@@ -148,13 +166,25 @@ static int cmd_run (int argc, char **argv)
         else if ((v = optval (argc, argv, &i, "--gantt", &bad)))
             gantt = v;
         else if ((v = optval (argc, argv, &i, "--max-wait", &bad))) {
-            hu_error_t herr = { .text = "" };
-            if (hu_parse_duration (v, HU_DUR_BARE_SECONDS, &max_wait, &herr) < 0 || !(max_wait > 0)
-                || !isfinite (max_wait)) {
-                fprintf (stderr, "bbsim run: --max-wait must be a duration > 0 "
-                         "(e.g. 60 s), not '%s'\n", v);
+            if (duration_opt ("--max-wait", v, "60 s", &max_wait) < 0)
+                return 2;
+        }
+        else if ((v = optval (argc, argv, &i, "--starve-factor", &bad))) {
+            char *end;
+            errno = 0;
+            starve_factor = strtod (v, &end);
+            if (errno || end == v || *end || !(starve_factor >= 0)
+                || !isfinite (starve_factor)) {
+                fprintf (stderr, "bbsim run: --starve-factor must be a number >= 0 "
+                         "(0: off), not '%s'\n", v);
                 return 2;
             }
+            if (starve_factor == 0)
+                starve_factor = -1;             /* off */
+        }
+        else if ((v = optval (argc, argv, &i, "--starve-floor", &bad))) {
+            if (duration_opt ("--starve-floor", v, "600 s", &starve_floor) < 0)
+                return 2;
         }
         else if ((v = optval (argc, argv, &i, "--decision-budget", &bad))) {
             char *end;
@@ -175,13 +205,8 @@ static int cmd_run (int argc, char **argv)
             }
         }
         else if ((v = optval (argc, argv, &i, "--period-min", &bad))) {
-            hu_error_t herr = { .text = "" };
-            if (hu_parse_duration (v, HU_DUR_BARE_SECONDS, &period_min, &herr) < 0
-                || !(period_min > 0) || !isfinite (period_min)) {
-                fprintf (stderr, "bbsim run: --period-min must be a duration > 0 "
-                         "(e.g. 16000 s), not '%s'\n", v);
+            if (duration_opt ("--period-min", v, "16000 s", &period_min) < 0)
                 return 2;
-            }
         }
         else if (bad)
             return 2;
@@ -228,6 +253,8 @@ static int cmd_run (int argc, char **argv)
         pols[p].period_min = period_min;
         pols[p].max_wait = max_wait > 0 ? max_wait : wl->max_wait;
         pols[p].max_work = max_work;
+        pols[p].starve_factor = starve_factor;
+        pols[p].starve_floor = starve_floor;
         if (pols[p].kind == HS_POL_AUTO) {
             snprintf (pols[p].auto_candidates, sizeof (pols[p].auto_candidates),
                       "%s", wl->auto_candidates);

@@ -619,6 +619,7 @@ int sim_run (const wl_t *wl, const wl_jobs_t *jobs, const hs_policy_t *pol,
     res->wall = hu_mono() - w0;
     (void)hs_sched_policy_stats (s, &res->pstats);
     (void)hs_sched_auto_state (s, &res->auto_st);
+    res->bound_hits = hs_sched_bound_hits (s);
 
     if (hs_metrics_compute (res->stats, (size_t)n, wl->plat.nodes, &res->m,
                             res->app) < 0) {

@@ -120,6 +120,11 @@ static json_t *result_json (const sim_result_t *r)
     json_object_set_new (o, "decisions", json_integer ((json_int_t)r->decisions));
     json_object_set_new (o, "wall_seconds", num (r->wall));
     json_object_set_new (o, "decision_max_s", num (r->decide_wall_max));
+    /* only when some phase reached its bound: the papers' runs never do, and
+     * their JSON stays as published (doc/policies.md, "Starvation bound") */
+    if (r->bound_hits > 0)
+        json_object_set_new (o, "starvation_bound_hits",
+                             json_integer ((json_int_t)r->bound_hits));
     if (r->auto_st.active) {
         const hs_auto_state_t *a = &r->auto_st;
         json_object_set_new (o, "auto_policy", json_string (a->current));
@@ -299,6 +304,12 @@ static int out_table (FILE *f, const wl_t *wl, uint64_t seed, const sim_result_t
         cell (f, 11, r->m.stall_time, "%.1f");
         cell (f, 11, r->m.makespan, "%.1f");
         fprintf (f, " %9llu\n", (unsigned long long)r->events);
+    }
+    for (int i = 0; i < nres; i++) {
+        if (res[i].bound_hits > 0)
+            fprintf (f, "%s: %llu phases waited past their bound and were given a "
+                     "share (doc/policies.md, \"Starvation bound\")\n", res[i].policy,
+                     (unsigned long long)res[i].bound_hits);
     }
     for (int i = 0; i < nres; i++) {
         const sim_result_t *r = &res[i];

@@ -71,6 +71,8 @@ typedef struct {
     hs_auto_state_t auto_st;
     double auto_wall;           /* seconds in the decisions that were epochs */
     double auto_wall_max;       /* the longest such decision */
+    /* the wait bounds (max_wait, starvation bound): phases that reached theirs */
+    uint64_t bound_hits;
 } sim_result_t;
 
 typedef struct {

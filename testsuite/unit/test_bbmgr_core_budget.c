@@ -29,19 +29,6 @@ static const char *conf(const char *policy)
     return buf;
 }
 
-static job_t *job(core_t *c, const char *id, const char *w_iter, const char *volume)
-{
-    bool created;
-    cerr_t e = { 0 };
-    json_t *hints = json_pack("{s:s s:s}", "w_iter", w_iter, "io_volume", volume);
-    ck_assert_msg(core_job_register(c, id, 1001, 1001, "user", "name", 1, hints, &created,
-                                    &e) == 0, "%s", e.msg);
-    json_decref(hints);
-    job_t *j = core_job(c, id);
-    ck_assert_msg(core_job_begin(c, j, 1, &e) == 0, "%s", e.msg);
-    return j;
-}
-
 static const char *const policies[] = { "periodic-throu", "periodic-cong", "persched" };
 
 /* The fuzzer's workload of test_sim_fuzz's findings, as bbmgrd jobs: a 47 TB phase
@@ -54,8 +41,8 @@ START_TEST(test_budget_counted)
     fx_init(&f, conf(policies[_i]));
     fx_open(&f);
     core_lock(f.c);
-    job_t *a = job(f.c, "10", "365645s", "47089372430180B");
-    job_t *b = job(f.c, "11", "22s", "15B");
+    job_t *a = fx_job(f.c, "10", "365645s", "47089372430180B");
+    job_t *b = fx_job(f.c, "11", "22s", "15B");
     ck_assert_uint_eq(f.c->budget_hits, 0);
     ck_assert_msg(core_phase_request(f.c, a, 47089372430180., "write", 0.22, &e) != NULL,
                   "%s", e.msg);

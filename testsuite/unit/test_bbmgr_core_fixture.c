@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The core on a temporary state directory: see test_bbmgr_core_fixture.h. */
 #include <check.h>
+#include <jansson.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,4 +69,17 @@ void fx_done(fx_t *f)
     if (*f->dir)
         fx_sh("rm -rf '%s'", f->dir);
     *f->dir = '\0';
+}
+
+job_t *fx_job(core_t *c, const char *id, const char *w_iter, const char *volume)
+{
+    bool created;
+    cerr_t e = { 0 };
+    json_t *hints = json_pack("{s:s s:s}", "w_iter", w_iter, "io_volume", volume);
+    ck_assert_msg(core_job_register(c, id, 1001, 1001, "user", "name", 1, hints, &created,
+                                    &e) == 0, "%s", e.msg);
+    json_decref(hints);
+    job_t *j = core_job(c, id);
+    ck_assert_msg(core_job_begin(c, j, 1, &e) == 0, "%s", e.msg);
+    return j;
 }

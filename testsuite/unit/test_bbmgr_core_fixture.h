@@ -32,4 +32,8 @@ void fx_done(fx_t *f);
 /* Run cmd (a shell command, printf format) and assert that it succeeded. */
 void fx_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* Register job 'id' (uid 1001, one node) with the hints w_iter and io_volume (as
+ * the API takes them, e.g. "22s", "15B") and begin it; asserts each step. */
+job_t *fx_job(core_t *c, const char *id, const char *w_iter, const char *volume);
+
 #endif

@@ -275,6 +275,12 @@ static int check_policy(const hs_policy_t *pol, hs_policy_t *out, hs_error_t *er
     }
     if (!(p.max_wait >= 0) || !isfinite(p.max_wait))
         return hs_errprintf(err, EINVAL, "max_wait must be a duration >= 0 (0: off)");
+    if (!isfinite(p.starve_factor))
+        return hs_errprintf(err, EINVAL, "starvation bound: factor %g must be a "
+                            "number (0: the default, < 0: off)", p.starve_factor);
+    if (!(p.starve_floor >= 0) || !isfinite(p.starve_floor))
+        return hs_errprintf(err, EINVAL, "starvation bound: floor %g must be a "
+                            "duration >= 0 (0: the default)", p.starve_floor);
     if (p.kind == HS_POL_MINMAX && !(p.gamma >= 0 && p.gamma <= 1))
         return hs_errprintf(err, EINVAL, "minmax: gamma %g is out of range "
                             "(expected 0 <= gamma <= 1)", p.gamma);
@@ -662,6 +668,7 @@ int hs_phase_request(hs_sched_t *s, double now, uint64_t id, double volume,
     j->nplace = 0;
     j->place0 = -1;
     j->throttled = false;
+    j->bounded = false;
     j->alone_bw = 0;
     if (j->nreq++ == 0)
         j->first_req = now;

@@ -51,6 +51,8 @@ struct job {
     bool throttled;         /* rate limited by a full node at the last decision */
     bool listed;            /* in s->ids, the order of the last decision: set by
                                hs_sched_decide(), cleared when the phase ends */
+    bool bounded;           /* the pending phase reached its wait bound (counted in
+                               s->bound_hits once) */
     /* the rest */
     int *alloc;
     bool used;              /* slot holds a job (live or departed) */
@@ -107,6 +109,7 @@ struct hs_sched {
     struct bnode *nodes;
     double bt;              /* time the nodes' state refers to */
     struct bscratch *bs;
+    uint64_t bound_hits;    /* phases that reached their wait bound */
 };
 
 /* One buffer node's dynamic state.  Occupancy is piecewise linear between two
@@ -258,6 +261,7 @@ int decide_buffers(hs_sched_t *s, const hs_ctx_t *ctx, size_t n);
 int check_grants(hs_view_t *v, size_t n, double B, bool clamp);
 double excess_wait(double now, double request, double done, double cap);
 void guard_waits(hs_sched_t *s, double now, size_t n);
+bool wait_bound_on(const hs_policy_t *pol);
 int group_decide(hs_sched_t *s, const hs_ctx_t *ctx, size_t g, double B,
                  bool stripes);
 

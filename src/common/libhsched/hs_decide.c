@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * hs_decide.c — libhsched's decision: the pending phases in id order, their views,
- * the policy's grants checked and applied, the max-wait guard, and the time of the
+ * the policy's grants checked and applied, the wait bounds, and the time of the
  * next event.  The state is hs_core_internal.h's; the buffer tier's part of a
  * decision is in hs_bnode.c.
  */
@@ -51,22 +51,58 @@ double excess_wait(double now, double request, double done, double cap)
     return now - request - (cap > 0 ? done / cap : 0);
 }
 
-/* The max-wait guard (hs_policy_t.max_wait, doc/policies.md): whatever the policy
- * decided, a pending phase whose excess wait reached max_wait gets at least
- * min(cap, B / m), m = such phases (+1 when the policy grants others, which keep
- * that share between them: they are scaled down to fit B), until it ends.  So a
- * phase waits at most max_wait before it gets a real share (a crumb counts as
- * waiting), whatever the policy's objective. */
+double hs_wait_bound(const hs_policy_t *pol, double volume, double cap)
+{
+    double t = INFINITY, k, floor;
+
+    if (!pol)
+        return INFINITY;
+    if (pol->max_wait > 0)
+        t = pol->max_wait;
+    k = pol->starve_factor == 0 ? HS_STARVE_FACTOR_DEFAULT : pol->starve_factor;
+    if (k > 0) {
+        floor = pol->starve_floor > 0 ? pol->starve_floor : HS_STARVE_FLOOR_DEFAULT;
+        t = hs_fmin(t, fmax(cap > 0 ? k * volume / cap : 0, floor));
+    }
+    return t;
+}
+
+/* Is either wait bound on? */
+bool wait_bound_on(const hs_policy_t *pol)
+{
+    return pol->max_wait > 0 || pol->starve_factor >= 0;
+}
+
+/* Has the phase of view v reached its wait bound at 'now'? */
+static bool reached_bound(const hs_sched_t *s, const hs_view_t *v, double now)
+{
+    return !v->complete
+        && excess_wait(now, v->request, v->volume - v->remaining, v->cap)
+           >= hs_wait_bound(&s->pol, v->volume, v->cap) * (1 - HS_EPS_REL);
+}
+
+/* The wait bounds (hs_policy_t.max_wait and the starvation bound, doc/policies.md):
+ * whatever the policy decided, a pending phase whose excess wait reached its bound
+ * (hs_wait_bound()) gets at least min(cap, B / m), m = such phases (+1 when the
+ * policy grants others, which keep that share between them: they are scaled down
+ * to fit B), until it ends.  So a phase waits at most its bound before it gets a
+ * real share (a crumb counts as waiting), whatever the policy's objective.  Each
+ * phase that reaches its bound is counted once (s->bound_hits). */
 void guard_waits(hs_sched_t *s, double now, size_t n)
 {
-    double B = s->plat.bw, mw = s->pol.max_wait, given = 0, others = 0;
+    double B = s->plat.bw, given = 0, others = 0;
     size_t m = 0, granted = 0, i;
 
     for (i = 0; i < n; i++) {
         hs_view_t *v = &s->views[i];
-        if (!v->complete && excess_wait(now, v->request, v->volume - v->remaining,
-                                        v->cap) >= mw * (1 - HS_EPS_REL))
+        if (reached_bound(s, v, now)) {
+            struct job *j = &s->jobs[s->ids[i].slot];
+            if (!j->bounded) {
+                j->bounded = true;
+                s->bound_hits++;
+            }
             m++;
+        }
         else if (v->bw > 0)
             granted++;
     }
@@ -77,8 +113,7 @@ void guard_waits(hs_sched_t *s, double now, size_t n)
         m++;
     for (i = 0; i < n; i++) {
         hs_view_t *v = &s->views[i];
-        if (!v->complete && excess_wait(now, v->request, v->volume - v->remaining,
-                                        v->cap) >= mw * (1 - HS_EPS_REL)) {
+        if (reached_bound(s, v, now)) {
             double g = hs_fmin(v->cap, B / (double)m);
             if (v->bw < g)
                 v->bw = g;
@@ -93,13 +128,15 @@ void guard_waits(hs_sched_t *s, double now, size_t n)
         double fo = others > 0 && given < B ? (B - given) / others : 0;
         for (i = 0; i < n; i++) {
             hs_view_t *v = &s->views[i];
-            bool guarded = !v->complete
-                && excess_wait(now, v->request, v->volume - v->remaining, v->cap)
-                   >= mw * (1 - HS_EPS_REL);
-            v->bw *= guarded ? fg : fo;
+            v->bw *= reached_bound(s, v, now) ? fg : fo;
             v->weight = v->bw > 0 ? v->bw / B : 0;
         }
     }
+}
+
+uint64_t hs_sched_bound_hits(const hs_sched_t *s)
+{
+    return s ? s->bound_hits : 0;
 }
 
 /* Call the policy on the views of one group (indices bs->gidx[] into the stripe
@@ -372,7 +409,7 @@ int hs_sched_decide(hs_sched_t *s, double now, hs_grant_t *out, size_t cap)
     /* check what the policy did: the model's constraints must hold */
     if (check_grants(s->views, n, s->plat.bw, true) < 0)
         return -1;
-    if (s->pol.max_wait > 0)
+    if (wait_bound_on(&s->pol))
         guard_waits(s, now, n);
 store:
     for (i = 0; i < n; i++) {
@@ -405,25 +442,25 @@ double hs_sched_next_event(const hs_sched_t *s)
 {
     double t = INFINITY;
     size_t i;
+    bool bound;
 
     if (!s)
         return INFINITY;
+    bound = wait_bound_on(&s->pol) && !has_buffers(s);
     for (i = 0; i < s->npend; i++) {
         const struct job *j = &s->jobs[s->pend[i]];
         if (phase_complete(s, j))
             t = hs_fmin(t, s->now);
         else if (j->rate > 0)
             t = hs_fmin(t, completion_time(j));
-        if (s->pol.max_wait > 0 && !has_buffers(s) && !phase_complete(s, j)
-            && j->rate < j->cap) {
-            /* when its excess wait reaches max_wait (it grows at 1 - rate/cap) */
-            double done, w, ex;
+        if (bound && !phase_complete(s, j) && j->rate < j->cap) {
+            /* when its excess wait reaches its bound (it grows at 1 - rate/cap) */
+            double done, w, ex, mw = hs_wait_bound(&s->pol, j->vol, j->cap);
             job_at(j, s->now, &done, &w);
             ex = excess_wait(s->now, j->req, done, j->cap);
             /* the same threshold as guard_waits(); past it the phase is guarded */
-            if (ex < s->pol.max_wait * (1 - HS_EPS_REL))
-                t = hs_fmin(t, fmax(s->now + (s->pol.max_wait - ex)
-                                             / (1 - j->rate / j->cap),
+            if (ex < mw * (1 - HS_EPS_REL))
+                t = hs_fmin(t, fmax(s->now + (mw - ex) / (1 - j->rate / j->cap),
                                     nextafter(s->now, INFINITY)));
         }
     }

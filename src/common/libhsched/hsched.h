@@ -120,7 +120,17 @@ typedef struct {
                                instances added), past which it answers with the
                                best schedule so far; 0: the policy's default,
                                UINT64_MAX: unbounded */
+    /* appended: the starvation bound of every policy (doc/policies.md, "Starvation
+     * bound"), on by default: a phase whose excess wait (as for max_wait) reaches
+     * max(starve_factor x its exclusive duration vol / cap, starve_floor) gets a
+     * share as under max_wait (both on: whichever comes first) */
+    double starve_factor;   /* k; 0: HS_STARVE_FACTOR_DEFAULT, < 0: off */
+    double starve_floor;    /* s; 0: HS_STARVE_FLOOR_DEFAULT */
 } hs_policy_t;
+
+/* Defaults of the starvation bound (doc/policies.md says why these values). */
+#define HS_STARVE_FACTOR_DEFAULT 200.0
+#define HS_STARVE_FLOOR_DEFAULT 7200.0
 
 typedef enum {
     HS_AUTO_SYSEFF = 0,     /* highest SysEff among dilation <= factor x the lowest */
@@ -485,6 +495,19 @@ typedef struct {
 /* State of 'auto' in scheduler s.  0 (st->active false for another policy), or -1
  * with errno = EINVAL. */
 int hs_sched_auto_state(const hs_sched_t *s, hs_auto_state_t *st);
+
+/* ---------------------------------------------------------------- starvation bound
+ * (appended; doc/policies.md, "Starvation bound") */
+
+/* The wait a phase of 'volume' bytes with cap 'cap' may have under 'pol' before the
+ * core gives it a share: min(max_wait, max(k x volume / cap, floor)) with the
+ * defaults filled in; INFINITY when both bounds are off. */
+double hs_wait_bound(const hs_policy_t *pol, double volume, double cap);
+
+/* Phases that reached their wait bound (max_wait or the starvation bound) since
+ * hs_sched_create(): each was given a share by the core from then on, whatever
+ * its policy decided.  0 for NULL. */
+uint64_t hs_sched_bound_hits(const hs_sched_t *s);
 
 #ifdef __cplusplus
 }
