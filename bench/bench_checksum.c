@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * bench_checksum.c — throughput of the mover's checksums (bbmgr/checksum.c):
+ * bench_checksum.c — throughput of the mover's checksums (bbmgr/common/checksum.c):
  * XXH64, CRC-32C in software (slicing-by-8) and CRC-32C with SSE4.2, in GB/s
  * (10^9 bytes/s) and as a ratio to XXH64 measured in the same run.
  *

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * fuzz_agentproto.c — the messages between bbmgrd and its buffer-node agents, in
- * both directions (bbmgr/nodeproto.h, doc/api.md "Buffer-node agents").
+ * both directions (bbmgr/common/nodeproto.h, doc/api.md "Buffer-node agents").
  *
  * The first byte picks the report's budget, the rest is one JSON object read as
  * both a reply of bbmgrd (what bbnoded takes: "tasks", "dirs") and a report of an

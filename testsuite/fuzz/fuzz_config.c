@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * fuzz_config.c — libFuzzer harness for bbmgr.yaml (bbmgr/config.c, with its
+ * fuzz_config.c — libFuzzer harness for bbmgr.yaml (bbmgr/common/config.c, with its
  * host-list expansion and libhutil's unit parsers), read from a file as bbmgrd
  * and bbmgr read it.
  *

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * fuzz_hostlist.c — libFuzzer harness for the host-list expansion
- * (bbmgr/hostlist.c: "bb[01-04,7],hd1"), used for bbmgr.yaml's node names.
+ * (bbmgr/common/hostlist.c: "bb[01-04,7],hd1"), used for bbmgr.yaml's node names.
  *
  * The oracles (abort() on failure):
  *   - a refused expression gives a message that is not empty, and no names;

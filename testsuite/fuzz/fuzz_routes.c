@@ -2,7 +2,7 @@
 /*
  * fuzz_routes.c — libFuzzer harness for bbmgrd's HTTP API: the route table, the
  * strict JSON body checks and every handler, /v1/batch included, called directly
- * on a real core (bbmgr/core.c, libhsched, the SQLite state layer), no sockets.
+ * on a real core (bbmgr/daemon/core.c, libhsched, the SQLite state layer), no sockets.
  *
  * An input is one or more requests, separated by a line "--":
  *     [!]METHOD /path[?query ignored]\n

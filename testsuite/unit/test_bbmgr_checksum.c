@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * Unit tests: the mover's checksums (bbmgr/checksum.c).
+ * Unit tests: the mover's checksums (bbmgr/common/checksum.c).
  *
  * Known answers come from outside this code: XXH64 from the reference xxHash
  * library (libxxhash 0.8.1), CRC-32C from the check value of "123456789", the iSCSI

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* Unit tests: bbmgr.yaml key table, parser and checks (bbmgr/config.c). */
+/* Unit tests: bbmgr.yaml key table, parser and checks (bbmgr/common/config.c). */
 #include <check.h>
 #include <errno.h>
 #include <stdio.h>

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Unit tests of bbmgrd's core: placement of allocations on the buffer nodes of a
- * pool (bbmgr/core_alloc.c), on a real state database.  Four nodes of 10 GiB in a
+ * pool (bbmgr/daemon/core_alloc.c), on a real state database.  Four nodes of 10 GiB in a
  * pool of granularity 1 GiB; their mounts do not exist (no directories are made).
  */
 #include <check.h>

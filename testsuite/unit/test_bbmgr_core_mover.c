@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * Unit tests of the data mover's transfer states (bbmgr/mover.c), as bbmgrd's core
+ * Unit tests of the data mover's transfer states (bbmgr/mover/mover.c), as bbmgrd's core
  * receives them from mover_poll(): a small tree copied by the real mover between
  * two directories of a temporary directory, as a job's user (uid 1001, no account
  * needed), with the states reported in order, and a cancelled copy.  The mover acts

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Unit tests of bbmgrd's core: recovery from the state database
- * (bbmgr/core_recover.c).  A core makes state (jobs, allocations, a persistent
+ * (bbmgr/daemon/core_recover.c).  A core makes state (jobs, allocations, a persistent
  * buffer and its user, an open phase, a queued transfer, a drained node), is
  * destroyed, and a new core recovered from the same state.db must show the same
  * model: every job, allocation, node, pool and buffer as the JSON views render it.

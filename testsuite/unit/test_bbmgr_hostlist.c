@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* Unit tests: Slurm-style host list expansion (bbmgr/hostlist.c). */
+/* Unit tests: Slurm-style host list expansion (bbmgr/common/hostlist.c). */
 #include <check.h>
 #include <errno.h>
 #include <stdio.h>

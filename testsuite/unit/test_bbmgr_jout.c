@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * test_bbmgr_jout.c — bbmgrd's JSON writer (bbmgr/jout.c) against jansson: every
+ * test_bbmgr_jout.c — bbmgrd's JSON writer (bbmgr/daemon/jout.c) against jansson: every
  * body byte for byte what json_dumps(body, JOUT_JSON_FLAGS) writes, then '\n'.
  */
 #include <math.h>

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* Unit tests: SQLite state layer (bbmgr/state.c): migrations, group commit, reads. */
+/* Unit tests: SQLite state layer (bbmgr/common/state.c): migrations, group commit, reads. */
 #include <check.h>
 #include <errno.h>
 #include <math.h>

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Unit tests: the messages between bbmgrd and bbnoded and the agent's task table
- * (bbmgr/nodeproto.c): strict parsing, and the rules that make a duplicated, late
+ * (bbmgr/common/nodeproto.c): strict parsing, and the rules that make a duplicated, late
  * or crossed message change nothing.
  */
 #include <check.h>

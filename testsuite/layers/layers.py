@@ -1,0 +1,236 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""The layering of HACKING.md ("Layers"), held against the code.
+
+Two readings of the tree, each compared with the same table (LAYERS below):
+  - includes: every '#include "..."' of a source file, resolved to the part that
+    holds the header;
+  - calls: every symbol an object file of the build uses ('nm'), resolved to the
+    part whose object defines it.
+A use that the table does not allow is printed, one line each, naming the file,
+the header or the function, and the rule; the exit status is then 1.
+
+Usage: layers.py SRCDIR BUILDDIR  (the test harness gives HARMONIA_SRCDIR and
+HARMONIA_BUILDDIR; a build must exist: 'make check' builds first).
+"""
+import glob
+import os
+import re
+import subprocess
+import sys
+
+# The parts of bbmgr/, and which parts each may include and call.  bbmgrd's core
+# (daemon/core*) is a part of its own: it never reaches the daemon's HTTP side.
+BBMGR = ("common", "mover", "core", "daemon", "agent", "cli")
+LAYERS = {
+    # common/nodeproto.h carries the mover's transfer types (mover/mover.h):
+    # a header, never a call (CALLS_ONLY below says which parts it may call)
+    "common": {"common", "mover.h"},
+    "mover": {"common", "mover"},
+    "core": {"common", "mover", "core", "nodes"},
+    "nodes": {"common", "mover", "core", "nodes", "daemon"},
+    "daemon": {"common", "mover", "core", "nodes", "daemon"},
+    "agent": {"common", "mover", "agent"},
+    "cli": {"common", "cli", "harmonia"},
+}
+RULES = {
+    ("core", "daemon"): "bbmgrd's core never reaches the daemon's HTTP side (api, "
+                        "routes, auth, metrics)",
+    ("mover", "core"): "the mover never reaches bbmgrd's core: it reports through "
+                       "its callbacks",
+    ("agent", "core"): "the agent never reaches bbmgrd's internals",
+    ("plugins", "*"): "the Slurm plugins reach bbmgrd only through libharmonia's "
+                      "client (harmonia/client.h)",
+    ("libhsched", "*"): "libhsched is pure: no I/O, no threads, no clock, no Slurm",
+}
+
+# libhsched: the system headers and the C library functions it may use (memory,
+# strings, formatting into buffers, maths); everything else is I/O, a thread or a
+# clock.
+HSCHED_HEADERS = {"assert.h", "ctype.h", "errno.h", "float.h", "inttypes.h",
+                  "limits.h", "math.h", "stdarg.h", "stdbool.h", "stddef.h",
+                  "stdint.h", "stdio.h", "stdlib.h", "string.h", "strings.h"}
+HSCHED_LIBC = set("""calloc malloc realloc free memcpy memmove memset memcmp memchr
+strcmp strncmp strcasecmp strncasecmp strlen strnlen strcspn strspn strchr strrchr
+strstr strdup strndup strtod strtol strtoul strtoll strtoull snprintf vsnprintf qsort
+bsearch abs labs llabs __ctype_b_loc __ctype_tolower_loc __ctype_toupper_loc
+__errno_location __assert_fail __stack_chk_fail __popcountdi2 _GLOBAL_OFFSET_TABLE_
+fabs fmax fmin fmod floor ceil round lround llround trunc sqrt pow exp log log2 log10
+nextafter isnan isinf""".split())
+SANITIZER = re.compile(r"^__(asan|ubsan|sanitizer|lsan|tsan)_")
+
+problems = []
+
+
+def rule(src, dst):
+    return RULES.get((src, dst)) or RULES.get((src, "*")) or \
+        ("agent never reaches bbmgrd's internals" if src == "agent" else
+         "HACKING.md allows %s to use only: %s" % (src, ", ".join(sorted(LAYERS[src]))))
+
+
+def bbmgr_part(path):
+    """The part of bbmgr/ a file belongs to, by its folder and name."""
+    folder, name = path.split("/")[-2:]
+    stem = name.split(".")[0]
+    if folder == "daemon":
+        if stem.startswith("core"):
+            return "core"
+        if stem == "nodes":
+            return "nodes"
+    return folder
+
+
+def main(srcdir, builddir):
+    bb = os.path.join(srcdir, "bbmgr")
+    headers = {}                    # bare name -> path, of bbmgr/'s headers
+    sources = []
+    for folder in ("common", "mover", "daemon", "agent", "cli"):
+        for p in sorted(glob.glob(os.path.join(bb, folder, "*.[ch]")) +
+                        glob.glob(os.path.join(bb, folder, "*.def"))):
+            sources.append(p)
+            headers.setdefault(os.path.basename(p), p)
+    stray = [p for p in glob.glob(os.path.join(bb, "*.[ch]"))]
+    for p in stray:
+        problems.append("%s: a source outside bbmgr/'s product folders "
+                        "(HACKING.md, Layers)" % os.path.relpath(p, srcdir))
+    inc = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]', re.M)
+
+    # includes of bbmgr/
+    for p in sources:
+        part = bbmgr_part(p)
+        text = open(p, encoding="utf-8", errors="replace").read()
+        for kind, name in inc.findall(text):
+            if kind != '"':
+                continue
+            if "/" in name:
+                top = name.split("/")[0]
+                if top in ("libhutil", "libhsched"):
+                    continue
+                if top == "harmonia" and "harmonia" in LAYERS[part]:
+                    continue
+                problems.append("%s includes \"%s\": %s" % (os.path.relpath(p, srcdir),
+                                name, rule(part, top)))
+                continue
+            if os.path.exists(os.path.join(os.path.dirname(p), name)):
+                target = os.path.join(os.path.dirname(p), name)
+            elif name in headers:
+                target = headers[name]
+            else:
+                continue            # harmonia_config.h and the like
+            to = bbmgr_part(target)
+            if to in LAYERS[part] or name in LAYERS[part]:
+                continue
+            problems.append("%s includes %s: %s" % (os.path.relpath(p, srcdir),
+                            os.path.relpath(target, srcdir), rule(part, to)))
+
+    # includes of libhsched and of the plugins
+    hs = os.path.join(srcdir, "src/common/libhsched")
+    for p in sorted(glob.glob(os.path.join(hs, "*.[ch]"))):
+        for kind, name in inc.findall(open(p, encoding="utf-8").read()):
+            ok = (name in HSCHED_HEADERS) if kind == "<" else \
+                (os.path.exists(os.path.join(hs, name)) or name == "harmonia_config.h"
+                 or name.startswith("libhsched/") or name.startswith("libhutil/")
+                 or name == "../libhutil/hutil.h")
+            if not ok:
+                problems.append("%s includes %s%s%s: %s" % (
+                    os.path.relpath(p, srcdir), kind, name, ">" if kind == "<" else '"',
+                    RULES[("libhsched", "*")]))
+    plugins = sorted(glob.glob(os.path.join(srcdir, "src/plugins/*/harmonia/*.[ch]")))
+    for p in plugins:
+        for kind, name in inc.findall(open(p, encoding="utf-8").read()):
+            if kind != '"':
+                continue
+            top = name.split("/")[0] if "/" in name else None
+            bad = top in ("libhsched", "bbmgr") or name.startswith("../") or \
+                (top is None and name != "config.h" and name in headers and
+                 not os.path.exists(os.path.join(os.path.dirname(p), name))) or \
+                (top == "harmonia" and name != "harmonia/client.h")
+            if bad:
+                problems.append("%s includes \"%s\": %s" % (os.path.relpath(p, srcdir),
+                                name, RULES[("plugins", "*")]))
+
+    # calls, from the objects of the build
+    def objects(top):
+        """The object files under builddir/top, libtool's .libs/ included."""
+        found = {}
+        every = [os.path.join(d, f) for d, _, fs in os.walk(os.path.join(builddir, top))
+                 for f in fs if f.endswith(".o")]
+        for o in sorted(every):
+            stem = os.path.basename(o)[:-2]
+            stem = stem.split("-", 1)[1] if "-" in stem else stem
+            found.setdefault((os.path.dirname(o).replace("/.libs", ""), stem), o)
+        return found
+
+    def nm(o):
+        out = subprocess.run(["nm", "-P", o], capture_output=True, text=True,
+                             check=True).stdout
+        defined, used = set(), set()
+        for line in out.splitlines():
+            f = line.split()
+            if len(f) < 2:
+                continue
+            if f[1] == "U":
+                used.add(f[0])
+            elif f[1].isupper() or f[1] in "uvw":
+                defined.add(f[0])
+        return defined, used
+
+    objs = objects("bbmgr")
+    if not objs:
+        problems.append("no object files under %s/bbmgr: build first ('make')" % builddir)
+    table = []                          # (part, file, defined, used)
+    where = {}                          # symbol -> {part: file}
+    for (d, stem), o in sorted(objs.items()):
+        folder = os.path.basename(d)
+        if folder not in ("common", "mover", "daemon", "agent", "cli"):
+            continue
+        src = "bbmgr/%s/%s.c" % (folder, stem)
+        part = bbmgr_part(src)
+        defined, used = nm(o)
+        table.append((part, src, defined, used))
+        for s in defined:
+            where.setdefault(s, {})[part] = src
+    for part, src, defined, used in table:
+        allowed = LAYERS[part]
+        for s in sorted(used):
+            owners = where.get(s)
+            if not owners or any(o in allowed for o in owners):
+                continue
+            to, dst = sorted(owners.items())[0]
+            problems.append("%s calls %s() of %s: %s" % (src, s, dst, rule(part, to)))
+
+    hs_defined, hs_used = set(), {}
+    for (d, stem), o in sorted(objects("src/common/libhsched").items()):
+        defined, used = nm(o)
+        hs_defined |= defined
+        hs_used["src/common/libhsched/%s.c" % stem] = used
+    for src, used in sorted(hs_used.items()):
+        for s in sorted(used - hs_defined - HSCHED_LIBC):
+            if not SANITIZER.match(s):
+                problems.append("%s calls %s(): %s" % (src, s, RULES[("libhsched", "*")]))
+
+    client = open(os.path.join(srcdir, "src/include/harmonia/client.h")).read()
+    hc_defined = set()
+    for (d, stem), o in objects("src/lib/libharmonia").items():
+        if stem != "preload":           # the interposer: libc's own names
+            hc_defined |= nm(o)[0]
+    for (d, stem), o in sorted(objects("src/plugins").items()):
+        src = os.path.relpath(os.path.join(d, stem + ".c"), builddir)
+        for s in sorted(nm(o)[1]):
+            if s in where or s in hs_defined:
+                problems.append("%s calls %s(): %s" % (src, s, RULES[("plugins", "*")]))
+            elif s in hc_defined and not re.search(r"\b%s\b" % re.escape(s), client):
+                problems.append("%s calls %s() of libharmonia, not of its client: %s"
+                                % (src, s, RULES[("plugins", "*")]))
+
+    for p in problems:
+        print("layers: " + p)
+    print("layers: %d bbmgr sources, %d objects read; %d rule(s) broken"
+          % (len(sources), len(table), len(problems)))
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3:
+        sys.exit(__doc__)
+    sys.exit(main(os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])))
