@@ -120,8 +120,9 @@ START_TEST(test_fairshare_progress)
     request(s, 0, 1, 4, 0);
     ck_assert_uint_eq(hs_sched_njobs(s), 2);
     ck_assert_uint_eq(hs_sched_npending(s), 2);
-    /* before any decision nothing moves */
-    ck_assert(isinf(hs_sched_next_event(s)));
+    /* before any decision nothing moves: the only event ahead is the starvation
+     * bound of the two waiting phases (its floor: each would take 2 s alone) */
+    ck_assert_double_eq_tol(hs_sched_next_event(s), HS_STARVE_FLOOR_DEFAULT, EPS);
     ck_assert_int_eq(hs_sched_decide(s, 0, g, 4), 2);
     ck_assert_uint_eq(g[0].id, 1);              /* stable order by id */
     ck_assert_uint_eq(g[1].id, 2);
