@@ -98,6 +98,7 @@ typedef struct cfg {
     double policy_overprovision;
     double policy_starve_factor;    /* 0: off */
     double policy_starve_floor;
+    long policy_decision_budget;    /* work units of a decision (hs_policy_t.max_work) */
     /* platform (the model libhsched schedules) */
     long platform_compute_nodes;
     double platform_node_bandwidth;

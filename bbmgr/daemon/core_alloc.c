@@ -544,7 +544,8 @@ int core_reconfigure(core_t *c, cfg_t *nc, hu_error_t *err)
     }
     /* the starvation bound follows the file, whatever the policy */
     bool bound_changed = old->policy_starve_factor != nc->policy_starve_factor
-                         || old->policy_starve_floor != nc->policy_starve_floor;
+                         || old->policy_starve_floor != nc->policy_starve_floor
+                         || old->policy_decision_budget != nc->policy_decision_budget;
     core_policy_bound(nc, &c->policy);
     if (bound_changed && !(changed || policy_changed)) {
         hs_error_t herr2 = { "" };

@@ -95,12 +95,14 @@ struct core {
 
 #define NOW_NAN NAN
 
-/* The starvation bound of bbmgr.yaml (policy.starve_factor, policy.starve_floor)
- * into a parsed policy: every hs_policy_parse() of the core is followed by it. */
+/* The bounds of bbmgr.yaml (policy.starve_factor, policy.starve_floor,
+ * policy.decision_budget) into a parsed policy: every hs_policy_parse() of the
+ * core is followed by it. */
 static inline void core_policy_bound(const cfg_t *cfg, hs_policy_t *pol)
 {
     pol->starve_factor = cfg->policy_starve_factor > 0 ? cfg->policy_starve_factor : -1;
     pol->starve_floor = cfg->policy_starve_floor;
+    pol->max_work = (uint64_t)cfg->policy_decision_budget;
 }
 #define HELD_PREFIX "persistent:"     /* held_t.job of a persistent buffer's */
 

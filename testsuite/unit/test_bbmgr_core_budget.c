@@ -54,10 +54,33 @@ START_TEST(test_budget_counted)
 }
 END_TEST
 
+/* bbmgr.yaml's policy.decision_budget is the policy's budget (default 500,000) */
+START_TEST(test_budget_from_config)
+{
+    fx_t f;
+    char c[1200];
+
+    fx_init(&f, conf("periodic-throu"));
+    fx_open(&f);
+    ck_assert_uint_eq(f.c->policy.max_work, 500000);
+    fx_done(&f);
+    snprintf(c, sizeof(c), "%s", conf("periodic-throu"));
+    char *p = strstr(c, "platform:");
+    ck_assert_ptr_nonnull(p);
+    memmove(p + 25, p, strlen(p) + 1);
+    memcpy(p, "  decision_budget: 20000\n", 25);
+    fx_init(&f, c);
+    fx_open(&f);
+    ck_assert_uint_eq(f.c->policy.max_work, 20000);
+    fx_done(&f);
+}
+END_TEST
+
 int main(void)
 {
     const tu_tcase_t tcases[] = {
         { "budget", .timeout = 300, .loops = { { test_budget_counted, TU_COUNT(policies) } } },
+        { "config", .tests = { test_budget_from_config, NULL } },
     };
     return tu_main("bbmgr_core_budget", tcases, TU_COUNT(tcases));
 }
