@@ -145,21 +145,6 @@ class Cluster:
             pytest.skip("stops and restarts the cluster's daemons: needs the private cluster "
                         "or HARMONIA_CLUSTER_CONTROL")
 
-    def slurm_release(self):
-        """(major, minor) of the cluster's Slurm, from 'scontrol --version'."""
-        p = subprocess.run(["scontrol", "--version"], capture_output=True, text=True,
-                           timeout=30)
-        m = re.search(r"(\d+)\.(\d+)", p.stdout)
-        assert m, "scontrol --version: " + p.stdout + p.stderr
-        return int(m.group(1)), int(m.group(2))
-
-    def not_on_docker_slurm_2311(self, what):
-        """Skip on an external cluster (the Docker one) of Slurm 23.11 or later: there
-        'what' does not work yet (a known gap of the Docker cluster, see
-        doc/docker.md); on a private cluster of the same release it runs."""
-        if not self.cdir and self.slurm_release() >= (23, 11):
-            pytest.skip("Docker cluster, Slurm >= 23.11: " + what)
-
     def control(self, what):
         """Failure tests: bbmgrd-stop, bbmgrd-start, slurmctld-restart, on the
         private cluster (testsuite/cluster/cluster) or through an external

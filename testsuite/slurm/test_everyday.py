@@ -400,7 +400,6 @@ def test_bbstat_shows_what_was_learned_of_a_running_job(cluster, need_bbmgrd, tm
 
 
 def test_show_burst_sizes_stay_true_after_reconfigure(cluster, need_bbmgrd):
-    cluster.not_on_docker_slurm_2311("scontrol reconfigure times out")
     def pool_line():
         for line in show_burst(cluster).splitlines():
             if line.strip().startswith("Name=harmonia"):

@@ -53,7 +53,6 @@ def test_update_of_the_request_is_refused_and_leaves_it_as_it_was(cluster, need_
 # ------------------------------------------------------------------ scontrol reconfigure
 
 def test_reconfigure_keeps_buffers_and_the_plugins_working(cluster, need_bbmgrd, tmp_path):
-    cluster.not_on_docker_slurm_2311("scontrol reconfigure times out")
     no_jobs(cluster)
     used0 = pool_used(cluster)
     marks = tmp_path / "marks"

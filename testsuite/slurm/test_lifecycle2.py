@@ -332,10 +332,7 @@ def test_slurmctld_restart_during_stage_in(cluster, tmp_path):
     assert sums == {"./" + rel: hashlib.sha256(d).hexdigest() for rel, (d, _) in files.items()}
     wait_for(lambda: ended(cluster, jobid), what="teardown")
     assert cluster.job(jobid)["BurstBufferState"] == "complete"
-    # the Docker cluster of Slurm >= 23.11 does not show the restarted slurmctld's
-    # log here yet (doc/docker.md); what the job did is checked above
-    if cluster.cdir or cluster.slurm_release() < (23, 11):
-        assert "recovered in burst buffer state staging-in" in cluster.ctld_log()
+    assert "recovered in burst buffer state staging-in" in cluster.ctld_log()
 
 
 def test_slurmctld_restart_during_stage_out(cluster, tmp_path):
@@ -380,10 +377,7 @@ def test_slurmctld_restart_during_stage_out(cluster, tmp_path):
         assert f.read() == "small\n"
     assert not no_partials(dest)
     wait_for(lambda: ended(cluster, jobid), what="teardown")
-    # the Docker cluster of Slurm >= 23.11 does not show the restarted slurmctld's
-    # log here yet (doc/docker.md); what the job did is checked above
-    if cluster.cdir or cluster.slurm_release() < (23, 11):
-        assert "recovered in burst buffer state staging-out" in cluster.ctld_log()
+    assert "recovered in burst buffer state staging-out" in cluster.ctld_log()
 
 
 # ------------------------------------------------------------------ (3)
