@@ -61,7 +61,7 @@ def chart(before, after, path):
         out.append('<text x="%.1f" y="%d" text-anchor="middle">phase %d</text>'
                    % (left + i * group + group / 2, top + plot_h + 18, i + 1))
     lx = left
-    for label, color in (("before (issue: its own writes counted as another "
+    for label, color in (("before the fix (its own writes counted as another "
                           "writer's)", "#b0b0b0"), ("now (this bench)", "#2a6fdb")):
         out.append('<rect x="%d" y="%d" width="10" height="10" fill="%s"/>'
                    % (lx, h - 18, color))
