@@ -126,6 +126,9 @@ typedef enum {
      * device and inode is one of any held buffer */ \
     X(KEPT_OF, "SELECT node,dev,ino,kept FROM kept_dirs WHERE owner=?") \
     X(KEPT_ID, "SELECT 1 FROM kept_dirs WHERE node=? AND dev=? AND ino=? LIMIT 1") \
+    /* the same, of a buffer an administrator must release (kept = 1) */ \
+    X(KEPT_ID_KEPT, "SELECT 1 FROM kept_dirs WHERE node=? AND dev=? AND ino=? AND kept=1" \
+      " LIMIT 1") \
     /* the stage-outs done whose fsyncs had not finished, with their job's user */ \
     X(XFERS_SYNCING, "SELECT t.id,t.job_id,COALESCE(t.held,t.source),t.destination,t.type," \
       "t.finished,j.uid,j.gid," \

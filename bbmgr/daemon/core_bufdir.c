@@ -80,15 +80,27 @@ static int held_id_row(sqlite3_stmt *s, void *arg)
 }
 
 /* Is st, at path, the directory of a held buffer (kept_dirs)?  Its identity is
- * per node: of a node of bbmgrd (not an agent's) whose mount holds path. */
-bool held_id(core_t *c, const char *path, const struct stat *st)
+ * per node: of a node of bbmgrd (not an agent's) whose mount holds path.  With
+ * only_kept, of one an administrator must release (not one that only waits for
+ * its stage-outs to be durable). */
+static bool held_id_of(core_t *c, const char *path, const struct stat *st, bool only_kept)
 {
     bool found = false;
     for (int i = 0; i < c->nnodes && !found; i++)
         if (!nodes_is_agent(c, i) && util_path_under(path, c->nodes[i].mount))
-            state_read(c->st, SR_KEPT_ID, held_id_row, &found, "sii", c->nodes[i].name,
-                       (int64_t)st->st_dev, (int64_t)st->st_ino);
+            state_read(c->st, only_kept ? SR_KEPT_ID_KEPT : SR_KEPT_ID, held_id_row, &found,
+                       "sii", c->nodes[i].name, (int64_t)st->st_dev, (int64_t)st->st_ino);
     return found;
+}
+
+bool held_id(core_t *c, const char *path, const struct stat *st)
+{
+    return held_id_of(c, path, st, false);
+}
+
+bool held_id_kept(core_t *c, const char *path, const struct stat *st)
+{
+    return held_id_of(c, path, st, true);
 }
 
 /* path is taken by an earlier buffer of the same name (lock held): move it aside

@@ -155,6 +155,7 @@ int alloc_move_share(core_t *c, job_t *j, int lost);
 void held_free(held_t *h);
 void held_reason(held_t *h);
 bool held_id(core_t *c, const char *path, const struct stat *st);
+bool held_id_kept(core_t *c, const char *path, const struct stat *st);
 held_t *held_add(core_t *c, const char *job, const char *owner);
 bool pbuf_hold(core_t *c, pbuf_t *b);
 void held_resolve(core_t *c, uint64_t tid, bool ok);

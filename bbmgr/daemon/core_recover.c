@@ -585,8 +585,15 @@ static int sweep_one(int tfd, const char *name, const struct stat *st, void *arg
     (void)tfd;
     snprintf(path, sizeof(path), "%s/%s", w->dir, name);
     state_read(w->c->st, SR_KEPT_UNDER, rec_exists, &kept, "s", path);
-    if (!kept)      /* a held buffer's directory, by identity */
-        kept = held_id(w->c, path, st);
+    /* a held buffer's directory, by identity: kept until an administrator
+     * releases it, or while a stage-out not yet durable reads from under it (a
+     * buffer that only waited for its stage-outs keeps nothing else: the
+     * teardown that waited with it would no longer find this one here) */
+    if (!kept && held_id(w->c, path, st)) {
+        kept = held_id_kept(w->c, path, st);
+        if (!kept)
+            state_read(w->c->st, SR_HELD_UNDER, rec_exists, &kept, "s", path);
+    }
     if (kept) {
         bl_warning("%s is kept: it holds the source of a stage-out that could not be made "
                    "durable (remove it by hand once the data is safe)", path);

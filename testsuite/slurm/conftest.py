@@ -313,10 +313,10 @@ def sbatch_ok(cluster, *directives, body="hostname", opts=()):
     return jobid
 
 
-def wait_for(pred, timeout=None, what="condition", interval=0.2):
+def wait_for(pred, timeout=None, what="condition", interval=0.2, report=None):
     """pred()'s first true value, or AssertionError (harmonia_test.wait: one
-    generous bound, stretched on sanitizer builds)."""
-    return wait.wait_for(pred, what, timeout, interval)
+    generous bound, stretched on sanitizer builds; report() is added to it)."""
+    return wait.wait_for(pred, what, timeout, interval, report)
 
 
 def job_ended(cluster, jobid):

@@ -9,6 +9,7 @@ while) and stages a file out at its end (the requeue is an end for the burst
 buffer: stage-out, then teardown); the mover is slowed so that the first run's
 stage-out and teardown are still going on when the second run may start."""
 import os
+import subprocess
 
 import pytest
 
@@ -80,9 +81,29 @@ def test_requeued_job_gets_a_new_buffer(cluster, users, tmp_path):
     for m in cluster.bb_mounts():
         trash = os.path.join(m, ".harmonia-trash")
         wait_for(lambda: not os.path.isdir(trash) or not os.listdir(trash), timeout=60,
-                 what="trash of %s emptied" % m)
+                 what="trash of %s emptied" % m, report=lambda: trash_report(cluster, trash))
     code, js = api(cluster, "GET", "/v1/pools")
     assert code == 200
+
+
+def trash_report(cluster, trash):
+    """What is left in a trash directory (two levels) and the end of bbmgrd's log."""
+    left = []
+    for name in sorted(os.listdir(trash)):
+        p = os.path.join(trash, name)
+        st = os.lstat(p)
+        inner = sorted(os.listdir(p))[:10] if os.path.isdir(p) and st.st_mode & 0o500 else "-"
+        left.append("%s mode %o uid %d: %s" % (name, st.st_mode & 0o7777, st.st_uid, inner))
+    with open(cluster.bbmgrd_log_path()) as f:
+        log = "\n".join(l for l in f.read().splitlines() if "GET /v1/" not in l and "decision:" not in l)[-6000:]
+    db = os.path.join(os.path.dirname(os.path.dirname(cluster.conf)), "bbmgr", "state.db")
+    try:
+        rows = subprocess.run(["sqlite3", db, "select * from kept_dirs; select id,kind,state,"
+                               "durable,source,held,message from transfers;"],
+                              capture_output=True, text=True).stdout
+    except OSError as e:
+        rows = "(sqlite3: %s)" % e
+    return "left: %s\ndb:\n%s\nbbmgrd log:\n%s" % ("; ".join(left), rows, log)
 
 
 def out_of_or_empty(wdir, jobid):
