@@ -252,17 +252,24 @@ def bbmgr_cli(d, *args):
     return r.stdout
 
 
+def agent_job_over(d, jobid):
+    """A job striped over two agents' nodes with an 8 MiB buffer, 6 MiB written on
+    each: (its paths, its nodes, its usage once the 12 MiB are counted)."""
+    paths, names = agent_job(d, jobid, nodes=2, capacity="8MiB")
+    assert len(set(names)) == 2
+    fill(paths[0], "a", 6 * MiB)
+    fill(paths[1], "b", 6 * MiB)
+    u = wait_usage(d, "/v1/jobs/%s" % jobid, lambda u: u["used"] >= 12 * MiB,
+                   "the agents' figures to count the 12 MiB written")
+    return paths, names, u
+
+
 def test_agent_job_over_capacity_refused(make_daemon, agents, tmp_base):
     """A job striped over two agents' nodes, with an 8 MiB buffer: its user writes
     6 MiB on each node, the sum (12 MiB) is shown and its phases are refused (507)
     with the figures; after deleting one file it is back under and granted."""
     d, _ = agent_cluster(make_daemon, agents, tmp_base)
-    paths, names = agent_job(d, "acap1", nodes=2, capacity="8MiB")
-    assert len(set(names)) == 2
-    fill(paths[0], "a", 6 * MiB)
-    fill(paths[1], "b", 6 * MiB)
-    u = wait_usage(d, "/v1/jobs/acap1", lambda u: u["used"] >= 12 * MiB,
-                   "the agents' figures to count the 12 MiB written")
+    paths, names, u = agent_job_over(d, "acap1")
     assert u["over"] and u["capacity"] == 8 * MiB, u
     st, e = phase(d, "acap1")
     assert st == 507, (st, e)
@@ -311,12 +318,7 @@ def test_agent_job_over_capacity_held(make_daemon, agents, tmp_base):
     summed figure; after deleting one file the held phase is granted."""
     d, _ = agent_cluster(lambda **kw: make_daemon(capacity={"over": "hold"}, **kw), agents,
                          tmp_base)
-    paths, names = agent_job(d, "ahold1", nodes=2, capacity="8MiB")
-    assert len(set(names)) == 2
-    fill(paths[0], "a", 6 * MiB)
-    fill(paths[1], "b", 6 * MiB)
-    u = wait_usage(d, "/v1/jobs/ahold1", lambda u: u["used"] >= 12 * MiB,
-                   "the agents' figures to count the 12 MiB written")
+    paths, names, u = agent_job_over(d, "ahold1")
     st, p = phase(d, "ahold1")
     assert st == 201 and p["state"] == "waiting", (st, p)
     why = p["hold"]

@@ -28,6 +28,21 @@ def burst_line(cluster, pw, jobid):
     return None
 
 
+def learned_hints(cluster, u, name, wdir, directives, prefix, true_w):
+    """A held job of that name with these directives gets the learned iohints
+    (after 'iohints ' + prefix), w_iter within 20% of true_w."""
+    rc, j, _, err = sbatch_as(cluster, u, script("jobbuffer capacity=1GiB", *directives,
+                                                 body="true"), "-J", name, "-H", wdir=wdir)
+    assert rc == 0, err
+    try:
+        hints = cluster.job(j)["BurstBuffer"].splitlines()[1]
+        m = re.match(r"#BB_HARMONIA iohints %sw_iter=([0-9.]+)s io_volume=8MiB .*"
+                     r"source=learned$" % prefix, hints)
+        assert m and abs(float(m.group(1)) - true_w) <= 0.2 * true_w, (hints, true_w)
+    finally:
+        run_as(cluster, u, "scancel", j)
+
+
 def test_dd_loop_learned_and_shown_under_slurm(cluster, need_bbmgrd):
     u = plain_user(cluster)
     wdir = user_workdir(cluster, u)
@@ -95,28 +110,9 @@ def test_dd_loop_learned_and_shown_under_slurm(cluster, need_bbmgrd):
     # the user's next job of that name without iohints gets what was learned
     wait_for(lambda: cluster.bbmgr("job", str(j)).get("state") == "ended",
              what="job %s ended at bbmgrd" % j)
-    rc, j2, _, err = sbatch_as(cluster, u, script("jobbuffer capacity=1GiB", body="true"),
-                               "-J", name, "-H", wdir=wdir)
-    assert rc == 0, err
-    try:
-        hints = cluster.job(j2)["BurstBuffer"].splitlines()[1]
-        m = re.match(r"#BB_HARMONIA iohints w_iter=([0-9.]+)s io_volume=8MiB .*"
-                     r"source=learned$", hints)
-        assert m and abs(float(m.group(1)) - true_w) <= 0.2 * true_w, (hints, true_w)
-    finally:
-        run_as(cluster, u, "scancel", j2)
+    learned_hints(cluster, u, name, wdir, (), "", true_w)
     # ... and so does one that asks for the interposer alone ("iohints interpose=yes")
-    rc, j3, _, err = sbatch_as(cluster, u, script("jobbuffer capacity=1GiB",
-                                                  "iohints interpose=yes", body="true"),
-                               "-J", name, "-H", wdir=wdir)
-    assert rc == 0, err
-    try:
-        hints = cluster.job(j3)["BurstBuffer"].splitlines()[1]
-        m = re.match(r"#BB_HARMONIA iohints interpose=yes w_iter=([0-9.]+)s io_volume=8MiB "
-                     r".*source=learned$", hints)
-        assert m and abs(float(m.group(1)) - true_w) <= 0.2 * true_w, (hints, true_w)
-    finally:
-        run_as(cluster, u, "scancel", j3)
+    learned_hints(cluster, u, name, wdir, ("iohints interpose=yes",), "interpose=yes ", true_w)
 
 
 def test_interposer_asked_for_without_hints(cluster, need_bbmgrd):
