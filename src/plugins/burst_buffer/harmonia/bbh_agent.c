@@ -10,8 +10,8 @@
 
 #include <errno.h>
 
-/* Seconds between two reads of the running jobs' learned figures. */
-#define LEARNED_EVERY 5
+/* Seconds between two reads of the running jobs (learned figures, holds). */
+#define RUNNING_EVERY 2
 
 /* ------------------------------------------------------------------ agent */
 
@@ -450,21 +450,14 @@ static void _refresh_pools(hm_client_t *cli)
 static uint32_t hold_ids[HOLD_MAX];
 static int hold_n;
 
-static void _refresh_holds(hm_client_t *cli)
+static void _apply_holds(json_t *resp)
 {
 	slurmctld_lock_t job_write_lock = { .job = WRITE_LOCK };
-	json_t *resp = NULL, *jobs;
-	char *msg = NULL, *why[HOLD_MAX];
+	json_t *jobs = json_object_get(resp, "jobs");
+	char *why[HOLD_MAX];
 	uint32_t ids[HOLD_MAX];
 	int n = 0;
 
-	if (bbh_call(cli, "GET", "/v1/jobs?state=running", NULL, &resp,
-		     &msg) != 200) {
-		json_decref(resp);
-		xfree(msg);
-		return;		/* tried again at the next refresh */
-	}
-	jobs = json_object_get(resp, "jobs");
 	for (size_t i = 0; i < json_array_size(jobs) && n < HOLD_MAX; i++) {
 		json_t *j = json_array_get(jobs, i);
 		const char *h = bbh_json_str(j, "hold"), *id = bbh_json_str(j, "id");
@@ -480,8 +473,6 @@ static void _refresh_holds(hm_client_t *cli)
 		ids[n] = (uint32_t) v;
 		why[n++] = xstrdup(h);
 	}
-	json_decref(resp);
-	xfree(msg);
 	if (!n && !hold_n)
 		return;
 	lock_slurmctld(job_write_lock);
@@ -541,23 +532,26 @@ static void _scan_jobs(void)
 }
 
 /*
- * Refresh what bbmgrd learned of the running jobs' I/O phases, which "scontrol
- * show burst" shows next to their buffers (bbh_show.c), when the plugin
- * follows a job.
+ * One read of bbmgrd's running jobs, when the plugin follows a job (or a job
+ * was held): what it learned of their I/O phases, which "scontrol show burst"
+ * shows next to their buffers (bbh_show.c), and the jobs whose phases it holds.
+ * A failed read is tried again at the next refresh.
  */
-static void _refresh_learned(hm_client_t *cli)
+static void _refresh_running(hm_client_t *cli)
 {
 	json_t *resp = NULL;
 	char *msg = NULL;
-	bool any = false;
+	bool any = hold_n > 0;
 
 	slurm_mutex_lock(&bb_state.bb_mutex);
 	for (int i = 0; i < HJOB_HASH && !any; i++)
 		any = hjobs[i] != NULL;
 	slurm_mutex_unlock(&bb_state.bb_mutex);
 	if (any && bbh_call(cli, "GET", "/v1/jobs?state=running", NULL, &resp,
-			    &msg) == 200)
+			    &msg) == 200) {
 		bbh_learned_apply(resp);
+		_apply_holds(resp);
+	}
 	json_decref(resp);
 	xfree(msg);
 }
@@ -595,7 +589,7 @@ extern void *bbh_agent(void *arg)
 	hm_client_t *cli = NULL;
 	work_t *ws = xcalloc(BATCH_JOBS, sizeof(*ws));
 	step_rc_t *rcs = xcalloc(BATCH_JOBS, sizeof(*rcs));
-	time_t last_pools = 0, last_learned = 0, last_holds = 0;
+	time_t last_pools = 0, last_running = 0;
 	bool pools_stale = false;
 	unsigned round = 0;
 
@@ -663,14 +657,9 @@ extern void *bbh_agent(void *arg)
 			last_pools = now;
 			pools_stale = false;
 		}
-		if (cli && now - last_learned >= LEARNED_EVERY) {
-			_refresh_learned(cli);
-			last_learned = now;
-		}
-		/* every 2 s: the jobs whose phases bbmgrd holds */
-		if (cli && now - last_holds >= 2) {
-			_refresh_holds(cli);
-			last_holds = now;
+		if (cli && now - last_running >= RUNNING_EVERY) {
+			_refresh_running(cli);
+			last_running = now;
 		}
 		/* Run every due job once per round, BATCH_JOBS at a time. */
 		round++;
