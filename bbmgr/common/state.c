@@ -86,6 +86,9 @@ static const char *const migrations[] = {
     " SELECT owner,node,dev,ino,kept FROM kept_dirs_6;"
     "DROP TABLE kept_dirs_6;"
     "CREATE INDEX kept_dirs_owner ON kept_dirs(owner);",
+    /* 7 -> 8: a waiting phase held outside the scheduler (capacity.over: hold) stays
+     * held across restarts */
+    "ALTER TABLE phases ADD COLUMN held INTEGER NOT NULL DEFAULT 0;",
 };
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == STATE_SCHEMA_VERSION,
                "one migration per schema version");

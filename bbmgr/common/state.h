@@ -20,7 +20,7 @@
 
 #include "libhutil/hutil.h"
 
-#define STATE_SCHEMA_VERSION 7
+#define STATE_SCHEMA_VERSION 8
 
 /* Statements the writer knows (name, SQL).  Parameters are bound in order. */
 #define STATE_STMTS(X) \
@@ -40,7 +40,8 @@
     X(PUSE_DEL_NAME, "DELETE FROM persistent_use WHERE name=?") \
     X(PUSE_DEL_JOB, "DELETE FROM persistent_use WHERE job_id=?") \
     X(PHASE_PUT, "INSERT OR REPLACE INTO phases(id,job_id,volume,direction,state," \
-      "requested,granted,finished,bytes,bandwidth,nodes,w_done) VALUES(?,?,?,?,?,?,?,?,?,?,?,?)") \
+      "requested,granted,finished,bytes,bandwidth,nodes,w_done,held)" \
+      " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)") \
     X(XFER_PUT, "INSERT OR REPLACE INTO transfers(id,job_id,kind,source,destination," \
       "type,state,bytes_total,bytes_done,message,requested,start,finished,durable,part," \
       "nparts) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)") \
@@ -99,7 +100,7 @@ typedef enum {
     X(ANODES, "SELECT kind,owner,node,bytes FROM alloc_nodes ORDER BY rowid") \
     X(PUSES, "SELECT name,job_id FROM persistent_use") \
     X(PHASES_OPEN, "SELECT id,job_id,volume,direction,state,requested,granted,finished,bytes," \
-      "bandwidth,nodes,w_done FROM phases WHERE state IN ('waiting','granted')" \
+      "bandwidth,nodes,w_done,held FROM phases WHERE state IN ('waiting','granted')" \
       " ORDER BY id DESC") \
     X(XFERS_OPEN, "SELECT t.id,t.job_id,t.kind,t.source,t.destination,t.type,t.state," \
       "t.bytes_total,t.bytes_done,t.message,t.requested,t.start,t.finished,t.durable," \

@@ -166,9 +166,10 @@ void put_phase(core_t *c, phase_t *p)
 {
     char *nodes = p->state == PH_GRANTED || p->state == PH_FINISHED ? phase_nodes_str(c, p)
                                                                      : NULL;
-    state_put(c->st, ST_PHASE_PUT, "isdssdddddsd", (int64_t)p->id, p->job->id, p->volume,
+    state_put(c->st, ST_PHASE_PUT, "isdssdddddsdi", (int64_t)p->id, p->job->id, p->volume,
               p->dir, phase_state_name(p->state), p->requested, p->granted, p->finished,
-              p->bytes, p->bw, nodes, p->w_done);
+              p->bytes, p->bw, nodes, p->w_done,
+              (int64_t)(p->on_hold && p->state == PH_WAITING));
     free(nodes);
 }
 

@@ -108,7 +108,10 @@ typedef struct {
     int buffer;                 /* node index chosen by the policy, -1: none */
     double w_done;
     bool on_hold;               /* waiting outside the scheduler: its job's buffer is
-                                   over its capacity (capacity.over: hold); not stored */
+                                   over its capacity (capacity.over: hold); stored
+                                   (phases.held) */
+    bool held_before;           /* held when bbmgrd last stopped (recovered): held
+                                   until its buffers are measured again */
 } phase_t;
 
 typedef enum { XF_QUEUED, XF_RUNNING, XF_DONE, XF_FAILED, XF_CANCELLED } xfer_state_t;

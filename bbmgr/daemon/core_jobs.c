@@ -693,11 +693,33 @@ static const char *over_capacity(core_t *c, const job_t *j, char *buf, size_t le
     return NULL;
 }
 
+/* A phase held when bbmgrd stopped stays held until every buffer of its job has
+ * been measured since the start: the figures of before the stop are not kept. */
+static bool held_unmeasured(core_t *c, const job_t *j)
+{
+    if (!j->phase || !j->phase->held_before)
+        return false;
+    if (j->alloc && !(j->usage.at > 0))
+        return true;
+    for (int i = 0; i < j->nuses; i++) {
+        pbuf_t *b = hmap_get(c->pbufs, j->uses[i]);
+        if (b && !(b->usage.at > 0))
+            return true;
+    }
+    return false;
+}
+
 /* Why j's I/O phases are held (capacity.over: hold), or NULL (GET /v1/jobs/ID "hold"). */
 const char *core_job_hold(core_t *c, const job_t *j, char *buf, size_t len)
 {
     if (strcmp(c->cfg->capacity_over, "hold"))
         return NULL;
+    if (held_unmeasured(c, j)) {
+        snprintf(buf, len, "job %s: its I/O phase was held, over capacity, when bbmgrd "
+                 "stopped: it waits, held, until its buffers are measured again "
+                 "(capacity.over: hold)", j->id);
+        return buf;
+    }
     return over_capacity(c, j, buf, len);
 }
 
@@ -721,7 +743,8 @@ static void hold_release(core_t *c)
                      (uintmax_t)p->id, j->id, herr.text[0] ? herr.text : "not scheduled");
             continue;
         }
-        p->on_hold = false;
+        p->on_hold = p->held_before = false;
+        put_phase(c, p);        /* held no more, also after a restart */
         any = true;
         bl_info("capacity: phase %ju of job %s released: its buffers are back under their "
                 "capacity", (uintmax_t)p->id, j->id);

@@ -300,6 +300,8 @@ static int rec_phase(sqlite3_stmt *s, void *arg)
     p->bw = 0;
     p->buffer = -1;
     p->w_done = col_real(s, 11);
+    /* held before the stop: held until its buffers are measured again */
+    p->on_hold = p->held_before = p->state == PH_WAITING && sqlite3_column_int(s, 12);
     if (!j || j->phase || j->state == JOB_ENDED) {
         /* orphan (job gone) or a second open phase: close it cleanly */
         job_t tmp = { 0 };

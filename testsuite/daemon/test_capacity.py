@@ -17,6 +17,7 @@ each test waits on the measurement the daemon shows, never on a fixed delay.
 Runs as root (the daemon acts as the users); skipped otherwise.
 """
 import os
+import signal
 import subprocess
 
 import pytest
@@ -209,6 +210,35 @@ def test_job_over_capacity_held(make_daemon, tmp_base):
     st, p = phase(d, "hold1")
     assert st == 201 and p["state"] == "granted" and p["hold"] is None, p
     finish(d, p)
+    assert d.proc.poll() is None
+
+
+def test_held_phase_stays_held_across_restarts(make_daemon, tmp_base):
+    """A held phase is stored held: after bbmgrd is killed and started again, the
+    phase is still waiting, held (with a reason that says the buffers are measured
+    again), and the first measure since the start holds it with the figures; it is
+    granted only once the user frees the space, not by the restart."""
+    d = cap_daemon(make_daemon, tmp_base, capacity={"over": "hold"})
+    bb = job_with_buffer(d, "hold3", "4MiB")
+    fill(bb, "a", 12 * MiB)
+    wait_usage(d, "/v1/jobs/hold3", lambda u: u["over"], "the job to be over its capacity")
+    st, p = phase(d, "hold3")
+    assert st == 201 and p["state"] == "waiting" and p["hold"], (st, p)
+    d.kill()
+    d.start()
+    q = phase_state(d, p)
+    assert q["state"] == "waiting" and q["hold"], q
+    u = wait_usage(d, "/v1/jobs/hold3", lambda u: u["over"] and u["used"] >= 12 * MiB,
+                   "the first measure after the restart")
+    q = phase_state(d, p)
+    assert q["state"] == "waiting" and str(u["used"]) in q["hold"], q
+    d.kill(signal.SIGTERM)
+    d.start()
+    assert phase_state(d, p)["state"] == "waiting"
+    remove(bb, "a")
+    g = wait_granted(d, p, "the job is back under after the restarts")
+    assert g["hold"] is None, g
+    finish(d, g)
     assert d.proc.poll() is None
 
 

@@ -77,6 +77,9 @@ START_TEST(test_migrate_from_v1)
                                   "ALTER TABLE transfers DROP COLUMN held;"
                                   "ALTER TABLE transfers DROP COLUMN part;"
                                   "ALTER TABLE transfers DROP COLUMN nparts;"
+                                  "ALTER TABLE phases DROP COLUMN held;"
+                                  "INSERT INTO phases(id,job_id,volume,direction,state,"
+                                  "requested) VALUES(1,'old',1,'write','waiting',0);"
                                   "INSERT INTO jobs(id,uid,gid,nodes,state,created,updated)"
                                   " VALUES('old',1,1,1,'registered',0,0);"
                                   "INSERT INTO transfers(id,job_id,kind,source,destination,"
@@ -90,6 +93,8 @@ START_TEST(test_migrate_from_v1)
     ck_assert_int_eq(state_schema_version(st), STATE_SCHEMA_VERSION);
     ck_assert_int_eq(count(st, "SELECT count(*) FROM jobs WHERE id='old'"), 1);
     ck_assert_int_eq(count(st, "SELECT count(*) FROM history"), 0);
+    /* v8: a phase stored before is not held */
+    ck_assert_int_eq(count(st, "SELECT count(*) FROM phases WHERE id=1 AND held=0"), 1);
     /* v3: transfers have a durability, unknown (NULL) for the old ones */
     ck_assert_int_eq(count(st, "SELECT count(*) FROM transfers WHERE durable IS NULL"), 1);
     /* v4: where a moved buffer holds a stage-out's source, NULL for the old ones */
