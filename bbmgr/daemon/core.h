@@ -10,8 +10,11 @@
  * what it changed or saw is committed (see api.c).
  *
  * The core's files (what they share with each other only is in core_internal.h):
- *   core.c          state names, clocks, the lock, rows queued to the state writer,
- *                   the objects' life, creation and destruction, the timer (tick)
+ *   core.c          the top: creation and destruction, the timer (tick) that
+ *                   drives the files below
+ *   core_model.c    the bottom, which calls none of them: the error setter, state
+ *                   names, clocks, the lock, rows queued to the state writer, the
+ *                   objects' frees, string vectors
  *   core_jobs.c     the live scheduler, jobs and their I/O phases
  *   core_alloc.c    buffer nodes and pools, placement, persistent buffers, drain,
  *                   reconfiguration
