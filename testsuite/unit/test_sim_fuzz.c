@@ -211,6 +211,9 @@ static int run_metrics(uint64_t seed, const char *policy, double *sys, double *d
 static const uint64_t guard_seeds[] = {
     17, 18, 44, 58, 65, 78, 80, 81, 86, 95, 99, 108, 113, 116, 121, 141, 155,
     158, 164, 169, 185, 1, 2, 3,
+    /* the look ahead requested the pending phases in the order of the jobs, not of
+     * their requests: fcfs looked better than it was (Dilation 3.35x) */
+    20261683,
 };
 
 START_TEST(test_auto_guard)

@@ -887,6 +887,17 @@ int hs_core_job_stats(const hs_sched_t *s, size_t i, hs_job_stats_t *st, bool *p
     return 0;
 }
 
+int hs_core_phase_backdate(hs_sched_t *s, uint64_t id, double req)
+{
+    struct job *j = s ? live_job(s, id) : NULL;
+    if (!j || !j->pending || !(req <= j->req) || !isfinite(req)) {
+        errno = EINVAL;
+        return -1;
+    }
+    j->req = req;
+    return 0;
+}
+
 int hs_core_job_copy_history(hs_sched_t *dst, const hs_sched_t *src, size_t i,
                              double *w_done)
 {

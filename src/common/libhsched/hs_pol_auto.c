@@ -9,7 +9,7 @@
  * itself: a scheduler of the candidate is created, the live jobs arrive at their
  * release times with their history (so rho~ is the live one), the buffer nodes
  * get their live fill, the pending phases are requested with what is left of
- * them, and every job then repeats its hinted (w, volume) until the horizon.  Each
+ * them (at the time of their request in the run), and every job then repeats its hinted (w, volume) until the horizon.  Each
  * candidate gets projected figures at the horizon:
  *
  *   rho_k    = w_k / (w_k + vol_k / cap_k)                 (hints)
@@ -558,6 +558,10 @@ static long simulate(struct astate *as, int c, double now, double H, size_t n)
         if (!(rem > pi.volume * 1e-9))
             rem = pi.volume * 1e-9 > 0 ? pi.volume * 1e-9 : 1;
         if (hs_phase_request(cl, now, x->job.id, rem, HS_DIR_WRITE, wd, &err) < 0)
+            goto error;
+        /* requested when it was in the run: fcfs serves the pending phases in
+         * that order, not in the order of the jobs */
+        if (pi.request < now && hs_core_phase_backdate(cl, x->job.id, pi.request) < 0)
             goto error;
     }
     for (;;) {

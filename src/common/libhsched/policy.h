@@ -193,6 +193,12 @@ int hs_core_job_stats(const hs_sched_t *s, size_t i, hs_job_stats_t *st, bool *p
 int hs_core_job_copy_history(hs_sched_t *dst, const hs_sched_t *src, size_t i,
                              double *w_done);
 
+/* The pending phase of job id takes the request time req, at most the time it was
+ * requested at: the look ahead requests a copy of a live pending phase now, and
+ * gives it back the time of the run's request, which the policies order and age
+ * phases by (fcfs, the excess wait).  0, or -1 with errno = EINVAL. */
+int hs_core_phase_backdate(hs_sched_t *s, uint64_t id, double req);
+
 /* ---- buffer tier: node state, for policies that place phases (DP) ---- */
 
 typedef struct {
