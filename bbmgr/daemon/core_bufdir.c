@@ -245,9 +245,23 @@ void bufdirs_make(core_t *c, alloc_t *a, bool persistent, const char *name,
         int mfd = open(mount, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         int pfd = mfd < 0 ? -1 : persistent ? openat(mfd, "persistent", O_RDONLY | O_DIRECTORY
                                                      | O_NOFOLLOW | O_CLOEXEC) : dup(mfd);
-        if (pfd < 0 || bufdir_create(pfd, name, mfd, sn->mount,
-                                     persistent || sn->spare_off ? NULL : &sp, uid, gid, &st,
-                                     &what) < 0) {
+        /* capacity.enforce: limited by the file system where it can (quota.c) */
+        char qwhy[600];
+        uint64_t cap = mount_share(c, a, i);
+        int q = pfd < 0 ? 0 : quota_make(&sn->quota, c->cfg->capacity_enforce, pfd, name,
+                                         sn->mount, a->capacity && a->capacity < cap
+                                         ? a->capacity : cap, qwhy, sizeof(qwhy));
+        if (q < 0) {
+            bl_error("buffer directory %s (owner %u:%u) not made: %s", path, (unsigned)uid,
+                     (unsigned)gid, qwhy);
+            close(pfd);
+            close(mfd);
+            continue;
+        }
+        if (pfd < 0 || (q > 0 ? bufdir_own(pfd, name, uid, gid, &st, &what)
+                        : bufdir_create(pfd, name, mfd, sn->mount,
+                                        persistent || sn->spare_off ? NULL : &sp, uid, gid,
+                                        &st, &what)) < 0) {
             bl_warning("buffer directory %s (owner %u:%u): %s: %s", path, (unsigned)uid,
                        (unsigned)gid, pfd < 0 ? "open its parent" : what, strerror(errno));
             if (pfd >= 0)
