@@ -74,7 +74,7 @@ int quota_project_set(const quota_sys_t *sys, int fd, uint64_t bytes, unsigned *
     for (unsigned k = 0; k < 64 && !pick; k++) {
         unsigned cand = QUOTA_PROJID_BASE + (unsigned)((st.st_ino + k) % QUOTA_PROJID_SPAN);
         memset(&dq, 0, sizeof(dq));
-        if (sys->quotactl(fd, QCMD(Q_GETQUOTA, PRJQUOTA), cand, &dq) < 0)
+        if (sys->quotactl(fd, QUOTA_QCMD(Q_GETQUOTA, PRJQUOTA), cand, &dq) < 0)
             return fail(errno, why, len, "project quota of id %u: %s (is the file system "
                         "mounted with project quotas?)", cand, strerror(errno));
         if (dq.dqb_curspace == 0 && dq.dqb_curinodes == 0)
@@ -92,7 +92,7 @@ int quota_project_set(const quota_sys_t *sys, int fd, uint64_t bytes, unsigned *
     memset(&dq, 0, sizeof(dq));
     dq.dqb_bhardlimit = dq.dqb_bsoftlimit = (bytes + QIF_DQBLKSIZE - 1) / QIF_DQBLKSIZE;
     dq.dqb_valid = QIF_BLIMITS;
-    if (sys->quotactl(fd, QCMD(Q_SETQUOTA, PRJQUOTA), pick, &dq) < 0)
+    if (sys->quotactl(fd, QUOTA_QCMD(Q_SETQUOTA, PRJQUOTA), pick, &dq) < 0)
         return fail(errno, why, len, "limit of project %u to %ju bytes: %s", pick,
                     (uintmax_t)bytes, strerror(errno));
     *id = pick;
@@ -153,7 +153,7 @@ static int kind_of(int pfd, char *why, size_t len)
              "XFS", (unsigned long)sf.f_type);
         return QUOTA_K_NONE;
     }
-    if (quota_sys.quotactl(pfd, QCMD(Q_GETINFO, PRJQUOTA), 0, &di) < 0) {
+    if (quota_sys.quotactl(pfd, QUOTA_QCMD(Q_GETINFO, PRJQUOTA), 0, &di) < 0) {
         fail(errno, why, len, "%s without project quotas on (%s; mount it with prjquota "
              "or pquota)", (unsigned long)sf.f_type == XFS_SUPER_MAGIC ? "XFS" : "ext4",
              strerror(errno));

@@ -26,6 +26,9 @@
 #include <stdint.h>
 #include <linux/fs.h>
 
+/* QCMD() of <linux/quota.h> without its signed overflow (Q_GETQUOTA << 8) */
+#define QUOTA_QCMD(cmd, type) ((int)(((unsigned)(cmd) << 8) | ((unsigned)(type) & 0xffu)))
+
 #define QUOTA_PROJID_BASE 0x40000000u
 #define QUOTA_PROJID_SPAN 0x00100000u
 

@@ -62,6 +62,36 @@ def btrfs(tmp_base):
         subprocess.run(["losetup", "-d", dev], capture_output=True)
 
 
+@pytest.fixture
+def ext4_prjquota(tmp_base):
+    """An ext4 file system with project quotas, mounted prjquota at tmp_base/ext4."""
+    if not shutil.which("mkfs.ext4") or not os.path.exists("/dev/loop-control"):
+        pytest.skip("project quotas cannot be mounted: no mkfs.ext4 or no loop device")
+    img = os.path.join(tmp_base, "ext4.img")
+    mnt = os.path.join(tmp_base, "ext4")
+    os.makedirs(mnt)
+    with open(img, "wb") as f:
+        f.truncate(512 * MiB)
+    subprocess.run(["mkfs.ext4", "-q", "-F", "-O", "quota,project", img], check=True,
+                   capture_output=True)
+    loop = subprocess.run(["losetup", "--find", "--show", img], capture_output=True, text=True)
+    if loop.returncode != 0:
+        pytest.skip("project quotas cannot be mounted: losetup: " + loop.stderr.strip())
+    dev = loop.stdout.strip()
+    try:
+        m = subprocess.run(["mount", "-t", "ext4", "-o", "prjquota", dev, mnt],
+                           capture_output=True, text=True)
+        if m.returncode != 0:
+            pytest.skip("project quotas cannot be mounted by this kernel (CONFIG_QFMT_V2): "
+                        + m.stderr.strip())
+        try:
+            yield mnt
+        finally:
+            subprocess.run(["umount", "-l", mnt], capture_output=True)
+    finally:
+        subprocess.run(["losetup", "-d", dev], capture_output=True)
+
+
 def dd_as_user(path, mib):
     """dd of mib MiB into path as the job's user: (returncode, stderr)."""
     def drop():
@@ -92,17 +122,21 @@ def over_quota(bb):
     assert 32 * MiB <= used <= 72 * MiB, used
 
 
+def embedded(make_daemon, mount, **extra):
+    return make_daemon(
+        stage={"mode": "mover"}, mover={"threads": 2},
+        policy={"id": "fairshare", "overprovision": 1.0},
+        pools=[{"name": "nvme", "granularity": "1MiB"}],
+        nodes=[{"names": "bb01", "capacity": "1TiB", "bandwidth": "2 GB/s",
+                "mount": mount, "pool": "nvme"}], **extra)
+
+
 def test_embedded_btrfs_quota(make_daemon, tmp_base, btrfs):
     """Embedded mode: the job's 64 MiB buffer is a subvolume limited to 64 MiB; a
     write of 200 MiB fails with EDQUOT; its teardown removes the subvolume."""
     mount = os.path.join(btrfs, "bb")
     os.makedirs(mount)
-    d = make_daemon(
-        stage={"mode": "mover"}, mover={"threads": 2},
-        policy={"id": "fairshare", "overprovision": 1.0},
-        pools=[{"name": "nvme", "granularity": "1MiB"}],
-        nodes=[{"names": "bb01", "capacity": "1TiB", "bandwidth": "2 GB/s",
-                "mount": mount, "pool": "nvme"}])
+    d = embedded(make_daemon, mount)
     register(d, "q1", uid=USER1, gid=GID1)
     a = d.ok("POST", "/v1/jobs/q1/allocation", {"capacity": "64MiB"}, uid=SLURM_UID,
              expect=(201,))
@@ -137,3 +171,35 @@ def test_agent_btrfs_quota(make_daemon, agents, tmp_base, btrfs):  # noqa: F811
         s.startswith(under) for s in subvolumes(btrfs)) or None,
              "the agent's teardown to remove the subvolume",
              report=lambda: "%s\n%s" % (subvolumes(btrfs), d.log_text()[-2000:]))
+
+
+def test_embedded_project_quota(make_daemon, tmp_base, ext4_prjquota):
+    """ext4 mounted with prjquota, capacity.enforce: project: the job's 64 MiB
+    buffer gets a project id of its own limited to 64 MiB; 200 MiB fail."""
+    mount = os.path.join(ext4_prjquota, "bb")
+    os.makedirs(mount)
+    d = embedded(make_daemon, mount, capacity={"enforce": "project"})
+    register(d, "p1", uid=USER1, gid=GID1)
+    a = d.ok("POST", "/v1/jobs/p1/allocation", {"capacity": "64MiB"}, uid=SLURM_UID,
+             expect=(201,))
+    bb = a["nodes"][0]["path"]
+    r = subprocess.run(["lsattr", "-pd", bb], capture_output=True, text=True, check=True)
+    assert int(r.stdout.split()[0]) >= 0x40000000, r.stdout
+    over_quota(bb)
+    d.ok("DELETE", "/v1/jobs/p1", uid=SLURM_UID)
+    wait_for(lambda: not os.path.exists(bb) or None, "the teardown to remove " + bb)
+
+
+def test_explicit_enforce_refused_elsewhere(make_daemon, tmp_base, btrfs):
+    """capacity.enforce: project on a btrfs mount: the buffer directory is not made,
+    and the error names the mount and the reason."""
+    mount = os.path.join(btrfs, "bb")
+    os.makedirs(mount)
+    d = embedded(make_daemon, mount, capacity={"enforce": "project"})
+    register(d, "e1", uid=USER1, gid=GID1)
+    a = d.ok("POST", "/v1/jobs/e1/allocation", {"capacity": "64MiB"}, uid=SLURM_UID,
+             expect=(201,))
+    assert not os.path.exists(a["nodes"][0]["path"])
+    log = d.log_text()
+    assert ("capacity.enforce: project: buffer mount %s cannot enforce it: its file system "
+            "is btrfs" % mount) in log, log[-2000:]
