@@ -206,6 +206,28 @@ bool mount_ok(core_t *c, int idx)
     return false;
 }
 
+/* capacity.enforce: btrfs or project: every mount of a's nodes that bbmgrd makes
+ * directories on can enforce it, or the buffer is refused with the reason. */
+int bufdirs_check(core_t *c, const alloc_t *a, cerr_t *e)
+{
+    char why[600];
+    for (int i = 0; i < a->n; i++) {
+        if (nodes_dir_hook(c, a->v[i].node) || mount_seen(c, a, i) || !mount_ok(c, a->v[i].node))
+            continue;
+        node_t *sn = &c->nodes[mount_owner(c, a->v[i].node)];
+        int mfd = open(sn->mount, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (mfd < 0)
+            continue;           /* said by bufdirs_make() */
+        int rc = quota_check(&sn->quota, c->cfg->capacity_enforce, mfd, sn->mount, why,
+                             sizeof(why));
+        close(mfd);
+        if (rc < 0)
+            return cerr_set(e, EDOM, "capacity", "node %s: %s", c->nodes[a->v[i].node].name,
+                            why);
+    }
+    return 0;
+}
+
 void bufdirs_make(core_t *c, alloc_t *a, bool persistent, const char *name,
                          uid_t uid, gid_t gid)
 {

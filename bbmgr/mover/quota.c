@@ -177,27 +177,50 @@ static int open_new(int pfd, const char *name, bool subvol, char *why, size_t le
     return fd;
 }
 
-int quota_make(quota_mount_t *q, const char *enforce, int pfd, const char *name,
-               const char *mount, uint64_t bytes, char *why, size_t len)
+static int wanted(const char *enforce)
 {
-    char r[400] = "";
-    int want = !strcmp(enforce, "btrfs") ? QUOTA_K_BTRFS
-             : !strcmp(enforce, "project") ? QUOTA_K_PROJECT
-             : !strcmp(enforce, "none") ? QUOTA_K_NONE : 0;
-    if (want == QUOTA_K_NONE)
-        return 0;
+    return !strcmp(enforce, "btrfs") ? QUOTA_K_BTRFS
+         : !strcmp(enforce, "project") ? QUOTA_K_PROJECT
+         : !strcmp(enforce, "none") ? QUOTA_K_NONE : 0;
+}
+
+/* The mount's kind looked at if not yet (r: why it is none); -1: enforce asks for
+ * another one (why names the mount). */
+static int check(quota_mount_t *q, const char *enforce, int want, int pfd, const char *mount,
+                 char *r, size_t rlen, char *why, size_t len)
+{
     if (!q->kind)
-        q->kind = (signed char)kind_of(pfd, r, sizeof(r));
-    if (want && q->kind != want) {
+        q->kind = (signed char)kind_of(pfd, r, rlen);
+    if (want && want != QUOTA_K_NONE && q->kind != want) {
         if (q->kind != QUOTA_K_NONE)
-            snprintf(r, sizeof(r), "its file system is %s", q->kind == QUOTA_K_BTRFS
+            snprintf(r, rlen, "its file system is %s", q->kind == QUOTA_K_BTRFS
                      ? "btrfs" : "one with project quotas");
         else if (!r[0])
-            kind_of(pfd, r, sizeof(r));
+            kind_of(pfd, r, rlen);
         q->kind = 0;            /* looked at again next time (the site may mend it) */
         return fail(EOPNOTSUPP, why, len, "capacity.enforce: %s: buffer mount %s cannot "
                     "enforce it: %s", enforce, mount, r);
     }
+    return 0;
+}
+
+int quota_check(quota_mount_t *q, const char *enforce, int pfd, const char *mount, char *why,
+                size_t len)
+{
+    char r[400] = "";
+    int want = wanted(enforce);
+    return want == QUOTA_K_NONE ? 0 : check(q, enforce, want, pfd, mount, r, sizeof(r), why, len);
+}
+
+int quota_make(quota_mount_t *q, const char *enforce, int pfd, const char *name,
+               const char *mount, uint64_t bytes, char *why, size_t len)
+{
+    char r[400] = "";
+    int want = wanted(enforce);
+    if (want == QUOTA_K_NONE)
+        return 0;
+    if (check(q, enforce, want, pfd, mount, r, sizeof(r), why, len) < 0)
+        return -1;
     if (q->kind == QUOTA_K_NONE) {
         if (!q->said)
             bl_info("buffer mount %s: capacities are measured, not enforced by the file "

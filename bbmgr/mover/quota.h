@@ -56,6 +56,12 @@ extern const quota_sys_t quota_sys;
 int quota_project_set(const quota_sys_t *sys, int fd, uint64_t bytes, unsigned *id, char *why,
                       size_t len);
 
+/* Can the mount (its directory open at pfd) honour enforce?  0: yes, or enforce
+ * does not require it ("auto", "none"); -1 with errno and in why the reason,
+ * naming the mount.  What the mount is, is kept in q. */
+int quota_check(quota_mount_t *q, const char *enforce, int pfd, const char *mount, char *why,
+                size_t len);
+
 /* Make the buffer directory <pfd>/name (the daemon's, mode 0700) limited to bytes
  * as enforce ("auto", "btrfs", "project", "none") says on the mount named mount.
  * 1: made and limited, or made and left unlimited under "auto" (logged): the

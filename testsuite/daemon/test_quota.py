@@ -191,15 +191,37 @@ def test_embedded_project_quota(make_daemon, tmp_base, ext4_prjquota):
 
 
 def test_explicit_enforce_refused_elsewhere(make_daemon, tmp_base, btrfs):
-    """capacity.enforce: project on a btrfs mount: the buffer directory is not made,
-    and the error names the mount and the reason."""
+    """capacity.enforce: project on a btrfs mount: the allocation is refused (422)
+    with the mount and the reason, and no buffer directory is made; the same
+    daemon's persistent buffers are refused alike."""
     mount = os.path.join(btrfs, "bb")
     os.makedirs(mount)
     d = embedded(make_daemon, mount, capacity={"enforce": "project"})
     register(d, "e1", uid=USER1, gid=GID1)
-    a = d.ok("POST", "/v1/jobs/e1/allocation", {"capacity": "64MiB"}, uid=SLURM_UID,
-             expect=(201,))
-    assert not os.path.exists(a["nodes"][0]["path"])
-    log = d.log_text()
-    assert ("capacity.enforce: project: buffer mount %s cannot enforce it: its file system "
-            "is btrfs" % mount) in log, log[-2000:]
+    st, e = d.request("POST", "/v1/jobs/e1/allocation", {"capacity": "64MiB"}, uid=SLURM_UID)
+    want = ("capacity.enforce: project: buffer mount %s cannot enforce it: its file system "
+            "is btrfs" % mount)
+    assert st == 422 and want in str(e), (st, e)
+    assert not os.path.exists(os.path.join(mount, "e1")), os.listdir(mount)
+    st, e = d.request("POST", "/v1/persistent", {"name": "pe", "capacity": "4MiB",
+                                                  "pool": "nvme"}, uid=USER1)
+    assert st == 422 and want in str(e), (st, e)
+    assert d.ok("GET", "/v1/jobs/e1", uid=USER1).get("allocation") is None
+
+
+def test_embedded_btrfs_persistent(make_daemon, tmp_base, btrfs):
+    """A persistent buffer of 64 MiB on a btrfs mount is a subvolume limited to it;
+    its destruction removes the subvolume."""
+    mount = os.path.join(btrfs, "bb")
+    os.makedirs(mount)
+    d = embedded(make_daemon, mount, capacity={"enforce": "btrfs"})
+    b = d.ok("POST", "/v1/persistent", {"name": "pq", "capacity": "64MiB", "pool": "nvme"},
+             uid=USER1, expect=(201,))
+    bb = b["nodes"][0]["path"]
+    assert "bb/persistent/pq" in subvolumes(btrfs), subvolumes(btrfs)
+    over_quota(bb)
+    d.ok("DELETE", "/v1/persistent/pq", uid=SLURM_UID)
+    wait_for(lambda: not os.path.exists(bb) and not any(
+        s.startswith("bb/") for s in subvolumes(btrfs)) or None,
+        "the teardown to remove the subvolume",
+        report=lambda: "%s\n%s" % (subvolumes(btrfs), d.log_text()[-2000:]))
