@@ -113,6 +113,15 @@ def subvolumes(mnt):
     return [l.split(" path ")[-1] for l in r.stdout.splitlines() if " path " in l]
 
 
+def gone(d, mnt, bb, under):
+    """Wait for the teardown of bb to remove it and every subvolume under under
+    (the trash's too)."""
+    wait_for(lambda: not os.path.exists(bb) and not any(
+        s.startswith(under) for s in subvolumes(mnt)) or None,
+        "the teardown to remove the subvolume " + bb,
+        report=lambda: "%s\n%s" % (subvolumes(mnt), d.log_text()[-2000:]))
+
+
 def over_quota(bb):
     """The user writes 200 MiB into the 64 MiB buffer bb: the file system refuses."""
     rc, err = dd_as_user(os.path.join(bb, "big"), 200)
@@ -147,10 +156,7 @@ def test_embedded_btrfs_quota(make_daemon, tmp_base, btrfs):
     assert (st.st_uid, st.st_gid, st.st_mode & 0o777) == (USER1, GID1, 0o700)
     over_quota(bb)
     d.ok("DELETE", "/v1/jobs/q1", uid=SLURM_UID)
-    wait_for(lambda: not os.path.exists(bb) and not any(
-        s.startswith("bb/") for s in subvolumes(btrfs)) or None,
-        "the teardown to remove the subvolume",
-        report=lambda: "%s\n%s" % (subvolumes(btrfs), d.log_text()[-2000:]))
+    gone(d, btrfs, bb, "bb/")
     assert d.proc.poll() is None
 
 
@@ -166,11 +172,7 @@ def test_agent_btrfs_quota(make_daemon, agents, tmp_base, btrfs):  # noqa: F811
     assert rel in subvolumes(btrfs), (rel, subvolumes(btrfs))
     over_quota(bb)
     d.ok("DELETE", "/v1/jobs/aq1", uid=SLURM_UID)
-    under = os.path.dirname(rel) + "/"      # the trash too
-    wait_for(lambda: not os.path.exists(bb) and not any(
-        s.startswith(under) for s in subvolumes(btrfs)) or None,
-             "the agent's teardown to remove the subvolume",
-             report=lambda: "%s\n%s" % (subvolumes(btrfs), d.log_text()[-2000:]))
+    gone(d, btrfs, bb, os.path.dirname(rel) + "/")
 
 
 def test_embedded_project_quota(make_daemon, tmp_base, ext4_prjquota):
@@ -221,7 +223,4 @@ def test_embedded_btrfs_persistent(make_daemon, tmp_base, btrfs):
     assert "bb/persistent/pq" in subvolumes(btrfs), subvolumes(btrfs)
     over_quota(bb)
     d.ok("DELETE", "/v1/persistent/pq", uid=SLURM_UID)
-    wait_for(lambda: not os.path.exists(bb) and not any(
-        s.startswith("bb/") for s in subvolumes(btrfs)) or None,
-        "the teardown to remove the subvolume",
-        report=lambda: "%s\n%s" % (subvolumes(btrfs), d.log_text()[-2000:]))
+    gone(d, btrfs, bb, "bb/")
