@@ -513,7 +513,8 @@ static bufdir_spares_t spares_of(agent_t *a)
 
 static void spares_fill(agent_t *a)
 {
-    if (hu_mono() >= a->spare_idle_from)
+    if (hu_mono() >= a->spare_idle_from && quota_spares(&a->quota, a->cfg->capacity_enforce,
+                                                        a->mfd))
         bufdir_spares_fill(a->mfd, a->mount, spares_of(a), SPARE_PER_STEP);
 }
 

@@ -178,6 +178,10 @@ void spares_fill(core_t *c, double wall)
             continue;
         if ((mfd = open(n->mount, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
             continue;
+        if (!quota_spares(&n->quota, c->cfg->capacity_enforce, mfd)) {
+            close(mfd);         /* its buffer directories are made limited, not renamed */
+            continue;
+        }
         int before = n->spares;
         bufdir_spares_fill(mfd, n->mount, spares_of(n), budget);
         budget -= n->spares > before ? n->spares - before : 1;

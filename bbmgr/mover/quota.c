@@ -212,6 +212,17 @@ int quota_check(quota_mount_t *q, const char *enforce, int pfd, const char *moun
     return want == QUOTA_K_NONE ? 0 : check(q, enforce, want, pfd, mount, r, sizeof(r), why, len);
 }
 
+bool quota_spares(quota_mount_t *q, const char *enforce, int mfd)
+{
+    char r[400] = "";
+    int want = wanted(enforce);
+    if (want == QUOTA_K_NONE)
+        return true;
+    if (!q->kind)
+        q->kind = (signed char)kind_of(mfd, r, sizeof(r));
+    return q->kind == QUOTA_K_NONE;
+}
+
 int quota_make(quota_mount_t *q, const char *enforce, int pfd, const char *name,
                const char *mount, uint64_t bytes, char *why, size_t len)
 {

@@ -62,6 +62,11 @@ int quota_project_set(const quota_sys_t *sys, int fd, uint64_t bytes, unsigned *
 int quota_check(quota_mount_t *q, const char *enforce, int pfd, const char *mount, char *why,
                 size_t len);
 
+/* Are spare directories (bufdir.h) of use on the mount open at mfd?  Not where
+ * its buffer directories are made limited (a subvolume, a project id of their
+ * own): quota_make() makes those itself. */
+bool quota_spares(quota_mount_t *q, const char *enforce, int mfd);
+
 /* Make the buffer directory <pfd>/name (the daemon's, mode 0700) limited to bytes
  * as enforce ("auto", "btrfs", "project", "none") says on the mount named mount.
  * 1: made and limited, or made and left unlimited under "auto" (logged): the

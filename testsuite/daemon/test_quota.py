@@ -155,6 +155,8 @@ def test_embedded_btrfs_quota(make_daemon, tmp_base, btrfs):
     st = os.stat(bb)
     assert (st.st_uid, st.st_gid, st.st_mode & 0o777) == (USER1, GID1, 0o700)
     over_quota(bb)
+    # its buffer directories are subvolumes: no spare directories are made there
+    assert not os.path.exists(os.path.join(mount, ".harmonia-spare"))
     d.ok("DELETE", "/v1/jobs/q1", uid=SLURM_UID)
     gone(d, btrfs, bb, "bb/")
     assert d.proc.poll() is None
@@ -171,6 +173,7 @@ def test_agent_btrfs_quota(make_daemon, agents, tmp_base, btrfs):  # noqa: F811
     rel = os.path.relpath(bb, btrfs)
     assert rel in subvolumes(btrfs), (rel, subvolumes(btrfs))
     over_quota(bb)
+    assert not os.path.exists(os.path.join(os.path.dirname(bb), ".harmonia-spare"))
     d.ok("DELETE", "/v1/jobs/aq1", uid=SLURM_UID)
     gone(d, btrfs, bb, os.path.dirname(rel) + "/")
 
