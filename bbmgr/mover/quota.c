@@ -228,7 +228,7 @@ int quota_make(quota_mount_t *q, const char *enforce, int pfd, const char *name,
 {
     char r[400] = "";
     int want = wanted(enforce);
-    if (want == QUOTA_K_NONE)
+    if (want == QUOTA_K_NONE || bytes == 0)     /* 0: no limit said (never "nothing") */
         return 0;
     if (check(q, enforce, want, pfd, mount, r, sizeof(r), why, len) < 0)
         return -1;
