@@ -35,6 +35,7 @@
 #include "log.h"
 #include "mover.h"
 #include "nodeproto.h"
+#include "quota.h"
 #include "util.h"
 
 #define SPARE_IDLE 1.0          /* seconds without a new directory before making spares */
@@ -105,6 +106,7 @@ struct agent {
     int spares;
     unsigned spare_top;
     bool spare_off;
+    quota_mount_t quota;        /* what the mount enforces (capacity.enforce) */
     double spare_idle_from;
     removing_t removing[REMOVING_MAX];
     int nremoving;
@@ -511,7 +513,8 @@ static bufdir_spares_t spares_of(agent_t *a)
 
 static void spares_fill(agent_t *a)
 {
-    if (hu_mono() >= a->spare_idle_from)
+    if (hu_mono() >= a->spare_idle_from && quota_spares(&a->quota, a->cfg->capacity_enforce,
+                                                        a->mfd))
         bufdir_spares_fill(a->mfd, a->mount, spares_of(a), SPARE_PER_STEP);
 }
 
@@ -682,8 +685,18 @@ static void dir_make(agent_t *a, const np_dir_t *d, bool again)
     a->spare_idle_from = hu_mono() + SPARE_IDLE;
     bufdir_spares_t sp = spares_of(a);
     const char *what;
-    if (bufdir_create(pfd, d->name, a->mfd, a->mount, d->persistent ? NULL : &sp, d->uid, d->gid,
-                      &st, &what) < 0) {
+    char qwhy[600];
+    /* capacity.enforce: limited by the file system where it can (quota.c); a
+     * bbmgrd that does not say the capacity leaves it measured only */
+    int q = d->capacity ? quota_make(&a->quota, a->cfg->capacity_enforce, pfd, d->name,
+                                     a->mount, d->capacity, qwhy, sizeof(qwhy)) : 0;
+    if (q < 0) {
+        bl_error("buffer directory %s/%s%s (owner %u:%u) not made: %s", a->mount, where,
+                 d->name, (unsigned)d->uid, (unsigned)d->gid, qwhy);
+        a->errors++;
+    } else if ((q > 0 ? bufdir_own(pfd, d->name, d->uid, d->gid, &st, &what)
+                : bufdir_create(pfd, d->name, a->mfd, a->mount, d->persistent ? NULL : &sp,
+                                d->uid, d->gid, &st, &what)) < 0) {
         bl_warning("buffer directory %s/%s%s (owner %u:%u): %s: %s", a->mount, where, d->name,
                    (unsigned)d->uid, (unsigned)d->gid, what, strerror(errno));
         a->errors++;

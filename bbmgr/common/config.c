@@ -201,6 +201,12 @@ static int chk_capacity_over(const void *v, hu_error_t *err)
     return chk_oneof(*(char *const *)v, vals, err);
 }
 
+static int chk_capacity_enforce(const void *v, hu_error_t *err)
+{
+    static const char *const vals[] = { "auto", "btrfs", "project", "none", NULL };
+    return chk_oneof(*(char *const *)v, vals, err);
+}
+
 static int chk_verify(const void *v, hu_error_t *err)
 {
     static const char *const vals[] = { "checksum", "size", "none", NULL };

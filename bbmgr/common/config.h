@@ -134,6 +134,7 @@ typedef struct cfg {
     long mover_max_entries;
     /* capacity */
     char *capacity_over;
+    char *capacity_enforce;
     /* agents (bbnoded) */
     double agents_down_after;
     double agents_interval;

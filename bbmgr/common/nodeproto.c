@@ -374,6 +374,8 @@ json_t *np_dir_json(const np_dir_t *d)
         json_object_set_new(o, "inc", json_real(d->inc));
     if (o && d->keep)
         json_object_set_new(o, "keep", json_true());
+    if (o && d->capacity && !d->keep)
+        json_object_set_new(o, "capacity", json_integer((json_int_t)d->capacity));
     if (o && d->keep && d->ino) {
         json_object_set_new(o, "dev", json_integer((json_int_t)d->dev));
         json_object_set_new(o, "ino", json_integer((json_int_t)d->ino));
@@ -384,7 +386,7 @@ json_t *np_dir_json(const np_dir_t *d)
 int np_dir_parse(json_t *o, np_dir_t *d, char *msg, size_t len)
 {
     static const char *const keys[] = { "name", "persistent", "uid", "gid", "inc", "keep",
-                                        "dev", "ino", NULL };
+                                        "dev", "ino", "capacity", NULL };
     uint64_t uid = 0, gid = 0;
     memset(d, 0, sizeof(*d));
     if (only_keys(o, "directory", keys, msg, len) < 0
@@ -395,7 +397,8 @@ int np_dir_parse(json_t *o, np_dir_t *d, char *msg, size_t len)
         || get_field(o, "directory", "inc", false, F_DOUBLE, 0, &d->inc, msg, len) < 0
         || get_field(o, "directory", "keep", false, F_BOOL, 0, &d->keep, msg, len) < 0
         || get_field(o, "directory", "dev", false, F_U64, 0, &d->dev, msg, len) < 0
-        || get_field(o, "directory", "ino", false, F_U64, 1, &d->ino, msg, len) < 0)
+        || get_field(o, "directory", "ino", false, F_U64, 1, &d->ino, msg, len) < 0
+        || get_field(o, "directory", "capacity", false, F_U64, 1, &d->capacity, msg, len) < 0)
         return -1;
     if ((json_object_get(o, "dev") != NULL) != (d->ino != 0) || (d->ino && !d->keep)
         || d->dev > INT64_MAX || d->ino > INT64_MAX)

@@ -89,6 +89,9 @@ typedef struct {
                                    could not be): never made, never adopted, never
                                    removed as an orphan while listed; uid and gid are
                                    not used */
+    uint64_t capacity;          /* the buffer's bytes on this node's mount, which the
+                                   agent's file system may enforce (capacity.enforce;
+                                   0: not said, measured only) */
     uint64_t dev, ino;          /* keep: the kept directory's identity, found by it at
                                    its name or in the trash, whatever buffer has the
                                    name now (0, 0: not known yet: the agent reports the

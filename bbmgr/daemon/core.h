@@ -38,6 +38,7 @@
 #include "config.h"
 #include "hmap.h"
 #include "mover.h"
+#include "quota.h"
 #include "state.h"
 
 typedef struct core core_t;
@@ -66,6 +67,7 @@ typedef struct {
     int spares;                 /* empty directories ready in <mount>/.harmonia-spare */
     unsigned spare_top;         /* they are named spare_top - spares .. spare_top - 1 */
     bool spare_off;             /* the spare directory is unusable (logged once) */
+    quota_mount_t quota;        /* what its mount enforces (capacity.enforce, quota.c) */
     signed char spare_role;     /* 0: not known yet, 1: keeps its mount's spares,
                                  * -1: shares the mount of an earlier node */
 } node_t;

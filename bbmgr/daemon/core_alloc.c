@@ -301,6 +301,11 @@ int core_alloc_create(core_t *c, job_t *j, uint64_t capacity, int nodes, const c
         free(a);
         return -1;
     }
+    if (bufdirs_check(c, a, e) < 0) {
+        free(a->v);
+        free(a);
+        return -1;
+    }
     a->nodes_requested = nodes > 0 ? nodes : 0;
     a->created = core_wall();
     alloc_take(c, a);
@@ -371,6 +376,10 @@ pbuf_t *core_pbuf_create(core_t *c, const char *name, uid_t uid, gid_t gid,
     b->gid = gid;
     if (place(c, capacity, 0, p, "capacity", &b->alloc, e) < 0) {
         free(b);
+        return NULL;
+    }
+    if (bufdirs_check(c, &b->alloc, e) < 0) {
+        pbuf_free(b);
         return NULL;
     }
     b->created = b->alloc.created = core_wall();

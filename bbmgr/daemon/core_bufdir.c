@@ -178,6 +178,10 @@ void spares_fill(core_t *c, double wall)
             continue;
         if ((mfd = open(n->mount, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
             continue;
+        if (!quota_spares(&n->quota, c->cfg->capacity_enforce, mfd)) {
+            close(mfd);         /* its buffer directories are made limited, not renamed */
+            continue;
+        }
         int before = n->spares;
         bufdir_spares_fill(mfd, n->mount, spares_of(n), budget);
         budget -= n->spares > before ? n->spares - before : 1;
@@ -204,6 +208,28 @@ bool mount_ok(core_t *c, int idx)
                    "there (said once)", n->mount, n->name);
     n->mount_warned = true;
     return false;
+}
+
+/* capacity.enforce: btrfs or project: every mount of a's nodes that bbmgrd makes
+ * directories on can enforce it, or the buffer is refused with the reason. */
+int bufdirs_check(core_t *c, const alloc_t *a, cerr_t *e)
+{
+    char why[600];
+    for (int i = 0; i < a->n; i++) {
+        if (nodes_dir_hook(c, a->v[i].node) || mount_seen(c, a, i) || !mount_ok(c, a->v[i].node))
+            continue;
+        node_t *sn = &c->nodes[mount_owner(c, a->v[i].node)];
+        int mfd = open(sn->mount, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (mfd < 0)
+            continue;           /* said by bufdirs_make() */
+        int rc = quota_check(&sn->quota, c->cfg->capacity_enforce, mfd, sn->mount, why,
+                             sizeof(why));
+        close(mfd);
+        if (rc < 0)
+            return cerr_set(e, EDOM, "capacity", "node %s: %s", c->nodes[a->v[i].node].name,
+                            why);
+    }
+    return 0;
 }
 
 void bufdirs_make(core_t *c, alloc_t *a, bool persistent, const char *name,
@@ -245,9 +271,23 @@ void bufdirs_make(core_t *c, alloc_t *a, bool persistent, const char *name,
         int mfd = open(mount, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         int pfd = mfd < 0 ? -1 : persistent ? openat(mfd, "persistent", O_RDONLY | O_DIRECTORY
                                                      | O_NOFOLLOW | O_CLOEXEC) : dup(mfd);
-        if (pfd < 0 || bufdir_create(pfd, name, mfd, sn->mount,
-                                     persistent || sn->spare_off ? NULL : &sp, uid, gid, &st,
-                                     &what) < 0) {
+        /* capacity.enforce: limited by the file system where it can (quota.c) */
+        char qwhy[600];
+        uint64_t cap = mount_share(c, a, i);
+        int q = pfd < 0 ? 0 : quota_make(&sn->quota, c->cfg->capacity_enforce, pfd, name,
+                                         sn->mount, a->capacity && a->capacity < cap
+                                         ? a->capacity : cap, qwhy, sizeof(qwhy));
+        if (q < 0) {
+            bl_error("buffer directory %s (owner %u:%u) not made: %s", path, (unsigned)uid,
+                     (unsigned)gid, qwhy);
+            close(pfd);
+            close(mfd);
+            continue;
+        }
+        if (pfd < 0 || (q > 0 ? bufdir_own(pfd, name, uid, gid, &st, &what)
+                        : bufdir_create(pfd, name, mfd, sn->mount,
+                                        persistent || sn->spare_off ? NULL : &sp, uid, gid,
+                                        &st, &what)) < 0) {
             bl_warning("buffer directory %s (owner %u:%u): %s: %s", path, (unsigned)uid,
                        (unsigned)gid, pfd < 0 ? "open its parent" : what, strerror(errno));
             if (pfd >= 0)

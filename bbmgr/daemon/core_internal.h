@@ -143,6 +143,9 @@ void recover_durability(core_t *c);
 /* core_bufdir.c */
 bool dir_name_ok(const char *name, bool job);
 int mount_owner(core_t *c, int idx);
+/* The bytes of allocation a on the mount of its node i (core_stage.c). */
+uint64_t mount_share(core_t *c, const alloc_t *a, int i);
+int bufdirs_check(core_t *c, const alloc_t *a, cerr_t *e);
 void spares_fill(core_t *c, double wall);
 bool mount_seen(core_t *c, const alloc_t *a, int i);
 bool mount_ok(core_t *c, int idx);

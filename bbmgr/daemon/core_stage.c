@@ -233,7 +233,7 @@ double core_job_weight(core_t *c, const job_t *j)
  * could go. */
 /* The bytes of allocation a on the mount of its node i: its share there (nodes
  * that share a mount share the directory, and their shares). */
-static uint64_t mount_share(core_t *c, const alloc_t *a, int i)
+uint64_t mount_share(core_t *c, const alloc_t *a, int i)
 {
     uint64_t sum = 0;
     for (int k = 0; k < a->n; k++)

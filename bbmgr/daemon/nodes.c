@@ -426,6 +426,21 @@ static void kept_reported(core_t *c, int a, const np_dir_t *d)
 
 /* ------------------------------------------------------------------ poll */
 
+/* The bytes of allocation al on the mount of node name: the limit its agent's file
+ * system may set on the directory (never more than the capacity asked for); 0
+ * under capacity.enforce: none. */
+static uint64_t dir_capacity(core_t *c, const alloc_t *al, const char *name)
+{
+    if (!strcmp(c->cfg->capacity_enforce, "none"))
+        return 0;               /* not said: agents of a release before the key parse it */
+    for (int i = 0; i < al->n; i++)
+        if (!strcmp(c->nodes[al->v[i].node].name, name)) {
+            uint64_t s = mount_share(c, al, i);
+            return al->capacity && al->capacity < s ? al->capacity : s;
+        }
+    return 0;
+}
+
 static json_t *dirs_json(core_t *c, int a)
 {
     json_t *arr = json_array();
@@ -434,7 +449,8 @@ static json_t *dirs_json(core_t *c, int a)
         job_t *j = v;
         if (alloc_has(c, j->alloc, G.v[a].name) && np_dir_name_ok(j->id, false)) {
             np_dir_t d = { .name = j->id, .uid = j->uid, .gid = j->gid,
-                           .inc = j->alloc->created };
+                           .inc = j->alloc->created,
+                           .capacity = dir_capacity(c, j->alloc, G.v[a].name) };
             json_array_append_new(arr, np_dir_json(&d));
         }
     }
@@ -442,7 +458,8 @@ static json_t *dirs_json(core_t *c, int a)
         pbuf_t *b = v;
         if (alloc_has(c, &b->alloc, G.v[a].name) && np_dir_name_ok(b->name, true)) {
             np_dir_t d = { .name = b->name, .persistent = true, .uid = b->uid, .gid = b->gid,
-                           .inc = b->alloc.created };
+                           .inc = b->alloc.created,
+                           .capacity = dir_capacity(c, &b->alloc, G.v[a].name) };
             json_array_append_new(arr, np_dir_json(&d));
         }
     }

@@ -416,11 +416,17 @@ int bufdir_create(int pfd, const char *name, int mfd, const char *mount,
                   const bufdir_spares_t *s, uid_t uid, gid_t gid, struct stat *st,
                   const char **what)
 {
-    int fd, e;
     if (!(s && bufdir_spare_take(mfd, mount, *s, pfd, name)) && mkdirat(pfd, name, 0700) < 0) {
         *what = "mkdir";
         return -1;
     }
+    return bufdir_own(pfd, name, uid, gid, st, what);
+}
+
+int bufdir_own(int pfd, const char *name, uid_t uid, gid_t gid, struct stat *st,
+               const char **what)
+{
+    int fd, e;
     fd = openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) {
         *what = "open";

@@ -74,6 +74,11 @@ bool bufdir_spare_take(int mfd, const char *mount, bufdir_spares_t s, int pfd,
 int bufdir_create(int pfd, const char *name, int mfd, const char *mount,
                   const bufdir_spares_t *s, uid_t uid, gid_t gid, struct stat *st,
                   const char **what);
+/* The second half of bufdir_create(): <pfd>/name, a directory this process just
+ * made (quota.c: a subvolume, a directory with a project id), checked to be its
+ * own, given to uid:gid with mode 0700. */
+int bufdir_own(int pfd, const char *name, uid_t uid, gid_t gid, struct stat *st,
+               const char **what);
 
 /* Call fn for each directory in <pfd>/.harmonia-trash (entries that are not
  * directories are passed over), with the trash's descriptor, the entry's name and

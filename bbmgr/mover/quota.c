@@ -1,0 +1,285 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * quota.c — a buffer directory limited to its capacity by the file system of its
+ * mount: a btrfs subvolume with a qgroup limit, or an ext4/XFS project quota.
+ * See quota.h.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/btrfs.h>
+#include <linux/fs.h>
+#include <linux/magic.h>
+#include <linux/quota.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include "log.h"
+#include "quota.h"
+
+#ifndef BTRFS_FIRST_FREE_OBJECTID
+#define BTRFS_FIRST_FREE_OBJECTID 256
+#endif
+
+static int sys_getxattr(int fd, struct fsxattr *fx)
+{
+    return ioctl(fd, FS_IOC_FSGETXATTR, fx);
+}
+
+static int sys_setxattr(int fd, const struct fsxattr *fx)
+{
+    return ioctl(fd, FS_IOC_FSSETXATTR, fx);
+}
+
+static int sys_quotactl(int fd, int cmd, unsigned id, void *addr)
+{
+#ifdef SYS_quotactl_fd
+    return (int)syscall(SYS_quotactl_fd, fd, (unsigned)cmd, (int)id, addr);
+#else
+    (void)fd, (void)cmd, (void)id, (void)addr;
+    errno = ENOSYS;
+    return -1;
+#endif
+}
+
+const quota_sys_t quota_sys = { sys_getxattr, sys_setxattr, sys_quotactl };
+
+static int fail(int e, char *why, size_t len, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, len, fmt, ap);
+    va_end(ap);
+    errno = e;
+    return -1;
+}
+
+/* ------------------------------------------------------------------ project */
+
+int quota_project_set(const quota_sys_t *sys, int fd, uint64_t bytes, unsigned *id, char *why,
+                      size_t len)
+{
+    struct stat st;
+    struct fsxattr fx;
+    struct if_dqblk dq;
+    unsigned pick = 0;
+    if (fstat(fd, &st) < 0)
+        return fail(errno, why, len, "fstat: %s", strerror(errno));
+    /* a free id: nothing charged to it (a limit left by an earlier buffer is
+     * replaced); starting from the inode, so that two mounts rarely probe alike */
+    for (unsigned k = 0; k < 64 && !pick; k++) {
+        unsigned cand = QUOTA_PROJID_BASE + (unsigned)((st.st_ino + k) % QUOTA_PROJID_SPAN);
+        memset(&dq, 0, sizeof(dq));
+        if (sys->quotactl(fd, QUOTA_QCMD(Q_GETQUOTA, PRJQUOTA), cand, &dq) < 0)
+            return fail(errno, why, len, "project quota of id %u: %s (is the file system "
+                        "mounted with project quotas?)", cand, strerror(errno));
+        if (dq.dqb_curspace == 0 && dq.dqb_curinodes == 0)
+            pick = cand;
+    }
+    if (!pick)
+        return fail(EBUSY, why, len, "no free project id among 64 tried from %u",
+                    QUOTA_PROJID_BASE);
+    if (sys->getxattr(fd, &fx) < 0)
+        return fail(errno, why, len, "FS_IOC_FSGETXATTR: %s", strerror(errno));
+    fx.fsx_projid = pick;
+    fx.fsx_xflags |= FS_XFLAG_PROJINHERIT;
+    if (sys->setxattr(fd, &fx) < 0)
+        return fail(errno, why, len, "set project id %u: %s", pick, strerror(errno));
+    memset(&dq, 0, sizeof(dq));
+    dq.dqb_bhardlimit = dq.dqb_bsoftlimit = (bytes + QIF_DQBLKSIZE - 1) / QIF_DQBLKSIZE;
+    dq.dqb_valid = QIF_BLIMITS;
+    if (sys->quotactl(fd, QUOTA_QCMD(Q_SETQUOTA, PRJQUOTA), pick, &dq) < 0)
+        return fail(errno, why, len, "limit of project %u to %ju bytes: %s", pick,
+                    (uintmax_t)bytes, strerror(errno));
+    *id = pick;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ btrfs */
+
+static int btrfs_limit(quota_mount_t *q, int pfd, int fd, uint64_t bytes, char *why,
+                       size_t len)
+{
+    struct btrfs_ioctl_qgroup_limit_args la;
+    if (!q->btrfs_on) {
+        struct btrfs_ioctl_quota_ctl_args qa = { .cmd = BTRFS_QUOTA_CTL_ENABLE };
+        if (ioctl(pfd, BTRFS_IOC_QUOTA_CTL, &qa) < 0)
+            return fail(errno, why, len, "enable btrfs quota: %s", strerror(errno));
+        q->btrfs_on = true;
+    }
+    memset(&la, 0, sizeof(la));
+    la.qgroupid = 0;            /* the subvolume of fd */
+    la.lim.flags = BTRFS_QGROUP_LIMIT_MAX_RFER;
+    la.lim.max_rfer = bytes;
+    if (ioctl(fd, BTRFS_IOC_QGROUP_LIMIT, &la) < 0) {
+        q->btrfs_on = errno != ENOTCONN && errno != EINVAL;     /* quota was turned off */
+        return fail(errno, why, len, "btrfs qgroup limit of %ju bytes: %s", (uintmax_t)bytes,
+                    strerror(errno));
+    }
+    return 0;
+}
+
+static int btrfs_subvol(int pfd, const char *name, char *why, size_t len)
+{
+    struct btrfs_ioctl_vol_args va;
+    memset(&va, 0, sizeof(va));
+    if (strlen(name) >= sizeof(va.name))
+        return fail(ENAMETOOLONG, why, len, "name too long for a subvolume");
+    memcpy(va.name, name, strlen(name));
+    if (ioctl(pfd, BTRFS_IOC_SUBVOL_CREATE, &va) < 0)
+        return fail(errno, why, len, "create subvolume: %s", strerror(errno));
+    return 0;
+}
+
+/* ------------------------------------------------------------------ the mount */
+
+static int kind_of(int pfd, char *why, size_t len)
+{
+    struct statfs sf;
+    struct if_dqinfo di;
+    if (fstatfs(pfd, &sf) < 0) {
+        fail(errno, why, len, "statfs: %s", strerror(errno));
+        return QUOTA_K_NONE;
+    }
+    if ((unsigned long)sf.f_type == BTRFS_SUPER_MAGIC)
+        return QUOTA_K_BTRFS;
+    if ((unsigned long)sf.f_type != EXT4_SUPER_MAGIC
+        && (unsigned long)sf.f_type != XFS_SUPER_MAGIC) {
+        fail(EOPNOTSUPP, why, len, "its file system (type 0x%lx) is neither btrfs, ext4 nor "
+             "XFS", (unsigned long)sf.f_type);
+        return QUOTA_K_NONE;
+    }
+    if (quota_sys.quotactl(pfd, QUOTA_QCMD(Q_GETINFO, PRJQUOTA), 0, &di) < 0) {
+        fail(errno, why, len, "%s without project quotas on (%s; mount it with prjquota "
+             "or pquota)", (unsigned long)sf.f_type == XFS_SUPER_MAGIC ? "XFS" : "ext4",
+             strerror(errno));
+        return QUOTA_K_NONE;
+    }
+    return QUOTA_K_PROJECT;
+}
+
+/* The directory just made at <pfd>/name, checked to be the daemon's new one. */
+static int open_new(int pfd, const char *name, bool subvol, char *why, size_t len)
+{
+    struct stat st;
+    int fd = openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return fail(errno, why, len, "open: %s", strerror(errno));
+    if (fstat(fd, &st) < 0 || st.st_uid != geteuid()
+        || (subvol && st.st_ino != BTRFS_FIRST_FREE_OBJECTID)) {
+        close(fd);
+        return fail(EEXIST, why, len, "not the directory made for it");
+    }
+    return fd;
+}
+
+static int wanted(const char *enforce)
+{
+    return !strcmp(enforce, "btrfs") ? QUOTA_K_BTRFS
+         : !strcmp(enforce, "project") ? QUOTA_K_PROJECT
+         : !strcmp(enforce, "none") ? QUOTA_K_NONE : 0;
+}
+
+/* The mount's kind looked at if not yet (r: why it is none); -1: enforce asks for
+ * another one (why names the mount). */
+static int check(quota_mount_t *q, const char *enforce, int want, int pfd, const char *mount,
+                 char *r, size_t rlen, char *why, size_t len)
+{
+    if (!q->kind)
+        q->kind = (signed char)kind_of(pfd, r, rlen);
+    if (want && want != QUOTA_K_NONE && q->kind != want) {
+        if (q->kind != QUOTA_K_NONE)
+            snprintf(r, rlen, "its file system is %s", q->kind == QUOTA_K_BTRFS
+                     ? "btrfs" : "one with project quotas");
+        else if (!r[0])
+            kind_of(pfd, r, rlen);
+        q->kind = 0;            /* looked at again next time (the site may mend it) */
+        return fail(EOPNOTSUPP, why, len, "capacity.enforce: %s: buffer mount %s cannot "
+                    "enforce it: %s", enforce, mount, r);
+    }
+    return 0;
+}
+
+int quota_check(quota_mount_t *q, const char *enforce, int pfd, const char *mount, char *why,
+                size_t len)
+{
+    char r[400] = "";
+    int want = wanted(enforce);
+    return want == QUOTA_K_NONE ? 0 : check(q, enforce, want, pfd, mount, r, sizeof(r), why, len);
+}
+
+bool quota_spares(quota_mount_t *q, const char *enforce, int mfd)
+{
+    char r[400] = "";
+    int want = wanted(enforce);
+    if (want == QUOTA_K_NONE)
+        return true;
+    if (!q->kind)
+        q->kind = (signed char)kind_of(mfd, r, sizeof(r));
+    return q->kind == QUOTA_K_NONE;
+}
+
+int quota_make(quota_mount_t *q, const char *enforce, int pfd, const char *name,
+               const char *mount, uint64_t bytes, char *why, size_t len)
+{
+    char r[400] = "";
+    int want = wanted(enforce);
+    if (want == QUOTA_K_NONE || bytes == 0)     /* 0: no limit said (never "nothing") */
+        return 0;
+    if (check(q, enforce, want, pfd, mount, r, sizeof(r), why, len) < 0)
+        return -1;
+    if (q->kind == QUOTA_K_NONE) {
+        if (!q->said)
+            bl_info("buffer mount %s: capacities are measured, not enforced by the file "
+                    "system: %s (said once)", mount, r);
+        q->said = true;
+        return 0;
+    }
+    bool btrfs = q->kind == QUOTA_K_BTRFS;
+    if (btrfs ? btrfs_subvol(pfd, name, r, sizeof(r)) < 0 : mkdirat(pfd, name, 0700) < 0) {
+        int e = errno;
+        if (!btrfs)
+            snprintf(r, sizeof(r), "mkdir: %s", strerror(e));
+        if (e != EEXIST && !want) {
+            if (!q->said)
+                bl_warning("buffer mount %s: %s: capacities measured instead (said once)",
+                           mount, r);
+            q->said = true;
+            return 0;
+        }
+        return fail(e, why, len, "buffer mount %s: %s", mount, r);
+    }
+    int fd = open_new(pfd, name, btrfs, r, sizeof(r));
+    unsigned id = 0;
+    int rc = fd < 0 ? -1 : btrfs ? btrfs_limit(q, pfd, fd, bytes, r, sizeof(r))
+                                 : quota_project_set(&quota_sys, fd, bytes, &id, r, sizeof(r));
+    int e = errno;
+    if (fd >= 0 && (rc == 0 || !want) && fchmod(fd, 0700) < 0) {
+        e = errno;
+        snprintf(r, sizeof(r), "chmod: %s", strerror(errno));
+        rc = -1;
+        want = q->kind;         /* not usable at all */
+    }
+    if (fd >= 0)
+        close(fd);
+    if (rc == 0) {
+        bl_debug("buffer mount %s: %s limited to %ju bytes (%s%u)", mount, name,
+                 (uintmax_t)bytes, btrfs ? "btrfs subvolume" : "project ", id);
+        return 1;
+    }
+    if (!want) {
+        if (!q->said)
+            bl_warning("buffer mount %s: %s: capacities measured instead (said once)", mount,
+                       r);
+        q->said = true;
+        return fd >= 0 ? 1 : 0;
+    }
+    if (unlinkat(pfd, name, AT_REMOVEDIR) < 0)       /* empty: a subvolume too */
+        bl_warning("buffer mount %s: remove %s after a failed limit: %s", mount, name,
+                   strerror(errno));
+    return fail(e, why, len, "capacity.enforce: %s: buffer mount %s: %s", enforce, mount, r);
+}

@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * quota.h — a buffer's capacity enforced by the file system of its mount
+ * (capacity.enforce of bbmgr.yaml), for bbnoded and bbmgrd's embedded mode alike:
+ * the buffer directory is made limited to the buffer's bytes on that mount, so
+ * that a write past them fails with EDQUOT in the application.
+ *
+ *   btrfs    the directory is a subvolume (BTRFS_IOC_SUBVOL_CREATE) with a qgroup
+ *            limit of referenced bytes (BTRFS_IOC_QGROUP_LIMIT); quota is enabled
+ *            on the file system if it is not (BTRFS_IOC_QUOTA_CTL).  Its teardown
+ *            is the usual one: emptied by descriptors, then rmdir(), which deletes
+ *            an empty subvolume.
+ *   project  ext4 or XFS mounted with project quotas: the directory gets a free
+ *            project id of QUOTA_PROJID_BASE .. + QUOTA_PROJID_SPAN with
+ *            FS_XFLAG_PROJINHERIT (FS_IOC_FSSETXATTR) and a block limit
+ *            (quotactl_fd(Q_SETQUOTA, PRJQUOTA), which XFS takes too).
+ *
+ * Anything else (or a failure under "auto") leaves the buffer measured only, the
+ * reason logged once per mount.  doc/security.md, Capacity.
+ */
+#ifndef BBMGR_QUOTA_H
+#define BBMGR_QUOTA_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <linux/fs.h>
+
+/* QCMD() of <linux/quota.h> without its signed overflow (Q_GETQUOTA << 8) */
+#define QUOTA_QCMD(cmd, type) ((int)(((unsigned)(cmd) << 8) | ((unsigned)(type) & 0xffu)))
+
+#define QUOTA_PROJID_BASE 0x40000000u
+#define QUOTA_PROJID_SPAN 0x00100000u
+
+/* What one mount was found to support (the caller's, one per mount). */
+typedef struct {
+    signed char kind;           /* 0: not looked at yet, else QUOTA_K_* */
+    bool said;                  /* "measured only" logged */
+    bool btrfs_on;              /* quota enabled on the btrfs file system */
+} quota_mount_t;
+enum { QUOTA_K_NONE = 1, QUOTA_K_BTRFS, QUOTA_K_PROJECT };
+
+/* The system calls of the project-quota layer (a table so that its unit test
+ * runs where no file system has project quotas). */
+struct if_dqblk;
+typedef struct {
+    int (*getxattr)(int fd, struct fsxattr *fx);         /* FS_IOC_FSGETXATTR */
+    int (*setxattr)(int fd, const struct fsxattr *fx);   /* FS_IOC_FSSETXATTR */
+    int (*quotactl)(int fd, int cmd, unsigned id, void *addr);  /* quotactl_fd() */
+} quota_sys_t;
+extern const quota_sys_t quota_sys;
+
+/* Give the directory open at fd (the daemon's, new) a project id of its own and a
+ * limit of bytes (rounded up to 1 KiB blocks), inherited below it.  0 with the id
+ * in *id; -1 with errno and the reason in why. */
+int quota_project_set(const quota_sys_t *sys, int fd, uint64_t bytes, unsigned *id, char *why,
+                      size_t len);
+
+/* Can the mount (its directory open at pfd) honour enforce?  0: yes, or enforce
+ * does not require it ("auto", "none"); -1 with errno and in why the reason,
+ * naming the mount.  What the mount is, is kept in q. */
+int quota_check(quota_mount_t *q, const char *enforce, int pfd, const char *mount, char *why,
+                size_t len);
+
+/* Are spare directories (bufdir.h) of use on the mount open at mfd?  Not where
+ * its buffer directories are made limited (a subvolume, a project id of their
+ * own): quota_make() makes those itself. */
+bool quota_spares(quota_mount_t *q, const char *enforce, int mfd);
+
+/* Make the buffer directory <pfd>/name (the daemon's, mode 0700) limited to bytes
+ * as enforce ("auto", "btrfs", "project", "none") says on the mount named mount.
+ * 1: made and limited, or made and left unlimited under "auto" (logged): the
+ * caller gives it to its owner (bufdir_own()); 0: nothing made, the mount does not
+ * enforce (logged once): the caller makes it the usual way; -1: enforce asked for
+ * btrfs or project and it cannot be: nothing left at the name, errno and in why
+ * the reason naming the mount. */
+int quota_make(quota_mount_t *q, const char *enforce, int pfd, const char *name,
+               const char *mount, uint64_t bytes, char *why, size_t len);
+
+#endif
