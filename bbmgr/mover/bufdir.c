@@ -14,7 +14,11 @@
  *     then on nobody but the daemon adds, renames or removes anything in it, so
  *     that each scan only finds fewer entries and the walk ends;
  *   - never a symbolic link followed, never a device opened (O_NONBLOCK), never
- *     another file system entered (a directory of another device is an error);
+ *     another file system entered (a directory of another device is an error),
+ *     but for a btrfs subvolume the user made below the buffer, of the same file
+ *     system and mount (quota_nested()): it is emptied and removed as any
+ *     directory, taken out of the buffer's level-1 qgroup first, which is
+ *     destroyed once the top is empty (quota_tree_drop());
  *   - a wide directory is read in batches of BATCH subdirectory names, so that
  *     memory is bounded per level and a directory is read again only once a batch
  *     is done.
@@ -35,8 +39,10 @@
 
 #include "bufdir.h"
 #include "log.h"
+#include "quota.h"
 
-#define BATCH 1024          /* subdirectory names kept per level between two reads */
+#define BATCH 1024
+#define BTRFS_SUBVOL_INO 256    /* the inode of a btrfs subvolume's root */          /* subdirectory names kept per level between two reads */
 
 typedef struct {
     dev_t dev;
@@ -46,6 +52,7 @@ typedef struct {
     size_t npend;
     bool clean;             /* the last read found nothing left */
     bool failed;            /* something in it could not be removed: not read again */
+    bool subvol;            /* a subvolume made below the top (quota_nested()) */
 } level_t;
 
 typedef struct {
@@ -55,6 +62,7 @@ typedef struct {
     int err;                /* first error */
     bool fatal;             /* the walk cannot go on (stopped, lost its way, no memory) */
     dev_t dev;              /* the file system walked */
+    quota_tree_t qt;        /* to tell the subvolumes made below the top */
 } walk_t;
 
 static void note(walk_t *w, int err, size_t depth, const char *name, const char *what)
@@ -131,6 +139,21 @@ static void scan(walk_t *w, int fd, level_t *l, size_t depth)
             }
             type = S_ISDIR(st.st_mode) ? DT_DIR : DT_REG;
         }
+        if (type == DT_DIR && w->qt.top) {
+            /* a subvolume of the user's: out of the buffer's qgroup before it goes */
+            struct stat st;
+            if (fstatat(fd, n, &st, AT_SYMLINK_NOFOLLOW) == 0
+                && st.st_ino == BTRFS_SUBVOL_INO && l->npend < BATCH) {
+                kept = true;
+                if (!(l->pend[l->npend] = strdup(n))) {
+                    note(w, ENOMEM, depth, n, "remove");
+                    l->failed = true;
+                    break;
+                }
+                l->npend++;
+                continue;
+            }
+        }
         if (type != DT_DIR) {
             if (unlinkat(fd, n, 0) == 0 || errno == ENOENT) {
                 w->o->removed++;
@@ -180,6 +203,7 @@ int bufdir_empty(int dfd, bufdir_rm_t *o, char *why, size_t whylen)
         goto out;
     }
     w.dev = st.st_dev;
+    quota_tree_init(&w.qt, cur, &st);
     if (lock_dir(&w, cur, &st) < 0) {
         note(&w, errno, 0, ".", "lock");
         goto out;
@@ -222,9 +246,13 @@ int bufdir_empty(int dfd, bufdir_rm_t *o, char *why, size_t whylen)
                 free(name);
                 continue;
             }
-            if (fstat(c, &st) < 0 || st.st_dev != w.dev || lock_dir(&w, c, &st) < 0) {
-                note(&w, st.st_dev != w.dev ? EXDEV : errno, n, name,
-                     st.st_dev != w.dev ? "another file system is mounted at" : "lock");
+            /* another device: only a subvolume the user made (same file system,
+             * same mount) is entered */
+            int fe = fstat(c, &st) < 0 ? errno : 0;
+            bool sub = !fe && st.st_dev != l->dev, other = sub && !quota_nested(&w.qt, c, &st);
+            if (fe || other || lock_dir(&w, c, &st) < 0) {
+                note(&w, other ? EXDEV : fe ? fe : errno, n, name,
+                     other ? "another file system is mounted at" : "lock");
                 l->failed = true;
                 close(c);
                 free(name);
@@ -242,14 +270,20 @@ int bufdir_empty(int dfd, bufdir_rm_t *o, char *why, size_t whylen)
                 v = nv;
                 cap *= 2;
             }
-            v[n++] = (level_t){ .dev = st.st_dev, .ino = st.st_ino, .name = name };
+            v[n++] = (level_t){ .dev = st.st_dev, .ino = st.st_ino, .name = name,
+                                .subvol = sub };
             close(cur);
             cur = c;
             continue;
         }
         if (n == 1)
             break;          /* the top: empty, or failed */
-        /* this level is done: up, to the directory it was reached from */
+        /* this level is done: up, to the directory it was reached from; a subvolume
+         * of the user's leaves the buffer's qgroup once empty (the kernel refuses
+         * that while the group is over its limit) */
+        if (l->subvol && !l->failed && quota_nested_leave(&w.qt, cur) < 0)
+            bl_warning("teardown: subvolume '%s' out of the buffer's qgroup 1/%ju: %s",
+                       l->name, (uintmax_t)w.qt.top, strerror(errno));
         int up = openat(cur, "..", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (up < 0 || fstat(up, &st) < 0 || st.st_dev != v[n - 2].dev
             || st.st_ino != v[n - 2].ino) {
@@ -277,6 +311,9 @@ int bufdir_empty(int dfd, bufdir_rm_t *o, char *why, size_t whylen)
         v[n - 1].clean = false;     /* read again once its batch is done */
         free(name);
     }
+    if (!w.err && quota_tree_drop(&w.qt, cur) < 0)
+        bl_warning("teardown: the buffer's qgroup 1/%ju: %s (btrfs qgroup destroy)",
+                   (uintmax_t)w.qt.top, strerror(errno));
 out:
     for (size_t i = 0; i < n; i++)
         level_free(&v[i]);
@@ -468,6 +505,7 @@ struct bufdir_usage {
     ulevel_t *lv;
     size_t nlv, caplv;
     dev_t dev;
+    quota_tree_t qt;        /* to tell the subvolumes made below the top */
     uint64_t bytes;
     ino_t *seen;            /* inodes of files of several links met (open addressing, 0: free) */
     size_t nseen, capseen;
@@ -595,6 +633,7 @@ int bufdir_usage_step(bufdir_usage_t *u, int dfd, unsigned long *budget, uint64_
         if (fstat(u->fd, &st) < 0 || usage_push(u, u->fd, &st) < 0)
             return usage_fail(u, errno);
         u->dev = st.st_dev;
+        quota_tree_init(&u->qt, u->fd, &st);
         u->bytes = (uint64_t)st.st_blocks * 512;
     }
     while (*budget > 0) {
@@ -616,9 +655,11 @@ int bufdir_usage_step(bufdir_usage_t *u, int dfd, unsigned long *budget, uint64_
                 continue;       /* gone meanwhile */
             if (S_ISDIR(st.st_mode)) {
                 u->bytes += (uint64_t)st.st_blocks * 512;
-                if (st.st_dev == u->dev && usage_keep(top, e->d_name) < 0)
+                if ((st.st_dev == top->dev || (u->qt.btrfs && st.st_ino == BTRFS_SUBVOL_INO))
+                    && usage_keep(top, e->d_name) < 0)
                     return usage_fail(u, ENOMEM);
-            } else if (st.st_nlink <= 1 || usage_first(u, st.st_ino)) {
+            } else if (st.st_nlink <= 1
+                       || usage_first(u, st.st_ino ^ ((ino_t)st.st_dev << 40))) {
                 u->bytes += (uint64_t)st.st_blocks * 512;
             }
             continue;
@@ -631,10 +672,16 @@ int bufdir_usage_step(bufdir_usage_t *u, int dfd, unsigned long *budget, uint64_
             free(name);
             if (fd < 0)
                 continue;       /* gone, or not a directory any more */
-            if (fstat(fd, &st) < 0 || st.st_dev != u->dev) {
+            if (fstat(fd, &st) < 0
+                || (st.st_dev != top->dev && !quota_nested(&u->qt, fd, &st))) {
                 close(fd);
                 continue;
             }
+            /* a subvolume of the user's counts in the buffer's qgroup from now on
+             * (EEXIST: it does already; ENOENT: the buffer has no level-1 qgroup) */
+            if (st.st_dev != top->dev && quota_nested_join(&u->qt, fd) < 0 && errno != ENOENT)
+                bl_debug("usage: a subvolume below the buffer into its qgroup: %s",
+                         strerror(errno));
             if (usage_push(u, fd, &st) < 0) {
                 close(fd);
                 return usage_fail(u, errno);

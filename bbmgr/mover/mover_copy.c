@@ -36,6 +36,7 @@
 #include "hmap.h"
 #include "log.h"
 #include "mover_internal.h"
+#include "quota.h"
 #include "util.h"
 
 /* ------------------------------------------------------------------ helpers */
@@ -233,7 +234,10 @@ static int hlink_of(mxfer_t *x, const struct stat *st)
  * Down is openat(name, O_NOFOLLOW) checked against the fstatat() that saw a
  * directory, up is openat("..") checked against the level above: a tree moved
  * under the walk fails the transfer instead of being walked elsewhere.  Any depth
- * is walked (the copy then fails with ENAMETOOLONG on paths past PATH_MAX). */
+ * is walked (the copy then fails with ENAMETOOLONG on paths past PATH_MAX).  The
+ * source of a stage-out (a buffer) is walked on its own file system only, and in
+ * the btrfs subvolumes its user made in it (quota_nested()): another file system
+ * mounted in it fails the transfer. */
 typedef struct {
     dev_t dev;
     ino_t ino;
@@ -331,11 +335,14 @@ static int walk_dir(task_t *t, const char *root)
     struct stat st;
     int rc = -1;
     int fd = open(root, O_RDONLY | O_DIRECTORY | O_NONBLOCK | O_CLOEXEC);
+    bool one_fs = x->stage_out && !strcmp(root, x->src);
+    quota_tree_t qt;
 
     if (fd < 0 || fstat(fd, &st) < 0) {
         wfail(t, errno, root, "", "open directory");
         goto out;
     }
+    quota_tree_init(&qt, fd, &st);
     if (!(v = calloc(cap = 16, sizeof(*v))) || !(v[0].rel = strdup(""))) {
         wfail(t, ENOMEM, root, "", "walk");
         goto out;
@@ -388,6 +395,9 @@ static int walk_dir(task_t *t, const char *root)
                 r = wfail(t, errno, root, crel, "open directory");
             else if (fstat(c, &cs) < 0 || cs.st_dev != st.st_dev || cs.st_ino != st.st_ino)
                 r = wfailmsg(t, root, crel, "replaced during the walk");
+            else if (one_fs && cs.st_dev != l->dev && !quota_nested(&qt, c, &cs))
+                r = wfailmsg(t, root, crel, "another file system is mounted there, not part "
+                             "of the buffer: not copied");
             else if (n == cap) {
                 wlevel_t *nv = realloc(v, 2 * cap * sizeof(*v));
                 if (!nv)

@@ -4,6 +4,9 @@
  * mount: a btrfs subvolume with a qgroup limit, or an ext4/XFS project quota.
  * See quota.h.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/btrfs.h>
@@ -121,6 +124,136 @@ static int btrfs_limit(quota_mount_t *q, int pfd, int fd, uint64_t bytes, char *
                     strerror(errno));
     }
     return 0;
+}
+
+/* The id of the subvolume whose root is open at fd, 0 on failure. */
+static uint64_t subvol_id(int fd)
+{
+    struct btrfs_ioctl_ino_lookup_args a;
+    memset(&a, 0, sizeof(a));
+    a.objectid = BTRFS_FIRST_FREE_OBJECTID;
+    return ioctl(fd, BTRFS_IOC_INO_LOOKUP, &a) < 0 ? 0 : a.treeid;
+}
+
+#define QGROUP_LEVEL_SHIFT 48     /* the level in the top 16 bits of a qgroup id */
+#define LEVEL1(id) ((1ull << QGROUP_LEVEL_SHIFT) | (id))
+
+/* 0/src in (assign) or out of 1/dst.  A relation made with bytes the kernel cannot
+ * add at once leaves the accounting inconsistent: a rescan mends it. */
+static int btrfs_assign(int fd, uint64_t src, uint64_t dst, bool assign)
+{
+    struct btrfs_ioctl_qgroup_assign_args a = { .assign = assign, .src = src,
+                                                .dst = LEVEL1(dst) };
+    int rc = ioctl(fd, BTRFS_IOC_QGROUP_ASSIGN, &a);
+    if (rc > 0) {
+        struct btrfs_ioctl_quota_rescan_args r;
+        memset(&r, 0, sizeof(r));
+        if (ioctl(fd, BTRFS_IOC_QUOTA_RESCAN, &r) < 0 && errno != EINPROGRESS)
+            bl_warning("btrfs quota rescan after qgroup %ju in 1/%ju: %s", (uintmax_t)src,
+                       (uintmax_t)dst, strerror(errno));
+        rc = 0;
+    }
+    return rc;
+}
+
+/* The level-1 qgroup 1/ID of the new buffer subvolume fd (ID its id), holding
+ * its 0/ID, limited to bytes: what its user's own subvolumes below it count in. */
+static int btrfs_group(int fd, uint64_t bytes, char *why, size_t len)
+{
+    uint64_t id = subvol_id(fd);
+    struct btrfs_ioctl_qgroup_create_args ca = { .create = 1 };
+    struct btrfs_ioctl_qgroup_limit_args la;
+    if (!id)
+        return fail(errno, why, len, "subvolume id: %s", strerror(errno));
+    ca.qgroupid = LEVEL1(id);
+    if (ioctl(fd, BTRFS_IOC_QGROUP_CREATE, &ca) < 0 && errno != EEXIST)
+        return fail(errno, why, len, "create qgroup 1/%ju: %s", (uintmax_t)id, strerror(errno));
+    if (btrfs_assign(fd, id, id, true) < 0 && errno != EEXIST)
+        return fail(errno, why, len, "assign 0/%ju to 1/%ju: %s", (uintmax_t)id,
+                    (uintmax_t)id, strerror(errno));
+    memset(&la, 0, sizeof(la));
+    la.qgroupid = LEVEL1(id);
+    la.lim.flags = BTRFS_QGROUP_LIMIT_MAX_RFER;
+    la.lim.max_rfer = bytes;
+    if (ioctl(fd, BTRFS_IOC_QGROUP_LIMIT, &la) < 0)
+        return fail(errno, why, len, "limit of qgroup 1/%ju: %s", (uintmax_t)id,
+                    strerror(errno));
+    return 0;
+}
+
+/* The uuid of the btrfs file system of fd (f_fsid differs between its
+ * subvolumes); -1 when it is not btrfs. */
+static int btrfs_uuid(int fd, unsigned char uuid[QUOTA_UUID])
+{
+    struct statfs sf;
+    struct btrfs_ioctl_fs_info_args fi;
+    if (fstatfs(fd, &sf) < 0 || (unsigned long)sf.f_type != BTRFS_SUPER_MAGIC)
+        return -1;
+    memset(&fi, 0, sizeof(fi));
+    if (ioctl(fd, BTRFS_IOC_FS_INFO, &fi) < 0)
+        return -1;
+    memcpy(uuid, fi.fsid, QUOTA_UUID);
+    return 0;
+}
+
+void quota_tree_init(quota_tree_t *t, int fd, const struct stat *st)
+{
+    struct statx sx;
+    memset(t, 0, sizeof(*t));
+    if (btrfs_uuid(fd, t->uuid) < 0)
+        return;
+    t->btrfs = true;
+    if (statx(fd, "", AT_EMPTY_PATH, STATX_MNT_ID, &sx) == 0 && (sx.stx_mask & STATX_MNT_ID))
+        t->mnt = sx.stx_mnt_id;
+    if (st->st_ino == BTRFS_FIRST_FREE_OBJECTID)
+        t->top = subvol_id(fd);
+}
+
+bool quota_nested(const quota_tree_t *t, int fd, const struct stat *st)
+{
+    unsigned char uuid[QUOTA_UUID];
+    struct statx sx;
+    if (!t->btrfs || !S_ISDIR(st->st_mode) || st->st_ino != BTRFS_FIRST_FREE_OBJECTID
+        || btrfs_uuid(fd, uuid) < 0 || memcmp(t->uuid, uuid, QUOTA_UUID))
+        return false;
+    /* a bind mount of a subvolume of the same file system looks alike but for
+     * its mount */
+    if (statx(fd, "", AT_EMPTY_PATH, STATX_MNT_ID, &sx) == 0 && (sx.stx_mask & STATX_MNT_ID))
+        return sx.stx_mnt_id == t->mnt;
+    return t->mnt == 0;
+}
+
+static int nested_assign(const quota_tree_t *t, int fd, bool assign)
+{
+    uint64_t id;
+    if (!t->top) {
+        errno = ENOENT;
+        return -1;
+    }
+    if (!(id = subvol_id(fd)))
+        return -1;
+    return btrfs_assign(fd, id, t->top, assign);
+}
+
+int quota_nested_join(const quota_tree_t *t, int fd)
+{
+    return nested_assign(t, fd, true) < 0 && errno != EEXIST ? -1 : 0;
+}
+
+int quota_nested_leave(const quota_tree_t *t, int fd)
+{
+    return nested_assign(t, fd, false) < 0 && errno != ENOENT ? -1 : 0;
+}
+
+int quota_tree_drop(const quota_tree_t *t, int fd)
+{
+    struct btrfs_ioctl_qgroup_create_args ca = { .create = 0 };
+    if (!t->top)
+        return 0;
+    if (btrfs_assign(fd, t->top, t->top, false) < 0 && errno != ENOENT)
+        return -1;
+    ca.qgroupid = LEVEL1(t->top);
+    return ioctl(fd, BTRFS_IOC_QGROUP_CREATE, &ca) < 0 && errno != ENOENT ? -1 : 0;
 }
 
 static int btrfs_subvol(int pfd, const char *name, char *why, size_t len)
@@ -258,6 +391,12 @@ int quota_make(quota_mount_t *q, const char *enforce, int pfd, const char *name,
     int rc = fd < 0 ? -1 : btrfs ? btrfs_limit(q, pfd, fd, bytes, r, sizeof(r))
                                  : quota_project_set(&quota_sys, fd, bytes, &id, r, sizeof(r));
     int e = errno;
+    if (rc == 0 && btrfs && btrfs_group(fd, bytes, r, sizeof(r)) < 0) {
+        /* the subvolume's own limit holds; its user's subvolumes are measured */
+        bl_warning("buffer mount %s: %s: %s: subvolumes made below it are measured, not "
+                   "limited", mount, name, r);
+        errno = e;
+    }
     if (fd >= 0 && (rc == 0 || !want) && fchmod(fd, 0700) < 0) {
         e = errno;
         snprintf(r, sizeof(r), "chmod: %s", strerror(errno));

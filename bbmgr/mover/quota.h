@@ -7,9 +7,13 @@
  *
  *   btrfs    the directory is a subvolume (BTRFS_IOC_SUBVOL_CREATE) with a qgroup
  *            limit of referenced bytes (BTRFS_IOC_QGROUP_LIMIT); quota is enabled
- *            on the file system if it is not (BTRFS_IOC_QUOTA_CTL).  Its teardown
- *            is the usual one: emptied by descriptors, then rmdir(), which deletes
- *            an empty subvolume.
+ *            on the file system if it is not (BTRFS_IOC_QUOTA_CTL).  The same
+ *            limit is put on a level-1 qgroup of its own, 1/ID (ID: the buffer's
+ *            subvolume id), that holds the buffer's 0/ID and every subvolume its
+ *            user makes below it (the usage walk assigns them, quota_nested_join()).
+ *            Its teardown is the usual one: emptied by descriptors, nested
+ *            subvolumes too, then rmdir(), which deletes an empty subvolume; 1/ID
+ *            is destroyed before (quota_tree_drop()).
  *   project  ext4 or XFS mounted with project quotas: the directory gets a free
  *            project id of QUOTA_PROJID_BASE .. + QUOTA_PROJID_SPAN with
  *            FS_XFLAG_PROJINHERIT (FS_IOC_FSSETXATTR) and a block limit
@@ -25,6 +29,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <linux/fs.h>
+#include <sys/stat.h>
 
 /* QCMD() of <linux/quota.h> without its signed overflow (Q_GETQUOTA << 8) */
 #define QUOTA_QCMD(cmd, type) ((int)(((unsigned)(cmd) << 8) | ((unsigned)(type) & 0xffu)))
@@ -76,5 +81,31 @@ bool quota_spares(quota_mount_t *q, const char *enforce, int mfd);
  * the reason naming the mount. */
 int quota_make(quota_mount_t *q, const char *enforce, int pfd, const char *name,
                const char *mount, uint64_t bytes, char *why, size_t len);
+
+/* ------------------------------------------------------------------ nested subvolumes
+ * A user may make btrfs subvolumes of their own below a buffer directory: each
+ * has a device number of its own.  The walks of a buffer (removal, usage,
+ * stage-out) enter such a directory only when quota_nested() says it is the root
+ * of a subvolume of the buffer's own file system, reached without crossing a
+ * mount; never anything else of another device. */
+#define QUOTA_UUID 16
+typedef struct {
+    bool btrfs;             /* the buffer's file system is btrfs */
+    unsigned char uuid[QUOTA_UUID];     /* its uuid (BTRFS_IOC_FS_INFO) */
+    uint64_t mnt;           /* the mount id of the buffer's top (statx), 0: unknown */
+    uint64_t top;           /* the top's subvolume id (its group 1/top), 0: not a subvolume */
+} quota_tree_t;
+
+/* What tells the nested subvolumes of the tree whose top is open at fd (st). */
+void quota_tree_init(quota_tree_t *t, int fd, const struct stat *st);
+/* Is the directory open at fd (st), of another device than its parent, the root
+ * of a subvolume of t's file system, on the same mount? */
+bool quota_nested(const quota_tree_t *t, int fd, const struct stat *st);
+/* The nested subvolume open at fd counted in (join) or taken out of (leave) the
+ * buffer's level-1 qgroup.  0, or -1 with errno (ENOENT: the buffer has none). */
+int quota_nested_join(const quota_tree_t *t, int fd);
+int quota_nested_leave(const quota_tree_t *t, int fd);
+/* The buffer's level-1 qgroup destroyed (fd: its top, emptied).  0 or -1, errno. */
+int quota_tree_drop(const quota_tree_t *t, int fd);
 
 #endif

@@ -92,14 +92,18 @@ def ext4_prjquota(tmp_base):
         subprocess.run(["losetup", "-d", dev], capture_output=True)
 
 
-def dd_as_user(path, mib):
-    """dd of mib MiB into path as the job's user: (returncode, stderr)."""
+def as_user(argv):
+    """argv run as the job's user: its CompletedProcess (text)."""
     def drop():
         os.setgroups([])
         os.setgid(GID1)
         os.setuid(USER1)
-    r = subprocess.run(["dd", "if=/dev/zero", "of=" + path, "bs=1M", "count=%d" % mib,
-                        "conv=fsync"], capture_output=True, text=True, preexec_fn=drop)
+    return subprocess.run(argv, capture_output=True, text=True, preexec_fn=drop)
+
+
+def dd_as_user(path, mib):
+    """dd of mib MiB into path as the job's user: (returncode, stderr)."""
+    r = as_user(["dd", "if=/dev/zero", "of=" + path, "bs=1M", "count=%d" % mib, "conv=fsync"])
     return r.returncode, r.stderr
 
 
@@ -140,16 +144,22 @@ def embedded(make_daemon, mount, **extra):
                 "mount": mount, "pool": "nvme"}], **extra)
 
 
-def test_embedded_btrfs_quota(make_daemon, tmp_base, btrfs):
-    """Embedded mode: the job's 64 MiB buffer is a subvolume limited to 64 MiB; a
-    write of 200 MiB fails with EDQUOT; its teardown removes the subvolume."""
+def embedded_job(make_daemon, btrfs, jobid):
+    """bbmgrd with its buffer mount btrfs/bb, a job of its user with a 64 MiB
+    buffer: (the daemon, the mount, the buffer's path)."""
     mount = os.path.join(btrfs, "bb")
     os.makedirs(mount)
     d = embedded(make_daemon, mount)
-    register(d, "q1", uid=USER1, gid=GID1)
-    a = d.ok("POST", "/v1/jobs/q1/allocation", {"capacity": "64MiB"}, uid=SLURM_UID,
-             expect=(201,))
-    bb = a["nodes"][0]["path"]
+    register(d, jobid, uid=USER1, gid=GID1)
+    a = d.ok("POST", "/v1/jobs/%s/allocation" % jobid, {"capacity": "64MiB"},
+             uid=SLURM_UID, expect=(201,))
+    return d, mount, a["nodes"][0]["path"]
+
+
+def test_embedded_btrfs_quota(make_daemon, tmp_base, btrfs):
+    """Embedded mode: the job's 64 MiB buffer is a subvolume limited to 64 MiB; a
+    write of 200 MiB fails with EDQUOT; its teardown removes the subvolume."""
+    d, mount, bb = embedded_job(make_daemon, btrfs, "q1")
     assert os.path.isdir(bb)
     assert "bb/q1" in subvolumes(btrfs), subvolumes(btrfs)
     st = os.stat(bb)
@@ -162,15 +172,21 @@ def test_embedded_btrfs_quota(make_daemon, tmp_base, btrfs):
     assert d.proc.poll() is None
 
 
-def test_agent_btrfs_quota(make_daemon, agents, tmp_base, btrfs):  # noqa: F811
-    """Agent mode: bbnoded makes the job's buffer as a subvolume limited to its
-    capacity on its node (64 MiB), and removes it when the job ends."""
+def agent_btrfs_job(make_daemon, agents, btrfs, jobid):  # noqa: F811
+    """Agents on btrfs/agents, a job of one node with a 64 MiB buffer: (the
+    daemon, the buffer's path, that path relative to btrfs)."""
     base = os.path.join(btrfs, "agents")
     os.makedirs(base)
     d, _ = agent_cluster(make_daemon, agents, base)
-    paths, names = agent_job(d, "aq1", nodes=1, capacity="64MiB")
-    bb = paths[0]
-    rel = os.path.relpath(bb, btrfs)
+    paths, _ = agent_job(d, jobid, nodes=1, capacity="64MiB")
+    wait_for(lambda: os.stat(paths[0]).st_uid == USER1, "its agent to give it to its user")
+    return d, paths[0], os.path.relpath(paths[0], btrfs)
+
+
+def test_agent_btrfs_quota(make_daemon, agents, tmp_base, btrfs):  # noqa: F811
+    """Agent mode: bbnoded makes the job's buffer as a subvolume limited to its
+    capacity on its node (64 MiB), and removes it when the job ends."""
+    d, bb, rel = agent_btrfs_job(make_daemon, agents, btrfs, "aq1")
     assert rel in subvolumes(btrfs), (rel, subvolumes(btrfs))
     over_quota(bb)
     assert not os.path.exists(os.path.join(os.path.dirname(bb), ".harmonia-spare"))
@@ -226,4 +242,131 @@ def test_embedded_btrfs_persistent(make_daemon, tmp_base, btrfs):
     assert "bb/persistent/pq" in subvolumes(btrfs), subvolumes(btrfs)
     over_quota(bb)
     d.ok("DELETE", "/v1/persistent/pq", uid=SLURM_UID)
+    gone(d, btrfs, bb, "bb/")
+
+
+# A user's own subvolume inside the buffer (btrfs lets any user make one): its
+# bytes count against the buffer's capacity (a level-1 qgroup holds the buffer
+# and every subvolume below it), it is measured, copied by a stage-out and
+# removed by the teardown with the buffer's qgroups.
+
+def user_subvolume(path):
+    r = as_user(["btrfs", "subvolume", "create", path])
+    assert r.returncode == 0, r.stderr
+    assert os.stat(path).st_ino == 256 and os.stat(path).st_dev != os.stat(
+        os.path.dirname(path)).st_dev
+
+
+def qgroups(mnt):
+    """btrfs qgroup show: {qgroupid: (referenced bytes, max referenced or None)}."""
+    r = subprocess.run(["btrfs", "qgroup", "show", "-r", "--raw", mnt], capture_output=True,
+                       text=True, check=True)
+    out = {}
+    for line in r.stdout.splitlines():
+        f = line.split()
+        if f and "/" in f[0] and f[0][0].isdigit():
+            out[f[0]] = (int(f[1]), None if f[3] == "none" else int(f[3]))
+    return out
+
+
+def usage_of(d, path):
+    return d.ok("GET", path, uid=USER1)["usage"]
+
+
+def wait_usage(d, path, pred, what):
+    return wait_for(lambda: (lambda u: u if u and pred(u) else None)(usage_of(d, path)),
+                    what, report=lambda: "%s\n%s" % (usage_of(d, path), d.log_text()[-2000:]))
+
+
+def nested_over_quota(d, mnt, bb, job):
+    """The user makes bb/nest, a subvolume of their own (and nest/d/nest2 in it),
+    writes 8 MiB into it: the job's usage counts them; the buffer's level-1 qgroup
+    is limited to 64 MiB; 200 MiB more into the nested subvolume fail with EDQUOT."""
+    nest = os.path.join(bb, "nest")
+    user_subvolume(nest)
+    assert as_user(["mkdir", os.path.join(nest, "d")]).returncode == 0
+    user_subvolume(os.path.join(nest, "d", "nest2"))
+    rc, err = dd_as_user(os.path.join(nest, "small"), 8)
+    assert rc == 0, err
+    u = wait_usage(d, "/v1/jobs/" + job, lambda u: u["used"] >= 8 * MiB,
+                   "the usage to count the nested subvolume's 8 MiB")
+    print("usage with the nested subvolume:", u)
+    limited = {q: v for q, v in qgroups(mnt).items() if q.startswith("1/")}
+    assert list(limited.values()) and all(v[1] == 64 * MiB for v in limited.values()), limited
+    rc, err = dd_as_user(os.path.join(nest, "big"), 200)
+    assert rc != 0 and "Disk quota exceeded" in err, (rc, err)
+    used = stored(os.path.join(nest, "big"))
+    print("stored in the nested subvolume after EDQUOT: %d bytes" % used)
+    assert used <= 64 * MiB, used
+    return nest
+
+
+def trash_empty(parent):
+    t = os.path.join(parent, ".harmonia-trash")
+    assert not os.path.exists(t) or os.listdir(t) == [], os.listdir(t)
+
+
+def no_level1_left(d, mnt):
+    wait_for(lambda: not any(q.startswith("1/") for q in qgroups(mnt)) or None,
+             "the buffer's level-1 qgroup to be destroyed",
+             report=lambda: "%s\n%s" % (qgroups(mnt), d.log_text()[-2000:]))
+
+
+def test_embedded_btrfs_nested_subvolume(make_daemon, tmp_base, btrfs):
+    """Embedded mode: a subvolume the user makes in the 64 MiB buffer is measured,
+    counts against the limit (EDQUOT), and the teardown removes it and the
+    buffer's qgroups, leaving nothing in the trash."""
+    d, mount, bb = embedded_job(make_daemon, btrfs, "n1")
+    nested_over_quota(d, btrfs, bb, "n1")
+    d.ok("DELETE", "/v1/jobs/n1", uid=SLURM_UID)
+    gone(d, btrfs, bb, "bb/")
+    trash_empty(mount)
+    no_level1_left(d, btrfs)
+
+
+def test_agent_btrfs_nested_subvolume(make_daemon, agents, tmp_base, btrfs):  # noqa: F811
+    """Agent mode: the same on a bbnoded's node."""
+    d, bb, rel = agent_btrfs_job(make_daemon, agents, btrfs, "an1")
+    nested_over_quota(d, btrfs, bb, "an1")
+    d.ok("DELETE", "/v1/jobs/an1", uid=SLURM_UID)
+    gone(d, btrfs, bb, os.path.dirname(rel) + "/")
+    trash_empty(os.path.dirname(bb))
+    no_level1_left(d, btrfs)
+
+
+def test_embedded_btrfs_nested_stage_out(make_daemon, tmp_base, btrfs):
+    """A stage-out of the buffer copies what is in a nested subvolume."""
+    d, mount, bb = embedded_job(make_daemon, btrfs, "s1")
+    pfs = os.path.join(tmp_base, "pfs")
+    os.makedirs(pfs)
+    os.chown(pfs, USER1, GID1)
+    user_subvolume(os.path.join(bb, "nest"))
+    r = as_user(["sh", "-c", "echo nested data > %s/nest/f && echo top > %s/g" % (bb, bb)])
+    assert r.returncode == 0, r.stderr
+    tid = d.ok("POST", "/v1/jobs/s1/stage_out",
+               {"source": bb, "destination": os.path.join(pfs, "out"), "type": "directory"},
+               uid=SLURM_UID, expect=(201,))["id"]
+    x = wait_for(lambda: (lambda x: x if x["state"] in ("done", "failed") else None)(
+        d.ok("GET", "/v1/transfers/%d" % tid, uid=SLURM_UID)), "the stage-out to end")
+    assert x["state"] == "done", x
+    assert open(os.path.join(pfs, "out", "g")).read() == "top\n"
+    assert open(os.path.join(pfs, "out", "nest", "f")).read() == "nested data\n"
+    # another file system mounted in the buffer (only root can) is not walked
+    m = os.path.join(bb, "mnt")
+    os.mkdir(m)
+    subprocess.run(["mount", "-t", "tmpfs", "tmpfs", m], check=True)
+    try:
+        with open(os.path.join(m, "other"), "w") as f:
+            f.write("not the buffer's\n")
+        tid = d.ok("POST", "/v1/jobs/s1/stage_out",
+                   {"source": bb, "destination": os.path.join(pfs, "out2"),
+                    "type": "directory"}, uid=SLURM_UID, expect=(201,))["id"]
+        x = wait_for(lambda: (lambda x: x if x["state"] in ("done", "failed") else None)(
+            d.ok("GET", "/v1/transfers/%d" % tid, uid=SLURM_UID)), "the stage-out to end")
+        assert x["state"] == "failed", x
+        assert "another file system is mounted there" in str(x), x
+        assert not os.path.exists(os.path.join(pfs, "out2", "mnt", "other"))
+    finally:
+        subprocess.run(["umount", "-l", m], capture_output=True)
+    d.ok("DELETE", "/v1/jobs/s1", uid=SLURM_UID)
     gone(d, btrfs, bb, "bb/")
