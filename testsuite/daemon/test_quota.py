@@ -307,8 +307,10 @@ def trash_empty(parent):
 
 
 def no_level1_left(d, mnt):
-    wait_for(lambda: not any(q.startswith("1/") for q in qgroups(mnt)) or None,
-             "the buffer's level-1 qgroup to be destroyed",
+    """The teardown destroyed the buffer's level-1 qgroup, and the kernel the
+    level-0 ones of the removed subvolumes: only the top's (0/5) is left."""
+    wait_for(lambda: set(qgroups(mnt)) == {"0/5"} or None,
+             "the buffer's qgroups to be destroyed",
              report=lambda: "%s\n%s" % (qgroups(mnt), d.log_text()[-2000:]))
 
 
