@@ -166,9 +166,10 @@ static int btrfs_group(int fd, uint64_t bytes, char *why, size_t len)
     if (!id)
         return fail(errno, why, len, "subvolume id: %s", strerror(errno));
     ca.qgroupid = LEVEL1(id);
-    if (ioctl(fd, BTRFS_IOC_QGROUP_CREATE, &ca) < 0 && errno != EEXIST)
+    /* EEXIST: one the site made, not ours to use nor to destroy */
+    if (ioctl(fd, BTRFS_IOC_QGROUP_CREATE, &ca) < 0)
         return fail(errno, why, len, "create qgroup 1/%ju: %s", (uintmax_t)id, strerror(errno));
-    if (btrfs_assign(fd, id, id, true) < 0 && errno != EEXIST)
+    if (btrfs_assign(fd, id, id, true) < 0)
         return fail(errno, why, len, "assign 0/%ju to 1/%ju: %s", (uintmax_t)id,
                     (uintmax_t)id, strerror(errno));
     memset(&la, 0, sizeof(la));
@@ -242,7 +243,7 @@ int quota_nested_join(const quota_tree_t *t, int fd)
 
 int quota_nested_leave(const quota_tree_t *t, int fd)
 {
-    return nested_assign(t, fd, false) < 0 && errno != ENOENT ? -1 : 0;
+    return nested_assign(t, fd, false) < 0 && errno != ENOENT && errno != ENOTCONN ? -1 : 0;
 }
 
 int quota_tree_drop(const quota_tree_t *t, int fd)
@@ -250,8 +251,9 @@ int quota_tree_drop(const quota_tree_t *t, int fd)
     struct btrfs_ioctl_qgroup_create_args ca = { .create = 0 };
     if (!t->top)
         return 0;
-    if (btrfs_assign(fd, t->top, t->top, false) < 0 && errno != ENOENT)
-        return -1;
+    /* only a group holding the buffer's own 0/ID is the one quota_make() made */
+    if (btrfs_assign(fd, t->top, t->top, false) < 0)
+        return errno == ENOENT || errno == ENOTCONN ? 0 : -1;
     ca.qgroupid = LEVEL1(t->top);
     return ioctl(fd, BTRFS_IOC_QGROUP_CREATE, &ca) < 0 && errno != ENOENT ? -1 : 0;
 }
