@@ -372,3 +372,20 @@ def test_embedded_btrfs_nested_stage_out(make_daemon, tmp_base, btrfs):
         subprocess.run(["umount", "-l", m], capture_output=True)
     d.ok("DELETE", "/v1/jobs/s1", uid=SLURM_UID)
     gone(d, btrfs, bb, "bb/")
+
+
+def test_embedded_btrfs_site_qgroup_left_alone(make_daemon, tmp_base, btrfs):
+    """A level-1 qgroup the site made with the id the buffer's subvolume gets
+    (1/256, the first on a new file system) is neither used nor destroyed: the
+    buffer's own limit holds, a warning says why, the site's group stays."""
+    subprocess.run(["btrfs", "quota", "enable", btrfs], check=True, capture_output=True)
+    subprocess.run(["btrfs", "qgroup", "create", "1/256", btrfs], check=True,
+                   capture_output=True)
+    d, mount, bb = embedded_job(make_daemon, btrfs, "g1")
+    assert os.stat(bb).st_ino == 256 and "1/256" in qgroups(btrfs)
+    assert qgroups(btrfs)["1/256"][1] is None, qgroups(btrfs)
+    assert "create qgroup 1/256: File exists" in d.log_text(), d.log_text()[-2000:]
+    over_quota(bb)
+    d.ok("DELETE", "/v1/jobs/g1", uid=SLURM_UID)
+    gone(d, btrfs, bb, "bb/")
+    assert "1/256" in qgroups(btrfs), qgroups(btrfs)
