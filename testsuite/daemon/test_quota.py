@@ -389,3 +389,29 @@ def test_embedded_btrfs_site_qgroup_left_alone(make_daemon, tmp_base, btrfs):
     d.ok("DELETE", "/v1/jobs/g1", uid=SLURM_UID)
     gone(d, btrfs, bb, "bb/")
     assert "1/256" in qgroups(btrfs), qgroups(btrfs)
+
+
+def test_embedded_btrfs_bind_mount_not_entered(make_daemon, tmp_base, btrfs):
+    """A subvolume of the same file system bind-mounted in a buffer (only root
+    can) looks like a nested subvolume but for its mount: the teardown does not
+    enter it, and what it holds stays."""
+    d, mount, bb = embedded_job(make_daemon, btrfs, "b1")
+    outside = os.path.join(btrfs, "outside")
+    subprocess.run(["btrfs", "subvolume", "create", outside], check=True, capture_output=True)
+    with open(os.path.join(outside, "keep"), "w") as f:
+        f.write("not the buffer's\n")
+    m = os.path.join(bb, "bind")
+    os.mkdir(m)
+    subprocess.run(["mount", "--bind", outside, m], check=True)
+    try:
+        assert os.stat(m).st_ino == 256
+        d.ok("DELETE", "/v1/jobs/b1", uid=SLURM_UID)
+        wait_for(lambda: "error teardown of" in d.log_text() or None,
+                 "the teardown to stop at the bind mount", report=lambda: d.log_text()[-2000:])
+        assert os.path.exists(os.path.join(outside, "keep")), os.listdir(outside)
+        assert "another file system is mounted at 'bind'" in d.log_text(), d.log_text()[-2000:]
+    finally:
+        for line in open("/proc/self/mounts").read().splitlines():
+            p = line.split()[1]
+            if p.startswith(mount + "/") and p.endswith("/bind"):
+                subprocess.run(["umount", "-l", p], capture_output=True)
