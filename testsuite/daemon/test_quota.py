@@ -9,6 +9,7 @@ The buffer mount is a directory of a btrfs file system made for the test on a
 loop device (a sparse file, mkfs.btrfs, losetup, mount), removed at the end.
 Needs root, a loop device and mkfs.btrfs; skipped otherwise.
 """
+import json
 import os
 import shutil
 import subprocess
@@ -18,7 +19,7 @@ import pytest
 from harmonia_test.wait import wait_for
 from conftest import SLURM_UID, USER1, register
 from test_mover import GID1
-from test_nodes import agent_cluster, agents  # noqa: F401 (a fixture)
+from test_nodes import BBMGR, agent_cluster, agents  # noqa: F401 (a fixture)
 from test_nodes import new_job as agent_job
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the quota tests need root")
@@ -291,6 +292,10 @@ def nested_over_quota(d, mnt, bb, job):
     u = wait_usage(d, "/v1/jobs/" + job, lambda u: u["used"] >= 8 * MiB,
                    "the usage to count the nested subvolume's 8 MiB")
     print("usage with the nested subvolume:", u)
+    r = subprocess.run([BBMGR, "-u", "http://127.0.0.1:%d" % d.port, "job", job],
+                       capture_output=True, text=True,
+                       env=dict(os.environ, HARMONIA_MUNGE_SOCKET=d.munge.socket))
+    assert r.returncode == 0 and json.loads(r.stdout)["usage"]["used"] >= 8 * MiB, r
     limited = {q: v for q, v in qgroups(mnt).items() if q.startswith("1/")}
     assert list(limited.values()) and all(v[1] == 64 * MiB for v in limited.values()), limited
     rc, err = dd_as_user(os.path.join(nest, "big"), 200)
