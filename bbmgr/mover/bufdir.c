@@ -16,8 +16,8 @@
  *   - never a symbolic link followed, never a device opened (O_NONBLOCK), never
  *     another file system entered (a directory of another device is an error),
  *     but for a btrfs subvolume the user made below the buffer, of the same file
- *     system and mount (quota_nested()): it is emptied and removed as any
- *     directory, taken out of the buffer's level-1 qgroup first, which is
+ *     system and mount (quota_nested()): it is made writable (a read-only
+ *     snapshot), emptied and removed as any directory, taken out of the buffer's level-1 qgroup first, which is
  *     destroyed once the top is empty (quota_tree_drop());
  *   - a wide directory is read in batches of BATCH subdirectory names, so that
  *     memory is bounded per level and a directory is read again only once a batch
@@ -250,7 +250,7 @@ int bufdir_empty(int dfd, bufdir_rm_t *o, char *why, size_t whylen)
              * same mount) is entered */
             int fe = fstat(c, &st) < 0 ? errno : 0;
             bool sub = !fe && st.st_dev != l->dev, other = sub && !quota_nested(&w.qt, c, &st);
-            if (fe || other || lock_dir(&w, c, &st) < 0) {
+            if (fe || other || (sub && quota_nested_rw(c) < 0) || lock_dir(&w, c, &st) < 0) {
                 note(&w, other ? EXDEV : fe ? fe : errno, n, name,
                      other ? "another file system is mounted at" : "lock");
                 l->failed = true;

@@ -246,6 +246,17 @@ int quota_nested_leave(const quota_tree_t *t, int fd)
     return nested_assign(t, fd, false) < 0 && errno != ENOENT && errno != ENOTCONN ? -1 : 0;
 }
 
+int quota_nested_rw(int fd)
+{
+    __u64 flags = 0;
+    if (ioctl(fd, BTRFS_IOC_SUBVOL_GETFLAGS, &flags) < 0)
+        return -1;
+    if (!(flags & BTRFS_SUBVOL_RDONLY))
+        return 0;
+    flags &= ~(__u64)BTRFS_SUBVOL_RDONLY;
+    return ioctl(fd, BTRFS_IOC_SUBVOL_SETFLAGS, &flags);
+}
+
 int quota_tree_drop(const quota_tree_t *t, int fd)
 {
     struct btrfs_ioctl_qgroup_create_args ca = { .create = 0 };

@@ -105,6 +105,9 @@ bool quota_nested(const quota_tree_t *t, int fd, const struct stat *st);
  * buffer's level-1 qgroup.  0, or -1 with errno (ENOENT: the buffer has none). */
 int quota_nested_join(const quota_tree_t *t, int fd);
 int quota_nested_leave(const quota_tree_t *t, int fd);
+/* The nested subvolume open at fd made writable if it is a read-only one (its
+ * owner may snapshot it so), to be emptied.  0 or -1 with errno. */
+int quota_nested_rw(int fd);
 /* The buffer's level-1 qgroup destroyed (fd: its top, emptied).  0 or -1, errno. */
 int quota_tree_drop(const quota_tree_t *t, int fd);
 

@@ -324,7 +324,13 @@ def test_embedded_btrfs_nested_subvolume(make_daemon, tmp_base, btrfs):
     counts against the limit (EDQUOT), and the teardown removes it and the
     buffer's qgroups, leaving nothing in the trash."""
     d, mount, bb = embedded_job(make_daemon, btrfs, "n1")
-    nested_over_quota(d, btrfs, bb, "n1")
+    nest = nested_over_quota(d, btrfs, bb, "n1")
+    # a read-only snapshot of it (its owner may make one): nothing in it can be
+    # removed until the teardown makes it writable
+    assert as_user(["rm", os.path.join(nest, "big")]).returncode == 0
+    subprocess.run(["sync", "-f", nest], check=True)
+    r = as_user(["btrfs", "subvolume", "snapshot", "-r", nest, os.path.join(bb, "ro")])
+    assert r.returncode == 0, r.stderr
     d.ok("DELETE", "/v1/jobs/n1", uid=SLURM_UID)
     gone(d, btrfs, bb, "bb/")
     trash_empty(mount)
