@@ -17,8 +17,9 @@
  *     another file system entered (a directory of another device is an error),
  *     but for a btrfs subvolume the user made below the buffer, of the same file
  *     system and mount (quota_nested()): it is made writable (a read-only
- *     snapshot), emptied and removed as any directory, taken out of the buffer's level-1 qgroup first, which is
- *     destroyed once the top is empty (quota_tree_drop());
+ *     snapshot), emptied, taken out of the buffer's level-1 qgroup and removed
+ *     as any directory; that qgroup is destroyed once the top is empty
+ *     (quota_tree_drop());
  *   - a wide directory is read in batches of BATCH subdirectory names, so that
  *     memory is bounded per level and a directory is read again only once a batch
  *     is done.
@@ -41,8 +42,8 @@
 #include "log.h"
 #include "quota.h"
 
-#define BATCH 1024
-#define BTRFS_SUBVOL_INO 256    /* the inode of a btrfs subvolume's root */          /* subdirectory names kept per level between two reads */
+#define BATCH 1024          /* subdirectory names kept per level between two reads */
+#define BTRFS_SUBVOL_INO 256    /* the inode of a btrfs subvolume's root */
 
 typedef struct {
     dev_t dev;
