@@ -65,22 +65,18 @@ static bool env_u32(const char *var, bool zero_ok, uint32_t *out)
     return true;
 }
 
-/* Is name one of the job's shared files: PREFIX then ".phase" or ".learn", or
- * "." START then ".phase" or ".learn", START being the job's (start: its digits)
- * or, when start is NULL, any 1..20 digits? */
-static bool job_name(const char *name, const char *prefix, size_t plen, const char *start)
+/* Is name one of the job's shared files of any start: PREFIX then ".phase" or
+ * ".learn", or "." 1..20 digits then ".phase" or ".learn"? */
+static bool job_name(const char *name, const char *prefix, size_t plen)
 {
     if (strncmp(name, prefix, plen) != 0)
         return false;
     const char *p = name + plen;
     if (p[0] == '.' && p[1] >= '0' && p[1] <= '9') {
-        const char *q = ++p;
-        while (*q >= '0' && *q <= '9')
-            q++;
-        size_t d = (size_t)(q - p);
-        if (d > 20 || (start && (d != strlen(start) || strncmp(p, start, d) != 0)))
+        size_t d = strspn(++p, "0123456789");
+        if (d > 20)
             return false;
-        p = q;
+        p += d;
     }
     return strcmp(p, ".phase") == 0 || strcmp(p, ".learn") == 0;
 }
@@ -99,6 +95,66 @@ static const char *job_start(void)
         return NULL;
     }
     return s;
+}
+
+#define NAME_LEN 96         /* longer than any of the job's names */
+#define MAX_LISTED 4096     /* names of the job kept from one listing */
+
+/* Remove dir/name (dfd) if it is a regular file owned by uid: never a symlink (not
+ * followed: fstatat without following, unlinkat removes the name itself), a
+ * directory or another user's file.  A failure is told, not fatal. */
+static void remove_one(int dfd, const char *dir, const char *name, uint32_t uid)
+{
+    struct stat st;
+    if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+        return;
+    if (!S_ISREG(st.st_mode) || st.st_uid != uid)
+        return;
+    if (unlinkat(dfd, name, 0) != 0 && errno != ENOENT)
+        fprintf(stderr, "%s: cannot remove %s/%s: %s\n", prog, dir, name, strerror(errno));
+}
+
+/* The job's run is not known: list the directory (dfd) for the job's names of any
+ * start, then remove them (the directory is not changed while it is read).
+ * 1 when it cannot be read. */
+static int remove_listed(int dfd, const char *dir, const char *prefix, size_t plen,
+                         uint32_t uid)
+{
+    int lfd = dup(dfd);
+    DIR *d = lfd >= 0 ? fdopendir(lfd) : NULL;
+    if (!d) {
+        fprintf(stderr, "%s: cannot read %s: %s\n", prog, dir, strerror(errno));
+        if (lfd >= 0)
+            close(lfd);
+        return 1;
+    }
+    char (*names)[NAME_LEN] = NULL;
+    size_t n = 0, cap = 0;
+    bool more = false;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (strlen(e->d_name) >= NAME_LEN || !job_name(e->d_name, prefix, plen))
+            continue;
+        if (n == cap) {
+            size_t nc = cap ? cap * 2 : 4;
+            void *nn = nc <= MAX_LISTED ? realloc(names, nc * sizeof(*names)) : NULL;
+            if (!nn) {
+                more = true;
+                break;
+            }
+            names = nn;
+            cap = nc;
+        }
+        snprintf(names[n++], NAME_LEN, "%s", e->d_name);
+    }
+    closedir(d);
+    for (size_t i = 0; i < n; i++)
+        remove_one(dfd, dir, names[i], uid);
+    free(names);
+    if (more)
+        fprintf(stderr, "%s: more than %d names of job %s in %s: the others are left\n",
+                prog, MAX_LISTED, prefix, dir);
+    return 0;
 }
 
 int main(int argc, char **argv)
@@ -130,49 +186,24 @@ int main(int argc, char **argv)
         close(dfd);
         return 1;
     }
-    int lfd = dup(dfd);
-    DIR *d = lfd >= 0 ? fdopendir(lfd) : NULL;
-    if (!d) {
-        fprintf(stderr, "%s: cannot read %s: %s\n", prog, dir, strerror(errno));
-        if (lfd >= 0)
-            close(lfd);
-        close(dfd);
-        return 1;
-    }
     const char *start = job_start();
     char prefix[64];
     size_t plen = (size_t)snprintf(prefix, sizeof(prefix), "harmonia-%" PRIu32 "-%" PRIu32,
                                    uid, job);
-    /* first the names, then the removals: a directory is not changed while read */
-    char (*names)[96] = NULL;
-    size_t n = 0, cap = 0;
-    struct dirent *e;
-    errno = 0;
-    while ((e = readdir(d))) {
-        if (strlen(e->d_name) >= sizeof(*names) || !job_name(e->d_name, prefix, plen, start))
-            continue;
-        if (n == cap) {
-            size_t nc = cap ? cap * 2 : 4;
-            void *nn = nc <= 4096 ? realloc(names, nc * sizeof(*names)) : NULL;
-            if (!nn)
-                break;          /* a user's thousands of names: the rest next time */
-            names = nn;
-            cap = nc;
+    int rc = 0;
+    if (start) {
+        /* the job's run is known: its four names, no listing */
+        static const char *const tails[] = { ".phase", ".learn" };
+        char name[NAME_LEN];
+        for (size_t i = 0; i < 2; i++) {
+            snprintf(name, sizeof(name), "%s.%s%s", prefix, start, tails[i]);
+            remove_one(dfd, dir, name, uid);
+            snprintf(name, sizeof(name), "%s%s", prefix, tails[i]);
+            remove_one(dfd, dir, name, uid);
         }
-        snprintf(names[n++], sizeof(*names), "%s", e->d_name);
+    } else {
+        rc = remove_listed(dfd, dir, prefix, plen, uid);
     }
-    closedir(d);
-    for (size_t i = 0; i < n; i++) {
-        struct stat st;
-        if (fstatat(dfd, names[i], &st, AT_SYMLINK_NOFOLLOW) != 0)
-            continue;
-        if (!S_ISREG(st.st_mode) || st.st_uid != uid)
-            continue;           /* a symlink, a directory, another user's file */
-        if (unlinkat(dfd, names[i], 0) != 0 && errno != ENOENT)
-            fprintf(stderr, "%s: cannot remove %s/%s: %s\n", prog, dir, names[i],
-                    strerror(errno));
-    }
-    free(names);
     close(dfd);
-    return 0;
+    return rc;
 }
