@@ -17,7 +17,8 @@
  *
  * The directory is writable by every user, so every name in it is hostile: only
  * the entries of that directory itself whose name is exactly one of the job's
- * (any START) are looked at, with fstatat(AT_SYMLINK_NOFOLLOW), and only a regular
+ * are looked at (the four names when START is known, else a listing of the
+ * directory), with fstatat(AT_SYMLINK_NOFOLLOW), and only a regular
  * file owned by the job's user is removed (unlinkat, which never follows a
  * symlink).  A symlink, a directory, another user's file are left alone.
  *
