@@ -690,6 +690,7 @@ def test_kept_dirs_keyed_by_node_migrated(make_daemon, tmp_base):
         db.executemany("INSERT INTO kept_dirs VALUES(?,?,?,?,?)",
                        [("job-old1", "bb01", 64769, 4711, 1),
                         ("persistent-old2", "bb02", 64769, 4712, 0)])
+        db.execute("ALTER TABLE phases DROP COLUMN held")     # schema 8's
     db.execute("PRAGMA user_version = 6")
     db.close()
     d.start()
