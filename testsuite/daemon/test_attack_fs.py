@@ -30,6 +30,7 @@ from test_nodes import NODES, agent_cluster, agents  # noqa: F401 (a fixture)
 from test_nodes import new_job as agent_job
 from test_nodes_agent import BBNODED, agent  # noqa: F401 (a fixture)
 from test_security import as_user, held, users  # noqa: F401 (a fixture)
+from test_capacity import bbmgr_cli
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the attack tests need root")
 
@@ -334,11 +335,20 @@ def leftover_attack(top):
     what is left in the trash is only what failed (the writer's directory was
     reached, made the daemon's and removed), none of it the user's, out of their
     reach; once the file system answers again, a later try removes it."""
-    as_user(USER1, GID1, lambda: open(os.path.join(top, "eio-stuck"), "w").write("x"))
+    as_user(USER1, GID1, lambda: open(os.path.join(top, "eio-stuck"), "wb").write(
+        os.urandom(LEFT_BYTES)))
     return writer(top, seconds=120)
 
 
-def leftover_checks(trash, ino, flag, log_text):
+LEFT_BYTES = 3 * MiB
+
+
+def left_figure_ok(v):
+    """What the leftover holds: the failed file and the directory around it."""
+    return LEFT_BYTES <= v <= LEFT_BYTES + 64 * 1024
+
+
+def leftover_checks(trash, ino, flag, log_text, figure=lambda: None, shown=lambda: None):
     wait_for(lambda: "remove 'eio-stuck' at depth 1: Input/output error" in log_text(),
              "the teardown to fail and say so", report=lambda: log_text()[-3000:])
     left = [os.path.join(trash, n) for n in os.listdir(trash)]
@@ -353,10 +363,18 @@ def leftover_checks(trash, ino, flag, log_text):
     assert st.st_uid == 0 and st.st_mode & 0o7777 == 0, oct(st.st_mode)
     assert "is tried again in" in log_text()
     unreachable(trash, ino)
+    # its bytes are counted as its node's, measured, while it is there
+    # (figure(): what the daemon shows or reports, None when the caller checks none)
+    seen = []
+    wait_for(lambda: seen.append(figure()) or seen[-1] is None or left_figure_ok(seen[-1]),
+             "the leftover's %d bytes counted" % LEFT_BYTES, report=lambda: seen[-5:])
+    shown()
     # tried again: once the file system answers, nothing is left
     os.unlink(flag)
     wait_for(lambda: not os.listdir(trash), "a later try to remove " + left,
              report=lambda: "%s\n%s" % (os.listdir(trash), log_text()[-3000:]))
+    wait_for(lambda: figure() in (None, 0), "the leftover's bytes no longer counted",
+             report=lambda: figure())
 
 
 def test_leftover_of_a_failed_teardown_embedded(make_daemon, tmp_base):
@@ -371,7 +389,22 @@ def test_leftover_of_a_failed_teardown_embedded(make_daemon, tmp_base):
     pids = []
     try:
         trash, ino = torn_down_embedded(d, "lo1", lambda bb: pids.append(leftover_attack(bb)))
-        leftover_checks(trash, ino, flag, d.log_text)
+
+        def figure():
+            """GET /v1/nodes: the job's allocation is gone, so what its node uses
+            is the leftover."""
+            nodes = d.ok("GET", "/v1/nodes", uid=SLURM_UID)["nodes"]
+            assert all(n["free"] == n["capacity"] - n["used"] for n in nodes), nodes
+            assert sum(n["used"] for n in nodes) == sum(n["leftover"] for n in nodes), nodes
+            return sum(n["leftover"] for n in nodes)
+
+        def shown():
+            """bbmgr nodes says so under the node, USED includes it."""
+            out = bbmgr_cli(d, "nodes")
+            assert "MiB of failed teardowns, counted in USED until removed" in out, out
+            assert "3.00 MiB" in out, out
+        leftover_checks(trash, ino, flag, d.log_text, figure, shown)
+        assert "leftover:" not in bbmgr_cli(d, "nodes")
         alive(d)
     finally:
         for pid in pids:
@@ -392,7 +425,9 @@ def test_leftover_of_a_failed_teardown_agent(agent, tmp_base):
         mgr.next()
         trash, ino = torn_down_agent(mgr, mount, log, "79",
                                      lambda bb: pids.append(leftover_attack(bb)))
-        leftover_checks(trash, ino, flag, lambda: open(log).read())
+        # what its reports say the leftovers hold ("leftover_bytes" of its status)
+        leftover_checks(trash, ino, flag, lambda: open(log).read(),
+                        lambda: mgr.next()["status"].get("leftover_bytes", 0))
         assert p2.poll() is None, "bbnoded died:\n" + log_of(log)
     finally:
         for pid in pids:
@@ -401,6 +436,36 @@ def test_leftover_of_a_failed_teardown_agent(agent, tmp_base):
             p2.send_signal(signal.SIGTERM)
             p2.wait(timeout=60)
         scrub(mount)
+
+
+def test_leftover_reported_by_an_agent_counts_as_used(make_daemon, agents, tmp_base):
+    """What an agent reports its failed teardowns left ("leftover_bytes") is its
+    node's used space, shown by GET /v1/nodes and bbmgr nodes, until a report
+    without it; a bad figure is refused, naming the field."""
+    d, _ = agent_cluster(make_daemon, agents, tmp_base)
+    node = NODES[0]
+    for a in agents:
+        if a.node == node:
+            a.kill(signal.SIGTERM)
+    status = {"free_bytes": 1, "used_bytes": 1, "read_bw": 0, "write_bw": 0}
+    body = {"version": 1, "agent": "a-left", "status": status, "results": []}
+    st, js = d.request("POST", "/v1/agents/" + node,
+                       dict(body, status=dict(status, leftover_bytes=-1)))
+    assert st == 400 and "leftover_bytes" in js["error"]["message"], js
+    before = d.ok("GET", "/v1/nodes/" + node, uid=SLURM_UID)
+    st, js = d.request("POST", "/v1/agents/" + node,
+                       dict(body, status=dict(status, leftover_bytes=5 * MiB)))
+    assert st == 200, js
+    n = d.ok("GET", "/v1/nodes/" + node, uid=SLURM_UID)
+    assert n["leftover"] == 5 * MiB and n["used"] == before["used"] + 5 * MiB, (before, n)
+    assert n["free"] == before["free"] - 5 * MiB, (before, n)
+    out = bbmgr_cli(d, "nodes")
+    assert "leftover: 5.00 MiB of failed teardowns, counted in USED until removed" in out, out
+    st, js = d.request("POST", "/v1/agents/" + node, body)
+    assert st == 200, js
+    n = d.ok("GET", "/v1/nodes/" + node, uid=SLURM_UID)
+    assert n["leftover"] == 0 and n["used"] == before["used"], (before, n)
+    assert "leftover:" not in bbmgr_cli(d, "nodes")
 
 
 # ------------------------------------------------------------------ class 3: kept data
