@@ -658,6 +658,10 @@ void usage_tick(core_t *c, double wall)
                 usage_free(c);
                 return;
             }
+        } else {
+            /* abandoned (the tree moved under it, as its owner may make it do at
+             * will): the buffer keeps its last total, never one without this node */
+            c->uw_missing = true;
         }
         c->uw_slot++;
         budget = budget > 0 ? budget - 1 : 0;
