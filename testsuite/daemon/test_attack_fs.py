@@ -29,7 +29,7 @@ from test_mover import (GID1, GID2, MiB, build_shim, mkdirs, mover_daemon,
                         new_job, preloaded, sparse, stage, wait_xfer, write)
 from test_nodes import NODES, agent_cluster, agents  # noqa: F401 (a fixture)
 from test_nodes import new_job as agent_job
-from test_nodes_agent import BBNODED, agent  # noqa: F401 (a fixture)
+from test_nodes_agent import BBNODED, agent, result_of, task  # noqa: F401 (a fixture)
 from test_security import as_user, held, users  # noqa: F401 (a fixture)
 from test_capacity import bbmgr_cli
 
@@ -1238,3 +1238,45 @@ def test_directory_moved_during_the_capacity_walk(make_daemon, tmp_base, users):
         for pid in pids:
             reap(pid)
         scrub(d.mount)
+
+
+def test_hostile_buffer_staged_out_by_an_agent(agent, tmp_base, users):
+    """bbnoded stages out a buffer holding a FIFO, a socket and root's files
+    hard-linked in, into a destination where the user planted a link to root's
+    file: it never blocks, fails naming root's 0600 file (it acts as the user), and
+    root's files stay as they were."""
+    mgr, mount, p, log = agent
+    v, files = victim_dir(tmp_base)
+    pfs = os.path.join(tmp_base, "pfs")
+    mkdirs(pfs)
+    dirs = [{"name": "83", "uid": USER1, "gid": GID1}]
+    try:
+        mgr.reply(dirs_gen="h1", dirs=dirs)
+        mgr.next(lambda b: b.get("dirs") == "h1")
+        bb = os.path.join(mount, "83")
+        root_linked(bb, v)
+        as_user(USER1, GID1, special_files, bb + "/o")
+
+        def plant():
+            os.mkdir(pfs + "/out")
+            os.symlink(os.path.join(v, "keep1"), pfs + "/out/mine")
+        as_user(USER1, GID1, plant)
+        t = task(9, bb + "/o", pfs + "/out", stage_out=True)
+        t["directory"] = True
+        mgr.reply(dirs_gen="h1", dirs=dirs, tasks=[t])
+        body = mgr.next(result_of(9), timeout=60)
+        r = [r for r in body["results"] if r["id"] == 9][0]
+        assert r["state"] == "failed" and "secret" in r["message"], r
+        assert not os.path.exists(pfs + "/out/secret")
+        assert os.path.islink(pfs + "/out/mine") or stat.S_ISREG(
+            os.lstat(pfs + "/out/mine").st_mode)
+        # and torn down: root's files keep their one link
+        mgr.reply(dirs_gen="h2", dirs=[], default=True)
+        wait_for(lambda: not os.path.exists(bb), "the teardown of " + bb,
+                 report=lambda: log_of(log))
+        trash_empty(mount, lambda: log_of(log))
+        victim_intact(v, files)
+        assert p.poll() is None, "bbnoded died:\n" + log_of(log)
+    finally:
+        scrub(mount)
+        scrub(pfs)
