@@ -169,6 +169,47 @@ START_TEST(test_finding)
 }
 END_TEST
 
+/* ------------------------------------------------------------------ decision budget */
+
+/* The decision budget bounds every loop of a periodic decision (doc/performance.md,
+ * "Decision budget"): on the workload of seed 20261184, whose mix cost
+ * periodic-throu 16 s in one decision with the default budget (a first fit walking
+ * the whole profile from every breakpoint, unbudgeted), a small budget is never
+ * passed by any pattern (the counter may not exceed it: SF_BUDGET_SLACK = 0), it
+ * is hit, and the run still passes every check of sf_check() (each job completes
+ * all its phases within the bandwidths). */
+#define SF_BUDGET 20000
+#define SF_BUDGET_SLACK 0
+static const char *const budget_policies[] = { "periodic-throu", "periodic-cong",
+                                               "persched" };
+
+START_TEST(test_budget_seed)
+{
+    const char *policy = budget_policies[_i];
+    static char yaml[SF_BUF];
+    int len = sf_workload(20261184, yaml, sizeof(yaml)), rc;
+    char why[1024];
+    wl_t *wl;
+    wl_jobs_t *jobs;
+    sim_result_t r;
+
+    ck_assert_int_gt(len, 0);
+    sf_max_work = SF_BUDGET;
+    rc = sf_run(yaml, (size_t)len, policy, false, &wl, &jobs, &r, why, sizeof(why));
+    ck_assert_msg(rc == 0, "%s: %s", policy, why);
+    ck_assert_msg(r.pstats.work_max <= SF_BUDGET + SF_BUDGET_SLACK,
+                  "%s: a pattern took %.0f work units, budget %d", policy,
+                  r.pstats.work_max, SF_BUDGET);
+    ck_assert_msg(r.pstats.budget_hits >= 1, "%s: the budget was never hit", policy);
+    sim_result_clear(&r);
+    wl_jobs_destroy(jobs);
+    wl_destroy(wl);
+    rc = sf_check(yaml, (size_t)len, policy, why, sizeof(why), NULL);
+    sf_max_work = 0;
+    ck_assert_msg(rc == 0, "%s: %s", policy, why);
+}
+END_TEST
+
 /* ------------------------------------------------------------------ auto's guard */
 
 /* auto is never far worse than doing nothing (doc/policies.md, "auto", "The
@@ -351,6 +392,8 @@ int main(void)
     const char *dump = getenv("SIMFUZZ_DUMP");
     const tu_tcase_t tcases[] = {
         { "findings", .timeout = 120, .loops = { { test_finding, TU_COUNT(findings) } } },
+        { "budget", .timeout = 120,
+          .loops = { { test_budget_seed, TU_COUNT(budget_policies) } } },
         { "fuzz", .timeout = 100000, .tests = { test_fixed, test_long, NULL } },
         { "auto_guard", .timeout = 120,
           .loops = { { test_auto_guard, TU_COUNT(guard_seeds) } } },

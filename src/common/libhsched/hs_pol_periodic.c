@@ -187,6 +187,7 @@ static int rebuild(struct pstate *ps, const hs_sched_t *s, double now)
         (void)hs_pattern_stats(p, &pst);
         ps->st.schedules++;
         ps->st.work += (double)pst.segments_visited;
+        ps->st.work_max = fmax(ps->st.work_max, (double)pst.segments_visited);
         ps->st.period_last = pst.period;
         if (pst.budget_hit)
             ps->st.budget_hits++;
