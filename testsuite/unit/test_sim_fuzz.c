@@ -169,6 +169,50 @@ START_TEST(test_finding)
 }
 END_TEST
 
+/* Seeds of the fuzzer whose workload showed a finding, once fixed; 'nostarve':
+ * run without the starvation bound, which hid it; 'max_work': the decision budget
+ * (0: the default). */
+static const struct seed_finding {
+    uint64_t seed;
+    const char *policy;
+    bool nostarve;
+    uint64_t max_work;
+} seed_findings[] = {
+    /* A job moving a few bytes per phase (a4 of seed 20261276: 2 to 772 B, 0.02 s
+     * of compute) got I/O pieces shorter than the replay's snap onto the pattern's
+     * instants (1e-9 T, T = 226,372 s): every decision landed past its pieces, so
+     * it was never granted, and bbsim stepped through the pattern's instants (its
+     * instances, 0.02 s apart) until its step bound, at t = 2.1 to 2.7 million s.
+     * How many instances it gets depends on the budget: at 5,000,000 work units
+     * each of these runs hit the step bound before the fix (at the default, since
+     * the budget counts every loop, none). */
+    { 20261260, "periodic-throu", true, 5000000 },
+    { 20261260, "periodic-cong", true, 20000000 },
+    { 20261276, "periodic-throu", true, 5000000 },
+    { 20261276, "periodic-cong", true, 5000000 },
+    { 20261276, "persched", true, 5000000 },
+    { 20261276, "persched", true, 2000000 },
+};
+
+START_TEST(test_finding_seed)
+{
+    const struct seed_finding *f = &seed_findings[_i];
+    static char yaml[SF_BUF];
+    int len = sf_workload(f->seed, yaml, sizeof(yaml));
+    char why[1024];
+    int rc;
+
+    ck_assert_int_gt(len, 0);
+    sf_starve_factor = f->nostarve ? -1 : 0;
+    sf_max_work = f->max_work;
+    rc = sf_check(yaml, (size_t)len, f->policy, why, sizeof(why), NULL);
+    sf_starve_factor = 0;
+    sf_max_work = 0;
+    ck_assert_msg(rc == 0, "seed %llu (%s): %s", (unsigned long long)f->seed, f->policy,
+                  why);
+}
+END_TEST
+
 /* ------------------------------------------------------------------ decision budget */
 
 /* The decision budget bounds every loop of a periodic decision (doc/performance.md,
@@ -391,7 +435,9 @@ int main(void)
 {
     const char *dump = getenv("SIMFUZZ_DUMP");
     const tu_tcase_t tcases[] = {
-        { "findings", .timeout = 120, .loops = { { test_finding, TU_COUNT(findings) } } },
+        { "findings", .timeout = 120, .loops = { { test_finding, TU_COUNT(findings) },
+                                                  { test_finding_seed,
+                                                    TU_COUNT(seed_findings) } } },
         { "budget", .timeout = 120,
           .loops = { { test_budget_seed, TU_COUNT(budget_policies) } } },
         { "fuzz", .timeout = 100000, .tests = { test_fixed, test_long, NULL } },

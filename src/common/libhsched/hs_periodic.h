@@ -151,6 +151,11 @@ double hs_pattern_job_efficiency(const hs_pattern_t *p, int job);
  * NAN with errno = EINVAL for a bad job index. */
 double hs_pattern_bw(const hs_pattern_t *p, int job, double t_in_period);
 
+/* The highest bandwidth of a piece of 'job' lying wholly inside [a, b] (0 <= a <= b
+ * <= T, no reduction), 0 if none: the pieces a replay skips when it steps over
+ * [a, b] at once.  NAN with errno = EINVAL for a bad job index. */
+double hs_pattern_bw_within(const hs_pattern_t *p, int job, double a, double b);
+
 /* Sum over all jobs of hs_pattern_bw() (never above B). */
 double hs_pattern_bw_total(const hs_pattern_t *p, double t_in_period);
 
