@@ -439,7 +439,7 @@ static int build(struct work *wk, const struct ctx *c, double T)
     work_reset(wk, T);
     wk->truncated = false;
     /* the reset and the evaluation: a pass over the jobs each */
-    (void)wk_charge(wk, 2 * (uint64_t)c->K);
+    (void)wk_charge(wk, 1 + 2 * (uint64_t)c->K / WK_JOBS);
     wk->reference = c->prm.reference;
     wk->jump = !wk->reference && c->prm.heuristic == HS_PERIODIC_THROU;
     switch (c->prm.heuristic) {
@@ -457,7 +457,7 @@ static int build(struct work *wk, const struct ctx *c, double T)
         bool ps = c->prm.heuristic == HS_PERIODIC_PERSCHED;
         size_t k;
         /* pick_worst(): a pass over the jobs */
-        while (!spent(wk) && wk_charge(wk, 1 + (uint64_t)c->K)
+        while (!spent(wk) && wk_charge(wk, 1 + (uint64_t)c->K / WK_JOBS)
                && (k = pick_worst(wk, c, ps)) < c->K) {
             if (ps)
                 rc = wk->job[k].n == 0 ? ps_first(wk, c, k) : ps_next(wk, c, k);

@@ -153,9 +153,12 @@ static inline double dist_t(double x, double y, double T)
 
 /* Work units (doc/performance.md, "Decision budget"): one per segment or
  * candidate a loop visits; the other loops of a build are charged in the same
- * unit: a sort of n items n log2 n, a memmove of n words n / WK_MOVE, one per
- * job scanned. */
+ * unit: a sort of n items n log2 n, a memmove of n words n / WK_MOVE, a scan
+ * of K jobs K / WK_JOBS, WK_PIECE per piece committed. */
 #define WK_MOVE 16          /* words (8 bytes) a memmove shifts per work unit */
+#define WK_JOBS 4           /* jobs a scan of the jobs goes through per work unit */
+#define WK_PIECE 2          /* work units per piece of an instance committed: its
+                               copy, its place in the profile, its export */
 
 /* Charge n work units to the build.  Within its budget (or unbounded): true.
  * Otherwise nothing is charged, the build is marked truncated and the caller

@@ -410,7 +410,7 @@ int hs_pp_commit_instance(struct work *wk, size_t k, double init_w, double span,
      * travels at most about twice round it and once more per piece; the
      * instances of the job after the new one shift; the export of the pattern
      * later visits each piece and instance a few times */
-    uint64_t most = 8 * (uint64_t)(wk->ntmp + 1)
+    uint64_t most = WK_PIECE * (uint64_t)(wk->ntmp + 1)
                     + (8 * ((uint64_t)wk->nseg + 2 * wk->ntmp + 2) + 7 * (uint64_t)j->n
                        + 2 * (uint64_t)wk->capseg) / WK_MOVE;
 
@@ -446,7 +446,7 @@ int hs_pp_commit_instance(struct work *wk, size_t k, double init_w, double span,
     j->n++;
     *index = pos;
     /* what it cost: the entries shifted, the pieces (and their export) */
-    wk->visits += 8 * (uint64_t)(wk->ntmp + 1) + (2 * wk->moved + 7 * (j->n - pos)) / WK_MOVE;
+    wk->visits += WK_PIECE * (uint64_t)(wk->ntmp + 1) + (2 * wk->moved + 7 * (j->n - pos)) / WK_MOVE;
     return 0;
 }
 
