@@ -459,6 +459,9 @@ typedef struct {
     /* appended: schedules cut short by the decision budget (hs_policy_t.max_work):
      * the policy answered with the best one found within it */
     uint64_t budget_hits;
+    /* appended: the most work units one schedule took (periodic policies: its
+     * pattern's segments_visited, never above hs_policy_t.max_work) */
+    double work_max;
 } hs_policy_stats_t;
 
 /* Statistics of the current policy's schedules since it was set.  0, or -1 with
