@@ -32,28 +32,7 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-start_munged
-PORT=$(free_port)
-bbmgrd_conf "$T/state" munge
-cat >> "$T/bbmgr.yaml" <<EOC
-nodes:
-  - {names: "bb[01-04]", capacity: 4TiB, bandwidth: 40 GB/s, mount: /mnt/bb}
-platform: {node_bandwidth: 40 GB/s, pfs_bandwidth: 40 GB/s}
-EOC
-start_bbmgrd
-python3 - "$PORT" <<'EOP'
-import sys, json, http.client, subprocess, os
-port = int(sys.argv[1])
-cred = subprocess.run(["munge", "-S", os.environ["HARMONIA_MUNGE_SOCKET"], "-s", "POST /v1/jobs"],
-                      check=True, capture_output=True, text=True).stdout.strip()
-c = http.client.HTTPConnection("127.0.0.1", port)
-c.request("POST", "/v1/jobs", json.dumps({"id": "bench", "uid": os.getuid(), "nodes": 1}),
-          {"Authorization": "MUNGE " + cred, "Content-Type": "application/json"})
-r = c.getresponse()
-assert r.status in (200, 201), (r.status, r.read())
-EOP
-export HARMONIA_URL="http://127.0.0.1:$PORT" HARMONIA_JOBID=bench HARMONIA_BB="$BB" \
-    HARMONIA_COORD_DIR="$T"
+interpose_bbmgrd bench "$BB"
 field() { echo "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"; }
 CALLSBIN="$B/bench/bench_interpose_calls"
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench_interpose_slurm.sh — the point of the interposer (issue 27): J concurrent
+# bench_interpose_slurm.sh — the point of the interposer: J concurrent
 # periodic jobs, each N iterations of C seconds of "compute" then V MiB written
 # into its buffer, on the private cluster of testsuite/cluster/cluster, under the
 # policies fairshare, set10 and auto; each time once as UNMODIFIED programs (a

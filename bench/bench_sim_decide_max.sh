@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0-or-later
-# bench_sim_decide_max.sh — the longest decision of every policy (issue 25 item 3,
+# bench_sim_decide_max.sh — the longest decision of every policy (the decision-time target,
 # doc/performance.md "Decision budget"): on the workloads of the core's fuzzer
 # (seeds 1..$SEEDS of testsuite/unit/test_sim_fuzz) and on IO-Sets mixes of 60, 200
 # and 1,000 jobs.  Prints figures only; each run is cut at $RUN_LIMIT s (printed as

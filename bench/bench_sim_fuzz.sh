@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0-or-later
 # bench_sim_fuzz.sh — every policy against doing nothing (fairshare) on random
-# workloads of the core's fuzzer (issue 25 items 3 and 5; doc/fuzzing-sim.md, "auto
+# workloads of the core's fuzzer (doc/fuzzing-sim.md, "auto
 # against fairshare"): per policy, its SysEff and Dilation over fairshare's on the
 # same workload (minimum / percentiles / worst seed) and its longest decision.
 # Prints figures; the exit status says whether auto kept its guard (SysEff >= 0.95x

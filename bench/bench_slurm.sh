@@ -2,7 +2,7 @@
 # bench_slurm.sh — sbatch throughput and job start latency for N small jobs, on a
 # local cluster with Harmonia's plugins and bbmgrd and on an identically configured
 # cluster without them (same node count, same slurm.conf but for the two plugin
-# lines), in one run.  Targets (issue 6): >= 90% of the throughput and <= 50 ms
+# lines), in one run.  Targets: >= 90% of the throughput and <= 50 ms
 # added median start latency.  Prints figures and "met"/"NOT met"; asserts nothing.
 #
 #   BENCH_SLURM_JOBS     jobs per configuration (default 500)

@@ -43,7 +43,7 @@ static int map_item (ctx_t *c, const yn_t *item, const char *list, size_t i,
                      const char *const *keys, char *where, size_t len)
 {
     snprintf (where, len, "%s[%zu]", list, i);
-    if (need_type (c, item, YN_MAP, where) < 0 || check_keys (c, item, keys, where) < 0)
+    if (wl_need_type (c, item, YN_MAP, where) < 0 || wl_check_keys (c, item, keys, where) < 0)
         return -1;
     return 0;
 }
@@ -55,7 +55,7 @@ static int parse_buffers (ctx_t *c, const yn_t *n, wl_platform_t *p)
     char where[64];
     long v;
 
-    if (need_type (c, n, YN_SEQ, "buffers") < 0)
+    if (wl_need_type (c, n, YN_SEQ, "buffers") < 0)
         return -1;
     p->buffers_line = n->line;
     p->buffers_col = n->col;
@@ -72,18 +72,18 @@ static int parse_buffers (ctx_t *c, const yn_t *n, wl_platform_t *p)
         bb->count = 1;
         if (map_item (c, b, "buffers", i, keys, where, sizeof (where)) < 0)
             return -1;
-        if (!(x = need (c, b, "name", where))
-            || parse_string (c, x, "name", &bb->name) < 0)
+        if (!(x = wl_need (c, b, "name", where))
+            || wl_parse_string (c, x, "name", &bb->name) < 0)
             return -1;
-        if (need_quantity (c, b, "capacity", where, Q_SIZE, true, &bb->capacity) < 0)
+        if (wl_need_quantity (c, b, "capacity", where, Q_SIZE, true, &bb->capacity) < 0)
             return -1;
-        if (need_quantity (c, b, "bandwidth", where, Q_BANDWIDTH, true,
+        if (wl_need_quantity (c, b, "bandwidth", where, Q_BANDWIDTH, true,
                            &bb->bandwidth) < 0)
             return -1;
-        if ((x = get (b, "device")) && parse_string (c, x, "device", &bb->device) < 0)
+        if ((x = wl_get (b, "device")) && wl_parse_string (c, x, "device", &bb->device) < 0)
             return -1;
-        if ((x = get (b, "count"))) {
-            if (parse_int (c, x, "count", 1, 4096, &v) < 0)
+        if ((x = wl_get (b, "count"))) {
+            if (wl_parse_int (c, x, "count", 1, 4096, &v) < 0)
                 return -1;
             bb->count = (int)v;
         }
@@ -91,25 +91,25 @@ static int parse_buffers (ctx_t *c, const yn_t *n, wl_platform_t *p)
         {
             char **names = NULL;
             const char *why = NULL;
-            const yn_t *nm = get (b, "name");
-            int k = hostlist (bb->name, &names, &why);
+            const yn_t *nm = wl_get (b, "name");
+            int k = wl_hostlist (bb->name, &names, &why);
             bool listed = strchr (bb->name, '[') || strchr (bb->name, ',');
             if (k < 0)
                 return fail (c, nm, "bad host list '%s': %s", bb->name, why);
-            if (listed && get (b, "count") && bb->count != k) {
-                names_free (names, k);
-                return fail (c, get (b, "count"), "count is %d but '%s' names %d "
+            if (listed && wl_get (b, "count") && bb->count != k) {
+                wl_names_free (names, k);
+                return fail (c, wl_get (b, "count"), "count is %d but '%s' names %d "
                              "node(s)", bb->count, bb->name, k);
             }
             if (!listed && bb->count > 1) {
-                names_free (names, k);
+                wl_names_free (names, k);
                 names = NULL;
                 k = 0;
                 for (int q = 1; q <= bb->count; q++) {
                     char nb[160];
                     int cap = k, l = snprintf (nb, sizeof (nb), "%s%d", bb->name, q);
-                    if (names_add (&names, &k, &cap, nb, (size_t)l) < 0) {
-                        names_free (names, k);
+                    if (wl_names_add (&names, &k, &cap, nb, (size_t)l) < 0) {
+                        wl_names_free (names, k);
                         errno = ENOMEM;
                         return fail (c, nm, "out of memory");
                     }
@@ -117,14 +117,14 @@ static int parse_buffers (ctx_t *c, const yn_t *n, wl_platform_t *p)
             }
             bb->count = k;
             if (p->nbnodes + k > WL_MAX_BUFFER_NODES) {
-                names_free (names, k);
+                wl_names_free (names, k);
                 return fail (c, nm, "more than %d buffer nodes", WL_MAX_BUFFER_NODES);
             }
             {
                 wl_bnode_t *nv = realloc (p->bnodes, (size_t)(p->nbnodes + k)
                                           * sizeof (*nv));
                 if (!nv) {
-                    names_free (names, k);
+                    wl_names_free (names, k);
                     errno = ENOMEM;
                     return fail (c, nm, "out of memory");
                 }
@@ -137,7 +137,7 @@ static int parse_buffers (ctx_t *c, const yn_t *n, wl_platform_t *p)
                         const char *dup = names[q];
                         int rc = fail (c, nm, "duplicate buffer node '%s' (first at "
                                        "line %d)", dup, line);
-                        names_free (names, k);
+                        wl_names_free (names, k);
                         return rc;
                     }
                 }
@@ -156,7 +156,7 @@ static int parse_buffers (ctx_t *c, const yn_t *n, wl_platform_t *p)
 static int parse_msca (ctx_t *c, const yn_t *x, const char *what, double *out,
                        int *nout)
 {
-    if (need_type (c, x, YN_SEQ, what) < 0)
+    if (wl_need_type (c, x, YN_SEQ, what) < 0)
         return -1;
     if (x->n == 0)
         return fail (c, x, "'%s' is an empty list", what);
@@ -187,7 +187,7 @@ static int parse_devices (ctx_t *c, const yn_t *n, wl_platform_t *p)
     static const char *const builtin[] = WL_BUILTIN_DEVICES;
     char where[64];
 
-    if (need_type (c, n, YN_SEQ, "devices") < 0)
+    if (wl_need_type (c, n, YN_SEQ, "devices") < 0)
         return -1;
     if (n->n == 0)
         return 0;
@@ -201,20 +201,20 @@ static int parse_devices (ctx_t *c, const yn_t *n, wl_platform_t *p)
         dd->col = d->col;
         if (map_item (c, d, "devices", i, keys, where, sizeof (where)) < 0)
             return -1;
-        if (!(x = need (c, d, "name", where))
-            || parse_string (c, x, "name", &dd->name) < 0)
+        if (!(x = wl_need (c, d, "name", where))
+            || wl_parse_string (c, x, "name", &dd->name) < 0)
             return -1;
         for (int q = 0; q < p->ndevices - 1; q++) {
             if (!strcmp (p->devices[q].name, dd->name))
                 return fail (c, x, "duplicate device '%s' (first at line %d)",
                              dd->name, p->devices[q].line);
         }
-        if ((x = get (d, "msca")) && parse_msca (c, x, "msca", dd->msca, &dd->nmsca) < 0)
+        if ((x = wl_get (d, "msca")) && parse_msca (c, x, "msca", dd->msca, &dd->nmsca) < 0)
             return -1;
-        if ((x = get (d, "msca_read"))
+        if ((x = wl_get (d, "msca_read"))
             && parse_msca (c, x, "msca_read", dd->msca_read, &dd->nmsca_read) < 0)
             return -1;
-        if (!get (d, "msca")) {
+        if (!wl_get (d, "msca")) {
             bool known = false;
             for (int q = 0; builtin[q]; q++)
                 known = known || !strcmp (builtin[q], dd->name);
@@ -237,7 +237,7 @@ static int check_buffer_devices (ctx_t *c, const wl_platform_t *p)
         for (int j = 0; j < p->ndevices && !found; j++)
             found = !strcmp (p->buffers[i].device, p->devices[j].name);
         if (!found)
-            return fail_at (c, p->buffers[i].line, p->buffers[i].col,
+            return wl_fail_at (c, p->buffers[i].line, p->buffers[i].col,
                             "buffers[%d]: unknown device '%s' (not in 'devices:' "
                             "and not one of nvme, ssd, hdd)", i,
                             p->buffers[i].device);
@@ -253,25 +253,25 @@ static int parse_platform (ctx_t *c, const yn_t *n, wl_platform_t *p)
     const yn_t *x;
     long v;
 
-    if (need_type (c, n, YN_MAP, "platform") < 0
-        || check_keys (c, n, keys, "platform") < 0)
+    if (wl_need_type (c, n, YN_MAP, "platform") < 0
+        || wl_check_keys (c, n, keys, "platform") < 0)
         return -1;
-    if (!(x = need (c, n, "nodes", "platform"))
-        || parse_int (c, x, "nodes", 1, 100000000, &v) < 0)
+    if (!(x = wl_need (c, n, "nodes", "platform"))
+        || wl_parse_int (c, x, "nodes", 1, 100000000, &v) < 0)
         return -1;
     p->nodes = (int)v;
-    if (need_quantity (c, n, "node_bandwidth", "platform", Q_BANDWIDTH, true,
+    if (wl_need_quantity (c, n, "node_bandwidth", "platform", Q_BANDWIDTH, true,
                        &p->node_bw) < 0)
         return -1;
-    if (need_quantity (c, n, "bandwidth", "platform", Q_BANDWIDTH, true, &p->bw) < 0)
+    if (wl_need_quantity (c, n, "bandwidth", "platform", Q_BANDWIDTH, true, &p->bw) < 0)
         return -1;
-    if ((x = get (n, "buffers")) && parse_buffers (c, x, p) < 0)
+    if ((x = wl_get (n, "buffers")) && parse_buffers (c, x, p) < 0)
         return -1;
-    if ((x = get (n, "devices")) && parse_devices (c, x, p) < 0)
+    if ((x = wl_get (n, "devices")) && parse_devices (c, x, p) < 0)
         return -1;
     if (check_buffer_devices (c, p) < 0)
         return -1;
-    if ((x = get (n, "over_provisioning"))) {
+    if ((x = wl_get (n, "over_provisioning"))) {
         char *end;
         if (x->type != YN_SCALAR || x->len == 0)
             return fail (c, x, "'over_provisioning' must be a number >= 1");
@@ -281,7 +281,7 @@ static int parse_platform (ctx_t *c, const yn_t *n, wl_platform_t *p)
             || !(p->overprovision >= 1) || p->overprovision > 1000)
             return fail (c, x, "'over_provisioning' must be a number in [1, 1000]");
         if (p->nbuffers == 0)
-            return fail (c, key_node (n, "over_provisioning"), "'over_provisioning' "
+            return fail (c, wl_key_node (n, "over_provisioning"), "'over_provisioning' "
                          "needs 'buffers:'");
     }
     return 0;
@@ -303,33 +303,33 @@ static int parse_app (ctx_t *c, const yn_t *n, size_t idx, const wl_platform_t *
     a->count = 1;
     if (map_item (c, n, "apps", idx, keys, where, sizeof (where)) < 0)
         return -1;
-    if (!(x = need (c, n, "name", where))
-        || parse_string (c, x, "name", &a->name) < 0)
+    if (!(x = wl_need (c, n, "name", where))
+        || wl_parse_string (c, x, "name", &a->name) < 0)
         return -1;
-    if (!(x = need (c, n, "nodes", where))
-        || parse_int (c, x, "nodes", 1, 100000000, &v) < 0)
+    if (!(x = wl_need (c, n, "nodes", where))
+        || wl_parse_int (c, x, "nodes", 1, 100000000, &v) < 0)
         return -1;
     if (v > p->nodes)
         return fail (c, x, "app '%s' needs %ld nodes but the platform has %d",
                      a->name, v, p->nodes);
     a->nodes = (int)v;
-    if ((x = get (n, "release"))) {
-        if (parse_dist (c, x, Q_DURATION, "release", false, &a->release) < 0)
+    if ((x = wl_get (n, "release"))) {
+        if (wl_parse_dist (c, x, Q_DURATION, "release", false, &a->release) < 0)
             return -1;
     }
-    if (!(x = need (c, n, "w", where))
-        || parse_value (c, x, Q_DURATION, "w", false, &a->w) < 0)
+    if (!(x = wl_need (c, n, "w", where))
+        || wl_parse_value (c, x, Q_DURATION, "w", false, &a->w) < 0)
         return -1;
-    if (!(x = need (c, n, "io_volume", where))
-        || parse_value (c, x, Q_SIZE, "io_volume", true, &a->volume) < 0)
+    if (!(x = wl_need (c, n, "io_volume", where))
+        || wl_parse_value (c, x, Q_SIZE, "io_volume", true, &a->volume) < 0)
         return -1;
-    if ((x = get (n, "iterations"))) {
-        if (parse_int (c, x, "iterations", 1, WL_MAX_ITERATIONS, &v) < 0)
+    if ((x = wl_get (n, "iterations"))) {
+        if (wl_parse_int (c, x, "iterations", 1, WL_MAX_ITERATIONS, &v) < 0)
             return -1;
         a->iterations = (int)v;
     }
     if (a->w.nlist && a->volume.nlist && a->w.nlist != a->volume.nlist)
-        return fail (c, get (n, "io_volume"), "%s: 'w' has %d values but "
+        return fail (c, wl_get (n, "io_volume"), "%s: 'w' has %d values but "
                      "'io_volume' has %d", where, a->w.nlist, a->volume.nlist);
     if (a->iterations == 0) {
         a->iterations = a->w.nlist ? a->w.nlist : a->volume.nlist;
@@ -337,44 +337,44 @@ static int parse_app (ctx_t *c, const yn_t *n, size_t idx, const wl_platform_t *
             return fail (c, n, "missing key 'iterations' in %s", where);
     }
     else if (a->w.nlist && a->w.nlist != a->iterations)
-        return fail (c, get (n, "w"), "%s: 'w' has %d values but iterations is %d",
+        return fail (c, wl_get (n, "w"), "%s: 'w' has %d values but iterations is %d",
                      where, a->w.nlist, a->iterations);
     else if (a->volume.nlist && a->volume.nlist != a->iterations)
-        return fail (c, get (n, "io_volume"), "%s: 'io_volume' has %d values but "
+        return fail (c, wl_get (n, "io_volume"), "%s: 'io_volume' has %d values but "
                      "iterations is %d", where, a->volume.nlist, a->iterations);
-    if ((x = get (n, "count"))) {
-        if (parse_int (c, x, "count", 1, WL_MAX_JOBS, &v) < 0)
+    if ((x = wl_get (n, "count"))) {
+        if (wl_parse_int (c, x, "count", 1, WL_MAX_JOBS, &v) < 0)
             return -1;
         a->count = (int)v;
     }
-    if ((x = get (n, "io"))) {
+    if ((x = wl_get (n, "io"))) {
         if (x->type != YN_SCALAR
             || (strcmp (x->str, "write") && strcmp (x->str, "read")))
             return fail (c, x, "'io' must be write or read");
         a->io = !strcmp (x->str, "read") ? WL_IO_READ : WL_IO_WRITE;
     }
-    if ((x = get (n, "w_iter"))) {
-        if (parse_quantity (c, x, Q_DURATION, "w_iter", true, &a->w_iter) < 0)
+    if ((x = wl_get (n, "w_iter"))) {
+        if (wl_parse_quantity (c, x, Q_DURATION, "w_iter", true, &a->w_iter) < 0)
             return -1;
     }
-    if ((x = get (n, "priority"))) {
-        if (parse_int (c, x, "priority", 1, 10, &v) < 0)
+    if ((x = wl_get (n, "priority"))) {
+        if (wl_parse_int (c, x, "priority", 1, 10, &v) < 0)
             return -1;
         a->priority = (int)v;
     }
-    if ((x = get (n, "buffer_capacity"))) {
+    if ((x = wl_get (n, "buffer_capacity"))) {
         if (p->nbnodes == 0)
-            return fail (c, key_node (n, "buffer_capacity"), "%s: 'buffer_capacity' "
+            return fail (c, wl_key_node (n, "buffer_capacity"), "%s: 'buffer_capacity' "
                          "needs platform 'buffers:'", where);
-        if (parse_quantity (c, x, Q_SIZE, "buffer_capacity", true,
+        if (wl_parse_quantity (c, x, Q_SIZE, "buffer_capacity", true,
                             &a->buffer_capacity) < 0)
             return -1;
     }
-    if ((x = get (n, "buffer_nodes"))) {
+    if ((x = wl_get (n, "buffer_nodes"))) {
         if (p->nbnodes == 0)
-            return fail (c, key_node (n, "buffer_nodes"), "%s: 'buffer_nodes' needs "
+            return fail (c, wl_key_node (n, "buffer_nodes"), "%s: 'buffer_nodes' needs "
                          "platform 'buffers:'", where);
-        if (parse_int (c, x, "buffer_nodes", 1, p->nbnodes, &v) < 0)
+        if (wl_parse_int (c, x, "buffer_nodes", 1, p->nbnodes, &v) < 0)
             return -1;
         a->buffer_nodes = (int)v;
     }
@@ -391,31 +391,31 @@ static int parse_scheduler (ctx_t *c, const yn_t *n, wl_t *wl)
     const yn_t *x;
     char *str = NULL;
 
-    if (need_type (c, n, YN_MAP, "scheduler") < 0
-        || check_keys (c, n, keys, "scheduler") < 0)
+    if (wl_need_type (c, n, YN_MAP, "scheduler") < 0
+        || wl_check_keys (c, n, keys, "scheduler") < 0)
         return -1;
-    if ((x = get (n, "period_min"))
-        && parse_quantity (c, x, Q_DURATION, "period_min", true, &wl->period_min) < 0)
+    if ((x = wl_get (n, "period_min"))
+        && wl_parse_quantity (c, x, Q_DURATION, "period_min", true, &wl->period_min) < 0)
         return -1;
-    if ((x = get (n, "max_wait"))
-        && parse_quantity (c, x, Q_DURATION, "max_wait", true, &wl->max_wait) < 0)
+    if ((x = wl_get (n, "max_wait"))
+        && wl_parse_quantity (c, x, Q_DURATION, "max_wait", true, &wl->max_wait) < 0)
         return -1;
-    if ((x = get (n, "auto_interval"))
-        && parse_quantity (c, x, Q_DURATION, "auto_interval", true,
+    if ((x = wl_get (n, "auto_interval"))
+        && wl_parse_quantity (c, x, Q_DURATION, "auto_interval", true,
                            &wl->auto_interval) < 0)
         return -1;
-    if ((x = get (n, "auto_horizon"))
-        && parse_quantity (c, x, Q_DURATION, "auto_horizon", true,
+    if ((x = wl_get (n, "auto_horizon"))
+        && wl_parse_quantity (c, x, Q_DURATION, "auto_horizon", true,
                            &wl->auto_horizon) < 0)
         return -1;
-    if ((x = get (n, "auto_candidates"))) {
-        if (parse_string (c, x, "auto_candidates", &str) < 0)
+    if ((x = wl_get (n, "auto_candidates"))) {
+        if (wl_parse_string (c, x, "auto_candidates", &str) < 0)
             return -1;
         snprintf (wl->auto_candidates, sizeof (wl->auto_candidates), "%s", str);
         free (str);
     }
-    if ((x = get (n, "auto_objective"))) {
-        if (parse_string (c, x, "auto_objective", &str) < 0)
+    if ((x = wl_get (n, "auto_objective"))) {
+        if (wl_parse_string (c, x, "auto_objective", &str) < 0)
             return -1;
         if (hs_auto_objective_parse (str, &wl->auto_objective) < 0) {
             free (str);
@@ -424,7 +424,7 @@ static int parse_scheduler (ctx_t *c, const yn_t *n, wl_t *wl)
         }
         free (str);
     }
-    if ((x = get (n, "auto_dilation_factor"))) {
+    if ((x = wl_get (n, "auto_dilation_factor"))) {
         char *end;
         errno = 0;
         wl->auto_factor = x->type == YN_SCALAR ? strtod (x->str, &end) : NAN;
@@ -432,7 +432,7 @@ static int parse_scheduler (ctx_t *c, const yn_t *n, wl_t *wl)
             || wl->auto_factor > 100)
             return fail (c, x, "'auto_dilation_factor' must be a number in [1, 100]");
     }
-    if ((x = get (n, "auto_hysteresis"))) {
+    if ((x = wl_get (n, "auto_hysteresis"))) {
         char *end;
         errno = 0;
         wl->auto_hysteresis = x->type == YN_SCALAR ? strtod (x->str, &end) : NAN;
@@ -452,21 +452,21 @@ static int parse_root (ctx_t *c, const yn_t *root, wl_t *wl)
 
     if (root->type != YN_MAP)
         return fail (c, root, "a workload must be a mapping with 'platform:' and "
-                     "'apps:', not %s", type_name (root->type));
-    if (check_keys (c, root, keys, "the workload") < 0)
+                     "'apps:', not %s", wl_type_name (root->type));
+    if (wl_check_keys (c, root, keys, "the workload") < 0)
         return -1;
-    if (!(plat = get (root, "platform")))
+    if (!(plat = wl_get (root, "platform")))
         return fail (c, root, "missing key 'platform'");
     if (parse_platform (c, plat, &wl->plat) < 0)
         return -1;
-    if ((sched = get (root, "scheduler")) && parse_scheduler (c, sched, wl) < 0)
+    if ((sched = wl_get (root, "scheduler")) && parse_scheduler (c, sched, wl) < 0)
         return -1;
-    if (!(apps = get (root, "apps")))
+    if (!(apps = wl_get (root, "apps")))
         return fail (c, root, "missing key 'apps'");
     if (apps->type != YN_SEQ)
-        return fail (c, apps, "'apps' must be a list, not %s", type_name (apps->type));
+        return fail (c, apps, "'apps' must be a list, not %s", wl_type_name (apps->type));
     if (apps->n == 0)
-        return fail (c, key_node (root, "apps"), "'apps' is empty");
+        return fail (c, wl_key_node (root, "apps"), "'apps' is empty");
     if (!(wl->apps = items_of (c, apps, sizeof (*wl->apps))))
         return -1;
     for (size_t i = 0; i < apps->n; i++) {
@@ -475,7 +475,7 @@ static int parse_root (ctx_t *c, const yn_t *root, wl_t *wl)
             return -1;
         for (int j = 0; j < wl->napps - 1; j++) {
             if (!strcmp (wl->apps[j].name, a->name))
-                return fail (c, get (apps->kids[i], "name"), "duplicate app name "
+                return fail (c, wl_get (apps->kids[i], "name"), "duplicate app name "
                              "'%s' (first at line %d)", a->name, wl->apps[j].line);
         }
         jobs += a->count;
@@ -485,7 +485,7 @@ static int parse_root (ctx_t *c, const yn_t *root, wl_t *wl)
          * a machine that does not exist (and SysEff above 1). */
         nodes += (double)a->count * a->nodes;
         if (nodes > wl->plat.nodes)
-            return fail (c, get (apps->kids[i], "nodes"), "apps need %.0f nodes "
+            return fail (c, wl_get (apps->kids[i], "nodes"), "apps need %.0f nodes "
                          "together with app '%s' (nodes x count, summed) but the "
                          "platform has %d: every job keeps its own nodes for its "
                          "whole run", nodes, a->name, wl->plat.nodes);
@@ -545,18 +545,18 @@ wl_t *wl_load_buffer (const char *buf, size_t len, const char *name, wl_error_t 
         return NULL;
     }
     if (!(wl = calloc (1, sizeof (*wl))) || !(wl->file = strdup (c.file))) {
-        fail_at (&c, 1, 1, "out of memory");
+        wl_fail_at (&c, 1, 1, "out of memory");
         errno = ENOMEM;
         goto error;
     }
-    if (!(root = yaml_tree (&c)))
+    if (!(root = wl_yaml_tree (&c)))
         goto error;
     if (parse_root (&c, root, wl) < 0)
         goto error;
-    yn_free (root);
+    wl_yn_free (root);
     return wl;
 error:
-    yn_free (root);
+    wl_yn_free (root);
     wl_destroy (wl);
     if (errno != ENOMEM)
         errno = EINVAL;

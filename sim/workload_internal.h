@@ -35,34 +35,34 @@ typedef struct {
 typedef enum { Q_DURATION, Q_SIZE, Q_BANDWIDTH } qkind_t;
 
 /* "FILE:LINE:COL: reason" into c->err; returns -1. */
-int fail_at (ctx_t *c, int line, int col, const char *fmt, ...)
+int wl_fail_at (ctx_t *c, int line, int col, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
-#define fail(c, node, ...) fail_at ((c), (node)->line, (node)->col, __VA_ARGS__)
-void yn_free (yn_t *n);
-yn_t *yaml_tree (ctx_t *c);
-const char *type_name (yn_type_t t);
-int check_keys (ctx_t *c, const yn_t *map, const char *const *allowed,
+#define fail(c, node, ...) wl_fail_at ((c), (node)->line, (node)->col, __VA_ARGS__)
+void wl_yn_free (yn_t *n);
+yn_t *wl_yaml_tree (ctx_t *c);
+const char *wl_type_name (yn_type_t t);
+int wl_check_keys (ctx_t *c, const yn_t *map, const char *const *allowed,
                 const char *where);
-yn_t *get (const yn_t *map, const char *key);
-/* get() of a key that must be there: NULL, and "missing key 'KEY' in WHERE" at
+yn_t *wl_get (const yn_t *map, const char *key);
+/* wl_get() of a key that must be there: NULL, and "missing key 'KEY' in WHERE" at
  * map into c->err, when it is not. */
-const yn_t *need (ctx_t *c, const yn_t *map, const char *key, const char *where);
-const yn_t *key_node (const yn_t *map, const char *key);
-int need_type (ctx_t *c, const yn_t *n, yn_type_t t, const char *what);
-int parse_int (ctx_t *c, const yn_t *n, const char *what, long min, long max,
+const yn_t *wl_need (ctx_t *c, const yn_t *map, const char *key, const char *where);
+const yn_t *wl_key_node (const yn_t *map, const char *key);
+int wl_need_type (ctx_t *c, const yn_t *n, yn_type_t t, const char *what);
+int wl_parse_int (ctx_t *c, const yn_t *n, const char *what, long min, long max,
                long *out);
-int parse_quantity (ctx_t *c, const yn_t *n, qkind_t kind, const char *what,
+int wl_parse_quantity (ctx_t *c, const yn_t *n, qkind_t kind, const char *what,
                     bool positive, double *out);
-int parse_string (ctx_t *c, const yn_t *n, const char *what, char **out);
-/* parse_quantity() of the key that must be there (need()), the key naming it. */
-int need_quantity (ctx_t *c, const yn_t *map, const char *key, const char *where,
+int wl_parse_string (ctx_t *c, const yn_t *n, const char *what, char **out);
+/* wl_parse_quantity() of the key that must be there (wl_need()), the key naming it. */
+int wl_need_quantity (ctx_t *c, const yn_t *map, const char *key, const char *where,
                    qkind_t kind, bool positive, double *out);
-int parse_dist (ctx_t *c, const yn_t *n, qkind_t kind, const char *what,
+int wl_parse_dist (ctx_t *c, const yn_t *n, qkind_t kind, const char *what,
                 bool positive, wl_dist_t *d);
-int parse_value (ctx_t *c, const yn_t *n, qkind_t kind, const char *what,
+int wl_parse_value (ctx_t *c, const yn_t *n, qkind_t kind, const char *what,
                  bool positive, wl_value_t *v);
-int names_add (char ***v, int *n, int *cap, const char *s, size_t len);
-void names_free (char **v, int n);
-int hostlist (const char *expr, char ***out, const char **why);
+int wl_names_add (char ***v, int *n, int *cap, const char *s, size_t len);
+void wl_names_free (char **v, int n);
+int wl_hostlist (const char *expr, char ***out, const char **why);
 
 #endif

@@ -26,7 +26,7 @@
 
 
 
-int fail_at (ctx_t *c, int line, int col, const char *fmt, ...)
+int wl_fail_at (ctx_t *c, int line, int col, const char *fmt, ...)
 {
     if (c->err) {
         char msg[400];
@@ -42,12 +42,12 @@ int fail_at (ctx_t *c, int line, int col, const char *fmt, ...)
 }
 
 
-void yn_free (yn_t *n)
+void wl_yn_free (yn_t *n)
 {
     if (!n)
         return;
     for (size_t i = 0; i < n->n; i++)
-        yn_free (n->kids[i]);
+        wl_yn_free (n->kids[i]);
     free (n->kids);
     free (n->str);
     free (n);
@@ -57,12 +57,12 @@ static yn_t *yn_new (ctx_t *c, yn_type_t type, const yaml_mark_t *mark)
 {
     yn_t *n;
     if (++c->nnodes > WL_MAX_NODES) {
-        fail_at (c, (int)mark->line + 1, (int)mark->column + 1,
+        wl_fail_at (c, (int)mark->line + 1, (int)mark->column + 1,
                  "too many YAML nodes (more than %d)", WL_MAX_NODES);
         return NULL;
     }
     if (!(n = calloc (1, sizeof (*n)))) {
-        fail_at (c, (int)mark->line + 1, (int)mark->column + 1, "out of memory");
+        wl_fail_at (c, (int)mark->line + 1, (int)mark->column + 1, "out of memory");
         errno = ENOMEM;
         return NULL;
     }
@@ -111,24 +111,24 @@ static int parser_fail (ctx_t *c, yaml_parser_t *p)
     const char *problem = p->problem ? p->problem : "unknown error";
 
     if (p->error == YAML_MEMORY_ERROR) {
-        fail_at (c, 1, 1, "out of memory while parsing YAML");
+        wl_fail_at (c, 1, 1, "out of memory while parsing YAML");
         errno = ENOMEM;
         return -1;
     }
     if (p->error == YAML_READER_ERROR) {
         offset_mark (c, p->problem_offset, &line, &col);
-        return fail_at (c, line, col, "YAML syntax error: %s", problem);
+        return wl_fail_at (c, line, col, "YAML syntax error: %s", problem);
     }
     line = (int)p->problem_mark.line + 1;
     col = (int)p->problem_mark.column + 1;
     if (p->context)
-        return fail_at (c, line, col, "YAML syntax error: %s %s", problem,
+        return wl_fail_at (c, line, col, "YAML syntax error: %s %s", problem,
                         p->context);
-    return fail_at (c, line, col, "YAML syntax error: %s", problem);
+    return wl_fail_at (c, line, col, "YAML syntax error: %s", problem);
 }
 
 /* Build the tree of the single document of the input. */
-yn_t *yaml_tree (ctx_t *c)
+yn_t *wl_yaml_tree (ctx_t *c)
 {
     yaml_parser_t p;
     yaml_event_t ev;
@@ -139,7 +139,7 @@ yn_t *yaml_tree (ctx_t *c)
     bool done = false;
 
     if (!yaml_parser_initialize (&p)) {
-        fail_at (c, 1, 1, "cannot initialise the YAML parser");
+        wl_fail_at (c, 1, 1, "cannot initialise the YAML parser");
         errno = ENOMEM;
         return NULL;
     }
@@ -159,12 +159,12 @@ yn_t *yaml_tree (ctx_t *c)
                 break;
             case YAML_DOCUMENT_START_EVENT:
                 if (++ndocs > 1) {
-                    fail_at (c, line, col, "only one YAML document is allowed");
+                    wl_fail_at (c, line, col, "only one YAML document is allowed");
                     goto error_ev;
                 }
                 break;
             case YAML_ALIAS_EVENT:
-                fail_at (c, line, col, "anchors and aliases are not supported");
+                wl_fail_at (c, line, col, "anchors and aliases are not supported");
                 goto error_ev;
             case YAML_SCALAR_EVENT:
                 anchor = (const char *)ev.data.scalar.anchor;
@@ -173,8 +173,8 @@ yn_t *yaml_tree (ctx_t *c)
                 if (!(n = yn_new (c, YN_SCALAR, &ev.start_mark)))
                     goto error_ev;
                 if (!(n->str = malloc (ev.data.scalar.length + 1))) {
-                    yn_free (n);
-                    fail_at (c, line, col, "out of memory");
+                    wl_yn_free (n);
+                    wl_fail_at (c, line, col, "out of memory");
                     errno = ENOMEM;
                     goto error_ev;
                 }
@@ -190,7 +190,7 @@ yn_t *yaml_tree (ctx_t *c)
                 if (anchor)
                     goto anchor_error;
                 if (depth >= WL_MAX_DEPTH) {
-                    fail_at (c, line, col, "nesting deeper than %d levels",
+                    wl_fail_at (c, line, col, "nesting deeper than %d levels",
                              WL_MAX_DEPTH);
                     goto error_ev;
                 }
@@ -209,15 +209,15 @@ yn_t *yaml_tree (ctx_t *c)
         if (n) {
             if (depth > 0) {
                 if (yn_add (c, stack[depth - 1], n) < 0) {
-                    yn_free (n);
+                    wl_yn_free (n);
                     goto error_ev;
                 }
             }
             else if (!root)
                 root = n;
             else {
-                yn_free (n);    /* cannot happen with one document */
-                fail_at (c, line, col, "unexpected node");
+                wl_yn_free (n);    /* cannot happen with one document */
+                wl_fail_at (c, line, col, "unexpected node");
                 goto error_ev;
             }
             if (n->type != YN_SCALAR)
@@ -226,26 +226,26 @@ yn_t *yaml_tree (ctx_t *c)
         yaml_event_delete (&ev);
         continue;
 anchor_error:
-        fail_at (c, line, col, "anchors and aliases are not supported");
+        wl_fail_at (c, line, col, "anchors and aliases are not supported");
 error_ev:
         yaml_event_delete (&ev);
         goto error;
     }
     yaml_parser_delete (&p);
     if (!root) {
-        fail_at (c, 1, 1, "empty workload: expected 'platform:' and 'apps:'");
+        wl_fail_at (c, 1, 1, "empty workload: expected 'platform:' and 'apps:'");
         return NULL;
     }
     return root;
 error:
     yaml_parser_delete (&p);
-    yn_free (root);
+    wl_yn_free (root);
     return NULL;
 }
 
 /* ---------------------------------------------------------------- schema helpers */
 
-const char *type_name (yn_type_t t)
+const char *wl_type_name (yn_type_t t)
 {
     return t == YN_MAP ? "a mapping" : t == YN_SEQ ? "a list" : "a value";
 }
@@ -268,7 +268,7 @@ static const char *show (const yn_t *n, char *buf, size_t len)
 }
 
 /* Check that a map has only 'allowed' keys (NULL-terminated), unique and scalar. */
-int check_keys (ctx_t *c, const yn_t *map, const char *const *allowed,
+int wl_check_keys (ctx_t *c, const yn_t *map, const char *const *allowed,
                 const char *where)
 {
     char b[80];
@@ -305,42 +305,42 @@ static size_t find_key (const yn_t *map, const char *key)
     return map->n;
 }
 
-yn_t *get (const yn_t *map, const char *key)
+yn_t *wl_get (const yn_t *map, const char *key)
 {
     size_t i = find_key (map, key);
     return i < map->n ? map->kids[i + 1] : NULL;
 }
 
-const yn_t *need (ctx_t *c, const yn_t *map, const char *key, const char *where)
+const yn_t *wl_need (ctx_t *c, const yn_t *map, const char *key, const char *where)
 {
-    const yn_t *x = get (map, key);
+    const yn_t *x = wl_get (map, key);
     if (!x)
         fail (c, map, "missing key '%s' in %s", key, where);
     return x;
 }
 
-int need_quantity (ctx_t *c, const yn_t *map, const char *key, const char *where,
+int wl_need_quantity (ctx_t *c, const yn_t *map, const char *key, const char *where,
                    qkind_t kind, bool positive, double *out)
 {
-    const yn_t *x = need (c, map, key, where);
-    return x ? parse_quantity (c, x, kind, key, positive, out) : -1;
+    const yn_t *x = wl_need (c, map, key, where);
+    return x ? wl_parse_quantity (c, x, kind, key, positive, out) : -1;
 }
 
-const yn_t *key_node (const yn_t *map, const char *key)
+const yn_t *wl_key_node (const yn_t *map, const char *key)
 {
     size_t i = find_key (map, key);
     return i < map->n ? map->kids[i] : map;
 }
 
-int need_type (ctx_t *c, const yn_t *n, yn_type_t t, const char *what)
+int wl_need_type (ctx_t *c, const yn_t *n, yn_type_t t, const char *what)
 {
     if (n->type != t)
-        return fail (c, n, "'%s' must be %s, not %s", what, type_name (t),
-                     type_name (n->type));
+        return fail (c, n, "'%s' must be %s, not %s", what, wl_type_name (t),
+                     wl_type_name (n->type));
     return 0;
 }
 
-int parse_int (ctx_t *c, const yn_t *n, const char *what, long min, long max,
+int wl_parse_int (ctx_t *c, const yn_t *n, const char *what, long min, long max,
                long *out)
 {
     char b[80];
@@ -349,7 +349,7 @@ int parse_int (ctx_t *c, const yn_t *n, const char *what, long min, long max,
 
     if (n->type != YN_SCALAR)
         return fail (c, n, "'%s' must be an integer, not %s", what,
-                     type_name (n->type));
+                     wl_type_name (n->type));
     if (n->len == 0)
         return fail (c, n, "missing value for '%s'", what);
     if (n->str[0] == '-' && n->len > 1 && n->str[1] >= '0' && n->str[1] <= '9')
@@ -376,7 +376,7 @@ static const char *qkind_name (qkind_t k)
 }
 
 /* A quantity with its unit.  'positive': must be > 0 (else >= 0). */
-int parse_quantity (ctx_t *c, const yn_t *n, qkind_t kind, const char *what,
+int wl_parse_quantity (ctx_t *c, const yn_t *n, qkind_t kind, const char *what,
                     bool positive, double *out)
 {
     char b[80];
@@ -389,7 +389,7 @@ int parse_quantity (ctx_t *c, const yn_t *n, qkind_t kind, const char *what,
     if (n->type != YN_SCALAR)
         return fail (c, n, "'%s' must be a %s such as '%s', not %s", what,
                      qkind_name (kind), kind == Q_DURATION ? "70 s"
-                     : kind == Q_SIZE ? "128.2 GB" : "3 GB/s", type_name (n->type));
+                     : kind == Q_SIZE ? "128.2 GB" : "3 GB/s", wl_type_name (n->type));
     s = n->str;
     while (*s == ' ' || *s == '\t')
         s++;
@@ -432,11 +432,11 @@ int parse_quantity (ctx_t *c, const yn_t *n, qkind_t kind, const char *what,
     return 0;
 }
 
-int parse_string (ctx_t *c, const yn_t *n, const char *what, char **out)
+int wl_parse_string (ctx_t *c, const yn_t *n, const char *what, char **out)
 {
     if (n->type != YN_SCALAR)
         return fail (c, n, "'%s' must be a string, not %s", what,
-                     type_name (n->type));
+                     wl_type_name (n->type));
     if (n->len == 0)
         return fail (c, n, "'%s' must not be empty", what);
     if (n->len > 128)
@@ -455,7 +455,7 @@ int parse_string (ctx_t *c, const yn_t *n, const char *what, char **out)
 }
 
 /* A distribution mapping {dist: normal, mean: X, sd: Y} or a plain quantity. */
-int parse_dist (ctx_t *c, const yn_t *n, qkind_t kind, const char *what,
+int wl_parse_dist (ctx_t *c, const yn_t *n, qkind_t kind, const char *what,
                 bool positive, wl_dist_t *d)
 {
     static const char *const k_normal[] = { "dist", "mean", "sd", NULL };
@@ -467,42 +467,42 @@ int parse_dist (ctx_t *c, const yn_t *n, qkind_t kind, const char *what,
     if (n->type == YN_SCALAR) {
         d->kind = WL_DIST_FIXED;
         d->b = 0;
-        return parse_quantity (c, n, kind, what, positive, &d->a);
+        return wl_parse_quantity (c, n, kind, what, positive, &d->a);
     }
     if (n->type != YN_MAP)
         return fail (c, n, "'%s' must be a %s or a distribution, not %s", what,
-                     qkind_name (kind), type_name (n->type));
-    if (!(dn = get (n, "dist")))
+                     qkind_name (kind), wl_type_name (n->type));
+    if (!(dn = wl_get (n, "dist")))
         return fail (c, n, "missing key 'dist' in %s (normal, uniform or "
                      "exponential)", what);
     if (dn->type != YN_SCALAR)
         return fail (c, dn, "'dist' must be normal, uniform or exponential");
     if (!strcmp (dn->str, "normal")) {
-        if (check_keys (c, n, k_normal, what) < 0)
+        if (wl_check_keys (c, n, k_normal, what) < 0)
             return -1;
         d->kind = WL_DIST_NORMAL;
-        if (need_quantity (c, n, "mean", what, kind, positive, &d->a) < 0)
+        if (wl_need_quantity (c, n, "mean", what, kind, positive, &d->a) < 0)
             return -1;
-        if (need_quantity (c, n, "sd", what, kind, false, &d->b) < 0)
+        if (wl_need_quantity (c, n, "sd", what, kind, false, &d->b) < 0)
             return -1;
     }
     else if (!strcmp (dn->str, "uniform")) {
-        if (check_keys (c, n, k_uniform, what) < 0)
+        if (wl_check_keys (c, n, k_uniform, what) < 0)
             return -1;
         d->kind = WL_DIST_UNIFORM;
-        if (need_quantity (c, n, "min", what, kind, false, &d->a) < 0)
+        if (wl_need_quantity (c, n, "min", what, kind, false, &d->a) < 0)
             return -1;
-        if (need_quantity (c, n, "max", what, kind, positive, &d->b) < 0)
+        if (wl_need_quantity (c, n, "max", what, kind, positive, &d->b) < 0)
             return -1;
         if (d->b < d->a)
-            return fail (c, get (n, "max"), "max must be >= min in %s", what);
+            return fail (c, wl_get (n, "max"), "max must be >= min in %s", what);
     }
     else if (!strcmp (dn->str, "exponential")) {
-        if (check_keys (c, n, k_exp, what) < 0)
+        if (wl_check_keys (c, n, k_exp, what) < 0)
             return -1;
         d->kind = WL_DIST_EXPONENTIAL;
         d->b = 0;
-        if (need_quantity (c, n, "mean", what, kind, true, &d->a) < 0)
+        if (wl_need_quantity (c, n, "mean", what, kind, true, &d->a) < 0)
             return -1;
     }
     else
@@ -512,11 +512,11 @@ int parse_dist (ctx_t *c, const yn_t *n, qkind_t kind, const char *what,
 }
 
 /* A value that may also be a per-iteration list. */
-int parse_value (ctx_t *c, const yn_t *n, qkind_t kind, const char *what,
+int wl_parse_value (ctx_t *c, const yn_t *n, qkind_t kind, const char *what,
                  bool positive, wl_value_t *v)
 {
     if (n->type != YN_SEQ)
-        return parse_dist (c, n, kind, what, positive, &v->one);
+        return wl_parse_dist (c, n, kind, what, positive, &v->one);
     if (n->n == 0)
         return fail (c, n, "'%s' is an empty list", what);
     if (!(v->list = calloc (n->n, sizeof (*v->list)))) {
@@ -528,7 +528,7 @@ int parse_value (ctx_t *c, const yn_t *n, qkind_t kind, const char *what,
     for (size_t i = 0; i < n->n; i++) {
         if (n->kids[i]->type == YN_SEQ)
             return fail (c, n->kids[i], "'%s': lists cannot be nested", what);
-        if (parse_dist (c, n->kids[i], kind, what, positive, &v->list[i]) < 0)
+        if (wl_parse_dist (c, n->kids[i], kind, what, positive, &v->list[i]) < 0)
             return -1;
     }
     return 0;
@@ -537,7 +537,7 @@ int parse_value (ctx_t *c, const yn_t *n, qkind_t kind, const char *what,
 /* ---------------------------------------------------------------- host lists */
 
 /* Append a name to a list (grown by doubling). */
-int names_add (char ***v, int *n, int *cap, const char *s, size_t len)
+int wl_names_add (char ***v, int *n, int *cap, const char *s, size_t len)
 {
     char *d;
     if (*n == *cap) {
@@ -556,7 +556,7 @@ int names_add (char ***v, int *n, int *cap, const char *s, size_t len)
     return 0;
 }
 
-void names_free (char **v, int n)
+void wl_names_free (char **v, int n)
 {
     for (int i = 0; i < n; i++)
         free (v[i]);
@@ -588,7 +588,7 @@ static int hl_item (const char *s, size_t len, char ***v, int *n, int *cap,
             *why = "more than 4096 buffer nodes";
             return -1;
         }
-        return names_add (v, n, cap, s, len) < 0 ? (*why = "out of memory", -1) : 0;
+        return wl_names_add (v, n, cap, s, len) < 0 ? (*why = "out of memory", -1) : 0;
     }
     if (!(rb = memchr (lb, ']', len - (size_t)(lb - s)))) {
         *why = "unbalanced '['";
@@ -654,7 +654,7 @@ static int hl_item (const char *s, size_t len, char ***v, int *n, int *cap,
 }
 
 /* Expand "bb[01-04,07],io1" into names.  Returns the count, or -1 with 'why'. */
-int hostlist (const char *expr, char ***out, const char **why)
+int wl_hostlist (const char *expr, char ***out, const char **why)
 {
     char **v = NULL;
     int n = 0, cap = 0, depth = 0;
@@ -667,7 +667,7 @@ int hostlist (const char *expr, char ***out, const char **why)
             depth--;
         if ((*p == ',' && depth == 0) || *p == '\0') {
             if (hl_item (start, (size_t)(p - start), &v, &n, &cap, why) < 0) {
-                names_free (v, n);
+                wl_names_free (v, n);
                 return -1;
             }
             if (*p == '\0')

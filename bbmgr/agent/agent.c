@@ -480,6 +480,7 @@ static json_t *status_json(agent_t *a)
         a->errors++;
     }
     mover_get_stats(a->m, &ms);
+    mover_leftover(a->m, NULL, &s.leftover_bytes);
     s.busy = ms.busy > 0;
     s.queue = ms.running;
     s.errors = a->errors;

@@ -221,6 +221,10 @@ static void node_row(json_t *n)
            json_is_integer(m) ? sz(m, b4, sizeof(b4)) : "-",
            hu_size_str_si(json_number_value(json_object_get(n, "load")), b3, sizeof(b3)),
            json_integer_value(json_object_get(n, "active_phases")), r ? r : "");
+    /* what failed teardowns left there (part of USED) while the retries go on */
+    if (json_integer_value(json_object_get(n, "leftover")) > 0)
+        printf("  leftover: %s of failed teardowns, counted in USED until removed\n",
+               sz(json_object_get(n, "leftover"), b1, sizeof(b1)));
 }
 
 /* FREE + USED + DRAINED = CAPACITY: DRAINED is what drained nodes hold beyond

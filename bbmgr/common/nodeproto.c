@@ -114,6 +114,8 @@ json_t *np_status_json(const np_status_t *s)
         json_object_set_new(o, "device_read_bw", json_real(s->device_read_bw));
         json_object_set_new(o, "device_write_bw", json_real(s->device_write_bw));
     }
+    if (o && s->leftover_bytes > 0)     /* only then: a bbmgrd older than it refuses it */
+        json_object_set_new(o, "leftover_bytes", json_integer((json_int_t)s->leftover_bytes));
     return o;
 }
 
@@ -129,7 +131,8 @@ int np_status_parse(json_t *o, np_status_t *s, char *msg, size_t len)
 {
     static const char *const keys[] = { "free_bytes", "used_bytes", "busy", "read_bw",
                                         "write_bw", "interval", "queue", "errors",
-                                        "device_read_bw", "device_write_bw", NULL };
+                                        "device_read_bw", "device_write_bw",
+                                        "leftover_bytes", NULL };
     uint64_t q = 0;
     memset(s, 0, sizeof(*s));
     s->device_read_bw = s->device_write_bw = -1;
@@ -145,7 +148,9 @@ int np_status_parse(json_t *o, np_status_t *s, char *msg, size_t len)
         || get_field(o, "status", "device_read_bw", false, F_DOUBLE, 0, &s->device_read_bw,
                       msg, len) < 0
         || get_field(o, "status", "device_write_bw", false, F_DOUBLE, 0, &s->device_write_bw,
-                      msg, len) < 0)
+                      msg, len) < 0
+        || get_field(o, "status", "leftover_bytes", false, F_U64, 0, &s->leftover_bytes, msg,
+                     len) < 0)
         return -1;
     if ((s->device_read_bw < 0) != (s->device_write_bw < 0))
         return bad(msg, len, "status: 'device_read_bw' and 'device_write_bw' go together");

@@ -36,6 +36,8 @@ typedef struct {
     /* the whole device (block device counters), its transfers and anybody else's;
      * < 0: unknown (no block device under the mount) */
     double device_read_bw, device_write_bw;
+    /* what failed teardowns left on the mount, measured, until removed (absent: 0) */
+    uint64_t leftover_bytes;
 } np_status_t;
 
 /* Bytes/s of the device's I/O the agent did not make (0 when unknown). */

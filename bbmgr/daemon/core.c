@@ -148,6 +148,7 @@ void core_tick(core_t *c)
     nodes_tick(c, wall);
     spares_fill(c, wall);
     usage_tick(c, wall);
+    leftover_tick(c);
     if (wall >= c->prune_next) {
         /* closed rows go after limits.keep_closed (or beyond keep_closed_count), so
          * that state.db does not grow with every phase ever requested */

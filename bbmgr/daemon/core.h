@@ -48,7 +48,9 @@ typedef struct {
     char name[64];
     int pool;                   /* index in core->pools */
     uint64_t capacity;
-    uint64_t used;              /* allocated bytes (jobs + persistent) */
+    uint64_t used;              /* allocated bytes (jobs + persistent), and leftover */
+    uint64_t leftover;          /* what failed teardowns left on it, measured, until a
+                                   later try removes it (core_node_leftover()) */
     double bandwidth;           /* what the scheduler counts on: bw_conf, or less when
                                    the node's agent measures other I/O on its device */
     double bw_conf;             /* bandwidth in bbmgr.yaml */
@@ -318,6 +320,9 @@ cfg_t *core_cfg(core_t *c);                 /* the running configuration */
 state_t *core_state(core_t *c);             /* the SQLite state (reads only) */
 double core_started(core_t *c);             /* Unix time of the daemon's start */
 void core_set_mover(core_t *c, mover_t *m); /* borrowed; NULL: none */
+/* What failed teardowns left on node idx holds now (bbmgrd's mover or its agent):
+ * counted in its used space, so no allocation counts on it, until it is gone. */
+void core_node_leftover(core_t *c, int idx, uint64_t bytes);
 /* A transfer by id, open or closed (closed ones are kept with their job), or NULL. */
 xfer_t *core_xfer_any(core_t *c, uint64_t id);
 

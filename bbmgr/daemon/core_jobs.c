@@ -658,9 +658,47 @@ void usage_tick(core_t *c, double wall)
                 usage_free(c);
                 return;
             }
+        } else {
+            /* abandoned (the tree moved under it, as its owner may make it do at
+             * will): the buffer keeps its last total, never one without this node */
+            c->uw_missing = true;
         }
         c->uw_slot++;
         budget = budget > 0 ? budget - 1 : 0;
+    }
+}
+
+/* ------------------------------------------------------------------ leftovers
+ * A teardown that could not remove everything keeps what is left in the trash and
+ * tries again (mover_end.c): until it is gone, its bytes are its node's. */
+void core_node_leftover(core_t *c, int idx, uint64_t bytes)
+{
+    node_t *n = idx >= 0 && idx < c->nnodes ? &c->nodes[idx] : NULL;
+    if (!n || n->leftover == bytes)
+        return;
+    if (!n->leftover || !bytes)
+        bl_info("node %s: %ju bytes left by failed teardowns%s", n->name, (uintmax_t)bytes,
+                bytes ? ": counted as used until removed" : "");
+    n->used -= n->leftover < n->used ? n->leftover : n->used;
+    n->used += bytes;
+    n->leftover = bytes;
+}
+
+/* bbmgrd's own nodes: what its mover's failed teardowns left under each mount
+ * (nodes sharing a mount: counted on the first). */
+void leftover_tick(core_t *c)
+{
+    for (int i = 0; c->mover && i < c->nnodes; i++) {
+        uint64_t bytes = 0;
+        bool first = true;
+        if (nodes_is_agent(c, i) || !c->nodes[i].mount)
+            continue;
+        for (int k = 0; k < i && first; k++)
+            first = nodes_is_agent(c, k) || !c->nodes[k].mount
+                    || strcmp(c->nodes[k].mount, c->nodes[i].mount);
+        if (first)
+            mover_leftover(c->mover, c->nodes[i].mount, &bytes);
+        core_node_leftover(c, i, bytes);
     }
 }
 

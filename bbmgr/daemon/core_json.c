@@ -293,6 +293,8 @@ json_t *core_node_json(core_t *c, int idx)
      * while none of its allocations has a figure yet */
     json_object_set_new(o, "measured", n->nmeasured > 0 || n->nallocs == 0
                                            ? json_integer((json_int_t)n->measured) : json_null());
+    /* what failed teardowns left there, tried again until gone: part of used */
+    json_object_set_new(o, "leftover", json_integer((json_int_t)n->leftover));
     nodes_node_json(c, idx, o);
     return o;
 }

@@ -694,6 +694,8 @@ void nodes_route_poll(core_t *c, hreq_t *rq, reply_t *r)
     g->last_seen = hu_mono();
     g->reported = core_wall();
     g->st = status;
+    core_node_leftover(c, (int)(intptr_t)hmap_get(c->node_by_name, g->name) - 1,
+                       status.leftover_bytes);
     g->polls++;
     for (size_t i = 0; i < nres; i++)
         apply_result(c, a, &rv[i]);

@@ -492,11 +492,21 @@ int bufdir_own(int pfd, const char *name, uid_t uid, gid_t gid, struct stat *st,
  * A depth-first walk kept on the heap: per level the device, inode and name of the
  * directory and the names of its subdirectories still to visit; the directory of
  * the deepest level is the one open descriptor (and its DIR while it is read), kept
- * between steps.  Up is openat(".."), checked against the level above. */
+ * between steps.  Up is openat(".."), checked against the level above.
+ * Where the file system gives handles and the caller may open by them (root: a
+ * daemon), each directory is also kept by its handle and reached by it, down and
+ * up: a user moving directories about during the walk (to make it fail, or miss
+ * what they hold) does not change what it finds; a directory is walked once. */
+typedef struct {
+    char *name;
+    struct file_handle *fh;     /* NULL: none (reached by its name) */
+} usub_t;
+
 typedef struct {
     dev_t dev;
     ino_t ino;
-    char **sub;
+    struct file_handle *fh;     /* of this level's directory; NULL: up is ".." */
+    usub_t *sub;
     size_t nsub, cap;
 } ulevel_t;
 
@@ -508,8 +518,10 @@ struct bufdir_usage {
     dev_t dev;
     quota_tree_t qt;        /* to tell the subvolumes made below the top */
     uint64_t bytes;
-    ino_t *seen;            /* inodes of files of several links met (open addressing, 0: free) */
+    ino_t *seen;            /* inodes of files of several links met (open addressing, 0: free),
+                               and of the directories walked by handle */
     size_t nseen, capseen;
+    bool nofh;              /* handles refused (not root, not supported): by names only */
 };
 
 bufdir_usage_t *bufdir_usage_new(void)
@@ -527,9 +539,12 @@ static void usage_reset(bufdir_usage_t *u)
     if (u->fd >= 0)
         close(u->fd);
     for (size_t i = 0; i < u->nlv; i++) {
-        for (size_t k = 0; k < u->lv[i].nsub; k++)
-            free(u->lv[i].sub[k]);
+        for (size_t k = 0; k < u->lv[i].nsub; k++) {
+            free(u->lv[i].sub[k].name);
+            free(u->lv[i].sub[k].fh);
+        }
         free(u->lv[i].sub);
+        free(u->lv[i].fh);
     }
     free(u->seen);
     u->d = NULL;
@@ -581,7 +596,41 @@ static bool usage_first(bufdir_usage_t *u, ino_t ino)
     }
 }
 
-static int usage_push(bufdir_usage_t *u, int fd, const struct stat *st)
+/* The handle of <fd>/name (fd itself when name is ""), never following a link;
+ * NULL: none (the walk goes by names). */
+static struct file_handle *usage_handle(bufdir_usage_t *u, int fd, const char *name)
+{
+    union {
+        struct file_handle fh;
+        char buf[sizeof(struct file_handle) + MAX_HANDLE_SZ];
+    } h;
+    int mount_id;
+    if (u->nofh)
+        return NULL;
+    h.fh.handle_bytes = MAX_HANDLE_SZ;
+    if (name_to_handle_at(fd, name, &h.fh, &mount_id, *name ? 0 : AT_EMPTY_PATH) < 0) {
+        if (errno == EOPNOTSUPP || errno == ENOSYS)
+            u->nofh = true;
+        return NULL;
+    }
+    struct file_handle *r = malloc(sizeof(*r) + h.fh.handle_bytes);
+    if (r)
+        memcpy(r, &h.fh, sizeof(*r) + h.fh.handle_bytes);
+    return r;
+}
+
+/* The directory of handle fh, on the file system of fd, or -1 (errno); a refusal
+ * (no CAP_DAC_READ_SEARCH) turns handles off for this walker. */
+static int usage_open(bufdir_usage_t *u, int fd, struct file_handle *fh)
+{
+    int r = open_by_handle_at(fd, fh, O_RDONLY | O_DIRECTORY | O_NONBLOCK | O_CLOEXEC);
+    if (r < 0 && (errno == EPERM || errno == ENOSYS || errno == EOPNOTSUPP))
+        u->nofh = true;
+    return r;
+}
+
+/* fh: the directory's handle, the level's from then on (NULL: none) */
+static int usage_push(bufdir_usage_t *u, int fd, const struct stat *st, struct file_handle *fh)
 {
     if (u->nlv == u->caplv) {
         size_t cap = u->caplv ? 2 * u->caplv : 16;
@@ -598,23 +647,30 @@ static int usage_push(bufdir_usage_t *u, int fd, const struct stat *st)
         close(rfd);
         return -1;
     }
-    u->lv[u->nlv++] = (ulevel_t){ st->st_dev, st->st_ino, NULL, 0, 0 };
+    u->lv[u->nlv++] = (ulevel_t){ st->st_dev, st->st_ino, fh, NULL, 0, 0 };
     return 0;
 }
 
-static int usage_keep(ulevel_t *l, const char *name)
+/* What tells an inode met in the walk: its number and device (the subvolumes of a
+ * btrfs each number theirs from 256) */
+static ino_t usage_key(const struct stat *st)
+{
+    return st->st_ino ^ ((ino_t)st->st_dev << 40);
+}
+
+static int usage_keep(bufdir_usage_t *u, ulevel_t *l, int fd, const char *name)
 {
     if (l->nsub == l->cap) {
         size_t cap = l->cap ? 2 * l->cap : 16;
-        char **t = realloc(l->sub, cap * sizeof(char *));
+        usub_t *t = realloc(l->sub, cap * sizeof(*t));
         if (!t)
             return -1;
         l->sub = t;
         l->cap = cap;
     }
-    if (!(l->sub[l->nsub] = strdup(name)))
+    if (!(l->sub[l->nsub].name = strdup(name)))
         return -1;
-    l->nsub++;
+    l->sub[l->nsub++].fh = usage_handle(u, fd, name);
     return 0;
 }
 
@@ -631,8 +687,13 @@ int bufdir_usage_step(bufdir_usage_t *u, int dfd, unsigned long *budget, uint64_
     if (u->fd < 0) {
         if ((u->fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
             return usage_fail(u, errno);
-        if (fstat(u->fd, &st) < 0 || usage_push(u, u->fd, &st) < 0)
+        if (fstat(u->fd, &st) < 0)
             return usage_fail(u, errno);
+        struct file_handle *fh = usage_handle(u, u->fd, "");
+        if (usage_push(u, u->fd, &st, fh) < 0) {
+            free(fh);
+            return usage_fail(u, errno);
+        }
         u->dev = st.st_dev;
         quota_tree_init(&u->qt, u->fd, &st);
         u->bytes = (uint64_t)st.st_blocks * 512;
@@ -657,24 +718,32 @@ int bufdir_usage_step(bufdir_usage_t *u, int dfd, unsigned long *budget, uint64_
             if (S_ISDIR(st.st_mode)) {
                 u->bytes += (uint64_t)st.st_blocks * 512;
                 if ((st.st_dev == top->dev || (u->qt.btrfs && st.st_ino == BTRFS_SUBVOL_INO))
-                    && usage_keep(top, e->d_name) < 0)
+                    && usage_keep(u, top, u->fd, e->d_name) < 0)
                     return usage_fail(u, ENOMEM);
-            } else if (st.st_nlink <= 1
-                       || usage_first(u, st.st_ino ^ ((ino_t)st.st_dev << 40))) {
+            } else if (st.st_nlink <= 1 || usage_first(u, usage_key(&st))) {
                 u->bytes += (uint64_t)st.st_blocks * 512;
             }
             continue;
         }
         (*budget)--;
         if (top->nsub > 0) {    /* down into the next subdirectory */
-            char *name = top->sub[--top->nsub];
-            int fd = openat(u->fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK
-                                             | O_CLOEXEC);
-            free(name);
-            if (fd < 0)
+            usub_t sub = top->sub[--top->nsub];
+            /* by its handle, wherever it is now (once), else by its name */
+            int fd = sub.fh ? usage_open(u, u->fd, sub.fh) : -1;
+            if (fd < 0 && (!sub.fh || u->nofh))
+                fd = openat(u->fd, sub.name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK
+                                                 | O_CLOEXEC);
+            free(sub.name);
+            if (fd < 0) {
+                free(sub.fh);
                 continue;       /* gone, or not a directory any more */
-            if (fstat(fd, &st) < 0
-                || (st.st_dev != top->dev && !quota_nested(&u->qt, fd, &st))) {
+            }
+            /* another device: only a subvolume the user made (same file system, same
+             * mount) is entered */
+            if (fstat(fd, &st) < 0 || !S_ISDIR(st.st_mode)
+                || (st.st_dev != top->dev && !quota_nested(&u->qt, fd, &st))
+                || (sub.fh && !u->nofh && !usage_first(u, usage_key(&st)))) {
+                free(sub.fh);
                 close(fd);
                 continue;
             }
@@ -683,7 +752,8 @@ int bufdir_usage_step(bufdir_usage_t *u, int dfd, unsigned long *budget, uint64_
             if (st.st_dev != top->dev && quota_nested_join(&u->qt, fd) < 0 && errno != ENOENT)
                 bl_debug("usage: a subvolume below the buffer into its qgroup: %s",
                          strerror(errno));
-            if (usage_push(u, fd, &st) < 0) {
+            if (usage_push(u, fd, &st, sub.fh) < 0) {
+                free(sub.fh);
                 close(fd);
                 return usage_fail(u, errno);
             }
@@ -692,13 +762,16 @@ int bufdir_usage_step(bufdir_usage_t *u, int dfd, unsigned long *budget, uint64_
             continue;
         }
         free(top->sub);
+        free(top->fh);
         if (--u->nlv == 0) {    /* the walk is complete */
             *bytes = u->bytes;
             usage_reset(u);
             return 1;
         }
-        int fd = openat(u->fd, "..", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         top = &u->lv[u->nlv - 1];
+        int fd = top->fh ? usage_open(u, u->fd, top->fh) : -1;
+        if (fd < 0 && (!top->fh || u->nofh))
+            fd = openat(u->fd, "..", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0 || fstat(fd, &st) < 0 || st.st_dev != top->dev || st.st_ino != top->ino) {
             if (fd >= 0)
                 close(fd);

@@ -732,7 +732,7 @@ mover_t *mover_create(const cfg_t *cfg, hu_error_t *err)
     uint64_t inflight = ((uint64_t)prm.depth * SLOT_BYTES + m->chunk - 1) / m->chunk;
     m->backlog = (int)(inflight * 2 < 4 ? 4 : inflight * 2 > 256 ? 256 : inflight * 2);
     if (!(m->q = hs_sfq_create(&prm)) || !(m->jobs = hmap_create())
-        || !(m->xfers = hmap_create())) {
+        || !(m->xfers = hmap_create()) || !(m->lefts = hmap_create())) {
         hu_errprintf(err, "mover: %s", strerror(errno));
         goto error;
     }
@@ -896,6 +896,7 @@ void mover_destroy(mover_t *m)
             job_free(v);
     hmap_destroy(m->xfers);
     hmap_destroy(m->jobs);
+    left_forget_all(m);
     /* queued/outstanding chunk tasks were freed with the FIFO or belong to freed
      * transfers' SFQ entries: the SFQ object holds only ids */
     hs_sfq_destroy(m->q);

@@ -144,6 +144,11 @@ typedef struct {
     int threads, busy;
 } mover_stats_t;
 void mover_get_stats(mover_t *m, mover_stats_t *st);
+/* What failed teardowns left (kept in the trash and tried again, mover_rmtree()):
+ * the bytes they held when last measured (st_blocks, as bufdir_usage_step()), of
+ * those under 'under' (all when NULL), until a later try removes them.  Returns how
+ * many there are. */
+int mover_leftover(mover_t *m, const char *under, uint64_t *bytes);
 typedef void (*mover_job_f)(const char *job, double weight, uint64_t bytes, int transfers,
                             void *arg);
 void mover_foreach_job(mover_t *m, mover_job_f cb, void *arg);

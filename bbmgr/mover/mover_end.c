@@ -280,6 +280,76 @@ void run_abort(mover_t *m, task_t *t)
  * LEFT_RETRY_MAX), until it is gone or the daemon stops (the trash sweep at the
  * next start tries again).  Each failed try is logged with the reason. */
 #define LEFT_RETRY_MAX 60.0
+#define LEFT_MEASURE_STEP 65536     /* entries per step of a leftover's measure */
+
+/* The bytes the leftover open at fd holds (bufdir_usage_step(), in steps until
+ * complete or the mover stops); 0 when it cannot be measured. */
+static uint64_t left_measure(mover_t *m, int fd)
+{
+    uint64_t bytes = 0;
+    bufdir_usage_t *u = bufdir_usage_new();
+    int r = 0;
+    while (u && r == 0 && !__atomic_load_n(&m->stop, __ATOMIC_RELAXED)) {
+        unsigned long budget = LEFT_MEASURE_STEP;
+        r = bufdir_usage_step(u, fd, &budget, &bytes);
+    }
+    bufdir_usage_free(u);
+    return r > 0 ? bytes : 0;
+}
+
+/* The leftover at path holds bytes (set) or is gone (!set): mover_leftover(). */
+typedef struct {
+    uint64_t bytes;
+    char path[];
+} left_rec_t;
+
+static void left_count(mover_t *m, const char *path, bool set, uint64_t bytes)
+{
+    pthread_mutex_lock(&m->lock);
+    left_rec_t *v = hmap_get(m->lefts, path);
+    if (set && !v && (v = malloc(sizeof(*v) + strlen(path) + 1))) {
+        strcpy(v->path, path);
+        if (hmap_put(m->lefts, path, v) < 0) {
+            free(v);
+            v = NULL;
+        }
+    }
+    if (set && v)
+        v->bytes = bytes;
+    else if (!set)
+        free(hmap_del(m->lefts, path));
+    pthread_mutex_unlock(&m->lock);
+}
+
+/* mover_destroy(): no lock needed any more. */
+void left_forget_all(mover_t *m)
+{
+    void *v;
+    if (!m->lefts)
+        return;
+    for (void *it = hmap_first(m->lefts, &v); it; it = hmap_next(m->lefts, it, &v))
+        free(v);
+    hmap_destroy(m->lefts);
+    m->lefts = NULL;
+}
+
+int mover_leftover(mover_t *m, const char *under, uint64_t *bytes)
+{
+    void *v;
+    int n = 0;
+    *bytes = 0;
+    pthread_mutex_lock(&m->lock);
+    for (void *it = hmap_first(m->lefts, &v); it; it = hmap_next(m->lefts, it, &v)) {
+        const left_rec_t *r = v;
+        if (!under || util_path_under(r->path, under)) {
+            *bytes += r->bytes;
+            n++;
+        }
+    }
+    pthread_mutex_unlock(&m->lock);
+    return n;
+}
+
 static void left_keep(mover_t *m, const task_t *t, const char *dir, const struct stat *st,
                       const char *why, const bufdir_rm_t *o)
 {
@@ -356,6 +426,8 @@ void run_rmtree(mover_t *m, task_t *t)
         }
     }
     pthread_mutex_unlock(&m->lock);
+    if (!ours && t->tries > 0)
+        left_count(m, t->path, false, 0);
     if (!ours || (t->move_only && dir != t->path))
         return;
     /* everything below, by descriptors and without recursion (bufdir.c), as the
@@ -373,6 +445,9 @@ void run_rmtree(mover_t *m, task_t *t)
     }
     if (rc < 0 && fd >= 0 && m->root)
         fchmod(fd, 0);          /* not even a directory the user's process is in is theirs */
+    if (rc < 0 && fd >= 0 && !__atomic_load_n(&m->stop, __ATOMIC_RELAXED))
+        /* counted in its node's use until gone */
+        left_count(m, dir, true, left_measure(m, fd));
     if (fd >= 0)
         close(fd);
     if (__atomic_load_n(&m->stop, __ATOMIC_RELAXED)) {
@@ -384,6 +459,8 @@ void run_rmtree(mover_t *m, task_t *t)
         left_keep(m, t, dir, &st, why, &o);
         return;
     }
+    if (t->tries > 0)
+        left_count(m, dir, false, 0);
     if (rmdir(dir) < 0 && errno != ENOENT)
         bl_warning("teardown: remove %s: %s", dir, strerror(errno));
     else if (dir != t->path)

@@ -205,6 +205,8 @@ struct mover {
     task_t *rmwait;             /* RMTREE waiting for stage-outs from under its path */
     task_t *left;               /* RMTREE of what a teardown could not remove, tried again
                                    at not_after (hu_mono()) */
+    hmap_t *lefts;              /* path of each such leftover -> uint64_t *: the bytes it
+                                   held when last measured (mover_leftover()) */
     char **kept;                /* sources of stage-outs that could not be made durable:
                                    never removed */
     int nkept;
@@ -244,5 +246,6 @@ void run_abort(mover_t *m, task_t *t);
 void run_rmtree(mover_t *m, task_t *t);
 void rm_release(mover_t *m, task_t *t);
 void rm_recheck(mover_t *m);
+void left_forget_all(mover_t *m);
 
 #endif

@@ -511,3 +511,58 @@ def test_o_direct(make_daemon, bb, tmp_path):
     ph = phases_of(d, "direct")
     assert [(x["direction"], x["bytes"]) for x in ph] == [("write", 4 << 20),
                                                           ("read", 4 << 20)], ph
+
+
+# In a thread, as the agent does: 0 when the kernel and the seccomp filter allow it.
+UNSHARE_PROBE = """
+import ctypes, threading
+r = []
+libc = ctypes.CDLL(None, use_errno=True)
+t = threading.Thread(target=lambda: r.append(libc.unshare(0x400) or 0))
+t.start(); t.join()
+print(r[0] if r[0] == 0 else ctypes.get_errno())
+"""
+
+
+def test_descriptor_table_is_the_programs(make_daemon, bb, tmp_path):
+    """The interposer's agent keeps its descriptors (the connection to bbmgrd,
+    the job's shared files) in a table of its own: while a phase is granted the
+    program's /proc/self/fd holds only what the program opened, a program that
+    closes every descriptor but the standard ones (as daemons do) does not cut
+    the agent off, and its next phase is still granted and ended."""
+    probe = subprocess.run([PYTHON, "-c", UNSHARE_PROBE], capture_output=True, text=True,
+                           timeout=60)
+    if probe.stdout.strip() != "0":
+        pytest.skip("unshare(CLONE_FILES) is refused here (a seccomp filter): "
+                    "the agent shares the program's table")
+    d = make_daemon(**one_node())
+    register(d, "fds", uid=os.getuid(), nodes=1)
+    prog = ("import os, time\n"
+            "bb = os.environ['HARMONIA_BB']\n"
+            "def phase(name):\n"
+            "    fd = os.open(os.path.join(bb, name), os.O_WRONLY | os.O_CREAT, 0o600)\n"
+            "    os.write(fd, b'x' * 65536)\n"
+            "    mine = {}\n"
+            "    for n in os.listdir('/proc/self/fd'):\n"
+            "        try:\n"
+            "            mine[n] = os.readlink('/proc/self/fd/' + n)\n"
+            "        except OSError:\n"
+            "            pass\n"
+            "    os.close(fd)\n"
+            "    return mine\n"
+            "print(sorted(phase('a').values()))\n"
+            "time.sleep(1.5)\n"
+            "os.closerange(3, 65536)\n"
+            "phase('b')\n"
+            "time.sleep(1.5)\n")
+    p = subprocess.run([PYTHON, "-c", prog], env=preload_env(d, "fds", bb),
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0 and p.stderr == "", p.stderr
+    seen = eval(p.stdout.strip())
+    others = [t for t in seen if not (t.startswith(str(bb)) or t.startswith("/proc/")
+                                      or t.startswith("/dev/pts") or t.startswith("pipe:")
+                                      or t == "/dev/null")]
+    assert not others, "the program's table holds the interposer's: %s" % seen
+    ph = phases_of(d, "fds")
+    assert len(ph) == 2 and all(x["state"] == "finished" and x["bytes"] == 65536
+                                for x in ph), ph

@@ -16,6 +16,7 @@ Runs as root (the daemons act as the users); skipped otherwise.
 """
 import os
 import signal
+import stat
 import sqlite3
 import subprocess
 import time
@@ -28,8 +29,9 @@ from test_mover import (GID1, GID2, MiB, build_shim, mkdirs, mover_daemon,
                         new_job, preloaded, sparse, stage, wait_xfer, write)
 from test_nodes import NODES, agent_cluster, agents  # noqa: F401 (a fixture)
 from test_nodes import new_job as agent_job
-from test_nodes_agent import BBNODED, agent  # noqa: F401 (a fixture)
+from test_nodes_agent import BBNODED, agent, result_of, task  # noqa: F401 (a fixture)
 from test_security import as_user, held, users  # noqa: F401 (a fixture)
+from test_capacity import bbmgr_cli
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the attack tests need root")
 
@@ -173,12 +175,9 @@ def test_deep_chain_in_the_trash_at_start_agent(agent, tmp_base):
 
 
 # ------------------------------------------------------------------ class 5: leftovers
-def writer(top, seconds=20):
-    """As the user, a process left running with its working directory in top/sub,
-    creating files and directories there as fast as it can (for at most 'seconds'
-    or until it cannot create anything for a while).  Its pid, once it runs."""
-    os.makedirs(os.path.join(top, "sub"), exist_ok=True)
-    os.chown(os.path.join(top, "sub"), USER1, GID1)
+def user_process(body):
+    """A process of uid 1001 running body(ready) (body calls ready() once under
+    way): its pid, once ready() was called."""
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:
@@ -187,26 +186,38 @@ def writer(top, seconds=20):
             os.setgroups([])
             os.setgid(GID1)
             os.setuid(USER1)
-            os.chdir(os.path.join(top, "sub"))
-            t0, i, fails = time.monotonic(), 0, 0
-            while time.monotonic() - t0 < seconds and fails < 20000:
-                i += 1
-                try:
-                    if i % 3:
-                        os.close(os.open("f%d" % i, os.O_WRONLY | os.O_CREAT, 0o600))
-                    else:
-                        os.mkdir("d%d" % i)
-                    fails = 0
-                except OSError:
-                    fails += 1
-                if i == 100:
-                    os.write(w, b"x")
+            body(lambda: os.write(w, b"x"))
         finally:
             os._exit(0)
     os.close(w)
     os.read(r, 1)
     os.close(r)
     return pid
+
+
+def writer(top, seconds=20):
+    """As the user, a process left running with its working directory in top/sub,
+    creating files and directories there as fast as it can (for at most 'seconds'
+    or until it cannot create anything for a while).  Its pid, once it runs."""
+    os.makedirs(os.path.join(top, "sub"), exist_ok=True)
+    os.chown(os.path.join(top, "sub"), USER1, GID1)
+
+    def body(ready):
+        os.chdir(os.path.join(top, "sub"))
+        t0, i, fails = time.monotonic(), 0, 0
+        while time.monotonic() - t0 < seconds and fails < 20000:
+            i += 1
+            try:
+                if i % 3:
+                    os.close(os.open("f%d" % i, os.O_WRONLY | os.O_CREAT, 0o600))
+                else:
+                    os.mkdir("d%d" % i)
+                fails = 0
+            except OSError:
+                fails += 1
+            if i == 100:
+                ready()
+    return user_process(body)
 
 
 def reap(pid):
@@ -334,11 +345,20 @@ def leftover_attack(top):
     what is left in the trash is only what failed (the writer's directory was
     reached, made the daemon's and removed), none of it the user's, out of their
     reach; once the file system answers again, a later try removes it."""
-    as_user(USER1, GID1, lambda: open(os.path.join(top, "eio-stuck"), "w").write("x"))
+    as_user(USER1, GID1, lambda: open(os.path.join(top, "eio-stuck"), "wb").write(
+        os.urandom(LEFT_BYTES)))
     return writer(top, seconds=120)
 
 
-def leftover_checks(trash, ino, flag, log_text):
+LEFT_BYTES = 3 * MiB
+
+
+def left_figure_ok(v):
+    """What the leftover holds: the failed file and the directory around it."""
+    return LEFT_BYTES <= v <= LEFT_BYTES + 64 * 1024
+
+
+def leftover_checks(trash, ino, flag, log_text, figure=lambda: None, shown=lambda: None):
     wait_for(lambda: "remove 'eio-stuck' at depth 1: Input/output error" in log_text(),
              "the teardown to fail and say so", report=lambda: log_text()[-3000:])
     left = [os.path.join(trash, n) for n in os.listdir(trash)]
@@ -353,10 +373,18 @@ def leftover_checks(trash, ino, flag, log_text):
     assert st.st_uid == 0 and st.st_mode & 0o7777 == 0, oct(st.st_mode)
     assert "is tried again in" in log_text()
     unreachable(trash, ino)
+    # its bytes are counted as its node's, measured, while it is there
+    # (figure(): what the daemon shows or reports, None when the caller checks none)
+    seen = []
+    wait_for(lambda: seen.append(figure()) or seen[-1] is None or left_figure_ok(seen[-1]),
+             "the leftover's %d bytes counted" % LEFT_BYTES, report=lambda: seen[-5:])
+    shown()
     # tried again: once the file system answers, nothing is left
     os.unlink(flag)
     wait_for(lambda: not os.listdir(trash), "a later try to remove " + left,
              report=lambda: "%s\n%s" % (os.listdir(trash), log_text()[-3000:]))
+    wait_for(lambda: figure() in (None, 0), "the leftover's bytes no longer counted",
+             report=lambda: figure())
 
 
 def test_leftover_of_a_failed_teardown_embedded(make_daemon, tmp_base):
@@ -371,7 +399,22 @@ def test_leftover_of_a_failed_teardown_embedded(make_daemon, tmp_base):
     pids = []
     try:
         trash, ino = torn_down_embedded(d, "lo1", lambda bb: pids.append(leftover_attack(bb)))
-        leftover_checks(trash, ino, flag, d.log_text)
+
+        def figure():
+            """GET /v1/nodes: the job's allocation is gone, so what its node uses
+            is the leftover."""
+            nodes = d.ok("GET", "/v1/nodes", uid=SLURM_UID)["nodes"]
+            assert all(n["free"] == n["capacity"] - n["used"] for n in nodes), nodes
+            assert sum(n["used"] for n in nodes) == sum(n["leftover"] for n in nodes), nodes
+            return sum(n["leftover"] for n in nodes)
+
+        def shown():
+            """bbmgr nodes says so under the node, USED includes it."""
+            out = bbmgr_cli(d, "nodes")
+            assert "MiB of failed teardowns, counted in USED until removed" in out, out
+            assert "3.00 MiB" in out, out
+        leftover_checks(trash, ino, flag, d.log_text, figure, shown)
+        assert "leftover:" not in bbmgr_cli(d, "nodes")
         alive(d)
     finally:
         for pid in pids:
@@ -392,7 +435,9 @@ def test_leftover_of_a_failed_teardown_agent(agent, tmp_base):
         mgr.next()
         trash, ino = torn_down_agent(mgr, mount, log, "79",
                                      lambda bb: pids.append(leftover_attack(bb)))
-        leftover_checks(trash, ino, flag, lambda: open(log).read())
+        # what its reports say the leftovers hold ("leftover_bytes" of its status)
+        leftover_checks(trash, ino, flag, lambda: open(log).read(),
+                        lambda: mgr.next()["status"].get("leftover_bytes", 0))
         assert p2.poll() is None, "bbnoded died:\n" + log_of(log)
     finally:
         for pid in pids:
@@ -401,6 +446,36 @@ def test_leftover_of_a_failed_teardown_agent(agent, tmp_base):
             p2.send_signal(signal.SIGTERM)
             p2.wait(timeout=60)
         scrub(mount)
+
+
+def test_leftover_reported_by_an_agent_counts_as_used(make_daemon, agents, tmp_base):
+    """What an agent reports its failed teardowns left ("leftover_bytes") is its
+    node's used space, shown by GET /v1/nodes and bbmgr nodes, until a report
+    without it; a bad figure is refused, naming the field."""
+    d, _ = agent_cluster(make_daemon, agents, tmp_base)
+    node = NODES[0]
+    for a in agents:
+        if a.node == node:
+            a.kill(signal.SIGTERM)
+    status = {"free_bytes": 1, "used_bytes": 1, "read_bw": 0, "write_bw": 0}
+    body = {"version": 1, "agent": "a-left", "status": status, "results": []}
+    st, js = d.request("POST", "/v1/agents/" + node,
+                       dict(body, status=dict(status, leftover_bytes=-1)))
+    assert st == 400 and "leftover_bytes" in js["error"]["message"], js
+    before = d.ok("GET", "/v1/nodes/" + node, uid=SLURM_UID)
+    st, js = d.request("POST", "/v1/agents/" + node,
+                       dict(body, status=dict(status, leftover_bytes=5 * MiB)))
+    assert st == 200, js
+    n = d.ok("GET", "/v1/nodes/" + node, uid=SLURM_UID)
+    assert n["leftover"] == 5 * MiB and n["used"] == before["used"] + 5 * MiB, (before, n)
+    assert n["free"] == before["free"] - 5 * MiB, (before, n)
+    out = bbmgr_cli(d, "nodes")
+    assert "leftover: 5.00 MiB of failed teardowns, counted in USED until removed" in out, out
+    st, js = d.request("POST", "/v1/agents/" + node, body)
+    assert st == 200, js
+    n = d.ok("GET", "/v1/nodes/" + node, uid=SLURM_UID)
+    assert n["leftover"] == 0 and n["used"] == before["used"], (before, n)
+    assert "leftover:" not in bbmgr_cli(d, "nodes")
 
 
 # ------------------------------------------------------------------ class 3: kept data
@@ -690,6 +765,7 @@ def test_kept_dirs_keyed_by_node_migrated(make_daemon, tmp_base):
         db.executemany("INSERT INTO kept_dirs VALUES(?,?,?,?,?)",
                        [("job-old1", "bb01", 64769, 4711, 1),
                         ("persistent-old2", "bb02", 64769, 4712, 0)])
+        db.execute("ALTER TABLE phases DROP COLUMN held")     # schema 8's
     db.execute("PRAGMA user_version = 6")
     db.close()
     d.start()
@@ -711,3 +787,497 @@ def test_kept_dirs_keyed_by_node_migrated(make_daemon, tmp_base):
         assert db.execute("PRAGMA user_version").fetchone()[0] >= 7
     finally:
         db.close()
+
+
+# ------------------------------------------------------------------ second pass
+# What a user builds in their buffer (as uid 1001, or 1002 for the victim's side)
+# against the stage-out (bbmgrd's mover acting as the user) and the teardowns of
+# both modes (acting as root).
+def victim_dir(base):
+    """Root's directory next to the buffers: files of root, one readable by root
+    alone; (path, {name: (bytes, mode)})."""
+    v = os.path.join(base, "victim")
+    os.makedirs(v, mode=0o755, exist_ok=True)
+    os.chmod(v, 0o755)
+    files = {"keep%d" % i: (b"root's %d" % i, 0o644) for i in range(4)}
+    files["secret"] = (b"only root reads this", 0o600)
+    for n, (data, mode) in files.items():
+        with open(os.path.join(v, n), "wb") as f:
+            f.write(data)
+        os.chmod(os.path.join(v, n), mode)
+    return v, files
+
+
+def victim_intact(v, files):
+    assert sorted(os.listdir(v)) == sorted(files), os.listdir(v)
+    for n, (data, mode) in files.items():
+        st = os.lstat(os.path.join(v, n))
+        assert stat.S_ISREG(st.st_mode) and st.st_uid == 0 and st.st_nlink == 1, (n, st)
+        assert st.st_mode & 0o7777 == mode, (n, oct(st.st_mode))
+        with open(os.path.join(v, n), "rb") as f:
+            assert f.read() == data, n
+
+
+def trash_empty(d_or_mount, log_text):
+    mount = getattr(d_or_mount, "mount", d_or_mount)
+    trash = os.path.join(mount, ".harmonia-trash")
+    wait_for(lambda: os.path.isdir(trash) and not os.listdir(trash), "the trash to be empty",
+             report=lambda: "%s\n%s" % (os.listdir(trash) if os.path.isdir(trash) else "-",
+                                        log_text()[-3000:]))
+
+
+def root_linked(bb, v):
+    """Root's files hard-linked into the buffer (what fs.protected_hardlinks keeps
+    a user from doing; a node without it lets them): made by the test as root."""
+    os.makedirs(bb + "/o", exist_ok=True)
+    os.chown(bb + "/o", USER1, GID1)
+    as_user(USER1, GID1, lambda: open(bb + "/o/mine", "wb").write(b"mine"))
+    os.link(os.path.join(v, "secret"), bb + "/o/secret")
+    os.link(os.path.join(v, "keep0"), bb + "/o/keep0")
+
+
+def test_root_files_hard_linked_into_the_buffer_embedded(make_daemon, tmp_base, users):
+    """Root's files hard-linked into the buffer: the stage-out, as the user, copies
+    what the user may read and fails on root's 0600 file, naming it; the teardown
+    removes the buffer's names only: root's files keep their data, owner, mode and
+    their one link."""
+    d = mover_daemon(make_daemon, tmp_base)
+    v, files = victim_dir(tmp_base)
+    pfs = os.path.join(tmp_base, "pfs")
+    mkdirs(pfs)
+    try:
+        bb = new_job(d, "hl1")
+        root_linked(bb, v)
+        x = wait_xfer(d, stage(d, "hl1", "stage_out", bb + "/o", pfs + "/out"))
+        assert x["state"] == "failed" and "secret" in x["message"], x
+        assert not os.path.exists(pfs + "/out/secret"), os.listdir(pfs + "/out")
+        d.ok("DELETE", "/v1/jobs/hl1", uid=SLURM_UID)
+        wait_for(lambda: not os.path.exists(bb), "the teardown of " + bb)
+        trash_empty(d, d.log_text)
+        victim_intact(v, files)
+        alive(d)
+    finally:
+        scrub(d.mount)
+        scrub(pfs)
+
+
+def test_root_files_hard_linked_into_the_buffer_agent(agent, tmp_base, users):
+    """The same links in a directory of an agent's node: its teardown leaves root's
+    files as they were."""
+    mgr, mount, p, log = agent
+    v, files = victim_dir(tmp_base)
+    try:
+        torn_down_agent(mgr, mount, log, "81", lambda bb: root_linked(bb, v))
+        trash_empty(mount, lambda: log_of(log))
+        victim_intact(v, files)
+        assert p.poll() is None, "bbnoded died:\n" + log_of(log)
+    finally:
+        scrub(mount)
+
+
+def test_planted_symlinks_in_the_stage_out_destination(make_daemon, tmp_base, users):
+    """uid 1001 plants symbolic links where its stage-out writes: a file of the
+    destination pointing to root's file, and the destination of a second stage-out
+    pointing into uid 1002's directory.  Root's file is never written (the copy
+    replaces the link, as the user); uid 1002's directory gets nothing; the
+    transfer that follows into it fails."""
+    d = mover_daemon(make_daemon, tmp_base)
+    v, files = victim_dir(tmp_base)
+    pfs = os.path.join(tmp_base, "pfs")
+    mkdirs(pfs)
+    other = os.path.join(tmp_base, "pfs2")
+    mkdirs(other, 0o755, uid=USER2, gid=GID2)
+    write(os.path.join(other, "theirs"), b"uid 1002's", 0o644, uid=USER2, gid=GID2)
+    try:
+        bb = new_job(d, "sl1")
+        mkdirs(bb + "/o", 0o700)
+        for n in ("keep1", "secret"):
+            write(bb + "/o/" + n, b"from the buffer " + n.encode(), 0o644)
+
+        def plant():
+            os.mkdir(pfs + "/out")
+            os.symlink(os.path.join(v, "keep1"), pfs + "/out/keep1")
+            os.symlink(os.path.join(v, "secret"), pfs + "/out/secret")
+            os.symlink(other, pfs + "/out2")
+        as_user(USER1, GID1, plant)
+        x = wait_xfer(d, stage(d, "sl1", "stage_out", bb + "/o", pfs + "/out"))
+        victim_intact(v, files)
+        if x["state"] == "done":
+            for n in ("keep1", "secret"):
+                st = os.lstat(pfs + "/out/" + n)
+                assert stat.S_ISREG(st.st_mode) and st.st_uid == USER1, (n, st)
+        x2 = wait_xfer(d, stage(d, "sl1", "stage_out", bb + "/o", pfs + "/out2"))
+        assert x2["state"] == "failed", x2
+        assert sorted(os.listdir(other)) == ["theirs"], os.listdir(other)
+        victim_intact(v, files)
+        alive(d)
+    finally:
+        scrub(d.mount)
+        scrub(pfs)
+        scrub(other)
+
+
+def special_files(top):
+    """As the user: a FIFO (no writer) and a listening socket among regular files."""
+    import socket
+    os.mkfifo(top + "/fifo")
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.bind(top + "/sock")
+    s.close()
+    for i in range(3):
+        with open(top + "/f%d" % i, "wb") as f:
+            f.write(os.urandom(1000))
+
+
+def test_fifo_and_socket_in_a_staged_out_buffer(make_daemon, tmp_base, users):
+    """A FIFO without a writer and a socket in the buffer at the stage-out: the
+    mover opens neither (no hang: the transfer ends), the
+    regular files are copied, and the teardown removes them all."""
+    d = mover_daemon(make_daemon, tmp_base)
+    pfs = os.path.join(tmp_base, "pfs")
+    mkdirs(pfs)
+    try:
+        bb = new_job(d, "ff2")
+        mkdirs(bb + "/o", 0o700)
+        as_user(USER1, GID1, special_files, bb + "/o")
+        x = wait_xfer(d, stage(d, "ff2", "stage_out", bb + "/o", pfs + "/out"), timeout=60)
+        assert x["state"] == "done", x
+        names = sorted(os.listdir(pfs + "/out"))
+        assert names[:3] == ["f0", "f1", "f2"], names
+        for n in names:
+            assert stat.S_ISREG(os.lstat(pfs + "/out/" + n).st_mode) or n in ("fifo", "sock")
+        d.ok("DELETE", "/v1/jobs/ff2", uid=SLURM_UID)
+        wait_for(lambda: not os.path.exists(bb), "the teardown of " + bb)
+        trash_empty(d, d.log_text)
+        alive(d)
+    finally:
+        scrub(d.mount)
+        scrub(pfs)
+
+
+def flipper(top, target, seconds=30):
+    """As the user: a process that keeps turning top/s0..s7 from directories (with
+    a file in each) into symbolic links to target and back, as fast as it can.
+    Its pid, once it runs."""
+    def body(ready):
+        for k in range(8):
+            os.makedirs(os.path.join(top, "s%d" % k), exist_ok=True)
+            open(os.path.join(top, "s%d" % k, "f"), "w").write("x")
+        t0, i = time.monotonic(), 0
+        while time.monotonic() - t0 < seconds:
+            n = os.path.join(top, "s%d" % (i % 8))
+            try:
+                if os.path.islink(n):
+                    os.mkdir(n + ".new")
+                    open(n + ".new/f", "w").write("x")
+                    os.unlink(n)
+                    os.rename(n + ".new", n)
+                else:
+                    os.symlink(target, n + ".lnk")
+                    os.rename(n, n + ".old")
+                    os.rename(n + ".lnk", n)
+                    for e in os.listdir(n + ".old"):
+                        os.unlink(os.path.join(n + ".old", e))
+                    os.rmdir(n + ".old")
+            except OSError:
+                pass
+            i += 1
+            if i == 50:
+                ready()
+    return user_process(body)
+
+
+def test_directories_turned_into_symlinks_during_stage_out_and_teardown(make_daemon,
+                                                                         tmp_base, users):
+    """While its stage-out walks and copies, and then while its buffer is torn down,
+    a process of the user keeps replacing directories of the buffer by symbolic
+    links to root's directory: the stage-out copies nothing of root's (whatever it
+    ends with), and the teardown, as root, removes the links, never what they point
+    to."""
+    d = mover_daemon(make_daemon, tmp_base)
+    v, files = victim_dir(tmp_base)
+    pfs = os.path.join(tmp_base, "pfs")
+    mkdirs(pfs)
+    pids = []
+    try:
+        bb = new_job(d, "fl1")
+        mkdirs(bb + "/o", 0o755)
+        for i in range(40):
+            write(bb + "/o/data%d" % i, os.urandom(256 * 1024), 0o644)
+        pids.append(flipper(bb + "/o", v))
+        for k in range(3):
+            x = wait_xfer(d, stage(d, "fl1", "stage_out", bb + "/o", pfs + "/out%d" % k))
+            assert x["state"] in ("done", "failed"), x
+            for root, dirs, fnames in os.walk(pfs + "/out%d" % k):
+                for n in fnames:
+                    with open(os.path.join(root, n), "rb") as f:
+                        data = f.read()
+                    assert b"root's" not in data and b"only root" not in data, (root, n)
+        victim_intact(v, files)
+        d.ok("DELETE", "/v1/jobs/fl1", uid=SLURM_UID)
+        wait_for(lambda: not os.path.exists(bb), "the teardown of " + bb)
+        trash_empty(d, d.log_text)
+        victim_intact(v, files)
+        alive(d)
+    finally:
+        for pid in pids:
+            reap(pid)
+        scrub(d.mount)
+        scrub(pfs)
+
+
+def test_directories_turned_into_symlinks_during_teardown_agent(agent, tmp_base, users):
+    mgr, mount, p, log = agent
+    v, files = victim_dir(tmp_base)
+    pids = []
+    try:
+        torn_down_agent(mgr, mount, log, "82", lambda bb: pids.append(flipper(bb, v)))
+        trash_empty(mount, lambda: log_of(log))
+        victim_intact(v, files)
+        assert p.poll() is None, "bbnoded died:\n" + log_of(log)
+    finally:
+        for pid in pids:
+            reap(pid)
+        scrub(mount)
+
+
+def vm_hwm(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+WIDE = 60000
+
+
+def wide(top):
+    """As the user: WIDE empty directories and WIDE empty files in one directory."""
+    def build():
+        fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY)
+        for i in range(WIDE):
+            os.mkdir("d%06d" % i, 0o700, dir_fd=fd)
+            os.close(os.open("f%06d" % i, os.O_WRONLY | os.O_CREAT, 0o600, dir_fd=fd))
+        os.close(fd)
+    as_user(USER1, GID1, build)
+
+
+def test_one_directory_of_many_entries_embedded(make_daemon, tmp_base, users):
+    """120,000 entries in one directory of the buffer: the capacity walk measures it
+    and the teardown removes it, in bounded memory (bbmgrd's peak resident size
+    grows by less than 64 MiB), and bbmgrd keeps answering meanwhile."""
+    d = mover_daemon(make_daemon, tmp_base)
+    try:
+        bb = new_job(d, "wd1")
+        mkdirs(bb + "/w", 0o700)
+        wide(bb + "/w")
+        before = vm_hwm(d.proc.pid)
+        u = wait_for(lambda: (lambda u: u if u and u.get("used", 0) > WIDE * 4096 else None)(
+            d.ok("GET", "/v1/jobs/wd1", uid=SLURM_UID).get("usage")),
+            "the walk of the wide directory", timeout=120)
+        assert u["used"] >= WIDE * 4096, u
+        d.ok("DELETE", "/v1/jobs/wd1", uid=SLURM_UID)
+        wait_for(lambda: not os.path.exists(bb), "the move of " + bb)
+        alive(d)
+        trash_empty(d, d.log_text)
+        grew = vm_hwm(d.proc.pid) - before
+        assert grew < 64 * MiB, "bbmgrd's peak resident size grew by %d bytes" % grew
+        alive(d)
+    finally:
+        scrub(d.mount)
+
+
+LONG = 20       # levels of 250-character names: a path of 5,000 characters
+
+
+def long_names(top):
+    """As the user: top/N/N/... (LONG levels, N 250 characters) with a file at the
+    bottom: its path is longer than PATH_MAX (4096)."""
+    def build():
+        fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY)
+        for i in range(LONG):
+            n = ("%02d" % i) * 125
+            os.mkdir(n, 0o700, dir_fd=fd)
+            nfd = os.open(n, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = nfd
+        wfd = os.open("leaf", os.O_WRONLY | os.O_CREAT, 0o600, dir_fd=fd)
+        os.write(wfd, b"deep")
+        os.close(wfd)
+        os.close(fd)
+    as_user(USER1, GID1, build)
+
+
+def test_paths_past_path_max_in_a_stage_out(make_daemon, tmp_base, users):
+    """A stage-out of a tree whose paths pass PATH_MAX: the transfer ends (done, or
+    failed naming the cause), bbmgrd lives on, and the teardown removes the tree."""
+    d = mover_daemon(make_daemon, tmp_base)
+    pfs = os.path.join(tmp_base, "pfs")
+    mkdirs(pfs)
+    try:
+        bb = new_job(d, "ln1")
+        mkdirs(bb + "/o", 0o700)
+        write(bb + "/o/short", b"short", 0o644)
+        long_names(bb + "/o")
+        x = wait_xfer(d, stage(d, "ln1", "stage_out", bb + "/o", pfs + "/out"), timeout=60)
+        assert x["state"] in ("done", "failed"), x
+        if x["state"] == "failed":
+            assert "File name too long" in x["message"], x
+        alive(d)
+        d.ok("DELETE", "/v1/jobs/ln1", uid=SLURM_UID)
+        wait_for(lambda: not os.path.exists(bb), "the teardown of " + bb)
+        trash_empty(d, d.log_text)
+        alive(d)
+    finally:
+        scrub(d.mount)
+        scrub(pfs)
+
+
+def test_sparse_file_claiming_terabytes(make_daemon, tmp_base, users):
+    """A sparse file of 4 TiB apparent size (a few blocks written) in the buffer:
+    the capacity walk counts the blocks it takes, not its size (the job is not
+    over its 1 GiB), and its stage-out keeps the holes (the copy takes no more
+    space than the source) and ends within a minute, the mover serving another
+    job's transfer meanwhile."""
+    d = mover_daemon(make_daemon, tmp_base)
+    pfs = os.path.join(tmp_base, "pfs")
+    mkdirs(pfs)
+    try:
+        bb = new_job(d, "sp2")
+        mkdirs(bb + "/o", 0o700)
+        as_user(USER1, GID1, lambda: (lambda f: (f.truncate(4 << 40), f.seek(3 << 40),
+                                                 f.write(b"x" * 4096), f.close()))(
+            open(bb + "/o/huge", "wb")))
+        u = wait_for(lambda: d.ok("GET", "/v1/jobs/sp2", uid=SLURM_UID).get("usage"),
+                     "a first usage figure", timeout=60)
+        assert u["used"] < 16 * MiB and not u["over"], u
+        t0 = time.time()
+        tid = stage(d, "sp2", "stage_out", bb + "/o", pfs + "/out")
+        other = os.path.join(pfs, "small")
+        write(other, os.urandom(MiB), 0o644)
+        bb2 = new_job(d, "sp3")
+        assert wait_xfer(d, stage(d, "sp3", "stage_in", other, bb2 + "/s", "file"),
+                         timeout=60)["state"] == "done"
+        x = wait_xfer(d, tid, timeout=120)
+        took = time.time() - t0
+        assert x["state"] == "done", x
+        st = os.stat(pfs + "/out/huge")
+        assert st.st_size == 4 << 40 and st.st_blocks * 512 < 16 * MiB, st
+        assert took < 60, "the stage-out of a sparse 4 TiB file took %.0f s" % took
+        alive(d)
+    finally:
+        scrub(d.mount)
+        scrub(pfs)
+
+
+MOVED = 8          # directories moved
+MOVED_ENTRIES = 5000    # entries in each: more than a step of the walk reads
+
+
+def mover_of_dirs(top, seconds=120):
+    """As the user: a process moving each top/aK/x (K < MOVED, a directory of many
+    entries) to top/xK and back, as fast as it can.  Its pid, once it runs."""
+    def body(ready):
+        t0, i = time.monotonic(), 0
+        while time.monotonic() - t0 < seconds:
+            k = i % MOVED
+            down, up = os.path.join(top, "a%d" % k, "x"), os.path.join(top, "x%d" % k)
+            try:
+                os.rename(down, up) if (i // MOVED) % 2 == 0 else os.rename(up, down)
+            except OSError:
+                pass
+            i += 1
+            if i == 10:
+                ready()
+            time.sleep(0.0005)
+    return user_process(body)
+
+
+def test_directory_moved_during_the_capacity_walk(make_daemon, tmp_base, users):
+    """A user over their buffer's capacity keeps moving directories of many
+    entries up and down the tree while the capacity walk reads them (a walk by
+    names finds the tree moved under it and is abandoned): every total bbmgrd
+    gives the buffer still holds the data next to them, and the buffer stays over
+    its capacity (before, an abandoned walk gave the buffer a total of 0)."""
+    d = mover_daemon(make_daemon, tmp_base)
+    pids = []
+    try:
+        register(d, "mv1", uid=USER1, gid=GID1)
+        bb = d.ok("POST", "/v1/jobs/mv1/allocation", {"capacity": "1GiB"}, uid=SLURM_UID,
+                  expect=(201,))["nodes"][0]["path"]
+
+        def build():
+            for k in range(MOVED):
+                os.makedirs(bb + "/a%d/x" % k)
+                fd = os.open(bb + "/a%d/x" % k, os.O_RDONLY | os.O_DIRECTORY)
+                for i in range(MOVED_ENTRIES):
+                    os.close(os.open("f%05d" % i, os.O_WRONLY | os.O_CREAT, 0o600,
+                                     dir_fd=fd))
+                os.close(fd)
+        as_user(USER1, GID1, build)
+        pids.append(mover_of_dirs(bb))
+
+        def big():      # the data, next to the directories that move
+            with open(bb + "/big", "wb") as f:
+                os.posix_fallocate(f.fileno(), 0, 1536 * MiB)
+        as_user(USER1, GID1, big)
+        # the totals that follow, each of them
+        figures = []
+
+        def ten():
+            u = d.ok("GET", "/v1/jobs/mv1", uid=SLURM_UID).get("usage")
+            if u and (u["used"] > 1024 * MiB or figures) and (not figures or u["measured"]
+                                                  != figures[-1]["measured"]):
+                figures.append(u)
+            return len(figures) >= 10
+        wait_for(ten, "ten walks of the tree", timeout=120, report=lambda: figures)
+        for u in figures:
+            assert u["over"] and 1536 * MiB <= u["used"] < 1700 * MiB, figures
+        alive(d)
+    finally:
+        for pid in pids:
+            reap(pid)
+        scrub(d.mount)
+
+
+def test_hostile_buffer_staged_out_by_an_agent(agent, tmp_base, users):
+    """bbnoded stages out a buffer holding a FIFO, a socket and root's files
+    hard-linked in, into a destination where the user planted a link to root's
+    file: it never blocks, fails naming root's 0600 file (it acts as the user), and
+    root's files stay as they were."""
+    mgr, mount, p, log = agent
+    v, files = victim_dir(tmp_base)
+    pfs = os.path.join(tmp_base, "pfs")
+    mkdirs(pfs)
+    dirs = [{"name": "83", "uid": USER1, "gid": GID1}]
+    try:
+        mgr.reply(dirs_gen="h1", dirs=dirs)
+        mgr.next(lambda b: b.get("dirs") == "h1")
+        bb = os.path.join(mount, "83")
+        root_linked(bb, v)
+        as_user(USER1, GID1, special_files, bb + "/o")
+
+        def plant():
+            os.mkdir(pfs + "/out")
+            os.symlink(os.path.join(v, "keep1"), pfs + "/out/mine")
+        as_user(USER1, GID1, plant)
+        t = task(9, bb + "/o", pfs + "/out", stage_out=True)
+        t["directory"] = True
+        mgr.reply(dirs_gen="h1", dirs=dirs, tasks=[t])
+        body = mgr.next(result_of(9), timeout=60)
+        r = [r for r in body["results"] if r["id"] == 9][0]
+        assert r["state"] == "failed" and "secret" in r["message"], r
+        assert not os.path.exists(pfs + "/out/secret")
+        assert os.path.islink(pfs + "/out/mine") or stat.S_ISREG(
+            os.lstat(pfs + "/out/mine").st_mode)
+        # and torn down: root's files keep their one link
+        mgr.reply(dirs_gen="h2", dirs=[], default=True)
+        wait_for(lambda: not os.path.exists(bb), "the teardown of " + bb,
+                 report=lambda: log_of(log))
+        trash_empty(mount, lambda: log_of(log))
+        victim_intact(v, files)
+        assert p.poll() is None, "bbnoded died:\n" + log_of(log)
+    finally:
+        scrub(mount)
+        scrub(pfs)

@@ -134,14 +134,16 @@ def test_image_runs_the_installed_packages():
                  "harmonia-common libharmonia0 libharmonia-dev harmonia-slurm-plugins")
     for line in status.splitlines():
         assert line.endswith("install ok installed"), status
-    files = ctl("dpkg -L bbmgrd bbnoded harmonia-common harmonia-slurm-plugins libharmonia-dev")
+    files = ctl("dpkg -L bbmgrd bbnoded harmonia-client harmonia-common harmonia-slurm-plugins "
+                "libharmonia-dev")
     for want in ("/usr/sbin/bbmgrd", "/usr/sbin/bbnoded", "/etc/logrotate.d/bbmgrd",
                  "systemd/system/bbmgrd.service", "systemd/system/bbnoded.service",
                  "/usr/share/man/man8/bbmgrd.8.gz", "/usr/share/man/man5/harmonia.conf.5.gz",
                  "/usr/share/doc/harmonia-common/examples/bbmgr.yaml.example",
                  "/usr/share/doc/harmonia-slurm-plugins/examples/harmonia.conf.example",
                  "slurm-wlm/burst_buffer_harmonia.so", "slurm-wlm/job_submit_harmonia.so",
-                 "/usr/include/harmonia/harmonia.h", "pkgconfig/harmonia.pc"):
+                 "/usr/include/harmonia/harmonia.h", "pkgconfig/harmonia.pc",
+                 "/usr/sbin/harmonia-epilog", "/usr/share/man/man8/harmonia-epilog.8.gz"):
         assert want in files, "%s not installed by the packages" % want
     # no configuration is shipped: the units' condition keeps them stopped
     assert "/etc/harmonia/bbmgr.yaml\n" not in files

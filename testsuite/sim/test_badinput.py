@@ -28,7 +28,7 @@ CASES = [
     ("too_big", PLAT + "apps:\n  - name: x\n    nodes: 600\n    iterations: 2\n"
      "    w: 12 s\n    io_volume: 1 GB\n",
      "7:12: app 'x' needs 600 nodes but the platform has 512"),
-    # together too (issue 25 item 6): the model runs every job at once on its own
+    # together too: the model runs every job at once on its own
     # nodes, so 2 x 300 nodes on 512 would give SysEff above 1
     ("too_big_together", PLAT + "apps:\n  - name: x\n    nodes: 300\n"
      "    iterations: 2\n    w: 12 s\n    io_volume: 1 GB\n    count: 2\n",

@@ -142,7 +142,7 @@ def test_gantt(bbsim, tmp_path):
 def test_gantt_labels_match_the_table(bbsim, tmp_path):
     """The chart's figures are the table's (JSON's), under the table's names with
     their definitions, and its header names the PFS's bandwidth as the PFS's and
-    the buffer nodes' as theirs (issue 28 item 5)."""
+    the buffer nodes' as theirs."""
     import re
     wl = example(bbsim, "small.yaml")
     svg = tmp_path / "g.svg"

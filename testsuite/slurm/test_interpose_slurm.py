@@ -10,6 +10,8 @@ import os
 import re
 import time
 
+import pytest
+
 from conftest import (BUILDDIR, plain_user, run_as, sbatch_as, script, user_workdir,
                       wait_for)
 
@@ -131,3 +133,131 @@ def test_interposer_asked_for_without_hints(cluster, need_bbmgrd):
     with open(os.path.join(wdir, "slurm-%s.out" % j)) as f:
         out = f.read()
     assert "preload=" in out and "libharmonia-preload.so" in out, out
+
+
+SHM = "/dev/shm"
+
+
+def shm_names(uid, jobid):
+    """Names in /dev/shm that begin with the job's prefix harmonia-UID-JOBID."""
+    pre = "harmonia-%d-%s" % (uid, jobid)
+    return sorted(n for n in os.listdir(SHM) if n == pre or n.startswith(pre + "."))
+
+
+def job_files(uid, jobid, start):
+    """The job's own shared files: harmonia-UID-JOBID.START.{phase,learn}, regular
+    files of that uid (what the interposer and libharmonia create)."""
+    out = []
+    for n in shm_names(uid, jobid):
+        m = re.match(r"harmonia-%d-%s\.%s\.(phase|learn)$" % (uid, jobid, start), n)
+        st = os.lstat(os.path.join(SHM, n))
+        if m and st.st_uid == uid and (st.st_mode & 0o170000) == 0o100000:
+            out.append(n)
+    return out
+
+
+def test_shared_files_removed_at_job_end(cluster, need_bbmgrd):
+    """The files a job's processes share in /dev/shm (harmonia-UID-JOBID.START.phase
+    and .learn) are gone once the job is COMPLETED: the node's epilog removes them.
+    It removes nothing else: not another running job's, not a file of another
+    user under a matching name, not a directory, not a name that only begins the
+    same way, not another run's of the same job id (another cluster's), and a
+    symlink the user planted under the job's name is not followed (what it points
+    to is kept)."""
+    u, other = plain_user(cluster), plain_user(cluster, 1)
+    wdir = user_workdir(cluster, u)
+
+    def job(tag):
+        ready, release = os.path.join(wdir, tag + ".ready"), os.path.join(wdir, tag + ".rel")
+        body = ("for i in 1 2; do dd if=/dev/zero of=\"$HARMONIA_BB/f$i\" bs=1M count=2 "
+                "status=none || exit 9; sleep 0.6; done\n"
+                "{ echo \"$HARMONIA_JOB_START\"; ls /dev/shm | "
+                "grep \"^harmonia-$(id -u)-$SLURM_JOB_ID[.]\"; } > %s.tmp; mv %s.tmp %s\n"
+                "n=0; while [ ! -e %s ] && [ $n -lt 600 ]; do n=$((n+1)); sleep 0.1; done\n"
+                % (ready, ready, ready, release))
+        rc, j, _, err = sbatch_as(cluster, u, script(
+            "jobbuffer capacity=1GiB", "iohints interpose=yes", body=body), wdir=wdir)
+        assert rc == 0, err
+        return j, ready, release
+
+    a, a_ready, a_rel = job("a")
+    b, b_ready, b_rel = job("b")
+    start = {}
+    planted = []
+    try:
+        for j, ready in ((a, a_ready), (b, b_ready)):
+            wait_for(lambda: os.path.exists(ready), timeout=90,
+                     what="job %s did its I/O" % j)
+            with open(ready) as f:
+                seen_by_job = f.read().split()
+            assert len(seen_by_job) > 1, "job %s left no shared file in /dev/shm: %s" % (
+                j, seen_by_job)
+            start[j] = seen_by_job[0]
+            if not job_files(u.pw_uid, j, start[j]):
+                pytest.skip("the nodes' /dev/shm is not this host's (job %s saw %s)"
+                            % (j, seen_by_job))
+        a_own = job_files(u.pw_uid, a, start[a])
+        # what the user (and another user) left in /dev/shm under A's names
+        victim = os.path.join(wdir, "victim")
+        with open(victim, "w") as f:
+            f.write("keep me\n")
+        os.chown(victim, u.pw_uid, u.pw_gid)
+
+        def plant(name, owner, kind):
+            p = os.path.join(SHM, name)
+            if kind == "symlink":
+                os.symlink(victim, p)
+            elif kind == "dir":
+                os.mkdir(p)
+            else:
+                with open(p, "w") as f:
+                    f.write("x")
+            os.lchown(p, owner.pw_uid, owner.pw_gid)
+            planted.append(p)
+        pre = "harmonia-%d-%s" % (u.pw_uid, a)
+        plant(pre + ".learn", u, "symlink")             # matches: a symlink
+        plant("%s.%s.phase.old" % (pre, start[a]), u, "file")  # does not match
+        plant("%s.%s.phase" % (pre, int(start[a]) - 7), u, "file")  # another run
+        plant(pre + "0.%s.phase" % start[a], u, "file")  # another job id
+        plant("harmonia-%d-%s.%s.phase" % (other.pw_uid, a, start[a]), other, "file")
+        open(a_rel, "w").close()
+        assert cluster.wait_state(a, DONE) == "COMPLETED"
+        left = [n for n in a_own if os.path.lexists(os.path.join(SHM, n))]
+        assert not left, "job %s is COMPLETED, its files remain: %s" % (a, left)
+        assert not job_files(u.pw_uid, a, start[a]), shm_names(u.pw_uid, a)
+        for p in planted:
+            assert os.path.lexists(p), "%s (not the job's file) was removed" % p
+        with open(victim) as f:
+            assert f.read() == "keep me\n"
+        assert os.path.islink(os.path.join(SHM, pre + ".learn"))
+        # the other job still runs: its files are there
+        assert cluster.job(b)["JobState"] == "RUNNING"
+        assert job_files(u.pw_uid, b, start[b]), shm_names(u.pw_uid, b)
+        # a job's own name, but a symlink, a directory or another user's file
+        pre = "harmonia-%d-%s.%s" % (u.pw_uid, b, start[b])
+        for n in job_files(u.pw_uid, b, start[b]):
+            os.unlink(os.path.join(SHM, n))
+        plant(pre + ".learn", u, "symlink")
+        plant(pre + ".phase", other, "file")
+        plant("harmonia-%d-%s.learn" % (u.pw_uid, b), u, "dir")
+        open(b_rel, "w").close()
+        assert cluster.wait_state(b, DONE) == "COMPLETED"
+        for p in planted:
+            assert os.path.lexists(p), "%s (not the job's file) was removed" % p
+        with open(victim) as f:
+            assert f.read() == "keep me\n"
+    finally:
+        for p in (a_rel, b_rel):
+            open(p, "w").close()
+        for j in (a, b):        # what an old build's run left behind
+            try:
+                cluster.wait_state(j, DONE)
+            except AssertionError:
+                continue
+            if j in start:
+                planted += [os.path.join(SHM, n) for n in job_files(u.pw_uid, j, start[j])]
+        for p in planted:
+            if os.path.isdir(p) and not os.path.islink(p):
+                os.rmdir(p)
+            elif os.path.lexists(p):
+                os.unlink(p)

@@ -161,6 +161,9 @@ static int fail(char *why, size_t cap, const char *fmt, ...)
     return -1;
 }
 
+uint64_t sf_max_work;
+double sf_starve_factor;
+
 int sf_run(const char *yaml, size_t len, const char *policy, bool record,
            wl_t **wlp, wl_jobs_t **jobsp, sim_result_t *res, char *why, size_t cap)
 {
@@ -185,6 +188,10 @@ int sf_run(const char *yaml, size_t len, const char *policy, bool record,
         return fail(why, cap, "policy: %s", herr.text);
     }
     pol.max_wait = wl->max_wait;
+    if (sf_max_work)
+        pol.max_work = sf_max_work;
+    if (sf_starve_factor != 0)
+        pol.starve_factor = sf_starve_factor;
     if (sim_run(wl, jobs, &pol, &opts, res, &err) < 0) {
         wl_jobs_destroy(jobs);
         wl_destroy(wl);

@@ -29,6 +29,13 @@ int sf_workload(uint64_t seed, char *buf, size_t cap);
 int sf_check(const char *yaml, size_t len, const char *policy, char *why,
              size_t cap, double *decide_max);
 
+/* What sf_run() (and so sf_check()) sets in every policy it runs, 0 leaving the
+ * policy's default: hs_policy_t.max_work (the decision budget) and
+ * hs_policy_t.starve_factor (< 0: no starvation bound).  The findings that need
+ * them set them around their run. */
+extern uint64_t sf_max_work;
+extern double sf_starve_factor;
+
 /* Load, expand and run once: 0 with *res filled (sim_result_clear() it, then
  * wl_jobs_destroy(*jobs), wl_destroy(*wl)), or -1 with 'why'. */
 int sf_run(const char *yaml, size_t len, const char *policy, bool record,

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * test_bbmgr_core_budget.c — bbmgrd's decisions are bounded (issue 25 item 3): a
+ * test_bbmgr_core_budget.c — bbmgrd's decisions are bounded: a
  * periodic policy whose pattern would take seconds to minutes (a short job with
  * ~10^4 instances in the long job's period) stops at libhsched's decision budget,
  * and bbmgrd counts it (the counter harmonia_decision_budget_hits_total of /metrics

@@ -296,6 +296,14 @@ START_TEST(test_two_jobs_alternate)
         ck_assert(hs_pattern_bw(p, 0, 1.0) == 4 && hs_pattern_bw(p, 1, 1.0) == 0);
         ck_assert(hs_pattern_bw(p, 0, 3.0) == 0 && hs_pattern_bw(p, 1, 3.0) == 4);
         ck_assert(hs_pattern_bw_total(p, 5.0) == 0);
+        /* the pieces wholly inside an interval (what a replay's snap steps over) */
+        ck_assert(hs_pattern_bw_within(p, 0, 0, 2) == 4);
+        ck_assert(hs_pattern_bw_within(p, 0, 0, 1.9) == 0);     /* ends after it */
+        ck_assert(hs_pattern_bw_within(p, 0, 0.1, 8) == 0);     /* starts before */
+        ck_assert(hs_pattern_bw_within(p, 1, 0, 8) == 4);
+        ck_assert(hs_pattern_bw_within(p, 1, 2, 4) == 4);
+        ck_assert(hs_pattern_bw_within(p, 1, 4, 8) == 0);
+        ck_assert(isnan(hs_pattern_bw_within(p, 2, 0, 8)));
         ck_assert_int_eq(hs_pattern_state(p, 0, 1.0, NULL), HS_PSTATE_IO);
         ck_assert_int_eq(hs_pattern_state(p, 1, 1.0, NULL), HS_PSTATE_COMPUTE);
         ck_assert_int_eq(hs_pattern_state(p, 0, 3.0, NULL), HS_PSTATE_COMPUTE);

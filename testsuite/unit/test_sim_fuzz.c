@@ -169,6 +169,91 @@ START_TEST(test_finding)
 }
 END_TEST
 
+/* Seeds of the fuzzer whose workload showed a finding, once fixed; 'nostarve':
+ * run without the starvation bound, which hid it; 'max_work': the decision budget
+ * (0: the default). */
+static const struct seed_finding {
+    uint64_t seed;
+    const char *policy;
+    bool nostarve;
+    uint64_t max_work;
+} seed_findings[] = {
+    /* A job moving a few bytes per phase (a4 of seed 20261276: 2 to 772 B, 0.02 s
+     * of compute) got I/O pieces shorter than the replay's snap onto the pattern's
+     * instants (1e-9 T, T = 226,372 s): every decision landed past its pieces, so
+     * it was never granted, and bbsim stepped through the pattern's instants (its
+     * instances, 0.02 s apart) until its step bound, at t = 2.1 to 2.7 million s.
+     * How many instances it gets depends on the budget: at 5,000,000 work units
+     * each of these runs hit the step bound before the fix (at the default, since
+     * the budget counts every loop, none). */
+    { 20261260, "periodic-throu", true, 5000000 },
+    { 20261260, "periodic-cong", true, 20000000 },
+    { 20261276, "periodic-throu", true, 5000000 },
+    { 20261276, "periodic-cong", true, 5000000 },
+    { 20261276, "persched", true, 5000000 },
+    { 20261276, "persched", true, 2000000 },
+};
+
+START_TEST(test_finding_seed)
+{
+    const struct seed_finding *f = &seed_findings[_i];
+    static char yaml[SF_BUF];
+    int len = sf_workload(f->seed, yaml, sizeof(yaml));
+    char why[1024];
+    int rc;
+
+    ck_assert_int_gt(len, 0);
+    sf_starve_factor = f->nostarve ? -1 : 0;
+    sf_max_work = f->max_work;
+    rc = sf_check(yaml, (size_t)len, f->policy, why, sizeof(why), NULL);
+    sf_starve_factor = 0;
+    sf_max_work = 0;
+    ck_assert_msg(rc == 0, "seed %llu (%s): %s", (unsigned long long)f->seed, f->policy,
+                  why);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ decision budget */
+
+/* The decision budget bounds every loop of a periodic decision (doc/performance.md,
+ * "Decision budget"): on the workload of seed 20261184, whose mix cost
+ * periodic-throu 16 s in one decision with the default budget (a first fit walking
+ * the whole profile from every breakpoint, unbudgeted), a small budget is never
+ * passed by any pattern (the counter may not exceed it: SF_BUDGET_SLACK = 0), it
+ * is hit, and the run still passes every check of sf_check() (each job completes
+ * all its phases within the bandwidths). */
+#define SF_BUDGET 20000
+#define SF_BUDGET_SLACK 0
+static const char *const budget_policies[] = { "periodic-throu", "periodic-cong",
+                                               "persched" };
+
+START_TEST(test_budget_seed)
+{
+    const char *policy = budget_policies[_i];
+    static char yaml[SF_BUF];
+    int len = sf_workload(20261184, yaml, sizeof(yaml)), rc;
+    char why[1024];
+    wl_t *wl;
+    wl_jobs_t *jobs;
+    sim_result_t r;
+
+    ck_assert_int_gt(len, 0);
+    sf_max_work = SF_BUDGET;
+    rc = sf_run(yaml, (size_t)len, policy, false, &wl, &jobs, &r, why, sizeof(why));
+    ck_assert_msg(rc == 0, "%s: %s", policy, why);
+    ck_assert_msg(r.pstats.work_max <= SF_BUDGET + SF_BUDGET_SLACK,
+                  "%s: a pattern took %.0f work units, budget %d", policy,
+                  r.pstats.work_max, SF_BUDGET);
+    ck_assert_msg(r.pstats.budget_hits >= 1, "%s: the budget was never hit", policy);
+    sim_result_clear(&r);
+    wl_jobs_destroy(jobs);
+    wl_destroy(wl);
+    rc = sf_check(yaml, (size_t)len, policy, why, sizeof(why), NULL);
+    sf_max_work = 0;
+    ck_assert_msg(rc == 0, "%s: %s", policy, why);
+}
+END_TEST
+
 /* ------------------------------------------------------------------ auto's guard */
 
 /* auto is never far worse than doing nothing (doc/policies.md, "auto", "The
@@ -214,6 +299,9 @@ static const uint64_t guard_seeds[] = {
     /* the look ahead requested the pending phases in the order of the jobs, not of
      * their requests: fcfs looked better than it was (Dilation 3.35x) */
     20261683,
+    /* a switch let the grants in flight keep their rate, which no candidate was
+     * judged on (Dilation 1.85x, 1.42x) */
+    20261615, 20262077,
 };
 
 START_TEST(test_auto_guard)
@@ -353,7 +441,11 @@ int main(void)
 {
     const char *dump = getenv("SIMFUZZ_DUMP");
     const tu_tcase_t tcases[] = {
-        { "findings", .timeout = 120, .loops = { { test_finding, TU_COUNT(findings) } } },
+        { "findings", .timeout = 120, .loops = { { test_finding, TU_COUNT(findings) },
+                                                  { test_finding_seed,
+                                                    TU_COUNT(seed_findings) } } },
+        { "budget", .timeout = 120,
+          .loops = { { test_budget_seed, TU_COUNT(budget_policies) } } },
         { "fuzz", .timeout = 100000, .tests = { test_fixed, test_long, NULL } },
         { "auto_guard", .timeout = 120,
           .loops = { { test_auto_guard, TU_COUNT(guard_seeds) } } },

@@ -98,7 +98,7 @@ START_TEST (test_errors)
     expect_error (PLATFORM "apps:\n  - name: x\n    nodes: 600\n    iterations: 1\n"
                   "    w: 1 s\n    io_volume: 1 GB\n",
                   "t.yaml:7:12: app 'x' needs 600 nodes but the platform has 512");
-    /* together (issue 25 item 6): the second app takes the sum past N */
+    /* together: the second app takes the sum past N */
     expect_error (PLATFORM "apps:\n  - name: x\n    nodes: 500\n    iterations: 1\n"
                   "    w: 1 s\n    io_volume: 1 GB\n"
                   "  - name: y\n    nodes: 13\n    iterations: 1\n"

@@ -124,6 +124,32 @@ double hs_pattern_bw(const hs_pattern_t *p, int job, double t_in_period)
     return t < r[lo].end ? r[lo].bw : 0.;
 }
 
+/* The pieces of job k are sorted and disjoint: from the first one starting at or
+ * after a, those starting before b; O(log n + the pieces in [a, b]). */
+double hs_pattern_bw_within(const hs_pattern_t *p, int job, double a, double b)
+{
+    const hs_ppiece_t *r;
+    size_t lo = 0, hi;
+    double best = 0.;
+
+    if (bad_job(p, job))
+        return NAN;
+    r = p->rep[job];
+    hi = p->nrep[job];
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (r[mid].start < a)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (; lo < p->nrep[job] && r[lo].start < b; lo++) {
+        if (r[lo].end <= b && r[lo].bw > best)
+            best = r[lo].bw;
+    }
+    return best;
+}
+
 /* sum_k beta_k gamma_k(t) <= B (Gainaru §3.2.1 (ii)). */
 double hs_pattern_bw_total(const hs_pattern_t *p, double t_in_period)
 {

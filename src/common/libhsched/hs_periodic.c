@@ -154,7 +154,7 @@ static int ss_cmp(const void *a, const void *b)
 /* Water-filling of one window [x, x + L[ (x a breakpoint): take the segments by
  * non-increasing avail_k, each fully (a partial one from its start), until vol_k is
  * covered.  Returns the I/O time D = sum of durations taken (-1 if vol_k does not
- * fit or D exceeds 'dbound'); *span = furthest end, as a distance from x.  With
+ * fit or D exceeds 'dbound', -3 if the budget refused a step); *span = furthest end, as a distance from x.  With
  * 'emit', the pieces go to wk->tmp. */
 static double wf_window(struct work *wk, const struct ctx *c, size_t k, size_t nss,
                         double x, double L, double dbound, double *span, bool emit)
@@ -168,7 +168,8 @@ static double wf_window(struct work *wk, const struct ctx *c, size_t k, size_t n
         double rel = dist_t(x, ts, wk->T);
         double len = seg_end(wk, idx) - ts, dur;
 
-        wk->visits++;
+        if (!wk_charge(wk, 1))
+            return -3;
         if (rel >= L + wk->teps)
             continue;
         if (len > L + wk->teps - rel)
@@ -223,17 +224,22 @@ static int ps_first(struct work *wk, const struct ctx *c, size_t k)
     double w = c->jobs[k].w, T = wk->T, L = T - w;
     double bestD = INFINITY, bestspan = INFINITY, bestx = 0, span, D;
     size_t nss = 0, pos;
+    int rc;
     bool found = false;
 
     if (L + wk->teps < c->tio[k])
         return 0;
     if (hs_grow(&wk->ss, &wk->capss, wk->nseg, sizeof(*wk->ss)) < 0)
         return -1;
+    if (!wk_charge(wk, wk->nseg))
+        return 0;
     for (size_t i = 0; i < wk->nseg; i++) {
         double a = seg_avail(wk, c, k, i);
         if (a > 0)
             wk->ss[nss++] = (struct segsort){ a, i };
     }
+    if (!wk_charge(wk, wk_sortcost(nss)))
+        return 0;
     qsort(wk->ss, nss, sizeof(*wk->ss), ss_cmp);
 
     /* global water-filling (window = the whole circle from 0) */
@@ -263,6 +269,8 @@ static int ps_first(struct work *wk, const struct ctx *c, size_t k)
         for (size_t i = 0; i < wk->nseg; i++) {
             double x = TL_T(wk, i);
             D = wf_window(wk, c, k, nss, x, L, bestD * (1 + 1e-12), &span, false);
+            if (wk->truncated)
+                return 0;
             if (D < 0)
                 continue;
             if (D < bestD * (1 - 1e-12)
@@ -281,11 +289,14 @@ static int ps_first(struct work *wk, const struct ctx *c, size_t k)
         return -1;
     if (D < 0 || wk->ntmp == 0)
         return 0;
+    if (!wk_charge(wk, wk_sortcost(wk->ntmp)))
+        return 0;
     tmp_sort_from(wk, bestx);
     span = dist_t(bestx, wk->tmp[wk->ntmp - 1].a, T)
            + (wk->tmp[wk->ntmp - 1].b - wk->tmp[wk->ntmp - 1].a);
-    if (hs_pp_commit_instance(wk, k, norm_t(bestx - w, T), w + span, false, &pos) < 0)
-        return -1;
+    if ((rc = hs_pp_commit_instance(wk, k, norm_t(bestx - w, T), w + span, false,
+                                    &pos)) != 0)
+        return rc < 0 ? -1 : 0;
     wk->job[k].last = pos;
     return 1;
 }
@@ -304,6 +315,7 @@ static int ps_next(struct work *wk, const struct ctx *c, size_t k)
     double lmax = gap - w, rem = c->jobs[k].volume, dist = 0., cur;
     double g0 = li->io_end;
     size_t idx, pos;
+    int rc;
 
     if (lmax + wk->teps < c->tio[k])
         return 0;
@@ -315,7 +327,8 @@ static int ps_next(struct work *wk, const struct ctx *c, size_t k)
         double room = lmax + wk->teps - dist;
         double a = seg_avail(wk, c, k, idx);
 
-        wk->visits++;
+        if (!wk_charge(wk, 1))
+            return 0;
         if (room <= 0)
             return 0;
         if (a > 0) {
@@ -343,8 +356,8 @@ static int ps_next(struct work *wk, const struct ctx *c, size_t k)
     }
     if (rem > 0 || wk->ntmp == 0)
         return 0;
-    if (hs_pp_commit_instance(wk, k, g0, w + dist, false, &pos) < 0)
-        return -1;
+    if ((rc = hs_pp_commit_instance(wk, k, g0, w + dist, false, &pos)) != 0)
+        return rc < 0 ? -1 : 0;
     j->last = pos;
     return 1;
 }
@@ -409,6 +422,8 @@ static void work_eval(struct work *wk, const struct ctx *c)
  * was placed within the bandwidth left by the earlier ones). */
 static bool spent(struct work *wk)
 {
+    if (wk->truncated)
+        return true;
     if (wk->budget == 0 || wk->visits < wk->budget)
         return false;
     wk->truncated = true;
@@ -419,18 +434,20 @@ static bool spent(struct work *wk)
  * add instances of the applications until no more instance can fit"). */
 static int build(struct work *wk, const struct ctx *c, double T)
 {
-    int rc;
+    int rc = 0;
 
     work_reset(wk, T);
     wk->truncated = false;
+    /* the reset and the evaluation: a pass over the jobs each */
+    (void)wk_charge(wk, 1 + 2 * (uint64_t)c->K / WK_JOBS);
     wk->reference = c->prm.reference;
     wk->jump = !wk->reference && c->prm.heuristic == HS_PERIODIC_THROU;
     switch (c->prm.heuristic) {
     case HS_PERIODIC_THROU:
         /* non-decreasing w_k / time_io_k; as many instances of each as fit */
-        for (size_t o = 0; o < c->K; o++) {
+        for (size_t o = 0; o < c->K && !spent(wk); o++) {
             while (!spent(wk) && (rc = hs_pp_ff_insert(wk, c, c->order[o])) == 1)
-                wk->visits++;
+                (void)wk_charge(wk, 1);
             if (rc < 0)
                 return -1;
         }
@@ -439,8 +456,9 @@ static int build(struct work *wk, const struct ctx *c, double T)
     case HS_PERIODIC_PERSCHED: {
         bool ps = c->prm.heuristic == HS_PERIODIC_PERSCHED;
         size_t k;
-        while (!spent(wk) && (k = pick_worst(wk, c, ps)) < c->K) {
-            wk->visits++;
+        /* pick_worst(): a pass over the jobs */
+        while (!spent(wk) && wk_charge(wk, 1 + (uint64_t)c->K / WK_JOBS)
+               && (k = pick_worst(wk, c, ps)) < c->K) {
             if (ps)
                 rc = wk->job[k].n == 0 ? ps_first(wk, c, k) : ps_next(wk, c, k);
             else
@@ -777,10 +795,12 @@ hs_pattern_t *hs_pattern_compute(const hs_platform_t *plat, const hs_pjob_t *job
         double T = tmin * pow(1 + prm->epsilon, i);
         if (T > tmax * (1 + 1e-12) || (i > 0 && !(T > cur->T)))
             break;
-        if (budget_left(prm, visits, cur) == 0 && have) {
+        if (have && (budget_left(prm, visits, cur) == 0 || hit)) {
             hit = true;
             break;              /* the best so far is the answer */
         }
+        if (!have)
+            (void)budget_left(prm, visits, cur);
         if (build(cur, &c, T) < 0)
             goto nomem;
         tried++;

@@ -55,10 +55,12 @@ typedef struct {
                                a linear search per instance inserted): the same
                                patterns, slower; for tests and benchmarks */
     /* appended: the decision budget (doc/periodic.md, "Budget") */
-    uint64_t max_work;      /* > 0: stop once this many work units (segments
-                               visited, instances added) are spent, with the best
-                               pattern so far (the one being built may have fewer
-                               instances than fit); 0: unbounded */
+    uint64_t max_work;      /* > 0: the computation spends at most this many
+                               work units (every loop of it counts: segments and
+                               candidates visited, sorts, moves, scans of the jobs;
+                               doc/performance.md, "Decision budget") and returns
+                               the best pattern so far (the one being built may
+                               have fewer instances than fit); 0: unbounded */
 } hs_periodic_params_t;
 
 /* The budget of the periodic policies' decisions when the policy gives none
@@ -116,7 +118,8 @@ typedef struct {
     int instances;          /* sum_k n_per(k) */
     int periods_tried;      /* patterns built: search + refinement */
     int refine_steps;       /* of which in the refinement */
-    uint64_t segments_visited;  /* clock-free cost of the computation */
+    uint64_t segments_visited;  /* clock-free cost of the computation, in work
+                                   units (never above max_work when it is set) */
     /* appended */
     bool budget_hit;        /* max_work was reached: the search stopped early */
 } hs_pattern_stats_t;
@@ -150,6 +153,11 @@ double hs_pattern_job_efficiency(const hs_pattern_t *p, int job);
 /* Bandwidth (bytes/s) planned for 'job' at 't_in_period' (reduced modulo T);
  * NAN with errno = EINVAL for a bad job index. */
 double hs_pattern_bw(const hs_pattern_t *p, int job, double t_in_period);
+
+/* The highest bandwidth of a piece of 'job' lying wholly inside [a, b] (0 <= a <= b
+ * <= T, no reduction), 0 if none: the pieces a replay skips when it steps over
+ * [a, b] at once.  NAN with errno = EINVAL for a bad job index. */
+double hs_pattern_bw_within(const hs_pattern_t *p, int job, double a, double b);
 
 /* Sum over all jobs of hs_pattern_bw() (never above B). */
 double hs_pattern_bw_total(const hs_pattern_t *p, double t_in_period);

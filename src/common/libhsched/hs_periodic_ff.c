@@ -19,10 +19,13 @@
 #define FF_WALK_SHORT 96     /* steps of a walk before ff_jump() is tried */
 #define FF_JUMP_MARGIN 1e-6  /* relative: a distance summed along the walk vs the
                                 same distance as a difference of instants */
+#define FF_BM_COST 32        /* work units of one hs_pp_bm_below(): a block of 64
+                                entries and a climb of the tree */
 
 /* The rest of a walk of ff_gamma() from the start of segment idx, m the running
  * minimum and dist the distance travelled so far, 'budget' the steps it has left:
- * does it fail?  -1 yes (ff_gamma() returns -1), 0 maybe (let the walk go on).
+ * does it fail?  -1 yes (ff_gamma() returns -1), 0 maybe (let the walk go on),
+ * -2 the budget refused a step (wk->truncated).
  * Rather than step through the segments, it jumps from one decrease of the running
  * minimum to the next (hs_pp_bm_below(): the next segment where avail_k < m): in
  * between, the walk's tests do not change but for "the transfer at m ends here",
@@ -37,16 +40,24 @@ static int ff_jump(struct work *wk, const struct ctx *c, size_t k, size_t idx, d
     double vol = c->jobs[k].volume, need = vol / m, t0 = TL_T(wk, idx);
     size_t steps = 0;
 
+    /* building the tree: a pass over the arrays */
+    if (wk->bmstale && !wk_charge(wk, 1 + wk->capseg / WK_MOVE))
+        return -2;
     if (hs_pp_bm_refresh(wk) < 0)
         return 0;               /* no memory for the tree: the walk goes on */
     for (;;) {
-        size_t nxt = hs_pp_bm_below(wk, c->B, idx, m), n;
+        size_t nxt, n;
         double a, d;
 
+        if (!wk_charge(wk, FF_BM_COST))
+            return -2;
+        nxt = hs_pp_bm_below(wk, c->B, idx, m);
         if (nxt < wk->nseg) {
             n = nxt - idx;
             d = dist + (TL_T(wk, nxt) - t0);
         } else {                /* wrap: from segment 0 on, before idx */
+            if (!wk_charge(wk, FF_BM_COST))
+                return -2;
             if ((nxt = hs_pp_bm_below(wk, c->B, 0, m)) >= idx)
                 return 0;       /* round the circle */
             n = wk->nseg - idx + nxt;
@@ -56,7 +67,8 @@ static int ff_jump(struct work *wk, const struct ctx *c, size_t k, size_t idx, d
             return 0;           /* the walk's step limit: left to it */
         if (need <= d * (1 + FF_JUMP_MARGIN))
             return 0;           /* may fit before nxt */
-        wk->visits++;
+        if (!wk_charge(wk, 1))
+            return -2;
         a = seg_avail(wk, c, k, nxt);
         if (a <= 0)
             return -1;
@@ -81,7 +93,7 @@ static int ff_jump(struct work *wk, const struct ctx *c, size_t k, size_t idx, d
  * tries ff_jump() on the way.  Returns the duration vol_k / gamma, -1 if no fit (a
  * segment without bandwidth, or more than the room needed), -2 if the walk went
  * round the whole circle without deciding (which the room, shorter than T, does not
- * let happen; ff_skip() does not build on it). */
+ * let happen; ff_skip() does not build on it), -3 if the budget refused a step. */
 static double ff_gamma(struct work *wk, const struct ctx *c, size_t k, double x,
                        double lmax, double *gamma)
 {
@@ -95,7 +107,8 @@ static double ff_gamma(struct work *wk, const struct ctx *c, size_t k, double x,
         double a = seg_avail(wk, c, k, idx);
         double need;
 
-        wk->visits++;
+        if (!wk_charge(wk, 1))
+            return -3;
         if (a <= 0)
             return -1;
         if (a < m)
@@ -115,9 +128,13 @@ static double ff_gamma(struct work *wk, const struct ctx *c, size_t k, double x,
             idx = 0;
             cur = 0.;
         }
-        if (steps == FF_WALK_SHORT && wk->jump
-            && ff_jump(wk, c, k, idx, m, dist, lmax, wk->nseg - steps) < 0)
-            return -1;
+        if (steps == FF_WALK_SHORT && wk->jump) {
+            int jr = ff_jump(wk, c, k, idx, m, dist, lmax, wk->nseg - steps);
+            if (jr == -2)
+                return -3;
+            if (jr < 0)
+                return -1;
+        }
     }
     return -2;
 }
@@ -242,6 +259,7 @@ static int ff_try(struct work *wk, const struct ctx *c, size_t k, double x, doub
     struct wjob *j = &wk->job[k];
     struct cand old[2];
     size_t idx, pos, nold = 0;
+    int rc;
 
     *nofit = true;
     if (lmax + wk->teps < c->tio[k])
@@ -274,8 +292,15 @@ static int ff_try(struct work *wk, const struct ctx *c, size_t k, double x, doub
         size_t ip = hs_pp_inst_upper(j, init_w);
         nold = cand_of(wk, c, k, (ip + j->n - 1) % j->n, old);
     }
-    if (hs_pp_commit_instance(wk, k, init_w, w + dur, !wk->reference, &pos) < 0
-        || (!wk->reference && cand_update(wk, c, k, pos, old, nold) < 0))
+    /* cand_update(): up to 2 removals and 4 insertions in the sorted candidates,
+     * each a memmove of up to all of them (6 words each): the most expensive loop
+     * of periodic-throu's and periodic-cong's decisions on the fuzzer's dense
+     * patterns, where a job has 10^4 to 10^5 instances */
+    if (!wk->reference && !wk_charge(wk, 1 + 36 * (uint64_t)j->ncd / WK_MOVE))
+        return 0;
+    if ((rc = hs_pp_commit_instance(wk, k, init_w, w + dur, !wk->reference, &pos)) != 0)
+        return rc < 0 ? -1 : 0;
+    if (!wk->reference && cand_update(wk, c, k, pos, old, nold) < 0)
         return -1;
     return 1;
 }
@@ -334,7 +359,8 @@ int hs_pp_ff_insert(struct work *wk, const struct ctx *c, size_t k)
         /* alone in its cycle: the I/O must end before x - w + T */
         prev.nofit = false;
         for (size_t i = 0; i < wk->nseg; i++) {
-            wk->visits++;
+            if (!wk_charge(wk, 1))
+                return 0;
             if (!wk->reference && ff_skip(&prev, seg_avail(wk, c, k, i), T - w))
                 continue;
             if ((rc = ff_try(wk, c, k, TL_T(wk, i), T - w, &prev.nofit)) != 0) {
@@ -348,6 +374,8 @@ int hs_pp_ff_insert(struct work *wk, const struct ctx *c, size_t k)
         /* every gap of the job, rebuilt and sorted: O(n_per(k) log n_per(k)) */
         if (hs_grow(&wk->rcand, &wk->caprcand, 2 * j->n, sizeof(*wk->rcand)) < 0)
             return -1;
+        if (!wk_charge(wk, 2 * (uint64_t)j->n + wk_sortcost(2 * j->n)))
+            return 0;
         for (size_t i = 0; i < j->n; i++)
             ncd += cand_of(wk, c, k, i, wk->rcand + ncd);
         qsort(wk->rcand, ncd, sizeof(*wk->rcand), cand_cmp);
@@ -374,12 +402,16 @@ int hs_pp_ff_insert(struct work *wk, const struct ctx *c, size_t k)
         size_t idx;
         double x0 = cd.xs > from ? cd.xs : from;
 
+        if (!wk_charge(wk, 1))
+            return 0;
         prev.nofit = false;
         if (cd.first && cd.xs >= from) {
             if ((rc = ff_try(wk, c, k, cd.xs, cd.gap - w, &prev.nofit)) != 0) {
                 j->xmin = cd.xs;
                 return rc;
             }
+            if (wk->truncated)
+                return 0;
             prev.a = seg_avail(wk, c, k, tl_find(wk, cd.xs));
             prev.lmax = cd.gap - w;
         }
@@ -389,7 +421,8 @@ int hs_pp_ff_insert(struct work *wk, const struct ctx *c, size_t k)
             idx++;
         for (; idx < wk->nseg && TL_T(wk, idx) <= cd.xe; idx++) {
             double x = TL_T(wk, idx), lmax = cd.gap - dist_t(cd.g0, x, T);
-            wk->visits++;
+            if (!wk_charge(wk, 1))
+                return 0;
             if (!wk->reference && ff_skip(&prev, seg_avail(wk, c, k, idx), lmax))
                 continue;
             wk->hint = idx;     /* where tl_find() finds x */
@@ -398,6 +431,8 @@ int hs_pp_ff_insert(struct work *wk, const struct ctx *c, size_t k)
                     j->xmin = x;
                 return rc;
             }
+            if (wk->truncated)
+                return 0;
         }
     }
     return 0;

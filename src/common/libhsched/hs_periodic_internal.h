@@ -97,10 +97,14 @@ struct work {
     size_t ntmp, captmp;
     struct segsort *ss;
     size_t capss;
-    uint64_t visits;
-    uint64_t budget;        /* > 0: build() stops adding instances once visits
-                               reaches it (what is left of max_work) */
-    bool truncated;         /* build() stopped on the budget */
+    uint64_t visits;        /* work units spent by this build (wk_charge()) */
+    uint64_t moved;         /* positions of the profile's gap buffer shifted (two
+                               words each; charged by hs_pp_commit_instance()) */
+    uint64_t budget;        /* > 0: the build may spend this many work units
+                               (what is left of max_work); wk_charge() refuses a
+                               step that would pass it */
+    bool truncated;         /* the budget refused a step: the build stops with
+                               the instances it has */
     bool reference;         /* hs_periodic_params_t.reference */
     struct cand *rcand;     /* reference first fit: every candidate, rebuilt */
     size_t caprcand;
@@ -143,6 +147,45 @@ static inline double norm_t(double x, double T)
 static inline double dist_t(double x, double y, double T)
 {
     return norm_t(y - x, T);
+}
+
+/* ------------------------------------------------------------------ budget */
+
+/* Work units (doc/performance.md, "Decision budget"): one per segment or
+ * candidate a loop visits; the other loops of a build are charged in the same
+ * unit: a sort of n items n log2 n, a memmove of n words n / WK_MOVE, a scan
+ * of K jobs K / WK_JOBS, WK_PIECE per piece committed. */
+#define WK_MOVE 16          /* words (8 bytes) a memmove shifts per work unit */
+#define WK_JOBS 4           /* jobs a scan of the jobs goes through per work unit */
+#define WK_PIECE 2          /* work units per piece of an instance committed: its
+                               copy, its place in the profile, its export */
+
+/* Charge n work units to the build.  Within its budget (or unbounded): true.
+ * Otherwise nothing is charged, the build is marked truncated and the caller
+ * must give up the step it was about to take (returning "no room"): every loop
+ * of a build asks before each step, so the units spent never exceed the budget,
+ * and a step refused leaves the pattern as it was (valid: every instance in it
+ * was placed within the bandwidth left by the earlier ones). */
+static inline bool wk_charge(struct work *wk, uint64_t n)
+{
+    if (wk->truncated)
+        return false;
+    if (wk->budget > 0 && (wk->visits + n > wk->budget || wk->visits + n < n)) {
+        wk->truncated = true;
+        return false;
+    }
+    wk->visits += n;
+    return true;
+}
+
+/* n log2 n, the charge of sorting n items (at least n). */
+static inline uint64_t wk_sortcost(size_t n)
+{
+    uint64_t c = 1;
+
+    for (size_t m = n; m > 1; m >>= 1)
+        c++;
+    return (uint64_t)n * c;
 }
 
 /* ------------------------------------------------------------------ profile */
@@ -218,6 +261,7 @@ size_t hs_pp_inst_upper(const struct wjob *j, double init_w);
 /* hs_periodic_profile.c */
 int hs_pp_bm_refresh(struct work *wk);
 size_t hs_pp_bm_below(struct work *wk, double B, size_t s, double m);
+/* 0 committed, 1 refused by the budget (nothing changed), -1 ENOMEM */
 int hs_pp_commit_instance(struct work *wk, size_t k, double init_w, double span,
                           bool run, size_t *index);
 /* hs_periodic_ff.c: add one instance of job k at the first instant where its I/O

@@ -244,6 +244,7 @@ static void tl_move_gap(struct work *wk, size_t pos)
 {
     size_t g = wk->gap, gl = wk->gaplen;
 
+    wk->moved += pos < g ? g - pos : pos - g;
     if (pos < g) {
         memmove(wk->t + pos + gl, wk->t + pos, (g - pos) * sizeof(double));
         memmove(wk->used + pos + gl, wk->used + pos, (g - pos) * sizeof(double));
@@ -273,6 +274,7 @@ static int tl_room(struct work *wk)
         return -1;
     wk->used = u;
     tail = wk->nseg - wk->gap;
+    wk->moved += wk->nseg;      /* realloc() may copy the arrays */
     memmove(t + ncap - tail, t + wk->gap, tail * sizeof(double));
     memmove(u + ncap - tail, u + wk->gap, tail * sizeof(double));
     wk->capseg = ncap;
@@ -395,14 +397,28 @@ static int tl_add_run(struct work *wk, const struct piece *p, size_t n)
 
 /* Commit the pieces of wk->tmp (time order) as a new instance of job k starting its
  * compute at init_w, whose I/O ends 'span' after init_w; 'run': they follow one
- * another along the profile (tl_add_run()).  Returns its index. */
+ * another along the profile (tl_add_run()).  Its index goes to *index; returns 0,
+ * 1 when the budget cannot pay for it (nothing changed, wk->truncated), -1 ENOMEM. */
 int hs_pp_commit_instance(struct work *wk, size_t k, double init_w, double span,
                           bool run, size_t *index)
 {
     struct wjob *j = &wk->job[k];
     size_t pos;
     int rc = 0;
+    /* what the commit may cost, known before it starts: the pieces go in in
+     * time order (one turn of the circle at most), so the hole of the profile
+     * travels at most about twice round it and once more per piece; the
+     * instances of the job after the new one shift; the export of the pattern
+     * later visits each piece and instance a few times */
+    uint64_t most = WK_PIECE * (uint64_t)(wk->ntmp + 1)
+                    + (8 * ((uint64_t)wk->nseg + 2 * wk->ntmp + 2) + 7 * (uint64_t)j->n
+                       + 2 * (uint64_t)wk->capseg) / WK_MOVE;
 
+    if (wk->budget > 0 && (wk->truncated || wk->visits + most > wk->budget)) {
+        wk->truncated = true;
+        return 1;
+    }
+    wk->moved = 0;
     if (hs_grow(&j->in, &j->cap, j->n + 1, sizeof(*j->in)) < 0
         || hs_grow(&wk->pool, &wk->cappool, wk->npool + wk->ntmp,
                    sizeof(*wk->pool)) < 0
@@ -429,6 +445,8 @@ int hs_pp_commit_instance(struct work *wk, size_t k, double init_w, double span,
     wk->npool += wk->ntmp;
     j->n++;
     *index = pos;
+    /* what it cost: the entries shifted, the pieces (and their export) */
+    wk->visits += WK_PIECE * (uint64_t)(wk->ntmp + 1) + (2 * wk->moved + 7 * (j->n - pos)) / WK_MOVE;
     return 0;
 }
 

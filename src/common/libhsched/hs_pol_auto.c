@@ -21,16 +21,15 @@
  * and the objective picks one (syseff: the highest SysEff among the candidates
  * whose Dilation is at most factor x the lowest; stretch, ioslowdown: the lowest).
  * The policy in force changes only when the winner beats it by more than the
- * hysteresis (or it breaks the dilation bound).  A switch does not cut a phase
- * in flight: the phases granted before the switch keep their last rate until they
- * end; the new policy shares what they leave.  Everything is deterministic: the
- * candidates are tried in their order, ties keep the earlier one.
+ * hysteresis (or it breaks the dilation bound).  A switch hands every phase to
+ * the new policy at once, the grants in flight too, as the look ahead simulated
+ * it (a switch that let them keep their rate ran what no candidate was judged
+ * on).  Everything is deterministic: the candidates are tried in their order,
+ * ties keep the earlier one.
  *
- * The guards (never far worse than fairshare, i.e. than no scheduler): while a
+ * The guard (never far worse than fairshare, i.e. than no scheduler): while a
  * live job's phases are off its hints, or a live job with phases to come has
- * none, the look ahead cannot be trusted and fairshare runs, the grants in flight
- * cut; a switch whose kept grants would outlast KEEP_MAX cycles of the shortest
- * live job cuts them (the look ahead does not model them).
+ * none, the look ahead cannot be trusted and fairshare runs.
  *
  * Cost: one simulation per candidate per epoch, bounded by an event budget
  * (event_budget()); reported clock-free (events simulated).
@@ -54,10 +53,6 @@
  * beyond GUARD_EPS_W seconds of compute, breaks the look ahead's premise. */
 #define GUARD_OFF 2.0
 #define GUARD_EPS_W 1e-3
-/* ... and a switch cuts the grants in flight (instead of keeping their rate
- * until they end) when one would last more than KEEP_MAX x the shortest cycle of
- * the live jobs: the look ahead does not model the grants a switch keeps. */
-#define KEEP_MAX 8.0
 
 struct cand {
     hs_policy_t pol;
@@ -107,11 +102,6 @@ struct astate {
     uint64_t mixhash, hinthash;
     size_t mixn;
     double last_epoch, eval_now;
-    /* the switch: the phases granted then keep at least that rate until they end */
-    double switch_time;
-    bool keep;
-    struct seen *kept;      /* id and rate ('end') at the switch, by id */
-    size_t nkept, capkept;
     /* jobs seen */
     struct seen *seen;
     size_t nseen, capseen;
@@ -119,9 +109,6 @@ struct astate {
     struct sjob *sj0;       /* the live state (gather()) */
     struct sjob *sj;        /* a copy each simulation runs on */
     size_t capsj0, capsj;
-    hs_view_t *vs;
-    size_t *vi;
-    size_t capv, capvi;
     uint64_t *ids;
     size_t capids;
     /* the guard: fairshare, run while the look ahead's premise does not hold */
@@ -254,7 +241,6 @@ static int a_create(const hs_ctx_t *ctx, void **state, hs_error_t *err)
     as->horizon = pol->auto_horizon;
     as->last_epoch = -INFINITY;
     as->eval_now = -INFINITY;
-    as->switch_time = -INFINITY;
     if (!(as->factor >= 1) || !isfinite(as->factor) || !(as->hyst < 1)
         || !(as->interval >= 0) || !(as->horizon >= 0) || !isfinite(as->interval)
         || !isfinite(as->horizon) || pol->auto_objective < 0
@@ -287,11 +273,8 @@ static void a_destroy(void *state)
         if (as->ops && as->ops->destroy)
             as->ops->destroy(as->inner);
         free(as->seen);
-        free(as->kept);
         free(as->sj0);
         free(as->sj);
-        free(as->vs);
-        free(as->vi);
         free(as->ids);
         free(as);
     }
@@ -773,57 +756,33 @@ static int choose(struct astate *as, const char *trigger, double now)
     return pick;
 }
 
-/* The phases granted now (rate of the last decision > 0), by id. */
-static int snapshot_grants(struct astate *as)
+/* Whether a phase is granted now (rate of the last decision > 0). */
+static bool grants_in_flight(const struct astate *as)
 {
     const hs_sched_t *s = as->sched;
     size_t n = hs_core_njobs(s);
 
-    as->nkept = 0;
-    if (hs_grow(&as->kept, &as->capkept, n + 1, sizeof(*as->kept)) < 0)
-        return -1;
     for (size_t i = 0; i < n; i++) {
         hs_phase_info_t pi;
         if (hs_phase_info(s, hs_core_job(s, i)->id, &pi) == 0 && pi.pending
             && !pi.complete && pi.bw > 0)
-            as->kept[as->nkept++] = (struct seen){ .id = pi.id, .end = pi.bw };
+            return true;
     }
-    qsort(as->kept, as->nkept, sizeof(*as->kept), cmp_seen);
-    as->keep = as->nkept > 0;
-    return 0;
+    return false;
 }
 
-/* How long the phases granted now would keep their rate after a switch (the
- * longest remaining bytes / rate), if more than KEEP_MAX x the shortest cycle
- * (w + vol / cap, hints) of the live jobs; else 0. */
-static double kept_for(const struct astate *as, size_t n)
-{
-    const hs_sched_t *s = as->sched;
-    double t = 0, cyc = INFINITY;
-
-    for (size_t i = 0; i < n; i++) {
-        const struct sjob *x = &as->sj0[i];
-        double c = x->w + (x->cap > 0 ? x->vol / x->cap : 0);
-        hs_phase_info_t pi;
-        if (c > 0 && c < cyc)
-            cyc = c;
-        if (hs_phase_info(s, x->job.id, &pi) == 0 && pi.pending && !pi.complete
-            && pi.bw > 0 && (pi.volume - pi.done) / pi.bw > t)
-            t = (pi.volume - pi.done) / pi.bw;
-    }
-    return t > KEEP_MAX * cyc ? t : 0;
-}
-
-/* Run candidate 'pick' from now on. */
+/* Run candidate 'pick' from now on, for every phase (the grants in flight are
+ * decided again by it: counted in st.cut). */
 static int switch_to(struct astate *as, const hs_ctx_t *ctx, int pick)
 {
     hs_error_t err;
 
+    if (grants_in_flight(as))
+        as->st.cut++;
     if (start_inner(as, ctx, pick, &err) < 0)
         return -1;
     as->st.switches++;
-    as->switch_time = ctx->now;
-    return snapshot_grants(as);
+    return 0;
 }
 
 /* Why the look ahead's premise, that every live job repeats its hints, does not
@@ -850,7 +809,6 @@ static int epoch(struct astate *as, const hs_ctx_t *ctx, const char *trigger)
     uint64_t work = 0;
     int pick;
     const char *why;
-    double kept;
 
     if (gather(as, ctx->now, &n) < 0)
         return -1;
@@ -871,10 +829,6 @@ static int epoch(struct astate *as, const hs_ctx_t *ctx, const char *trigger)
         as->guarded = true;
         if (as->cur != as->guard && switch_to(as, ctx, as->guard) < 0)
             return -1;
-        /* the guard cuts the grants in flight: a phase the previous policy granted
-         * all of B would keep the others waiting until it ends */
-        as->keep = false;
-        as->nkept = 0;
         return 0;
     }
     as->guarded = false;
@@ -895,19 +849,6 @@ static int epoch(struct astate *as, const hs_ctx_t *ctx, const char *trigger)
     if (n == 0)
         return 0;
     pick = choose(as, trigger, ctx->now);
-    if (pick != as->cur && (kept = kept_for(as, n)) > 0) {
-        if (switch_to(as, ctx, pick) < 0)
-            return -1;
-        /* the guard: the look ahead judged the candidates without the grants a
-         * switch keeps; when they would hold some job back for long, cut them */
-        as->keep = false;
-        as->nkept = 0;
-        as->st.cut++;
-        snprintf(as->st.reason + strlen(as->st.reason),
-                 sizeof(as->st.reason) - strlen(as->st.reason), "; guard: grants "
-                 "in flight cut (%.4g s > %g cycles)", kept, KEEP_MAX);
-        return 0;
-    }
     if (pick != as->cur)
         return switch_to(as, ctx, pick);
     return 0;
@@ -919,7 +860,6 @@ static int a_decide(void *state, const hs_ctx_t *ctx, hs_view_t *v, size_t n)
 {
     struct astate *as = state;
     hs_ctx_t c2 = *ctx;
-    double kept = 0, B = ctx->plat->bw;
 
     if (ctx->now > as->eval_now) {
         const char *trig;
@@ -946,58 +886,9 @@ static int a_decide(void *state, const hs_ctx_t *ctx, hs_view_t *v, size_t n)
         if (*trig && epoch(as, ctx, trig) < 0)
             return -1;
     }
-    c2.pol = &as->cand[as->cur].pol;
-    if (hs_grow(&as->vs, &as->capv, n, sizeof(*as->vs)) < 0
-        || hs_grow(&as->vi, &as->capvi, n, sizeof(*as->vi)) < 0)
-        return -1;
     /* the policy in force decides for every phase */
-    for (size_t i = 0; i < n; i++)
-        as->vs[i] = v[i];
-    if (as->ops->decide(as->inner, &c2, as->vs, n) < 0)
-        return -1;
-    /* a switch never cuts a grant in flight: a phase requested before it and
-     * granted keeps at least its last rate until it ends; the others are scaled
-     * down to make room */
-    as->st.pending_keep = false;
-    if (as->keep) {
-        double others = 0;
-        bool any = false;
-        for (size_t i = 0; i < n; i++) {
-            struct seen key = { .id = v[i].id }, *k;
-            as->vi[i] = 0;
-            if (!v[i].complete && v[i].request < as->switch_time
-                && (k = bsearch(&key, as->kept, as->nkept, sizeof(*as->kept),
-                                cmp_seen))) {
-                double floor = fmin(v[i].cap, k->end / (v[i].nplace > 1 ? v[i].nplace
-                                                                         : 1));
-                any = true;
-                as->vi[i] = 1;
-                if (as->vs[i].bw < floor) {
-                    as->vs[i].bw = floor;
-                    as->vs[i].start = ctx->now;
-                }
-                kept += as->vs[i].bw;
-            } else
-                others += as->vs[i].bw;
-        }
-        if (kept + others > B) {
-            double fk = kept > B ? B / kept : 1;
-            double fo = others > 0 && kept < B ? (B - kept) / others : 0;
-            for (size_t i = 0; i < n; i++)
-                as->vs[i].bw *= as->vi[i] ? fk : fo;
-        }
-        for (size_t i = 0; i < n; i++) {
-            if (as->vs[i].bw > 0)
-                as->vs[i].weight = as->vs[i].bw / B;
-            else
-                as->vs[i].weight = 0;
-        }
-        as->keep = any;
-        as->st.pending_keep = any;
-    }
-    for (size_t i = 0; i < n; i++)
-        v[i] = as->vs[i];
-    return 0;
+    c2.pol = &as->cand[as->cur].pol;
+    return as->ops->decide(as->inner, &c2, v, n);
 }
 
 static double a_next_event(const void *state, double now)

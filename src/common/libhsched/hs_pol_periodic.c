@@ -187,6 +187,7 @@ static int rebuild(struct pstate *ps, const hs_sched_t *s, double now)
         (void)hs_pattern_stats(p, &pst);
         ps->st.schedules++;
         ps->st.work += (double)pst.segments_visited;
+        ps->st.work_max = fmax(ps->st.work_max, (double)pst.segments_visited);
         ps->st.period_last = pst.period;
         if (pst.budget_hit)
             ps->st.budget_hits++;
@@ -214,8 +215,9 @@ static int rebuild(struct pstate *ps, const hs_sched_t *s, double now)
 
 /* Position in the period at absolute time 'now', snapped forward onto a change
  * instant (or the period's end) when within rounding of it, so that a decision at
- * the time next_event() returned sees the new state. */
-static double period_pos(const struct pstate *ps, double now)
+ * the time next_event() returned sees the new state.  *raw (if not NULL): the
+ * position before the snap. */
+static double period_pos(const struct pstate *ps, double now, double *raw)
 {
     double T = ps->T;
     double tol = fmax(SNAP * T, 4 * fabs(now) * 2.2e-16);
@@ -224,6 +226,8 @@ static double period_pos(const struct pstate *ps, double now)
 
     if (u < 0)
         u += T;
+    if (raw)
+        *raw = u;
     if (u >= T - tol)
         return 0;
     /* change instants closer than tol to each other count as one */
@@ -234,6 +238,28 @@ static double period_pos(const struct pstate *ps, double now)
         u = c;
     }
     return u;
+}
+
+/* The bandwidth of job k's piece the snap of period_pos() stepped over, from the
+ * raw position u0 to u: a piece shorter than the snap (SNAP x T: a job with a few
+ * bytes to move) would otherwise never be granted, every decision landing past it,
+ * and its job would wait for ever while the replay steps through the pattern's
+ * instants.  Granted at the decision that skips it, the phase moves its bytes at
+ * that rate (its completion is an event of the core).  0 when the snap moved
+ * nothing or skipped no piece of k. */
+static double skipped_bw(const struct pstate *ps, int k, double now, double u0,
+                         double u)
+{
+    double T = ps->T, a, b = u;
+    /* the rounding of the raw position: the piece may start just before it */
+    double r = fmin(SNAP * T, 8 * (fabs(now) + T) * 2.2e-16);
+
+    if (u == u0)
+        return 0;
+    if (u < u0)
+        b = T;                              /* snapped onto the period's end */
+    a = u0 - r > 0 ? u0 - r : 0;
+    return hs_pattern_bw_within(ps->p, k, a, b);
 }
 
 static int scratch(struct pstate *ps, size_t n)
@@ -254,7 +280,7 @@ static int p_decide(void *state, const hs_ctx_t *ctx, hs_view_t *v, size_t n)
 {
     struct pstate *ps = state;
     double B = ctx->plat->bw;
-    double u = 0, sum = 0;
+    double u = 0, u0 = 0, sum = 0;
     size_t i, nf = 0;
 
     if (mix_changed(ps, ctx->sched) && rebuild(ps, ctx->sched, ctx->now) < 0)
@@ -262,7 +288,7 @@ static int p_decide(void *state, const hs_ctx_t *ctx, hs_view_t *v, size_t n)
     if (scratch(ps, n) < 0)
         return -1;
     if (ps->p)
-        u = period_pos(ps, ctx->now);
+        u = period_pos(ps, ctx->now, &u0);
     for (i = 0; i < n; i++) {
         const struct pjob *pj;
         double m, bw;
@@ -276,6 +302,8 @@ static int p_decide(void *state, const hs_ctx_t *ctx, hs_view_t *v, size_t n)
         }
         m = v[i].nplace > 0 ? (double)v[i].nplace : 1.;
         bw = hs_pattern_bw(ps->p, pj->index, u) / m;
+        if (!(bw > 0))
+            bw = skipped_bw(ps, pj->index, ctx->now, u0, u) / m;
         if (!(bw > 0)) {
             if (v[i].remaining <= CRUMB * v[i].volume)
                 ps->idx[nf++] = i;          /* a crumb: leftovers too */
@@ -320,7 +348,7 @@ static double p_next_event(const void *state, double now)
 
     if (!ps || !ps->p || hs_sched_npending(ps->sched) == 0)
         return INFINITY;
-    u = period_pos(ps, now);
+    u = period_pos(ps, now, NULL);
     c = hs_pattern_next_change(ps->p, u);
     if (!(c > u))
         return INFINITY;

@@ -459,6 +459,9 @@ typedef struct {
     /* appended: schedules cut short by the decision budget (hs_policy_t.max_work):
      * the policy answered with the best one found within it */
     uint64_t budget_hits;
+    /* appended: the most work units one schedule took (periodic policies: its
+     * pattern's segments_visited, never above hs_policy_t.max_work) */
+    double work_max;
 } hs_policy_stats_t;
 
 /* Statistics of the current policy's schedules since it was set.  0, or -1 with
@@ -483,13 +486,13 @@ typedef struct {
     uint64_t work;          /* clock-free cost: simulated events, summed */
     uint64_t last_work;     /* of the last epoch */
     int candidates;
-    bool pending_keep;      /* grants running at the last switch still keep their
-                               rate (a switch never cuts a phase in flight) */
+    bool pending_keep;      /* always false: a switch hands the grants in flight to
+                               the new policy (kept for the layout) */
     /* appended */
     uint64_t guarded;       /* epochs that ran fairshare by the guard (the look
                                ahead's premise did not hold) */
-    uint64_t cut;           /* switches that cut the grants in flight (the guard:
-                               kept, one would have lasted too long) */
+    uint64_t cut;           /* switches made while phases were granted (the new
+                               policy decided their rates again) */
 } hs_auto_state_t;
 
 /* State of 'auto' in scheduler s.  0 (st->active false for another policy), or -1

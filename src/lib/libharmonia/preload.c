@@ -16,7 +16,10 @@
  * is set while a thread runs the interposer's own code and in the agent: a call
  * made then (libharmonia's own files and sockets, curl, a signal handler that
  * interrupted a wrapper) goes straight to the C library, so nothing recurses and
- * nothing waits on a lock its own thread holds.
+ * nothing waits on a lock its own thread holds.  The agent has a descriptor
+ * table of its own (agent_own_fds) and every signal blocked: the program's
+ * descriptors and signals stay the program's, and its calls keep the kernel's
+ * single-threaded descriptor path.  Times are read from a coarse clock (mono).
  *
  * What the application sees is never changed: every wrapper returns what the C
  * library returned, with its errno (the interposer's own work saves and restores
@@ -35,6 +38,8 @@
 #include <limits.h>
 #include <math.h>
 #include <pthread.h>
+#include <sched.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -43,6 +48,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -149,10 +155,25 @@ REAL_DECL(int, fflush, (FILE *))
 REAL_DECL(int, fclose, (FILE *))
 
 /* ------------------------------------------------------------------ clock, sleep */
+/* The clock of the detector and the pacing: CLOCK_MONOTONIC_COARSE when it ticks
+ * at least every 4 ms (the kernel's tick: a read costs a few ns, against 20-40 ns
+ * for CLOCK_MONOTONIC, twice per counted call), else CLOCK_MONOTONIC.  Phases
+ * are told apart by gaps of 0.1 s or more and bbmgrd's grants are paced over
+ * tens of ms: a few ms of resolution changes neither.  Chosen at start-up. */
+static clockid_t mono_clock = CLOCK_MONOTONIC;
+
+static void mono_choose(void)
+{
+    struct timespec r;
+    if (clock_getres(CLOCK_MONOTONIC_COARSE, &r) == 0 && r.tv_sec == 0
+        && r.tv_nsec <= 4000000)
+        mono_clock = CLOCK_MONOTONIC_COARSE;
+}
+
 static double mono(void)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(mono_clock, &ts);
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
@@ -343,6 +364,35 @@ static void agent_end(const hm_pd_phase_t *ph, double bytes, double gap)
     pthread_mutex_unlock(&mu);
 }
 
+/*
+ * The agent's own descriptor table (unshare(CLONE_FILES)), emptied but for
+ * stderr (libharmonia's messages), with /dev/null on 0 and 1 so that no socket
+ * of the agent ever gets a standard descriptor's number.  While two threads
+ * share a table the kernel takes a reference and, for a file with a position,
+ * its f_pos lock in every read and write of the program (fdget_pos): tens of ns
+ * a call, a tenth of a small write from Python.  A table of its own gives the
+ * program's calls back the single-threaded path, keeps the agent's sockets out
+ * of reach of a program that closes every descriptor, and holds no reference to
+ * the program's files (a pipe the program closes still reaches end of file).
+ * Without close_range(2) (before Linux 5.9) the table stays shared.
+ */
+static void agent_own_fds(void)
+{
+#ifdef SYS_close_range
+    /* first > last: EINVAL where close_range exists, ENOSYS where it does not */
+    if (syscall(SYS_close_range, ~0U, 0U, 0U) != -1 || errno != EINVAL)
+        return;
+    if (unshare(CLONE_FILES) != 0)
+        return;
+    (void)syscall(SYS_close_range, 0U, 1U, 0U);
+    (void)syscall(SYS_close_range, 3U, ~0U, 0U);
+    for (int i = 0; i < 3; i++)
+        if (fcntl(i, F_GETFD) < 0
+            && REAL(open)("/dev/null", O_RDWR) < 0)
+            break;
+#endif
+}
+
 static void *agent_main(void *arg)
 {
     (void)arg;
@@ -350,6 +400,24 @@ static void *agent_main(void *arg)
     double last_refresh = 0;
 
     tl_in = 1;
+    agent_own_fds();
+    /* harmonia_init() reads the environment, allocates and may open descriptors:
+     * here, in the agent's table, as every later call on the handle (the
+     * handle of a forked child's parent is left, not freed: its state and
+     * descriptors are the parent's) */
+    bool ok = api->init(&hh) == 0 && api->mode(hh) != HARMONIA_MODE_OFF;
+    pthread_mutex_lock(&mu);
+    if (!ok) {
+        conf.on = false;            /* nothing counted from now on */
+        gstate = G_IDLE;            /* a wrapper waiting for a grant goes on */
+        pthread_cond_broadcast(&cv);
+        pthread_mutex_unlock(&mu);
+        if (hh)
+            api->finalize(hh);
+        hh = NULL;
+        return NULL;
+    }
+    pthread_mutex_unlock(&mu);
     learn_load();
     pthread_mutex_lock(&mu);
     for (;;) {
@@ -427,6 +495,10 @@ static void *agent_main(void *arg)
             break;
     }
     pthread_mutex_unlock(&mu);
+    /* the handle waits until bbmgrd has the last report (its descriptors are in
+     * this thread's table) */
+    api->finalize(hh);
+    hh = NULL;
     return NULL;
 }
 
@@ -463,27 +535,24 @@ static bool agent_ready(void)
         conf.on = false;
         return false;
     }
-    if (!hh) {
-        /* harmonia_init() reads the environment and allocates: once per process
-         * (a forked child makes its own below) */
-        if (api->init(&hh) < 0 || api->mode(hh) == HARMONIA_MODE_OFF) {
-            conf.on = false;
-            return false;
-        }
-    } else if (agent_up) {
-        /* a forked child: the parent's agent and handle are not ours; a fresh
-         * handle (the parent's copy is left, not freed: its state is the parent's) */
+    if (agent_up) {
+        /* a forked child: the parent's agent and handle are not ours; the new
+         * agent makes a fresh handle */
         hh = NULL;
         agent_up = false;
         gstate = G_IDLE;
         end_queued = false;
         phase_bytes = 0;
-        if (api->init(&hh) < 0) {
-            conf.on = false;
-            return false;
-        }
     }
-    if (pthread_create(&agent, NULL, agent_main, NULL) != 0) {
+    /* the agent starts with every signal blocked: a signal for the process is
+     * the program's, and its handler (which may use the program's descriptors)
+     * runs in one of the program's threads, never in the agent's table */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int rc = pthread_create(&agent, NULL, agent_main, NULL);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0) {
         conf.on = false;
         return false;
     }
@@ -933,6 +1002,7 @@ __attribute__((constructor)) static void preload_init(void)
     pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
     pthread_cond_init(&cv, &a);
     pthread_condattr_destroy(&a);
+    mono_choose();
 
     if (!getenv("HARMONIA_URL") || !*getenv("HARMONIA_URL") || !getenv("HARMONIA_JOBID")
         || !*getenv("HARMONIA_JOBID") || env_yes("HARMONIA_DISABLE", false)
@@ -1004,9 +1074,7 @@ __attribute__((destructor)) static void preload_fini(void)
     }
     pthread_mutex_unlock(&mu);
     if (mine) {
-        pthread_join(agent, NULL);
-        api->finalize(hh);
-        hh = NULL;
+        pthread_join(agent, NULL);      /* it finalizes the handle */
         agent_up = false;
     }
     conf.on = false;

@@ -635,6 +635,31 @@ static void _env_add(job_record_t *job_ptr, const char *name, const char *val)
 	d->env_sup[d->env_cnt++] = xstrdup_printf("%s=%s", name, val);
 }
 
+/*
+ * name=val in the job's SPANK environment, which slurmd gives its Prolog and
+ * Epilog (not its tasks): an earlier value (a requeued job) is replaced.  The
+ * name must begin with SPANK_ (slurmd prefixes any other name with it).
+ */
+static void _spank_env_set(job_record_t *job_ptr, const char *name,
+			   const char *val)
+{
+	size_t n = strlen(name);
+
+	for (uint32_t i = 0; i < job_ptr->spank_job_env_size; i++) {
+		if (!xstrncmp(job_ptr->spank_job_env[i], name, n) &&
+		    job_ptr->spank_job_env[i][n] == '=') {
+			xfree(job_ptr->spank_job_env[i]);
+			job_ptr->spank_job_env[i] =
+				xstrdup_printf("%s=%s", name, val);
+			return;
+		}
+	}
+	xrecalloc(job_ptr->spank_job_env, job_ptr->spank_job_env_size + 1,
+		  sizeof(char *));
+	job_ptr->spank_job_env[job_ptr->spank_job_env_size++] =
+		xstrdup_printf("%s=%s", name, val);
+}
+
 /* The interposer (doc/interposer.md) when the job asks for it (iohints
  * interpose=yes) or the site's Interpose is on and the job does not refuse it. */
 static void _interpose_env(job_record_t *job_ptr, hjob_t *h)
@@ -710,6 +735,9 @@ extern int bb_p_job_begin(job_record_t *job_ptr)
 	 * (libharmonia), so that a later job with the same id never joins them */
 	snprintf(start, sizeof(start), "%ld", (long) job_ptr->start_time);
 	_env_add(job_ptr, "HARMONIA_JOB_START", start);
+	/* ... and harmonia-epilog removes this run's files, not those of a job
+	 * with the same id of another cluster sharing the node */
+	_spank_env_set(job_ptr, "SPANK_HARMONIA_JOB_START", start);
 	if (!conf.configured) {
 		_het_env(job_ptr, NULL, id);
 		goto out;
