@@ -10,18 +10,11 @@
 #include <string.h>
 
 #include "nodeproto.h"
+#include "util.h"
 #include "libhutil/directive.h"
 
-static int bad(char *msg, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int bad(char *msg, size_t len, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, len, fmt, ap);
-    va_end(ap);
-    errno = EINVAL;
-    return -1;
-}
+/* a message of the protocol is refused: EINVAL with the reason */
+#define bad(msg, len, ...) util_fail(EINVAL, (msg), (len), __VA_ARGS__)
 
 /* Every key of o must be in known (NULL-terminated). */
 static int only_keys(json_t *o, const char *what, const char *const *known, char *msg,

@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* util.c — helpers shared by every part of bbmgr (see util.h). */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -8,6 +11,16 @@
 #endif
 
 #include "util.h"
+
+int util_fail(int err, char *msg, size_t len, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, len, fmt, ap);
+    va_end(ap);
+    errno = err;
+    return -1;
+}
 
 void util_strv_free(char **v, int n)
 {

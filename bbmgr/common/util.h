@@ -10,12 +10,18 @@
 
 #include <signal.h>
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "libhutil/hutil.h"
 
 /* Is path root itself or inside it, on the text (root may end in '/')?  Paths
  * reaching here have no "." or ".." components (checked where they come in). */
 bool util_path_under(const char *path, const char *root);
+
+/* Write the message (printf-style) into msg[len], set errno to err, return -1:
+ * the one way a checker of bbmgr fails with a reason. */
+int util_fail(int err, char *msg, size_t len, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
 /* Free the n strings of the list v, then v (NULL with n = 0 is fine). */
 void util_strv_free(char **v, int n);

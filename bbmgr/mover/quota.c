@@ -23,6 +23,7 @@
 #include <unistd.h>
 #include "log.h"
 #include "quota.h"
+#include "util.h"
 
 #ifndef BTRFS_FIRST_FREE_OBJECTID
 #define BTRFS_FIRST_FREE_OBJECTID 256
@@ -51,16 +52,6 @@ static int sys_quotactl(int fd, int cmd, unsigned id, void *addr)
 
 const quota_sys_t quota_sys = { sys_getxattr, sys_setxattr, sys_quotactl };
 
-static int fail(int e, char *why, size_t len, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, len, fmt, ap);
-    va_end(ap);
-    errno = e;
-    return -1;
-}
-
 /* ------------------------------------------------------------------ project */
 
 int quota_project_set(const quota_sys_t *sys, int fd, uint64_t bytes, unsigned *id, char *why,
@@ -71,33 +62,33 @@ int quota_project_set(const quota_sys_t *sys, int fd, uint64_t bytes, unsigned *
     struct if_dqblk dq;
     unsigned pick = 0;
     if (fstat(fd, &st) < 0)
-        return fail(errno, why, len, "fstat: %s", strerror(errno));
+        return util_fail(errno, why, len, "fstat: %s", strerror(errno));
     /* a free id: nothing charged to it (a limit left by an earlier buffer is
      * replaced); starting from the inode, so that two mounts rarely probe alike */
     for (unsigned k = 0; k < 64 && !pick; k++) {
         unsigned cand = QUOTA_PROJID_BASE + (unsigned)((st.st_ino + k) % QUOTA_PROJID_SPAN);
         memset(&dq, 0, sizeof(dq));
         if (sys->quotactl(fd, QUOTA_QCMD(Q_GETQUOTA, PRJQUOTA), cand, &dq) < 0)
-            return fail(errno, why, len, "project quota of id %u: %s (is the file system "
-                        "mounted with project quotas?)", cand, strerror(errno));
+            return util_fail(errno, why, len, "project quota of id %u: %s (is the file system "
+                             "mounted with project quotas?)", cand, strerror(errno));
         if (dq.dqb_curspace == 0 && dq.dqb_curinodes == 0)
             pick = cand;
     }
     if (!pick)
-        return fail(EBUSY, why, len, "no free project id among 64 tried from %u",
-                    QUOTA_PROJID_BASE);
+        return util_fail(EBUSY, why, len, "no free project id among 64 tried from %u",
+                         QUOTA_PROJID_BASE);
     if (sys->getxattr(fd, &fx) < 0)
-        return fail(errno, why, len, "FS_IOC_FSGETXATTR: %s", strerror(errno));
+        return util_fail(errno, why, len, "FS_IOC_FSGETXATTR: %s", strerror(errno));
     fx.fsx_projid = pick;
     fx.fsx_xflags |= FS_XFLAG_PROJINHERIT;
     if (sys->setxattr(fd, &fx) < 0)
-        return fail(errno, why, len, "set project id %u: %s", pick, strerror(errno));
+        return util_fail(errno, why, len, "set project id %u: %s", pick, strerror(errno));
     memset(&dq, 0, sizeof(dq));
     dq.dqb_bhardlimit = dq.dqb_bsoftlimit = (bytes + QIF_DQBLKSIZE - 1) / QIF_DQBLKSIZE;
     dq.dqb_valid = QIF_BLIMITS;
     if (sys->quotactl(fd, QUOTA_QCMD(Q_SETQUOTA, PRJQUOTA), pick, &dq) < 0)
-        return fail(errno, why, len, "limit of project %u to %ju bytes: %s", pick,
-                    (uintmax_t)bytes, strerror(errno));
+        return util_fail(errno, why, len, "limit of project %u to %ju bytes: %s", pick,
+                         (uintmax_t)bytes, strerror(errno));
     *id = pick;
     return 0;
 }
@@ -111,7 +102,7 @@ static int btrfs_limit(quota_mount_t *q, int pfd, int fd, uint64_t bytes, char *
     if (!q->btrfs_on) {
         struct btrfs_ioctl_quota_ctl_args qa = { .cmd = BTRFS_QUOTA_CTL_ENABLE };
         if (ioctl(pfd, BTRFS_IOC_QUOTA_CTL, &qa) < 0)
-            return fail(errno, why, len, "enable btrfs quota: %s", strerror(errno));
+            return util_fail(errno, why, len, "enable btrfs quota: %s", strerror(errno));
         q->btrfs_on = true;
     }
     memset(&la, 0, sizeof(la));
@@ -120,8 +111,8 @@ static int btrfs_limit(quota_mount_t *q, int pfd, int fd, uint64_t bytes, char *
     la.lim.max_rfer = bytes;
     if (ioctl(fd, BTRFS_IOC_QGROUP_LIMIT, &la) < 0) {
         q->btrfs_on = errno != ENOTCONN && errno != EINVAL;     /* quota was turned off */
-        return fail(errno, why, len, "btrfs qgroup limit of %ju bytes: %s", (uintmax_t)bytes,
-                    strerror(errno));
+        return util_fail(errno, why, len, "btrfs qgroup limit of %ju bytes: %s", (uintmax_t)bytes,
+                         strerror(errno));
     }
     return 0;
 }
@@ -164,21 +155,22 @@ static int btrfs_group(int fd, uint64_t bytes, char *why, size_t len)
     struct btrfs_ioctl_qgroup_create_args ca = { .create = 1 };
     struct btrfs_ioctl_qgroup_limit_args la;
     if (!id)
-        return fail(errno, why, len, "subvolume id: %s", strerror(errno));
+        return util_fail(errno, why, len, "subvolume id: %s", strerror(errno));
     ca.qgroupid = LEVEL1(id);
     /* EEXIST: one the site made, not ours to use nor to destroy */
     if (ioctl(fd, BTRFS_IOC_QGROUP_CREATE, &ca) < 0)
-        return fail(errno, why, len, "create qgroup 1/%ju: %s", (uintmax_t)id, strerror(errno));
+        return util_fail(errno, why, len, "create qgroup 1/%ju: %s", (uintmax_t)id,
+                         strerror(errno));
     if (btrfs_assign(fd, id, id, true) < 0)
-        return fail(errno, why, len, "assign 0/%ju to 1/%ju: %s", (uintmax_t)id,
-                    (uintmax_t)id, strerror(errno));
+        return util_fail(errno, why, len, "assign 0/%ju to 1/%ju: %s", (uintmax_t)id,
+                         (uintmax_t)id, strerror(errno));
     memset(&la, 0, sizeof(la));
     la.qgroupid = LEVEL1(id);
     la.lim.flags = BTRFS_QGROUP_LIMIT_MAX_RFER;
     la.lim.max_rfer = bytes;
     if (ioctl(fd, BTRFS_IOC_QGROUP_LIMIT, &la) < 0)
-        return fail(errno, why, len, "limit of qgroup 1/%ju: %s", (uintmax_t)id,
-                    strerror(errno));
+        return util_fail(errno, why, len, "limit of qgroup 1/%ju: %s", (uintmax_t)id,
+                         strerror(errno));
     return 0;
 }
 
@@ -274,10 +266,10 @@ static int btrfs_subvol(int pfd, const char *name, char *why, size_t len)
     struct btrfs_ioctl_vol_args va;
     memset(&va, 0, sizeof(va));
     if (strlen(name) >= sizeof(va.name))
-        return fail(ENAMETOOLONG, why, len, "name too long for a subvolume");
+        return util_fail(ENAMETOOLONG, why, len, "name too long for a subvolume");
     memcpy(va.name, name, strlen(name));
     if (ioctl(pfd, BTRFS_IOC_SUBVOL_CREATE, &va) < 0)
-        return fail(errno, why, len, "create subvolume: %s", strerror(errno));
+        return util_fail(errno, why, len, "create subvolume: %s", strerror(errno));
     return 0;
 }
 
@@ -288,21 +280,21 @@ static int kind_of(int pfd, char *why, size_t len)
     struct statfs sf;
     struct if_dqinfo di;
     if (fstatfs(pfd, &sf) < 0) {
-        fail(errno, why, len, "statfs: %s", strerror(errno));
+        util_fail(errno, why, len, "statfs: %s", strerror(errno));
         return QUOTA_K_NONE;
     }
     if ((unsigned long)sf.f_type == BTRFS_SUPER_MAGIC)
         return QUOTA_K_BTRFS;
     if ((unsigned long)sf.f_type != EXT4_SUPER_MAGIC
         && (unsigned long)sf.f_type != XFS_SUPER_MAGIC) {
-        fail(EOPNOTSUPP, why, len, "its file system (type 0x%lx) is neither btrfs, ext4 nor "
-             "XFS", (unsigned long)sf.f_type);
+        util_fail(EOPNOTSUPP, why, len, "its file system (type 0x%lx) is neither btrfs, ext4 nor "
+                  "XFS", (unsigned long)sf.f_type);
         return QUOTA_K_NONE;
     }
     if (quota_sys.quotactl(pfd, QUOTA_QCMD(Q_GETINFO, PRJQUOTA), 0, &di) < 0) {
-        fail(errno, why, len, "%s without project quotas on (%s; mount it with prjquota "
-             "or pquota)", (unsigned long)sf.f_type == XFS_SUPER_MAGIC ? "XFS" : "ext4",
-             strerror(errno));
+        util_fail(errno, why, len, "%s without project quotas on (%s; mount it with prjquota "
+                  "or pquota)", (unsigned long)sf.f_type == XFS_SUPER_MAGIC ? "XFS" : "ext4",
+                  strerror(errno));
         return QUOTA_K_NONE;
     }
     return QUOTA_K_PROJECT;
@@ -314,11 +306,11 @@ static int open_new(int pfd, const char *name, bool subvol, char *why, size_t le
     struct stat st;
     int fd = openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0)
-        return fail(errno, why, len, "open: %s", strerror(errno));
+        return util_fail(errno, why, len, "open: %s", strerror(errno));
     if (fstat(fd, &st) < 0 || st.st_uid != geteuid()
         || (subvol && st.st_ino != BTRFS_FIRST_FREE_OBJECTID)) {
         close(fd);
-        return fail(EEXIST, why, len, "not the directory made for it");
+        return util_fail(EEXIST, why, len, "not the directory made for it");
     }
     return fd;
 }
@@ -344,8 +336,8 @@ static int check(quota_mount_t *q, const char *enforce, int want, int pfd, const
         else if (!r[0])
             kind_of(pfd, r, rlen);
         q->kind = 0;            /* looked at again next time (the site may mend it) */
-        return fail(EOPNOTSUPP, why, len, "capacity.enforce: %s: buffer mount %s cannot "
-                    "enforce it: %s", enforce, mount, r);
+        return util_fail(EOPNOTSUPP, why, len, "capacity.enforce: %s: buffer mount %s cannot "
+                         "enforce it: %s", enforce, mount, r);
     }
     return 0;
 }
@@ -397,7 +389,7 @@ int quota_make(quota_mount_t *q, const char *enforce, int pfd, const char *name,
             q->said = true;
             return 0;
         }
-        return fail(e, why, len, "buffer mount %s: %s", mount, r);
+        return util_fail(e, why, len, "buffer mount %s: %s", mount, r);
     }
     int fd = open_new(pfd, name, btrfs, r, sizeof(r));
     unsigned id = 0;
@@ -433,5 +425,5 @@ int quota_make(quota_mount_t *q, const char *enforce, int pfd, const char *name,
     if (unlinkat(pfd, name, AT_REMOVEDIR) < 0)       /* empty: a subvolume too */
         bl_warning("buffer mount %s: remove %s after a failed limit: %s", mount, name,
                    strerror(errno));
-    return fail(e, why, len, "capacity.enforce: %s: buffer mount %s: %s", enforce, mount, r);
+    return util_fail(e, why, len, "capacity.enforce: %s: buffer mount %s: %s", enforce, mount, r);
 }

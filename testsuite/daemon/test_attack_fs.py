@@ -14,6 +14,7 @@ crash in seconds.  The removal in bufdir.c does not recurse: depth never matters
 
 Runs as root (the daemons act as the users); skipped otherwise.
 """
+import contextlib
 import os
 import signal
 import stat
@@ -826,6 +827,41 @@ def trash_empty(d_or_mount, log_text):
                                         log_text()[-3000:]))
 
 
+@contextlib.contextmanager
+def mover_and_pfs(make_daemon, tmp_base):
+    """An embedded bbmgrd with its mover and a PFS directory, both emptied after."""
+    d = mover_daemon(make_daemon, tmp_base)
+    pfs = os.path.join(tmp_base, "pfs")
+    mkdirs(pfs)
+    try:
+        yield d, pfs
+    finally:
+        scrub(d.mount)
+        scrub(pfs)
+
+
+@contextlib.contextmanager
+def reaped(*trees):
+    """A list for the pids of the user's processes: after, each is reaped, then
+    each of trees emptied."""
+    pids = []
+    try:
+        yield pids
+    finally:
+        for pid in pids:
+            reap(pid)
+        for t in trees:
+            scrub(t)
+
+
+def torn_down(d, job, bb):
+    """The job deleted as Slurm: its buffer goes, the trash empties, bbmgrd lives."""
+    d.ok("DELETE", "/v1/jobs/" + job, uid=SLURM_UID)
+    wait_for(lambda: not os.path.exists(bb), "the teardown of " + bb)
+    trash_empty(d, d.log_text)
+    alive(d)
+
+
 def root_linked(bb, v):
     """Root's files hard-linked into the buffer (what fs.protected_hardlinks keeps
     a user from doing; a node without it lets them): made by the test as root."""
@@ -841,24 +877,15 @@ def test_root_files_hard_linked_into_the_buffer_embedded(make_daemon, tmp_base, 
     what the user may read and fails on root's 0600 file, naming it; the teardown
     removes the buffer's names only: root's files keep their data, owner, mode and
     their one link."""
-    d = mover_daemon(make_daemon, tmp_base)
     v, files = victim_dir(tmp_base)
-    pfs = os.path.join(tmp_base, "pfs")
-    mkdirs(pfs)
-    try:
+    with mover_and_pfs(make_daemon, tmp_base) as (d, pfs):
         bb = new_job(d, "hl1")
         root_linked(bb, v)
         x = wait_xfer(d, stage(d, "hl1", "stage_out", bb + "/o", pfs + "/out"))
         assert x["state"] == "failed" and "secret" in x["message"], x
         assert not os.path.exists(pfs + "/out/secret"), os.listdir(pfs + "/out")
-        d.ok("DELETE", "/v1/jobs/hl1", uid=SLURM_UID)
-        wait_for(lambda: not os.path.exists(bb), "the teardown of " + bb)
-        trash_empty(d, d.log_text)
+        torn_down(d, "hl1", bb)
         victim_intact(v, files)
-        alive(d)
-    finally:
-        scrub(d.mount)
-        scrub(pfs)
 
 
 def test_root_files_hard_linked_into_the_buffer_agent(agent, tmp_base, users):
@@ -933,10 +960,7 @@ def test_fifo_and_socket_in_a_staged_out_buffer(make_daemon, tmp_base, users):
     """A FIFO without a writer and a socket in the buffer at the stage-out: the
     mover opens neither (no hang: the transfer ends), the
     regular files are copied, and the teardown removes them all."""
-    d = mover_daemon(make_daemon, tmp_base)
-    pfs = os.path.join(tmp_base, "pfs")
-    mkdirs(pfs)
-    try:
+    with mover_and_pfs(make_daemon, tmp_base) as (d, pfs):
         bb = new_job(d, "ff2")
         mkdirs(bb + "/o", 0o700)
         as_user(USER1, GID1, special_files, bb + "/o")
@@ -946,13 +970,7 @@ def test_fifo_and_socket_in_a_staged_out_buffer(make_daemon, tmp_base, users):
         assert names[:3] == ["f0", "f1", "f2"], names
         for n in names:
             assert stat.S_ISREG(os.lstat(pfs + "/out/" + n).st_mode) or n in ("fifo", "sock")
-        d.ok("DELETE", "/v1/jobs/ff2", uid=SLURM_UID)
-        wait_for(lambda: not os.path.exists(bb), "the teardown of " + bb)
-        trash_empty(d, d.log_text)
-        alive(d)
-    finally:
-        scrub(d.mount)
-        scrub(pfs)
+        torn_down(d, "ff2", bb)
 
 
 def flipper(top, target, seconds=30):
@@ -994,12 +1012,8 @@ def test_directories_turned_into_symlinks_during_stage_out_and_teardown(make_dae
     links to root's directory: the stage-out copies nothing of root's (whatever it
     ends with), and the teardown, as root, removes the links, never what they point
     to."""
-    d = mover_daemon(make_daemon, tmp_base)
     v, files = victim_dir(tmp_base)
-    pfs = os.path.join(tmp_base, "pfs")
-    mkdirs(pfs)
-    pids = []
-    try:
+    with mover_and_pfs(make_daemon, tmp_base) as (d, pfs), reaped() as pids:
         bb = new_job(d, "fl1")
         mkdirs(bb + "/o", 0o755)
         for i in range(40):
@@ -1014,31 +1028,18 @@ def test_directories_turned_into_symlinks_during_stage_out_and_teardown(make_dae
                         data = f.read()
                     assert b"root's" not in data and b"only root" not in data, (root, n)
         victim_intact(v, files)
-        d.ok("DELETE", "/v1/jobs/fl1", uid=SLURM_UID)
-        wait_for(lambda: not os.path.exists(bb), "the teardown of " + bb)
-        trash_empty(d, d.log_text)
+        torn_down(d, "fl1", bb)
         victim_intact(v, files)
-        alive(d)
-    finally:
-        for pid in pids:
-            reap(pid)
-        scrub(d.mount)
-        scrub(pfs)
 
 
 def test_directories_turned_into_symlinks_during_teardown_agent(agent, tmp_base, users):
     mgr, mount, p, log = agent
     v, files = victim_dir(tmp_base)
-    pids = []
-    try:
+    with reaped(mount) as pids:
         torn_down_agent(mgr, mount, log, "82", lambda bb: pids.append(flipper(bb, v)))
         trash_empty(mount, lambda: log_of(log))
         victim_intact(v, files)
         assert p.poll() is None, "bbnoded died:\n" + log_of(log)
-    finally:
-        for pid in pids:
-            reap(pid)
-        scrub(mount)
 
 
 def vm_hwm(pid):
@@ -1112,10 +1113,7 @@ def long_names(top):
 def test_paths_past_path_max_in_a_stage_out(make_daemon, tmp_base, users):
     """A stage-out of a tree whose paths pass PATH_MAX: the transfer ends (done, or
     failed naming the cause), bbmgrd lives on, and the teardown removes the tree."""
-    d = mover_daemon(make_daemon, tmp_base)
-    pfs = os.path.join(tmp_base, "pfs")
-    mkdirs(pfs)
-    try:
+    with mover_and_pfs(make_daemon, tmp_base) as (d, pfs):
         bb = new_job(d, "ln1")
         mkdirs(bb + "/o", 0o700)
         write(bb + "/o/short", b"short", 0o644)
@@ -1125,13 +1123,7 @@ def test_paths_past_path_max_in_a_stage_out(make_daemon, tmp_base, users):
         if x["state"] == "failed":
             assert "File name too long" in x["message"], x
         alive(d)
-        d.ok("DELETE", "/v1/jobs/ln1", uid=SLURM_UID)
-        wait_for(lambda: not os.path.exists(bb), "the teardown of " + bb)
-        trash_empty(d, d.log_text)
-        alive(d)
-    finally:
-        scrub(d.mount)
-        scrub(pfs)
+        torn_down(d, "ln1", bb)
 
 
 def test_sparse_file_claiming_terabytes(make_daemon, tmp_base, users):
@@ -1140,10 +1132,7 @@ def test_sparse_file_claiming_terabytes(make_daemon, tmp_base, users):
     over its 1 GiB), and its stage-out keeps the holes (the copy takes no more
     space than the source) and ends within a minute, the mover serving another
     job's transfer meanwhile."""
-    d = mover_daemon(make_daemon, tmp_base)
-    pfs = os.path.join(tmp_base, "pfs")
-    mkdirs(pfs)
-    try:
+    with mover_and_pfs(make_daemon, tmp_base) as (d, pfs):
         bb = new_job(d, "sp2")
         mkdirs(bb + "/o", 0o700)
         as_user(USER1, GID1, lambda: (lambda f: (f.truncate(4 << 40), f.seek(3 << 40),
@@ -1166,9 +1155,6 @@ def test_sparse_file_claiming_terabytes(make_daemon, tmp_base, users):
         assert st.st_size == 4 << 40 and st.st_blocks * 512 < 16 * MiB, st
         assert took < 60, "the stage-out of a sparse 4 TiB file took %.0f s" % took
         alive(d)
-    finally:
-        scrub(d.mount)
-        scrub(pfs)
 
 
 MOVED = 8          # directories moved
@@ -1201,8 +1187,7 @@ def test_directory_moved_during_the_capacity_walk(make_daemon, tmp_base, users):
     gives the buffer still holds the data next to them, and the buffer stays over
     its capacity (before, an abandoned walk gave the buffer a total of 0)."""
     d = mover_daemon(make_daemon, tmp_base)
-    pids = []
-    try:
+    with reaped(d.mount) as pids:
         register(d, "mv1", uid=USER1, gid=GID1)
         bb = d.ok("POST", "/v1/jobs/mv1/allocation", {"capacity": "1GiB"}, uid=SLURM_UID,
                   expect=(201,))["nodes"][0]["path"]
@@ -1235,10 +1220,6 @@ def test_directory_moved_during_the_capacity_walk(make_daemon, tmp_base, users):
         for u in figures:
             assert u["over"] and 1536 * MiB <= u["used"] < 1700 * MiB, figures
         alive(d)
-    finally:
-        for pid in pids:
-            reap(pid)
-        scrub(d.mount)
 
 
 def test_hostile_buffer_staged_out_by_an_agent(agent, tmp_base, users):
