@@ -148,3 +148,31 @@ def test_up_prints_a_hint_that_works(dc):
                        timeout=60)
     assert q.returncode == 0, "%s: %s%s" % (hint, q.stdout, q.stderr)
     assert "PARTITION" in q.stdout and "debug" in q.stdout, q.stdout
+
+
+def test_up_removes_what_a_killed_run_left(dc):
+    """A run killed before its 'down' leaves stopped containers and volumes with
+    its Slurm state (another release's or cluster's, whose clustername slurmctld
+    refuses: 'CLUSTER NAME MISMATCH').  'up' removes them, says so, and starts a
+    cluster that works; the controller's state is its own."""
+    top = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    image = docker("inspect", "-f", "{{.Config.Image}}", dc.name("ctl")).stdout.strip()
+    dc.compose("stop", "--timeout", "10")
+    assert not dc.running("ctl")
+    # the state of another cluster, as a killed run of another release leaves it
+    docker("run", "--rm", "--network", "none", "-v",
+           "%s_ctl-state:/s" % dc.project, "--entrypoint", "/bin/sh", image, "-c",
+           "echo 'other|3759' > /s/clustername")
+    env = dict(os.environ, HARMONIA_DOCKER_PROJECT=dc.project)
+    p = subprocess.run([os.path.join(top, "scripts", "cluster-docker"), "up"], env=env,
+                       capture_output=True, text=True, timeout=900)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert re.search(r"its controller is not running, but \d+ container\(s\) and \d+ "
+                     r"volume\(s\) of it remain .*removing them", p.stderr), p.stderr
+    name = dc.sh("ctl", "cat /var/lib/slurm/slurmctld/clustername").stdout
+    assert not name.startswith("other"), name
+    q = dc.sh("ctl", "sinfo -h -o %P")
+    assert "debug" in q.stdout, q.stdout
+    dc.wait_ready()
+    # the fault tests that follow work on the new PFS volume
+    dc.sh("ctl", "mkdir -p %s && chmod 0755 %s" % (WORK, WORK))
