@@ -76,6 +76,22 @@ kill_all() {
     sleep 0.2
 }
 
+# Registers the job JOBID of one node, owned by the caller, with the bbmgrd on
+# $PORT as slurmctld does (a MUNGE credential of root, an administrator).
+register_job() {    # register_job JOBID
+    python3 - "$PORT" "$1" <<'EOP'
+import sys, json, http.client, subprocess, os
+port, job = int(sys.argv[1]), sys.argv[2]
+cred = subprocess.run(["munge", "-S", os.environ["HARMONIA_MUNGE_SOCKET"], "-s", "POST /v1/jobs"],
+                      check=True, capture_output=True, text=True).stdout.strip()
+c = http.client.HTTPConnection("127.0.0.1", port)
+c.request("POST", "/v1/jobs", json.dumps({"id": job, "uid": os.getuid(), "nodes": 1}),
+          {"Authorization": "MUNGE " + cred, "Content-Type": "application/json"})
+r = c.getresponse()
+assert r.status in (200, 201), (r.status, r.read())
+EOP
+}
+
 # For the interposer's benchmarks: munged, a durable bbmgrd with MUNGE whose 4
 # buffer nodes and platform run at 40 GB/s (a lone job's grant paces it but never
 # slows it) and the job JOBID registered; exports the job's HARMONIA_URL,
@@ -90,17 +106,7 @@ nodes:
 platform: {node_bandwidth: 40 GB/s, pfs_bandwidth: 40 GB/s}
 EOC
     start_bbmgrd
-    python3 - "$PORT" "$1" <<'EOP'
-import sys, json, http.client, subprocess, os
-port, job = int(sys.argv[1]), sys.argv[2]
-cred = subprocess.run(["munge", "-S", os.environ["HARMONIA_MUNGE_SOCKET"], "-s", "POST /v1/jobs"],
-                      check=True, capture_output=True, text=True).stdout.strip()
-c = http.client.HTTPConnection("127.0.0.1", port)
-c.request("POST", "/v1/jobs", json.dumps({"id": job, "uid": os.getuid(), "nodes": 1}),
-          {"Authorization": "MUNGE " + cred, "Content-Type": "application/json"})
-r = c.getresponse()
-assert r.status in (200, 201), (r.status, r.read())
-EOP
+    register_job "$1"
     export HARMONIA_URL="http://127.0.0.1:$PORT" HARMONIA_JOBID="$1" HARMONIA_BB="$2" \
         HARMONIA_COORD_DIR="$T"
 }

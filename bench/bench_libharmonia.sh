@@ -31,19 +31,7 @@ nodes:
   - {names: "bb[01-04]", capacity: 4TiB, bandwidth: 4 GB/s, mount: /mnt/bb}
 EOC
 start_bbmgrd
-# the job, registered as slurmctld does (root is an administrator)
-python3 - "$PORT" <<'EOP'
-import sys, json, http.client, subprocess, os
-port = int(sys.argv[1])
-path = "/v1/jobs"
-cred = subprocess.run(["munge", "-S", os.environ["HARMONIA_MUNGE_SOCKET"], "-s", "POST " + path],
-                      check=True, capture_output=True, text=True).stdout.strip()
-c = http.client.HTTPConnection("127.0.0.1", port)
-c.request("POST", path, json.dumps({"id": "bench", "uid": os.getuid(), "nodes": 1}),
-          {"Authorization": "MUNGE " + cred, "Content-Type": "application/json"})
-r = c.getresponse()
-assert r.status in (200, 201), (r.status, r.read())
-EOP
+register_job bench
 
 run() {   # run WITH|WITHOUT -> one line of figures
     if [ "$1" = with ]; then
