@@ -9,9 +9,9 @@ The buffer mount is a directory of a btrfs file system made for the test on a
 loop device (a sparse file, mkfs.btrfs, losetup, mount), removed at the end.
 Needs root, a loop device and mkfs.btrfs; skipped otherwise.
 
-capacity.enforce: project on ext4 and XFS mounted prjquota, alike; where this
-kernel cannot mount project quotas, that test runs in a virtual machine on a
-Debian kernel that can (test_project_quota_in_a_vm, testsuite/vm/vm.py).
+Project quotas on ext4 and XFS mounted prjquota, alike, in both modes; where
+this kernel cannot mount them, those tests run in a virtual machine on a Debian
+kernel that can (test_project_quota_in_a_vm, testsuite/vm/vm.py).
 """
 import ctypes
 import errno
@@ -213,21 +213,21 @@ def test_embedded_btrfs_quota(make_daemon, tmp_base, btrfs):
     assert d.proc.poll() is None
 
 
-def agent_btrfs_job(make_daemon, agents, btrfs, jobid):  # noqa: F811
-    """Agents on btrfs/agents, a job of one node with a 64 MiB buffer: (the
-    daemon, the buffer's path, that path relative to btrfs)."""
-    base = os.path.join(btrfs, "agents")
+def agent_quota_job(make_daemon, agents, fs, jobid):  # noqa: F811
+    """Agents on fs/agents (fs: a mounted file system), a job of one node with a
+    64 MiB buffer: (the daemon, the buffer's path, that path relative to fs)."""
+    base = os.path.join(fs, "agents")
     os.makedirs(base)
     d, _ = agent_cluster(make_daemon, agents, base)
     paths, _ = agent_job(d, jobid, nodes=1, capacity="64MiB")
     wait_for(lambda: os.stat(paths[0]).st_uid == USER1, "its agent to give it to its user")
-    return d, paths[0], os.path.relpath(paths[0], btrfs)
+    return d, paths[0], os.path.relpath(paths[0], fs)
 
 
 def test_agent_btrfs_quota(make_daemon, agents, tmp_base, btrfs):  # noqa: F811
     """Agent mode: bbnoded makes the job's buffer as a subvolume limited to its
     capacity on its node (64 MiB), and removes it when the job ends."""
-    d, bb, rel = agent_btrfs_job(make_daemon, agents, btrfs, "aq1")
+    d, bb, rel = agent_quota_job(make_daemon, agents, btrfs, "aq1")
     assert rel in subvolumes(btrfs), (rel, subvolumes(btrfs))
     over_quota(bb)
     assert not os.path.exists(os.path.join(os.path.dirname(bb), ".harmonia-spare"))
@@ -235,7 +235,36 @@ def test_agent_btrfs_quota(make_daemon, agents, tmp_base, btrfs):  # noqa: F811
     gone(d, btrfs, bb, os.path.dirname(rel) + "/")
 
 
-def test_embedded_project_quota(request, make_daemon, tmp_base, prjquota_fs):
+def project_limited(d, mnt, bb):
+    """bb, a 64 MiB buffer on mnt (ext4 or XFS mounted prjquota), has a project id
+    of its own limited to 64 MiB; its user's 200 MiB fail at about 64 MiB (XFS
+    refuses a write past a project's limit with ENOSPC, the project being a file
+    system of its own to its writers; ext4 with EDQUOT).  Its project id."""
+    assert os.path.isdir(bb), d.log_text()[-3000:]
+    r = subprocess.run(["lsattr", "-pd", bb], capture_output=True, text=True, check=True)
+    projid = int(r.stdout.split()[0])
+    assert projid >= 0x40000000, r.stdout
+    limit, used = project_quota(mnt, projid)
+    assert limit == 64 * MiB and used <= 64 * 1024, (limit, used)     # the directory
+    xfs = os.path.basename(mnt) == "xfs"
+    over_quota(bb, "No space left on device" if xfs else "Disk quota exceeded")
+    limit, used = project_quota(mnt, projid)
+    assert limit == 64 * MiB and 32 * MiB <= used <= 64 * MiB, (limit, used)
+    return projid
+
+
+def project_gone(d, mnt, bb, projid):
+    """The teardown removed bb, and nothing is left charged to its project (XFS
+    frees the blocks of removed files in the background)."""
+    wait_for(lambda: not os.path.exists(bb) or None, "the teardown to remove " + bb,
+             report=lambda: d.log_text()[-2000:])
+    wait_for(lambda: project_quota(mnt, projid)[1] == 0 or None,
+             "the blocks of project %d to be freed" % projid,
+             report=lambda: "%s %s\n%s" % (project_quota(mnt, projid),
+                                           list(os.walk(mnt)), d.log_text()[-2000:]))
+
+
+def test_embedded_project_quota(make_daemon, tmp_base, prjquota_fs):
     """ext4 or XFS mounted with prjquota, capacity.enforce: project: the job's
     64 MiB buffer gets a project id of its own limited to 64 MiB; 200 MiB fail at
     about 64 MiB; its teardown removes it and nothing is left charged to it."""
@@ -246,26 +275,19 @@ def test_embedded_project_quota(request, make_daemon, tmp_base, prjquota_fs):
     a = d.ok("POST", "/v1/jobs/p1/allocation", {"capacity": "64MiB"}, uid=SLURM_UID,
              expect=(201,))
     bb = a["nodes"][0]["path"]
-    assert os.path.isdir(bb), d.log_text()[-3000:]
-    r = subprocess.run(["lsattr", "-pd", bb], capture_output=True, text=True, check=True)
-    projid = int(r.stdout.split()[0])
-    assert projid >= 0x40000000, r.stdout
-    limit, used = project_quota(prjquota_fs, projid)
-    assert limit == 64 * MiB and used <= 64 * 1024, (limit, used)     # the directory
-    # XFS refuses a write past a project's limit with ENOSPC (the project is a
-    # file system of its own to its writers), ext4 with EDQUOT
-    over_quota(bb, "No space left on device" if request.node.callspec.params[
-        "prjquota_fs"] == "xfs" else "Disk quota exceeded")
-    limit, used = project_quota(prjquota_fs, projid)
-    assert limit == 64 * MiB and 32 * MiB <= used <= 64 * MiB, (limit, used)
+    projid = project_limited(d, prjquota_fs, bb)
     d.ok("DELETE", "/v1/jobs/p1", uid=SLURM_UID)
-    wait_for(lambda: not os.path.exists(bb) or None, "the teardown to remove " + bb)
-    # nothing is left charged to the buffer's project (XFS frees the blocks of
-    # removed files in the background)
-    wait_for(lambda: project_quota(prjquota_fs, projid)[1] == 0 or None,
-             "the blocks of project %d to be freed" % projid,
-             report=lambda: "%s %s\n%s" % (project_quota(prjquota_fs, projid),
-                                           list(os.walk(mount)), d.log_text()[-2000:]))
+    project_gone(d, prjquota_fs, bb, projid)
+
+
+def test_agent_project_quota(make_daemon, agents, tmp_base, prjquota_fs):  # noqa: F811
+    """Agent mode (capacity.enforce: auto): bbnoded gives the job's buffer on its
+    node's ext4 or XFS a project id of its own limited to 64 MiB, and its teardown
+    leaves nothing charged to it."""
+    d, bb, _ = agent_quota_job(make_daemon, agents, prjquota_fs, "ap1")
+    projid = project_limited(d, prjquota_fs, bb)
+    d.ok("DELETE", "/v1/jobs/ap1", uid=SLURM_UID)
+    project_gone(d, prjquota_fs, bb, projid)
 
 
 # The project-quota path on a real kernel: this machine's may lack project quotas
@@ -298,17 +320,19 @@ def junit_cases(path):
 
 @pytest.mark.parametrize("fs", ["ext4", "xfs"])
 def test_project_quota_in_a_vm(tmp_base, fs):
-    """test_embedded_project_quota run by pytest inside a virtual machine (1 vCPU,
-    512 MiB, KVM or qemu's emulation) whose kernel has project quotas, on the
-    buffer mount fs: it passes there (not skipped)."""
+    """test_embedded_project_quota and test_agent_project_quota run by pytest
+    inside a virtual machine (1 vCPU, 512 MiB, KVM or qemu's emulation) whose
+    kernel has project quotas, on the buffer mount fs: both pass there (neither
+    is skipped)."""
     vm = vm_module()
     out = os.path.join(tmp_base, "vm")
     os.makedirs(out)
     os.chmod(out, 0o755)
     junit = os.path.join(out, "junit.xml")
-    node = "daemon/test_quota.py::test_embedded_project_quota[%s]" % fs
+    names = ["test_%s_project_quota[%s]" % (mode, fs) for mode in ("embedded", "agent")]
     argv = [sys.executable, "-m", "pytest", "-c", os.path.join(TESTSUITE, "pytest.ini"),
-            "--rootdir", TESTSUITE, "-v", "--junitxml", junit, node]
+            "--rootdir", TESTSUITE, "-v", "--junitxml", junit] + [
+                "daemon/test_quota.py::" + n for n in names]
     console = io.StringIO()
     t0 = time.monotonic()
     try:
@@ -318,11 +342,11 @@ def test_project_quota_in_a_vm(tmp_base, fs):
         pytest.skip("no virtual machine can run here: %s" % e)
     finally:
         print(console.getvalue())
-    print("the virtual machine ran %s in %.0f s" % (node, time.monotonic() - t0))
+    print("the virtual machine ran %s in %.0f s" % (" ".join(names), time.monotonic() - t0))
     assert os.path.exists(junit), "pytest in the virtual machine left no report (exit %d)" % rc
     cases = junit_cases(junit)
-    name = "test_embedded_project_quota[%s]" % fs
-    assert cases.get(name, ("missing", ""))[0] == "passed" and rc == 0, (rc, cases)
+    assert all(cases.get(n, ("missing",))[0] == "passed" for n in names) and rc == 0, (
+        rc, cases)
 
 
 def test_explicit_enforce_refused_elsewhere(make_daemon, tmp_base, btrfs):
@@ -452,7 +476,7 @@ def test_embedded_btrfs_nested_subvolume(make_daemon, tmp_base, btrfs):
 
 def test_agent_btrfs_nested_subvolume(make_daemon, agents, tmp_base, btrfs):  # noqa: F811
     """Agent mode: the same on a bbnoded's node."""
-    d, bb, rel = agent_btrfs_job(make_daemon, agents, btrfs, "an1")
+    d, bb, rel = agent_quota_job(make_daemon, agents, btrfs, "an1")
     nested_over_quota(d, btrfs, bb, "an1")
     d.ok("DELETE", "/v1/jobs/an1", uid=SLURM_UID)
     gone(d, btrfs, bb, os.path.dirname(rel) + "/")

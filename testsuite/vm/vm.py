@@ -14,7 +14,8 @@ The machine is 1 vCPU, no network, its console on the serial port:
     all that, switches to that root and runs the script, then powers the
     machine off; the kernel loads the other modules it needs from the host's
     /lib/modules/VERSION.
-KVM when /dev/kvm works, qemu's emulation (TCG) otherwise.
+KVM when /dev/kvm works and boots the machine in KVM_BOOT seconds, qemu's
+emulation (TCG) otherwise; HARMONIA_VM_ACCEL=kvm or tcg chooses.
 
   python3 vm.py [--timeout S] [--kernel VERSION] -- COMMAND...
 runs COMMAND (in the current directory, with the environment's HARMONIA_*
