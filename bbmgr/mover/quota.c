@@ -64,13 +64,19 @@ int quota_project_set(const quota_sys_t *sys, int fd, uint64_t bytes, unsigned *
     if (fstat(fd, &st) < 0)
         return util_fail(errno, why, len, "fstat: %s", strerror(errno));
     /* a free id: nothing charged to it (a limit left by an earlier buffer is
-     * replaced); starting from the inode, so that two mounts rarely probe alike */
+     * replaced); starting from the inode, so that two mounts rarely probe alike.
+     * XFS answers ENOENT for an id it has no record of (ext4 gives zeros): free */
     for (unsigned k = 0; k < 64 && !pick; k++) {
         unsigned cand = QUOTA_PROJID_BASE + (unsigned)((st.st_ino + k) % QUOTA_PROJID_SPAN);
         memset(&dq, 0, sizeof(dq));
-        if (sys->quotactl(fd, QUOTA_QCMD(Q_GETQUOTA, PRJQUOTA), cand, &dq) < 0)
+        if (sys->quotactl(fd, QUOTA_QCMD(Q_GETQUOTA, PRJQUOTA), cand, &dq) < 0) {
+            if (errno == ENOENT) {
+                pick = cand;
+                break;
+            }
             return util_fail(errno, why, len, "project quota of id %u: %s (is the file system "
                              "mounted with project quotas?)", cand, strerror(errno));
+        }
         if (dq.dqb_curspace == 0 && dq.dqb_curinodes == 0)
             pick = cand;
     }

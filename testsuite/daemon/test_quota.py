@@ -8,16 +8,27 @@ mover and bbnoded agents.  doc/security.md, Capacity.
 The buffer mount is a directory of a btrfs file system made for the test on a
 loop device (a sparse file, mkfs.btrfs, losetup, mount), removed at the end.
 Needs root, a loop device and mkfs.btrfs; skipped otherwise.
+
+Project quotas on ext4 and XFS mounted prjquota, alike, in both modes; where
+this kernel cannot mount them, those tests run in a virtual machine on a Debian
+kernel that can (test_project_quota_in_a_vm, testsuite/vm/vm.py).
 """
+import ctypes
+import errno
+import io
 import json
 import os
 import shutil
 import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
 
 import pytest
 
 from harmonia_test.wait import wait_for
 from conftest import SLURM_UID, USER1, register
+from harmonia_test.daemon import SRCDIR
 from test_mover import GID1
 from test_nodes import BBMGR, agent_cluster, agents  # noqa: F401 (a fixture)
 from test_nodes import new_job as agent_job
@@ -25,6 +36,7 @@ from test_nodes import new_job as agent_job
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the quota tests need root")
 
 MiB = 1 << 20
+TESTSUITE = os.path.join(SRCDIR, "testsuite")
 
 
 def btrfs_unusable():
@@ -63,28 +75,33 @@ def btrfs(tmp_base):
         subprocess.run(["losetup", "-d", dev], capture_output=True)
 
 
-@pytest.fixture
-def ext4_prjquota(tmp_base):
-    """An ext4 file system with project quotas, mounted prjquota at tmp_base/ext4."""
-    if not shutil.which("mkfs.ext4") or not os.path.exists("/dev/loop-control"):
-        pytest.skip("project quotas cannot be mounted: no mkfs.ext4 or no loop device")
-    img = os.path.join(tmp_base, "ext4.img")
-    mnt = os.path.join(tmp_base, "ext4")
+MKFS = {"ext4": ["mkfs.ext4", "-q", "-F", "-O", "quota,project"],
+        "xfs": ["mkfs.xfs", "-q", "-f"]}
+
+
+@pytest.fixture(params=["ext4", "xfs"])
+def prjquota_fs(request, tmp_base):
+    """An ext4 (made with the quota and project features) or XFS file system of
+    512 MiB on a loop device, mounted prjquota at tmp_base/FS: its path."""
+    fs = request.param
+    if not shutil.which(MKFS[fs][0]) or not os.path.exists("/dev/loop-control"):
+        pytest.skip("project quotas cannot be mounted: no %s or no loop device" % MKFS[fs][0])
+    img = os.path.join(tmp_base, fs + ".img")
+    mnt = os.path.join(tmp_base, fs)
     os.makedirs(mnt)
     with open(img, "wb") as f:
         f.truncate(512 * MiB)
-    subprocess.run(["mkfs.ext4", "-q", "-F", "-O", "quota,project", img], check=True,
-                   capture_output=True)
+    subprocess.run(MKFS[fs] + [img], check=True, capture_output=True)
     loop = subprocess.run(["losetup", "--find", "--show", img], capture_output=True, text=True)
     if loop.returncode != 0:
         pytest.skip("project quotas cannot be mounted: losetup: " + loop.stderr.strip())
     dev = loop.stdout.strip()
     try:
-        m = subprocess.run(["mount", "-t", "ext4", "-o", "prjquota", dev, mnt],
+        m = subprocess.run(["mount", "-t", fs, "-o", "prjquota", dev, mnt],
                            capture_output=True, text=True)
         if m.returncode != 0:
-            pytest.skip("project quotas cannot be mounted by this kernel (CONFIG_QFMT_V2): "
-                        + m.stderr.strip())
+            pytest.skip("project quotas cannot be mounted by this kernel (CONFIG_QFMT_V2, "
+                        "XFS_QUOTA): " + m.stderr.strip())
         try:
             yield mnt
         finally:
@@ -127,13 +144,36 @@ def gone(d, mnt, bb, under):
         report=lambda: "%s\n%s" % (subvolumes(mnt), d.log_text()[-2000:]))
 
 
-def over_quota(bb):
-    """The user writes 200 MiB into the 64 MiB buffer bb: the file system refuses."""
+def over_quota(bb, error="Disk quota exceeded"):
+    """The user writes 200 MiB into the 64 MiB buffer bb: the file system refuses
+    (with error)."""
     rc, err = dd_as_user(os.path.join(bb, "big"), 200)
-    assert rc != 0 and "Disk quota exceeded" in err, (rc, err)
+    assert rc != 0 and error in err, (rc, err)
     used = stored(os.path.join(bb, "big"))
-    print("stored after EDQUOT: %d bytes" % used)
+    print("stored after %s: %d bytes" % (error, used))
     assert 32 * MiB <= used <= 72 * MiB, used
+
+
+class Dqblk(ctypes.Structure):
+    """struct if_dqblk (linux/quota.h)."""
+    _fields_ = [(n, ctypes.c_uint64) for n in (
+        "bhardlimit", "bsoftlimit", "curspace", "ihardlimit", "isoftlimit", "curinodes",
+        "btime", "itime")] + [("valid", ctypes.c_uint32)]
+
+
+def project_quota(mnt, projid):
+    """(hard limit in bytes, bytes charged) of project projid on the file system
+    mounted at mnt (quotactl Q_GETQUOTA of PRJQUOTA on its device); (0, 0) for
+    an id XFS has no record of."""
+    dev = [l.split()[0] for l in open("/proc/self/mounts") if l.split()[1] == mnt][-1]
+    libc = ctypes.CDLL(None, use_errno=True)
+    dq = Dqblk()
+    cmd = (0x800007 << 8) | 2       # QCMD(Q_GETQUOTA, PRJQUOTA)
+    if libc.quotactl(cmd, dev.encode(), projid, ctypes.byref(dq)) < 0:
+        e = ctypes.get_errno()
+        assert e == errno.ENOENT, os.strerror(e)
+        return 0, 0
+    return dq.bhardlimit * 1024, dq.curspace
 
 
 def embedded(make_daemon, mount, **extra):
@@ -173,21 +213,21 @@ def test_embedded_btrfs_quota(make_daemon, tmp_base, btrfs):
     assert d.proc.poll() is None
 
 
-def agent_btrfs_job(make_daemon, agents, btrfs, jobid):  # noqa: F811
-    """Agents on btrfs/agents, a job of one node with a 64 MiB buffer: (the
-    daemon, the buffer's path, that path relative to btrfs)."""
-    base = os.path.join(btrfs, "agents")
+def agent_quota_job(make_daemon, agents, fs, jobid):  # noqa: F811
+    """Agents on fs/agents (fs: a mounted file system), a job of one node with a
+    64 MiB buffer: (the daemon, the buffer's path, that path relative to fs)."""
+    base = os.path.join(fs, "agents")
     os.makedirs(base)
     d, _ = agent_cluster(make_daemon, agents, base)
     paths, _ = agent_job(d, jobid, nodes=1, capacity="64MiB")
     wait_for(lambda: os.stat(paths[0]).st_uid == USER1, "its agent to give it to its user")
-    return d, paths[0], os.path.relpath(paths[0], btrfs)
+    return d, paths[0], os.path.relpath(paths[0], fs)
 
 
 def test_agent_btrfs_quota(make_daemon, agents, tmp_base, btrfs):  # noqa: F811
     """Agent mode: bbnoded makes the job's buffer as a subvolume limited to its
     capacity on its node (64 MiB), and removes it when the job ends."""
-    d, bb, rel = agent_btrfs_job(make_daemon, agents, btrfs, "aq1")
+    d, bb, rel = agent_quota_job(make_daemon, agents, btrfs, "aq1")
     assert rel in subvolumes(btrfs), (rel, subvolumes(btrfs))
     over_quota(bb)
     assert not os.path.exists(os.path.join(os.path.dirname(bb), ".harmonia-spare"))
@@ -195,21 +235,118 @@ def test_agent_btrfs_quota(make_daemon, agents, tmp_base, btrfs):  # noqa: F811
     gone(d, btrfs, bb, os.path.dirname(rel) + "/")
 
 
-def test_embedded_project_quota(make_daemon, tmp_base, ext4_prjquota):
-    """ext4 mounted with prjquota, capacity.enforce: project: the job's 64 MiB
-    buffer gets a project id of its own limited to 64 MiB; 200 MiB fail."""
-    mount = os.path.join(ext4_prjquota, "bb")
+def project_limited(d, mnt, bb):
+    """bb, a 64 MiB buffer on mnt (ext4 or XFS mounted prjquota), has a project id
+    of its own limited to 64 MiB; its user's 200 MiB fail at about 64 MiB (XFS
+    refuses a write past a project's limit with ENOSPC, the project being a file
+    system of its own to its writers; ext4 with EDQUOT).  Its project id."""
+    assert os.path.isdir(bb), d.log_text()[-3000:]
+    r = subprocess.run(["lsattr", "-pd", bb], capture_output=True, text=True, check=True)
+    projid = int(r.stdout.split()[0])
+    assert projid >= 0x40000000, r.stdout
+    limit, used = project_quota(mnt, projid)
+    assert limit == 64 * MiB and used <= 64 * 1024, (limit, used)     # the directory
+    xfs = os.path.basename(mnt) == "xfs"
+    over_quota(bb, "No space left on device" if xfs else "Disk quota exceeded")
+    limit, used = project_quota(mnt, projid)
+    assert limit == 64 * MiB and 32 * MiB <= used <= 64 * MiB, (limit, used)
+    return projid
+
+
+def project_gone(d, mnt, bb, projid):
+    """The teardown removed bb, and nothing is left charged to its project (XFS
+    frees the blocks of removed files in the background)."""
+    wait_for(lambda: not os.path.exists(bb) or None, "the teardown to remove " + bb,
+             report=lambda: d.log_text()[-2000:])
+    wait_for(lambda: project_quota(mnt, projid)[1] == 0 or None,
+             "the blocks of project %d to be freed" % projid,
+             report=lambda: "%s %s\n%s" % (project_quota(mnt, projid),
+                                           list(os.walk(mnt)), d.log_text()[-2000:]))
+
+
+def test_embedded_project_quota(make_daemon, tmp_base, prjquota_fs):
+    """ext4 or XFS mounted with prjquota, capacity.enforce: project: the job's
+    64 MiB buffer gets a project id of its own limited to 64 MiB; 200 MiB fail at
+    about 64 MiB; its teardown removes it and nothing is left charged to it."""
+    mount = os.path.join(prjquota_fs, "bb")
     os.makedirs(mount)
     d = embedded(make_daemon, mount, capacity={"enforce": "project"})
     register(d, "p1", uid=USER1, gid=GID1)
     a = d.ok("POST", "/v1/jobs/p1/allocation", {"capacity": "64MiB"}, uid=SLURM_UID,
              expect=(201,))
     bb = a["nodes"][0]["path"]
-    r = subprocess.run(["lsattr", "-pd", bb], capture_output=True, text=True, check=True)
-    assert int(r.stdout.split()[0]) >= 0x40000000, r.stdout
-    over_quota(bb)
+    projid = project_limited(d, prjquota_fs, bb)
     d.ok("DELETE", "/v1/jobs/p1", uid=SLURM_UID)
-    wait_for(lambda: not os.path.exists(bb) or None, "the teardown to remove " + bb)
+    project_gone(d, prjquota_fs, bb, projid)
+
+
+def test_agent_project_quota(make_daemon, agents, tmp_base, prjquota_fs):  # noqa: F811
+    """Agent mode (capacity.enforce: auto): bbnoded gives the job's buffer on its
+    node's ext4 or XFS a project id of its own limited to 64 MiB, and its teardown
+    leaves nothing charged to it."""
+    d, bb, _ = agent_quota_job(make_daemon, agents, prjquota_fs, "ap1")
+    projid = project_limited(d, prjquota_fs, bb)
+    d.ok("DELETE", "/v1/jobs/ap1", uid=SLURM_UID)
+    project_gone(d, prjquota_fs, bb, projid)
+
+
+# The project-quota path on a real kernel: this machine's may lack project quotas
+# (CONFIG_QFMT_V2, XFS_QUOTA), so test_embedded_project_quota also runs in a
+# virtual machine booted by qemu on an installed Debian kernel that has them
+# (testsuite/vm/vm.py: the host's / shared read-only, the same build tree).
+
+def vm_module():
+    sys.path.insert(0, os.path.join(SRCDIR, "testsuite", "vm"))
+    try:
+        import vm
+    finally:
+        sys.path.pop(0)
+    return vm
+
+
+def junit_cases(path):
+    """{test name: (outcome, message)} of a JUnit report."""
+    cases = {}
+    for tc in ET.parse(path).getroot().iter("testcase"):
+        outcome, message = "passed", ""
+        for kind in ("failure", "error", "skipped"):
+            e = tc.find(kind)
+            if e is not None:
+                outcome, message = kind, (e.get("message") or "") + (e.text or "")
+                break
+        cases[tc.get("name")] = (outcome, message)
+    return cases
+
+
+@pytest.mark.parametrize("fs", ["ext4", "xfs"])
+def test_project_quota_in_a_vm(tmp_base, fs):
+    """test_embedded_project_quota and test_agent_project_quota run by pytest
+    inside a virtual machine (1 vCPU, 512 MiB, KVM or qemu's emulation) whose
+    kernel has project quotas, on the buffer mount fs: both pass there (neither
+    is skipped)."""
+    vm = vm_module()
+    out = os.path.join(tmp_base, "vm")
+    os.makedirs(out)
+    os.chmod(out, 0o755)
+    junit = os.path.join(out, "junit.xml")
+    names = ["test_%s_project_quota[%s]" % (mode, fs) for mode in ("embedded", "agent")]
+    argv = [sys.executable, "-m", "pytest", "-c", os.path.join(TESTSUITE, "pytest.ini"),
+            "--rootdir", TESTSUITE, "-v", "--junitxml", junit] + [
+                "daemon/test_quota.py::" + n for n in names]
+    console = io.StringIO()
+    t0 = time.monotonic()
+    try:
+        rc = vm.run(argv, out, timeout=900, cwd=TESTSUITE, log=console,
+                    env_names=("HARMONIA_", "PYTHONDONTWRITEBYTECODE"), modules=["loop"])
+    except vm.NoVM as e:
+        pytest.skip("no virtual machine can run here: %s" % e)
+    finally:
+        print(console.getvalue())
+    print("the virtual machine ran %s in %.0f s" % (" ".join(names), time.monotonic() - t0))
+    assert os.path.exists(junit), "pytest in the virtual machine left no report (exit %d)" % rc
+    cases = junit_cases(junit)
+    assert all(cases.get(n, ("missing",))[0] == "passed" for n in names) and rc == 0, (
+        rc, cases)
 
 
 def test_explicit_enforce_refused_elsewhere(make_daemon, tmp_base, btrfs):
@@ -339,7 +476,7 @@ def test_embedded_btrfs_nested_subvolume(make_daemon, tmp_base, btrfs):
 
 def test_agent_btrfs_nested_subvolume(make_daemon, agents, tmp_base, btrfs):  # noqa: F811
     """Agent mode: the same on a bbnoded's node."""
-    d, bb, rel = agent_btrfs_job(make_daemon, agents, btrfs, "an1")
+    d, bb, rel = agent_quota_job(make_daemon, agents, btrfs, "an1")
     nested_over_quota(d, btrfs, bb, "an1")
     d.ok("DELETE", "/v1/jobs/an1", uid=SLURM_UID)
     gone(d, btrfs, bb, os.path.dirname(rel) + "/")

@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * test_bbmgr_quota.c — quota.c's project-quota layer (ext4/XFS mounted with
- * project quotas) with its system calls behind the table quota_sys_t: the kernel
- * of the test machines cannot mount project quotas, so this is the one place the
- * layer's calls are checked: a free project id is chosen (ids charged with blocks
- * or inodes are passed over), set with FS_XFLAG_PROJINHERIT, and limited to the
- * buffer's bytes in 1 KiB blocks; each failure says which step and why.  The real
- * path runs in daemon/test_quota.py where the kernel has project quotas.
+ * project quotas) with its system calls behind the table quota_sys_t: a free
+ * project id is chosen (ids charged with blocks or inodes are passed over, one
+ * XFS has no record of is free), set with FS_XFLAG_PROJINHERIT, and limited to
+ * the buffer's bytes in 1 KiB blocks; each failure says which step and why.  The
+ * real path runs in daemon/test_quota.py, in a virtual machine when the machine's
+ * kernel cannot mount project quotas.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -23,6 +23,7 @@
 
 static struct {
     unsigned busy_below;        /* ids below it are charged (curspace > 0) */
+    unsigned unknown_from;      /* ids from it have no record (XFS: ENOENT), if set */
     int get_errno, set_errno, setq_errno;
     unsigned getq_calls;
     struct fsxattr fx;          /* what setxattr was given */
@@ -57,6 +58,8 @@ static int m_quotactl(int fd, int cmd, unsigned id, void *addr)
         M.getq_calls++;
         if (M.get_errno)
             return errno = M.get_errno, -1;
+        if (M.unknown_from && id >= M.unknown_from)
+            return errno = ENOENT, -1;
         memset(dq, 0, sizeof(*dq));
         if (id < M.busy_below)
             dq->dqb_curspace = 4096;
@@ -106,6 +109,25 @@ START_TEST(test_project_id_and_limit)
     ck_assert(M.setq.dqb_valid & QIF_BLIMITS);
     ck_assert_uint_eq(M.setq.dqb_bhardlimit, 64 * 1024 + 1);     /* 1 KiB blocks, up */
     ck_assert_uint_eq(M.setq.dqb_bsoftlimit, 64 * 1024 + 1);
+    close(fd);
+}
+END_TEST
+
+/* XFS: Q_GETQUOTA of an id it has no record of fails with ENOENT: that id is
+ * free (ext4 answers zeros) */
+START_TEST(test_project_id_unknown_to_xfs)
+{
+    unsigned first, id = 0;
+    char why[200] = "";
+    memset(&M, 0, sizeof(M));
+    int fd = dir_fd(&first);
+    M.busy_below = first + 1;
+    M.unknown_from = first + 1;
+    ck_assert_int_eq(quota_project_set(&mock, fd, 1 << 20, &id, why, sizeof(why)), 0);
+    ck_assert_uint_eq(id, first + 1);
+    ck_assert_uint_eq(M.fx.fsx_projid, first + 1);
+    ck_assert_uint_eq(M.setq_id, first + 1);
+    ck_assert_uint_eq(M.getq_calls, 2);
     close(fd);
 }
 END_TEST
@@ -171,8 +193,8 @@ END_TEST
 int main(void)
 {
     const tu_tcase_t tcases[] = {
-        { "quota", .tests = { test_project_id_and_limit, test_project_failures_said,
-                              test_make_elsewhere, NULL } },
+        { "quota", .tests = { test_project_id_and_limit, test_project_id_unknown_to_xfs,
+                              test_project_failures_said, test_make_elsewhere, NULL } },
     };
     return tu_main("bbmgr_quota", tcases, TU_COUNT(tcases));
 }
