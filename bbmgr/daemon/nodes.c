@@ -36,8 +36,6 @@
  * burst of one interval (a job's writes ahead of its grant's pace, a measurement
  * cut unevenly) does not take bandwidth from the node. */
 #define BW_REPORTS 3
-/* Directories a report may say the identity of ("kept") */
-#define NODES_KEPT_MAX 64
 
 typedef struct {
     char name[64];
@@ -606,85 +604,24 @@ static void usage_reported(core_t *c, int a, const np_usage_t *u)
         }
 }
 
-void nodes_route_poll(core_t *c, hreq_t *rq, reply_t *r)
+bool nodes_serves(core_t *c, const char *node)
 {
-    static const char *const keys[] = { "version", "agent", "dirs", "status", "results",
-                                        "kept", "usage", NULL };
-    char msg[400];
-    const char *k;
-    json_t *val, *b = rq->body;
-
     init(c);
-    if (rq->who->uid != 0 && rq->who->uid != geteuid())
-        return (void)reply_error(r, 403, NULL, "only the daemon user (root) may act as a "
-                                 "buffer-node agent");
-    int a = G.n ? (int)(intptr_t)hmap_get(G.by_name, rq->args[0]) - 1 : -1;
-    if (a < 0)
-        return (void)reply_error(r, 403, NULL, "node %s is not served by an agent in the "
-                                 "configuration (nodes: agent: true)", rq->args[0]);
-    if (!b)
-        return (void)reply_error(r, 400, NULL, "a JSON body is required");
-    json_object_foreach(b, k, val) {
-        const char *const *p = keys;
-        while (*p && strcmp(*p, k))
-            p++;
-        if (!*p)
-            return (void)reply_error(r, 400, k, "unknown field (known: version, agent, dirs, "
-                                     "status, results, kept, usage)");
-    }
-    json_t *ver = json_object_get(b, "version"), *id = json_object_get(b, "agent");
-    json_t *gen = json_object_get(b, "dirs"), *st = json_object_get(b, "status");
-    json_t *res = json_object_get(b, "results");
-    if (!json_is_integer(ver) || json_integer_value(ver) != NP_VERSION)
-        return (void)reply_error(r, 400, "version", "must be %d", NP_VERSION);
-    if (!json_is_string(id) || !*json_string_value(id) || strlen(json_string_value(id)) >= 64)
-        return (void)reply_error(r, 400, "agent", "must be a string of 1 to 63 characters");
-    if (gen && !json_is_string(gen))
-        return (void)reply_error(r, 400, "dirs", "must be a string");
-    if (res && !json_is_array(res))
-        return (void)reply_error(r, 400, "results", "must be an array");
-    json_t *kept = json_object_get(b, "kept");
-    np_dir_t kd[NODES_KEPT_MAX];
-    size_t nkd = json_array_size(kept);
-    if (kept && (!json_is_array(kept) || nkd > NODES_KEPT_MAX))
-        return (void)reply_error(r, 400, "kept", "must be an array of at most %d directories",
-                                 NODES_KEPT_MAX);
-    for (size_t i = 0; i < nkd; i++) {
-        int rc = np_dir_parse(json_array_get(kept, i), &kd[i], msg, sizeof(msg));
-        if (rc < 0 || !kd[i].keep || !kd[i].ino)
-            return (void)reply_error(r, 400, "kept", "%s", rc < 0 ? msg : "each directory "
-                                     "has keep, dev and ino");
-    }
-    json_t *usage = json_object_get(b, "usage");
-    np_usage_t uv[NP_USAGE_MAX];
-    size_t nuv = json_array_size(usage);
-    if (usage && (!json_is_array(usage) || nuv > NP_USAGE_MAX))
-        return (void)reply_error(r, 400, "usage", "must be an array of at most %d entries",
-                                 NP_USAGE_MAX);
-    for (size_t i = 0; i < nuv; i++)
-        if (np_usage_parse(json_array_get(usage, i), &uv[i], msg, sizeof(msg)) < 0)
-            return (void)reply_error(r, 400, "usage", "%s", msg);
-    np_status_t status;
-    if (!st)
-        return (void)reply_error(r, 400, "status", "is required");
-    if (np_status_parse(st, &status, msg, sizeof(msg)) < 0)
-        return (void)reply_error(r, 400, "status", "%s", msg);
-    size_t nres = json_array_size(res);
-    np_result_t *rv = calloc(nres ? nres : 1, sizeof(*rv));
-    if (!rv)
-        return (void)reply_error(r, 500, NULL, "out of memory");
-    for (size_t i = 0; i < nres; i++)
-        if (np_result_parse(json_array_get(res, i), &rv[i], msg, sizeof(msg)) < 0) {
-            free(rv);
-            return (void)reply_error(r, 400, "results", "%s", msg);
-        }
+    return G.n && hmap_get(G.by_name, node);
+}
 
-    /* everything checked: apply */
+json_t *nodes_report(core_t *c, const char *node, const nodes_report_t *rp)
+{
+    int a = G.n ? (int)(intptr_t)hmap_get(G.by_name, node) - 1 : -1;
+    const char *gen = rp->dirs;
+
+    if (a < 0)
+        return NULL;
     agent_t *g = &G.v[a];
-    if (strcmp(g->agent, json_string_value(id))) {
-        bl_info("buffer node %s: agent %s %s", g->name, json_string_value(id),
+    if (strcmp(g->agent, rp->agent)) {
+        bl_info("buffer node %s: agent %s %s", g->name, rp->agent,
                 *g->agent ? "restarted (its directories are checked again)" : "connected");
-        snprintf(g->agent, sizeof(g->agent), "%s", json_string_value(id));
+        snprintf(g->agent, sizeof(g->agent), "%s", rp->agent);
         g->sent_current = false;
     }
     if (g->down)
@@ -693,36 +630,35 @@ void nodes_route_poll(core_t *c, hreq_t *rq, reply_t *r)
     g->seen = true;
     g->last_seen = hu_mono();
     g->reported = core_wall();
-    g->st = status;
+    g->st = rp->status;
     core_node_leftover(c, (int)(intptr_t)hmap_get(c->node_by_name, g->name) - 1,
-                       status.leftover_bytes);
+                       rp->status.leftover_bytes);
     g->polls++;
-    for (size_t i = 0; i < nres; i++)
-        apply_result(c, a, &rv[i]);
-    free(rv);
-    for (size_t i = 0; i < nkd; i++)
-        kept_reported(c, a, &kd[i]);
-    for (size_t i = 0; i < nuv; i++)
-        usage_reported(c, a, &uv[i]);
+    for (size_t i = 0; i < rp->nresults; i++)
+        apply_result(c, a, &rp->results[i]);
+    for (size_t i = 0; i < rp->nkept; i++)
+        kept_reported(c, a, &rp->kept[i]);
+    for (size_t i = 0; i < rp->nusage; i++)
+        usage_reported(c, a, &rp->usage[i]);
     apply_bandwidth(c, a);
 
     char cur[64];
     /* the set the agent applied, if it is one of this process's */
     snprintf(cur, sizeof(cur), "%.0f-", G.start_wall);
-    if (gen && !strncmp(json_string_value(gen), cur, strlen(cur))) {
+    if (gen && !strncmp(gen, cur, strlen(cur))) {
         char *end;
-        unsigned long long v = strtoull(json_string_value(gen) + strlen(cur), &end, 10);
+        unsigned long long v = strtoull(gen + strlen(cur), &end, 10);
         if (!*end && v <= g->gen)
             g->applied = v;
     }
     snprintf(cur, sizeof(cur), "%.0f-%ju", G.start_wall, (uintmax_t)g->gen);
     json_t *out = json_pack("{s:s s:f s:s s:o}", "node", g->name, "interval",
                             c->cfg->agents_interval, "dirs_gen", cur, "tasks", tasks_json(c, a));
-    if (!g->sent_current || !gen || strcmp(json_string_value(gen), cur)) {
+    if (!g->sent_current || !gen || strcmp(gen, cur)) {
         json_object_set_new(out, "dirs", dirs_json(c, a));
         g->sent_current = true;
     }
-    reply_json(r, 200, out);
+    return out;
 }
 
 /* ------------------------------------------------------------------ views */

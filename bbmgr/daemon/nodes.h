@@ -18,9 +18,9 @@
 #include <stdbool.h>
 #include <jansson.h>
 
-#include "api.h"
 #include "core.h"
 #include "mover.h"
+#include "nodeproto.h"
 
 /* Prefix of the drain reason of a node whose agent is down (the drain is lifted
  * when the agent reports again; a drain by an administrator is left alone). */
@@ -44,8 +44,29 @@ bool nodes_dispatch(core_t *c, const mover_spec_t *spec, const char *buf);
 /* Timer (core_tick): agents silent for agents.down_after are marked down. */
 void nodes_tick(core_t *c, double wall);
 
-/* The route POST /v1/agents/<node>. */
-void nodes_route_poll(core_t *c, hreq_t *rq, reply_t *r);
+/* Directories a report may say the identity of ("kept") */
+#define NODES_KEPT_MAX 64
+
+/* An agent's report (POST /v1/agents/<node>, checked by its route in
+ * routes_admin.c): who sends it, what it did, what its device holds. */
+typedef struct {
+    const char *agent;          /* the agent process's instance id */
+    const char *dirs;           /* the generation of the directory set it applied;
+                                   NULL: none said */
+    np_status_t status;
+    const np_result_t *results;
+    size_t nresults;
+    const np_dir_t *kept;       /* identities of directories listed with keep */
+    size_t nkept;
+    const np_usage_t *usage;    /* what its buffer directories hold */
+    size_t nusage;
+} nodes_report_t;
+
+/* Whether node (a name) is served by an agent in the configuration. */
+bool nodes_serves(core_t *c, const char *node);
+/* Apply the report of node's agent: the body of the reply (its tasks, and its
+ * directory set when it has not the current one); NULL when node has no agent. */
+json_t *nodes_report(core_t *c, const char *node, const nodes_report_t *rp);
 
 /* Views: the agent's status added to a node's JSON; Prometheus lines (malloc'd,
  * NULL when there are no agents). */
