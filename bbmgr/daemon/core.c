@@ -24,6 +24,16 @@
 
 
 /* ------------------------------------------------------------------ create */
+/* What the agents' side (nodes.c, below the core's operations) tells the core. */
+static const nodes_core_t nodes_core = {
+    .report = core_mover_report,
+    .restage_lost = core_restage_lost,
+    .drain = core_node_drain,
+    .set_bandwidth = core_node_set_bandwidth,
+    .loads = core_node_loads,
+    .leftover = core_node_leftover,
+};
+
 core_t *core_create(cfg_t *cfg, state_t *st, hu_error_t *err)
 {
     core_t *c = calloc(1, sizeof(*c));
@@ -36,6 +46,7 @@ core_t *core_create(cfg_t *cfg, state_t *st, hu_error_t *err)
         return NULL;
     }
     pthread_mutex_init(&c->lock, NULL);
+    nodes_set_core(&nodes_core);
     c->cfg = cfg;
     c->st = st;
     c->next_phase = c->next_xfer = c->next_hs = 1;
@@ -166,23 +177,3 @@ void core_tick(core_t *c)
 }
 
 
-/* ------------------------------------------------------------------ accessors */
-cfg_t *core_cfg(core_t *c)
-{
-    return c->cfg;
-}
-
-state_t *core_state(core_t *c)
-{
-    return c->st;
-}
-
-double core_started(core_t *c)
-{
-    return c->started;
-}
-
-void core_set_mover(core_t *c, mover_t *m)
-{
-    c->mover = m;
-}

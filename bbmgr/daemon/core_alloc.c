@@ -53,12 +53,6 @@ int node_add(core_t *c, const char *name, const cfg_nodeset_t *ns, bool in_confi
     return c->nnodes - 1;
 }
 
-int core_node_index(core_t *c, const char *name)
-{
-    intptr_t v = (intptr_t)hmap_get(c->node_by_name, name);
-    return v ? (int)v - 1 : -1;
-}
-
 int pools_load(core_t *c, const cfg_t *cfg)
 {
     pool_t *pv = calloc((size_t)cfg->npools, sizeof(pool_t));
@@ -328,11 +322,6 @@ int core_alloc_release(core_t *c, job_t *j, cerr_t *e)
 }
 
 /* ------------------------------------------------------------------ persistent */
-pbuf_t *core_pbuf(core_t *c, const char *name)
-{
-    return hmap_get(c->pbufs, name);
-}
-
 pbuf_t *core_pbuf_create(core_t *c, const char *name, uid_t uid, gid_t gid,
                          uint64_t capacity, const char *pool, bool *created, cerr_t *e)
 {

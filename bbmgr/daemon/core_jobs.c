@@ -246,11 +246,6 @@ void core_job_save(core_t *c, job_t *j)
     put_job(c, j);
 }
 
-job_t *core_job(core_t *c, const char *id)
-{
-    return hmap_get(c->jobs, id);
-}
-
 json_t *core_ended_job(core_t *c, const char *id)
 {
     for (int k = 1; k <= CORE_ENDED_KEEP; k++) {
@@ -499,12 +494,6 @@ int core_job_end(core_t *c, job_t *j, cerr_t *e)
     job_free(j);
     reschedule(c, now);
     return 0;
-}
-
-/* ------------------------------------------------------------------ phases */
-phase_t *core_phase(core_t *c, uint64_t id)
-{
-    return hmap_iget(c->phases, id);
 }
 
 /* ------------------------------------------------------------------ capacity

@@ -155,11 +155,6 @@ nomem:
     return NULL;
 }
 
-xfer_t *core_xfer(core_t *c, uint64_t id)
-{
-    return hmap_iget(c->xfers, id);
-}
-
 xfer_t *core_xfer_any(core_t *c, uint64_t id)
 {
     xfer_t *x = core_xfer(c, id);
@@ -207,41 +202,10 @@ int core_xfer_update(core_t *c, xfer_t *x, const char *state, int64_t bytes_done
 }
 
 /* ------------------------------------------------------------------ mover */
-double core_job_weight(core_t *c, const job_t *j)
-{
-    switch (c->policy.kind) {
-    case HS_POL_SET:
-    case HS_POL_PRIORITY_SHARING: {
-        double base = c->policy.set_base > 1 ? c->policy.set_base : 10;
-        int cls = isnan(j->w_iter) || !(j->w_iter > 0) ? 0 : hs_iosets_class(j->w_iter, base);
-        if (cls > 30)
-            cls = 30;
-        if (cls < -30)
-            cls = -30;
-        return pow(base, -cls);
-    }
-    case HS_POL_HARMONIA_PRIORITY:
-        return j->priority > 0 ? j->priority : 1;
-    default:
-        return 1.0;
-    }
-}
-
 /* Is path inside one of the job's buffers (its allocation, persistent buffers it
  * uses)?  The check is on the text (paths have no "..", see doc/api.md); the copy
  * itself runs as the job's user, so a symlink cannot take it further than the user
  * could go. */
-/* The bytes of allocation a on the mount of its node i: its share there (nodes
- * that share a mount share the directory, and their shares). */
-uint64_t mount_share(core_t *c, const alloc_t *a, int i)
-{
-    uint64_t sum = 0;
-    for (int k = 0; k < a->n; k++)
-        if (!strcmp(c->nodes[a->v[k].node].mount, c->nodes[a->v[i].node].mount))
-            sum += a->v[k].bytes;
-    return sum;
-}
-
 static bool in_buffers(core_t *c, job_t *j, const char *path, uint64_t *cap)
 {
     char root[1200];

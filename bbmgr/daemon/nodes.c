@@ -94,7 +94,13 @@ static struct {
     uint64_t down_events;
     double bw_rebuilt;          /* monotonic time the scheduler was last rebuilt */
     nodes_moved_t moved;
+    nodes_core_t cb;            /* how it reports to the core (nodes_set_core()) */
 } G;
+
+void nodes_set_core(const nodes_core_t *cb)
+{
+    G.cb = *cb;
+}
 
 /* Built at the first call: the agents are the nodes of the sets with agent: true
  * (a restart applies a change of that key). */
@@ -268,14 +274,14 @@ static void fail_tasks(core_t *c, int a, const char *why)
             if (t->syncing) {
                 snprintf(msg, sizeof(msg), "buffer node %s down (%s): stage-out may not be "
                          "durable", G.v[a].name, why);
-                core_mover_report(c, t->id, t->job, MV_NOT_DURABLE, 0, -1, msg);
+                G.cb.report(c, t->id, t->job, MV_NOT_DURABLE, 0, -1, msg);
             } else if (task_open(c, t)) {
                 /* (the stage-ins of jobs not yet running were moved to another
                  * node when the node went down, move_waiting_jobs(): not open) */
                 snprintf(msg, sizeof(msg), t->stage_out
                          ? "buffer node %s down (%s): stage-out data lost"
                          : "buffer node %s down (%s): stage-in not completed", G.v[a].name, why);
-                core_mover_report(c, t->id, t->job, MV_FAILED, 0, -1, msg);
+                G.cb.report(c, t->id, t->job, MV_FAILED, 0, -1, msg);
             }
             task_close(ids[i]);
         }
@@ -291,8 +297,8 @@ static bool alloc_has(core_t *c, const alloc_t *a, const char *node)
 }
 
 /* Node idx is down: the jobs that have not started yet get their share of the
- * buffer on another node, and their stage-ins into it run again there
- * (core_restage_lost(); a job that has started keeps its allocation: what it
+ * buffer on another node, and their stage-ins into it run again there (the
+ * core's restage_lost; a job that has started keeps its allocation: what it
  * wrote there was only there). */
 static void move_waiting_jobs(core_t *c, int idx)
 {
@@ -300,7 +306,7 @@ static void move_waiting_jobs(core_t *c, int idx)
     for (void *it = hmap_first(c->jobs, &v); it; it = hmap_next(c->jobs, it, &v)) {
         job_t *j = v;
         if (j->state == JOB_REGISTERED && alloc_has(c, j->alloc, c->nodes[idx].name)
-            && core_restage_lost(c, j, idx, "down (no report)") < 0)
+            && G.cb.restage_lost(c, j, idx, "down (no report)") < 0)
             bl_warning("job %s: no other buffer node can take its share on %s: it stays there",
                        j->id, c->nodes[idx].name);
     }
@@ -322,7 +328,7 @@ void nodes_tick(core_t *c, double wall)
                      NODES_DOWN_REASON, now - g->last_seen, g->seen ? "" : " since bbmgrd's start");
             bl_error("buffer node %s: %s", g->name, g->reason);
             if (idx >= 0 && !c->nodes[idx].drained)
-                core_node_drain(c, idx, true, g->reason, &e);
+                G.cb.drain(c, idx, true, g->reason, &e);
             if (idx >= 0)
                 move_waiting_jobs(c, idx);
         }
@@ -344,7 +350,7 @@ static void agent_up(core_t *c, int a)
     g->reason[0] = '\0';
     if (idx >= 0 && c->nodes[idx].drained && c->nodes[idx].reason
         && !strncmp(c->nodes[idx].reason, NODES_DOWN_REASON, strlen(NODES_DOWN_REASON)))
-        core_node_drain(c, idx, false, NULL, &e);
+        G.cb.drain(c, idx, false, NULL, &e);
 }
 
 /* ------------------------------------------------------------------ kept data
@@ -557,7 +563,7 @@ static void apply_result(core_t *c, int a, const np_result_t *r)
             G.moved.failed++;
         else if (r->state == MV_CANCELLED)
             G.moved.cancelled++;
-        core_mover_report(c, r->id, t->job, r->state, r->bytes_done, r->bytes_total,
+        G.cb.report(c, r->id, t->job, r->state, r->bytes_done, r->bytes_total,
                           r->message);
         if (r->state == MV_DONE_SYNCING)
             t->syncing = true;
@@ -572,7 +578,7 @@ static void apply_result(core_t *c, int a, const np_result_t *r)
             g->ignored++;
             return;
         }
-        core_mover_report(c, r->id, t->job, r->state, r->bytes_done, r->bytes_total,
+        G.cb.report(c, r->id, t->job, r->state, r->bytes_done, r->bytes_total,
                           r->message);
         task_close(r->id);
         break;
@@ -631,8 +637,8 @@ json_t *nodes_report(core_t *c, const char *node, const nodes_report_t *rp)
     g->last_seen = hu_mono();
     g->reported = core_wall();
     g->st = rp->status;
-    core_node_leftover(c, (int)(intptr_t)hmap_get(c->node_by_name, g->name) - 1,
-                       rp->status.leftover_bytes);
+    G.cb.leftover(c, (int)(intptr_t)hmap_get(c->node_by_name, g->name) - 1,
+                  rp->status.leftover_bytes);
     g->polls++;
     for (size_t i = 0; i < rp->nresults; i++)
         apply_result(c, a, &rp->results[i]);
@@ -828,7 +834,7 @@ static void bandwidth_flush(core_t *c)
         last = a;
     }
     if (last >= 0) {
-        core_node_set_bandwidth(c, core_node_index(c, G.v[last].name), G.v[last].available);
+        G.cb.set_bandwidth(c, core_node_index(c, G.v[last].name), G.v[last].available);
         G.bw_rebuilt = now;
     }
 }
@@ -840,7 +846,7 @@ static void apply_bandwidth(core_t *c, int a)
     double conf = conf_bandwidth(c, g->name);
     if (idx < 0 || !(conf > 0))
         return;
-    core_node_loads(c);
+    G.cb.loads(c);
     double granted = c->nodes[idx].load;
     g->fhist[g->nf++ % BW_REPORTS] = fmax(0, np_status_foreign(&g->st) - fmax(granted, g->granted));
     g->granted = granted;
