@@ -17,9 +17,9 @@
 #include <unistd.h>
 
 #include "libhsched/hsched.h"
-#include "core_internal.h"
-#include "log.h"
+#include "core.h"
 #include "nodes.h"
+#include "log.h"
 #include "util.h"
 
 
@@ -47,6 +47,7 @@ core_t *core_create(cfg_t *cfg, state_t *st, hu_error_t *err)
     }
     pthread_mutex_init(&c->lock, NULL);
     nodes_set_core(&nodes_core);
+    c->job_view = core_job_json;
     c->cfg = cfg;
     c->st = st;
     c->next_phase = c->next_xfer = c->next_hs = 1;
@@ -154,8 +155,14 @@ void core_tick(core_t *c)
             put_xfer(c, done[i]);
         }
     }
-    if (c->mover)
+    if (c->mover) {
+        mover_results(c);
+        if (!c->durability_recovered) {
+            c->durability_recovered = true;
+            recover_durability(c);
+        }
         mover_tick(c, wall);
+    }
     nodes_tick(c, wall);
     spares_fill(c, wall);
     usage_tick(c, wall);

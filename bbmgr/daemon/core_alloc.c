@@ -16,9 +16,11 @@
 #include <unistd.h>
 
 #include "libhsched/hsched.h"
-#include "core_internal.h"
-#include "log.h"
+#include "core_alloc.h"
+#include "core_bufdir.h"
+#include "core_jobs.h"
 #include "nodes.h"
+#include "log.h"
 
 /* ------------------------------------------------------------------ nodes */
 int node_add(core_t *c, const char *name, const cfg_nodeset_t *ns, bool in_config)

@@ -16,9 +16,10 @@
 #include <unistd.h>
 
 #include "libhsched/hsched.h"
-#include "core_internal.h"
-#include "log.h"
+#include "core_bufdir.h"
+#include "core_jobs.h"
 #include "nodes.h"
+#include "log.h"
 #include "util.h"
 
 /* ------------------------------------------------------------------ scheduler */
@@ -487,7 +488,7 @@ int core_job_end(core_t *c, job_t *j, cerr_t *e)
     put_job(c, j);
     /* its last state, for GET /v1/jobs/ID right after (allocation, phase: null) */
     json_decref(c->ended[c->ended_next]);
-    c->ended[c->ended_next] = core_job_json(c, j, true);
+    c->ended[c->ended_next] = c->job_view(c, j, true);
     c->ended_next = (c->ended_next + 1) % CORE_ENDED_KEEP;
     hmap_del(c->jobs, j->id);
     hmap_idel(c->jobs_hs, j->hs_id);

@@ -18,9 +18,8 @@
 #include <unistd.h>
 
 #include "libhsched/hsched.h"
-#include "core_internal.h"
+#include "core_model.h"
 #include "log.h"
-#include "nodes.h"
 #include "util.h"
 
 

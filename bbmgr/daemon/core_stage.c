@@ -15,9 +15,12 @@
 #include <unistd.h>
 
 #include "libhsched/hsched.h"
-#include "core_internal.h"
-#include "log.h"
+#include "core_alloc.h"
+#include "core_bufdir.h"
+#include "core_jobs.h"
+#include "core_stage.h"
 #include "nodes.h"
+#include "log.h"
 #include "util.h"
 
 /* ------------------------------------------------------------------ transfers */
@@ -399,18 +402,20 @@ void core_mover_report(core_t *c, uint64_t tid, const char *job, mover_state_t s
     on_mover_report(tid, job, st, done, total, msg, c);
 }
 
-/* Timer: results of the mover, transfers whose start has come, weights. */
+/* Timer: results of the mover. */
+void mover_results(core_t *c)
+{
+    mover_poll(c->mover, on_mover_report, c);
+}
+
+/* Timer, after the results (and, at the first tick, the recovery of the durability
+ * a stop interrupted): transfers whose start has come, weights. */
 void mover_tick(core_t *c, double wall)
 {
     void *v;
     xfer_t *due[64];
     int nd = 0;
 
-    mover_poll(c->mover, on_mover_report, c);
-    if (!c->durability_recovered) {
-        c->durability_recovered = true;
-        recover_durability(c);
-    }
     bool mover_mode = !strcmp(c->cfg->stage_mode, "mover");
     for (void *it = hmap_first(c->xfers, &v); it; it = hmap_next(c->xfers, it, &v)) {
         xfer_t *x = v;

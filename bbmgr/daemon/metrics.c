@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "metrics.h"
-#include "core_internal.h"
+#include "core.h"
 #include "nodes.h"
 
 typedef struct {

@@ -25,7 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core_internal.h"
+#include "core_model.h"
 #include "nodes.h"
 #include "hmap.h"
 #include "log.h"

@@ -23,7 +23,7 @@
 #include <stdbool.h>
 #include <jansson.h>
 
-#include "core.h"
+#include "core_model.h"
 #include "mover.h"
 #include "nodeproto.h"
 
