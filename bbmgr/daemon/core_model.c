@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * core_model.c — the bottom of bbmgrd's core, under every core_*.c file: the
- * error setter, the state names, the clocks and the lock, the queued rows of the
- * state writer, the objects' frees and the string vectors.  It calls nothing of
- * the core above it.
+ * core_model.c — the bottom of bbmgrd's core, under every core_*.c file and the
+ * agents' side (nodes.c): the error setter, the state names, the clocks and the
+ * lock, the queued rows of the state writer, the objects' frees and the string
+ * vectors, the lookups, a buffer's share of a mount, a job's weight in the mover,
+ * the accessors.  It calls nothing of the core above it (core_model.h).
  */
 #include <dirent.h>
 #include <errno.h>
