@@ -111,57 +111,6 @@ struct api {
     api_counters_t cnt;
 };
 
-/* ------------------------------------------------------------------ replies */
-static const char *status_text(int s)
-{
-    switch (s) {
-    case 400: return "bad_request";
-    case 401: return "unauthorized";
-    case 403: return "forbidden";
-    case 404: return "not_found";
-    case 405: return "method_not_allowed";
-    case 409: return "conflict";
-    case 411: return "length_required";
-    case 413: return "payload_too_large";
-    case 415: return "unsupported_media_type";
-    case 422: return "unprocessable";
-    case 500: return "internal_error";
-    case 503: return "unavailable";
-    case 507: return "insufficient_storage";
-    default: return "error";
-    }
-}
-
-void reply_json(reply_t *r, int status, json_t *body)
-{
-    json_decref(r->body);
-    r->status = status;
-    r->body = body;
-}
-
-int reply_error(reply_t *r, int status, const char *field, const char *fmt, ...)
-{
-    char msg[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    reply_json(r, status, json_pack("{s:{s:i s:s s:o s:s}}", "error", "code", status,
-                                    "status", status_text(status), "field",
-                                    field && *field ? json_string(field) : json_null(),
-                                    "message", msg));
-    r->wait_phase = 0;
-    return -1;
-}
-
-const char *hreq_query(hreq_t *rq, const char *key)
-{
-    /* no connection: an item of a batch, whose own query arguments are not its */
-    if (!rq->conn)
-        return NULL;
-    return MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND, key);
-}
-
 /* ------------------------------------------------------------------ waiters */
 static void inflight(req_t *q, bool in)
 {
@@ -283,7 +232,7 @@ bool api_failed(api_t *a)
     return f;
 }
 
-void api_get_counters(api_t *a, api_counters_t *out)
+static void get_counters(api_t *a, api_counters_t *out)
 {
     pthread_mutex_lock(&a->clock_);
     *out = a->cnt;
@@ -509,7 +458,9 @@ static bool process(req_t *q)
             return false;
         }
         r->status = 200;
-        r->text = metrics_render(a, a->core, a->st);
+        api_counters_t ac;
+        get_counters(a, &ac);
+        r->text = metrics_render(&ac, a->core, a->st);
         r->ctype = "text/plain; version=0.0.4; charset=utf-8";
         if (!r->text)
             reply_error(r, 500, NULL, "out of memory");

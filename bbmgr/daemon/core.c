@@ -17,13 +17,23 @@
 #include <unistd.h>
 
 #include "libhsched/hsched.h"
-#include "core_internal.h"
-#include "log.h"
+#include "core.h"
 #include "nodes.h"
+#include "log.h"
 #include "util.h"
 
 
 /* ------------------------------------------------------------------ create */
+/* What the agents' side (nodes.c, below the core's operations) tells the core. */
+static const nodes_core_t nodes_core = {
+    .report = core_mover_report,
+    .restage_lost = core_restage_lost,
+    .drain = core_node_drain,
+    .set_bandwidth = core_node_set_bandwidth,
+    .loads = core_node_loads,
+    .leftover = core_node_leftover,
+};
+
 core_t *core_create(cfg_t *cfg, state_t *st, hu_error_t *err)
 {
     core_t *c = calloc(1, sizeof(*c));
@@ -36,6 +46,8 @@ core_t *core_create(cfg_t *cfg, state_t *st, hu_error_t *err)
         return NULL;
     }
     pthread_mutex_init(&c->lock, NULL);
+    nodes_set_core(&nodes_core);
+    c->job_view = core_job_json;
     c->cfg = cfg;
     c->st = st;
     c->next_phase = c->next_xfer = c->next_hs = 1;
@@ -143,8 +155,14 @@ void core_tick(core_t *c)
             put_xfer(c, done[i]);
         }
     }
-    if (c->mover)
+    if (c->mover) {
+        mover_results(c);
+        if (!c->durability_recovered) {
+            c->durability_recovered = true;
+            recover_durability(c);
+        }
         mover_tick(c, wall);
+    }
     nodes_tick(c, wall);
     spares_fill(c, wall);
     usage_tick(c, wall);
@@ -166,23 +184,3 @@ void core_tick(core_t *c)
 }
 
 
-/* ------------------------------------------------------------------ accessors */
-cfg_t *core_cfg(core_t *c)
-{
-    return c->cfg;
-}
-
-state_t *core_state(core_t *c)
-{
-    return c->st;
-}
-
-double core_started(core_t *c)
-{
-    return c->started;
-}
-
-void core_set_mover(core_t *c, mover_t *m)
-{
-    c->mover = m;
-}

@@ -16,9 +16,11 @@
 #include <unistd.h>
 
 #include "libhsched/hsched.h"
-#include "core_internal.h"
-#include "log.h"
+#include "core_alloc.h"
+#include "core_bufdir.h"
+#include "core_jobs.h"
 #include "nodes.h"
+#include "log.h"
 
 /* ------------------------------------------------------------------ nodes */
 int node_add(core_t *c, const char *name, const cfg_nodeset_t *ns, bool in_config)
@@ -51,12 +53,6 @@ int node_add(core_t *c, const char *name, const cfg_nodeset_t *ns, bool in_confi
         return -1;
     c->nnodes++;
     return c->nnodes - 1;
-}
-
-int core_node_index(core_t *c, const char *name)
-{
-    intptr_t v = (intptr_t)hmap_get(c->node_by_name, name);
-    return v ? (int)v - 1 : -1;
 }
 
 int pools_load(core_t *c, const cfg_t *cfg)
@@ -328,11 +324,6 @@ int core_alloc_release(core_t *c, job_t *j, cerr_t *e)
 }
 
 /* ------------------------------------------------------------------ persistent */
-pbuf_t *core_pbuf(core_t *c, const char *name)
-{
-    return hmap_get(c->pbufs, name);
-}
-
 pbuf_t *core_pbuf_create(core_t *c, const char *name, uid_t uid, gid_t gid,
                          uint64_t capacity, const char *pool, bool *created, cerr_t *e)
 {

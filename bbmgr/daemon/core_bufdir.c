@@ -17,9 +17,9 @@
 
 #include "libhsched/hsched.h"
 #include "bufdir.h"
-#include "core_internal.h"
-#include "log.h"
+#include "core_bufdir.h"
 #include "nodes.h"
+#include "log.h"
 #include "util.h"
 
 /* ------------------------------------------------------------------ buffer directories
@@ -379,6 +379,41 @@ held_t *held_add(core_t *c, const char *job, const char *owner)
     snprintf(h->job, sizeof(h->job), "%s", job);
     snprintf(h->owner, sizeof(h->owner), "%s", owner);
     return h;
+}
+
+/* A stage-out of held_query(): one pending is waited for, one failed not durable
+ * keeps the buffer. */
+static int rec_held_xfer(sqlite3_stmt *s, void *arg)
+{
+    held_t *h = arg;
+    if (!strcmp((const char *)sqlite3_column_text(s, 1), "failed")) {
+        h->kept = true;
+        return 0;
+    }
+    uint64_t *tv = realloc(h->tids, (size_t)(h->ntids + 1) * sizeof(*tv));
+    if (!tv)
+        return 1;
+    h->tids = tv;
+    tv[h->ntids++] = (uint64_t)sqlite3_column_int64(s, 0);
+    return 0;
+}
+
+/* The stage-outs whose source is under h's directories (a persistent buffer: they
+ * may be of several jobs) or of h's job, pending or failed not durable. */
+void held_query(core_t *c, held_t *h)
+{
+    const char *name = h->job + strlen(HELD_PREFIX);
+    char root[1200];
+    if (strncmp(h->job, HELD_PREFIX, strlen(HELD_PREFIX))) {
+        state_read(c->st, SR_HELD_OF_JOB, rec_held_xfer, h, "s", h->job);
+        return;
+    }
+    for (int i = 0; i < h->a.n; i++) {
+        if (mount_seen(c, &h->a, i))
+            continue;
+        snprintf(root, sizeof(root), "%s/persistent/%s", c->nodes[h->a.v[i].node].mount, name);
+        state_read(c->st, SR_HELD_UNDER, rec_held_xfer, h, "s", root);
+    }
 }
 
 /* Identity.  A held buffer's directories are recorded in state.db by device and

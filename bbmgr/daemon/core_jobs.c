@@ -16,9 +16,10 @@
 #include <unistd.h>
 
 #include "libhsched/hsched.h"
-#include "core_internal.h"
-#include "log.h"
+#include "core_bufdir.h"
+#include "core_jobs.h"
 #include "nodes.h"
+#include "log.h"
 #include "util.h"
 
 /* ------------------------------------------------------------------ scheduler */
@@ -244,11 +245,6 @@ int core_set_policy(core_t *c, const char *id, cerr_t *e)
 void core_job_save(core_t *c, job_t *j)
 {
     put_job(c, j);
-}
-
-job_t *core_job(core_t *c, const char *id)
-{
-    return hmap_get(c->jobs, id);
 }
 
 json_t *core_ended_job(core_t *c, const char *id)
@@ -492,19 +488,13 @@ int core_job_end(core_t *c, job_t *j, cerr_t *e)
     put_job(c, j);
     /* its last state, for GET /v1/jobs/ID right after (allocation, phase: null) */
     json_decref(c->ended[c->ended_next]);
-    c->ended[c->ended_next] = core_job_json(c, j, true);
+    c->ended[c->ended_next] = c->job_view(c, j, true);
     c->ended_next = (c->ended_next + 1) % CORE_ENDED_KEEP;
     hmap_del(c->jobs, j->id);
     hmap_idel(c->jobs_hs, j->hs_id);
     job_free(j);
     reschedule(c, now);
     return 0;
-}
-
-/* ------------------------------------------------------------------ phases */
-phase_t *core_phase(core_t *c, uint64_t id)
-{
-    return hmap_iget(c->phases, id);
 }
 
 /* ------------------------------------------------------------------ capacity

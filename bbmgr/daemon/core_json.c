@@ -15,9 +15,10 @@
 #include <unistd.h>
 
 #include "libhsched/hsched.h"
-#include "core_internal.h"
-#include "log.h"
+#include "core_jobs.h"
+#include "core_json.h"
 #include "nodes.h"
+#include "log.h"
 
 /* ------------------------------------------------------------------ JSON */
 static json_t *jnum(double v)

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * core_model.c — the bottom of bbmgrd's core, under every core_*.c file: the
- * error setter, the state names, the clocks and the lock, the queued rows of the
- * state writer, the objects' frees and the string vectors.  It calls nothing of
- * the core above it.
+ * core_model.c — the bottom of bbmgrd's core, under every core_*.c file and the
+ * agents' side (nodes.c): the error setter, the state names, the clocks and the
+ * lock, the queued rows of the state writer, the objects' frees and the string
+ * vectors, the lookups, a buffer's share of a mount, a job's weight in the mover,
+ * the accessors.  It calls nothing of the core above it (core_model.h).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -18,9 +19,8 @@
 #include <unistd.h>
 
 #include "libhsched/hsched.h"
-#include "core_internal.h"
+#include "core_model.h"
 #include "log.h"
-#include "nodes.h"
 #include "util.h"
 
 
@@ -265,4 +265,85 @@ bool strv_del(char **v, int *n, const char *s)
             return true;
         }
     return false;
+}
+
+/* ------------------------------------------------------------------ lookups */
+int core_node_index(core_t *c, const char *name)
+{
+    intptr_t v = (intptr_t)hmap_get(c->node_by_name, name);
+    return v ? (int)v - 1 : -1;
+}
+
+pbuf_t *core_pbuf(core_t *c, const char *name)
+{
+    return hmap_get(c->pbufs, name);
+}
+
+job_t *core_job(core_t *c, const char *id)
+{
+    return hmap_get(c->jobs, id);
+}
+
+phase_t *core_phase(core_t *c, uint64_t id)
+{
+    return hmap_iget(c->phases, id);
+}
+
+xfer_t *core_xfer(core_t *c, uint64_t id)
+{
+    return hmap_iget(c->xfers, id);
+}
+
+/* ------------------------------------------------------------------ shares */
+/* The bytes of allocation a on the mount of its node i: its share there (nodes
+ * that share a mount share the directory, and their shares). */
+uint64_t mount_share(core_t *c, const alloc_t *a, int i)
+{
+    uint64_t sum = 0;
+    for (int k = 0; k < a->n; k++)
+        if (!strcmp(c->nodes[a->v[k].node].mount, c->nodes[a->v[i].node].mount))
+            sum += a->v[k].bytes;
+    return sum;
+}
+
+/* The policy's weight for a job's share of the mover (core.h). */
+double core_job_weight(core_t *c, const job_t *j)
+{
+    switch (c->policy.kind) {
+    case HS_POL_SET:
+    case HS_POL_PRIORITY_SHARING: {
+        double base = c->policy.set_base > 1 ? c->policy.set_base : 10;
+        int cls = isnan(j->w_iter) || !(j->w_iter > 0) ? 0 : hs_iosets_class(j->w_iter, base);
+        if (cls > 30)
+            cls = 30;
+        if (cls < -30)
+            cls = -30;
+        return pow(base, -cls);
+    }
+    case HS_POL_HARMONIA_PRIORITY:
+        return j->priority > 0 ? j->priority : 1;
+    default:
+        return 1.0;
+    }
+}
+
+/* ------------------------------------------------------------------ accessors */
+cfg_t *core_cfg(core_t *c)
+{
+    return c->cfg;
+}
+
+state_t *core_state(core_t *c)
+{
+    return c->st;
+}
+
+double core_started(core_t *c)
+{
+    return c->started;
+}
+
+void core_set_mover(core_t *c, mover_t *m)
+{
+    c->mover = m;
 }

@@ -15,9 +15,12 @@
 #include <unistd.h>
 
 #include "libhsched/hsched.h"
-#include "core_internal.h"
-#include "log.h"
+#include "core_alloc.h"
+#include "core_bufdir.h"
+#include "core_jobs.h"
+#include "core_stage.h"
 #include "nodes.h"
+#include "log.h"
 #include "util.h"
 
 /* ------------------------------------------------------------------ transfers */
@@ -155,11 +158,6 @@ nomem:
     return NULL;
 }
 
-xfer_t *core_xfer(core_t *c, uint64_t id)
-{
-    return hmap_iget(c->xfers, id);
-}
-
 xfer_t *core_xfer_any(core_t *c, uint64_t id)
 {
     xfer_t *x = core_xfer(c, id);
@@ -207,41 +205,10 @@ int core_xfer_update(core_t *c, xfer_t *x, const char *state, int64_t bytes_done
 }
 
 /* ------------------------------------------------------------------ mover */
-double core_job_weight(core_t *c, const job_t *j)
-{
-    switch (c->policy.kind) {
-    case HS_POL_SET:
-    case HS_POL_PRIORITY_SHARING: {
-        double base = c->policy.set_base > 1 ? c->policy.set_base : 10;
-        int cls = isnan(j->w_iter) || !(j->w_iter > 0) ? 0 : hs_iosets_class(j->w_iter, base);
-        if (cls > 30)
-            cls = 30;
-        if (cls < -30)
-            cls = -30;
-        return pow(base, -cls);
-    }
-    case HS_POL_HARMONIA_PRIORITY:
-        return j->priority > 0 ? j->priority : 1;
-    default:
-        return 1.0;
-    }
-}
-
 /* Is path inside one of the job's buffers (its allocation, persistent buffers it
  * uses)?  The check is on the text (paths have no "..", see doc/api.md); the copy
  * itself runs as the job's user, so a symlink cannot take it further than the user
  * could go. */
-/* The bytes of allocation a on the mount of its node i: its share there (nodes
- * that share a mount share the directory, and their shares). */
-uint64_t mount_share(core_t *c, const alloc_t *a, int i)
-{
-    uint64_t sum = 0;
-    for (int k = 0; k < a->n; k++)
-        if (!strcmp(c->nodes[a->v[k].node].mount, c->nodes[a->v[i].node].mount))
-            sum += a->v[k].bytes;
-    return sum;
-}
-
 static bool in_buffers(core_t *c, job_t *j, const char *path, uint64_t *cap)
 {
     char root[1200];
@@ -435,18 +402,20 @@ void core_mover_report(core_t *c, uint64_t tid, const char *job, mover_state_t s
     on_mover_report(tid, job, st, done, total, msg, c);
 }
 
-/* Timer: results of the mover, transfers whose start has come, weights. */
+/* Timer: results of the mover. */
+void mover_results(core_t *c)
+{
+    mover_poll(c->mover, on_mover_report, c);
+}
+
+/* Timer, after the results (and, at the first tick, the recovery of the durability
+ * a stop interrupted): transfers whose start has come, weights. */
 void mover_tick(core_t *c, double wall)
 {
     void *v;
     xfer_t *due[64];
     int nd = 0;
 
-    mover_poll(c->mover, on_mover_report, c);
-    if (!c->durability_recovered) {
-        c->durability_recovered = true;
-        recover_durability(c);
-    }
     bool mover_mode = !strcmp(c->cfg->stage_mode, "mover");
     for (void *it = hmap_first(c->xfers, &v); it; it = hmap_next(c->xfers, it, &v)) {
         xfer_t *x = v;

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "metrics.h"
-#include "core_internal.h"
+#include "core.h"
 #include "nodes.h"
 
 typedef struct {
@@ -124,20 +124,18 @@ static void mover_metrics(sb_t *b, core_t *c)
     mover_foreach_job(c->mover, mover_job_weight, b);
 }
 
-char *metrics_render(api_t *a, core_t *c, state_t *st)
+char *metrics_render(const api_counters_t *ac, core_t *c, state_t *st)
 {
     static const double dec_b[] = { 1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3,
                                     5e-3, 1e-2, 1e-1 };
     static const double lat_b[] = { 1e-4, 2.5e-4, 5e-4, 1e-3, 2e-3, 5e-3, 1e-2, 2.5e-2, 0.1,
                                     1, 10 };
     sb_t b = { 0 };
-    api_counters_t ac;
     state_stats_t ss;
 
     if (!(b.buf = malloc(b.cap = 16384)))
         return NULL;
     b.buf[0] = '\0';
-    api_get_counters(a, &ac);
     state_get_stats(st, &ss);
 
     core_lock(c);
@@ -231,28 +229,28 @@ char *metrics_render(api_t *a, core_t *c, state_t *st)
 
     head(&b, "harmonia_api_requests_total", "counter", "API requests answered, by HTTP code.");
     for (int code = 100; code < 600; code++)
-        if (ac.by_code[code])
+        if (ac->by_code[code])
             sb_printf(&b, "harmonia_api_requests_total{code=\"%d\"} %ju\n", code,
-                      (uintmax_t)ac.by_code[code]);
+                      (uintmax_t)ac->by_code[code]);
     histogram(&b, "harmonia_api_request_seconds", "API request latency (commit included).",
-              lat_b, 11, ac.lat_hist, ac.lat_sum, ac.lat_count);
+              lat_b, 11, ac->lat_hist, ac->lat_sum, ac->lat_count);
     head(&b, "harmonia_api_auth_total", "counter",
          "Requests authenticated (or refused), by scheme: a MUNGE credential decoded by "
          "munged, or a connection's session token.");
-    sb_printf(&b, "harmonia_api_auth_total{scheme=\"munge\"} %ju\n", (uintmax_t)ac.auth_munge);
+    sb_printf(&b, "harmonia_api_auth_total{scheme=\"munge\"} %ju\n", (uintmax_t)ac->auth_munge);
     sb_printf(&b, "harmonia_api_auth_total{scheme=\"session\"} %ju\n",
-              (uintmax_t)ac.auth_session);
+              (uintmax_t)ac->auth_session);
     head(&b, "harmonia_api_auth_failures_total", "counter", "Requests refused with 401.");
-    sb_printf(&b, "harmonia_api_auth_failures_total %ju\n", (uintmax_t)ac.auth_failures);
+    sb_printf(&b, "harmonia_api_auth_failures_total %ju\n", (uintmax_t)ac->auth_failures);
     head(&b, "harmonia_api_sessions_opened_total", "counter",
          "Connection-bound sessions opened (or renewed).");
-    sb_printf(&b, "harmonia_api_sessions_opened_total %ju\n", (uintmax_t)ac.sessions_opened);
+    sb_printf(&b, "harmonia_api_sessions_opened_total %ju\n", (uintmax_t)ac->sessions_opened);
     head(&b, "harmonia_api_batch_items_total", "counter",
          "Requests run as items of POST /v1/batch (the batch itself is one request).");
-    sb_printf(&b, "harmonia_api_batch_items_total %ju\n", (uintmax_t)ac.batch_items);
+    sb_printf(&b, "harmonia_api_batch_items_total %ju\n", (uintmax_t)ac->batch_items);
     head(&b, "harmonia_api_waiting_connections", "gauge",
          "Connections suspended for a commit or a long-poll.");
-    sb_printf(&b, "harmonia_api_waiting_connections %ju\n", (uintmax_t)ac.waiters);
+    sb_printf(&b, "harmonia_api_waiting_connections %ju\n", (uintmax_t)ac->waiters);
     head(&b, "harmonia_state_commits_total", "counter", "SQLite transactions committed.");
     sb_printf(&b, "harmonia_state_commits_total %ju\n", (uintmax_t)ss.commits);
     head(&b, "harmonia_state_statements_total", "counter", "Rows written.");

@@ -25,7 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core_internal.h"
+#include "core_model.h"
 #include "nodes.h"
 #include "hmap.h"
 #include "log.h"
@@ -36,8 +36,6 @@
  * burst of one interval (a job's writes ahead of its grant's pace, a measurement
  * cut unevenly) does not take bandwidth from the node. */
 #define BW_REPORTS 3
-/* Directories a report may say the identity of ("kept") */
-#define NODES_KEPT_MAX 64
 
 typedef struct {
     char name[64];
@@ -96,7 +94,13 @@ static struct {
     uint64_t down_events;
     double bw_rebuilt;          /* monotonic time the scheduler was last rebuilt */
     nodes_moved_t moved;
+    nodes_core_t cb;            /* how it reports to the core (nodes_set_core()) */
 } G;
+
+void nodes_set_core(const nodes_core_t *cb)
+{
+    G.cb = *cb;
+}
 
 /* Built at the first call: the agents are the nodes of the sets with agent: true
  * (a restart applies a change of that key). */
@@ -270,14 +274,14 @@ static void fail_tasks(core_t *c, int a, const char *why)
             if (t->syncing) {
                 snprintf(msg, sizeof(msg), "buffer node %s down (%s): stage-out may not be "
                          "durable", G.v[a].name, why);
-                core_mover_report(c, t->id, t->job, MV_NOT_DURABLE, 0, -1, msg);
+                G.cb.report(c, t->id, t->job, MV_NOT_DURABLE, 0, -1, msg);
             } else if (task_open(c, t)) {
                 /* (the stage-ins of jobs not yet running were moved to another
                  * node when the node went down, move_waiting_jobs(): not open) */
                 snprintf(msg, sizeof(msg), t->stage_out
                          ? "buffer node %s down (%s): stage-out data lost"
                          : "buffer node %s down (%s): stage-in not completed", G.v[a].name, why);
-                core_mover_report(c, t->id, t->job, MV_FAILED, 0, -1, msg);
+                G.cb.report(c, t->id, t->job, MV_FAILED, 0, -1, msg);
             }
             task_close(ids[i]);
         }
@@ -293,8 +297,8 @@ static bool alloc_has(core_t *c, const alloc_t *a, const char *node)
 }
 
 /* Node idx is down: the jobs that have not started yet get their share of the
- * buffer on another node, and their stage-ins into it run again there
- * (core_restage_lost(); a job that has started keeps its allocation: what it
+ * buffer on another node, and their stage-ins into it run again there (the
+ * core's restage_lost; a job that has started keeps its allocation: what it
  * wrote there was only there). */
 static void move_waiting_jobs(core_t *c, int idx)
 {
@@ -302,7 +306,7 @@ static void move_waiting_jobs(core_t *c, int idx)
     for (void *it = hmap_first(c->jobs, &v); it; it = hmap_next(c->jobs, it, &v)) {
         job_t *j = v;
         if (j->state == JOB_REGISTERED && alloc_has(c, j->alloc, c->nodes[idx].name)
-            && core_restage_lost(c, j, idx, "down (no report)") < 0)
+            && G.cb.restage_lost(c, j, idx, "down (no report)") < 0)
             bl_warning("job %s: no other buffer node can take its share on %s: it stays there",
                        j->id, c->nodes[idx].name);
     }
@@ -324,7 +328,7 @@ void nodes_tick(core_t *c, double wall)
                      NODES_DOWN_REASON, now - g->last_seen, g->seen ? "" : " since bbmgrd's start");
             bl_error("buffer node %s: %s", g->name, g->reason);
             if (idx >= 0 && !c->nodes[idx].drained)
-                core_node_drain(c, idx, true, g->reason, &e);
+                G.cb.drain(c, idx, true, g->reason, &e);
             if (idx >= 0)
                 move_waiting_jobs(c, idx);
         }
@@ -346,7 +350,7 @@ static void agent_up(core_t *c, int a)
     g->reason[0] = '\0';
     if (idx >= 0 && c->nodes[idx].drained && c->nodes[idx].reason
         && !strncmp(c->nodes[idx].reason, NODES_DOWN_REASON, strlen(NODES_DOWN_REASON)))
-        core_node_drain(c, idx, false, NULL, &e);
+        G.cb.drain(c, idx, false, NULL, &e);
 }
 
 /* ------------------------------------------------------------------ kept data
@@ -559,7 +563,7 @@ static void apply_result(core_t *c, int a, const np_result_t *r)
             G.moved.failed++;
         else if (r->state == MV_CANCELLED)
             G.moved.cancelled++;
-        core_mover_report(c, r->id, t->job, r->state, r->bytes_done, r->bytes_total,
+        G.cb.report(c, r->id, t->job, r->state, r->bytes_done, r->bytes_total,
                           r->message);
         if (r->state == MV_DONE_SYNCING)
             t->syncing = true;
@@ -574,7 +578,7 @@ static void apply_result(core_t *c, int a, const np_result_t *r)
             g->ignored++;
             return;
         }
-        core_mover_report(c, r->id, t->job, r->state, r->bytes_done, r->bytes_total,
+        G.cb.report(c, r->id, t->job, r->state, r->bytes_done, r->bytes_total,
                           r->message);
         task_close(r->id);
         break;
@@ -606,85 +610,24 @@ static void usage_reported(core_t *c, int a, const np_usage_t *u)
         }
 }
 
-void nodes_route_poll(core_t *c, hreq_t *rq, reply_t *r)
+bool nodes_serves(core_t *c, const char *node)
 {
-    static const char *const keys[] = { "version", "agent", "dirs", "status", "results",
-                                        "kept", "usage", NULL };
-    char msg[400];
-    const char *k;
-    json_t *val, *b = rq->body;
-
     init(c);
-    if (rq->who->uid != 0 && rq->who->uid != geteuid())
-        return (void)reply_error(r, 403, NULL, "only the daemon user (root) may act as a "
-                                 "buffer-node agent");
-    int a = G.n ? (int)(intptr_t)hmap_get(G.by_name, rq->args[0]) - 1 : -1;
-    if (a < 0)
-        return (void)reply_error(r, 403, NULL, "node %s is not served by an agent in the "
-                                 "configuration (nodes: agent: true)", rq->args[0]);
-    if (!b)
-        return (void)reply_error(r, 400, NULL, "a JSON body is required");
-    json_object_foreach(b, k, val) {
-        const char *const *p = keys;
-        while (*p && strcmp(*p, k))
-            p++;
-        if (!*p)
-            return (void)reply_error(r, 400, k, "unknown field (known: version, agent, dirs, "
-                                     "status, results, kept, usage)");
-    }
-    json_t *ver = json_object_get(b, "version"), *id = json_object_get(b, "agent");
-    json_t *gen = json_object_get(b, "dirs"), *st = json_object_get(b, "status");
-    json_t *res = json_object_get(b, "results");
-    if (!json_is_integer(ver) || json_integer_value(ver) != NP_VERSION)
-        return (void)reply_error(r, 400, "version", "must be %d", NP_VERSION);
-    if (!json_is_string(id) || !*json_string_value(id) || strlen(json_string_value(id)) >= 64)
-        return (void)reply_error(r, 400, "agent", "must be a string of 1 to 63 characters");
-    if (gen && !json_is_string(gen))
-        return (void)reply_error(r, 400, "dirs", "must be a string");
-    if (res && !json_is_array(res))
-        return (void)reply_error(r, 400, "results", "must be an array");
-    json_t *kept = json_object_get(b, "kept");
-    np_dir_t kd[NODES_KEPT_MAX];
-    size_t nkd = json_array_size(kept);
-    if (kept && (!json_is_array(kept) || nkd > NODES_KEPT_MAX))
-        return (void)reply_error(r, 400, "kept", "must be an array of at most %d directories",
-                                 NODES_KEPT_MAX);
-    for (size_t i = 0; i < nkd; i++) {
-        int rc = np_dir_parse(json_array_get(kept, i), &kd[i], msg, sizeof(msg));
-        if (rc < 0 || !kd[i].keep || !kd[i].ino)
-            return (void)reply_error(r, 400, "kept", "%s", rc < 0 ? msg : "each directory "
-                                     "has keep, dev and ino");
-    }
-    json_t *usage = json_object_get(b, "usage");
-    np_usage_t uv[NP_USAGE_MAX];
-    size_t nuv = json_array_size(usage);
-    if (usage && (!json_is_array(usage) || nuv > NP_USAGE_MAX))
-        return (void)reply_error(r, 400, "usage", "must be an array of at most %d entries",
-                                 NP_USAGE_MAX);
-    for (size_t i = 0; i < nuv; i++)
-        if (np_usage_parse(json_array_get(usage, i), &uv[i], msg, sizeof(msg)) < 0)
-            return (void)reply_error(r, 400, "usage", "%s", msg);
-    np_status_t status;
-    if (!st)
-        return (void)reply_error(r, 400, "status", "is required");
-    if (np_status_parse(st, &status, msg, sizeof(msg)) < 0)
-        return (void)reply_error(r, 400, "status", "%s", msg);
-    size_t nres = json_array_size(res);
-    np_result_t *rv = calloc(nres ? nres : 1, sizeof(*rv));
-    if (!rv)
-        return (void)reply_error(r, 500, NULL, "out of memory");
-    for (size_t i = 0; i < nres; i++)
-        if (np_result_parse(json_array_get(res, i), &rv[i], msg, sizeof(msg)) < 0) {
-            free(rv);
-            return (void)reply_error(r, 400, "results", "%s", msg);
-        }
+    return G.n && hmap_get(G.by_name, node);
+}
 
-    /* everything checked: apply */
+json_t *nodes_report(core_t *c, const char *node, const nodes_report_t *rp)
+{
+    int a = G.n ? (int)(intptr_t)hmap_get(G.by_name, node) - 1 : -1;
+    const char *gen = rp->dirs;
+
+    if (a < 0)
+        return NULL;
     agent_t *g = &G.v[a];
-    if (strcmp(g->agent, json_string_value(id))) {
-        bl_info("buffer node %s: agent %s %s", g->name, json_string_value(id),
+    if (strcmp(g->agent, rp->agent)) {
+        bl_info("buffer node %s: agent %s %s", g->name, rp->agent,
                 *g->agent ? "restarted (its directories are checked again)" : "connected");
-        snprintf(g->agent, sizeof(g->agent), "%s", json_string_value(id));
+        snprintf(g->agent, sizeof(g->agent), "%s", rp->agent);
         g->sent_current = false;
     }
     if (g->down)
@@ -693,36 +636,35 @@ void nodes_route_poll(core_t *c, hreq_t *rq, reply_t *r)
     g->seen = true;
     g->last_seen = hu_mono();
     g->reported = core_wall();
-    g->st = status;
-    core_node_leftover(c, (int)(intptr_t)hmap_get(c->node_by_name, g->name) - 1,
-                       status.leftover_bytes);
+    g->st = rp->status;
+    G.cb.leftover(c, (int)(intptr_t)hmap_get(c->node_by_name, g->name) - 1,
+                  rp->status.leftover_bytes);
     g->polls++;
-    for (size_t i = 0; i < nres; i++)
-        apply_result(c, a, &rv[i]);
-    free(rv);
-    for (size_t i = 0; i < nkd; i++)
-        kept_reported(c, a, &kd[i]);
-    for (size_t i = 0; i < nuv; i++)
-        usage_reported(c, a, &uv[i]);
+    for (size_t i = 0; i < rp->nresults; i++)
+        apply_result(c, a, &rp->results[i]);
+    for (size_t i = 0; i < rp->nkept; i++)
+        kept_reported(c, a, &rp->kept[i]);
+    for (size_t i = 0; i < rp->nusage; i++)
+        usage_reported(c, a, &rp->usage[i]);
     apply_bandwidth(c, a);
 
     char cur[64];
     /* the set the agent applied, if it is one of this process's */
     snprintf(cur, sizeof(cur), "%.0f-", G.start_wall);
-    if (gen && !strncmp(json_string_value(gen), cur, strlen(cur))) {
+    if (gen && !strncmp(gen, cur, strlen(cur))) {
         char *end;
-        unsigned long long v = strtoull(json_string_value(gen) + strlen(cur), &end, 10);
+        unsigned long long v = strtoull(gen + strlen(cur), &end, 10);
         if (!*end && v <= g->gen)
             g->applied = v;
     }
     snprintf(cur, sizeof(cur), "%.0f-%ju", G.start_wall, (uintmax_t)g->gen);
     json_t *out = json_pack("{s:s s:f s:s s:o}", "node", g->name, "interval",
                             c->cfg->agents_interval, "dirs_gen", cur, "tasks", tasks_json(c, a));
-    if (!g->sent_current || !gen || strcmp(json_string_value(gen), cur)) {
+    if (!g->sent_current || !gen || strcmp(gen, cur)) {
         json_object_set_new(out, "dirs", dirs_json(c, a));
         g->sent_current = true;
     }
-    reply_json(r, 200, out);
+    return out;
 }
 
 /* ------------------------------------------------------------------ views */
@@ -892,7 +834,7 @@ static void bandwidth_flush(core_t *c)
         last = a;
     }
     if (last >= 0) {
-        core_node_set_bandwidth(c, core_node_index(c, G.v[last].name), G.v[last].available);
+        G.cb.set_bandwidth(c, core_node_index(c, G.v[last].name), G.v[last].available);
         G.bw_rebuilt = now;
     }
 }
@@ -904,7 +846,7 @@ static void apply_bandwidth(core_t *c, int a)
     double conf = conf_bandwidth(c, g->name);
     if (idx < 0 || !(conf > 0))
         return;
-    core_node_loads(c);
+    G.cb.loads(c);
     double granted = c->nodes[idx].load;
     g->fhist[g->nf++ % BW_REPORTS] = fmax(0, np_status_foreign(&g->st) - fmax(granted, g->granted));
     g->granted = granted;

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * routes.c — the /v1 API (doc/api.md): the route table, and the routes of jobs,
- * allocations, phases, stage-in and stage-out, transfers and persistent buffers:
- * validation of requests (routes_req.c), authorisation, calls into the core, JSON
- * replies.  Every handler runs with the core lock held.  The routes of the whole
- * daemon (nodes, pools, policy, status, batch) are in routes_admin.c.
+ * routes.c — the /v1 API (doc/api.md): the route table and its matching, the
+ * batch of requests, and the routes of jobs, allocations, phases, stage-in and
+ * stage-out, transfers and persistent buffers: validation of requests
+ * (routes_req.c), authorisation, calls into the core, JSON replies.  Every handler
+ * runs with the core lock held.  The routes of the whole daemon (nodes, pools,
+ * policy, status, the agents' poll) are in routes_admin.c.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -14,9 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "routes_internal.h"
+#include "routes.h"
+#include "routes_admin.h"
+#include "routes_req.h"
 #include "log.h"
-#include "nodes.h"
 
 /* ------------------------------------------------------------------ jobs */
 static void h_jobs_create(core_t *c, hreq_t *rq, reply_t *r)
@@ -573,6 +575,195 @@ static void h_pbuf_unuse(core_t *c, hreq_t *rq, reply_t *r)
     reply_json(r, 200, core_pbuf_json(c, b));
 }
 
+/* ------------------------------------------------------------------ batch */
+#define BATCH_MAX 256
+/* A user's batch (not an administrator's) holds the core lock, and builds its reply,
+ * within these: the items after are not run (503, send them again). */
+#define BATCH_USER_SECONDS 0.05
+#define BATCH_USER_REPLY (4u << 20)
+
+/* The field of a batch error: "requests[i]" or "requests[i].key". */
+static void batch_error(reply_t *r, int i, const char *key, const char *msg)
+{
+    size_t n = (key ? strlen(key) : 0) + 32;
+    char *f = malloc(n);
+    if (!f) {
+        reply_error(r, 500, NULL, "out of memory");
+        return;
+    }
+    if (key)
+        snprintf(f, n, "requests[%d].%s", i, key);
+    else
+        snprintf(f, n, "requests[%d]", i);
+    reply_error(r, 400, f, "%s", msg);
+    free(f);
+}
+
+/* Does p name POST /v1/batch's path (as routes_match() would: repeated and trailing
+ * '/' do not count)? */
+static bool batch_path(const char *p)
+{
+    while (*p == '/')
+        p++;
+    if (strncmp(p, "v1/", 3))
+        return false;
+    p += 3;
+    while (*p == '/')
+        p++;
+    if (strncmp(p, "batch", 5))
+        return false;
+    p += 5;
+    while (*p == '/')
+        p++;
+    return !*p;
+}
+
+/* Item i's string field key, or NULL after a 400 naming it. */
+static const char *batch_str(json_t *it, int i, const char *key, reply_t *r)
+{
+    json_t *v = json_object_get(it, key);
+    if (!v || !json_is_string(v)) {
+        batch_error(r, i, key, v ? "must be a string" : "is required");
+        return NULL;
+    }
+    return json_string_value(v);
+}
+
+/* One item, checked before anything runs. */
+static bool batch_item_ok(json_t *it, int i, reply_t *r)
+{
+    const char *k, *m, *p;
+    json_t *v;
+
+    if (!json_is_object(it)) {
+        batch_error(r, i, NULL, "must be an object");
+        return false;
+    }
+    json_object_foreach(it, k, v) {
+        if (strcmp(k, "method") && strcmp(k, "path") && strcmp(k, "body")) {
+            batch_error(r, i, k, "unknown field (known: method, path, body)");
+            return false;
+        }
+    }
+    if (!(m = batch_str(it, i, "method", r)))
+        return false;
+    if (strcmp(m, "GET") && strcmp(m, "POST") && strcmp(m, "PUT") && strcmp(m, "DELETE")) {
+        batch_error(r, i, "method", "must be one of GET, POST, PUT, DELETE");
+        return false;
+    }
+    if (!(p = batch_str(it, i, "path", r)))
+        return false;
+    if (strncmp(p, "/v1/", 4)) {
+        batch_error(r, i, "path", "must start with /v1/");
+        return false;
+    }
+    if (strchr(p, '?')) {
+        batch_error(r, i, "path", "query strings are not supported in a batch");
+        return false;
+    }
+    if (batch_path(p)) {
+        batch_error(r, i, "path", "a batch cannot contain a batch");
+        return false;
+    }
+    v = json_object_get(it, "body");
+    if (v && !json_is_object(v)) {
+        batch_error(r, i, "body", "must be an object");
+        return false;
+    }
+    return true;
+}
+
+/*
+ * POST /v1/batch: several requests of the same caller in one exchange.  The whole
+ * batch is validated first (nothing runs if it is malformed); then each item runs
+ * in order as the same request alone would (routes_match(), the route's handler,
+ * the caller's rights), here under the core lock process() took: one critical
+ * section, so one state barrier and one commit covers every item.  Items are
+ * independent: a failed one does not stop the next, nothing is undone.  They
+ * never long-poll (max_wait 0) and see no query arguments (conn NULL).
+ */
+static void h_batch(core_t *c, hreq_t *rq, reply_t *r)
+{
+    static const field_t spec[] = { { "requests", F_ARR, true }, { NULL, 0, false } };
+    char pcopy[2048];           /* routes_match() refuses longer paths (404) */
+
+    if (!rq_check_body(rq, r, spec, true))
+        return;
+    json_t *reqs = json_object_get(rq->body, "requests");
+    size_t n = json_array_size(reqs);
+    if (n < 1 || n > BATCH_MAX)
+        return (void)reply_error(r, 400, "requests", "must hold 1 to %d requests", BATCH_MAX);
+    for (size_t i = 0; i < n; i++)
+        if (!batch_item_ok(json_array_get(reqs, i), (int)i, r))
+            return;
+    json_t *replies = json_array();
+    if (!replies)
+        return (void)reply_error(r, 500, NULL, "out of memory");
+    double t0 = core_wall();
+    size_t bytes = 0;
+    for (size_t i = 0; i < n; i++) {
+        json_t *it = json_array_get(reqs, i);
+        const char *method = json_string_value(json_object_get(it, "method"));
+        const char *path = json_string_value(json_object_get(it, "path"));
+        json_t *body = json_object_get(it, "body");
+        const char *args[4] = { NULL };
+        const route_t *rt = NULL;
+        reply_t ir = { 0 };
+        int status = 404;
+        size_t plen = strlen(path);
+
+        if (plen < sizeof(pcopy)) {
+            memcpy(pcopy, path, plen + 1);
+            rt = routes_match(method, pcopy, args, &status);
+        }
+        if (!rt) {
+            if (status == 405)
+                reply_error(&ir, 405, NULL, "method %s not allowed on %s", method, path);
+            else
+                reply_error(&ir, 404, NULL, "no such resource: %s", path);
+        } else if (body && !rt->body) {
+            reply_error(&ir, 400, NULL, "%s %s takes no body", method, path);
+        } else if (rt->fn == h_batch) {     /* cannot happen: batch_item_ok() */
+            reply_error(&ir, 400, "path", "a batch cannot contain a batch");
+        } else if (!rq->who->admin && (core_wall() - t0 > BATCH_USER_SECONDS
+                                       || bytes > BATCH_USER_REPLY)) {
+            reply_error(&ir, 503, NULL, "not run: the batch used its share of the daemon "
+                        "(%.0f ms or %u MiB of replies); send the items from this one again",
+                        BATCH_USER_SECONDS * 1e3, BATCH_USER_REPLY >> 20);
+        } else {
+            hreq_t sub = { .api = rq->api, .who = rq->who, .body = body, .conn = NULL,
+                           .max_wait = 0 };
+            memcpy(sub.args, args, sizeof(args));
+            rt->fn(c, &sub, &ir);
+        }
+        /* what send_reply() would send: a text reply becomes a JSON string */
+        json_t *b;
+        if (ir.text) {
+            b = json_string(ir.text);
+            free(ir.text);
+            if (!b)
+                b = json_null();
+        } else if (ir.body) {
+            b = ir.body;
+        } else {
+            b = json_null();
+            if (!ir.status)
+                ir.status = 204;
+        }
+        json_t *o = json_object();
+        if (!rq->who->admin)
+            bytes += json_dumpb(b, NULL, 0, JSON_COMPACT);
+        json_object_set_new(o, "status", json_integer(ir.status));
+        json_object_set_new(o, "body", b);
+        json_array_append_new(replies, o);
+        bl_debug("api: batch item %d: %s %s -> %d", (int)i, method, path, ir.status);
+    }
+    reply_json(r, 200, json_pack("{s:o}", "replies", replies));
+    if (!r->body)
+        reply_error(r, 500, NULL, "out of memory");
+    r->items = (unsigned)n;
+}
+
 /* ------------------------------------------------------------------ table */
 /* The routes of this file; routes_admin[] has the others. */
 static const route_t routes_jobs[] = {
@@ -602,6 +793,7 @@ static const route_t routes_jobs[] = {
     { "DELETE", "/v1/persistent/*",            h_pbuf_destroy,  false },
     { "POST",   "/v1/persistent/*/use",        h_pbuf_use,      true },
     { "DELETE", "/v1/persistent/*/use/*",      h_pbuf_unuse,    false },
+    { "POST",   "/v1/batch",                   h_batch,         true },
 };
 
 /* The longest path routes_match() takes. */

@@ -5,17 +5,9 @@
 #ifndef BBMGR_ROUTES_H
 #define BBMGR_ROUTES_H
 
-#include "api.h"
 #include "core.h"
-
-typedef void (*route_f)(core_t *c, hreq_t *rq, reply_t *r);
-
-typedef struct {
-    const char *method;
-    const char *pattern;        /* '*' matches one path segment */
-    route_f fn;
-    bool body;                  /* takes a JSON body (optional unless noted in docs) */
-} route_t;
+#include "hreq.h"
+#include "routes_req.h"
 
 /* Find the route for method+path; *args gets the '*' segments (pointing into
  * 'path', which is modified).  NULL and *status = 404 or 405 when none. */

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * routes_admin.c — the /v1 routes of the whole daemon (doc/api.md): buffer nodes and
- * pools, the schedule, the policy, status, history, and the batch of requests.
+ * pools, the schedule, the policy, status, history, held buffers, and the poll of
+ * the buffer-node agents (whose report nodes.c applies).
  * Every handler runs with the core lock held.
  */
 #include <errno.h>
@@ -10,8 +11,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
-#include "routes_internal.h"
+#include "routes_admin.h"
+#include "routes_req.h"
 #include "log.h"
 #include "nodes.h"
 
@@ -178,193 +181,89 @@ static void h_history(core_t *c, hreq_t *rq, reply_t *r)
                                                                           : json_null()));
 }
 
-/* ------------------------------------------------------------------ batch */
-#define BATCH_MAX 256
-/* A user's batch (not an administrator's) holds the core lock, and builds its reply,
- * within these: the items after are not run (503, send them again). */
-#define BATCH_USER_SECONDS 0.05
-#define BATCH_USER_REPLY (4u << 20)
-
-/* The field of a batch error: "requests[i]" or "requests[i].key". */
-static void batch_error(reply_t *r, int i, const char *key, const char *msg)
+/* ------------------------------------------------------------------ agents */
+/* POST /v1/agents/<node>: a buffer-node agent's poll (doc/bbnoded.md): its report is
+ * checked whole here, then applied by nodes.c, which answers with its tasks. */
+static void h_agent_poll(core_t *c, hreq_t *rq, reply_t *r)
 {
-    size_t n = (key ? strlen(key) : 0) + 32;
-    char *f = malloc(n);
-    if (!f) {
-        reply_error(r, 500, NULL, "out of memory");
-        return;
-    }
-    if (key)
-        snprintf(f, n, "requests[%d].%s", i, key);
-    else
-        snprintf(f, n, "requests[%d]", i);
-    reply_error(r, 400, f, "%s", msg);
-    free(f);
-}
+    static const char *const keys[] = { "version", "agent", "dirs", "status", "results",
+                                        "kept", "usage", NULL };
+    char msg[400];
+    const char *k;
+    json_t *val, *b = rq->body;
 
-/* Does p name POST /v1/batch's path (as routes_match() would: repeated and trailing
- * '/' do not count)? */
-static bool batch_path(const char *p)
-{
-    while (*p == '/')
-        p++;
-    if (strncmp(p, "v1/", 3))
-        return false;
-    p += 3;
-    while (*p == '/')
-        p++;
-    if (strncmp(p, "batch", 5))
-        return false;
-    p += 5;
-    while (*p == '/')
-        p++;
-    return !*p;
-}
-
-/* Item i's string field key, or NULL after a 400 naming it. */
-static const char *batch_str(json_t *it, int i, const char *key, reply_t *r)
-{
-    json_t *v = json_object_get(it, key);
-    if (!v || !json_is_string(v)) {
-        batch_error(r, i, key, v ? "must be a string" : "is required");
-        return NULL;
+    bool served = nodes_serves(c, rq->args[0]);
+    if (rq->who->uid != 0 && rq->who->uid != geteuid())
+        return (void)reply_error(r, 403, NULL, "only the daemon user (root) may act as a "
+                                 "buffer-node agent");
+    if (!served)
+        return (void)reply_error(r, 403, NULL, "node %s is not served by an agent in the "
+                                 "configuration (nodes: agent: true)", rq->args[0]);
+    if (!b)
+        return (void)reply_error(r, 400, NULL, "a JSON body is required");
+    json_object_foreach(b, k, val) {
+        const char *const *p = keys;
+        while (*p && strcmp(*p, k))
+            p++;
+        if (!*p)
+            return (void)reply_error(r, 400, k, "unknown field (known: version, agent, dirs, "
+                                     "status, results, kept, usage)");
     }
-    return json_string_value(v);
-}
-
-/* One item, checked before anything runs. */
-static bool batch_item_ok(json_t *it, int i, reply_t *r)
-{
-    const char *k, *m, *p;
-    json_t *v;
-
-    if (!json_is_object(it)) {
-        batch_error(r, i, NULL, "must be an object");
-        return false;
+    json_t *ver = json_object_get(b, "version"), *id = json_object_get(b, "agent");
+    json_t *gen = json_object_get(b, "dirs"), *st = json_object_get(b, "status");
+    json_t *res = json_object_get(b, "results");
+    if (!json_is_integer(ver) || json_integer_value(ver) != NP_VERSION)
+        return (void)reply_error(r, 400, "version", "must be %d", NP_VERSION);
+    if (!json_is_string(id) || !*json_string_value(id) || strlen(json_string_value(id)) >= 64)
+        return (void)reply_error(r, 400, "agent", "must be a string of 1 to 63 characters");
+    if (gen && !json_is_string(gen))
+        return (void)reply_error(r, 400, "dirs", "must be a string");
+    if (res && !json_is_array(res))
+        return (void)reply_error(r, 400, "results", "must be an array");
+    json_t *kept = json_object_get(b, "kept");
+    np_dir_t kd[NODES_KEPT_MAX];
+    size_t nkd = json_array_size(kept);
+    if (kept && (!json_is_array(kept) || nkd > NODES_KEPT_MAX))
+        return (void)reply_error(r, 400, "kept", "must be an array of at most %d directories",
+                                 NODES_KEPT_MAX);
+    for (size_t i = 0; i < nkd; i++) {
+        int rc = np_dir_parse(json_array_get(kept, i), &kd[i], msg, sizeof(msg));
+        if (rc < 0 || !kd[i].keep || !kd[i].ino)
+            return (void)reply_error(r, 400, "kept", "%s", rc < 0 ? msg : "each directory "
+                                     "has keep, dev and ino");
     }
-    json_object_foreach(it, k, v) {
-        if (strcmp(k, "method") && strcmp(k, "path") && strcmp(k, "body")) {
-            batch_error(r, i, k, "unknown field (known: method, path, body)");
-            return false;
-        }
-    }
-    if (!(m = batch_str(it, i, "method", r)))
-        return false;
-    if (strcmp(m, "GET") && strcmp(m, "POST") && strcmp(m, "PUT") && strcmp(m, "DELETE")) {
-        batch_error(r, i, "method", "must be one of GET, POST, PUT, DELETE");
-        return false;
-    }
-    if (!(p = batch_str(it, i, "path", r)))
-        return false;
-    if (strncmp(p, "/v1/", 4)) {
-        batch_error(r, i, "path", "must start with /v1/");
-        return false;
-    }
-    if (strchr(p, '?')) {
-        batch_error(r, i, "path", "query strings are not supported in a batch");
-        return false;
-    }
-    if (batch_path(p)) {
-        batch_error(r, i, "path", "a batch cannot contain a batch");
-        return false;
-    }
-    v = json_object_get(it, "body");
-    if (v && !json_is_object(v)) {
-        batch_error(r, i, "body", "must be an object");
-        return false;
-    }
-    return true;
-}
-
-/*
- * POST /v1/batch: several requests of the same caller in one exchange.  The whole
- * batch is validated first (nothing runs if it is malformed); then each item runs
- * in order as the same request alone would (routes_match(), the route's handler,
- * the caller's rights), here under the core lock process() took: one critical
- * section, so one state barrier and one commit covers every item.  Items are
- * independent: a failed one does not stop the next, nothing is undone.  They
- * never long-poll (max_wait 0) and see no query arguments (conn NULL).
- */
-static void h_batch(core_t *c, hreq_t *rq, reply_t *r)
-{
-    static const field_t spec[] = { { "requests", F_ARR, true }, { NULL, 0, false } };
-    char pcopy[2048];           /* routes_match() refuses longer paths (404) */
-
-    if (!rq_check_body(rq, r, spec, true))
-        return;
-    json_t *reqs = json_object_get(rq->body, "requests");
-    size_t n = json_array_size(reqs);
-    if (n < 1 || n > BATCH_MAX)
-        return (void)reply_error(r, 400, "requests", "must hold 1 to %d requests", BATCH_MAX);
-    for (size_t i = 0; i < n; i++)
-        if (!batch_item_ok(json_array_get(reqs, i), (int)i, r))
-            return;
-    json_t *replies = json_array();
-    if (!replies)
+    json_t *usage = json_object_get(b, "usage");
+    np_usage_t uv[NP_USAGE_MAX];
+    size_t nuv = json_array_size(usage);
+    if (usage && (!json_is_array(usage) || nuv > NP_USAGE_MAX))
+        return (void)reply_error(r, 400, "usage", "must be an array of at most %d entries",
+                                 NP_USAGE_MAX);
+    for (size_t i = 0; i < nuv; i++)
+        if (np_usage_parse(json_array_get(usage, i), &uv[i], msg, sizeof(msg)) < 0)
+            return (void)reply_error(r, 400, "usage", "%s", msg);
+    np_status_t status;
+    if (!st)
+        return (void)reply_error(r, 400, "status", "is required");
+    if (np_status_parse(st, &status, msg, sizeof(msg)) < 0)
+        return (void)reply_error(r, 400, "status", "%s", msg);
+    size_t nres = json_array_size(res);
+    np_result_t *rv = calloc(nres ? nres : 1, sizeof(*rv));
+    if (!rv)
         return (void)reply_error(r, 500, NULL, "out of memory");
-    double t0 = core_wall();
-    size_t bytes = 0;
-    for (size_t i = 0; i < n; i++) {
-        json_t *it = json_array_get(reqs, i);
-        const char *method = json_string_value(json_object_get(it, "method"));
-        const char *path = json_string_value(json_object_get(it, "path"));
-        json_t *body = json_object_get(it, "body");
-        const char *args[4] = { NULL };
-        const route_t *rt = NULL;
-        reply_t ir = { 0 };
-        int status = 404;
-        size_t plen = strlen(path);
+    for (size_t i = 0; i < nres; i++)
+        if (np_result_parse(json_array_get(res, i), &rv[i], msg, sizeof(msg)) < 0) {
+            free(rv);
+            return (void)reply_error(r, 400, "results", "%s", msg);
+        }
 
-        if (plen < sizeof(pcopy)) {
-            memcpy(pcopy, path, plen + 1);
-            rt = routes_match(method, pcopy, args, &status);
-        }
-        if (!rt) {
-            if (status == 405)
-                reply_error(&ir, 405, NULL, "method %s not allowed on %s", method, path);
-            else
-                reply_error(&ir, 404, NULL, "no such resource: %s", path);
-        } else if (body && !rt->body) {
-            reply_error(&ir, 400, NULL, "%s %s takes no body", method, path);
-        } else if (rt->fn == h_batch) {     /* cannot happen: batch_item_ok() */
-            reply_error(&ir, 400, "path", "a batch cannot contain a batch");
-        } else if (!rq->who->admin && (core_wall() - t0 > BATCH_USER_SECONDS
-                                       || bytes > BATCH_USER_REPLY)) {
-            reply_error(&ir, 503, NULL, "not run: the batch used its share of the daemon "
-                        "(%.0f ms or %u MiB of replies); send the items from this one again",
-                        BATCH_USER_SECONDS * 1e3, BATCH_USER_REPLY >> 20);
-        } else {
-            hreq_t sub = { .api = rq->api, .who = rq->who, .body = body, .conn = NULL,
-                           .max_wait = 0 };
-            memcpy(sub.args, args, sizeof(args));
-            rt->fn(c, &sub, &ir);
-        }
-        /* what send_reply() would send: a text reply becomes a JSON string */
-        json_t *b;
-        if (ir.text) {
-            b = json_string(ir.text);
-            free(ir.text);
-            if (!b)
-                b = json_null();
-        } else if (ir.body) {
-            b = ir.body;
-        } else {
-            b = json_null();
-            if (!ir.status)
-                ir.status = 204;
-        }
-        json_t *o = json_object();
-        if (!rq->who->admin)
-            bytes += json_dumpb(b, NULL, 0, JSON_COMPACT);
-        json_object_set_new(o, "status", json_integer(ir.status));
-        json_object_set_new(o, "body", b);
-        json_array_append_new(replies, o);
-        bl_debug("api: batch item %d: %s %s -> %d", (int)i, method, path, ir.status);
-    }
-    reply_json(r, 200, json_pack("{s:o}", "replies", replies));
-    if (!r->body)
-        reply_error(r, 500, NULL, "out of memory");
-    r->items = (unsigned)n;
+    /* everything checked: apply */
+    nodes_report_t rp = {
+        .agent = json_string_value(id), .dirs = gen ? json_string_value(gen) : NULL,
+        .status = status, .results = rv, .nresults = nres, .kept = kd, .nkept = nkd,
+        .usage = uv, .nusage = nuv,
+    };
+    reply_json(r, 200, nodes_report(c, rq->args[0], &rp));
+    free(rv);
 }
 
 /* ------------------------------------------------------------------ table */
@@ -381,7 +280,6 @@ const route_t routes_admin[] = {
     { "PUT",    "/v1/policy",                  h_policy_set,    true },
     { "GET",    "/v1/history",                 h_history,       false },
     { "DELETE", "/v1/held/*",                  h_held_release,  false },
-    { "POST",   "/v1/batch",                   h_batch,         true },
-    { "POST",   "/v1/agents/*",                nodes_route_poll, true },
+    { "POST",   "/v1/agents/*",                h_agent_poll,    true },
 };
 const size_t routes_admin_n = sizeof(routes_admin) / sizeof(routes_admin[0]);

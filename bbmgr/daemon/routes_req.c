@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "routes_internal.h"
+#include "routes_req.h"
 #include "libhutil/directive.h"
 
 /* ------------------------------------------------------------------ errors */

@@ -4,5 +4,31 @@
 # sources' includes and the build's objects (layers.py says how).  Run by
 # 'make check' after the build; by hand: testsuite/layers/layers.py SRCDIR BUILDDIR.
 : "${HARMONIA_SRCDIR:?set by make check}" "${HARMONIA_BUILDDIR:?set by make check}"
-exec "${PYTHON3:-python3}" "$HARMONIA_SRCDIR/testsuite/layers/layers.py" \
-    "$HARMONIA_SRCDIR" "$HARMONIA_BUILDDIR"
+py="${PYTHON3:-python3}"
+layers="$HARMONIA_SRCDIR/testsuite/layers/layers.py"
+"$py" "$layers" "$HARMONIA_SRCDIR" "$HARMONIA_BUILDDIR" || exit 1
+
+# The check itself: in a copy of bbmgr/'s sources where a lower file of bbmgrd
+# (core_jobs.c) includes a higher one's header (core_json.h), it must fail and
+# name that include.
+tmp=$(mktemp -d) || exit 1
+trap 'rm -rf "$tmp"' EXIT
+(cd "$HARMONIA_SRCDIR" && find bbmgr -name '*.[ch]' -o -name '*.def') | while read -r f; do
+    mkdir -p "$tmp/$(dirname "$f")" && cp "$HARMONIA_SRCDIR/$f" "$tmp/$f" || exit 1
+done
+mkdir -p "$tmp/src/include/harmonia" &&
+    cp "$HARMONIA_SRCDIR/src/include/harmonia/client.h" "$tmp/src/include/harmonia/" &&
+    sed -i 's/^#include "core_jobs.h"$/&\n#include "core_json.h"/' \
+        "$tmp/bbmgr/daemon/core_jobs.c" || exit 1
+if out=$("$py" "$layers" "$tmp" "$HARMONIA_BUILDDIR"); then
+    echo "layers: core_jobs.c including core_json.h was not refused"
+    exit 1
+fi
+case "$out" in
+*"bbmgr/daemon/core_jobs.c includes bbmgr/daemon/core_json.h: bbmgrd's files are in layers"*)
+    echo "layers: a lower file of bbmgrd including a higher one's header is refused" ;;
+*)
+    printf '%s\n' "$out"
+    echo "layers: core_jobs.c including core_json.h was refused for another reason"
+    exit 1 ;;
+esac

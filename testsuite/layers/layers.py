@@ -8,7 +8,10 @@ Two readings of the tree, each compared with the same table (LAYERS below):
   - calls: every symbol an object file of the build uses ('nm'), resolved to the
     part whose object defines it.
 A use that the table does not allow is printed, one line each, naming the file,
-the header or the function, and the rule; the exit status is then 1.
+the header or the function, and the rule; the exit status is then 1.  Inside
+bbmgrd (bbmgr/daemon/), every file has a layer (DAEMON_LAYERS): a file includes
+the headers of, and calls, only files of lower layers, so that no two files of
+the daemon use each other, even through others.
 
 Usage: layers.py SRCDIR BUILDDIR  (the test harness gives HARMONIA_SRCDIR and
 HARMONIA_BUILDDIR; a build must exist: 'make check' builds first).
@@ -28,7 +31,7 @@ LAYERS = {
     "common": {"common", "mover.h"},
     "mover": {"common", "mover"},
     "core": {"common", "mover", "core", "nodes"},
-    "nodes": {"common", "mover", "core", "nodes", "daemon"},
+    "nodes": {"common", "mover", "core", "nodes"},
     "daemon": {"common", "mover", "core", "nodes", "daemon"},
     "agent": {"common", "mover", "agent"},
     "cli": {"common", "cli", "harmonia"},
@@ -38,11 +41,51 @@ RULES = {
                         "routes, auth, metrics)",
     ("mover", "core"): "the mover never reaches bbmgrd's core: it reports through "
                        "its callbacks",
+    ("nodes", "daemon"): "the agents' side of the core never reaches the daemon's "
+                         "HTTP side: its route is in routes_admin.c",
     ("agent", "core"): "the agent never reaches bbmgrd's internals",
     ("plugins", "*"): "the Slurm plugins reach bbmgrd only through libharmonia's "
                       "client (harmonia/client.h)",
     ("libhsched", "*"): "libhsched is pure: no I/O, no threads, no clock, no Slurm",
 }
+
+# bbmgrd's files (bbmgr/daemon/, a file with its header), from the bottom up: a
+# file may include the headers of, and call, only the files of lower layers
+# (HACKING.md, Layers; core.h lists the core's).  A file named in no layer is
+# refused until it is given one.  A header of no source of its own (none now)
+# would take the layer of the file whose name it bears.
+DAEMON_LAYERS = [
+    ("core_model", "hreq", "jout", "auth"),
+    ("nodes",),
+    ("core_bufdir",),
+    ("core_jobs",),
+    ("core_alloc", "core_json"),
+    ("core_stage",),
+    ("core_recover",),
+    ("core",),
+    ("routes_req", "metrics"),
+    ("routes_admin",),
+    ("routes",),
+    ("api",),
+    ("bbmgrd",),
+]
+DAEMON_LAYER = {f: i + 1 for i, files in enumerate(DAEMON_LAYERS) for f in files}
+DAEMON_RULE = ("bbmgrd's files are in layers (HACKING.md, Layers): %s (layer %d) may "
+               "use only files of lower layers, and %s is at layer %s")
+
+
+def daemon_use(src, dst):
+    """The problem when daemon file src (a stem) uses daemon file dst, or None."""
+    if src == dst:
+        return None
+    ls, ld = DAEMON_LAYER.get(src), DAEMON_LAYER.get(dst)
+    if ls is None or ld is None:
+        return "bbmgr/daemon/%s has no layer in testsuite/layers/layers.py " \
+               "(DAEMON_LAYERS): give it one" % (dst if ls else src)
+    if ld < ls:
+        return None
+    return DAEMON_RULE % (src, ls, dst, ld)
+
 
 # libhsched: the system headers and the C library functions it may use (memory,
 # strings, formatting into buffers, maths); everything else is I/O, a thread or a
@@ -118,6 +161,15 @@ def main(srcdir, builddir):
             else:
                 continue            # harmonia_config.h and the like
             to = bbmgr_part(target)
+            if (to in LAYERS[part] or name in LAYERS[part]) and \
+                    os.path.basename(os.path.dirname(p)) == "daemon" and \
+                    os.path.basename(os.path.dirname(target)) == "daemon":
+                why = daemon_use(os.path.basename(p).split(".")[0],
+                                 os.path.basename(target).split(".")[0])
+                if why:
+                    problems.append("%s includes %s: %s" % (os.path.relpath(p, srcdir),
+                                    os.path.relpath(target, srcdir), why))
+                continue
             if to in LAYERS[part] or name in LAYERS[part]:
                 continue
             problems.append("%s includes %s: %s" % (os.path.relpath(p, srcdir),
@@ -180,6 +232,7 @@ def main(srcdir, builddir):
         problems.append("no object files under %s/bbmgr: build first ('make')" % builddir)
     table = []                          # (part, file, defined, used)
     where = {}                          # symbol -> {part: file}
+    daemon_def = {}                     # symbol -> stem of the daemon file defining it
     for (d, stem), o in sorted(objs.items()):
         folder = os.path.basename(d)
         if folder not in ("common", "mover", "daemon", "agent", "cli"):
@@ -190,10 +243,20 @@ def main(srcdir, builddir):
         table.append((part, src, defined, used))
         for s in defined:
             where.setdefault(s, {})[part] = src
+            if folder == "daemon":
+                daemon_def[s] = stem
     for part, src, defined, used in table:
         allowed = LAYERS[part]
         for s in sorted(used):
             owners = where.get(s)
+            if owners and src.startswith("bbmgr/daemon/") and \
+                    any(o in allowed for o in owners):
+                dst = daemon_def.get(s)
+                why = dst and daemon_use(src.split("/")[-1][:-2], dst)
+                if why:
+                    problems.append("%s calls %s() of bbmgr/daemon/%s.c: %s"
+                                    % (src, s, dst, why))
+                continue
             if not owners or any(o in allowed for o in owners):
                 continue
             to, dst = sorted(owners.items())[0]

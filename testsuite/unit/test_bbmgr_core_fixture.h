@@ -10,7 +10,7 @@
 
 #include <check.h>
 
-#include "core_internal.h"   /* white-box tests of the core: they read its state */
+#include "core.h"            /* white-box tests of the core: they read its state */
 
 typedef struct {
     char dir[64];               /* the temporary directory (removed by fx_done) */

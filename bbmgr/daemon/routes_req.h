@@ -1,16 +1,27 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * routes_internal.h — what the files of the /v1 API share: the request helpers
- * (routes_req.c) and the route table of routes_admin.c.  Every helper that returns false (or NULL, or < 0) has answered
- * the request with the error.
+ * routes_req.h — what every file of the /v1 API uses (routes.c, routes_admin.c):
+ * what a route is, and the request helpers (routes_req.c).  Every helper that
+ * returns false (or NULL, or < 0) has answered the request with the error.
  */
-#ifndef BBMGR_ROUTES_INTERNAL_H
-#define BBMGR_ROUTES_INTERNAL_H
+#ifndef BBMGR_ROUTES_REQ_H
+#define BBMGR_ROUTES_REQ_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "routes.h"
+#include "core.h"
+#include "hreq.h"
+
+/* ---- a route */
+typedef void (*route_f)(core_t *c, hreq_t *rq, reply_t *r);
+
+typedef struct {
+    const char *method;
+    const char *pattern;        /* '*' matches one path segment */
+    route_f fn;
+    bool body;                  /* takes a JSON body (optional unless noted in docs) */
+} route_t;
 
 /* ---- errors */
 /* Answers with a core error (cerr_t, core.h) and the HTTP status of its code. */
@@ -54,10 +65,5 @@ bool rq_need_admin(hreq_t *rq, reply_t *r);
  * administrator only with rq_admin_job_for(). */
 job_t *rq_job_for(core_t *c, hreq_t *rq, reply_t *r);
 job_t *rq_admin_job_for(core_t *c, hreq_t *rq, reply_t *r);
-
-/* ---- the routes of routes_admin.c: nodes, pools, schedule, policy, status,
- * history, batch, the agents' poll (routes.c has the others) */
-extern const route_t routes_admin[];
-extern const size_t routes_admin_n;
 
 #endif
