@@ -64,7 +64,7 @@ static void run_usage (FILE *f)
              "                     bandwidth gets a share (default 200; 0: off)\n"
              "  --starve-floor DUR the floor of that bound (default 7200 s)\n"
              "  --decision-budget N  policies that compute schedules (periodic): at\n"
-             "                     most N work units per decision (default 500000;\n"
+             "                     most N work units per decision (default 2000000;\n"
              "                     0: unbounded, as the papers computed them)\n"
              "  --auto-objective O auto: syseff (default), stretch or ioslowdown\n"
              "                     (overrides scheduler.auto_objective)\n"

@@ -95,7 +95,7 @@ static int chk_body(const void *v, hu_error_t *err)
 static int chk_decision_budget(const void *v, hu_error_t *err)
 {
     if (*(const long *)v < 1000)
-        return hu_errprintf(err, "must be at least 1000 (work units; the default is 500000)");
+        return hu_errprintf(err, "must be at least 1000 (work units; the default is 2000000)");
     return 0;
 }
 

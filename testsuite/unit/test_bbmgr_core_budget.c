@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "libhsched/hs_periodic.h"
 #include "test_bbmgr_core_fixture.h"
 #include "testutil.h"
 
@@ -54,7 +55,8 @@ START_TEST(test_budget_counted)
 }
 END_TEST
 
-/* bbmgr.yaml's policy.decision_budget is the policy's budget (default 500,000) */
+/* bbmgr.yaml's policy.decision_budget is the policy's budget (default 2,000,000,
+ * libhsched's own default) */
 START_TEST(test_budget_from_config)
 {
     fx_t f;
@@ -62,7 +64,8 @@ START_TEST(test_budget_from_config)
 
     fx_init(&f, conf("periodic-throu"));
     fx_open(&f);
-    ck_assert_uint_eq(f.c->policy.max_work, 500000);
+    ck_assert_uint_eq(f.c->policy.max_work, HS_PERIODIC_MAX_WORK);
+    ck_assert_uint_eq(f.c->policy.max_work, 2000000);
     fx_done(&f);
     snprintf(c, sizeof(c), "%s", conf("periodic-throu"));
     char *p = strstr(c, "platform:");

@@ -65,7 +65,7 @@ typedef struct {
 
 /* The budget of the periodic policies' decisions when the policy gives none
  * (hs_policy_t.max_work == 0; doc/performance.md, "Decision budget"). */
-#define HS_PERIODIC_MAX_WORK 500000ULL
+#define HS_PERIODIC_MAX_WORK 2000000ULL
 
 /* Defaults: epsilon = 0.01, tmax_factor = 10, refine = (h == HS_PERIODIC_PERSCHED),
  * tmin = 0 (computed), max_work = 0 (unbounded; the policies set one).

@@ -27,9 +27,16 @@
  * on).  Everything is deterministic: the candidates are tried in their order,
  * ties keep the earlier one.
  *
- * The guard (never far worse than fairshare, i.e. than no scheduler): while a
- * live job's phases are off its hints, or a live job with phases to come has
- * none, the look ahead cannot be trusted and fairshare runs.
+ * The guard (never far worse than fairshare, i.e. than no scheduler):
+ *  - the look ahead chooses only among the candidates projected near the bound
+ *    the run must keep against fairshare (SysEff >= 0.9x, Dilation <= 1.05x
+ *    fairshare's projection);
+ *  - while a live job with phases to come has no hints, fairshare runs;
+ *  - while a live job is off its hints (a phase, or the compute in progress,
+ *    more than GUARD_OFF off them), fairshare runs unless the policy in force is
+ *    projected no worse than fairshare and better on one figure, both with the
+ *    jobs at their hints and with the jobs off them at the extremes of what they
+ *    were measured doing (robust()).
  *
  * Cost: one simulation per candidate per epoch, bounded by an event budget
  * (event_budget()); reported clock-free (events simulated).
@@ -53,6 +60,17 @@
  * beyond GUARD_EPS_W seconds of compute, breaks the look ahead's premise. */
 #define GUARD_OFF 2.0
 #define GUARD_EPS_W 1e-3
+/* ... and the look ahead chooses only among the candidates projected at a SysEff
+ * of at least GUARD_SYS x and a Dilation of at most GUARD_DIL x fairshare's
+ * projection of the same window: the run's bound (0.95x, 1.05x), but for SysEff,
+ * where the candidates' projections differ by a few percent on noise (0.95x left
+ * out candidates that met the goal on the Harmonia benchmark at its hints). */
+#define GUARD_SYS 0.9
+#define GUARD_DIL 1.05
+/* The guard's scenarios: every live job at its hints; the jobs off their hints at
+ * the measured extremes of their phases, I/O-heavy (least compute, most volume)
+ * and compute-heavy (most compute, least volume). */
+enum { SCEN_HINTS, SCEN_IO, SCEN_COMPUTE, NSCEN };
 
 struct cand {
     hs_policy_t pol;
@@ -83,6 +101,9 @@ struct seen {               /* when a job's last phase ended (for its next reque
     double last_req;        /* request of the last phase checked */
     bool erratic;           /* a phase's compute or volume was off its hints by more
                                than GUARD_OFF */
+    /* the phases measured (their compute, reported with the request, and volume):
+     * the extremes, for the guard's scenarios (NAN: none yet) */
+    double wmin, wmax, vmin, vmax;
 };
 
 struct astate {
@@ -346,6 +367,10 @@ static int seen_update(struct astate *as, double now)
             nw[k].end = o->end;
         nw[k].erratic = o && o->erratic;
         nw[k].last_req = o ? o->last_req : -INFINITY;
+        nw[k].wmin = o ? o->wmin : NAN;
+        nw[k].wmax = o ? o->wmax : NAN;
+        nw[k].vmin = o ? o->vmin : NAN;
+        nw[k].vmax = o ? o->vmax : NAN;
         k++;
     }
     qsort(nw, k, sizeof(*nw), cmp_seen);
@@ -401,7 +426,7 @@ static const char *epoch_trigger(struct astate *as, double now)
         as->hinthash = hh;
         return "hint change";
     }
-    if (as->off && !as->guarded) {
+    if (as->off) {
         as->off = false;
         return "a phase off its job's hints";
     }
@@ -422,7 +447,7 @@ static int cmp_release(const void *a, const void *b)
 }
 
 /* The live jobs, their hints and history, into as->sj (sorted by release). */
-static int gather(struct astate *as, double now, size_t *nout)
+static int gather(struct astate *as, double now, int scen, size_t *nout)
 {
     const hs_sched_t *s = as->sched;
     size_t n = hs_core_njobs(s);
@@ -453,6 +478,21 @@ static int gather(struct astate *as, double now, size_t *nout)
                : (j->w_iter > 0 && x->vol > 0 ? j->w_iter - x->vol / x->cap : 0);
         if (!(x->w > 0))
             x->w = 0;
+        sn = seen_find(as, j->id);
+        if (scen != SCEN_HINTS && sn && sn->erratic && x->w > 0 && x->vol > 0) {
+            /* an erratic job at the measured extremes (the guard's scenarios) */
+            double e = !pending ? now - sn->end : 0;
+            if (scen == SCEN_IO) {
+                x->w = isnan(sn->wmin) ? x->w : fmin(x->w, sn->wmin);
+                x->vol = isnan(sn->vmax) ? x->vol : fmax(x->vol, sn->vmax);
+            } else {
+                /* the compute in progress lasts at least as long again */
+                x->w = fmax(fmax(x->w, isnan(sn->wmax) ? 0 : sn->wmax), 2 * e);
+                x->vol = isnan(sn->vmin) ? x->vol : fmin(x->vol, sn->vmin);
+            }
+            if (!(x->w > 0))
+                x->w = GUARD_EPS_W;
+        }
         x->W = st.work;
         x->core = i;
         x->bytes0 = st.bytes;
@@ -461,7 +501,6 @@ static int gather(struct astate *as, double now, size_t *nout)
         x->next_req = INFINITY;
         x->pending = pending;
         if (!pending && x->w > 0 && x->vol > 0 && x->left != 0) {
-            sn = seen_find(as, j->id);
             double end = sn ? sn->end : j->release;
             double rem = x->w - (now - end);
             x->next_req = now + (rem > 0 ? rem : 0);
@@ -732,8 +771,18 @@ static int choose(struct astate *as, const char *trigger, double now)
     double mindil = INFINITY;
     const char *on = hs_auto_objective_name(obj);
 
+    const hs_auto_fig_t *fs = &as->cand[as->guard].fig;
+    int out = 0;
+
     for (int c = 0; c < as->nchoose; c++) {
         f[c] = as->cand[c].fig;
+        /* never a candidate projected worse than fairshare beyond the bound */
+        if (f[c].ok && fs->ok && c != as->guard
+            && (f[c].sys_efficiency < GUARD_SYS * fs->sys_efficiency
+                || f[c].dilation > GUARD_DIL * fs->dilation)) {
+            f[c].ok = false;
+            out++;
+        }
         if (f[c].ok && f[c].dilation < mindil)
             mindil = f[c].dilation;
     }
@@ -749,9 +798,9 @@ static int choose(struct astate *as, const char *trigger, double now)
     else
         snprintf(as->st.reason, sizeof(as->st.reason),
                  "t=%.6g (%s): %s has the %s %s %.4g with dilation %.4g (lowest "
-                 "%.4g, bound x%.3g)%s%s", now, trigger, as->cand[pick].name,
-                 obj == HS_AUTO_SYSEFF ? "highest" : "lowest", on,
-                 value(obj, &f[pick]), f[pick].dilation, mindil, as->factor,
+                 "%.4g, bound x%.3g; %d beyond fairshare's)%s%s", now, trigger,
+                 as->cand[pick].name, obj == HS_AUTO_SYSEFF ? "highest" : "lowest", on,
+                 value(obj, &f[pick]), f[pick].dilation, mindil, as->factor, out,
                  pick != cur ? "; was " : "", pick != cur ? as->cand[cur].name : "");
     return pick;
 }
@@ -789,17 +838,56 @@ static int switch_to(struct astate *as, const hs_ctx_t *ctx, int pick)
  * hold now (NULL: it holds): a live job with phases to come has no hints (the
  * look ahead would not foresee them), or one of its phases was off its hints by
  * more than GUARD_OFF. */
+#define WHY_OFF "a phase off its job's hints"
+
 static const char *premise_broken(struct astate *as, size_t n)
 {
+    bool off = false;
+
     for (size_t i = 0; i < n; i++) {
         const struct sjob *x = &as->sj0[i];
         const struct seen *sn = seen_find(as, x->job.id);
         if (sn && sn->erratic)
-            return "a phase off its job's hints";
+            off = true;
         if (x->left != 0 && !(x->w > 0 && x->vol > 0))
             return "a job without hints";
     }
-    return NULL;
+    return off ? WHY_OFF : NULL;
+}
+
+/* The guard's test of the policy in force (not fairshare) while jobs are off
+ * their hints: simulated with fairshare in every scenario (SCEN_*), it must
+ * project a SysEff at least and a Dilation at most fairshare's in each, and beat
+ * fairshare on one of them by more than the hysteresis in one at least (a tie
+ * goes to fairshare, the guard's policy).  1 if it does, 0 if not, -1 on error;
+ * *work gets the events simulated. */
+static int robust(struct astate *as, double now, uint64_t *work)
+{
+    int c = as->cur, g = as->guard;
+    bool gain = false;
+
+    for (int sc = 0; sc < NSCEN; sc++) {
+        size_t n;
+        double H, every;
+        long ev;
+        const hs_auto_fig_t *fc = &as->cand[c].fig, *fg = &as->cand[g].fig;
+
+        if (gather(as, now, sc, &n) < 0)
+            return -1;
+        H = horizon(as, n, &every);
+        for (int k = 0; k < 2; k++) {
+            if ((ev = simulate(as, k ? g : c, now, H, n)) < 0)
+                return -1;
+            *work += (uint64_t)ev;
+        }
+        if (!fc->ok || !fg->ok || fc->sys_efficiency < fg->sys_efficiency
+            || fc->dilation > fg->dilation)
+            return 0;
+        if (fc->sys_efficiency > fg->sys_efficiency * (1 + as->hyst)
+            || fc->dilation * (1 + as->hyst) < fg->dilation)
+            gain = true;
+    }
+    return gain ? 1 : 0;
 }
 
 static int epoch(struct astate *as, const hs_ctx_t *ctx, const char *trigger)
@@ -810,24 +898,37 @@ static int epoch(struct astate *as, const hs_ctx_t *ctx, const char *trigger)
     int pick;
     const char *why;
 
-    if (gather(as, ctx->now, &n) < 0)
+    if (gather(as, ctx->now, SCEN_HINTS, &n) < 0)
         return -1;
     H = horizon(as, n, &every);
     as->every = as->interval > 0 ? as->interval : every;
     as->off = false;
     if (n > 0 && (why = premise_broken(as, n))) {
-        /* the guard: the look ahead cannot be trusted, do what fairshare does */
+        /* the guard: the look ahead cannot be trusted, do what fairshare does,
+         * unless the policy in force beats fairshare's projection whatever the
+         * jobs off their hints do within what they were measured doing */
+        int keep = 0;
         as->st.epochs++;
-        as->st.last_work = 0;
         as->st.last_epoch = ctx->now;
         as->last_epoch = ctx->now;
         as->st.guarded++;
-        snprintf(as->st.reason, sizeof(as->st.reason), "t=%.6g (%s): guard, %s: %s"
-                 "%s%s", ctx->now, trigger, why, as->cand[as->guard].name,
-                 as->cur != as->guard ? "; was " : "",
-                 as->cur != as->guard ? as->cand[as->cur].name : "");
+        if (as->cur != as->guard && !strcmp(why, WHY_OFF)
+            && (keep = robust(as, ctx->now, &work)) < 0)
+            return -1;
+        as->st.work += work;
+        as->st.last_work = work;
+        if (keep)
+            snprintf(as->st.reason, sizeof(as->st.reason), "t=%.6g (%s): guard, %s: "
+                     "kept %s (not below fairshare's projection with those jobs at "
+                     "their hints and at their measured extremes)", ctx->now,
+                     trigger, why, as->cand[as->cur].name);
+        else
+            snprintf(as->st.reason, sizeof(as->st.reason), "t=%.6g (%s): guard, %s: "
+                     "%s%s%s", ctx->now, trigger, why, as->cand[as->guard].name,
+                     as->cur != as->guard ? "; was " : "",
+                     as->cur != as->guard ? as->cand[as->cur].name : "");
         as->guarded = true;
-        if (as->cur != as->guard && switch_to(as, ctx, as->guard) < 0)
+        if (!keep && as->cur != as->guard && switch_to(as, ctx, as->guard) < 0)
             return -1;
         return 0;
     }
@@ -835,7 +936,7 @@ static int epoch(struct astate *as, const hs_ctx_t *ctx, const char *trigger)
     for (int c = 0; c < as->ncand; c++) {
         long ev;
         as->cand[c].fig.ok = false;
-        if (n == 0 || c >= as->nchoose)
+        if (n == 0 || (c >= as->nchoose && c != as->guard))
             continue;
         if ((ev = simulate(as, c, ctx->now, H, n)) < 0)
             return -1;
@@ -856,6 +957,50 @@ static int epoch(struct astate *as, const hs_ctx_t *ctx, const char *trigger)
 
 /* ------------------------------------------------------------------ decide */
 
+/* When the compute that job j began at 'start' (the end of its last phase, or its
+ * release) goes off its hints: more than GUARD_OFF x the w the look ahead gives it
+ * (gather(); the bound of off_hints()), INFINITY if it has no phase to come or no
+ * w to exceed. */
+static double overdue_at(const struct astate *as, const hs_job_t *j,
+                         const hs_job_stats_t *st, double start)
+{
+    double cap = fmin(j->nodes * as->plat.node_bw, as->plat.bw);
+    double vol = j->volume > 0 && isfinite(j->volume) ? j->volume : 0;
+    double w = j->w > 0 && isfinite(j->w) ? j->w
+               : (j->w_iter > 0 && vol > 0 && cap > 0 ? j->w_iter - vol / cap : 0);
+
+    if ((j->instances > 0 && st->phases >= j->instances) || !(w > 0))
+        return INFINITY;
+    return start + GUARD_OFF * (w + GUARD_EPS_W) - GUARD_EPS_W;
+}
+
+/* Mark as off its hints every live job whose compute in progress has already run
+ * longer than its hints allow: the look ahead, which has it request its next phase
+ * w after the last, is wrong about it before the request shows it.  Returns how
+ * many were marked. */
+static int overdue(struct astate *as, double now)
+{
+    const hs_sched_t *s = as->sched;
+    size_t n = hs_core_njobs(s);
+    int k = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        const hs_job_t *j = hs_core_job(s, i);
+        struct seen *sn = seen_find(as, j->id);
+        hs_job_stats_t st;
+        bool pending = false;
+
+        if (!sn || sn->erratic || sn->pending)
+            continue;
+        (void)hs_core_job_stats(s, i, &st, &pending);
+        if (pending || !(now > overdue_at(as, j, &st, sn->end)))
+            continue;
+        sn->erratic = true;
+        k++;
+    }
+    return k;
+}
+
 static int a_decide(void *state, const hs_ctx_t *ctx, hs_view_t *v, size_t n)
 {
     struct astate *as = state;
@@ -875,13 +1020,22 @@ static int a_decide(void *state, const hs_ctx_t *ctx, hs_view_t *v, size_t n)
             sn->last_req = v[i].request;
             /* a job may start with I/O (its input): no compute before its first
              * phase is not a phase off its hints */
-            if (!sn->erratic
-                && off_hints(v[i].job, v[i].phase > 1 || v[i].w_done > 0
-                                       ? v[i].w_done : v[i].job->w, v[i].volume)) {
+            double wk = v[i].phase > 1 || v[i].w_done > 0 ? v[i].w_done : v[i].job->w;
+            if (isfinite(wk) && wk >= 0) {
+                sn->wmin = isnan(sn->wmin) ? wk : fmin(sn->wmin, wk);
+                sn->wmax = isnan(sn->wmax) ? wk : fmax(sn->wmax, wk);
+            }
+            if (isfinite(v[i].volume) && v[i].volume > 0) {
+                sn->vmin = isnan(sn->vmin) ? v[i].volume : fmin(sn->vmin, v[i].volume);
+                sn->vmax = isnan(sn->vmax) ? v[i].volume : fmax(sn->vmax, v[i].volume);
+            }
+            if (!sn->erratic && off_hints(v[i].job, wk, v[i].volume)) {
                 sn->erratic = true;
                 as->off = true;
             }
         }
+        if (overdue(as, ctx->now) > 0)
+            as->off = true;
         trig = epoch_trigger(as, ctx->now);
         if (*trig && epoch(as, ctx, trig) < 0)
             return -1;
