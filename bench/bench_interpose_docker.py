@@ -17,14 +17,14 @@ Python 3 standard library only.
 """
 import argparse
 import http.client
-import importlib.machinery
-import importlib.util
 import json
 import os
+import runpy
 import socket
 import subprocess
 import sys
 import time
+import types
 
 TOP = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 BBIO = "/usr/bin/bbio-bench"
@@ -33,13 +33,8 @@ USERS = ("hmtest1", "hmtest2")
 
 
 def demo_compare():
-    """scripts/demo-compare as a module (its chart and platform code)."""
-    path = os.path.join(TOP, "scripts", "demo-compare")
-    loader = importlib.machinery.SourceFileLoader("demo_compare", path)
-    spec = importlib.util.spec_from_loader("demo_compare", loader)
-    mod = importlib.util.module_from_spec(spec)
-    loader.exec_module(mod)
-    return mod
+    """scripts/demo-compare's functions (its chart and platform code)."""
+    return types.SimpleNamespace(**runpy.run_path(os.path.join(TOP, "scripts", "demo-compare")))
 
 
 # ------------------------------------------------------------------ in ctl
