@@ -310,6 +310,11 @@ static const uint64_t guard_seeds[] = {
     /* the guard handed set10's schedule to fairshare when a job went off its
      * hints, behind the backlog an earlier choice left (Dilation 1.23x) */
     20261211,
+    /* the guard turned mindilation away for fairshare when a job went off its
+     * hints, on the compute-heavy scenario's SysEff alone (0.83x to 0.99x
+     * fairshare's, 1.1x to 1.8x on the other two): fairshare behind the backlog
+     * ended worse than fairshare from the start (Dilation 1.11x, 1.16x, 1.15x) */
+    30000194, 30001493, 30001498,
 };
 
 START_TEST(test_auto_guard)

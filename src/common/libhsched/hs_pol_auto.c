@@ -34,9 +34,9 @@
  *  - while a live job with phases to come has no hints, fairshare runs;
  *  - while a live job is off its hints (a phase, or the compute in progress,
  *    more than GUARD_OFF off them), fairshare runs unless the policy in force is
- *    projected no worse than fairshare and better on one figure, both with the
- *    jobs at their hints and with the jobs off them at the extremes of what they
- *    were measured doing (robust()).
+ *    projected no worse than fairshare and better on one figure, with the jobs at
+ *    their hints and with the jobs off them at the extremes of what they were
+ *    measured doing (for SysEff: the mean of the two extremes; robust()).
  *
  * Cost: one simulation per candidate per epoch, bounded by an event budget
  * (event_budget()); reported clock-free (events simulated).
@@ -857,14 +857,20 @@ static const char *premise_broken(struct astate *as, size_t n)
 
 /* The guard's test of the policy in force (not fairshare) while jobs are off
  * their hints: simulated with fairshare in every scenario (SCEN_*), it must
- * project a SysEff at least and a Dilation at most fairshare's in each, and beat
- * fairshare on one of them by more than the hysteresis in one at least (a tie
- * goes to fairshare, the guard's policy).  1 if it does, 0 if not, -1 on error;
- * *work gets the events simulated. */
+ * project a Dilation at most fairshare's in each, a SysEff at least fairshare's
+ * with the jobs at their hints and, between the two extremes, on the geometric
+ * mean of its SysEff ratios to fairshare's (the extremes bracket what the jobs
+ * will do: one of them alone, the compute-heavy one above all, turned away a
+ * policy that had kept a backlog in check, for fairshare behind that backlog,
+ * which ends worse than fairshare from the start); and beat fairshare on one
+ * figure by more than the hysteresis in one scenario at least (a tie goes to
+ * fairshare, the guard's policy).  1 if it does, 0 if not, -1 on error; *work
+ * gets the events simulated. */
 static int robust(struct astate *as, double now, uint64_t *work)
 {
     int c = as->cur, g = as->guard;
     bool gain = false;
+    double sratio = 1;
 
     for (int sc = 0; sc < NSCEN; sc++) {
         size_t n;
@@ -880,13 +886,18 @@ static int robust(struct astate *as, double now, uint64_t *work)
                 return -1;
             *work += (uint64_t)ev;
         }
-        if (!fc->ok || !fg->ok || fc->sys_efficiency < fg->sys_efficiency
-            || fc->dilation > fg->dilation)
+        if (!fc->ok || !fg->ok || fc->dilation > fg->dilation
+            || !(fg->sys_efficiency > 0)
+            || (sc == SCEN_HINTS && fc->sys_efficiency < fg->sys_efficiency))
             return 0;
+        if (sc != SCEN_HINTS)
+            sratio *= fc->sys_efficiency / fg->sys_efficiency;
         if (fc->sys_efficiency > fg->sys_efficiency * (1 + as->hyst)
             || fc->dilation * (1 + as->hyst) < fg->dilation)
             gain = true;
     }
+    if (sratio < 1)
+        return 0;
     return gain ? 1 : 0;
 }
 
