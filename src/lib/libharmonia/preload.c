@@ -766,15 +766,25 @@ static const hmi_api_t *agent_module(void)
     return get();
 }
 
+/* The first thing every thread the agent module starts does: its calls are the
+ * interposer's own (its descriptors are in the agent's table). */
+static void agent_thread_enter(void)
+{
+    tl_in = 1;
+}
+
 /* Start the agent of this process (mu held).  false: it cannot run. */
 static bool agent_ready(void)
 {
     pid_t me = my_pid;
     if (agent_up && agent_pid == me)
         return true;
-    if (!api && !(api = agent_module())) {
-        conf.on = false;
-        return false;
+    if (!api) {
+        if (!(api = agent_module())) {
+            conf.on = false;
+            return false;
+        }
+        api->thread_hook(agent_thread_enter);
     }
     if (agent_up) {
         /* a forked child: the parent's agent and handle are not ours; the new
