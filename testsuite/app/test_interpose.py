@@ -43,6 +43,16 @@ def log_lines(path, word):
     return [line.split() for line in open(path) if line.startswith(word + " ")]
 
 
+def run_python_phases(d, jobid, bb, prog):
+    """Run prog under the interposer as job jobid; bbmgrd's phases of the job."""
+    p = subprocess.run([PYTHON, "-c", prog], env=preload_env(d, jobid, bb),
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    ph = phases_of(d, jobid)
+    assert all(x["state"] == "finished" for x in ph), ph
+    return ph
+
+
 @pytest.fixture
 def bb(tmp_path):
     p = tmp_path / "bb"
@@ -243,13 +253,9 @@ def test_short_lived_threads_all_counted(make_daemon, bb, tmp_path):
             "[t.start() for t in ts]; [t.join() for t in ts]\n"
             "time.sleep(1.5)\n"
             "os.close(fd)\n")
-    p = subprocess.run([PYTHON, "-c", prog], env=preload_env(d, "many", bb),
-                       capture_output=True, text=True, timeout=60)
-    assert p.returncode == 0, p.stderr
-    ph = phases_of(d, "many")
+    ph = run_python_phases(d, "many", bb, prog)
     assert len(ph) == 2, ph
     assert [x["bytes"] for x in ph] == [100 * 256 * 100, 4 * 256 * 100], ph
-    assert all(x["state"] == "finished" for x in ph), ph
     assert os.path.getsize(bb / "m") == 104 * 256 * 100
 
 
@@ -370,13 +376,9 @@ def test_threads_and_fork_share_the_job(make_daemon, bb, tmp_path):
             "    os._exit(0)\n"
             "_, st = os.waitpid(pid, 0)\n"
             "assert st == 0\n")
-    p = subprocess.run([PYTHON, "-c", prog], env=preload_env(d, "thr", bb),
-                       capture_output=True, text=True, timeout=60)
-    assert p.returncode == 0, p.stderr
-    ph = phases_of(d, "thr")
+    ph = run_python_phases(d, "thr", bb, prog)
     assert len(ph) == 2, ph
     assert ph[0]["bytes"] == 4 * 16 * 65536 and ph[1]["bytes"] == 16 * 65536, ph
-    assert all(x["state"] == "finished" for x in ph), ph
     for i in (0, 1, 2, 3, 9):
         assert os.path.getsize(bb / ("t%d" % i)) == 16 * 65536
 

@@ -46,6 +46,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/membarrier.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -112,9 +113,13 @@ static uint64_t nbegun;             /* phases begun at bbmgrd by this process */
  * whenever the phase, its grant or its rate changes, which voids every share
  * (shares are tokens already taken from the bucket: the pacing's bound holds).
  * A call that starts on the fast path publishes its slot's 'inflight', then a
- * full fence, then reads 'fast_gen' again; whoever closes the phase zeroes
- * 'fast_gen', then a full fence, then reads the slots: one of the two sees the
- * other.  A thread without a slot (more than NSLOT threads, or a pthread key
+ * fence, then reads 'fast_gen' again; whoever closes the phase zeroes
+ * 'fast_gen', then a fence, then reads the slots: one of the two sees the other.
+ * With membarrier(2) registered, the fast side's fence is the compiler's only and
+ * the closing side's is membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED), a full
+ * barrier on every running thread of the process (it cannot fail once
+ * registered); without it (a seccomp filter, Linux before 4.14) both are full
+ * fences.  A thread without a slot (more than NSLOT threads, or a pthread key
  * that would need memory) always takes the slow path, as a signal handler that
  * interrupts a fast call does.
  */
@@ -138,6 +143,9 @@ static __thread bool tl_noslot __attribute__((tls_model("initial-exec")));
 static __thread uint32_t tl_cgen __attribute__((tls_model("initial-exec")));
 static __thread double tl_credit __attribute__((tls_model("initial-exec")));
 static __thread double tl_last_end __attribute__((tls_model("initial-exec")));
+/* membarrier(2) registered: the fast path's fence is the kernel's, paid by the
+ * rare side that stops the fast path, not by every call */
+static bool use_membarrier;
 
 /* ------------------------------------------------------------------ real calls */
 #define REAL_DECL(ret, name, args) \
@@ -345,9 +353,25 @@ static int fold(void)
  * fast_publish(), and the ones in flight are counted. */
 static int fast_stop_fold(void)
 {
+    if (__atomic_load_n(&fast_gen, __ATOMIC_RELAXED) == 0)
+        return fold();              /* stopped already, with its fence */
     __atomic_store_n(&fast_gen, 0, __ATOMIC_RELAXED);
-    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    if (!(use_membarrier
+          && syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0))
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
     return fold();
+}
+
+/* Register for membarrier(2) (at start and in a forked child; mu held or one thread). */
+static void membarrier_setup(void)
+{
+    use_membarrier = false;
+#ifdef SYS_membarrier
+    long cmds = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+    if (cmds > 0 && (cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED)
+        && syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0)
+        use_membarrier = true;
+#endif
 }
 
 /* Before a decision that may close the phase or open one (mu held): the calls
@@ -464,7 +488,10 @@ static inline int fast_start(void)
         return C_NO;
     tl_fast = true;
     __atomic_store_n(&s->inflight, 1, __ATOMIC_RELAXED);
-    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    if (use_membarrier)
+        __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    else
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
     if (__atomic_load_n(&fast_gen, __ATOMIC_RELAXED) == g)
         return C_FAST;
     __atomic_store_n(&s->inflight, 0, __ATOMIC_RELAXED);
@@ -827,10 +854,10 @@ static int io_start(harmonia_dir_t dir, bool data)
     pthread_mutex_lock(&mu);
     if (!agent_ready())
         goto out;
-    double now = mono();
-    int fin = fold_for(now);
     if (!data && !pd.open)
         goto out;
+    double now = mono();
+    int fin = fold_for(now);
     slot_get();
     hm_pd_phase_t closed;
     int f = hm_pd_start(&pd, now, inflight + fin, &closed);
@@ -1263,6 +1290,7 @@ static void atfork_child(void)
     tl_cgen = 0;
     if (slot_key_ok)
         pthread_setspecific(slot_key, NULL);
+    membarrier_setup();
     end_queued = false;
     agent_stop = false;
     phase_bytes = 0;
@@ -1331,6 +1359,7 @@ __attribute__((constructor)) static void preload_init(void)
         snprintf(conf.log, sizeof(conf.log), "%s", v);
     my_pid = getpid();
     slot_key_ok = pthread_key_create(&slot_key, slot_release) == 0;
+    membarrier_setup();
     pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
     conf.on = true;
 out:
