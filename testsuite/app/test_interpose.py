@@ -43,8 +43,11 @@ def log_lines(path, word):
     return [line.split() for line in open(path) if line.startswith(word + " ")]
 
 
-def run_python_phases(d, jobid, bb, prog):
-    """Run prog under the interposer as job jobid; bbmgrd's phases of the job."""
+def run_python_phases(make_daemon, jobid, bb, prog):
+    """Run prog under the interposer as job jobid of a new bbmgrd (one node);
+    bbmgrd's phases of the job, every one finished."""
+    d = make_daemon(**one_node())
+    register(d, jobid, uid=os.getuid(), nodes=1)
     p = subprocess.run([PYTHON, "-c", prog], env=preload_env(d, jobid, bb),
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stderr
@@ -239,8 +242,6 @@ def test_short_lived_threads_all_counted(make_daemon, bb, tmp_path):
     """100 threads one after the other (more than the interposer keeps counters
     for at once: an exited thread's are folded and reused), each making 256 small
     writes, then a pause, then 4 threads at once: two phases, every byte."""
-    d = make_daemon(**one_node())
-    register(d, "many", uid=os.getuid(), nodes=1)
     prog = ("import os, threading, time\n"
             "fd = os.open(os.environ['HARMONIA_BB'] + '/m', os.O_WRONLY | os.O_CREAT)\n"
             "def w():\n"
@@ -253,7 +254,7 @@ def test_short_lived_threads_all_counted(make_daemon, bb, tmp_path):
             "[t.start() for t in ts]; [t.join() for t in ts]\n"
             "time.sleep(1.5)\n"
             "os.close(fd)\n")
-    ph = run_python_phases(d, "many", bb, prog)
+    ph = run_python_phases(make_daemon, "many", bb, prog)
     assert len(ph) == 2, ph
     assert [x["bytes"] for x in ph] == [100 * 256 * 100, 4 * 256 * 100], ph
     assert os.path.getsize(bb / "m") == 104 * 256 * 100
@@ -357,8 +358,6 @@ def test_threads_and_fork_share_the_job(make_daemon, bb, tmp_path):
     """Four threads writing at once make one phase; a forked child writing after the
     parent's phase makes its own, ended by the child's agent once idle (the child
     stays up past the gap before its _exit); nothing is lost."""
-    d = make_daemon(**one_node())
-    register(d, "thr", uid=os.getuid(), nodes=1)
     prog = ("import os, threading, time\n"
             "bb = os.environ['HARMONIA_BB']\n"
             "def w(i):\n"
@@ -376,7 +375,7 @@ def test_threads_and_fork_share_the_job(make_daemon, bb, tmp_path):
             "    os._exit(0)\n"
             "_, st = os.waitpid(pid, 0)\n"
             "assert st == 0\n")
-    ph = run_python_phases(d, "thr", bb, prog)
+    ph = run_python_phases(make_daemon, "thr", bb, prog)
     assert len(ph) == 2, ph
     assert ph[0]["bytes"] == 4 * 16 * 65536 and ph[1]["bytes"] == 16 * 65536, ph
     for i in (0, 1, 2, 3, 9):
