@@ -10,9 +10,10 @@
  *
  * Threads and locks.  The wrappers never talk to bbmgrd and never allocate: a
  * process's agent thread owns the libharmonia handle and does every request
- * (begin, end, the grant's refresh, the hints).  A wrapper takes 'mu' for a few
- * instructions (the detector, the bucket) and, for the call that opens a phase,
- * waits on 'cv' (bounded) until the agent has the grant.  The thread-local 'tl_in'
+ * (begin, end, the grant's refresh, the hints).  A call that continues an open,
+ * granted phase takes no lock (its thread's slot, below); any other counted call
+ * takes 'mu' for a few instructions (the detector, the bucket) and, for the call
+ * that opens a phase, waits on 'cv' (bounded) until the agent has the grant.  The thread-local 'tl_in'
  * is set while a thread runs the interposer's own code and in the agent: a call
  * made then (libharmonia's own files and sockets, curl, a signal handler that
  * interrupted a wrapper) goes straight to the C library, so nothing recurses and
