@@ -28,6 +28,9 @@ typedef struct {
     double (*rate)(harmonia_t *h, double moved);    /* hmi_rate */
     int (*hints)(harmonia_t *h, double *w_iter, double *volume);
     void (*finalize)(harmonia_t *h);
+    /* fn runs first in every thread the module starts (libharmonia's closer):
+     * the interposer marks it as its own, as the agent thread is */
+    void (*thread_hook)(void (*fn)(void));
 } hmi_api_t;
 
 #define HMI_AGENT_MODULE "libharmonia-preload-agent.so"

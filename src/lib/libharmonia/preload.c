@@ -10,9 +10,10 @@
  *
  * Threads and locks.  The wrappers never talk to bbmgrd and never allocate: a
  * process's agent thread owns the libharmonia handle and does every request
- * (begin, end, the grant's refresh, the hints).  A wrapper takes 'mu' for a few
- * instructions (the detector, the bucket) and, for the call that opens a phase,
- * waits on 'cv' (bounded) until the agent has the grant.  The thread-local 'tl_in'
+ * (begin, end, the grant's refresh, the hints).  A call that continues an open,
+ * granted phase takes no lock (its thread's slot, below); any other counted call
+ * takes 'mu' for a few instructions (the detector, the bucket) and, for the call
+ * that opens a phase, waits on 'cv' (bounded) until the agent has the grant.  The thread-local 'tl_in'
  * is set while a thread runs the interposer's own code and in the agent: a call
  * made then (libharmonia's own files and sockets, curl, a signal handler that
  * interrupted a wrapper) goes straight to the C library, so nothing recurses and
@@ -46,6 +47,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/membarrier.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -99,6 +101,52 @@ static pid_t agent_pid;
 static pid_t my_pid;                /* getpid(), kept (a system call each time) */
 static pthread_t agent;
 static uint64_t nbegun;             /* phases begun at bbmgrd by this process */
+
+/*
+ * The counted calls' fast path: no shared write per call.  While a phase is open
+ * and granted, a thread whose call continues the phase (its own last call ended
+ * less than the phase's longest pause ago, and less than the gap) counts into a
+ * slot of its own (calls in flight, bytes, last end) and debits a share of the
+ * bucket it took earlier ('credit'), without 'mu'.  The slots are folded into the
+ * detector under 'mu' by every slow call and by the agent at each tick, before
+ * anything is decided (a phase is closed only with no call in flight in any
+ * slot).  'fast_gen' is non-zero while the fast path is allowed; it changes
+ * whenever the phase, its grant or its rate changes, which voids every share
+ * (shares are tokens already taken from the bucket: the pacing's bound holds).
+ * A call that starts on the fast path publishes its slot's 'inflight', then a
+ * fence, then reads 'fast_gen' again; whoever closes the phase zeroes
+ * 'fast_gen', then a fence, then reads the slots: one of the two sees the other.
+ * With membarrier(2) registered, the fast side's fence is the compiler's only and
+ * the closing side's is membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED), a full
+ * barrier on every running thread of the process (it cannot fail once
+ * registered); without it (a seccomp filter, Linux before 4.14) both are full
+ * fences.  A thread without a slot (more than NSLOT threads, or a pthread key
+ * that would need memory) always takes the slow path, as a signal handler that
+ * interrupts a fast call does.
+ */
+#define NSLOT 64
+typedef struct {
+    int inflight;                   /* the owner's fast calls in flight */
+    bool used;                      /* (mu) */
+    uint64_t bytes;                 /* moved by fast calls, ever */
+    double last_end;                /* the owner's last fast call's end */
+    uint64_t folded;                /* (mu) bytes already folded */
+} __attribute__((aligned(64))) slot_t;
+static slot_t slots[NSLOT];
+static uint32_t fast_gen;           /* 0: slow path only */
+static uint32_t gen_next = 1;       /* (mu) */
+static double pause_pub, gap_pub;   /* pd.cur.pause and pd.gap for the fast path */
+static pthread_key_t slot_key;
+static bool slot_key_ok;
+static __thread slot_t *tl_slot __attribute__((tls_model("initial-exec")));
+static __thread bool tl_fast __attribute__((tls_model("initial-exec")));
+static __thread bool tl_noslot __attribute__((tls_model("initial-exec")));
+static __thread uint32_t tl_cgen __attribute__((tls_model("initial-exec")));
+static __thread double tl_credit __attribute__((tls_model("initial-exec")));
+static __thread double tl_last_end __attribute__((tls_model("initial-exec")));
+/* membarrier(2) registered: the fast path's fence is the kernel's, paid by the
+ * rare side that stops the fast path, not by every call */
+static bool use_membarrier;
 
 /* ------------------------------------------------------------------ real calls */
 #define REAL_DECL(ret, name, args) \
@@ -266,6 +314,225 @@ static inline void fd_reset(int fd)
         __atomic_store_n(&fdstate[fd], FD_UNKNOWN, __ATOMIC_RELAXED);
 }
 
+/* ------------------------------------------------------------------ the fast path */
+static inline void store_d(double *p, double v)
+{
+    __atomic_store(p, &v, __ATOMIC_RELAXED);
+}
+
+static inline double load_d(double *p)
+{
+    double v;
+    __atomic_load(p, &v, __ATOMIC_RELAXED);
+    return v;
+}
+
+/* Fold every slot into the detector (mu held); returns the calls in flight on
+ * the fast path.  The fast path may go on meanwhile: what a slot holds only grows. */
+static int fold(void)
+{
+    int n = 0;
+    for (int i = 0; i < NSLOT; i++) {
+        slot_t *s = &slots[i];
+        if (!s->used)
+            continue;
+        n += __atomic_load_n(&s->inflight, __ATOMIC_ACQUIRE);
+        uint64_t b = __atomic_load_n(&s->bytes, __ATOMIC_RELAXED);
+        double le = load_d(&s->last_end);
+        if (b != s->folded) {
+            double d = (double)(b - s->folded);
+            s->folded = b;
+            phase_bytes += d;
+            hm_pd_done(&pd, le, d);
+        } else if (le > pd.last_end)
+            hm_pd_done(&pd, le, 0);
+    }
+    return n;
+}
+
+/* Stop the fast path, then fold (mu held): no fast call starts until
+ * fast_publish(), and the ones in flight are counted. */
+static int fast_stop_fold(void)
+{
+    if (__atomic_load_n(&fast_gen, __ATOMIC_RELAXED) == 0)
+        return fold();              /* stopped already, with its fence */
+    __atomic_store_n(&fast_gen, 0, __ATOMIC_RELAXED);
+    if (!(use_membarrier
+          && syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0))
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    return fold();
+}
+
+/* Register for membarrier(2) (at start and in a forked child; mu held or one thread). */
+static void membarrier_setup(void)
+{
+    use_membarrier = false;
+#ifdef SYS_membarrier
+    long cmds = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+    if (cmds > 0 && (cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED)
+        && syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0)
+        use_membarrier = true;
+#endif
+}
+
+/* Before a decision that may close the phase or open one (mu held): the calls
+ * in flight, the fast path stopped when the decision may be taken. */
+static int fold_for(double now)
+{
+    int n = fold();
+    if (!pd.open || (inflight + n == 0 && now - pd.last_end >= pd.gap))
+        n = fast_stop_fold();
+    return n;
+}
+
+/* The fast path allowed while the phase is open and granted (mu held); a new
+ * generation only when it was stopped. */
+static void fast_publish(void)
+{
+    if (!(gstate == G_OPEN && pd.open && conf.on && !end_queued)) {
+        __atomic_store_n(&fast_gen, 0, __ATOMIC_RELAXED);
+        return;
+    }
+    if (load_d(&pause_pub) != pd.cur.pause)
+        store_d(&pause_pub, pd.cur.pause);
+    if (load_d(&gap_pub) != pd.gap)
+        store_d(&gap_pub, pd.gap);
+    if (__atomic_load_n(&fast_gen, __ATOMIC_RELAXED) != 0)
+        return;
+    uint32_t g = gen_next++;
+    if (g == 0)
+        g = gen_next++;
+    __atomic_store_n(&fast_gen, g, __ATOMIC_RELEASE);
+}
+
+/* A slot for this thread (mu held), or NULL. */
+static slot_t *slot_get(void)
+{
+    if (tl_slot || tl_noslot)
+        return tl_slot;
+    tl_noslot = true;
+    /* pthread_setspecific() needs no memory for the first 32 keys only (glibc):
+     * a wrapper never allocates */
+    if (!slot_key_ok || (unsigned long)slot_key >= 32)
+        return NULL;
+    for (int i = 0; i < NSLOT; i++)
+        if (!slots[i].used) {
+            slot_t *s = &slots[i];
+            s->used = true;
+            s->inflight = 0;
+            s->bytes = s->folded = 0;
+            s->last_end = 0;
+            if (pthread_setspecific(slot_key, s) != 0) {
+                s->used = false;
+                return NULL;
+            }
+            tl_slot = s;
+            tl_noslot = false;
+            tl_cgen = 0;
+            tl_last_end = 0;
+            return s;
+        }
+    return NULL;
+}
+
+/* The thread exits: its slot is folded and freed. */
+static void slot_release(void *v)
+{
+    slot_t *s = v;
+    int e = errno;
+    tl_in = 1;
+    pthread_mutex_lock(&mu);
+    if (s >= slots && s < slots + NSLOT && s->used) {
+        fold();
+        s->used = false;
+    }
+    pthread_mutex_unlock(&mu);
+    tl_slot = NULL;
+    tl_noslot = true;
+    tl_in = 0;
+    errno = e;
+}
+
+/* After a counted call's bucket debit (mu held, no wait due): a share of the
+ * bucket for this thread's next calls. */
+static void credit_take(void)
+{
+    uint32_t g = __atomic_load_n(&fast_gen, __ATOMIC_RELAXED);
+    if (!tl_slot || g == 0)
+        return;
+    tl_cgen = g;
+    if (tb.rate <= 0) {
+        tl_credit = INFINITY;
+        return;
+    }
+    double chunk = tb.burst / 16;
+    if (tb.tokens >= chunk) {
+        tb.tokens -= chunk;
+        tl_credit = chunk;
+    } else
+        tl_credit = 0;
+}
+
+enum { C_NO = 0, C_SLOW = 1, C_FAST = 2 };
+
+/* The call continues the open phase: counted in the thread's slot, no lock. */
+static inline int fast_start(void)
+{
+    slot_t *s = tl_slot;
+    if (!s || tl_fast)
+        return C_NO;
+    uint32_t g = __atomic_load_n(&fast_gen, __ATOMIC_ACQUIRE);
+    if (g == 0)
+        return C_NO;
+    double d = mono() - tl_last_end;
+    if (!(d >= 0 && d <= load_d(&pause_pub) && d < load_d(&gap_pub)))
+        return C_NO;
+    tl_fast = true;
+    __atomic_store_n(&s->inflight, 1, __ATOMIC_RELAXED);
+    if (use_membarrier)
+        __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    else
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&fast_gen, __ATOMIC_RELAXED) == g)
+        return C_FAST;
+    __atomic_store_n(&s->inflight, 0, __ATOMIC_RELAXED);
+    tl_fast = false;
+    return C_NO;
+}
+
+static void fast_done(ssize_t moved)
+{
+    slot_t *s = tl_slot;
+    int e = errno;
+    double now;
+    if (moved > 0) {
+        uint32_t g = __atomic_load_n(&fast_gen, __ATOMIC_RELAXED);
+        if (g != 0 && g == tl_cgen && tl_credit >= (double)moved) {
+            tl_credit -= (double)moved;
+        } else {
+            /* the share is spent or void: the bucket itself, under mu */
+            double d = 0;
+            tl_in = 1;
+            pthread_mutex_lock(&mu);
+            if (gstate == G_OPEN)
+                d = hm_tb_take(&tb, (double)moved, mono());
+            tl_credit = 0;
+            if (d <= 0)
+                credit_take();
+            pthread_mutex_unlock(&mu);
+            sleep_s(d);                 /* the call is in flight: the phase stays open */
+            tl_in = 0;
+        }
+        __atomic_store_n(&s->bytes, s->bytes + (uint64_t)moved, __ATOMIC_RELAXED);
+    }
+    now = mono();
+    tl_last_end = now;
+    store_d(&s->last_end, now);
+    __atomic_store_n(&s->inflight, 0, __ATOMIC_RELEASE);
+    tl_fast = false;
+    errno = e;
+}
+
 /* ------------------------------------------------------------------ the agent */
 static harmonia_t *hh;
 static const hmi_api_t *api;        /* the agent module's, once opened */
@@ -421,6 +688,7 @@ static void *agent_main(void *arg)
     learn_load();
     pthread_mutex_lock(&mu);
     for (;;) {
+        fast_publish();
         if (gstate == G_OPEN && !end_queued)
             cv_wait(TICK);
         else if (gstate != G_ASKING && !end_queued && !agent_stop)
@@ -428,12 +696,13 @@ static void *agent_main(void *arg)
         double now = mono();
         hm_pd_phase_t ph;
         bool ending = false;
+        int fin = agent_stop ? fast_stop_fold() : fold_for(now);
 
         if (end_queued) {
             ph = end_ph;
             end_queued = false;
             ending = true;
-        } else if (gstate == G_OPEN && (hm_pd_poll(&pd, now, inflight, &ph)
+        } else if (gstate == G_OPEN && (hm_pd_poll(&pd, now, inflight + fin, &ph)
                                         || (agent_stop && hm_pd_flush(&pd, &ph))))
             ending = true;
         else if (agent_stop && gstate == G_OPEN && !pd.open) {
@@ -518,11 +787,18 @@ static const hmi_api_t *agent_module(void)
         return NULL;
     memcpy(path, info.dli_fname, (size_t)(slash - info.dli_fname) + 1);
     strcpy(path + (slash - info.dli_fname) + 1, HMI_AGENT_MODULE);
-    if (!(m = dlopen(path, RTLD_NOW | RTLD_LOCAL)))
+    if (!(m = dlopen(path, RTLD_LAZY | RTLD_LOCAL)))
         return NULL;
     if (!(get = (const hmi_api_t *(*)(void))dlsym(m, HMI_AGENT_SYMBOL)))
         return NULL;
     return get();
+}
+
+/* The first thing every thread the agent module starts does: its calls are the
+ * interposer's own (its descriptors are in the agent's table). */
+static void agent_thread_enter(void)
+{
+    tl_in = 1;
 }
 
 /* Start the agent of this process (mu held).  false: it cannot run. */
@@ -531,9 +807,12 @@ static bool agent_ready(void)
     pid_t me = my_pid;
     if (agent_up && agent_pid == me)
         return true;
-    if (!api && !(api = agent_module())) {
-        conf.on = false;
-        return false;
+    if (!api) {
+        if (!(api = agent_module())) {
+            conf.on = false;
+            return false;
+        }
+        api->thread_hook(agent_thread_enter);
     }
     if (agent_up) {
         /* a forked child: the parent's agent and handle are not ours; the new
@@ -565,26 +844,31 @@ static bool agent_ready(void)
 /* A data call on a tracked descriptor starts: the detector sees it; the call that
  * opens a phase waits (bounded) for the grant.  'bytes' 0: a call that moves no
  * data (fsync, close) only extends an open phase. */
-static bool io_start(harmonia_dir_t dir, bool data)
+static int io_start(harmonia_dir_t dir, bool data)
 {
+    int c = fast_start();
+    if (c)
+        return c;
     int e = errno;
-    bool counted = false;
+    int counted = C_NO;
     tl_in = 1;
     pthread_mutex_lock(&mu);
     if (!agent_ready())
         goto out;
-    double now = mono();
     if (!data && !pd.open)
         goto out;
+    double now = mono();
+    int fin = fold_for(now);
+    slot_get();
     hm_pd_phase_t closed;
-    int f = hm_pd_start(&pd, now, inflight, &closed);
+    int f = hm_pd_start(&pd, now, inflight + fin, &closed);
     if (f & HM_PD_ENDED) {
         end_ph = closed;
         end_queued = true;
         pthread_cond_broadcast(&cv);
     }
     inflight++;
-    counted = true;
+    counted = C_SLOW;
     if (f & HM_PD_BEGIN) {
         /* wait for the agent to end the previous phase at bbmgrd */
         double deadline = now + conf.wait_bound;
@@ -602,6 +886,7 @@ static bool io_start(harmonia_dir_t dir, bool data)
             cv_wait(deadline - mono());
     }
 out:
+    fast_publish();
     pthread_mutex_unlock(&mu);
     tl_in = 0;
     errno = e;
@@ -609,8 +894,12 @@ out:
 }
 
 /* The call moved 'moved' bytes (< 0: failed): count them, pace, and end the call. */
-static void io_done(bool counted, ssize_t moved)
+static void io_done(int counted, ssize_t moved)
 {
+    if (counted == C_FAST) {
+        fast_done(moved);
+        return;
+    }
     if (!counted)
         return;
     int e = errno;
@@ -631,6 +920,12 @@ static void io_done(bool counted, ssize_t moved)
     }
     hm_pd_done(&pd, now, moved > 0 ? (double)moved : 0);
     inflight--;
+    if (tl_slot && pd.open) {
+        tl_last_end = now;
+        tl_credit = 0;
+        if (d <= 0)
+            credit_take();
+    }
     pthread_mutex_unlock(&mu);
     tl_in = 0;
     errno = e;
@@ -639,7 +934,7 @@ static void io_done(bool counted, ssize_t moved)
 #define WRAP_IO(fd, dir, call) do { \
         if (!tracked(fd)) \
             return call; \
-        bool c_ = io_start(dir, true); \
+        int c_ = io_start(dir, true); \
         ssize_t r_ = (ssize_t)(call); \
         io_done(c_, r_); \
         return r_; \
@@ -805,7 +1100,7 @@ EXPORT ssize_t copy_file_range(int in, off_t *offin, int out, off_t *offout, siz
     bool tout = tracked(out), tin = tracked(in);
     if (!tout && !tin)
         return REAL(copy_file_range)(in, offin, out, offout, n, flags);
-    bool c = io_start(tout ? HARMONIA_WRITE : HARMONIA_READ, true);
+    int c = io_start(tout ? HARMONIA_WRITE : HARMONIA_READ, true);
     ssize_t r = REAL(copy_file_range)(in, offin, out, offout, n, flags);
     io_done(c, r);
     return r;
@@ -818,7 +1113,7 @@ EXPORT ssize_t copy_file_range(int in, off_t *offin, int out, off_t *offout, siz
     { \
         if (!tracked(fd)) \
             return REAL(name)(fd); \
-        bool c_ = io_start(HARMONIA_WRITE, false); \
+        int c_ = io_start(HARMONIA_WRITE, false); \
         int r_ = REAL(name)(fd); \
         io_done(c_, 0); \
         return r_; \
@@ -832,7 +1127,7 @@ EXPORT int close(int fd)
         fd_reset(fd);
         return REAL(close)(fd);
     }
-    bool c = io_start(HARMONIA_WRITE, false);
+    int c = io_start(HARMONIA_WRITE, false);
     int r = REAL(close)(fd);
     fd_reset(fd);
     io_done(c, 0);
@@ -871,7 +1166,7 @@ EXPORT size_t fread(void *p, size_t size, size_t n, FILE *fp)
 {
     if (!tracked(sfd(fp)))
         return REAL(fread)(p, size, n, fp);
-    bool c = io_start(HARMONIA_READ, true);
+    int c = io_start(HARMONIA_READ, true);
     size_t r = REAL(fread)(p, size, n, fp);
     io_done(c, (ssize_t)(r * size));
     return r;
@@ -882,7 +1177,7 @@ EXPORT size_t __fread_chk(void *p, size_t plen, size_t size, size_t n, FILE *fp)
 {
     if (!tracked(sfd(fp)))
         return REAL(__fread_chk)(p, plen, size, n, fp);
-    bool c = io_start(HARMONIA_READ, true);
+    int c = io_start(HARMONIA_READ, true);
     size_t r = REAL(__fread_chk)(p, plen, size, n, fp);
     io_done(c, (ssize_t)(r * size));
     return r;
@@ -892,7 +1187,7 @@ EXPORT size_t fwrite(const void *p, size_t size, size_t n, FILE *fp)
 {
     if (!tracked(sfd(fp)))
         return REAL(fwrite)(p, size, n, fp);
-    bool c = io_start(HARMONIA_WRITE, true);
+    int c = io_start(HARMONIA_WRITE, true);
     size_t r = REAL(fwrite)(p, size, n, fp);
     io_done(c, (ssize_t)(r * size));
     return r;
@@ -902,7 +1197,7 @@ EXPORT int fflush(FILE *fp)
 {
     if (!fp || !tracked_known(sfd(fp)))
         return REAL(fflush)(fp);
-    bool c = io_start(HARMONIA_WRITE, false);
+    int c = io_start(HARMONIA_WRITE, false);
     int r = REAL(fflush)(fp);
     io_done(c, 0);
     return r;
@@ -916,7 +1211,7 @@ EXPORT int fclose(FILE *fp)
         fd_reset(fd);
         return r;
     }
-    bool c = io_start(HARMONIA_WRITE, false);
+    int c = io_start(HARMONIA_WRITE, false);
     int r = REAL(fclose)(fp);
     fd_reset(fd);
     io_done(c, 0);
@@ -986,6 +1281,17 @@ static void atfork_child(void)
     pd.open = 0;
     inflight = 0;
     gstate = G_IDLE;
+    /* only this thread is left: its slot and every other are free */
+    __atomic_store_n(&fast_gen, 0, __ATOMIC_RELAXED);
+    memset(slots, 0, sizeof(slots));
+    tl_slot = NULL;
+    tl_noslot = false;
+    tl_fast = false;
+    tl_credit = 0;
+    tl_cgen = 0;
+    if (slot_key_ok)
+        pthread_setspecific(slot_key, NULL);
+    membarrier_setup();
     end_queued = false;
     agent_stop = false;
     phase_bytes = 0;
@@ -1053,6 +1359,8 @@ __attribute__((constructor)) static void preload_init(void)
     if ((v = getenv("HARMONIA_INTERPOSE_LOG")) && *v)
         snprintf(conf.log, sizeof(conf.log), "%s", v);
     my_pid = getpid();
+    slot_key_ok = pthread_key_create(&slot_key, slot_release) == 0;
+    membarrier_setup();
     pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
     conf.on = true;
 out:
