@@ -38,7 +38,7 @@
  * the API; mover_copy.c runs PREPARE, CHUNK, FILE and SYNC (acting as the job's
  * user), mover_end.c FINISH, DURABLE, ABORT and RMTREE, and mover_base.c holds
  * the task FIFO, the helpers and become(); their shared types are in
- * mover_internal.h.
+ * mover_base.h.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -70,7 +70,7 @@
 #include "checksum.h"
 #include "hmap.h"
 #include "log.h"
-#include "mover_internal.h"
+#include "mover_base.h"
 #include "util.h"
 
 /* ------------------------------------------------------------------ objects */

@@ -25,7 +25,7 @@
 #include <linux/capability.h>
 
 #include "log.h"
-#include "mover_internal.h"
+#include "mover_base.h"
 
 /* ------------------------------------------------------------------ FIFO */
 /* Append t to the task list head..tail and wake one thread waiting on cond. */

@@ -35,7 +35,7 @@
 #include "checksum.h"
 #include "hmap.h"
 #include "log.h"
-#include "mover_internal.h"
+#include "mover_base.h"
 #include "quota.h"
 #include "util.h"
 

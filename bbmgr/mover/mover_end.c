@@ -37,7 +37,7 @@
 #include "hmap.h"
 #include "log.h"
 #include "bufdir.h"
-#include "mover_internal.h"
+#include "mover_base.h"
 #include "util.h"
 
 /* ------------------------------------------------------------------ FINISH, DURABLE, ABORT */

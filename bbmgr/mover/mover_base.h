@@ -1,16 +1,16 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * mover_internal.h — the mover's types and the functions its files share.
+ * mover_base.h — the mover's types and the functions its files share.
  * Private to libbbmover.  Its files are layers, each calling only those below:
  *
- *   mover.c        queues, scheduling, workers, API
+ *   mover.c        scheduling, workers, API
  *   mover_end.c    FINISH, DURABLE, ABORT and the teardown of buffer directories
  *   mover_copy.c   PREPARE, CHUNK, FILE, SYNC
  *   mover_base.c   the task FIFO and task objects, partial-file names, message
  *                  helpers, acting as the user
  */
-#ifndef HARMONIA_MOVER_INTERNAL_H
-#define HARMONIA_MOVER_INTERNAL_H
+#ifndef HARMONIA_MOVER_BASE_H
+#define HARMONIA_MOVER_BASE_H
 
 #include <pthread.h>
 #include <stdbool.h>
