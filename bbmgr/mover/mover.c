@@ -70,6 +70,7 @@
 #include "checksum.h"
 #include "hmap.h"
 #include "log.h"
+#include "mover.h"
 #include "mover_base.h"
 #include "util.h"
 

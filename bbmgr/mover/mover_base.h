@@ -21,7 +21,7 @@
 #include "libhsched/hs_sfq.h"
 #include "checksum.h"
 #include "hmap.h"
-#include "mover.h"
+#include "mover_types.h"
 
 #define SLOT_BYTES (256u * 1024u)     /* SFQ(D)+ slot: depth is counted in these */
 #define META_COST 4096u             /* cost charged for an empty file */

@@ -38,6 +38,7 @@
 #include "log.h"
 #include "bufdir.h"
 #include "mover_base.h"
+#include "mover_end.h"
 #include "util.h"
 
 /* ------------------------------------------------------------------ FINISH, DURABLE, ABORT */
