@@ -34,10 +34,11 @@
  * chunks join the same FIFO, so the order of the copies is the order SFQ(D)+
  * dispatches them in, and at most D slots of copies are in flight.
  *
- * This file has the queues, the scheduling of a transfer's tasks, the worker
- * threads and the API; mover_copy.c runs PREPARE, CHUNK, FILE and SYNC (acting as
- * the job's user), mover_end.c FINISH, DURABLE, ABORT and RMTREE; their shared
- * types are in mover_internal.h.
+ * This file has the scheduling of a transfer's tasks, the worker threads and
+ * the API; mover_copy.c runs PREPARE, CHUNK, FILE and SYNC (acting as the job's
+ * user), mover_end.c FINISH, DURABLE, ABORT and RMTREE, and mover_base.c holds
+ * the task FIFO, the helpers and become(); their shared types are in
+ * mover_base.h.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -69,64 +70,9 @@
 #include "checksum.h"
 #include "hmap.h"
 #include "log.h"
-#include "mover_internal.h"
+#include "mover.h"
+#include "mover_base.h"
 #include "util.h"
-
-/* ------------------------------------------------------------------ FIFO */
-/* Append t to the task list head..tail and wake one thread waiting on cond. */
-static void tq_push(task_t **head, task_t **tail, pthread_cond_t *cond, task_t *t)
-{
-    t->next = NULL;
-    if (*tail)
-        (*tail)->next = t;
-    else
-        *head = t;
-    *tail = t;
-    pthread_cond_signal(cond);
-}
-
-void fifo_push(mover_t *m, task_t *t)
-{
-    tq_push(&m->head, &m->tail, &m->cond, t);
-}
-
-/* Take the first task of the list head..tail (NULL if empty). */
-static task_t *tq_pop(task_t **head, task_t **tail)
-{
-    task_t *t = *head;
-    if (t) {
-        *head = t->next;
-        if (!*head)
-            *tail = NULL;
-    }
-    return t;
-}
-
-static task_t *fifo_pop(mover_t *m)
-{
-    return tq_pop(&m->head, &m->tail);
-}
-
-void task_free(task_t *t)
-{
-    if (t) {
-        free(t->msg);
-        free(t->path);
-        free(t->trash);
-        free(t);
-    }
-}
-
-task_t *task_new(task_kind_t kind, mxfer_t *x)
-{
-    task_t *t = calloc(1, sizeof(*t));
-    if (t) {
-        t->kind = kind;
-        t->x = x;
-        t->ok = true;
-    }
-    return t;
-}
 
 /* ------------------------------------------------------------------ objects */
 static void mfile_free(mfile_t *f)
@@ -190,18 +136,6 @@ static void job_free(mjob_t *j)
         free(j->key);
         free(j);
     }
-}
-
-/* The temporary name of a file being copied: .<name>.harmonia-partial-<tid> in its
- * destination directory (a shorter one when the name is long). */
-char *tmp_name(const char *dst, uint64_t tid, int idx)
-{
-    const char *slash = strrchr(dst, '/');
-    const char *base = slash ? slash + 1 : dst;
-    int dirlen = slash ? (int)(slash - dst) : 0;
-    if (strlen(base) + 40 > NAME_MAX)
-        return xprintf("%.*s/.harmonia-partial-%ju-%d", dirlen, dst, (uintmax_t)tid, idx);
-    return xprintf("%.*s/.%s.harmonia-partial-%ju", dirlen, dst, base, (uintmax_t)tid);
 }
 
 /* ------------------------------------------------------------------ scheduling

@@ -12,7 +12,8 @@
  * file and directory) after they are done, on the mover's sync thread, and the
  * buffer they read from is not removed before that (mover.durable_before_done:
  * fsync'd before done instead, as stage-ins into persistent buffers always are).
- * doc/mover.md has the details.
+ * doc/mover.md has the details.  The types every layer of the mover uses are in
+ * mover_types.h, the teardown's API in mover_end.h; this file includes both.
  *
  * Locking: the daemon calls in with its core lock held; the mover takes its own
  * lock inside (core -> mover, never the other way).  Workers never take the core
@@ -28,23 +29,8 @@
 
 #include "config.h"
 #include "libhutil/hutil.h"
-
-typedef struct mover mover_t;
-
-typedef enum {
-    MV_RUNNING = 0,
-    MV_DONE,            /* complete, verified, under its final names */
-    MV_FAILED,
-    MV_CANCELLED,
-    MV_DONE_SYNCING,    /* done as MV_DONE, and its fsyncs go on: MV_DURABLE or
-                           MV_NOT_DURABLE follows */
-    MV_DURABLE,         /* a done transfer is on disk (after MV_DONE of a transfer
-                           fsync'd before done, or after MV_DONE_SYNCING) */
-    MV_NOT_DURABLE,     /* its fsyncs failed, or the re-run of a recovery failed: the
-                           copy may not be on disk (message says why) */
-} mover_state_t;
-
-#define MOVER_MAX_PARTS 64      /* nodes a transfer can be spread over */
+#include "mover_end.h"
+#include "mover_types.h"
 
 /* A transfer handed to the mover (strings are copied). */
 typedef struct {
@@ -97,34 +83,6 @@ void mover_job_end(mover_t *m, const char *job);
 /* The policy changed the job's weight (no-op when unchanged or unknown job). */
 void mover_set_weight(mover_t *m, const char *job, double weight);
 
-/* Remove the tree at path (a buffer directory at teardown; first moved to trash when
- * not NULL), as the daemon, by descriptors and without recursion (bufdir_empty();
- * uid/gid: its owner, for the logs).  Never
- * blocks: the removal waits in the mover until the transfers of job (when not NULL)
- * have stopped, and until no stage-out reading from under path is still to be made
- * durable; it is dropped (with a warning) if a stage-out from under path could not
- * be made durable.  dev/ino (not both 0): the directory it is for; anything else
- * found at path then is left alone. */
-int mover_rmtree(mover_t *m, const char *job, const char *path, const char *trash, uid_t uid,
-                 gid_t gid, dev_t dev, ino_t ino);
-/* An administrator released the buffer at path: the sources under it that a
- * stage-out which could not be made durable kept are no longer kept, so that a
- * removal of path may run.  Returns how many were. */
-int mover_unkeep(mover_t *m, const char *path);
-/* The trash of a directory of buffers (bufdir.h): a buffer directory is moved
- * there, to <parent>/.harmonia-trash/<inode>.<random>, before it is emptied, so that
- * its name is free at once and nothing below it is reached through a name again. */
-#define MOVER_TRASH ".harmonia-trash"
-/* bufdir_trash_path(): out = "<parent>/.harmonia-trash/<ino>.<random>", pfd the open
- * parent; the trash is made (0711) if missing.  -1: it could not be made (errno), or
- * it is not a directory of this process's uid that only it can list or write
- * (EPERM), or out is too short. */
-int mover_trash_path(int pfd, const char *parent, ino_t ino, char *out, size_t len);
-/* rename(from, to) of a buffer directory a new buffer needs the name of, under the
- * mover's lock: the stage-outs that read from it, and its teardown, follow it (so the
- * late teardown of an earlier buffer of that name never reaches the new one). */
-int mover_aside(mover_t *m, const char *from, const char *to);
-
 /* Collect results: cb is called for each transfer whose state or progress must be
  * recorded: final states always (the transfer is forgotten after its last one),
  * progress at most every second or 64 MiB.  job: the transfer's job id. */
@@ -133,22 +91,7 @@ typedef void (*mover_report_f)(uint64_t tid, const char *job, mover_state_t stat
                                void *arg);
 void mover_poll(mover_t *m, mover_report_f cb, void *arg);
 
-/* For /metrics. */
-typedef struct {
-    uint64_t bytes;             /* bytes copied (chunks completed) */
-    uint64_t files;             /* files completed */
-    uint64_t chunks;            /* SFQ requests completed */
-    uint64_t backfills;         /* of which backfilled by SFQ(D)+ */
-    uint64_t done, failed, cancelled;   /* transfers finished, by outcome */
-    int running;                /* transfers in the mover */
-    int threads, busy;
-} mover_stats_t;
 void mover_get_stats(mover_t *m, mover_stats_t *st);
-/* What failed teardowns left (kept in the trash and tried again, mover_rmtree()):
- * the bytes they held when last measured (st_blocks, as bufdir_usage_step()), of
- * those under 'under' (all when NULL), until a later try removes them.  Returns how
- * many there are. */
-int mover_leftover(mover_t *m, const char *under, uint64_t *bytes);
 typedef void (*mover_job_f)(const char *job, double weight, uint64_t bytes, int transfers,
                             void *arg);
 void mover_foreach_job(mover_t *m, mover_job_f cb, void *arg);

@@ -35,47 +35,11 @@
 #include "checksum.h"
 #include "hmap.h"
 #include "log.h"
-#include "mover_internal.h"
+#include "mover_base.h"
 #include "quota.h"
 #include "util.h"
 
 /* ------------------------------------------------------------------ helpers */
-
-char *xprintf(const char *fmt, ...)
-{
-    char *s = NULL;
-    va_list ap;
-    va_start(ap, fmt);
-    if (vasprintf(&s, fmt, ap) < 0)
-        s = NULL;
-    va_end(ap);
-    return s;
-}
-
-char *pjoin(const char *a, const char *b)
-{
-    if (!*b)
-        return strdup(a);
-    return xprintf("%s%s%s", a, a[strlen(a) - 1] == '/' ? "" : "/", b);
-}
-
-const char *kind_name(const mxfer_t *x)
-{
-    return x->stage_out ? "stage_out" : "stage_in";
-}
-
-/* An error message for task t, once. */
-int tfail(task_t *t, int err, const char *path, const char *what)
-{
-    char eb[128];
-    if (!t->msg)
-        t->msg = xprintf("%s %s: %s: %s", kind_name(t->x), path, what,
-                         strerror_r(err, eb, sizeof(eb)));
-    t->ok = false;
-    errno = err;
-    return -1;
-}
-
 /* A file copied to an existing directory goes into it under its own name (as cp). */
 static int dst_into_dir(task_t *t, mxfer_t *x)
 {
@@ -93,75 +57,6 @@ static int tfailmsg(task_t *t, const char *path, const char *what)
     if (!t->msg)
         t->msg = xprintf("%s %s: %s", kind_name(t->x), path, what);
     t->ok = false;
-    return -1;
-}
-
-/* The identity this thread acts as (valid: set by become() and not changed since:
- * only become() changes it), so that consecutive tasks of one user cost no syscall. */
-static __thread ident_t cur_id;
-static __thread bool cur_valid;
-
-static __thread bool caps_dropped;
-
-/* This thread's effective capabilities: none (none), or its permitted ones back.
- * Acting as a user, the thread keeps no privilege at all: setfsuid() already drops
- * those of file access, and this the others, CAP_SYS_RESOURCE first (so that the
- * user's quota and the file system's reserved blocks apply to what is written on
- * the user's behalf).  Capabilities are per thread. */
-static int caps_effective(bool none)
-{
-    struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
-    struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3];
-    if (syscall(SYS_capget, &h, d) < 0)
-        return -1;
-    for (int i = 0; i < _LINUX_CAPABILITY_U32S_3; i++)
-        d[i].effective = none ? 0 : d[i].permitted;
-    if (syscall(SYS_capset, &h, d) < 0)
-        return -1;
-    caps_dropped = none;
-    return 0;
-}
-
-static bool ident_eq(const ident_t *a, const ident_t *b)
-{
-    return a->uid == b->uid && a->gid == b->gid && a->ngroups == b->ngroups
-           && !memcmp(a->groups, b->groups, (size_t)a->ngroups * sizeof(gid_t));
-}
-
-/* Act as id for file access (this thread only: setfsuid/setfsgid and a raw
- * setgroups, which glibc would otherwise apply to every thread). */
-int become(mover_t *m, const ident_t *id)
-{
-    if (!m->root) {
-        if (id->uid != m->self.uid) {
-            errno = EPERM;
-            return -1;
-        }
-        return 0;
-    }
-    if (cur_valid && ident_eq(&cur_id, id))
-        return 0;
-    cur_valid = false;
-    if (caps_dropped && caps_effective(false) < 0)
-        return -1;
-    if (syscall(SYS_setgroups, (size_t)id->ngroups, id->groups) < 0)
-        return -1;
-    setfsgid(id->gid);
-    if ((gid_t)setfsgid((gid_t)-1) != id->gid)
-        goto eperm;
-    setfsuid(id->uid);
-    if ((uid_t)setfsuid((uid_t)-1) != id->uid)
-        goto eperm;
-    if (id->uid != m->self.uid && caps_effective(true) < 0)
-        return -1;
-    cur_id.uid = id->uid;
-    cur_id.gid = id->gid;
-    cur_id.ngroups = id->ngroups;
-    memcpy(cur_id.groups, id->groups, (size_t)id->ngroups * sizeof(gid_t));
-    cur_valid = true;
-    return 0;
-eperm:
-    errno = EPERM;
     return -1;
 }
 
@@ -479,21 +374,6 @@ static int make_dir(task_t *t, entry_t *e, const char *path)
     if (!S_ISDIR(st.st_mode))
         return tfailmsg(t, path, "exists and is not a directory");
     return 0;
-}
-
-/* have: the current owner when known (NULL: unknown), to skip a chown that
- * would change nothing */
-void set_owner(mxfer_t *x, const entry_t *e, int fd, const char *path, int flags,
-               const struct stat *have)
-{
-    uid_t uid = x->stage_out ? e->st.st_uid : x->id.uid;
-    gid_t gid = x->stage_out ? e->st.st_gid : x->id.gid;
-    if (have && have->st_uid == uid && have->st_gid == gid)
-        return;
-    int rc = fd >= 0 ? fchown(fd, uid, gid) : fchownat(AT_FDCWD, path, uid, gid, flags);
-    /* stage-out as the user: a buffer file owned by someone else stays the user's */
-    if (rc < 0 && errno != EPERM)
-        bl_debug("mover: transfer %ju: chown %s: %s", (uintmax_t)x->tid, path, strerror(errno));
 }
 
 /* A symbolic link to target at dst, put in place by a rename (whatever was there). */

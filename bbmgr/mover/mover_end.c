@@ -37,7 +37,8 @@
 #include "hmap.h"
 #include "log.h"
 #include "bufdir.h"
-#include "mover_internal.h"
+#include "mover_base.h"
+#include "mover_end.h"
 #include "util.h"
 
 /* ------------------------------------------------------------------ FINISH, DURABLE, ABORT */

@@ -73,18 +73,61 @@ DAEMON_LAYER = {f: i + 1 for i, files in enumerate(DAEMON_LAYERS) for f in files
 DAEMON_RULE = ("bbmgrd's files are in layers (HACKING.md, Layers): %s (layer %d) may "
                "use only files of lower layers, and %s is at layer %s")
 
+# The mover's files (bbmgr/mover/, a file with its header), from the bottom up, as
+# bbmgrd's: a file may include the headers of, and call, only the files of lower
+# layers.  mover.h, the API bbmgrd and bbnoded include, is in the layer of mover.c;
+# mover_types.h, the types every layer uses, has no source of its own.
+MOVER_LAYERS = [
+    ("mover_types", "quota"),
+    ("mover_base", "bufdir"),
+    ("mover_copy",),
+    ("mover_end",),
+    ("mover",),
+]
+MOVER_LAYER = {f: i + 1 for i, files in enumerate(MOVER_LAYERS) for f in files}
+MOVER_RULE = ("the mover's files are in layers (HACKING.md, Layers): %s (layer %d) may "
+              "use only files of lower layers, and %s is at layer %s")
 
-def daemon_use(src, dst):
-    """The problem when daemon file src (a stem) uses daemon file dst, or None."""
+
+def mover_layers(srcdir, table):
+    """The uses between the mover's files that MOVER_LAYERS does not allow: the
+    includes of bbmgr/mover/ and the calls of table (main(): part, file, defined,
+    used)."""
+    def use(src, dst):
+        return daemon_use(src, dst, MOVER_LAYER, "mover", MOVER_RULE)
+
+    found = []
+    d = os.path.join(srcdir, "bbmgr", "mover")
+    inc = re.compile(r'^\s*#\s*include\s*"([^"/]+)"', re.M)
+    for p in sorted(glob.glob(os.path.join(d, "*.[ch]"))):
+        for name in inc.findall(open(p, encoding="utf-8", errors="replace").read()):
+            if os.path.exists(os.path.join(d, name)):
+                why = use(os.path.basename(p).split(".")[0], name.split(".")[0])
+                if why:
+                    found.append("%s includes bbmgr/mover/%s: %s"
+                                 % (os.path.relpath(p, srcdir), name, why))
+    owner = {s: src for part, src, defined, _ in table if part == "mover" for s in defined}
+    for part, src, _, used in table:
+        for s in sorted(used) if part == "mover" else ():
+            dst = owner.get(s)
+            why = dst and use(src.split("/")[-1][:-2], dst.split("/")[-1][:-2])
+            if why:
+                found.append("%s calls %s() of %s: %s" % (src, s, dst, why))
+    return found
+
+
+def daemon_use(src, dst, layer=DAEMON_LAYER, folder="daemon", rule=DAEMON_RULE):
+    """The problem when daemon file src (a stem) uses daemon file dst, or None (the
+    files of another folder of layers: its table and rule)."""
     if src == dst:
         return None
-    ls, ld = DAEMON_LAYER.get(src), DAEMON_LAYER.get(dst)
+    ls, ld = layer.get(src), layer.get(dst)
     if ls is None or ld is None:
-        return "bbmgr/daemon/%s has no layer in testsuite/layers/layers.py " \
-               "(DAEMON_LAYERS): give it one" % (dst if ls else src)
+        return "bbmgr/%s/%s has no layer in testsuite/layers/layers.py " \
+               "(%s_LAYERS): give it one" % (folder, dst if ls else src, folder.upper())
     if ld < ls:
         return None
-    return DAEMON_RULE % (src, ls, dst, ld)
+    return rule % (src, ls, dst, ld)
 
 
 # libhsched: the system headers and the C library functions it may use (memory,
@@ -261,6 +304,7 @@ def main(srcdir, builddir):
                 continue
             to, dst = sorted(owners.items())[0]
             problems.append("%s calls %s() of %s: %s" % (src, s, dst, rule(part, to)))
+    problems.extend(mover_layers(srcdir, table))
 
     hs_defined, hs_used = set(), {}
     for (d, stem), o in sorted(objects("src/common/libhsched").items()):

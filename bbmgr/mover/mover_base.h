@@ -1,12 +1,16 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * mover_internal.h — the mover's types and the functions its files share
- * (mover.c: queues, scheduling, workers, API; mover_copy.c: acting as the
- * user, PREPARE, CHUNK, FILE, SYNC; mover_end.c: FINISH, DURABLE, ABORT and the
- * teardown of buffer directories).  Private to libbbmover.
+ * mover_base.h — the mover's types and the functions its files share.
+ * Private to libbbmover.  Its files are layers, each calling only those below:
+ *
+ *   mover.c        scheduling, workers, API
+ *   mover_end.c    FINISH, DURABLE, ABORT and the teardown of buffer directories
+ *   mover_copy.c   PREPARE, CHUNK, FILE, SYNC
+ *   mover_base.c   the task FIFO and task objects, partial-file names, message
+ *                  helpers, acting as the user
  */
-#ifndef HARMONIA_MOVER_INTERNAL_H
-#define HARMONIA_MOVER_INTERNAL_H
+#ifndef HARMONIA_MOVER_BASE_H
+#define HARMONIA_MOVER_BASE_H
 
 #include <pthread.h>
 #include <stdbool.h>
@@ -17,7 +21,7 @@
 #include "libhsched/hs_sfq.h"
 #include "checksum.h"
 #include "hmap.h"
-#include "mover.h"
+#include "mover_types.h"
 
 #define SLOT_BYTES (256u * 1024u)     /* SFQ(D)+ slot: depth is counted in these */
 #define META_COST 4096u             /* cost charged for an empty file */
@@ -217,13 +221,12 @@ struct mover {
     mover_stats_t st;
 };
 
-/* ---- shared between the mover's files (lock rules as in mover.c) ----
- * mover.c: the FIFO, task objects, partial-file names; mover_copy.c: xprintf,
- * pjoin, kind_name, tfail, become (act as a user), set_owner, open_regular, the
- * run_* of PREPARE, CHUNK, FILE, SYNC; mover_end.c: the run_* of FINISH,
- * DURABLE, ABORT, RMTREE and the teardown's waits (rm_release, rm_recheck). */
+/* ---- shared between the mover's files (lock rules as in mover.c) ---- */
+/* mover_base.c */
+void tq_push(task_t **head, task_t **tail, pthread_cond_t *cond, task_t *t);
+task_t *tq_pop(task_t **head, task_t **tail);
 void fifo_push(mover_t *m, task_t *t);
-double left_due(mover_t *m, double now);
+task_t *fifo_pop(mover_t *m);
 void task_free(task_t *t);
 task_t *task_new(task_kind_t kind, mxfer_t *x);
 char *tmp_name(const char *dst, uint64_t tid, int idx);
@@ -234,18 +237,23 @@ int tfail(task_t *t, int err, const char *path, const char *what);
 int become(mover_t *m, const ident_t *id);
 void set_owner(mxfer_t *x, const entry_t *e, int fd, const char *path, int flags,
                const struct stat *have);
+
+/* mover_copy.c */
 int run_prepare(mover_t *m, task_t *t);
 int open_regular(const char *path, const struct stat *want);
 int run_chunk(mover_t *m, worker_t *w, task_t *t);
 void file_cleanup(mfile_t *f);
 int run_file(mover_t *m, task_t *t);
 int run_sync(mover_t *m, task_t *t);
+
+/* mover_end.c */
 int run_finish(mover_t *m, task_t *t);
 int run_durable(mover_t *m, task_t *t);
 void run_abort(mover_t *m, task_t *t);
 void run_rmtree(mover_t *m, task_t *t);
 void rm_release(mover_t *m, task_t *t);
 void rm_recheck(mover_t *m);
+double left_due(mover_t *m, double now);
 void left_forget_all(mover_t *m);
 
 #endif
