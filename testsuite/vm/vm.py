@@ -7,7 +7,10 @@ what the machine's kernel lacks (project quotas: CONFIG_QFMT_V2, XFS_QUOTA).
 The machine is 1 vCPU, no network, its console on the serial port:
   - its root is the host's own / shared read-only over 9p (virtio): the same
     programs, libraries, Python and build tree, at the same paths;
-  - /tmp, /run, /var/tmp, /dev/shm are tmpfs of its own; loopback is up;
+  - /tmp, /run, /var/tmp, /dev/shm are tmpfs of its own; loopback is up; a
+    directory the command needs below one of them (the current directory, the
+    trees HARMONIA_SRCDIR and HARMONIA_BUILDDIR name: a checkout in /tmp) is
+    shared read-only at its own path over that tmpfs;
   - one host directory, OUT, is shared writable at its own path: the command's
     script (OUT/run.sh) is there, and it leaves its exit status in OUT/status;
   - an initramfs made here (busybox and the modules of virtio and 9p) mounts
@@ -157,6 +160,7 @@ mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
 for m in $(cat /modules); do insmod /lib/modules/$m.ko || echo "vm: insmod $m failed"; done
 out=$(sed -n 's/.*harmonia\.out=\([^ ]*\).*/\1/p' /proc/cmdline)
+trees=$(sed -n 's/.*harmonia\.trees=\([^ ]*\).*/\1/p' /proc/cmdline)
 r=/root
 o="-o trans=virtio,version=9p2000.L,msize=262144"
 root=no
@@ -168,6 +172,12 @@ if mount -t 9p $o,ro,cache=loose host $r; then
     mkdir -p $r/dev/pts $r/dev/shm
     mount -t devpts devpts $r/dev/pts
     for d in /dev/shm /tmp /run /var/tmp; do mount -t tmpfs -o mode=1777 tmpfs $r$d; done
+    i=0
+    for t in $(echo "$trees" | tr , ' '); do
+        mkdir -p $r$t
+        mount -t 9p $o,ro,cache=loose tree$i $r$t || echo "vm: cannot mount $t"
+        i=$((i + 1))
+    done
     mkdir -p $r$out
 fi
 if [ $root = yes ] && mount -t 9p $o,cache=none out $r$out; then
@@ -214,16 +224,41 @@ def kvm_usable():
     return None
 
 
-def qemu_argv(version, kernel, initrd, out, accel, memory):
+# What the machine mounts tmpfs of its own on.
+MASKED = ("/tmp", "/run", "/var/tmp", "/dev/shm")
+
+
+def masked_trees(paths):
+    """The directories just below a MASKED one that hold any of paths (which the
+    machine's tmpfs would hide), sorted."""
+    trees = set()
+    for p in paths:
+        p = os.path.realpath(p)
+        for m in MASKED:
+            if p.startswith(m + "/"):
+                trees.add(m + "/" + p[len(m) + 1:].split("/")[0])
+    for t in trees:
+        if "," in t or any(c.isspace() for c in t):
+            raise AssertionError("vm: cannot share %r with the machine (a comma or a space "
+                                 "in its name)" % t)
+    return sorted(trees)
+
+
+def qemu_argv(version, kernel, initrd, out, accel, memory, trees=()):
     cpu = "host" if accel == "kvm" else "max"
+    shares = []
+    for i, t in enumerate(trees):
+        shares += ["-virtfs", "local,path=%s,mount_tag=tree%d,security_model=passthrough,"
+                   "readonly=on,multidevs=remap" % (t, i)]
     return [QEMU, "-accel", accel, "-cpu", cpu, "-smp", "1", "-m", str(memory),
             "-nodefaults", "-no-user-config", "-display", "none", "-serial", "stdio",
             "-no-reboot", "-kernel", kernel, "-initrd", initrd,
-            "-append", "console=ttyS0 panic=-1 loglevel=4 harmonia.out=" + out,
+            "-append", "console=ttyS0 panic=-1 loglevel=4 harmonia.out=" + out
+            + (" harmonia.trees=" + ",".join(trees) if trees else ""),
             "-virtfs", "local,path=/,mount_tag=host,security_model=passthrough,"
             "readonly=on,multidevs=remap",
             "-virtfs", "local,path=%s,mount_tag=out,security_model=passthrough,"
-            "multidevs=remap" % out]
+            "multidevs=remap" % out] + shares
 
 
 def run(argv, out, timeout=600, version=None, memory=512, log=sys.stdout, cwd=None,
@@ -252,8 +287,10 @@ def run(argv, out, timeout=600, version=None, memory=512, log=sys.stdout, cwd=No
     with tempfile.TemporaryDirectory(prefix="harmonia-vm-") as tmp:
         initrd = os.path.join(tmp, "initramfs")
         initramfs(version, initrd)
+        trees = masked_trees([cwd or os.getcwd()] + [os.environ[k] for k in (
+            "HARMONIA_SRCDIR", "HARMONIA_BUILDDIR") if os.environ.get(k)])
         for accel in accelerators(log):
-            cmd = qemu_argv(version, kernel, initrd, out, accel, memory)
+            cmd = qemu_argv(version, kernel, initrd, out, accel, memory, trees)
             print("vm: kernel %s, %s\n+ %s" % (version, accel, shlex.join(cmd)), file=log,
                   flush=True)
             booted = boot(cmd, log, timeout, KVM_BOOT if accel == "kvm" else None)
