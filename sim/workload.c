@@ -21,7 +21,7 @@
 #include "libhutil/hutil.h"
 #include "rng.h"
 #include "workload.h"
-#include "workload_internal.h"
+#include "workload_yaml.h"
 
 /* ---------------------------------------------------------------- sections */
 

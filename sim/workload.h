@@ -20,29 +20,7 @@
 #include <stdint.h>
 
 #include "../src/common/libhutil/hutil.h"
-
-/* The project's one error type (libhutil's), under the workload reader's prefix. */
-typedef hu_error_t wl_error_t;
-
-/* A number drawn per use: a fixed value or a distribution. */
-typedef enum {
-    WL_DIST_FIXED = 0,
-    WL_DIST_NORMAL,         /* a = mean, b = sd; negative draws are redrawn */
-    WL_DIST_UNIFORM,        /* a = min, b = max */
-    WL_DIST_EXPONENTIAL,    /* a = mean */
-} wl_dist_kind_t;
-
-typedef struct {
-    wl_dist_kind_t kind;
-    double a, b;
-} wl_dist_t;
-
-/* A value of an app: one distribution for every iteration, or one per iteration. */
-typedef struct {
-    wl_dist_t one;          /* used when nlist == 0 */
-    wl_dist_t *list;        /* per-iteration values (nlist of them) */
-    int nlist;
-} wl_value_t;
+#include "workload_model.h"
 
 typedef enum { WL_IO_WRITE = 0, WL_IO_READ = 1 } wl_io_t;
 
@@ -88,7 +66,6 @@ typedef struct {
 
 /* Device types known without a 'devices:' entry (libhsched's built-in curves). */
 #define WL_BUILTIN_DEVICES { "nvme", "ssd", "hdd", NULL }
-#define WL_MAX_BUFFER_NODES 4096
 
 typedef struct {
     int nodes;              /* N */
@@ -151,12 +128,5 @@ typedef struct {
 /* Draw every random value with 'seed'.  Returns NULL with errno set. */
 wl_jobs_t *wl_expand(const wl_t *wl, uint64_t seed, wl_error_t *err);
 void wl_jobs_destroy(wl_jobs_t *jobs);
-
-/* ---------------------------------------------------------------- limits */
-
-#define WL_MAX_DEPTH        32          /* nesting of YAML collections */
-#define WL_MAX_NODES        (1 << 22)   /* YAML nodes in one file */
-#define WL_MAX_JOBS         1000000     /* jobs after replication */
-#define WL_MAX_ITERATIONS   10000000    /* sum over jobs of iterations */
 
 #endif /* BBSIM_WORKLOAD_H */

@@ -18,8 +18,7 @@
 #include "libhsched/hsched.h"
 #include "libhutil/hutil.h"
 #include "rng.h"
-#include "workload.h"
-#include "workload_internal.h"
+#include "workload_yaml.h"
 
 /* ---------------------------------------------------------------- YAML tree */
 

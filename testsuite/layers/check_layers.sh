@@ -32,3 +32,25 @@ case "$out" in
     echo "layers: core_jobs.c including core_json.h was refused for another reason"
     exit 1 ;;
 esac
+
+# The same for libhsched: in a copy of its sources where the buffer nodes
+# (hs_bnode.c) include the decision's header (hs_decide.h), above them, it must
+# fail and name that include.
+hs="$tmp/hs"
+mkdir -p "$hs/src/common/libhsched" "$hs/src/include/harmonia" &&
+    cp "$HARMONIA_SRCDIR"/src/common/libhsched/*.[ch] "$hs/src/common/libhsched/" &&
+    cp "$HARMONIA_SRCDIR/src/include/harmonia/client.h" "$hs/src/include/harmonia/" &&
+    sed -i 's/^#include "hs_bnode.h"$/&\n#include "hs_decide.h"/' \
+        "$hs/src/common/libhsched/hs_bnode.c" || exit 1
+if out=$("$py" "$layers" "$hs" "$HARMONIA_BUILDDIR"); then
+    echo "layers: hs_bnode.c including hs_decide.h was not refused"
+    exit 1
+fi
+case "$out" in
+*"src/common/libhsched/hs_bnode.c includes src/common/libhsched/hs_decide.h: libhsched's files are in layers"*)
+    echo "layers: a lower file of libhsched including a higher one's header is refused" ;;
+*)
+    printf '%s\n' "$out"
+    echo "layers: hs_bnode.c including hs_decide.h was refused for another reason"
+    exit 1 ;;
+esac

@@ -130,6 +130,37 @@ def daemon_use(src, dst, layer=DAEMON_LAYER, folder="daemon", rule=DAEMON_RULE):
     return rule % (src, ls, dst, ld)
 
 
+# libhsched's model, its dynamic programme and its periodic schedules, from the
+# bottom up (HACKING.md, Layers): a file (with its header; X_internal.h is X.c's)
+# includes the headers of, and calls, only the files of lower layers.  hsched.h and
+# policy.h are headers of no source of their own.  Files named in no layer (the
+# policies, SFQ, the metrics) are not held by this table.
+HSCHED_LAYERS = [
+    ("hsched",),
+    ("policy",),
+    ("hs_model",),
+    ("hs_buffer", "hs_dp_types", "hs_periodic_types"),
+    ("hs_bnode", "hs_dp_model", "hs_periodic_model"),
+    ("hs_core", "hs_dp_greedy", "hs_pattern"),
+    ("hs_decide", "hs_dp", "hs_periodic_profile"),
+    ("hs_periodic_ff",),
+    ("hs_periodic",),
+]
+HSCHED_LAYER = {f: i + 1 for i, files in enumerate(HSCHED_LAYERS) for f in files}
+HSCHED_RULE = ("libhsched's files are in layers (HACKING.md, Layers): %s (layer %d) "
+               "may use only files of lower layers, and %s is at layer %d")
+
+
+def hsched_use(src, dst):
+    """The problem when libhsched file src (a stem) uses file dst, or None."""
+    src = re.sub(r"_internal$", "", src)
+    dst = re.sub(r"_internal$", "", dst)
+    ls, ld = HSCHED_LAYER.get(src), HSCHED_LAYER.get(dst)
+    if src == dst or ls is None or ld is None or ld < ls:
+        return None
+    return HSCHED_RULE % (src, ls, dst, ld)
+
+
 # libhsched: the system headers and the C library functions it may use (memory,
 # strings, formatting into buffers, maths); everything else is I/O, a thread or a
 # clock.
@@ -230,6 +261,14 @@ def main(srcdir, builddir):
                 problems.append("%s includes %s%s%s: %s" % (
                     os.path.relpath(p, srcdir), kind, name, ">" if kind == "<" else '"',
                     RULES[("libhsched", "*")]))
+            elif kind == '"':
+                target = name[len("libhsched/"):] if name.startswith("libhsched/") \
+                    else name
+                why = os.path.exists(os.path.join(hs, target)) and hsched_use(
+                    os.path.basename(p).split(".")[0], target.split(".")[0])
+                if why:
+                    problems.append("%s includes src/common/libhsched/%s: %s" % (
+                        os.path.relpath(p, srcdir), target, why))
     plugins = sorted(glob.glob(os.path.join(srcdir, "src/plugins/*/harmonia/*.[ch]")))
     for p in plugins:
         for kind, name in inc.findall(open(p, encoding="utf-8").read()):
@@ -311,6 +350,18 @@ def main(srcdir, builddir):
         defined, used = nm(o)
         hs_defined |= defined
         hs_used["src/common/libhsched/%s.c" % stem] = used
+    hs_where = {}                       # symbol -> stem of the file defining it
+    for (d, stem), o in sorted(objects("src/common/libhsched").items()):
+        for s in nm(o)[0]:
+            hs_where[s] = stem
+    for src, used in sorted(hs_used.items()):
+        stem = src.split("/")[-1][:-2]
+        for s in sorted(used & hs_defined):
+            dst = hs_where.get(s)
+            why = dst and hsched_use(stem, dst)
+            if why:
+                problems.append("%s calls %s() of src/common/libhsched/%s.c: %s"
+                                % (src, s, dst, why))
     for src, used in sorted(hs_used.items()):
         for s in sorted(used - hs_defined - HSCHED_LIBC):
             if not SANITIZER.match(s):

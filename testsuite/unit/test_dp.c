@@ -7,7 +7,7 @@
  *    6 phases x 3 nodes x 8 slots (fixed seed, own PRNG), to 1e-9 relative, for the
  *    cost and (maxbw, fairness) the secondary;
  *  - the DP equals an independent oracle: the model of doc/harmonia-dp.md written
- *    again in this file (not from hs_dp_internal.h) with its own enumeration;
+ *    again in this file (not from hs_dp_model.h) with its own enumeration;
  *  - allowed nodes, capacity, running streams, errors;
  *  - the fallback: never below the optimum, valid at 1,000 phases x 64 nodes.
  *
@@ -443,7 +443,7 @@ static int ncompared, nenospc, nfull;
 
 /* ------------------------------------------------------------ independent oracle
  * The model of doc/harmonia-dp.md §1-2 written again here, from the document and
- * not from hs_dp_internal.h (which the library's DP and exhaustive search share),
+ * not from hs_dp_model.h (which the library's DP and exhaustive search share),
  * with its own enumeration of every placement: a cost-model error shared by the DP
  * and the library's exhaustive search still shows here. */
 

@@ -4,7 +4,7 @@
  * occupancy between decisions, the placement of pending phases on them, and a
  * decision's shares on a platform with buffers (the policy's grants per node, the
  * MSCA model, the PFS shared by the drains, full nodes limiting their writers).
- * The state is hs_core_internal.h's.
+ * The state is hs_model.h's.
  */
 #include <errno.h>
 #include <math.h>
@@ -14,7 +14,7 @@
 
 #include "hsched.h"
 #include "policy.h"
-#include "hs_core_internal.h"
+#include "hs_bnode.h"
 
 /* ------------------------------------------------------------------ buffer nodes */
 
@@ -531,7 +531,8 @@ static void device_share(hs_sched_t *s, const double *caps)
  *   drains and the phases sent to it; 5. full nodes limit their writers to their
  *   drain.  Leaves the rates in s->views[i].bw.
  */
-int decide_buffers(hs_sched_t *s, const hs_ctx_t *ctx, size_t n)
+int decide_buffers(hs_sched_t *s, const hs_ctx_t *ctx, size_t n,
+                   hs_group_decide_fn decide_group)
 {
     struct bscratch *bs = s->bs;        /* reserved by hs_sched_decide() */
     int nb = s->plat.nbuffers, k;
@@ -584,7 +585,7 @@ int decide_buffers(hs_sched_t *s, const hs_ctx_t *ctx, size_t n)
         /* the PFS group */
         for (g = 0; g < bs->ndirect; g++)
             bs->gidx[g] = bs->direct[g];
-        if (g > 0 && group_decide(s, ctx, g, B, false) < 0)
+        if (g > 0 && decide_group(s, ctx, g, B, false) < 0)
             return -1;
         /* one group per node, B = BW(c) of the streams it lets run */
         for (k = 0; k < nb; k++) {
@@ -606,7 +607,7 @@ int decide_buffers(hs_sched_t *s, const hs_ctx_t *ctx, size_t n)
             c = nw + nr;
             for (it = 0; it < 3; it++) {
                 int gw = 0, gr = 0;
-                if (group_decide(s, ctx, g, mix_bw(s, k, nw, nr), true) < 0)
+                if (decide_group(s, ctx, g, mix_bw(s, k, nw, nr), true) < 0)
                     return -1;
                 for (q = 0; q < g; q++) {
                     if (bs->sgrant[bs->gidx[q]] > 0) {

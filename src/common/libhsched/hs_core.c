@@ -2,7 +2,7 @@
 /*
  * hs_core.c — libhsched's model: jobs, phases, time, fluid progress, the
  * scheduler's lifecycle and per-job accounting.  The buffer-node model lives in
- * hs_bnode.c, the decision in hs_decide.c (both over hs_core_internal.h); the
+ * hs_bnode.c, the decision in hs_decide.c (both over hs_model.h); the
  * policies in hs_online.c (and, plugged in through policy.h, in other files).
  *
  * Data layout (10^4 jobs and more):
@@ -48,40 +48,9 @@
 
 #include "hsched.h"
 #include "policy.h"
+#include "hs_bnode.h"
 #include "hs_core_internal.h"
 /* ------------------------------------------------------------------ helpers */
-
-int hs_errprintf(hs_error_t *err, int errnum, const char *fmt, ...)
-{
-    if (err) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err->text, sizeof(err->text), fmt, ap);
-        va_end(ap);
-    }
-    errno = errnum;
-    return -1;
-}
-
-int hs_grow(void *ptrp, size_t *cap, size_t need, size_t elsize)
-{
-    void **p = ptrp;
-    size_t ncap;
-    void *np;
-
-    if (need <= *cap)
-        return 0;
-    ncap = *cap ? *cap : 16;
-    while (ncap < need)
-        ncap *= 2;
-    if (ncap > SIZE_MAX / elsize || !(np = realloc(*p, ncap * elsize))) {
-        errno = ENOMEM;
-        return -1;
-    }
-    *p = np;
-    *cap = ncap;
-    return 0;
-}
 
 /* Slot of job 'id' in jobs[], or NO_SLOT. */
 static size_t hfind(const hs_sched_t *s, uint64_t id)

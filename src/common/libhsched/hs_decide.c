@@ -2,7 +2,7 @@
 /*
  * hs_decide.c — libhsched's decision: the pending phases in id order, their views,
  * the policy's grants checked and applied, the wait bounds, and the time of the
- * next event.  The state is hs_core_internal.h's; the buffer tier's part of a
+ * next event.  The state is hs_model.h's; the buffer tier's part of a
  * decision is in hs_bnode.c.
  */
 #include <errno.h>
@@ -13,7 +13,9 @@
 
 #include "hsched.h"
 #include "policy.h"
+#include "hs_bnode.h"
 #include "hs_core_internal.h"
+#include "hs_decide.h"
 
 /* Check the policy's grants v[0..n[ against the model's constraints: each bw finite
  * and 0 <= bw <= cap, their sum <= B (both within HS_EPS_REL).  A complete phase's bw
@@ -399,7 +401,7 @@ int hs_sched_decide(hs_sched_t *s, double now, hs_grant_t *out, size_t cap)
     ctx.sched = s;
     ctx.now = now;
     if (buffers) {
-        if (decide_buffers(s, &ctx, n) < 0)     /* checks its rates */
+        if (decide_buffers(s, &ctx, n, group_decide) < 0) /* checks its rates */
             return -1;
         goto store;
     }

@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "hs_dp.h"
-#include "hs_dp_internal.h"
+#include "hs_dp_greedy.h"
 #include "policy.h"             /* hs_errprintf() */
 
 static const char *cost_names[HS_DP_COST__COUNT] = {

@@ -5,7 +5,7 @@
  * reinsert it at its best cell), both within the step budget; once the budget is
  * spent, each remaining phase joins the last wave of a node or opens the wave right
  * after it, whichever is better by the objective (cheap mode).
- * Same model, same keys (hs_dp_internal.h) as the exact DP.
+ * Same model, same keys (hs_dp_model.h) as the exact DP.
  */
 #if HAVE_CONFIG_H
 #include "harmonia_config.h"
@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hs_dp_internal.h"
+#include "hs_dp_greedy.h"
 
 struct gs {
     const struct dpx *x;

@@ -11,7 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hs_periodic_internal.h"
+#include "hs_pattern.h"
+#include "hs_periodic_model.h"
 
 void hs_pattern_destroy(hs_pattern_t *p)
 {

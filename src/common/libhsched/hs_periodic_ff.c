@@ -11,7 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hs_periodic_internal.h"
+#include "hs_periodic_ff.h"
+#include "hs_periodic_profile.h"
 #include "policy.h"             /* hs_grow() */
 
 /* ------------------------------------------------------------------ first fit */

@@ -4,7 +4,7 @@
  * (hs_periodic.c builds the patterns; doc/periodic.md §4 and §5): its changes
  * (splits, joins and grants, in a gap buffer) and the block maxima that the first
  * fit's long walks jump along (hs_periodic_ff.c), and the commit of an instance.
- * The structures and the profile's accessors are in hs_periodic_internal.h.
+ * The structures and the profile's accessors are in hs_periodic_model.h.
  *
  * Pure code: no I/O, no clock, no global state.
  */
@@ -13,12 +13,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hs_periodic_internal.h"
+#include "hs_periodic_profile.h"
 #include "policy.h"             /* hs_grow() */
 
 /* ------------------------------------------------------------------ block maxima */
 
-/* The tree of block maxima (hs_periodic_internal.h, struct work): a leaf is a bound
+/* The tree of block maxima (hs_periodic_model.h, struct work): a leaf is a bound
  * at or above every used[] its block of 1 << BM_SHIFT entries of the arrays holds
  * (the hole left out), an inner node the larger of its children.  The profile's
  * changes keep the bounds without reading the blocks: an entry raised or added

@@ -2,7 +2,7 @@
 /*
  * policy.h — libhsched's internal policy interface (not installed, not public).
  *
- * The core (hs_core.c, hs_bnode.c, hs_decide.c over hs_core_internal.h) owns jobs,
+ * The core (hs_core.c, hs_bnode.c, hs_decide.c over hs_model.h) owns jobs,
  * phases, time and accounting.  At each decision it builds one hs_view_t per
  * pending phase (sorted by job id) and hands the array to
  * the policy's decide(), which fills bw (and optionally weight, start, buffer) for

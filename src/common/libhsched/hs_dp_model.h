@@ -1,18 +1,18 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * hs_dp_internal.h — the prediction model shared by the exact DP (hs_dp.c), the
+ * hs_dp_model.h — the prediction model shared by the exact DP (hs_dp.c), the
  * exhaustive search and the fallback (hs_dp_greedy.c).  Every time, key and wave
  * length is computed by the functions below only, so that the DP, the exhaustive
  * search and hs_dp_evaluate() produce bit-identical values for the same placement
  * (doc/harmonia-dp.md §3.3 relies on it).
  */
-#ifndef HARMONIA_HS_DP_INTERNAL_H
-#define HARMONIA_HS_DP_INTERNAL_H
+#ifndef HARMONIA_HS_DP_MODEL_H
+#define HARMONIA_HS_DP_MODEL_H
 
 #include <math.h>
 #include <stdint.h>
 
-#include "hs_dp.h"
+#include "hs_dp_types.h"
 
 /* Decision context: the problem plus derived per-phase / per-node data. */
 struct dpx {
@@ -129,8 +129,4 @@ static inline double dpx_bufeff(const struct dpx *x, int j, double W, double D)
     return (x->p->nodes[j].capacity - W) * D;
 }
 
-/* Fallback (hs_dp_greedy.c).  Fills 'asg' (node, slot per phase); returns 0, or -1
- * with errno = ENOSPC / ENOMEM.  '*steps' gets the work done. */
-int hs_dp_greedy(const struct dpx *x, int *anode, int *aslot, double *steps);
-
-#endif /* HARMONIA_HS_DP_INTERNAL_H */
+#endif /* HARMONIA_HS_DP_MODEL_H */

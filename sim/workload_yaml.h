@@ -1,16 +1,16 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * workload_internal.h — what workload.c (the schema walk, the expansion) and
- * workload_yaml.c (the YAML tree with positions, the schema's value parsers, host
- * lists) share.  Private to libbbsim.
+ * workload_yaml.h — the YAML layer of bbsim's workload loader (workload_yaml.c: the
+ * YAML tree with positions, the schema's value parsers, host lists), used by the
+ * schema walk and the expansion above it (workload.c).  Private to libbbsim.
  */
-#ifndef BBSIM_WORKLOAD_INTERNAL_H
-#define BBSIM_WORKLOAD_INTERNAL_H
+#ifndef BBSIM_WORKLOAD_YAML_H
+#define BBSIM_WORKLOAD_YAML_H
 
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "workload.h"
+#include "workload_model.h"
 
 typedef enum { YN_SCALAR, YN_MAP, YN_SEQ } yn_type_t;
 

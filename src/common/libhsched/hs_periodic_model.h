@@ -1,20 +1,20 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * hs_periodic_internal.h — what the files of the periodic construction share
+ * hs_periodic_model.h — what the files of the periodic construction share
  * (hs_periodic.c: PerSched, the period search, the export; hs_periodic_profile.c:
  * the profile's changes, its block maxima, the commit of an instance;
  * hs_periodic_ff.c: the first fit of Insert-In-Schedule; hs_pattern.c: the pattern's
  * queries).  Symbols and representation: hs_periodic.c's header comment.
  */
-#ifndef HARMONIA_HS_PERIODIC_INTERNAL_H
-#define HARMONIA_HS_PERIODIC_INTERNAL_H
+#ifndef HARMONIA_HS_PERIODIC_MODEL_H
+#define HARMONIA_HS_PERIODIC_MODEL_H
 
 #include <math.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include "hs_periodic.h"
+#include "hs_periodic_types.h"
 
 #define AVAIL_EPS 1e-12     /* bandwidth below B * AVAIL_EPS counts as none */
 #define TIME_EPS 1e-12      /* tolerance on instants, relative to T */
@@ -254,18 +254,9 @@ static inline double seg_avail(const struct work *wk, const struct ctx *c, size_
     return a > c->B * AVAIL_EPS ? a : 0.;
 }
 
-/* hs_periodic.c */
+/* hs_periodic_model.c */
 int hs_pp_tmp_push(struct work *wk, double a, double b, double bw);
 double hs_pp_inst_room(const struct work *wk, const struct wjob *j, size_t i);
 size_t hs_pp_inst_upper(const struct wjob *j, double init_w);
-/* hs_periodic_profile.c */
-int hs_pp_bm_refresh(struct work *wk);
-size_t hs_pp_bm_below(struct work *wk, double B, size_t s, double m);
-/* 0 committed, 1 refused by the budget (nothing changed), -1 ENOMEM */
-int hs_pp_commit_instance(struct work *wk, size_t k, double init_w, double span,
-                          bool run, size_t *index);
-/* hs_periodic_ff.c: add one instance of job k at the first instant where its I/O
- * fits (Insert-In-Schedule); 1 inserted, 0 no room, -1 ENOMEM. */
-int hs_pp_ff_insert(struct work *wk, const struct ctx *c, size_t k);
 
 #endif
