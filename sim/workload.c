@@ -15,9 +15,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <yaml.h>
 
 #include "libhsched/hsched.h"
+#include "libhutil/hu_hostlist.h"
 #include "libhutil/hutil.h"
 #include "rng.h"
 #include "workload.h"
@@ -27,7 +27,7 @@
 
 /* An array of zeroed items of size bytes, one per node of the sequence seq; NULL,
  * and "out of memory" at seq into c->err, when there is no room. */
-static void *items_of (ctx_t *c, const yn_t *seq, size_t size)
+static void *items_of (ctx_t *c, const hu_ynode_t *seq, size_t size)
 {
     void *v = calloc (seq->n, size);
     if (!v) {
@@ -39,23 +39,23 @@ static void *items_of (ctx_t *c, const yn_t *seq, size_t size)
 
 /* Item i of the list 'list': its place, "list[i]", into where (len bytes); it must
  * be a mapping whose keys are among keys, else -1 with the error in c->err. */
-static int map_item (ctx_t *c, const yn_t *item, const char *list, size_t i,
+static int map_item (ctx_t *c, const hu_ynode_t *item, const char *list, size_t i,
                      const char *const *keys, char *where, size_t len)
 {
     snprintf (where, len, "%s[%zu]", list, i);
-    if (wl_need_type (c, item, YN_MAP, where) < 0 || wl_check_keys (c, item, keys, where) < 0)
+    if (wl_need_type (c, item, HU_YAML_MAP, where) < 0 || wl_check_keys (c, item, keys, where) < 0)
         return -1;
     return 0;
 }
 
-static int parse_buffers (ctx_t *c, const yn_t *n, wl_platform_t *p)
+static int parse_buffers (ctx_t *c, const hu_ynode_t *n, wl_platform_t *p)
 {
     static const char *const keys[] = { "name", "capacity", "bandwidth", "device",
                                         "count", NULL };
     char where[64];
     long v;
 
-    if (wl_need_type (c, n, YN_SEQ, "buffers") < 0)
+    if (wl_need_type (c, n, HU_YAML_SEQ, "buffers") < 0)
         return -1;
     p->buffers_line = n->line;
     p->buffers_col = n->col;
@@ -64,9 +64,9 @@ static int parse_buffers (ctx_t *c, const yn_t *n, wl_platform_t *p)
     if (!(p->buffers = items_of (c, n, sizeof (*p->buffers))))
         return -1;
     for (size_t i = 0; i < n->n; i++) {
-        const yn_t *b = n->kids[i];
+        const hu_ynode_t *b = n->kids[i];
         wl_buffer_t *bb = &p->buffers[p->nbuffers++];
-        const yn_t *x;
+        const hu_ynode_t *x;
         bb->line = b->line;
         bb->col = b->col;
         bb->count = 1;
@@ -80,9 +80,9 @@ static int parse_buffers (ctx_t *c, const yn_t *n, wl_platform_t *p)
         if (wl_need_quantity (c, b, "bandwidth", where, Q_BANDWIDTH, true,
                            &bb->bandwidth) < 0)
             return -1;
-        if ((x = wl_get (b, "device")) && wl_parse_string (c, x, "device", &bb->device) < 0)
+        if ((x = hu_ymap_get (b, "device")) && wl_parse_string (c, x, "device", &bb->device) < 0)
             return -1;
-        if ((x = wl_get (b, "count"))) {
+        if ((x = hu_ymap_get (b, "count"))) {
             if (wl_parse_int (c, x, "count", 1, 4096, &v) < 0)
                 return -1;
             bb->count = (int)v;
@@ -91,25 +91,29 @@ static int parse_buffers (ctx_t *c, const yn_t *n, wl_platform_t *p)
         {
             char **names = NULL;
             const char *why = NULL;
-            const yn_t *nm = wl_get (b, "name");
+            const hu_ynode_t *nm = hu_ymap_get (b, "name");
             int k = wl_hostlist (bb->name, &names, &why);
             bool listed = strchr (bb->name, '[') || strchr (bb->name, ',');
             if (k < 0)
                 return fail (c, nm, "bad host list '%s': %s", bb->name, why);
-            if (listed && wl_get (b, "count") && bb->count != k) {
-                wl_names_free (names, k);
-                return fail (c, wl_get (b, "count"), "count is %d but '%s' names %d "
+            if (listed && hu_ymap_get (b, "count") && bb->count != k) {
+                hu_hostlist_free (names, k);
+                return fail (c, hu_ymap_get (b, "count"), "count is %d but '%s' names %d "
                              "node(s)", bb->count, bb->name, k);
             }
             if (!listed && bb->count > 1) {
-                wl_names_free (names, k);
+                hu_hostlist_free (names, k);
                 names = NULL;
                 k = 0;
-                for (int q = 1; q <= bb->count; q++) {
+                if (!(names = calloc ((size_t)bb->count, sizeof (*names)))) {
+                    errno = ENOMEM;
+                    return fail (c, nm, "out of memory");
+                }
+                for (int q = 1; q <= bb->count; q++, k++) {
                     char nb[160];
-                    int cap = k, l = snprintf (nb, sizeof (nb), "%s%d", bb->name, q);
-                    if (wl_names_add (&names, &k, &cap, nb, (size_t)l) < 0) {
-                        wl_names_free (names, k);
+                    snprintf (nb, sizeof (nb), "%s%d", bb->name, q);
+                    if (!(names[k] = strdup (nb))) {
+                        hu_hostlist_free (names, k);
                         errno = ENOMEM;
                         return fail (c, nm, "out of memory");
                     }
@@ -117,14 +121,14 @@ static int parse_buffers (ctx_t *c, const yn_t *n, wl_platform_t *p)
             }
             bb->count = k;
             if (p->nbnodes + k > WL_MAX_BUFFER_NODES) {
-                wl_names_free (names, k);
+                hu_hostlist_free (names, k);
                 return fail (c, nm, "more than %d buffer nodes", WL_MAX_BUFFER_NODES);
             }
             {
                 wl_bnode_t *nv = realloc (p->bnodes, (size_t)(p->nbnodes + k)
                                           * sizeof (*nv));
                 if (!nv) {
-                    wl_names_free (names, k);
+                    hu_hostlist_free (names, k);
                     errno = ENOMEM;
                     return fail (c, nm, "out of memory");
                 }
@@ -137,7 +141,7 @@ static int parse_buffers (ctx_t *c, const yn_t *n, wl_platform_t *p)
                         const char *dup = names[q];
                         int rc = fail (c, nm, "duplicate buffer node '%s' (first at "
                                        "line %d)", dup, line);
-                        wl_names_free (names, k);
+                        hu_hostlist_free (names, k);
                         return rc;
                     }
                 }
@@ -153,20 +157,20 @@ static int parse_buffers (ctx_t *c, const yn_t *n, wl_platform_t *p)
 }
 
 /* MSCA values: numbers > -1, MSCA(1) = 0, at most 16. */
-static int parse_msca (ctx_t *c, const yn_t *x, const char *what, double *out,
+static int parse_msca (ctx_t *c, const hu_ynode_t *x, const char *what, double *out,
                        int *nout)
 {
-    if (wl_need_type (c, x, YN_SEQ, what) < 0)
+    if (wl_need_type (c, x, HU_YAML_SEQ, what) < 0)
         return -1;
     if (x->n == 0)
         return fail (c, x, "'%s' is an empty list", what);
     if (x->n > 16)
         return fail (c, x, "'%s' has %zu values; at most 16", what, x->n);
     for (size_t j = 0; j < x->n; j++) {
-        const yn_t *m = x->kids[j];
+        const hu_ynode_t *m = x->kids[j];
         char *end;
         double v;
-        if (m->type != YN_SCALAR || m->len == 0)
+        if (m->type != HU_YAML_SCALAR || m->len == 0)
             return fail (c, m, "'%s' values must be numbers > -1", what);
         errno = 0;
         v = strtod (m->str, &end);
@@ -181,22 +185,22 @@ static int parse_msca (ctx_t *c, const yn_t *x, const char *what, double *out,
     return 0;
 }
 
-static int parse_devices (ctx_t *c, const yn_t *n, wl_platform_t *p)
+static int parse_devices (ctx_t *c, const hu_ynode_t *n, wl_platform_t *p)
 {
     static const char *const keys[] = { "name", "msca", "msca_read", NULL };
     static const char *const builtin[] = WL_BUILTIN_DEVICES;
     char where[64];
 
-    if (wl_need_type (c, n, YN_SEQ, "devices") < 0)
+    if (wl_need_type (c, n, HU_YAML_SEQ, "devices") < 0)
         return -1;
     if (n->n == 0)
         return 0;
     if (!(p->devices = items_of (c, n, sizeof (*p->devices))))
         return -1;
     for (size_t i = 0; i < n->n; i++) {
-        const yn_t *d = n->kids[i];
+        const hu_ynode_t *d = n->kids[i];
         wl_device_t *dd = &p->devices[p->ndevices++];
-        const yn_t *x;
+        const hu_ynode_t *x;
         dd->line = d->line;
         dd->col = d->col;
         if (map_item (c, d, "devices", i, keys, where, sizeof (where)) < 0)
@@ -209,12 +213,12 @@ static int parse_devices (ctx_t *c, const yn_t *n, wl_platform_t *p)
                 return fail (c, x, "duplicate device '%s' (first at line %d)",
                              dd->name, p->devices[q].line);
         }
-        if ((x = wl_get (d, "msca")) && parse_msca (c, x, "msca", dd->msca, &dd->nmsca) < 0)
+        if ((x = hu_ymap_get (d, "msca")) && parse_msca (c, x, "msca", dd->msca, &dd->nmsca) < 0)
             return -1;
-        if ((x = wl_get (d, "msca_read"))
+        if ((x = hu_ymap_get (d, "msca_read"))
             && parse_msca (c, x, "msca_read", dd->msca_read, &dd->nmsca_read) < 0)
             return -1;
-        if (!wl_get (d, "msca")) {
+        if (!hu_ymap_get (d, "msca")) {
             bool known = false;
             for (int q = 0; builtin[q]; q++)
                 known = known || !strcmp (builtin[q], dd->name);
@@ -245,15 +249,15 @@ static int check_buffer_devices (ctx_t *c, const wl_platform_t *p)
     return 0;
 }
 
-static int parse_platform (ctx_t *c, const yn_t *n, wl_platform_t *p)
+static int parse_platform (ctx_t *c, const hu_ynode_t *n, wl_platform_t *p)
 {
     static const char *const keys[] = { "nodes", "node_bandwidth", "bandwidth",
                                         "buffers", "devices", "over_provisioning",
                                         NULL };
-    const yn_t *x;
+    const hu_ynode_t *x;
     long v;
 
-    if (wl_need_type (c, n, YN_MAP, "platform") < 0
+    if (wl_need_type (c, n, HU_YAML_MAP, "platform") < 0
         || wl_check_keys (c, n, keys, "platform") < 0)
         return -1;
     if (!(x = wl_need (c, n, "nodes", "platform"))
@@ -265,15 +269,15 @@ static int parse_platform (ctx_t *c, const yn_t *n, wl_platform_t *p)
         return -1;
     if (wl_need_quantity (c, n, "bandwidth", "platform", Q_BANDWIDTH, true, &p->bw) < 0)
         return -1;
-    if ((x = wl_get (n, "buffers")) && parse_buffers (c, x, p) < 0)
+    if ((x = hu_ymap_get (n, "buffers")) && parse_buffers (c, x, p) < 0)
         return -1;
-    if ((x = wl_get (n, "devices")) && parse_devices (c, x, p) < 0)
+    if ((x = hu_ymap_get (n, "devices")) && parse_devices (c, x, p) < 0)
         return -1;
     if (check_buffer_devices (c, p) < 0)
         return -1;
-    if ((x = wl_get (n, "over_provisioning"))) {
+    if ((x = hu_ymap_get (n, "over_provisioning"))) {
         char *end;
-        if (x->type != YN_SCALAR || x->len == 0)
+        if (x->type != HU_YAML_SCALAR || x->len == 0)
             return fail (c, x, "'over_provisioning' must be a number >= 1");
         errno = 0;
         p->overprovision = strtod (x->str, &end);
@@ -287,7 +291,7 @@ static int parse_platform (ctx_t *c, const yn_t *n, wl_platform_t *p)
     return 0;
 }
 
-static int parse_app (ctx_t *c, const yn_t *n, size_t idx, const wl_platform_t *p,
+static int parse_app (ctx_t *c, const hu_ynode_t *n, size_t idx, const wl_platform_t *p,
                       wl_app_t *a)
 {
     static const char *const keys[] = { "name", "nodes", "release", "iterations",
@@ -295,7 +299,7 @@ static int parse_app (ctx_t *c, const yn_t *n, size_t idx, const wl_platform_t *
                                         "priority", "buffer_capacity",
                                         "buffer_nodes", NULL };
     char where[64];
-    const yn_t *x;
+    const hu_ynode_t *x;
     long v;
 
     a->line = n->line;
@@ -313,7 +317,7 @@ static int parse_app (ctx_t *c, const yn_t *n, size_t idx, const wl_platform_t *
         return fail (c, x, "app '%s' needs %ld nodes but the platform has %d",
                      a->name, v, p->nodes);
     a->nodes = (int)v;
-    if ((x = wl_get (n, "release"))) {
+    if ((x = hu_ymap_get (n, "release"))) {
         if (wl_parse_dist (c, x, Q_DURATION, "release", false, &a->release) < 0)
             return -1;
     }
@@ -323,13 +327,13 @@ static int parse_app (ctx_t *c, const yn_t *n, size_t idx, const wl_platform_t *
     if (!(x = wl_need (c, n, "io_volume", where))
         || wl_parse_value (c, x, Q_SIZE, "io_volume", true, &a->volume) < 0)
         return -1;
-    if ((x = wl_get (n, "iterations"))) {
+    if ((x = hu_ymap_get (n, "iterations"))) {
         if (wl_parse_int (c, x, "iterations", 1, WL_MAX_ITERATIONS, &v) < 0)
             return -1;
         a->iterations = (int)v;
     }
     if (a->w.nlist && a->volume.nlist && a->w.nlist != a->volume.nlist)
-        return fail (c, wl_get (n, "io_volume"), "%s: 'w' has %d values but "
+        return fail (c, hu_ymap_get (n, "io_volume"), "%s: 'w' has %d values but "
                      "'io_volume' has %d", where, a->w.nlist, a->volume.nlist);
     if (a->iterations == 0) {
         a->iterations = a->w.nlist ? a->w.nlist : a->volume.nlist;
@@ -337,32 +341,32 @@ static int parse_app (ctx_t *c, const yn_t *n, size_t idx, const wl_platform_t *
             return fail (c, n, "missing key 'iterations' in %s", where);
     }
     else if (a->w.nlist && a->w.nlist != a->iterations)
-        return fail (c, wl_get (n, "w"), "%s: 'w' has %d values but iterations is %d",
+        return fail (c, hu_ymap_get (n, "w"), "%s: 'w' has %d values but iterations is %d",
                      where, a->w.nlist, a->iterations);
     else if (a->volume.nlist && a->volume.nlist != a->iterations)
-        return fail (c, wl_get (n, "io_volume"), "%s: 'io_volume' has %d values but "
+        return fail (c, hu_ymap_get (n, "io_volume"), "%s: 'io_volume' has %d values but "
                      "iterations is %d", where, a->volume.nlist, a->iterations);
-    if ((x = wl_get (n, "count"))) {
+    if ((x = hu_ymap_get (n, "count"))) {
         if (wl_parse_int (c, x, "count", 1, WL_MAX_JOBS, &v) < 0)
             return -1;
         a->count = (int)v;
     }
-    if ((x = wl_get (n, "io"))) {
-        if (x->type != YN_SCALAR
+    if ((x = hu_ymap_get (n, "io"))) {
+        if (x->type != HU_YAML_SCALAR
             || (strcmp (x->str, "write") && strcmp (x->str, "read")))
             return fail (c, x, "'io' must be write or read");
         a->io = !strcmp (x->str, "read") ? WL_IO_READ : WL_IO_WRITE;
     }
-    if ((x = wl_get (n, "w_iter"))) {
+    if ((x = hu_ymap_get (n, "w_iter"))) {
         if (wl_parse_quantity (c, x, Q_DURATION, "w_iter", true, &a->w_iter) < 0)
             return -1;
     }
-    if ((x = wl_get (n, "priority"))) {
+    if ((x = hu_ymap_get (n, "priority"))) {
         if (wl_parse_int (c, x, "priority", 1, 10, &v) < 0)
             return -1;
         a->priority = (int)v;
     }
-    if ((x = wl_get (n, "buffer_capacity"))) {
+    if ((x = hu_ymap_get (n, "buffer_capacity"))) {
         if (p->nbnodes == 0)
             return fail (c, wl_key_node (n, "buffer_capacity"), "%s: 'buffer_capacity' "
                          "needs platform 'buffers:'", where);
@@ -370,7 +374,7 @@ static int parse_app (ctx_t *c, const yn_t *n, size_t idx, const wl_platform_t *
                             &a->buffer_capacity) < 0)
             return -1;
     }
-    if ((x = wl_get (n, "buffer_nodes"))) {
+    if ((x = hu_ymap_get (n, "buffer_nodes"))) {
         if (p->nbnodes == 0)
             return fail (c, wl_key_node (n, "buffer_nodes"), "%s: 'buffer_nodes' needs "
                          "platform 'buffers:'", where);
@@ -382,39 +386,39 @@ static int parse_app (ctx_t *c, const yn_t *n, size_t idx, const wl_platform_t *
 }
 
 /* Optional 'scheduler:' mapping: settings of the policies (doc/workload-format.md). */
-static int parse_scheduler (ctx_t *c, const yn_t *n, wl_t *wl)
+static int parse_scheduler (ctx_t *c, const hu_ynode_t *n, wl_t *wl)
 {
     static const char *const keys[] = { "period_min", "auto_candidates",
                                         "auto_objective", "auto_dilation_factor",
                                         "auto_hysteresis", "auto_interval",
                                         "auto_horizon", NULL };
-    const yn_t *x;
+    const hu_ynode_t *x;
     char *str = NULL;
 
-    if (wl_need_type (c, n, YN_MAP, "scheduler") < 0
+    if (wl_need_type (c, n, HU_YAML_MAP, "scheduler") < 0
         || wl_check_keys (c, n, keys, "scheduler") < 0)
         return -1;
-    if ((x = wl_get (n, "period_min"))
+    if ((x = hu_ymap_get (n, "period_min"))
         && wl_parse_quantity (c, x, Q_DURATION, "period_min", true, &wl->period_min) < 0)
         return -1;
-    if ((x = wl_get (n, "max_wait"))
+    if ((x = hu_ymap_get (n, "max_wait"))
         && wl_parse_quantity (c, x, Q_DURATION, "max_wait", true, &wl->max_wait) < 0)
         return -1;
-    if ((x = wl_get (n, "auto_interval"))
+    if ((x = hu_ymap_get (n, "auto_interval"))
         && wl_parse_quantity (c, x, Q_DURATION, "auto_interval", true,
                            &wl->auto_interval) < 0)
         return -1;
-    if ((x = wl_get (n, "auto_horizon"))
+    if ((x = hu_ymap_get (n, "auto_horizon"))
         && wl_parse_quantity (c, x, Q_DURATION, "auto_horizon", true,
                            &wl->auto_horizon) < 0)
         return -1;
-    if ((x = wl_get (n, "auto_candidates"))) {
+    if ((x = hu_ymap_get (n, "auto_candidates"))) {
         if (wl_parse_string (c, x, "auto_candidates", &str) < 0)
             return -1;
         snprintf (wl->auto_candidates, sizeof (wl->auto_candidates), "%s", str);
         free (str);
     }
-    if ((x = wl_get (n, "auto_objective"))) {
+    if ((x = hu_ymap_get (n, "auto_objective"))) {
         if (wl_parse_string (c, x, "auto_objective", &str) < 0)
             return -1;
         if (hs_auto_objective_parse (str, &wl->auto_objective) < 0) {
@@ -424,46 +428,46 @@ static int parse_scheduler (ctx_t *c, const yn_t *n, wl_t *wl)
         }
         free (str);
     }
-    if ((x = wl_get (n, "auto_dilation_factor"))) {
+    if ((x = hu_ymap_get (n, "auto_dilation_factor"))) {
         char *end;
         errno = 0;
-        wl->auto_factor = x->type == YN_SCALAR ? strtod (x->str, &end) : NAN;
-        if (x->type != YN_SCALAR || *end || errno || !(wl->auto_factor >= 1)
+        wl->auto_factor = x->type == HU_YAML_SCALAR ? strtod (x->str, &end) : NAN;
+        if (x->type != HU_YAML_SCALAR || *end || errno || !(wl->auto_factor >= 1)
             || wl->auto_factor > 100)
             return fail (c, x, "'auto_dilation_factor' must be a number in [1, 100]");
     }
-    if ((x = wl_get (n, "auto_hysteresis"))) {
+    if ((x = hu_ymap_get (n, "auto_hysteresis"))) {
         char *end;
         errno = 0;
-        wl->auto_hysteresis = x->type == YN_SCALAR ? strtod (x->str, &end) : NAN;
-        if (x->type != YN_SCALAR || *end || errno || !(wl->auto_hysteresis >= 0)
+        wl->auto_hysteresis = x->type == HU_YAML_SCALAR ? strtod (x->str, &end) : NAN;
+        if (x->type != HU_YAML_SCALAR || *end || errno || !(wl->auto_hysteresis >= 0)
             || !(wl->auto_hysteresis < 1))
             return fail (c, x, "'auto_hysteresis' must be a number in [0, 1[");
     }
     return 0;
 }
 
-static int parse_root (ctx_t *c, const yn_t *root, wl_t *wl)
+static int parse_root (ctx_t *c, const hu_ynode_t *root, wl_t *wl)
 {
     static const char *const keys[] = { "platform", "apps", "scheduler", NULL };
-    const yn_t *plat, *apps, *sched;
+    const hu_ynode_t *plat, *apps, *sched;
     double total = 0, nodes = 0;
     long jobs = 0;
 
-    if (root->type != YN_MAP)
+    if (root->type != HU_YAML_MAP)
         return fail (c, root, "a workload must be a mapping with 'platform:' and "
                      "'apps:', not %s", wl_type_name (root->type));
     if (wl_check_keys (c, root, keys, "the workload") < 0)
         return -1;
-    if (!(plat = wl_get (root, "platform")))
+    if (!(plat = hu_ymap_get (root, "platform")))
         return fail (c, root, "missing key 'platform'");
     if (parse_platform (c, plat, &wl->plat) < 0)
         return -1;
-    if ((sched = wl_get (root, "scheduler")) && parse_scheduler (c, sched, wl) < 0)
+    if ((sched = hu_ymap_get (root, "scheduler")) && parse_scheduler (c, sched, wl) < 0)
         return -1;
-    if (!(apps = wl_get (root, "apps")))
+    if (!(apps = hu_ymap_get (root, "apps")))
         return fail (c, root, "missing key 'apps'");
-    if (apps->type != YN_SEQ)
+    if (apps->type != HU_YAML_SEQ)
         return fail (c, apps, "'apps' must be a list, not %s", wl_type_name (apps->type));
     if (apps->n == 0)
         return fail (c, wl_key_node (root, "apps"), "'apps' is empty");
@@ -475,7 +479,7 @@ static int parse_root (ctx_t *c, const yn_t *root, wl_t *wl)
             return -1;
         for (int j = 0; j < wl->napps - 1; j++) {
             if (!strcmp (wl->apps[j].name, a->name))
-                return fail (c, wl_get (apps->kids[i], "name"), "duplicate app name "
+                return fail (c, hu_ymap_get (apps->kids[i], "name"), "duplicate app name "
                              "'%s' (first at line %d)", a->name, wl->apps[j].line);
         }
         jobs += a->count;
@@ -485,7 +489,7 @@ static int parse_root (ctx_t *c, const yn_t *root, wl_t *wl)
          * a machine that does not exist (and SysEff above 1). */
         nodes += (double)a->count * a->nodes;
         if (nodes > wl->plat.nodes)
-            return fail (c, wl_get (apps->kids[i], "nodes"), "apps need %.0f nodes "
+            return fail (c, hu_ymap_get (apps->kids[i], "nodes"), "apps need %.0f nodes "
                          "together with app '%s' (nodes x count, summed) but the "
                          "platform has %d: every job keeps its own nodes for its "
                          "whole run", nodes, a->name, wl->plat.nodes);
@@ -535,7 +539,7 @@ void wl_destroy (wl_t *wl)
 wl_t *wl_load_buffer (const char *buf, size_t len, const char *name, wl_error_t *err)
 {
     ctx_t c = { .file = name ? name : "<input>", .err = err, .buf = buf, .len = len };
-    yn_t *root = NULL;
+    hu_ydoc_t *doc = NULL;
     wl_t *wl = NULL;
 
     if (err)
@@ -549,14 +553,14 @@ wl_t *wl_load_buffer (const char *buf, size_t len, const char *name, wl_error_t 
         errno = ENOMEM;
         goto error;
     }
-    if (!(root = wl_yaml_tree (&c)))
+    if (!(doc = wl_yaml_doc (&c)))
         goto error;
-    if (parse_root (&c, root, wl) < 0)
+    if (parse_root (&c, hu_ydoc_root (doc), wl) < 0)
         goto error;
-    wl_yn_free (root);
+    hu_ydoc_free (doc);
     return wl;
 error:
-    wl_yn_free (root);
+    hu_ydoc_free (doc);
     wl_destroy (wl);
     if (errno != ENOMEM)
         errno = EINVAL;

@@ -12,11 +12,17 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include <yaml.h>
 
 #include "libhsched/hsched.h"
+#include "libhutil/hu_yaml.h"
 #include "config.h"
-#include "hostlist.h"
+
+const hu_hostlist_opts_t cfg_hostlist_opts = {
+    .max_names = 65536,         /* refuses "n[0-999999999]" */
+    .max_name_len = 255,
+    .max_bound = 999999999,
+    .flags = HU_HOSTLIST_STRICT,
+};
 
 /* ------------------------------------------------------------------ checks
  * Each check receives a pointer to the parsed field. */
@@ -372,7 +378,7 @@ static void free_value(const cfg_key_t *k, void *base)
     case CFG_HOSTLIST: {
         cfg_names_t *n = f;
         free(n->text);
-        hostlist_free(n->v, n->n);
+        hu_hostlist_free(n->v, n->n);
         memset(n, 0, sizeof(*n));
         break;
     }
@@ -462,10 +468,10 @@ static int parse_scalar(const cfg_key_t *k, void *base, const char *s, hu_error_
         return 0;
     case CFG_HOSTLIST: {
         cfg_names_t n = { 0 };
-        if (hostlist_expand(s, &n.v, &n.n, &e) < 0)
+        if (hu_hostlist_expand(s, &cfg_hostlist_opts, &n.v, &n.n, NULL, &e) < 0)
             return hu_errprintf(err, "'%s': %s", s, e.text);
         if (!(n.text = strdup(s))) {
-            hostlist_free(n.v, n.n);
+            hu_hostlist_free(n.v, n.n);
             return hu_errprintf(err, "out of memory");
         }
         free_value(k, base);
@@ -519,14 +525,13 @@ static void free_section(cfg_section_t sec, void *base)
 /* ------------------------------------------------------------------ YAML walk */
 typedef struct {
     const char *path;
-    yaml_document_t *doc;
     hu_error_t *err;
 } walk_t;
 
-static int errat(walk_t *w, const yaml_node_t *n, const char *fmt, ...)
+static int errat(walk_t *w, const hu_ynode_t *n, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-static int errat(walk_t *w, const yaml_node_t *n, const char *fmt, ...)
+static int errat(walk_t *w, const hu_ynode_t *n, const char *fmt, ...)
 {
     char msg[400];
     va_list ap;
@@ -534,21 +539,20 @@ static int errat(walk_t *w, const yaml_node_t *n, const char *fmt, ...)
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
     if (n)
-        hu_errprintf(w->err, "%s:%zu:%zu: %s", w->path, n->start_mark.line + 1,
-                     n->start_mark.column + 1, msg);
+        hu_errprintf(w->err, "%s:%d:%d: %s", w->path, n->line, n->col, msg);
     else
         hu_errprintf(w->err, "%s: %s", w->path, msg);
     errno = EINVAL;
     return -1;
 }
 
-static const char *scalar(const yaml_node_t *n)
+static const char *scalar(const hu_ynode_t *n)
 {
-    return n && n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value : NULL;
+    return n && n->type == HU_YAML_SCALAR ? n->str : NULL;
 }
 
 /* A key's value: scalar for most types, sequence for hostlists and doubles. */
-static int parse_value(walk_t *w, const cfg_key_t *k, void *base, yaml_node_t *v,
+static int parse_value(walk_t *w, const cfg_key_t *k, void *base, const hu_ynode_t *v,
                        const char *sec)
 {
     hu_error_t e = { "" };
@@ -556,11 +560,10 @@ static int parse_value(walk_t *w, const cfg_key_t *k, void *base, yaml_node_t *v
 
     if (k->type == CFG_DOUBLES) {
         cfg_doubles_t d = { 0 };
-        if (v->type != YAML_SEQUENCE_NODE)
+        if (v->type != HU_YAML_SEQ)
             return errat(w, v, "%s.%s: expected a list of numbers", sec, k->key);
-        for (yaml_node_item_t *it = v->data.sequence.items.start;
-             it < v->data.sequence.items.top; it++) {
-            yaml_node_t *in = yaml_document_get_node(w->doc, *it);
+        for (size_t it = 0; it < v->n; it++) {
+            const hu_ynode_t *in = v->kids[it];
             const char *s = scalar(in);
             double *nv;
             if (d.n >= 64) {
@@ -580,12 +583,11 @@ static int parse_value(walk_t *w, const cfg_key_t *k, void *base, yaml_node_t *v
         }
         free_value(k, base);
         *(cfg_doubles_t *)f = d;
-    } else if (k->type == CFG_HOSTLIST && v->type == YAML_SEQUENCE_NODE) {
+    } else if (k->type == CFG_HOSTLIST && v->type == HU_YAML_SEQ) {
         size_t len = 0;
         char *joined;
-        for (yaml_node_item_t *it = v->data.sequence.items.start;
-             it < v->data.sequence.items.top; it++) {
-            yaml_node_t *in = yaml_document_get_node(w->doc, *it);
+        for (size_t it = 0; it < v->n; it++) {
+            const hu_ynode_t *in = v->kids[it];
             if (!scalar(in))
                 return errat(w, in, "%s.%s: expected a host list", sec, k->key);
             len += strlen(scalar(in)) + 1;
@@ -594,11 +596,10 @@ static int parse_value(walk_t *w, const cfg_key_t *k, void *base, yaml_node_t *v
             return errat(w, v, "%s.%s: empty list", sec, k->key);
         if (!(joined = calloc(1, len)))
             return errat(w, v, "out of memory");
-        for (yaml_node_item_t *it = v->data.sequence.items.start;
-             it < v->data.sequence.items.top; it++) {
+        for (size_t it = 0; it < v->n; it++) {
             if (*joined)
                 strcat(joined, ",");
-            strcat(joined, scalar(yaml_document_get_node(w->doc, *it)));
+            strcat(joined, scalar(v->kids[it]));
         }
         int rc = parse_scalar(k, base, joined, &e);
         free(joined);
@@ -609,7 +610,7 @@ static int parse_value(walk_t *w, const cfg_key_t *k, void *base, yaml_node_t *v
         if (!s)
             return errat(w, v, "%s.%s: expected a %s, not a %s", sec, k->key,
                          type_name(k->type),
-                         v->type == YAML_MAPPING_NODE ? "mapping" : "list");
+                         v->type == HU_YAML_MAP ? "mapping" : "list");
         /* A quoted empty string is a string; an empty plain scalar (key:) is "no
          * value" and only allowed for strings. */
         if (parse_scalar(k, base, s, &e) < 0)
@@ -622,17 +623,15 @@ static int parse_value(walk_t *w, const cfg_key_t *k, void *base, yaml_node_t *v
 
 /* Parse mapping m into base with the keys of section sec.  Keys with a NULL default
  * must be present. */
-static int parse_mapping(walk_t *w, cfg_section_t sec, void *base, yaml_node_t *m)
+static int parse_mapping(walk_t *w, cfg_section_t sec, void *base, const hu_ynode_t *m)
 {
     const char *sname = sections[sec].name;
     bool seen[NKEYS] = { false };
 
-    if (m->type != YAML_MAPPING_NODE)
+    if (m->type != HU_YAML_MAP)
         return errat(w, m, "%s: expected a mapping of keys", sname);
-    for (yaml_node_pair_t *p = m->data.mapping.pairs.start;
-         p < m->data.mapping.pairs.top; p++) {
-        yaml_node_t *kn = yaml_document_get_node(w->doc, p->key);
-        yaml_node_t *vn = yaml_document_get_node(w->doc, p->value);
+    for (size_t p = 0; p + 1 < m->n; p += 2) {
+        const hu_ynode_t *kn = m->kids[p], *vn = m->kids[p + 1];
         const char *key = scalar(kn);
         size_t i;
         if (!key)
@@ -654,17 +653,16 @@ static int parse_mapping(walk_t *w, cfg_section_t sec, void *base, yaml_node_t *
     return 0;
 }
 
-static int parse_list(walk_t *w, cfg_t *cfg, cfg_section_t sec, yaml_node_t *seq)
+static int parse_list(walk_t *w, cfg_t *cfg, cfg_section_t sec, const hu_ynode_t *seq)
 {
     const cfg_section_desc_t *d = &sections[sec];
     void **arr = (void **)((char *)cfg + d->arr_off);
     int *cnt = (int *)((char *)cfg + d->cnt_off);
 
-    if (seq->type != YAML_SEQUENCE_NODE)
+    if (seq->type != HU_YAML_SEQ)
         return errat(w, seq, "%s: expected a list", d->name);
-    for (yaml_node_item_t *it = seq->data.sequence.items.start;
-         it < seq->data.sequence.items.top; it++) {
-        yaml_node_t *in = yaml_document_get_node(w->doc, *it);
+    for (size_t it = 0; it < seq->n; it++) {
+        const hu_ynode_t *in = seq->kids[it];
         char *na = realloc(*arr, (size_t)(*cnt + 1) * d->item_size);
         if (!na)
             return errat(w, in, "out of memory");
@@ -673,8 +671,8 @@ static int parse_list(walk_t *w, cfg_t *cfg, cfg_section_t sec, yaml_node_t *seq
         memset(item, 0, d->item_size);
         (*cnt)++;
         /* every item struct starts with int line, col */
-        ((int *)item)[0] = (int)in->start_mark.line + 1;
-        ((int *)item)[1] = (int)in->start_mark.column + 1;
+        ((int *)item)[0] = in->line;
+        ((int *)item)[1] = in->col;
         if (apply_defaults(sec, item, w->err) < 0)
             return -1;
         if (parse_mapping(w, sec, item, in) < 0)
@@ -862,14 +860,73 @@ void cfg_destroy(cfg_t *cfg)
     errno = saved;
 }
 
+/* The whole of f into a malloc'd buffer (*len bytes, NUL-terminated). */
+static char *read_all(FILE *f, size_t *len)
+{
+    size_t n = 0, cap = 0;
+    char *buf = NULL;
+
+    for (;;) {
+        if (cap - n < 4096 + 1) {
+            size_t nc = cap ? cap * 2 : 8192;
+            char *nb = realloc(buf, nc);
+            if (!nb) {
+                free(buf);
+                errno = ENOMEM;
+                return NULL;
+            }
+            buf = nb;
+            cap = nc;
+        }
+        size_t r = fread(buf + n, 1, cap - n - 1, f);
+        n += r;
+        if (r == 0) {
+            if (ferror(f)) {
+                int e = errno ? errno : EIO;
+                free(buf);
+                errno = e;
+                return NULL;
+            }
+            break;
+        }
+    }
+    buf[n] = '\0';
+    *len = n;
+    return buf;
+}
+
+/* libyaml's refusal, worded as bbmgr always did: "FILE:LINE:COL: problem context". */
+static void yaml_error(const char *path, const hu_yaml_fail_t *f, hu_error_t *err)
+{
+    if (f->why == HU_YAML_NOMEM) {
+        hu_errprintf(err, "%s: out of memory", path);
+        errno = ENOMEM;
+        return;
+    }
+    /* libyaml gives no line to an encoding error: 1:1 as it always was */
+    int line = f->why == HU_YAML_ENCODING ? 1 : f->line;
+    int col = f->why == HU_YAML_ENCODING ? 1 : f->col;
+    hu_errprintf(err, "%s:%d:%d: %s%s%s", path, line, col,
+                 f->problem ? f->problem : "YAML syntax error",
+                 f->context ? " " : "", f->context ? f->context : "");
+    errno = EINVAL;
+}
+
 cfg_t *cfg_load(const char *path, hu_error_t *err)
 {
-    yaml_parser_t parser;
-    yaml_document_t doc;
-    bool have_parser = false, have_doc = false;
+    /* aliases share their node, as libyaml's documents do; the node bound keeps
+     * an alias bomb from growing the tree */
+    static const hu_yaml_opts_t yopts = { .aliases = true, .max_nodes = 1000000 };
+    hu_yaml_t *y = NULL;
+    hu_ydoc_t *doc = NULL, *doc2 = NULL;
+    hu_yaml_fail_t yf;
+    hu_error_t ye;
     cfg_t *cfg = NULL;
     FILE *f = NULL;
-    walk_t w = { path, &doc, err };
+    char *text = NULL;
+    size_t len = 0;
+    int rc;
+    walk_t w = { path, err };
     bool seen[SEC__COUNT] = { false };
 
     if (!(cfg = calloc(1, sizeof(*cfg))) || !(cfg->path = strdup(path))) {
@@ -880,36 +937,26 @@ cfg_t *cfg_load(const char *path, hu_error_t *err)
     for (int s = 0; s < SEC__COUNT; s++)
         if (!sections[s].is_list && apply_defaults((cfg_section_t)s, cfg, err) < 0)
             goto error;
-    if (!(f = fopen(path, "r"))) {
+    if (!(f = fopen(path, "r")) || !(text = read_all(f, &len))) {
         hu_errprintf(err, "%s: %s", path, strerror(errno));
         goto error;
     }
-    if (!yaml_parser_initialize(&parser)) {
-        errno = ENOMEM;
-        hu_errprintf(err, "%s: cannot initialise the YAML parser", path);
+    if (!(y = hu_yaml_open(text, len, &yopts, &ye))) {
+        hu_errprintf(err, "%s: %s", path, ye.text);
         goto error;
     }
-    have_parser = true;
-    yaml_parser_set_input_file(&parser, f);
-    if (!yaml_parser_load(&parser, &doc)) {
-        errno = EINVAL;
-        hu_errprintf(err, "%s:%zu:%zu: %s%s%s", path, parser.problem_mark.line + 1,
-                     parser.problem_mark.column + 1,
-                     parser.problem ? parser.problem : "YAML syntax error",
-                     parser.context ? " " : "", parser.context ? parser.context : "");
+    if ((rc = hu_yaml_next(y, &doc, &yf, &ye)) < 0) {
+        yaml_error(path, &yf, err);
         goto error;
     }
-    have_doc = true;
-    yaml_node_t *root = yaml_document_get_root_node(&doc);
+    const hu_ynode_t *root = rc ? hu_ydoc_root(doc) : NULL;
     if (root) {     /* an empty file means all defaults */
-        if (root->type != YAML_MAPPING_NODE) {
+        if (root->type != HU_YAML_MAP) {
             errat(&w, root, "the file must be a mapping of sections");
             goto error;
         }
-        for (yaml_node_pair_t *p = root->data.mapping.pairs.start;
-             p < root->data.mapping.pairs.top; p++) {
-            yaml_node_t *kn = yaml_document_get_node(&doc, p->key);
-            yaml_node_t *vn = yaml_document_get_node(&doc, p->value);
+        for (size_t p = 0; p + 1 < root->n; p += 2) {
+            const hu_ynode_t *kn = root->kids[p], *vn = root->kids[p + 1];
             const char *name = scalar(kn);
             int s;
             if (!name) {
@@ -929,35 +976,30 @@ cfg_t *cfg_load(const char *path, hu_error_t *err)
             }
             seen[s] = true;
             /* "section:" with nothing: keep the defaults */
-            if (vn->type == YAML_SCALAR_NODE && vn->data.scalar.length == 0
-                && vn->data.scalar.style == YAML_PLAIN_SCALAR_STYLE)
+            if (vn->type == HU_YAML_SCALAR && vn->len == 0 && vn->plain)
                 continue;
             if (sections[s].is_list ? parse_list(&w, cfg, (cfg_section_t)s, vn) < 0
                                     : parse_mapping(&w, (cfg_section_t)s, cfg, vn) < 0)
                 goto error;
         }
-        /* a second document is an error */
-        yaml_document_t doc2;
-        if (yaml_parser_load(&parser, &doc2)) {
-            bool more = yaml_document_get_root_node(&doc2) != NULL;
-            yaml_document_delete(&doc2);
-            if (more) {
-                errat(&w, NULL, "more than one YAML document");
-                goto error;
-            }
+        /* a second document is an error (one that does not parse is not seen) */
+        if (hu_yaml_next(y, &doc2, NULL, NULL) > 0) {
+            errat(&w, NULL, "more than one YAML document");
+            goto error;
         }
     }
     if (cross_check(&w, cfg) < 0)
         goto error;
-    yaml_document_delete(&doc);
-    yaml_parser_delete(&parser);
+    hu_ydoc_free(doc);
+    hu_yaml_close(y);
+    free(text);
     fclose(f);
     return cfg;
 error:
-    if (have_doc)
-        yaml_document_delete(&doc);
-    if (have_parser)
-        yaml_parser_delete(&parser);
+    hu_ydoc_free(doc2);
+    hu_ydoc_free(doc);
+    hu_yaml_close(y);
+    free(text);
     if (f)
         fclose(f);
     cfg_destroy(cfg);

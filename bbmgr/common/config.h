@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include "libhutil/hu_hostlist.h"
 #include "libhutil/hutil.h"
 
 typedef enum {
@@ -173,6 +174,10 @@ typedef struct cfg {
       "Device profiles: sensitivity of a storage device to concurrent streams.") \
     S(pools,    true, cfg_pool_t, pools, npools, \
       "Pools of buffer nodes, as Slurm's burst_buffer pools.")
+
+/* How bbmgr.yaml's host lists expand: at most 65536 names of at most 255 letters,
+ * digits, '-', '_' and '.', blanks around items ignored. */
+extern const hu_hostlist_opts_t cfg_hostlist_opts;
 
 /* Read and check FILE.  On error returns NULL, errno set, and err->text is
  * "FILE:LINE:COL: reason" (or "FILE: reason" when no position applies). */

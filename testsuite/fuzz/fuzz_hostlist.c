@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * fuzz_hostlist.c — libFuzzer harness for the host-list expansion
- * (bbmgr/common/hostlist.c: "bb[01-04,7],hd1"), used for bbmgr.yaml's node names.
+ * (src/common/libhutil/hu_hostlist.c: "bb[01-04,7],hd1") with the options of
+ * bbmgr.yaml's node names (cfg_hostlist_opts).
  *
  * The oracles (abort() on failure):
  *   - a refused expression gives a message that is not empty, and no names;
@@ -15,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hostlist.h"
+#include "config.h"
 
 #define FUZZ_NAME "fuzz_hostlist"
 #include "fuzz.h"
@@ -31,7 +32,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     hu_error_t err = { "" };
     char **names = NULL;
     int n = 0;
-    if (hostlist_expand(expr, &names, &n, &err) < 0) {
+    if (hu_hostlist_expand(expr, &cfg_hostlist_opts, &names, &n, NULL, &err) < 0) {
         if (!err.text[0])
             FAIL("refused without a message");
         if (names)
@@ -63,17 +64,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         char **again = NULL;
         int m = 0;
         hu_error_t err2 = { "" };
-        if (hostlist_expand(joined, &again, &m, &err2) < 0)
+        if (hu_hostlist_expand(joined, &cfg_hostlist_opts, &again, &m, NULL, &err2) < 0)
             FAIL("'%s' expands, its names '%s' do not: %s", expr, joined, err2.text);
         if (m != n)
             FAIL("'%s': %d names, joined again %d", expr, n, m);
         for (int i = 0; i < n; i++)
             if (strcmp(names[i], again[i]))
                 FAIL("'%s': name %d '%s' became '%s'", expr, i, names[i], again[i]);
-        hostlist_free(again, m);
+        hu_hostlist_free(again, m);
         free(joined);
     }
-    hostlist_free(names, n);
+    hu_hostlist_free(names, n);
     free(expr);
     return 0;
 }

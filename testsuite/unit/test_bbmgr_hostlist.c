@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* Unit tests: Slurm-style host list expansion (bbmgr/common/hostlist.c). */
+/* Unit tests: Slurm-style host list expansion as bbmgr.yaml's node names use it
+ * (libhutil's hu_hostlist.c with config.c's cfg_hostlist_opts). */
 #include <check.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "hostlist.h"
+#include "config.h"
 #include "testutil.h"
 
 static char *joined(const char *expr)
@@ -15,7 +16,7 @@ static char *joined(const char *expr)
     int n;
     hu_error_t err;
     static char buf[4096];
-    if (hostlist_expand(expr, &v, &n, &err) < 0) {
+    if (hu_hostlist_expand(expr, &cfg_hostlist_opts, &v, &n, NULL, &err) < 0) {
         snprintf(buf, sizeof(buf), "ERR:%s", err.text);
         return buf;
     }
@@ -25,7 +26,7 @@ static char *joined(const char *expr)
             strcat(buf, " ");
         strcat(buf, v[i]);
     }
-    hostlist_free(v, n);
+    hu_hostlist_free(v, n);
     return buf;
 }
 
