@@ -117,6 +117,9 @@ START_TEST(test_limits)
     /* a user's "n[1-999999999]" is refused before any name is made */
     REFUSED("n[1-999999999]", &strict, HU_HL_TOO_MANY, ERANGE,
             "host list expands to more than 1000 names");
+    /* the range is measured before its first name: the bad suffix is not reached */
+    REFUSED("n[1-999999999]x[", &strict, HU_HL_TOO_MANY, ERANGE,
+            "host list expands to more than 1000 names");
     REFUSED("n[0-999999999999999999999]", &plain, HU_HL_BOUND_TOO_LARGE, ERANGE,
             "range bound too large");
     /* 1000 names is the limit, 1001 is past it, also through products */
