@@ -8,26 +8,12 @@
 #include <string.h>
 
 #include "config.h"
+#include "hostlist_helpers.h"
 #include "testutil.h"
 
-static char *joined(const char *expr)
+static const char *joined(const char *expr)
 {
-    char **v;
-    int n;
-    hu_error_t err;
-    static char buf[4096];
-    if (hu_hostlist_expand(expr, &cfg_hostlist_opts, &v, &n, NULL, &err) < 0) {
-        snprintf(buf, sizeof(buf), "ERR:%s", err.text);
-        return buf;
-    }
-    buf[0] = '\0';
-    for (int i = 0; i < n; i++) {
-        if (i)
-            strcat(buf, " ");
-        strcat(buf, v[i]);
-    }
-    hu_hostlist_free(v, n);
-    return buf;
+    return hl_joined(expr, &cfg_hostlist_opts, NULL, NULL);
 }
 
 START_TEST(test_expand)
