@@ -896,7 +896,7 @@ static char *read_all(FILE *f, size_t *len)
 }
 
 /* libyaml's refusal, worded as bbmgr always did: "FILE:LINE:COL: problem context". */
-static void yaml_error(const char *path, const hu_yaml_fail_t *f, hu_error_t *err)
+static void yaml_refusal(const char *path, const hu_yaml_fail_t *f, hu_error_t *err)
 {
     if (f->why == HU_YAML_NOMEM) {
         hu_errprintf(err, "%s: out of memory", path);
@@ -946,7 +946,7 @@ cfg_t *cfg_load(const char *path, hu_error_t *err)
         goto error;
     }
     if ((rc = hu_yaml_next(y, &doc, &yf, &ye)) < 0) {
-        yaml_error(path, &yf, err);
+        yaml_refusal(path, &yf, err);
         goto error;
     }
     const hu_ynode_t *root = rc ? hu_ydoc_root(doc) : NULL;
