@@ -190,18 +190,23 @@ def plugin_layers(srcdir, objs, nm):
 # libhsched's model, its dynamic programme and its periodic schedules, from the
 # bottom up (HACKING.md, Layers): a file (with its header; X_internal.h is X.c's)
 # includes the headers of, and calls, only the files of lower layers.  hsched.h and
-# policy.h are headers of no source of their own.  Files named in no layer (the
-# policies, SFQ, the metrics) are not held by this table.
+# policy.h are headers of no source of their own.  The policies stand above the
+# model and below the table of them (hs_sched), which the core and auto reach only
+# through the pointer they are given (hs_policy_ops_f).  Files named in no layer
+# (SFQ, the metrics) are not held by this table.
 HSCHED_LAYERS = [
     ("hsched",),
     ("policy",),
     ("hs_model",),
-    ("hs_buffer", "hs_dp_types", "hs_periodic_types"),
+    ("hs_buffer", "hs_dp_types", "hs_periodic_types", "hs_policy"),
     ("hs_bnode", "hs_dp_model", "hs_periodic_model"),
     ("hs_core", "hs_dp_greedy", "hs_pattern"),
     ("hs_decide", "hs_dp", "hs_periodic_profile"),
     ("hs_periodic_ff",),
     ("hs_periodic",),
+    ("hs_online",),
+    ("hs_pol_auto", "hs_pol_harmonia", "hs_pol_periodic"),
+    ("hs_sched",),
 ]
 HSCHED_LAYER = {f: i + 1 for i, files in enumerate(HSCHED_LAYERS) for f in files}
 HSCHED_RULE = ("libhsched's files are in layers (HACKING.md, Layers): %s (layer %d) "
