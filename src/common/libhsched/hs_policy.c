@@ -39,6 +39,7 @@ static const struct {
 };
 #define NSIMPLE (sizeof(simple_ids) / sizeof(simple_ids[0]))
 
+/* clang-format off */
 static const char *const all_ids[] = {
     "fairshare", "fcfs", "static",
     "roundrobin", "roundrobin-priority",
@@ -52,6 +53,7 @@ static const char *const all_ids[] = {
     "auto",
     NULL,
 };
+/* clang-format on */
 
 const char *const *hs_policy_ids(void)
 {
