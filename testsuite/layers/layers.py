@@ -89,6 +89,22 @@ MOVER_RULE = ("the mover's files are in layers (HACKING.md, Layers): %s (layer %
               "use only files of lower layers, and %s is at layer %s")
 
 
+def folder_includes(srcdir, folder, use):
+    """The includes between the files of folder (from the top) that use(src, dst)
+    (stems) refuses, one line each."""
+    found = []
+    d = os.path.join(srcdir, folder)
+    inc = re.compile(r'^\s*#\s*include\s*"([^"/]+)"', re.M)
+    for p in sorted(glob.glob(os.path.join(d, "*.[ch]"))):
+        for name in inc.findall(open(p, encoding="utf-8", errors="replace").read()):
+            if os.path.exists(os.path.join(d, name)):
+                why = use(os.path.basename(p).split(".")[0], name.split(".")[0])
+                if why:
+                    found.append("%s includes %s/%s: %s"
+                                 % (os.path.relpath(p, srcdir), folder, name, why))
+    return found
+
+
 def mover_layers(srcdir, table):
     """The uses between the mover's files that MOVER_LAYERS does not allow: the
     includes of bbmgr/mover/ and the calls of table (main(): part, file, defined,
@@ -96,16 +112,7 @@ def mover_layers(srcdir, table):
     def use(src, dst):
         return daemon_use(src, dst, MOVER_LAYER, "mover", MOVER_RULE)
 
-    found = []
-    d = os.path.join(srcdir, "bbmgr", "mover")
-    inc = re.compile(r'^\s*#\s*include\s*"([^"/]+)"', re.M)
-    for p in sorted(glob.glob(os.path.join(d, "*.[ch]"))):
-        for name in inc.findall(open(p, encoding="utf-8", errors="replace").read()):
-            if os.path.exists(os.path.join(d, name)):
-                why = use(os.path.basename(p).split(".")[0], name.split(".")[0])
-                if why:
-                    found.append("%s includes bbmgr/mover/%s: %s"
-                                 % (os.path.relpath(p, srcdir), name, why))
+    found = folder_includes(srcdir, "bbmgr/mover", use)
     owner = {s: src for part, src, defined, _ in table if part == "mover" for s in defined}
     for part, src, _, used in table:
         for s in sorted(used) if part == "mover" else ():
@@ -166,16 +173,7 @@ def plugin_layers(srcdir, objs, nm):
     """The uses between the burst buffer plugin's files that PLUGIN_LAYERS does not
     allow: their includes, and the calls of the objects objs ({(dir, stem): path},
     main()'s objects()) read with nm (main()'s: defined, used)."""
-    found = []
-    d = os.path.join(srcdir, PLUGIN_DIR)
-    inc = re.compile(r'^\s*#\s*include\s*"([^"/]+)"', re.M)
-    for p in sorted(glob.glob(os.path.join(d, "*.[ch]"))):
-        for name in inc.findall(open(p, encoding="utf-8", errors="replace").read()):
-            if os.path.exists(os.path.join(d, name)):
-                why = plugin_use(os.path.basename(p).split(".")[0], name.split(".")[0])
-                if why:
-                    found.append("%s includes %s/%s: %s"
-                                 % (os.path.relpath(p, srcdir), PLUGIN_DIR, name, why))
+    found = folder_includes(srcdir, PLUGIN_DIR, plugin_use)
     table = [(stem, nm(o)) for (_, stem), o in sorted(objs.items())]
     owner = {s: stem for stem, (defined, _) in table for s in defined}
     for stem, (_, used) in table:
