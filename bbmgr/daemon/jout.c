@@ -90,12 +90,14 @@ static void jout_str(jout_t *b, const char *s)
  * exponent). */
 static bool g17_digits(double v, char d[17], int *exp)
 {
+    /* clang-format off */
     static const uint64_t pow5[21] = {
         1ULL, 5ULL, 25ULL, 125ULL, 625ULL, 3125ULL, 15625ULL, 78125ULL, 390625ULL,
         1953125ULL, 9765625ULL, 48828125ULL, 244140625ULL, 1220703125ULL, 6103515625ULL,
         30517578125ULL, 152587890625ULL, 762939453125ULL, 3814697265625ULL,
         19073486328125ULL, 95367431640625ULL
     };
+    /* clang-format on */
     const uint64_t lo = 10000000000000000ULL, hi = 100000000000000000ULL;
     uint64_t bits;
     memcpy(&bits, &v, sizeof(bits));

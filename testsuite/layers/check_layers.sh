@@ -54,3 +54,26 @@ case "$out" in
     echo "layers: hs_bnode.c including hs_decide.h was refused for another reason"
     exit 1 ;;
 esac
+
+# The same for the burst buffer plugin: in a copy of its sources where the job
+# records (bbh_jobs.c) include the agent's header (bbh_agent.h), above them, it
+# must fail and name that include.
+pl="$tmp/pl"
+mkdir -p "$pl/src/plugins/burst_buffer/harmonia" "$pl/src/include/harmonia" &&
+    cp "$HARMONIA_SRCDIR"/src/plugins/burst_buffer/harmonia/*.[ch] \
+        "$pl/src/plugins/burst_buffer/harmonia/" &&
+    cp "$HARMONIA_SRCDIR/src/include/harmonia/client.h" "$pl/src/include/harmonia/" &&
+    sed -i 's/^#include "bbh_jobs.h"$/&\n#include "bbh_agent.h"/' \
+        "$pl/src/plugins/burst_buffer/harmonia/bbh_jobs.c" || exit 1
+if out=$("$py" "$layers" "$pl" "$HARMONIA_BUILDDIR"); then
+    echo "layers: bbh_jobs.c including bbh_agent.h was not refused"
+    exit 1
+fi
+case "$out" in
+*"src/plugins/burst_buffer/harmonia/bbh_jobs.c includes src/plugins/burst_buffer/harmonia/bbh_agent.h: the burst buffer plugin's files are in layers"*)
+    echo "layers: a lower file of the burst buffer plugin including a higher one's header is refused" ;;
+*)
+    printf '%s\n' "$out"
+    echo "layers: bbh_jobs.c including bbh_agent.h was refused for another reason"
+    exit 1 ;;
+esac

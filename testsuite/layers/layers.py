@@ -89,6 +89,22 @@ MOVER_RULE = ("the mover's files are in layers (HACKING.md, Layers): %s (layer %
               "use only files of lower layers, and %s is at layer %s")
 
 
+def folder_includes(srcdir, folder, use):
+    """The includes between the files of folder (from the top) that use(src, dst)
+    (stems) refuses, one line each."""
+    found = []
+    d = os.path.join(srcdir, folder)
+    inc = re.compile(r'^\s*#\s*include\s*"([^"/]+)"', re.M)
+    for p in sorted(glob.glob(os.path.join(d, "*.[ch]"))):
+        for name in inc.findall(open(p, encoding="utf-8", errors="replace").read()):
+            if os.path.exists(os.path.join(d, name)):
+                why = use(os.path.basename(p).split(".")[0], name.split(".")[0])
+                if why:
+                    found.append("%s includes %s/%s: %s"
+                                 % (os.path.relpath(p, srcdir), folder, name, why))
+    return found
+
+
 def mover_layers(srcdir, table):
     """The uses between the mover's files that MOVER_LAYERS does not allow: the
     includes of bbmgr/mover/ and the calls of table (main(): part, file, defined,
@@ -96,16 +112,7 @@ def mover_layers(srcdir, table):
     def use(src, dst):
         return daemon_use(src, dst, MOVER_LAYER, "mover", MOVER_RULE)
 
-    found = []
-    d = os.path.join(srcdir, "bbmgr", "mover")
-    inc = re.compile(r'^\s*#\s*include\s*"([^"/]+)"', re.M)
-    for p in sorted(glob.glob(os.path.join(d, "*.[ch]"))):
-        for name in inc.findall(open(p, encoding="utf-8", errors="replace").read()):
-            if os.path.exists(os.path.join(d, name)):
-                why = use(os.path.basename(p).split(".")[0], name.split(".")[0])
-                if why:
-                    found.append("%s includes bbmgr/mover/%s: %s"
-                                 % (os.path.relpath(p, srcdir), name, why))
+    found = folder_includes(srcdir, "bbmgr/mover", use)
     owner = {s: src for part, src, defined, _ in table if part == "mover" for s in defined}
     for part, src, _, used in table:
         for s in sorted(used) if part == "mover" else ():
@@ -130,21 +137,74 @@ def daemon_use(src, dst, layer=DAEMON_LAYER, folder="daemon", rule=DAEMON_RULE):
     return rule % (src, ls, dst, ld)
 
 
+# The burst buffer plugin's files, from the bottom up (HACKING.md, Layers): a file
+# (with its header) includes the headers of, and calls, only the files of lower
+# layers.  bb_common.c is Slurm's own code compiled in, of no layer.
+PLUGIN_DIR = "src/plugins/burst_buffer/harmonia"
+PLUGIN_LAYERS = [
+    ("slurm_compat", "bbh_conf", "bbh_job"),
+    ("bbh_model",),
+    ("bbh_jobs",),
+    ("bbh_steps", "bbh_show", "bbh_sched"),
+    ("bbh_agent",),
+    ("burst_buffer_harmonia",),
+]
+PLUGIN_LAYER = {f: i + 1 for i, files in enumerate(PLUGIN_LAYERS) for f in files}
+PLUGIN_RULE = ("the burst buffer plugin's files are in layers (HACKING.md, Layers): %s "
+               "(layer %d) may use only files of lower layers, and %s is at layer %d")
+PLUGIN_FOREIGN = {"bb_common"}
+# Slurm's names of a plugin (burst_buffer_harmonia.c's): every file says them in its
+# messages, and bbh_job.c, shared with job_submit/harmonia, those of its plugin.
+PLUGIN_IDENTITY = {"plugin_name", "plugin_type", "plugin_version"}
+
+
+def plugin_use(src, dst):
+    """The problem when plugin file src (a stem) uses file dst, or None."""
+    if src == dst or src in PLUGIN_FOREIGN or dst in PLUGIN_FOREIGN:
+        return None
+    ls, ld = PLUGIN_LAYER.get(src), PLUGIN_LAYER.get(dst)
+    if ls is None or ld is None:
+        return "%s/%s has no layer in testsuite/layers/layers.py (PLUGIN_LAYERS): " \
+               "give it one" % (PLUGIN_DIR, dst if ls else src)
+    return None if ld < ls else PLUGIN_RULE % (src, ls, dst, ld)
+
+
+def plugin_layers(srcdir, objs, nm):
+    """The uses between the burst buffer plugin's files that PLUGIN_LAYERS does not
+    allow: their includes, and the calls of the objects objs ({(dir, stem): path},
+    main()'s objects()) read with nm (main()'s: defined, used)."""
+    found = folder_includes(srcdir, PLUGIN_DIR, plugin_use)
+    table = [(stem, nm(o)) for (_, stem), o in sorted(objs.items())]
+    owner = {s: stem for stem, (defined, _) in table for s in defined}
+    for stem, (_, used) in table:
+        for s in sorted(used):
+            why = s in owner and s not in PLUGIN_IDENTITY and plugin_use(stem, owner[s])
+            if why:
+                found.append("%s/%s.c calls %s() of %s/%s.c: %s"
+                             % (PLUGIN_DIR, stem, s, PLUGIN_DIR, owner[s], why))
+    return found
+
+
 # libhsched's model, its dynamic programme and its periodic schedules, from the
 # bottom up (HACKING.md, Layers): a file (with its header; X_internal.h is X.c's)
 # includes the headers of, and calls, only the files of lower layers.  hsched.h and
-# policy.h are headers of no source of their own.  Files named in no layer (the
-# policies, SFQ, the metrics) are not held by this table.
+# policy.h are headers of no source of their own.  The policies stand above the
+# model and below the table of them (hs_sched), which the core and auto reach only
+# through the pointer they are given (hs_policy_ops_f).  Files named in no layer
+# (SFQ, the metrics) are not held by this table.
 HSCHED_LAYERS = [
     ("hsched",),
     ("policy",),
     ("hs_model",),
-    ("hs_buffer", "hs_dp_types", "hs_periodic_types"),
+    ("hs_buffer", "hs_dp_types", "hs_periodic_types", "hs_policy"),
     ("hs_bnode", "hs_dp_model", "hs_periodic_model"),
     ("hs_core", "hs_dp_greedy", "hs_pattern"),
     ("hs_decide", "hs_dp", "hs_periodic_profile"),
     ("hs_periodic_ff",),
     ("hs_periodic",),
+    ("hs_online",),
+    ("hs_pol_auto", "hs_pol_harmonia", "hs_pol_periodic"),
+    ("hs_sched",),
 ]
 HSCHED_LAYER = {f: i + 1 for i, files in enumerate(HSCHED_LAYERS) for f in files}
 HSCHED_RULE = ("libhsched's files are in layers (HACKING.md, Layers): %s (layer %d) "
@@ -380,6 +440,8 @@ def main(srcdir, builddir):
             elif s in hc_defined and not re.search(r"\b%s\b" % re.escape(s), client):
                 problems.append("%s calls %s() of libharmonia, not of its client: %s"
                                 % (src, s, RULES[("plugins", "*")]))
+
+    problems.extend(plugin_layers(srcdir, objects(PLUGIN_DIR), nm))
 
     for p in problems:
         print("layers: " + p)

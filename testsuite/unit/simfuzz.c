@@ -13,6 +13,7 @@
 #include "../../sim/rng.h"
 #include "simfuzz.h"
 
+/* clang-format off */
 const char *const sf_policies[] = {
     "fairshare", "fcfs", "static",
     "roundrobin", "roundrobin-priority",
@@ -26,6 +27,7 @@ const char *const sf_policies[] = {
     "auto",
     NULL,
 };
+/* clang-format on */
 
 /* ------------------------------------------------------------------ workloads */
 

@@ -109,11 +109,13 @@ END_TEST
  * then the lengths around each change of stream length and the mover's sizes. */
 START_TEST(test_crc32c_hw_sw)
 {
+    /* clang-format off */
     static const size_t odd[] = {
         767, 768, 769, 775, 776, 1535, 1536, 1537, 3 * 8192 - 1, 3 * 8192, 3 * 8192 + 1,
         3 * 8192 + 768, 3 * 8192 + 767, 6 * 8192 + 13, 100003, 262144 - 1, 262144,
         262144 + 1, 262144 + 77, 1000000, BIG - 3, BIG,
     };
+    /* clang-format on */
 
     if (!cksum_crc32c_hw_ok())
         fprintf(stderr, "test_crc32c_hw_sw: no SSE4.2 + PCLMUL here, hw is sw\n");

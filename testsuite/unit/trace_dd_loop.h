@@ -2,6 +2,7 @@
 /* A recorded trace (see test_interpose_detect.c): the writes of
  * sh -c 'for i in 1 2 3 4 5 6 7 8; do sleep 2; dd if=/dev/zero of=F bs=1M count=64; done'
  * under strace -f -ttt -T, as {start, end, bytes}, times from the first write. */
+/* clang-format off */
 static const double trace_dd_loop[][3] = {
     { 0.000000, 0.000273, 1048576 },
     { 0.000398, 0.000601, 1048576 },
@@ -516,3 +517,4 @@ static const double trace_dd_loop[][3] = {
     { 15.111160, 15.111361, 1048576 },
     { 15.111423, 15.111628, 1048576 },
 };
+/* clang-format on */

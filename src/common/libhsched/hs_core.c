@@ -269,7 +269,7 @@ static int check_policy(const hs_policy_t *pol, hs_policy_t *out, hs_error_t *er
 static int policy_start(hs_sched_t *s, const hs_policy_t *pol,
                         const hs_policy_ops_t **opsp, void **statep, hs_error_t *err)
 {
-    const hs_policy_ops_t *ops = hs_policy_ops(pol->kind);
+    const hs_policy_ops_t *ops = s->ops_of(pol->kind);
     void *state = NULL;
     char buf[64];
 
@@ -277,7 +277,8 @@ static int policy_start(hs_sched_t *s, const hs_policy_t *pol,
         return hs_errprintf(err, ENOTSUP, "policy %s is not available in this build",
                             hs_policy_name(pol, buf, sizeof(buf)));
     if (ops->create) {
-        hs_ctx_t ctx = { .plat = &s->plat, .pol = pol, .sched = s, .now = s->now };
+        hs_ctx_t ctx = { .plat = &s->plat, .pol = pol, .sched = s, .now = s->now,
+                         .ops_of = s->ops_of };
         if (ops->create(&ctx, &state, err) < 0)
             return -1;
     }
@@ -288,8 +289,8 @@ static int policy_start(hs_sched_t *s, const hs_policy_t *pol,
 
 /* ------------------------------------------------------------------ lifecycle */
 
-hs_sched_t *hs_sched_create(const hs_platform_t *plat, const hs_policy_t *pol,
-                            hs_error_t *err)
+hs_sched_t *hs_core_create(const hs_platform_t *plat, const hs_policy_t *pol,
+                           hs_policy_ops_f *ops_of, hs_error_t *err)
 {
     hs_sched_t *s = NULL;
     hs_policy_t p;
@@ -341,6 +342,7 @@ hs_sched_t *hs_sched_create(const hs_platform_t *plat, const hs_policy_t *pol,
         goto nomem;
     s->plat = *plat;
     s->now = -INFINITY;
+    s->ops_of = ops_of;
     s->free_head = NO_SLOT;
     if (plat->nbuffers > 0) {
         if (!(s->buffers = calloc(plat->nbuffers, sizeof(*s->buffers))))

@@ -80,6 +80,7 @@ struct hs_sched {
     hs_policy_t pol;
     const hs_policy_ops_t *ops;
     void *pstate;
+    hs_policy_ops_f *ops_of;    /* the policies' table (hs_core_create()) */
     double now;             /* time of the last event (-INFINITY before the first) */
 
     struct job *jobs;

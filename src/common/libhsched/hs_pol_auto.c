@@ -114,6 +114,7 @@ struct astate {
     struct cand cand[MAXCAND];
     int ncand, cur;
     const hs_policy_ops_t *ops;     /* the policy in force */
+    hs_policy_ops_f *ops_of;        /* the policies' table (ctx->ops_of) */
     void *inner;
     double factor, hyst, interval, horizon;
     double every;           /* interval in force: 'interval', else half the last
@@ -184,7 +185,7 @@ static int parse_candidates(struct astate *as, const char *list, hs_error_t *err
         id[len] = '\0';
         if (hs_policy_parse(id, &pol, err) < 0)
             return -1;
-        ops = hs_policy_ops(pol.kind);
+        ops = as->ops_of(pol.kind);
         if (pol.kind == HS_POL_AUTO || pol.kind == HS_POL_STATIC || !ops || ops->places)
             return hs_errprintf(err, EINVAL, "auto: '%s' cannot be a candidate "
                                 "(only policies that share the PFS phase by phase)",
@@ -224,7 +225,7 @@ static int parse_candidates(struct astate *as, const char *list, hs_error_t *err
 
 static int start_inner(struct astate *as, const hs_ctx_t *ctx, int c, hs_error_t *err)
 {
-    const hs_policy_ops_t *ops = hs_policy_ops(as->cand[c].pol.kind);
+    const hs_policy_ops_t *ops = as->ops_of(as->cand[c].pol.kind);
     hs_ctx_t c2 = *ctx;
     void *inner = NULL;
 
@@ -255,6 +256,7 @@ static int a_create(const hs_ctx_t *ctx, void **state, hs_error_t *err)
     as->plat.nbuffers = ctx->plat->nbuffers;
     as->plat.buffers = ctx->plat->buffers;
     as->sched = ctx->sched;
+    as->ops_of = ctx->ops_of;
     as->factor = pol->auto_factor > 0 ? pol->auto_factor : DEF_FACTOR;
     as->hyst = pol->auto_hysteresis > 0 ? pol->auto_hysteresis : DEF_HYST;
 
@@ -538,7 +540,7 @@ static long simulate(struct astate *as, int c, double now, double H, size_t n)
 {
     struct cand *cd = &as->cand[c];
     hs_error_t err;
-    hs_sched_t *cl = hs_sched_create(&as->plat, &cd->pol, &err);
+    hs_sched_t *cl = hs_core_create(&as->plat, &cd->pol, as->ops_of, &err);
     double tend = now + H, t = now;
     long events = 0, budget = isfinite(H) ? event_budget(n) : full_budget(n);
     size_t ncomp;

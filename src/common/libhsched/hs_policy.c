@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * hs_policy.c — policy ids (doc/design.md §3, a contract): parsing, canonical names,
- * the list for --help, and the table that maps a policy kind to its implementation.
+ * the list for --help.  The table that maps a policy kind to its implementation is
+ * hs_sched.c's, at the top of libhsched.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -38,6 +39,7 @@ static const struct {
 };
 #define NSIMPLE (sizeof(simple_ids) / sizeof(simple_ids[0]))
 
+/* clang-format off */
 static const char *const all_ids[] = {
     "fairshare", "fcfs", "static",
     "roundrobin", "roundrobin-priority",
@@ -51,6 +53,7 @@ static const char *const all_ids[] = {
     "auto",
     NULL,
 };
+/* clang-format on */
 
 const char *const *hs_policy_ids(void)
 {
@@ -219,45 +222,3 @@ const char *hs_policy_name(const hs_policy_t *pol, char *buf, size_t len)
     snprintf(buf, len, "%s%s", name, pol->priority ? "-priority" : "");
     return buf;
 }
-
-/* The implementation of each kind: online policies (hs_online.c), periodic
- * schedules (hs_pol_periodic.c over hs_periodic.c) and Harmonia's dynamic
- * programme (hs_pol_harmonia.c over hs_dp.c).  A kind without ops would make
- * hs_sched_create() answer ENOTSUP. */
-const hs_policy_ops_t *hs_policy_ops(hs_policy_kind_t kind)
-{
-    switch (kind) {
-        case HS_POL_FAIRSHARE:
-        case HS_POL_STATIC:             /* no buffer tier yet: fairshare on the PFS */
-            return &hs_ops_fairshare;
-        case HS_POL_FCFS:
-            return &hs_ops_fcfs;
-        case HS_POL_ROUNDROBIN:
-        case HS_POL_MINDILATION:
-        case HS_POL_MAXSYSEFF:
-        case HS_POL_MINMAX:
-            return &hs_ops_gainaru;
-        case HS_POL_SET:
-        case HS_POL_SET_FAIRSHARE:
-        case HS_POL_PRIORITY_SHARING:
-            return &hs_ops_iosets;
-        case HS_POL_PERIODIC_THROU:
-        case HS_POL_PERIODIC_CONG:
-        case HS_POL_PERSCHED:
-            return &hs_ops_periodic;
-        case HS_POL_HARMONIA_MAXBW:
-        case HS_POL_HARMONIA_MINSTALL:
-        case HS_POL_HARMONIA_FAIRNESS:
-        case HS_POL_HARMONIA_BUFFER_EFF:
-        case HS_POL_HARMONIA_PRIORITY:
-            return &hs_ops_harmonia;
-        case HS_POL_AUTO:
-            return &hs_ops_auto;
-        case HS_POL__COUNT:
-            break;
-    }
-    return NULL;
-}
-
-/* vi: ts=4 sw=4 expandtab
- */

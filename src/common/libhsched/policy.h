@@ -11,7 +11,7 @@
  * decision.
  *
  * Plugging a policy in (periodic, dp, ...): define a const hs_policy_ops_t in its
- * own file and return it from hs_policy_ops() (hs_policy.c) for its kinds.  Kinds
+ * own file and return it from hs_policy_ops() (hs_sched.c) for its kinds.  Kinds
  * with no ops make hs_sched_create() fail with ENOTSUP.
  */
 #ifndef HARMONIA_HSCHED_POLICY_H
@@ -54,12 +54,19 @@ typedef struct {
     const int *place;       /* input: those nodes (core-owned) */
 } hs_view_t;
 
+/* The ops for a policy kind, or NULL when not available in this build: the table
+ * of hs_sched.c (hs_policy_ops()), handed down to the core and the policies that
+ * run others (auto), which stand below it. */
+struct hs_policy_ops;
+typedef const struct hs_policy_ops *hs_policy_ops_f(hs_policy_kind_t kind);
+
 /* What a decide() call may read besides the views. */
 typedef struct {
     const hs_platform_t *plat;  /* platform (buffers copied, owned by the core) */
     const hs_policy_t *pol;     /* the parsed policy */
     const hs_sched_t *sched;    /* for hs_core_* accessors below */
     double now;
+    hs_policy_ops_f *ops_of;    /* the policies' table (for auto's candidates) */
 } hs_ctx_t;
 
 typedef struct hs_policy_ops {
@@ -87,8 +94,14 @@ typedef struct hs_policy_ops {
     void (*stats)(const void *state, hs_policy_stats_t *st);
 } hs_policy_ops_t;
 
-/* hs_policy.c: the ops for a policy kind, or NULL when not available in this build. */
+/* hs_sched.c: the ops for a policy kind, or NULL when not available in this build
+ * (an hs_policy_ops_f). */
 const hs_policy_ops_t *hs_policy_ops(hs_policy_kind_t kind);
+
+/* hs_core.c: hs_sched_create() with the policies' table it looks the kinds up in
+ * (hs_sched_create() gives hs_policy_ops; auto's look ahead, the one it was given). */
+hs_sched_t *hs_core_create(const hs_platform_t *plat, const hs_policy_t *pol,
+                           hs_policy_ops_f *ops_of, hs_error_t *err);
 
 /* hs_online.c: the online policies of this file set. */
 extern const hs_policy_ops_t hs_ops_fairshare;   /* fairshare, static */

@@ -6,7 +6,12 @@
  *  How the plugin works: burst_buffer_harmonia.c.
 \*****************************************************************************/
 
-#include "bbh_plugin.h"
+#include "bbh_model.h"
+#include "bbh_jobs.h"
+#include "bbh_steps.h"
+#include "bbh_show.h"
+#include "bbh_sched.h"
+#include "bbh_agent.h"
 
 #include <errno.h>
 
@@ -325,57 +330,6 @@ static bool _next_due(work_t *w, double now, unsigned round)
 	return false;
 }
 
-/* Take bbmgrd's GET /v1/pools answer as the pools "scontrol show burst"
- * shows. */
-extern void bbh_pools_apply_locked(json_t *resp)
-{
-	json_t *pools = json_object_get(resp, "pools");
-
-	if (!json_is_array(pools))
-		return;
-	if (pools_last != resp) {
-		json_decref(pools_last);
-		pools_last = json_incref(resp);
-	}
-	for (uint32_t i = 0; i < bb_state.bb_config.pool_cnt; i++)
-		xfree(bb_state.bb_config.pool_ptr[i].name);
-	xfree(bb_state.bb_config.pool_ptr);
-	bb_state.bb_config.pool_cnt = json_array_size(pools);
-	bb_state.bb_config.pool_ptr = xcalloc(bb_state.bb_config.pool_cnt + 1,
-					      sizeof(burst_buffer_pool_t));
-	bb_state.total_space = bb_state.used_space = bb_state.unfree_space = 0;
-	uint64_t free_space;
-	xfree(pool_nodes);
-	pool_nodes_cnt = bb_state.bb_config.pool_cnt;
-	pool_nodes = xcalloc(pool_nodes_cnt + 1, sizeof(*pool_nodes));
-	for (size_t i = 0; i < json_array_size(pools); i++) {
-		json_t *p = json_array_get(pools, i);
-		burst_buffer_pool_t *bp = &bb_state.bb_config.pool_ptr[i];
-		pool_nodes[i] = json_integer_value(json_object_get(p, "nodes"));
-		const char *name = bbh_json_str(p, "name");
-		bp->name = xstrdup(name ? name : "?");
-		bp->total_space = json_number_value(json_object_get(p, "capacity"));
-		bp->used_space = json_number_value(json_object_get(p, "used"));
-		free_space = json_number_value(json_object_get(p, "free"));
-		bp->unfree_space = bp->total_space > free_space ?
-				   bp->total_space - free_space : 0;
-		bp->granularity = json_number_value(json_object_get(p, "granularity"));
-		if (!bp->granularity)
-			bp->granularity = 1;
-		bb_state.total_space += bp->total_space;
-		bb_state.used_space += bp->used_space;
-		bb_state.unfree_space += bp->unfree_space;
-	}
-	bb_state.last_update_time = time(NULL);
-}
-
-extern void bbh_pools_apply(json_t *resp)
-{
-	slurm_mutex_lock(&bb_state.bb_mutex);
-	bbh_pools_apply_locked(resp);
-	slurm_mutex_unlock(&bb_state.bb_mutex);
-}
-
 /*
  * Take bbmgrd's GET /v1/persistent answer as the persistent buffers "scontrol
  * show burst" lists: by name, with owner, pool, size and creation time.
@@ -554,22 +508,6 @@ static void _refresh_running(hm_client_t *cli)
 	}
 	json_decref(resp);
 	xfree(msg);
-}
-
-extern hm_client_t *bbh_client(long timeout_s)
-{
-	hm_client_opts_t o = { 0 };
-	hm_error_t err;
-	hm_client_t *cli;
-
-	o.url = conf.url;
-	o.munge_socket = conf.munge_socket;
-	o.connect_timeout_ms = 2000;
-	o.timeout_ms = timeout_s * 1000;
-	if (!(cli = hm_client_create(&o, &err)))
-		error("%s: cannot create the bbmgrd client: %s", plugin_type,
-		      err.text);
-	return cli;
 }
 
 /* Seconds until the earliest due work (at most 1).  Call with bb_mutex held. */

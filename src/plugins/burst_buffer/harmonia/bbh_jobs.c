@@ -5,7 +5,8 @@
  *  How the plugin works: burst_buffer_harmonia.c.
 \*****************************************************************************/
 
-#include "bbh_plugin.h"
+#include "bbh_model.h"
+#include "bbh_jobs.h"
 
 /* ------------------------------------------------------------------ jobs */
 
@@ -221,4 +222,11 @@ extern bb_job_t *bbh_get_bb_job(job_record_t *job_ptr)
 		     job_ptr, bb_state_string(state));
 	}
 	return bb_job;
+}
+
+/* Start stage-in for one pending job with a request.  bb_mutex held. */
+extern void bbh_start_stage_in(job_record_t *job_ptr, bb_job_t *bb_job)
+{
+	bb_set_job_bb_state(job_ptr, bb_job, BB_STATE_STAGING_IN);
+	bbh_want(job_ptr, WANT_STAGE_IN);
 }

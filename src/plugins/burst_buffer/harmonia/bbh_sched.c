@@ -6,7 +6,9 @@
  *  How the plugin works: burst_buffer_harmonia.c.
 \*****************************************************************************/
 
-#include "bbh_plugin.h"
+#include "bbh_model.h"
+#include "bbh_jobs.h"
+#include "bbh_sched.h"
 
 /*
  * A task of a job array whose throttle (--array=...%N) is reached: N tasks run

@@ -5,7 +5,9 @@
  *  How the plugin works: burst_buffer_harmonia.c.
 \*****************************************************************************/
 
-#include "bbh_plugin.h"
+#include "bbh_model.h"
+#include "bbh_jobs.h"
+#include "bbh_show.h"
 
 /* One JSON value as text: numbers as numbers, objects as "k=v, k=v". */
 static void _value_text(json_t *v, char **out)

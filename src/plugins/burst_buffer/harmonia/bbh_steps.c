@@ -5,48 +5,10 @@
  *  How the plugin works: burst_buffer_harmonia.c.
 \*****************************************************************************/
 
-#include "bbh_plugin.h"
+#include "bbh_model.h"
+#include "bbh_steps.h"
 
 /* ------------------------------------------------------------------ bbmgrd */
-
-/* *msg: what a refused request says ("bbmgrd: METHOD PATH: status: error"). */
-static void _reply_msg(const char *method, const char *path, int status,
-		       json_t *resp, char **msg)
-{
-	char buf[512];
-
-	if (!msg)
-		return;
-	xfree(*msg);
-	*msg = xstrdup_printf("bbmgrd: %s %s: %d: %s", method, path, status,
-			      resp ? hm_error_text(resp, buf, sizeof(buf)) : "");
-}
-
-/* One request; returns the HTTP status or -1 (transport error, *msg set). */
-extern int bbh_call(hm_client_t *cli, const char *method, const char *path,
-		 json_t *body, json_t **resp, char **msg)
-{
-	hm_error_t err;
-	int status;
-
-	if (resp)
-		*resp = NULL;
-	status = hm_request(cli, method, path, body, resp, &err);
-	if (status < 0) {
-		xfree(*msg);
-		*msg = xstrdup_printf("bbmgrd unreachable (%s)", err.text);
-		return -1;
-	}
-	if (status >= 400)
-		_reply_msg(method, path, status, resp ? *resp : NULL, msg);
-	return status;
-}
-
-extern const char *bbh_json_str(json_t *o, const char *key)
-{
-	json_t *v = o ? json_object_get(o, key) : NULL;
-	return json_is_string(v) ? json_string_value(v) : NULL;
-}
 
 /* $HARMONIA_BB/x -> <path>/x */
 static char *_expand(const char *s, const char *bb_path)
@@ -752,7 +714,7 @@ extern bool bbh_run_batch(hm_client_t *cli, work_t *ws, step_rc_t *rcs, int n)
 			if (rcs[it->job] != STEP_NEXT)
 				continue;	/* an earlier step of it failed */
 			if (rst >= 400)
-				_reply_msg(it->method, it->path, rst, rb, &w->msg);
+				bbh_reply_msg(it->method, it->path, rst, rb, &w->msg);
 			switch (it->kind) {
 			case BI_REGISTER:
 				rcs[it->job] = _register_done(w, rst);

@@ -38,34 +38,27 @@
  *  (AllowUsers, DenyUsers, Pools, Flags, timeouts), which also packs what
  *  "scontrol show burst" prints; with bbmgrd, the pools shown are bbmgrd's.
  *
- *  This file holds the plugin's state and its hooks (init, fini, bb_p_*);
- *  bbh_jobs.c the job records, bbh_steps.c the requests to bbmgrd,
- *  bbh_agent.c the agent thread, bbh_sched.c when a buffer is set up and the
- *  pending reasons, bbh_show.c "scontrol show bbstat" and "show burst";
- *  bbh_plugin.h what they share.
+ *  This file holds the plugin's hooks (init, fini, bb_p_*).  The files under
+ *  it stand in layers, each using only those below it (HACKING.md, Layers):
+ *  bbh_model.c the plugin's state, bbmgrd's client and pools; bbh_jobs.c the
+ *  job records; bbh_steps.c the requests to bbmgrd, bbh_show.c "scontrol
+ *  show bbstat" and "show burst", bbh_sched.c when a buffer is set up and
+ *  the pending reasons; bbh_agent.c the agent thread.  Each has its header.
 \*****************************************************************************/
 
-#include "bbh_plugin.h"
+#include "bbh_model.h"
+#include "bbh_jobs.h"
+#include "bbh_show.h"
+#include "bbh_sched.h"
+#include "bbh_agent.h"
 
 const char plugin_name[] = "burst_buffer harmonia plugin";
 const char plugin_type[] = "burst_buffer/harmonia";
 const uint32_t plugin_version = SLURM_VERSION_NUMBER;
 
-bb_state_t bb_state;
-bbh_conf_t conf;
-hjob_t *hjobs[HJOB_HASH];	/* protected by bb_state.bb_mutex */
-pthread_cond_t agent_cond = PTHREAD_COND_INITIALIZER;
 static pthread_t agent_tid = 0;
-bool agent_stop = false;
-bool agent_rescan = true;	/* scan all jobs (start, reconfig) */
-bool agent_work = false;		/* a hook asked for work since the last round */
-uint32_t *eager_ids = NULL;	/* submitted jobs whose stage-in may start */
-int eager_cnt = 0, eager_cap = 0;	/* (bb_state.bb_mutex) */
-double eager_since = 0;		/* when eager_ids[0] came (monotonic) */
 static char *status_cache = NULL;	/* last /v1/status text */
-uint32_t *pool_nodes = NULL;	/* buffer nodes per pool (bb_mutex) */
-uint32_t pool_nodes_cnt = 0;
-json_t *pools_last = NULL;	/* bbmgrd's last GET /v1/pools (bb_mutex) */
+
 
 /* ------------------------------------------------------------------ plugin */
 
@@ -513,13 +506,6 @@ extern void bb_p_job_set_tres_cnt(job_record_t *job_ptr, uint64_t *tres_cnt,
 			(bb_job->total_size + bb_job->persist_add) /
 			(1024 * 1024);
 	slurm_mutex_unlock(&bb_state.bb_mutex);
-}
-
-/* Start stage-in for one pending job with a request.  bb_mutex held. */
-extern void bbh_start_stage_in(job_record_t *job_ptr, bb_job_t *bb_job)
-{
-	bb_set_job_bb_state(job_ptr, bb_job, BB_STATE_STAGING_IN);
-	bbh_want(job_ptr, WANT_STAGE_IN);
 }
 
 static int _try_one(void *x, void *arg)

@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*****************************************************************************\
- *  bbh_plugin.h - what the files of burst_buffer/harmonia share: the job
- *  record (hjob_t), the agent's work, the plugin's state and its functions.
- *  Only the plugin API (plugin_*, init, fini, bb_p_*) is exported.
+ *  bbh_model.h - the bottom of burst_buffer/harmonia's files (bbh_model.c):
+ *  the job record (hjob_t), the agent's work, the plugin's state and the
+ *  helpers every file uses (the bbmgrd client and its calls, the pools).
+ *  Each file above has its own header; only the plugin API (plugin_*, init,
+ *  fini, bb_p_*) is exported.
 \*****************************************************************************/
 
-#ifndef _BBH_PLUGIN_H
-#define _BBH_PLUGIN_H
+#ifndef _BBH_MODEL_H
+#define _BBH_MODEL_H
 
 #include "config.h"
 
@@ -140,7 +142,7 @@ typedef struct {
  */
 #define EAGER_GATHER 0.03		/* seconds */
 
-/* burst_buffer_harmonia.c: the plugin's state (bb_state.bb_mutex, but conf) */
+/* bbh_model.c: the plugin's state (bb_state.bb_mutex, but conf) */
 extern bb_state_t bb_state;
 extern bbh_conf_t conf;
 extern hjob_t *hjobs[HJOB_HASH];
@@ -155,44 +157,16 @@ extern uint32_t *pool_nodes;
 extern uint32_t pool_nodes_cnt;
 extern json_t *pools_last;
 
-/* burst_buffer_harmonia.c: the hooks */
-extern void bbh_start_stage_in(job_record_t *job_ptr, bb_job_t *bb_job);
-
-/* bbh_jobs.c */
-extern bb_job_t *bbh_get_bb_job(job_record_t *job_ptr);
-extern void bbh_hjob_del(uint32_t job_id);
-extern hjob_t *bbh_hjob_find(uint32_t job_id);
-extern void bbh_hjob_free(hjob_t *h);
-extern hjob_t *bbh_hjob_get(job_record_t *job_ptr);
-extern void bbh_hjob_request(hjob_t *h, hu_bb_request_t *req, char **serr);
-extern void bbh_hjob_symbols(hjob_t *h, job_record_t *job_ptr);
-extern int bbh_parse_job_bb(const char *text, hu_bb_request_t *req, hu_error_t *err);
-extern bool bbh_script_merged(const hu_bb_request_t *script_req, const char *bb);
-extern void bbh_want(job_record_t *job_ptr, want_t want);
-
-/* bbh_steps.c */
+/* bbh_model.c: bbmgrd's client and its calls */
+extern hm_client_t *bbh_client(long timeout_s);
 extern int bbh_call(hm_client_t *cli, const char *method, const char *path,
 		    json_t *body, json_t **resp, char **msg);
+extern void bbh_reply_msg(const char *method, const char *path, int status,
+			  json_t *resp, char **msg);
 extern const char *bbh_json_str(json_t *o, const char *key);
-extern bool bbh_run_batch(hm_client_t *cli, work_t *ws, step_rc_t *rcs, int n);
-extern void bbh_work_free(work_t *w);
 
-/* bbh_agent.c */
-extern void *bbh_agent(void *arg);
-extern hm_client_t *bbh_client(long timeout_s);
+/* bbh_model.c: bbmgrd's pools as "scontrol show burst" shows them */
 extern void bbh_pools_apply(json_t *resp);
 extern void bbh_pools_apply_locked(json_t *resp);
-
-/* bbh_show.c */
-extern void bbh_learned_apply(json_t *resp);
-
-/* bbh_sched.c */
-extern void bbh_eager_stage_in(void);
-extern void bbh_not_bb_add(job_record_t *job_ptr, enum job_state_reason why);
-extern void bbh_not_bb_apply(void);
-extern void bbh_sched_fini(void);
-extern void bbh_set_reason(job_record_t *job_ptr, enum job_state_reason why);
-extern enum job_state_reason bbh_waits_for(job_record_t *job_ptr);
-extern bool bbh_waits_for_space(job_record_t *job_ptr);
 
 #endif
