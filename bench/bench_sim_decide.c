@@ -8,7 +8,7 @@
  *       little so nothing is cached).  Prints "POLICY K microseconds-per-decision".
  *
  *   bench_sim_decide [OPTIONS] POLICY      (no option: the defaults below)
- *       bbmgrd's case (bbmgr/daemon/core.c: sched_build(), job_arrive(),
+ *       bbmgrd's case (bbmgr/daemon/core_jobs.c: core_sched_build(), job_arrive(),
  *       core_phase_request()): a platform of 1,024 compute nodes (b = 1 GB/s,
  *       B = 100 GB/s) with --buffers buffer nodes (4 GB/s, 4 TiB, the nvme MSCA curve
  *       of etc/bbmgr.yaml.example), --jobs registered jobs of 1 node, --pending of

@@ -41,9 +41,9 @@ typedef struct {
     double max_wait;            /* cap of a long-poll; 0 in a batch: never waits */
 } hreq_t;
 
-int reply_error(reply_t *r, int status, const char *field, const char *fmt, ...)
+int hreq_reply_error(reply_t *r, int status, const char *field, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
-void reply_json(reply_t *r, int status, json_t *body);      /* takes body */
+void hreq_reply_json(reply_t *r, int status, json_t *body);      /* takes body */
 
 const char *hreq_query(hreq_t *rq, const char *key);   /* NULL if absent or no conn */
 

@@ -226,19 +226,19 @@ START_TEST(test_move_share)
     alloc_ok(c, a, 4 * GiB, 2);
     ck_assert(a->alloc->v[0].node == bb[1] && a->alloc->v[1].node == bb[2]);
     ck_assert_int_eq(core_node_drain(c, bb[1], true, "agent down", &e), 0);
-    ck_assert_int_eq(alloc_move_share(c, a, bb[1]), bb[3]);      /* outside, in its place */
+    ck_assert_int_eq(core_alloc_move_share(c, a, bb[1]), bb[3]);      /* outside, in its place */
     ck_assert(a->alloc->n == 2 && a->alloc->v[0].node == bb[3] && a->alloc->v[1].node == bb[2]);
     ck_assert_uint_eq(used(c, "bb1"), 0);
     ck_assert_uint_eq(used(c, "bb3"), 2 * GiB);
     ck_assert_int_eq(core_node_drain(c, bb[3], true, "agent down", &e), 0);
     ck_assert_int_eq(core_node_drain(c, bb[4], true, "maintenance", &e), 0);
-    ck_assert_int_eq(alloc_move_share(c, a, bb[3]), bb[2]);      /* the survivor */
+    ck_assert_int_eq(core_alloc_move_share(c, a, bb[3]), bb[2]);      /* the survivor */
     ck_assert(a->alloc->n == 1 && a->alloc->v[0].node == bb[2]);
     ck_assert_uint_eq(a->alloc->v[0].bytes, 4 * GiB);
     ck_assert_uint_eq(used(c, "bb2"), 4 * GiB);
     ck_assert_uint_eq(used(c, "bb3"), 0);
     ck_assert_int_eq(core_node_drain(c, bb[2], true, "agent down", &e), 0);
-    ck_assert_int_eq(alloc_move_share(c, a, bb[2]), -1);         /* nowhere: unchanged */
+    ck_assert_int_eq(core_alloc_move_share(c, a, bb[2]), -1);         /* nowhere: unchanged */
     ck_assert(a->alloc->n == 1 && a->alloc->v[0].node == bb[2]);
     ck_assert_uint_eq(used(c, "bb2"), 4 * GiB);
     core_unlock(c);
