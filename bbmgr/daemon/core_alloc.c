@@ -394,7 +394,7 @@ int core_pbuf_destroy(core_t *c, pbuf_t *b, cerr_t *e)
                         b->users[0]);
     core_bufdirs_remove(c, &b->alloc, true, b->name, NULL, b->uid, b->gid);
     if (!core_pbuf_hold(c, b))
-        alloc_free_nodes(c, &b->alloc);
+        core_alloc_free_nodes(c, &b->alloc);
     state_put(c->st, ST_PERS_DEL, "s", b->name);
     state_put(c->st, ST_ANODE_DEL, "ss", "persistent", b->name);
     state_put(c->st, ST_PUSE_DEL_NAME, "s", b->name);

@@ -623,7 +623,7 @@ static void held_drop(core_t *c, int i)
     held_t *h = c->held[i];
     for (int k = 0; k < h->a.n; k++)
         nodes_dir_hook(c, h->a.v[k].node);
-    alloc_free_nodes(c, &h->a);
+    core_alloc_free_nodes(c, &h->a);
     state_put(c->st, ST_ANODE_DEL, "ss", "held", h->owner);
     state_put(c->st, ST_KEPT_DEL, "s", h->owner);
     core_held_free(h);
@@ -663,7 +663,7 @@ int core_bufdir_alloc_release(core_t *c, job_t *j)
         return 0;
     core_bufdirs_remove(c, j->alloc, false, j->id, j->id, j->uid, j->gid);
     if (!alloc_hold(c, j))
-        alloc_free_nodes(c, j->alloc);
+        core_alloc_free_nodes(c, j->alloc);
     free(j->alloc);
     j->alloc = NULL;
     state_put(c->st, ST_ALLOC_DEL, "s", j->id);

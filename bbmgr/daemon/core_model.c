@@ -194,7 +194,7 @@ void core_put_node(core_t *c, int idx)
 }
 
 /* ------------------------------------------------------------------ objects */
-void alloc_free_nodes(core_t *c, alloc_t *a)
+void core_alloc_free_nodes(core_t *c, alloc_t *a)
 {
     for (int i = 0; i < a->n; i++) {
         node_t *n = &c->nodes[a->v[i].node];

@@ -344,7 +344,7 @@ void core_put_xfer(core_t *c, xfer_t *x);
 void core_put_node(core_t *c, int idx);
 
 /* ---- frees, string vectors, state names */
-void alloc_free_nodes(core_t *c, alloc_t *a);
+void core_alloc_free_nodes(core_t *c, alloc_t *a);
 void core_xfer_free(xfer_t *x);
 void core_job_free(job_t *j);
 void core_pbuf_free(pbuf_t *b);

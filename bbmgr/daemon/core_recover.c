@@ -204,7 +204,7 @@ static void rec_held(core_t *c)
         state_read(c->st, SR_KEPT_OF, rec_kept_row, h, "s", h->owner);
         core_held_reason(h);
         if (h->ntids == 0 && !h->kept) {
-            alloc_free_nodes(c, &h->a);
+            core_alloc_free_nodes(c, &h->a);
             state_put(c->st, ST_ANODE_DEL, "ss", "held", h->owner);
             state_put(c->st, ST_KEPT_DEL, "s", h->owner);
             core_held_free(h);
