@@ -65,7 +65,7 @@ typedef struct {
 typedef struct hs_policy_ops {
     const char *name;
     /* Optional: private state for this scheduler instance. */
-    int (*create)(const hs_ctx_t *ctx, void **state, hs_error_t *err);
+    int (*create)(const hs_ctx_t *ctx, void **state, hu_error_t *err);
     void (*destroy)(void *state);
     /* Required: fill v[i].bw etc. for the n pending phases (v sorted by id).
      * Return 0, or -1 with errno set (the core then keeps the previous rates). */
@@ -123,7 +123,7 @@ int hs_auto_choose(const hs_auto_fig_t *f, int n, int cur, int objective,
 
 /* Format the message into err->text (when err is not NULL), set errno = errnum and
  * return -1. */
-int hs_errprintf(hs_error_t *err, int errnum, const char *fmt, ...)
+int hs_errprintf(hu_error_t *err, int errnum, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 /* Make room for 'need' elements of 'elsize' bytes in the array *ptrp (a pointer to
