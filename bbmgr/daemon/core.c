@@ -37,7 +37,7 @@ static const nodes_core_t nodes_core = {
 core_t *core_create(cfg_t *cfg, state_t *st, hu_error_t *err)
 {
     core_t *c = calloc(1, sizeof(*c));
-    hs_error_t herr = { "" };
+    hu_error_t herr = { "" };
 
     if (!c) {
         errno = ENOMEM;

@@ -457,7 +457,7 @@ int core_reconfigure(core_t *c, cfg_t *nc, hu_error_t *err)
 {
     char restart[512];
     hs_policy_t pol;
-    hs_error_t herr = { "" };
+    hu_error_t herr = { "" };
 
     if (hs_policy_parse(nc->policy_id, &pol, &herr) < 0)
         return hu_errprintf(err, "policy.id: %s", herr.text);
@@ -548,7 +548,7 @@ int core_reconfigure(core_t *c, cfg_t *nc, hu_error_t *err)
                          || old->policy_decision_budget != nc->policy_decision_budget;
     core_policy_bound(nc, &c->policy);
     if (bound_changed && !(changed || policy_changed)) {
-        hs_error_t herr2 = { "" };
+        hu_error_t herr2 = { "" };
         if (hs_sched_set_policy(c->sched, core_hs_now(c), &c->policy, &herr2) < 0)
             bl_error("reload: starvation bound: %s (kept the previous one)", herr2.text);
     }

@@ -25,7 +25,7 @@
 /* ------------------------------------------------------------------ scheduler */
 static int job_arrive(core_t *c, job_t *j, double now, hu_error_t *err)
 {
-    hs_error_t herr = { "" };
+    hu_error_t herr = { "" };
     int *alloc = NULL;
     hs_job_t hj = { 0 };
     hj.id = j->hs_id;
@@ -160,7 +160,7 @@ void core_settle(core_t *c)
 int core_sched_build(core_t *c, hu_error_t *err)
 {
     hs_buffer_t *bufs = NULL;
-    hs_error_t herr = { "" };
+    hu_error_t herr = { "" };
     hs_sched_t *s;
     double now = core_hs_now(c);
 
@@ -223,7 +223,7 @@ error:
 int core_set_policy(core_t *c, const char *id, cerr_t *e)
 {
     hs_policy_t pol;
-    hs_error_t herr = { "" };
+    hu_error_t herr = { "" };
     double now = core_hs_now(c);
 
     if (hs_policy_parse(id, &pol, &herr) < 0)
@@ -762,7 +762,7 @@ static void hold_release(core_t *c)
     for (void *it = hmap_first(c->jobs, &v); it; it = hmap_next(c->jobs, it, &v)) {
         job_t *j = v;
         phase_t *p = j->phase;
-        hs_error_t herr = { "" };
+        hu_error_t herr = { "" };
         if (!p || !p->on_hold || core_job_hold(c, j, why, sizeof(why)))
             continue;
         if (!j->in_sched || hs_phase_request(c->sched, now, j->hs_id, p->volume, dir_of(p->dir),
@@ -784,7 +784,7 @@ static void hold_release(core_t *c)
 phase_t *core_phase_request(core_t *c, job_t *j, double volume, const char *dir,
                             double w_done, cerr_t *e)
 {
-    hs_error_t herr = { "" };
+    hu_error_t herr = { "" };
     phase_t *p;
     double now, wall;
 

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "libhsched/hsched.h"
+#include "libhutil/hu_error.h"
 #include "core_model.h"
 #include "log.h"
 #include "util.h"
@@ -26,14 +27,15 @@
 
 int core_cerr_set(cerr_t *e, int code, const char *field, const char *fmt, ...)
 {
-    if (e) {
-        va_list ap;
-        e->code = code;
-        snprintf(e->field, sizeof(e->field), "%s", field ? field : "");
-        va_start(ap, fmt);
-        vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
-        va_end(ap);
-    }
+    va_list ap;
+    if (!e)
+        return -1;
+    e->code = code;
+    snprintf(e->field, sizeof(e->field), "%s", field ? field : "");
+    va_start(ap, fmt);
+    hu_verrprintf(&e->err, fmt, ap);
+    va_end(ap);
+    e->err.text[CERR_MSG_MAX - 1] = '\0';
     return -1;
 }
 

@@ -19,6 +19,7 @@
 #include <jansson.h>
 
 #include "libhsched/hsched.h"
+#include "libhutil/hutil.h"
 #include "bufdir.h"
 #include "config.h"
 #include "hmap.h"
@@ -195,11 +196,13 @@ typedef struct held held_t;
  * no such thing; EEXIST: conflicts with what exists; EBUSY: not in the state that
  * allows it; EDOM: can never be done (beyond what the pool or policy offers);
  * ENOSPC: no room now; EAGAIN: a limit reached, try later; ENOMEM, EIO: the
- * daemon's own failure. */
+ * daemon's own failure.  The reason is the project's error text (libhutil's
+ * hu_error_t), cut at CERR_MSG_MAX bytes as the API's reasons always were. */
+#define CERR_MSG_MAX 320
 typedef struct {
     int code;
     char field[64];
-    char msg[320];
+    hu_error_t err;
 } cerr_t;
 
 /* Fill e (when not NULL) and return -1. */

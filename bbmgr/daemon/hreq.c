@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <microhttpd.h>
 
+#include "libhutil/hu_error.h"
 #include "hreq.h"
 
 static const char *status_text(int s)
@@ -38,15 +39,15 @@ void hreq_reply_json(reply_t *r, int status, json_t *body)
 
 int hreq_reply_error(reply_t *r, int status, const char *field, const char *fmt, ...)
 {
-    char msg[512];
+    hu_error_t msg;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
+    hu_verrprintf(&msg, fmt, ap);
     va_end(ap);
     hreq_reply_json(r, status, json_pack("{s:{s:i s:s s:o s:s}}", "error", "code", status,
                                     "status", status_text(status), "field",
                                     field && *field ? json_string(field) : json_null(),
-                                    "message", msg));
+                                    "message", msg.text));
     r->wait_phase = 0;
     return -1;
 }

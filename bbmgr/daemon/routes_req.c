@@ -33,7 +33,7 @@ static int http_status(int code)
 
 void rq_reply_cerr(reply_t *r, const cerr_t *e)
 {
-    hreq_reply_error(r, http_status(e->code), e->field, "%s", e->msg);
+    hreq_reply_error(r, http_status(e->code), e->field, "%s", e->err.text);
 }
 
 /* ------------------------------------------------------------------ validation */
