@@ -436,7 +436,7 @@ static bool process(req_t *q)
 
     if (q->too_large) {
         hreq_reply_error(r, 413, NULL, "request body larger than limits.max_body (%zu bytes)",
-                    a->max_body);
+                         a->max_body);
         return false;
     }
     if (a->stopping) {
@@ -491,7 +491,7 @@ static bool process(req_t *q)
         body = json_loadb(q->body, q->len, JSON_REJECT_DUPLICATES, &jerr);
         if (!body) {
             hreq_reply_error(r, 400, NULL, "invalid JSON at line %d column %d: %s", jerr.line,
-                        jerr.column, jerr.text);
+                             jerr.column, jerr.text);
             goto out;
         }
         if (!json_is_object(body)) {

@@ -147,8 +147,8 @@ static int place(core_t *c, uint64_t capacity, int nodes, int p, const char *fie
     }
     if (capacity > total || (nodes > 0 && nodes > npool)) {
         rc = core_cerr_set(e, EDOM, capacity > total ? field : "nodes",
-                      "pool %s can never hold it: %d nodes, %ju bytes in all",
-                      c->pools[p].name, npool, (uintmax_t)total);
+                           "pool %s can never hold it: %d nodes, %ju bytes in all",
+                           c->pools[p].name, npool, (uintmax_t)total);
         goto done;
     }
     int n_min = (int)((capacity + maxcap - 1) / maxcap);
@@ -191,8 +191,8 @@ static int place(core_t *c, uint64_t capacity, int nodes, int p, const char *fie
         goto done;
     }
     rc = core_cerr_set(e, ENOSPC, field, "pool %s cannot hold %ju bytes on %d node(s) now "
-                  "(%d nodes up, %ju bytes free)", c->pools[p].name, (uintmax_t)capacity,
-                  n_min, ncand, (uintmax_t)free_total);
+                       "(%d nodes up, %ju bytes free)", c->pools[p].name, (uintmax_t)capacity,
+                       n_min, ncand, (uintmax_t)free_total);
 done:
     free(cand);
     free(pick);
@@ -286,9 +286,10 @@ int core_alloc_create(core_t *c, job_t *j, uint64_t capacity, int nodes, const c
         if (j->alloc->capacity == capacity && !strcmp(j->alloc->pool, c->pools[p].name)
             && (nodes <= 0 || nodes == j->alloc->nodes_requested))
             return 0;   /* the same request again: idempotent */
-        return core_cerr_set(e, EEXIST, "capacity", "job %s already has an allocation (%ju bytes in "
-                        "pool %s): release it first", j->id, (uintmax_t)j->alloc->capacity,
-                        j->alloc->pool);
+        return core_cerr_set(e, EEXIST, "capacity",
+                             "job %s already has an allocation (%ju bytes in "
+                             "pool %s): release it first", j->id, (uintmax_t)j->alloc->capacity,
+                             j->alloc->pool);
     }
     alloc_t *a = calloc(1, sizeof(*a));
     if (!a)
@@ -336,10 +337,12 @@ pbuf_t *core_pbuf_create(core_t *c, const char *name, uid_t uid, gid_t gid,
         if (b->uid == uid && b->alloc.capacity == capacity
             && !strcmp(b->alloc.pool, c->pools[p].name))
             return b;   /* idempotent */
-        return core_cerr_set(e, EEXIST, "name", "persistent buffer '%s' already exists", name), NULL;
+        return core_cerr_set(e, EEXIST, "name", "persistent buffer '%s' already exists",
+                             name), NULL;
     }
     if ((long)hmap_size(c->pbufs) >= c->cfg->limits_max_persistent)
-        return core_cerr_set(e, EAGAIN, "", "too many persistent buffers (limits.max_persistent)"), NULL;
+        return core_cerr_set(e, EAGAIN, "",
+                             "too many persistent buffers (limits.max_persistent)"), NULL;
     if (uid != 0 && uid != c->cfg->slurm_uid) {
         /* per owner, whoever asks: the plugin's lists are not the only way in */
         long n = 0;
@@ -352,13 +355,14 @@ pbuf_t *core_pbuf_create(core_t *c, const char *name, uid_t uid, gid_t gid,
             }
         if (n >= c->cfg->limits_persistent_per_user)
             return core_cerr_set(e, EPERM, "name", "uid %u already owns %ld persistent buffer(s) "
-                            "(limits.persistent_per_user = %ld)", (unsigned)uid, n,
-                            c->cfg->limits_persistent_per_user), NULL;
+                                 "(limits.persistent_per_user = %ld)", (unsigned)uid, n,
+                                 c->cfg->limits_persistent_per_user), NULL;
         if (lim && (capacity > lim || cap > lim - capacity))
-            return core_cerr_set(e, EPERM, "capacity", "uid %u owns persistent buffers of %ju bytes: "
-                            "%ju more exceeds limits.persistent_capacity_per_user (%ju bytes)",
-                            (unsigned)uid, (uintmax_t)cap, (uintmax_t)capacity,
-                            (uintmax_t)lim), NULL;
+            return core_cerr_set(e, EPERM, "capacity",
+                                 "uid %u owns persistent buffers of %ju bytes: "
+                                 "%ju more exceeds limits.persistent_capacity_per_user (%ju bytes)",
+                                 (unsigned)uid, (uintmax_t)cap, (uintmax_t)capacity,
+                                 (uintmax_t)lim), NULL;
     }
     if (!(b = calloc(1, sizeof(*b))))
         return core_cerr_set(e, ENOMEM, "", "out of memory"), NULL;
@@ -391,7 +395,7 @@ int core_pbuf_destroy(core_t *c, pbuf_t *b, cerr_t *e)
 {
     if (b->nusers > 0)
         return core_cerr_set(e, EBUSY, "name", "persistent buffer '%s' is used by job %s", b->name,
-                        b->users[0]);
+                             b->users[0]);
     core_bufdirs_remove(c, &b->alloc, true, b->name, NULL, b->uid, b->gid);
     if (!core_pbuf_hold(c, b))
         core_alloc_free_nodes(c, &b->alloc);
@@ -408,7 +412,8 @@ int core_pbuf_use(core_t *c, pbuf_t *b, job_t *j, cerr_t *e)
     for (int i = 0; i < b->nusers; i++)
         if (!strcmp(b->users[i], j->id))
             return 0;
-    if (core_strv_add(&b->users, &b->nusers, j->id) < 0 || core_strv_add(&j->uses, &j->nuses, b->name) < 0)
+    if (core_strv_add(&b->users, &b->nusers, j->id) < 0 ||
+        core_strv_add(&j->uses, &j->nuses, b->name) < 0)
         return core_cerr_set(e, ENOMEM, "", "out of memory");
     state_put(c->st, ST_PUSE_PUT, "ssd", b->name, j->id, core_wall());
     return 0;

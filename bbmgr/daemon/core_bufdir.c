@@ -216,7 +216,8 @@ int core_bufdirs_check(core_t *c, const alloc_t *a, cerr_t *e)
 {
     char why[600];
     for (int i = 0; i < a->n; i++) {
-        if (nodes_dir_hook(c, a->v[i].node) || core_mount_seen(c, a, i) || !core_mount_ok(c, a->v[i].node))
+        if (nodes_dir_hook(c, a->v[i].node) || core_mount_seen(c, a, i) ||
+            !core_mount_ok(c, a->v[i].node))
             continue;
         node_t *sn = &c->nodes[core_mount_owner(c, a->v[i].node)];
         int mfd = open(sn->mount, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -227,7 +228,7 @@ int core_bufdirs_check(core_t *c, const alloc_t *a, cerr_t *e)
         close(mfd);
         if (rc < 0)
             return core_cerr_set(e, EDOM, "capacity", "node %s: %s", c->nodes[a->v[i].node].name,
-                            why);
+                                 why);
     }
     return 0;
 }
@@ -640,7 +641,7 @@ int core_held_release(core_t *c, const char *job, uint64_t *bytes, cerr_t *e)
     held_t *h = c->held[i];
     if (!h->kept)
         return core_cerr_set(e, EBUSY, "", "the buffer of '%s' %s: it goes by itself once durable",
-                        job, h->reason);
+                             job, h->reason);
     bool pers = !strncmp(job, HELD_PREFIX, strlen(HELD_PREFIX));
     release_t r = { .c = c, .h = h, .name = pers ? job + strlen(HELD_PREFIX) : job,
                     .pers = pers };

@@ -24,10 +24,10 @@ void core_spares_fill(core_t *c, double wall);
 bool core_mount_seen(core_t *c, const alloc_t *a, int i);
 bool core_mount_ok(core_t *c, int idx);
 void core_bufdirs_make(core_t *c, alloc_t *a, bool persistent, const char *name,
-                  uid_t uid, gid_t gid);
+                       uid_t uid, gid_t gid);
 void core_bufdir_teardown(core_t *c, const char *job, const char *path, uid_t uid, gid_t gid);
 void core_bufdirs_remove(core_t *c, const alloc_t *a, bool persistent, const char *name,
-                    const char *job, uid_t uid, gid_t gid);
+                         const char *job, uid_t uid, gid_t gid);
 int core_bufdir_alloc_release(core_t *c, job_t *j);
 void core_held_free(held_t *h);
 void core_held_reason(held_t *h);

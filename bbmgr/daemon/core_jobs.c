@@ -231,7 +231,7 @@ int core_set_policy(core_t *c, const char *id, cerr_t *e)
     core_policy_bound(c->cfg, &pol);
     if (hs_sched_set_policy(c->sched, now, &pol, &herr) < 0)
         return core_cerr_set(e, EDOM, "id", "policy %s is not available: %s", id,
-                        herr.text[0] ? herr.text : strerror(errno));
+                             herr.text[0] ? herr.text : strerror(errno));
     c->policy = pol;
     hs_policy_name(&pol, c->policy_id, sizeof(c->policy_id));
     c->policy_override = true;
@@ -319,7 +319,8 @@ int core_job_hints(core_t *c, job_t *j, json_t *hints, cerr_t *e)
                 return core_cerr_set(e, EINVAL, field, "must be an integer in 1..10");
             priority = (int)json_integer_value(v);
         } else {
-            return core_cerr_set(e, EINVAL, field, "unknown hint (w_iter, io_volume, phases, io, priority)");
+            return core_cerr_set(e, EINVAL, field,
+                                 "unknown hint (w_iter, io_volume, phases, io, priority)");
         }
     }
     j->w_iter = w_iter;
@@ -338,7 +339,7 @@ int core_job_register(core_t *c, const char *id, uid_t uid, gid_t gid, const cha
     if (j) {
         if (j->uid != uid)
             return core_cerr_set(e, EEXIST, "id", "job %s is registered for another user (uid %u)",
-                            id, (unsigned)j->uid);
+                                 id, (unsigned)j->uid);
         if (hints) {
             job_t save = *j;
             if (core_job_hints(c, j, hints, e) < 0) {
@@ -351,7 +352,7 @@ int core_job_register(core_t *c, const char *id, uid_t uid, gid_t gid, const cha
     }
     if ((long)hmap_size(c->jobs) >= c->cfg->limits_max_jobs)
         return core_cerr_set(e, EAGAIN, "", "too many registered jobs (limits.max_jobs = %ld)",
-                        c->cfg->limits_max_jobs);
+                             c->cfg->limits_max_jobs);
     if (!(j = calloc(1, sizeof(*j))))
         return core_cerr_set(e, ENOMEM, "", "out of memory");
     snprintf(j->id, sizeof(j->id), "%s", id);
@@ -789,8 +790,9 @@ phase_t *core_phase_request(core_t *c, job_t *j, double volume, const char *dir,
     double now, wall;
 
     if (j->phase)
-        return core_cerr_set(e, EBUSY, "", "job %s already has an open phase (%ju): finish it first",
-                        j->id, (uintmax_t)j->phase->id), NULL;
+        return core_cerr_set(e, EBUSY, "",
+                             "job %s already has an open phase (%ju): finish it first",
+                             j->id, (uintmax_t)j->phase->id), NULL;
     char over[400];
     /* over its capacity: refused, or held (waiting outside the scheduler) */
     bool hold = over_capacity(c, j, over, sizeof(over)) != NULL;

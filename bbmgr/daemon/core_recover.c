@@ -244,7 +244,8 @@ static int rec_puse(sqlite3_stmt *s, void *arg)
     job_t *j = hmap_get(r->c->jobs, col_text(s, 1));
     if (!b || !j)
         return rec_skip(r);
-    if (core_strv_add(&b->users, &b->nusers, j->id) < 0 || core_strv_add(&j->uses, &j->nuses, b->name) < 0)
+    if (core_strv_add(&b->users, &b->nusers, j->id) < 0 ||
+        core_strv_add(&j->uses, &j->nuses, b->name) < 0)
         return rec_stop(r);
     return 0;
 }

@@ -175,10 +175,11 @@ int core_xfer_update(core_t *c, xfer_t *x, const char *state, int64_t bytes_done
 {
     int ns = state ? core_xfer_state_parse(state) : (int)x->state;
     if (ns < 0)
-        return core_cerr_set(e, EINVAL, "state", "must be queued, running, done, failed or cancelled");
+        return core_cerr_set(e, EINVAL, "state",
+                             "must be queued, running, done, failed or cancelled");
     if (x->state != XF_QUEUED && x->state != XF_RUNNING)
         return core_cerr_set(e, EBUSY, "state", "transfer %ju is already %s", (uintmax_t)x->id,
-                        core_xfer_state_name(x->state));
+                             core_xfer_state_name(x->state));
     if (message) {
         char *m = strdup(message);
         if (!m)

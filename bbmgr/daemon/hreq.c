@@ -45,9 +45,9 @@ int hreq_reply_error(reply_t *r, int status, const char *field, const char *fmt,
     hu_verrprintf(&msg, fmt, ap);
     va_end(ap);
     hreq_reply_json(r, status, json_pack("{s:{s:i s:s s:o s:s}}", "error", "code", status,
-                                    "status", status_text(status), "field",
-                                    field && *field ? json_string(field) : json_null(),
-                                    "message", msg.text));
+                                         "status", status_text(status), "field",
+                                         field && *field ? json_string(field) : json_null(),
+                                         "message", msg.text));
     r->wait_phase = 0;
     return -1;
 }

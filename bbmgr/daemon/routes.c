@@ -64,7 +64,7 @@ static void h_job_get(core_t *c, hreq_t *rq, reply_t *r)
         if (!rq->who->admin &&
             (json_int_t)rq->who->uid != json_integer_value(json_object_get(last, "uid")))
             return (void)hreq_reply_error(r, 403, NULL, "job %s belongs to another user",
-                                     rq->args[0]);
+                                          rq->args[0]);
         return hreq_reply_json(r, 200, json_incref(last));
     }
     job_t *j = rq_job_for(c, rq, r);
@@ -248,7 +248,7 @@ static void phase_from_db(core_t *c, hreq_t *rq, uint64_t pid, reply_t *r)
     if (!rq->who->admin && rq->who->uid != d.uid) {
         json_decref(d.o);
         return (void)hreq_reply_error(r, 403, NULL, "phase %ju belongs to another user's job",
-                                 (uintmax_t)pid);
+                                      (uintmax_t)pid);
     }
     hreq_reply_json(r, 200, d.o);
 }
@@ -260,7 +260,7 @@ void routes_phase_view(core_t *c, hreq_t *rq, uint64_t pid, reply_t *r)
         return phase_from_db(c, rq, pid, r);
     if (!rq->who->admin && rq->who->uid != p->job->uid)
         return (void)hreq_reply_error(r, 403, NULL, "phase %ju belongs to another user's job",
-                                 (uintmax_t)pid);
+                                      (uintmax_t)pid);
     hreq_reply_json(r, 200, core_phase_json(c, p));
 }
 
@@ -413,7 +413,7 @@ static void stage_get(core_t *c, hreq_t *rq, reply_t *r, const char *kind)
         if (!strcmp(j->xfers[i]->kind, kind))
             json_array_append_new(a, core_xfer_json(c, j->xfers[i]));
     hreq_reply_json(r, 200, json_pack("{s:s s:s s:s s:o}", "job", j->id, "kind", kind, "state",
-                                 core_stage_summary(j, kind), "transfers", a));
+                                      core_stage_summary(j, kind), "transfers", a));
 }
 
 static void h_stage_in(core_t *c, hreq_t *rq, reply_t *r) { stage_create(c, rq, r, "stage_in"); }
@@ -485,7 +485,7 @@ static void h_pbuf_create(core_t *c, hreq_t *rq, reply_t *r)
         return;
     if ((rq_has(rq, "uid") || rq_has(rq, "gid")) && !rq->who->admin)
         return (void)hreq_reply_error(r, 403, "uid", "only SlurmUser and root create buffers for "
-                                 "another user");
+                                      "another user");
     if (!rq_get_int(rq, r, "uid", 0, 4294967294L, &uid)
         || !rq_get_int(rq, r, "gid", 0, 4294967294L, &gid))
         return;
@@ -728,8 +728,8 @@ static void h_batch(core_t *c, hreq_t *rq, reply_t *r)
         } else if (!rq->who->admin && (core_wall() - t0 > BATCH_USER_SECONDS
                                        || bytes > BATCH_USER_REPLY)) {
             hreq_reply_error(&ir, 503, NULL, "not run: the batch used its share of the daemon "
-                        "(%.0f ms or %u MiB of replies); send the items from this one again",
-                        BATCH_USER_SECONDS * 1e3, BATCH_USER_REPLY >> 20);
+                             "(%.0f ms or %u MiB of replies); send the items from this one again",
+                             BATCH_USER_SECONDS * 1e3, BATCH_USER_REPLY >> 20);
         } else {
             hreq_t sub = { .api = rq->api, .who = rq->who, .body = body, .conn = NULL,
                            .max_wait = 0 };

@@ -151,7 +151,7 @@ static void h_held_release(core_t *c, hreq_t *rq, reply_t *r)
     if (core_held_release(c, rq->args[0], &bytes, &e) < 0)
         return rq_reply_cerr(r, &e);
     hreq_reply_json(r, 200, json_pack("{s:s s:b s:I}", "job", rq->args[0], "released", 1,
-                                 "bytes", (json_int_t)bytes));
+                                      "bytes", (json_int_t)bytes));
 }
 
 static void h_history(core_t *c, hreq_t *rq, reply_t *r)
@@ -175,9 +175,9 @@ static void h_history(core_t *c, hreq_t *rq, reply_t *r)
                     (int64_t)core_cfg(c)->limits_history_keep) < 0)
         return (void)hreq_reply_error(r, 500, NULL, "state database read failed");
     hreq_reply_json(r, 200, json_pack("{s:s s:s s:i s:o s:o}", "user", user, "name", name, "jobs",
-                                 (int)h.n, "w_iter",
+                                      (int)h.n, "w_iter",
                                  h.nw > 0 && !isnan(h.w_iter) ? json_real(h.w_iter) : json_null(),
-                                 "io_volume", h.n > 0 && !isnan(h.volume) ? json_real(h.volume)
+                                      "io_volume", h.n > 0 && !isnan(h.volume) ? json_real(h.volume)
                                                                           : json_null()));
 }
 
@@ -195,10 +195,10 @@ static void h_agent_poll(core_t *c, hreq_t *rq, reply_t *r)
     bool served = nodes_serves(c, rq->args[0]);
     if (rq->who->uid != 0 && rq->who->uid != geteuid())
         return (void)hreq_reply_error(r, 403, NULL, "only the daemon user (root) may act as a "
-                                 "buffer-node agent");
+                                      "buffer-node agent");
     if (!served)
         return (void)hreq_reply_error(r, 403, NULL, "node %s is not served by an agent in the "
-                                 "configuration (nodes: agent: true)", rq->args[0]);
+                                      "configuration (nodes: agent: true)", rq->args[0]);
     if (!b)
         return (void)hreq_reply_error(r, 400, NULL, "a JSON body is required");
     json_object_foreach(b, k, val) {
@@ -207,7 +207,7 @@ static void h_agent_poll(core_t *c, hreq_t *rq, reply_t *r)
             p++;
         if (!*p)
             return (void)hreq_reply_error(r, 400, k, "unknown field (known: version, agent, dirs, "
-                                     "status, results, kept, usage)");
+                                          "status, results, kept, usage)");
     }
     json_t *ver = json_object_get(b, "version"), *id = json_object_get(b, "agent");
     json_t *gen = json_object_get(b, "dirs"), *st = json_object_get(b, "status");
@@ -225,19 +225,19 @@ static void h_agent_poll(core_t *c, hreq_t *rq, reply_t *r)
     size_t nkd = json_array_size(kept);
     if (kept && (!json_is_array(kept) || nkd > NODES_KEPT_MAX))
         return (void)hreq_reply_error(r, 400, "kept", "must be an array of at most %d directories",
-                                 NODES_KEPT_MAX);
+                                      NODES_KEPT_MAX);
     for (size_t i = 0; i < nkd; i++) {
         int rc = np_dir_parse(json_array_get(kept, i), &kd[i], msg, sizeof(msg));
         if (rc < 0 || !kd[i].keep || !kd[i].ino)
             return (void)hreq_reply_error(r, 400, "kept", "%s", rc < 0 ? msg : "each directory "
-                                     "has keep, dev and ino");
+                                          "has keep, dev and ino");
     }
     json_t *usage = json_object_get(b, "usage");
     np_usage_t uv[NP_USAGE_MAX];
     size_t nuv = json_array_size(usage);
     if (usage && (!json_is_array(usage) || nuv > NP_USAGE_MAX))
         return (void)hreq_reply_error(r, 400, "usage", "must be an array of at most %d entries",
-                                 NP_USAGE_MAX);
+                                      NP_USAGE_MAX);
     for (size_t i = 0; i < nuv; i++)
         if (np_usage_parse(json_array_get(usage, i), &uv[i], msg, sizeof(msg)) < 0)
             return (void)hreq_reply_error(r, 400, "usage", "%s", msg);

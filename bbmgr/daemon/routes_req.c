@@ -185,7 +185,7 @@ bool rq_check_bufname(reply_t *r, const char *field, const char *s)
 {
     if (!hu_bb_name_ok(s)) {
         hreq_reply_error(r, 400, field, "must be a letter, then letters, digits, '_', '-' or '.', "
-                    "at most %d", HU_BB_NAME_MAX);
+                         "at most %d", HU_BB_NAME_MAX);
         return false;
     }
     return true;
@@ -196,7 +196,7 @@ bool rq_check_path(reply_t *r, const char *field, const char *s)
     /* the rule of the directives and of the agents (libhutil) */
     if (!hu_bb_path_ok(s)) {
         hreq_reply_error(r, 400, field, "must be an absolute path of at most %d bytes without "
-                    "'.' or '..' components or newlines", HU_BB_PATH_MAX);
+                         "'.' or '..' components or newlines", HU_BB_PATH_MAX);
         return false;
     }
     return true;
@@ -208,7 +208,7 @@ bool rq_need_admin(hreq_t *rq, reply_t *r)
     if (rq->who->admin)
         return true;
     hreq_reply_error(r, 403, NULL, "only SlurmUser and root may do this (you are uid %u)",
-                (unsigned)rq->who->uid);
+                     (unsigned)rq->who->uid);
     return false;
 }
 

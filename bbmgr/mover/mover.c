@@ -966,7 +966,8 @@ int mover_submit(mover_t *m, const mover_spec_t *spec)
     mover_fifo_push(m, t);
     pthread_mutex_unlock(&m->lock);
     bl_debug("mover: transfer %ju of job %s: %s%s %s -> %s (weight %.3g, %s)",
-             (uintmax_t)x->tid, spec->job, x->resync ? "recovery of " : "", mover_kind_name(x), x->src,
+             (uintmax_t)x->tid, spec->job, x->resync ? "recovery of " : "", mover_kind_name(x),
+             x->src,
              x->dst, j->weight, x->sync_each    ? "fsync'd before done"
                                 : x->sync_after ? "fsync'd after done"
                                                 : "not fsync'd");
@@ -1064,7 +1065,7 @@ void mover_poll(mover_t *m, mover_report_f cb, void *arg)
         char *note = NULL;
         if ((x->copied || (x->final && x->result == MV_DONE)) && x->nspecial)
             note = mover_xprintf("skipped %d file(s) that are neither regular files, directories "
-                           "nor symlinks (first: %s)", x->nspecial, x->note ? x->note : "?");
+                                 "nor symlinks (first: %s)", x->nspecial, x->note ? x->note : "?");
         if (x->copied && !x->done_reported) {
             /* done; its fsyncs go on (a recovery was reported done long ago) */
             x->done_reported = true;

@@ -125,7 +125,7 @@ int mover_tfail(task_t *t, int err, const char *path, const char *what)
     char eb[128];
     if (!t->msg)
         t->msg = mover_xprintf("%s %s: %s: %s", mover_kind_name(t->x), path, what,
-                         strerror_r(err, eb, sizeof(eb)));
+                               strerror_r(err, eb, sizeof(eb)));
     t->ok = false;
     errno = err;
     return -1;
@@ -204,7 +204,7 @@ eperm:
 /* have: the current owner when known (NULL: unknown), to skip a chown that
  * would change nothing */
 void mover_set_owner(mxfer_t *x, const entry_t *e, int fd, const char *path, int flags,
-               const struct stat *have)
+                     const struct stat *have)
 {
     uid_t uid = x->stage_out ? e->st.st_uid : x->id.uid;
     gid_t gid = x->stage_out ? e->st.st_gid : x->id.gid;

@@ -236,7 +236,7 @@ const char *mover_kind_name(const mxfer_t *x);
 int mover_tfail(task_t *t, int err, const char *path, const char *what);
 int mover_become(mover_t *m, const ident_t *id);
 void mover_set_owner(mxfer_t *x, const entry_t *e, int fd, const char *path, int flags,
-               const struct stat *have);
+                     const struct stat *have);
 
 /* mover_copy.c */
 int mover_run_prepare(mover_t *m, task_t *t);

@@ -93,7 +93,8 @@ static void make_state(core_t *c)
     core_lock(c);
     job_t *a = job(c, "10", 1001), *b = job(c, "11", 1002);
     (void)job(c, "12", 1001);
-    ck_assert_msg(core_alloc_create(c, a, 15 * GiB, 0, "fast", &created, &e) == 0, "%s", e.err.text);
+    ck_assert_msg(core_alloc_create(c, a, 15 * GiB, 0, "fast", &created, &e) == 0, "%s",
+                  e.err.text);
     ck_assert_msg(core_alloc_create(c, b, 5 * GiB, 0, "slow", &created, &e) == 0, "%s", e.err.text);
     pbuf_t *p = core_pbuf_create(c, "keep", 1001, 1001, 3 * GiB, "fast", &created, &e);
     ck_assert_msg(p != NULL, "%s", e.err.text);
