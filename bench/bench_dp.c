@@ -101,7 +101,7 @@ static void inst_free(inst_t *in)
 static double time_place(inst_t *in, hs_dp_cost_t c, int reps, hs_dp_solution_t *out)
 {
     double t[31];
-    hs_error_t err;
+    hu_error_t err;
 
     if (reps > 31)
         reps = 31;

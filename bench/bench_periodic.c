@@ -93,7 +93,7 @@ static double timed(const hs_platform_t *plat, const hs_pjob_t *jobs, int K,
                     const hs_periodic_params_t *prm, int reps, hs_pattern_stats_t *st)
 {
     double t[16];
-    hs_error_t err;
+    hu_error_t err;
     int nr = reps > 16 ? 16 : reps;
 
     for (int r = 0; r < nr; r++) {

@@ -53,7 +53,7 @@ static int bench(const char *policy, int K, double *mean, double *max,
 {
     hs_platform_t plat = { 16 * K, 1e9, 1.6e9 * K, 0, NULL };
     hs_policy_t pol;
-    hs_error_t err;
+    hu_error_t err;
     hs_sched_t *s;
     hs_grant_t *g = calloc((size_t)K + 1, sizeof(*g));
     double t = 0, dts[20];

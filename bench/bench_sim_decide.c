@@ -8,7 +8,7 @@
  *       little so nothing is cached).  Prints "POLICY K microseconds-per-decision".
  *
  *   bench_sim_decide [OPTIONS] POLICY      (no option: the defaults below)
- *       bbmgrd's case (bbmgr/daemon/core.c: sched_build(), job_arrive(),
+ *       bbmgrd's case (bbmgr/daemon/core_jobs.c: core_sched_build(), job_arrive(),
  *       core_phase_request()): a platform of 1,024 compute nodes (b = 1 GB/s,
  *       B = 100 GB/s) with --buffers buffer nodes (4 GB/s, 4 TiB, the nvme MSCA curve
  *       of etc/bbmgr.yaml.example), --jobs registered jobs of 1 node, --pending of
@@ -89,7 +89,7 @@ static uint64_t rng (void)        /* xorshift64: the same sequence on every buil
 static int legacy (const char *policy, int k, int rep)
 {
     hs_policy_t pol;
-    hs_error_t err;
+    hu_error_t err;
     hs_platform_t plat = { .nodes = 0, .node_bw = 1e9, .bw = 100e9 };
     hs_sched_t *s;
     hs_grant_t *g;
@@ -142,7 +142,7 @@ static int daemon_like (const char *policy, const struct daemon_opts *o)
 {
     static const double nvme[] = { 0, 0.02, 0.05, 0.09, 0.14 };
     hs_policy_t pol;
-    hs_error_t err = { "" };
+    hu_error_t err = { "" };
     hs_buffer_t *bufs = calloc (o->buffers > 0 ? o->buffers : 1, sizeof (*bufs));
     hs_platform_t plat = { .nodes = 1024, .node_bw = 1e9, .bw = o->pfs,
                            .nbuffers = o->buffers, .buffers = bufs };

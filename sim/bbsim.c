@@ -119,7 +119,7 @@ static int cmd_run (int argc, char **argv)
     double period_min = 0, max_wait = 0, starve_factor = 0, starve_floor = 0;
     uint64_t max_work = 0;
     int auto_objective = -1;
-    wl_error_t err = { .text = "" };
+    hu_error_t err = { .text = "" };
     wl_t *wl = NULL;
     wl_jobs_t *jobs = NULL;
     sim_result_t *res = NULL;
@@ -134,7 +134,7 @@ static int cmd_run (int argc, char **argv)
             return 0;
         }
         if ((v = optval (argc, argv, &i, "--policy", &bad))) {
-            hs_error_t herr = { .text = "" };
+            hu_error_t herr = { .text = "" };
             if (npol >= MAX_POLICIES) {
                 fprintf (stderr, "bbsim run: at most %d policies\n", MAX_POLICIES);
                 return 2;

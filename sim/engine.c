@@ -22,6 +22,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "libhutil/hu_error.h"
 #include "libhutil/hutil.h"
 #include "sim.h"
 
@@ -121,18 +122,16 @@ typedef struct {
     int qhead, qtail;
 } balloc_t;
 
-static int efail (wl_error_t *err, const char *fmt, ...)
+static int efail (hu_error_t *err, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
-static int efail (wl_error_t *err, const char *fmt, ...)
+static int efail (hu_error_t *err, const char *fmt, ...)
 {
     int e = errno ? errno : EINVAL;
-    if (err) {
-        va_list ap;
-        va_start (ap, fmt);
-        vsnprintf (err->text, sizeof (err->text), fmt, ap);
-        va_end (ap);
-    }
+    va_list ap;
+    va_start (ap, fmt);
+    hu_verrprintf (err, fmt, ap);
+    va_end (ap);
     errno = e;
     return -1;
 }
@@ -232,10 +231,10 @@ static hs_buffer_t *make_buffers (const wl_t *wl)
 static int job_start (hs_sched_t *s, const wl_t *wl, const wl_jobs_t *jobs, int e,
                       double t, bool queued, jrun_t *jr, heap_t *heap, balloc_t *ba,
                       sim_result_t *res, const char *pname, bool *started,
-                      wl_error_t *err)
+                      hu_error_t *err)
 {
     const wl_job_t *jb = &jobs->jobs[e];
-    hs_error_t herr = { .text = "" };
+    hu_error_t herr = { .text = "" };
     hs_job_t hj = {
         .id = (uint64_t)e,
         .nodes = jb->nodes,
@@ -299,7 +298,7 @@ nomem:
 static int job_release_buffers (hs_sched_t *s, const wl_t *wl, const wl_jobs_t *jobs,
                                 int e, double t, jrun_t *jr, heap_t *heap,
                                 balloc_t *ba, sim_result_t *res, const char *pname,
-                                wl_error_t *err)
+                                hu_error_t *err)
 {
     if (!ba->on)
         return 0;
@@ -323,14 +322,14 @@ static int job_release_buffers (hs_sched_t *s, const wl_t *wl, const wl_jobs_t *
 }
 
 int sim_run (const wl_t *wl, const wl_jobs_t *jobs, const hs_policy_t *pol,
-             const sim_opts_t *opts, sim_result_t *res, wl_error_t *err)
+             const sim_opts_t *opts, sim_result_t *res, hu_error_t *err)
 {
     hs_platform_t plat = {
         .nodes = wl->plat.nodes,
         .node_bw = wl->plat.node_bw,
         .bw = wl->plat.bw,
     };
-    hs_error_t herr = { .text = "" };
+    hu_error_t herr = { .text = "" };
     hs_sched_t *s = NULL;
     heap_t heap = { 0 };
     jrun_t *jr = NULL;

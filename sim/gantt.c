@@ -61,7 +61,7 @@ static double nice_step (double span)
 }
 
 int sim_gantt (const char *path, const wl_t *wl, const sim_result_t *res, int nres,
-               wl_error_t *err)
+               hu_error_t *err)
 {
     FILE *f;
     double tmin = INFINITY, tmax = -INFINITY;

@@ -83,7 +83,7 @@ typedef struct {
 /* Run 'jobs' on the platform of 'wl' under 'pol'.  Returns 0, or -1 with errno set
  * and err filled (a libhsched error, or a policy that stops making progress). */
 int sim_run (const wl_t *wl, const wl_jobs_t *jobs, const hs_policy_t *pol,
-             const sim_opts_t *opts, sim_result_t *res, wl_error_t *err);
+             const sim_opts_t *opts, sim_result_t *res, hu_error_t *err);
 void sim_result_clear (sim_result_t *res);     /* accepts NULL, keeps errno */
 
 /* ---------------------------------------------------------------- outputs */
@@ -95,7 +95,7 @@ int sim_output (FILE *f, sim_format_t fmt, const wl_t *wl, uint64_t seed,
 
 /* SVG Gantt chart of one or several results (one panel per policy). */
 int sim_gantt (const char *path, const wl_t *wl, const sim_result_t *res, int nres,
-               wl_error_t *err);
+               hu_error_t *err);
 
 /* ---------------------------------------------------------------- generators */
 

@@ -536,7 +536,7 @@ void wl_destroy (wl_t *wl)
     errno = saved;
 }
 
-wl_t *wl_load_buffer (const char *buf, size_t len, const char *name, wl_error_t *err)
+wl_t *wl_load_buffer (const char *buf, size_t len, const char *name, hu_error_t *err)
 {
     ctx_t c = { .file = name ? name : "<input>", .err = err, .buf = buf, .len = len };
     hu_ydoc_t *doc = NULL;
@@ -567,7 +567,7 @@ error:
     return NULL;
 }
 
-wl_t *wl_load_file (const char *path, wl_error_t *err)
+wl_t *wl_load_file (const char *path, hu_error_t *err)
 {
     FILE *f;
     char *buf = NULL;
@@ -669,7 +669,7 @@ void wl_jobs_destroy (wl_jobs_t *jobs)
     errno = saved;
 }
 
-wl_jobs_t *wl_expand (const wl_t *wl, uint64_t seed, wl_error_t *err)
+wl_jobs_t *wl_expand (const wl_t *wl, uint64_t seed, hu_error_t *err)
 {
     wl_jobs_t *jobs = NULL;
     long total = 0;

@@ -96,10 +96,10 @@ typedef struct {
 
 /* Parse a workload from memory ('name' is used in messages).  Returns NULL with errno
  * set (EINVAL: bad input, ENOMEM) and err filled with "NAME:LINE:COL: reason". */
-wl_t *wl_load_buffer(const char *buf, size_t len, const char *name, wl_error_t *err);
+wl_t *wl_load_buffer(const char *buf, size_t len, const char *name, hu_error_t *err);
 
 /* Same from a file ("-" reads stdin). */
-wl_t *wl_load_file(const char *path, wl_error_t *err);
+wl_t *wl_load_file(const char *path, hu_error_t *err);
 
 void wl_destroy(wl_t *wl);      /* accepts NULL, keeps errno */
 
@@ -126,7 +126,7 @@ typedef struct {
 } wl_jobs_t;
 
 /* Draw every random value with 'seed'.  Returns NULL with errno set. */
-wl_jobs_t *wl_expand(const wl_t *wl, uint64_t seed, wl_error_t *err);
+wl_jobs_t *wl_expand(const wl_t *wl, uint64_t seed, hu_error_t *err);
 void wl_jobs_destroy(wl_jobs_t *jobs);
 
 #endif /* BBSIM_WORKLOAD_H */

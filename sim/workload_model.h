@@ -9,9 +9,6 @@
 
 #include "../src/common/libhutil/hutil.h"
 
-/* The project's one error type (libhutil's), under the workload reader's prefix. */
-typedef hu_error_t wl_error_t;
-
 /* A number drawn per use: a fixed value or a distribution. */
 typedef enum {
     WL_DIST_FIXED = 0,

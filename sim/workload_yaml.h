@@ -16,7 +16,7 @@
 
 typedef struct {
     const char *file;
-    wl_error_t *err;
+    hu_error_t *err;
     const char *buf;
     size_t len;
 } ctx_t;

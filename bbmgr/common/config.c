@@ -252,7 +252,7 @@ static int chk_rate(const void *v, hu_error_t *err)
 static int chk_policy(const void *v, hu_error_t *err)
 {
     hs_policy_t pol;
-    hs_error_t herr = { "" };
+    hu_error_t herr = { "" };
     if (hs_policy_parse(*(char *const *)v, &pol, &herr) < 0)
         return hu_errprintf(err, "%s", herr.text[0] ? herr.text : "unknown policy");
     return 0;

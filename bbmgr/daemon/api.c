@@ -343,7 +343,7 @@ static bool hold_for_commit(req_t *q)
         (void)state_try_commit(a->st, q->barrier);
     pthread_mutex_lock(&a->wlock);
     if (a->failed) {
-        reply_error(&q->r, 500, NULL, "the state database failed: the daemon is stopping");
+        hreq_reply_error(&q->r, 500, NULL, "the state database failed: the daemon is stopping");
     } else if (q->barrier > a->committed) {
         q->on_commit = true;
         waiter_link(a, q);
@@ -416,7 +416,7 @@ static int authenticate(req_t *q)
         }
     }
     if (st) {
-        reply_error(&q->r, st, "Authorization", "%s", msg);
+        hreq_reply_error(&q->r, st, "Authorization", "%s", msg);
         return st;
     }
     q->who.admin = q->who.uid == 0 || q->who.uid == a->slurm_uid;
@@ -435,12 +435,12 @@ static bool process(req_t *q)
     bool suspended = false;
 
     if (q->too_large) {
-        reply_error(r, 413, NULL, "request body larger than limits.max_body (%zu bytes)",
-                    a->max_body);
+        hreq_reply_error(r, 413, NULL, "request body larger than limits.max_body (%zu bytes)",
+                         a->max_body);
         return false;
     }
     if (a->stopping) {
-        reply_error(r, 503, NULL, "bbmgrd is stopping");
+        hreq_reply_error(r, 503, NULL, "bbmgrd is stopping");
         return false;
     }
     bool is_metrics = !strcmp(q->path, "/metrics");
@@ -454,7 +454,7 @@ static bool process(req_t *q)
     }
     if (is_metrics) {
         if (!a->metrics_public && !q->who.admin) {
-            reply_error(r, 403, NULL, "metrics are for SlurmUser and root");
+            hreq_reply_error(r, 403, NULL, "metrics are for SlurmUser and root");
             return false;
         }
         r->status = 200;
@@ -463,39 +463,39 @@ static bool process(req_t *q)
         r->text = metrics_render(&ac, a->core, a->st);
         r->ctype = "text/plain; version=0.0.4; charset=utf-8";
         if (!r->text)
-            reply_error(r, 500, NULL, "out of memory");
+            hreq_reply_error(r, 500, NULL, "out of memory");
         return false;
     }
     if (!(pathcopy = strdup(q->path))) {
-        reply_error(r, 500, NULL, "out of memory");
+        hreq_reply_error(r, 500, NULL, "out of memory");
         return false;
     }
     const route_t *rt = routes_match(q->method, pathcopy, args, &status);
     if (!rt) {
         if (status == 405)
-            reply_error(r, 405, NULL, "method %s not allowed on %s", q->method, q->path);
+            hreq_reply_error(r, 405, NULL, "method %s not allowed on %s", q->method, q->path);
         else
-            reply_error(r, 404, NULL, "no such resource: %s", q->path);
+            hreq_reply_error(r, 404, NULL, "no such resource: %s", q->path);
         goto out;
     }
     if (q->len > 0) {
         json_error_t jerr;
         if (!rt->body) {
-            reply_error(r, 400, NULL, "%s %s takes no body", q->method, q->path);
+            hreq_reply_error(r, 400, NULL, "%s %s takes no body", q->method, q->path);
             goto out;
         }
         if (!json_ctype(q->conn)) {
-            reply_error(r, 415, "Content-Type", "the body must be application/json");
+            hreq_reply_error(r, 415, "Content-Type", "the body must be application/json");
             goto out;
         }
         body = json_loadb(q->body, q->len, JSON_REJECT_DUPLICATES, &jerr);
         if (!body) {
-            reply_error(r, 400, NULL, "invalid JSON at line %d column %d: %s", jerr.line,
-                        jerr.column, jerr.text);
+            hreq_reply_error(r, 400, NULL, "invalid JSON at line %d column %d: %s", jerr.line,
+                             jerr.column, jerr.text);
             goto out;
         }
         if (!json_is_object(body)) {
-            reply_error(r, 400, NULL, "the body must be a JSON object");
+            hreq_reply_error(r, 400, NULL, "the body must be a JSON object");
             goto out;
         }
     }

@@ -37,7 +37,7 @@ static const nodes_core_t nodes_core = {
 core_t *core_create(cfg_t *cfg, state_t *st, hu_error_t *err)
 {
     core_t *c = calloc(1, sizeof(*c));
-    hs_error_t herr = { "" };
+    hu_error_t herr = { "" };
 
     if (!c) {
         errno = ENOMEM;
@@ -55,14 +55,14 @@ core_t *core_create(cfg_t *cfg, state_t *st, hu_error_t *err)
     if (!(c->node_by_name = hmap_create()) || !(c->jobs = hmap_create())
         || !(c->jobs_hs = hmap_create()) || !(c->phases = hmap_create())
         || !(c->pbufs = hmap_create()) || !(c->xfers = hmap_create())
-        || pools_load(c, cfg) < 0) {
+        || core_pools_load(c, cfg) < 0) {
         errno = ENOMEM;
         hu_errprintf(err, "out of memory");
         goto error;
     }
     for (int i = 0; i < cfg->nnodes; i++)
         for (int k = 0; k < cfg->nodes[i].names.n; k++)
-            if (node_add(c, cfg->nodes[i].names.v[k], &cfg->nodes[i], true) < 0) {
+            if (core_node_add(c, cfg->nodes[i].names.v[k], &cfg->nodes[i], true) < 0) {
                 errno = ENOMEM;
                 hu_errprintf(err, "out of memory");
                 goto error;
@@ -88,19 +88,19 @@ void core_destroy(core_t *c)
     void *v;
     if (c->jobs)
         for (void *it = hmap_first(c->jobs, &v); it; it = hmap_next(c->jobs, it, &v))
-            job_free(v);
+            core_job_free(v);
     if (c->pbufs)
         for (void *it = hmap_first(c->pbufs, &v); it; it = hmap_next(c->pbufs, it, &v))
-            pbuf_free(v);
+            core_pbuf_free(v);
     for (int i = 0; i < c->nheld; i++)
-        held_free(c->held[i]);
+        core_held_free(c->held[i]);
     free(c->held);
     for (int i = 0; i < CORE_ENDED_KEEP; i++)
         json_decref(c->ended[i]);
     hmap_destroy(c->jobs);
     hmap_destroy(c->jobs_hs);
     hmap_destroy(c->phases);
-    usage_free(c);
+    core_usage_free(c);
     hmap_destroy(c->pbufs);
     hmap_destroy(c->xfers);
     hmap_destroy(c->node_by_name);
@@ -135,7 +135,7 @@ void core_tick(core_t *c)
     for (int i = 0; i < nexp; i++) {
         bl_warning("phase %ju of job %s expired: granted %.0f s ago and not finished",
                    (uintmax_t)expire[i]->id, expire[i]->job->id, wall - expire[i]->granted);
-        phase_close(c, expire[i], PH_EXPIRED, expire[i]->bytes);
+        core_phase_close(c, expire[i], PH_EXPIRED, expire[i]->bytes);
     }
     if (!strcmp(c->cfg->stage_mode, "scheduled")) {
         xfer_t *done[64];
@@ -152,21 +152,21 @@ void core_tick(core_t *c)
             if (done[i]->bytes_total > 0)
                 done[i]->bytes_done = done[i]->bytes_total;
             hmap_idel(c->xfers, done[i]->id);
-            put_xfer(c, done[i]);
+            core_put_xfer(c, done[i]);
         }
     }
     if (c->mover) {
-        mover_results(c);
+        core_mover_results(c);
         if (!c->durability_recovered) {
             c->durability_recovered = true;
-            recover_durability(c);
+            core_recover_durability(c);
         }
-        mover_tick(c, wall);
+        core_mover_tick(c, wall);
     }
     nodes_tick(c, wall);
-    spares_fill(c, wall);
-    usage_tick(c, wall);
-    leftover_tick(c);
+    core_spares_fill(c, wall);
+    core_usage_tick(c, wall);
+    core_leftover_tick(c);
     if (wall >= c->prune_next) {
         /* closed rows go after limits.keep_closed (or beyond keep_closed_count), so
          * that state.db does not grow with every phase ever requested */
@@ -179,7 +179,7 @@ void core_tick(core_t *c)
     }
     double now = core_hs_now(c);
     if (nexp > 0 || c->sched_dirty || hs_sched_next_event(c->sched) <= now)
-        reschedule(c, now);
+        core_reschedule(c, now);
     core_unlock(c);
 }
 

@@ -23,7 +23,7 @@
 #include "log.h"
 
 /* ------------------------------------------------------------------ nodes */
-int node_add(core_t *c, const char *name, const cfg_nodeset_t *ns, bool in_config)
+int core_node_add(core_t *c, const char *name, const cfg_nodeset_t *ns, bool in_config)
 {
     node_t *nv = realloc(c->nodes, (size_t)(c->nnodes + 1) * sizeof(node_t));
     if (!nv)
@@ -55,7 +55,7 @@ int node_add(core_t *c, const char *name, const cfg_nodeset_t *ns, bool in_confi
     return c->nnodes - 1;
 }
 
-int pools_load(core_t *c, const cfg_t *cfg)
+int core_pools_load(core_t *c, const cfg_t *cfg)
 {
     pool_t *pv = calloc((size_t)cfg->npools, sizeof(pool_t));
     if (!pv)
@@ -122,7 +122,7 @@ static int place(core_t *c, uint64_t capacity, int nodes, int p, const char *fie
     int *pick = calloc(nn, sizeof(int));
 
     if (!cand || !pick) {
-        rc = cerr_set(e, ENOMEM, "", "out of memory");
+        rc = core_cerr_set(e, ENOMEM, "", "out of memory");
         goto done;
     }
     for (int i = 0; i < c->nnodes; i++) {
@@ -142,13 +142,13 @@ static int place(core_t *c, uint64_t capacity, int nodes, int p, const char *fie
         ncand++;
     }
     if (npool == 0) {
-        rc = cerr_set(e, EDOM, "pool", "pool %s has no nodes", c->pools[p].name);
+        rc = core_cerr_set(e, EDOM, "pool", "pool %s has no nodes", c->pools[p].name);
         goto done;
     }
     if (capacity > total || (nodes > 0 && nodes > npool)) {
-        rc = cerr_set(e, EDOM, capacity > total ? field : "nodes",
-                      "pool %s can never hold it: %d nodes, %ju bytes in all",
-                      c->pools[p].name, npool, (uintmax_t)total);
+        rc = core_cerr_set(e, EDOM, capacity > total ? field : "nodes",
+                           "pool %s can never hold it: %d nodes, %ju bytes in all",
+                           c->pools[p].name, npool, (uintmax_t)total);
         goto done;
     }
     int n_min = (int)((capacity + maxcap - 1) / maxcap);
@@ -169,7 +169,7 @@ static int place(core_t *c, uint64_t capacity, int nodes, int p, const char *fie
         if (fit < n)
             continue;
         if (!(out->v = calloc((size_t)n, sizeof(anode_t)))) {
-            rc = cerr_set(e, ENOMEM, "", "out of memory");
+            rc = core_cerr_set(e, ENOMEM, "", "out of memory");
             goto done;
         }
         out->n = n;
@@ -190,9 +190,9 @@ static int place(core_t *c, uint64_t capacity, int nodes, int p, const char *fie
         rc = 0;
         goto done;
     }
-    rc = cerr_set(e, ENOSPC, field, "pool %s cannot hold %ju bytes on %d node(s) now "
-                  "(%d nodes up, %ju bytes free)", c->pools[p].name, (uintmax_t)capacity,
-                  n_min, ncand, (uintmax_t)free_total);
+    rc = core_cerr_set(e, ENOSPC, field, "pool %s cannot hold %ju bytes on %d node(s) now "
+                       "(%d nodes up, %ju bytes free)", c->pools[p].name, (uintmax_t)capacity,
+                       n_min, ncand, (uintmax_t)free_total);
 done:
     free(cand);
     free(pick);
@@ -212,7 +212,7 @@ static void alloc_take(core_t *c, alloc_t *a)
  * width), in the placement's order, else a surviving node of the allocation — and
  * the job's directory is made there.  The new node's index, or -1 when none can
  * take it (the allocation is then unchanged). */
-int alloc_move_share(core_t *c, job_t *j, int lost)
+int core_alloc_move_share(core_t *c, job_t *j, int lost)
 {
     alloc_t *a = j->alloc;
     int k = 0, best = -1, p = a ? pool_index(c, a->pool) : -1;
@@ -256,10 +256,10 @@ int alloc_move_share(core_t *c, job_t *j, int lost)
         a->v[k].node = best;
         a->v[k].dirgen = 0;
         /* in the lost node's place: the first node is where $HARMONIA_BB is, and the
-         * state keeps this order (put_anodes) */
-        bufdirs_make(c, &one, false, j->id, j->uid, j->gid);
+         * state keeps this order (core_put_anodes) */
+        core_bufdirs_make(c, &one, false, j->id, j->uid, j->gid);
     }
-    put_anodes(c, "job", j->id, a);
+    core_put_anodes(c, "job", j->id, a);
     return best;
 }
 
@@ -268,7 +268,7 @@ static int pool_resolve(core_t *c, const char *pool, cerr_t *e)
     int p;
     if (pool && *pool) {
         if ((p = pool_index(c, pool)) < 0)
-            return cerr_set(e, ENOENT, "pool", "no pool named '%s'", pool);
+            return core_cerr_set(e, ENOENT, "pool", "no pool named '%s'", pool);
         return p;
     }
     p = pool_index(c, "default");
@@ -286,18 +286,19 @@ int core_alloc_create(core_t *c, job_t *j, uint64_t capacity, int nodes, const c
         if (j->alloc->capacity == capacity && !strcmp(j->alloc->pool, c->pools[p].name)
             && (nodes <= 0 || nodes == j->alloc->nodes_requested))
             return 0;   /* the same request again: idempotent */
-        return cerr_set(e, EEXIST, "capacity", "job %s already has an allocation (%ju bytes in "
-                        "pool %s): release it first", j->id, (uintmax_t)j->alloc->capacity,
-                        j->alloc->pool);
+        return core_cerr_set(e, EEXIST, "capacity",
+                             "job %s already has an allocation (%ju bytes in "
+                             "pool %s): release it first", j->id, (uintmax_t)j->alloc->capacity,
+                             j->alloc->pool);
     }
     alloc_t *a = calloc(1, sizeof(*a));
     if (!a)
-        return cerr_set(e, ENOMEM, "", "out of memory");
+        return core_cerr_set(e, ENOMEM, "", "out of memory");
     if (place(c, capacity, nodes, p, "capacity", a, e) < 0) {
         free(a);
         return -1;
     }
-    if (bufdirs_check(c, a, e) < 0) {
+    if (core_bufdirs_check(c, a, e) < 0) {
         free(a->v);
         free(a);
         return -1;
@@ -308,8 +309,8 @@ int core_alloc_create(core_t *c, job_t *j, uint64_t capacity, int nodes, const c
     j->alloc = a;
     state_put(c->st, ST_ALLOC_PUT, "ssiiid", j->id, a->pool, (int64_t)a->capacity,
               (int64_t)a->reserved, (int64_t)a->nodes_requested, a->created);
-    put_anodes(c, "job", j->id, a);
-    bufdirs_make(c, a, false, j->id, j->uid, j->gid);
+    core_put_anodes(c, "job", j->id, a);
+    core_bufdirs_make(c, a, false, j->id, j->uid, j->gid);
     bl_debug("allocation: job %s gets %ju bytes on %d node(s) of pool %s", j->id,
              (uintmax_t)a->reserved, a->n, a->pool);
     *created = true;
@@ -319,8 +320,8 @@ int core_alloc_create(core_t *c, job_t *j, uint64_t capacity, int nodes, const c
 int core_alloc_release(core_t *c, job_t *j, cerr_t *e)
 {
     if (!j->alloc)
-        return cerr_set(e, ENOENT, "", "job %s has no allocation", j->id);
-    return alloc_release(c, j);
+        return core_cerr_set(e, ENOENT, "", "job %s has no allocation", j->id);
+    return core_bufdir_alloc_release(c, j);
 }
 
 /* ------------------------------------------------------------------ persistent */
@@ -336,10 +337,12 @@ pbuf_t *core_pbuf_create(core_t *c, const char *name, uid_t uid, gid_t gid,
         if (b->uid == uid && b->alloc.capacity == capacity
             && !strcmp(b->alloc.pool, c->pools[p].name))
             return b;   /* idempotent */
-        return cerr_set(e, EEXIST, "name", "persistent buffer '%s' already exists", name), NULL;
+        return core_cerr_set(e, EEXIST, "name", "persistent buffer '%s' already exists",
+                             name), NULL;
     }
     if ((long)hmap_size(c->pbufs) >= c->cfg->limits_max_persistent)
-        return cerr_set(e, EAGAIN, "", "too many persistent buffers (limits.max_persistent)"), NULL;
+        return core_cerr_set(e, EAGAIN, "",
+                             "too many persistent buffers (limits.max_persistent)"), NULL;
     if (uid != 0 && uid != c->cfg->slurm_uid) {
         /* per owner, whoever asks: the plugin's lists are not the only way in */
         long n = 0;
@@ -351,17 +354,18 @@ pbuf_t *core_pbuf_create(core_t *c, const char *name, uid_t uid, gid_t gid,
                 cap += ((pbuf_t *)v)->alloc.capacity;
             }
         if (n >= c->cfg->limits_persistent_per_user)
-            return cerr_set(e, EPERM, "name", "uid %u already owns %ld persistent buffer(s) "
-                            "(limits.persistent_per_user = %ld)", (unsigned)uid, n,
-                            c->cfg->limits_persistent_per_user), NULL;
+            return core_cerr_set(e, EPERM, "name", "uid %u already owns %ld persistent buffer(s) "
+                                 "(limits.persistent_per_user = %ld)", (unsigned)uid, n,
+                                 c->cfg->limits_persistent_per_user), NULL;
         if (lim && (capacity > lim || cap > lim - capacity))
-            return cerr_set(e, EPERM, "capacity", "uid %u owns persistent buffers of %ju bytes: "
-                            "%ju more exceeds limits.persistent_capacity_per_user (%ju bytes)",
-                            (unsigned)uid, (uintmax_t)cap, (uintmax_t)capacity,
-                            (uintmax_t)lim), NULL;
+            return core_cerr_set(e, EPERM, "capacity",
+                                 "uid %u owns persistent buffers of %ju bytes: "
+                                 "%ju more exceeds limits.persistent_capacity_per_user (%ju bytes)",
+                                 (unsigned)uid, (uintmax_t)cap, (uintmax_t)capacity,
+                                 (uintmax_t)lim), NULL;
     }
     if (!(b = calloc(1, sizeof(*b))))
-        return cerr_set(e, ENOMEM, "", "out of memory"), NULL;
+        return core_cerr_set(e, ENOMEM, "", "out of memory"), NULL;
     snprintf(b->name, sizeof(b->name), "%s", name);
     b->uid = uid;
     b->gid = gid;
@@ -369,20 +373,20 @@ pbuf_t *core_pbuf_create(core_t *c, const char *name, uid_t uid, gid_t gid,
         free(b);
         return NULL;
     }
-    if (bufdirs_check(c, &b->alloc, e) < 0) {
-        pbuf_free(b);
+    if (core_bufdirs_check(c, &b->alloc, e) < 0) {
+        core_pbuf_free(b);
         return NULL;
     }
     b->created = b->alloc.created = core_wall();
     if (hmap_put(c->pbufs, b->name, b) < 0) {
-        pbuf_free(b);
-        return cerr_set(e, ENOMEM, "", "out of memory"), NULL;
+        core_pbuf_free(b);
+        return core_cerr_set(e, ENOMEM, "", "out of memory"), NULL;
     }
     alloc_take(c, &b->alloc);
     state_put(c->st, ST_PERS_PUT, "siisiid", b->name, (int64_t)uid, (int64_t)gid, b->alloc.pool,
               (int64_t)capacity, (int64_t)b->alloc.reserved, b->created);
-    put_anodes(c, "persistent", b->name, &b->alloc);
-    bufdirs_make(c, &b->alloc, true, b->name, b->uid, b->gid);
+    core_put_anodes(c, "persistent", b->name, &b->alloc);
+    core_bufdirs_make(c, &b->alloc, true, b->name, b->uid, b->gid);
     *created = true;
     return b;
 }
@@ -390,16 +394,16 @@ pbuf_t *core_pbuf_create(core_t *c, const char *name, uid_t uid, gid_t gid,
 int core_pbuf_destroy(core_t *c, pbuf_t *b, cerr_t *e)
 {
     if (b->nusers > 0)
-        return cerr_set(e, EBUSY, "name", "persistent buffer '%s' is used by job %s", b->name,
-                        b->users[0]);
-    bufdirs_remove(c, &b->alloc, true, b->name, NULL, b->uid, b->gid);
-    if (!pbuf_hold(c, b))
-        alloc_free_nodes(c, &b->alloc);
+        return core_cerr_set(e, EBUSY, "name", "persistent buffer '%s' is used by job %s", b->name,
+                             b->users[0]);
+    core_bufdirs_remove(c, &b->alloc, true, b->name, NULL, b->uid, b->gid);
+    if (!core_pbuf_hold(c, b))
+        core_alloc_free_nodes(c, &b->alloc);
     state_put(c->st, ST_PERS_DEL, "s", b->name);
     state_put(c->st, ST_ANODE_DEL, "ss", "persistent", b->name);
     state_put(c->st, ST_PUSE_DEL_NAME, "s", b->name);
     hmap_del(c->pbufs, b->name);
-    pbuf_free(b);
+    core_pbuf_free(b);
     return 0;
 }
 
@@ -408,17 +412,18 @@ int core_pbuf_use(core_t *c, pbuf_t *b, job_t *j, cerr_t *e)
     for (int i = 0; i < b->nusers; i++)
         if (!strcmp(b->users[i], j->id))
             return 0;
-    if (strv_add(&b->users, &b->nusers, j->id) < 0 || strv_add(&j->uses, &j->nuses, b->name) < 0)
-        return cerr_set(e, ENOMEM, "", "out of memory");
+    if (core_strv_add(&b->users, &b->nusers, j->id) < 0 ||
+        core_strv_add(&j->uses, &j->nuses, b->name) < 0)
+        return core_cerr_set(e, ENOMEM, "", "out of memory");
     state_put(c->st, ST_PUSE_PUT, "ssd", b->name, j->id, core_wall());
     return 0;
 }
 
 int core_pbuf_unuse(core_t *c, pbuf_t *b, job_t *j, cerr_t *e)
 {
-    if (!strv_del(b->users, &b->nusers, j->id))
-        return cerr_set(e, ENOENT, "", "job %s does not use '%s'", j->id, b->name);
-    strv_del(j->uses, &j->nuses, b->name);
+    if (!core_strv_del(b->users, &b->nusers, j->id))
+        return core_cerr_set(e, ENOENT, "", "job %s does not use '%s'", j->id, b->name);
+    core_strv_del(j->uses, &j->nuses, b->name);
     state_put(c->st, ST_PUSE_DEL, "ss", b->name, j->id);
     return 0;
 }
@@ -428,11 +433,11 @@ int core_node_drain(core_t *c, int idx, bool drain, const char *reason, cerr_t *
 {
     node_t *n = &c->nodes[idx];
     if (!drain && !n->in_config)
-        return cerr_set(e, EBUSY, "", "node %s is not in the configuration", n->name);
+        return core_cerr_set(e, EBUSY, "", "node %s is not in the configuration", n->name);
     n->drained = drain;
     free(n->reason);
     n->reason = drain && reason ? strdup(reason) : NULL;
-    put_node(c, idx);
+    core_put_node(c, idx);
     bl_info("node %s %s%s%s", n->name, drain ? "drained" : "resumed", drain && reason ? ": " : "",
             drain && reason ? reason : "");
     return 0;
@@ -443,12 +448,12 @@ int core_node_set_bandwidth(core_t *c, int idx, double bw)
     hu_error_t err = { "" };
     double old = c->nodes[idx].bandwidth;
     c->nodes[idx].bandwidth = bw;
-    if (sched_build(c, &err) < 0) {
+    if (core_sched_build(c, &err) < 0) {
         c->nodes[idx].bandwidth = old;
         bl_error("node %s: scheduler kept at %.0f B/s: %s", c->nodes[idx].name, old, err.text);
         return -1;
     }
-    reschedule(c, core_hs_now(c));
+    core_reschedule(c, core_hs_now(c));
     return 0;
 }
 
@@ -457,7 +462,7 @@ int core_reconfigure(core_t *c, cfg_t *nc, hu_error_t *err)
 {
     char restart[512];
     hs_policy_t pol;
-    hs_error_t herr = { "" };
+    hu_error_t herr = { "" };
 
     if (hs_policy_parse(nc->policy_id, &pol, &herr) < 0)
         return hu_errprintf(err, "policy.id: %s", herr.text);
@@ -490,7 +495,7 @@ int core_reconfigure(core_t *c, cfg_t *nc, hu_error_t *err)
         for (int k = 0; k < ns->names.n; k++) {
             int idx = core_node_index(c, ns->names.v[k]);
             if (idx < 0) {
-                if ((idx = node_add(c, ns->names.v[k], ns, true)) < 0)
+                if ((idx = core_node_add(c, ns->names.v[k], ns, true)) < 0)
                     goto nomem;
                 bl_info("reload: node %s added", ns->names.v[k]);
                 changed = true;
@@ -518,7 +523,7 @@ int core_reconfigure(core_t *c, cfg_t *nc, hu_error_t *err)
                 n->drained = false;
                 free(n->reason);
                 n->reason = NULL;
-                put_node(c, idx);
+                core_put_node(c, idx);
             }
         }
     }
@@ -529,7 +534,7 @@ int core_reconfigure(core_t *c, cfg_t *nc, hu_error_t *err)
             n->drained = true;
             free(n->reason);
             n->reason = strdup("removed from the configuration");
-            put_node(c, i);
+            core_put_node(c, i);
             bl_info("reload: node %s removed from the configuration: drained", n->name);
         }
     }
@@ -548,13 +553,13 @@ int core_reconfigure(core_t *c, cfg_t *nc, hu_error_t *err)
                          || old->policy_decision_budget != nc->policy_decision_budget;
     core_policy_bound(nc, &c->policy);
     if (bound_changed && !(changed || policy_changed)) {
-        hs_error_t herr2 = { "" };
+        hu_error_t herr2 = { "" };
         if (hs_sched_set_policy(c->sched, core_hs_now(c), &c->policy, &herr2) < 0)
             bl_error("reload: starvation bound: %s (kept the previous one)", herr2.text);
     }
     if (changed || policy_changed) {
         hs_policy_t prev = c->policy;
-        if (sched_build(c, err) < 0) {
+        if (core_sched_build(c, err) < 0) {
             c->policy = prev;
             core_unlock(c);
             bl_error("reload: scheduler: %s (kept the previous scheduler)", err->text);
@@ -562,7 +567,7 @@ int core_reconfigure(core_t *c, cfg_t *nc, hu_error_t *err)
             return 0;
         }
     }
-    reschedule(c, core_hs_now(c));
+    core_reschedule(c, core_hs_now(c));
     core_unlock(c);
     cfg_destroy(old);
     bl_info("reload: configuration %s applied (policy %s, %d nodes)", nc->path, c->policy_id,

@@ -29,8 +29,8 @@ int core_node_set_bandwidth(core_t *c, int idx, double bw);
 int core_reconfigure(core_t *c, cfg_t *newcfg, hu_error_t *err);
 
 /* ---- for the core's files above */
-int node_add(core_t *c, const char *name, const cfg_nodeset_t *ns, bool in_config);
-int pools_load(core_t *c, const cfg_t *cfg);
-int alloc_move_share(core_t *c, job_t *j, int lost);
+int core_node_add(core_t *c, const char *name, const cfg_nodeset_t *ns, bool in_config);
+int core_pools_load(core_t *c, const cfg_t *cfg);
+int core_alloc_move_share(core_t *c, job_t *j, int lost);
 
 #endif

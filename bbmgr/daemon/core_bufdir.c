@@ -30,7 +30,7 @@
  * after the job's transfers have stopped).  Mounts that do not exist are left
  * alone (development set-ups with stage.mode scheduled or immediate). */
 #define SPARE_DIR BUFDIR_SPARE
-bool dir_name_ok(const char *name, bool job)
+bool core_dir_name_ok(const char *name, bool job)
 {
     return *name && strcmp(name, ".") && strcmp(name, "..") && !strchr(name, '/')
            && strcmp(name, MOVER_TRASH)
@@ -93,12 +93,12 @@ static bool held_id_of(core_t *c, const char *path, const struct stat *st, bool 
     return found;
 }
 
-bool held_id(core_t *c, const char *path, const struct stat *st)
+bool core_held_id(core_t *c, const char *path, const struct stat *st)
 {
     return held_id_of(c, path, st, false);
 }
 
-bool held_id_kept(core_t *c, const char *path, const struct stat *st)
+bool core_held_id_kept(core_t *c, const char *path, const struct stat *st)
 {
     return held_id_of(c, path, st, true);
 }
@@ -121,7 +121,7 @@ static bool bufdir_aside(core_t *c, const char *path, const struct stat *st)
             "name: moved to %s, a new one is made", path, (uintmax_t)st->st_ino,
             (unsigned)st->st_uid, trash);
     state_put(c->st, ST_XFER_HELD, "ss", path, trash);
-    if (held_id(c, path, st)) {
+    if (core_held_id(c, path, st)) {
         bl_warning("%s (inode %ju) is a held buffer's: kept in the trash until it is released",
                    trash, (uintmax_t)st->st_ino);
         return true;
@@ -147,7 +147,7 @@ static bool bufdir_aside(core_t *c, const char *path, const struct stat *st)
 #define SPARE_PER_TICK 8        /* mkdir()s per core_tick() (every 50 ms) */
 
 /* The first node with the same mount as node idx: the one that keeps its spares. */
-int mount_owner(core_t *c, int idx)
+int core_mount_owner(core_t *c, int idx)
 {
     for (int k = 0; k < idx; k++)
         if (!strcmp(c->nodes[k].mount, c->nodes[idx].mount))
@@ -161,7 +161,7 @@ static bufdir_spares_t spares_of(node_t *n)
 }
 
 /* core_tick(): make spares while allocations are quiet (lock held). */
-void spares_fill(core_t *c, double wall)
+void core_spares_fill(core_t *c, double wall)
 {
     int budget = SPARE_PER_TICK;
     if (wall < c->spare_idle_from)
@@ -172,9 +172,9 @@ void spares_fill(core_t *c, double wall)
         if (nodes_is_agent(c, i))   /* its agent keeps its spares */
             continue;
         if (!n->spare_role)     /* once: nodes sharing a mount share its spares */
-            n->spare_role = mount_owner(c, i) == i ? 1 : -1;
+            n->spare_role = core_mount_owner(c, i) == i ? 1 : -1;
         if (n->spare_role < 0 || n->spares >= BUFDIR_SPARE_MAX || n->spare_off || !n->in_config
-            || !mount_ok(c, i))
+            || !core_mount_ok(c, i))
             continue;
         if ((mfd = open(n->mount, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
             continue;
@@ -189,7 +189,7 @@ void spares_fill(core_t *c, double wall)
     }
 }
 
-bool mount_seen(core_t *c, const alloc_t *a, int i)
+bool core_mount_seen(core_t *c, const alloc_t *a, int i)
 {
     for (int k = 0; k < i; k++)
         if (!strcmp(c->nodes[a->v[k].node].mount, c->nodes[a->v[i].node].mount))
@@ -197,7 +197,7 @@ bool mount_seen(core_t *c, const alloc_t *a, int i)
     return false;
 }
 
-bool mount_ok(core_t *c, int idx)
+bool core_mount_ok(core_t *c, int idx)
 {
     node_t *n = &c->nodes[idx];
     struct stat st;
@@ -212,31 +212,32 @@ bool mount_ok(core_t *c, int idx)
 
 /* capacity.enforce: btrfs or project: every mount of a's nodes that bbmgrd makes
  * directories on can enforce it, or the buffer is refused with the reason. */
-int bufdirs_check(core_t *c, const alloc_t *a, cerr_t *e)
+int core_bufdirs_check(core_t *c, const alloc_t *a, cerr_t *e)
 {
     char why[600];
     for (int i = 0; i < a->n; i++) {
-        if (nodes_dir_hook(c, a->v[i].node) || mount_seen(c, a, i) || !mount_ok(c, a->v[i].node))
+        if (nodes_dir_hook(c, a->v[i].node) || core_mount_seen(c, a, i) ||
+            !core_mount_ok(c, a->v[i].node))
             continue;
-        node_t *sn = &c->nodes[mount_owner(c, a->v[i].node)];
+        node_t *sn = &c->nodes[core_mount_owner(c, a->v[i].node)];
         int mfd = open(sn->mount, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (mfd < 0)
-            continue;           /* said by bufdirs_make() */
+            continue;           /* said by core_bufdirs_make() */
         int rc = quota_check(&sn->quota, c->cfg->capacity_enforce, mfd, sn->mount, why,
                              sizeof(why));
         close(mfd);
         if (rc < 0)
-            return cerr_set(e, EDOM, "capacity", "node %s: %s", c->nodes[a->v[i].node].name,
-                            why);
+            return core_cerr_set(e, EDOM, "capacity", "node %s: %s", c->nodes[a->v[i].node].name,
+                                 why);
     }
     return 0;
 }
 
-void bufdirs_make(core_t *c, alloc_t *a, bool persistent, const char *name,
+void core_bufdirs_make(core_t *c, alloc_t *a, bool persistent, const char *name,
                          uid_t uid, gid_t gid)
 {
     char path[1200];
-    if (!dir_name_ok(name, !persistent)) {
+    if (!core_dir_name_ok(name, !persistent)) {
         bl_warning("no buffer directory for '%s': not usable as a directory name", name);
         return;
     }
@@ -246,7 +247,7 @@ void bufdirs_make(core_t *c, alloc_t *a, bool persistent, const char *name,
             a->v[i].dirgen = nodes_dir_gen(c, a->v[i].node);
             continue;
         }
-        if (mount_seen(c, a, i) || !mount_ok(c, a->v[i].node))
+        if (core_mount_seen(c, a, i) || !core_mount_ok(c, a->v[i].node))
             continue;
         if (persistent) {
             int mfd = open(mount, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -265,7 +266,7 @@ void bufdirs_make(core_t *c, alloc_t *a, bool persistent, const char *name,
             continue;
         }
         /* relative to the parent: <mount> or <mount>/persistent */
-        node_t *sn = &c->nodes[mount_owner(c, a->v[i].node)];
+        node_t *sn = &c->nodes[core_mount_owner(c, a->v[i].node)];
         bufdir_spares_t sp = spares_of(sn);
         const char *what;
         int mfd = open(mount, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -273,7 +274,7 @@ void bufdirs_make(core_t *c, alloc_t *a, bool persistent, const char *name,
                                                      | O_NOFOLLOW | O_CLOEXEC) : dup(mfd);
         /* capacity.enforce: limited by the file system where it can (quota.c) */
         char qwhy[600];
-        uint64_t cap = mount_share(c, a, i);
+        uint64_t cap = core_mount_share(c, a, i);
         int q = pfd < 0 ? 0 : quota_make(&sn->quota, c->cfg->capacity_enforce, pfd, name,
                                          sn->mount, a->capacity && a->capacity < cap
                                          ? a->capacity : cap, qwhy, sizeof(qwhy));
@@ -304,7 +305,7 @@ void bufdirs_make(core_t *c, alloc_t *a, bool persistent, const char *name,
 
 /* Queue the teardown of the buffer directory at path: of the directory there now
  * (device and inode), moved to the trash first. */
-void bufdir_teardown(core_t *c, const char *job, const char *path, uid_t uid, gid_t gid)
+void core_bufdir_teardown(core_t *c, const char *job, const char *path, uid_t uid, gid_t gid)
 {
     char trash[1300];
     struct stat st;
@@ -316,20 +317,20 @@ void bufdir_teardown(core_t *c, const char *job, const char *path, uid_t uid, gi
         bl_warning("teardown of %s: %s", path, strerror(errno));
 }
 
-void bufdirs_remove(core_t *c, const alloc_t *a, bool persistent, const char *name,
+void core_bufdirs_remove(core_t *c, const alloc_t *a, bool persistent, const char *name,
                            const char *job, uid_t uid, gid_t gid)
 {
     char path[1200];
-    if (!c->mover || !dir_name_ok(name, !persistent))
+    if (!c->mover || !core_dir_name_ok(name, !persistent))
         return;
     for (int i = 0; i < a->n; i++) {
         const char *mount = c->nodes[a->v[i].node].mount;
         if (nodes_dir_hook(c, a->v[i].node))   /* its agent removes it */
             continue;
-        if (mount_seen(c, a, i))
+        if (core_mount_seen(c, a, i))
             continue;
         snprintf(path, sizeof(path), persistent ? "%s/persistent/%s" : "%s/%s", mount, name);
-        bufdir_teardown(c, job, path, uid, gid);
+        core_bufdir_teardown(c, job, path, uid, gid);
     }
 }
 
@@ -347,7 +348,7 @@ static bool held_source(const xfer_t *x)
                    && !strncmp(x->message, "not durable:", 12)));
 }
 
-void held_free(held_t *h)
+void core_held_free(held_t *h)
 {
     if (h) {
         free(h->a.v);
@@ -356,7 +357,7 @@ void held_free(held_t *h)
     }
 }
 
-void held_reason(held_t *h)
+void core_held_reason(held_t *h)
 {
     if (h->kept)
         snprintf(h->reason, sizeof(h->reason), "a stage-out from it could not be made durable:"
@@ -366,7 +367,7 @@ void held_reason(held_t *h)
                  "(first: transfer %ju)", h->ntids, (uintmax_t)(h->ntids ? h->tids[0] : 0));
 }
 
-held_t *held_add(core_t *c, const char *job, const char *owner)
+held_t *core_held_add(core_t *c, const char *job, const char *owner)
 {
     held_t *h = calloc(1, sizeof(*h));
     held_t **v = h ? realloc(c->held, (size_t)(c->nheld + 1) * sizeof(*v)) : NULL;
@@ -381,7 +382,7 @@ held_t *held_add(core_t *c, const char *job, const char *owner)
     return h;
 }
 
-/* A stage-out of held_query(): one pending is waited for, one failed not durable
+/* A stage-out of core_held_query(): one pending is waited for, one failed not durable
  * keeps the buffer. */
 static int rec_held_xfer(sqlite3_stmt *s, void *arg)
 {
@@ -400,7 +401,7 @@ static int rec_held_xfer(sqlite3_stmt *s, void *arg)
 
 /* The stage-outs whose source is under h's directories (a persistent buffer: they
  * may be of several jobs) or of h's job, pending or failed not durable. */
-void held_query(core_t *c, held_t *h)
+void core_held_query(core_t *c, held_t *h)
 {
     const char *name = h->job + strlen(HELD_PREFIX);
     char root[1200];
@@ -409,7 +410,7 @@ void held_query(core_t *c, held_t *h)
         return;
     }
     for (int i = 0; i < h->a.n; i++) {
-        if (mount_seen(c, &h->a, i))
+        if (core_mount_seen(c, &h->a, i))
             continue;
         snprintf(root, sizeof(root), "%s/persistent/%s", c->nodes[h->a.v[i].node].mount, name);
         state_read(c->st, SR_HELD_UNDER, rec_held_xfer, h, "s", root);
@@ -425,11 +426,11 @@ static void held_ids_record(core_t *c, held_t *h, const char *name, bool pers)
 {
     char path[1200];
     struct stat st;
-    if (!dir_name_ok(name, !pers))
+    if (!core_dir_name_ok(name, !pers))
         return;
     for (int k = 0; k < h->a.n; k++) {
         int idx = h->a.v[k].node;
-        if (nodes_is_agent(c, idx) || mount_seen(c, &h->a, k))
+        if (nodes_is_agent(c, idx) || core_mount_seen(c, &h->a, k))
             continue;
         snprintf(path, sizeof(path), pers ? "%s/persistent/%s" : "%s/%s", c->nodes[idx].mount,
                  name);
@@ -526,7 +527,7 @@ static bool alloc_hold(core_t *c, job_t *j)
             continue;
         if (!h) {
             snprintf(owner, sizeof(owner), "%s@%ju", j->id, (uintmax_t)x->id);
-            if (!(h = held_add(c, j->id, owner)))
+            if (!(h = core_held_add(c, j->id, owner)))
                 return false;
         }
         if (x->state == XF_FAILED) {
@@ -544,9 +545,9 @@ static bool alloc_hold(core_t *c, job_t *j)
     h->a = *j->alloc;               /* its nodes and bytes, still counted */
     j->alloc->v = NULL;
     j->alloc->n = 0;
-    put_anodes(c, "held", h->owner, &h->a);
+    core_put_anodes(c, "held", h->owner, &h->a);
     held_ids_record(c, h, j->id, false);
-    held_reason(h);
+    core_held_reason(h);
     bl_warning("buffer of job %s (%ju bytes) stays on disk and counted: %s", h->job,
                (uintmax_t)h->a.reserved, h->reason);
     return true;
@@ -555,20 +556,20 @@ static bool alloc_hold(core_t *c, job_t *j)
 /* At the destruction of b: keep its space counted if a stage-out from it is still
  * to be made durable, or could not be (the database knows them: their jobs may
  * have ended). */
-bool pbuf_hold(core_t *c, pbuf_t *b)
+bool core_pbuf_hold(core_t *c, pbuf_t *b)
 {
     char job[96], owner[160];
     held_t probe = { .a = b->alloc };
     snprintf(job, sizeof(job), HELD_PREFIX "%s", b->name);
     snprintf(probe.job, sizeof(probe.job), "%s", job);
-    held_query(c, &probe);
+    core_held_query(c, &probe);
     if (probe.ntids == 0 && !probe.kept) {
         free(probe.tids);
         return false;
     }
     snprintf(owner, sizeof(owner), "%s@%ju", job,
              (uintmax_t)(probe.ntids ? probe.tids[0] : 0));
-    held_t *h = held_add(c, job, owner);
+    held_t *h = core_held_add(c, job, owner);
     if (!h) {
         free(probe.tids);
         return false;
@@ -579,9 +580,9 @@ bool pbuf_hold(core_t *c, pbuf_t *b)
     h->a = b->alloc;
     b->alloc.v = NULL;
     b->alloc.n = 0;
-    put_anodes(c, "held", h->owner, &h->a);
+    core_put_anodes(c, "held", h->owner, &h->a);
     held_ids_record(c, h, b->name, true);
-    held_reason(h);
+    core_held_reason(h);
     bl_warning("persistent buffer %s (%ju bytes) stays on disk and counted: %s", b->name,
                (uintmax_t)h->a.reserved, h->reason);
     return true;
@@ -590,7 +591,7 @@ bool pbuf_hold(core_t *c, pbuf_t *b)
 static void held_drop(core_t *c, int i);
 
 /* A done stage-out of an ended allocation became durable (ok) or could not. */
-void held_resolve(core_t *c, uint64_t tid, bool ok)
+void core_held_resolve(core_t *c, uint64_t tid, bool ok)
 {
     for (int i = 0; i < c->nheld; i++) {
         held_t *h = c->held[i];
@@ -603,7 +604,7 @@ void held_resolve(core_t *c, uint64_t tid, bool ok)
         if (!ok && !h->kept)
             state_put(c->st, ST_KEPT_SET, "s", h->owner);
         h->kept = h->kept || !ok;
-        held_reason(h);
+        core_held_reason(h);
         if (h->ntids > 0 || h->kept) {
             if (!ok)
                 bl_error("buffer of job %s (%ju bytes) stays on disk and counted: %s", h->job,
@@ -623,10 +624,10 @@ static void held_drop(core_t *c, int i)
     held_t *h = c->held[i];
     for (int k = 0; k < h->a.n; k++)
         nodes_dir_hook(c, h->a.v[k].node);
-    alloc_free_nodes(c, &h->a);
+    core_alloc_free_nodes(c, &h->a);
     state_put(c->st, ST_ANODE_DEL, "ss", "held", h->owner);
     state_put(c->st, ST_KEPT_DEL, "s", h->owner);
-    held_free(h);
+    core_held_free(h);
     c->held[i] = c->held[--c->nheld];
 }
 
@@ -636,11 +637,11 @@ int core_held_release(core_t *c, const char *job, uint64_t *bytes, cerr_t *e)
     while (i < c->nheld && strcmp(c->held[i]->job, job))
         i++;
     if (i == c->nheld)
-        return cerr_set(e, ENOENT, "", "no buffer of '%s' is held", job);
+        return core_cerr_set(e, ENOENT, "", "no buffer of '%s' is held", job);
     held_t *h = c->held[i];
     if (!h->kept)
-        return cerr_set(e, EBUSY, "", "the buffer of '%s' %s: it goes by itself once durable",
-                        job, h->reason);
+        return core_cerr_set(e, EBUSY, "", "the buffer of '%s' %s: it goes by itself once durable",
+                             job, h->reason);
     bool pers = !strncmp(job, HELD_PREFIX, strlen(HELD_PREFIX));
     release_t r = { .c = c, .h = h, .name = pers ? job + strlen(HELD_PREFIX) : job,
                     .pers = pers };
@@ -657,13 +658,13 @@ int core_held_release(core_t *c, const char *job, uint64_t *bytes, cerr_t *e)
     return 0;
 }
 
-int alloc_release(core_t *c, job_t *j)
+int core_bufdir_alloc_release(core_t *c, job_t *j)
 {
     if (!j->alloc)
         return 0;
-    bufdirs_remove(c, j->alloc, false, j->id, j->id, j->uid, j->gid);
+    core_bufdirs_remove(c, j->alloc, false, j->id, j->id, j->uid, j->gid);
     if (!alloc_hold(c, j))
-        alloc_free_nodes(c, j->alloc);
+        core_alloc_free_nodes(c, j->alloc);
     free(j->alloc);
     j->alloc = NULL;
     state_put(c->st, ST_ALLOC_DEL, "s", j->id);

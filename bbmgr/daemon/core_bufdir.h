@@ -17,26 +17,26 @@
 int core_held_release(core_t *c, const char *job, uint64_t *bytes, cerr_t *e);
 
 /* ---- for the core's files above */
-bool dir_name_ok(const char *name, bool job);
-int mount_owner(core_t *c, int idx);
-int bufdirs_check(core_t *c, const alloc_t *a, cerr_t *e);
-void spares_fill(core_t *c, double wall);
-bool mount_seen(core_t *c, const alloc_t *a, int i);
-bool mount_ok(core_t *c, int idx);
-void bufdirs_make(core_t *c, alloc_t *a, bool persistent, const char *name,
-                  uid_t uid, gid_t gid);
-void bufdir_teardown(core_t *c, const char *job, const char *path, uid_t uid, gid_t gid);
-void bufdirs_remove(core_t *c, const alloc_t *a, bool persistent, const char *name,
-                    const char *job, uid_t uid, gid_t gid);
-int alloc_release(core_t *c, job_t *j);
-void held_free(held_t *h);
-void held_reason(held_t *h);
-bool held_id(core_t *c, const char *path, const struct stat *st);
-bool held_id_kept(core_t *c, const char *path, const struct stat *st);
-held_t *held_add(core_t *c, const char *job, const char *owner);
+bool core_dir_name_ok(const char *name, bool job);
+int core_mount_owner(core_t *c, int idx);
+int core_bufdirs_check(core_t *c, const alloc_t *a, cerr_t *e);
+void core_spares_fill(core_t *c, double wall);
+bool core_mount_seen(core_t *c, const alloc_t *a, int i);
+bool core_mount_ok(core_t *c, int idx);
+void core_bufdirs_make(core_t *c, alloc_t *a, bool persistent, const char *name,
+                       uid_t uid, gid_t gid);
+void core_bufdir_teardown(core_t *c, const char *job, const char *path, uid_t uid, gid_t gid);
+void core_bufdirs_remove(core_t *c, const alloc_t *a, bool persistent, const char *name,
+                         const char *job, uid_t uid, gid_t gid);
+int core_bufdir_alloc_release(core_t *c, job_t *j);
+void core_held_free(held_t *h);
+void core_held_reason(held_t *h);
+bool core_held_id(core_t *c, const char *path, const struct stat *st);
+bool core_held_id_kept(core_t *c, const char *path, const struct stat *st);
+held_t *core_held_add(core_t *c, const char *job, const char *owner);
 /* The stage-outs h waits for, from the state database (its tids, or kept). */
-void held_query(core_t *c, held_t *h);
-bool pbuf_hold(core_t *c, pbuf_t *b);
-void held_resolve(core_t *c, uint64_t tid, bool ok);
+void core_held_query(core_t *c, held_t *h);
+bool core_pbuf_hold(core_t *c, pbuf_t *b);
+void core_held_resolve(core_t *c, uint64_t tid, bool ok);
 
 #endif

@@ -25,12 +25,12 @@
 /* ------------------------------------------------------------------ scheduler */
 static int job_arrive(core_t *c, job_t *j, double now, hu_error_t *err)
 {
-    hs_error_t herr = { "" };
+    hu_error_t herr = { "" };
     int *alloc = NULL;
     hs_job_t hj = { 0 };
     hj.id = j->hs_id;
     hj.nodes = j->nodes > 0 ? j->nodes : 1;
-    hj.release = isnan(j->begun) ? now : fmin(now, wall_to_hs(c, j->begun));
+    hj.release = isnan(j->begun) ? now : fmin(now, core_wall_to_hs(c, j->begun));
     if (hj.release < 0)
         hj.release = 0;
     hj.volume = isnan(j->io_volume) ? 0 : j->io_volume;
@@ -64,19 +64,19 @@ static void grant_phase(core_t *c, phase_t *p, const hs_grant_t *g)
     p->granted = core_wall();
     c->n_granted++;
     c->stall_seconds += p->granted - p->requested;
-    put_phase(c, p);
+    core_put_phase(c, p);
     bl_debug("decision: grant phase %ju of job %s (%.4g bytes %s): %.4g B/s, share %.3f, "
              "buffer %s, waited %.3f s; policy %s",
              (uintmax_t)p->id, p->job->id, p->volume, p->dir, g->bw, g->share,
              g->buffer >= 0 && g->buffer < c->nnodes ? c->nodes[g->buffer].name : "-",
              p->granted - p->requested, c->policy_id);
-    notify(c, p->id);
+    core_notify(c, p->id);
 }
 
 static const double dec_buckets[] = { 1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3,
                                       2.5e-3, 5e-3, 1e-2, 1e-1 };
 
-void reschedule(core_t *c, double now)
+void core_reschedule(core_t *c, double now)
 {
     double t0 = hu_mono();
     hs_policy_stats_t ps0, ps1;
@@ -153,14 +153,14 @@ void reschedule(core_t *c, double now)
 void core_settle(core_t *c)
 {
     if (c->sched_dirty)
-        reschedule(c, core_hs_now(c));
+        core_reschedule(c, core_hs_now(c));
 }
 
 /* (Re)build the scheduler from the live jobs (start, recovery, node changes). */
-int sched_build(core_t *c, hu_error_t *err)
+int core_sched_build(core_t *c, hu_error_t *err)
 {
     hs_buffer_t *bufs = NULL;
-    hs_error_t herr = { "" };
+    hu_error_t herr = { "" };
     hs_sched_t *s;
     double now = core_hs_now(c);
 
@@ -223,28 +223,28 @@ error:
 int core_set_policy(core_t *c, const char *id, cerr_t *e)
 {
     hs_policy_t pol;
-    hs_error_t herr = { "" };
+    hu_error_t herr = { "" };
     double now = core_hs_now(c);
 
     if (hs_policy_parse(id, &pol, &herr) < 0)
-        return cerr_set(e, EINVAL, "id", "%s", herr.text);
+        return core_cerr_set(e, EINVAL, "id", "%s", herr.text);
     core_policy_bound(c->cfg, &pol);
     if (hs_sched_set_policy(c->sched, now, &pol, &herr) < 0)
-        return cerr_set(e, EDOM, "id", "policy %s is not available: %s", id,
-                        herr.text[0] ? herr.text : strerror(errno));
+        return core_cerr_set(e, EDOM, "id", "policy %s is not available: %s", id,
+                             herr.text[0] ? herr.text : strerror(errno));
     c->policy = pol;
     hs_policy_name(&pol, c->policy_id, sizeof(c->policy_id));
     c->policy_override = true;
     state_put(c->st, ST_META_PUT, "ss", "policy", c->policy_id);
     bl_info("policy changed to %s", c->policy_id);
-    reschedule(c, now);
+    core_reschedule(c, now);
     return 0;
 }
 
 /* ------------------------------------------------------------------ jobs */
 void core_job_save(core_t *c, job_t *j)
 {
-    put_job(c, j);
+    core_put_job(c, j);
 }
 
 json_t *core_ended_job(core_t *c, const char *id)
@@ -267,7 +267,7 @@ static bool num_or_str(json_t *v, int kind, double *out, cerr_t *e, const char *
     if (json_is_number(v)) {
         *out = json_number_value(v);
         if (!(*out > 0) || !isfinite(*out))
-            return cerr_set(e, EINVAL, field, "must be positive"), false;
+            return core_cerr_set(e, EINVAL, field, "must be positive"), false;
         return true;
     }
     if (json_is_string(v)) {
@@ -275,12 +275,12 @@ static bool num_or_str(json_t *v, int kind, double *out, cerr_t *e, const char *
                            : hu_parse_duration(json_string_value(v), HU_DUR_BARE_SECONDS, out,
                                                &herr);
         if (rc < 0)
-            return cerr_set(e, EINVAL, field, "%s", herr.text), false;
+            return core_cerr_set(e, EINVAL, field, "%s", herr.text), false;
         if (!(*out > 0))
-            return cerr_set(e, EINVAL, field, "must be positive"), false;
+            return core_cerr_set(e, EINVAL, field, "must be positive"), false;
         return true;
     }
-    cerr_set(e, EINVAL, field, "must be a number or a string with a unit");
+    core_cerr_set(e, EINVAL, field, "must be a number or a string with a unit");
     return false;
 }
 
@@ -296,7 +296,7 @@ int core_job_hints(core_t *c, job_t *j, json_t *hints, cerr_t *e)
 
     snprintf(io, sizeof(io), "%s", j->io);
     if (!json_is_object(hints))
-        return cerr_set(e, EINVAL, "hints", "must be an object");
+        return core_cerr_set(e, EINVAL, "hints", "must be an object");
     json_object_foreach(hints, k, v) {
         snprintf(field, sizeof(field), "hints.%s", k);
         if (!strcmp(k, "w_iter")) {
@@ -307,19 +307,20 @@ int core_job_hints(core_t *c, job_t *j, json_t *hints, cerr_t *e)
                 return -1;
         } else if (!strcmp(k, "phases")) {
             if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > 100000000)
-                return cerr_set(e, EINVAL, field, "must be an integer in 1..100000000");
+                return core_cerr_set(e, EINVAL, field, "must be an integer in 1..100000000");
             phases = (long)json_integer_value(v);
         } else if (!strcmp(k, "io")) {
             const char *s = json_string_value(v);
             if (!s || (strcmp(s, "write") && strcmp(s, "read") && strcmp(s, "readwrite")))
-                return cerr_set(e, EINVAL, field, "must be write, read or readwrite");
+                return core_cerr_set(e, EINVAL, field, "must be write, read or readwrite");
             snprintf(io, sizeof(io), "%s", s);
         } else if (!strcmp(k, "priority")) {
             if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > 10)
-                return cerr_set(e, EINVAL, field, "must be an integer in 1..10");
+                return core_cerr_set(e, EINVAL, field, "must be an integer in 1..10");
             priority = (int)json_integer_value(v);
         } else {
-            return cerr_set(e, EINVAL, field, "unknown hint (w_iter, io_volume, phases, io, priority)");
+            return core_cerr_set(e, EINVAL, field,
+                                 "unknown hint (w_iter, io_volume, phases, io, priority)");
         }
     }
     j->w_iter = w_iter;
@@ -337,23 +338,23 @@ int core_job_register(core_t *c, const char *id, uid_t uid, gid_t gid, const cha
     *created = false;
     if (j) {
         if (j->uid != uid)
-            return cerr_set(e, EEXIST, "id", "job %s is registered for another user (uid %u)",
-                            id, (unsigned)j->uid);
+            return core_cerr_set(e, EEXIST, "id", "job %s is registered for another user (uid %u)",
+                                 id, (unsigned)j->uid);
         if (hints) {
             job_t save = *j;
             if (core_job_hints(c, j, hints, e) < 0) {
                 *j = save;
                 return -1;
             }
-            put_job(c, j);
+            core_put_job(c, j);
         }
         return 0;
     }
     if ((long)hmap_size(c->jobs) >= c->cfg->limits_max_jobs)
-        return cerr_set(e, EAGAIN, "", "too many registered jobs (limits.max_jobs = %ld)",
-                        c->cfg->limits_max_jobs);
+        return core_cerr_set(e, EAGAIN, "", "too many registered jobs (limits.max_jobs = %ld)",
+                             c->cfg->limits_max_jobs);
     if (!(j = calloc(1, sizeof(*j))))
-        return cerr_set(e, ENOMEM, "", "out of memory");
+        return core_cerr_set(e, ENOMEM, "", "out of memory");
     snprintf(j->id, sizeof(j->id), "%s", id);
     j->uid = uid;
     j->gid = gid;
@@ -368,16 +369,16 @@ int core_job_register(core_t *c, const char *id, uid_t uid, gid_t gid, const cha
     j->last_end = NAN;
     j->learn_first = j->learn_last = NAN;
     if (hints && core_job_hints(c, j, hints, e) < 0) {
-        job_free(j);
+        core_job_free(j);
         return -1;
     }
     j->hs_id = c->next_hs++;
     if (hmap_put(c->jobs, j->id, j) < 0 || hmap_iput(c->jobs_hs, j->hs_id, j) < 0) {
         hmap_del(c->jobs, j->id);
-        job_free(j);
-        return cerr_set(e, ENOMEM, "", "out of memory");
+        core_job_free(j);
+        return core_cerr_set(e, ENOMEM, "", "out of memory");
     }
-    put_job(c, j);
+    core_put_job(c, j);
     *created = true;
     return 0;
 }
@@ -394,13 +395,13 @@ int core_job_begin(core_t *c, job_t *j, int nodes, cerr_t *e)
     if (job_arrive(c, j, core_hs_now(c), &err) < 0) {
         j->state = JOB_REGISTERED;
         j->begun = NAN;
-        return cerr_set(e, EIO, "", "%s", err.text);
+        return core_cerr_set(e, EIO, "", "%s", err.text);
     }
-    put_job(c, j);
+    core_put_job(c, j);
     return 0;
 }
 
-void phase_close(core_t *c, phase_t *p, phase_state_t how, double bytes)
+void core_phase_close(core_t *c, phase_t *p, phase_state_t how, double bytes)
 {
     job_t *j = p->job;
     double now = core_hs_now(c);
@@ -424,8 +425,8 @@ void phase_close(core_t *c, phase_t *p, phase_state_t how, double bytes)
     }
     j->last_end = p->finished;
     /* both rows exist (queued before, in order): update them in place */
-    char *nodes = how == PH_FINISHED ? phase_nodes_str(c, p) : NULL;
-    state_put(c->st, ST_PHASE_CLOSE, "sdddsi", phase_state_name(p->state), p->finished,
+    char *nodes = how == PH_FINISHED ? core_phase_nodes_str(c, p) : NULL;
+    state_put(c->st, ST_PHASE_CLOSE, "sdddsi", core_phase_state_name(p->state), p->finished,
               p->bytes, p->bw, nodes, (int64_t)p->id);
     free(nodes);
     j->updated = core_wall();
@@ -434,7 +435,7 @@ void phase_close(core_t *c, phase_t *p, phase_state_t how, double bytes)
     j->phase = NULL;
     uint64_t id = p->id;
     free(p);
-    notify(c, id);
+    core_notify(c, id);
 }
 
 double core_job_w_iter(const job_t *j)
@@ -448,14 +449,14 @@ int core_job_end(core_t *c, job_t *j, cerr_t *e)
 {
     double now;
     if (j->phase)
-        phase_close(c, j->phase, PH_CANCELLED, 0);
+        core_phase_close(c, j->phase, PH_CANCELLED, 0);
     if (c->mover)
         mover_job_end(c->mover, j->id);     /* before the teardown of its directories */
-    alloc_release(c, j);
+    core_bufdir_alloc_release(c, j);
     for (int i = 0; i < j->nuses; i++) {
         pbuf_t *b = hmap_get(c->pbufs, j->uses[i]);
         if (b)
-            strv_del(b->users, &b->nusers, j->id);
+            core_strv_del(b->users, &b->nusers, j->id);
     }
     state_put(c->st, ST_PUSE_DEL_JOB, "s", j->id);
     for (int i = 0; i < j->nxfers; i++) {
@@ -465,11 +466,11 @@ int core_job_end(core_t *c, job_t *j, cerr_t *e)
             x->finished = core_wall();
             x->message = x->message ? x->message : strdup("job ended");
             x->in_mover = false;
-            put_xfer(c, x);
+            core_put_xfer(c, x);
             hmap_idel(c->xfers, x->id);
         }
     }
-    /* the scheduler's clock only moves forward: read it after phase_close() used it */
+    /* the scheduler's clock only moves forward: read it after core_phase_close() used it */
     now = core_hs_now(c);
     if (j->in_sched && hs_job_leave(c->sched, now, j->hs_id) < 0)
         bl_error("scheduler: job %s could not leave: %s", j->id, strerror(errno));
@@ -485,15 +486,15 @@ int core_job_end(core_t *c, job_t *j, cerr_t *e)
     }
     j->state = JOB_ENDED;
     j->ended = core_wall();
-    put_job(c, j);
+    core_put_job(c, j);
     /* its last state, for GET /v1/jobs/ID right after (allocation, phase: null) */
     json_decref(c->ended[c->ended_next]);
     c->ended[c->ended_next] = c->job_view(c, j, true);
     c->ended_next = (c->ended_next + 1) % CORE_ENDED_KEEP;
     hmap_del(c->jobs, j->id);
     hmap_idel(c->jobs_hs, j->hs_id);
-    job_free(j);
-    reschedule(c, now);
+    core_job_free(j);
+    core_reschedule(c, now);
     return 0;
 }
 
@@ -503,7 +504,7 @@ int core_job_end(core_t *c, job_t *j, cerr_t *e)
  * walk per tick, and acts as capacity.over says (doc/security.md, Capacity). */
 #define USAGE_PER_TICK 4096     /* entries looked at per core_tick() (every 50 ms) */
 
-void usage_free(core_t *c)
+void core_usage_free(core_t *c)
 {
     for (int i = 0; i < c->uw_n; i++)
         free(c->uw_list[i]);
@@ -528,7 +529,7 @@ static char *usage_key(char kind, const char *name)
 static void usage_list(core_t *c)
 {
     void *v;
-    usage_free(c);
+    core_usage_free(c);
     size_t n = hmap_size(c->jobs) + hmap_size(c->pbufs);
     if (!n || !(c->uw_list = calloc(n, sizeof(char *))) || !(c->uw = bufdir_usage_new()))
         return;
@@ -578,7 +579,7 @@ static bool usage_agent(core_t *c, const alloc_t *a, int k)
 
 /* One bounded step of the walk over the buffer directories on bbmgrd's own nodes;
  * the agents' nodes add what their agents reported.  Lock held. */
-void usage_tick(core_t *c, double wall)
+void core_usage_tick(core_t *c, double wall)
 {
     unsigned long budget = USAGE_PER_TICK;
     bool listed = false;
@@ -598,7 +599,7 @@ void usage_tick(core_t *c, double wall)
         job_t *j = pers ? NULL : hmap_get(c->jobs, key + 2);
         pbuf_t *b = pers ? hmap_get(c->pbufs, key + 2) : NULL;
         alloc_t *a = pers ? (b ? &b->alloc : NULL) : (j ? j->alloc : NULL);
-        if (!a || !dir_name_ok(key + 2, !pers)) {
+        if (!a || !core_dir_name_ok(key + 2, !pers)) {
             c->uw_i++, c->uw_slot = 0, c->uw_sum = 0, c->uw_missing = false;
             continue;
         }
@@ -618,7 +619,7 @@ void usage_tick(core_t *c, double wall)
             budget--;
             continue;
         }
-        if (mount_seen(c, a, k) || !mount_ok(c, node)) {
+        if (core_mount_seen(c, a, k) || !core_mount_ok(c, node)) {
             c->uw_slot++;
             budget--;
             continue;
@@ -645,7 +646,7 @@ void usage_tick(core_t *c, double wall)
         } else if (dfd < 0) {     /* gone: a walk of it left half-way is dropped */
             bufdir_usage_free(c->uw);
             if (!(c->uw = bufdir_usage_new())) {
-                usage_free(c);
+                core_usage_free(c);
                 return;
             }
         } else {
@@ -676,7 +677,7 @@ void core_node_leftover(core_t *c, int idx, uint64_t bytes)
 
 /* bbmgrd's own nodes: what its mover's failed teardowns left under each mount
  * (nodes sharing a mount: counted on the first). */
-void leftover_tick(core_t *c)
+void core_leftover_tick(core_t *c)
 {
     for (int i = 0; c->mover && i < c->nnodes; i++) {
         uint64_t bytes = 0;
@@ -762,7 +763,7 @@ static void hold_release(core_t *c)
     for (void *it = hmap_first(c->jobs, &v); it; it = hmap_next(c->jobs, it, &v)) {
         job_t *j = v;
         phase_t *p = j->phase;
-        hs_error_t herr = { "" };
+        hu_error_t herr = { "" };
         if (!p || !p->on_hold || core_job_hold(c, j, why, sizeof(why)))
             continue;
         if (!j->in_sched || hs_phase_request(c->sched, now, j->hs_id, p->volume, dir_of(p->dir),
@@ -772,30 +773,31 @@ static void hold_release(core_t *c)
             continue;
         }
         p->on_hold = p->held_before = false;
-        put_phase(c, p);        /* held no more, also after a restart */
+        core_put_phase(c, p);        /* held no more, also after a restart */
         any = true;
         bl_info("capacity: phase %ju of job %s released: its buffers are back under their "
                 "capacity", (uintmax_t)p->id, j->id);
     }
     if (any)
-        reschedule(c, now);
+        core_reschedule(c, now);
 }
 
 phase_t *core_phase_request(core_t *c, job_t *j, double volume, const char *dir,
                             double w_done, cerr_t *e)
 {
-    hs_error_t herr = { "" };
+    hu_error_t herr = { "" };
     phase_t *p;
     double now, wall;
 
     if (j->phase)
-        return cerr_set(e, EBUSY, "", "job %s already has an open phase (%ju): finish it first",
-                        j->id, (uintmax_t)j->phase->id), NULL;
+        return core_cerr_set(e, EBUSY, "",
+                             "job %s already has an open phase (%ju): finish it first",
+                             j->id, (uintmax_t)j->phase->id), NULL;
     char over[400];
     /* over its capacity: refused, or held (waiting outside the scheduler) */
     bool hold = over_capacity(c, j, over, sizeof(over)) != NULL;
     if (hold && strcmp(c->cfg->capacity_over, "hold"))
-        return cerr_set(e, ENOSPC, "", "%s", over), NULL;
+        return core_cerr_set(e, ENOSPC, "", "%s", over), NULL;
     if (j->state != JOB_RUNNING && core_job_begin(c, j, 0, e) < 0)
         return NULL;
     now = core_hs_now(c);
@@ -803,11 +805,11 @@ phase_t *core_phase_request(core_t *c, job_t *j, double volume, const char *dir,
     if (w_done < 0)
         w_done = isnan(j->last_end) ? 0 : fmax(0, wall - j->last_end);
     if (!hold && hs_phase_request(c->sched, now, j->hs_id, volume, dir_of(dir), w_done, &herr) < 0)
-        return cerr_set(e, errno == EBUSY ? EBUSY : EIO, "", "scheduler: %s", herr.text), NULL;
+        return core_cerr_set(e, errno == EBUSY ? EBUSY : EIO, "", "scheduler: %s", herr.text), NULL;
     if (!(p = calloc(1, sizeof(*p)))) {
         if (!hold)
             hs_phase_finish(c->sched, now, j->hs_id);
-        return cerr_set(e, ENOMEM, "", "out of memory"), NULL;
+        return core_cerr_set(e, ENOMEM, "", "out of memory"), NULL;
     }
     p->id = c->next_phase++;
     p->job = j;
@@ -824,7 +826,7 @@ phase_t *core_phase_request(core_t *c, job_t *j, double volume, const char *dir,
         if (!hold)
             hs_phase_finish(c->sched, now, j->hs_id);
         free(p);
-        return cerr_set(e, ENOMEM, "", "out of memory"), NULL;
+        return core_cerr_set(e, ENOMEM, "", "out of memory"), NULL;
     }
     j->phase = p;
     c->n_requested++;
@@ -833,9 +835,9 @@ phase_t *core_phase_request(core_t *c, job_t *j, double volume, const char *dir,
     if (hold)
         bl_info("capacity: phase %ju of job %s held: %s", (uintmax_t)p->id, j->id, over);
     else
-        reschedule(c, now);
+        core_reschedule(c, now);
     if (p->state == PH_WAITING)
-        put_phase(c, p);
+        core_put_phase(c, p);
     return p;
 }
 
@@ -845,11 +847,11 @@ int core_phase_finish(core_t *c, phase_t *p, double bytes, cerr_t *e)
     bool waiting = p->state == PH_WAITING;
     if (bytes < 0)
         bytes = waiting ? 0 : p->volume;
-    phase_close(c, p, waiting ? PH_CANCELLED : PH_FINISHED, bytes);
+    core_phase_close(c, p, waiting ? PH_CANCELLED : PH_FINISHED, bytes);
     if (c->nwaiting > 0) {
         /* the freed bandwidth may grant a waiting phase: decide now */
         now = core_hs_now(c);
-        reschedule(c, now);
+        core_reschedule(c, now);
     } else {
         /* nothing can be granted: only the shares of granted phases change, and
          * nobody reads them before the next decision (core_settle()) */
@@ -862,7 +864,7 @@ int core_phase_finish(core_t *c, phase_t *p, double bytes, cerr_t *e)
 int core_phase_progress(core_t *c, phase_t *p, double bytes, cerr_t *e)
 {
     if (p->state != PH_GRANTED)
-        return cerr_set(e, EBUSY, "", "phase %ju is not granted", (uintmax_t)p->id);
+        return core_cerr_set(e, EBUSY, "", "phase %ju is not granted", (uintmax_t)p->id);
     if (bytes > p->volume)
         bytes = p->volume;
     p->bytes = bytes;

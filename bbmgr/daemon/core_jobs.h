@@ -38,12 +38,12 @@ void core_settle(core_t *c);
 void core_node_leftover(core_t *c, int idx, uint64_t bytes);
 
 /* ---- for the core's files above */
-void reschedule(core_t *c, double now);
-int sched_build(core_t *c, hu_error_t *err);
-void phase_close(core_t *c, phase_t *p, phase_state_t how, double bytes);
-void usage_tick(core_t *c, double wall);
-void leftover_tick(core_t *c);
-void usage_free(core_t *c);
+void core_reschedule(core_t *c, double now);
+int core_sched_build(core_t *c, hu_error_t *err);
+void core_phase_close(core_t *c, phase_t *p, phase_state_t how, double bytes);
+void core_usage_tick(core_t *c, double wall);
+void core_leftover_tick(core_t *c);
+void core_usage_free(core_t *c);
 const char *core_job_hold(core_t *c, const job_t *j, char *buf, size_t len);
 
 #endif

@@ -108,7 +108,7 @@ static json_t *phase_json(core_t *c, phase_t *p, bool settle)
     }
     json_t *o = json_pack("{s:I s:s s:f s:s s:s s:o s:o s:o s:f s:o}", "id", (json_int_t)p->id,
                      "job", p->job->id, "volume", p->volume, "direction", p->dir, "state",
-                     phase_state_name(p->state), "requested", jnum(p->requested), "granted",
+                     core_phase_state_name(p->state), "requested", jnum(p->requested), "granted",
                      jnum(p->granted), "finished", jnum(p->finished), "bytes", p->bytes,
                      "grant", grant);
     /* waiting outside the scheduler (capacity.over: hold): why */
@@ -139,7 +139,7 @@ json_t *core_xfer_json(core_t *c, xfer_t *x)
     json_t *o = json_pack("{s:I s:s s:s s:s s:s s:s s:s s:o s:I s:o s:o s:o s:o s:b}", "id",
                      (json_int_t)x->id, "job", x->job_id, "kind", x->kind, "source", x->source,
                      "destination", x->destination, "type", x->type, "state",
-                     xfer_state_name(x->state), "bytes_total",
+                     core_xfer_state_name(x->state), "bytes_total",
                      x->bytes_total >= 0 ? json_integer(x->bytes_total) : json_null(),
                      "bytes_done", (json_int_t)x->bytes_done, "message",
                      x->message ? json_string(x->message) : json_null(), "requested",
@@ -187,7 +187,7 @@ json_t *core_job_json(core_t *c, job_t *j, bool detail)
                           "id", j->id, "uid", (json_int_t)j->uid, "gid", (json_int_t)j->gid,
                           "user", j->user ? json_string(j->user) : json_null(), "name",
                           j->name ? json_string(j->name) : json_null(), "nodes", j->nodes,
-                          "state", job_state_name(j->state), "created", jnum(j->created),
+                          "state", core_job_state_name(j->state), "created", jnum(j->created),
                           "begun", jnum(j->begun), "ended", jnum(j->ended), "hints", hints,
                           "phases_done", (json_int_t)j->nphases, "bytes", j->bytes,
                           "stage_in", core_stage_summary(j, "stage_in"), "stage_out",
@@ -342,7 +342,7 @@ json_t *core_schedule_json(core_t *c, double horizon)
         json_array_append_new(phases, json_pack("{s:I s:s s:s s:s s:f s:o s:o s:f s:f s:o}",
                               "id", (json_int_t)p->id, "job", p->job->id, "user",
                               p->job->user ? p->job->user : "", "state",
-                              phase_state_name(p->state), "requested", p->requested,
+                              core_phase_state_name(p->state), "requested", p->requested,
                               "start", jnum(start), "expected_end", jnum(end), "bandwidth",
                               p->bw, "volume", p->volume, "nodes", nodes));
     }
@@ -352,7 +352,7 @@ json_t *core_schedule_json(core_t *c, double horizon)
             continue;
         json_array_append_new(xfers, json_pack("{s:I s:s s:s s:s s:o}", "id", (json_int_t)x->id,
                               "job", x->job_id, "kind", x->kind, "state",
-                              xfer_state_name(x->state), "start", jnum(x->start)));
+                              core_xfer_state_name(x->state), "start", jnum(x->start)));
     }
     return json_pack("{s:f s:f s:s s:o s:o}", "now", wall, "horizon", horizon, "policy",
                      c->policy_id, "phases", phases, "transfers", xfers);
@@ -398,7 +398,7 @@ json_t *core_jobs_json(core_t *c, bool admin, uid_t uid, const char *state)
         job_t *j = v;
         if (!admin && j->uid != uid)
             continue;
-        if (state && strcmp(state, job_state_name(j->state)))
+        if (state && strcmp(state, core_job_state_name(j->state)))
             continue;
         json_array_append_new(a, core_job_json(c, j, false));
     }

@@ -19,54 +19,56 @@
 #include <unistd.h>
 
 #include "libhsched/hsched.h"
+#include "libhutil/hu_error.h"
 #include "core_model.h"
 #include "log.h"
 #include "util.h"
 
 
-int cerr_set(cerr_t *e, int code, const char *field, const char *fmt, ...)
+int core_cerr_set(cerr_t *e, int code, const char *field, const char *fmt, ...)
 {
-    if (e) {
-        va_list ap;
-        e->code = code;
-        snprintf(e->field, sizeof(e->field), "%s", field ? field : "");
-        va_start(ap, fmt);
-        vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
-        va_end(ap);
-    }
+    va_list ap;
+    if (!e)
+        return -1;
+    e->code = code;
+    snprintf(e->field, sizeof(e->field), "%s", field ? field : "");
+    va_start(ap, fmt);
+    hu_verrprintf(&e->err, fmt, ap);
+    va_end(ap);
+    e->err.text[CERR_MSG_MAX - 1] = '\0';
     return -1;
 }
 
-const char *phase_state_name(phase_state_t s)
+const char *core_phase_state_name(phase_state_t s)
 {
     static const char *const n[] = { "waiting", "granted", "finished", "expired", "cancelled" };
     return n[s];
 }
 
-const char *xfer_state_name(xfer_state_t s)
+const char *core_xfer_state_name(xfer_state_t s)
 {
     static const char *const n[] = { "queued", "running", "done", "failed", "cancelled" };
     return n[s];
 }
 
-const char *job_state_name(job_state_t s)
+const char *core_job_state_name(job_state_t s)
 {
     static const char *const n[] = { "registered", "running", "ended" };
     return n[s];
 }
 
-int phase_state_parse(const char *s)
+int core_phase_state_parse(const char *s)
 {
     for (int i = 0; i <= PH_CANCELLED; i++)
-        if (!strcmp(s, phase_state_name((phase_state_t)i)))
+        if (!strcmp(s, core_phase_state_name((phase_state_t)i)))
             return i;
     return -1;
 }
 
-int xfer_state_parse(const char *s)
+int core_xfer_state_parse(const char *s)
 {
     for (int i = 0; i <= XF_CANCELLED; i++)
-        if (!strcmp(s, xfer_state_name((xfer_state_t)i)))
+        if (!strcmp(s, core_xfer_state_name((xfer_state_t)i)))
             return i;
     return -1;
 }
@@ -88,7 +90,7 @@ double core_hs_now(core_t *c)
     return t;
 }
 
-double wall_to_hs(core_t *c, double wall)
+double core_wall_to_hs(core_t *c, double wall)
 {
     return wall - c->epoch;
 }
@@ -115,7 +117,7 @@ void core_set_notify(core_t *c, core_notify_f fn, void *arg)
     c->notify_arg = arg;
 }
 
-void notify(core_t *c, uint64_t pid)
+void core_notify(core_t *c, uint64_t pid)
 {
     if (c->notify)
         c->notify(pid, c->notify_arg);
@@ -127,18 +129,18 @@ static double nan_if(bool cond, double v)
     return cond ? NAN : v;
 }
 
-void put_job(core_t *c, job_t *j)
+void core_put_job(core_t *c, job_t *j)
 {
     j->updated = core_wall();
     state_put(c->st, ST_JOB_PUT, "siissidddsdsddddid", j->id, (int64_t)j->uid,
               (int64_t)j->gid, j->user, j->name, (int64_t)j->nodes, j->w_iter,
               j->io_volume, nan_if(j->phases < 0, (double)j->phases),
               j->io[0] ? j->io : NULL, nan_if(j->priority <= 0, j->priority),
-              job_state_name(j->state), j->created, j->updated, j->begun, j->ended,
+              core_job_state_name(j->state), j->created, j->updated, j->begun, j->ended,
               (int64_t)j->nphases, j->bytes);
 }
 
-void put_anodes(core_t *c, const char *kind, const char *owner, const alloc_t *a)
+void core_put_anodes(core_t *c, const char *kind, const char *owner, const alloc_t *a)
 {
     state_put(c->st, ST_ANODE_DEL, "ss", kind, owner);
     for (int i = 0; i < a->n; i++)
@@ -146,7 +148,7 @@ void put_anodes(core_t *c, const char *kind, const char *owner, const alloc_t *a
                   (int64_t)a->v[i].bytes);
 }
 
-char *phase_nodes_str(core_t *c, phase_t *p)
+char *core_phase_nodes_str(core_t *c, phase_t *p)
 {
     const alloc_t *a = p->job ? p->job->alloc : NULL;
     size_t len = 1;
@@ -165,28 +167,28 @@ char *phase_nodes_str(core_t *c, phase_t *p)
     return s;
 }
 
-void put_phase(core_t *c, phase_t *p)
+void core_put_phase(core_t *c, phase_t *p)
 {
-    char *nodes = p->state == PH_GRANTED || p->state == PH_FINISHED ? phase_nodes_str(c, p)
+    char *nodes = p->state == PH_GRANTED || p->state == PH_FINISHED ? core_phase_nodes_str(c, p)
                                                                      : NULL;
     state_put(c->st, ST_PHASE_PUT, "isdssdddddsdi", (int64_t)p->id, p->job->id, p->volume,
-              p->dir, phase_state_name(p->state), p->requested, p->granted, p->finished,
+              p->dir, core_phase_state_name(p->state), p->requested, p->granted, p->finished,
               p->bytes, p->bw, nodes, p->w_done,
               (int64_t)(p->on_hold && p->state == PH_WAITING));
     free(nodes);
 }
 
-void put_xfer(core_t *c, xfer_t *x)
+void core_put_xfer(core_t *c, xfer_t *x)
 {
     state_put(c->st, ST_XFER_PUT, "issssssdisdddddd", (int64_t)x->id, x->job_id, x->kind,
-              x->source, x->destination, x->type, xfer_state_name(x->state),
+              x->source, x->destination, x->type, core_xfer_state_name(x->state),
               nan_if(x->bytes_total < 0, (double)x->bytes_total), (int64_t)x->bytes_done,
               x->message, x->requested, x->start, x->finished,
               nan_if(x->durable < 0, (double)x->durable), nan_if(x->nparts < 2, x->part),
               nan_if(x->nparts < 2, x->nparts));
 }
 
-void put_node(core_t *c, int idx)
+void core_put_node(core_t *c, int idx)
 {
     node_t *n = &c->nodes[idx];
     state_put(c->st, ST_NODE_PUT, "sssd", n->name, n->drained ? "drained" : "up", n->reason,
@@ -194,7 +196,7 @@ void put_node(core_t *c, int idx)
 }
 
 /* ------------------------------------------------------------------ objects */
-void alloc_free_nodes(core_t *c, alloc_t *a)
+void core_alloc_free_nodes(core_t *c, alloc_t *a)
 {
     for (int i = 0; i < a->n; i++) {
         node_t *n = &c->nodes[a->v[i].node];
@@ -206,7 +208,7 @@ void alloc_free_nodes(core_t *c, alloc_t *a)
     a->n = 0;
 }
 
-void xfer_free(xfer_t *x)
+void core_xfer_free(xfer_t *x)
 {
     if (x) {
         free(x->job_id);
@@ -217,7 +219,7 @@ void xfer_free(xfer_t *x)
     }
 }
 
-void job_free(job_t *j)
+void core_job_free(job_t *j)
 {
     if (!j)
         return;
@@ -229,13 +231,13 @@ void job_free(job_t *j)
     }
     free(j->phase);
     for (int i = 0; i < j->nxfers; i++)
-        xfer_free(j->xfers[i]);
+        core_xfer_free(j->xfers[i]);
     free(j->xfers);
     util_strv_free(j->uses, j->nuses);
     free(j);
 }
 
-void pbuf_free(pbuf_t *b)
+void core_pbuf_free(pbuf_t *b)
 {
     if (b) {
         free(b->alloc.v);
@@ -244,7 +246,7 @@ void pbuf_free(pbuf_t *b)
     }
 }
 
-int strv_add(char ***v, int *n, const char *s)
+int core_strv_add(char ***v, int *n, const char *s)
 {
     char **nv = realloc(*v, (size_t)(*n + 1) * sizeof(char *));
     if (!nv)
@@ -256,7 +258,7 @@ int strv_add(char ***v, int *n, const char *s)
     return 0;
 }
 
-bool strv_del(char **v, int *n, const char *s)
+bool core_strv_del(char **v, int *n, const char *s)
 {
     for (int i = 0; i < *n; i++)
         if (!strcmp(v[i], s)) {
@@ -297,7 +299,7 @@ xfer_t *core_xfer(core_t *c, uint64_t id)
 /* ------------------------------------------------------------------ shares */
 /* The bytes of allocation a on the mount of its node i: its share there (nodes
  * that share a mount share the directory, and their shares). */
-uint64_t mount_share(core_t *c, const alloc_t *a, int i)
+uint64_t core_mount_share(core_t *c, const alloc_t *a, int i)
 {
     uint64_t sum = 0;
     for (int k = 0; k < a->n; k++)

@@ -19,6 +19,7 @@
 #include <jansson.h>
 
 #include "libhsched/hsched.h"
+#include "libhutil/hutil.h"
 #include "bufdir.h"
 #include "config.h"
 #include "hmap.h"
@@ -132,7 +133,7 @@ typedef struct {
                                    transfer of its own (doc/bbnoded.md, Data layout) */
 } xfer_t;
 
-/* What a buffer's directories hold, as last measured (core_jobs.c, usage_tick()):
+/* What a buffer's directories hold, as last measured (core_jobs.c, core_usage_tick()):
  * the st_blocks of everything below them, hard links once per directory. */
 typedef struct {
     uint64_t bytes;
@@ -195,15 +196,17 @@ typedef struct held held_t;
  * no such thing; EEXIST: conflicts with what exists; EBUSY: not in the state that
  * allows it; EDOM: can never be done (beyond what the pool or policy offers);
  * ENOSPC: no room now; EAGAIN: a limit reached, try later; ENOMEM, EIO: the
- * daemon's own failure. */
+ * daemon's own failure.  The reason is the project's error text (libhutil's
+ * hu_error_t), cut at CERR_MSG_MAX bytes as the API's reasons always were. */
+#define CERR_MSG_MAX 320
 typedef struct {
     int code;
     char field[64];
-    char msg[320];
+    hu_error_t err;
 } cerr_t;
 
 /* Fill e (when not NULL) and return -1. */
-int cerr_set(cerr_t *e, int code, const char *field, const char *fmt, ...)
+int core_cerr_set(cerr_t *e, int code, const char *field, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
 typedef void (*core_notify_f)(uint64_t phase_id, void *arg);
@@ -267,7 +270,7 @@ struct core {
     int nheld;
     bool durability_recovered;  /* stage-outs done but not durable at the start: handed
                                    to the mover (at its first tick) */
-    /* the walk measuring the buffers' use (usage_tick()): the owners to walk
+    /* the walk measuring the buffers' use (core_usage_tick()): the owners to walk
      * ("j:ID" or "p:NAME"), the one walked, its allocation's slot, its sum */
     bufdir_usage_t *uw;
     char **uw_list;
@@ -310,9 +313,9 @@ void core_lock(core_t *c);
 void core_unlock(core_t *c);
 double core_wall(void);
 double core_hs_now(core_t *c);
-double wall_to_hs(core_t *c, double wall);
+double core_wall_to_hs(core_t *c, double wall);
 void core_set_notify(core_t *c, core_notify_f fn, void *arg);
-void notify(core_t *c, uint64_t pid);
+void core_notify(core_t *c, uint64_t pid);
 
 /* ---- the core's configuration, state and services (for bbmgrd.c and routes.c) */
 cfg_t *core_cfg(core_t *c);                 /* the running configuration */
@@ -329,31 +332,31 @@ int core_node_index(core_t *c, const char *name);
 
 /* The bytes of allocation a on the mount of its node i (nodes that share a mount
  * share the directory, and their shares). */
-uint64_t mount_share(core_t *c, const alloc_t *a, int i);
+uint64_t core_mount_share(core_t *c, const alloc_t *a, int i);
 /* The policy's weight for a job's share of the mover (SFQ(D)+ flow weight):
  * set10/set:<b> and priority-sharing: the IO-Sets priority b^-round(log_b w_iter)
  * (no w_iter hint: class 0); harmonia-priority: the priority hint; others: 1. */
 double core_job_weight(core_t *c, const job_t *j);
 
 /* ---- rows queued to the state writer */
-void put_job(core_t *c, job_t *j);
-void put_anodes(core_t *c, const char *kind, const char *owner, const alloc_t *a);
-char *phase_nodes_str(core_t *c, phase_t *p);
-void put_phase(core_t *c, phase_t *p);
-void put_xfer(core_t *c, xfer_t *x);
-void put_node(core_t *c, int idx);
+void core_put_job(core_t *c, job_t *j);
+void core_put_anodes(core_t *c, const char *kind, const char *owner, const alloc_t *a);
+char *core_phase_nodes_str(core_t *c, phase_t *p);
+void core_put_phase(core_t *c, phase_t *p);
+void core_put_xfer(core_t *c, xfer_t *x);
+void core_put_node(core_t *c, int idx);
 
 /* ---- frees, string vectors, state names */
-void alloc_free_nodes(core_t *c, alloc_t *a);
-void xfer_free(xfer_t *x);
-void job_free(job_t *j);
-void pbuf_free(pbuf_t *b);
-int strv_add(char ***v, int *n, const char *s);
-bool strv_del(char **v, int *n, const char *s);
-const char *phase_state_name(phase_state_t s);
-const char *xfer_state_name(xfer_state_t s);
-const char *job_state_name(job_state_t s);
-int phase_state_parse(const char *s);
-int xfer_state_parse(const char *s);
+void core_alloc_free_nodes(core_t *c, alloc_t *a);
+void core_xfer_free(xfer_t *x);
+void core_job_free(job_t *j);
+void core_pbuf_free(pbuf_t *b);
+int core_strv_add(char ***v, int *n, const char *s);
+bool core_strv_del(char **v, int *n, const char *s);
+const char *core_phase_state_name(phase_state_t s);
+const char *core_xfer_state_name(xfer_state_t s);
+const char *core_job_state_name(job_state_t s);
+int core_phase_state_parse(const char *s);
+int core_xfer_state_parse(const char *s);
 
 #endif

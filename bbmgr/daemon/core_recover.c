@@ -101,7 +101,7 @@ static int rec_job(sqlite3_stmt *s, void *arg)
     j->last_end = j->begun;
     j->hs_id = c->next_hs++;
     if (hmap_put(c->jobs, j->id, j) < 0 || hmap_iput(c->jobs_hs, j->hs_id, j) < 0) {
-        job_free(j);
+        core_job_free(j);
         goto fail;
     }
     r->count++;
@@ -147,7 +147,7 @@ static int rec_anode(sqlite3_stmt *s, void *arg)
         if (!h) {
             char job[96];
             snprintf(job, sizeof(job), "%.*s", (int)strcspn(owner, "@"), owner);
-            if (!(h = held_add(c, job, owner)))
+            if (!(h = core_held_add(c, job, owner)))
                 return rec_stop(r);
         }
         h->a.reserved += bytes;
@@ -161,7 +161,7 @@ static int rec_anode(sqlite3_stmt *s, void *arg)
     int idx = core_node_index(c, node);
     if (idx < 0) {
         /* an allocation on a node no longer configured: keep it, drained */
-        if ((idx = node_add(c, node, NULL, false)) < 0)
+        if ((idx = core_node_add(c, node, NULL, false)) < 0)
             return rec_stop(r);
         bl_warning("recovery: node %s holds allocations but is not configured: kept drained",
                    node);
@@ -186,8 +186,8 @@ static int rec_anode(sqlite3_stmt *s, void *arg)
     return 0;
 }
 
-/* Recovery: the stage-outs each held buffer waits for (held_query(); made durable
- * again by the mover at its first tick: held_resolve() follows). */
+/* Recovery: the stage-outs each held buffer waits for (core_held_query(); made durable
+ * again by the mover at its first tick: core_held_resolve() follows). */
 static int rec_kept_row(sqlite3_stmt *s, void *arg)
 {
     held_t *h = arg;
@@ -200,14 +200,14 @@ static void rec_held(core_t *c)
 {
     for (int i = 0; i < c->nheld; i++) {
         held_t *h = c->held[i];
-        held_query(c, h);
+        core_held_query(c, h);
         state_read(c->st, SR_KEPT_OF, rec_kept_row, h, "s", h->owner);
-        held_reason(h);
+        core_held_reason(h);
         if (h->ntids == 0 && !h->kept) {
-            alloc_free_nodes(c, &h->a);
+            core_alloc_free_nodes(c, &h->a);
             state_put(c->st, ST_ANODE_DEL, "ss", "held", h->owner);
             state_put(c->st, ST_KEPT_DEL, "s", h->owner);
-            held_free(h);
+            core_held_free(h);
             c->held[i--] = c->held[--c->nheld];
             continue;
         }
@@ -230,7 +230,7 @@ static int rec_pbuf(sqlite3_stmt *s, void *arg)
     b->alloc.reserved = (uint64_t)sqlite3_column_int64(s, 5);
     b->created = b->alloc.created = col_real(s, 6);
     if (hmap_put(r->c->pbufs, b->name, b) < 0) {
-        pbuf_free(b);
+        core_pbuf_free(b);
         return rec_stop(r);
     }
     r->count++;
@@ -244,7 +244,8 @@ static int rec_puse(sqlite3_stmt *s, void *arg)
     job_t *j = hmap_get(r->c->jobs, col_text(s, 1));
     if (!b || !j)
         return rec_skip(r);
-    if (strv_add(&b->users, &b->nusers, j->id) < 0 || strv_add(&j->uses, &j->nuses, b->name) < 0)
+    if (core_strv_add(&b->users, &b->nusers, j->id) < 0 ||
+        core_strv_add(&j->uses, &j->nuses, b->name) < 0)
         return rec_stop(r);
     return 0;
 }
@@ -261,7 +262,7 @@ static int rec_phase(sqlite3_stmt *s, void *arg)
     p->id = id;
     p->volume = col_real(s, 2);
     snprintf(p->dir, sizeof(p->dir), "%s", col_text(s, 3));
-    p->state = (phase_state_t)phase_state_parse(col_text(s, 4));
+    p->state = (phase_state_t)core_phase_state_parse(col_text(s, 4));
     p->requested = col_real(s, 5);
     p->granted = col_real(s, 6);
     p->finished = NAN;
@@ -278,7 +279,7 @@ static int rec_phase(sqlite3_stmt *s, void *arg)
         p->job = &tmp;
         p->state = PH_EXPIRED;
         p->finished = core_wall();
-        put_phase(c, p);
+        core_put_phase(c, p);
         free(p);
         return rec_skip(r);
     }
@@ -304,7 +305,7 @@ static int rec_xfer(sqlite3_stmt *s, void *arg)
     x->source = strdup(col_text(s, 3));
     x->destination = strdup(col_text(s, 4));
     snprintf(x->type, sizeof(x->type), "%s", col_text(s, 5));
-    int st = xfer_state_parse(col_text(s, 6));
+    int st = core_xfer_state_parse(col_text(s, 6));
     x->state = st < 0 ? XF_FAILED : (xfer_state_t)st;
     x->bytes_total = sqlite3_column_type(s, 7) == SQLITE_NULL ? -1 : sqlite3_column_int64(s, 7);
     x->bytes_done = sqlite3_column_int64(s, 8);
@@ -318,7 +319,7 @@ static int rec_xfer(sqlite3_stmt *s, void *arg)
         x->nparts = sqlite3_column_int(s, 15);
     }
     if (!x->job_id || !x->source || !x->destination) {
-        xfer_free(x);
+        core_xfer_free(x);
         return rec_stop(r);
     }
     bool open = x->state == XF_QUEUED || x->state == XF_RUNNING;
@@ -326,9 +327,9 @@ static int rec_xfer(sqlite3_stmt *s, void *arg)
         if (open) {
             x->state = XF_CANCELLED;
             x->finished = core_wall();
-            put_xfer(c, x);
+            core_put_xfer(c, x);
         }
-        xfer_free(x);
+        core_xfer_free(x);
         return rec_skip(r);
     }
     if (x->state == XF_RUNNING) {
@@ -336,11 +337,11 @@ static int rec_xfer(sqlite3_stmt *s, void *arg)
         x->state = XF_QUEUED;
         x->bytes_done = 0;
         x->durable = -1;
-        put_xfer(c, x);
+        core_put_xfer(c, x);
     }
     xfer_t **nv = realloc(j->xfers, (size_t)(j->nxfers + 1) * sizeof(xfer_t *));
     if (!nv) {
-        xfer_free(x);
+        core_xfer_free(x);
         return rec_stop(r);
     }
     j->xfers = nv;
@@ -441,12 +442,12 @@ int core_recover(core_t *c, hu_error_t *err)
             j->state = JOB_RUNNING;
             if (isnan(j->begun))
                 j->begun = p->requested;
-            put_job(c, j);
+            core_put_job(c, j);
         }
         if (p->state == PH_GRANTED && wall - p->granted > c->cfg->limits_grant_timeout) {
             p->state = PH_EXPIRED;
             p->finished = wall;
-            put_phase(c, p);
+            core_put_phase(c, p);
             hmap_idel(c->phases, p->id);
             free(p);
             j->phase = NULL;
@@ -455,9 +456,9 @@ int core_recover(core_t *c, hu_error_t *err)
             reest++;
         }
     }
-    if (sched_build(c, err) < 0)
+    if (core_sched_build(c, err) < 0)
         return -1;
-    reschedule(c, core_hs_now(c));
+    core_reschedule(c, core_hs_now(c));
     bl_info("recovered %d jobs, %d allocations, %d persistent buffers, %d open phases "
             "(%d grants re-established, %d expired), %d transfers; %d orphans closed; "
             "policy %s", njobs, nalloc, npbuf, nphase, reest, expired, nxfer, skipped,
@@ -560,8 +561,8 @@ static int sweep_one(int tfd, const char *name, const struct stat *st, void *arg
      * releases it, or while a stage-out not yet durable reads from under it (a
      * buffer that only waited for its stage-outs keeps nothing else: the
      * teardown that waited with it would no longer find this one here) */
-    if (!kept && held_id(w->c, path, st)) {
-        kept = held_id_kept(w->c, path, st);
+    if (!kept && core_held_id(w->c, path, st)) {
+        kept = core_held_id_kept(w->c, path, st);
         if (!kept)
             state_read(w->c->st, SR_HELD_UNDER, rec_exists, &kept, "s", path);
     }
@@ -589,7 +590,7 @@ static void trash_sweep(core_t *c, const char *mount, const char *sub)
     close(pfd);
 }
 
-void recover_durability(core_t *c)
+void core_recover_durability(core_t *c)
 {
     resync_t r = { .c = c };
     char path[1200];
@@ -599,19 +600,19 @@ void recover_durability(core_t *c)
      * mount is looked at) go once their stage-outs are durable */
     for (int k = 0; k < r.nended; k++) {
         const ended_job_t *e = &r.ended[k];
-        for (int i = 0; dir_name_ok(e->job, true) && i < c->nnodes; i++) {
+        for (int i = 0; core_dir_name_ok(e->job, true) && i < c->nnodes; i++) {
             bool seen = false;
             for (int p = 0; p < i && !seen; p++)
                 seen = !strcmp(c->nodes[p].mount, c->nodes[i].mount);
             if (seen || nodes_is_agent(c, i))      /* an agent's: it removes it */
                 continue;
             snprintf(path, sizeof(path), "%s/%s", c->nodes[i].mount, e->job);
-            bufdir_teardown(c, e->job, path, e->uid, e->gid);
+            core_bufdir_teardown(c, e->job, path, e->uid, e->gid);
         }
         mover_job_end(c->mover, e->job);
     }
     for (int i = 0; i < c->nnodes; i++)
-        if (mount_owner(c, i) == i && mount_ok(c, i)) {
+        if (core_mount_owner(c, i) == i && core_mount_ok(c, i)) {
             trash_sweep(c, c->nodes[i].mount, "");
             trash_sweep(c, c->nodes[i].mount, "/persistent");
         }

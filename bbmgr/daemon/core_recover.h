@@ -12,6 +12,6 @@
 int core_recover(core_t *c, hu_error_t *err);
 /* At the first tick with a mover (core.c): the stage-outs done but not durable
  * when bbmgrd stopped are handed to the mover again, the trash is swept. */
-void recover_durability(core_t *c);
+void core_recover_durability(core_t *c);
 
 #endif

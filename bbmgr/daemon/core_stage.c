@@ -93,7 +93,7 @@ static xfer_t *stage_one(core_t *c, job_t *j, const char *kind, const char *src,
     j->xfers[j->nxfers++] = x;
     return x;
 nomem:
-    xfer_free(x);
+    core_xfer_free(x);
     return NULL;
 }
 
@@ -141,20 +141,20 @@ xfer_t *core_stage(core_t *c, job_t *j, const char *kind, const char *src, const
             first = x;
     }
     for (int i = nx0; i < j->nxfers; i++) {
-        put_xfer(c, j->xfers[i]);
+        core_put_xfer(c, j->xfers[i]);
         bl_debug("stage: %s %ju of job %s%s scheduled at +%.3f s (%s)", kind,
                  (uintmax_t)j->xfers[i]->id, j->id, rel ? " (a part)" : "",
                  j->xfers[i]->start - j->xfers[i]->requested,
-                 xfer_state_name(j->xfers[i]->state));
+                 core_xfer_state_name(j->xfers[i]->state));
     }
     return first;
 nomem:
     while (j->nxfers > nx0) {
         xfer_t *x = j->xfers[--j->nxfers];
         hmap_idel(c->xfers, x->id);
-        xfer_free(x);
+        core_xfer_free(x);
     }
-    cerr_set(e, ENOMEM, "", "out of memory");
+    core_cerr_set(e, ENOMEM, "", "out of memory");
     return NULL;
 }
 
@@ -173,16 +173,17 @@ xfer_t *core_xfer_any(core_t *c, uint64_t id)
 int core_xfer_update(core_t *c, xfer_t *x, const char *state, int64_t bytes_done,
                      int64_t bytes_total, const char *message, cerr_t *e)
 {
-    int ns = state ? xfer_state_parse(state) : (int)x->state;
+    int ns = state ? core_xfer_state_parse(state) : (int)x->state;
     if (ns < 0)
-        return cerr_set(e, EINVAL, "state", "must be queued, running, done, failed or cancelled");
+        return core_cerr_set(e, EINVAL, "state",
+                             "must be queued, running, done, failed or cancelled");
     if (x->state != XF_QUEUED && x->state != XF_RUNNING)
-        return cerr_set(e, EBUSY, "state", "transfer %ju is already %s", (uintmax_t)x->id,
-                        xfer_state_name(x->state));
+        return core_cerr_set(e, EBUSY, "state", "transfer %ju is already %s", (uintmax_t)x->id,
+                             core_xfer_state_name(x->state));
     if (message) {
         char *m = strdup(message);
         if (!m)
-            return cerr_set(e, ENOMEM, "", "out of memory");
+            return core_cerr_set(e, ENOMEM, "", "out of memory");
         free(x->message);
         x->message = m;
     }
@@ -200,7 +201,7 @@ int core_xfer_update(core_t *c, xfer_t *x, const char *state, int64_t bytes_done
             mover_cancel(c->mover, x->id, message ? message : "set through the API");
         x->in_mover = false;
     }
-    put_xfer(c, x);
+    core_put_xfer(c, x);
     return 0;
 }
 
@@ -215,7 +216,7 @@ static bool in_buffers(core_t *c, job_t *j, const char *path, uint64_t *cap)
     for (int i = 0; j->alloc && i < j->alloc->n; i++) {
         snprintf(root, sizeof(root), "%s/%s", c->nodes[j->alloc->v[i].node].mount, j->id);
         if (util_path_under(path, root)) {
-            *cap = mount_share(c, j->alloc, i);
+            *cap = core_mount_share(c, j->alloc, i);
             return true;
         }
     }
@@ -225,7 +226,7 @@ static bool in_buffers(core_t *c, job_t *j, const char *path, uint64_t *cap)
             snprintf(root, sizeof(root), "%s/persistent/%s", c->nodes[b->alloc.v[i].node].mount,
                      b->name);
             if (util_path_under(path, root)) {
-                *cap = mount_share(c, &b->alloc, i);
+                *cap = core_mount_share(c, &b->alloc, i);
                 return true;
             }
         }
@@ -246,7 +247,7 @@ static void xfer_close(core_t *c, xfer_t *x, xfer_state_t st, const char *msg)
     }
     x->in_mover = false;
     hmap_idel(c->xfers, x->id);
-    put_xfer(c, x);
+    core_put_xfer(c, x);
 }
 
 /* Transfer tid of job, finished or not; NULL when its job is no longer in memory
@@ -274,7 +275,7 @@ static void xfer_durability(core_t *c, uint64_t tid, const char *job, bool ok, c
     else
         bl_error("%s %ju of job %s: %s; its source is kept", x ? x->kind : "transfer",
                  (uintmax_t)tid, job, text);
-    held_resolve(c, tid, ok);
+    core_held_resolve(c, tid, ok);
     if (!x) {
         if (ok)
             state_put(c->st, ST_XFER_DURABLE, "i", (int64_t)tid);
@@ -293,7 +294,7 @@ static void xfer_durability(core_t *c, uint64_t tid, const char *job, bool ok, c
             x->message = m;
         }
     }
-    put_xfer(c, x);
+    core_put_xfer(c, x);
 }
 
 static void requeue(core_t *c, xfer_t *x)
@@ -304,7 +305,7 @@ static void requeue(core_t *c, xfer_t *x)
     x->finished = NAN;
     x->bytes_done = 0;
     x->durable = -1;
-    put_xfer(c, x);
+    core_put_xfer(c, x);
 }
 
 static void on_mover_report(uint64_t tid, const char *job, mover_state_t st, int64_t done,
@@ -322,7 +323,7 @@ static void on_mover_report(uint64_t tid, const char *job, mover_state_t st, int
     if (total >= 0)
         x->bytes_total = total;
     if (st == MV_RUNNING) {
-        put_xfer(c, x);
+        core_put_xfer(c, x);
         return;
     }
     if (st == MV_DONE && x->relink) {
@@ -345,7 +346,7 @@ static void on_mover_report(uint64_t tid, const char *job, mover_state_t st, int
                 msg ? msg : "");
     else
         bl_warning("%s %ju of job %s %s: %s", x->kind, (uintmax_t)x->id, x->job_id,
-                   xfer_state_name(x->state), msg ? msg : "");
+                   core_xfer_state_name(x->state), msg ? msg : "");
 }
 
 int core_restage_lost(core_t *c, job_t *j, int lost, const char *why)
@@ -355,7 +356,7 @@ int core_restage_lost(core_t *c, job_t *j, int lost, const char *why)
     if (j->state != JOB_REGISTERED || !j->alloc)
         return -1;
     snprintf(from, sizeof(from), "%s/%s", c->nodes[lost].mount, j->id);
-    if ((dst = alloc_move_share(c, j, lost)) < 0)
+    if ((dst = core_alloc_move_share(c, j, lost)) < 0)
         return -1;
     snprintf(to, sizeof(to), "%s/%s", c->nodes[dst].mount, j->id);
     for (int i = 0; i < j->nxfers; i++) {
@@ -403,14 +404,14 @@ void core_mover_report(core_t *c, uint64_t tid, const char *job, mover_state_t s
 }
 
 /* Timer: results of the mover. */
-void mover_results(core_t *c)
+void core_mover_results(core_t *c)
 {
     mover_poll(c->mover, on_mover_report, c);
 }
 
 /* Timer, after the results (and, at the first tick, the recovery of the durability
  * a stop interrupted): transfers whose start has come, weights. */
-void mover_tick(core_t *c, double wall)
+void core_mover_tick(core_t *c, double wall)
 {
     void *v;
     xfer_t *due[64];
@@ -476,7 +477,7 @@ void mover_tick(core_t *c, double wall)
         x->in_mover = true;
         x->state = XF_RUNNING;
         x->bytes_done = 0;
-        put_xfer(c, x);
+        core_put_xfer(c, x);
     }
 }
 

@@ -25,7 +25,7 @@ void core_mover_report(core_t *c, uint64_t tid, const char *job, mover_state_t s
                        int64_t done, int64_t total, const char *msg);
 
 /* Node lost of j's allocation is down (nodes.c) before j runs: its share of the
- * buffer moves to another node that has room (alloc_move_share()), and the
+ * buffer moves to another node that has room (core_alloc_move_share()), and the
  * stage-ins into its directory there — running, queued or done, their data was
  * only there — are queued again with their destinations moved.  The number of
  * them, or -1 when j runs already or no node can take the share (nothing changed:
@@ -33,7 +33,7 @@ void core_mover_report(core_t *c, uint64_t tid, const char *job, mover_state_t s
 int core_restage_lost(core_t *c, job_t *j, int lost, const char *why);
 
 /* ---- the timer (core.c): the mover's results, then the transfers due */
-void mover_results(core_t *c);
-void mover_tick(core_t *c, double wall);
+void core_mover_results(core_t *c);
+void core_mover_tick(core_t *c, double wall);
 
 #endif

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <microhttpd.h>
 
+#include "libhutil/hu_error.h"
 #include "hreq.h"
 
 static const char *status_text(int s)
@@ -29,24 +30,24 @@ static const char *status_text(int s)
     }
 }
 
-void reply_json(reply_t *r, int status, json_t *body)
+void hreq_reply_json(reply_t *r, int status, json_t *body)
 {
     json_decref(r->body);
     r->status = status;
     r->body = body;
 }
 
-int reply_error(reply_t *r, int status, const char *field, const char *fmt, ...)
+int hreq_reply_error(reply_t *r, int status, const char *field, const char *fmt, ...)
 {
-    char msg[512];
+    hu_error_t msg;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
+    hu_verrprintf(&msg, fmt, ap);
     va_end(ap);
-    reply_json(r, status, json_pack("{s:{s:i s:s s:o s:s}}", "error", "code", status,
-                                    "status", status_text(status), "field",
-                                    field && *field ? json_string(field) : json_null(),
-                                    "message", msg));
+    hreq_reply_json(r, status, json_pack("{s:{s:i s:s s:o s:s}}", "error", "code", status,
+                                         "status", status_text(status), "field",
+                                         field && *field ? json_string(field) : json_null(),
+                                         "message", msg.text));
     r->wait_phase = 0;
     return -1;
 }

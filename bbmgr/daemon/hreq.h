@@ -41,9 +41,12 @@ typedef struct {
     double max_wait;            /* cap of a long-poll; 0 in a batch: never waits */
 } hreq_t;
 
-int reply_error(reply_t *r, int status, const char *field, const char *fmt, ...)
+/* A reply writer, not an error type: r becomes the error body every route answers
+ * with ({"error": {code, status, field, message}}), the message formatted by
+ * hu_verrprintf() (libhutil/hu_error.h); returns -1. */
+int hreq_reply_error(reply_t *r, int status, const char *field, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
-void reply_json(reply_t *r, int status, json_t *body);      /* takes body */
+void hreq_reply_json(reply_t *r, int status, json_t *body);      /* takes body */
 
 const char *hreq_query(hreq_t *rq, const char *key);   /* NULL if absent or no conn */
 

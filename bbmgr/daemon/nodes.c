@@ -6,7 +6,7 @@
  * that agent, with the transfer's id.  The table here (tid -> task) is memory
  * only: the transfer itself is in the state database, and after a restart of
  * bbmgrd the recovery queues it again (a running transfer starts again, doc/api.md)
- * and mover_tick() dispatches it here again, with the same id.  An agent that
+ * and core_mover_tick() dispatches it here again, with the same id.  An agent that
  * still runs it does not start it twice (nodeproto.h, the task table); one that
  * does not know it (restarted too) runs it again from the start, which the mover
  * makes safe (temporary names, rename into place).
@@ -439,7 +439,7 @@ static uint64_t dir_capacity(core_t *c, const alloc_t *al, const char *name)
         return 0;               /* not said: agents of a release before the key parse it */
     for (int i = 0; i < al->n; i++)
         if (!strcmp(c->nodes[al->v[i].node].name, name)) {
-            uint64_t s = mount_share(c, al, i);
+            uint64_t s = core_mount_share(c, al, i);
             return al->capacity && al->capacity < s ? al->capacity : s;
         }
     return 0;
@@ -587,7 +587,7 @@ static void apply_result(core_t *c, int a, const np_result_t *r)
 }
 
 /* What agent a measured a buffer directory of its node to hold: kept in the
- * allocation's entry for the node, summed by usage_tick() (core_jobs.c) into the
+ * allocation's entry for the node, summed by core_usage_tick() (core_jobs.c) into the
  * buffer's use with the figures of bbmgrd's own walk.  A buffer it no longer has
  * on that node (ended, moved) is ignored. */
 static void usage_reported(core_t *c, int a, const np_usage_t *u)

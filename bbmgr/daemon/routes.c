@@ -41,19 +41,19 @@ static void h_jobs_create(core_t *c, hreq_t *rq, reply_t *r)
         return;
     const char *user = rq_get_str(rq, "user"), *name = rq_get_str(rq, "name");
     if (user && (strlen(user) > 255 || !*user))
-        return (void)reply_error(r, 400, "user", "must be 1 to 255 characters");
+        return (void)hreq_reply_error(r, 400, "user", "must be 1 to 255 characters");
     if (name && strlen(name) > 255)
-        return (void)reply_error(r, 400, "name", "must be at most 255 characters");
+        return (void)hreq_reply_error(r, 400, "name", "must be at most 255 characters");
     if (core_job_register(c, id, (uid_t)uid, (gid_t)(gid >= 0 ? gid : uid), user, name,
                           (int)nodes, json_object_get(rq->body, "hints"), &created, &e) < 0)
-        return reply_cerr(r, &e);
-    reply_json(r, created ? 201 : 200, core_job_json(c, core_job(c, id), true));
+        return rq_reply_cerr(r, &e);
+    hreq_reply_json(r, created ? 201 : 200, core_job_json(c, core_job(c, id), true));
 }
 
 static void h_jobs_list(core_t *c, hreq_t *rq, reply_t *r)
 {
     json_t *a = core_jobs_json(c, rq->who->admin, rq->who->uid, hreq_query(rq, "state"));
-    reply_json(r, 200, json_pack("{s:o}", "jobs", a));
+    hreq_reply_json(r, 200, json_pack("{s:o}", "jobs", a));
 }
 
 static void h_job_get(core_t *c, hreq_t *rq, reply_t *r)
@@ -63,13 +63,13 @@ static void h_job_get(core_t *c, hreq_t *rq, reply_t *r)
         /* ended: its last state, to its owner and administrators */
         if (!rq->who->admin &&
             (json_int_t)rq->who->uid != json_integer_value(json_object_get(last, "uid")))
-            return (void)reply_error(r, 403, NULL, "job %s belongs to another user",
-                                     rq->args[0]);
-        return reply_json(r, 200, json_incref(last));
+            return (void)hreq_reply_error(r, 403, NULL, "job %s belongs to another user",
+                                          rq->args[0]);
+        return hreq_reply_json(r, 200, json_incref(last));
     }
     job_t *j = rq_job_for(c, rq, r);
     if (j)
-        reply_json(r, 200, core_job_json(c, j, true));
+        hreq_reply_json(r, 200, core_job_json(c, j, true));
 }
 
 static void h_job_end(core_t *c, hreq_t *rq, reply_t *r)
@@ -81,8 +81,8 @@ static void h_job_end(core_t *c, hreq_t *rq, reply_t *r)
     char id[64];
     snprintf(id, sizeof(id), "%s", j->id);
     if (core_job_end(c, j, &e) < 0)
-        return reply_cerr(r, &e);
-    reply_json(r, 200, json_pack("{s:s s:s}", "id", id, "state", "ended"));
+        return rq_reply_cerr(r, &e);
+    hreq_reply_json(r, 200, json_pack("{s:s s:s}", "id", id, "state", "ended"));
 }
 
 static void h_job_hints(core_t *c, hreq_t *rq, reply_t *r)
@@ -92,14 +92,14 @@ static void h_job_hints(core_t *c, hreq_t *rq, reply_t *r)
     if (!j)
         return;
     if (!rq->body)
-        return (void)reply_error(r, 400, NULL, "a JSON body is required");
+        return (void)hreq_reply_error(r, 400, NULL, "a JSON body is required");
     job_t save = *j;
     if (core_job_hints(c, j, rq->body, &e) < 0) {
         *j = save;
-        return reply_cerr(r, &e);
+        return rq_reply_cerr(r, &e);
     }
     core_job_save(c, j);
-    reply_json(r, 200, core_job_json(c, j, true));
+    hreq_reply_json(r, 200, core_job_json(c, j, true));
 }
 
 static void h_job_begin(core_t *c, hreq_t *rq, reply_t *r)
@@ -113,8 +113,8 @@ static void h_job_begin(core_t *c, hreq_t *rq, reply_t *r)
     if (!j || !rq_get_int(rq, r, "nodes", 1, 10000000, &nodes))
         return;
     if (core_job_begin(c, j, (int)nodes, &e) < 0)
-        return reply_cerr(r, &e);
-    reply_json(r, 200, core_job_json(c, j, true));
+        return rq_reply_cerr(r, &e);
+    hreq_reply_json(r, 200, core_job_json(c, j, true));
 }
 
 /* ------------------------------------------------------------------ allocations */
@@ -138,8 +138,8 @@ static void h_alloc_create(core_t *c, hreq_t *rq, reply_t *r)
     if (pool && !rq_check_name(r, "pool", pool))
         return;
     if (core_alloc_create(c, j, (uint64_t)ceil(cap), (int)nodes, pool, &created, &e) < 0)
-        return reply_cerr(r, &e);
-    reply_json(r, created ? 201 : 200, core_alloc_json(c, j, j->alloc, j->id));
+        return rq_reply_cerr(r, &e);
+    hreq_reply_json(r, created ? 201 : 200, core_alloc_json(c, j, j->alloc, j->id));
 }
 
 static void h_alloc_get(core_t *c, hreq_t *rq, reply_t *r)
@@ -148,8 +148,8 @@ static void h_alloc_get(core_t *c, hreq_t *rq, reply_t *r)
     if (!j)
         return;
     if (!j->alloc)
-        return (void)reply_error(r, 404, NULL, "job %s has no allocation", j->id);
-    reply_json(r, 200, core_alloc_json(c, j, j->alloc, j->id));
+        return (void)hreq_reply_error(r, 404, NULL, "job %s has no allocation", j->id);
+    hreq_reply_json(r, 200, core_alloc_json(c, j, j->alloc, j->id));
 }
 
 static void h_alloc_release(core_t *c, hreq_t *rq, reply_t *r)
@@ -159,8 +159,8 @@ static void h_alloc_release(core_t *c, hreq_t *rq, reply_t *r)
     if (!j)
         return;
     if (core_alloc_release(c, j, &e) < 0)
-        return reply_cerr(r, &e);
-    reply_json(r, 200, json_pack("{s:s s:b}", "job", j->id, "released", 1));
+        return rq_reply_cerr(r, &e);
+    hreq_reply_json(r, 200, json_pack("{s:s s:b}", "job", j->id, "released", 1));
 }
 
 /* ------------------------------------------------------------------ phases */
@@ -182,11 +182,11 @@ static void h_phase_request(core_t *c, hreq_t *rq, reply_t *r)
     if (!dir)
         dir = j->io[0] ? j->io : "write";
     if (strcmp(dir, "write") && strcmp(dir, "read") && strcmp(dir, "readwrite"))
-        return (void)reply_error(r, 400, "direction", "must be write, read or readwrite");
+        return (void)hreq_reply_error(r, 400, "direction", "must be write, read or readwrite");
     phase_t *p = core_phase_request(c, j, volume, dir, w_done, &e);
     if (!p)
-        return reply_cerr(r, &e);
-    reply_json(r, 201, core_phase_json(c, p));
+        return rq_reply_cerr(r, &e);
+    hreq_reply_json(r, 201, core_phase_json(c, p));
     if (p->state == PH_WAITING && wait > 0) {
         r->wait_phase = p->id;
         r->wait = fmin(wait, rq->max_wait);
@@ -242,15 +242,15 @@ static void phase_from_db(core_t *c, hreq_t *rq, uint64_t pid, reply_t *r)
     dbphase_t d = { NULL, 0 };
     if (state_query(core_state(c), row_phase, &d, "SELECT " PHASE_COLS " FROM phases p JOIN jobs j"
                     " ON j.id=p.job_id WHERE p.id=?", "i", (int64_t)pid) < 0)
-        return (void)reply_error(r, 500, NULL, "state database read failed");
+        return (void)hreq_reply_error(r, 500, NULL, "state database read failed");
     if (!d.o)
-        return (void)reply_error(r, 404, NULL, "no phase %ju", (uintmax_t)pid);
+        return (void)hreq_reply_error(r, 404, NULL, "no phase %ju", (uintmax_t)pid);
     if (!rq->who->admin && rq->who->uid != d.uid) {
         json_decref(d.o);
-        return (void)reply_error(r, 403, NULL, "phase %ju belongs to another user's job",
-                                 (uintmax_t)pid);
+        return (void)hreq_reply_error(r, 403, NULL, "phase %ju belongs to another user's job",
+                                      (uintmax_t)pid);
     }
-    reply_json(r, 200, d.o);
+    hreq_reply_json(r, 200, d.o);
 }
 
 void routes_phase_view(core_t *c, hreq_t *rq, uint64_t pid, reply_t *r)
@@ -259,9 +259,9 @@ void routes_phase_view(core_t *c, hreq_t *rq, uint64_t pid, reply_t *r)
     if (!p)
         return phase_from_db(c, rq, pid, r);
     if (!rq->who->admin && rq->who->uid != p->job->uid)
-        return (void)reply_error(r, 403, NULL, "phase %ju belongs to another user's job",
-                                 (uintmax_t)pid);
-    reply_json(r, 200, core_phase_json(c, p));
+        return (void)hreq_reply_error(r, 403, NULL, "phase %ju belongs to another user's job",
+                                      (uintmax_t)pid);
+    hreq_reply_json(r, 200, core_phase_json(c, p));
 }
 
 static void h_phase_get(core_t *c, hreq_t *rq, reply_t *r)
@@ -269,7 +269,7 @@ static void h_phase_get(core_t *c, hreq_t *rq, reply_t *r)
     uint64_t pid;
     bool ok;
     if (!rq_parse_u64(rq->args[0], &pid))
-        return (void)reply_error(r, 400, "id", "must be a phase number");
+        return (void)hreq_reply_error(r, 400, "id", "must be a phase number");
     double wait = rq_query_wait(rq, r, &ok);
     if (!ok)
         return;
@@ -284,7 +284,7 @@ static void h_phase_get(core_t *c, hreq_t *rq, reply_t *r)
 static phase_t *phase_for(core_t *c, hreq_t *rq, reply_t *r, uint64_t *pid)
 {
     if (!rq_parse_u64(rq->args[0], pid)) {
-        reply_error(r, 400, "id", "must be a phase number");
+        hreq_reply_error(r, 400, "id", "must be a phase number");
         return NULL;
     }
     phase_t *p = core_phase(c, *pid);
@@ -294,7 +294,7 @@ static phase_t *phase_for(core_t *c, hreq_t *rq, reply_t *r, uint64_t *pid)
         return NULL;
     }
     if (!rq->who->admin && rq->who->uid != p->job->uid) {
-        reply_error(r, 403, NULL, "phase %ju belongs to another user's job", (uintmax_t)*pid);
+        hreq_reply_error(r, 403, NULL, "phase %ju belongs to another user's job", (uintmax_t)*pid);
         return NULL;
     }
     return p;
@@ -316,12 +316,12 @@ static void h_phase_finish(core_t *c, hreq_t *rq, reply_t *r)
     double vol = p->volume;
     if (core_phase_finish(c, p, bytes, &e) < 0) {
         json_decref(o);
-        return reply_cerr(r, &e);
+        return rq_reply_cerr(r, &e);
     }
     json_object_set_new(o, "state", json_string(waiting ? "cancelled" : "finished"));
     json_object_set_new(o, "finished", json_real(core_wall()));
     json_object_set_new(o, "bytes", json_real(bytes >= 0 ? bytes : waiting ? 0 : vol));
-    reply_json(r, 200, o);
+    hreq_reply_json(r, 200, o);
 }
 
 static void h_phase_progress(core_t *c, hreq_t *rq, reply_t *r)
@@ -335,12 +335,12 @@ static void h_phase_progress(core_t *c, hreq_t *rq, reply_t *r)
     phase_t *p = phase_for(c, rq, r, &pid);
     if (!p) {
         if (r->status == 200)
-            reply_error(r, 409, NULL, "phase %ju is closed", (uintmax_t)pid);
+            hreq_reply_error(r, 409, NULL, "phase %ju is closed", (uintmax_t)pid);
         return;
     }
     if (core_phase_progress(c, p, bytes, &e) < 0)
-        return reply_cerr(r, &e);
-    reply_json(r, 200, core_phase_json(c, p));
+        return rq_reply_cerr(r, &e);
+    hreq_reply_json(r, 200, core_phase_json(c, p));
 }
 
 static void h_job_phases(core_t *c, hreq_t *rq, reply_t *r)
@@ -351,13 +351,13 @@ static void h_job_phases(core_t *c, hreq_t *rq, reply_t *r)
     if (!j)
         return;
     if (limit < 1 || limit > 10000)
-        return (void)reply_error(r, 400, "limit", "must be in 1..10000");
+        return (void)hreq_reply_error(r, 400, "limit", "must be in 1..10000");
     dbphase_t d = { json_array(), 0 };
     if (state_query(core_state(c), row_phase, &d, "SELECT " PHASE_COLS " FROM phases p JOIN jobs j"
                     " ON j.id=p.job_id WHERE p.job_id=? ORDER BY p.id DESC LIMIT ?", "si",
                     j->id, (int64_t)limit) < 0) {
         json_decref(d.o);
-        return (void)reply_error(r, 500, NULL, "state database read failed");
+        return (void)hreq_reply_error(r, 500, NULL, "state database read failed");
     }
     /* the open phase from memory (the database may lag behind it by one commit) */
     if (j->phase) {
@@ -369,7 +369,7 @@ static void h_job_phases(core_t *c, hreq_t *rq, reply_t *r)
             }
         json_array_insert_new(d.o, 0, core_phase_json(c, j->phase));
     }
-    reply_json(r, 200, json_pack("{s:s s:o}", "job", j->id, "phases", d.o));
+    hreq_reply_json(r, 200, json_pack("{s:s s:o}", "job", j->id, "phases", d.o));
 }
 
 /* ------------------------------------------------------------------ stage */
@@ -394,13 +394,13 @@ static void stage_create(core_t *c, hreq_t *rq, reply_t *r, const char *kind)
     if (!type)
         type = "file";
     if (strcmp(type, "file") && strcmp(type, "directory"))
-        return (void)reply_error(r, 400, "type", "must be file or directory");
+        return (void)hreq_reply_error(r, 400, "type", "must be file or directory");
     json_t *sp = json_object_get(rq->body, "spread");
     xfer_t *x = core_stage(c, j, kind, src, dst, type, size >= 0 ? (int64_t)size : -1,
                            json_is_true(sp), &e);
     if (!x)
-        return reply_cerr(r, &e);
-    reply_json(r, 201, core_xfer_json(c, x));
+        return rq_reply_cerr(r, &e);
+    hreq_reply_json(r, 201, core_xfer_json(c, x));
 }
 
 static void stage_get(core_t *c, hreq_t *rq, reply_t *r, const char *kind)
@@ -412,8 +412,8 @@ static void stage_get(core_t *c, hreq_t *rq, reply_t *r, const char *kind)
     for (int i = 0; i < j->nxfers; i++)
         if (!strcmp(j->xfers[i]->kind, kind))
             json_array_append_new(a, core_xfer_json(c, j->xfers[i]));
-    reply_json(r, 200, json_pack("{s:s s:s s:s s:o}", "job", j->id, "kind", kind, "state",
-                                 core_stage_summary(j, kind), "transfers", a));
+    hreq_reply_json(r, 200, json_pack("{s:s s:s s:s s:o}", "job", j->id, "kind", kind, "state",
+                                      core_stage_summary(j, kind), "transfers", a));
 }
 
 static void h_stage_in(core_t *c, hreq_t *rq, reply_t *r) { stage_create(c, rq, r, "stage_in"); }
@@ -425,12 +425,12 @@ static xfer_t *xfer_for(core_t *c, hreq_t *rq, reply_t *r)
 {
     uint64_t id;
     if (!rq_parse_u64(rq->args[0], &id)) {
-        reply_error(r, 400, "id", "must be a transfer number");
+        hreq_reply_error(r, 400, "id", "must be a transfer number");
         return NULL;
     }
     xfer_t *x = core_xfer_any(c, id);
     if (!x)
-        reply_error(r, 404, "id", "no open transfer %ju", (uintmax_t)id);
+        hreq_reply_error(r, 404, "id", "no open transfer %ju", (uintmax_t)id);
     return x;
 }
 
@@ -440,7 +440,7 @@ static void h_xfer_get(core_t *c, hreq_t *rq, reply_t *r)
         return;
     xfer_t *x = xfer_for(c, rq, r);
     if (x)
-        reply_json(r, 200, core_xfer_json(c, x));
+        hreq_reply_json(r, 200, core_xfer_json(c, x));
 }
 
 static void h_xfer_update(core_t *c, hreq_t *rq, reply_t *r)
@@ -460,10 +460,10 @@ static void h_xfer_update(core_t *c, hreq_t *rq, reply_t *r)
         return;
     const char *msg = rq_get_str(rq, "message");
     if (msg && strlen(msg) > 1000)
-        return (void)reply_error(r, 400, "message", "at most 1000 characters");
+        return (void)hreq_reply_error(r, 400, "message", "at most 1000 characters");
     if (core_xfer_update(c, x, rq_get_str(rq, "state"), (int64_t)done, (int64_t)total, msg, &e) < 0)
-        return reply_cerr(r, &e);
-    reply_json(r, 200, core_xfer_json(c, x));
+        return rq_reply_cerr(r, &e);
+    hreq_reply_json(r, 200, core_xfer_json(c, x));
 }
 
 /* ------------------------------------------------------------------ persistent */
@@ -484,21 +484,21 @@ static void h_pbuf_create(core_t *c, hreq_t *rq, reply_t *r)
         || !rq_get_size(rq, r, "capacity", true, &cap))
         return;
     if ((rq_has(rq, "uid") || rq_has(rq, "gid")) && !rq->who->admin)
-        return (void)reply_error(r, 403, "uid", "only SlurmUser and root create buffers for "
-                                 "another user");
+        return (void)hreq_reply_error(r, 403, "uid", "only SlurmUser and root create buffers for "
+                                      "another user");
     if (!rq_get_int(rq, r, "uid", 0, 4294967294L, &uid)
         || !rq_get_int(rq, r, "gid", 0, 4294967294L, &gid))
         return;
     pbuf_t *b = core_pbuf_create(c, name, (uid_t)uid, (gid_t)gid, (uint64_t)ceil(cap), pool,
                                  &created, &e);
     if (!b)
-        return reply_cerr(r, &e);
-    reply_json(r, created ? 201 : 200, core_pbuf_json(c, b));
+        return rq_reply_cerr(r, &e);
+    hreq_reply_json(r, created ? 201 : 200, core_pbuf_json(c, b));
 }
 
 static void h_pbuf_list(core_t *c, hreq_t *rq, reply_t *r)
 {
-    reply_json(r, 200, json_pack("{s:o}", "persistent", core_pbufs_json(c)));
+    hreq_reply_json(r, 200, json_pack("{s:o}", "persistent", core_pbufs_json(c)));
 }
 
 static pbuf_t *pbuf_for(core_t *c, hreq_t *rq, reply_t *r, bool owner_only)
@@ -507,11 +507,11 @@ static pbuf_t *pbuf_for(core_t *c, hreq_t *rq, reply_t *r, bool owner_only)
         return NULL;
     pbuf_t *b = core_pbuf(c, rq->args[0]);
     if (!b) {
-        reply_error(r, 404, "name", "no persistent buffer '%s'", rq->args[0]);
+        hreq_reply_error(r, 404, "name", "no persistent buffer '%s'", rq->args[0]);
         return NULL;
     }
     if (owner_only && !rq->who->admin && rq->who->uid != b->uid) {
-        reply_error(r, 403, NULL, "persistent buffer '%s' belongs to another user", b->name);
+        hreq_reply_error(r, 403, NULL, "persistent buffer '%s' belongs to another user", b->name);
         return NULL;
     }
     return b;
@@ -521,7 +521,7 @@ static void h_pbuf_get(core_t *c, hreq_t *rq, reply_t *r)
 {
     pbuf_t *b = pbuf_for(c, rq, r, false);
     if (b)
-        reply_json(r, 200, core_pbuf_json(c, b));
+        hreq_reply_json(r, 200, core_pbuf_json(c, b));
 }
 
 static void h_pbuf_destroy(core_t *c, hreq_t *rq, reply_t *r)
@@ -533,8 +533,8 @@ static void h_pbuf_destroy(core_t *c, hreq_t *rq, reply_t *r)
     char name[64];
     snprintf(name, sizeof(name), "%s", b->name);
     if (core_pbuf_destroy(c, b, &e) < 0)
-        return reply_cerr(r, &e);
-    reply_json(r, 200, json_pack("{s:s s:b}", "name", name, "destroyed", 1));
+        return rq_reply_cerr(r, &e);
+    hreq_reply_json(r, 200, json_pack("{s:s s:b}", "name", name, "destroyed", 1));
 }
 
 static void h_pbuf_use(core_t *c, hreq_t *rq, reply_t *r)
@@ -551,14 +551,14 @@ static void h_pbuf_use(core_t *c, hreq_t *rq, reply_t *r)
         return;
     job_t *j = core_job(c, jid);
     if (!j)
-        return (void)reply_error(r, 404, "job", "no job %s", jid);
+        return (void)hreq_reply_error(r, 404, "job", "no job %s", jid);
     if (!rq->who->admin && j->uid != rq->who->uid)
-        return (void)reply_error(r, 403, "job", "job %s belongs to another user", jid);
+        return (void)hreq_reply_error(r, 403, "job", "job %s belongs to another user", jid);
     if (!rq->who->admin && b->uid != j->uid)
-        return (void)reply_error(r, 403, "job", "the buffer's owner is not the job's owner");
+        return (void)hreq_reply_error(r, 403, "job", "the buffer's owner is not the job's owner");
     if (core_pbuf_use(c, b, j, &e) < 0)
-        return reply_cerr(r, &e);
-    reply_json(r, 200, core_pbuf_json(c, b));
+        return rq_reply_cerr(r, &e);
+    hreq_reply_json(r, 200, core_pbuf_json(c, b));
 }
 
 static void h_pbuf_unuse(core_t *c, hreq_t *rq, reply_t *r)
@@ -569,10 +569,10 @@ static void h_pbuf_unuse(core_t *c, hreq_t *rq, reply_t *r)
         return;
     job_t *j = core_job(c, rq->args[1]);
     if (!j)
-        return (void)reply_error(r, 404, "job", "no job %s", rq->args[1]);
+        return (void)hreq_reply_error(r, 404, "job", "no job %s", rq->args[1]);
     if (core_pbuf_unuse(c, b, j, &e) < 0)
-        return reply_cerr(r, &e);
-    reply_json(r, 200, core_pbuf_json(c, b));
+        return rq_reply_cerr(r, &e);
+    hreq_reply_json(r, 200, core_pbuf_json(c, b));
 }
 
 /* ------------------------------------------------------------------ batch */
@@ -588,14 +588,14 @@ static void batch_error(reply_t *r, int i, const char *key, const char *msg)
     size_t n = (key ? strlen(key) : 0) + 32;
     char *f = malloc(n);
     if (!f) {
-        reply_error(r, 500, NULL, "out of memory");
+        hreq_reply_error(r, 500, NULL, "out of memory");
         return;
     }
     if (key)
         snprintf(f, n, "requests[%d].%s", i, key);
     else
         snprintf(f, n, "requests[%d]", i);
-    reply_error(r, 400, f, "%s", msg);
+    hreq_reply_error(r, 400, f, "%s", msg);
     free(f);
 }
 
@@ -692,13 +692,13 @@ static void h_batch(core_t *c, hreq_t *rq, reply_t *r)
     json_t *reqs = json_object_get(rq->body, "requests");
     size_t n = json_array_size(reqs);
     if (n < 1 || n > BATCH_MAX)
-        return (void)reply_error(r, 400, "requests", "must hold 1 to %d requests", BATCH_MAX);
+        return (void)hreq_reply_error(r, 400, "requests", "must hold 1 to %d requests", BATCH_MAX);
     for (size_t i = 0; i < n; i++)
         if (!batch_item_ok(json_array_get(reqs, i), (int)i, r))
             return;
     json_t *replies = json_array();
     if (!replies)
-        return (void)reply_error(r, 500, NULL, "out of memory");
+        return (void)hreq_reply_error(r, 500, NULL, "out of memory");
     double t0 = core_wall();
     size_t bytes = 0;
     for (size_t i = 0; i < n; i++) {
@@ -718,18 +718,18 @@ static void h_batch(core_t *c, hreq_t *rq, reply_t *r)
         }
         if (!rt) {
             if (status == 405)
-                reply_error(&ir, 405, NULL, "method %s not allowed on %s", method, path);
+                hreq_reply_error(&ir, 405, NULL, "method %s not allowed on %s", method, path);
             else
-                reply_error(&ir, 404, NULL, "no such resource: %s", path);
+                hreq_reply_error(&ir, 404, NULL, "no such resource: %s", path);
         } else if (body && !rt->body) {
-            reply_error(&ir, 400, NULL, "%s %s takes no body", method, path);
+            hreq_reply_error(&ir, 400, NULL, "%s %s takes no body", method, path);
         } else if (rt->fn == h_batch) {     /* cannot happen: batch_item_ok() */
-            reply_error(&ir, 400, "path", "a batch cannot contain a batch");
+            hreq_reply_error(&ir, 400, "path", "a batch cannot contain a batch");
         } else if (!rq->who->admin && (core_wall() - t0 > BATCH_USER_SECONDS
                                        || bytes > BATCH_USER_REPLY)) {
-            reply_error(&ir, 503, NULL, "not run: the batch used its share of the daemon "
-                        "(%.0f ms or %u MiB of replies); send the items from this one again",
-                        BATCH_USER_SECONDS * 1e3, BATCH_USER_REPLY >> 20);
+            hreq_reply_error(&ir, 503, NULL, "not run: the batch used its share of the daemon "
+                             "(%.0f ms or %u MiB of replies); send the items from this one again",
+                             BATCH_USER_SECONDS * 1e3, BATCH_USER_REPLY >> 20);
         } else {
             hreq_t sub = { .api = rq->api, .who = rq->who, .body = body, .conn = NULL,
                            .max_wait = 0 };
@@ -758,9 +758,9 @@ static void h_batch(core_t *c, hreq_t *rq, reply_t *r)
         json_array_append_new(replies, o);
         bl_debug("api: batch item %d: %s %s -> %d", (int)i, method, path, ir.status);
     }
-    reply_json(r, 200, json_pack("{s:o}", "replies", replies));
+    hreq_reply_json(r, 200, json_pack("{s:o}", "replies", replies));
     if (!r->body)
-        reply_error(r, 500, NULL, "out of memory");
+        hreq_reply_error(r, 500, NULL, "out of memory");
     r->items = (unsigned)n;
 }
 

@@ -21,14 +21,14 @@
 /* ------------------------------------------------------------------ nodes, pools */
 static void h_nodes(core_t *c, hreq_t *rq, reply_t *r)
 {
-    reply_json(r, 200, json_pack("{s:o}", "nodes", core_nodes_json(c)));
+    hreq_reply_json(r, 200, json_pack("{s:o}", "nodes", core_nodes_json(c)));
 }
 
 static int node_for(core_t *c, hreq_t *rq, reply_t *r)
 {
     int idx = core_node_index(c, rq->args[0]);
     if (idx < 0)
-        reply_error(r, 404, "name", "no buffer node %s", rq->args[0]);
+        hreq_reply_error(r, 404, "name", "no buffer node %s", rq->args[0]);
     return idx;
 }
 
@@ -37,7 +37,7 @@ static void h_node_get(core_t *c, hreq_t *rq, reply_t *r)
     int idx = node_for(c, rq, r);
     if (idx >= 0) {
         core_node_loads(c);
-        reply_json(r, 200, core_node_json(c, idx));
+        hreq_reply_json(r, 200, core_node_json(c, idx));
     }
 }
 
@@ -52,11 +52,11 @@ static void node_drain(core_t *c, hreq_t *rq, reply_t *r, bool drain)
         return;
     const char *reason = rq_get_str(rq, "reason");
     if (reason && strlen(reason) > 255)
-        return (void)reply_error(r, 400, "reason", "at most 255 characters");
+        return (void)hreq_reply_error(r, 400, "reason", "at most 255 characters");
     if (core_node_drain(c, idx, drain, reason ? reason : drain ? "drained by admin" : NULL, &e) < 0)
-        return reply_cerr(r, &e);
+        return rq_reply_cerr(r, &e);
     core_node_loads(c);
-    reply_json(r, 200, core_node_json(c, idx));
+    hreq_reply_json(r, 200, core_node_json(c, idx));
 }
 
 static void h_node_drain(core_t *c, hreq_t *rq, reply_t *r) { node_drain(c, rq, r, true); }
@@ -64,15 +64,15 @@ static void h_node_resume(core_t *c, hreq_t *rq, reply_t *r) { node_drain(c, rq,
 
 static void h_pools(core_t *c, hreq_t *rq, reply_t *r)
 {
-    reply_json(r, 200, json_pack("{s:o}", "pools", core_pools_json(c)));
+    hreq_reply_json(r, 200, json_pack("{s:o}", "pools", core_pools_json(c)));
 }
 
 static void h_pool_get(core_t *c, hreq_t *rq, reply_t *r)
 {
     json_t *p = core_pool_json_named(c, rq->args[0]);
     if (p)
-        return reply_json(r, 200, p);
-    reply_error(r, 404, "name", "no pool %s", rq->args[0]);
+        return hreq_reply_json(r, 200, p);
+    hreq_reply_error(r, 404, "name", "no pool %s", rq->args[0]);
 }
 
 /* ------------------------------------------------------------------ schedule, policy */
@@ -82,13 +82,13 @@ static void h_schedule(core_t *c, hreq_t *rq, reply_t *r)
     double horizon = 600;
     hu_error_t e = { "" };
     if (h && (hu_parse_duration(h, HU_DUR_BARE_SECONDS, &horizon, &e) < 0 || horizon <= 0))
-        return (void)reply_error(r, 400, "horizon", "must be a positive duration");
-    reply_json(r, 200, core_schedule_json(c, horizon));
+        return (void)hreq_reply_error(r, 400, "horizon", "must be a positive duration");
+    hreq_reply_json(r, 200, core_schedule_json(c, horizon));
 }
 
 static void h_policy_get(core_t *c, hreq_t *rq, reply_t *r)
 {
-    reply_json(r, 200, core_policy_json(c));
+    hreq_reply_json(r, 200, core_policy_json(c));
 }
 
 static void h_policy_set(core_t *c, hreq_t *rq, reply_t *r)
@@ -99,9 +99,9 @@ static void h_policy_set(core_t *c, hreq_t *rq, reply_t *r)
         return;
     const char *id = rq_get_str(rq, "id");
     if (strlen(id) > 60)
-        return (void)reply_error(r, 400, "id", "too long");
+        return (void)hreq_reply_error(r, 400, "id", "too long");
     if (core_set_policy(c, id, &e) < 0)
-        return reply_cerr(r, &e);
+        return rq_reply_cerr(r, &e);
     h_policy_get(c, rq, r);
 }
 
@@ -121,7 +121,7 @@ static void h_status(core_t *c, hreq_t *rq, reply_t *r)
                                                "gid", (json_int_t)rq->who->gid, "admin",
                                                rq->who->admin));
     nodes_status_json(c, o);        /* "agents", only when some are configured */
-    reply_json(r, 200, o);
+    hreq_reply_json(r, 200, o);
 }
 
 typedef struct {
@@ -149,9 +149,9 @@ static void h_held_release(core_t *c, hreq_t *rq, reply_t *r)
     if (!rq_need_admin(rq, r))
         return;
     if (core_held_release(c, rq->args[0], &bytes, &e) < 0)
-        return reply_cerr(r, &e);
-    reply_json(r, 200, json_pack("{s:s s:b s:I}", "job", rq->args[0], "released", 1,
-                                 "bytes", (json_int_t)bytes));
+        return rq_reply_cerr(r, &e);
+    hreq_reply_json(r, 200, json_pack("{s:s s:b s:I}", "job", rq->args[0], "released", 1,
+                                      "bytes", (json_int_t)bytes));
 }
 
 static void h_history(core_t *c, hreq_t *rq, reply_t *r)
@@ -159,7 +159,7 @@ static void h_history(core_t *c, hreq_t *rq, reply_t *r)
     const char *user = hreq_query(rq, "user"), *name = hreq_query(rq, "name");
     hist_t h = { 0, NAN, NAN, 0 };
     if (!user || !*user)
-        return (void)reply_error(r, 400, "user", "is required");
+        return (void)hreq_reply_error(r, 400, "user", "is required");
     if (!name)
         name = "";
     if (!rq->who->admin) {
@@ -167,17 +167,17 @@ static void h_history(core_t *c, hreq_t *rq, reply_t *r)
         char buf[1024];
         if (getpwuid_r(rq->who->uid, &pw, buf, sizeof(buf), &res) != 0 || !res
             || strcmp(res->pw_name, user))
-            return (void)reply_error(r, 403, "user", "you may read only your own history");
+            return (void)hreq_reply_error(r, 403, "user", "you may read only your own history");
     }
     if (state_query(core_state(c), row_hist, &h, "SELECT count(*),count(w_iter),avg(w_iter),avg(volume)"
                     " FROM (SELECT w_iter,volume FROM history WHERE user=? AND job_name=?"
                     " ORDER BY id DESC LIMIT ?)", "ssi", user, name,
                     (int64_t)core_cfg(c)->limits_history_keep) < 0)
-        return (void)reply_error(r, 500, NULL, "state database read failed");
-    reply_json(r, 200, json_pack("{s:s s:s s:i s:o s:o}", "user", user, "name", name, "jobs",
-                                 (int)h.n, "w_iter",
+        return (void)hreq_reply_error(r, 500, NULL, "state database read failed");
+    hreq_reply_json(r, 200, json_pack("{s:s s:s s:i s:o s:o}", "user", user, "name", name, "jobs",
+                                      (int)h.n, "w_iter",
                                  h.nw > 0 && !isnan(h.w_iter) ? json_real(h.w_iter) : json_null(),
-                                 "io_volume", h.n > 0 && !isnan(h.volume) ? json_real(h.volume)
+                                      "io_volume", h.n > 0 && !isnan(h.volume) ? json_real(h.volume)
                                                                           : json_null()));
 }
 
@@ -194,66 +194,66 @@ static void h_agent_poll(core_t *c, hreq_t *rq, reply_t *r)
 
     bool served = nodes_serves(c, rq->args[0]);
     if (rq->who->uid != 0 && rq->who->uid != geteuid())
-        return (void)reply_error(r, 403, NULL, "only the daemon user (root) may act as a "
-                                 "buffer-node agent");
+        return (void)hreq_reply_error(r, 403, NULL, "only the daemon user (root) may act as a "
+                                      "buffer-node agent");
     if (!served)
-        return (void)reply_error(r, 403, NULL, "node %s is not served by an agent in the "
-                                 "configuration (nodes: agent: true)", rq->args[0]);
+        return (void)hreq_reply_error(r, 403, NULL, "node %s is not served by an agent in the "
+                                      "configuration (nodes: agent: true)", rq->args[0]);
     if (!b)
-        return (void)reply_error(r, 400, NULL, "a JSON body is required");
+        return (void)hreq_reply_error(r, 400, NULL, "a JSON body is required");
     json_object_foreach(b, k, val) {
         const char *const *p = keys;
         while (*p && strcmp(*p, k))
             p++;
         if (!*p)
-            return (void)reply_error(r, 400, k, "unknown field (known: version, agent, dirs, "
-                                     "status, results, kept, usage)");
+            return (void)hreq_reply_error(r, 400, k, "unknown field (known: version, agent, dirs, "
+                                          "status, results, kept, usage)");
     }
     json_t *ver = json_object_get(b, "version"), *id = json_object_get(b, "agent");
     json_t *gen = json_object_get(b, "dirs"), *st = json_object_get(b, "status");
     json_t *res = json_object_get(b, "results");
     if (!json_is_integer(ver) || json_integer_value(ver) != NP_VERSION)
-        return (void)reply_error(r, 400, "version", "must be %d", NP_VERSION);
+        return (void)hreq_reply_error(r, 400, "version", "must be %d", NP_VERSION);
     if (!json_is_string(id) || !*json_string_value(id) || strlen(json_string_value(id)) >= 64)
-        return (void)reply_error(r, 400, "agent", "must be a string of 1 to 63 characters");
+        return (void)hreq_reply_error(r, 400, "agent", "must be a string of 1 to 63 characters");
     if (gen && !json_is_string(gen))
-        return (void)reply_error(r, 400, "dirs", "must be a string");
+        return (void)hreq_reply_error(r, 400, "dirs", "must be a string");
     if (res && !json_is_array(res))
-        return (void)reply_error(r, 400, "results", "must be an array");
+        return (void)hreq_reply_error(r, 400, "results", "must be an array");
     json_t *kept = json_object_get(b, "kept");
     np_dir_t kd[NODES_KEPT_MAX];
     size_t nkd = json_array_size(kept);
     if (kept && (!json_is_array(kept) || nkd > NODES_KEPT_MAX))
-        return (void)reply_error(r, 400, "kept", "must be an array of at most %d directories",
-                                 NODES_KEPT_MAX);
+        return (void)hreq_reply_error(r, 400, "kept", "must be an array of at most %d directories",
+                                      NODES_KEPT_MAX);
     for (size_t i = 0; i < nkd; i++) {
         int rc = np_dir_parse(json_array_get(kept, i), &kd[i], msg, sizeof(msg));
         if (rc < 0 || !kd[i].keep || !kd[i].ino)
-            return (void)reply_error(r, 400, "kept", "%s", rc < 0 ? msg : "each directory "
-                                     "has keep, dev and ino");
+            return (void)hreq_reply_error(r, 400, "kept", "%s", rc < 0 ? msg : "each directory "
+                                          "has keep, dev and ino");
     }
     json_t *usage = json_object_get(b, "usage");
     np_usage_t uv[NP_USAGE_MAX];
     size_t nuv = json_array_size(usage);
     if (usage && (!json_is_array(usage) || nuv > NP_USAGE_MAX))
-        return (void)reply_error(r, 400, "usage", "must be an array of at most %d entries",
-                                 NP_USAGE_MAX);
+        return (void)hreq_reply_error(r, 400, "usage", "must be an array of at most %d entries",
+                                      NP_USAGE_MAX);
     for (size_t i = 0; i < nuv; i++)
         if (np_usage_parse(json_array_get(usage, i), &uv[i], msg, sizeof(msg)) < 0)
-            return (void)reply_error(r, 400, "usage", "%s", msg);
+            return (void)hreq_reply_error(r, 400, "usage", "%s", msg);
     np_status_t status;
     if (!st)
-        return (void)reply_error(r, 400, "status", "is required");
+        return (void)hreq_reply_error(r, 400, "status", "is required");
     if (np_status_parse(st, &status, msg, sizeof(msg)) < 0)
-        return (void)reply_error(r, 400, "status", "%s", msg);
+        return (void)hreq_reply_error(r, 400, "status", "%s", msg);
     size_t nres = json_array_size(res);
     np_result_t *rv = calloc(nres ? nres : 1, sizeof(*rv));
     if (!rv)
-        return (void)reply_error(r, 500, NULL, "out of memory");
+        return (void)hreq_reply_error(r, 500, NULL, "out of memory");
     for (size_t i = 0; i < nres; i++)
         if (np_result_parse(json_array_get(res, i), &rv[i], msg, sizeof(msg)) < 0) {
             free(rv);
-            return (void)reply_error(r, 400, "results", "%s", msg);
+            return (void)hreq_reply_error(r, 400, "results", "%s", msg);
         }
 
     /* everything checked: apply */
@@ -262,7 +262,7 @@ static void h_agent_poll(core_t *c, hreq_t *rq, reply_t *r)
         .status = status, .results = rv, .nresults = nres, .kept = kd, .nkept = nkd,
         .usage = uv, .nusage = nuv,
     };
-    reply_json(r, 200, nodes_report(c, rq->args[0], &rp));
+    hreq_reply_json(r, 200, nodes_report(c, rq->args[0], &rp));
     free(rv);
 }
 

@@ -31,9 +31,9 @@ static int http_status(int code)
     }
 }
 
-void reply_cerr(reply_t *r, const cerr_t *e)
+void rq_reply_cerr(reply_t *r, const cerr_t *e)
 {
-    reply_error(r, http_status(e->code), e->field, "%s", e->msg);
+    hreq_reply_error(r, http_status(e->code), e->field, "%s", e->err.text);
 }
 
 /* ------------------------------------------------------------------ validation */
@@ -59,7 +59,7 @@ bool rq_check_body(hreq_t *rq, reply_t *r, const field_t *spec, bool body_requir
         for (const field_t *f = spec; f->name && !need; f++)
             need = f->required;
         if (need) {
-            reply_error(r, 400, NULL, "a JSON body is required");
+            hreq_reply_error(r, 400, NULL, "a JSON body is required");
             return false;
         }
         return true;
@@ -73,7 +73,7 @@ bool rq_check_body(hreq_t *rq, reply_t *r, const field_t *spec, bool body_requir
             for (const field_t *g = spec; g->name; g++)
                 snprintf(known + strlen(known), sizeof(known) - strlen(known), "%s%s",
                          g == spec ? "" : ", ", g->name);
-            reply_error(r, 400, k, "unknown field (known: %s)", *known ? known : "none");
+            hreq_reply_error(r, 400, k, "unknown field (known: %s)", *known ? known : "none");
             return false;
         }
         bool ok;
@@ -88,13 +88,13 @@ bool rq_check_body(hreq_t *rq, reply_t *r, const field_t *spec, bool body_requir
         default: ok = false;
         }
         if (!ok) {
-            reply_error(r, 400, k, "must be %s", ftype_name(f->type));
+            hreq_reply_error(r, 400, k, "must be %s", ftype_name(f->type));
             return false;
         }
     }
     for (const field_t *f = spec; f->name; f++)
         if (f->required && !json_object_get(b, f->name)) {
-            reply_error(r, 400, f->name, "is required");
+            hreq_reply_error(r, 400, f->name, "is required");
             return false;
         }
     return true;
@@ -117,7 +117,7 @@ bool rq_get_int(hreq_t *rq, reply_t *r, const char *k, long lo, long hi, long *o
         return true;
     json_int_t i = json_integer_value(v);
     if (i < lo || i > hi) {
-        reply_error(r, 400, k, "must be in %ld..%ld", lo, hi);
+        hreq_reply_error(r, 400, k, "must be in %ld..%ld", lo, hi);
         return false;
     }
     *out = (long)i;
@@ -137,11 +137,11 @@ static bool get_quantity(hreq_t *rq, reply_t *r, const char *k,
     if (json_is_number(v)) {
         *out = json_number_value(v);
     } else if (parse(json_string_value(v), flags, out, &e) < 0) {
-        reply_error(r, 400, k, "%s", e.text);
+        hreq_reply_error(r, 400, k, "%s", e.text);
         return false;
     }
     if (!isfinite(*out) || *out < 0 || (positive && *out <= 0) || *out > max) {
-        reply_error(r, 400, k, "%s", range);
+        hreq_reply_error(r, 400, k, "%s", range);
         return false;
     }
     return true;
@@ -175,7 +175,7 @@ static bool valid_name(const char *s)
 bool rq_check_name(reply_t *r, const char *field, const char *s)
 {
     if (!valid_name(s) || !strcmp(s, ".") || !strcmp(s, "..")) {
-        reply_error(r, 400, field, "must be 1 to 63 letters, digits, '_', '-' or '.'");
+        hreq_reply_error(r, 400, field, "must be 1 to 63 letters, digits, '_', '-' or '.'");
         return false;
     }
     return true;
@@ -184,8 +184,8 @@ bool rq_check_name(reply_t *r, const char *field, const char *s)
 bool rq_check_bufname(reply_t *r, const char *field, const char *s)
 {
     if (!hu_bb_name_ok(s)) {
-        reply_error(r, 400, field, "must be a letter, then letters, digits, '_', '-' or '.', "
-                    "at most %d", HU_BB_NAME_MAX);
+        hreq_reply_error(r, 400, field, "must be a letter, then letters, digits, '_', '-' or '.', "
+                         "at most %d", HU_BB_NAME_MAX);
         return false;
     }
     return true;
@@ -195,8 +195,8 @@ bool rq_check_path(reply_t *r, const char *field, const char *s)
 {
     /* the rule of the directives and of the agents (libhutil) */
     if (!hu_bb_path_ok(s)) {
-        reply_error(r, 400, field, "must be an absolute path of at most %d bytes without "
-                    "'.' or '..' components or newlines", HU_BB_PATH_MAX);
+        hreq_reply_error(r, 400, field, "must be an absolute path of at most %d bytes without "
+                         "'.' or '..' components or newlines", HU_BB_PATH_MAX);
         return false;
     }
     return true;
@@ -207,8 +207,8 @@ bool rq_need_admin(hreq_t *rq, reply_t *r)
 {
     if (rq->who->admin)
         return true;
-    reply_error(r, 403, NULL, "only SlurmUser and root may do this (you are uid %u)",
-                (unsigned)rq->who->uid);
+    hreq_reply_error(r, 403, NULL, "only SlurmUser and root may do this (you are uid %u)",
+                     (unsigned)rq->who->uid);
     return false;
 }
 
@@ -220,11 +220,11 @@ job_t *rq_job_for(core_t *c, hreq_t *rq, reply_t *r)
         return NULL;
     job_t *j = core_job(c, id);
     if (!j) {
-        reply_error(r, 404, "id", "no job %s", id);
+        hreq_reply_error(r, 404, "id", "no job %s", id);
         return NULL;
     }
     if (!rq->who->admin && rq->who->uid != j->uid) {
-        reply_error(r, 403, NULL, "job %s belongs to another user", id);
+        hreq_reply_error(r, 403, NULL, "job %s belongs to another user", id);
         return NULL;
     }
     return j;
@@ -258,7 +258,7 @@ double rq_query_wait(hreq_t *rq, reply_t *r, bool *ok)
     if (!w)
         return 0;
     if (hu_parse_duration(w, HU_DUR_BARE_SECONDS, &d, &e) < 0 || d < 0) {
-        reply_error(r, 400, "wait", "must be a duration in seconds");
+        hreq_reply_error(r, 400, "wait", "must be a duration in seconds");
         *ok = false;
         return 0;
     }

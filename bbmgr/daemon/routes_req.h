@@ -25,7 +25,7 @@ typedef struct {
 
 /* ---- errors */
 /* Answers with a core error (cerr_t, core.h) and the HTTP status of its code. */
-void reply_cerr(reply_t *r, const cerr_t *e);
+void rq_reply_cerr(reply_t *r, const cerr_t *e);
 
 /* ---- the JSON body */
 typedef enum { F_STR, F_INT, F_NUM, F_BOOL, F_SIZE, F_DUR, F_OBJ, F_ARR } ftype_t;

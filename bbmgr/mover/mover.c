@@ -37,7 +37,7 @@
  * This file has the scheduling of a transfer's tasks, the worker threads and
  * the API; mover_copy.c runs PREPARE, CHUNK, FILE and SYNC (acting as the job's
  * user), mover_end.c FINISH, DURABLE, ABORT and RMTREE, and mover_base.c holds
- * the task FIFO, the helpers and become(); their shared types are in
+ * the task FIFO, the helpers and mover_become(); their shared types are in
  * mover_base.h.
  */
 #ifndef _GNU_SOURCE
@@ -130,7 +130,7 @@ static void job_free(mjob_t *j)
         while (j->deferred) {
             task_t *t = j->deferred;
             j->deferred = t->next;
-            task_free(t);
+            mover_task_free(t);
         }
         free(j->id);
         free(j->key);
@@ -168,8 +168,8 @@ static void feed(mover_t *m, mxfer_t *x)
             f->e = e;
             f->sfd = f->dfd = -1;
             f->nchunks = size ? (uint32_t)((size + m->chunk - 1) / m->chunk) : 1;
-            if (!(f->src = pjoin(x->src, e->rel)) || !(f->dst = pjoin(x->dst, e->rel))
-                || !(f->tmp = tmp_name(f->dst, x->tid, x->files[x->next_file]))) {
+            if (!(f->src = mover_pjoin(x->src, e->rel)) || !(f->dst = mover_pjoin(x->dst, e->rel))
+                || !(f->tmp = mover_tmp_name(f->dst, x->tid, x->files[x->next_file]))) {
                 mfile_free(f);
                 goto nomem;
             }
@@ -180,7 +180,7 @@ static void feed(mover_t *m, mxfer_t *x)
             x->cur = f;
         }
         mfile_t *f = x->cur;
-        task_t *t = task_new(T_CHUNK, x);
+        task_t *t = mover_task_new(T_CHUNK, x);
         if (!t)
             goto nomem;
         uint64_t size = (uint64_t)e->st.st_size;
@@ -192,8 +192,8 @@ static void feed(mover_t *m, mxfer_t *x)
             t->len = m->chunk;
         if (hs_sfq_enqueue(m->q, x->job->flow, (uint64_t)(uintptr_t)t,
                            t->len < META_COST ? META_COST : t->len) < 0) {
-            char *msg = xprintf("%s: scheduler: %s", kind_name(x), strerror(errno));
-            task_free(t);
+            char *msg = mover_xprintf("%s: scheduler: %s", mover_kind_name(x), strerror(errno));
+            mover_task_free(t);
             xfer_abort(m, x, MV_FAILED, msg);
             free(msg);
             return;
@@ -219,7 +219,7 @@ static void dispatch(mover_t *m)
         t->x->queued--;
         if (r.backfilled)
             m->st.backfills++;
-        fifo_push(m, t);
+        mover_fifo_push(m, t);
         feed(m, t->x);
     }
 }
@@ -230,7 +230,7 @@ static void job_release_deferred(mover_t *m, mjob_t *j)
     while (j->deferred) {
         task_t *t = j->deferred;
         j->deferred = t->next;
-        rm_release(m, t);
+        mover_rm_release(m, t);
     }
 }
 
@@ -243,11 +243,11 @@ static void xfer_check(mover_t *m, mxfer_t *x)
         if (x->pending > 0)
             return;
         if (!x->abort_queued) {
-            task_t *t = task_new(T_ABORT, x);
+            task_t *t = mover_task_new(T_ABORT, x);
             if (t) {
                 x->abort_queued = true;
                 x->pending++;
-                fifo_push(m, t);
+                mover_fifo_push(m, t);
                 return;
             }
             /* no memory even for that: leave partial files to the next start */
@@ -258,7 +258,7 @@ static void xfer_check(mover_t *m, mxfer_t *x)
         if (!x->prepared || x->next_file < x->nfiles || x->files_left > 0)
             return;
         if (!x->finish_queued) {
-            task_t *t = task_new(T_FINISH, x);
+            task_t *t = mover_task_new(T_FINISH, x);
             if (!t) {
                 xfer_abort(m, x, MV_FAILED, "out of memory");
                 xfer_check(m, x);
@@ -266,7 +266,7 @@ static void xfer_check(mover_t *m, mxfer_t *x)
             }
             x->finish_queued = true;
             x->pending++;
-            fifo_push(m, t);
+            mover_fifo_push(m, t);
             return;
         }
         if (!x->finish_done || x->pending > 0)
@@ -274,7 +274,7 @@ static void xfer_check(mover_t *m, mxfer_t *x)
         if (x->sync_after) {
             /* done: every file is complete, verified and in place; now the fsyncs */
             if (!x->durable_queued) {
-                task_t *t = task_new(T_DURABLE, x);
+                task_t *t = mover_task_new(T_DURABLE, x);
                 if (!t) {
                     x->durable_failed = true;
                     free(x->msg);
@@ -286,7 +286,7 @@ static void xfer_check(mover_t *m, mxfer_t *x)
                     x->durable_queued = true;
                     x->pending++;
                     t->not_after = hu_mono() + DURABLE_DEFER_MAX;
-                    tq_push(&m->shead, &m->stail, &m->scond, t);
+                    mover_tq_push(&m->shead, &m->stail, &m->scond, t);
                     return;
                 }
             }
@@ -318,7 +318,7 @@ static void xfer_check(mover_t *m, mxfer_t *x)
     }
     if (--x->job->nactive == 0)
         job_release_deferred(m, x->job);
-    rm_recheck(m);
+    mover_rm_recheck(m);
 }
 
 /* A file is finished (installed under its final name, or failed and removed). */
@@ -339,7 +339,7 @@ static void syncq_flush(mover_t *m, mxfer_t *x, bool force)
         return;     /* aborting: they are in x->live, ABORT removes them */
     if (!force && x->nsyncq < SYNC_FILES && x->syncq_bytes < SYNC_BYTES)
         return;
-    task_t *t = task_new(T_SYNC, x);
+    task_t *t = mover_task_new(T_SYNC, x);
     if (!t) {
         xfer_abort(m, x, MV_FAILED, "out of memory");
         return;
@@ -350,7 +350,7 @@ static void syncq_flush(mover_t *m, mxfer_t *x, bool force)
     x->nsyncq = 0;
     x->syncq_bytes = 0;
     x->pending++;
-    tq_push(&m->shead, &m->stail, &m->scond, t);
+    mover_tq_push(&m->shead, &m->stail, &m->scond, t);
 }
 
 /* The FILE work of f was done by t (a T_FILE, or the T_CHUNK of a one-chunk file). */
@@ -375,7 +375,7 @@ static void task_done(mover_t *m, task_t *t)
 
     switch (t->kind) {
     case T_RMTREE:
-        task_free(t);
+        mover_task_free(t);
         return;
     case T_PREPARE:
         if (t->ok) {
@@ -395,14 +395,14 @@ static void task_done(mover_t *m, task_t *t)
         if (t->file_done) {
             file_ready(m, x, f, t);     /* a one-chunk file, finished in the same task */
         } else if (t->ok && f->done == f->nchunks && !x->aborting) {
-            task_t *ft = task_new(T_FILE, x);
+            task_t *ft = mover_task_new(T_FILE, x);
             if (!ft) {
                 t->ok = false;
                 t->msg = t->msg ? t->msg : strdup("out of memory");
             } else {
                 ft->f = f;
                 x->pending++;
-                fifo_push(m, ft);
+                mover_fifo_push(m, ft);
             }
         }
         break;
@@ -439,7 +439,7 @@ static void task_done(mover_t *m, task_t *t)
     if (!t->ok)
         xfer_abort(m, x, MV_FAILED, t->msg ? t->msg : "failed");
     x->pending--;
-    task_free(t);
+    mover_task_free(t);
     feed(m, x);
     dispatch(m);
     /* every file is fed and none is still being copied or verified: sync the rest */
@@ -452,14 +452,14 @@ static void task_done(mover_t *m, task_t *t)
 static void task_run(mover_t *m, worker_t *w, task_t *t)
 {
     switch (t->kind) {
-    case T_PREPARE: run_prepare(m, t); break;
-    case T_CHUNK: run_chunk(m, w, t); break;
-    case T_FILE: run_file(m, t); break;
-    case T_SYNC: run_sync(m, t); break;     /* (not reached: the syncer runs them) */
-    case T_DURABLE: run_durable(m, t); break;   /* (same) */
-    case T_FINISH: run_finish(m, t); break;
-    case T_ABORT: run_abort(m, t); break;
-    case T_RMTREE: run_rmtree(m, t); break;
+    case T_PREPARE: mover_run_prepare(m, t); break;
+    case T_CHUNK: mover_run_chunk(m, w, t); break;
+    case T_FILE: mover_run_file(m, t); break;
+    case T_SYNC: mover_run_sync(m, t); break;     /* (not reached: the syncer runs them) */
+    case T_DURABLE: mover_run_durable(m, t); break;   /* (same) */
+    case T_FINISH: mover_run_finish(m, t); break;
+    case T_ABORT: mover_run_abort(m, t); break;
+    case T_RMTREE: mover_run_rmtree(m, t); break;
     }
 }
 
@@ -471,7 +471,7 @@ static void *worker_main(void *arg)
     pthread_mutex_lock(&m->lock);
     for (;;) {
         while (!m->stop && !m->head) {
-            double wait = m->left ? left_due(m, hu_mono()) : 0;
+            double wait = m->left ? mover_left_due(m, hu_mono()) : 0;
             if (m->head)
                 break;
             if (!m->left) {
@@ -487,7 +487,7 @@ static void *worker_main(void *arg)
         }
         if (m->stop)
             break;
-        task_t *t = fifo_pop(m);
+        task_t *t = mover_fifo_pop(m);
         m->busy++;
         m->wbusy++;
         pthread_mutex_unlock(&m->lock);
@@ -498,7 +498,7 @@ static void *worker_main(void *arg)
         task_done(m, t);
     }
     pthread_mutex_unlock(&m->lock);
-    become(m, &m->self);
+    mover_become(m, &m->self);
     return NULL;
 }
 
@@ -567,18 +567,18 @@ static void *syncer_main(void *arg)
              * 200 ms; 'none' ignores classes. */
             syscall(SYS_ioprio_set, IOPRIO_WHO_PROCESS, 0,
                     IOPRIO_PRIO_VALUE(IOPRIO_CLASS_IDLE, 0));
-            run_durable(m, t);
+            mover_run_durable(m, t);
             syscall(SYS_ioprio_set, IOPRIO_WHO_PROCESS, 0,
                     IOPRIO_PRIO_VALUE(IOPRIO_CLASS_BE, IOPRIO_NORM));
         } else {
-            run_sync(m, t);
+            mover_run_sync(m, t);
         }
         pthread_mutex_lock(&m->lock);
         m->busy--;
         task_done(m, t);
     }
     pthread_mutex_unlock(&m->lock);
-    become(m, &m->self);
+    mover_become(m, &m->self);
     return NULL;
 }
 
@@ -589,7 +589,7 @@ static void drop_cb(uint64_t id, uint64_t cost, void *arg)
     (void)arg;
     t->x->queued--;
     t->x->pending--;
-    task_free(t);
+    mover_task_free(t);
 }
 
 /* ------------------------------------------------------------------ API */
@@ -644,7 +644,7 @@ mover_t *mover_create(const cfg_t *cfg, hu_error_t *err)
             size_t n = mnt ? strlen(mnt) : 0;
             while (n > 1 && mnt[n - 1] == '/')
                 n--;
-            if (!mnt || !(m->pbufs[m->npbufs++] = xprintf("%.*s/persistent/", (int)n, mnt))) {
+            if (!mnt || !(m->pbufs[m->npbufs++] = mover_xprintf("%.*s/persistent/", (int)n, mnt))) {
                 free(mnt);
                 hu_errprintf(err, "out of memory");
                 goto error;
@@ -750,12 +750,12 @@ static void stop_teardowns(mover_t *m, double until)
 {
     task_t *t;
 
-    while ((t = fifo_pop(m))) {
+    while ((t = mover_fifo_pop(m))) {
         if (t->kind == T_RMTREE) {
             t->move_only = hu_mono() > until;
-            run_rmtree(m, t);
+            mover_run_rmtree(m, t);
         }
-        task_free(t);
+        mover_task_free(t);
     }
 }
 
@@ -791,7 +791,7 @@ void mover_destroy(mover_t *m)
     while (m->shead) {
         task_t *t = m->shead;
         m->shead = t->next;
-        task_free(t);
+        mover_task_free(t);
     }
     /* the workers are gone: tidy up in this thread */
     if (m->jobs)
@@ -809,28 +809,28 @@ void mover_destroy(mover_t *m)
         m->rmwait = t->next;
         bl_info("teardown of %s left to the next start: a stage-out from it is not durable yet",
                 t->path);
-        task_free(t);
+        mover_task_free(t);
     }
     while ((t = m->left)) {
         m->left = t->next;
         bl_info("teardown of %s left to the next start (the trash sweep tries again)", t->path);
-        task_free(t);
+        mover_task_free(t);
     }
     stop_teardowns(m, until);
     if (m->xfers)
         for (void *it = hmap_first(m->xfers, &v); it; it = hmap_next(m->xfers, it, &v)) {
             mxfer_t *x = v;
             task_t ab = { .kind = T_ABORT, .x = x, .ok = true };
-            run_abort(m, &ab);
+            mover_run_abort(m, &ab);
             xfer_free(x);
         }
-    become(m, &m->self);
+    mover_become(m, &m->self);
     if (m->jobs)
         for (void *it = hmap_first(m->jobs, &v); it; it = hmap_next(m->jobs, it, &v))
             job_free(v);
     hmap_destroy(m->xfers);
     hmap_destroy(m->jobs);
-    left_forget_all(m);
+    mover_left_forget_all(m);
     /* queued/outstanding chunk tasks were freed with the FIFO or belong to freed
      * transfers' SFQ entries: the SFQ object holds only ids */
     hs_sfq_destroy(m->q);
@@ -867,7 +867,7 @@ static mjob_t *job_get(mover_t *m, const char *id, double weight)
         /* a new job with the id of an ended one (a requeued Slurm job): a flow and
          * teardowns of its own; the old one lives on, under a key of its own, through
          * its transfers until they are forgotten */
-        char *key = xprintf("\001%ju", (uintmax_t)j->flow);
+        char *key = mover_xprintf("\001%ju", (uintmax_t)j->flow);
         if (!key || hmap_put(m->jobs, key, j) < 0) {
             free(key);
             errno = ENOMEM;
@@ -901,7 +901,7 @@ int mover_submit(mover_t *m, const mover_spec_t *spec)
     task_t *t = NULL;
     if (!x || !(x->src = strdup(spec->src)) || !(x->dst = strdup(spec->dst))
         || (spec->stage_out && !(x->hold = strdup(spec->src)))
-        || (spec->user && !(x->user = strdup(spec->user))) || !(t = task_new(T_PREPARE, x)))
+        || (spec->user && !(x->user = strdup(spec->user))) || !(t = mover_task_new(T_PREPARE, x)))
         goto nomem;
     /* no trailing slashes */
     for (size_t n = strlen(x->src); n > 1 && x->src[n - 1] == '/'; n--)
@@ -918,7 +918,7 @@ int mover_submit(mover_t *m, const mover_spec_t *spec)
         if (bad || !(x->roots = calloc((size_t)spec->nparts, sizeof(char *)))) {
             errno = bad ? EINVAL : ENOMEM;
             xfer_free(x);
-            task_free(t);
+            mover_task_free(t);
             return -1;
         }
         x->nparts = spec->nparts;
@@ -950,7 +950,7 @@ int mover_submit(mover_t *m, const mover_spec_t *spec)
     if (hmap_iget(m->xfers, x->tid)) {
         pthread_mutex_unlock(&m->lock);
         xfer_free(x);
-        task_free(t);
+        mover_task_free(t);
         errno = EEXIST;
         return -1;
     }
@@ -963,17 +963,18 @@ int mover_submit(mover_t *m, const mover_spec_t *spec)
     j->nactive++;
     j->nxfers++;
     x->pending++;
-    fifo_push(m, t);
+    mover_fifo_push(m, t);
     pthread_mutex_unlock(&m->lock);
     bl_debug("mover: transfer %ju of job %s: %s%s %s -> %s (weight %.3g, %s)",
-             (uintmax_t)x->tid, spec->job, x->resync ? "recovery of " : "", kind_name(x), x->src,
+             (uintmax_t)x->tid, spec->job, x->resync ? "recovery of " : "", mover_kind_name(x),
+             x->src,
              x->dst, j->weight, x->sync_each    ? "fsync'd before done"
                                 : x->sync_after ? "fsync'd after done"
                                                 : "not fsync'd");
     return 0;
 nomem:
     xfer_free(x);
-    task_free(t);
+    mover_task_free(t);
     errno = ENOMEM;
     return -1;
 }
@@ -1063,8 +1064,8 @@ void mover_poll(mover_t *m, mover_report_f cb, void *arg)
         const char *job = x->job->id;
         char *note = NULL;
         if ((x->copied || (x->final && x->result == MV_DONE)) && x->nspecial)
-            note = xprintf("skipped %d file(s) that are neither regular files, directories "
-                           "nor symlinks (first: %s)", x->nspecial, x->note ? x->note : "?");
+            note = mover_xprintf("skipped %d file(s) that are neither regular files, directories "
+                                 "nor symlinks (first: %s)", x->nspecial, x->note ? x->note : "?");
         if (x->copied && !x->done_reported) {
             /* done; its fsyncs go on (a recovery was reported done long ago) */
             x->done_reported = true;

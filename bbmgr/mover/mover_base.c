@@ -2,8 +2,8 @@
 /*
  * mover_base.c — the bottom of the mover (see mover.c for the task life cycle):
  * the task FIFO and task objects, partial-file names, the small helpers of the
- * messages (xprintf, pjoin, kind_name, tfail), acting as the job's user
- * (become) and the owner of what a transfer creates (set_owner).  It calls
+ * messages (mover_xprintf, mover_pjoin, mover_kind_name, mover_tfail), acting as the job's user
+ * (mover_become) and the owner of what a transfer creates (mover_set_owner).  It calls
  * nothing of the mover's other files.
  */
 #ifndef _GNU_SOURCE
@@ -29,7 +29,7 @@
 
 /* ------------------------------------------------------------------ FIFO */
 /* Append t to the task list head..tail and wake one thread waiting on cond. */
-void tq_push(task_t **head, task_t **tail, pthread_cond_t *cond, task_t *t)
+void mover_tq_push(task_t **head, task_t **tail, pthread_cond_t *cond, task_t *t)
 {
     t->next = NULL;
     if (*tail)
@@ -40,13 +40,13 @@ void tq_push(task_t **head, task_t **tail, pthread_cond_t *cond, task_t *t)
     pthread_cond_signal(cond);
 }
 
-void fifo_push(mover_t *m, task_t *t)
+void mover_fifo_push(mover_t *m, task_t *t)
 {
-    tq_push(&m->head, &m->tail, &m->cond, t);
+    mover_tq_push(&m->head, &m->tail, &m->cond, t);
 }
 
 /* Take the first task of the list head..tail (NULL if empty). */
-task_t *tq_pop(task_t **head, task_t **tail)
+task_t *mover_tq_pop(task_t **head, task_t **tail)
 {
     task_t *t = *head;
     if (t) {
@@ -57,12 +57,12 @@ task_t *tq_pop(task_t **head, task_t **tail)
     return t;
 }
 
-task_t *fifo_pop(mover_t *m)
+task_t *mover_fifo_pop(mover_t *m)
 {
-    return tq_pop(&m->head, &m->tail);
+    return mover_tq_pop(&m->head, &m->tail);
 }
 
-void task_free(task_t *t)
+void mover_task_free(task_t *t)
 {
     if (t) {
         free(t->msg);
@@ -72,7 +72,7 @@ void task_free(task_t *t)
     }
 }
 
-task_t *task_new(task_kind_t kind, mxfer_t *x)
+task_t *mover_task_new(task_kind_t kind, mxfer_t *x)
 {
     task_t *t = calloc(1, sizeof(*t));
     if (t) {
@@ -86,17 +86,17 @@ task_t *task_new(task_kind_t kind, mxfer_t *x)
 /* ------------------------------------------------------------------ names */
 /* The temporary name of a file being copied: .<name>.harmonia-partial-<tid> in its
  * destination directory (a shorter one when the name is long). */
-char *tmp_name(const char *dst, uint64_t tid, int idx)
+char *mover_tmp_name(const char *dst, uint64_t tid, int idx)
 {
     const char *slash = strrchr(dst, '/');
     const char *base = slash ? slash + 1 : dst;
     int dirlen = slash ? (int)(slash - dst) : 0;
     if (strlen(base) + 40 > NAME_MAX)
-        return xprintf("%.*s/.harmonia-partial-%ju-%d", dirlen, dst, (uintmax_t)tid, idx);
-    return xprintf("%.*s/.%s.harmonia-partial-%ju", dirlen, dst, base, (uintmax_t)tid);
+        return mover_xprintf("%.*s/.harmonia-partial-%ju-%d", dirlen, dst, (uintmax_t)tid, idx);
+    return mover_xprintf("%.*s/.%s.harmonia-partial-%ju", dirlen, dst, base, (uintmax_t)tid);
 }
 
-char *xprintf(const char *fmt, ...)
+char *mover_xprintf(const char *fmt, ...)
 {
     char *s = NULL;
     va_list ap;
@@ -107,33 +107,33 @@ char *xprintf(const char *fmt, ...)
     return s;
 }
 
-char *pjoin(const char *a, const char *b)
+char *mover_pjoin(const char *a, const char *b)
 {
     if (!*b)
         return strdup(a);
-    return xprintf("%s%s%s", a, a[strlen(a) - 1] == '/' ? "" : "/", b);
+    return mover_xprintf("%s%s%s", a, a[strlen(a) - 1] == '/' ? "" : "/", b);
 }
 
-const char *kind_name(const mxfer_t *x)
+const char *mover_kind_name(const mxfer_t *x)
 {
     return x->stage_out ? "stage_out" : "stage_in";
 }
 
 /* An error message for task t, once. */
-int tfail(task_t *t, int err, const char *path, const char *what)
+int mover_tfail(task_t *t, int err, const char *path, const char *what)
 {
     char eb[128];
     if (!t->msg)
-        t->msg = xprintf("%s %s: %s: %s", kind_name(t->x), path, what,
-                         strerror_r(err, eb, sizeof(eb)));
+        t->msg = mover_xprintf("%s %s: %s: %s", mover_kind_name(t->x), path, what,
+                               strerror_r(err, eb, sizeof(eb)));
     t->ok = false;
     errno = err;
     return -1;
 }
 
 /* ------------------------------------------------------------------ acting as the user */
-/* The identity this thread acts as (valid: set by become() and not changed since:
- * only become() changes it), so that consecutive tasks of one user cost no syscall. */
+/* The identity this thread acts as (valid: set by mover_become() and not changed since:
+ * only mover_become() changes it), so that consecutive tasks of one user cost no syscall. */
 static __thread ident_t cur_id;
 static __thread bool cur_valid;
 
@@ -166,7 +166,7 @@ static bool ident_eq(const ident_t *a, const ident_t *b)
 
 /* Act as id for file access (this thread only: setfsuid/setfsgid and a raw
  * setgroups, which glibc would otherwise apply to every thread). */
-int become(mover_t *m, const ident_t *id)
+int mover_become(mover_t *m, const ident_t *id)
 {
     if (!m->root) {
         if (id->uid != m->self.uid) {
@@ -203,8 +203,8 @@ eperm:
 
 /* have: the current owner when known (NULL: unknown), to skip a chown that
  * would change nothing */
-void set_owner(mxfer_t *x, const entry_t *e, int fd, const char *path, int flags,
-               const struct stat *have)
+void mover_set_owner(mxfer_t *x, const entry_t *e, int fd, const char *path, int flags,
+                     const struct stat *have)
 {
     uid_t uid = x->stage_out ? e->st.st_uid : x->id.uid;
     gid_t gid = x->stage_out ? e->st.st_gid : x->id.gid;

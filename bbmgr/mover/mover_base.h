@@ -223,37 +223,37 @@ struct mover {
 
 /* ---- shared between the mover's files (lock rules as in mover.c) ---- */
 /* mover_base.c */
-void tq_push(task_t **head, task_t **tail, pthread_cond_t *cond, task_t *t);
-task_t *tq_pop(task_t **head, task_t **tail);
-void fifo_push(mover_t *m, task_t *t);
-task_t *fifo_pop(mover_t *m);
-void task_free(task_t *t);
-task_t *task_new(task_kind_t kind, mxfer_t *x);
-char *tmp_name(const char *dst, uint64_t tid, int idx);
-char *xprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-char *pjoin(const char *a, const char *b);
-const char *kind_name(const mxfer_t *x);
-int tfail(task_t *t, int err, const char *path, const char *what);
-int become(mover_t *m, const ident_t *id);
-void set_owner(mxfer_t *x, const entry_t *e, int fd, const char *path, int flags,
-               const struct stat *have);
+void mover_tq_push(task_t **head, task_t **tail, pthread_cond_t *cond, task_t *t);
+task_t *mover_tq_pop(task_t **head, task_t **tail);
+void mover_fifo_push(mover_t *m, task_t *t);
+task_t *mover_fifo_pop(mover_t *m);
+void mover_task_free(task_t *t);
+task_t *mover_task_new(task_kind_t kind, mxfer_t *x);
+char *mover_tmp_name(const char *dst, uint64_t tid, int idx);
+char *mover_xprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+char *mover_pjoin(const char *a, const char *b);
+const char *mover_kind_name(const mxfer_t *x);
+int mover_tfail(task_t *t, int err, const char *path, const char *what);
+int mover_become(mover_t *m, const ident_t *id);
+void mover_set_owner(mxfer_t *x, const entry_t *e, int fd, const char *path, int flags,
+                     const struct stat *have);
 
 /* mover_copy.c */
-int run_prepare(mover_t *m, task_t *t);
-int open_regular(const char *path, const struct stat *want);
-int run_chunk(mover_t *m, worker_t *w, task_t *t);
-void file_cleanup(mfile_t *f);
-int run_file(mover_t *m, task_t *t);
-int run_sync(mover_t *m, task_t *t);
+int mover_run_prepare(mover_t *m, task_t *t);
+int mover_open_regular(const char *path, const struct stat *want);
+int mover_run_chunk(mover_t *m, worker_t *w, task_t *t);
+void mover_file_cleanup(mfile_t *f);
+int mover_run_file(mover_t *m, task_t *t);
+int mover_run_sync(mover_t *m, task_t *t);
 
 /* mover_end.c */
-int run_finish(mover_t *m, task_t *t);
-int run_durable(mover_t *m, task_t *t);
-void run_abort(mover_t *m, task_t *t);
-void run_rmtree(mover_t *m, task_t *t);
-void rm_release(mover_t *m, task_t *t);
-void rm_recheck(mover_t *m);
-double left_due(mover_t *m, double now);
-void left_forget_all(mover_t *m);
+int mover_run_finish(mover_t *m, task_t *t);
+int mover_run_durable(mover_t *m, task_t *t);
+void mover_run_abort(mover_t *m, task_t *t);
+void mover_run_rmtree(mover_t *m, task_t *t);
+void mover_rm_release(mover_t *m, task_t *t);
+void mover_rm_recheck(mover_t *m);
+double mover_left_due(mover_t *m, double now);
+void mover_left_forget_all(mover_t *m);
 
 #endif

@@ -44,9 +44,9 @@
 static int dst_into_dir(task_t *t, mxfer_t *x)
 {
     const char *b = strrchr(x->src, '/');
-    char *nd = pjoin(x->dst, b ? b + 1 : x->src);
+    char *nd = mover_pjoin(x->dst, b ? b + 1 : x->src);
     if (!nd)
-        return tfail(t, ENOMEM, x->dst, "path");
+        return mover_tfail(t, ENOMEM, x->dst, "path");
     free(x->dst);
     x->dst = nd;
     return 0;
@@ -55,7 +55,7 @@ static int dst_into_dir(task_t *t, mxfer_t *x)
 static int tfailmsg(task_t *t, const char *path, const char *what)
 {
     if (!t->msg)
-        t->msg = xprintf("%s %s: %s", kind_name(t->x), path, what);
+        t->msg = mover_xprintf("%s %s: %s", mover_kind_name(t->x), path, what);
     t->ok = false;
     return -1;
 }
@@ -151,15 +151,15 @@ static void wlevel_free(wlevel_t *l)
 
 static int wfail(task_t *t, int err, const char *root, const char *rel, const char *what)
 {
-    char *path = *rel ? pjoin(root, rel) : NULL;
-    tfail(t, err, path ? path : root, what);
+    char *path = *rel ? mover_pjoin(root, rel) : NULL;
+    mover_tfail(t, err, path ? path : root, what);
     free(path);
     return -1;
 }
 
 static int wfailmsg(task_t *t, const char *root, const char *rel, const char *what)
 {
-    char *path = *rel ? pjoin(root, rel) : NULL;
+    char *path = *rel ? mover_pjoin(root, rel) : NULL;
     tfailmsg(t, path ? path : root, what);
     free(path);
     return -1;
@@ -269,7 +269,7 @@ static int walk_dir(task_t *t, const char *root)
             continue;
         }
         char *name = l->names[l->i++];
-        char *crel = *l->rel ? xprintf("%s/%s", l->rel, name) : strdup(name);
+        char *crel = *l->rel ? mover_xprintf("%s/%s", l->rel, name) : strdup(name);
         int r = 0;
         if (!crel) {
             free(name);
@@ -322,7 +322,7 @@ static int walk_dir(task_t *t, const char *root)
             if (ents_add(x, E_LINK, crel, &st) < 0)
                 r = wfail(t, ENOMEM, root, crel, "walk");
         } else {
-            char *cpath = pjoin(root, crel);
+            char *cpath = mover_pjoin(root, crel);
             note_special(x, cpath ? cpath : crel);
             free(cpath);
         }
@@ -346,11 +346,11 @@ static int mkparents(task_t *t, const char *path)
 {
     char *p = strdup(path);
     if (!p)
-        return tfail(t, ENOMEM, path, "mkdir");
+        return mover_tfail(t, ENOMEM, path, "mkdir");
     for (char *s = strchr(p + 1, '/'); s; s = strchr(s + 1, '/')) {
         *s = '\0';
         if (mkdir(p, 0755) < 0 && errno != EEXIST) {
-            tfail(t, errno, p, "mkdir");
+            mover_tfail(t, errno, p, "mkdir");
             free(p);
             return -1;
         }
@@ -368,9 +368,9 @@ static int make_dir(task_t *t, entry_t *e, const char *path)
         return 0;
     }
     if (errno != EEXIST)
-        return tfail(t, errno, path, "mkdir");
+        return mover_tfail(t, errno, path, "mkdir");
     if (lstat(path, &st) < 0)
-        return tfail(t, errno, path, "stat");
+        return mover_tfail(t, errno, path, "stat");
     if (!S_ISDIR(st.st_mode))
         return tfailmsg(t, path, "exists and is not a directory");
     return 0;
@@ -387,18 +387,18 @@ static int put_link(task_t *t, const entry_t *e, const char *target, const char 
 
     if (h >= 0 && (size_t)h == n && !memcmp(have, target, n))
         return 0;   /* already there */
-    if (!(tmp = tmp_name(dst, t->x->tid, -1)))
-        return tfail(t, ENOMEM, dst, "symlink");
+    if (!(tmp = mover_tmp_name(dst, t->x->tid, -1)))
+        return mover_tfail(t, ENOMEM, dst, "symlink");
     unlink(tmp);
     if (symlink(target, tmp) < 0) {
-        tfail(t, errno, dst, "symlink");
+        mover_tfail(t, errno, dst, "symlink");
         free(tmp);
         return -1;
     }
-    set_owner(t->x, e, -1, tmp, AT_SYMLINK_NOFOLLOW, NULL);
+    mover_set_owner(t->x, e, -1, tmp, AT_SYMLINK_NOFOLLOW, NULL);
     utimensat(AT_FDCWD, tmp, ts, AT_SYMLINK_NOFOLLOW);
     if (rename(tmp, dst) < 0) {
-        tfail(t, errno, dst, "rename");
+        mover_tfail(t, errno, dst, "rename");
         unlink(tmp);
         free(tmp);
         return -1;
@@ -413,7 +413,7 @@ static int make_link(task_t *t, const entry_t *e, const char *src, const char *d
     struct stat st;
     ssize_t n = readlink(src, target, PATH_MAX);
     if (n < 0)
-        return tfail(t, errno, src, "readlink");
+        return mover_tfail(t, errno, src, "readlink");
     /* a recovery never puts a link over a file: the file may be one that another
      * part of a spread stage-out copied there for this link (the recovery does not
      * know the parts) */
@@ -459,7 +459,7 @@ static int assign_parts(task_t *t, int *owner)
     int *idx = calloc((size_t)x->nents + 1, sizeof(int)), n = 0;
     int64_t load[MOVER_MAX_PARTS] = { 0 };
     if (!idx)
-        return tfail(t, ENOMEM, x->src, "walk");
+        return mover_tfail(t, ENOMEM, x->src, "walk");
     for (int i = 0; i < x->nents; i++) {
         owner[i] = x->ents[i].type == E_DIR ? -1 : 0;
         if (x->ents[i].type == E_FILE)
@@ -487,9 +487,9 @@ static int link_to_part(task_t *t, const entry_t *e, int k, const char *d)
 {
     mxfer_t *x = t->x;
     const char *below = x->dst + strlen(x->roots[x->part]);
-    char *target = xprintf("%s%s/%s", x->roots[k], below, e->rel);
+    char *target = mover_xprintf("%s%s/%s", x->roots[k], below, e->rel);
     if (!target)
-        return tfail(t, ENOMEM, d, "symlink");
+        return mover_tfail(t, ENOMEM, d, "symlink");
     int rc = put_link(t, e, target, d);
     free(target);
     return rc;
@@ -524,15 +524,15 @@ static int prepare_dst_only(mover_t *m, task_t *t)
                "this boot, is made durable as it is", (uintmax_t)x->tid, x->src, x->dst);
     x->dst_only = true;
     if (stat(x->dst, &st) < 0)
-        return tfail(t, errno, x->dst, "stat");
+        return mover_tfail(t, errno, x->dst, "stat");
     if (S_ISDIR(st.st_mode) && !x->directory) {
         if (dst_into_dir(t, x) < 0)
             return -1;
         if (stat(x->dst, &st) < 0)
-            return tfail(t, errno, x->dst, "stat");
+            return mover_tfail(t, errno, x->dst, "stat");
     }
     if (ents_add(x, S_ISDIR(st.st_mode) ? E_DIR : E_FILE, "", &st) < 0)
-        return tfail(t, ENOMEM, x->dst, "walk");
+        return mover_tfail(t, ENOMEM, x->dst, "walk");
     if (S_ISDIR(st.st_mode) && walk_dir(t, x->dst) < 0)
         return -1;
     for (int i = 0; i < x->nents; i++)
@@ -546,14 +546,14 @@ static int prepare_dst_only(mover_t *m, task_t *t)
     return 0;
 }
 
-int run_prepare(mover_t *m, task_t *t)
+int mover_run_prepare(mover_t *m, task_t *t)
 {
     mxfer_t *x = t->x;
     struct stat st;
     int64_t total = 0, skipped = 0;
 
     ident_user(&x->id, x->id.uid, x->id.gid, x->user);
-    if (become(m, &x->id) < 0)
+    if (mover_become(m, &x->id) < 0)
         return tfailmsg(t, x->src, m->root ? "cannot act as the job's user"
                                            : "bbmgrd is not root: cannot act as the job's user");
     int lrc = x->stage_out && x->nparts > 1 ? lstat(x->src, &st) : 0;
@@ -567,7 +567,7 @@ int run_prepare(mover_t *m, task_t *t)
         bl_debug("mover: transfer %ju: part %d of %d: nothing at %s", (uintmax_t)x->tid,
                  x->part, x->nparts, x->src);
         if (!(x->files = calloc(1, sizeof(int))))
-            return tfail(t, ENOMEM, x->src, "walk");
+            return mover_tfail(t, ENOMEM, x->src, "walk");
         pthread_mutex_lock(&m->lock);
         x->total = 0;
         pthread_mutex_unlock(&m->lock);
@@ -575,7 +575,7 @@ int run_prepare(mover_t *m, task_t *t)
     }
     if (stat(x->src, &st) < 0) {
         if (!x->resync || errno != ENOENT)
-            return tfail(t, errno, x->src, "stat");
+            return mover_tfail(t, errno, x->src, "stat");
         /* a recovery whose source is gone: the page cache of this boot still has
          * what the copy wrote, so the destination as it is can be made durable;
          * after a reboot it may have lost data, and nothing can tell */
@@ -588,7 +588,7 @@ int run_prepare(mover_t *m, task_t *t)
         if (!S_ISDIR(st.st_mode))
             return tfailmsg(t, x->src, "not a directory (type is directory)");
         if (ents_add(x, E_DIR, "", &st) < 0)
-            return tfail(t, ENOMEM, x->src, "walk");
+            return mover_tfail(t, ENOMEM, x->src, "walk");
         if (walk_dir(t, x->src) < 0)
             return -1;
     } else {
@@ -598,11 +598,11 @@ int run_prepare(mover_t *m, task_t *t)
                                            ? "is a directory (use type=directory)"
                                            : "not a regular file");
         if (faccessat(AT_FDCWD, x->src, R_OK, AT_EACCESS) < 0)
-            return tfail(t, errno, x->src, "not readable by the job's user");
+            return mover_tfail(t, errno, x->src, "not readable by the job's user");
         if (stat(x->dst, &dst) == 0 && S_ISDIR(dst.st_mode) && dst_into_dir(t, x) < 0)
             return -1;
         if (ents_add(x, E_FILE, "", &st) < 0)
-            return tfail(t, ENOMEM, x->src, "walk");
+            return mover_tfail(t, ENOMEM, x->src, "walk");
     }
     if (__atomic_load_n(&x->aborting, __ATOMIC_ACQUIRE))
         return 0;
@@ -611,7 +611,7 @@ int run_prepare(mover_t *m, task_t *t)
     if (spread_in && (!(owner = calloc((size_t)x->nents + 1, sizeof(int)))
                       || assign_parts(t, owner) < 0)) {
         free(owner);
-        return owner ? -1 : tfail(t, ENOMEM, x->src, "walk");
+        return owner ? -1 : mover_tfail(t, ENOMEM, x->src, "walk");
     }
     if (x->max_bytes > 0) {
         /* the copy writes every byte of the source's size (holes included): a
@@ -636,15 +636,15 @@ int run_prepare(mover_t *m, task_t *t)
     }
     if (!(x->files = calloc((size_t)x->nents + 1, sizeof(int)))) {
         free(owner);
-        return tfail(t, ENOMEM, x->src, "walk");
+        return mover_tfail(t, ENOMEM, x->src, "walk");
     }
     for (int i = 0; i < x->nents; i++) {
         entry_t *e = &x->ents[i];
-        char *s = pjoin(x->src, e->rel), *d = pjoin(x->dst, e->rel);
+        char *s = mover_pjoin(x->src, e->rel), *d = mover_pjoin(x->dst, e->rel);
         int r = 0;
         e->foreign = owner && owner[i] >= 0 && owner[i] != x->part;
         if (!s || !d)
-            r = tfail(t, ENOMEM, x->src, "path");
+            r = mover_tfail(t, ENOMEM, x->src, "path");
         else if (e->type == E_DIR)
             r = make_dir(t, e, d);
         else if (e->foreign)
@@ -690,7 +690,7 @@ int run_prepare(mover_t *m, task_t *t)
  * /proc/self/fd (the same inode, whatever the path is now); O_NONBLOCK in any case.
  * -1 with errno; ENODEV: not a regular file, ESTALE: not the file the walk saw.
  */
-int open_regular(const char *path, const struct stat *want)
+int mover_open_regular(const char *path, const struct stat *want)
 {
     struct stat st;
     char proc[64];
@@ -747,14 +747,14 @@ static int file_open(mover_t *m, task_t *t, mfile_t *f)
         goto out;
     }
     f->opened = true;
-    if ((f->sfd = open_regular(f->src, &f->e->st)) < 0) {
+    if ((f->sfd = mover_open_regular(f->src, &f->e->st)) < 0) {
         rc = errno == ENODEV || errno == ESTALE
                  ? tfailmsg(t, f->src, "replaced during the transfer (not the file the walk saw)")
-                 : tfail(t, errno, f->src, "open");
+                 : mover_tfail(t, errno, f->src, "open");
         goto fail;
     }
     if (fstat(f->sfd, &st) < 0) {
-        rc = tfail(t, errno, f->src, "stat");
+        rc = mover_tfail(t, errno, f->src, "stat");
         goto fail;
     }
     if (!S_ISREG(st.st_mode) || st.st_ino != f->e->st.st_ino || st.st_dev != f->e->st.st_dev) {
@@ -768,11 +768,11 @@ static int file_open(mover_t *m, task_t *t, mfile_t *f)
         if (f->dfd >= 0)
             break;
         if (errno != EEXIST || tries > 0) {
-            rc = tfail(t, errno, f->dst, "create");
+            rc = mover_tfail(t, errno, f->dst, "create");
             goto fail;
         }
         if (unlink(f->tmp) < 0 && errno != ENOENT) {
-            rc = tfail(t, errno, f->tmp, "remove a stale partial file");
+            rc = mover_tfail(t, errno, f->tmp, "remove a stale partial file");
             goto fail;
         }
     }
@@ -873,15 +873,15 @@ static int copy_chunk(mover_t *m, worker_t *w, task_t *t)
         for (uint64_t done = 0; done < t->len; done += VBLOCK) {
             uint64_t off = t->off + done, len = t->len - done < VBLOCK ? t->len - done : VBLOCK;
             if (read_full(f->sfd, w->buf, len, off) < 0)
-                return tfail(t, errno, f->src, errno == ENODATA ? "shrank during the transfer"
+                return mover_tfail(t, errno, f->src, errno == ENODATA ? "shrank during the transfer"
                                                                 : "read");
             uint64_t sum = cksum(m->alg, w->buf, len);
             if (write_full(f->dfd, w->buf, len, off) < 0)
-                return tfail(t, errno, f->dst, "write");
+                return mover_tfail(t, errno, f->dst, "write");
             /* read the block back from the copy at the offset it was meant for, while
              * the data is still in the CPU's cache, into a buffer of its own */
             if (read_full(f->dfd, w->rbuf, len, off) < 0)
-                return tfail(t, errno == ENODATA ? EIO : errno, f->dst, "read back");
+                return mover_tfail(t, errno == ENODATA ? EIO : errno, f->dst, "read back");
             if (cksum(m->alg, w->rbuf, len) != sum) {
                 char what[96];
                 snprintf(what, sizeof(what), "checksum mismatch at offset %ju", (uintmax_t)off);
@@ -899,18 +899,18 @@ static int copy_chunk(mover_t *m, worker_t *w, task_t *t)
                           || errno == EOPNOTSUPP)) {
                 uint64_t off = (uint64_t)in;
                 if (read_full(f->sfd, w->buf, left, off) < 0)
-                    return tfail(t, errno, f->src, "read");
+                    return mover_tfail(t, errno, f->src, "read");
                 if (write_full(f->dfd, w->buf, left, off) < 0)
-                    return tfail(t, errno, f->dst, "write");
+                    return mover_tfail(t, errno, f->dst, "write");
                 break;
             }
             if (n < 0) {
                 if (errno == EINTR)
                     continue;
-                return tfail(t, errno, f->dst, "copy");
+                return mover_tfail(t, errno, f->dst, "copy");
             }
             if (n == 0)
-                return tfail(t, ENODATA, f->src, "shrank during the transfer");
+                return mover_tfail(t, ENODATA, f->src, "shrank during the transfer");
             left -= (uint64_t)n;
         }
     }
@@ -921,7 +921,7 @@ static int copy_chunk(mover_t *m, worker_t *w, task_t *t)
     return 0;
 }
 
-int run_chunk(mover_t *m, worker_t *w, task_t *t)
+int mover_run_chunk(mover_t *m, worker_t *w, task_t *t)
 {
     mfile_t *f = t->f;
     mxfer_t *x = t->x;
@@ -930,8 +930,8 @@ int run_chunk(mover_t *m, worker_t *w, task_t *t)
         t->skipped = true;
         return 0;
     }
-    if (become(m, &x->id) < 0)
-        return tfail(t, errno, f->src, "act as the job's user");
+    if (mover_become(m, &x->id) < 0)
+        return mover_tfail(t, errno, f->src, "act as the job's user");
     if (file_open(m, t, f) < 0)
         return -1;
     if (t->len) {
@@ -947,7 +947,7 @@ int run_chunk(mover_t *m, worker_t *w, task_t *t)
         /* a small file: its FILE work here, without another hand-off */
         t->file_done = true;
         if (file_complete(m, t) < 0) {
-            file_cleanup(f);
+            mover_file_cleanup(f);
             return -1;
         }
     }
@@ -955,7 +955,7 @@ int run_chunk(mover_t *m, worker_t *w, task_t *t)
 }
 
 /* ------------------------------------------------------------------ FILE */
-void file_cleanup(mfile_t *f)
+void mover_file_cleanup(mfile_t *f)
 {
     if (f->dfd >= 0)
         close(f->dfd);
@@ -990,9 +990,9 @@ static int file_install(task_t *t, mfile_t *f)
     int rc = close(f->dfd);
     f->dfd = -1;
     if (rc < 0)
-        return tfail(t, errno, f->dst, "close");
+        return mover_tfail(t, errno, f->dst, "close");
     if (rename(f->tmp, f->dst) < 0)
-        return tfail(t, errno, f->dst, "rename");
+        return mover_tfail(t, errno, f->dst, "rename");
     f->tmp_made = false;
     f->installed = true;
     return 0;
@@ -1010,26 +1010,26 @@ static int file_complete(mover_t *m, task_t *t)
     struct timespec ts[2] = { e->st.st_atim, e->st.st_mtim };
 
     if (fstat(f->dfd, &dst) < 0)
-        return tfail(t, errno, f->dst, "stat");
+        return mover_tfail(t, errno, f->dst, "stat");
     if (dst.st_size < e->st.st_size) {
         /* trailing chunks that were holes */
         if (ftruncate(f->dfd, e->st.st_size) < 0 || fstat(f->dfd, &dst) < 0)
-            return tfail(t, errno, f->dst, "set size");
+            return mover_tfail(t, errno, f->dst, "set size");
     }
     if (verify_copy(m, t, f, &dst) < 0)
         return -1;
     if (fstat(f->sfd, &st) < 0)
-        return tfail(t, errno, f->src, "stat");
+        return mover_tfail(t, errno, f->src, "stat");
     if (st.st_size != e->st.st_size || st.st_mtim.tv_sec != e->st.st_mtim.tv_sec
         || st.st_mtim.tv_nsec != e->st.st_mtim.tv_nsec)
         return tfailmsg(t, f->src, "changed during the transfer");
-    set_owner(x, e, f->dfd, f->dst, 0, &dst);
+    mover_set_owner(x, e, f->dfd, f->dst, 0, &dst);
     /* (after the chown, which clears set-user-ID and set-group-ID bits) */
     if ((dst.st_mode & 07777) != (e->st.st_mode & 07777)
         && fchmod(f->dfd, e->st.st_mode & 07777) < 0)
-        return tfail(t, errno, f->dst, "chmod");
+        return mover_tfail(t, errno, f->dst, "chmod");
     if (futimens(f->dfd, ts) < 0)
-        return tfail(t, errno, f->dst, "set times");
+        return mover_tfail(t, errno, f->dst, "set times");
     close(f->sfd);
     f->sfd = -1;
     if (x->sync_each) {
@@ -1039,13 +1039,13 @@ static int file_complete(mover_t *m, task_t *t)
     return file_install(t, f);
 }
 
-int run_file(mover_t *m, task_t *t)
+int mover_run_file(mover_t *m, task_t *t)
 {
     mfile_t *f = t->f;
     mxfer_t *x = t->x;
 
-    if (become(m, &x->id) < 0) {
-        tfail(t, errno, f->src, "act as the job's user");
+    if (mover_become(m, &x->id) < 0) {
+        mover_tfail(t, errno, f->src, "act as the job's user");
         goto fail;
     }
     if (__atomic_load_n(&x->aborting, __ATOMIC_ACQUIRE))
@@ -1055,7 +1055,7 @@ int run_file(mover_t *m, task_t *t)
     return 0;
 fail:
     t->to_sync = false;
-    file_cleanup(f);
+    mover_file_cleanup(f);
     return t->ok ? 0 : -1;
 }
 
@@ -1064,13 +1064,13 @@ fail:
  * them, then fsync each (after the first, the journal commit has usually covered
  * the others), then rename each into place.  No file gets its final name before
  * its data and attributes are on disk. */
-int run_sync(mover_t *m, task_t *t)
+int mover_run_sync(mover_t *m, task_t *t)
 {
     mxfer_t *x = t->x;
     mfile_t *f;
 
-    if (become(m, &x->id) < 0) {
-        tfail(t, errno, x->dst, "act as the job's user");
+    if (mover_become(m, &x->id) < 0) {
+        mover_tfail(t, errno, x->dst, "act as the job's user");
         goto fail;
     }
     if (__atomic_load_n(&x->aborting, __ATOMIC_ACQUIRE))
@@ -1082,7 +1082,7 @@ int run_sync(mover_t *m, task_t *t)
                                           | SYNC_FILE_RANGE_WAIT_AFTER);
     for (f = t->batch; f; f = f->snext)
         if (fsync(f->dfd) < 0) {
-            tfail(t, errno, f->dst, "fsync");
+            mover_tfail(t, errno, f->dst, "fsync");
             goto fail;
         }
     for (f = t->batch; f; f = f->snext)
@@ -1092,6 +1092,6 @@ int run_sync(mover_t *m, task_t *t)
 fail:
     /* the files not yet renamed are removed; renamed ones are complete and durable */
     for (f = t->batch; f; f = f->snext)
-        file_cleanup(f);
+        mover_file_cleanup(f);
     return t->ok ? 0 : -1;
 }

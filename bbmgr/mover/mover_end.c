@@ -49,11 +49,11 @@
 static int sync_open(mover_t *m, mxfer_t *x, const char *path, bool dir)
 {
     int flags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | (dir ? O_DIRECTORY : 0);
-    int fd = dir ? open(path, flags) : open_regular(path, NULL);
-    if (fd < 0 && dir && errno == EACCES && become(m, &m->self) == 0) {
+    int fd = dir ? open(path, flags) : mover_open_regular(path, NULL);
+    if (fd < 0 && dir && errno == EACCES && mover_become(m, &m->self) == 0) {
         fd = open(path, flags);
         int e = errno;
-        if (become(m, &x->id) < 0 && fd >= 0) {
+        if (mover_become(m, &x->id) < 0 && fd >= 0) {
             close(fd);
             fd = -1;
             e = EPERM;
@@ -80,7 +80,7 @@ static bool changed_by_user(int err)
 }
 
 /* fsync path (a file, or a directory: dir).  0 when done or nothing to do (changed
- * by the user); -1 (tfail) when the fsync failed. */
+ * by the user); -1 (mover_tfail) when the fsync failed. */
 static int sync_path(mover_t *m, task_t *t, const char *path, bool dir)
 {
     int fd = sync_open(m, t->x, path, dir);
@@ -90,19 +90,19 @@ static int sync_path(mover_t *m, task_t *t, const char *path, bool dir)
                      (uintmax_t)t->x->tid, path, strerror(errno));
             return 0;
         }
-        return tfail(t, errno, path, "open to fsync");
+        return mover_tfail(t, errno, path, "open to fsync");
     }
     int rc = fsync(fd);
     int e = errno;
     close(fd);
-    return rc < 0 ? tfail(t, e, path, "fsync") : 0;
+    return rc < 0 ? mover_tfail(t, e, path, "fsync") : 0;
 }
 
 /* fsync of the entry e of x at the destination. */
 static int sync_entry(mover_t *m, task_t *t, const entry_t *e)
 {
-    char *p = pjoin(t->x->dst, e->rel);
-    int rc = p ? sync_path(m, t, p, e->type == E_DIR) : tfail(t, ENOMEM, t->x->dst, "path");
+    char *p = mover_pjoin(t->x->dst, e->rel);
+    int rc = p ? sync_path(m, t, p, e->type == E_DIR) : mover_tfail(t, ENOMEM, t->x->dst, "path");
     free(p);
     return rc;
 }
@@ -113,7 +113,7 @@ static int sync_parent(mover_t *m, task_t *t, const char *dst)
     char *parent = strdup(dst), *s;
     int rc = 0;
     if (!parent)
-        return tfail(t, ENOMEM, dst, "path");
+        return mover_tfail(t, ENOMEM, dst, "path");
     if ((s = strrchr(parent, '/'))) {
         s[s == parent ? 1 : 0] = '\0';
         rc = sync_path(m, t, parent, true);
@@ -126,20 +126,20 @@ static int sync_parent(mover_t *m, task_t *t, const char *dst)
 static int make_hlink(task_t *t, const entry_t *e)
 {
     mxfer_t *x = t->x;
-    char *to = pjoin(x->dst, x->ents[e->link_to].rel), *d = pjoin(x->dst, e->rel);
+    char *to = mover_pjoin(x->dst, x->ents[e->link_to].rel), *d = mover_pjoin(x->dst, e->rel);
     struct stat a, b;
     int rc = 0;
     if (!to || !d) {
-        rc = tfail(t, ENOMEM, x->dst, "path");
+        rc = mover_tfail(t, ENOMEM, x->dst, "path");
     } else if (link(to, d) < 0) {
         if (errno != EEXIST)
-            rc = tfail(t, errno, d, "link");
+            rc = mover_tfail(t, errno, d, "link");
         else if (lstat(to, &a) < 0 || lstat(d, &b) < 0 || a.st_ino != b.st_ino
                  || a.st_dev != b.st_dev) {
             /* another file under that name (an earlier run): replaced */
-            char *tmp = tmp_name(d, x->tid, -2);
+            char *tmp = mover_tmp_name(d, x->tid, -2);
             if (!tmp || (unlink(tmp), link(to, tmp)) < 0 || rename(tmp, d) < 0)
-                rc = tfail(t, tmp ? errno : ENOMEM, d, "link");
+                rc = mover_tfail(t, tmp ? errno : ENOMEM, d, "link");
             if (tmp && rc < 0)
                 unlink(tmp);
             free(tmp);
@@ -150,11 +150,11 @@ static int make_hlink(task_t *t, const entry_t *e)
     return rc;
 }
 
-int run_finish(mover_t *m, task_t *t)
+int mover_run_finish(mover_t *m, task_t *t)
 {
     mxfer_t *x = t->x;
-    if (become(m, &x->id) < 0)
-        return tfail(t, errno, x->dst, "act as the job's user");
+    if (mover_become(m, &x->id) < 0)
+        return mover_tfail(t, errno, x->dst, "act as the job's user");
     if (x->dst_only)
         return 0;       /* a recovery of the destination alone: nothing to set */
     for (int i = 0; i < x->nents; i++)
@@ -175,15 +175,15 @@ int run_finish(mover_t *m, task_t *t)
         bool attrs = *e->rel || e->made;
         if (!attrs && !x->sync_each)
             continue;
-        char *d = pjoin(x->dst, e->rel);
+        char *d = mover_pjoin(x->dst, e->rel);
         struct timespec ts[2] = { e->st.st_atim, e->st.st_mtim };
         if (!d)
-            return tfail(t, ENOMEM, x->dst, "path");
+            return mover_tfail(t, ENOMEM, x->dst, "path");
         if (attrs) {
-            set_owner(x, e, -1, d, AT_SYMLINK_NOFOLLOW, NULL);
+            mover_set_owner(x, e, -1, d, AT_SYMLINK_NOFOLLOW, NULL);
             if (fchmodat(AT_FDCWD, d, e->st.st_mode & 07777, 0) < 0
                 || utimensat(AT_FDCWD, d, ts, AT_SYMLINK_NOFOLLOW) < 0) {
-                tfail(t, errno, d, "set attributes");
+                mover_tfail(t, errno, d, "set attributes");
                 free(d);
                 return -1;
             }
@@ -206,14 +206,14 @@ int run_finish(mover_t *m, task_t *t)
  * job's user, never following a symlink), so no descriptor is held from the copy
  * to here.  Stops between files when the mover stops (the next start makes the
  * transfer durable). */
-int run_durable(mover_t *m, task_t *t)
+int mover_run_durable(mover_t *m, task_t *t)
 {
     mxfer_t *x = t->x;
     int nfiles = 0, ndirs = 0;
     double t0 = hu_mono(), tp[3];
 
-    if (become(m, &x->id) < 0)
-        return tfail(t, errno, x->dst, "act as the job's user");
+    if (mover_become(m, &x->id) < 0)
+        return mover_tfail(t, errno, x->dst, "act as the job's user");
     for (int pass = 0; pass < 3; pass++) {
         for (int i = 0; i < x->nents; i++) {
             entry_t *e = &x->ents[i];
@@ -223,10 +223,10 @@ int run_durable(mover_t *m, task_t *t)
                 t->skipped = true;
                 return 0;
             }
-            char *f = pjoin(x->dst, e->rel);
+            char *f = mover_pjoin(x->dst, e->rel);
             int rc = 0, fd;
             if (!f)
-                return tfail(t, ENOMEM, x->dst, "path");
+                return mover_tfail(t, ENOMEM, x->dst, "path");
             if (pass == 2) {
                 rc = sync_path(m, t, f, false);
                 nfiles++;
@@ -237,7 +237,7 @@ int run_durable(mover_t *m, task_t *t)
                 else if (sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WAIT_BEFORE
                                                        | SYNC_FILE_RANGE_WRITE
                                                        | SYNC_FILE_RANGE_WAIT_AFTER) < 0)
-                    rc = tfail(t, errno, f, "write back");
+                    rc = mover_tfail(t, errno, f, "write back");
                 close(fd);
             }
             free(f);
@@ -264,13 +264,13 @@ int run_durable(mover_t *m, task_t *t)
     return 0;
 }
 
-void run_abort(mover_t *m, task_t *t)
+void mover_run_abort(mover_t *m, task_t *t)
 {
     mxfer_t *x = t->x;
-    if (become(m, &x->id) < 0)
-        become(m, &m->self);
+    if (mover_become(m, &x->id) < 0)
+        mover_become(m, &m->self);
     for (mfile_t *f = x->live; f; f = f->next)
-        file_cleanup(f);
+        mover_file_cleanup(f);
 }
 
 /* ------------------------------------------------------------------ RMTREE */
@@ -323,7 +323,7 @@ static void left_count(mover_t *m, const char *path, bool set, uint64_t bytes)
 }
 
 /* mover_destroy(): no lock needed any more. */
-void left_forget_all(mover_t *m)
+void mover_left_forget_all(mover_t *m)
 {
     void *v;
     if (!m->lefts)
@@ -354,11 +354,11 @@ int mover_leftover(mover_t *m, const char *under, uint64_t *bytes)
 static void left_keep(mover_t *m, const task_t *t, const char *dir, const struct stat *st,
                       const char *why, const bufdir_rm_t *o)
 {
-    task_t *r = task_new(T_RMTREE, NULL);
+    task_t *r = mover_task_new(T_RMTREE, NULL);
     int tries = t->tries + 1;
     double delay = fmin(ldexp(1.0, tries > 6 ? 6 : tries - 1), LEFT_RETRY_MAX);
     if (!r || !(r->path = strdup(dir))) {
-        task_free(r);
+        mover_task_free(r);
         bl_error("teardown of %s: %s (%lu entries removed, depth %zu): what is left stays "
                  "in %s until the next start", t->path, why, o->removed, o->depth, dir);
         return;
@@ -374,7 +374,7 @@ static void left_keep(mover_t *m, const task_t *t, const char *dir, const struct
     r->not_after = hu_mono() + delay;
     pthread_mutex_lock(&m->lock);
     if (m->stop) {
-        task_free(r);
+        mover_task_free(r);
     } else {
         r->next = m->left;
         m->left = r;
@@ -384,7 +384,7 @@ static void left_keep(mover_t *m, const task_t *t, const char *dir, const struct
 }
 
 /* (m->lock held) the leftovers due at now go to the FIFO; the time until the next */
-double left_due(mover_t *m, double now)
+double mover_left_due(mover_t *m, double now)
 {
     double wait = LEFT_RETRY_MAX;
     task_t **pp = &m->left;
@@ -393,7 +393,7 @@ double left_due(mover_t *m, double now)
         if (t->not_after <= now) {
             *pp = t->next;
             t->next = NULL;
-            fifo_push(m, t);
+            mover_fifo_push(m, t);
             continue;
         }
         wait = fmin(wait, t->not_after - now);
@@ -402,12 +402,12 @@ double left_due(mover_t *m, double now)
     return wait;
 }
 
-void run_rmtree(mover_t *m, task_t *t)
+void mover_run_rmtree(mover_t *m, task_t *t)
 {
     struct stat st;
     bool ours = false;
     const char *dir = t->path;
-    become(m, &m->self);
+    mover_become(m, &m->self);
     /* first moved aside to a name of its own, under m->lock (mover_aside() moves
      * directories under it too): a new buffer may take the name at once, and nothing
      * below ever reaches it */
@@ -481,7 +481,7 @@ static bool holds_source(const mxfer_t *x)
 /* The teardown t runs now (FIFO), waits in m->rmwait while a stage-out holds a
  * source under its path, or never runs if a stage-out from under its path could
  * not be made durable (its data may exist only there). */
-void rm_release(mover_t *m, task_t *t)
+void mover_rm_release(mover_t *m, task_t *t)
 {
     void *v;
     for (int i = 0; i < m->nkept; i++)
@@ -489,7 +489,7 @@ void rm_release(mover_t *m, task_t *t)
             bl_warning("teardown: %s is kept: the stage-out from %s could not be made "
                        "durable (remove it by hand once the data is safe)", t->path,
                        m->kept[i]);
-            task_free(t);
+            mover_task_free(t);
             return;
         }
     for (void *it = hmap_first(m->xfers, &v); it; it = hmap_next(m->xfers, it, &v)) {
@@ -503,17 +503,17 @@ void rm_release(mover_t *m, task_t *t)
             return;
         }
     }
-    fifo_push(m, t);
+    mover_fifo_push(m, t);
 }
 
-void rm_recheck(mover_t *m)
+void mover_rm_recheck(mover_t *m)
 {
     task_t *l = m->rmwait;
     m->rmwait = NULL;
     while (l) {
         task_t *t = l;
         l = t->next;
-        rm_release(m, t);
+        mover_rm_release(m, t);
     }
 }
 
@@ -525,9 +525,9 @@ int mover_trash_path(int pfd, const char *parent, ino_t ino, char *out, size_t l
 int mover_rmtree(mover_t *m, const char *job, const char *path, const char *trash, uid_t uid,
                  gid_t gid, dev_t dev, ino_t ino)
 {
-    task_t *t = task_new(T_RMTREE, NULL);
+    task_t *t = mover_task_new(T_RMTREE, NULL);
     if (!t || !(t->path = strdup(path)) || (trash && !(t->trash = strdup(trash)))) {
-        task_free(t);
+        mover_task_free(t);
         errno = ENOMEM;
         return -1;
     }
@@ -541,7 +541,7 @@ int mover_rmtree(mover_t *m, const char *job, const char *path, const char *tras
         t->next = j->deferred;
         j->deferred = t;
     } else {
-        rm_release(m, t);
+        mover_rm_release(m, t);
     }
     pthread_mutex_unlock(&m->lock);
     return 0;
@@ -568,7 +568,7 @@ int mover_unkeep(mover_t *m, const char *path)
 /* Replace the prefix from by to in p (a copy), or NULL when p is not under from. */
 static char *rebased(const char *p, const char *from, const char *to)
 {
-    return util_path_under(p, from) ? xprintf("%s%s", to, p + strlen(from)) : NULL;
+    return util_path_under(p, from) ? mover_xprintf("%s%s", to, p + strlen(from)) : NULL;
 }
 
 /* (m->lock held) a teardown of 'from' is now one of 'to' */

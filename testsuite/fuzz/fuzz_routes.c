@@ -124,7 +124,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 }
 
 /* Known: an error message naming a path segment that is not UTF-8 cannot be
- * packed into JSON (reply_error() then leaves no body: bbmgrd answers the status
+ * packed into JSON (hreq_reply_error() then leaves no body: bbmgrd answers the status
  * with an empty body).  Tolerated for such paths unless FUZZ_ROUTES_STRICT=1. */
 static bool utf8_valid(const char *s)
 {

@@ -17,7 +17,7 @@
 
 int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
 {
-    wl_error_t err;
+    hu_error_t err;
     wl_t *wl = wl_load_buffer ((const char *)data, size, "fuzz.yaml", &err);
 
     if (!wl) {

@@ -77,3 +77,23 @@ case "$out" in
     echo "layers: bbh_jobs.c including bbh_agent.h was refused for another reason"
     exit 1 ;;
 esac
+
+# The prefixes of extern functions: in a copy of bbmgr/'s and sim/'s objects where
+# routes.c's routes_match() is renamed match(), it must fail and name that function.
+pre="$tmp/prefix"
+mkdir -p "$pre" &&
+    (cd "$HARMONIA_BUILDDIR" && find bbmgr sim -name '*.o' -exec cp --parents {} "$pre" \;) &&
+    objcopy --redefine-sym routes_match=match \
+        "$pre/bbmgr/daemon/.libs/libbbmgrd_la-routes.o" || exit 1
+if out=$("$py" "$layers" "$HARMONIA_SRCDIR" "$pre"); then
+    echo "layers: an extern function of bbmgrd without a prefix was not refused"
+    exit 1
+fi
+case "$out" in
+*"bbmgr/daemon/routes.c defines match(): every extern function carries its file's or folder's prefix"*)
+    echo "layers: an extern function of bbmgrd without its folder's prefix is refused" ;;
+*)
+    printf '%s\n' "$out"
+    echo "layers: routes.c's match() was refused for another reason"
+    exit 1 ;;
+esac

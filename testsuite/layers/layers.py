@@ -11,7 +11,8 @@ A use that the table does not allow is printed, one line each, naming the file,
 the header or the function, and the rule; the exit status is then 1.  Inside
 bbmgrd (bbmgr/daemon/), every file has a layer (DAEMON_LAYERS): a file includes
 the headers of, and calls, only files of lower layers, so that no two files of
-the daemon use each other, even through others.
+the daemon use each other, even through others.  Every extern function of
+bbmgr/ and sim/ carries one of its folder's prefixes (PREFIXES, HACKING.md Style).
 
 Usage: layers.py SRCDIR BUILDDIR  (the test harness gives HARMONIA_SRCDIR and
 HARMONIA_BUILDDIR; a build must exist: 'make check' builds first).
@@ -236,6 +237,51 @@ fabs fmax fmin fmod floor ceil round lround llround trunc sqrt pow exp log log2 
 nextafter isnan isinf""".split())
 SANITIZER = re.compile(r"^__(asan|ubsan|sanitizer|lsan|tsan)_")
 
+# The prefixes an extern function of bbmgr/ and sim/ may carry, by folder
+# (HACKING.md, Style: every extern function carries its file's or folder's
+# prefix).  A new file whose functions carry a new prefix adds it here; main() is
+# every program's.
+PREFIXES = {
+    "bbmgr/agent": ("agent_",),
+    "bbmgr/cli": ("cmd_",),
+    "bbmgr/common": ("bl_", "cfg_", "cksum_", "hmap_", "hostlist_", "np_", "state_",
+                     "util_"),
+    "bbmgr/daemon": ("api_", "auth_", "core_", "hreq_", "jout_", "metrics_", "nodes_",
+                     "routes_", "rq_"),
+    "bbmgr/mover": ("bufdir_", "mover_", "quota_"),
+    "sim": ("gen_", "sim_", "wl_"),
+}
+PREFIX_RULE = ("every extern function carries its file's or folder's prefix "
+               "(HACKING.md, Style): %s allows %s")
+
+
+def prefix_problems(builddir):
+    """The extern functions (nm's T) of the objects of bbmgr/ and sim/ in builddir
+    whose name carries none of their folder's PREFIXES (a prefix without its '_'
+    is a name too: cksum())."""
+    found = []
+    for folder, allowed in sorted(PREFIXES.items()):
+        d = os.path.join(builddir, folder)
+        objs = sorted(os.path.join(d, sub, f) for sub in ("", ".libs")
+                      if os.path.isdir(os.path.join(d, sub))
+                      for f in os.listdir(os.path.join(d, sub)) if f.endswith(".o"))
+        seen = set()
+        for o in objs:
+            stem = os.path.basename(o)[:-2]
+            stem = stem.split("-", 1)[1] if "-" in stem else stem
+            out = subprocess.run(["nm", "-P", "--defined-only", o], capture_output=True,
+                                 text=True, check=True).stdout
+            for line in out.splitlines():
+                f = line.split()
+                if len(f) < 2 or f[1] != "T" or f[0] == "main" or (stem, f[0]) in seen:
+                    continue
+                seen.add((stem, f[0]))
+                if not any(f[0].startswith(p) or f[0] == p[:-1] for p in allowed):
+                    found.append("%s/%s.c defines %s(): %s" % (
+                        folder, stem, f[0], PREFIX_RULE % (folder, ", ".join(allowed))))
+    return found
+
+
 problems = []
 
 
@@ -404,6 +450,7 @@ def main(srcdir, builddir):
             to, dst = sorted(owners.items())[0]
             problems.append("%s calls %s() of %s: %s" % (src, s, dst, rule(part, to)))
     problems.extend(mover_layers(srcdir, table))
+    problems.extend(prefix_problems(builddir))
 
     hs_defined, hs_used = set(), {}
     for (d, stem), o in sorted(objects("src/common/libhsched").items()):

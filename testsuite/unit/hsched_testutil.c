@@ -8,7 +8,7 @@
 hs_sched_t *ht_sched(const hs_platform_t *p, const char *policy)
 {
     hs_policy_t pol;
-    hs_error_t err;
+    hu_error_t err;
     hs_sched_t *s;
 
     ck_assert_msg(hs_policy_parse(policy, &pol, &err) == 0, "%s: %s", policy, err.text);
@@ -20,7 +20,7 @@ hs_sched_t *ht_sched(const hs_platform_t *p, const char *policy)
 void ht_request(hs_sched_t *s, double now, uint64_t id, double vol, hs_dir_t dir,
                 double w_done)
 {
-    hs_error_t err;
+    hu_error_t err;
 
     ck_assert_msg(hs_phase_request(s, now, id, vol, dir, w_done, &err) == 0,
                   "request %ju: %s", (uintmax_t)id, err.text);

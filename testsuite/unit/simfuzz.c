@@ -169,8 +169,8 @@ double sf_starve_factor;
 int sf_run(const char *yaml, size_t len, const char *policy, bool record,
            wl_t **wlp, wl_jobs_t **jobsp, sim_result_t *res, char *why, size_t cap)
 {
-    wl_error_t err = { .text = "" };
-    hs_error_t herr = { .text = "" };
+    hu_error_t err = { .text = "" };
+    hu_error_t herr = { .text = "" };
     hs_policy_t pol;
     sim_opts_t opts = { .record = record };
     wl_t *wl;

@@ -41,7 +41,7 @@ static job_t *job(core_t *c, const char *id)
     bool created;
     cerr_t e = { 0 };
     ck_assert_msg(core_job_register(c, id, 1001, 1001, NULL, NULL, 1, NULL, &created, &e) == 0,
-                  "%s", e.msg);
+                  "%s", e.err.text);
     ck_assert(created);
     return core_job(c, id);
 }
@@ -69,12 +69,34 @@ static bool alloc_ok(core_t *c, job_t *j, uint64_t bytes, int nodes)
     bool created;
 
     ck_assert_msg(core_alloc_create(c, j, bytes, nodes, "fast", &created, &e) == 0, "%s",
-                  e.msg);
+                  e.err.text);
     return created;
 }
 
 /* Placement: the fewest nodes that hold it, each a multiple of the granularity, on
  * the nodes with the most free space; the same request again is no new allocation. */
+/* A core error: its code, its field (cut to fit) and its reason, a hu_error_t cut
+ * at CERR_MSG_MAX bytes as the API's reasons always were; errno is left alone. */
+START_TEST(test_cerr)
+{
+    cerr_t e = { 0 };
+    char longer[600];
+
+    memset(longer, 'x', sizeof(longer) - 1);
+    longer[sizeof(longer) - 1] = '\0';
+    errno = EINTR;
+    ck_assert_int_eq(core_cerr_set(&e, EEXIST, "name", "buffer '%s' exists", "b1"), -1);
+    ck_assert_int_eq(errno, EINTR);
+    ck_assert_int_eq(e.code, EEXIST);
+    ck_assert_str_eq(e.field, "name");
+    ck_assert_str_eq(e.err.text, "buffer 'b1' exists");
+    ck_assert_int_eq(core_cerr_set(&e, EINVAL, longer, "%s", longer), -1);
+    ck_assert_uint_eq(strlen(e.field), sizeof(e.field) - 1);
+    ck_assert_uint_eq(strlen(e.err.text), CERR_MSG_MAX - 1);
+    ck_assert_int_eq(core_cerr_set(NULL, EINVAL, NULL, "nowhere"), -1);
+}
+END_TEST
+
 START_TEST(test_allocate)
 {
     fx_t f;
@@ -103,7 +125,7 @@ START_TEST(test_allocate)
     ck_assert_uint_eq(used(c, "bb3"), 2 * GiB);
 
     /* released: the space is free again */
-    ck_assert_msg(core_alloc_release(c, a, &e) == 0, "%s", e.msg);
+    ck_assert_msg(core_alloc_release(c, a, &e) == 0, "%s", e.err.text);
     ck_assert(a->alloc == NULL);
     ck_assert_uint_eq(used(c, "bb1"), 0);
     ck_assert_uint_eq(used(c, "bb2"), 0);
@@ -155,9 +177,9 @@ START_TEST(test_refuse)
     ck_assert_uint_eq(used(c, "bb1"), 10 * GiB);
 
     /* a drained node takes no new allocation */
-    ck_assert_msg(core_alloc_release(c, a, &e) == 0, "%s", e.msg);
+    ck_assert_msg(core_alloc_release(c, a, &e) == 0, "%s", e.err.text);
     ck_assert_msg(core_node_drain(c, core_node_index(c, "bb1"), true, "test", &e) == 0, "%s",
-                  e.msg);
+                  e.err.text);
     ck_assert_int_eq(core_alloc_create(c, b, 31 * GiB, 0, "fast", &created, &e), -1);
     ck_assert_int_eq(e.code, ENOSPC);
     created = alloc_ok(c, b, 30 * GiB, 0);
@@ -226,19 +248,19 @@ START_TEST(test_move_share)
     alloc_ok(c, a, 4 * GiB, 2);
     ck_assert(a->alloc->v[0].node == bb[1] && a->alloc->v[1].node == bb[2]);
     ck_assert_int_eq(core_node_drain(c, bb[1], true, "agent down", &e), 0);
-    ck_assert_int_eq(alloc_move_share(c, a, bb[1]), bb[3]);      /* outside, in its place */
+    ck_assert_int_eq(core_alloc_move_share(c, a, bb[1]), bb[3]);      /* outside, in its place */
     ck_assert(a->alloc->n == 2 && a->alloc->v[0].node == bb[3] && a->alloc->v[1].node == bb[2]);
     ck_assert_uint_eq(used(c, "bb1"), 0);
     ck_assert_uint_eq(used(c, "bb3"), 2 * GiB);
     ck_assert_int_eq(core_node_drain(c, bb[3], true, "agent down", &e), 0);
     ck_assert_int_eq(core_node_drain(c, bb[4], true, "maintenance", &e), 0);
-    ck_assert_int_eq(alloc_move_share(c, a, bb[3]), bb[2]);      /* the survivor */
+    ck_assert_int_eq(core_alloc_move_share(c, a, bb[3]), bb[2]);      /* the survivor */
     ck_assert(a->alloc->n == 1 && a->alloc->v[0].node == bb[2]);
     ck_assert_uint_eq(a->alloc->v[0].bytes, 4 * GiB);
     ck_assert_uint_eq(used(c, "bb2"), 4 * GiB);
     ck_assert_uint_eq(used(c, "bb3"), 0);
     ck_assert_int_eq(core_node_drain(c, bb[2], true, "agent down", &e), 0);
-    ck_assert_int_eq(alloc_move_share(c, a, bb[2]), -1);         /* nowhere: unchanged */
+    ck_assert_int_eq(core_alloc_move_share(c, a, bb[2]), -1);         /* nowhere: unchanged */
     ck_assert(a->alloc->n == 1 && a->alloc->v[0].node == bb[2]);
     ck_assert_uint_eq(used(c, "bb2"), 4 * GiB);
     core_unlock(c);
@@ -254,7 +276,7 @@ START_TEST(test_overprovision)
     core_t *c = open_locked(&f, over_cases[_i].over);
     job_t *a = job(c, "300");
     ck_assert_msg(core_alloc_create(c, a, over_cases[_i].capacity, over_cases[_i].nodes, "fast",
-                                    &created, &e) == 0, "%s", e.msg);
+                                    &created, &e) == 0, "%s", e.err.text);
     ck_assert_int_eq(a->alloc->n, over_cases[_i].n);
     for (int k = 0; k < a->alloc->n; k++)
         ck_assert_uint_eq(a->alloc->v[k].bytes, over_cases[_i].per);
@@ -268,8 +290,8 @@ int main(void)
 {
     const tu_tcase_t tcases[] = {
         { "placement", .timeout = 30,
-          .tests = { test_allocate, test_refuse, test_busy_node_last, test_move_share,
-                     NULL },
+          .tests = { test_cerr, test_allocate, test_refuse, test_busy_node_last,
+                     test_move_share, NULL },
           .loops = { { test_overprovision, (int)TU_COUNT(over_cases) } } },
     };
 

@@ -46,8 +46,8 @@ START_TEST(test_budget_counted)
     job_t *b = fx_job(f.c, "11", "22s", "15B");
     ck_assert_uint_eq(f.c->budget_hits, 0);
     ck_assert_msg(core_phase_request(f.c, a, 47089372430180., "write", 0.22, &e) != NULL,
-                  "%s", e.msg);
-    ck_assert_msg(core_phase_request(f.c, b, 15, "write", 21.9, &e) != NULL, "%s", e.msg);
+                  "%s", e.err.text);
+    ck_assert_msg(core_phase_request(f.c, b, 15, "write", 21.9, &e) != NULL, "%s", e.err.text);
     core_settle(f.c);
     ck_assert_uint_ge(f.c->budget_hits, 1);
     core_unlock(f.c);

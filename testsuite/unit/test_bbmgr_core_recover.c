@@ -81,7 +81,7 @@ static job_t *job(core_t *c, const char *id, uid_t uid)
     cerr_t e = { 0 };
     json_t *hints = json_pack("{s:s s:s}", "w_iter", "2m", "io_volume", "10GiB");
     ck_assert_msg(core_job_register(c, id, uid, uid, "user", "name", 2, hints, &created, &e)
-                  == 0, "%s", e.msg);
+                  == 0, "%s", e.err.text);
     json_decref(hints);
     return core_job(c, id);
 }
@@ -93,22 +93,23 @@ static void make_state(core_t *c)
     core_lock(c);
     job_t *a = job(c, "10", 1001), *b = job(c, "11", 1002);
     (void)job(c, "12", 1001);
-    ck_assert_msg(core_alloc_create(c, a, 15 * GiB, 0, "fast", &created, &e) == 0, "%s", e.msg);
-    ck_assert_msg(core_alloc_create(c, b, 5 * GiB, 0, "slow", &created, &e) == 0, "%s", e.msg);
+    ck_assert_msg(core_alloc_create(c, a, 15 * GiB, 0, "fast", &created, &e) == 0, "%s",
+                  e.err.text);
+    ck_assert_msg(core_alloc_create(c, b, 5 * GiB, 0, "slow", &created, &e) == 0, "%s", e.err.text);
     pbuf_t *p = core_pbuf_create(c, "keep", 1001, 1001, 3 * GiB, "fast", &created, &e);
-    ck_assert_msg(p != NULL, "%s", e.msg);
-    ck_assert_msg(core_pbuf_use(c, p, a, &e) == 0, "%s", e.msg);
-    ck_assert_msg(core_job_begin(c, a, 2, &e) == 0, "%s", e.msg);
+    ck_assert_msg(p != NULL, "%s", e.err.text);
+    ck_assert_msg(core_pbuf_use(c, p, a, &e) == 0, "%s", e.err.text);
+    ck_assert_msg(core_job_begin(c, a, 2, &e) == 0, "%s", e.err.text);
     phase_t *ph = core_phase_request(c, a, 1e9, "write", -1, &e);
-    ck_assert_msg(ph != NULL, "%s", e.msg);
+    ck_assert_msg(ph != NULL, "%s", e.err.text);
     ck_assert_int_eq(ph->state, PH_GRANTED);
-    ck_assert_msg(core_phase_finish(c, ph, 1e9, &e) == 0, "%s", e.msg);
-    ck_assert_msg(core_phase_request(c, a, 2e9, "read", -1, &e) != NULL, "%s", e.msg);
+    ck_assert_msg(core_phase_finish(c, ph, 1e9, &e) == 0, "%s", e.err.text);
+    ck_assert_msg(core_phase_request(c, a, 2e9, "read", -1, &e) != NULL, "%s", e.err.text);
     xfer_t *x = core_stage(c, b, "stage_in", "/pfs/in", "/bb/11/in", "file", 1000, false, &e);
-    ck_assert_msg(x != NULL, "%s", e.msg);
+    ck_assert_msg(x != NULL, "%s", e.err.text);
     ck_assert_msg(core_node_drain(c, core_node_index(c, "bb4"), true, "bad disk", &e) == 0,
-                  "%s", e.msg);
-    ck_assert_msg(core_set_policy(c, "mindilation", &e) == 0, "%s", e.msg);
+                  "%s", e.err.text);
+    ck_assert_msg(core_set_policy(c, "mindilation", &e) == 0, "%s", e.err.text);
     core_unlock(c);
 }
 
@@ -164,7 +165,7 @@ START_TEST(test_recover_ended)
     make_state(f.c);
     core_lock(f.c);
     job_t *b = core_job(f.c, "11");
-    ck_assert_msg(core_job_end(f.c, b, &e) == 0, "%s", e.msg);
+    ck_assert_msg(core_job_end(f.c, b, &e) == 0, "%s", e.err.text);
     core_unlock(f.c);
     fx_close(&f);
 

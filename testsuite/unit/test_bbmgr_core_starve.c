@@ -37,10 +37,10 @@ static uint64_t run(const char *extra, double wait, phase_state_t *st)
     core_lock(f.c);
     job_t *a = fx_job(f.c, "10", "10s", "100TB");
     job_t *b = fx_job(f.c, "11", "10s", "1GB");
-    ck_assert_msg(core_phase_request(f.c, a, 100e12, "write", 10, &e) != NULL, "%s", e.msg);
+    ck_assert_msg(core_phase_request(f.c, a, 100e12, "write", 10, &e) != NULL, "%s", e.err.text);
     core_settle(f.c);
     ck_assert_msg((p = core_phase_request(f.c, b, 1e9, "write", 10, &e)) != NULL, "%s",
-                  e.msg);
+                  e.err.text);
     core_settle(f.c);
     ck_assert_int_eq(p->state, PH_WAITING);
     ck_assert_uint_eq(f.c->bound_hits, 0);

@@ -87,7 +87,7 @@ static double solve(const hs_dp_problem_t *p, hs_dp_cost_t c, hs_dp_place_t *pl,
                     double *sec)
 {
     hs_dp_solution_t sol = { .place = pl };
-    hs_error_t err = { "" };
+    hu_error_t err = { "" };
     double v, s2;
 
     ck_assert_msg(hs_dp_place(p, c, &sol, &err) == 0, "%s: %s", hs_dp_cost_name(c),
@@ -239,7 +239,7 @@ START_TEST(test_allowed_capacity)
     int only_hdd[1] = { 1 };
     pair_t f;
     hs_dp_solution_t sol = { .place = f.pl };
-    hs_error_t err;
+    hu_error_t err;
 
     pair_init(&f, nvme(15.), hdd(100.), phase(10., 1, 0.), phase(10., 1, 0.));
     /* NVMe holds only one write of 10: buffer-eff must split,
@@ -295,7 +295,7 @@ START_TEST(test_errors)
     hs_dp_problem_t p = problem(ph, 1, nd, 1, 1, 1.);
     hs_dp_place_t pl[1];
     hs_dp_solution_t sol = { .place = pl };
-    hs_error_t err;
+    hu_error_t err;
     hs_dp_cost_t c;
 
     /* unlimited capacity is fine, except for buffer-eff */
@@ -584,7 +584,7 @@ START_TEST(test_dp_vs_independent_oracle)
         for (int k = 0; k < HS_DP_COST__COUNT; k++) {
             hs_dp_place_t pl[GMAX_N];
             hs_dp_solution_t sol = { .place = pl };
-            hs_error_t err = { "" };
+            hu_error_t err = { "" };
             double ov = 0., os = 0.;
             int found = or_best(&in.p, (hs_dp_cost_t)k, &ov, &os);
             int rc = hs_dp_place(&in.p, (hs_dp_cost_t)k, &sol, &err);
@@ -620,7 +620,7 @@ static void compare(inst_t *in, int idx)
 {
     hs_dp_place_t xp[HS_DP_COST__COUNT][GMAX_N], dp[GMAX_N];
     hs_dp_solution_t xs[HS_DP_COST__COUNT];
-    hs_error_t err = { "" };
+    hu_error_t err = { "" };
     int rx;
 
     for (int k = 0; k < HS_DP_COST__COUNT; k++)
@@ -712,7 +712,7 @@ START_TEST(test_fallback_vs_exact)
         for (int k = 0; k < HS_DP_COST__COUNT; k++) {
             hs_dp_place_t a[GMAX_N], b[GMAX_N];
             hs_dp_solution_t se = { .place = a }, sh = { .place = b };
-            hs_error_t err;
+            hu_error_t err;
             double v;
             in.p.method = HS_DP_EXACT;
             if (hs_dp_place(&in.p, (hs_dp_cost_t)k, &se, &err) < 0) {
@@ -773,7 +773,7 @@ START_TEST(test_large)
     hs_dp_problem_t p = problem(ph, n, nd, m, S, 10.);
     for (int k = 0; k < HS_DP_COST__COUNT; k++) {
         hs_dp_solution_t sol = { .place = pl };
-        hs_error_t err;
+        hu_error_t err;
         double v;
         ck_assert_msg(hs_dp_place(&p, (hs_dp_cost_t)k, &sol, &err) == 0, "%s",
                       err.text);

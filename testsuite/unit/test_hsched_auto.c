@@ -89,7 +89,7 @@ static const hs_platform_t plat = { 64, 1e9, 4e9, 0, NULL };
  * of the granted rates over the decisions (a fingerprint of the run). */
 static double run(const hs_policy_t *pol, hs_auto_state_t *ast)
 {
-    hs_error_t err;
+    hu_error_t err;
     hs_sched_t *s = hs_sched_create(&plat, pol, &err);
     hs_grant_t g[8];
     double fp = 0, t = 0;
@@ -138,7 +138,7 @@ START_TEST(test_auto_in_scheduler)
 {
     hs_policy_t pol, fc;
     hs_auto_state_t a1, a2;
-    hs_error_t err;
+    hu_error_t err;
     double f1, f2, ffc;
 
     ck_assert_int_eq(hs_policy_parse("auto", &pol, &err), 0);
@@ -172,7 +172,7 @@ END_TEST
 START_TEST(test_copy_history)
 {
     hs_policy_t fc;
-    hs_error_t err;
+    hu_error_t err;
     hs_sched_t *src, *dst;
     hs_job_t j = { .id = 1, .nodes = 16, .release = 0, .w = 10, .volume = 8e9 };
     hs_job_stats_t a, b;
@@ -225,7 +225,7 @@ static void fill_case(double fill, double *sys, double *dil, double *end)
                    .instances = 1, .w = 50, .volume = 50 };
     hs_policy_t pol;
     hs_auto_state_t ast;
-    hs_error_t err;
+    hu_error_t err;
     hs_sched_t *s;
     const char *r;
     double t;
@@ -275,7 +275,7 @@ END_TEST
 START_TEST(test_auto_bad_settings)
 {
     hs_policy_t pol;
-    hs_error_t err;
+    hu_error_t err;
 
     ck_assert_int_eq(hs_policy_parse("auto", &pol, &err), 0);
     snprintf(pol.auto_candidates, sizeof(pol.auto_candidates), "fcfs,static");

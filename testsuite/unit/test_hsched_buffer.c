@@ -21,7 +21,7 @@ static void arrive(hs_sched_t *s, double now, uint64_t id, int nodes, const int 
 {
     hs_job_t j = { .id = id, .nodes = nodes, .release = now, .alloc = alloc,
                    .nalloc = nalloc };
-    hs_error_t err;
+    hu_error_t err;
 
     ck_assert_msg(hs_job_arrive(s, now, &j, &err) == 0, "arrive %ju: %s",
                   (uintmax_t)id, err.text);
@@ -187,7 +187,7 @@ START_TEST(test_drain_stall)
     hs_node_state_t ns;
     hs_job_t j = { .id = 1, .nodes = 1, .release = 0, .alloc = a0, .nalloc = 1,
                    .instances = 1 };
-    hs_error_t err;
+    hu_error_t err;
     hs_sched_t *s = ht_sched(&p, "fairshare");
     double t;
 
@@ -268,7 +268,7 @@ static int alloc_refused(const hs_platform_t *p, const double *reserved,
                          const hs_alloc_request_t *rq, int cap)
 {
     hs_alloc_result_t r;
-    hs_error_t err;
+    hu_error_t err;
     int nodes[8];
 
     ck_assert_int_le(cap, 8);
@@ -284,7 +284,7 @@ START_TEST(test_allocator)
                         .buffers = bb };
     hs_alloc_request_t rq = { .capacity = 200, .overprovision = 1 };
     hs_alloc_result_t r;
-    hs_error_t err;
+    hu_error_t err;
     int nodes[8];
 
     for (int i = 0; i < 4; i++) {
@@ -437,7 +437,7 @@ START_TEST(test_alloc_node_twice_refused)
     hs_sched_t *s = ht_sched(&p, "static");
     int twice[3] = { 1, 0, 1 }, ok[2] = { 1, 0 };
     hs_job_t j = { .id = 1, .nodes = 1, .release = 0, .alloc = twice, .nalloc = 3 };
-    hs_error_t err;
+    hu_error_t err;
 
     ck_assert_int_eq(hs_job_arrive(s, 0, &j, &err), -1);
     ck_assert_int_eq(errno, EINVAL);

@@ -26,7 +26,7 @@ static hs_sched_t *mk(const char *policy)
 /* hs_job_arrive() that must succeed. */
 static void arrive_job(hs_sched_t *s, double now, const hs_job_t *j)
 {
-    hs_error_t err;
+    hu_error_t err;
 
     ck_assert_msg(hs_job_arrive(s, now, j, &err) == 0, "arrive %ju: %s",
                   (uintmax_t)j->id, err.text);
@@ -65,7 +65,7 @@ static void two_jobs_ask(hs_sched_t *s)
 START_TEST(test_create_errors)
 {
     hs_policy_t pol;
-    hs_error_t err;
+    hu_error_t err;
     hs_platform_t p = plat10;
 
     ck_assert_int_eq(hs_policy_parse("fairshare", &pol, &err), 0);
@@ -194,7 +194,7 @@ START_TEST(test_event_errors)
 {
     hs_sched_t *s = mk("fairshare");
     hs_job_t j = { .id = 7, .nodes = 1, .release = 0 };
-    hs_error_t err;
+    hu_error_t err;
 
     arrive(s, 0, 7, 1);
     /* duplicate arrival */
@@ -413,7 +413,7 @@ START_TEST(test_set_policy)
 {
     hs_sched_t *s = mk("fcfs");
     hs_policy_t pol;
-    hs_error_t err;
+    hu_error_t err;
     hs_grant_t g[2];
 
     two_jobs_ask(s);
@@ -472,7 +472,7 @@ START_TEST(test_scale)
     ck_assert_ptr_nonnull(g);
     for (k = 0; pols[k]; k++) {
         hs_policy_t pol;
-        hs_error_t err;
+        hu_error_t err;
         hs_sched_t *s;
         size_t i;
         double sum = 0;

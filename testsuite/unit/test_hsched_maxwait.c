@@ -22,7 +22,7 @@ static double run(const char *id, double max_wait, double *first)
 {
     hs_platform_t plat = { 2, 1e9, 1e9, 0, NULL };
     hs_policy_t pol;
-    hs_error_t err;
+    hu_error_t err;
     hs_sched_t *s;
     hs_grant_t g[2];
     double t = 0, end2 = NAN;
@@ -91,7 +91,7 @@ START_TEST(test_bad_max_wait)
 {
     hs_platform_t plat = { 2, 1e9, 1e9, 0, NULL };
     hs_policy_t pol;
-    hs_error_t err;
+    hu_error_t err;
 
     ck_assert_int_eq(hs_policy_parse("fcfs", &pol, &err), 0);
     ck_assert(pol.max_wait == 0);

@@ -38,7 +38,7 @@ static int run(const hs_platform_t *plat, const char *policy, app_t *apps, size_
                hs_job_stats_t *st)
 {
     hs_sched_t *s = ht_sched(plat, policy);
-    hs_error_t err;
+    hu_error_t err;
     double t = 0;
     int decisions = 0;
     size_t i;

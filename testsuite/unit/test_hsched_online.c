@@ -29,7 +29,7 @@ static hs_sched_t *mk(const char *policy)
 static void arrive(hs_sched_t *s, double now, uint64_t id, int nodes, double w_iter)
 {
     hs_job_t j = { .id = id, .nodes = nodes, .release = now, .w_iter = w_iter };
-    hs_error_t err;
+    hu_error_t err;
 
     ck_assert_msg(hs_job_arrive(s, now, &j, &err) == 0, "%s", err.text);
 }
@@ -236,7 +236,7 @@ START_TEST(test_roundrobin)
     {
         /* job 3 arrives at 10 but was released at 1 */
         hs_job_t j = { .id = 3, .nodes = 4, .release = 1 };
-        hs_error_t err;
+        hu_error_t err;
         ck_assert_int_eq(hs_job_arrive(s, 10, &j, &err), 0);
     }
     request(s, 10, 3, 4, 9);
@@ -263,7 +263,7 @@ static void setup_ab(hs_sched_t *s)
 {
     hs_job_t a = { .id = 1, .nodes = 1, .release = 0 };
     hs_job_t b = { .id = 2, .nodes = 4, .release = 0 };
-    hs_error_t err;
+    hu_error_t err;
 
     ck_assert_int_eq(hs_job_arrive(s, 0, &a, &err), 0);
     ck_assert_int_eq(hs_job_arrive(s, 0, &b, &err), 0);
@@ -347,7 +347,7 @@ START_TEST(test_priority_variants)
     hs_job_t a = { .id = 1, .nodes = 1, .release = 0 };
     hs_job_t b = { .id = 2, .nodes = 4, .release = 0 };
     const req_spec_t req_a = { 10, 1, 1, 9 }, req_b = { 10, 2, 8, 3 };
-    hs_error_t err;
+    hu_error_t err;
     hs_grant_t g[2];
     size_t k;
 
@@ -443,7 +443,7 @@ static void order_run(const char *policy, bool buffers, bool equal_caps, bool sh
     enum { K = 300 };
     hs_buffer_t b[4];
     hs_platform_t p = { .nodes = 1000, .node_bw = 1.0, .bw = 150.0 };
-    hs_error_t err;
+    hu_error_t err;
     hs_sched_t *s;
     int i;
 

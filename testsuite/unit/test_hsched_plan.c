@@ -44,7 +44,7 @@ typedef void (*check_f)(hs_sched_t *s, double t, const hs_grant_t *g, int n,
 static int drive(hs_sched_t *s, tjob_t *jobs, int nj, check_f check, void *arg)
 {
     hs_grant_t g[16];
-    hs_error_t err;
+    hu_error_t err;
     double t = 0;
     int left = nj, steps = 0, i;
 
@@ -148,7 +148,7 @@ START_TEST(test_persched_replay)
         hs_periodic_params_t prm;
         hs_periodic_heuristic_t h;
         hs_policy_t pol;
-        hs_error_t err;
+        hu_error_t err;
         tjob_t jobs[2] = {
             { .id = 1, .nodes = 1, .w = 6, .vol = 8, .iters = 3 },
             { .id = 2, .nodes = 1, .w = 6, .vol = 8, .iters = 3 },
@@ -196,7 +196,7 @@ START_TEST(test_periodic_leftovers)
     hs_job_t b = { .id = 2, .nodes = 1, .release = 0 };
     hs_policy_stats_t st;
     hs_grant_t g[2];
-    hs_error_t err;
+    hu_error_t err;
     double t = 0, got1 = 0;
     int k;
 
@@ -241,7 +241,7 @@ static void two_phases(const char *policy, int *b0, int *b1, double *bw0, double
                            .buffers = buf };
     static const int alloc[2] = { 0, 1 };
     hs_grant_t g[2];
-    hs_error_t err;
+    hu_error_t err;
     hs_sched_t *s;
 
     memset(buf, 0, sizeof(buf));
@@ -295,7 +295,7 @@ static hs_sched_t *pfs_pair(const char *policy, int p1, int p2)
     hs_sched_t *s = ht_sched(&plat, policy);
     hs_job_t j1 = { .id = 1, .nodes = 1, .release = 0, .priority = p1 };
     hs_job_t j2 = { .id = 2, .nodes = 1, .release = 0, .priority = p2 };
-    hs_error_t err;
+    hu_error_t err;
 
     ck_assert_int_eq(hs_job_arrive(s, 0, &j1, &err), 0);
     ck_assert_int_eq(hs_job_arrive(s, 0, &j2, &err), 0);

@@ -37,7 +37,7 @@ START_TEST(test_ids_roundtrip)
     for (; *ids; ids++, n++) {
         char id[64], name[64];
         hs_policy_t p, q;
-        hs_error_t err;
+        hu_error_t err;
 
         expand(*ids, id, sizeof(id));
         ck_assert_msg(hs_policy_parse(id, &p, &err) == 0, "%s: %s", id, err.text);
@@ -56,7 +56,7 @@ END_TEST
 START_TEST(test_parse_values)
 {
     hs_policy_t p;
-    hs_error_t err;
+    hu_error_t err;
     char buf[64];
 
     ck_assert_int_eq(hs_policy_parse("fairshare", &p, &err), 0);
@@ -103,7 +103,7 @@ END_TEST
 static void bad(const char *id, const char *needle)
 {
     hs_policy_t p = { .kind = HS_POL_FCFS };
-    hs_error_t err = { "" };
+    hu_error_t err = { "" };
 
     errno = 0;
     ck_assert_msg(hs_policy_parse(id, &p, &err) == -1, "'%s' accepted", id ? id : "");
@@ -197,7 +197,7 @@ END_TEST
 START_TEST(test_bad_struct)
 {
     hs_policy_t p = { .kind = HS_POL_FCFS, .priority = true };
-    hs_error_t err;
+    hu_error_t err;
 
     ck_assert_ptr_null(hs_sched_create(&plat, &p, &err));
     ck_assert_int_eq(errno, EINVAL);

@@ -29,7 +29,7 @@ static double run(const char *id, double factor, double floor, uint64_t *hits)
 {
     hs_platform_t plat = { 2, B, B, 0, NULL };
     hs_policy_t pol;
-    hs_error_t err;
+    hu_error_t err;
     hs_sched_t *s;
     hs_grant_t g[2];
     double t, end2 = NAN;
@@ -98,7 +98,7 @@ START_TEST(test_default_bound)
 {
     double bound = fmax(HS_STARVE_FACTOR_DEFAULT * SMALL / B, HS_STARVE_FLOOR_DEFAULT);
     hs_policy_t pol;
-    hs_error_t err;
+    hu_error_t err;
     char bad[4096] = "";
 
     ck_assert_int_eq(hs_policy_parse("fcfs", &pol, &err), 0);
@@ -153,7 +153,7 @@ START_TEST(test_bad_bound)
 {
     hs_platform_t plat = { 2, B, B, 0, NULL };
     hs_policy_t pol;
-    hs_error_t err;
+    hu_error_t err;
 
     ck_assert_int_eq(hs_policy_parse("fcfs", &pol, &err), 0);
     pol.starve_factor = NAN;

@@ -25,7 +25,7 @@ static hs_pattern_t *compute(const hs_platform_t *plat, const hs_pjob_t *jobs, s
                              hs_periodic_heuristic_t h, double eps)
 {
     hs_periodic_params_t prm;
-    hs_error_t err = { { 0 } };
+    hu_error_t err = { { 0 } };
     hs_pattern_t *p;
 
     ck_assert_int_eq(hs_periodic_params_init(&prm, h), 0);
@@ -487,7 +487,7 @@ START_TEST(test_errors)
     hs_platform_t plat = { .nodes = 4, .node_bw = 1, .bw = 2 };
     hs_pjob_t job = { .nodes = 4, .w = 6, .volume = 4 };
     hs_periodic_params_t prm;
-    hs_error_t err = { { 0 } };
+    hu_error_t err = { { 0 } };
     hs_periodic_heuristic_t h;
     hs_pattern_t *p;
 

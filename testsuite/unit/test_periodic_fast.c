@@ -18,7 +18,7 @@ static hs_pattern_t *compute(const hs_platform_t *plat, const hs_pjob_t *jobs, s
                              double tmin)
 {
     hs_periodic_params_t prm;
-    hs_error_t err;
+    hu_error_t err;
     hs_pattern_t *p;
 
     ck_assert_int_eq(hs_periodic_params_init(&prm, h), 0);
@@ -259,7 +259,7 @@ START_TEST(test_tmin_bad)
     const hs_pjob_t job = { 1, 6, 4 };
     const hs_platform_t plat = { 1, 2, 2, 0, NULL };
     hs_periodic_params_t prm;
-    hs_error_t err;
+    hu_error_t err;
 
     hs_periodic_params_init(&prm, HS_PERIODIC_PERSCHED);
     prm.tmin = -1;
@@ -285,7 +285,7 @@ START_TEST(test_budget)
     for (size_t h = 0; h < TU_COUNT(hs); h++) {
         hs_periodic_params_t prm;
         hs_pattern_stats_t st;
-        hs_error_t err;
+        hu_error_t err;
         hs_pattern_t *p;
 
         hs_periodic_params_init(&prm, hs[h]);

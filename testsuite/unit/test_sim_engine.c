@@ -14,8 +14,8 @@
 static wl_jobs_t *run (const char *text, const char *policy, sim_result_t *res,
                        bool rec)
 {
-    wl_error_t err;
-    hs_error_t herr;
+    hu_error_t err;
+    hu_error_t herr;
     hs_policy_t pol;
     wl_t *wl = wl_load_buffer (text, strlen (text), "e.yaml", &err);
     ck_assert_msg (wl != NULL, "%s", err.text);

@@ -14,14 +14,14 @@
 #define PLATFORM "platform:\n  nodes: 512\n  node_bandwidth: 50 MB/s\n" \
                  "  bandwidth: 3 GB/s\n"
 
-static wl_t *load (const char *text, wl_error_t *err)
+static wl_t *load (const char *text, hu_error_t *err)
 {
     return wl_load_buffer (text, strlen (text), "t.yaml", err);
 }
 
 static void expect_error (const char *text, const char *msg)
 {
-    wl_error_t err;
+    hu_error_t err;
     wl_t *wl = load (text, &err);
     ck_assert_msg (wl == NULL, "accepted: %s", text);
     ck_assert_str_eq (err.text, msg);
@@ -29,7 +29,7 @@ static void expect_error (const char *text, const char *msg)
 
 START_TEST (test_valid)
 {
-    wl_error_t err;
+    hu_error_t err;
     wl_t *wl = load (PLATFORM
                      "apps:\n"
                      "  - name: a\n    nodes: 256\n    release: 5 s\n"
@@ -140,7 +140,7 @@ START_TEST (test_limits)
     for (int i = 0; i < 100 && n < sizeof (buf) - 2; i++)
         buf[n++] = '[';
     buf[n] = '\0';
-    wl_error_t err;
+    hu_error_t err;
     ck_assert (load (buf, &err) == NULL);
     ck_assert_msg (strstr (err.text, "nesting deeper") != NULL, "%s", err.text);
     /* binary garbage */

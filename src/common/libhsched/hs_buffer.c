@@ -133,7 +133,7 @@ static int cmp_cand(const void *a, const void *b)
 
 int hs_alloc_nodes(const hs_platform_t *plat, const double *reserved,
                    const hs_alloc_request_t *req, int *nodes, int cap,
-                   hs_alloc_result_t *res, hs_error_t *err)
+                   hs_alloc_result_t *res, hu_error_t *err)
 {
     cand_t *c = NULL;
     int nc = 0, need, want, nspare = 0, i;

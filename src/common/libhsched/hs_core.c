@@ -226,7 +226,7 @@ static void live_remove(hs_sched_t *s, struct job *j)
     j->live = false;
 }
 
-static int check_policy(const hs_policy_t *pol, hs_policy_t *out, hs_error_t *err)
+static int check_policy(const hs_policy_t *pol, hs_policy_t *out, hu_error_t *err)
 {
     hs_policy_t p;
     char buf[64];
@@ -267,7 +267,7 @@ static int check_policy(const hs_policy_t *pol, hs_policy_t *out, hs_error_t *er
 }
 
 static int policy_start(hs_sched_t *s, const hs_policy_t *pol,
-                        const hs_policy_ops_t **opsp, void **statep, hs_error_t *err)
+                        const hs_policy_ops_t **opsp, void **statep, hu_error_t *err)
 {
     const hs_policy_ops_t *ops = s->ops_of(pol->kind);
     void *state = NULL;
@@ -290,7 +290,7 @@ static int policy_start(hs_sched_t *s, const hs_policy_t *pol,
 /* ------------------------------------------------------------------ lifecycle */
 
 hs_sched_t *hs_core_create(const hs_platform_t *plat, const hs_policy_t *pol,
-                           hs_policy_ops_f *ops_of, hs_error_t *err)
+                           hs_policy_ops_f *ops_of, hu_error_t *err)
 {
     hs_sched_t *s = NULL;
     hs_policy_t p;
@@ -399,7 +399,7 @@ void hs_sched_destroy(hs_sched_t *s)
 }
 
 int hs_sched_set_policy(hs_sched_t *s, double now, const hs_policy_t *pol,
-                        hs_error_t *err)
+                        hu_error_t *err)
 {
     hs_policy_t p;
     const hs_policy_ops_t *ops;
@@ -425,7 +425,7 @@ int hs_sched_set_policy(hs_sched_t *s, double now, const hs_policy_t *pol,
 
 /* ------------------------------------------------------------------ events */
 
-int hs_job_arrive(hs_sched_t *s, double now, const hs_job_t *job, hs_error_t *err)
+int hs_job_arrive(hs_sched_t *s, double now, const hs_job_t *job, hu_error_t *err)
 {
     size_t slot, old;
     struct job *j;
@@ -598,7 +598,7 @@ static double estimate_w_iter(const struct job *j)
 }
 
 int hs_phase_request(hs_sched_t *s, double now, uint64_t id, double volume,
-                     hs_dir_t dir, double w_done, hs_error_t *err)
+                     hs_dir_t dir, double w_done, hu_error_t *err)
 {
     struct job *j;
 

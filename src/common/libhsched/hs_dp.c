@@ -77,7 +77,7 @@ static void dpx_fini(struct dpx *x)
 }
 
 static int check_curve(const double *v, int k, int j, const char *what,
-                       hs_error_t *err)
+                       hu_error_t *err)
 {
     if (k < 0 || k > 16)
         return hs_errprintf(err, EINVAL, "node %d: %s curve has %d points (0..16)",
@@ -92,7 +92,7 @@ static int check_curve(const double *v, int k, int j, const char *what,
 
 /* Check the problem and derive the context.  Side-effect free on failure. */
 static int dpx_init(struct dpx *x, const hs_dp_problem_t *p, hs_dp_cost_t cost,
-                    hs_error_t *err)
+                    hu_error_t *err)
 {
     memset(x, 0, sizeof(*x));
     if (!p)
@@ -198,7 +198,7 @@ static int dpx_init(struct dpx *x, const hs_dp_problem_t *p, hs_dp_cost_t cost,
 /* dpx_init() and an assignment of its size (*an, *as: a node and a slot per phase),
  * released by dpx_fini_assign().  On failure, -1 and nothing to release. */
 static int dpx_init_assign(struct dpx *x, const hs_dp_problem_t *p, hs_dp_cost_t cost,
-                           int **an, int **as, hs_error_t *err)
+                           int **an, int **as, hu_error_t *err)
 {
     *an = *as = NULL;
     if (dpx_init(x, p, cost, err) < 0)
@@ -225,7 +225,7 @@ static void dpx_fini_assign(struct dpx *x, int *an, int *as)
  * -1 (EINVAL) if the placement breaks a rule of doc §1.1. */
 static int dpx_eval(const struct dpx *x, hs_dp_cost_t cost, const int *anode,
                     const int *aslot, hs_dp_place_t *out, double *val, double *sec,
-                    double *bw, hs_error_t *err)
+                    double *bw, hu_error_t *err)
 {
     int n = x->n, m = x->m, S = x->S;
     int *cnt = calloc((size_t)m * (size_t)S, sizeof(int));
@@ -318,7 +318,7 @@ done:
 }
 
 int hs_dp_evaluate(const hs_dp_problem_t *p, hs_dp_cost_t cost, hs_dp_place_t *place,
-                   double *value, double *secondary, hs_error_t *err)
+                   double *value, double *secondary, hu_error_t *err)
 {
     struct dpx x;
     int *an, *as;
@@ -348,7 +348,7 @@ done:
  * model's, whatever algorithm produced the assignment). */
 static int fill_solution(const struct dpx *x, const int *an, const int *as,
                          hs_dp_solution_t *sol, bool exact, double steps,
-                         hs_error_t *err)
+                         hu_error_t *err)
 {
     double v, sec, bw;
 
@@ -487,7 +487,7 @@ static void node_inner(const struct dpx *x, struct dpw *w, int j, uint32_t E,
 
 /* One pass of the exact DP; fills an/as and *val.  Returns 0, -1 (ENOSPC/ENOMEM). */
 static int dp_exact_pass(const struct dpx *x, int pass2, double theta, int *an,
-                         int *as, double *val, double *steps, hs_error_t *err)
+                         int *as, double *val, double *steps, hu_error_t *err)
 {
     const int n = x->n, m = x->m, S = x->S;
     const uint32_t N = 1u << n, full = N - 1;
@@ -620,7 +620,7 @@ done:
 }
 
 static int dp_exact(const struct dpx *x, int *an, int *as, double *steps,
-                    hs_error_t *err)
+                    hu_error_t *err)
 {
     double v;
 
@@ -637,7 +637,7 @@ static int dp_exact(const struct dpx *x, int *an, int *as, double *steps,
 /* ------------------------------------------------------------ entry point */
 
 int hs_dp_place(const hs_dp_problem_t *p, hs_dp_cost_t cost, hs_dp_solution_t *sol,
-                hs_error_t *err)
+                hu_error_t *err)
 {
     struct dpx x;
     int *an, *as;
@@ -785,7 +785,7 @@ static void exh_rec(struct exh *e, int i)
 }
 
 int hs_dp_exhaustive_all(const hs_dp_problem_t *p,
-                         hs_dp_solution_t sols[HS_DP_COST__COUNT], hs_error_t *err)
+                         hs_dp_solution_t sols[HS_DP_COST__COUNT], hu_error_t *err)
 {
     struct dpx x[HS_DP_COST__COUNT];
     bool ok[HS_DP_COST__COUNT] = { false };
@@ -872,7 +872,7 @@ done:
 }
 
 int hs_dp_exhaustive(const hs_dp_problem_t *p, hs_dp_cost_t cost,
-                     hs_dp_solution_t *sol, hs_error_t *err)
+                     hs_dp_solution_t *sol, hu_error_t *err)
 {
     hs_dp_solution_t sols[HS_DP_COST__COUNT];
     hs_dp_place_t *tmp = NULL;

@@ -9,17 +9,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "libhutil/hu_error.h"
+
 #include "hsched.h"
 #include "policy.h"
 
-int hs_errprintf(hs_error_t *err, int errnum, const char *fmt, ...)
+int hs_errprintf(hu_error_t *err, int errnum, const char *fmt, ...)
 {
-    if (err) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err->text, sizeof(err->text), fmt, ap);
-        va_end(ap);
-    }
+    va_list ap;
+    va_start(ap, fmt);
+    hu_verrprintf(err, fmt, ap);
+    va_end(ap);
     errno = errnum;
     return -1;
 }

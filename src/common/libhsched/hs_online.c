@@ -33,7 +33,7 @@ typedef struct {
     hs_wf_item_t *wf;
 } scratch_t;
 
-static int scratch_create(const hs_ctx_t *ctx, void **state, hs_error_t *err)
+static int scratch_create(const hs_ctx_t *ctx, void **state, hu_error_t *err)
 {
     scratch_t *sc = calloc(1, sizeof(*sc));
 

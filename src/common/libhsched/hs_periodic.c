@@ -633,7 +633,7 @@ int hs_periodic_from_policy(hs_policy_kind_t kind, hs_periodic_heuristic_t *h)
 }
 
 static int check_input(const hs_platform_t *plat, const hs_pjob_t *jobs, size_t njobs,
-                       const hs_periodic_params_t *prm, hs_error_t *err)
+                       const hs_periodic_params_t *prm, hu_error_t *err)
 {
     if (!plat || !jobs || !prm)
         return hs_errprintf(err, EINVAL, "periodic: NULL argument");
@@ -703,7 +703,7 @@ static uint64_t budget_left(const hs_periodic_params_t *prm, uint64_t visits,
 
 hs_pattern_t *hs_pattern_compute(const hs_platform_t *plat, const hs_pjob_t *jobs,
                                  size_t njobs, const hs_periodic_params_t *prm,
-                                 hs_error_t *err)
+                                 hu_error_t *err)
 {
     struct ctx c = { 0 };
     struct work wa = { 0 }, wb = { 0 };

@@ -56,7 +56,7 @@ int hs_periodic_from_policy(hs_policy_kind_t kind, hs_periodic_heuristic_t *h);
  * instance is still returned (stats: jobs_unscheduled > 0, dilation = INFINITY). */
 hs_pattern_t *hs_pattern_compute(const hs_platform_t *plat, const hs_pjob_t *jobs,
                                  size_t njobs, const hs_periodic_params_t *prm,
-                                 hs_error_t *err);
+                                 hu_error_t *err);
 
 #ifdef __cplusplus
 }

@@ -167,7 +167,7 @@ const char *hs_auto_objective_name(int objective)
 
 /* Parse the candidate list ("a,b,c"); only policies that decide per phase on the
  * PFS model (not harmonia-*, static, auto itself). */
-static int parse_candidates(struct astate *as, const char *list, hs_error_t *err)
+static int parse_candidates(struct astate *as, const char *list, hu_error_t *err)
 {
     const char *p = list && *list ? list : HS_AUTO_CANDIDATES;
 
@@ -223,7 +223,7 @@ static int parse_candidates(struct astate *as, const char *list, hs_error_t *err
     return 0;
 }
 
-static int start_inner(struct astate *as, const hs_ctx_t *ctx, int c, hs_error_t *err)
+static int start_inner(struct astate *as, const hs_ctx_t *ctx, int c, hu_error_t *err)
 {
     const hs_policy_ops_t *ops = as->ops_of(as->cand[c].pol.kind);
     hs_ctx_t c2 = *ctx;
@@ -241,7 +241,7 @@ static int start_inner(struct astate *as, const hs_ctx_t *ctx, int c, hs_error_t
     return 0;
 }
 
-static int a_create(const hs_ctx_t *ctx, void **state, hs_error_t *err)
+static int a_create(const hs_ctx_t *ctx, void **state, hu_error_t *err)
 {
     struct astate *as;
     const hs_policy_t *pol = ctx->pol;
@@ -539,7 +539,7 @@ static long event_budget(size_t n)
 static long simulate(struct astate *as, int c, double now, double H, size_t n)
 {
     struct cand *cd = &as->cand[c];
-    hs_error_t err;
+    hu_error_t err;
     hs_sched_t *cl = hs_core_create(&as->plat, &cd->pol, as->ops_of, &err);
     double tend = now + H, t = now;
     long events = 0, budget = isfinite(H) ? event_budget(n) : full_budget(n);
@@ -826,7 +826,7 @@ static bool grants_in_flight(const struct astate *as)
  * decided again by it: counted in st.cut). */
 static int switch_to(struct astate *as, const hs_ctx_t *ctx, int pick)
 {
-    hs_error_t err;
+    hu_error_t err;
 
     if (grants_in_flight(as))
         as->st.cut++;

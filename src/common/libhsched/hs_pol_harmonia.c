@@ -67,7 +67,7 @@ struct hstate {
     hs_policy_stats_t st;
 };
 
-static int h_create(const hs_ctx_t *ctx, void **state, hs_error_t *err)
+static int h_create(const hs_ctx_t *ctx, void **state, hu_error_t *err)
 {
     struct hstate *hs;
     hs_dp_cost_t cost;
@@ -205,7 +205,7 @@ static int h_decide(void *state, const hs_ctx_t *ctx, hs_view_t *v, size_t n)
     hs_dp_cost_t cost = hs->cost;
     hs_dp_problem_t prob;
     hs_dp_solution_t sol;
-    hs_error_t err;
+    hu_error_t err;
     size_t i, nc = 0, nrun_tot = 0, nheld = 0;
     int j, np;
     double delta, earliest = INFINITY, total_free = 0, wvol = 0;

@@ -79,7 +79,7 @@ static const struct pjob *find_job(const struct pstate *ps, uint64_t id)
     return bsearch(&key, ps->jobs, ps->njobs, sizeof(*ps->jobs), cmp_pjob);
 }
 
-static int p_create(const hs_ctx_t *ctx, void **state, hs_error_t *err)
+static int p_create(const hs_ctx_t *ctx, void **state, hu_error_t *err)
 {
     struct pstate *ps;
     hs_periodic_heuristic_t h;
@@ -160,7 +160,7 @@ static int rebuild(struct pstate *ps, const hs_sched_t *s, double now)
     size_t n = hs_core_njobs(s), i;
     size_t K = 0;
     hs_pattern_t *p = NULL;
-    hs_error_t err;
+    hu_error_t err;
 
     ps->have = false;                       /* until this succeeds */
     if (hs_grow(&ps->jobs, &ps->capjobs, n + 1, sizeof(*ps->jobs)) < 0

@@ -78,7 +78,7 @@ static int parse_number(const char *s, double *out)
     return 0;
 }
 
-static int parse_gamma(const char *id, const char *arg, hs_policy_t *p, hs_error_t *err)
+static int parse_gamma(const char *id, const char *arg, hs_policy_t *p, hu_error_t *err)
 {
     double g;
 
@@ -106,7 +106,7 @@ static bool lookup_simple(const char *s, size_t len, hs_policy_kind_t *kind)
     return false;
 }
 
-int hs_policy_parse(const char *id, hs_policy_t *pol, hs_error_t *err)
+int hs_policy_parse(const char *id, hs_policy_t *pol, hu_error_t *err)
 {
     static const char suffix[] = "-priority";
     const size_t slen = sizeof(suffix) - 1;

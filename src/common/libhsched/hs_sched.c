@@ -12,7 +12,7 @@
 #include "policy.h"
 
 hs_sched_t *hs_sched_create(const hs_platform_t *plat, const hs_policy_t *pol,
-                            hs_error_t *err)
+                            hu_error_t *err)
 {
     return hs_core_create(plat, pol, hs_policy_ops, err);
 }

@@ -25,8 +25,8 @@
  * min(beta_k * b, B) and the sum over all jobs is at most B.
  *
  * Error convention (flux-core style): functions return 0 / a pointer on success and
- * -1 / NULL on failure with errno set; when an hs_error_t is passed, its text says
- * what was wrong.  Functions have no side effect on failure.
+ * -1 / NULL on failure with errno set; when a hu_error_t (libhutil's) is passed,
+ * its text says what was wrong.  Functions have no side effect on failure.
  */
 #ifndef HARMONIA_HSCHED_H
 #define HARMONIA_HSCHED_H
@@ -42,9 +42,6 @@ extern "C" {
 #endif
 
 #define HS_EPS_REL 1e-9     /* relative tolerance on volumes and times */
-
-/* The project's one error type (libhutil's), under the core's prefix. */
-typedef hu_error_t hs_error_t;
 
 /* ---------------------------------------------------------------- platform */
 
@@ -144,7 +141,7 @@ typedef enum {
 
 /* Parse a policy id of doc/design.md §3 ("fairshare", "minmax:0.5", "mindilation-priority",
  * "set10", "set:2", ...).  Returns 0, or -1 with errno = EINVAL and err filled. */
-int hs_policy_parse(const char *id, hs_policy_t *pol, hs_error_t *err);
+int hs_policy_parse(const char *id, hs_policy_t *pol, hu_error_t *err);
 
 /* Canonical id of a parsed policy, written into buf (e.g. "minmax:0.5"). */
 const char *hs_policy_name(const hs_policy_t *pol, char *buf, size_t len);
@@ -186,24 +183,24 @@ typedef struct {
 typedef struct hs_sched hs_sched_t;
 
 hs_sched_t *hs_sched_create(const hs_platform_t *plat, const hs_policy_t *pol,
-                            hs_error_t *err);
+                            hu_error_t *err);
 void hs_sched_destroy(hs_sched_t *s);         /* accepts NULL, keeps errno */
 
 /* Change the policy of a live scheduler: takes effect at the next decision; jobs and
  * phases are kept (bbmgrd's "policy change without dropping jobs"). */
 int hs_sched_set_policy(hs_sched_t *s, double now, const hs_policy_t *pol,
-                        hs_error_t *err);
+                        hu_error_t *err);
 
 /* Events.  'now' must never decrease between calls (EINVAL otherwise). Every event
  * first integrates the progress of active transfers from the last event to 'now'
  * at the rates of the last decision. */
-int hs_job_arrive(hs_sched_t *s, double now, const hs_job_t *job, hs_error_t *err);
+int hs_job_arrive(hs_sched_t *s, double now, const hs_job_t *job, hu_error_t *err);
 int hs_job_leave(hs_sched_t *s, double now, uint64_t id);    /* drops its phase too */
 
 /* Job 'id' finished a compute chunk of 'w_done' seconds (its w(k,i)) and asks to move
  * 'volume' bytes.  One phase per job at a time (EBUSY otherwise). */
 int hs_phase_request(hs_sched_t *s, double now, uint64_t id, double volume,
-                     hs_dir_t dir, double w_done, hs_error_t *err);
+                     hs_dir_t dir, double w_done, hu_error_t *err);
 
 /* External progress report (bbmgrd: the client says how much it moved). Sets the
  * bytes done so far; the model otherwise integrates rate x time itself. */
@@ -401,7 +398,7 @@ typedef struct {
  * The caller adds res->per_node to reserved[] of the base nodes. */
 int hs_alloc_nodes(const hs_platform_t *plat, const double *reserved,
                    const hs_alloc_request_t *req, int *nodes, int cap,
-                   hs_alloc_result_t *res, hs_error_t *err);
+                   hs_alloc_result_t *res, hu_error_t *err);
 
 /* State and figures of buffer node j (0 <= j < nbuffers) at the last event. */
 typedef struct {

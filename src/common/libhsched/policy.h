@@ -72,7 +72,7 @@ typedef struct {
 typedef struct hs_policy_ops {
     const char *name;
     /* Optional: private state for this scheduler instance. */
-    int (*create)(const hs_ctx_t *ctx, void **state, hs_error_t *err);
+    int (*create)(const hs_ctx_t *ctx, void **state, hu_error_t *err);
     void (*destroy)(void *state);
     /* Required: fill v[i].bw etc. for the n pending phases (v sorted by id).
      * Return 0, or -1 with errno set (the core then keeps the previous rates). */
@@ -101,7 +101,7 @@ const hs_policy_ops_t *hs_policy_ops(hs_policy_kind_t kind);
 /* hs_core.c: hs_sched_create() with the policies' table it looks the kinds up in
  * (hs_sched_create() gives hs_policy_ops; auto's look ahead, the one it was given). */
 hs_sched_t *hs_core_create(const hs_platform_t *plat, const hs_policy_t *pol,
-                           hs_policy_ops_f *ops_of, hs_error_t *err);
+                           hs_policy_ops_f *ops_of, hu_error_t *err);
 
 /* hs_online.c: the online policies of this file set. */
 extern const hs_policy_ops_t hs_ops_fairshare;   /* fairshare, static */
@@ -136,7 +136,7 @@ int hs_auto_choose(const hs_auto_fig_t *f, int n, int cur, int objective,
 
 /* Format the message into err->text (when err is not NULL), set errno = errnum and
  * return -1. */
-int hs_errprintf(hs_error_t *err, int errnum, const char *fmt, ...)
+int hs_errprintf(hu_error_t *err, int errnum, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 /* Make room for 'need' elements of 'elsize' bytes in the array *ptrp (a pointer to
