@@ -277,6 +277,48 @@ def test_processes_of_a_job_share_one_phase(make_daemon, tmp_path):
     assert d.ok("GET", "/v1/jobs/mpi")["phase"] is None
 
 
+def test_nodes_of_a_job_share_one_phase(make_daemon, tmp_path):
+    """A job on two nodes (two count files, as two nodes' /dev/shm, and two node
+    names): one bbmgrd phase per iteration, with the bytes of both nodes, open until
+    the slower node is done (node b moves 4 times node a's bytes per process at the
+    same pace).  Node b starts first, so that node a's processes join its first
+    phase; node a, done early, waits for the phase to close and opens the next,
+    which node b joins after its compute (shorter than node a's I/O)."""
+    import json
+    d = make_daemon(platform={"node_bandwidth": "24 MB/s", "pfs_bandwidth": "24 MB/s"})
+    register(d, "mpi2", uid=os.getuid(), nodes=2)
+    procs = []
+    for node, nproc, vol in (("nb", 1, "12MB"), ("na", 2, "3MB")):
+        cdir, ddir = tmp_path / ("coord-" + node), tmp_path / ("data-" + node)
+        cdir.mkdir()
+        ddir.mkdir()
+        env = job_env(d, "mpi2", HARMONIA_NTASKS=3, HARMONIA_NODE=node,
+                      HARMONIA_COORD_DIR=str(cdir))
+        for rank in range(nproc):
+            procs.append((node, subprocess.Popen(
+                [BBIO_BENCH, "--phases", "3", "--volume", vol, "--compute", "0.02",
+                 "--dir", str(ddir)], env=dict(env, SLURM_PROCID=str(rank)),
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)))
+        if node == "nb":
+            wait_for(lambda: d.ok("GET", "/v1/jobs/mpi2")["phase"], "node b's first phase",
+                     interval=0.02)
+    results = {}
+    for node, p in procs:
+        out, err = p.communicate(timeout=120)
+        assert p.returncode == 0 and err == "", err
+        results.setdefault(node, []).append(json.loads(out))
+    assert all(x["gated"] for r in results.values() for y in r for x in y["phase"])
+    ph = settled_phases(d, "mpi2")
+    assert [x["state"] for x in ph] == ["finished"] * 3, ph
+    # each phase holds the bytes of both nodes: 12 MB from b, 2 x 3 MB from a
+    assert [x["bytes"] for x in ph] == [18e6] * 3, ph
+    # and stayed open while node b moved its bytes
+    b_io = [x["io"] for x in results["nb"][0]["phase"]]
+    for x, io in zip(ph, b_io):
+        assert x["finished"] - x["granted"] >= 0.9 * io, (x, b_io)
+    assert d.ok("GET", "/v1/jobs/mpi2")["phase"] is None
+
+
 # ---------------------------------------------------------------- the C API itself
 def libharmonia():
     """libharmonia.so through ctypes (the calls release the GIL: threads are real)."""
