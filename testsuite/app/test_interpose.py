@@ -468,6 +468,43 @@ def test_mpiio_two_ranks_share_phases(make_daemon, bb, tmp_path):
         assert data == b"a" * (4 << 20) + b"b" * (4 << 20)
 
 
+def test_dd_on_two_nodes_share_one_phase(make_daemon, bb, tmp_path):
+    """A job's dd loops on two nodes (two count files and node names, as two nodes'
+    /dev/shm), started together at each iteration as MPI ranks are: one bbmgrd phase
+    per iteration with the bytes of both nodes, open until the slower node's dd (4
+    times node a's bytes, at the same pace) is done."""
+    d = make_daemon(**one_node("20 MB/s"))
+    register(d, "two", uid=os.getuid(), nodes=2)
+    sync = tmp_path / "sync"
+    sync.mkdir()
+    procs = []
+    for node, mib, other in (("na", 4, "nb"), ("nb", 16, "na")):
+        cdir = tmp_path / ("coord-" + node)
+        cdir.mkdir()
+        env = preload_env(d, "two", bb, HARMONIA_NTASKS=2, HARMONIA_NODE=node,
+                          HARMONIA_COORD_DIR=cdir)
+        # each iteration: wait for the other node (a barrier on files), then dd
+        script = ('for i in 1 2 3; do touch %(s)s/%(me)s.$i; '
+                  'while [ ! -e %(s)s/%(other)s.$i ]; do sleep 0.01; done; '
+                  'dd if=/dev/zero of="$HARMONIA_BB/%(me)s.$i" bs=1M count=%(mib)d '
+                  'status=none || exit 9; done'
+                  % dict(s=sync, me=node, other=other, mib=mib))
+        procs.append(subprocess.Popen(["sh", "-c", script], env=env, stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, text=True))
+    for p in procs:
+        out, err = p.communicate(timeout=120)
+        assert p.returncode == 0 and err == "", err
+    ph = wait_for(lambda: (lambda x: x if all(y["state"] == "finished" for y in x) else None)(
+        phases_of(d, "two")), "the phases to finish")
+    assert len(ph) == 3, ph
+    assert [x["bytes"] for x in ph] == [20 << 20] * 3, ph
+    # node b's 16 MiB at 20 MB/s (2 nodes at 20 MB/s, over 2 tasks): 0.84 s; node
+    # a's 4 MiB: 0.21 s.  The phase lasted as long as node b's dd
+    assert all(x["finished"] - x["granted"] >= 0.7 for x in ph), ph
+    for i in range(1, 4):
+        assert os.path.getsize(bb / ("nb.%d" % i)) == 16 << 20
+
+
 SIGNAL_PROG = r"""
 /* The main loop writes 4 KiB blocks into the buffer (over one block) while a 100 us interval timer's
  * handler writes one byte to another buffer file: handlers land inside the
