@@ -341,6 +341,73 @@ def test_bbmgrd_away_never_fails_the_program(bb, tmp_path, munge):
     assert [line for line in p.stderr.splitlines() if "unreachable" in line], p.stderr
 
 
+def serve_too_large(kind):
+    """A fake bbmgrd on 127.0.0.1 that answers every request with a header (kind
+    "header": header lines without end) or a body ("body": 32 MiB) too large for the
+    interposer's HTTP client; (port, stop)."""
+    import socket
+    import threading
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(8)
+    srv.settimeout(0.2)
+    stop = threading.Event()
+
+    def answer(c):
+        try:
+            c.recv(65536)
+            if kind == "header":
+                c.sendall(b"HTTP/1.1 200 OK\r\n")
+                line = b"X-Filler: " + b"x" * 1000 + b"\r\n"
+                while not stop.is_set():
+                    c.sendall(line * 16)
+            else:
+                c.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                          b"Content-Length: %d\r\n\r\n" % (32 << 20))
+                chunk = b" " * (1 << 20)
+                for _ in range(32):
+                    c.sendall(chunk)
+        except OSError:
+            pass
+        finally:
+            c.close()
+
+    def loop():
+        while not stop.is_set():
+            try:
+                c, _ = srv.accept()
+            except OSError:
+                continue
+            threading.Thread(target=answer, args=(c,), daemon=True).start()
+        srv.close()
+    threading.Thread(target=loop, daemon=True).start()
+    return srv.getsockname()[1], stop
+
+
+@pytest.mark.parametrize("kind", ["header", "body"])
+def test_too_large_reply_refused(bb, tmp_path, munge, kind):
+    """A reply whose header or body is too large is refused by the interposer's HTTP
+    client, at once and saying so: dd runs ungated, its data intact."""
+    port, stop = serve_too_large(kind)
+    try:
+        env = preload_env(type("D", (), {"port": port, "munge": munge,
+                                         "base": str(tmp_path)})(), "big", bb,
+                          HARMONIA_FALLBACK_WAIT="0.5", HARMONIA_NO_AUTH="1")
+        t0 = time.monotonic()
+        p = subprocess.run(["sh", "-c", 'head -c 300000 /dev/urandom > "$BB_SRC"; '
+                            'dd if="$BB_SRC" of="$HARMONIA_BB/f" bs=64k status=none; '
+                            'cmp "$BB_SRC" "$HARMONIA_BB/f"'],
+                           env=dict(env, BB_SRC=str(tmp_path / "src")), capture_output=True,
+                           text=True, timeout=60)
+        took = time.monotonic() - t0
+    finally:
+        stop.set()
+    assert p.returncode == 0, p.stderr
+    limit = {"header": 65536, "body": 16 << 20}[kind]
+    assert ("response %s larger than %d bytes" % (kind, limit)) in p.stderr, p.stderr
+    assert took < 5, took       # not the request's 8 s deadline
+
+
 def test_libharmonia_program_not_counted_twice(make_daemon, bb):
     """bbio-bench calls libharmonia itself: under the interposer bbmgrd sees its three
     phases, not more."""
