@@ -227,6 +227,8 @@ void job_free(job_t *j)
         free(j->alloc->v);
         free(j->alloc);
     }
+    if (j->phase)
+        free(j->phase->members);
     free(j->phase);
     for (int i = 0; i < j->nxfers; i++)
         xfer_free(j->xfers[i]);
