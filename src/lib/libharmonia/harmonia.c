@@ -101,6 +101,7 @@ struct harmonia {
     pstate_t st;
     int users;
     struct phase_ref ph;
+    uint64_t left_pid;              /* the phase this process left last */
     double bytes_sum;
     bool bytes_unknown;
     harmonia_grant_t grant;
@@ -720,7 +721,11 @@ static int acquire(harmonia_t *h, acq_t *a)
                     continue;           /* closed meanwhile: ask again */
                 a->ph.pid = pid;
                 a->ph.owner = false;
-                a->ph.counted = coord_join(h, a) > 0;
+                /* never the phase this process left: its next phase is the next */
+                if (pid == h->left_pid && !h->no_members)
+                    a->ph.outside = true;
+                else
+                    a->ph.counted = coord_join(h, a) > 0;
                 /* count first, then look: a phase closed before we were counted
                  * shows as closed below, and we ask again; a phase the node left
                  * already is waited for until it closes */
@@ -765,6 +770,8 @@ static int acquire(harmonia_t *h, acq_t *a)
             json_decref(resp);
             return ACQ_WAITING;
         }
+        if (a->ph.outside)
+            sleep_s(RETRY_SLEEP);       /* the long poll came back open: not at once */
         continue;
 busy:
         /* bbmgrd stopping or munged down at its end: as unreachable */
@@ -906,6 +913,8 @@ static void closed(harmonia_t *h, bool degraded)
 {
     h->degraded = degraded;
     h->st = ST_NONE;
+    if (h->ph.pid && !h->ph.outside)
+        h->left_pid = h->ph.pid;
     h->ph.pid = 0;
     h->ph.owner = h->ph.counted = h->ph.member = h->ph.outside = false;
     h->users = 0;
