@@ -635,6 +635,14 @@ static int finish_phase(harmonia_t *h, uint64_t pid, double bytes, const char *m
     return st;
 }
 
+/* Whether an error reply names that field. */
+static bool error_field_is(json_t *resp, const char *field)
+{
+    const char *f = json_string_value(json_object_get(json_object_get(resp, "error"),
+                                                      "field"));
+    return f && !strcmp(f, field);
+}
+
 static void refused(harmonia_t *h, int st, json_t *resp)
 {
     char ebuf[300];
@@ -705,7 +713,7 @@ static int acquire(harmonia_t *h, acq_t *a)
                 a->ph.pid = (uint64_t)json_integer_value(json_object_get(resp, "id"));
                 a->ph.owner = true;
                 a->ph.counted = coord_join(h, a) > 0;
-            } else if (st == 400 && a->ph.member) {
+            } else if (st == 400 && a->ph.member && error_field_is(resp, "member")) {
                 h->no_members = true;   /* an older bbmgrd: as before, no members */
                 continue;
             } else if (st == 409 && ++conflicts <= 100) {
