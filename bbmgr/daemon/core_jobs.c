@@ -860,19 +860,15 @@ int core_phase_finish(core_t *c, phase_t *p, double bytes, cerr_t *e)
     return 0;
 }
 
-int core_phase_join(core_t *c, phase_t *p, const char *member, bool again, cerr_t *e)
+int core_phase_join(core_t *c, phase_t *p, const char *member, cerr_t *e)
 {
     (void)c;
     for (int i = 0; i < p->nmembers; i++) {
         if (strcmp(p->members[i].name, member))
             continue;
-        if (p->members[i].left && !again)
+        if (p->members[i].left)
             return cerr_set(e, EBUSY, "member", "member %s left phase %ju already: it joins "
                             "the job's next phase", member, (uintmax_t)p->id);
-        if (p->members[i].left) {
-            p->members[i].left = false;
-            p->nleft--;
-        }
         return 0;
     }
     if (strlen(member) >= sizeof(p->members[0].name))

@@ -189,7 +189,7 @@ static void h_phase_request(core_t *c, hreq_t *rq, reply_t *r)
     phase_t *p = core_phase_request(c, j, volume, dir, w_done, &e);
     if (!p)
         return reply_cerr(r, &e);
-    if (member && core_phase_join(c, p, member, false, &e) < 0) {
+    if (member && core_phase_join(c, p, member, &e) < 0) {
         cerr_t e2;
         core_phase_finish(c, p, 0, &e2);
         return reply_cerr(r, &e);
@@ -323,21 +323,18 @@ static void phase_closed(reply_t *r, uint64_t pid)
 
 static void h_phase_join(core_t *c, hreq_t *rq, reply_t *r)
 {
-    static const field_t spec[] = {
-        { "member", F_STR, true }, { "again", F_BOOL, false }, { NULL, 0, false }
-    };
+    static const field_t spec[] = { { "member", F_STR, true }, { NULL, 0, false } };
     uint64_t pid;
     cerr_t e;
     if (!rq_check_body(rq, r, spec, true))
         return;
-    bool again = json_is_true(json_object_get(rq->body, "again"));
     const char *member = rq_get_str(rq, "member");
     if (!rq_check_name(r, "member", member))
         return;
     phase_t *p = phase_for(c, rq, r, &pid);
     if (!p)
         return phase_closed(r, pid);
-    if (core_phase_join(c, p, member, again, &e) < 0)
+    if (core_phase_join(c, p, member, &e) < 0)
         return reply_cerr(r, &e);
     reply_json(r, 200, core_phase_json(c, p));
 }

@@ -103,8 +103,7 @@ def test_phase_grant_finish(daemon):
 def test_phase_members_of_several_nodes(daemon):
     """A phase shared by several nodes (doc/api.md): each node joins it and leaves it
     with its bytes; it stays open until the last leaves and records the sum; a node
-    that left waits for the next phase, or is in again if it asks; the owner only;
-    at most 1024 members."""
+    that left waits for the next phase; the owner only; at most 1024 members."""
     register(daemon, "8", nodes=2)
     p = daemon.ok("POST", "/v1/jobs/8/phases", {"volume": "2GiB", "member": "n1"},
                   uid=USER1, expect=(201,))
@@ -126,11 +125,6 @@ def test_phase_members_of_several_nodes(daemon):
     assert daemon.ok("GET", "/v1/jobs/8", uid=USER1)["phase"]["state"] == "granted"
     st, e = daemon.request("POST", join, {"member": "n1"}, uid=USER1)
     assert st == 409 and "member n1 left phase" in e["error"]["message"], e
-    # unless it asks to be in again (and leaves again, with no more bytes)
-    j = daemon.ok("POST", join, {"member": "n1", "again": True}, uid=USER1)
-    assert j["members"] == {"in": 2, "left": 0, "bytes": GiB}, j
-    f = daemon.ok("POST", fin, {"bytes": 0, "member": "n1"}, uid=USER1)
-    assert f["state"] == "granted" and f["members"] == {"in": 1, "left": 1, "bytes": GiB}
     # a node that waits for it to close is answered when n2 leaves
     result = {}
     th = threading.Thread(target=lambda: result.update(r=daemon.request(

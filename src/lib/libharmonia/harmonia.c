@@ -62,7 +62,6 @@
 #define POLL_CHUNK              10.0    /* seconds per long-poll request */
 #define REFRESH_INTERVAL        1.0     /* grant refresh while pacing */
 #define RETRY_SLEEP             0.2     /* between attempts while unreachable */
-#define REJOIN_AFTER            1.0     /* a phase left still open after this: join again */
 
 typedef enum { ST_NONE, ST_BUSY, ST_PENDING, ST_OPEN, ST_CLOSING } pstate_t;
 
@@ -75,8 +74,6 @@ struct phase_ref {
     bool owner, counted;
     bool member;                    /* owner: created with the node as a member */
     bool outside;                   /* the node left it already: wait for its close */
-    bool again;                     /* ... until REJOIN_AFTER, then join it again */
-    double out_t0;                  /* when it began to wait (monotonic) */
     uint64_t volume;
     harmonia_dir_t dir;
     double t0, wall0;               /* when the phase was first asked for */
@@ -424,7 +421,7 @@ static void coord_write(int fd, const crec_t *r)
         (void)ftruncate(fd, n);
 }
 
-static int join_phase(harmonia_t *h, uint64_t pid, bool again);
+static int join_phase(harmonia_t *h, uint64_t pid);
 
 /* Count this process in phase pid (a->ph.pid); the node's first process in it
  * makes the node a member at bbmgrd.  1: counted; 0: not counted (a newer phase is
@@ -449,11 +446,9 @@ static int coord_join(harmonia_t *h, acq_t *a)
         snprintf(r.member, sizeof(r.member), "%s", h->member);
     else if (!r.member[0] && !a->ph.owner && r.count == 0) {
         /* the node's first process in it (under the lock: the others wait) */
-        int st = join_phase(h, pid, a->ph.again);
+        int st = join_phase(h, pid);
         if (st == 409) {
             close(fd);
-            if (!a->ph.outside)
-                a->ph.out_t0 = hu_mono();
             a->ph.outside = true;
             return -1;
         }
@@ -597,10 +592,9 @@ static int get_open_phase(harmonia_t *h, uint64_t *pid, hm_error_t *err)
     return st;
 }
 
-/* Make the node a member of phase pid (again: also when it left it): the HTTP
- * status (409: it left it already, or the phase closed), or -1 (unreachable, or
- * no member name: the node is none). */
-static int join_phase(harmonia_t *h, uint64_t pid, bool again)
+/* Make the node a member of phase pid: the HTTP status (409: it left it already,
+ * or the phase closed), or -1 (unreachable, or no member name: the node is none). */
+static int join_phase(harmonia_t *h, uint64_t pid)
 {
     char path[128];
     hm_error_t err;
@@ -608,7 +602,7 @@ static int join_phase(harmonia_t *h, uint64_t pid, bool again)
     if (!h->member[0] || h->no_members || !h->client)
         return -1;
     snprintf(path, sizeof(path), "/v1/phases/%ju/join", (uintmax_t)pid);
-    if (!(body = json_pack("{s:s s:b}", "member", h->member, "again", again)))
+    if (!(body = json_pack("{s:s}", "member", h->member)))
         return -1;
     int st = hm_request(h->client, "POST", path, body, &resp, &err);
     json_decref(body);
@@ -673,14 +667,7 @@ static void drop_phase(harmonia_t *h, acq_t *a, bool cancel)
     if (fd >= 0)
         close(fd);
     a->ph.pid = 0;
-    a->ph.owner = a->ph.counted = a->ph.member = a->ph.outside = a->ph.again = false;
-}
-
-/* How long an outside node long-polls its phase: until REJOIN_AFTER. */
-static double outside_wait(const acq_t *a, double chunk)
-{
-    double w = a->ph.out_t0 + REJOIN_AFTER - hu_mono();
-    return w < chunk ? (w > 0.05 ? w : 0.05) : chunk;
+    a->ph.owner = a->ph.counted = a->ph.member = a->ph.outside = false;
 }
 
 /*
@@ -743,18 +730,16 @@ static int acquire(harmonia_t *h, acq_t *a)
                 a->ph.pid = pid;
                 a->ph.owner = false;
                 /* never the phase this process left: its next phase is the next */
-                if (pid == h->left_pid && !h->no_members) {
+                if (pid == h->left_pid && !h->no_members)
                     a->ph.outside = true;
-                    a->ph.out_t0 = hu_mono();
-                } else
+                else
                     a->ph.counted = coord_join(h, a) > 0;
                 /* count first, then look: a phase closed before we were counted
                  * shows as closed below, and we ask again; a phase the node left
                  * already is waited for until it closes */
                 json_decref(resp);      /* the 409 body */
                 resp = NULL;
-                st = get_phase(h, pid, a->ph.outside ? outside_wait(a, chunk) : 0,
-                               a->ph.outside, &resp, &err);
+                st = get_phase(h, pid, a->ph.outside ? chunk : 0, a->ph.outside, &resp, &err);
                 if (st < 0)
                     goto unreachable;
             } else if (st == 503) {
@@ -764,8 +749,7 @@ static int acquire(harmonia_t *h, acq_t *a)
                 goto ungated;
             }
         } else {
-            st = get_phase(h, a->ph.pid, a->ph.outside ? outside_wait(a, chunk) : chunk,
-                           a->ph.outside, &resp, &err);
+            st = get_phase(h, a->ph.pid, chunk, a->ph.outside, &resp, &err);
             if (st < 0)
                 goto unreachable;
             last_ok = hu_mono();
@@ -794,14 +778,7 @@ static int acquire(harmonia_t *h, acq_t *a)
             json_decref(resp);
             return ACQ_WAITING;
         }
-        if (a->ph.outside && hu_mono() - a->ph.out_t0 >= REJOIN_AFTER) {
-            /* still open: the slower nodes may wait for this one (a collective
-             * call): join it again rather than wait for its end */
-            a->ph.outside = false;
-            a->ph.again = true;
-            a->ph.counted = coord_join(h, a) > 0;
-            a->ph.again = false;
-        } else if (a->ph.outside)
+        if (a->ph.outside)
             sleep_s(RETRY_SLEEP);       /* the long poll came back open: not at once */
         continue;
 busy:
