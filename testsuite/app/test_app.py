@@ -281,14 +281,14 @@ def test_nodes_of_a_job_share_one_phase(make_daemon, tmp_path):
     """A job on two nodes (two count files, as two nodes' /dev/shm, and two node
     names), node a with two processes: at each of 3 iterations the three start
     together (a barrier on files, as MPI ranks at a collective) and run one phase
-    each (harmonia-io around a sleep: 0.3 s on node a, 1.5 s on node b).  bbmgrd
+    each (harmonia-io around a sleep: 0.8 s on node a, 1.5 s on node b).  bbmgrd
     sees one phase per iteration, with the bytes of both nodes, open until node b's
     process is done."""
     d = make_daemon()
     register(d, "mpi2", uid=os.getuid(), nodes=2)
     sync = tmp_path / "sync"
     sync.mkdir()
-    ranks = [("na", "a0", "3MB", 0.3), ("na", "a1", "3MB", 0.3), ("nb", "b0", "12MB", 1.5)]
+    ranks = [("na", "a0", "3MB", 0.8), ("na", "a1", "3MB", 0.8), ("nb", "b0", "12MB", 1.5)]
     procs = []
     for node, me, vol, secs in ranks:
         cdir = tmp_path / ("coord-" + node)
@@ -309,7 +309,7 @@ def test_nodes_of_a_job_share_one_phase(make_daemon, tmp_path):
     assert [x["state"] for x in ph] == ["finished"] * 3, ph
     # each phase holds the bytes of both nodes: 12 MB from b, 2 x 3 MB from a
     assert [x["bytes"] for x in ph] == [18e6] * 3, ph
-    # and stayed open while node b's process ran (node a's were done after 0.3 s)
+    # and stayed open while node b's process ran (node a's were done after 0.8 s)
     assert all(x["finished"] - x["granted"] >= 1.4 for x in ph), ph
     assert d.ok("GET", "/v1/jobs/mpi2")["phase"] is None
 
