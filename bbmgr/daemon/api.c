@@ -55,6 +55,7 @@ struct req {
     req_t *prev, *next;         /* api->waiters (both kinds) */
     req_t *pnext;               /* chain of the same phase */
     uint64_t wait_phase;
+    bool wake_closed;           /* woken by its phase's close: view after the commit */
     double deadline;
     double t0;
     char session[AUTH_TOKEN_HEX + 16];  /* Harmonia-Session reply header, or "" */
@@ -530,13 +531,24 @@ out:
     return hold_for_commit(q);
 }
 
-/* After a long-poll wakes: the phase's current view. */
+/* After a long-poll wakes: the phase's current view.  A phase that closed is read
+ * from the database: first held for the commit of its close, then read (else the
+ * view would be its last committed, open, state). */
 static bool process_wake(req_t *q)
 {
     api_t *a = q->api;
     hreq_t rq = { .api = a, .who = &q->who, .conn = q->conn, .max_wait = a->max_wait };
     core_lock(a->core);
+    if (!q->wake_closed && !core_phase(a->core, q->wait_phase)) {
+        q->wake_closed = true;
+        q->barrier = state_last_seq(a->st);
+        core_unlock(a->core);
+        if (hold_for_commit(q))
+            return true;        /* resumed with wait_phase set: back here */
+        core_lock(a->core);
+    }
     routes_phase_view(a->core, &rq, q->wait_phase, &q->r);
+    q->wait_phase = 0;
     q->r.wait_phase = 0;
     q->barrier = state_last_seq(a->st);
     core_unlock(a->core);
@@ -623,7 +635,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         if (q->wait_phase) {
             inflight(q, true);
             bool held = process_wake(q);
-            q->wait_phase = 0;
             if (held)
                 return MHD_YES;
         }

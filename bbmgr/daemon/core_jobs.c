@@ -434,6 +434,7 @@ void core_phase_close(core_t *c, phase_t *p, phase_state_t how, double bytes)
     hmap_idel(c->phases, p->id);
     j->phase = NULL;
     uint64_t id = p->id;
+    free(p->members);
     free(p);
     core_notify(c, id);
 }
@@ -859,6 +860,64 @@ int core_phase_finish(core_t *c, phase_t *p, double bytes, cerr_t *e)
         c->decisions_deferred++;
     }
     return 0;
+}
+
+int core_phase_join(core_t *c, phase_t *p, const char *member, cerr_t *e)
+{
+    (void)c;
+    for (int i = 0; i < p->nmembers; i++) {
+        if (strcmp(p->members[i].name, member))
+            continue;
+        if (p->members[i].left)
+            return core_cerr_set(e, EBUSY, "member", "member %s left phase %ju already: it joins "
+                            "the job's next phase", member, (uintmax_t)p->id);
+        return 0;
+    }
+    if (strlen(member) >= sizeof(p->members[0].name))
+        return core_cerr_set(e, EINVAL, "member", "longer than %zu characters",
+                        sizeof(p->members[0].name) - 1);
+    if (p->nmembers >= PHASE_MEMBERS_MAX)
+        return core_cerr_set(e, EBUSY, "member", "phase %ju has %d members already, the most a "
+                        "phase takes", (uintmax_t)p->id, PHASE_MEMBERS_MAX);
+    if ((p->nmembers & (p->nmembers - 1)) == 0) {
+        /* 0, 1, 2, 4, ...: grow to the next power of two */
+        int n = p->nmembers ? 2 * p->nmembers : 1;
+        struct phase_member *m = realloc(p->members, (size_t)n * sizeof(*m));
+        if (!m)
+            return core_cerr_set(e, ENOMEM, "", "out of memory");
+        p->members = m;
+    }
+    struct phase_member *m = &p->members[p->nmembers++];
+    snprintf(m->name, sizeof(m->name), "%s", member);
+    m->left = false;
+    return 0;
+}
+
+int core_phase_leave(core_t *c, phase_t *p, const char *member, double bytes, bool *ended,
+                     cerr_t *e)
+{
+    int i;
+    *ended = false;
+    if (p->nmembers == 0) {
+        *ended = true;
+        return core_phase_finish(c, p, bytes, e);
+    }
+    for (i = 0; i < p->nmembers && strcmp(p->members[i].name, member); i++)
+        ;
+    if (i < p->nmembers && p->members[i].left)
+        return 0;               /* a retried leave */
+    /* a member, or a node that could not join: its bytes count */
+    if (bytes < 0)
+        p->munknown = true;
+    else
+        p->mbytes += bytes;
+    if (i == p->nmembers)
+        return 0;
+    p->members[i].left = true;
+    if (++p->nleft < p->nmembers)
+        return 0;
+    *ended = true;
+    return core_phase_finish(c, p, p->munknown ? -1 : p->mbytes, e);
 }
 
 int core_phase_progress(core_t *c, phase_t *p, double bytes, cerr_t *e)

@@ -121,6 +121,11 @@ static json_t *phase_json(core_t *c, phase_t *p, bool settle)
                                    ? json_string("held until its buffers are back under "
                                                  "their capacity (capacity.over: hold)")
                                    : json_null());
+    /* shared by several nodes (doc/api.md): how many are in it, how many left */
+    if (o && p->nmembers > 0)
+        json_object_set_new(o, "members", json_pack("{s:i s:i s:f}", "in",
+                                                     p->nmembers - p->nleft, "left", p->nleft,
+                                                     "bytes", p->mbytes));
     return o;
 }
 

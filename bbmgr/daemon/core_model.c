@@ -229,6 +229,8 @@ void core_job_free(job_t *j)
         free(j->alloc->v);
         free(j->alloc);
     }
+    if (j->phase)
+        free(j->phase->members);
     free(j->phase);
     for (int i = 0; i < j->nxfers; i++)
         core_xfer_free(j->xfers[i]);

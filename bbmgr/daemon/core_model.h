@@ -106,7 +106,23 @@ typedef struct {
                                    (phases.held) */
     bool held_before;           /* held when bbmgrd last stopped (recovered): held
                                    until its buffers are measured again */
+    /* Its members (doc/api.md, Phases of a job on several nodes): the nodes that
+     * share it, each joins and leaves once; the last to leave finishes it with the
+     * bytes of all.  None (nmembers 0): the first finish ends it, as ever.  Not
+     * stored: a recovered phase has none. */
+    struct phase_member *members;
+    int nmembers, nleft;
+    double mbytes;              /* bytes reported by the members that left */
+    bool munknown;              /* one left without its bytes */
 } phase_t;
+
+/* The most members one phase takes (POST /v1/phases/{id}/join: 409 past it). */
+#define PHASE_MEMBERS_MAX 1024
+
+struct phase_member {
+    char name[64];
+    bool left;
+};
 
 typedef enum { XF_QUEUED, XF_RUNNING, XF_DONE, XF_FAILED, XF_CANCELLED } xfer_state_t;
 

@@ -168,11 +168,14 @@ static void h_phase_request(core_t *c, hreq_t *rq, reply_t *r)
 {
     static const field_t spec[] = {
         { "volume", F_SIZE, true }, { "direction", F_STR, false }, { "w_done", F_DUR, false },
-        { "wait", F_DUR, false }, { NULL, 0, false }
+        { "wait", F_DUR, false }, { "member", F_STR, false }, { NULL, 0, false }
     };
     double volume = 0, w_done = -1, wait = 0;
     cerr_t e;
     if (!rq_check_body(rq, r, spec, true))
+        return;
+    const char *member = rq_get_str(rq, "member");
+    if (member && !rq_check_name(r, "member", member))
         return;
     job_t *j = rq_job_for(c, rq, r);
     if (!j || !rq_get_size(rq, r, "volume", true, &volume) || !rq_get_dur(rq, r, "w_done", &w_done)
@@ -186,6 +189,11 @@ static void h_phase_request(core_t *c, hreq_t *rq, reply_t *r)
     phase_t *p = core_phase_request(c, j, volume, dir, w_done, &e);
     if (!p)
         return rq_reply_cerr(r, &e);
+    if (member && core_phase_join(c, p, member, &e) < 0) {
+        cerr_t e2;
+        core_phase_finish(c, p, 0, &e2);
+        return rq_reply_cerr(r, &e);
+    }
     hreq_reply_json(r, 201, core_phase_json(c, p));
     if (p->state == PH_WAITING && wait > 0) {
         r->wait_phase = p->id;
@@ -273,9 +281,15 @@ static void h_phase_get(core_t *c, hreq_t *rq, reply_t *r)
     double wait = rq_query_wait(rq, r, &ok);
     if (!ok)
         return;
+    /* until=closed: a granted phase is long-polled too, until it closes (a member
+     * that left it waits for the job's next phase) */
+    const char *until = hreq_query(rq, "until");
+    if (until && strcmp(until, "closed"))
+        return (void)hreq_reply_error(r, 400, "until", "must be closed");
     routes_phase_view(c, rq, pid, r);
     phase_t *p = core_phase(c, pid);
-    if (r->status == 200 && p && p->state == PH_WAITING && wait > 0) {
+    if (r->status == 200 && p && wait > 0
+        && (p->state == PH_WAITING || (until && p->state == PH_GRANTED))) {
         r->wait_phase = pid;
         r->wait = wait;
     }
@@ -300,23 +314,69 @@ static phase_t *phase_for(core_t *c, hreq_t *rq, reply_t *r, uint64_t *pid)
     return p;
 }
 
-static void h_phase_finish(core_t *c, hreq_t *rq, reply_t *r)
+/* A phase that closed, to the member that wants to join it: 409. */
+static void phase_closed(reply_t *r, uint64_t pid)
 {
-    static const field_t spec[] = { { "bytes", F_SIZE, false }, { NULL, 0, false } };
-    double bytes = -1;
+    if (r->status == 200)
+        hreq_reply_error(r, 409, NULL, "phase %ju is closed", (uintmax_t)pid);
+}
+
+static void h_phase_join(core_t *c, hreq_t *rq, reply_t *r)
+{
+    static const field_t spec[] = { { "member", F_STR, true }, { NULL, 0, false } };
     uint64_t pid;
     cerr_t e;
+    if (!rq_check_body(rq, r, spec, true))
+        return;
+    const char *member = rq_get_str(rq, "member");
+    if (!rq_check_name(r, "member", member))
+        return;
+    phase_t *p = phase_for(c, rq, r, &pid);
+    if (!p)
+        return phase_closed(r, pid);
+    if (core_phase_join(c, p, member, &e) < 0)
+        return rq_reply_cerr(r, &e);
+    hreq_reply_json(r, 200, core_phase_json(c, p));
+}
+
+static void h_phase_finish(core_t *c, hreq_t *rq, reply_t *r)
+{
+    static const field_t spec[] = {
+        { "bytes", F_SIZE, false }, { "member", F_STR, false }, { NULL, 0, false }
+    };
+    double bytes = -1;
+    uint64_t pid;
+    bool ended = true;
+    cerr_t e;
     if (!rq_check_body(rq, r, spec, false) || !rq_get_size(rq, r, "bytes", false, &bytes))
+        return;
+    const char *member = rq_get_str(rq, "member");
+    if (member && !rq_check_name(r, "member", member))
         return;
     phase_t *p = phase_for(c, rq, r, &pid);
     if (!p)
         return;
     json_t *o = core_phase_json_closing(c, p);
     bool waiting = p->state == PH_WAITING;
-    double vol = p->volume;
-    if (core_phase_finish(c, p, bytes, &e) < 0) {
+    double vol = p->volume, mbytes = p->mbytes;
+    bool shared = member && p->nmembers > 0, munknown = p->munknown;
+    if ((member ? core_phase_leave(c, p, member, bytes, &ended, &e)
+                : core_phase_finish(c, p, bytes, &e)) < 0) {
         json_decref(o);
         return rq_reply_cerr(r, &e);
+    }
+    if (!ended) {
+        /* other members are in it: it stays open */
+        json_decref(o);
+        return hreq_reply_json(r, 200, core_phase_json(c, p));
+    }
+    if (shared) {   /* what the last member's leave recorded */
+        bytes = munknown || bytes < 0 ? -1 : mbytes + bytes;
+        json_t *m = json_object_get(o, "members");
+        json_object_set_new(m, "left", json_integer(json_integer_value(json_object_get(m, "in"))
+                                                    + json_integer_value(json_object_get(m, "left"))));
+        json_object_set_new(m, "in", json_integer(0));
+        json_object_set_new(m, "bytes", json_real(bytes >= 0 ? bytes : vol));
     }
     json_object_set_new(o, "state", json_string(waiting ? "cancelled" : "finished"));
     json_object_set_new(o, "finished", json_real(core_wall()));
@@ -333,11 +393,8 @@ static void h_phase_progress(core_t *c, hreq_t *rq, reply_t *r)
     if (!rq_check_body(rq, r, spec, true) || !rq_get_size(rq, r, "bytes", false, &bytes))
         return;
     phase_t *p = phase_for(c, rq, r, &pid);
-    if (!p) {
-        if (r->status == 200)
-            hreq_reply_error(r, 409, NULL, "phase %ju is closed", (uintmax_t)pid);
-        return;
-    }
+    if (!p)
+        return phase_closed(r, pid);
     if (core_phase_progress(c, p, bytes, &e) < 0)
         return rq_reply_cerr(r, &e);
     hreq_reply_json(r, 200, core_phase_json(c, p));
@@ -784,6 +841,7 @@ static const route_t routes_jobs[] = {
     { "GET",    "/v1/jobs/*/stage_out",        h_stage_out_get, false },
     { "GET",    "/v1/phases/*",                h_phase_get,     false },
     { "POST",   "/v1/phases/*/finish",         h_phase_finish,  true },
+    { "POST",   "/v1/phases/*/join",           h_phase_join,    true },
     { "POST",   "/v1/phases/*/progress",       h_phase_progress, true },
     { "GET",    "/v1/transfers/*",             h_xfer_get,      false },
     { "PUT",    "/v1/transfers/*",             h_xfer_update,   true },

@@ -277,6 +277,81 @@ def test_processes_of_a_job_share_one_phase(make_daemon, tmp_path):
     assert d.ok("GET", "/v1/jobs/mpi")["phase"] is None
 
 
+def test_nodes_of_a_job_share_one_phase(make_daemon, tmp_path):
+    """A job on two nodes (two count files, as two nodes' /dev/shm, and two node
+    names), node a with two processes: at each of 3 iterations the three start
+    together (a barrier on files, as MPI ranks at a collective) and run one phase
+    each (harmonia-io around a sleep: 0.8 s on node a, 1.5 s on node b).  bbmgrd
+    sees one phase per iteration, with the bytes of both nodes, open until node b's
+    process is done."""
+    d = make_daemon()
+    register(d, "mpi2", uid=os.getuid(), nodes=2)
+    sync = tmp_path / "sync"
+    sync.mkdir()
+    ranks = [("na", "a0", "3MB", 0.8), ("na", "a1", "3MB", 0.8), ("nb", "b0", "12MB", 1.5)]
+    procs = []
+    for node, me, vol, secs in ranks:
+        cdir = tmp_path / ("coord-" + node)
+        cdir.mkdir(exist_ok=True)
+        env = job_env(d, "mpi2", HARMONIA_NTASKS=3, HARMONIA_NODE=node,
+                      HARMONIA_COORD_DIR=str(cdir))
+        others = " ".join(r[1] for r in ranks if r[1] != me)
+        script = ('for i in 1 2 3; do touch %(s)s/%(me)s.$i; '
+                  'for o in %(others)s; do while [ ! -e %(s)s/$o.$i ]; do sleep 0.01; done; '
+                  'done; %(io)s --volume %(vol)s -- sleep %(secs)s || exit 9; done'
+                  % dict(s=sync, me=me, others=others, io=HARMONIA_IO, vol=vol, secs=secs))
+        procs.append(subprocess.Popen(["sh", "-c", script], env=env, stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, text=True))
+    for p in procs:
+        out, err = p.communicate(timeout=120)
+        assert p.returncode == 0 and err == "", err
+    ph = settled_phases(d, "mpi2")
+    assert [x["state"] for x in ph] == ["finished"] * 3, ph
+    # each phase holds the bytes of both nodes: 12 MB from b, 2 x 3 MB from a
+    assert [x["bytes"] for x in ph] == [18e6] * 3, ph
+    # and stayed open while node b's process ran (node a's were done after 0.8 s)
+    assert all(x["finished"] - x["granted"] >= 1.4 for x in ph), ph
+    assert d.ok("GET", "/v1/jobs/mpi2")["phase"] is None
+
+
+def test_node_done_early_waits_for_the_next_phase(make_daemon, tmp_path):
+    """Two nodes without a barrier (bbio-bench, 3 phases each, node b 4 times node
+    a's bytes at the same pace): node a, done early, never rejoins a phase it left
+    nor finishes one node b is in; every phase ends with node b's bytes in it, and
+    every process-phase is in exactly one bbmgrd phase."""
+    import json
+    d = make_daemon(platform={"node_bandwidth": "24 MB/s", "pfs_bandwidth": "24 MB/s"})
+    register(d, "mpi3", uid=os.getuid(), nodes=2)
+    procs = []
+    for node, nproc, vol in (("nb", 1, "12MB"), ("na", 2, "3MB")):
+        cdir, ddir = tmp_path / ("coord-" + node), tmp_path / ("data-" + node)
+        cdir.mkdir()
+        ddir.mkdir()
+        env = job_env(d, "mpi3", HARMONIA_NTASKS=3, HARMONIA_NODE=node,
+                      HARMONIA_COORD_DIR=str(cdir))
+        for rank in range(nproc):
+            procs.append(subprocess.Popen(
+                [BBIO_BENCH, "--phases", "3", "--volume", vol, "--compute", "0.02",
+                 "--dir", str(ddir)], env=dict(env, SLURM_PROCID=str(rank)),
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    joined = 0
+    for p in procs:
+        out, err = p.communicate(timeout=120)
+        assert p.returncode == 0 and err == "", err
+        r = json.loads(out)
+        assert all(x["gated"] for x in r["phase"])
+        joined += sum(x["joined"] for x in r["phase"])
+        # a process's phases are distinct bbmgrd phases
+        ids = [x["phase_id"] for x in r["phase"]]
+        assert len(set(ids)) == 3, r["phase"]
+    ph = settled_phases(d, "mpi3")
+    assert all(x["state"] == "finished" for x in ph), ph
+    assert sum(x["bytes"] for x in ph) == 3 * 18e6, ph
+    assert len(ph) + joined == 3 * 3, ph
+    # node b's 12 MB are in every phase it was in: no phase closed under it
+    assert sum(1 for x in ph if x["bytes"] >= 12e6) == 3, ph
+
+
 # ---------------------------------------------------------------- the C API itself
 def libharmonia():
     """libharmonia.so through ctypes (the calls release the GIL: threads are real)."""

@@ -341,6 +341,73 @@ def test_bbmgrd_away_never_fails_the_program(bb, tmp_path, munge):
     assert [line for line in p.stderr.splitlines() if "unreachable" in line], p.stderr
 
 
+def serve_too_large(kind):
+    """A fake bbmgrd on 127.0.0.1 that answers every request with a header (kind
+    "header": header lines without end) or a body ("body": 32 MiB) too large for the
+    interposer's HTTP client; (port, stop)."""
+    import socket
+    import threading
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(8)
+    srv.settimeout(0.2)
+    stop = threading.Event()
+
+    def answer(c):
+        try:
+            c.recv(65536)
+            if kind == "header":
+                c.sendall(b"HTTP/1.1 200 OK\r\n")
+                line = b"X-Filler: " + b"x" * 1000 + b"\r\n"
+                while not stop.is_set():
+                    c.sendall(line * 16)
+            else:
+                c.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                          b"Content-Length: %d\r\n\r\n" % (32 << 20))
+                chunk = b" " * (1 << 20)
+                for _ in range(32):
+                    c.sendall(chunk)
+        except OSError:
+            pass
+        finally:
+            c.close()
+
+    def loop():
+        while not stop.is_set():
+            try:
+                c, _ = srv.accept()
+            except OSError:
+                continue
+            threading.Thread(target=answer, args=(c,), daemon=True).start()
+        srv.close()
+    threading.Thread(target=loop, daemon=True).start()
+    return srv.getsockname()[1], stop
+
+
+@pytest.mark.parametrize("kind", ["header", "body"])
+def test_too_large_reply_refused(bb, tmp_path, munge, kind):
+    """A reply whose header or body is too large is refused by the interposer's HTTP
+    client, at once and saying so: dd runs ungated, its data intact."""
+    port, stop = serve_too_large(kind)
+    try:
+        env = preload_env(type("D", (), {"port": port, "munge": munge,
+                                         "base": str(tmp_path)})(), "big", bb,
+                          HARMONIA_FALLBACK_WAIT="0.5", HARMONIA_NO_AUTH="1")
+        t0 = time.monotonic()
+        p = subprocess.run(["sh", "-c", 'head -c 300000 /dev/urandom > "$BB_SRC"; '
+                            'dd if="$BB_SRC" of="$HARMONIA_BB/f" bs=64k status=none; '
+                            'cmp "$BB_SRC" "$HARMONIA_BB/f"'],
+                           env=dict(env, BB_SRC=str(tmp_path / "src")), capture_output=True,
+                           text=True, timeout=60)
+        took = time.monotonic() - t0
+    finally:
+        stop.set()
+    assert p.returncode == 0, p.stderr
+    limit = {"header": 65536, "body": 16 << 20}[kind]
+    assert ("response %s larger than %d bytes" % (kind, limit)) in p.stderr, p.stderr
+    assert took < 5, took       # not the request's 8 s deadline
+
+
 def test_libharmonia_program_not_counted_twice(make_daemon, bb):
     """bbio-bench calls libharmonia itself: under the interposer bbmgrd sees its three
     phases, not more."""
@@ -466,6 +533,43 @@ def test_mpiio_two_ranks_share_phases(make_daemon, bb, tmp_path):
     for i in range(3):
         data = (bb / ("ck%d" % i)).read_bytes()
         assert data == b"a" * (4 << 20) + b"b" * (4 << 20)
+
+
+def test_dd_on_two_nodes_share_one_phase(make_daemon, bb, tmp_path):
+    """A job's dd loops on two nodes (two count files and node names, as two nodes'
+    /dev/shm), started together at each iteration as MPI ranks are: one bbmgrd phase
+    per iteration with the bytes of both nodes, open until the slower node's dd (4
+    times node a's bytes, at the same pace) is done."""
+    d = make_daemon(**one_node("20 MB/s"))
+    register(d, "two", uid=os.getuid(), nodes=2)
+    sync = tmp_path / "sync"
+    sync.mkdir()
+    procs = []
+    for node, mib, other in (("na", 4, "nb"), ("nb", 16, "na")):
+        cdir = tmp_path / ("coord-" + node)
+        cdir.mkdir()
+        env = preload_env(d, "two", bb, HARMONIA_NTASKS=2, HARMONIA_NODE=node,
+                          HARMONIA_COORD_DIR=cdir)
+        # each iteration: wait for the other node (a barrier on files), then dd
+        script = ('for i in 1 2 3; do touch %(s)s/%(me)s.$i; '
+                  'while [ ! -e %(s)s/%(other)s.$i ]; do sleep 0.01; done; '
+                  'dd if=/dev/zero of="$HARMONIA_BB/%(me)s.$i" bs=1M count=%(mib)d '
+                  'status=none || exit 9; done'
+                  % dict(s=sync, me=node, other=other, mib=mib))
+        procs.append(subprocess.Popen(["sh", "-c", script], env=env, stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, text=True))
+    for p in procs:
+        out, err = p.communicate(timeout=120)
+        assert p.returncode == 0 and err == "", err
+    ph = wait_for(lambda: (lambda x: x if all(y["state"] == "finished" for y in x) else None)(
+        phases_of(d, "two")), "the phases to finish")
+    assert len(ph) == 3, ph
+    assert [x["bytes"] for x in ph] == [20 << 20] * 3, ph
+    # node b's 16 MiB at 20 MB/s (2 nodes at 20 MB/s, over 2 tasks): 0.84 s; node
+    # a's 4 MiB: 0.21 s.  The phase lasted as long as node b's dd
+    assert all(x["finished"] - x["granted"] >= 0.7 for x in ph), ph
+    for i in range(1, 4):
+        assert os.path.getsize(bb / ("nb.%d" % i)) == 16 << 20
 
 
 SIGNAL_PROG = r"""

@@ -100,6 +100,63 @@ def test_phase_grant_finish(daemon):
     assert daemon.ok("GET", "/v1/jobs/7", uid=USER1)["phases_done"] == 1
 
 
+def test_phase_members_of_several_nodes(daemon):
+    """A phase shared by several nodes (doc/api.md): each node joins it and leaves it
+    with its bytes; it stays open until the last leaves and records the sum; a node
+    that left waits for the next phase; the owner only; at most 1024 members."""
+    register(daemon, "8", nodes=2)
+    p = daemon.ok("POST", "/v1/jobs/8/phases", {"volume": "2GiB", "member": "n1"},
+                  uid=USER1, expect=(201,))
+    assert p["state"] == "granted" and p["members"] == {"in": 1, "left": 0, "bytes": 0}
+    join, fin = "/v1/phases/%d/join" % p["id"], "/v1/phases/%d/finish" % p["id"]
+    assert daemon.ok("POST", join, {"member": "n2"}, uid=USER1)["members"]["in"] == 2
+    assert daemon.ok("POST", join, {"member": "n2"}, uid=USER1)["members"]["in"] == 2
+    for path in (join, fin):
+        st, e = daemon.request("POST", path, {"member": "n3"}, uid=USER2)
+        assert st == 403, e
+    st, e = daemon.request("POST", join, {"member": "../x"}, uid=USER1)
+    assert st == 400 and e["error"]["field"] == "member", e
+    # n1 leaves: the phase stays open for n2
+    f = daemon.ok("POST", fin, {"bytes": GiB, "member": "n1"}, uid=USER1)
+    assert f["state"] == "granted", f
+    assert f["members"] == {"in": 1, "left": 1, "bytes": GiB}
+    f = daemon.ok("POST", fin, {"bytes": GiB, "member": "n1"}, uid=USER1)    # a retry
+    assert f["members"] == {"in": 1, "left": 1, "bytes": GiB}
+    assert daemon.ok("GET", "/v1/jobs/8", uid=USER1)["phase"]["state"] == "granted"
+    st, e = daemon.request("POST", join, {"member": "n1"}, uid=USER1)
+    assert st == 409 and "member n1 left phase" in e["error"]["message"], e
+    # a node that waits for it to close is answered when n2 leaves
+    result = {}
+    th = threading.Thread(target=lambda: result.update(r=daemon.request(
+        "GET", "/v1/phases/%d?wait=8&until=closed" % p["id"], uid=USER1)))
+    th.start()
+    wait_for(lambda: re.search(r"^harmonia_api_waiting_connections [1-9]", metrics(daemon),
+                               re.M), "the long poll to wait in bbmgrd")
+    f = daemon.ok("POST", fin, {"bytes": 3 * GiB, "member": "n2"}, uid=USER1)
+    assert f["state"] == "finished" and f["bytes"] == 4 * GiB, f
+    th.join(10)
+    assert result["r"][0] == 200 and result["r"][1]["state"] == "finished", result
+    got = daemon.ok("GET", "/v1/phases/%d" % p["id"], uid=USER1)
+    assert got["state"] == "finished" and got["bytes"] == 4 * GiB
+    st, e = daemon.request("POST", join, {"member": "n2"}, uid=USER1)
+    assert st == 409 and "closed" in e["error"]["message"], e
+    # a bounded number of members
+    p = daemon.ok("POST", "/v1/jobs/8/phases", {"volume": 1, "member": "m0"}, uid=USER1,
+                  expect=(201,))
+    join = "/v1/phases/%d/join" % p["id"]
+    for first in range(1, 1024, 40):      # batches within limits.max_body
+        items = [{"method": "POST", "path": join, "body": {"member": "m%d" % i}}
+                 for i in range(first, min(first + 40, 1024))]
+        r = daemon.ok("POST", "/v1/batch", {"requests": items}, uid=USER1)["replies"]
+        assert all(x["status"] == 200 for x in r), r[-1]
+    assert r[-1]["body"]["members"]["in"] == 1024
+    st, e = daemon.request("POST", join, {"member": "m1024"}, uid=USER1)
+    assert st == 409 and "has 1024 members already" in e["error"]["message"], e
+    # a finish without member ends it as ever
+    f = daemon.ok("POST", "/v1/phases/%d/finish" % p["id"], {"bytes": 1}, uid=USER1)
+    assert f["state"] == "finished" and f["bytes"] == 1
+
+
 def test_fcfs_wait_and_long_poll(make_daemon):
     # no buffer tier and B = b: one job saturates the I/O system, fcfs serialises
     d, pa = fcfs_one_job_holds_the_io(make_daemon)

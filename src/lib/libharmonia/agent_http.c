@@ -13,6 +13,11 @@
  * the daemon before any byte of the answer), the connect and total time bounds,
  * Content-Length and chunked bodies, the header and body callbacks, the error
  * buffer and the response code.  Anything else is refused (CURLE_UNKNOWN_OPTION).
+ *
+ * Bounds: a response's header is at most AH_HEADER_MAX bytes and its body at most
+ * AH_BODY_MAX (the agent asks for phases and jobs, of a few KB): beyond either
+ * the exchange fails and the error buffer says which; a request with no total
+ * time bound (CURLOPT_TIMEOUT_MS 0) gets AH_DEFAULT_TIMEOUT.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -37,6 +42,10 @@
 #undef curl_easy_setopt
 #undef curl_easy_getinfo
 
+#define AH_HEADER_MAX       (64 * 1024)
+#define AH_BODY_MAX         (16 * 1024 * 1024)
+#define AH_DEFAULT_TIMEOUT  300.0   /* s */
+
 typedef struct easy {
     /* options (curl_easy_reset() clears them) */
     char *url, *method, *unix_path, *errbuf;
@@ -54,6 +63,10 @@ typedef struct easy {
     /* what was read past the current response's end */
     char *in;
     size_t in_len, in_cap;
+    /* the current response: its header's and body's bytes so far */
+    size_t header_bytes;
+    unsigned long long body_total;
+    const char *too_large;          /* "header" or "body" when over its bound */
 } easy_t;
 
 CURLcode curl_global_init(long flags)
@@ -76,6 +89,7 @@ const char *curl_easy_strerror(CURLcode rc)
     case CURLE_GOT_NOTHING: return "Server returned nothing (no headers, no data)";
     case CURLE_WEIRD_SERVER_REPLY: return "Weird server reply";
     case CURLE_WRITE_ERROR: return "Failed writing received data to disk/application";
+    case CURLE_FILESIZE_EXCEEDED: return "Maximum file size exceeded";
     case CURLE_UNKNOWN_OPTION: return "An unknown option was passed in to libcurl";
     default: return "Error";
     }
@@ -450,7 +464,15 @@ static ssize_t line_end(easy_t *h, double deadline, CURLcode *rc)
 
 static int deliver(easy_t *h, const char *p, size_t n, CURLcode *rc)
 {
-    if (n == 0 || !h->write_cb)
+    if (n == 0)
+        return 0;
+    h->body_total += n;
+    if (h->body_total > AH_BODY_MAX) {
+        h->too_large = "body";
+        *rc = CURLE_FILESIZE_EXCEEDED;
+        return -1;
+    }
+    if (!h->write_cb)
         return 0;
     if (h->write_cb((char *)p, 1, n, h->write_data) != n) {
         *rc = CURLE_WRITE_ERROR;
@@ -541,6 +563,9 @@ static int exchange(easy_t *h, const char *req, size_t reqlen, double deadline, 
     *nothing = false;
     *keep = true;
     h->in_len = 0;
+    h->header_bytes = 0;
+    h->body_total = 0;
+    h->too_large = NULL;
     if (send_all(h->fd, req, reqlen, deadline, rc) < 0) {
         *nothing = *rc == CURLE_SEND_ERROR;
         return -1;
@@ -563,6 +588,12 @@ static int exchange(easy_t *h, const char *req, size_t reqlen, double deadline, 
         }
         char *l = h->in;
         size_t n = (size_t)e;
+        h->header_bytes += n;
+        if (h->header_bytes > AH_HEADER_MAX) {
+            h->too_large = "header";
+            *rc = CURLE_WEIRD_SERVER_REPLY;
+            return -1;
+        }
         if (h->header_cb && h->header_cb(l, 1, n, h->header_data) != n) {
             *rc = CURLE_WRITE_ERROR;
             return -1;
@@ -632,7 +663,8 @@ CURLcode curl_easy_perform(CURL *hc)
         h->errbuf[0] = '\0';
     if (!h->url || parse_url(h->url, host, sizeof(host), port, sizeof(port), &path) < 0)
         return fail(h, CURLE_URL_MALFORMAT, "%s: not an http:// URL", h->url ? h->url : "");
-    double deadline = hu_mono() + (h->timeout_ms > 0 ? h->timeout_ms / 1000.0 : 1e6);
+    double deadline = hu_mono() + (h->timeout_ms > 0 ? h->timeout_ms / 1000.0
+                                                     : AH_DEFAULT_TIMEOUT);
     const char *method = h->method ? h->method : h->body ? "POST" : h->nobody ? "HEAD" : "GET";
 
     if (asprintf(&key, "%s|%s|%s", h->unix_path ? h->unix_path : "", host, port) < 0)
@@ -689,6 +721,11 @@ CURLcode curl_easy_perform(CURL *hc)
         if (!key && !(key = strdup(h->conn_key)))
             rc = CURLE_OUT_OF_MEMORY;
         drop_conn(h);
+        if (h->too_large) {
+            rc = fail(h, rc, "response %s larger than %d bytes", h->too_large,
+                      !strcmp(h->too_large, "body") ? AH_BODY_MAX : AH_HEADER_MAX);
+            break;
+        }
         if (!(reused && nothing) || !key) {
             rc = fail(h, rc, "%s", curl_easy_strerror(rc));
             break;

@@ -21,8 +21,16 @@
  * one open phase per job (409 on a second).  A process that gets 409 joins the open
  * phase: it reads the phase's id from GET /v1/jobs/{id} and long-polls it.  Every
  * process inside a phase is counted in a small file locked with flock(2)
- * (HARMONIA_COORD_DIR/harmonia-UID-JOBID.phase: "phase count bytes unknown"); the
- * process that brings the count to zero finishes the phase, with the bytes of all.
+ * (HARMONIA_COORD_DIR/harmonia-UID-JOBID.phase: "phase count bytes unknown member");
+ * the process that brings the count to zero finishes the phase, with the bytes of
+ * all.  The file is node-local: across nodes, bbmgrd counts (doc/api.md, Phases of
+ * a job on several nodes).  The node's first process in a phase makes the node a
+ * member of it at bbmgrd (the phase's creator with POST .../phases "member", the
+ * others with POST /v1/phases/{id}/join), under the file's lock, and the file
+ * records the member's name; the node's last process leaves with the node's bytes
+ * (POST .../finish "member"), and bbmgrd finishes the phase when its last member
+ * left.  A node that is refused because it left the phase already (a fast node's
+ * next phase while a slower one is still in the last) waits for it to close.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -64,6 +72,8 @@ enum { ACQ_GRANTED, ACQ_WAITING, ACQ_UNGATED };
 struct phase_ref {
     uint64_t pid;                   /* phase at bbmgrd (0: none) */
     bool owner, counted;
+    bool member;                    /* owner: created with the node as a member */
+    bool outside;                   /* the node left it already: wait for its close */
     uint64_t volume;
     harmonia_dir_t dir;
     double t0, wall0;               /* when the phase was first asked for */
@@ -81,6 +91,8 @@ struct harmonia {
     int ntasks;
     bool quiet;
     char *coord_path;
+    char member[64];                /* the node's name at bbmgrd, "": no members */
+    bool no_members;                /* bbmgrd takes no members (an older one) */
     /* reachability of bbmgrd */
     bool degraded;
     double last_attempt;            /* monotonic */
@@ -89,6 +101,7 @@ struct harmonia {
     pstate_t st;
     int users;
     struct phase_ref ph;
+    uint64_t left_pid;              /* the phase this process left last */
     double bytes_sum;
     bool bytes_unknown;
     harmonia_grant_t grant;
@@ -103,7 +116,7 @@ struct harmonia {
     pthread_t closer;
     struct close_req {
         uint64_t pid;
-        bool counted, owner, degraded;
+        bool counted, owner, member, degraded;
         double total;
     } cq;
 };
@@ -206,6 +219,40 @@ static void tell_unreachable(harmonia_t *h, const hm_error_t *err)
 }
 
 /* ------------------------------------------------------------------ init */
+static bool name_ok(const char *s)
+{
+    size_t n = strlen(s);
+    if (n < 1 || n > 63 || !strcmp(s, ".") || !strcmp(s, ".."))
+        return false;
+    for (; *s; s++)
+        if (!(isalnum((unsigned char)*s) || *s == '_' || *s == '-' || *s == '.'))
+            return false;
+    return true;
+}
+
+/* The node's name as a member of the job's phases at bbmgrd: HARMONIA_NODE,
+ * SLURMD_NODENAME or the host's name; none (the phase ends as the first node's
+ * last process leaves it) when none of them is a valid name. */
+static void node_name(harmonia_t *h)
+{
+    const char *env[] = { "HARMONIA_NODE", "SLURMD_NODENAME" };
+    char host[256];
+    h->member[0] = '\0';
+    for (size_t i = 0; i < sizeof(env) / sizeof(env[0]); i++) {
+        const char *s = getenv(env[i]);
+        if (s && *s) {
+            if (name_ok(s))
+                snprintf(h->member, sizeof(h->member), "%s", s);
+            return;
+        }
+    }
+    if (gethostname(host, sizeof(host)) == 0) {
+        host[sizeof(host) - 1] = '\0';
+        if (name_ok(host))      /* at most 63 characters */
+            memcpy(h->member, host, strlen(host) + 1);
+    }
+}
+
 int harmonia_init(harmonia_t **hp, const harmonia_opts_t *opts)
 {
     harmonia_opts_t dfl = { 0 };
@@ -279,6 +326,8 @@ int harmonia_init(harmonia_t **hp, const harmonia_opts_t *opts)
         goto error;
     }
 
+    node_name(h);
+
     hm_client_opts_t co = {
         .url = url,
         .munge_socket = opts->munge_socket,
@@ -325,6 +374,7 @@ typedef struct {
     int count;
     double bytes;
     int unknown;
+    char member[64];                /* the node is this member at bbmgrd, "": none */
 } crec_t;
 
 static int coord_open(harmonia_t *h)
@@ -343,52 +393,79 @@ static int coord_open(harmonia_t *h)
 
 static void coord_read(int fd, crec_t *r)
 {
-    char buf[128];
+    char buf[200];
     ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
     uintmax_t pid;
+    int nf;
     memset(r, 0, sizeof(*r));
     if (n <= 0)
         return;
     buf[n] = '\0';
-    if (sscanf(buf, "%ju %d %lf %d", &pid, &r->count, &r->bytes, &r->unknown) == 4)
-        r->pid = pid;
-    else
+    nf = sscanf(buf, "%ju %d %lf %d %63s", &pid, &r->count, &r->bytes, &r->unknown,
+                r->member);
+    if (nf < 4 || (nf == 5 && strcmp(r->member, "-") && !name_ok(r->member))) {
         memset(r, 0, sizeof(*r));
+        return;
+    }
+    r->pid = pid;
+    if (nf < 5 || !strcmp(r->member, "-"))
+        r->member[0] = '\0';
 }
 
 static void coord_write(int fd, const crec_t *r)
 {
-    char buf[128];
-    int n = snprintf(buf, sizeof(buf), "%ju %d %.0f %d\n", (uintmax_t)r->pid, r->count,
-                     r->bytes, r->unknown);
+    char buf[200];
+    int n = snprintf(buf, sizeof(buf), "%ju %d %.0f %d %s\n", (uintmax_t)r->pid, r->count,
+                     r->bytes, r->unknown, r->member[0] ? r->member : "-");
     if (pwrite(fd, buf, n, 0) == n)
         (void)ftruncate(fd, n);
 }
 
-/* Count this process in phase pid.  Returns true when counted. */
-static bool coord_join(harmonia_t *h, uint64_t pid)
+static int join_phase(harmonia_t *h, uint64_t pid);
+
+/* Count this process in phase pid (a->ph.pid); the node's first process in it
+ * makes the node a member at bbmgrd.  1: counted; 0: not counted (a newer phase is
+ * recorded, or no file); -1: bbmgrd refused the node (it left the phase already,
+ * or the phase closed): a->ph.outside is set. */
+static int coord_join(harmonia_t *h, acq_t *a)
 {
     crec_t r;
+    uint64_t pid = a->ph.pid;
     int fd = coord_open(h);
     if (fd < 0)
-        return false;
+        return 0;
     coord_read(fd, &r);
     if (r.pid != pid && r.count > 0 && r.pid > pid) {
         /* a newer phase is recorded: ours closed already (the caller sees it) */
         close(fd);
-        return false;
+        return 0;
     }
     if (r.pid != pid)
-        r = (crec_t){ pid, 0, 0, 0 };
+        r = (crec_t){ pid, 0, 0, 0, "" };
+    if (!r.member[0] && a->ph.owner && a->ph.member)
+        snprintf(r.member, sizeof(r.member), "%s", h->member);
+    else if (!r.member[0] && !a->ph.owner && r.count == 0) {
+        /* the node's first process in it (under the lock: the others wait) */
+        int st = join_phase(h, pid);
+        if (st == 409) {
+            close(fd);
+            a->ph.outside = true;
+            return -1;
+        }
+        if (st == 200)
+            snprintf(r.member, sizeof(r.member), "%s", h->member);
+    }
     r.count++;
     coord_write(fd, &r);
     close(fd);
-    return true;
+    return 1;
 }
 
 /* Uncount; returns the locked fd (caller closes) and *last when this was the last
- * process in the phase, with the bytes of all in *bytes (< 0: unknown). */
-static int coord_leave(harmonia_t *h, uint64_t pid, double mine, bool *last, double *bytes)
+ * process of the node in the phase, with the bytes of all in *bytes (< 0: unknown)
+ * and the node's member name in member ("" when the node is none). */
+static int coord_leave(harmonia_t *h, uint64_t pid, double mine, bool *last, double *bytes,
+                       char member[64])
 {
     crec_t r;
     int fd = coord_open(h);
@@ -405,8 +482,9 @@ static int coord_leave(harmonia_t *h, uint64_t pid, double mine, bool *last, dou
             r.bytes += mine;
         *last = r.count <= 0;
         *bytes = r.unknown ? -1 : r.bytes;
+        snprintf(member, 64, "%s", r.member);
         if (*last)
-            r = (crec_t){ 0, 0, 0, 0 };
+            r = (crec_t){ 0, 0, 0, 0, "" };
         coord_write(fd, &r);
     }
     return fd;
@@ -470,6 +548,9 @@ static int post_phase(harmonia_t *h, acq_t *a, double wait, json_t **resp, hm_er
         errno = ENOMEM;
         return -1;
     }
+    a->ph.member = h->member[0] && !h->no_members;
+    if (a->ph.member)
+        json_object_set_new(body, "member", json_string(h->member));
     if (wait > 0) {
         json_object_set_new(body, "wait", json_real(wait));
         hm_client_set_extra_wait(h->client, (long)(wait * 1000));
@@ -479,12 +560,15 @@ static int post_phase(harmonia_t *h, acq_t *a, double wait, json_t **resp, hm_er
     return st;
 }
 
-static int get_phase(harmonia_t *h, uint64_t pid, double wait, json_t **resp,
-                     hm_error_t *err)
+/* The phase's view; with wait, long-polled while it waits (and, until_closed,
+ * while it is granted: bbmgrd answers when it closes). */
+static int get_phase(harmonia_t *h, uint64_t pid, double wait, bool until_closed,
+                     json_t **resp, hm_error_t *err)
 {
     char path[128];
     if (wait > 0) {
-        snprintf(path, sizeof(path), "/v1/phases/%ju?wait=%.3f", (uintmax_t)pid, wait);
+        snprintf(path, sizeof(path), "/v1/phases/%ju?wait=%.3f%s", (uintmax_t)pid, wait,
+                 until_closed ? "&until=closed" : "");
         hm_client_set_extra_wait(h->client, (long)(wait * 1000));
     } else
         snprintf(path, sizeof(path), "/v1/phases/%ju", (uintmax_t)pid);
@@ -508,12 +592,40 @@ static int get_open_phase(harmonia_t *h, uint64_t *pid, hm_error_t *err)
     return st;
 }
 
-static int finish_phase(harmonia_t *h, uint64_t pid, double bytes, hm_error_t *err)
+/* Make the node a member of phase pid: the HTTP status (409: it left it already,
+ * or the phase closed), or -1 (unreachable, or no member name: the node is none). */
+static int join_phase(harmonia_t *h, uint64_t pid)
+{
+    char path[128];
+    hm_error_t err;
+    json_t *body, *resp = NULL;
+    if (!h->member[0] || h->no_members || !h->client)
+        return -1;
+    snprintf(path, sizeof(path), "/v1/phases/%ju/join", (uintmax_t)pid);
+    if (!(body = json_pack("{s:s}", "member", h->member)))
+        return -1;
+    int st = hm_request(h->client, "POST", path, body, &resp, &err);
+    json_decref(body);
+    json_decref(resp);
+    if (st == 404 || st == 405)
+        h->no_members = true;   /* an older bbmgrd: as before, no members */
+    return st;
+}
+
+/* Finish phase pid, or, as member (not ""), leave it with the node's bytes. */
+static int finish_phase(harmonia_t *h, uint64_t pid, double bytes, const char *member,
+                        hm_error_t *err)
 {
     char path[128];
     json_t *body = NULL, *resp = NULL;
     snprintf(path, sizeof(path), "/v1/phases/%ju/finish", (uintmax_t)pid);
-    if (bytes >= 0 && !(body = json_pack("{s:I}", "bytes", (json_int_t)bytes))) {
+    if ((bytes >= 0 || *member) && !(body = json_object())) {
+        errno = ENOMEM;
+        return -1;
+    }
+    if ((bytes >= 0 && json_object_set_new(body, "bytes", json_integer((json_int_t)bytes)) < 0)
+        || (*member && json_object_set_new(body, "member", json_string(member)) < 0)) {
+        json_decref(body);
         errno = ENOMEM;
         return -1;
     }
@@ -521,6 +633,14 @@ static int finish_phase(harmonia_t *h, uint64_t pid, double bytes, hm_error_t *e
     json_decref(body);
     json_decref(resp);
     return st;
+}
+
+/* Whether an error reply names that field. */
+static bool error_field_is(json_t *resp, const char *field)
+{
+    const char *f = json_string_value(json_object_get(json_object_get(resp, "error"),
+                                                      "field"));
+    return f && !strcmp(f, field);
 }
 
 static void refused(harmonia_t *h, int st, json_t *resp)
@@ -537,15 +657,17 @@ static void drop_phase(harmonia_t *h, acq_t *a, bool cancel)
     hm_error_t err;
     bool last = true;
     double bytes;
+    char member[64];
     int fd = -1;
+    snprintf(member, sizeof(member), "%s", a->ph.owner && a->ph.member ? h->member : "");
     if (a->ph.counted)
-        fd = coord_leave(h, a->ph.pid, 0, &last, &bytes);
+        fd = coord_leave(h, a->ph.pid, 0, &last, &bytes, member);
     if (cancel && (a->ph.counted ? last : a->ph.owner))
-        finish_phase(h, a->ph.pid, 0, &err);
+        finish_phase(h, a->ph.pid, 0, member, &err);
     if (fd >= 0)
         close(fd);
     a->ph.pid = 0;
-    a->ph.owner = a->ph.counted = false;
+    a->ph.owner = a->ph.counted = a->ph.member = a->ph.outside = false;
 }
 
 /*
@@ -590,7 +712,10 @@ static int acquire(harmonia_t *h, acq_t *a)
             if (st == 200 || st == 201) {
                 a->ph.pid = (uint64_t)json_integer_value(json_object_get(resp, "id"));
                 a->ph.owner = true;
-                a->ph.counted = coord_join(h, a->ph.pid);
+                a->ph.counted = coord_join(h, a) > 0;
+            } else if (st == 400 && a->ph.member && error_field_is(resp, "member")) {
+                h->no_members = true;   /* an older bbmgrd: as before, no members */
+                continue;
             } else if (st == 409 && ++conflicts <= 100) {
                 uint64_t pid;
                 st = get_open_phase(h, &pid, &err);
@@ -604,12 +729,17 @@ static int acquire(harmonia_t *h, acq_t *a)
                     continue;           /* closed meanwhile: ask again */
                 a->ph.pid = pid;
                 a->ph.owner = false;
-                a->ph.counted = coord_join(h, pid);
+                /* never the phase this process left: its next phase is the next */
+                if (pid == h->left_pid && !h->no_members)
+                    a->ph.outside = true;
+                else
+                    a->ph.counted = coord_join(h, a) > 0;
                 /* count first, then look: a phase closed before we were counted
-                 * shows as closed below, and we ask again */
+                 * shows as closed below, and we ask again; a phase the node left
+                 * already is waited for until it closes */
                 json_decref(resp);      /* the 409 body */
                 resp = NULL;
-                st = get_phase(h, pid, 0, &resp, &err);
+                st = get_phase(h, pid, a->ph.outside ? chunk : 0, a->ph.outside, &resp, &err);
                 if (st < 0)
                     goto unreachable;
             } else if (st == 503) {
@@ -619,7 +749,7 @@ static int acquire(harmonia_t *h, acq_t *a)
                 goto ungated;
             }
         } else {
-            st = get_phase(h, a->ph.pid, chunk, &resp, &err);
+            st = get_phase(h, a->ph.pid, chunk, a->ph.outside, &resp, &err);
             if (st < 0)
                 goto unreachable;
             last_ok = hu_mono();
@@ -636,7 +766,7 @@ static int acquire(harmonia_t *h, acq_t *a)
             }
         }
         const char *s = phase_state(resp);
-        if (!strcmp(s, "granted")) {
+        if (!strcmp(s, "granted") && !a->ph.outside) {
             a->phase = resp;
             return ACQ_GRANTED;
         }
@@ -648,6 +778,8 @@ static int acquire(harmonia_t *h, acq_t *a)
             json_decref(resp);
             return ACQ_WAITING;
         }
+        if (a->ph.outside)
+            sleep_s(RETRY_SLEEP);       /* the long poll came back open: not at once */
         continue;
 busy:
         /* bbmgrd stopping or munged down at its end: as unreachable */
@@ -755,22 +887,25 @@ int harmonia_phase_try_begin(harmonia_t *h, uint64_t volume, harmonia_dir_t dir,
     return begin(h, volume, dir, grant, false);
 }
 
-/* Report the end of phase pid to bbmgrd (as the last process in it, with the
- * bytes of all).  Runs without the lock, on the BUSY/CLOSING thread. */
+/* Report the end of phase pid to bbmgrd (as the node's last process in it, with
+ * the bytes of all: the node leaves it, or finishes it when the node is no
+ * member).  Runs without the lock, on the BUSY/CLOSING thread. */
 static void close_phase(harmonia_t *h, const struct close_req *r, bool *degraded)
 {
     hm_error_t err = { "" };
     double total = r->total;
     bool last = r->owner;
+    char member[64];
     int fd = -1;
 
     *degraded = r->degraded;
     if (!r->pid)
         return;
+    snprintf(member, sizeof(member), "%s", r->owner && r->member ? h->member : "");
     if (r->counted)
-        fd = coord_leave(h, r->pid, total, &last, &total);
+        fd = coord_leave(h, r->pid, total, &last, &total, member);
     if (last && h->client && !r->degraded) {
-        int st = finish_phase(h, r->pid, total, &err);
+        int st = finish_phase(h, r->pid, total, member, &err);
         if (st < 0) {
             tell_unreachable(h, &err);
             *degraded = true;
@@ -786,8 +921,10 @@ static void closed(harmonia_t *h, bool degraded)
 {
     h->degraded = degraded;
     h->st = ST_NONE;
+    if (h->ph.pid && !h->ph.outside)
+        h->left_pid = h->ph.pid;
     h->ph.pid = 0;
-    h->ph.owner = h->ph.counted = false;
+    h->ph.owner = h->ph.counted = h->ph.member = h->ph.outside = false;
     h->users = 0;
     memset(&h->grant, 0, sizeof(h->grant));
     pthread_cond_broadcast(&h->cond);
@@ -878,6 +1015,7 @@ int harmonia_phase_end(harmonia_t *h, uint64_t bytes)
         }
     }
     r = (struct close_req){ .pid = h->ph.pid, .counted = h->ph.counted, .owner = h->ph.owner,
+                            .member = h->ph.member,
                             .degraded = h->degraded, .total = cancel ? 0 : h->bytes_sum };
     if (r.pid && !cancel && closer_ready(h)) {
         /* the closer reports it; the next begin or end waits for that */
@@ -917,7 +1055,7 @@ static void refresh(harmonia_t *h)
         st = hm_request(h->client, "POST", path, body, &resp, &err);
         json_decref(body);
     } else
-        st = get_phase(h, h->ph.pid, 0, &resp, &err);
+        st = get_phase(h, h->ph.pid, 0, false, &resp, &err);
     if (st < 0) {
         tell_unreachable(h, &err);
         h->degraded = true;
