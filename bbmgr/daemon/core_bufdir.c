@@ -3,7 +3,6 @@
  * core_bufdir.c — buffer directories: creation (from spares), teardown through the
  * trash, and the buffers held on disk after their allocation.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -448,8 +447,28 @@ typedef struct {
     int found, rows;
 } release_t;
 
+typedef struct {
+    dev_t dev;
+    ino_t ino;
+    const char *parent;
+    char *out;
+    size_t len;
+    bool found;
+} byid_t;
+
+static int byid_one(int tfd, const char *name, const struct stat *st, void *arg)
+{
+    byid_t *b = arg;
+    (void)tfd;
+    if (st->st_dev != b->dev || st->st_ino != b->ino)
+        return 0;
+    b->found = snprintf(b->out, b->len, "%s/" MOVER_TRASH "/%s", b->parent, name) < (int)b->len;
+    return 1;
+}
+
 /* dir (under the open parent pfd, named 'parent') or an entry of its trash is the
- * directory dev/ino: its path in out. */
+ * directory dev/ino: its path in out.  The trash is read as bbnoded reads it
+ * (bufdir_trash_each(): only when it is the daemon's alone). */
 static bool find_by_id(int pfd, const char *parent, const char *name, dev_t dev, ino_t ino,
                        char *out, size_t len)
 {
@@ -457,22 +476,9 @@ static bool find_by_id(int pfd, const char *parent, const char *name, dev_t dev,
     if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)
         && st.st_dev == dev && st.st_ino == ino)
         return snprintf(out, len, "%s/%s", parent, name) < (int)len;
-    int tfd = openat(pfd, MOVER_TRASH, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    DIR *d = tfd >= 0 ? fdopendir(tfd) : NULL;
-    struct dirent *e;
-    bool found = false;
-    if (!d) {
-        if (tfd >= 0)
-            close(tfd);
-        return false;
-    }
-    while (!found && (e = readdir(d)))
-        found = strcmp(e->d_name, ".") && strcmp(e->d_name, "..")
-                && fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0
-                && S_ISDIR(st.st_mode) && st.st_dev == dev && st.st_ino == ino
-                && snprintf(out, len, "%s/" MOVER_TRASH "/%s", parent, e->d_name) < (int)len;
-    closedir(d);
-    return found;
+    byid_t b = { dev, ino, parent, out, len, false };
+    bufdir_trash_each(pfd, parent, byid_one, &b);
+    return b.found;
 }
 
 /* A row of kept_dirs of the buffer being released: remove that directory, wherever
