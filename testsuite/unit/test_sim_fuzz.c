@@ -319,6 +319,13 @@ static const uint64_t guard_seeds[] = {
     40000099, 40000256, 40000380, 50000538, 50001238, 60001024, 60001205,
     60001811, 60001815, 60001848, 70000298, 70000562, 70000750, 70001590,
     80000208, 80000963, 90001003, 90001560,
+    /* auto took a job's last phase to have ended at its next decision, a whole
+     * compute later: the look ahead had that job request its next phase late
+     * (90001550: mindilation projected at Dilation 1.009 ran at 5.42, a short job
+     * behind a phase of 0.2 s the look ahead had not yet requested; Dilation
+     * 3.57x), and the guard saw a compute off its hints late (60001197, 60001820:
+     * SysEff 0.92x, 0.73x) */
+    60001197, 60001820, 90001550,
 };
 
 START_TEST(test_auto_guard)

@@ -328,8 +328,10 @@ static bool off_hints(const hs_job_t *j, double wk, double vol)
 }
 
 /* Keep, for every live job, whether it has a pending phase and when its last one
- * ended (the first decision at which it was no longer pending), and whether its
- * phases kept to its hints (the guard). */
+ * ended (the core's time of that finish: the first decision at which the job was
+ * no longer pending may come a whole compute later, and the look ahead then had
+ * it request its next phase that much too late), and whether its phases kept to
+ * its hints (the guard). */
 static int seen_update(struct astate *as, double now)
 {
     const hs_sched_t *s = as->sched;
@@ -346,6 +348,8 @@ static int seen_update(struct astate *as, double now)
         struct seen *o;
         struct seen key;
 
+        double le = hs_core_job_last_io_end(s, i);
+
         (void)hs_core_job_stats(s, i, NULL, &pending);
         key.id = j->id;
         o = nold ? bsearch(&key, old, nold, sizeof(*old), cmp_seen) : NULL;
@@ -357,6 +361,8 @@ static int seen_update(struct astate *as, double now)
             nw[k].end = now;
         else
             nw[k].end = o->end;
+        if (!pending && isfinite(le) && le <= now)
+            nw[k].end = le;
         nw[k].erratic = o && o->erratic;
         nw[k].last_req = o ? o->last_req : -INFINITY;
         k++;
