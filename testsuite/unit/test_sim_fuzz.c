@@ -326,6 +326,13 @@ static const uint64_t guard_seeds[] = {
      * 3.57x), and the guard saw a compute off its hints late (60001197, 60001820:
      * SysEff 0.92x, 0.73x) */
     60001197, 60001820, 90001550,
+    /* a phase 1.5 to 2 times off its job's hints was taken as at them: the look
+     * ahead kept its policy on that job's hints (50001562: Dilation 1.95x;
+     * 70000419: 1.27x; 90000980: SysEff 0.91x) */
+    50001562, 70000419, 90000980,
+    /* seeds never looked at before that broke the bound before the guard ran
+     * fairshare whenever a job is off its hints, or dated a job's last phase end */
+    100000223, 100001854, 110000032, 110000082, 110000893, 120001529,
 };
 
 START_TEST(test_auto_guard)

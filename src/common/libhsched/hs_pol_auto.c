@@ -56,8 +56,11 @@
 #define DEF_HYST 0.01
 /* The guard (doc/policies.md, "auto", "The fairshare guard"): a phase whose
  * compute or volume is more than GUARD_OFF times off (either way) its job's hints,
- * beyond GUARD_EPS_W seconds of compute, breaks the look ahead's premise. */
-#define GUARD_OFF 2.0
+ * beyond GUARD_EPS_W seconds of compute, breaks the look ahead's premise.  1.5, not
+ * 2: 10 breaks of the bound on 12,000 unseen fuzzer seeds instead of 13, the
+ * families as they were; 1.25 lost Harmonia's benchmark (123 of 300 at the goal,
+ * not 149: its noisy phases; doc/fuzzing-sim.md). */
+#define GUARD_OFF 1.5
 #define GUARD_EPS_W 1e-3
 /* ... and the look ahead chooses only among the candidates projected at a SysEff
  * of at least GUARD_SYS x and a Dilation of at most GUARD_DIL x fairshare's
