@@ -858,6 +858,13 @@ int hs_core_job_stats(const hs_sched_t *s, size_t i, hs_job_stats_t *st, bool *p
     return 0;
 }
 
+double hs_core_job_last_io_end(const hs_sched_t *s, size_t i)
+{
+    if (!s || i >= s->nlive)
+        return NAN;
+    return s->jobs[s->live[i]].last_io_end;
+}
+
 int hs_core_phase_backdate(hs_sched_t *s, uint64_t id, double req)
 {
     struct job *j = s ? live_job(s, id) : NULL;

@@ -33,10 +33,9 @@
  *    fairshare's projection);
  *  - while a live job with phases to come has no hints, fairshare runs;
  *  - while a live job is off its hints (a phase, or the compute in progress,
- *    more than GUARD_OFF off them), fairshare runs unless the policy in force is
- *    projected no worse than fairshare and better on one figure, with the jobs at
- *    their hints and with the jobs off them at the extremes of what they were
- *    measured doing (for SysEff: the mean of the two extremes; robust()).
+ *    more than GUARD_OFF off them), fairshare runs: no projection is trusted
+ *    then, not even one that keeps the policy in force (doc/fuzzing-sim.md: on
+ *    unseen seeds such keeps broke the bound twice as often as switching).
  *
  * Cost: one simulation per candidate per epoch, bounded by an event budget
  * (event_budget()); reported clock-free (events simulated).
@@ -57,8 +56,11 @@
 #define DEF_HYST 0.01
 /* The guard (doc/policies.md, "auto", "The fairshare guard"): a phase whose
  * compute or volume is more than GUARD_OFF times off (either way) its job's hints,
- * beyond GUARD_EPS_W seconds of compute, breaks the look ahead's premise. */
-#define GUARD_OFF 2.0
+ * beyond GUARD_EPS_W seconds of compute, breaks the look ahead's premise.  1.5, not
+ * 2: 10 breaks of the bound on 12,000 unseen fuzzer seeds instead of 13, the
+ * families as they were; 1.25 lost Harmonia's benchmark (123 of 300 at the goal,
+ * not 149: its noisy phases; doc/fuzzing-sim.md). */
+#define GUARD_OFF 1.5
 #define GUARD_EPS_W 1e-3
 /* ... and the look ahead chooses only among the candidates projected at a SysEff
  * of at least GUARD_SYS x and a Dilation of at most GUARD_DIL x fairshare's
@@ -67,10 +69,6 @@
  * out candidates that met the goal on the Harmonia benchmark at its hints). */
 #define GUARD_SYS 0.9
 #define GUARD_DIL 1.05
-/* The guard's scenarios: every live job at its hints; the jobs off their hints at
- * the measured extremes of their phases, I/O-heavy (least compute, most volume)
- * and compute-heavy (most compute, least volume). */
-enum { SCEN_HINTS, SCEN_IO, SCEN_COMPUTE, NSCEN };
 
 struct cand {
     hs_policy_t pol;
@@ -101,9 +99,6 @@ struct seen {               /* when a job's last phase ended (for its next reque
     double last_req;        /* request of the last phase checked */
     bool erratic;           /* a phase's compute or volume was off its hints by more
                                than GUARD_OFF */
-    /* the phases measured (their compute, reported with the request, and volume):
-     * the extremes, for the guard's scenarios (NAN: none yet) */
-    double wmin, wmax, vmin, vmax;
 };
 
 struct astate {
@@ -338,8 +333,10 @@ static bool off_hints(const hs_job_t *j, double wk, double vol)
 }
 
 /* Keep, for every live job, whether it has a pending phase and when its last one
- * ended (the first decision at which it was no longer pending), and whether its
- * phases kept to its hints (the guard). */
+ * ended (the core's time of that finish: the first decision at which the job was
+ * no longer pending may come a whole compute later, and the look ahead then had
+ * it request its next phase that much too late), and whether its phases kept to
+ * its hints (the guard). */
 static int seen_update(struct astate *as, double now)
 {
     const hs_sched_t *s = as->sched;
@@ -356,6 +353,8 @@ static int seen_update(struct astate *as, double now)
         struct seen *o;
         struct seen key;
 
+        double le = hs_core_job_last_io_end(s, i);
+
         (void)hs_core_job_stats(s, i, NULL, &pending);
         key.id = j->id;
         o = nold ? bsearch(&key, old, nold, sizeof(*old), cmp_seen) : NULL;
@@ -367,12 +366,10 @@ static int seen_update(struct astate *as, double now)
             nw[k].end = now;
         else
             nw[k].end = o->end;
+        if (!pending && isfinite(le) && le <= now)
+            nw[k].end = le;
         nw[k].erratic = o && o->erratic;
         nw[k].last_req = o ? o->last_req : -INFINITY;
-        nw[k].wmin = o ? o->wmin : NAN;
-        nw[k].wmax = o ? o->wmax : NAN;
-        nw[k].vmin = o ? o->vmin : NAN;
-        nw[k].vmax = o ? o->vmax : NAN;
         k++;
     }
     qsort(nw, k, sizeof(*nw), cmp_seen);
@@ -449,7 +446,7 @@ static int cmp_release(const void *a, const void *b)
 }
 
 /* The live jobs, their hints and history, into as->sj (sorted by release). */
-static int gather(struct astate *as, double now, int scen, size_t *nout)
+static int gather(struct astate *as, double now, size_t *nout)
 {
     const hs_sched_t *s = as->sched;
     size_t n = hs_core_njobs(s);
@@ -481,20 +478,6 @@ static int gather(struct astate *as, double now, int scen, size_t *nout)
         if (!(x->w > 0))
             x->w = 0;
         sn = seen_find(as, j->id);
-        if (scen != SCEN_HINTS && sn && sn->erratic && x->w > 0 && x->vol > 0) {
-            /* an erratic job at the measured extremes (the guard's scenarios) */
-            double e = !pending ? now - sn->end : 0;
-            if (scen == SCEN_IO) {
-                x->w = isnan(sn->wmin) ? x->w : fmin(x->w, sn->wmin);
-                x->vol = isnan(sn->vmax) ? x->vol : fmax(x->vol, sn->vmax);
-            } else {
-                /* the compute in progress lasts at least as long again */
-                x->w = fmax(fmax(x->w, isnan(sn->wmax) ? 0 : sn->wmax), 2 * e);
-                x->vol = isnan(sn->vmin) ? x->vol : fmin(x->vol, sn->vmin);
-            }
-            if (!(x->w > 0))
-                x->w = GUARD_EPS_W;
-        }
         x->W = st.work;
         x->core = i;
         x->bytes0 = st.bytes;
@@ -857,52 +840,6 @@ static const char *premise_broken(struct astate *as, size_t n)
     return off ? WHY_OFF : NULL;
 }
 
-/* The guard's test of the policy in force (not fairshare) while jobs are off
- * their hints: simulated with fairshare in every scenario (SCEN_*), it must
- * project a Dilation at most fairshare's in each, a SysEff at least fairshare's
- * with the jobs at their hints and, between the two extremes, on the geometric
- * mean of its SysEff ratios to fairshare's (the extremes bracket what the jobs
- * will do: one of them alone, the compute-heavy one above all, turned away a
- * policy that had kept a backlog in check, for fairshare behind that backlog,
- * which ends worse than fairshare from the start); and beat fairshare on one
- * figure by more than the hysteresis in one scenario at least (a tie goes to
- * fairshare, the guard's policy).  1 if it does, 0 if not, -1 on error; *work
- * gets the events simulated. */
-static int robust(struct astate *as, double now, uint64_t *work)
-{
-    int c = as->cur, g = as->guard;
-    bool gain = false;
-    double sratio = 1;
-
-    for (int sc = 0; sc < NSCEN; sc++) {
-        size_t n;
-        double H, every;
-        long ev;
-        const hs_auto_fig_t *fc = &as->cand[c].fig, *fg = &as->cand[g].fig;
-
-        if (gather(as, now, sc, &n) < 0)
-            return -1;
-        H = horizon(as, n, &every);
-        for (int k = 0; k < 2; k++) {
-            if ((ev = simulate(as, k ? g : c, now, H, n)) < 0)
-                return -1;
-            *work += (uint64_t)ev;
-        }
-        if (!fc->ok || !fg->ok || fc->dilation > fg->dilation
-            || !(fg->sys_efficiency > 0)
-            || (sc == SCEN_HINTS && fc->sys_efficiency < fg->sys_efficiency))
-            return 0;
-        if (sc != SCEN_HINTS)
-            sratio *= fc->sys_efficiency / fg->sys_efficiency;
-        if (fc->sys_efficiency > fg->sys_efficiency * (1 + as->hyst)
-            || fc->dilation * (1 + as->hyst) < fg->dilation)
-            gain = true;
-    }
-    if (sratio < 1)
-        return 0;
-    return gain ? 1 : 0;
-}
-
 static int epoch(struct astate *as, const hs_ctx_t *ctx, const char *trigger)
 {
     size_t n;
@@ -911,37 +848,27 @@ static int epoch(struct astate *as, const hs_ctx_t *ctx, const char *trigger)
     int pick;
     const char *why;
 
-    if (gather(as, ctx->now, SCEN_HINTS, &n) < 0)
+    if (gather(as, ctx->now, &n) < 0)
         return -1;
     H = horizon(as, n, &every);
     as->every = as->interval > 0 ? as->interval : every;
     as->off = false;
     if (n > 0 && (why = premise_broken(as, n))) {
-        /* the guard: the look ahead cannot be trusted, do what fairshare does,
-         * unless the policy in force beats fairshare's projection whatever the
-         * jobs off their hints do within what they were measured doing */
-        int keep = 0;
+        /* the guard: the look ahead cannot be trusted, do what fairshare does
+         * (keeping the policy in force on projections that held the jobs off
+         * their hints at what they were measured doing broke the bound more
+         * often, on seeds never looked at, than this switch) */
         as->st.epochs++;
         as->st.last_epoch = ctx->now;
         as->last_epoch = ctx->now;
         as->st.guarded++;
-        if (as->cur != as->guard && !strcmp(why, WHY_OFF)
-            && (keep = robust(as, ctx->now, &work)) < 0)
-            return -1;
-        as->st.work += work;
-        as->st.last_work = work;
-        if (keep)
-            snprintf(as->st.reason, sizeof(as->st.reason), "t=%.6g (%s): guard, %s: "
-                     "kept %s (not below fairshare's projection with those jobs at "
-                     "their hints and at their measured extremes)", ctx->now,
-                     trigger, why, as->cand[as->cur].name);
-        else
-            snprintf(as->st.reason, sizeof(as->st.reason), "t=%.6g (%s): guard, %s: "
-                     "%s%s%s", ctx->now, trigger, why, as->cand[as->guard].name,
-                     as->cur != as->guard ? "; was " : "",
-                     as->cur != as->guard ? as->cand[as->cur].name : "");
+        as->st.last_work = 0;
+        snprintf(as->st.reason, sizeof(as->st.reason), "t=%.6g (%s): guard, %s: "
+                 "%s%s%s", ctx->now, trigger, why, as->cand[as->guard].name,
+                 as->cur != as->guard ? "; was " : "",
+                 as->cur != as->guard ? as->cand[as->cur].name : "");
         as->guarded = true;
-        if (!keep && as->cur != as->guard && switch_to(as, ctx, as->guard) < 0)
+        if (as->cur != as->guard && switch_to(as, ctx, as->guard) < 0)
             return -1;
         return 0;
     }
@@ -1034,14 +961,6 @@ static int a_decide(void *state, const hs_ctx_t *ctx, hs_view_t *v, size_t n)
             /* a job may start with I/O (its input): no compute before its first
              * phase is not a phase off its hints */
             double wk = v[i].phase > 1 || v[i].w_done > 0 ? v[i].w_done : v[i].job->w;
-            if (isfinite(wk) && wk >= 0) {
-                sn->wmin = isnan(sn->wmin) ? wk : fmin(sn->wmin, wk);
-                sn->wmax = isnan(sn->wmax) ? wk : fmax(sn->wmax, wk);
-            }
-            if (isfinite(v[i].volume) && v[i].volume > 0) {
-                sn->vmin = isnan(sn->vmin) ? v[i].volume : fmin(sn->vmin, v[i].volume);
-                sn->vmax = isnan(sn->vmax) ? v[i].volume : fmax(sn->vmax, v[i].volume);
-            }
             if (!sn->erratic && off_hints(v[i].job, wk, v[i].volume)) {
                 sn->erratic = true;
                 as->off = true;

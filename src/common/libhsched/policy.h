@@ -198,6 +198,9 @@ size_t hs_core_njobs(const hs_sched_t *s);                  /* live jobs */
 const hs_job_t *hs_core_job(const hs_sched_t *s, size_t i); /* i < hs_core_njobs() */
 /* Live job i's accounting so far (end = NAN) and whether it has a pending phase. */
 int hs_core_job_stats(const hs_sched_t *s, size_t i, hs_job_stats_t *st, bool *pending);
+/* When live job i's last I/O phase finished (its release if none has), NAN if i is
+ * out of range. */
+double hs_core_job_last_io_end(const hs_sched_t *s, size_t i);
 /* Give live job i of 'src' the same history in 'dst' (a look-ahead copy, auto):
  * its accounting (work, I/O, phases) and the end of its last I/O, copied into the
  * job of that id in dst, which must have arrived and not requested a phase yet.
