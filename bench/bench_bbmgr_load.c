@@ -64,11 +64,11 @@ typedef struct {
     const char *prefix;
     int jfirst, jcount;
     double seconds;
-    long phases;                /* stop after this many round trips (0: by time) */
-    int closed;                 /* finish each phase before the next job's */
-    vec_t lat;                  /* per request, credential included */
-    vec_t http;                 /* per request, HTTP exchange only */
-    vec_t rt;                   /* per round trip */
+    long phases; /* stop after this many round trips (0: by time) */
+    int closed;  /* finish each phase before the next job's */
+    vec_t lat;   /* per request, credential included */
+    vec_t http;  /* per request, HTTP exchange only */
+    vec_t rt;    /* per round trip */
     long errors;
 } worker_t;
 
@@ -77,8 +77,8 @@ typedef struct {
     int fd;
     munge_ctx_t munge;
     char buf[65536];
-    size_t len;                 /* bytes in buf */
-    char session[64];           /* token of this connection's session, or "" */
+    size_t len;       /* bytes in buf */
+    char session[64]; /* token of this connection's session, or "" */
 } conn_t;
 
 static struct sockaddr_storage g_addr;
@@ -147,7 +147,7 @@ static int conn_open(conn_t *c)
 {
     int one = 1;
     c->len = 0;
-    c->session[0] = '\0';      /* a session belongs to the connection it was opened on */
+    c->session[0] = '\0'; /* a session belongs to the connection it was opened on */
     if ((c->fd = socket(g_addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
         return -1;
     setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
@@ -228,10 +228,11 @@ static int request(conn_t *c, const char *method, const char *path, const char *
                      g_per_request ? "" : "Harmonia-Session: open\r\n");
             free(cred);
         }
-        n = snprintf(req, sizeof(req), "%s %s HTTP/1.1\r\nHost: %s\r\n%s"
-                     "%sContent-Length: %zu\r\n\r\n%s", method, path, g_host, auth,
-                     body ? "Content-Type: application/json\r\n" : "", body ? strlen(body) : 0,
-                     body ? body : "");
+        n = snprintf(req, sizeof(req),
+                     "%s %s HTTP/1.1\r\nHost: %s\r\n%s"
+                     "%sContent-Length: %zu\r\n\r\n%s",
+                     method, path, g_host, auth, body ? "Content-Type: application/json\r\n" : "",
+                     body ? strlen(body) : 0, body ? body : "");
         if (n < 0 || (size_t)n >= sizeof(req)) {
             snprintf(err, errlen, "request too long");
             return -1;
@@ -278,7 +279,7 @@ static int request(conn_t *c, const char *method, const char *path, const char *
                 continue;
             if (r <= 0) {
                 if (c->len == 0)
-                    goto reconnect;     /* an idle keep-alive connection closed */
+                    goto reconnect; /* an idle keep-alive connection closed */
                 snprintf(err, errlen, "connection closed mid-reply");
                 close(c->fd);
                 c->fd = -1;
@@ -311,11 +312,11 @@ static int request(conn_t *c, const char *method, const char *path, const char *
             }
         }
         if (status == 401 && by_session) {
-            c->session[0] = '\0';       /* expired: authenticate again with MUNGE */
+            c->session[0] = '\0'; /* expired: authenticate again with MUNGE */
             continue;
         }
         return status;
-reconnect:
+    reconnect:
         close(c->fd);
         c->fd = -1;
     }
@@ -331,7 +332,8 @@ static void *do_register(void *arg)
     double ts;
     for (int j = w->jfirst; j < w->jfirst + w->jcount; j++) {
         char body[512], path[128];
-        snprintf(body, sizeof(body), "{\"id\":\"%s%d\",\"uid\":%d,\"user\":\"bench\","
+        snprintf(body, sizeof(body),
+                 "{\"id\":\"%s%d\",\"uid\":%d,\"user\":\"bench\","
                  "\"name\":\"load\",\"hints\":{\"w_iter\":10.0,\"io_volume\":1e9}}",
                  w->prefix, j, 1000 + j % 50);
         int st = request(c, "POST", "/v1/jobs", body, &ts, &rb, err, sizeof(err));
@@ -484,17 +486,17 @@ static double cpu_seconds(void)
 {
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
-    return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6
-           + (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec * 1e-6;
+    return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6 + (double)ru.ru_stime.tv_sec
+           + ru.ru_stime.tv_usec * 1e-6;
 }
 
 int main(int argc, char **argv)
 {
     static const struct option lo[] = {
-        { "url", 1, NULL, 'u' }, { "jobs", 1, NULL, 'j' }, { "threads", 1, NULL, 't' },
-        { "seconds", 1, NULL, 's' }, { "phases", 1, NULL, 'p' }, { "prefix", 1, NULL, 'x' },
-        { "no-register", 0, NULL, 'R' }, { "closed", 0, NULL, 'C' },
-        { "fsync-test", 1, NULL, 'F' }, { "per-request", 0, NULL, 'M' }, { NULL, 0, NULL, 0 }
+        { "url", 1, NULL, 'u' },         { "jobs", 1, NULL, 'j' },   { "threads", 1, NULL, 't' },
+        { "seconds", 1, NULL, 's' },     { "phases", 1, NULL, 'p' }, { "prefix", 1, NULL, 'x' },
+        { "no-register", 0, NULL, 'R' }, { "closed", 0, NULL, 'C' }, { "fsync-test", 1, NULL, 'F' },
+        { "per-request", 0, NULL, 'M' }, { NULL, 0, NULL, 0 }
     };
     const char *fsync_dir = NULL;
     const char *url = NULL, *prefix = "b";
@@ -503,17 +505,38 @@ int main(int argc, char **argv)
     long phases = 0;
     while ((opt = getopt_long(argc, argv, "u:j:t:s:p:x:RCF:M", lo, NULL)) != -1) {
         switch (opt) {
-        case 'u': url = optarg; break;
-        case 'j': jobs = atoi(optarg); break;
-        case 't': threads = atoi(optarg); break;
-        case 's': seconds = atof(optarg); break;
-        case 'p': phases = atol(optarg); break;
-        case 'x': prefix = optarg; break;
-        case 'R': reg = 0; break;
-        case 'C': closed = 1; break;
-        case 'F': fsync_dir = optarg; break;
-        case 'M': g_per_request = 1; break;
-        default: return 2;
+        case 'u':
+            url = optarg;
+            break;
+        case 'j':
+            jobs = atoi(optarg);
+            break;
+        case 't':
+            threads = atoi(optarg);
+            break;
+        case 's':
+            seconds = atof(optarg);
+            break;
+        case 'p':
+            phases = atol(optarg);
+            break;
+        case 'x':
+            prefix = optarg;
+            break;
+        case 'R':
+            reg = 0;
+            break;
+        case 'C':
+            closed = 1;
+            break;
+        case 'F':
+            fsync_dir = optarg;
+            break;
+        case 'M':
+            g_per_request = 1;
+            break;
+        default:
+            return 2;
         }
     }
     if (fsync_dir)
@@ -561,10 +584,11 @@ int main(int argc, char **argv)
     printf("jobs=%d threads=%d register_s=%.2f seconds=%.2f ops=%zu ops_per_s=%.0f "
            "roundtrips=%zu roundtrips_per_s=%.0f op_p50_ms=%.3f op_p99_ms=%.3f "
            "http_p50_ms=%.3f http_p99_ms=%.3f rt_p50_ms=%.3f rt_p99_ms=%.3f "
-           "client_cpu_s=%.2f client_cpu_us_per_op=%.1f errors=%ld\n", jobs, threads, treg, dt,
-           lat.n, lat.n / dt, rt.n, rt.n / dt, pct(&lat, 0.5) * 1e3, pct(&lat, 0.99) * 1e3,
-           pct(&http, 0.5) * 1e3, pct(&http, 0.99) * 1e3, pct(&rt, 0.5) * 1e3,
-           pct(&rt, 0.99) * 1e3, cpu, lat.n ? cpu / (double)lat.n * 1e6 : 0.0, errors);
+           "client_cpu_s=%.2f client_cpu_us_per_op=%.1f errors=%ld\n",
+           jobs, threads, treg, dt, lat.n, lat.n / dt, rt.n, rt.n / dt, pct(&lat, 0.5) * 1e3,
+           pct(&lat, 0.99) * 1e3, pct(&http, 0.5) * 1e3, pct(&http, 0.99) * 1e3,
+           pct(&rt, 0.5) * 1e3, pct(&rt, 0.99) * 1e3, cpu, lat.n ? cpu / (double)lat.n * 1e6 : 0.0,
+           errors);
     free(lat.v);
     free(http.v);
     free(rt.v);

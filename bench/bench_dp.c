@@ -85,7 +85,7 @@ static int inst_make(inst_t *in, int n, int m, int S)
     in->p.nodes = in->nd;
     in->p.nnodes = m;
     in->p.nslots = S;
-    in->p.slot = 10.;           /* about the alone time of a 40 GB phase */
+    in->p.slot = 10.; /* about the alone time of a 40 GB phase */
     return 0;
 }
 
@@ -115,7 +115,7 @@ static double time_place(inst_t *in, hs_dp_cost_t c, int reps, hs_dp_solution_t 
         t[r] = 1e3 * (now() - t0);
         *out = sol;
     }
-    for (int a = 1; a < reps; a++)       /* insertion sort */
+    for (int a = 1; a < reps; a++) /* insertion sort */
         for (int b = a; b > 0 && t[b] < t[b - 1]; b--) {
             double x = t[b];
             t[b] = t[b - 1];
@@ -133,8 +133,7 @@ int main(void)
 
     printf("# Harmonia DP decision time (CPU time, median of repeated calls), %d slots\n", S);
     printf("\n## 1. exact DP (forced), time vs phases: O(M (S+1) 3^n)\n");
-    printf("%8s %6s %14s %14s %12s\n", "phases", "nodes", "minstall_ms", "maxbw_ms",
-           "steps");
+    printf("%8s %6s %14s %14s %12s\n", "phases", "nodes", "minstall_ms", "maxbw_ms", "steps");
     for (int m = 3; m <= 8; m += 5)
         for (int n = 1; n <= 12; n++) {
             inst_t in;
@@ -149,9 +148,10 @@ int main(void)
         }
 
     printf("\n## 2. hs_dp_place() with the default budget (%.3g steps): exact within "
-           "the cap, fallback beyond\n", HS_DP_BUDGET_DEFAULT);
-    printf("%8s %6s %-20s %12s %8s %12s\n", "phases", "nodes", "cost", "time_ms",
-           "method", "steps");
+           "the cap, fallback beyond\n",
+           HS_DP_BUDGET_DEFAULT);
+    printf("%8s %6s %-20s %12s %8s %12s\n", "phases", "nodes", "cost", "time_ms", "method",
+           "steps");
     for (size_t a = 0; a < sizeof(nphases) / sizeof(nphases[0]); a++)
         for (size_t b = 0; b < sizeof(nnodes) / sizeof(nnodes[0]); b++) {
             int n = nphases[a], m = nnodes[b];
@@ -162,9 +162,8 @@ int main(void)
                 if (inst_make(&in, n, m, S) < 0)
                     return 1;
                 double t = time_place(&in, (hs_dp_cost_t)c, n >= 10000 ? 3 : 11, &sol);
-                printf("%8d %6d %-20s %12.3f %8s %12.3g\n", n, m,
-                       hs_dp_cost_name((hs_dp_cost_t)c), t,
-                       sol.exact ? "exact" : "fallback", sol.steps);
+                printf("%8d %6d %-20s %12.3f %8s %12.3g\n", n, m, hs_dp_cost_name((hs_dp_cost_t)c),
+                       t, sol.exact ? "exact" : "fallback", sol.steps);
                 if (t > worst)
                     worst = t;
                 inst_free(&in);
@@ -173,7 +172,7 @@ int main(void)
                 target = worst;
         }
     printf("\n## target: 1,000 phases x 64 nodes, worst of the five costs: %.3f ms "
-           "(target < 10 ms: %s)\n", target, target >= 0. && target < 10. ? "met"
-           : "NOT met");
+           "(target < 10 ms: %s)\n",
+           target, target >= 0. && target < 10. ? "met" : "NOT met");
     return 0;
 }

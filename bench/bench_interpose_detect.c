@@ -40,8 +40,8 @@ int main(void)
     const double ws[] = { 1, 10, 60 }, etas[] = { 0, 0.1, 0.25, 0.5 };
     printf("%6s %5s %9s %10s | %-28s | %-28s\n", "w_iter", "eta", "found", "start/w",
            "w_iter error after 3 periods", "after 12 periods");
-    printf("%6s %5s %9s %10s | %8s %8s %9s | %8s %8s %9s\n", "", "", "", "max", "mean",
-           "p95", "<=10%", "mean", "p95", "<=10%");
+    printf("%6s %5s %9s %10s | %8s %8s %9s | %8s %8s %9s\n", "", "", "", "max", "mean", "p95",
+           "<=10%", "mean", "p95", "<=10%");
     for (size_t a = 0; a < sizeof(ws) / sizeof(ws[0]); a++)
         for (size_t b = 0; b < sizeof(etas) / sizeof(etas[0]); b++) {
             double w = ws[a], eta = etas[b], e3[RUNS], e12[RUNS], startmax = 0;
@@ -95,9 +95,9 @@ int main(void)
                 in12 += e12[r] <= 0.1;
             }
             printf("%5.0fs %5.2f %4ld/%-4ld %10.4f | %7.1f%% %7.1f%% %8.0f%% | %7.1f%% %7.1f%% "
-                   "%8.0f%%\n", w, eta, found, truth, startmax, 100 * m3,
-                   100 * e3[RUNS * 95 / 100], 100.0 * in3 / RUNS, 100 * m12,
-                   100 * e12[RUNS * 95 / 100], 100.0 * in12 / RUNS);
+                   "%8.0f%%\n",
+                   w, eta, found, truth, startmax, 100 * m3, 100 * e3[RUNS * 95 / 100],
+                   100.0 * in3 / RUNS, 100 * m12, 100 * e12[RUNS * 95 / 100], 100.0 * in12 / RUNS);
         }
     return 0;
 }

@@ -34,14 +34,15 @@ int main(int argc, char **argv)
     if (!buf)
         MPI_Abort(MPI_COMM_WORLD, 1);
     memset(buf, 'a' + rank % 26, (size_t)chunk);
-    struct timespec ts = {(time_t)secs, (long)((secs - (time_t)secs) * 1e9)};
+    struct timespec ts = { (time_t)secs, (long)((secs - (time_t)secs) * 1e9) };
     for (int i = 0; i < iters; i++) {
         char path[4096];
         MPI_File f;
         nanosleep(&ts, NULL);
         snprintf(path, sizeof(path), "%s/ckpt.%d", argv[4], i);
-        if (MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_WRONLY,
-                          MPI_INFO_NULL, &f) != MPI_SUCCESS)
+        if (MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_WRONLY, MPI_INFO_NULL,
+                          &f)
+            != MPI_SUCCESS)
             MPI_Abort(MPI_COMM_WORLD, 1);
         /* the same number of collective calls on every rank */
         for (long long off = 0; off < mine; off += chunk) {

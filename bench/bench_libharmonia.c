@@ -63,13 +63,21 @@ int main(int argc, char **argv)
 
     while ((opt = getopt_long(argc, argv, "n:c:d:N", longopts, NULL)) != -1) {
         switch (opt) {
-        case 'n': phases = atoi(optarg); break;
-        case 'c': compute = atof(optarg); break;
-        case 'd': dir = optarg; break;
-        case 'N': use = false; break;
+        case 'n':
+            phases = atoi(optarg);
+            break;
+        case 'c':
+            compute = atof(optarg);
+            break;
+        case 'd':
+            dir = optarg;
+            break;
+        case 'N':
+            use = false;
+            break;
         default:
             fprintf(stderr, "usage: bench_libharmonia [--phases N] [--compute S] "
-                    "[--dir DIR] [--no-harmonia]\n");
+                            "[--dir DIR] [--no-harmonia]\n");
             return 2;
         }
     }
@@ -127,12 +135,12 @@ int main(int argc, char **argv)
     qsort(cbeg, (size_t)phases, sizeof(double), cmp_d);
     qsort(cend, (size_t)phases, sizeof(double), cmp_d);
     printf("mode=%s phases=%d gated=%d compute_s=%g run_s=%.4f phase_cost_mean_us=%.1f "
-           "phase_cost_p50_us=%.1f phase_cost_p99_us=%.1f\n", mode, phases, gated, compute,
-           run, sum / phases * 1e6, cost[phases / 2] * 1e6,
+           "phase_cost_p50_us=%.1f phase_cost_p99_us=%.1f\n",
+           mode, phases, gated, compute, run, sum / phases * 1e6, cost[phases / 2] * 1e6,
            cost[(int)(phases * 0.99)] * 1e6);
     printf("  begin_p50_us=%.1f begin_p99_us=%.1f end_p50_us=%.1f end_p99_us=%.1f\n",
-           cbeg[phases / 2] * 1e6, cbeg[(int)(phases * 0.99)] * 1e6,
-           cend[phases / 2] * 1e6, cend[(int)(phases * 0.99)] * 1e6);
+           cbeg[phases / 2] * 1e6, cbeg[(int)(phases * 0.99)] * 1e6, cend[phases / 2] * 1e6,
+           cend[(int)(phases * 0.99)] * 1e6);
     free(cost);
     free(cbeg);
     free(cend);

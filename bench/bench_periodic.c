@@ -49,7 +49,7 @@ static double urand(void)
     return (double)((state * 2685821657736338717ULL) >> 11) / 9007199254740992.0;
 }
 
-static clockid_t clk = CLOCK_MONOTONIC;  /* --cpu: CLOCK_PROCESS_CPUTIME_ID */
+static clockid_t clk = CLOCK_MONOTONIC; /* --cpu: CLOCK_PROCESS_CPUTIME_ID */
 
 static double now(void)
 {
@@ -112,8 +112,8 @@ static double timed(const hs_platform_t *plat, const hs_pjob_t *jobs, int K,
 }
 
 /* The external implementation on the same input; -1 if it failed. */
-static double run_ref(const char *prog, const hs_platform_t *plat, const hs_pjob_t *jobs,
-                      int K, double tmin, double *se, double *dil, double *T)
+static double run_ref(const char *prog, const hs_platform_t *plat, const hs_pjob_t *jobs, int K,
+                      double tmin, double *se, double *dil, double *T)
 {
     char path[] = "/tmp/bench_periodic.XXXXXX", cmd[4096], line[256];
     int fd = mkstemp(path);
@@ -139,10 +139,10 @@ static double run_ref(const char *prog, const hs_platform_t *plat, const hs_pjob
 }
 
 static const char *names[3] = { "periodic-throu", "periodic-cong", "persched" };
-static int only = -1;       /* --only: the index in names[], -1 for all */
+static int only = -1; /* --only: the index in names[], -1 for all */
 
-static void row(const char *name, const hs_platform_t *plat, const hs_pjob_t *jobs,
-                int K, double tmin, int reps, int plain_max, const char *ref)
+static void row(const char *name, const hs_platform_t *plat, const hs_pjob_t *jobs, int K,
+                double tmin, int reps, int plain_max, const char *ref)
 {
     for (int h = 0; h < 3; h++) {
         hs_periodic_params_t prm;
@@ -158,19 +158,18 @@ static void row(const char *name, const hs_platform_t *plat, const hs_pjob_t *jo
             prm.reference = true;
             tp = timed(plat, jobs, K, &prm, 1, &sp);
             if (sp.period != st.period || sp.sys_efficiency != st.sys_efficiency) {
-                fprintf(stderr, "bench_periodic: %s %s: plain and fast differ\n", name,
-                        names[h]);
+                fprintf(stderr, "bench_periodic: %s %s: plain and fast differ\n", name, names[h]);
                 exit(1);
             }
         }
         if (ref && h == 2)
             tr = run_ref(ref, plat, jobs, K, st.tmin, &rse, &rdil, &rT);
-        printf("%-8s %5d %-15s %10.1f %10.1f %6d %7.4f %8.4f %9.3f %9.3f %7.1f",
-               name, K, names[h], st.tmin, st.period, st.instances, st.sys_efficiency,
-               st.dilation, tf * 1e3, tp * 1e3, tp / tf);
+        printf("%-8s %5d %-15s %10.1f %10.1f %6d %7.4f %8.4f %9.3f %9.3f %7.1f", name, K, names[h],
+               st.tmin, st.period, st.instances, st.sys_efficiency, st.dilation, tf * 1e3, tp * 1e3,
+               tp / tf);
         if (ref && h == 2)
-            printf("   ref: %9.3f ms  ours/ref %5.3f  SysEff %.4f Dil %.4f T %.1f",
-                   tr * 1e3, tf / tr, rse, rdil, rT);
+            printf("   ref: %9.3f ms  ours/ref %5.3f  SysEff %.4f Dil %.4f T %.1f", tr * 1e3,
+                   tf / tr, rse, rdil, rT);
         printf("\n");
         fflush(stdout);
     }
@@ -204,13 +203,12 @@ int main(int argc, char **argv)
                 fprintf(stderr, "bench_periodic: unknown heuristic %s\n", h);
                 return 2;
             }
-        }
-        else if (user < 16 && atoi(argv[i]) > 0) {
+        } else if (user < 16 && atoi(argv[i]) > 0) {
             ks[user++] = atoi(argv[i]);
             nk = user;
         } else {
             fprintf(stderr, "usage: bench_periodic [--seed N] [--reps N] [--plain-max K] "
-                    "[--set5-tmin T] [--ref PROGRAM] [--only HEURISTIC] [--cpu] [K ...]\n");
+                            "[--set5-tmin T] [--ref PROGRAM] [--only HEURISTIC] [--cpu] [K ...]\n");
             return 2;
         }
     }
@@ -218,12 +216,13 @@ int main(int argc, char **argv)
         reps = 1;
     printf("# fast: this construction; plain: the quadratic one (same patterns); "
            "times are medians (ms)\n");
-    printf("%-8s %5s %-15s %10s %10s %6s %7s %8s %9s %9s %7s\n", "input", "K",
-           "heuristic", "T_min", "T", "inst", "SysEff", "Dilation", "fast(ms)",
-           "plain(ms)", "ratio");
+    printf("%-8s %5s %-15s %10s %10s %6s %7s %8s %9s %9s %7s\n", "input", "K", "heuristic", "T_min",
+           "T", "inst", "SysEff", "Dilation", "fast(ms)", "plain(ms)", "ratio");
     {
         const hs_pjob_t set5[3] = {
-            { 64, 76.8, 23580 }, { 64, 76.8, 23580 }, { 512, 483456, 3430400 },
+            { 64, 76.8, 23580 },
+            { 64, 76.8, 23580 },
+            { 512, 483456, 3430400 },
         };
         const hs_platform_t plat = { 640, 1, 300, 0, NULL };
         row("set5", &plat, set5, 3, set5_tmin, reps, plain_max, ref);

@@ -31,13 +31,17 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static int instances;       /* phases of each job (0: unknown) */
+static int instances; /* phases of each job (0: unknown) */
 
 static hs_job_t job(uint64_t id, double t)
 {
     double w = pow(10, 1 + (double)(id % 3));
-    hs_job_t j = { .id = id, .nodes = 16, .release = t, .w = w,
-                   .volume = 0.2 * w * 16e9, .instances = instances };
+    hs_job_t j = { .id = id,
+                   .nodes = 16,
+                   .release = t,
+                   .w = w,
+                   .volume = 0.2 * w * 16e9,
+                   .instances = instances };
     return j;
 }
 
@@ -48,8 +52,7 @@ static int dcmp(const void *a, const void *b)
 }
 
 /* Time the epochs of 'policy' with K jobs; median and max seconds per epoch. */
-static int bench(const char *policy, int K, double *mean, double *max,
-                 hs_auto_state_t *ast)
+static int bench(const char *policy, int K, double *mean, double *max, hs_auto_state_t *ast)
 {
     hs_platform_t plat = { 16 * K, 1e9, 1.6e9 * K, 0, NULL };
     hs_policy_t pol;
@@ -68,8 +71,8 @@ static int bench(const char *policy, int K, double *mean, double *max,
         hs_job_t j = job((uint64_t)k + 1, 100.0 * k / K);
         t = j.release;
         if (hs_job_arrive(s, t, &j, &err) < 0
-            || (k % 2 == 0 && hs_phase_request(s, t, j.id, j.volume, HS_DIR_WRITE, j.w,
-                                               &err) < 0)) {
+            || (k % 2 == 0
+                && hs_phase_request(s, t, j.id, j.volume, HS_DIR_WRITE, j.w, &err) < 0)) {
             fprintf(stderr, "bench_sim_auto: %s\n", err.text);
             return -1;
         }
@@ -112,22 +115,23 @@ int main(int argc, char **argv)
             if (atoi(argv[i]) > 0)
                 ks[nk++] = atoi(argv[i]);
     }
-    printf("%9s %10s %10s %10s %10s %8s %10s %s\n", "K", "median(ms)", "max(ms)",
-           "fcfs(ms)", "target", "epochs", "events", "policy in force");
+    printf("%9s %10s %10s %10s %10s %8s %10s %s\n", "K", "median(ms)", "max(ms)", "fcfs(ms)",
+           "target", "epochs", "events", "policy in force");
     for (int r = 0; r < 2 * nk; r++) {
         double am, ax, fm, fx;
         hs_auto_state_t st;
         int i = r / 2;
         char label[16];
         instances = r % 2 ? 2 : 0;
-        if (bench("auto", ks[i], &am, &ax, &st) < 0
-            || bench("fcfs", ks[i], &fm, &fx, NULL) < 0)
+        if (bench("auto", ks[i], &am, &ax, &st) < 0 || bench("fcfs", ks[i], &fm, &fx, NULL) < 0)
             return 1;
         snprintf(label, sizeof(label), "%d%s", ks[i], instances ? "/end" : "");
-        printf("%9s %10.3f %10.3f %10.3f %10s %8llu %10llu %s\n", label, am * 1e3,
-               ax * 1e3, fm * 1e3, ks[i] <= 100 ? "5" : ks[i] <= 1000 ? "50" : "-",
-               (unsigned long long)st.epochs, (unsigned long long)st.last_work,
-               st.current);
+        printf("%9s %10.3f %10.3f %10.3f %10s %8llu %10llu %s\n", label, am * 1e3, ax * 1e3,
+               fm * 1e3,
+               ks[i] <= 100    ? "5"
+               : ks[i] <= 1000 ? "50"
+                               : "-",
+               (unsigned long long)st.epochs, (unsigned long long)st.last_work, st.current);
     }
     return 0;
 }

@@ -69,21 +69,21 @@ typedef struct {
 
     /* shared state, under 'lock' */
     pthread_mutex_t lock;
-    pthread_cond_t work;        /* workers: something may be dispatchable */
-    pthread_cond_t space;       /* writers: a flow's backlog went down */
+    pthread_cond_t work;  /* workers: something may be dispatchable */
+    pthread_cond_t space; /* writers: a flow's backlog went down */
     hs_sfq_t *q;
     bool stop;
     bool counting;
     uint64_t next_id;
     unsigned int queued[MAXFLOWS];
-    unsigned int inflight[MAXFLOWS];   /* queued + outstanding */
+    unsigned int inflight[MAXFLOWS]; /* queued + outstanding */
     uint64_t offset[MAXFLOWS];
     uint64_t unsynced[MAXFLOWS];
-    uint64_t bytes[MAXFLOWS];          /* completed in the window */
-    uint64_t bl_bytes[MAXFLOWS];       /* ... and dispatched while all were backlogged */
-    uint64_t done0;                    /* flow 0's requests completed in the window */
+    uint64_t bytes[MAXFLOWS];    /* completed in the window */
+    uint64_t bl_bytes[MAXFLOWS]; /* ... and dispatched while all were backlogged */
+    uint64_t done0;              /* flow 0's requests completed in the window */
     uint64_t requests;
-    uint64_t underruns;                /* dispatches while some flow had nothing queued */
+    uint64_t underruns; /* dispatches while some flow had nothing queued */
     int errnum;
 
     int fd[MAXFLOWS];
@@ -187,7 +187,7 @@ static void *worker(void *arg)
         }
         j.id = r.id;
         j.flow = (int)r.flow;
-        j.backlogged = all_backlogged(b);     /* before this request leaves the queue */
+        j.backlogged = all_backlogged(b); /* before this request leaves the queue */
         if (!j.backlogged)
             b->underruns++;
         b->queued[j.flow]--;
@@ -279,23 +279,22 @@ static int parse_weights(bench_t *b, const char *s)
 
 static void usage(FILE *fp)
 {
-    fprintf(fp,
-            "usage: sfq_share [-t seconds] [-n min_requests] [-T max_seconds] [-s size]\n"
-            "                 [-D workers] [-m d|plus] [-q backlog] [-w w1,w2,...]\n"
-            "                 [-f file_bytes] [-y sync_bytes] [-o auto|direct|buffered]\n"
-            "                 [-e max_err] [-v] [DIR]\n"
-            "  -t  measured seconds (10); a warm-up of 10%% (at most 1 s) precedes it\n"
-            "  -n  go on past -t until flow 0 completed this many requests (0)\n"
-            "  -T  but stop at this many seconds (3 * -t); exit 3 if -n was not reached\n"
-            "  -s  request size (1M); multiples of 4K for O_DIRECT\n"
-            "  -D  depth = I/O worker threads (4)\n"
-            "  -m  d: SFQ(D); plus: SFQ(D)+ with one slot per request size (plus)\n"
-            "  -q  requests each flow keeps queued or in flight (4*D)\n"
-            "  -w  weights (1,2,4,8,16,32)\n"
-            "  -f  bytes per flow file, offsets wrap (64M)\n"
-            "  -y  buffered mode: fdatasync every this many bytes of a flow (8M)\n"
-            "  -o  O_DIRECT when possible (auto), always, or never\n"
-            "  -e  exit 1 if the max relative error (backlogged measure) exceeds this\n");
+    fprintf(fp, "usage: sfq_share [-t seconds] [-n min_requests] [-T max_seconds] [-s size]\n"
+                "                 [-D workers] [-m d|plus] [-q backlog] [-w w1,w2,...]\n"
+                "                 [-f file_bytes] [-y sync_bytes] [-o auto|direct|buffered]\n"
+                "                 [-e max_err] [-v] [DIR]\n"
+                "  -t  measured seconds (10); a warm-up of 10%% (at most 1 s) precedes it\n"
+                "  -n  go on past -t until flow 0 completed this many requests (0)\n"
+                "  -T  but stop at this many seconds (3 * -t); exit 3 if -n was not reached\n"
+                "  -s  request size (1M); multiples of 4K for O_DIRECT\n"
+                "  -D  depth = I/O worker threads (4)\n"
+                "  -m  d: SFQ(D); plus: SFQ(D)+ with one slot per request size (plus)\n"
+                "  -q  requests each flow keeps queued or in flight (4*D)\n"
+                "  -w  weights (1,2,4,8,16,32)\n"
+                "  -f  bytes per flow file, offsets wrap (64M)\n"
+                "  -y  buffered mode: fdatasync every this many bytes of a flow (8M)\n"
+                "  -o  O_DIRECT when possible (auto), always, or never\n"
+                "  -e  exit 1 if the max relative error (backlogged measure) exceeds this\n");
 }
 
 static int open_files(bench_t *b, int direct_mode)
@@ -334,8 +333,7 @@ static int open_files(bench_t *b, int direct_mode)
                 }
                 return open_files(b, 0);
             }
-        }
-        else if ((b->fd[i] = open(path, flags, 0600)) < 0) {
+        } else if ((b->fd[i] = open(path, flags, 0600)) < 0) {
             fprintf(stderr, "sfq_share: %s: %s\n", path, strerror(errno));
             return -1;
         }
@@ -356,8 +354,7 @@ static void cleanup_files(bench_t *b)
     rmdir(b->dir);
 }
 
-static double report(const bench_t *b, const char *label, const uint64_t *bytes,
-                     double secs)
+static double report(const bench_t *b, const char *label, const uint64_t *bytes, double secs)
 {
     double maxerr = 0;
     int i;
@@ -516,8 +513,8 @@ int main(int argc, char **argv)
     for (i = 0; i < b->nflows; i++)
         printf("%s%g", i ? ":" : " ", b->weight[i]);
     printf(", D=%u workers, %ju KiB requests, backlog %u, %s, %.1f s in %s\n", b->workers,
-           (uintmax_t)(b->size >> 10), b->backlog,
-           b->direct ? "O_DIRECT" : "buffered+fdatasync", b->seconds, b->dir);
+           (uintmax_t)(b->size >> 10), b->backlog, b->direct ? "O_DIRECT" : "buffered+fdatasync",
+           b->seconds, b->dir);
     fflush(stdout);
 
     for (i = 0; i < b->nflows; i++) {
@@ -549,8 +546,7 @@ int main(int argc, char **argv)
                 break;
             sleep_until(fmin(now() + 0.05, t1 + b->max_seconds));
         }
-    }
-    else
+    } else
         t1 = t0;
     pthread_mutex_lock(&b->lock);
     b->counting = false;
@@ -587,14 +583,12 @@ int main(int argc, char **argv)
     printf("\n");
     e_all = report(b, "all", b->bytes, secs);
     e_bl = report(b, "backlogged", b->bl_bytes, secs);
-    printf("max relative error: %.2f%% (all), %.2f%% (backlogged)\n", 100 * e_all,
-           100 * e_bl);
+    printf("max relative error: %.2f%% (all), %.2f%% (backlogged)\n", 100 * e_all, 100 * e_bl);
     if (b->done0 < b->min_requests) {
         printf("TOO FEW SAMPLES: flow 0 completed %ju requests in %.1f s, wanted %ju\n",
                (uintmax_t)b->done0, secs, (uintmax_t)b->min_requests);
         rc = 3;
-    }
-    else if (max_err >= 0 && !(e_bl <= max_err)) {
+    } else if (max_err >= 0 && !(e_bl <= max_err)) {
         printf("FAIL: error above %.2f%%\n", 100 * max_err);
         rc = 1;
     }

@@ -27,11 +27,11 @@ typedef enum { WL_IO_WRITE = 0, WL_IO_READ = 1 } wl_io_t;
 typedef struct {
     char *name;
     int nodes;
-    wl_dist_t release;      /* drawn once per replica */
+    wl_dist_t release; /* drawn once per replica */
     int iterations;
-    wl_value_t w;           /* seconds of compute before each phase */
-    wl_value_t volume;      /* bytes of each phase */
-    int count;              /* replicas (>= 1) */
+    wl_value_t w;      /* seconds of compute before each phase */
+    wl_value_t volume; /* bytes of each phase */
+    int count;         /* replicas (>= 1) */
     wl_io_t io;
     double w_iter;          /* hint (s), 0: none */
     int priority;           /* 0: none, else 1..10 */
@@ -41,10 +41,10 @@ typedef struct {
 } wl_app_t;
 
 typedef struct {
-    char *name;             /* a name or a host list ("bb[01-04]") */
-    double capacity;        /* bytes */
-    double bandwidth;       /* bytes/s */
-    char *device;           /* name of a device profile, or NULL */
+    char *name;       /* a name or a host list ("bb[01-04]") */
+    double capacity;  /* bytes */
+    double bandwidth; /* bytes/s */
+    char *device;     /* name of a device profile, or NULL */
     int count;
     int line, col;
 } wl_buffer_t;
@@ -52,46 +52,49 @@ typedef struct {
 /* One buffer node after host-list expansion (in file order). */
 typedef struct {
     char *name;
-    int entry;              /* index in buffers[] */
+    int entry; /* index in buffers[] */
 } wl_bnode_t;
 
 typedef struct {
     char *name;
-    double msca[16];        /* MSCA(c), c = 1..16 (write, and read by default) */
+    double msca[16]; /* MSCA(c), c = 1..16 (write, and read by default) */
     int nmsca;
-    double msca_read[16];   /* read curve (nmsca_read == 0: the write curve) */
+    double msca_read[16]; /* read curve (nmsca_read == 0: the write curve) */
     int nmsca_read;
     int line, col;
 } wl_device_t;
 
 /* Device types known without a 'devices:' entry (libhsched's built-in curves). */
-#define WL_BUILTIN_DEVICES { "nvme", "ssd", "hdd", NULL }
+#define WL_BUILTIN_DEVICES \
+    { \
+        "nvme", "ssd", "hdd", NULL \
+    }
 
 typedef struct {
-    int nodes;              /* N */
-    double node_bw;         /* b, bytes/s */
-    double bw;              /* B, bytes/s */
+    int nodes;      /* N */
+    double node_bw; /* b, bytes/s */
+    double bw;      /* B, bytes/s */
     wl_buffer_t *buffers;
     int nbuffers;
     wl_device_t *devices;
     int ndevices;
-    int buffers_line, buffers_col;  /* mark of 'buffers:' (0 when absent) */
-    wl_bnode_t *bnodes;     /* the buffer nodes, host lists expanded */
+    int buffers_line, buffers_col; /* mark of 'buffers:' (0 when absent) */
+    wl_bnode_t *bnodes;            /* the buffer nodes, host lists expanded */
     int nbnodes;
-    double overprovision;   /* over_provisioning (0: the default, 2.0) */
+    double overprovision; /* over_provisioning (0: the default, 2.0) */
 } wl_platform_t;
 
 typedef struct {
-    char *file;             /* name used in messages */
+    char *file; /* name used in messages */
     wl_platform_t plat;
     wl_app_t *apps;
     int napps;
-    double period_min;      /* scheduler.period_min, s (0: not given) */
+    double period_min; /* scheduler.period_min, s (0: not given) */
     /* scheduler.auto_* (0 / "": auto's defaults) */
     char auto_candidates[256];
     int auto_objective;
     double auto_factor, auto_hysteresis, auto_interval, auto_horizon;
-    double max_wait;        /* scheduler.max_wait, s (0: off) */
+    double max_wait; /* scheduler.max_wait, s (0: off) */
 } wl_t;
 
 /* Parse a workload from memory ('name' is used in messages).  Returns NULL with errno
@@ -101,20 +104,20 @@ wl_t *wl_load_buffer(const char *buf, size_t len, const char *name, hu_error_t *
 /* Same from a file ("-" reads stdin). */
 wl_t *wl_load_file(const char *path, hu_error_t *err);
 
-void wl_destroy(wl_t *wl);      /* accepts NULL, keeps errno */
+void wl_destroy(wl_t *wl); /* accepts NULL, keeps errno */
 
 /* ---------------------------------------------------------------- expansion */
 
 typedef struct {
-    char *name;             /* "app" or "app#3" for replicas */
-    int app;                /* index in wl->apps */
+    char *name; /* "app" or "app#3" for replicas */
+    int app;    /* index in wl->apps */
     int nodes;
     double release;
     int iterations;
-    double *w;              /* iterations values, s (>= 0) */
-    double *volume;         /* iterations values, bytes (> 0) */
+    double *w;      /* iterations values, s (>= 0) */
+    double *volume; /* iterations values, bytes (> 0) */
     wl_io_t io;
-    double w_iter;          /* hint or 0 */
+    double w_iter; /* hint or 0 */
     int priority;
     double buffer_capacity; /* bytes asked for (the app's, or the largest phase) */
     int buffer_nodes;

@@ -38,19 +38,19 @@
 #include "quota.h"
 #include "util.h"
 
-#define SPARE_IDLE 1.0          /* seconds without a new directory before making spares */
+#define SPARE_IDLE 1.0 /* seconds without a new directory before making spares */
 #define SPARE_PER_STEP 8
-#define REPLY_MAX (64u << 20)   /* largest reply read from bbmgrd */
+#define REPLY_MAX (64u << 20) /* largest reply read from bbmgrd */
 #define REMOVING_MAX 256
-#define AGENT_PORT_LO 600       /* local ports 600-1023 (privileged) */
+#define AGENT_PORT_LO 600 /* local ports 600-1023 (privileged) */
 /* Entries the walk measuring the buffer directories looks at per agent_step()
  * (bufdir_usage_step()): a tree of millions of files never stalls the agent. */
 #define AGENT_USAGE_STEP 16384
-#define AGENT_BUDGET_MIN 128    /* bytes of results in a report, at least */
+#define AGENT_BUDGET_MIN 128 /* bytes of results in a report, at least */
 
 typedef struct {
-    int64_t last;               /* bytes_done last seen */
-    bool out;                   /* stage-out: reads the device */
+    int64_t last; /* bytes_done last seen */
+    bool out;     /* stage-out: reads the device */
 } prog_t;
 
 typedef struct {
@@ -61,12 +61,12 @@ typedef struct {
 
 /* A directory of bbmgrd's set: which incarnation (np_dir_t.inc) it is, on disk. */
 typedef struct {
-    char key[300];              /* its key in agent.made */
+    char key[300]; /* its key in agent.made */
     double inc;
     dev_t dev;
     ino_t ino;
-    uint64_t used;              /* what its last complete walk measured */
-    bool pending;               /* used is to be reported ("usage") */
+    uint64_t used; /* what its last complete walk measured */
+    bool pending;  /* used is to be reported ("usage") */
 } made_t;
 
 /* A kept directory by identity (<mount>/.harmonia-kept). */
@@ -77,55 +77,55 @@ typedef struct {
 
 #define KEPT_FILE ".harmonia-kept"
 #define KEPT_MAX 100000
-#define AGENT_KEPT_REPORT 64    /* identities a report says at most (NODES_KEPT_MAX) */
+#define AGENT_KEPT_REPORT 64 /* identities a report says at most (NODES_KEPT_MAX) */
 
 struct agent {
     const cfg_t *cfg;
     char node[64];
     char *mount;
     int mfd;
-    int lockfd;                 /* <mount>/.harmonia-agent.lock, flock()ed */
+    int lockfd; /* <mount>/.harmonia-agent.lock, flock()ed */
     char url[1024];
-    char path[128];             /* POST /v1/agents/<node>: the credential's payload */
-    char id[33];                /* this process */
+    char path[128]; /* POST /v1/agents/<node>: the credential's payload */
+    char id[33];    /* this process */
     mover_t *m;
     np_table_t *tab;
     CURL *curl;
-    munge_ctx_t munge;          /* NULL: auth.type none */
-    char session[64];           /* token of the connection's session ("": none) */
+    munge_ctx_t munge; /* NULL: auth.type none */
+    char session[64];  /* token of the connection's session ("": none) */
     char dirs_gen[64];
     double interval;
-    hmap_t *prog;               /* tid -> prog_t */
-    uint64_t rbytes, wbytes;    /* bytes read/written by transfers since the last status */
+    hmap_t *prog;            /* tid -> prog_t */
+    uint64_t rbytes, wbytes; /* bytes read/written by transfers since the last status */
     double last_status;
     uint64_t errors;
-    long last_http;             /* to log a change of bbmgrd's answer once */
-    size_t budget;              /* bytes of results a report may carry: halved at each
+    long last_http; /* to log a change of bbmgrd's answer once */
+    size_t budget;  /* bytes of results a report may carry: halved at each
                                    413 of bbmgrd (its limits.max_body may be smaller
                                    than ours), grown back after each accepted report */
     int spares;
     unsigned spare_top;
     bool spare_off;
-    quota_mount_t quota;        /* what the mount enforces (capacity.enforce) */
+    quota_mount_t quota; /* what the mount enforces (capacity.enforce) */
     double spare_idle_from;
     removing_t removing[REMOVING_MAX];
     int nremoving;
-    hmap_t *made;               /* "j:<name>"/"p:<name>" -> made_t: the directories of
+    hmap_t *made; /* "j:<name>"/"p:<name>" -> made_t: the directories of
                                    the set and the incarnation each was made for */
-    kid_t *kept;                /* identities of the directories bbmgrd lists with keep */
+    kid_t *kept;  /* identities of the directories bbmgrd lists with keep */
     size_t nkept;
-    json_t *kept_report;        /* directories listed with keep without their identity,
+    json_t *kept_report; /* directories listed with keep without their identity,
                                    as found at their names: "kept" of the next report */
-    char *diskstats;            /* block device counters (/proc/diskstats) */
+    char *diskstats;     /* block device counters (/proc/diskstats) */
     unsigned dev_major, dev_minor;
-    bool dev_seen;              /* rsect/wsect hold the previous reading */
+    bool dev_seen; /* rsect/wsect hold the previous reading */
     unsigned long long rsect, wsect;
     /* the walk measuring what the directories of the set hold (usage_step()): the
      * keys of agent.made to walk, the one walked */
     bufdir_usage_t *uw;
     char **uw_list;
     size_t uw_n, uw_i;
-    bool usage_off;             /* bbmgrd refused the "usage" key (older than it) */
+    bool usage_off; /* bbmgrd refused the "usage" key (older than it) */
 };
 
 static void usage_forget(agent_t *a);
@@ -175,10 +175,10 @@ static void kept_load(agent_t *a)
     uintmax_t dev, ino;
     if (fd < 0)
         return;
-    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid()
-        || (st.st_mode & 077) || !(f = fdopen(fd, "r"))) {
-        bl_warning("%s/" KEPT_FILE ": not a file of uid %u with mode 0600: not read",
-                   a->mount, (unsigned)geteuid());
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077)
+        || !(f = fdopen(fd, "r"))) {
+        bl_warning("%s/" KEPT_FILE ": not a file of uid %u with mode 0600: not read", a->mount,
+                   (unsigned)geteuid());
         close(fd);
         return;
     }
@@ -229,12 +229,12 @@ static int sweep_one(int tfd, const char *name, const struct stat *st, void *arg
     snprintf(path, sizeof(path), "%s/" MOVER_TRASH "/%s", w->parent, name);
     if (kept_has(w->a, st->st_dev, st->st_ino)) {
         bl_warning("%s: the data of a held buffer, kept (moved aside when its name was "
-                   "taken; removed when bbmgrd releases it)", path);
+                   "taken; removed when bbmgrd releases it)",
+                   path);
         return 0;
     }
     bl_info("%s: left in the trash by an earlier run: removed", path);
-    if (mover_rmtree(w->a->m, NULL, path, NULL, st->st_uid, st->st_gid, st->st_dev,
-                     st->st_ino) < 0)
+    if (mover_rmtree(w->a->m, NULL, path, NULL, st->st_uid, st->st_gid, st->st_dev, st->st_ino) < 0)
         bl_warning("removal of %s: %s", path, strerror(errno));
     return 0;
 }
@@ -242,8 +242,9 @@ static int sweep_one(int tfd, const char *name, const struct stat *st, void *arg
 static void trash_sweep(agent_t *a, bool persistent)
 {
     char parent[1200];
-    int pfd = persistent ? openat(a->mfd, "persistent", O_RDONLY | O_DIRECTORY | O_NOFOLLOW
-                                  | O_CLOEXEC) : dup(a->mfd);
+    int pfd = persistent
+                  ? openat(a->mfd, "persistent", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+                  : dup(a->mfd);
     sweep_t w = { .a = a, .parent = parent };
     if (pfd < 0)
         return;
@@ -261,7 +262,10 @@ static int default_url(const cfg_t *cfg, char *buf, size_t len)
     if (!*h)
         return -1;
     return snprintf(buf, len, strchr(h, ':') ? "http://[%s]:%ld" : "http://%s:%ld", h,
-                    cfg->listen_port) < (int)len ? 0 : -1;
+                    cfg->listen_port)
+                   < (int)len
+               ? 0
+               : -1;
 }
 
 agent_t *agent_create(const agent_opts_t *o, hu_error_t *err)
@@ -291,8 +295,10 @@ agent_t *agent_create(const agent_opts_t *o, hu_error_t *err)
         goto fail;
     }
     if (!ns->agent) {
-        hu_errprintf(err, "node %s is not served by an agent: set agent: true in its node "
-                     "set (%s)", o->node, o->cfg->path);
+        hu_errprintf(err,
+                     "node %s is not served by an agent: set agent: true in its node "
+                     "set (%s)",
+                     o->node, o->cfg->path);
         goto fail;
     }
     if (!a->mount) {
@@ -305,8 +311,8 @@ agent_t *agent_create(const agent_opts_t *o, hu_error_t *err)
         goto fail;
     }
     /* one agent per mount: a second one would run the same transfers */
-    a->lockfd = openat(a->mfd, ".harmonia-agent.lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
-                       0600);
+    a->lockfd =
+        openat(a->mfd, ".harmonia-agent.lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (a->lockfd < 0 || flock(a->lockfd, LOCK_EX | LOCK_NB) < 0) {
         hu_errprintf(err, "mount %s of node %s: %s", a->mount, o->node,
                      errno == EWOULDBLOCK ? "another bbnoded serves it" : strerror(errno));
@@ -319,16 +325,18 @@ agent_t *agent_create(const agent_opts_t *o, hu_error_t *err)
         goto fail;
     }
     if (st.st_uid != geteuid() || (st.st_mode & 022)) {
-        hu_errprintf(err, "mount %s of node %s must belong to uid %u and not be writable by "
-                     "others (it is uid %u, mode %04o)", a->mount, o->node, (unsigned)geteuid(),
-                     (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
+        hu_errprintf(err,
+                     "mount %s of node %s must belong to uid %u and not be writable by "
+                     "others (it is uid %u, mode %04o)",
+                     a->mount, o->node, (unsigned)geteuid(), (unsigned)st.st_uid,
+                     (unsigned)(st.st_mode & 07777));
         goto fail;
     }
     if (o->url) {
         snprintf(base, sizeof(base), "%s", o->url);
     } else if (default_url(o->cfg, base, sizeof(base)) < 0) {
         hu_errprintf(err, "no address of bbmgrd: set agents.manager (or listen.address) or "
-                     "give --manager");
+                          "give --manager");
         goto fail;
     }
     while (*base && base[strlen(base) - 1] == '/')
@@ -354,8 +362,8 @@ agent_t *agent_create(const agent_opts_t *o, hu_error_t *err)
             goto fail;
         }
     }
-    if (!(a->tab = np_table_create()) || !(a->prog = hmap_create())
-        || !(a->made = hmap_create()) || !(a->curl = curl_easy_init())) {
+    if (!(a->tab = np_table_create()) || !(a->prog = hmap_create()) || !(a->made = hmap_create())
+        || !(a->curl = curl_easy_init())) {
         hu_errprintf(err, "out of memory");
         goto fail;
     }
@@ -412,8 +420,8 @@ double agent_interval(const agent_t *a)
 }
 
 /* ------------------------------------------------------------------ results */
-static void on_result(uint64_t tid, const char *job, mover_state_t st, int64_t done,
-                      int64_t total, const char *msg, void *arg)
+static void on_result(uint64_t tid, const char *job, mover_state_t st, int64_t done, int64_t total,
+                      const char *msg, void *arg)
 {
     agent_t *a = arg;
     prog_t *p = hmap_iget(a->prog, tid);
@@ -429,12 +437,13 @@ static void on_result(uint64_t tid, const char *job, mover_state_t st, int64_t d
         free(hmap_idel(a->prog, tid));
     if (st == MV_FAILED || st == MV_NOT_DURABLE)
         a->errors++;
-    np_result_t r = { .id = tid, .state = st, .bytes_done = done, .bytes_total = total,
-                      .message = msg };
+    np_result_t r = {
+        .id = tid, .state = st, .bytes_done = done, .bytes_total = total, .message = msg
+    };
     char clean[NP_MESSAGE_MAX + 1];
     if (np_table_result(a->tab, &r) < 0)
         bl_error("transfer %ju: result lost: out of memory", (uintmax_t)tid);
-    if (st == MV_FAILED)    /* users name the files a message quotes: cleaned for the log */
+    if (st == MV_FAILED) /* users name the files a message quotes: cleaned for the log */
         bl_warning("transfer %ju of job %s failed: %s", (uintmax_t)tid, job,
                    np_message_clean(msg ? msg : "", clean));
 }
@@ -453,8 +462,9 @@ static int device_sectors(agent_t *a, unsigned long long *rs, unsigned long long
         unsigned maj, min;
         unsigned long long v[7];
         char name[64];
-        if (sscanf(line, "%u %u %63s %llu %llu %llu %llu %llu %llu %llu", &maj, &min, name,
-                   &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6]) == 10
+        if (sscanf(line, "%u %u %63s %llu %llu %llu %llu %llu %llu %llu", &maj, &min, name, &v[0],
+                   &v[1], &v[2], &v[3], &v[4], &v[5], &v[6])
+                == 10
             && maj == a->dev_major && min == a->dev_minor) {
             *rs = v[2];
             *ws = v[6];
@@ -514,8 +524,8 @@ static bufdir_spares_t spares_of(agent_t *a)
 
 static void spares_fill(agent_t *a)
 {
-    if (hu_mono() >= a->spare_idle_from && quota_spares(&a->quota, a->cfg->capacity_enforce,
-                                                        a->mfd))
+    if (hu_mono() >= a->spare_idle_from
+        && quota_spares(&a->quota, a->cfg->capacity_enforce, a->mfd))
         bufdir_spares_fill(a->mfd, a->mount, spares_of(a), SPARE_PER_STEP);
 }
 
@@ -555,7 +565,7 @@ static void made_set(agent_t *a, const np_dir_t *d, const struct stat *st)
     if (!(r = hmap_get(a->made, key))) {
         if (!(r = calloc(1, sizeof(*r))) || hmap_put(a->made, key, r) < 0) {
             free(r);
-            return;             /* out of memory: the next report tries again */
+            return; /* out of memory: the next report tries again */
         }
         snprintf(r->key, sizeof(r->key), "%s", key);
     }
@@ -600,8 +610,7 @@ static int trash_path(agent_t *a, int pfd, bool persistent, ino_t ino, char *out
     return mover_trash_path(pfd, parent, ino, out, len);
 }
 
-static bool dir_aside(agent_t *a, int pfd, const np_dir_t *d, const struct stat *st,
-                      bool queued)
+static bool dir_aside(agent_t *a, int pfd, const np_dir_t *d, const struct stat *st, bool queued)
 {
     const char *where = d->persistent ? "persistent/" : "";
     char from[1400], trash[1400];
@@ -612,12 +621,14 @@ static bool dir_aside(agent_t *a, int pfd, const np_dir_t *d, const struct stat 
     if (mover_aside(a->m, from, trash) < 0)
         goto fail;
     bl_info("buffer directory %s (inode %ju, uid %u) belongs to an earlier buffer of that "
-            "name: moved to %s, a new one is made", from, (uintmax_t)st->st_ino,
-            (unsigned)st->st_uid, trash);
+            "name: moved to %s, a new one is made",
+            from, (uintmax_t)st->st_ino, (unsigned)st->st_uid, trash);
     if (kept_has(a, st->st_dev, st->st_ino))
         bl_warning("%s: the data of a held buffer, kept there until it is released", trash);
-    else if (!queued && mover_rmtree(a->m, NULL, trash, NULL, st->st_uid, st->st_gid,
-                                     st->st_dev, st->st_ino) < 0)
+    else if (!queued
+             && mover_rmtree(a->m, NULL, trash, NULL, st->st_uid, st->st_gid, st->st_dev,
+                             st->st_ino)
+                    < 0)
         bl_warning("removal of %s: %s", trash, strerror(errno));
     return true;
 fail:
@@ -644,8 +655,9 @@ static void dir_make(agent_t *a, const np_dir_t *d, bool again)
     const char *where = d->persistent ? "persistent/" : "";
     if (agent_refuses_owner(a, d->uid, d->gid)) {
         bl_error("buffer directory %s/%s%s for uid %u gid %u refused: root's, or below "
-                 "agents.min_uid (%ld)", a->mount, where, d->name, (unsigned)d->uid,
-                 (unsigned)d->gid, a->cfg->agents_min_uid);
+                 "agents.min_uid (%ld)",
+                 a->mount, where, d->name, (unsigned)d->uid, (unsigned)d->gid,
+                 a->cfg->agents_min_uid);
         a->errors++;
         return;
     }
@@ -659,8 +671,8 @@ static void dir_make(agent_t *a, const np_dir_t *d, bool again)
         char key[300];
         made_t *r;
         if (!S_ISDIR(st.st_mode)) {
-            bl_warning("buffer directory %s/%s%s: exists and is not a directory", a->mount,
-                       where, d->name);
+            bl_warning("buffer directory %s/%s%s: exists and is not a directory", a->mount, where,
+                       d->name);
             a->errors++;
             close(pfd);
             return;
@@ -689,15 +701,17 @@ static void dir_make(agent_t *a, const np_dir_t *d, bool again)
     char qwhy[600];
     /* capacity.enforce: limited by the file system where it can (quota.c); a
      * bbmgrd that does not say the capacity leaves it measured only */
-    int q = d->capacity ? quota_make(&a->quota, a->cfg->capacity_enforce, pfd, d->name,
-                                     a->mount, d->capacity, qwhy, sizeof(qwhy)) : 0;
+    int q = d->capacity ? quota_make(&a->quota, a->cfg->capacity_enforce, pfd, d->name, a->mount,
+                                     d->capacity, qwhy, sizeof(qwhy))
+                        : 0;
     if (q < 0) {
-        bl_error("buffer directory %s/%s%s (owner %u:%u) not made: %s", a->mount, where,
-                 d->name, (unsigned)d->uid, (unsigned)d->gid, qwhy);
+        bl_error("buffer directory %s/%s%s (owner %u:%u) not made: %s", a->mount, where, d->name,
+                 (unsigned)d->uid, (unsigned)d->gid, qwhy);
         a->errors++;
     } else if ((q > 0 ? bufdir_own(pfd, d->name, d->uid, d->gid, &st, &what)
-                : bufdir_create(pfd, d->name, a->mfd, a->mount, d->persistent ? NULL : &sp,
-                                d->uid, d->gid, &st, &what)) < 0) {
+                      : bufdir_create(pfd, d->name, a->mfd, a->mount, d->persistent ? NULL : &sp,
+                                      d->uid, d->gid, &st, &what))
+               < 0) {
         bl_warning("buffer directory %s/%s%s (owner %u:%u): %s: %s", a->mount, where, d->name,
                    (unsigned)d->uid, (unsigned)d->gid, what, strerror(errno));
         a->errors++;
@@ -769,8 +783,8 @@ static void removing_forget(agent_t *a, const char *name, bool persistent)
 static void orphans_remove(agent_t *a, const np_dir_t *v, size_t n, bool persistent)
 {
     /* a descriptor of its own: a dup() would share the mount's directory offset */
-    int pfd = openat(a->mfd, persistent ? "persistent" : ".", O_RDONLY | O_DIRECTORY
-                     | O_NOFOLLOW | O_CLOEXEC);
+    int pfd = openat(a->mfd, persistent ? "persistent" : ".",
+                     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     DIR *d = pfd >= 0 ? fdopendir(pfd) : NULL;
     struct dirent *e;
     char path[1400];
@@ -783,16 +797,16 @@ static void orphans_remove(agent_t *a, const np_dir_t *v, size_t n, bool persist
         struct stat st;
         if (!np_dir_name_ok(e->d_name, persistent) || !strncmp(e->d_name, ".harmonia", 9)
             || in_set(v, n, e->d_name, persistent)
-            || fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode)
+            || fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0
+            || !S_ISDIR(st.st_mode)
             /* a buffer's directory is never root's (agents.min_uid): root's are the
              * file system's or the site's (lost+found); unless root's jobs are
              * served (min_uid 0, a test cluster) */
-            || (st.st_uid == 0 && a->cfg->agents_min_uid > 0)
-            || removing(a, e->d_name, persistent))
+            || (st.st_uid == 0 && a->cfg->agents_min_uid > 0) || removing(a, e->d_name, persistent))
             continue;
         snprintf(path, sizeof(path), "%s/%s%s", a->mount, persistent ? "persistent/" : "",
                  e->d_name);
-        if (kept_has(a, st.st_dev, st.st_ino))     /* released by an administrator */
+        if (kept_has(a, st.st_dev, st.st_ino)) /* released by an administrator */
             kept_del(a, &st);
         bl_info("buffer directory %s is no longer in bbmgrd's state: removed", path);
         if (!persistent)
@@ -804,8 +818,9 @@ static void orphans_remove(agent_t *a, const np_dir_t *v, size_t n, bool persist
          * or at once if the name is listed again before (dir_make) */
         char trash[1400];
         bool tr = trash_path(a, dirfd(d), persistent, st.st_ino, trash, sizeof(trash)) == 0;
-        if (mover_rmtree(a->m, persistent ? NULL : e->d_name, path, tr ? trash : NULL,
-                         st.st_uid, st.st_gid, st.st_dev, st.st_ino) < 0)
+        if (mover_rmtree(a->m, persistent ? NULL : e->d_name, path, tr ? trash : NULL, st.st_uid,
+                         st.st_gid, st.st_dev, st.st_ino)
+            < 0)
             bl_warning("removal of %s: %s", path, strerror(errno));
     }
     closedir(d);
@@ -921,7 +936,7 @@ static int post_once(agent_t *a, const char *body, long *code, rbuf_t *out)
         curl_easy_setopt(a->curl, CURLOPT_LOCALPORTRANGE, (long)(1024 - AGENT_PORT_LO));
     }
     if ((rc = curl_easy_perform(a->curl)) != CURLE_OK) {
-        a->session[0] = '\0';     /* a new connection comes next */
+        a->session[0] = '\0'; /* a new connection comes next */
         if (a->last_http != -(long)rc)
             bl_warning("bbmgrd at %s: %s (retried every %.2f s)", a->url,
                        out->too_big ? "reply too large" : curl_easy_strerror(rc), a->interval);
@@ -951,8 +966,7 @@ static bool in_mount(const agent_t *a, const char *path)
 static uint64_t task_id(json_t *o)
 {
     json_t *id = json_object_get(o, "id");
-    return json_is_integer(id) && json_integer_value(id) > 0 ? (uint64_t)json_integer_value(id)
-                                                             : 0;
+    return json_is_integer(id) && json_integer_value(id) > 0 ? (uint64_t)json_integer_value(id) : 0;
 }
 
 /* A listed task this agent will not run: failed with the reason, once (the table
@@ -972,11 +986,11 @@ static void submit(agent_t *a, json_t *tasks, uint64_t id)
     char msg[300];
     size_t i;
     json_t *o;
-    json_array_foreach(tasks, i, o) {
+    json_array_foreach (tasks, i, o) {
         if (task_id(o) != id)
             continue;
         if (np_task_parse(o, &t, msg, sizeof(msg)) < 0) {
-            refuse(a, id, "?", msg);    /* its job field is not known to be sane */
+            refuse(a, id, "?", msg); /* its job field is not known to be sane */
             return;
         }
         spec = t;
@@ -991,9 +1005,8 @@ static void submit(agent_t *a, json_t *tasks, uint64_t id)
         if (!in_mount(a, t.stage_out ? t.src : t.dst)) {
             /* the buffer side of a transfer is always on this node: anything else is
              * refused whoever asks */
-            snprintf(msg, sizeof(msg), "bbnoded %s: %s %s is not under its mount %s",
-                     a->node, t.stage_out ? "source" : "destination",
-                     t.stage_out ? t.src : t.dst, a->mount);
+            snprintf(msg, sizeof(msg), "bbnoded %s: %s %s is not under its mount %s", a->node,
+                     t.stage_out ? "source" : "destination", t.stage_out ? t.src : t.dst, a->mount);
             bl_error("transfer %ju refused: %s", (uintmax_t)id, msg);
             on_result(id, t.job, MV_FAILED, 0, -1, msg, a);
             return;
@@ -1029,8 +1042,9 @@ static void kept_note(agent_t *a, const np_dir_t *d, const np_dir_t *live, json_
         kept_add(a, &st);
         return;
     }
-    int pfd = d->persistent ? openat(a->mfd, "persistent", O_RDONLY | O_DIRECTORY | O_NOFOLLOW
-                                     | O_CLOEXEC) : dup(a->mfd);
+    int pfd = d->persistent
+                  ? openat(a->mfd, "persistent", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+                  : dup(a->mfd);
     if (pfd < 0)
         goto out;
     /* a buffer's directory is never root's (agents.min_uid), unless root's jobs are
@@ -1038,8 +1052,12 @@ static void kept_note(agent_t *a, const np_dir_t *d, const np_dir_t *live, json_
     if (fstatat(pfd, d->name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)
         && (st.st_uid != 0 || a->cfg->agents_min_uid == 0)
         && (!live || dir_earlier(a, live, &st))) {
-        np_dir_t r = { .name = d->name, .persistent = d->persistent, .uid = st.st_uid,
-                       .gid = st.st_gid, .keep = true, .dev = (uint64_t)st.st_dev,
+        np_dir_t r = { .name = d->name,
+                       .persistent = d->persistent,
+                       .uid = st.st_uid,
+                       .gid = st.st_gid,
+                       .keep = true,
+                       .dev = (uint64_t)st.st_dev,
                        .ino = (uint64_t)st.st_ino };
         kept_add(a, &st);
         if (report && json_array_size(report) < AGENT_KEPT_REPORT)
@@ -1051,8 +1069,7 @@ out:
 }
 
 /* The live directory of that name in the listing (not kept), or NULL. */
-static const np_dir_t *live_listed(const np_dir_t *v, size_t n, const char *name,
-                                   bool persistent)
+static const np_dir_t *live_listed(const np_dir_t *v, size_t n, const char *name, bool persistent)
 {
     for (size_t i = 0; i < n; i++)
         if (!v[i].keep && v[i].persistent == persistent && !strcmp(v[i].name, name))
@@ -1079,7 +1096,8 @@ static int release_one(int tfd, const char *name, const struct stat *st, void *a
             bl_info("%s: the data of a held buffer, released by bbmgrd: removed", path);
             mover_unkeep(r->a->m, path);
             if (mover_rmtree(r->a->m, NULL, path, NULL, st->st_uid, st->st_gid, st->st_dev,
-                             st->st_ino) < 0)
+                             st->st_ino)
+                < 0)
                 bl_warning("removal of %s: %s", path, strerror(errno));
             break;
         }
@@ -1105,7 +1123,7 @@ static void kept_release(agent_t *a, const np_dir_t *v, size_t n)
         }
         kid_t *g = realloc(gone, (ngone + 1) * sizeof(*g));
         if (!g) {
-            a->kept[k++] = a->kept[i];      /* kept: released at the next listing */
+            a->kept[k++] = a->kept[i]; /* kept: released at the next listing */
             continue;
         }
         gone = g;
@@ -1117,8 +1135,8 @@ static void kept_release(agent_t *a, const np_dir_t *v, size_t n)
     kept_save(a);
     for (int p = 0; p < 2; p++) {
         char parent[1200];
-        int pfd = p ? openat(a->mfd, "persistent", O_RDONLY | O_DIRECTORY | O_NOFOLLOW
-                             | O_CLOEXEC) : dup(a->mfd);
+        int pfd = p ? openat(a->mfd, "persistent", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+                    : dup(a->mfd);
         release_t r = { .a = a, .parent = parent, .gone = gone, .ngone = ngone };
         if (pfd < 0)
             continue;
@@ -1146,7 +1164,7 @@ static void apply(agent_t *a, json_t *rep)
      * one aside) */
     bool all_ids = true;
     if (dirs_ok && (dv = calloc(json_array_size(dirs) + 1, sizeof(*dv)))) {
-        json_array_foreach(dirs, i, o) {
+        json_array_foreach (dirs, i, o) {
             if (np_dir_parse(o, &dv[nd], msg, sizeof(msg)) < 0) {
                 bl_error("bbmgrd sent a bad directory: %s (no directory removed)", msg);
                 dirs_ok = false;
@@ -1156,9 +1174,8 @@ static void apply(agent_t *a, json_t *rep)
         }
         json_t *report = json_array();
         for (size_t k = 0; k < nd; k++)
-            if (dv[k].keep) {   /* held by bbmgrd: left as it is, recorded */
-                kept_note(a, &dv[k], live_listed(dv, nd, dv[k].name, dv[k].persistent),
-                          report);
+            if (dv[k].keep) { /* held by bbmgrd: left as it is, recorded */
+                kept_note(a, &dv[k], live_listed(dv, nd, dv[k].name, dv[k].persistent), report);
                 all_ids = all_ids && dv[k].ino;
             }
         json_decref(a->kept_report);
@@ -1179,7 +1196,7 @@ static void apply(agent_t *a, json_t *rep)
         unsigned *runs = calloc(json_array_size(tasks) + 1, sizeof(unsigned));
         size_t n = 0, nsub, ncan;
         np_task_t t;
-        json_array_foreach(tasks, i, o) {
+        json_array_foreach (tasks, i, o) {
             /* one that does not parse but has an id is failed with the reason when
              * first listed (submit()); without an id it cannot be answered */
             uint64_t id = task_id(o);
@@ -1190,8 +1207,7 @@ static void apply(agent_t *a, json_t *rep)
                 ids[n++] = id;
             }
         }
-        if (ids && runs
-            && np_table_listed(a->tab, ids, runs, n, &sub, &nsub, &can, &ncan) == 0) {
+        if (ids && runs && np_table_listed(a->tab, ids, runs, n, &sub, &nsub, &can, &ncan) == 0) {
             for (size_t k = 0; k < nsub; k++)
                 submit(a, tasks, sub[k]);
             for (size_t k = 0; k < ncan; k++) {
@@ -1262,10 +1278,13 @@ static void usage_step(agent_t *a)
         const char *key = a->uw_list[a->uw_i];
         made_t *r = hmap_get(a->made, key);
         bool pers = key[0] == 'p';
-        int pfd = !r ? -1 : pers ? openat(a->mfd, "persistent", O_RDONLY | O_DIRECTORY
-                                          | O_NOFOLLOW | O_CLOEXEC) : dup(a->mfd);
-        int dfd = pfd < 0 ? -1 : openat(pfd, key + 2, O_RDONLY | O_DIRECTORY | O_NOFOLLOW
-                                                       | O_NONBLOCK | O_CLOEXEC);
+        int pfd =
+            !r     ? -1
+            : pers ? openat(a->mfd, "persistent", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+                   : dup(a->mfd);
+        int dfd = pfd < 0 ? -1
+                          : openat(pfd, key + 2,
+                                   O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
         struct stat st;
         uint64_t bytes = 0;
         int ret = -1;
@@ -1273,7 +1292,7 @@ static void usage_step(agent_t *a)
          * there by its owner) is not measured for it */
         if (dfd >= 0 && fstat(dfd, &st) == 0 && st.st_dev == r->dev && st.st_ino == r->ino)
             ret = bufdir_usage_step(a->uw, dfd, &budget, &bytes);
-        else {                  /* gone: a walk of it left half-way is dropped */
+        else { /* gone: a walk of it left half-way is dropped */
             bufdir_usage_free(a->uw);
             if (!(a->uw = bufdir_usage_new())) {
                 usage_forget(a);
@@ -1308,8 +1327,11 @@ static json_t *usage_report(agent_t *a, size_t budget, made_t **sent, size_t *ns
         made_t *r = v;
         if (!r->pending)
             continue;
-        np_usage_t u = { .name = r->key + 2, .persistent = r->key[0] == 'p', .used = r->used,
-                         .dev = (uint64_t)r->dev, .ino = (uint64_t)r->ino };
+        np_usage_t u = { .name = r->key + 2,
+                         .persistent = r->key[0] == 'p',
+                         .used = r->used,
+                         .dev = (uint64_t)r->dev,
+                         .ino = (uint64_t)r->ino };
         json_t *o = np_usage_json(&u);
         char *txt = o ? json_dumps(o, JSON_COMPACT) : NULL;
         size_t len = txt ? strlen(txt) + 1 : 0;
@@ -1353,9 +1375,8 @@ int agent_step(agent_t *a)
         free(txt);
         budget = budget > ulen + AGENT_BUDGET_MIN ? budget - ulen : AGENT_BUDGET_MIN;
     }
-    json_t *req = json_pack("{s:i s:s s:o s:o}", "version", NP_VERSION, "agent", a->id,
-                            "status", status_json(a), "results",
-                            np_table_outbox(a->tab, budget, &upto));
+    json_t *req = json_pack("{s:i s:s s:o s:o}", "version", NP_VERSION, "agent", a->id, "status",
+                            status_json(a), "results", np_table_outbox(a->tab, budget, &upto));
     if (req && usage)
         json_object_set(req, "usage", usage);
     json_decref(usage);
@@ -1374,7 +1395,7 @@ int agent_step(agent_t *a)
         json_t *rep = code == 200 && out.buf ? json_loads(out.buf, 0, &je) : NULL;
         if (code == 200 && json_is_object(rep)) {
             np_table_acked(a->tab, upto);
-            for (size_t k = 0; k < nsent; k++)     /* before apply() forgets any */
+            for (size_t k = 0; k < nsent; k++) /* before apply() forgets any */
                 sent[k]->pending = false;
             a->budget = a->budget < full / 2 ? 2 * a->budget : full;
             apply(a, rep);
@@ -1388,23 +1409,23 @@ int agent_step(agent_t *a)
                  * to one without its message (np_table_outbox) */
                 a->budget = a->budget / 2 > AGENT_BUDGET_MIN ? a->budget / 2 : AGENT_BUDGET_MIN;
                 bl_warning("bbmgrd at %s refused a report of %zu bytes as too large: the "
-                           "next ones carry at most %zu bytes of results", a->url,
-                           strlen(body), a->budget);
+                           "next ones carry at most %zu bytes of results",
+                           a->url, strlen(body), a->budget);
             }
             json_t *err = code == 400 && usage && out.buf ? json_loads(out.buf, 0, NULL) : NULL;
-            const char *field = json_string_value(json_object_get(json_object_get(err, "error"),
-                                                                  "field"));
+            const char *field =
+                json_string_value(json_object_get(json_object_get(err, "error"), "field"));
             if (field && !strcmp(field, "usage")) {
                 /* a bbmgrd older than the key: the reports go on without it */
                 bl_warning("bbmgrd at %s does not take the measured use of buffers "
                            "(\"usage\"): not reported, its capacity is not checked on this "
-                           "node until bbmgrd is updated", a->url);
+                           "node until bbmgrd is updated",
+                           a->url);
                 a->usage_off = true;
             }
             json_decref(err);
             if (a->last_http != code)
-                bl_error("bbmgrd at %s answered %ld: %.300s", a->url, code,
-                         out.buf ? out.buf : "");
+                bl_error("bbmgrd at %s answered %ld: %.300s", a->url, code, out.buf ? out.buf : "");
             a->last_http = code;
         }
         json_decref(rep);

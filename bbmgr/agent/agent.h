@@ -20,9 +20,9 @@ typedef struct agent agent_t;
 
 typedef struct {
     const cfg_t *cfg;
-    const char *node;           /* this node's name, as in bbmgr.yaml */
-    const char *url;            /* bbmgrd, http://host:port; NULL: from cfg */
-    const char *diskstats;      /* block device counters; NULL: /proc/diskstats */
+    const char *node;      /* this node's name, as in bbmgr.yaml */
+    const char *url;       /* bbmgrd, http://host:port; NULL: from cfg */
+    const char *diskstats; /* block device counters; NULL: /proc/diskstats */
 } agent_opts_t;
 
 agent_t *agent_create(const agent_opts_t *o, hu_error_t *err);

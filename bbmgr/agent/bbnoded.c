@@ -31,17 +31,20 @@
 
 static const hu_option_t options[] = {
     { "config", required_argument, 'c', "FILE", "configuration (default " DEFAULT_CONFIG ")" },
-    { "node", required_argument, 'n', "NAME", "this buffer node's name in the configuration\n"
+    { "node", required_argument, 'n', "NAME",
+      "this buffer node's name in the configuration\n"
       "(default: the host name up to its first dot)" },
-    { "manager", required_argument, 'm', "URL", "bbmgrd (default: agents.manager, else "
+    { "manager", required_argument, 'm', "URL",
+      "bbmgrd (default: agents.manager, else "
       "listen.address\nand listen.port of the configuration)" },
-    { "log-file", required_argument, 'l', "FILE", "log there, '-': stderr (default: log.file, "
+    { "log-file", required_argument, 'l', "FILE",
+      "log there, '-': stderr (default: log.file, "
       "which is\nbbmgrd's too when both run on one host)" },
     { "diskstats", required_argument, 1, "FILE",
       "block device counters (default /proc/diskstats)" },
     { "verbose", no_argument, 'v', NULL, "log at debug level" },
     { "version", no_argument, 'V', NULL, "print the version and exit" },
-    { "foreground", no_argument, 'f', NULL, NULL },     /* bbmgrd's -f, never listed */
+    { "foreground", no_argument, 'f', NULL, NULL }, /* bbmgrd's -f, never listed */
     HU_OPTIONS_END,
 };
 
@@ -75,16 +78,35 @@ int main(int argc, char **argv)
     hu_getopt_init(&g, options, "");
     while ((opt = getopt_long(argc, argv, g.shortopts, g.longopts, NULL)) != -1) {
         switch (opt) {
-        case 'c': path = optarg; break;
-        case 'n': node = optarg; break;
-        case 'm': url = optarg; break;
-        case 1: diskstats = optarg; break;
-        case 'l': logfile = strcmp(optarg, "-") ? optarg : ""; break;
-        case 'f': break;
-        case 'v': verbose = 1; break;
-        case 'V': printf("bbnoded %s\n", PACKAGE_VERSION); return 0;
-        case 'h': usage(stdout); return 0;
-        default: usage(stderr); return 2;
+        case 'c':
+            path = optarg;
+            break;
+        case 'n':
+            node = optarg;
+            break;
+        case 'm':
+            url = optarg;
+            break;
+        case 1:
+            diskstats = optarg;
+            break;
+        case 'l':
+            logfile = strcmp(optarg, "-") ? optarg : "";
+            break;
+        case 'f':
+            break;
+        case 'v':
+            verbose = 1;
+            break;
+        case 'V':
+            printf("bbnoded %s\n", PACKAGE_VERSION);
+            return 0;
+        case 'h':
+            usage(stdout);
+            return 0;
+        default:
+            usage(stderr);
+            return 2;
         }
     }
     if (optind < argc) {
@@ -126,8 +148,8 @@ int main(int argc, char **argv)
         double t0 = hu_mono();
         if (util_got_hup) {
             util_got_hup = 0;
-            if (bl_configure(logfile, verbose ? "debug" : cfg->log_level,
-                             cfg->log_format, &err) < 0)
+            if (bl_configure(logfile, verbose ? "debug" : cfg->log_level, cfg->log_format, &err)
+                < 0)
                 bl_error("log: %s", err.text);
         }
         agent_step(agent);

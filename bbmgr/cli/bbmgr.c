@@ -47,7 +47,8 @@ static const char usage_text[] =
     "Options (anywhere on the line, before or after the command):\n";
 
 static const hu_option_t options[] = {
-    { "url", required_argument, 'u', "URL", "http://HOST:PORT or unix:/PATH ($HARMONIA_URL,\n"
+    { "url", required_argument, 'u', "URL",
+      "http://HOST:PORT or unix:/PATH ($HARMONIA_URL,\n"
       "default " HM_DEFAULT_URL ")" },
     { "munge-socket", required_argument, 'S', "PATH", "munged's socket ($HARMONIA_MUNGE_SOCKET)" },
     { "no-auth", no_argument, 'n', NULL, "send no credential (bbmgrd with auth: none)" },
@@ -65,19 +66,32 @@ static void usage(FILE *f)
 static const char *status_text(int st)
 {
     switch (st) {
-    case 400: return "bad request";
-    case 401: return "not authenticated (no valid credential)";
-    case 403: return "not allowed (an administrator's command)";
-    case 404: return "no such object";
-    case 405: return "method not allowed (bbmgrd too old for this command?)";
-    case 409: return "conflict with the current state";
-    case 413: return "request too large";
-    case 422: return "invalid value";
-    case 429: return "too many requests: try again later";
-    case 500: return "internal error in bbmgrd (see its log)";
-    case 503: return "bbmgrd cannot serve this now (see its log)";
-    case 507: return "not enough free buffer space";
-    default: return st >= 500 ? "server error (see bbmgrd's log)" : "request refused";
+    case 400:
+        return "bad request";
+    case 401:
+        return "not authenticated (no valid credential)";
+    case 403:
+        return "not allowed (an administrator's command)";
+    case 404:
+        return "no such object";
+    case 405:
+        return "method not allowed (bbmgrd too old for this command?)";
+    case 409:
+        return "conflict with the current state";
+    case 413:
+        return "request too large";
+    case 422:
+        return "invalid value";
+    case 429:
+        return "too many requests: try again later";
+    case 500:
+        return "internal error in bbmgrd (see its log)";
+    case 503:
+        return "bbmgrd cannot serve this now (see its log)";
+    case 507:
+        return "not enough free buffer space";
+    default:
+        return st >= 500 ? "server error (see bbmgrd's log)" : "request refused";
     }
 }
 
@@ -149,22 +163,23 @@ static int cmd_status(cli_t *cli)
                json_integer_value(json_object_get(n, "drained")),
                json_integer_value(json_object_get(n, "pools")),
                json_integer_value(json_object_get(o, "persistent")));
-        json_t *ag = json_object_get(o, "agents"), *dn;    /* buffer-node agents */
+        json_t *ag = json_object_get(o, "agents"), *dn; /* buffer-node agents */
         size_t k;
         if (ag)
-            printf("agents: %lld, %lld up, %zu down\n", json_integer_value(json_object_get(ag, "total")),
-                   json_integer_value(json_object_get(ag, "up")), json_array_size(json_object_get(ag, "down")));
-        json_array_foreach(json_object_get(ag, "down"), k, dn)
-            printf("  %s: %s\n", str(dn, "node"),
-                   str(dn, "reason"));
-        json_t *held = json_object_get(o, "held");     /* buffers kept after their job */
+            printf("agents: %lld, %lld up, %zu down\n",
+                   json_integer_value(json_object_get(ag, "total")),
+                   json_integer_value(json_object_get(ag, "up")),
+                   json_array_size(json_object_get(ag, "down")));
+        json_array_foreach (json_object_get(ag, "down"), k, dn)
+            printf("  %s: %s\n", str(dn, "node"), str(dn, "reason"));
+        json_t *held = json_object_get(o, "held"); /* buffers kept after their job */
         char b1[32];
         if (json_array_size(held))
             printf("held buffers: %zu (freed by 'bbmgr release JOB' when kept)\n",
                    json_array_size(held));
-        json_array_foreach(held, k, dn)
-            printf("  %s: %s, %s\n", str(dn, "job"), sz(json_object_get(dn, "bytes"), b1, sizeof(b1)),
-                   str(dn, "reason"));
+        json_array_foreach (held, k, dn)
+            printf("  %s: %s, %s\n", str(dn, "job"),
+                   sz(json_object_get(dn, "bytes"), b1, sizeof(b1)), str(dn, "reason"));
         printf("state: %s (schema %lld, %s)\n", str(s, "dir"),
                json_integer_value(json_object_get(s, "schema")),
                json_is_true(json_object_get(s, "durable")) ? "durable" : "NOT durable");
@@ -183,7 +198,7 @@ static const char *learned_str(json_t *j, char *buf, size_t len)
     if (!json_is_number(v))
         return "-";
     sz(v, b, sizeof(b));
-    for (const char *s = b; *s; s++)    /* "4.00 MiB": one word */
+    for (const char *s = b; *s; s++) /* "4.00 MiB": one word */
         if (*s != ' ')
             *d++ = *s;
     *d = '\0';
@@ -203,9 +218,11 @@ static void job_row(json_t *j)
     printf("%-12s %-10s %-10s %-10s %10s %-9s %6lld %s\n", str(j, "id"), str(j, "user"),
            str(j, "name"), str(j, "state"),
            a ? sz(json_object_get(a, "reserved"), b1, sizeof(b1)) : "-",
-           !p ? "-" : json_is_string(json_object_get(p, "hold")) ? "held" : str(p, "state"),
+           !p                                           ? "-"
+           : json_is_string(json_object_get(p, "hold")) ? "held"
+                                                        : str(p, "state"),
            json_integer_value(json_object_get(j, "phases_done")), learned_str(j, b2, sizeof(b2)));
-    if (hold)       /* capacity.over: hold: why its phases wait */
+    if (hold) /* capacity.over: hold: why its phases wait */
         printf("  hold: %s\n", hold);
 }
 
@@ -215,8 +232,7 @@ static void node_row(json_t *n)
     const char *r = json_string_value(json_object_get(n, "reason"));
     json_t *m = json_object_get(n, "measured");
     printf("%-12s %-10s %-8s %11s %11s %11s %12s %6lld %s\n", str(n, "name"), str(n, "pool"),
-           str(n, "state"),
-           sz(json_object_get(n, "capacity"), b1, sizeof(b1)),
+           str(n, "state"), sz(json_object_get(n, "capacity"), b1, sizeof(b1)),
            sz(json_object_get(n, "used"), b2, sizeof(b2)),
            json_is_integer(m) ? sz(m, b4, sizeof(b4)) : "-",
            hu_size_str_si(json_number_value(json_object_get(n, "load")), b3, sizeof(b3)),
@@ -241,8 +257,7 @@ static void pool_row(json_t *p)
            json_integer_value(json_object_get(p, "nodes_up")),
            sz(json_object_get(p, "capacity"), b1, sizeof(b1)),
            sz(json_object_get(p, "free"), b2, sizeof(b2)),
-           sz(json_object_get(p, "used"), b4, sizeof(b4)),
-           sz(drained, b5, sizeof(b5)),
+           sz(json_object_get(p, "used"), b4, sizeof(b4)), sz(drained, b5, sizeof(b5)),
            sz(json_object_get(p, "granularity"), b3, sizeof(b3)));
     json_decref(drained);
 }
@@ -264,15 +279,14 @@ static void persistent_row(json_t *b)
         snprintf(owner, sizeof(owner), "%lld", (long long)uid);
     if (t > 0 && localtime_r(&t, &tm))
         strftime(created, sizeof(created), "%Y-%m-%dT%H:%M:%S", &tm);
-    json_array_foreach(json_object_get(b, "users"), k, u)
+    json_array_foreach (json_object_get(b, "users"), k, u)
         if (f && json_is_string(u))
             fprintf(f, "%s%s", k ? "," : "", json_string_value(u));
     if (f)
         fclose(f);
-    printf("%-20s %-10s %-10s %11s %6zu %-19s %s\n", str(b, "name"), owner,
-           str(b, "pool"), sz(json_object_get(b, "capacity"), b1, sizeof(b1)),
-           json_array_size(json_object_get(b, "nodes")), created,
-           users && *users ? users : "-");
+    printf("%-20s %-10s %-10s %11s %6zu %-19s %s\n", str(b, "name"), owner, str(b, "pool"),
+           sz(json_object_get(b, "capacity"), b1, sizeof(b1)),
+           json_array_size(json_object_get(b, "nodes")), created, users && *users ? users : "-");
     free(users);
 }
 
@@ -283,11 +297,11 @@ static const struct listing {
     const char *header;
     void (*row)(json_t *);
 } listings[] = {
-    { "jobs",
-      "JOBID        USER       NAME       STATE          BUFFER PHASE     PHASES LEARNED",
+    { "jobs", "JOBID        USER       NAME       STATE          BUFFER PHASE     PHASES LEARNED",
       job_row },
     { "nodes",
-      "NODE         POOL       STATE       CAPACITY        USED    MEASURED       LOAD/s PHASES REASON",
+      "NODE         POOL       STATE       CAPACITY        USED    MEASURED       LOAD/s PHASES "
+      "REASON",
       node_row },
     { "pools",
       "POOL          NODES     UP    CAPACITY        FREE        USED     DRAINED GRANULARITY",
@@ -316,7 +330,7 @@ static int cmd_list(cli_t *cli, const struct listing *l)
         return 1;
     if (!cli->json) {
         puts(l->header);
-        json_array_foreach(json_object_get(o, l->what), i, e)
+        json_array_foreach (json_object_get(o, l->what), i, e)
             l->row(e);
     }
     json_decref(o);
@@ -328,10 +342,10 @@ static bool share_node(json_t *a, json_t *b)
 {
     size_t i, k;
     json_t *x, *y;
-    json_array_foreach(json_object_get(a, "nodes"), i, x)
-        json_array_foreach(json_object_get(b, "nodes"), k, y)
-            if (json_is_string(x) && json_is_string(y) &&
-                !strcmp(json_string_value(x), json_string_value(y)))
+    json_array_foreach (json_object_get(a, "nodes"), i, x)
+        json_array_foreach (json_object_get(b, "nodes"), k, y)
+            if (json_is_string(x) && json_is_string(y)
+                && !strcmp(json_string_value(x), json_string_value(y)))
                 return true;
     return false;
 }
@@ -346,7 +360,7 @@ static double projected_start(json_t *phases, json_t *w, double now)
     double near = INFINITY, any = INFINITY;
     size_t i;
     json_t *g;
-    json_array_foreach(phases, i, g) {
+    json_array_foreach (phases, i, g) {
         json_t *e = json_object_get(g, "expected_end");
         if (strcmp(str(g, "state"), "granted") || !json_is_number(e))
             continue;
@@ -376,15 +390,15 @@ static int cmd_schedule(cli_t *cli, double minutes)
         double now = json_number_value(json_object_get(o, "now"));
         phases = json_object_get(o, "phases");
         printf("policy %s; now .. +%.0f min, one column = %.0f s ('#' granted, '.' waiting, "
-               "'>' its projected start, 'S' stage)\n", str(o, "policy"), minutes,
-               horizon / W);
+               "'>' its projected start, 'S' stage)\n",
+               str(o, "policy"), minutes, horizon / W);
         printf("START: seconds from now; a granted phase started then, a waiting one starts "
                "no sooner than a granted phase ahead of it ends (~)\n");
         printf("%-8s %-12s %-9s %8s |", "PHASE", "JOB", "STATE", "START");
         for (int k = 0; k < W; k += 10)
             printf("%-10s", k == 0 ? "now" : "");
         printf("|\n");
-        json_array_foreach(phases, i, p) {
+        json_array_foreach (phases, i, p) {
             char row[61];
             memset(row, ' ', (size_t)W);
             row[W] = '\0';
@@ -410,7 +424,7 @@ static int cmd_schedule(cli_t *cli, double minutes)
             printf("%-8lld %-12s %-9s %8s |%s|\n", json_integer_value(json_object_get(p, "id")),
                    str(p, "job"), state, start, row);
         }
-        json_array_foreach(json_object_get(o, "transfers"), i, p) {
+        json_array_foreach (json_object_get(o, "transfers"), i, p) {
             char row[61];
             memset(row, ' ', (size_t)W);
             row[W] = '\0';
@@ -473,11 +487,11 @@ static int cmd_release(cli_t *cli, const char *id)
     json_t *o, *a, *h;
     char path[256], b1[32], size[32] = "-";
     const char *what = "released";
-    cli_t quiet = { cli->c, false };    /* --json: print the release's answer only */
+    cli_t quiet = { cli->c, false }; /* --json: print the release's answer only */
     size_t i;
     if (call(&quiet, "GET", "/v1/status", NULL, &o) < 0)
         return 1;
-    json_array_foreach(json_object_get(o, "held"), i, h)
+    json_array_foreach (json_object_get(o, "held"), i, h)
         if (!strcmp(str(h, "job"), id)) {
             what = "kept buffer released and removed";
             snprintf(size, sizeof(size), "%s", sz(json_object_get(h, "bytes"), b1, sizeof(b1)));
@@ -572,20 +586,34 @@ int main(int argc, char **argv)
             end = i + 1;
             break;
         }
-        if (!strcmp(argv[i], "-u") || !strcmp(argv[i], "--url") || !strcmp(argv[i], "-S") ||
-            !strcmp(argv[i], "--munge-socket"))
-            i++;    /* its value */
+        if (!strcmp(argv[i], "-u") || !strcmp(argv[i], "--url") || !strcmp(argv[i], "-S")
+            || !strcmp(argv[i], "--munge-socket"))
+            i++; /* its value */
     }
     hu_getopt_init(&g, options, "");
     while ((opt = getopt_long(end, argv, g.shortopts, g.longopts, NULL)) != -1) {
         switch (opt) {
-        case 'u': opts.url = optarg; break;
-        case 'S': opts.munge_socket = optarg; break;
-        case 'n': opts.no_auth = true; break;
-        case 'j': cli.json = true; break;
-        case 'V': printf("bbmgr %s\n", PACKAGE_VERSION); return 0;
-        case 'h': usage(stdout); return 0;
-        default: usage(stderr); return 2;
+        case 'u':
+            opts.url = optarg;
+            break;
+        case 'S':
+            opts.munge_socket = optarg;
+            break;
+        case 'n':
+            opts.no_auth = true;
+            break;
+        case 'j':
+            cli.json = true;
+            break;
+        case 'V':
+            printf("bbmgr %s\n", PACKAGE_VERSION);
+            return 0;
+        case 'h':
+            usage(stdout);
+            return 0;
+        default:
+            usage(stderr);
+            return 2;
         }
     }
     if (optind >= end) {
@@ -616,8 +644,7 @@ int main(int argc, char **argv)
         rc = call(&cli, "GET", path, NULL, &o) < 0 ? 1 : 0;
         if (!rc)
             json_decref(o);
-    }
-    else if (!strcmp(cmd, "schedule") && nargs <= 1) {
+    } else if (!strcmp(cmd, "schedule") && nargs <= 1) {
         double m = nargs ? strtod(args[0], NULL) : 10;
         rc = m > 0 ? cmd_schedule(&cli, m) : 2;
     } else if (!strcmp(cmd, "release") && nargs == 1)

@@ -39,13 +39,13 @@
 typedef struct {
     int max_streams;
     double seconds;
-    uint64_t size;              /* per stream, cap */
+    uint64_t size; /* per stream, cap */
     uint64_t block;
     bool direct;
     bool reads;
     const char *name;
     const char *output;
-    const char *format;         /* "bbmgr" or "bbsim" */
+    const char *format; /* "bbmgr" or "bbsim" */
     const char *path;
 } cal_opts_t;
 
@@ -123,7 +123,7 @@ static void *stream_run(void *arg)
             s->err = errno;
             break;
         }
-        if (n == 0) {           /* end of the file: read it again, uncached */
+        if (n == 0) { /* end of the file: read it again, uncached */
             if (off == 0)
                 break;
             off = 0;
@@ -146,8 +146,8 @@ static void *stream_run(void *arg)
 }
 
 /* One point: c streams writing (or reading) at once.  Returns BW(c) or -1. */
-static double run_point(const cal_opts_t *o, const char *dir, int c, bool reading,
-                        void **bufs, bool *direct)
+static double run_point(const cal_opts_t *o, const char *dir, int c, bool reading, void **bufs,
+                        bool *direct)
 {
     stream_t s[MAX_STREAMS];
     pthread_t th[MAX_STREAMS];
@@ -281,10 +281,10 @@ static int write_profile(const cal_opts_t *o, FILE *f, const double *bw_w, const
     bool bbsim = !strcmp(o->format, "bbsim");
     uname(&u);
     strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S %Z", localtime_r(&t, &tm));
-    fprintf(f, "# Device profile measured by 'bbmgr calibrate %s' on %s, %s\n", o->path,
-            u.nodename, when);
-    fprintf(f, "# %s I/O, %.3g s per point, blocks of %s; BW(1) write %s/s", direct
-            ? "direct (O_DIRECT)" : "buffered+fsync", o->seconds,
+    fprintf(f, "# Device profile measured by 'bbmgr calibrate %s' on %s, %s\n", o->path, u.nodename,
+            when);
+    fprintf(f, "# %s I/O, %.3g s per point, blocks of %s; BW(1) write %s/s",
+            direct ? "direct (O_DIRECT)" : "buffered+fsync", o->seconds,
             hu_size_str(o->block, b, sizeof(b)), hu_size_str_si(bw_w[0], when, sizeof(when)));
     if (o->reads)
         fprintf(f, ", read %s/s", hu_size_str_si(bw_r[0], when, sizeof(when)));
@@ -298,10 +298,13 @@ static int write_profile(const cal_opts_t *o, FILE *f, const double *bw_w, const
     }
     fprintf(f, "\n");
     if (bbsim) {
-        fprintf(f, "# for a bbsim workload (platform: devices:); a buffers: entry uses it with\n"
-                "# device: %s and bandwidth: BW(1)\n", o->name);
+        fprintf(f,
+                "# for a bbsim workload (platform: devices:); a buffers: entry uses it with\n"
+                "# device: %s and bandwidth: BW(1)\n",
+                o->name);
     } else {
-        fprintf(f, "# for bbmgr.yaml (devices:); nodes use it with device: %s.  bbmgr.yaml takes\n"
+        fprintf(f,
+                "# for bbmgr.yaml (devices:); nodes use it with device: %s.  bbmgr.yaml takes\n"
                 "# one curve, MSCA >= 0: the write curve, negative values clamped to 0.\n",
                 o->name);
         if (o->reads) {
@@ -353,8 +356,13 @@ static void usage(FILE *f)
 int cmd_calibrate(int argc, char **argv)
 {
     cal_opts_t o = {
-        .max_streams = 16, .seconds = 1.5, .block = 1 << 20, .direct = true,
-        .reads = true, .name = "calibrated", .format = "bbmgr",
+        .max_streams = 16,
+        .seconds = 1.5,
+        .block = 1 << 20,
+        .direct = true,
+        .reads = true,
+        .name = "calibrated",
+        .format = "bbmgr",
     };
     double bw_w[MAX_STREAMS] = { 0 }, bw_r[MAX_STREAMS] = { 0 };
     double mw[MAX_STREAMS] = { 0 }, mr[MAX_STREAMS] = { 0 };
@@ -402,8 +410,12 @@ int cmd_calibrate(int argc, char **argv)
             *(opt == 's' ? &o.size : &o.block) = v / ALIGN * ALIGN;
             break;
         }
-        case 'n': o.name = optarg; break;
-        case 'o': o.output = optarg; break;
+        case 'n':
+            o.name = optarg;
+            break;
+        case 'o':
+            o.output = optarg;
+            break;
         case 'f':
             if (strcmp(optarg, "bbmgr") && strcmp(optarg, "bbsim")) {
                 fprintf(stderr, "bbmgr calibrate: --format must be bbmgr or bbsim\n");
@@ -411,10 +423,18 @@ int cmd_calibrate(int argc, char **argv)
             }
             o.format = optarg;
             break;
-        case 1: o.direct = false; break;
-        case 2: o.reads = false; break;
-        case 'h': usage(stdout); return 0;
-        default: usage(stderr); return 2;
+        case 1:
+            o.direct = false;
+            break;
+        case 2:
+            o.reads = false;
+            break;
+        case 'h':
+            usage(stdout);
+            return 0;
+        default:
+            usage(stderr);
+            return 2;
         }
     }
     if (optind != argc - 1) {
@@ -440,8 +460,8 @@ int cmd_calibrate(int argc, char **argv)
             o.size = avail / 4 / (uint64_t)o.max_streams / ALIGN * ALIGN;
     }
     if (o.size < o.block) {
-        fprintf(stderr, "bbmgr calibrate: %s: not enough free space (%s) for %d streams\n",
-                o.path, hu_size_str(avail, b1, sizeof(b1)), o.max_streams);
+        fprintf(stderr, "bbmgr calibrate: %s: not enough free space (%s) for %d streams\n", o.path,
+                hu_size_str(avail, b1, sizeof(b1)), o.max_streams);
         return 1;
     }
     if ((uint64_t)o.max_streams * o.size > avail) {
@@ -476,8 +496,9 @@ int cmd_calibrate(int argc, char **argv)
 
     direct = o.direct;
     printf("bbmgr calibrate %s: 1..%d streams, %.3g s per point, blocks of %s, "
-           "files up to %s per stream\n", o.path, o.max_streams, o.seconds,
-           hu_size_str(o.block, b1, sizeof(b1)), hu_size_str(o.size, b2, sizeof(b2)));
+           "files up to %s per stream\n",
+           o.path, o.max_streams, o.seconds, hu_size_str(o.block, b1, sizeof(b1)),
+           hu_size_str(o.size, b2, sizeof(b2)));
     fflush(stdout);
     for (int c = 1; c <= o.max_streams && !interrupted; c++) {
         double w = run_point(&o, dir, c, false, bufs, &direct);
@@ -498,13 +519,14 @@ int cmd_calibrate(int argc, char **argv)
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
     if (interrupted || n < o.max_streams || bw_w[0] <= 0) {
-        fprintf(stderr, "bbmgr calibrate: %s\n", interrupted ? "interrupted"
-                : "measurement failed");
+        fprintf(stderr, "bbmgr calibrate: %s\n",
+                interrupted ? "interrupted" : "measurement failed");
         goto done;
     }
     if (o.direct && !direct)
         printf("note: %s does not allow O_DIRECT: buffered I/O, fsync'd, page cache "
-               "dropped with posix_fadvise before reads\n", o.path);
+               "dropped with posix_fadvise before reads\n",
+               o.path);
 
     double maxbw = 0;
     for (int i = 0; i < n; i++) {
@@ -512,8 +534,8 @@ int cmd_calibrate(int argc, char **argv)
         mr[i] = i == 0 || bw_r[i] <= 0 ? 0 : bw_r[0] / bw_r[i] - 1;
         maxbw = fmax(maxbw, fmax(bw_w[i], bw_r[i]));
     }
-    printf("\n  c   write BW      MSCA_w  %s   %-30s\n", o.reads ? "read BW       MSCA_r"
-           : "", "write bandwidth");
+    printf("\n  c   write BW      MSCA_w  %s   %-30s\n", o.reads ? "read BW       MSCA_r" : "",
+           "write bandwidth");
     for (int i = 0; i < n; i++) {
         printf(" %2d  %10s/s %7.3f", i + 1, hu_size_str_si(bw_w[i], b1, sizeof(b1)), mw[i]);
         if (o.reads)
@@ -528,8 +550,7 @@ int cmd_calibrate(int argc, char **argv)
         goto done;
     if (o.output) {
         FILE *f = fopen(o.output, "w");
-        if (!f || write_profile(&o, f, bw_w, bw_r, mw, mr, n, direct) < 0
-            || fclose(f) != 0) {
+        if (!f || write_profile(&o, f, bw_w, bw_r, mw, mr, n, direct) < 0 || fclose(f) != 0) {
             fprintf(stderr, "bbmgr calibrate: %s: %s\n", o.output, strerror(errno));
             goto done;
         }

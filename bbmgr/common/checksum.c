@@ -139,14 +139,14 @@ uint64_t cksum_xxh64(const void *data, size_t len, uint64_t seed)
  * (64 values) are computed at the first call (131,000 steps of a shift, ~0.1 ms).
  */
 #define CRC_POLY 0x82F63B78U
-#define CRC_STEP 256u               /* stream lengths are multiples of this */
-#define CRC_LONG 8192u              /* longest stream: combining is then ~1% */
+#define CRC_STEP 256u  /* stream lengths are multiples of this */
+#define CRC_LONG 8192u /* longest stream: combining is then ~1% */
 
 typedef uint32_t (*crc_fn_t)(uint32_t crc, const void *data, size_t len);
 
 static uint32_t crc_tab[8][256];
 static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
-static _Atomic(crc_fn_t) crc_impl;  /* set once by crc_init */
+static _Atomic(crc_fn_t) crc_impl; /* set once by crc_init */
 
 static void crc_init(void);
 
@@ -157,9 +157,8 @@ uint32_t cksum_crc32c_sw(uint32_t crc, const void *data, size_t len)
     crc = ~crc;
     while (len >= 8) {
         uint32_t lo = rd32(p) ^ crc, hi = rd32(p + 4);
-        crc = crc_tab[7][lo & 0xff] ^ crc_tab[6][(lo >> 8) & 0xff]
-              ^ crc_tab[5][(lo >> 16) & 0xff] ^ crc_tab[4][lo >> 24]
-              ^ crc_tab[3][hi & 0xff] ^ crc_tab[2][(hi >> 8) & 0xff]
+        crc = crc_tab[7][lo & 0xff] ^ crc_tab[6][(lo >> 8) & 0xff] ^ crc_tab[5][(lo >> 16) & 0xff]
+              ^ crc_tab[4][lo >> 24] ^ crc_tab[3][hi & 0xff] ^ crc_tab[2][(hi >> 8) & 0xff]
               ^ crc_tab[1][(hi >> 16) & 0xff] ^ crc_tab[0][hi >> 24];
         p += 8;
         len -= 8;
@@ -207,8 +206,8 @@ static inline uint64_t ld64(const unsigned char *p)
     return v;
 }
 
-__attribute__((target("sse4.2,pclmul")))
-static uint32_t crc_hw(uint32_t crc, const void *data, size_t len)
+__attribute__((target("sse4.2,pclmul"))) static uint32_t crc_hw(uint32_t crc, const void *data,
+                                                                size_t len)
 {
     const unsigned char *p = data;
     uint64_t c = (uint32_t)~crc;

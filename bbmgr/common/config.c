@@ -18,7 +18,7 @@
 #include "config.h"
 
 const hu_hostlist_opts_t cfg_hostlist_opts = {
-    .max_names = 65536,         /* refuses "n[0-999999999]" */
+    .max_names = 65536, /* refuses "n[0-999999999]" */
     .max_name_len = 255,
     .max_bound = 999999999,
     .flags = HU_HOSTLIST_STRICT,
@@ -171,8 +171,7 @@ static int chk_oneof(const char *s, const char *const *vals, hu_error_t *err)
     for (int i = 0; vals[i]; i++) {
         if (!strcmp(s, vals[i]))
             return 0;
-        snprintf(buf + strlen(buf), sizeof(buf) - strlen(buf), "%s%s", i ? ", " : "",
-                 vals[i]);
+        snprintf(buf + strlen(buf), sizeof(buf) - strlen(buf), "%s%s", i ? ", " : "", vals[i]);
     }
     return hu_errprintf(err, "'%s' is not one of %s", s, buf);
 }
@@ -302,7 +301,7 @@ typedef enum {
 #define S(name, islist, st, arr, cnt, help) SEC_##name,
     BBMGR_CONFIG_SECTIONS(S)
 #undef S
-    SEC__COUNT
+        SEC__COUNT
 } cfg_section_t;
 
 typedef struct {
@@ -353,15 +352,24 @@ static const cfg_key_t keys[] = {
 static const char *type_name(cfg_type_t t)
 {
     switch (t) {
-    case CFG_STRING: return "string";
-    case CFG_BOOL: return "bool";
-    case CFG_INT: return "integer";
-    case CFG_DOUBLE: return "number";
-    case CFG_SIZE: return "size";
-    case CFG_BANDWIDTH: return "bandwidth";
-    case CFG_DURATION: return "duration";
-    case CFG_HOSTLIST: return "hostlist";
-    case CFG_DOUBLES: return "numbers";
+    case CFG_STRING:
+        return "string";
+    case CFG_BOOL:
+        return "bool";
+    case CFG_INT:
+        return "integer";
+    case CFG_DOUBLE:
+        return "number";
+    case CFG_SIZE:
+        return "size";
+    case CFG_BANDWIDTH:
+        return "bandwidth";
+    case CFG_DURATION:
+        return "duration";
+    case CFG_HOSTLIST:
+        return "hostlist";
+    case CFG_DOUBLES:
+        return "numbers";
     }
     return "?";
 }
@@ -608,8 +616,7 @@ static int parse_value(walk_t *w, const cfg_key_t *k, void *base, const hu_ynode
     } else {
         const char *s = scalar(v);
         if (!s)
-            return errat(w, v, "%s.%s: expected a %s, not a %s", sec, k->key,
-                         type_name(k->type),
+            return errat(w, v, "%s.%s: expected a %s, not a %s", sec, k->key, type_name(k->type),
                          v->type == HU_YAML_MAP ? "mapping" : "list");
         /* A quoted empty string is a string; an empty plain scalar (key:) is "no
          * value" and only allowed for strings. */
@@ -737,12 +744,15 @@ static int agents_check(walk_t *w, cfg_t *cfg)
         if (!ns->agent)
             continue;
         if (ns->names.n > 1 && !strstr(ns->mount, "%n"))
-            return errline(w, ns->line, ns->col, "nodes: a set of several nodes with agent: "
+            return errline(w, ns->line, ns->col,
+                           "nodes: a set of several nodes with agent: "
                            "true needs a mount per node: put %%n (the node's name) in mount");
         for (int j = 0; j < cfg->nnodes; j++)
             if (j != i && !strcmp(cfg->nodes[j].mount, ns->mount))
-                return errline(w, ns->line, ns->col, "nodes: mount %s of a set with agent: "
-                               "true is also the mount of another set", ns->mount);
+                return errline(w, ns->line, ns->col,
+                               "nodes: mount %s of a set with agent: "
+                               "true is also the mount of another set",
+                               ns->mount);
     }
     return 0;
 }
@@ -780,8 +790,8 @@ static int cross_check(walk_t *w, cfg_t *cfg)
             return errline(w, ns->line, ns->col, "nodes: pool '%s' is not defined in pools",
                            ns->pool);
         if (*ns->device && cfg_device_index(cfg, ns->device) < 0)
-            return errline(w, ns->line, ns->col,
-                           "nodes: device '%s' is not defined in devices", ns->device);
+            return errline(w, ns->line, ns->col, "nodes: device '%s' is not defined in devices",
+                           ns->device);
         for (int k = 0; k < ns->names.n; k++)
             if (strlen(ns->names.v[k]) > 63)
                 return errline(w, ns->line, ns->col, "nodes: name '%s' is too long",
@@ -815,8 +825,10 @@ static int cross_check(walk_t *w, cfg_t *cfg)
     }
     if (!strcmp(cfg->auth_type, "none")) {
         if (*cfg->listen_address && !cfg_is_loopback(cfg->listen_address))
-            return errat(w, NULL, "auth.type none is refused unless listen.address is a "
-                         "loopback address (it is '%s')", cfg->listen_address);
+            return errat(w, NULL,
+                         "auth.type none is refused unless listen.address is a "
+                         "loopback address (it is '%s')",
+                         cfg->listen_address);
     }
     if (!*cfg->listen_address && !*cfg->listen_unix)
         return errat(w, NULL, "neither listen.address nor listen.unix_socket is set");
@@ -830,8 +842,7 @@ static int cross_check(walk_t *w, cfg_t *cfg)
         } else {
             struct passwd *pw = getpwnam(cfg->auth_slurm_user);
             if (!pw)
-                return errat(w, NULL, "auth.slurm_user: no such user '%s'",
-                             cfg->auth_slurm_user);
+                return errat(w, NULL, "auth.slurm_user: no such user '%s'", cfg->auth_slurm_user);
             cfg->slurm_uid = pw->pw_uid;
         }
     }
@@ -907,8 +918,8 @@ static void yaml_refusal(const char *path, const hu_yaml_fail_t *f, hu_error_t *
     int line = f->why == HU_YAML_ENCODING ? 1 : f->line;
     int col = f->why == HU_YAML_ENCODING ? 1 : f->col;
     hu_errprintf(err, "%s:%d:%d: %s%s%s", path, line, col,
-                 f->problem ? f->problem : "YAML syntax error",
-                 f->context ? " " : "", f->context ? f->context : "");
+                 f->problem ? f->problem : "YAML syntax error", f->context ? " " : "",
+                 f->context ? f->context : "");
     errno = EINVAL;
 }
 
@@ -950,7 +961,7 @@ cfg_t *cfg_load(const char *path, hu_error_t *err)
         goto error;
     }
     const hu_ynode_t *root = rc ? hu_ydoc_root(doc) : NULL;
-    if (root) {     /* an empty file means all defaults */
+    if (root) { /* an empty file means all defaults */
         if (root->type != HU_YAML_MAP) {
             errat(&w, root, "the file must be a mapping of sections");
             goto error;
@@ -1032,7 +1043,9 @@ int cfg_restart_needed(const cfg_t *a, const cfg_t *b, char *buf, size_t len)
         case CFG_SIZE:
             diff = *(const uint64_t *)fa != *(const uint64_t *)fb;
             break;
-        case CFG_DOUBLE: case CFG_BANDWIDTH: case CFG_DURATION:
+        case CFG_DOUBLE:
+        case CFG_BANDWIDTH:
+        case CFG_DURATION:
             diff = *(const double *)fa != *(const double *)fb;
             break;
         default:
@@ -1041,8 +1054,8 @@ int cfg_restart_needed(const cfg_t *a, const cfg_t *b, char *buf, size_t len)
         if (diff) {
             size_t l = strlen(buf);
             if (l < len)
-                snprintf(buf + l, len - l, "%s%s.%s", n ? ", " : "",
-                         sections[k->section].name, k->key);
+                snprintf(buf + l, len - l, "%s%s.%s", n ? ", " : "", sections[k->section].name,
+                         k->key);
             n++;
         }
     }
@@ -1061,8 +1074,7 @@ void cfg_print_help(FILE *f)
             if (k->section != (cfg_section_t)s)
                 continue;
             char head[64];
-            snprintf(head, sizeof(head), "%s.%s%s", sections[s].name, k->key,
-                     k->live ? "" : "*");
+            snprintf(head, sizeof(head), "%s.%s%s", sections[s].name, k->key, k->live ? "" : "*");
             fprintf(f, "  %-28s %-9s %s\n", head, type_name(k->type),
                     k->dflt ? (*k->dflt ? k->dflt : "\"\"") : "(required)");
             fprintf(f, "      %s\n", k->help);
@@ -1110,10 +1122,11 @@ void cfg_print_man(FILE *f)
           "mindilation, maxsyseff, minmax:\\fIgamma\\fR, \\fIid\\fR\\-priority, set10,\n"
           "set\\-fairshare, priority\\-sharing, periodic\\-throu, periodic\\-cong, persched,\n"
           "harmonia\\-maxbw, harmonia\\-minstall, harmonia\\-fairness,\n"
-          "harmonia\\-buffer\\-eff, harmonia\\-priority (when built in).\n", f);
+          "harmonia\\-buffer\\-eff, harmonia\\-priority (when built in).\n",
+          f);
     for (int s = 0; s < SEC__COUNT; s++) {
-        fprintf(f, ".SH SECTION %s%s\n", sections[s].name, sections[s].is_list
-                ? " (a list of mappings)" : "");
+        fprintf(f, ".SH SECTION %s%s\n", sections[s].name,
+                sections[s].is_list ? " (a list of mappings)" : "");
         man_text(f, sections[s].help);
         fputc('\n', f);
         for (size_t i = 0; i < NKEYS; i++) {
@@ -1163,5 +1176,6 @@ void cfg_print_man(FILE *f)
           ".SH FILES\n"
           "/etc/harmonia/bbmgr.yaml\n"
           ".SH SEE ALSO\n"
-          "bbmgrd(8), bbmgr(1)\n", f);
+          "bbmgrd(8), bbmgr(1)\n",
+          f);
 }

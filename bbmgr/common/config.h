@@ -29,19 +29,19 @@
 #include "libhutil/hutil.h"
 
 typedef enum {
-    CFG_STRING,         /* char * */
-    CFG_BOOL,           /* bool: true/false/yes/no/on/off */
-    CFG_INT,            /* long */
-    CFG_DOUBLE,         /* double */
-    CFG_SIZE,           /* uint64_t bytes: "1TiB", "200 GB" (unit required) */
-    CFG_BANDWIDTH,      /* double bytes/s: "2 GB/s" */
-    CFG_DURATION,       /* double seconds: "30s", "10m", "1:30:00", bare seconds */
-    CFG_HOSTLIST,       /* cfg_names_t: "bb[01-04]" or a list of such */
-    CFG_DOUBLES,        /* cfg_doubles_t: a YAML list of numbers */
+    CFG_STRING,    /* char * */
+    CFG_BOOL,      /* bool: true/false/yes/no/on/off */
+    CFG_INT,       /* long */
+    CFG_DOUBLE,    /* double */
+    CFG_SIZE,      /* uint64_t bytes: "1TiB", "200 GB" (unit required) */
+    CFG_BANDWIDTH, /* double bytes/s: "2 GB/s" */
+    CFG_DURATION,  /* double seconds: "30s", "10m", "1:30:00", bare seconds */
+    CFG_HOSTLIST,  /* cfg_names_t: "bb[01-04]" or a list of such */
+    CFG_DOUBLES,   /* cfg_doubles_t: a YAML list of numbers */
 } cfg_type_t;
 
 typedef struct {
-    char *text;         /* as written (joined with ',' when given as a list) */
+    char *text; /* as written (joined with ',' when given as a list) */
     char **v;
     int n;
 } cfg_names_t;
@@ -52,7 +52,7 @@ typedef struct {
 } cfg_doubles_t;
 
 typedef struct {
-    int line, col;      /* where the item starts, for cross-check messages */
+    int line, col; /* where the item starts, for cross-check messages */
     cfg_names_t names;
     uint64_t capacity;
     double bandwidth;
@@ -75,7 +75,7 @@ typedef struct {
 } cfg_pool_t;
 
 typedef struct cfg {
-    char *path;                     /* file it was read from */
+    char *path; /* file it was read from */
     /* listen */
     char *listen_address;
     long listen_port;
@@ -97,9 +97,9 @@ typedef struct cfg {
     /* policy */
     char *policy_id;
     double policy_overprovision;
-    double policy_starve_factor;    /* 0: off */
+    double policy_starve_factor; /* 0: off */
     double policy_starve_floor;
-    long policy_decision_budget;    /* work units of a decision (hs_policy_t.max_work) */
+    long policy_decision_budget; /* work units of a decision (hs_policy_t.max_work) */
     /* platform (the model libhsched schedules) */
     long platform_compute_nodes;
     double platform_node_bandwidth;
@@ -154,25 +154,26 @@ typedef struct cfg {
 
 /* S(name, is_list, item_struct, array_field, count_field, help) */
 #define BBMGR_CONFIG_SECTIONS(S) \
-    S(listen,   false, cfg_t, _, _, "Where the HTTP/JSON API listens.") \
-    S(state,    false, cfg_t, _, _, "Durable state (SQLite database).") \
-    S(auth,     false, cfg_t, _, _, "Authentication of callers (MUNGE).") \
-    S(log,      false, cfg_t, _, _, "Logging.") \
-    S(policy,   false, cfg_t, _, _, "Scheduling policy and allocation.") \
+    S(listen, false, cfg_t, _, _, "Where the HTTP/JSON API listens.") \
+    S(state, false, cfg_t, _, _, "Durable state (SQLite database).") \
+    S(auth, false, cfg_t, _, _, "Authentication of callers (MUNGE).") \
+    S(log, false, cfg_t, _, _, "Logging.") \
+    S(policy, false, cfg_t, _, _, "Scheduling policy and allocation.") \
     S(platform, false, cfg_t, _, _, "The compute side as the scheduler models it.") \
-    S(limits,   false, cfg_t, _, _, "Timeouts and limits.") \
-    S(stage,    false, cfg_t, _, _, "Stage-in and stage-out.") \
-    S(mover,    false, cfg_t, _, _, \
+    S(limits, false, cfg_t, _, _, "Timeouts and limits.") \
+    S(stage, false, cfg_t, _, _, "Stage-in and stage-out.") \
+    S(mover, false, cfg_t, _, _, \
       "The data mover: stage-in/out copies inside bbmgrd, shared between jobs by SFQ(D)+.") \
     S(capacity, false, cfg_t, _, _, \
-      "What a buffer may hold: its measured use against its capacity (doc/security.md, Capacity).") \
-    S(agents,   false, cfg_t, _, _, \
+      "What a buffer may hold: its measured use against its capacity (doc/security.md, " \
+      "Capacity).") \
+    S(agents, false, cfg_t, _, _, \
       "Buffer-node agents (bbnoded(8)) of the node sets with agent: true.") \
-    S(nodes,    true, cfg_nodeset_t, nodes, nnodes, \
+    S(nodes, true, cfg_nodeset_t, nodes, nnodes, \
       "Buffer nodes: a list of sets of nodes sharing the same properties.") \
-    S(devices,  true, cfg_device_t, devices, ndevices, \
+    S(devices, true, cfg_device_t, devices, ndevices, \
       "Device profiles: sensitivity of a storage device to concurrent streams.") \
-    S(pools,    true, cfg_pool_t, pools, npools, \
+    S(pools, true, cfg_pool_t, pools, npools, \
       "Pools of buffer nodes, as Slurm's burst_buffer pools.")
 
 /* How bbmgr.yaml's host lists expand: at most 65536 names of at most 255 letters,
@@ -182,7 +183,7 @@ extern const hu_hostlist_opts_t cfg_hostlist_opts;
 /* Read and check FILE.  On error returns NULL, errno set, and err->text is
  * "FILE:LINE:COL: reason" (or "FILE: reason" when no position applies). */
 cfg_t *cfg_load(const char *path, hu_error_t *err);
-void cfg_destroy(cfg_t *cfg);       /* accepts NULL, keeps errno */
+void cfg_destroy(cfg_t *cfg); /* accepts NULL, keeps errno */
 
 /* Which keys differ between two configurations and need a restart: writes their
  * names into buf (comma-separated); returns how many. */

@@ -12,7 +12,7 @@ typedef struct entry {
     struct entry *next;
     uint64_t hash;
     uint64_t ikey;
-    const char *skey;   /* NULL in an integer map, else key: the copy */
+    const char *skey; /* NULL in an integer map, else key: the copy */
     void *val;
     char key[];
 } entry_t;
@@ -81,7 +81,7 @@ static void grow(hmap_t *m)
     size_t nb = m->nb * 2;
     entry_t **b = calloc(nb, sizeof(entry_t *));
     if (!b)
-        return;     /* keep working with longer chains */
+        return; /* keep working with longer chains */
     for (size_t i = 0; i < m->nb; i++) {
         entry_t *e = m->b[i];
         while (e) {

@@ -12,13 +12,13 @@
 typedef struct hmap hmap_t;
 
 hmap_t *hmap_create(void);
-void hmap_destroy(hmap_t *m);           /* accepts NULL; values are not freed */
+void hmap_destroy(hmap_t *m); /* accepts NULL; values are not freed */
 size_t hmap_size(const hmap_t *m);
 
 /* String keys. put replaces an existing value. -1/ENOMEM on failure. */
 int hmap_put(hmap_t *m, const char *key, void *val);
 void *hmap_get(const hmap_t *m, const char *key);
-void *hmap_del(hmap_t *m, const char *key);     /* returns the removed value */
+void *hmap_del(hmap_t *m, const char *key); /* returns the removed value */
 
 /* Integer keys (a map holds one kind of key only). */
 int hmap_iput(hmap_t *m, uint64_t key, void *val);

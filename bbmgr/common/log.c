@@ -15,7 +15,7 @@
 #include "log.h"
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static FILE *out;                   /* NULL: stderr */
+static FILE *out; /* NULL: stderr */
 static volatile int cur_level = BL_INFO;
 static bool json_fmt;
 

@@ -20,9 +20,13 @@ void bl_close(void);
 
 void bl_log(bl_level_t level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-#define bl_error(...)   bl_log(BL_ERROR, __VA_ARGS__)
+#define bl_error(...) bl_log(BL_ERROR, __VA_ARGS__)
 #define bl_warning(...) bl_log(BL_WARNING, __VA_ARGS__)
-#define bl_info(...)    bl_log(BL_INFO, __VA_ARGS__)
-#define bl_debug(...)   do { if (bl_enabled(BL_DEBUG)) bl_log(BL_DEBUG, __VA_ARGS__); } while (0)
+#define bl_info(...) bl_log(BL_INFO, __VA_ARGS__)
+#define bl_debug(...) \
+    do { \
+        if (bl_enabled(BL_DEBUG)) \
+            bl_log(BL_DEBUG, __VA_ARGS__); \
+    } while (0)
 
 #endif

@@ -17,14 +17,13 @@
 #define bad(msg, len, ...) util_fail(EINVAL, (msg), (len), __VA_ARGS__)
 
 /* Every key of o must be in known (NULL-terminated). */
-static int only_keys(json_t *o, const char *what, const char *const *known, char *msg,
-                     size_t len)
+static int only_keys(json_t *o, const char *what, const char *const *known, char *msg, size_t len)
 {
     const char *k;
     json_t *v;
     if (!json_is_object(o))
         return bad(msg, len, "%s: must be an object", what);
-    json_object_foreach(o, k, v) {
+    json_object_foreach (o, k, v) {
         const char *const *p = known;
         while (*p && strcmp(*p, k))
             p++;
@@ -35,8 +34,8 @@ static int only_keys(json_t *o, const char *what, const char *const *known, char
 }
 
 /* o's member k; NULL when absent (then *rc is -1 if it is required, else 0). */
-static json_t *member(json_t *o, const char *what, const char *k, bool required, int *rc,
-                      char *msg, size_t len)
+static json_t *member(json_t *o, const char *what, const char *k, bool required, int *rc, char *msg,
+                      size_t len)
 {
     json_t *v = json_object_get(o, k);
     *rc = 0;
@@ -47,11 +46,11 @@ static json_t *member(json_t *o, const char *what, const char *k, bool required,
 
 /* What get_field() reads, and the type of its 'out'. */
 enum field_kind {
-    F_U64,        /* uint64_t, an integer >= lo */
-    F_I64,        /* int64_t, an integer >= lo */
-    F_DOUBLE,     /* double, a finite number >= lo */
-    F_BOOL,       /* bool */
-    F_STR,        /* const char *, pointing into o */
+    F_U64,    /* uint64_t, an integer >= lo */
+    F_I64,    /* int64_t, an integer >= lo */
+    F_DOUBLE, /* double, a finite number >= lo */
+    F_BOOL,   /* bool */
+    F_STR,    /* const char *, pointing into o */
 };
 
 /* o's member k, a value of that kind into *out; absent (or null): 0 with out
@@ -67,8 +66,7 @@ static int get_field(json_t *o, const char *what, const char *k, bool required,
     case F_U64:
     case F_I64:
         if (!json_is_integer(v) || json_integer_value(v) < lo)
-            return lo ? bad(msg, len, "%s: '%s' must be an integer >= %jd", what, k,
-                            (intmax_t)lo)
+            return lo ? bad(msg, len, "%s: '%s' must be an integer >= %jd", what, k, (intmax_t)lo)
                       : bad(msg, len, "%s: '%s' must be a non-negative integer", what, k);
         if (kind == F_U64)
             *(uint64_t *)out = (uint64_t)json_integer_value(v);
@@ -98,16 +96,15 @@ static int get_field(json_t *o, const char *what, const char *k, bool required,
 /* ------------------------------------------------------------------ status */
 json_t *np_status_json(const np_status_t *s)
 {
-    json_t *o = json_pack("{s:I s:I s:b s:f s:f s:f s:i s:I}", "free_bytes",
-                          (json_int_t)s->free_bytes, "used_bytes", (json_int_t)s->used_bytes,
-                          "busy", s->busy, "read_bw", s->read_bw, "write_bw", s->write_bw,
-                          "interval", s->interval, "queue", s->queue, "errors",
-                          (json_int_t)s->errors);
+    json_t *o = json_pack(
+        "{s:I s:I s:b s:f s:f s:f s:i s:I}", "free_bytes", (json_int_t)s->free_bytes, "used_bytes",
+        (json_int_t)s->used_bytes, "busy", s->busy, "read_bw", s->read_bw, "write_bw", s->write_bw,
+        "interval", s->interval, "queue", s->queue, "errors", (json_int_t)s->errors);
     if (o && s->device_read_bw >= 0 && s->device_write_bw >= 0) {
         json_object_set_new(o, "device_read_bw", json_real(s->device_read_bw));
         json_object_set_new(o, "device_write_bw", json_real(s->device_write_bw));
     }
-    if (o && s->leftover_bytes > 0)     /* only then: a bbmgrd older than it refuses it */
+    if (o && s->leftover_bytes > 0) /* only then: a bbmgrd older than it refuses it */
         json_object_set_new(o, "leftover_bytes", json_integer((json_int_t)s->leftover_bytes));
     return o;
 }
@@ -122,10 +119,10 @@ double np_status_foreign(const np_status_t *s)
 
 int np_status_parse(json_t *o, np_status_t *s, char *msg, size_t len)
 {
-    static const char *const keys[] = { "free_bytes", "used_bytes", "busy", "read_bw",
-                                        "write_bw", "interval", "queue", "errors",
-                                        "device_read_bw", "device_write_bw",
-                                        "leftover_bytes", NULL };
+    static const char *const keys[] = { "free_bytes",      "used_bytes",     "busy",
+                                        "read_bw",         "write_bw",       "interval",
+                                        "queue",           "errors",         "device_read_bw",
+                                        "device_write_bw", "leftover_bytes", NULL };
     uint64_t q = 0;
     memset(s, 0, sizeof(*s));
     s->device_read_bw = s->device_write_bw = -1;
@@ -138,12 +135,14 @@ int np_status_parse(json_t *o, np_status_t *s, char *msg, size_t len)
         || get_field(o, "status", "interval", false, F_DOUBLE, 0, &s->interval, msg, len) < 0
         || get_field(o, "status", "queue", false, F_U64, 0, &q, msg, len) < 0
         || get_field(o, "status", "errors", false, F_U64, 0, &s->errors, msg, len) < 0
-        || get_field(o, "status", "device_read_bw", false, F_DOUBLE, 0, &s->device_read_bw,
-                      msg, len) < 0
-        || get_field(o, "status", "device_write_bw", false, F_DOUBLE, 0, &s->device_write_bw,
-                      msg, len) < 0
-        || get_field(o, "status", "leftover_bytes", false, F_U64, 0, &s->leftover_bytes, msg,
-                     len) < 0)
+        || get_field(o, "status", "device_read_bw", false, F_DOUBLE, 0, &s->device_read_bw, msg,
+                     len)
+               < 0
+        || get_field(o, "status", "device_write_bw", false, F_DOUBLE, 0, &s->device_write_bw, msg,
+                     len)
+               < 0
+        || get_field(o, "status", "leftover_bytes", false, F_U64, 0, &s->leftover_bytes, msg, len)
+               < 0)
         return -1;
     if ((s->device_read_bw < 0) != (s->device_write_bw < 0))
         return bad(msg, len, "status: 'device_read_bw' and 'device_write_bw' go together");
@@ -156,10 +155,10 @@ int np_status_parse(json_t *o, np_status_t *s, char *msg, size_t len)
 /* ------------------------------------------------------------------ tasks */
 json_t *np_task_json(const np_task_t *t)
 {
-    json_t *o = json_pack("{s:I s:s s:f s:I s:I s:b s:b s:s s:s}", "id", (json_int_t)t->tid,
-                          "job", t->job, "weight", t->weight, "uid", (json_int_t)t->uid, "gid",
-                          (json_int_t)t->gid, "stage_out", t->stage_out, "directory",
-                          t->directory, "source", t->src, "destination", t->dst);
+    json_t *o = json_pack("{s:I s:s s:f s:I s:I s:b s:b s:s s:s}", "id", (json_int_t)t->tid, "job",
+                          t->job, "weight", t->weight, "uid", (json_int_t)t->uid, "gid",
+                          (json_int_t)t->gid, "stage_out", t->stage_out, "directory", t->directory,
+                          "source", t->src, "destination", t->dst);
     if (o && t->user)
         json_object_set_new(o, "user", json_string(t->user));
     if (o && t->resync) {
@@ -190,12 +189,15 @@ static int parse_parts(json_t *o, np_task_t *t, char *msg, size_t len)
     size_t n = json_array_size(r);
     if (!json_is_integer(p) || !json_is_array(r) || n < 2 || n > MOVER_MAX_PARTS
         || json_integer_value(p) < 0 || (size_t)json_integer_value(p) >= n)
-        return bad(msg, len, "task: 'part' and 'roots' go together: a part number below "
-                   "the count of 2 to %d roots", MOVER_MAX_PARTS);
+        return bad(msg, len,
+                   "task: 'part' and 'roots' go together: a part number below "
+                   "the count of 2 to %d roots",
+                   MOVER_MAX_PARTS);
     for (size_t k = 0; k < n; k++) {
         const char *s = json_string_value(json_array_get(r, k));
         if (!s || !hu_bb_path_ok(s))
-            return bad(msg, len, "task: 'roots' must be absolute paths without '.' or '..' "
+            return bad(msg, len,
+                       "task: 'roots' must be absolute paths without '.' or '..' "
                        "components or newlines");
         t->roots[k] = s;
     }
@@ -206,10 +208,11 @@ static int parse_parts(json_t *o, np_task_t *t, char *msg, size_t len)
 
 int np_task_parse(json_t *o, np_task_t *t, char *msg, size_t len)
 {
-    static const char *const keys[] = { "id", "job", "weight", "uid", "gid", "user",
-                                        "stage_out", "directory", "source", "destination",
-                                        "resync", "done_at", "part", "roots", "run",
-                                        "max_bytes", NULL };
+    static const char *const keys[] = { "id",     "job",         "weight",    "uid",
+                                        "gid",    "user",        "stage_out", "directory",
+                                        "source", "destination", "resync",    "done_at",
+                                        "part",   "roots",       "run",       "max_bytes",
+                                        NULL };
     uint64_t uid = 0, gid = 0;
     memset(t, 0, sizeof(*t));
     if (only_keys(o, "task", keys, msg, len) < 0
@@ -228,17 +231,16 @@ int np_task_parse(json_t *o, np_task_t *t, char *msg, size_t len)
         || parse_parts(o, t, msg, len) < 0)
         return -1;
     json_t *run = json_object_get(o, "run");
-    if (run && (!json_is_integer(run) || json_integer_value(run) < 0
-                || json_integer_value(run) > 1000000))
-        return bad(msg, len, "task %ju: 'run' must be an integer in 0..1000000",
-                   (uintmax_t)t->tid);
+    if (run
+        && (!json_is_integer(run) || json_integer_value(run) < 0
+            || json_integer_value(run) > 1000000))
+        return bad(msg, len, "task %ju: 'run' must be an integer in 0..1000000", (uintmax_t)t->tid);
     t->run = run ? (unsigned)json_integer_value(run) : 0;
     /* a stage-in's byte limit on this node (its share of the allocation or
      * persistent buffer); absent: none (a bbmgrd older than the key) */
     json_t *mb = json_object_get(o, "max_bytes");
     if (mb && (!json_is_integer(mb) || json_integer_value(mb) <= 0))
-        return bad(msg, len, "task %ju: 'max_bytes' must be a positive integer",
-                   (uintmax_t)t->tid);
+        return bad(msg, len, "task %ju: 'max_bytes' must be a positive integer", (uintmax_t)t->tid);
     t->max_bytes = mb && !t->stage_out ? (int64_t)json_integer_value(mb) : 0;
     if (t->tid == 0)
         return bad(msg, len, "task: 'id' must be positive");
@@ -248,9 +250,11 @@ int np_task_parse(json_t *o, np_task_t *t, char *msg, size_t len)
         return bad(msg, len, "task %ju: uid or gid out of range", (uintmax_t)t->tid);
     if (!*t->job || strlen(t->job) >= 64)
         return bad(msg, len, "task %ju: 'job' must have 1 to 63 characters", (uintmax_t)t->tid);
-    if (!hu_bb_path_ok(t->src) || !hu_bb_path_ok(t->dst))  /* bbmgrd's own rule */
-        return bad(msg, len, "task %ju: source and destination must be absolute paths "
-                   "without '.' or '..' components or newlines", (uintmax_t)t->tid);
+    if (!hu_bb_path_ok(t->src) || !hu_bb_path_ok(t->dst)) /* bbmgrd's own rule */
+        return bad(msg, len,
+                   "task %ju: source and destination must be absolute paths "
+                   "without '.' or '..' components or newlines",
+                   (uintmax_t)t->tid);
     if (t->resync && !t->stage_out)
         return bad(msg, len, "task %ju: only a stage-out is resynced", (uintmax_t)t->tid);
     t->uid = (uid_t)uid;
@@ -260,9 +264,13 @@ int np_task_parse(json_t *o, np_task_t *t, char *msg, size_t len)
 
 /* ------------------------------------------------------------------ results */
 static const char *const state_names[] = {
-    [MV_RUNNING] = "running", [MV_DONE] = "done", [MV_FAILED] = "failed",
-    [MV_CANCELLED] = "cancelled", [MV_DONE_SYNCING] = "done_syncing",
-    [MV_DURABLE] = "durable", [MV_NOT_DURABLE] = "not_durable",
+    [MV_RUNNING] = "running",
+    [MV_DONE] = "done",
+    [MV_FAILED] = "failed",
+    [MV_CANCELLED] = "cancelled",
+    [MV_DONE_SYNCING] = "done_syncing",
+    [MV_DURABLE] = "durable",
+    [MV_NOT_DURABLE] = "not_durable",
 };
 
 /* Length of the UTF-8 character at s that is not a control character (C0, DEL,
@@ -333,16 +341,16 @@ json_t *np_result_json(const np_result_t *r)
 
 int np_result_parse(json_t *o, np_result_t *r, char *msg, size_t len)
 {
-    static const char *const keys[] = { "id", "state", "bytes_done", "bytes_total", "message",
-                                        NULL };
+    static const char *const keys[] = {
+        "id", "state", "bytes_done", "bytes_total", "message", NULL
+    };
     const char *st = NULL;
     memset(r, 0, sizeof(*r));
     if (only_keys(o, "result", keys, msg, len) < 0
         || get_field(o, "result", "id", true, F_U64, 0, &r->id, msg, len) < 0
         || get_field(o, "result", "state", true, F_STR, 0, &st, msg, len) < 0
         || get_field(o, "result", "bytes_done", true, F_I64, 0, &r->bytes_done, msg, len) < 0
-        || get_field(o, "result", "bytes_total", true, F_I64, -1, &r->bytes_total, msg,
-                      len) < 0
+        || get_field(o, "result", "bytes_total", true, F_I64, -1, &r->bytes_total, msg, len) < 0
         || get_field(o, "result", "message", false, F_STR, 0, &r->message, msg, len) < 0)
         return -1;
     int s = np_state_parse(st);
@@ -366,8 +374,8 @@ bool np_dir_name_ok(const char *name, bool persistent)
 
 json_t *np_dir_json(const np_dir_t *d)
 {
-    json_t *o = json_pack("{s:s s:b s:I s:I}", "name", d->name, "persistent", d->persistent,
-                          "uid", (json_int_t)d->uid, "gid", (json_int_t)d->gid);
+    json_t *o = json_pack("{s:s s:b s:I s:I}", "name", d->name, "persistent", d->persistent, "uid",
+                          (json_int_t)d->uid, "gid", (json_int_t)d->gid);
     if (o && d->inc > 0)
         json_object_set_new(o, "inc", json_real(d->inc));
     if (o && d->keep)
@@ -383,8 +391,8 @@ json_t *np_dir_json(const np_dir_t *d)
 
 int np_dir_parse(json_t *o, np_dir_t *d, char *msg, size_t len)
 {
-    static const char *const keys[] = { "name", "persistent", "uid", "gid", "inc", "keep",
-                                        "dev", "ino", "capacity", NULL };
+    static const char *const keys[] = { "name", "persistent", "uid", "gid",      "inc",
+                                        "keep", "dev",        "ino", "capacity", NULL };
     uint64_t uid = 0, gid = 0;
     memset(d, 0, sizeof(*d));
     if (only_keys(o, "directory", keys, msg, len) < 0
@@ -400,8 +408,10 @@ int np_dir_parse(json_t *o, np_dir_t *d, char *msg, size_t len)
         return -1;
     if ((json_object_get(o, "dev") != NULL) != (d->ino != 0) || (d->ino && !d->keep)
         || d->dev > INT64_MAX || d->ino > INT64_MAX)
-        return bad(msg, len, "directory '%s': 'dev' and 'ino' go together, with 'keep', "
-                   "each below 2^63", d->name);
+        return bad(msg, len,
+                   "directory '%s': 'dev' and 'ino' go together, with 'keep', "
+                   "each below 2^63",
+                   d->name);
     if (!np_dir_name_ok(d->name, d->persistent))
         return bad(msg, len, "directory '%s': not usable as a directory name", d->name);
     if (uid >= (uint64_t)(uid_t)-1 || gid >= (uint64_t)(gid_t)-1)
@@ -414,9 +424,8 @@ int np_dir_parse(json_t *o, np_dir_t *d, char *msg, size_t len)
 /* ------------------------------------------------------------------ usage */
 json_t *np_usage_json(const np_usage_t *u)
 {
-    return json_pack("{s:s s:I s:I s:I}", u->persistent ? "persistent" : "job", u->name,
-                     "used", (json_int_t)u->used, "dev", (json_int_t)u->dev, "ino",
-                     (json_int_t)u->ino);
+    return json_pack("{s:s s:I s:I s:I}", u->persistent ? "persistent" : "job", u->name, "used",
+                     (json_int_t)u->used, "dev", (json_int_t)u->dev, "ino", (json_int_t)u->ino);
 }
 
 int np_usage_parse(json_t *o, np_usage_t *u, char *msg, size_t len)
@@ -428,15 +437,15 @@ int np_usage_parse(json_t *o, np_usage_t *u, char *msg, size_t len)
     u->persistent = json_object_get(o, "persistent") != NULL;
     if (u->persistent == (json_object_get(o, "job") != NULL))
         return bad(msg, len, "usage: exactly one of 'job' and 'persistent' names the buffer");
-    if (get_field(o, "usage", u->persistent ? "persistent" : "job", true, F_STR, 0, &u->name,
-                  msg, len) < 0
+    if (get_field(o, "usage", u->persistent ? "persistent" : "job", true, F_STR, 0, &u->name, msg,
+                  len)
+            < 0
         || get_field(o, "usage", "used", true, F_U64, 0, &u->used, msg, len) < 0
         || get_field(o, "usage", "dev", true, F_U64, 0, &u->dev, msg, len) < 0
         || get_field(o, "usage", "ino", true, F_U64, 0, &u->ino, msg, len) < 0)
         return -1;
     if (u->used > INT64_MAX || u->dev > INT64_MAX || u->ino > INT64_MAX)
-        return bad(msg, len, "usage of '%s': 'used', 'dev' and 'ino' are each below 2^63",
-                   u->name);
+        return bad(msg, len, "usage of '%s': 'used', 'dev' and 'ino' are each below 2^63", u->name);
     if (!np_dir_name_ok(u->name, u->persistent))
         return bad(msg, len, "usage of '%s': not usable as a directory name", u->name);
     return 0;
@@ -445,13 +454,13 @@ int np_usage_parse(json_t *o, np_usage_t *u, char *msg, size_t len)
 /* ------------------------------------------------------------------ task table */
 typedef struct {
     uint64_t seq;
-    np_result_t r;              /* message owned */
+    np_result_t r; /* message owned */
 } outmsg_t;
 
 typedef struct {
     uint64_t id;
     np_tstate_t state;
-    unsigned run;               /* the run bbmgrd listed it with */
+    unsigned run; /* the run bbmgrd listed it with */
 } tentry_t;
 
 struct np_table {
@@ -552,7 +561,7 @@ int np_table_result(np_table_t *t, const np_result_t *r)
 json_t *np_table_outbox(np_table_t *t, size_t budget, uint64_t *upto)
 {
     json_t *a = json_array();
-    size_t used = 2;                    /* [] */
+    size_t used = 2; /* [] */
     *upto = 0;
     for (size_t i = 0; a && i < t->nout; i++) {
         json_t *o = np_result_json(&t->out[i].r);
@@ -618,9 +627,8 @@ int np_table_listed(np_table_t *t, const uint64_t *ids, const unsigned *runs, si
         if (!listed(ids, n, e.id)) {
             if (e.state == NPT_RUNNING) {
                 (*cancel)[(*n_cancel)++] = e.id;
-                e.state = NPT_FINISHED;     /* cancelled once; its result matters to nobody */
-            }
-            else if (e.state == NPT_FINISHED && !in_outbox(t, e.id))
+                e.state = NPT_FINISHED; /* cancelled once; its result matters to nobody */
+            } else if (e.state == NPT_FINISHED && !in_outbox(t, e.id))
                 continue;
         }
         t->v[k++] = e;

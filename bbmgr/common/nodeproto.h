@@ -28,11 +28,11 @@
 /* Device status of one agent (one mount). */
 typedef struct {
     uint64_t free_bytes, used_bytes;
-    bool busy;                  /* a transfer is copying */
-    double read_bw, write_bw;   /* bytes/s over the last interval */
-    double interval;            /* seconds the bandwidths are measured over */
-    int queue;                  /* transfers in the agent's mover */
-    uint64_t errors;            /* failed transfers and device errors since the start */
+    bool busy;                /* a transfer is copying */
+    double read_bw, write_bw; /* bytes/s over the last interval */
+    double interval;          /* seconds the bandwidths are measured over */
+    int queue;                /* transfers in the agent's mover */
+    uint64_t errors;          /* failed transfers and device errors since the start */
     /* the whole device (block device counters), its transfers and anybody else's;
      * < 0: unknown (no block device under the mount) */
     double device_read_bw, device_write_bw;
@@ -61,7 +61,7 @@ typedef struct {
     uint64_t id;
     mover_state_t state;
     int64_t bytes_done, bytes_total;
-    const char *message;        /* may be NULL */
+    const char *message; /* may be NULL */
 } np_result_t;
 
 json_t *np_result_json(const np_result_t *r);
@@ -74,27 +74,27 @@ int np_result_parse(json_t *o, np_result_t *r, char *msg, size_t len);
 char *np_message_clean(const char *in, char *out);
 
 const char *np_state_name(mover_state_t s);
-int np_state_parse(const char *s);              /* -1: unknown */
+int np_state_parse(const char *s); /* -1: unknown */
 
 /* A buffer directory the agent's mount must hold. */
 typedef struct {
-    const char *name;           /* job id, or the persistent buffer's name */
-    bool persistent;            /* <mount>/persistent/<name>, else <mount>/<name> */
+    const char *name; /* job id, or the persistent buffer's name */
+    bool persistent;  /* <mount>/persistent/<name>, else <mount>/<name> */
     uid_t uid;
     gid_t gid;
-    double inc;                 /* the incarnation: the creation time (Unix seconds) of
+    double inc;        /* the incarnation: the creation time (Unix seconds) of
                                    the allocation or persistent buffer it is for; a
                                    directory made for another one is never adopted
                                    (0: not said) */
-    bool keep;                  /* a buffer bbmgrd still holds after its allocation (a
+    bool keep;         /* a buffer bbmgrd still holds after its allocation (a
                                    stage-out from it to be made durable, or one that
                                    could not be): never made, never adopted, never
                                    removed as an orphan while listed; uid and gid are
                                    not used */
-    uint64_t capacity;          /* the buffer's bytes on this node's mount, which the
+    uint64_t capacity; /* the buffer's bytes on this node's mount, which the
                                    agent's file system may enforce (capacity.enforce;
                                    0: not said, measured only) */
-    uint64_t dev, ino;          /* keep: the kept directory's identity, found by it at
+    uint64_t dev, ino; /* keep: the kept directory's identity, found by it at
                                    its name or in the trash, whatever buffer has the
                                    name now (0, 0: not known yet: the agent reports the
                                    directory at the name, "kept" in its report) */
@@ -112,10 +112,10 @@ bool np_dir_name_ok(const char *name, bool persistent);
  * per buffer by bbmgrd).  Parsed, name points into the JSON. */
 #define NP_USAGE_MAX 64
 typedef struct {
-    const char *name;           /* job id, or the persistent buffer's name */
+    const char *name; /* job id, or the persistent buffer's name */
     bool persistent;
-    uint64_t used;              /* bytes, below 2^63 */
-    uint64_t dev, ino;          /* each below 2^63 */
+    uint64_t used;     /* bytes, below 2^63 */
+    uint64_t dev, ino; /* each below 2^63 */
 } np_usage_t;
 
 json_t *np_usage_json(const np_usage_t *u);
@@ -162,7 +162,7 @@ int np_table_result(np_table_t *t, const np_result_t *r);
 #define NP_MESSAGE_MAX 1000
 json_t *np_table_outbox(np_table_t *t, size_t budget, uint64_t *upto);
 void np_table_acked(np_table_t *t, uint64_t upto);
-size_t np_table_pending(const np_table_t *t);   /* results not yet acknowledged */
+size_t np_table_pending(const np_table_t *t); /* results not yet acknowledged */
 
 /* The ids bbmgrd listed in its reply.  submit (n_submit) gets the listed ids to
  * hand to the mover (they are now RUNNING), cancel (n_cancel) the RUNNING ids to

@@ -133,17 +133,17 @@ typedef struct {
 struct state {
     char *dir;
     int lockfd;
-    sqlite3 *db;            /* the writer's */
-    sqlite3 *rdb;           /* readers' */
+    sqlite3 *db;  /* the writer's */
+    sqlite3 *rdb; /* readers' */
     pthread_mutex_t rlock;
     sqlite3_stmt *stmts[ST__COUNT];
-    sqlite3_stmt *tx[3];        /* BEGIN IMMEDIATE, COMMIT, ROLLBACK (tx_sql[]) */
+    sqlite3_stmt *tx[3]; /* BEGIN IMMEDIATE, COMMIT, ROLLBACK (tx_sql[]) */
 
     pthread_mutex_t lock;
-    pthread_cond_t cond;        /* writer waits for work */
-    pthread_cond_t done_cond;   /* state_sync waits for commits */
+    pthread_cond_t cond;      /* writer waits for work */
+    pthread_cond_t done_cond; /* state_sync waits for commits */
     batch_t pending;
-    uint64_t seq;               /* last queued */
+    uint64_t seq; /* last queued */
     uint64_t committed;
     bool failed;
     bool stop;
@@ -152,23 +152,23 @@ struct state {
     state_commit_f cb;
     void *cb_arg;
     state_stats_t stats;
-    int wal_frames;             /* frames in the WAL after the last commit (writer) */
+    int wal_frames; /* frames in the WAL after the last commit (writer) */
     /* Who uses the writer connection (st->db): the writer thread, or a request
      * thread committing inline (state_try_commit()); never both. */
-    bool writer_busy;           /* the writer thread has a batch or checkpoints */
-    bool inline_busy;           /* a request thread commits */
-    bool ckpt_wanted;           /* an inline commit left the WAL over the limit */
-    int bg_ckpt;                /* BG_IDLE, BG_WANTED, BG_DONE: ckpt_due() */
-    batch_t inl;                /* the inline committer's batch (reused) */
-    bool no_inline;             /* BBMGRD_INLINE_COMMIT=0: always the writer (A/B) */
+    bool writer_busy; /* the writer thread has a batch or checkpoints */
+    bool inline_busy; /* a request thread commits */
+    bool ckpt_wanted; /* an inline commit left the WAL over the limit */
+    int bg_ckpt;      /* BG_IDLE, BG_WANTED, BG_DONE: ckpt_due() */
+    batch_t inl;      /* the inline committer's batch (reused) */
+    bool no_inline;   /* BBMGRD_INLINE_COMMIT=0: always the writer (A/B) */
     /* Atomicity of a critical section of the daemon (state_hold()): the ops put
      * while a hold is open are not committed before it is released, so a change
      * made of several ops (a job's end closes its phase, frees its allocation and
      * marks the job) is never split over two transactions, where a kill between
      * them would leave half of it. */
     int holds;
-    size_t mark_n;              /* the first mark_n ops of 'pending' are complete */
-    uint64_t mark_seq;          /* the seq of the last of them */
+    size_t mark_n;     /* the first mark_n ops of 'pending' are complete */
+    uint64_t mark_seq; /* the seq of the last of them */
 };
 
 /* The writer checkpoints the WAL itself once it holds this many frames (4 KiB
@@ -180,7 +180,7 @@ struct state {
  * copied everything, the next transaction starts the WAL over from its beginning:
  * commits rewrite the same file blocks. */
 #define STATE_CKPT_FRAMES 4096
-#define STATE_WAL_SIZE_LIMIT "67108864"     /* bytes kept after a reset (64 MiB) */
+#define STATE_WAL_SIZE_LIMIT "67108864" /* bytes kept after a reset (64 MiB) */
 
 static int wal_hook(void *arg, sqlite3 *db, const char *name, int frames)
 {
@@ -229,7 +229,7 @@ static void writer_checkpoint(state_t *st)
         st->bg_ckpt = BG_IDLE;
     pthread_mutex_unlock(&st->lock);
     if (nckpt == nlog)
-        st->wal_frames = 0;     /* complete: the next commit restarts the WAL */
+        st->wal_frames = 0; /* complete: the next commit restarts the WAL */
 }
 
 static void batch_clear(batch_t *b)
@@ -343,10 +343,18 @@ static int exec_op(state_t *st, const op_t *op)
     for (int k = 0; k < op->n && rc == SQLITE_OK; k++) {
         const sv_t *v = &op->v[k];
         switch (v->t) {
-        case SV_NULL: rc = sqlite3_bind_null(s, k + 1); break;
-        case SV_INT: rc = sqlite3_bind_int64(s, k + 1, v->u.i); break;
-        case SV_REAL: rc = sqlite3_bind_double(s, k + 1, v->u.d); break;
-        case SV_TEXT: rc = sqlite3_bind_text(s, k + 1, v->u.s, -1, SQLITE_STATIC); break;
+        case SV_NULL:
+            rc = sqlite3_bind_null(s, k + 1);
+            break;
+        case SV_INT:
+            rc = sqlite3_bind_int64(s, k + 1, v->u.i);
+            break;
+        case SV_REAL:
+            rc = sqlite3_bind_double(s, k + 1, v->u.d);
+            break;
+        case SV_TEXT:
+            rc = sqlite3_bind_text(s, k + 1, v->u.s, -1, SQLITE_STATIC);
+            break;
         }
     }
     if (rc == SQLITE_OK) {
@@ -419,7 +427,7 @@ static uint64_t take_marked(state_t *st, batch_t *into)
         if (into->cap < st->mark_n) {
             op_t *ops = realloc(into->ops, st->mark_n * sizeof(op_t));
             if (!ops)
-                return 0;       /* retried at the next wake-up */
+                return 0; /* retried at the next wake-up */
             into->ops = ops;
             into->cap = st->mark_n;
         }
@@ -460,7 +468,7 @@ static void *writer(void *arg)
     for (;;) {
         while (((st->mark_n == 0 && !st->ckpt_wanted) || st->inline_busy) && !st->stop)
             pthread_cond_wait(&st->cond, &st->lock);
-        if (st->inline_busy) {      /* stopping: let the inline commit finish first */
+        if (st->inline_busy) { /* stopping: let the inline commit finish first */
             pthread_cond_wait(&st->done_cond, &st->lock);
             continue;
         }
@@ -517,7 +525,7 @@ static void *writer(void *arg)
         st->writer_busy = false;
         pthread_cond_broadcast(&st->done_cond);
         if (!ok)
-            break;      /* nothing more can be trusted: the daemon stops */
+            break; /* nothing more can be trusted: the daemon stops */
     }
     pthread_mutex_unlock(&st->lock);
     batch_clear(&mine);
@@ -546,8 +554,7 @@ int state_try_commit(state_t *st, uint64_t want)
         return 1;
     }
     if (st->no_inline || !st->running || st->stop || st->writer_busy || st->inline_busy
-        || st->mark_n == 0
-        || st->mark_seq < want) {
+        || st->mark_n == 0 || st->mark_seq < want) {
         pthread_mutex_unlock(&st->lock);
         return 0;
     }
@@ -575,7 +582,7 @@ int state_try_commit(state_t *st, uint64_t want)
     if (!ok || ckpt_due(st))
         st->ckpt_wanted = ok;
     pthread_cond_broadcast(&st->done_cond);
-    pthread_cond_signal(&st->cond);     /* the writer: what came meanwhile, a checkpoint */
+    pthread_cond_signal(&st->cond); /* the writer: what came meanwhile, a checkpoint */
     pthread_mutex_unlock(&st->lock);
     if (st->cb)
         st->cb(hi, ok, st->cb_arg);
@@ -659,8 +666,9 @@ int state_checkpoint(state_t *st)
     sqlite3 *db = NULL;
     const char *path = sqlite3_db_filename(st->db, "main");
     int rc = -1, nlog = 0, nckpt = 0;
-    if (!path || sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX,
-                                 NULL) != SQLITE_OK)
+    if (!path
+        || sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL)
+               != SQLITE_OK)
         goto out;
     sqlite3_busy_timeout(db, 100);
     /* a new connection knows the database is in WAL mode once it has read it:
@@ -684,7 +692,7 @@ void state_checkpoint_bg(state_t *st)
         return;
     state_checkpoint(st);
     pthread_mutex_lock(&st->lock);
-    st->bg_ckpt = BG_DONE;      /* even when it failed: the writer then does it */
+    st->bg_ckpt = BG_DONE; /* even when it failed: the writer then does it */
     pthread_mutex_unlock(&st->lock);
 }
 
@@ -729,8 +737,10 @@ static int migrate(sqlite3 *db, hu_error_t *err)
     }
     if (v > STATE_SCHEMA_VERSION) {
         errno = EPROTO;
-        return hu_errprintf(err, "state.db has schema version %d, newer than this "
-                            "bbmgrd's %d: refusing to touch it", v, STATE_SCHEMA_VERSION);
+        return hu_errprintf(err,
+                            "state.db has schema version %d, newer than this "
+                            "bbmgrd's %d: refusing to touch it",
+                            v, STATE_SCHEMA_VERSION);
     }
     for (; v < STATE_SCHEMA_VERSION; v++) {
         char setv[64];
@@ -793,16 +803,16 @@ state_t *state_open(const char *dir, bool durable, hu_error_t *err)
         hu_errprintf(err, "%s: another bbmgrd uses this state directory", dir);
         goto error;
     }
-    if (sqlite3_open_v2(path, &st->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
-                        | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
+    if (sqlite3_open_v2(path, &st->db,
+                        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL)
+        != SQLITE_OK) {
         errno = EIO;
         hu_errprintf(err, "%s: %s", path, st->db ? sqlite3_errmsg(st->db) : "cannot open");
         goto error;
     }
     sqlite3_busy_timeout(st->db, 5000);
     if (exec(st->db, "PRAGMA journal_mode=WAL", err) < 0
-        || exec(st->db, durable ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL",
-                err) < 0
+        || exec(st->db, durable ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL", err) < 0
         || exec(st->db, "PRAGMA foreign_keys=OFF", err) < 0
         /* checkpoints run outside the commit path (writer_checkpoint(),
          * state_checkpoint()) */
@@ -812,21 +822,22 @@ state_t *state_open(const char *dir, bool durable, hu_error_t *err)
         goto error;
     sqlite3_wal_hook(st->db, wal_hook, st);
     for (int i = 0; i < ST__COUNT; i++)
-        if (sqlite3_prepare_v3(st->db, stmt_sql[i], -1, SQLITE_PREPARE_PERSISTENT,
-                               &st->stmts[i], NULL) != SQLITE_OK) {
+        if (sqlite3_prepare_v3(st->db, stmt_sql[i], -1, SQLITE_PREPARE_PERSISTENT, &st->stmts[i],
+                               NULL)
+            != SQLITE_OK) {
             errno = EIO;
             hu_errprintf(err, "sqlite: %s: %s", stmt_sql[i], sqlite3_errmsg(st->db));
             goto error;
         }
     for (int i = 0; i < 3; i++)
-        if (sqlite3_prepare_v3(st->db, tx_sql[i], -1, SQLITE_PREPARE_PERSISTENT, &st->tx[i],
-                               NULL) != SQLITE_OK) {
+        if (sqlite3_prepare_v3(st->db, tx_sql[i], -1, SQLITE_PREPARE_PERSISTENT, &st->tx[i], NULL)
+            != SQLITE_OK) {
             errno = EIO;
             hu_errprintf(err, "sqlite: %s: %s", tx_sql[i], sqlite3_errmsg(st->db));
             goto error;
         }
-    if (sqlite3_open_v2(path, &st->rdb, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX,
-                        NULL) != SQLITE_OK) {
+    if (sqlite3_open_v2(path, &st->rdb, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL)
+        != SQLITE_OK) {
         errno = EIO;
         hu_errprintf(err, "%s: %s", path, st->rdb ? sqlite3_errmsg(st->rdb) : "cannot open");
         goto error;
@@ -881,8 +892,8 @@ void state_close(state_t *st)
     errno = saved;
 }
 
-static int vquery(state_t *st, int (*row)(sqlite3_stmt *s, void *arg), void *arg,
-                  const char *sql, const char *fmt, va_list ap)
+static int vquery(state_t *st, int (*row)(sqlite3_stmt *s, void *arg), void *arg, const char *sql,
+                  const char *fmt, va_list ap)
 {
     sqlite3_stmt *s = NULL;
     int rc;
@@ -909,8 +920,8 @@ error:
     return -1;
 }
 
-int state_query(state_t *st, int (*row)(sqlite3_stmt *s, void *arg), void *arg,
-                const char *sql, const char *fmt, ...)
+int state_query(state_t *st, int (*row)(sqlite3_stmt *s, void *arg), void *arg, const char *sql,
+                const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);

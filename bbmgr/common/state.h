@@ -25,53 +25,57 @@
 /* Statements the writer knows (name, SQL).  Parameters are bound in order. */
 #define STATE_STMTS(X) \
     X(JOB_PUT, "INSERT OR REPLACE INTO jobs(id,uid,gid,user,name,nodes,w_iter," \
-      "io_volume,phases,io,priority,state,created,updated,begun,ended,nphases,bytes)" \
-      " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)") \
+               "io_volume,phases,io,priority,state,created,updated,begun,ended,nphases,bytes)" \
+               " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)") \
     X(ALLOC_PUT, "INSERT OR REPLACE INTO allocations(job_id,pool,capacity,reserved," \
-      "nodes_requested,created) VALUES(?,?,?,?,?,?)") \
+                 "nodes_requested,created) VALUES(?,?,?,?,?,?)") \
     X(ALLOC_DEL, "DELETE FROM allocations WHERE job_id=?") \
     X(ANODE_PUT, "INSERT OR REPLACE INTO alloc_nodes(kind,owner,node,bytes) VALUES(?,?,?,?)") \
     X(ANODE_DEL, "DELETE FROM alloc_nodes WHERE kind=? AND owner=?") \
     X(PERS_PUT, "INSERT OR REPLACE INTO persistent(name,uid,gid,pool,capacity,reserved," \
-      "created) VALUES(?,?,?,?,?,?,?)") \
+                "created) VALUES(?,?,?,?,?,?,?)") \
     X(PERS_DEL, "DELETE FROM persistent WHERE name=?") \
     X(PUSE_PUT, "INSERT OR IGNORE INTO persistent_use(name,job_id,since) VALUES(?,?,?)") \
     X(PUSE_DEL, "DELETE FROM persistent_use WHERE name=? AND job_id=?") \
     X(PUSE_DEL_NAME, "DELETE FROM persistent_use WHERE name=?") \
     X(PUSE_DEL_JOB, "DELETE FROM persistent_use WHERE job_id=?") \
     X(PHASE_PUT, "INSERT OR REPLACE INTO phases(id,job_id,volume,direction,state," \
-      "requested,granted,finished,bytes,bandwidth,nodes,w_done,held)" \
-      " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)") \
+                 "requested,granted,finished,bytes,bandwidth,nodes,w_done,held)" \
+                 " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)") \
     X(XFER_PUT, "INSERT OR REPLACE INTO transfers(id,job_id,kind,source,destination," \
-      "type,state,bytes_total,bytes_done,message,requested,start,finished,durable,part," \
-      "nparts) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)") \
+                "type,state,bytes_total,bytes_done,message,requested,start,finished,durable,part," \
+                "nparts) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)") \
     X(NODE_PUT, "INSERT OR REPLACE INTO node_state(name,state,reason,updated) VALUES(?,?,?,?)") \
     X(HIST_PUT, "INSERT INTO history(uid,user,job_name,job_id,w_iter,volume,phases,time)" \
-      " VALUES(?,?,?,?,?,?,?,?)") \
-    X(HIST_PRUNE, "DELETE FROM history WHERE user=?1 AND job_name=?2 AND id NOT IN" \
+                " VALUES(?,?,?,?,?,?,?,?)") \
+    X(HIST_PRUNE, \
+      "DELETE FROM history WHERE user=?1 AND job_name=?2 AND id NOT IN" \
       " (SELECT id FROM history WHERE user=?1 AND job_name=?2 ORDER BY id DESC LIMIT ?3)") \
     X(META_PUT, "INSERT OR REPLACE INTO meta(key,value) VALUES(?,?)") \
     /* appended: the hot path of a phase's close touches one row of each table in \
      * place (an INSERT OR REPLACE deletes and re-inserts, rewriting every index) */ \
     X(PHASE_CLOSE, "UPDATE phases SET state=?,finished=?,bytes=?,bandwidth=?,nodes=?" \
-      " WHERE id=?") \
+                   " WHERE id=?") \
     X(JOB_PROGRESS, "UPDATE jobs SET nphases=?,bytes=?,updated=? WHERE id=?") \
     /* a done stage-out of a job no longer in memory became durable, or could not */ \
     X(XFER_DURABLE, "UPDATE transfers SET durable=1 WHERE id=? AND state='done'") \
     X(XFER_NOT_DURABLE, "UPDATE transfers SET state='failed',durable=NULL,message=?" \
-      " WHERE id=? AND state='done'") \
+                        " WHERE id=? AND state='done'") \
     /* a buffer directory moved aside from ?1 to ?2: the stage-outs whose source it \
      * holds (durability pending, or failed) read from there */ \
-    X(PRUNE_PHASES, "DELETE FROM phases WHERE state NOT IN ('waiting','granted') AND" \
+    X(PRUNE_PHASES, \
+      "DELETE FROM phases WHERE state NOT IN ('waiting','granted') AND" \
       " (finished<?1 OR id IN (SELECT id FROM phases WHERE state NOT IN ('waiting','granted')" \
       " ORDER BY id DESC LIMIT -1 OFFSET ?2))") \
     X(PRUNE_XFERS, "DELETE FROM transfers WHERE state IN ('done','failed','cancelled')" \
-      " AND NOT (state='done' AND COALESCE(durable,1)=0) AND NOT (state='failed' AND" \
-      " COALESCE(message,'') LIKE 'not durable:%') AND (finished<?1 OR id IN (SELECT id FROM transfers WHERE state IN" \
-      " ('done','failed','cancelled') ORDER BY id DESC LIMIT -1 OFFSET ?2))") \
+                   " AND NOT (state='done' AND COALESCE(durable,1)=0) AND NOT (state='failed' AND" \
+                   " COALESCE(message,'') LIKE 'not durable:%') AND (finished<?1 OR id IN " \
+                   "(SELECT id FROM transfers WHERE state IN" \
+                   " ('done','failed','cancelled') ORDER BY id DESC LIMIT -1 OFFSET ?2))") \
     X(PRUNE_JOBS, "DELETE FROM jobs WHERE state='ended' AND ended<?1 AND id NOT IN" \
-      " (SELECT job_id FROM transfers) AND id NOT IN (SELECT job_id FROM phases)") \
-    X(XFER_HELD, "UPDATE transfers SET held=?2||substr(COALESCE(held,source),length(?1)+1)" \
+                  " (SELECT job_id FROM transfers) AND id NOT IN (SELECT job_id FROM phases)") \
+    X(XFER_HELD, \
+      "UPDATE transfers SET held=?2||substr(COALESCE(held,source),length(?1)+1)" \
       " WHERE kind='stage_out' AND (COALESCE(held,source)=?1" \
       " OR substr(COALESCE(held,source),1,length(?1)+1)=?1||'/')" \
       " AND ((state='done' AND durable=0) OR (state='failed' AND message LIKE 'not durable:%'))") \
@@ -85,7 +89,7 @@ typedef enum {
 #define X(name, sql) ST_##name,
     STATE_STMTS(X)
 #undef X
-    ST__COUNT
+        ST__COUNT
 } state_stmt_t;
 
 /* The reads of recovery (name, SQL), next to the writes above: bbmgrd's core
@@ -94,15 +98,16 @@ typedef enum {
 #define STATE_READS(X) \
     X(NODE_STATES, "SELECT name,state,reason FROM node_state") \
     X(JOBS_OPEN, "SELECT id,uid,gid,user,name,nodes,w_iter,io_volume,phases,io,priority," \
-      "state,created,updated,begun,nphases,bytes FROM jobs WHERE state!='ended'") \
+                 "state,created,updated,begun,nphases,bytes FROM jobs WHERE state!='ended'") \
     X(ALLOCS, "SELECT job_id,pool,capacity,reserved,nodes_requested,created FROM allocations") \
     X(PERSISTENT, "SELECT name,uid,gid,pool,capacity,reserved,created FROM persistent") \
     X(ANODES, "SELECT kind,owner,node,bytes FROM alloc_nodes ORDER BY rowid") \
     X(PUSES, "SELECT name,job_id FROM persistent_use") \
     X(PHASES_OPEN, "SELECT id,job_id,volume,direction,state,requested,granted,finished,bytes," \
-      "bandwidth,nodes,w_done,held FROM phases WHERE state IN ('waiting','granted')" \
-      " ORDER BY id DESC") \
-    X(XFERS_OPEN, "SELECT t.id,t.job_id,t.kind,t.source,t.destination,t.type,t.state," \
+                   "bandwidth,nodes,w_done,held FROM phases WHERE state IN ('waiting','granted')" \
+                   " ORDER BY id DESC") \
+    X(XFERS_OPEN, \
+      "SELECT t.id,t.job_id,t.kind,t.source,t.destination,t.type,t.state," \
       "t.bytes_total,t.bytes_done,t.message,t.requested,t.start,t.finished,t.durable," \
       "t.part,t.nparts FROM transfers t JOIN jobs j ON j.id=t.job_id WHERE j.state!='ended'" \
       " UNION ALL SELECT id,job_id,kind,source,destination,type,state,bytes_total," \
@@ -114,33 +119,33 @@ typedef enum {
     X(META, "SELECT value FROM meta WHERE key=?") \
     /* the stage-outs a held buffer waits for: of job ?, or reading from under ?1 */ \
     X(HELD_OF_JOB, "SELECT id,state FROM transfers WHERE job_id=? AND kind='stage_out' AND" \
-      " ((state='done' AND durable=0) OR (state='failed' AND message LIKE" \
-      " 'not durable:%'))") \
+                   " ((state='done' AND durable=0) OR (state='failed' AND message LIKE" \
+                   " 'not durable:%'))") \
     X(HELD_UNDER, "SELECT id,state FROM transfers WHERE kind='stage_out' AND" \
-      " ((state='done' AND durable=0) OR (state='failed' AND message LIKE" \
-      " 'not durable:%')) AND (COALESCE(held,source)=?1 OR" \
-      " substr(COALESCE(held,source),1,length(?1)+1)=?1||'/')") \
+                  " ((state='done' AND durable=0) OR (state='failed' AND message LIKE" \
+                  " 'not durable:%')) AND (COALESCE(held,source)=?1 OR" \
+                  " substr(COALESCE(held,source),1,length(?1)+1)=?1||'/')") \
     /* a row when a stage-out that could not be made durable reads from under ?1 */ \
     X(KEPT_UNDER, "SELECT 1 FROM transfers WHERE kind='stage_out' AND state='failed' AND" \
-      " (held=?1 OR substr(held,1,length(?1)+1)=?1||'/') LIMIT 1") \
+                  " (held=?1 OR substr(held,1,length(?1)+1)=?1||'/') LIMIT 1") \
     /* the directories recorded for a held buffer (ST_KEPT_PUT), and whether a \
      * device and inode is one of any held buffer */ \
     X(KEPT_OF, "SELECT node,dev,ino,kept FROM kept_dirs WHERE owner=?") \
     X(KEPT_ID, "SELECT 1 FROM kept_dirs WHERE node=? AND dev=? AND ino=? LIMIT 1") \
     /* the same, of a buffer an administrator must release (kept = 1) */ \
     X(KEPT_ID_KEPT, "SELECT 1 FROM kept_dirs WHERE node=? AND dev=? AND ino=? AND kept=1" \
-      " LIMIT 1") \
+                    " LIMIT 1") \
     /* the stage-outs done whose fsyncs had not finished, with their job's user */ \
     X(XFERS_SYNCING, "SELECT t.id,t.job_id,COALESCE(t.held,t.source),t.destination,t.type," \
-      "t.finished,j.uid,j.gid," \
-      "j.user FROM transfers t LEFT JOIN jobs j ON j.id=t.job_id WHERE t.durable=0" \
-      " AND t.state='done' AND t.kind='stage_out' ORDER BY t.id")
+                     "t.finished,j.uid,j.gid," \
+                     "j.user FROM transfers t LEFT JOIN jobs j ON j.id=t.job_id WHERE t.durable=0" \
+                     " AND t.state='done' AND t.kind='stage_out' ORDER BY t.id")
 
 typedef enum {
 #define X(name, sql) SR_##name,
     STATE_READS(X)
 #undef X
-    SR__COUNT
+        SR__COUNT
 } state_read_t;
 
 typedef struct state state_t;
@@ -154,7 +159,7 @@ typedef void (*state_commit_f)(uint64_t seq, bool ok, void *arg);
  * directory), migrate the schema to STATE_SCHEMA_VERSION.  durable: synchronous=FULL
  * (else NORMAL). */
 state_t *state_open(const char *dir, bool durable, hu_error_t *err);
-void state_close(state_t *st);          /* stops the writer after a final commit */
+void state_close(state_t *st); /* stops the writer after a final commit */
 
 /* Schema version of the open database. */
 int state_schema_version(state_t *st);
@@ -167,8 +172,8 @@ int state_start(state_t *st, state_commit_f cb, void *arg, hu_error_t *err);
  * (ENOMEM). Call with the caller's own lock held so that order is kept. */
 uint64_t state_put(state_t *st, state_stmt_t stmt, const char *fmt, ...);
 
-uint64_t state_last_seq(state_t *st);       /* last queued */
-uint64_t state_committed(state_t *st);      /* last durable */
+uint64_t state_last_seq(state_t *st);  /* last queued */
+uint64_t state_committed(state_t *st); /* last durable */
 /* Block until everything queued so far is committed (or failed: -1). */
 int state_sync(state_t *st);
 /* Without a writer thread (tools, unit tests): write what is queued now. */
@@ -177,8 +182,8 @@ int state_flush(state_t *st, hu_error_t *err);
 /* Read access (a second connection; WAL readers see committed data only).  Runs
  * sql with the given parameters (same fmt as state_put) and calls row() for each
  * result row; row returns non-zero to stop.  Serialised by an internal mutex. */
-int state_query(state_t *st, int (*row)(sqlite3_stmt *s, void *arg), void *arg,
-                const char *sql, const char *fmt, ...);
+int state_query(state_t *st, int (*row)(sqlite3_stmt *s, void *arg), void *arg, const char *sql,
+                const char *fmt, ...);
 /* The same with one of the reads of STATE_READS, and its SQL (for messages). */
 int state_read(state_t *st, state_read_t q, int (*row)(sqlite3_stmt *s, void *arg), void *arg,
                const char *fmt, ...);
@@ -207,10 +212,10 @@ void state_checkpoint_bg(state_t *st);
 typedef struct {
     uint64_t commits;
     uint64_t statements;
-    double commit_seconds;  /* total time in COMMIT */
-    uint64_t checkpoints;   /* run by the writer (WAL over STATE_CKPT_FRAMES) */
+    double commit_seconds; /* total time in COMMIT */
+    uint64_t checkpoints;  /* run by the writer (WAL over STATE_CKPT_FRAMES) */
     double checkpoint_seconds;
-    uint64_t inline_commits;    /* of 'commits', made by state_try_commit() */
+    uint64_t inline_commits; /* of 'commits', made by state_try_commit() */
 } state_stats_t;
 void state_get_stats(state_t *st, state_stats_t *out);
 

@@ -44,22 +44,22 @@ struct req {
     char *body;
     size_t len, cap;
     bool too_large;
-    bool early;                 /* a reply was queued during the upload */
-    int stage;                  /* 0: new, 1: suspended, 2: reply ready */
+    bool early; /* a reply was queued during the upload */
+    int stage;  /* 0: new, 1: suspended, 2: reply ready */
     reply_t r;
     caller_t who;
     uint64_t barrier;
     /* waiting lists */
     bool on_commit, on_phase;
-    bool counted;               /* in api.inflight */
-    req_t *prev, *next;         /* api->waiters (both kinds) */
-    req_t *pnext;               /* chain of the same phase */
+    bool counted;       /* in api.inflight */
+    req_t *prev, *next; /* api->waiters (both kinds) */
+    req_t *pnext;       /* chain of the same phase */
     uint64_t wait_phase;
-    bool wake_closed;           /* woken by its phase's close: view after the commit */
+    bool wake_closed; /* woken by its phase's close: view after the commit */
     double deadline;
     double t0;
-    char session[AUTH_TOKEN_HEX + 16];  /* Harmonia-Session reply header, or "" */
-    char scheme;                /* 'm' MUNGE, 's' session, 0 none: counted in send_reply */
+    char session[AUTH_TOKEN_HEX + 16]; /* Harmonia-Session reply header, or "" */
+    char scheme;                       /* 'm' MUNGE, 's' session, 0 none: counted in send_reply */
 };
 
 /* What a connection keeps between its requests (MHD socket context). */
@@ -68,13 +68,13 @@ typedef struct conn {
     /* api->conns, under api->conn_lock */
     struct conn *cprev, *cnext;
     int fd;
-    bool peer;                  /* a unix socket: uid is its peer's */
-    bool counted;               /* in api->per_uid */
-    char pool;                  /* TCP: 'u' in api->tcp_users, 'r' in api->tcp_reserved */
+    bool peer;    /* a unix socket: uid is its peer's */
+    bool counted; /* in api->per_uid */
+    char pool;    /* TCP: 'u' in api->tcp_users, 'r' in api->tcp_reserved */
     uid_t uid;
-    bool busy;                  /* a whole request arrived and is being served */
-    bool cut;                   /* closed by the request deadline */
-    double since;               /* opened, or its previous reply sent */
+    bool busy;    /* a whole request arrived and is being served */
+    bool cut;     /* closed by the request deadline */
+    double since; /* opened, or its previous reply sent */
 } conn_t;
 
 struct api {
@@ -85,9 +85,9 @@ struct api {
     /* connections (limits) */
     pthread_mutex_t conn_lock;
     conn_t *conns;
-    hmap_t *per_uid;            /* uid -> connections + 1 (intptr) */
+    hmap_t *per_uid; /* uid -> connections + 1 (intptr) */
     long max_per_uid;
-    long tcp_users, tcp_reserved;       /* TCP connections from unprivileged and from
+    long tcp_users, tcp_reserved; /* TCP connections from unprivileged and from
                                            privileged source ports */
     long max_users, max_reserved;
     double request_deadline;
@@ -104,9 +104,9 @@ struct api {
     /* waiters */
     uint64_t committed;
     bool failed, stopping;
-    int inflight;               /* requests being served, long-polls parked aside */
+    int inflight; /* requests being served, long-polls parked aside */
     req_t *waiters;
-    hmap_t *by_phase;           /* phase id -> first req */
+    hmap_t *by_phase; /* phase id -> first req */
     /* counters */
     pthread_mutex_t clock_;
     api_counters_t cnt;
@@ -258,8 +258,9 @@ void api_reconfigure(api_t *a, const cfg_t *cfg)
 }
 
 /* ------------------------------------------------------------------ responses */
-static const double lat_buckets[] = { 1e-4, 2.5e-4, 5e-4, 1e-3, 2e-3, 5e-3, 1e-2, 2.5e-2,
-                                      0.1, 1, 10 };
+static const double lat_buckets[] = {
+    1e-4, 2.5e-4, 5e-4, 1e-3, 2e-3, 5e-3, 1e-2, 2.5e-2, 0.1, 1, 10
+};
 
 static enum MHD_Result send_reply(req_t *q)
 {
@@ -285,9 +286,8 @@ static enum MHD_Result send_reply(req_t *q)
         }
         ctype = "application/json";
     }
-    struct MHD_Response *resp =
-        MHD_create_response_from_buffer(len, buf ? buf : (void *)"", buf ? MHD_RESPMEM_MUST_FREE
-                                                                   : MHD_RESPMEM_PERSISTENT);
+    struct MHD_Response *resp = MHD_create_response_from_buffer(
+        len, buf ? buf : (void *)"", buf ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
     if (!resp) {
         free(buf);
         return MHD_NO;
@@ -359,8 +359,8 @@ static bool hold_for_commit(req_t *q)
 /* ------------------------------------------------------------------ processing */
 static bool json_ctype(struct MHD_Connection *conn)
 {
-    const char *ct = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
-                                                 MHD_HTTP_HEADER_CONTENT_TYPE);
+    const char *ct =
+        MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
     if (!ct)
         return false;
     size_t n = strcspn(ct, ";");
@@ -388,8 +388,8 @@ static int authenticate(req_t *q)
     api_t *a = q->api;
     char msg[300];
     conn_t *cc = conn_of(q->conn);
-    const char *hdr = MHD_lookup_connection_value(q->conn, MHD_HEADER_KIND,
-                                                  MHD_HTTP_HEADER_AUTHORIZATION);
+    const char *hdr =
+        MHD_lookup_connection_value(q->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
     double now = hu_mono(), ttl;
     int st;
 
@@ -399,15 +399,17 @@ static int authenticate(req_t *q)
     if (auth_is_session(hdr)) {
         st = ttl > 0 ? auth_session_check(cc ? &cc->session : NULL, hdr, now, &q->who.uid,
                                           &q->who.gid, msg, sizeof(msg))
-                     : (snprintf(msg, sizeof(msg), "sessions are disabled (auth.session_ttl "
-                                 "is 0): send a MUNGE credential"), 401);
+                     : (snprintf(msg, sizeof(msg),
+                                 "sessions are disabled (auth.session_ttl "
+                                 "is 0): send a MUNGE credential"),
+                        401);
         q->scheme = 's';
     } else {
-        st = auth_munge(a->munge_socket, hdr, q->method, q->path, &q->who.uid, &q->who.gid,
-                        msg, sizeof(msg));
+        st = auth_munge(a->munge_socket, hdr, q->method, q->path, &q->who.uid, &q->who.gid, msg,
+                        sizeof(msg));
         q->scheme = 'm';
-        const char *want = MHD_lookup_connection_value(q->conn, MHD_HEADER_KIND,
-                                                       "Harmonia-Session");
+        const char *want =
+            MHD_lookup_connection_value(q->conn, MHD_HEADER_KIND, "Harmonia-Session");
         if (!st && want && !strcasecmp(want, "open") && ttl > 0 && cc) {
             if (auth_session_open(&cc->session, q->who.uid, q->who.gid, now, ttl) == 0)
                 snprintf(q->session, sizeof(q->session), "%s; ttl=%.0f", cc->session.token,
@@ -500,8 +502,9 @@ static bool process(req_t *q)
             goto out;
         }
     }
-    hreq_t rq = { .api = a, .who = &q->who, .body = body, .conn = q->conn,
-                  .max_wait = a->max_wait };
+    hreq_t rq = {
+        .api = a, .who = &q->who, .body = body, .conn = q->conn, .max_wait = a->max_wait
+    };
     memcpy(rq.args, args, sizeof(args));
     core_lock(a->core);
     rt->fn(a->core, &rq, r);
@@ -517,7 +520,7 @@ static bool process(req_t *q)
             q->stage = 1;
             MHD_suspend_connection(q->conn);
             suspended = true;
-            inflight(q, false);         /* parked: not in the way of a lone request */
+            inflight(q, false); /* parked: not in the way of a lone request */
         }
         pthread_mutex_unlock(&a->wlock);
     }
@@ -544,7 +547,7 @@ static bool process_wake(req_t *q)
         q->barrier = state_last_seq(a->st);
         core_unlock(a->core);
         if (hold_for_commit(q))
-            return true;        /* resumed with wait_phase set: back here */
+            return true; /* resumed with wait_phase set: back here */
         core_lock(a->core);
     }
     routes_phase_view(a->core, &rq, q->wait_phase, &q->r);
@@ -558,8 +561,8 @@ static bool process_wake(req_t *q)
 static void conn_busy(api_t *a, struct MHD_Connection *conn, bool busy);
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
-                                  const char *method, const char *version,
-                                  const char *upload_data, size_t *upload_size, void **con_cls)
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_size, void **con_cls)
 {
     api_t *a = cls;
     req_t *q = *con_cls;
@@ -576,8 +579,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         q->who.uid = (uid_t)-1;
         snprintf(q->method, sizeof(q->method), "%s", method);
         *con_cls = q;
-        const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
-                                                     MHD_HTTP_HEADER_CONTENT_LENGTH);
+        const char *cl =
+            MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
         if (cl && strtoull(cl, NULL, 10) > a->max_body) {
             /* refuse before reading it: the connection is closed after the reply */
             q->too_large = true;
@@ -599,8 +602,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                 pthread_mutex_lock(&a->clock_);
                 a->cnt.too_large++;
                 pthread_mutex_unlock(&a->clock_);
-                bl_debug("api: %s %s: body over %zu bytes: connection closed", q->method,
-                         q->path, a->max_body);
+                bl_debug("api: %s %s: body over %zu bytes: connection closed", q->method, q->path,
+                         a->max_body);
                 return MHD_NO;
             }
             if (q->len + *upload_size + 1 > q->cap) {
@@ -715,7 +718,7 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
 {
     api_t *a = cls;
     if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
-        conn_t *cc = calloc(1, sizeof(conn_t));    /* NULL: no session here */
+        conn_t *cc = calloc(1, sizeof(conn_t)); /* NULL: no session here */
         const union MHD_ConnectionInfo *ci =
             MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
         *socket_context = cc;
@@ -830,8 +833,8 @@ static int unix_listen(const char *path, uid_t owner, mode_t mode, hu_error_t *e
     mode_t um = umask(0177);
     int rc = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
     umask(um);
-    if (rc < 0 || (owner != (uid_t)-1 && chown(path, owner, (gid_t)-1) < 0)
-        || chmod(path, mode) < 0 || listen(fd, 1024) < 0) {
+    if (rc < 0 || (owner != (uid_t)-1 && chown(path, owner, (gid_t)-1) < 0) || chmod(path, mode) < 0
+        || listen(fd, 1024) < 0) {
         int e = errno;
         close(fd);
         errno = e;
@@ -851,8 +854,8 @@ static struct MHD_Daemon *start_daemon(api_t *a, const cfg_t *cfg, int fd,
           fd >= 0 ? NULL : (void *)sa },
         { MHD_OPTION_THREAD_POOL_SIZE, (intptr_t)cfg->limits_threads, NULL },
         /* TCP: both pools, each counted in on_connection() */
-        { MHD_OPTION_CONNECTION_LIMIT, (intptr_t)(cfg->limits_max_connections
-                                                  + (sa ? cfg->limits_reserved_connections : 0)),
+        { MHD_OPTION_CONNECTION_LIMIT,
+          (intptr_t)(cfg->limits_max_connections + (sa ? cfg->limits_reserved_connections : 0)),
           NULL },
         { MHD_OPTION_CONNECTION_TIMEOUT, (intptr_t)ceil(cfg->limits_connection_timeout), NULL },
         { MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, a },
@@ -860,8 +863,8 @@ static struct MHD_Daemon *start_daemon(api_t *a, const cfg_t *cfg, int fd,
         { MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024, NULL },
         { MHD_OPTION_END, 0, NULL },
     };
-    struct MHD_Daemon *d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, a,
-                                            MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
+    struct MHD_Daemon *d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, a, MHD_OPTION_ARRAY,
+                                            opts, MHD_OPTION_END);
     if (!d) {
         errno = EADDRINUSE;
         hu_errprintf(err, "cannot start the HTTP listener%s%s", fd >= 0 ? " on " : "",
@@ -910,7 +913,7 @@ api_t *api_create(core_t *core, state_t *st, const cfg_t *cfg, hu_error_t *err)
         struct sockaddr_storage ss = { 0 };
         bool v6 = false;
         const char *addr = strcmp(cfg->listen_address, "localhost") ? cfg->listen_address
-                                                                      : "127.0.0.1";
+                                                                    : "127.0.0.1";
         struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
         struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
         if (inet_pton(AF_INET, addr, &s4->sin_addr) == 1) {

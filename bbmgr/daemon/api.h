@@ -17,11 +17,11 @@
 #include "state.h"
 
 api_t *api_create(core_t *core, state_t *st, const cfg_t *cfg, hu_error_t *err);
-void api_stop(api_t *a);            /* answers waiters, stops listening */
+void api_stop(api_t *a); /* answers waiters, stops listening */
 void api_destroy(api_t *a);
 int api_tcp_port(api_t *a);
-void api_tick(api_t *a);            /* long-poll deadlines */
-bool api_failed(api_t *a);          /* a commit failed: the daemon must exit */
+void api_tick(api_t *a);   /* long-poll deadlines */
+bool api_failed(api_t *a); /* a commit failed: the daemon must exit */
 void api_reconfigure(api_t *a, const cfg_t *cfg);
 
 /* Callbacks for the state writer and the core. */

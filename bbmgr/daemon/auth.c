@@ -12,8 +12,8 @@
 
 #include "auth.h"
 
-int auth_munge(const char *socket, const char *header, const char *method,
-               const char *path, uid_t *uid, gid_t *gid, char *msg, size_t len)
+int auth_munge(const char *socket, const char *header, const char *method, const char *path,
+               uid_t *uid, gid_t *gid, char *msg, size_t len)
 {
     munge_ctx_t ctx = NULL;
     void *payload = NULL;
@@ -67,8 +67,10 @@ int auth_munge(const char *socket, const char *header, const char *method,
     if (status == 0) {
         snprintf(want, sizeof(want), "%s %.*s", method, (int)strcspn(path, "?"), path);
         if (!payload || (size_t)plen != strlen(want) || memcmp(payload, want, (size_t)plen)) {
-            snprintf(msg, len, "credential was made for another request (payload must be "
-                     "'%s')", want);
+            snprintf(msg, len,
+                     "credential was made for another request (payload must be "
+                     "'%s')",
+                     want);
             status = 401;
         }
     }
@@ -114,7 +116,8 @@ int auth_session_check(const auth_session_t *s, const char *header, double now, 
         return 401;
     }
     if (!s || !s->token[0]) {
-        snprintf(msg, len, "no session on this connection: authenticate with "
+        snprintf(msg, len,
+                 "no session on this connection: authenticate with "
                  "'Authorization: MUNGE <credential>' (and 'Harmonia-Session: open')");
         return 401;
     }

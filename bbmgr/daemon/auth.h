@@ -16,8 +16,8 @@
 /* Decode header (the Authorization value) with munged at socket ("" or NULL:
  * libmunge's default).  Returns 0 with uid/gid, or an HTTP status (401, 503) and
  * a reason in msg. */
-int auth_munge(const char *socket, const char *header, const char *method,
-               const char *path, uid_t *uid, gid_t *gid, char *msg, size_t len);
+int auth_munge(const char *socket, const char *header, const char *method, const char *path,
+               uid_t *uid, gid_t *gid, char *msg, size_t len);
 
 /*
  * Connection-bound sessions (doc/api.md, "Sessions").  A request authenticated
@@ -34,10 +34,10 @@ int auth_munge(const char *socket, const char *header, const char *method,
 #define AUTH_TOKEN_HEX 32
 
 typedef struct {
-    char token[AUTH_TOKEN_HEX + 1];     /* "" when there is no session */
+    char token[AUTH_TOKEN_HEX + 1]; /* "" when there is no session */
     uid_t uid;
     gid_t gid;
-    double expires;                     /* CLOCK_MONOTONIC seconds */
+    double expires; /* CLOCK_MONOTONIC seconds */
 } auth_session_t;
 
 /* Open a session for uid/gid until now + ttl: 0, or -1 with errno (getrandom). */

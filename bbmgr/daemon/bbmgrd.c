@@ -59,9 +59,8 @@ static void usage(FILE *f)
     hu_options_usage(f, options, 22,
                      "Usage: bbmgrd [OPTIONS] [CONFIG]\n"
                      "The Harmonia burst-buffer manager daemon (always in the foreground).\n\n");
-    fprintf(f,
-            "\nSignals: TERM/INT stop, HUP reloads the configuration and reopens the log.\n"
-            "See bbmgrd(8), bbmgr.yaml(5).\n");
+    fprintf(f, "\nSignals: TERM/INT stop, HUP reloads the configuration and reopens the log.\n"
+               "See bbmgrd(8), bbmgr.yaml(5).\n");
 }
 
 static void reload(const char *path, core_t *core, api_t *api, int verbose)
@@ -101,13 +100,26 @@ int main(int argc, char **argv)
     hu_getopt_init(&g, options, "");
     while ((opt = getopt_long(argc, argv, g.shortopts, g.longopts, NULL)) != -1) {
         switch (opt) {
-        case 'c': path = optarg; break;
-        case 'f': break;
-        case 'v': verbose++; break;
-        case 'C': check = 1; break;
-        case 'V': printf("bbmgrd %s\n", PACKAGE_VERSION); return 0;
-        case 'h': usage(stdout); return 0;
-        default: usage(stderr); return 2;
+        case 'c':
+            path = optarg;
+            break;
+        case 'f':
+            break;
+        case 'v':
+            verbose++;
+            break;
+        case 'C':
+            check = 1;
+            break;
+        case 'V':
+            printf("bbmgrd %s\n", PACKAGE_VERSION);
+            return 0;
+        case 'h':
+            usage(stdout);
+            return 0;
+        default:
+            usage(stderr);
+            return 2;
         }
     }
     /* "bbmgrd -f FILE": a lone operand is the configuration file */
@@ -126,7 +138,8 @@ int main(int argc, char **argv)
         cfg_destroy(cfg);
         return 0;
     }
-    if (bl_configure(cfg->log_file, verbose ? "debug" : cfg->log_level, cfg->log_format, &err) < 0) {
+    if (bl_configure(cfg->log_file, verbose ? "debug" : cfg->log_level, cfg->log_format, &err)
+        < 0) {
         fprintf(stderr, "bbmgrd: log.file: %s\n", err.text);
         cfg_destroy(cfg);
         return 1;
@@ -134,8 +147,8 @@ int main(int argc, char **argv)
 
     util_daemon_signals();
 
-    bl_info("bbmgrd %s starting: config %s, state %s, policy %s, auth %s", PACKAGE_VERSION,
-            path, cfg->state_dir, cfg->policy_id, cfg->auth_type);
+    bl_info("bbmgrd %s starting: config %s, state %s, policy %s, auth %s", PACKAGE_VERSION, path,
+            cfg->state_dir, cfg->policy_id, cfg->auth_type);
     {
         /* connections, the mover's open files and the walks of teardowns (nftw keeps
          * a descriptor per level) all take descriptors: the soft limit goes up to the
@@ -162,7 +175,7 @@ int main(int argc, char **argv)
         bl_error("%s", err.text);
         goto out;
     }
-    cfg = NULL;     /* the core owns it */
+    cfg = NULL; /* the core owns it */
     if (core_recover(core, &err) < 0) {
         bl_error("recovery: %s", err.text);
         goto out;
@@ -214,7 +227,7 @@ int main(int argc, char **argv)
         }
         core_tick(core);
         api_tick(api);
-        if (++ticks % 20 == 0)      /* about once a second */
+        if (++ticks % 20 == 0) /* about once a second */
             state_checkpoint(st);
         else
             state_checkpoint_bg(st);

@@ -182,5 +182,3 @@ void core_tick(core_t *c)
         core_reschedule(c, now);
     core_unlock(c);
 }
-
-

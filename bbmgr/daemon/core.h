@@ -44,7 +44,7 @@
 #include "core_recover.h"
 #include "core_json.h"
 
-core_t *core_create(cfg_t *cfg, state_t *st, hu_error_t *err);     /* takes cfg */
+core_t *core_create(cfg_t *cfg, state_t *st, hu_error_t *err); /* takes cfg */
 void core_destroy(core_t *c);
 
 /* Periodic work (timer): expire grants, complete scheduled transfers, follow

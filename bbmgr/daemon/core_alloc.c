@@ -81,7 +81,7 @@ static int pool_index(core_t *c, const char *name)
 /* ------------------------------------------------------------------ allocation */
 typedef struct {
     int idx;
-    int avail;                  /* tenths of its configured bandwidth the device has left */
+    int avail; /* tenths of its configured bandwidth the device has left */
     uint64_t free;
 } cand_t;
 
@@ -112,8 +112,8 @@ static uint64_t round_up(uint64_t v, uint64_t g)
 }
 
 /* Place capacity bytes on nodes of pool p (see doc/api.md "Allocation"). */
-static int place(core_t *c, uint64_t capacity, int nodes, int p, const char *field,
-                 alloc_t *out, cerr_t *e)
+static int place(core_t *c, uint64_t capacity, int nodes, int p, const char *field, alloc_t *out,
+                 cerr_t *e)
 {
     uint64_t gran = c->pools[p].granularity, maxcap = 0, total = 0, free_total = 0;
     int ncand = 0, npool = 0, rc = -1;
@@ -162,7 +162,7 @@ static int place(core_t *c, uint64_t capacity, int nodes, int p, const char *fie
     qsort(cand, (size_t)ncand, sizeof(cand_t), cand_cmp);
     for (int n = n_target; n >= n_min; n--) {
         uint64_t per = round_up((capacity + (uint64_t)n - 1) / (uint64_t)n, gran);
-        int fit = 0;        /* the first n in that order that have per bytes free */
+        int fit = 0; /* the first n in that order that have per bytes free */
         for (int k = 0; k < ncand && fit < n; k++)
             if (cand[k].free >= per)
                 pick[fit++] = cand[k].idx;
@@ -190,9 +190,10 @@ static int place(core_t *c, uint64_t capacity, int nodes, int p, const char *fie
         rc = 0;
         goto done;
     }
-    rc = core_cerr_set(e, ENOSPC, field, "pool %s cannot hold %ju bytes on %d node(s) now "
-                       "(%d nodes up, %ju bytes free)", c->pools[p].name, (uintmax_t)capacity,
-                       n_min, ncand, (uintmax_t)free_total);
+    rc = core_cerr_set(e, ENOSPC, field,
+                       "pool %s cannot hold %ju bytes on %d node(s) now "
+                       "(%d nodes up, %ju bytes free)",
+                       c->pools[p].name, (uintmax_t)capacity, n_min, ncand, (uintmax_t)free_total);
 done:
     free(cand);
     free(pick);
@@ -226,7 +227,8 @@ int core_alloc_move_share(core_t *c, job_t *j, int lost)
     for (int i = 0; i < c->nnodes; i++) {
         node_t *n = &c->nodes[i];
         bool in = false;
-        if (i == lost || n->pool != p || !n->in_config || n->drained || n->used + bytes > n->capacity)
+        if (i == lost || n->pool != p || !n->in_config || n->drained
+            || n->used + bytes > n->capacity)
             continue;
         for (int q = 0; q < a->n && !in; q++)
             in = a->v[q].node == i;
@@ -242,7 +244,7 @@ int core_alloc_move_share(core_t *c, job_t *j, int lost)
     c->nodes[lost].used -= bytes < c->nodes[lost].used ? bytes : c->nodes[lost].used;
     c->nodes[lost].nallocs--;
     c->nodes[best].used += bytes;
-    if (bin) {                  /* a surviving node takes it on, in its place: one fewer */
+    if (bin) { /* a surviving node takes it on, in its place: one fewer */
         int q = 0;
         while (a->v[q].node != best)
             q++;
@@ -285,11 +287,11 @@ int core_alloc_create(core_t *c, job_t *j, uint64_t capacity, int nodes, const c
     if (j->alloc) {
         if (j->alloc->capacity == capacity && !strcmp(j->alloc->pool, c->pools[p].name)
             && (nodes <= 0 || nodes == j->alloc->nodes_requested))
-            return 0;   /* the same request again: idempotent */
+            return 0; /* the same request again: idempotent */
         return core_cerr_set(e, EEXIST, "capacity",
                              "job %s already has an allocation (%ju bytes in "
-                             "pool %s): release it first", j->id, (uintmax_t)j->alloc->capacity,
-                             j->alloc->pool);
+                             "pool %s): release it first",
+                             j->id, (uintmax_t)j->alloc->capacity, j->alloc->pool);
     }
     alloc_t *a = calloc(1, sizeof(*a));
     if (!a)
@@ -325,8 +327,8 @@ int core_alloc_release(core_t *c, job_t *j, cerr_t *e)
 }
 
 /* ------------------------------------------------------------------ persistent */
-pbuf_t *core_pbuf_create(core_t *c, const char *name, uid_t uid, gid_t gid,
-                         uint64_t capacity, const char *pool, bool *created, cerr_t *e)
+pbuf_t *core_pbuf_create(core_t *c, const char *name, uid_t uid, gid_t gid, uint64_t capacity,
+                         const char *pool, bool *created, cerr_t *e)
 {
     pbuf_t *b = hmap_get(c->pbufs, name);
     int p;
@@ -336,13 +338,13 @@ pbuf_t *core_pbuf_create(core_t *c, const char *name, uid_t uid, gid_t gid,
     if (b) {
         if (b->uid == uid && b->alloc.capacity == capacity
             && !strcmp(b->alloc.pool, c->pools[p].name))
-            return b;   /* idempotent */
-        return core_cerr_set(e, EEXIST, "name", "persistent buffer '%s' already exists",
-                             name), NULL;
+            return b; /* idempotent */
+        return core_cerr_set(e, EEXIST, "name", "persistent buffer '%s' already exists", name),
+               NULL;
     }
     if ((long)hmap_size(c->pbufs) >= c->cfg->limits_max_persistent)
-        return core_cerr_set(e, EAGAIN, "",
-                             "too many persistent buffers (limits.max_persistent)"), NULL;
+        return core_cerr_set(e, EAGAIN, "", "too many persistent buffers (limits.max_persistent)"),
+               NULL;
     if (uid != 0 && uid != c->cfg->slurm_uid) {
         /* per owner, whoever asks: the plugin's lists are not the only way in */
         long n = 0;
@@ -354,15 +356,18 @@ pbuf_t *core_pbuf_create(core_t *c, const char *name, uid_t uid, gid_t gid,
                 cap += ((pbuf_t *)v)->alloc.capacity;
             }
         if (n >= c->cfg->limits_persistent_per_user)
-            return core_cerr_set(e, EPERM, "name", "uid %u already owns %ld persistent buffer(s) "
-                                 "(limits.persistent_per_user = %ld)", (unsigned)uid, n,
-                                 c->cfg->limits_persistent_per_user), NULL;
+            return core_cerr_set(e, EPERM, "name",
+                                 "uid %u already owns %ld persistent buffer(s) "
+                                 "(limits.persistent_per_user = %ld)",
+                                 (unsigned)uid, n, c->cfg->limits_persistent_per_user),
+                   NULL;
         if (lim && (capacity > lim || cap > lim - capacity))
             return core_cerr_set(e, EPERM, "capacity",
                                  "uid %u owns persistent buffers of %ju bytes: "
                                  "%ju more exceeds limits.persistent_capacity_per_user (%ju bytes)",
                                  (unsigned)uid, (uintmax_t)cap, (uintmax_t)capacity,
-                                 (uintmax_t)lim), NULL;
+                                 (uintmax_t)lim),
+                   NULL;
     }
     if (!(b = calloc(1, sizeof(*b))))
         return core_cerr_set(e, ENOMEM, "", "out of memory"), NULL;
@@ -412,8 +417,8 @@ int core_pbuf_use(core_t *c, pbuf_t *b, job_t *j, cerr_t *e)
     for (int i = 0; i < b->nusers; i++)
         if (!strcmp(b->users[i], j->id))
             return 0;
-    if (core_strv_add(&b->users, &b->nusers, j->id) < 0 ||
-        core_strv_add(&j->uses, &j->nuses, b->name) < 0)
+    if (core_strv_add(&b->users, &b->nusers, j->id) < 0
+        || core_strv_add(&j->uses, &j->nuses, b->name) < 0)
         return core_cerr_set(e, ENOMEM, "", "out of memory");
     state_put(c->st, ST_PUSE_PUT, "ssd", b->name, j->id, core_wall());
     return 0;
@@ -529,8 +534,8 @@ int core_reconfigure(core_t *c, cfg_t *nc, hu_error_t *err)
     }
     for (int i = 0; i < c->nnodes; i++) {
         node_t *n = &c->nodes[i];
-        if (!n->in_config && !(n->drained && n->reason
-                               && !strcmp(n->reason, "removed from the configuration"))) {
+        if (!n->in_config
+            && !(n->drained && n->reason && !strcmp(n->reason, "removed from the configuration"))) {
             n->drained = true;
             free(n->reason);
             n->reason = strdup("removed from the configuration");
@@ -579,4 +584,3 @@ nomem:
     errno = ENOMEM;
     return hu_errprintf(err, "out of memory");
 }
-

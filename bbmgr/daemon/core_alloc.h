@@ -13,8 +13,8 @@ int core_alloc_create(core_t *c, job_t *j, uint64_t capacity, int nodes, const c
                       bool *created, cerr_t *e);
 int core_alloc_release(core_t *c, job_t *j, cerr_t *e);
 
-pbuf_t *core_pbuf_create(core_t *c, const char *name, uid_t uid, gid_t gid,
-                         uint64_t capacity, const char *pool, bool *created, cerr_t *e);
+pbuf_t *core_pbuf_create(core_t *c, const char *name, uid_t uid, gid_t gid, uint64_t capacity,
+                         const char *pool, bool *created, cerr_t *e);
 int core_pbuf_destroy(core_t *c, pbuf_t *b, cerr_t *e);
 int core_pbuf_use(core_t *c, pbuf_t *b, job_t *j, cerr_t *e);
 int core_pbuf_unuse(core_t *c, pbuf_t *b, job_t *j, cerr_t *e);

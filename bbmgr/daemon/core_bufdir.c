@@ -60,7 +60,8 @@ static bool trash_path(const char *path, const struct stat *st, char *out, size_
     if (pfd < 0 || mover_trash_path(pfd, parent, st->st_ino, out, len) < 0) {
         if (errno == EPERM)
             bl_warning("%s/" MOVER_TRASH " is not a directory of uid %u writable by it alone: "
-                       "not used", parent, (unsigned)geteuid());
+                       "not used",
+                       parent, (unsigned)geteuid());
         else
             bl_warning("%s/" MOVER_TRASH ": %s", parent, strerror(errno));
         if (pfd >= 0)
@@ -87,8 +88,8 @@ static bool held_id_of(core_t *c, const char *path, const struct stat *st, bool 
     bool found = false;
     for (int i = 0; i < c->nnodes && !found; i++)
         if (!nodes_is_agent(c, i) && util_path_under(path, c->nodes[i].mount))
-            state_read(c->st, only_kept ? SR_KEPT_ID_KEPT : SR_KEPT_ID, held_id_row, &found,
-                       "sii", c->nodes[i].name, (int64_t)st->st_dev, (int64_t)st->st_ino);
+            state_read(c->st, only_kept ? SR_KEPT_ID_KEPT : SR_KEPT_ID, held_id_row, &found, "sii",
+                       c->nodes[i].name, (int64_t)st->st_dev, (int64_t)st->st_ino);
     return found;
 }
 
@@ -111,22 +112,23 @@ static bool bufdir_aside(core_t *c, const char *path, const struct stat *st)
         return false;
     if (c->mover ? mover_aside(c->mover, path, trash) < 0 : rename(path, trash) < 0) {
         if (errno == ENOENT)
-            return true;    /* its teardown moved it meanwhile: the path is free */
+            return true; /* its teardown moved it meanwhile: the path is free */
         bl_warning("buffer directory %s of an earlier buffer: move to %s: %s", path, trash,
                    strerror(errno));
         return false;
     }
     bl_info("buffer directory %s (inode %ju, uid %u) belongs to an earlier buffer of that "
-            "name: moved to %s, a new one is made", path, (uintmax_t)st->st_ino,
-            (unsigned)st->st_uid, trash);
+            "name: moved to %s, a new one is made",
+            path, (uintmax_t)st->st_ino, (unsigned)st->st_uid, trash);
     state_put(c->st, ST_XFER_HELD, "ss", path, trash);
     if (core_held_id(c, path, st)) {
         bl_warning("%s (inode %ju) is a held buffer's: kept in the trash until it is released",
                    trash, (uintmax_t)st->st_ino);
         return true;
     }
-    if (c->mover && mover_rmtree(c->mover, NULL, trash, NULL, st->st_uid, st->st_gid,
-                                 st->st_dev, st->st_ino) < 0)
+    if (c->mover
+        && mover_rmtree(c->mover, NULL, trash, NULL, st->st_uid, st->st_gid, st->st_dev, st->st_ino)
+               < 0)
         bl_warning("teardown of %s: %s", trash, strerror(errno));
     return true;
 }
@@ -142,8 +144,8 @@ static bool bufdir_aside(core_t *c, const char *path, const struct stat *st)
  * rename instead of a mkdir.  A directory is never used twice (teardown removes
  * it), so nothing of an earlier user (files, ACLs, xattrs) can be in it.
  */
-#define SPARE_IDLE 1.0          /* seconds without an allocation before making spares */
-#define SPARE_PER_TICK 8        /* mkdir()s per core_tick() (every 50 ms) */
+#define SPARE_IDLE 1.0   /* seconds without an allocation before making spares */
+#define SPARE_PER_TICK 8 /* mkdir()s per core_tick() (every 50 ms) */
 
 /* The first node with the same mount as node idx: the one that keeps its spares. */
 int core_mount_owner(core_t *c, int idx)
@@ -168,9 +170,9 @@ void core_spares_fill(core_t *c, double wall)
     for (int i = 0; i < c->nnodes && budget > 0; i++) {
         node_t *n = &c->nodes[i];
         int mfd;
-        if (nodes_is_agent(c, i))   /* its agent keeps its spares */
+        if (nodes_is_agent(c, i)) /* its agent keeps its spares */
             continue;
-        if (!n->spare_role)     /* once: nodes sharing a mount share its spares */
+        if (!n->spare_role) /* once: nodes sharing a mount share its spares */
             n->spare_role = core_mount_owner(c, i) == i ? 1 : -1;
         if (n->spare_role < 0 || n->spares >= BUFDIR_SPARE_MAX || n->spare_off || !n->in_config
             || !core_mount_ok(c, i))
@@ -178,7 +180,7 @@ void core_spares_fill(core_t *c, double wall)
         if ((mfd = open(n->mount, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
             continue;
         if (!quota_spares(&n->quota, c->cfg->capacity_enforce, mfd)) {
-            close(mfd);         /* its buffer directories are made limited, not renamed */
+            close(mfd); /* its buffer directories are made limited, not renamed */
             continue;
         }
         int before = n->spares;
@@ -204,7 +206,8 @@ bool core_mount_ok(core_t *c, int idx)
         return true;
     if (!n->mount_warned && !strcmp(c->cfg->stage_mode, "mover"))
         bl_warning("buffer mount %s of node %s is not a directory: no buffer directories "
-                   "there (said once)", n->mount, n->name);
+                   "there (said once)",
+                   n->mount, n->name);
     n->mount_warned = true;
     return false;
 }
@@ -215,15 +218,15 @@ int core_bufdirs_check(core_t *c, const alloc_t *a, cerr_t *e)
 {
     char why[600];
     for (int i = 0; i < a->n; i++) {
-        if (nodes_dir_hook(c, a->v[i].node) || core_mount_seen(c, a, i) ||
-            !core_mount_ok(c, a->v[i].node))
+        if (nodes_dir_hook(c, a->v[i].node) || core_mount_seen(c, a, i)
+            || !core_mount_ok(c, a->v[i].node))
             continue;
         node_t *sn = &c->nodes[core_mount_owner(c, a->v[i].node)];
         int mfd = open(sn->mount, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (mfd < 0)
-            continue;           /* said by core_bufdirs_make() */
-        int rc = quota_check(&sn->quota, c->cfg->capacity_enforce, mfd, sn->mount, why,
-                             sizeof(why));
+            continue; /* said by core_bufdirs_make() */
+        int rc =
+            quota_check(&sn->quota, c->cfg->capacity_enforce, mfd, sn->mount, why, sizeof(why));
         close(mfd);
         if (rc < 0)
             return core_cerr_set(e, EDOM, "capacity", "node %s: %s", c->nodes[a->v[i].node].name,
@@ -232,8 +235,8 @@ int core_bufdirs_check(core_t *c, const alloc_t *a, cerr_t *e)
     return 0;
 }
 
-void core_bufdirs_make(core_t *c, alloc_t *a, bool persistent, const char *name,
-                         uid_t uid, gid_t gid)
+void core_bufdirs_make(core_t *c, alloc_t *a, bool persistent, const char *name, uid_t uid,
+                       gid_t gid)
 {
     char path[1200];
     if (!core_dir_name_ok(name, !persistent)) {
@@ -242,7 +245,7 @@ void core_bufdirs_make(core_t *c, alloc_t *a, bool persistent, const char *name,
     }
     for (int i = 0; i < a->n; i++) {
         const char *mount = c->nodes[a->v[i].node].mount;
-        if (nodes_dir_hook(c, a->v[i].node)) {     /* its agent makes it */
+        if (nodes_dir_hook(c, a->v[i].node)) { /* its agent makes it */
             a->v[i].dirgen = nodes_dir_gen(c, a->v[i].node);
             continue;
         }
@@ -269,14 +272,17 @@ void core_bufdirs_make(core_t *c, alloc_t *a, bool persistent, const char *name,
         bufdir_spares_t sp = spares_of(sn);
         const char *what;
         int mfd = open(mount, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        int pfd = mfd < 0 ? -1 : persistent ? openat(mfd, "persistent", O_RDONLY | O_DIRECTORY
-                                                     | O_NOFOLLOW | O_CLOEXEC) : dup(mfd);
+        int pfd = mfd < 0 ? -1
+                  : persistent
+                      ? openat(mfd, "persistent", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+                      : dup(mfd);
         /* capacity.enforce: limited by the file system where it can (quota.c) */
         char qwhy[600];
         uint64_t cap = core_mount_share(c, a, i);
-        int q = pfd < 0 ? 0 : quota_make(&sn->quota, c->cfg->capacity_enforce, pfd, name,
-                                         sn->mount, a->capacity && a->capacity < cap
-                                         ? a->capacity : cap, qwhy, sizeof(qwhy));
+        int q = pfd < 0 ? 0
+                        : quota_make(&sn->quota, c->cfg->capacity_enforce, pfd, name, sn->mount,
+                                     a->capacity && a->capacity < cap ? a->capacity : cap, qwhy,
+                                     sizeof(qwhy));
         if (q < 0) {
             bl_error("buffer directory %s (owner %u:%u) not made: %s", path, (unsigned)uid,
                      (unsigned)gid, qwhy);
@@ -284,10 +290,12 @@ void core_bufdirs_make(core_t *c, alloc_t *a, bool persistent, const char *name,
             close(mfd);
             continue;
         }
-        if (pfd < 0 || (q > 0 ? bufdir_own(pfd, name, uid, gid, &st, &what)
-                        : bufdir_create(pfd, name, mfd, sn->mount,
-                                        persistent || sn->spare_off ? NULL : &sp, uid, gid,
-                                        &st, &what)) < 0) {
+        if (pfd < 0
+            || (q > 0
+                    ? bufdir_own(pfd, name, uid, gid, &st, &what)
+                    : bufdir_create(pfd, name, mfd, sn->mount,
+                                    persistent || sn->spare_off ? NULL : &sp, uid, gid, &st, &what))
+                   < 0) {
             bl_warning("buffer directory %s (owner %u:%u): %s: %s", path, (unsigned)uid,
                        (unsigned)gid, pfd < 0 ? "open its parent" : what, strerror(errno));
             if (pfd >= 0)
@@ -311,20 +319,19 @@ void core_bufdir_teardown(core_t *c, const char *job, const char *path, uid_t ui
     if (lstat(path, &st) < 0 || !S_ISDIR(st.st_mode))
         return;
     bool moved = trash_path(path, &st, trash, sizeof(trash));
-    if (mover_rmtree(c->mover, job, path, moved ? trash : NULL, uid, gid, st.st_dev,
-                     st.st_ino) < 0)
+    if (mover_rmtree(c->mover, job, path, moved ? trash : NULL, uid, gid, st.st_dev, st.st_ino) < 0)
         bl_warning("teardown of %s: %s", path, strerror(errno));
 }
 
 void core_bufdirs_remove(core_t *c, const alloc_t *a, bool persistent, const char *name,
-                           const char *job, uid_t uid, gid_t gid)
+                         const char *job, uid_t uid, gid_t gid)
 {
     char path[1200];
     if (!c->mover || !core_dir_name_ok(name, !persistent))
         return;
     for (int i = 0; i < a->n; i++) {
         const char *mount = c->nodes[a->v[i].node].mount;
-        if (nodes_dir_hook(c, a->v[i].node))   /* its agent removes it */
+        if (nodes_dir_hook(c, a->v[i].node)) /* its agent removes it */
             continue;
         if (core_mount_seen(c, a, i))
             continue;
@@ -359,11 +366,14 @@ void core_held_free(held_t *h)
 void core_held_reason(held_t *h)
 {
     if (h->kept)
-        snprintf(h->reason, sizeof(h->reason), "a stage-out from it could not be made durable:"
+        snprintf(h->reason, sizeof(h->reason),
+                 "a stage-out from it could not be made durable:"
                  " kept until an administrator removes it");
     else
-        snprintf(h->reason, sizeof(h->reason), "waits for %d stage-out(s) to be durable "
-                 "(first: transfer %ju)", h->ntids, (uintmax_t)(h->ntids ? h->tids[0] : 0));
+        snprintf(h->reason, sizeof(h->reason),
+                 "waits for %d stage-out(s) to be durable "
+                 "(first: transfer %ju)",
+                 h->ntids, (uintmax_t)(h->ntids ? h->tids[0] : 0));
 }
 
 held_t *core_held_add(core_t *c, const char *job, const char *owner)
@@ -434,8 +444,8 @@ static void held_ids_record(core_t *c, held_t *h, const char *name, bool pers)
         snprintf(path, sizeof(path), pers ? "%s/persistent/%s" : "%s/%s", c->nodes[idx].mount,
                  name);
         if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode))
-            state_put(c->st, ST_KEPT_PUT, "ssiii", h->owner, c->nodes[idx].name,
-                      (int64_t)st.st_dev, (int64_t)st.st_ino, (int64_t)h->kept);
+            state_put(c->st, ST_KEPT_PUT, "ssiii", h->owner, c->nodes[idx].name, (int64_t)st.st_dev,
+                      (int64_t)st.st_ino, (int64_t)h->kept);
     }
 }
 
@@ -473,8 +483,8 @@ static bool find_by_id(int pfd, const char *parent, const char *name, dev_t dev,
                        char *out, size_t len)
 {
     struct stat st;
-    if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)
-        && st.st_dev == dev && st.st_ino == ino)
+    if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode) && st.st_dev == dev
+        && st.st_ino == ino)
         return snprintf(out, len, "%s/%s", parent, name) < (int)len;
     byid_t b = { dev, ino, parent, out, len, false };
     bufdir_trash_each(pfd, parent, byid_one, &b);
@@ -499,8 +509,7 @@ static int release_row(sqlite3_stmt *s, void *arg)
     int pfd = open(parent, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (pfd < 0)
         return 0;
-    if (find_by_id(pfd, parent, r->name, dev, ino, path, sizeof(path))
-        && lstat(path, &st) == 0) {
+    if (find_by_id(pfd, parent, r->name, dev, ino, path, sizeof(path)) && lstat(path, &st) == 0) {
         mover_unkeep(c->mover, path);
         if (mover_rmtree(c->mover, NULL, path, NULL, st.st_uid, st.st_gid, dev, ino) < 0)
             bl_warning("teardown of %s: %s", path, strerror(errno));
@@ -508,8 +517,8 @@ static int release_row(sqlite3_stmt *s, void *arg)
             r->found++;
     } else {
         bl_warning("held buffer of '%s': its directory (device %ju, inode %ju) on %s is no "
-                   "longer there: nothing removed", r->h->job, (uintmax_t)dev, (uintmax_t)ino,
-                   c->nodes[idx].name);
+                   "longer there: nothing removed",
+                   r->h->job, (uintmax_t)dev, (uintmax_t)ino, c->nodes[idx].name);
     }
     close(pfd);
     return 0;
@@ -548,7 +557,7 @@ static bool alloc_hold(core_t *c, job_t *j)
     }
     if (!h)
         return false;
-    h->a = *j->alloc;               /* its nodes and bytes, still counted */
+    h->a = *j->alloc; /* its nodes and bytes, still counted */
     j->alloc->v = NULL;
     j->alloc->n = 0;
     core_put_anodes(c, "held", h->owner, &h->a);
@@ -573,8 +582,7 @@ bool core_pbuf_hold(core_t *c, pbuf_t *b)
         free(probe.tids);
         return false;
     }
-    snprintf(owner, sizeof(owner), "%s@%ju", job,
-             (uintmax_t)(probe.ntids ? probe.tids[0] : 0));
+    snprintf(owner, sizeof(owner), "%s@%ju", job, (uintmax_t)(probe.ntids ? probe.tids[0] : 0));
     held_t *h = core_held_add(c, job, owner);
     if (!h) {
         free(probe.tids);
@@ -649,17 +657,17 @@ int core_held_release(core_t *c, const char *job, uint64_t *bytes, cerr_t *e)
         return core_cerr_set(e, EBUSY, "", "the buffer of '%s' %s: it goes by itself once durable",
                              job, h->reason);
     bool pers = !strncmp(job, HELD_PREFIX, strlen(HELD_PREFIX));
-    release_t r = { .c = c, .h = h, .name = pers ? job + strlen(HELD_PREFIX) : job,
-                    .pers = pers };
+    release_t r = { .c = c, .h = h, .name = pers ? job + strlen(HELD_PREFIX) : job, .pers = pers };
     *bytes = h->a.reserved;
     /* its directories by identity: an agent's are removed by the agent once they
      * are no longer listed */
     state_read(c->st, SR_KEPT_OF, release_row, &r, "s", h->owner);
     if (r.rows == 0)
         bl_warning("held buffer of '%s': no directory of it is recorded by identity: nothing "
-                   "removed by name (remove it by hand)", job);
-    bl_warning("held buffer of '%s' (%ju bytes) released by an administrator: removed",
-               job, (uintmax_t)h->a.reserved);
+                   "removed by name (remove it by hand)",
+                   job);
+    bl_warning("held buffer of '%s' (%ju bytes) released by an administrator: removed", job,
+               (uintmax_t)h->a.reserved);
     held_drop(c, i);
     return 0;
 }
@@ -677,4 +685,3 @@ int core_bufdir_alloc_release(core_t *c, job_t *j)
     state_put(c->st, ST_ANODE_DEL, "ss", "job", j->id);
     return 0;
 }
-

@@ -23,8 +23,8 @@ int core_bufdirs_check(core_t *c, const alloc_t *a, cerr_t *e);
 void core_spares_fill(core_t *c, double wall);
 bool core_mount_seen(core_t *c, const alloc_t *a, int i);
 bool core_mount_ok(core_t *c, int idx);
-void core_bufdirs_make(core_t *c, alloc_t *a, bool persistent, const char *name,
-                       uid_t uid, gid_t gid);
+void core_bufdirs_make(core_t *c, alloc_t *a, bool persistent, const char *name, uid_t uid,
+                       gid_t gid);
 void core_bufdir_teardown(core_t *c, const char *job, const char *path, uid_t uid, gid_t gid);
 void core_bufdirs_remove(core_t *c, const alloc_t *a, bool persistent, const char *name,
                          const char *job, uid_t uid, gid_t gid);

@@ -73,8 +73,8 @@ static void grant_phase(core_t *c, phase_t *p, const hs_grant_t *g)
     core_notify(c, p->id);
 }
 
-static const double dec_buckets[] = { 1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3,
-                                      2.5e-3, 5e-3, 1e-2, 1e-1 };
+static const double dec_buckets[] = { 1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4,
+                                      1e-3, 2.5e-3, 5e-3, 1e-2, 1e-1 };
 
 void core_reschedule(core_t *c, double now)
 {
@@ -108,7 +108,8 @@ void core_reschedule(core_t *c, double now)
     if (hs_sched_policy_stats(c->sched, &ps1) == 0 && ps1.budget_hits > ps0.budget_hits) {
         c->budget_hits += ps1.budget_hits - ps0.budget_hits;
         bl_warning("scheduler: policy %s stopped at its decision budget after %.3f s and "
-                "runs the best schedule found so far", c->policy_id, dt);
+                   "runs the best schedule found so far",
+                   c->policy_id, dt);
     }
     /* phases that waited past their starvation bound: the core gives them a share
      * whatever the policy decided (doc/policies.md, "Starvation bound") */
@@ -116,7 +117,8 @@ void core_reschedule(core_t *c, double now)
     if (bh1 > bh0) {
         c->bound_hits += bh1 - bh0;
         bl_info("scheduler: %ju phase(s) waited past the starvation bound under policy %s "
-                "and get a share", (uintmax_t)(bh1 - bh0), c->policy_id);
+                "and get a share",
+                (uintmax_t)(bh1 - bh0), c->policy_id);
     }
     while (b < 11 && dt > dec_buckets[b])
         b++;
@@ -141,13 +143,14 @@ void core_reschedule(core_t *c, double now)
         else {
             waiting++;
             bl_debug("decision: phase %ju of job %s waits: policy %s gives it no bandwidth "
-                     "now (weight %.3g)", (uintmax_t)p->id, j->id, c->policy_id, g->weight);
+                     "now (weight %.3g)",
+                     (uintmax_t)p->id, j->id, c->policy_id, g->weight);
         }
     }
     c->sched_dirty = false;
     c->nwaiting = waiting;
-    bl_debug("decision: t=%.6f policy %s: %d pending, %d granted, %d waiting, %.1f us",
-             now, c->policy_id, n, granted, waiting, dt * 1e6);
+    bl_debug("decision: t=%.6f policy %s: %d pending, %d granted, %d waiting, %.1f us", now,
+             c->policy_id, n, granted, waiting, dt * 1e6);
 }
 
 void core_settle(core_t *c)
@@ -203,9 +206,9 @@ int core_sched_build(core_t *c, hu_error_t *err)
         if (j->phase && !j->phase->on_hold) {
             phase_t *p = j->phase;
             if (hs_phase_request(s, now, j->hs_id, p->volume, dir_of(p->dir),
-                                 isnan(p->w_done) ? 0 : p->w_done, &herr) < 0) {
-                hu_errprintf(err, "scheduler refused phase %ju: %s", (uintmax_t)p->id,
-                             herr.text);
+                                 isnan(p->w_done) ? 0 : p->w_done, &herr)
+                < 0) {
+                hu_errprintf(err, "scheduler refused phase %ju: %s", (uintmax_t)p->id, herr.text);
                 goto error;
             }
         }
@@ -271,9 +274,9 @@ static bool num_or_str(json_t *v, int kind, double *out, cerr_t *e, const char *
         return true;
     }
     if (json_is_string(v)) {
-        int rc = kind == 0 ? hu_parse_size_d(json_string_value(v), HU_SIZE_BARE_BYTES, out, &herr)
-                           : hu_parse_duration(json_string_value(v), HU_DUR_BARE_SECONDS, out,
-                                               &herr);
+        int rc = kind == 0
+                     ? hu_parse_size_d(json_string_value(v), HU_SIZE_BARE_BYTES, out, &herr)
+                     : hu_parse_duration(json_string_value(v), HU_DUR_BARE_SECONDS, out, &herr);
         if (rc < 0)
             return core_cerr_set(e, EINVAL, field, "%s", herr.text), false;
         if (!(*out > 0))
@@ -297,7 +300,7 @@ int core_job_hints(core_t *c, job_t *j, json_t *hints, cerr_t *e)
     snprintf(io, sizeof(io), "%s", j->io);
     if (!json_is_object(hints))
         return core_cerr_set(e, EINVAL, "hints", "must be an object");
-    json_object_foreach(hints, k, v) {
+    json_object_foreach (hints, k, v) {
         snprintf(field, sizeof(field), "hints.%s", k);
         if (!strcmp(k, "w_iter")) {
             if (!num_or_str(v, 1, &w_iter, e, field))
@@ -306,7 +309,8 @@ int core_job_hints(core_t *c, job_t *j, json_t *hints, cerr_t *e)
             if (!num_or_str(v, 0, &io_volume, e, field))
                 return -1;
         } else if (!strcmp(k, "phases")) {
-            if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > 100000000)
+            if (!json_is_integer(v) || json_integer_value(v) < 1
+                || json_integer_value(v) > 100000000)
                 return core_cerr_set(e, EINVAL, field, "must be an integer in 1..100000000");
             phases = (long)json_integer_value(v);
         } else if (!strcmp(k, "io")) {
@@ -452,7 +456,7 @@ int core_job_end(core_t *c, job_t *j, cerr_t *e)
     if (j->phase)
         core_phase_close(c, j->phase, PH_CANCELLED, 0);
     if (c->mover)
-        mover_job_end(c->mover, j->id);     /* before the teardown of its directories */
+        mover_job_end(c->mover, j->id); /* before the teardown of its directories */
     core_bufdir_alloc_release(c, j);
     for (int i = 0; i < j->nuses; i++) {
         pbuf_t *b = hmap_get(c->pbufs, j->uses[i]);
@@ -503,7 +507,7 @@ int core_job_end(core_t *c, job_t *j, cerr_t *e)
  * No quota holds a buffer to its capacity here: bbmgrd measures what each buffer
  * directory of its own nodes holds (agents measure theirs), one bounded step of a
  * walk per tick, and acts as capacity.over says (doc/security.md, Capacity). */
-#define USAGE_PER_TICK 4096     /* entries looked at per core_tick() (every 50 ms) */
+#define USAGE_PER_TICK 4096 /* entries looked at per core_tick() (every 50 ms) */
 
 void core_usage_free(core_t *c)
 {
@@ -534,10 +538,12 @@ static void usage_list(core_t *c)
     size_t n = hmap_size(c->jobs) + hmap_size(c->pbufs);
     if (!n || !(c->uw_list = calloc(n, sizeof(char *))) || !(c->uw = bufdir_usage_new()))
         return;
-    for (void *it = hmap_first(c->jobs, &v); it && (size_t)c->uw_n < n; it = hmap_next(c->jobs, it, &v))
+    for (void *it = hmap_first(c->jobs, &v); it && (size_t)c->uw_n < n;
+         it = hmap_next(c->jobs, it, &v))
         if (((job_t *)v)->alloc && (c->uw_list[c->uw_n] = usage_key('j', ((job_t *)v)->id)))
             c->uw_n++;
-    for (void *it = hmap_first(c->pbufs, &v); it && (size_t)c->uw_n < n; it = hmap_next(c->pbufs, it, &v))
+    for (void *it = hmap_first(c->pbufs, &v); it && (size_t)c->uw_n < n;
+         it = hmap_next(c->pbufs, it, &v))
         if ((c->uw_list[c->uw_n] = usage_key('p', ((pbuf_t *)v)->name)))
             c->uw_n++;
 }
@@ -552,10 +558,10 @@ static void usage_done(core_t *c, const char *kind, const char *name, bb_usage_t
     if (over != u->over)
         bl_warning("capacity: %s %s holds %ju bytes, %s its capacity %ju bytes%s", kind, name,
                    (uintmax_t)bytes, over ? "over" : "back under", (uintmax_t)capacity,
-                   !over ? "" : !strcmp(mode, "refuse")
-                       ? ": its I/O phases are refused until it frees space"
-                       : !strcmp(mode, "hold")
-                       ? ": its I/O phases are held until it frees space" : "");
+                   !over                     ? ""
+                   : !strcmp(mode, "refuse") ? ": its I/O phases are refused until it frees space"
+                   : !strcmp(mode, "hold")   ? ": its I/O phases are held until it frees space"
+                                             : "");
     u->bytes = bytes;
     u->over = over;
     u->at = core_wall();
@@ -589,7 +595,7 @@ void core_usage_tick(core_t *c, double wall)
         if (c->uw_i >= c->uw_n) {
             if (listed)
                 return;
-            hold_release(c);    /* also after capacity.over changed */
+            hold_release(c); /* also after capacity.over changed */
             usage_list(c);
             listed = true;
             if (!c->uw_n)
@@ -626,10 +632,13 @@ void core_usage_tick(core_t *c, double wall)
             continue;
         }
         int mfd = open(c->nodes[node].mount, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        int pfd = mfd < 0 ? -1 : pers ? openat(mfd, "persistent", O_RDONLY | O_DIRECTORY
-                                                   | O_NOFOLLOW | O_CLOEXEC) : dup(mfd);
-        int dfd = pfd < 0 ? -1 : openat(pfd, key + 2, O_RDONLY | O_DIRECTORY | O_NOFOLLOW
-                                                     | O_NONBLOCK | O_CLOEXEC);
+        int pfd = mfd < 0 ? -1
+                  : pers
+                      ? openat(mfd, "persistent", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+                      : dup(mfd);
+        int dfd = pfd < 0 ? -1
+                          : openat(pfd, key + 2,
+                                   O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
         uint64_t bytes = 0;
         int r = dfd < 0 ? -1 : bufdir_usage_step(c->uw, dfd, &budget, &bytes);
         if (dfd >= 0)
@@ -642,9 +651,9 @@ void core_usage_tick(core_t *c, double wall)
             return;
         if (r > 0) {
             c->uw_sum += bytes;
-            a->v[k].used = bytes;       /* the node's figure (bbmgr nodes, MEASURED) */
+            a->v[k].used = bytes; /* the node's figure (bbmgr nodes, MEASURED) */
             a->v[k].used_at = core_wall();
-        } else if (dfd < 0) {     /* gone: a walk of it left half-way is dropped */
+        } else if (dfd < 0) { /* gone: a walk of it left half-way is dropped */
             bufdir_usage_free(c->uw);
             if (!(c->uw = bufdir_usage_new())) {
                 core_usage_free(c);
@@ -703,20 +712,23 @@ static const char *over_capacity(core_t *c, const job_t *j, char *buf, size_t le
     if (!hold && strcmp(mode, "refuse"))
         return NULL;
     if (j->usage.over && j->alloc) {
-        snprintf(buf, len, "job %s: its buffer holds %ju bytes, over its capacity of %ju "
-                 "bytes: %s until it frees space (capacity.over: %s)", j->id,
-                 (uintmax_t)j->usage.bytes, (uintmax_t)j->alloc->capacity,
+        snprintf(buf, len,
+                 "job %s: its buffer holds %ju bytes, over its capacity of %ju "
+                 "bytes: %s until it frees space (capacity.over: %s)",
+                 j->id, (uintmax_t)j->usage.bytes, (uintmax_t)j->alloc->capacity,
                  hold ? "its I/O phases wait, held," : "no I/O phase is granted", mode);
         return buf;
     }
     for (int i = 0; i < j->nuses; i++) {
         pbuf_t *b = hmap_get(c->pbufs, j->uses[i]);
         if (b && b->usage.over) {
-            snprintf(buf, len, "persistent buffer %s holds %ju bytes, over its capacity of "
-                     "%ju bytes: %s until it frees space (capacity.over: %s)", b->name,
-                     (uintmax_t)b->usage.bytes, (uintmax_t)b->alloc.capacity,
+            snprintf(buf, len,
+                     "persistent buffer %s holds %ju bytes, over its capacity of "
+                     "%ju bytes: %s until it frees space (capacity.over: %s)",
+                     b->name, (uintmax_t)b->usage.bytes, (uintmax_t)b->alloc.capacity,
                      hold ? "the I/O phases of the jobs using it wait, held,"
-                          : "no I/O phase of the jobs using it is granted", mode);
+                          : "no I/O phase of the jobs using it is granted",
+                     mode);
             return buf;
         }
     }
@@ -745,9 +757,11 @@ const char *core_job_hold(core_t *c, const job_t *j, char *buf, size_t len)
     if (strcmp(c->cfg->capacity_over, "hold"))
         return NULL;
     if (held_unmeasured(c, j)) {
-        snprintf(buf, len, "job %s: its I/O phase was held, over capacity, when bbmgrd "
+        snprintf(buf, len,
+                 "job %s: its I/O phase was held, over capacity, when bbmgrd "
                  "stopped: it waits, held, until its buffers are measured again "
-                 "(capacity.over: hold)", j->id);
+                 "(capacity.over: hold)",
+                 j->id);
         return buf;
     }
     return over_capacity(c, j, buf, len);
@@ -767,24 +781,27 @@ static void hold_release(core_t *c)
         hu_error_t herr = { "" };
         if (!p || !p->on_hold || core_job_hold(c, j, why, sizeof(why)))
             continue;
-        if (!j->in_sched || hs_phase_request(c->sched, now, j->hs_id, p->volume, dir_of(p->dir),
-                                             p->w_done, &herr) < 0) {
+        if (!j->in_sched
+            || hs_phase_request(c->sched, now, j->hs_id, p->volume, dir_of(p->dir), p->w_done,
+                                &herr)
+                   < 0) {
             bl_error("capacity: held phase %ju of job %s could not be released: %s",
                      (uintmax_t)p->id, j->id, herr.text[0] ? herr.text : "not scheduled");
             continue;
         }
         p->on_hold = p->held_before = false;
-        core_put_phase(c, p);        /* held no more, also after a restart */
+        core_put_phase(c, p); /* held no more, also after a restart */
         any = true;
         bl_info("capacity: phase %ju of job %s released: its buffers are back under their "
-                "capacity", (uintmax_t)p->id, j->id);
+                "capacity",
+                (uintmax_t)p->id, j->id);
     }
     if (any)
         core_reschedule(c, now);
 }
 
-phase_t *core_phase_request(core_t *c, job_t *j, double volume, const char *dir,
-                            double w_done, cerr_t *e)
+phase_t *core_phase_request(core_t *c, job_t *j, double volume, const char *dir, double w_done,
+                            cerr_t *e)
 {
     hu_error_t herr = { "" };
     phase_t *p;
@@ -792,8 +809,9 @@ phase_t *core_phase_request(core_t *c, job_t *j, double volume, const char *dir,
 
     if (j->phase)
         return core_cerr_set(e, EBUSY, "",
-                             "job %s already has an open phase (%ju): finish it first",
-                             j->id, (uintmax_t)j->phase->id), NULL;
+                             "job %s already has an open phase (%ju): finish it first", j->id,
+                             (uintmax_t)j->phase->id),
+               NULL;
     char over[400];
     /* over its capacity: refused, or held (waiting outside the scheduler) */
     bool hold = over_capacity(c, j, over, sizeof(over)) != NULL;
@@ -869,16 +887,20 @@ int core_phase_join(core_t *c, phase_t *p, const char *member, cerr_t *e)
         if (strcmp(p->members[i].name, member))
             continue;
         if (p->members[i].left)
-            return core_cerr_set(e, EBUSY, "member", "member %s left phase %ju already: it joins "
-                            "the job's next phase", member, (uintmax_t)p->id);
+            return core_cerr_set(e, EBUSY, "member",
+                                 "member %s left phase %ju already: it joins "
+                                 "the job's next phase",
+                                 member, (uintmax_t)p->id);
         return 0;
     }
     if (strlen(member) >= sizeof(p->members[0].name))
         return core_cerr_set(e, EINVAL, "member", "longer than %zu characters",
-                        sizeof(p->members[0].name) - 1);
+                             sizeof(p->members[0].name) - 1);
     if (p->nmembers >= PHASE_MEMBERS_MAX)
-        return core_cerr_set(e, EBUSY, "member", "phase %ju has %d members already, the most a "
-                        "phase takes", (uintmax_t)p->id, PHASE_MEMBERS_MAX);
+        return core_cerr_set(e, EBUSY, "member",
+                             "phase %ju has %d members already, the most a "
+                             "phase takes",
+                             (uintmax_t)p->id, PHASE_MEMBERS_MAX);
     if ((p->nmembers & (p->nmembers - 1)) == 0) {
         /* 0, 1, 2, 4, ...: grow to the next power of two */
         int n = p->nmembers ? 2 * p->nmembers : 1;
@@ -905,7 +927,7 @@ int core_phase_leave(core_t *c, phase_t *p, const char *member, double bytes, bo
     for (i = 0; i < p->nmembers && strcmp(p->members[i].name, member); i++)
         ;
     if (i < p->nmembers && p->members[i].left)
-        return 0;               /* a retried leave */
+        return 0; /* a retried leave */
     /* a member, or a node that could not join: its bytes count */
     if (bytes < 0)
         p->munknown = true;
@@ -930,4 +952,3 @@ int core_phase_progress(core_t *c, phase_t *p, double bytes, cerr_t *e)
     hs_phase_progress(c->sched, core_hs_now(c), p->job->hs_id, bytes);
     return 0;
 }
-

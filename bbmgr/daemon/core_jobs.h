@@ -13,7 +13,7 @@
 int core_job_register(core_t *c, const char *id, uid_t uid, gid_t gid, const char *user,
                       const char *name, int nodes, json_t *hints, bool *created, cerr_t *e);
 int core_job_hints(core_t *c, job_t *j, json_t *hints, cerr_t *e);
-void core_job_save(core_t *c, job_t *j);       /* queue the job's row */
+void core_job_save(core_t *c, job_t *j); /* queue the job's row */
 int core_job_begin(core_t *c, job_t *j, int nodes, cerr_t *e);
 int core_job_end(core_t *c, job_t *j, cerr_t *e);
 /* The last state (borrowed) of a job among the CORE_ENDED_KEEP that ended most
@@ -24,8 +24,8 @@ json_t *core_ended_job(core_t *c, const char *id);
  * "learned" and what its end records in the history. */
 double core_job_w_iter(const job_t *j);
 
-phase_t *core_phase_request(core_t *c, job_t *j, double volume, const char *dir,
-                            double w_done, cerr_t *e);
+phase_t *core_phase_request(core_t *c, job_t *j, double volume, const char *dir, double w_done,
+                            cerr_t *e);
 int core_phase_finish(core_t *c, phase_t *p, double bytes, cerr_t *e);
 int core_phase_progress(core_t *c, phase_t *p, double bytes, cerr_t *e);
 /* Members of a phase (doc/api.md, Phases of a job on several nodes).  Join: 0 (a

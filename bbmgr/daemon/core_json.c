@@ -50,8 +50,8 @@ json_t *core_alloc_json(core_t *c, const job_t *j, const alloc_t *a, const char 
     }
     return json_pack("{s:s s:I s:I s:i s:o s:o s:b}", "pool", a->pool, "capacity",
                      (json_int_t)a->capacity, "reserved", (json_int_t)a->reserved,
-                     "nodes_requested", a->nodes_requested, "created", jnum(a->created),
-                     "nodes", nodes, "ready", alloc_ready(c, j, a));
+                     "nodes_requested", a->nodes_requested, "created", jnum(a->created), "nodes",
+                     nodes, "ready", alloc_ready(c, j, a));
 }
 
 /* The measured use of a buffer (doc/security.md, Capacity); null before the first
@@ -82,7 +82,7 @@ static json_t *phase_json(core_t *c, phase_t *p, bool settle)
 {
     json_t *grant = json_null();
     if (settle && p->state == PH_GRANTED)
-        core_settle(c);     /* its bandwidth and share */
+        core_settle(c); /* its bandwidth and share */
     if (p->state == PH_GRANTED) {
         json_t *nodes = json_array(), *paths = json_array();
         const alloc_t *a = p->job->alloc;
@@ -93,39 +93,40 @@ static json_t *phase_json(core_t *c, phase_t *p, bool settle)
             if (!phase_uses_node(c, a, i))
                 continue;
             if (buffer >= 0 && buffer < c->nnodes && c->nodes[buffer].drained)
-                buffer = a->v[i].node;  /* the scheduler's pick was drained */
+                buffer = a->v[i].node; /* the scheduler's pick was drained */
             snprintf(path, sizeof(path), "%s/%s", n->mount, p->job->id);
             json_array_append_new(nodes, json_string(n->name));
             json_array_append_new(paths, json_string(path));
         }
-        grant = json_pack("{s:o s:o s:o s:f s:f s:s s:o}", "start", jnum(p->granted),
-                          "nodes", nodes, "paths", paths, "bandwidth", p->bw, "share", p->share,
-                          "target", a && a->n ? "buffer" : "pfs", "buffer",
-                          buffer >= 0 && buffer < c->nnodes
-                              ? json_string(c->nodes[buffer].name) : json_null());
+        grant = json_pack("{s:o s:o s:o s:f s:f s:s s:o}", "start", jnum(p->granted), "nodes",
+                          nodes, "paths", paths, "bandwidth", p->bw, "share", p->share, "target",
+                          a && a->n ? "buffer" : "pfs", "buffer",
+                          buffer >= 0 && buffer < c->nnodes ? json_string(c->nodes[buffer].name)
+                                                            : json_null());
         if (json_array_size(paths) > 0)
             json_object_set(grant, "path", json_array_get(paths, 0));
     }
     json_t *o = json_pack("{s:I s:s s:f s:s s:s s:o s:o s:o s:f s:o}", "id", (json_int_t)p->id,
-                     "job", p->job->id, "volume", p->volume, "direction", p->dir, "state",
-                     core_phase_state_name(p->state), "requested", jnum(p->requested), "granted",
-                     jnum(p->granted), "finished", jnum(p->finished), "bytes", p->bytes,
-                     "grant", grant);
+                          "job", p->job->id, "volume", p->volume, "direction", p->dir, "state",
+                          core_phase_state_name(p->state), "requested", jnum(p->requested),
+                          "granted", jnum(p->granted), "finished", jnum(p->finished), "bytes",
+                          p->bytes, "grant", grant);
     /* waiting outside the scheduler (capacity.over: hold): why */
     char why[400];
-    const char *hold = p->on_hold && p->state == PH_WAITING
-        ? core_job_hold(c, p->job, why, sizeof(why)) : NULL;
+    const char *hold =
+        p->on_hold && p->state == PH_WAITING ? core_job_hold(c, p->job, why, sizeof(why)) : NULL;
     if (o)
-        json_object_set_new(o, "hold", hold ? json_string(hold)
-                                   : p->on_hold && p->state == PH_WAITING
-                                   ? json_string("held until its buffers are back under "
-                                                 "their capacity (capacity.over: hold)")
-                                   : json_null());
+        json_object_set_new(o, "hold",
+                            hold ? json_string(hold)
+                            : p->on_hold && p->state == PH_WAITING
+                                ? json_string("held until its buffers are back under "
+                                              "their capacity (capacity.over: hold)")
+                                : json_null());
     /* shared by several nodes (doc/api.md): how many are in it, how many left */
     if (o && p->nmembers > 0)
-        json_object_set_new(o, "members", json_pack("{s:i s:i s:f}", "in",
-                                                     p->nmembers - p->nleft, "left", p->nleft,
-                                                     "bytes", p->mbytes));
+        json_object_set_new(o, "members",
+                            json_pack("{s:i s:i s:f}", "in", p->nmembers - p->nleft, "left",
+                                      p->nleft, "bytes", p->mbytes));
     return o;
 }
 
@@ -141,15 +142,14 @@ json_t *core_phase_json_closing(core_t *c, phase_t *p)
 
 json_t *core_xfer_json(core_t *c, xfer_t *x)
 {
-    json_t *o = json_pack("{s:I s:s s:s s:s s:s s:s s:s s:o s:I s:o s:o s:o s:o s:b}", "id",
-                     (json_int_t)x->id, "job", x->job_id, "kind", x->kind, "source", x->source,
-                     "destination", x->destination, "type", x->type, "state",
-                     core_xfer_state_name(x->state), "bytes_total",
-                     x->bytes_total >= 0 ? json_integer(x->bytes_total) : json_null(),
-                     "bytes_done", (json_int_t)x->bytes_done, "message",
-                     x->message ? json_string(x->message) : json_null(), "requested",
-                     jnum(x->requested), "start", jnum(x->start), "finished", jnum(x->finished),
-                     "durable", x->durable == 1);
+    json_t *o = json_pack(
+        "{s:I s:s s:s s:s s:s s:s s:s s:o s:I s:o s:o s:o s:o s:b}", "id", (json_int_t)x->id, "job",
+        x->job_id, "kind", x->kind, "source", x->source, "destination", x->destination, "type",
+        x->type, "state", core_xfer_state_name(x->state), "bytes_total",
+        x->bytes_total >= 0 ? json_integer(x->bytes_total) : json_null(), "bytes_done",
+        (json_int_t)x->bytes_done, "message", x->message ? json_string(x->message) : json_null(),
+        "requested", jnum(x->requested), "start", jnum(x->start), "finished", jnum(x->finished),
+        "durable", x->durable == 1);
     if (o && x->nparts > 1) {
         json_object_set_new(o, "part", json_integer(x->part));
         json_object_set_new(o, "nparts", json_integer(x->nparts));
@@ -188,26 +188,26 @@ json_t *core_job_json(core_t *c, job_t *j, bool detail)
                               j->phases > 0 ? json_integer(j->phases) : json_null(), "io",
                               j->io[0] ? json_string(j->io) : json_null(), "priority",
                               j->priority > 0 ? json_integer(j->priority) : json_null());
-    json_t *o = json_pack("{s:s s:I s:I s:o s:o s:i s:s s:o s:o s:o s:o s:I s:f s:s s:s}",
-                          "id", j->id, "uid", (json_int_t)j->uid, "gid", (json_int_t)j->gid,
-                          "user", j->user ? json_string(j->user) : json_null(), "name",
-                          j->name ? json_string(j->name) : json_null(), "nodes", j->nodes,
-                          "state", core_job_state_name(j->state), "created", jnum(j->created),
-                          "begun", jnum(j->begun), "ended", jnum(j->ended), "hints", hints,
-                          "phases_done", (json_int_t)j->nphases, "bytes", j->bytes,
-                          "stage_in", core_stage_summary(j, "stage_in"), "stage_out",
+    json_t *o = json_pack("{s:s s:I s:I s:o s:o s:i s:s s:o s:o s:o s:o s:I s:f s:s s:s}", "id",
+                          j->id, "uid", (json_int_t)j->uid, "gid", (json_int_t)j->gid, "user",
+                          j->user ? json_string(j->user) : json_null(), "name",
+                          j->name ? json_string(j->name) : json_null(), "nodes", j->nodes, "state",
+                          core_job_state_name(j->state), "created", jnum(j->created), "begun",
+                          jnum(j->begun), "ended", jnum(j->ended), "hints", hints, "phases_done",
+                          (json_int_t)j->nphases, "bytes", j->bytes, "stage_in",
+                          core_stage_summary(j, "stage_in"), "stage_out",
                           core_stage_summary(j, "stage_out"));
-    json_object_set_new(o, "allocation", j->alloc ? core_alloc_json(c, j, j->alloc, j->id)
-                                                  : json_null());
+    json_object_set_new(o, "allocation",
+                        j->alloc ? core_alloc_json(c, j, j->alloc, j->id) : json_null());
     json_object_set_new(o, "phase", j->phase ? core_phase_json(c, j->phase) : json_null());
     /* what its finished phases taught (doc/api.md): what its end records */
-    json_object_set_new(o, "learned", json_pack("{s:o s:o s:I}", "w_iter",
-                                                jnum(core_job_w_iter(j)), "io_volume",
-                                                j->nphases > 0 ? json_real(j->bytes / (double)j->nphases)
-                                                               : json_null(),
-                                                "phases", (json_int_t)j->nphases));
-    json_object_set_new(o, "usage", j->alloc ? usage_json(&j->usage, j->alloc->capacity)
-                                             : json_null());
+    json_object_set_new(
+        o, "learned",
+        json_pack("{s:o s:o s:I}", "w_iter", jnum(core_job_w_iter(j)), "io_volume",
+                  j->nphases > 0 ? json_real(j->bytes / (double)j->nphases) : json_null(), "phases",
+                  (json_int_t)j->nphases));
+    json_object_set_new(o, "usage",
+                        j->alloc ? usage_json(&j->usage, j->alloc->capacity) : json_null());
     /* its phases held (capacity.over: hold, doc/security.md, Capacity): why */
     char why[400];
     const char *hold = j->state != JOB_ENDED ? core_job_hold(c, j, why, sizeof(why)) : NULL;
@@ -231,10 +231,9 @@ json_t *core_pbuf_json(core_t *c, pbuf_t *b)
     json_t *a = core_alloc_json(c, NULL, &b->alloc, owner);
     json_t *o = json_pack("{s:s s:I s:I s:O s:I s:I s:O s:o s:o}", "name", b->name, "uid",
                           (json_int_t)b->uid, "gid", (json_int_t)b->gid, "pool",
-                          json_object_get(a, "pool"), "capacity",
-                          (json_int_t)b->alloc.capacity, "reserved",
-                          (json_int_t)b->alloc.reserved, "nodes", json_object_get(a, "nodes"),
-                          "created", jnum(b->created), "users", users);
+                          json_object_get(a, "pool"), "capacity", (json_int_t)b->alloc.capacity,
+                          "reserved", (json_int_t)b->alloc.reserved, "nodes",
+                          json_object_get(a, "nodes"), "created", jnum(b->created), "users", users);
     json_object_set_new(o, "usage", usage_json(&b->usage, b->alloc.capacity));
     json_decref(a);
     return o;
@@ -285,20 +284,20 @@ json_t *core_node_json(core_t *c, int idx)
     node_t *n = &c->nodes[idx];
     if (idx == 0)
         core_node_loads(c);
-    json_t *o = json_pack("{s:s s:s s:o s:I s:I s:I s:f s:s s:s s:o s:b s:i s:i s:f}", "name",
-                     n->name, "pool", c->pools[n->pool].name, "device",
-                     n->device >= 0 ? json_string(c->cfg->devices[n->device].name) : json_null(),
-                     "capacity", (json_int_t)n->capacity, "used", (json_int_t)n->used, "free",
-                     (json_int_t)(n->capacity > n->used ? n->capacity - n->used : 0),
-                     "bandwidth", n->bandwidth, "mount", n->mount, "state",
-                     n->drained ? "drained" : "up", "reason",
-                     n->reason ? json_string(n->reason) : json_null(), "configured",
-                     n->in_config, "allocations", n->nallocs, "active_phases", n->active,
-                     "load", n->load);
+    json_t *o =
+        json_pack("{s:s s:s s:o s:I s:I s:I s:f s:s s:s s:o s:b s:i s:i s:f}", "name", n->name,
+                  "pool", c->pools[n->pool].name, "device",
+                  n->device >= 0 ? json_string(c->cfg->devices[n->device].name) : json_null(),
+                  "capacity", (json_int_t)n->capacity, "used", (json_int_t)n->used, "free",
+                  (json_int_t)(n->capacity > n->used ? n->capacity - n->used : 0), "bandwidth",
+                  n->bandwidth, "mount", n->mount, "state", n->drained ? "drained" : "up", "reason",
+                  n->reason ? json_string(n->reason) : json_null(), "configured", n->in_config,
+                  "allocations", n->nallocs, "active_phases", n->active, "load", n->load);
     /* what its buffer directories hold, measured (doc/security.md, Capacity): null
      * while none of its allocations has a figure yet */
-    json_object_set_new(o, "measured", n->nmeasured > 0 || n->nallocs == 0
-                                           ? json_integer((json_int_t)n->measured) : json_null());
+    json_object_set_new(o, "measured",
+                        n->nmeasured > 0 || n->nallocs == 0 ? json_integer((json_int_t)n->measured)
+                                                            : json_null());
     /* what failed teardowns left there, tried again until gone: part of used */
     json_object_set_new(o, "leftover", json_integer((json_int_t)n->leftover));
     nodes_node_json(c, idx, o);
@@ -321,10 +320,10 @@ json_t *core_pool_json(core_t *c, int idx)
             free_b += n->capacity > n->used ? n->capacity - n->used : 0;
         }
     }
-    return json_pack("{s:s s:I s:i s:i s:I s:I s:I}", "name", c->pools[idx].name,
-                     "granularity", (json_int_t)c->pools[idx].granularity, "nodes", nodes,
-                     "nodes_up", up, "capacity", (json_int_t)cap, "used", (json_int_t)used,
-                     "free", (json_int_t)free_b);
+    return json_pack("{s:s s:I s:i s:i s:I s:I s:I}", "name", c->pools[idx].name, "granularity",
+                     (json_int_t)c->pools[idx].granularity, "nodes", nodes, "nodes_up", up,
+                     "capacity", (json_int_t)cap, "used", (json_int_t)used, "free",
+                     (json_int_t)free_b);
 }
 
 json_t *core_schedule_json(core_t *c, double horizon)
@@ -342,22 +341,22 @@ json_t *core_schedule_json(core_t *c, double horizon)
         json_t *nodes = json_array();
         for (int i = 0; p->job->alloc && i < p->job->alloc->n; i++)
             if (p->state != PH_GRANTED || phase_uses_node(c, p->job->alloc, i))
-                json_array_append_new(nodes,
-                                      json_string(c->nodes[p->job->alloc->v[i].node].name));
-        json_array_append_new(phases, json_pack("{s:I s:s s:s s:s s:f s:o s:o s:f s:f s:o}",
-                              "id", (json_int_t)p->id, "job", p->job->id, "user",
-                              p->job->user ? p->job->user : "", "state",
-                              core_phase_state_name(p->state), "requested", p->requested,
-                              "start", jnum(start), "expected_end", jnum(end), "bandwidth",
-                              p->bw, "volume", p->volume, "nodes", nodes));
+                json_array_append_new(nodes, json_string(c->nodes[p->job->alloc->v[i].node].name));
+        json_array_append_new(
+            phases, json_pack("{s:I s:s s:s s:s s:f s:o s:o s:f s:f s:o}", "id", (json_int_t)p->id,
+                              "job", p->job->id, "user", p->job->user ? p->job->user : "", "state",
+                              core_phase_state_name(p->state), "requested", p->requested, "start",
+                              jnum(start), "expected_end", jnum(end), "bandwidth", p->bw, "volume",
+                              p->volume, "nodes", nodes));
     }
     for (void *it = hmap_first(c->xfers, &v); it; it = hmap_next(c->xfers, it, &v)) {
         xfer_t *x = v;
         if (x->start > wall + horizon)
             continue;
-        json_array_append_new(xfers, json_pack("{s:I s:s s:s s:s s:o}", "id", (json_int_t)x->id,
-                              "job", x->job_id, "kind", x->kind, "state",
-                              core_xfer_state_name(x->state), "start", jnum(x->start)));
+        json_array_append_new(xfers,
+                              json_pack("{s:I s:s s:s s:s s:o}", "id", (json_int_t)x->id, "job",
+                                        x->job_id, "kind", x->kind, "state",
+                                        core_xfer_state_name(x->state), "start", jnum(x->start)));
     }
     return json_pack("{s:f s:f s:s s:o s:o}", "now", wall, "horizon", horizon, "policy",
                      c->policy_id, "phases", phases, "transfers", xfers);
@@ -378,20 +377,19 @@ json_t *core_status_json(core_t *c)
         json_t *nodes = json_array();
         for (int k = 0; k < c->held[i]->a.n; k++)
             json_array_append_new(nodes, json_string(c->nodes[c->held[i]->a.v[k].node].name));
-        json_array_append_new(held, json_pack("{s:s s:I s:o s:b s:s}", "job", c->held[i]->job,
-                                              "bytes", (json_int_t)c->held[i]->a.reserved,
-                                              "nodes", nodes, "kept", c->held[i]->kept,
-                                              "reason", c->held[i]->reason));
+        json_array_append_new(held,
+                              json_pack("{s:s s:I s:o s:b s:s}", "job", c->held[i]->job, "bytes",
+                                        (json_int_t)c->held[i]->a.reserved, "nodes", nodes, "kept",
+                                        c->held[i]->kept, "reason", c->held[i]->reason));
     }
     return json_pack("{s:s s:b s:{s:i s:i} s:{s:i s:i s:I s:I} s:{s:i s:i s:i} s:i s:i s:I"
                      " s:o}",
                      "policy", c->policy_id, "policy_override", c->policy_override, "jobs",
-                     "registered", reg, "running", run, "phases", "waiting", waiting,
-                     "granted", granted, "finished", (json_int_t)c->n_finished, "expired",
+                     "registered", reg, "running", run, "phases", "waiting", waiting, "granted",
+                     granted, "finished", (json_int_t)c->n_finished, "expired",
                      (json_int_t)c->n_expired, "nodes", "total", c->nnodes, "drained", drained,
-                     "pools", c->npools, "persistent", (int)hmap_size(c->pbufs),
-                     "transfers_open", (int)hmap_size(c->xfers), "decisions",
-                     (json_int_t)c->decisions, "held", held);
+                     "pools", c->npools, "persistent", (int)hmap_size(c->pbufs), "transfers_open",
+                     (int)hmap_size(c->xfers), "decisions", (json_int_t)c->decisions, "held", held);
 }
 
 /* ------------------------------------------------------------------ listings */
@@ -449,17 +447,14 @@ json_t *core_policy_json(core_t *c)
     const char *const *v = hs_policy_ids();
     for (int i = 0; v && v[i]; i++)
         json_array_append_new(ids, json_string(v[i]));
-    json_t *o = json_pack("{s:s s:b s:s s:o}", "id", c->policy_id, "override",
-                          c->policy_override, "configured", c->cfg->policy_id,
-                          "known", ids);
+    json_t *o = json_pack("{s:s s:b s:s s:o}", "id", c->policy_id, "override", c->policy_override,
+                          "configured", c->cfg->policy_id, "known", ids);
     hs_auto_state_t as;
     if (o && hs_sched_auto_state(c->sched, &as) == 0 && as.active)
-        json_object_set_new(o, "auto", json_pack("{s:s s:s s:I s:I s:o}", "current",
-                                                 as.current, "reason", as.reason,
-                                                 "epochs", (json_int_t)as.epochs,
-                                                 "switches", (json_int_t)as.switches,
-                                                 "last_epoch", isfinite(as.last_epoch)
-                                                 ? json_real(as.last_epoch)
-                                                 : json_null()));
+        json_object_set_new(
+            o, "auto",
+            json_pack("{s:s s:s s:I s:I s:o}", "current", as.current, "reason", as.reason, "epochs",
+                      (json_int_t)as.epochs, "switches", (json_int_t)as.switches, "last_epoch",
+                      isfinite(as.last_epoch) ? json_real(as.last_epoch) : json_null()));
     return o;
 }

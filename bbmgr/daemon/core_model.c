@@ -132,12 +132,11 @@ static double nan_if(bool cond, double v)
 void core_put_job(core_t *c, job_t *j)
 {
     j->updated = core_wall();
-    state_put(c->st, ST_JOB_PUT, "siissidddsdsddddid", j->id, (int64_t)j->uid,
-              (int64_t)j->gid, j->user, j->name, (int64_t)j->nodes, j->w_iter,
-              j->io_volume, nan_if(j->phases < 0, (double)j->phases),
-              j->io[0] ? j->io : NULL, nan_if(j->priority <= 0, j->priority),
-              core_job_state_name(j->state), j->created, j->updated, j->begun, j->ended,
-              (int64_t)j->nphases, j->bytes);
+    state_put(c->st, ST_JOB_PUT, "siissidddsdsddddid", j->id, (int64_t)j->uid, (int64_t)j->gid,
+              j->user, j->name, (int64_t)j->nodes, j->w_iter, j->io_volume,
+              nan_if(j->phases < 0, (double)j->phases), j->io[0] ? j->io : NULL,
+              nan_if(j->priority <= 0, j->priority), core_job_state_name(j->state), j->created,
+              j->updated, j->begun, j->ended, (int64_t)j->nphases, j->bytes);
 }
 
 void core_put_anodes(core_t *c, const char *kind, const char *owner, const alloc_t *a)
@@ -170,18 +169,17 @@ char *core_phase_nodes_str(core_t *c, phase_t *p)
 void core_put_phase(core_t *c, phase_t *p)
 {
     char *nodes = p->state == PH_GRANTED || p->state == PH_FINISHED ? core_phase_nodes_str(c, p)
-                                                                     : NULL;
-    state_put(c->st, ST_PHASE_PUT, "isdssdddddsdi", (int64_t)p->id, p->job->id, p->volume,
-              p->dir, core_phase_state_name(p->state), p->requested, p->granted, p->finished,
-              p->bytes, p->bw, nodes, p->w_done,
-              (int64_t)(p->on_hold && p->state == PH_WAITING));
+                                                                    : NULL;
+    state_put(c->st, ST_PHASE_PUT, "isdssdddddsdi", (int64_t)p->id, p->job->id, p->volume, p->dir,
+              core_phase_state_name(p->state), p->requested, p->granted, p->finished, p->bytes,
+              p->bw, nodes, p->w_done, (int64_t)(p->on_hold && p->state == PH_WAITING));
     free(nodes);
 }
 
 void core_put_xfer(core_t *c, xfer_t *x)
 {
-    state_put(c->st, ST_XFER_PUT, "issssssdisdddddd", (int64_t)x->id, x->job_id, x->kind,
-              x->source, x->destination, x->type, core_xfer_state_name(x->state),
+    state_put(c->st, ST_XFER_PUT, "issssssdisdddddd", (int64_t)x->id, x->job_id, x->kind, x->source,
+              x->destination, x->type, core_xfer_state_name(x->state),
               nan_if(x->bytes_total < 0, (double)x->bytes_total), (int64_t)x->bytes_done,
               x->message, x->requested, x->start, x->finished,
               nan_if(x->durable < 0, (double)x->durable), nan_if(x->nparts < 2, x->part),

@@ -33,31 +33,31 @@ typedef struct job job_t;
 
 typedef struct {
     char name[64];
-    int pool;                   /* index in core->pools */
+    int pool; /* index in core->pools */
     uint64_t capacity;
-    uint64_t used;              /* allocated bytes (jobs + persistent), and leftover */
-    uint64_t leftover;          /* what failed teardowns left on it, measured, until a
+    uint64_t used;     /* allocated bytes (jobs + persistent), and leftover */
+    uint64_t leftover; /* what failed teardowns left on it, measured, until a
                                    later try removes it (core_node_leftover()) */
-    double bandwidth;           /* what the scheduler counts on: bw_conf, or less when
+    double bandwidth;  /* what the scheduler counts on: bw_conf, or less when
                                    the node's agent measures other I/O on its device */
-    double bw_conf;             /* bandwidth in bbmgr.yaml */
+    double bw_conf;    /* bandwidth in bbmgr.yaml */
     char *mount;
-    int device;                 /* index in cfg->devices, -1: none */
+    int device; /* index in cfg->devices, -1: none */
     bool drained;
     char *reason;
-    bool in_config;             /* false: removed from bbmgr.yaml, kept drained while used */
-    int nallocs;                /* allocations using it */
-    int active;                 /* granted phases on it */
-    double load;                /* bytes/s of granted phases on it */
-    uint64_t measured;          /* what the buffer directories on it hold, as last
+    bool in_config;         /* false: removed from bbmgr.yaml, kept drained while used */
+    int nallocs;            /* allocations using it */
+    int active;             /* granted phases on it */
+    double load;            /* bytes/s of granted phases on it */
+    uint64_t measured;      /* what the buffer directories on it hold, as last
                                    measured (core_node_loads()) */
-    int nmeasured;              /* allocations on it with a figure */
-    bool mount_warned;          /* "mount is not a directory" logged once */
-    int spares;                 /* empty directories ready in <mount>/.harmonia-spare */
-    unsigned spare_top;         /* they are named spare_top - spares .. spare_top - 1 */
-    bool spare_off;             /* the spare directory is unusable (logged once) */
-    quota_mount_t quota;        /* what its mount enforces (capacity.enforce, quota.c) */
-    signed char spare_role;     /* 0: not known yet, 1: keeps its mount's spares,
+    int nmeasured;          /* allocations on it with a figure */
+    bool mount_warned;      /* "mount is not a directory" logged once */
+    int spares;             /* empty directories ready in <mount>/.harmonia-spare */
+    unsigned spare_top;     /* they are named spare_top - spares .. spare_top - 1 */
+    bool spare_off;         /* the spare directory is unusable (logged once) */
+    quota_mount_t quota;    /* what its mount enforces (capacity.enforce, quota.c) */
+    signed char spare_role; /* 0: not known yet, 1: keeps its mount's spares,
                                  * -1: shares the mount of an earlier node */
 } node_t;
 
@@ -69,7 +69,7 @@ typedef struct {
 typedef struct {
     int node;
     uint64_t bytes;
-    uint64_t dirgen;            /* an agent's node: the generation of its directory set
+    uint64_t dirgen; /* an agent's node: the generation of its directory set
                                    that first holds this directory (0: none awaited) */
     /* an agent's node: what its agent last measured the directory to hold ("usage"
      * of its report, nodes.c), and the directory's identity; used_at 0: not yet */
@@ -79,8 +79,8 @@ typedef struct {
 
 typedef struct {
     char pool[64];
-    uint64_t capacity;          /* asked */
-    uint64_t reserved;          /* sum over nodes (>= capacity) */
+    uint64_t capacity; /* asked */
+    uint64_t reserved; /* sum over nodes (>= capacity) */
     int nodes_requested;
     double created;
     int n;
@@ -95,16 +95,16 @@ typedef struct {
     double volume;
     char dir[12];
     phase_state_t state;
-    double requested, granted, finished;    /* Unix times; NAN: not yet */
+    double requested, granted, finished; /* Unix times; NAN: not yet */
     double bytes;
-    double bw;                  /* current share, bytes/s */
-    double share;               /* bw / B */
-    int buffer;                 /* node index chosen by the policy, -1: none */
+    double bw;    /* current share, bytes/s */
+    double share; /* bw / B */
+    int buffer;   /* node index chosen by the policy, -1: none */
     double w_done;
-    bool on_hold;               /* waiting outside the scheduler: its job's buffer is
+    bool on_hold;     /* waiting outside the scheduler: its job's buffer is
                                    over its capacity (capacity.over: hold); stored
                                    (phases.held) */
-    bool held_before;           /* held when bbmgrd last stopped (recovered): held
+    bool held_before; /* held when bbmgrd last stopped (recovered): held
                                    until its buffers are measured again */
     /* Its members (doc/api.md, Phases of a job on several nodes): the nodes that
      * share it, each joins and leaves once; the last to leave finishes it with the
@@ -112,8 +112,8 @@ typedef struct {
      * stored: a recovered phase has none. */
     struct phase_member *members;
     int nmembers, nleft;
-    double mbytes;              /* bytes reported by the members that left */
-    bool munknown;              /* one left without its bytes */
+    double mbytes; /* bytes reported by the members that left */
+    bool munknown; /* one left without its bytes */
 } phase_t;
 
 /* The most members one phase takes (POST /v1/phases/{id}/join: 409 past it). */
@@ -129,21 +129,21 @@ typedef enum { XF_QUEUED, XF_RUNNING, XF_DONE, XF_FAILED, XF_CANCELLED } xfer_st
 typedef struct {
     uint64_t id;
     char *job_id;
-    char kind[12];              /* stage_in | stage_out */
+    char kind[12]; /* stage_in | stage_out */
     char *source, *destination;
-    char type[12];              /* file | directory */
+    char type[12]; /* file | directory */
     xfer_state_t state;
-    int64_t bytes_total;        /* -1: unknown */
+    int64_t bytes_total; /* -1: unknown */
     int64_t bytes_done;
     char *message;
     double requested, start, finished;
-    bool in_mover;              /* handed to the data mover (stage.mode: mover) */
-    int durable;                /* -1: no fsync promised (NULL); 0: done, its fsyncs
+    bool in_mover;    /* handed to the data mover (stage.mode: mover) */
+    int durable;      /* -1: no fsync promised (NULL); 0: done, its fsyncs
                                    going on; 1: on disk (fsync'd) */
-    unsigned run;               /* times it was queued again after done (agents: a new
+    unsigned run;     /* times it was queued again after done (agents: a new
                                    run of the same id); not stored */
-    bool relink;                /* part 0 of a spread stage-in: run again once done */
-    int part, nparts;           /* spread over the allocation's nodes: part `part` (its
+    bool relink;      /* part 0 of a spread stage-in: run again once done */
+    int part, nparts; /* spread over the allocation's nodes: part `part` (its
                                    buffer side on slot `part`) of `nparts`, the parts
                                    of one request at ids id - part ...; nparts 0: a
                                    transfer of its own (doc/bbnoded.md, Data layout) */
@@ -153,8 +153,8 @@ typedef struct {
  * the st_blocks of everything below them, hard links once per directory. */
 typedef struct {
     uint64_t bytes;
-    double at;                  /* Unix time of the last complete walk; 0: none yet */
-    bool over;                  /* bytes > the allocation's capacity */
+    double at; /* Unix time of the last complete walk; 0: none yet */
+    bool over; /* bytes > the allocation's capacity */
 } bb_usage_t;
 
 typedef enum { JOB_REGISTERED, JOB_RUNNING, JOB_ENDED } job_state_t;
@@ -166,20 +166,20 @@ struct job {
     char *user;
     char *name;
     int nodes;
-    double w_iter;              /* hints; NAN: none */
+    double w_iter; /* hints; NAN: none */
     double io_volume;
-    long phases;                /* -1: none */
-    char io[12];                /* write | read | readwrite | "" */
-    int priority;               /* 1..10, 0: none */
+    long phases;  /* -1: none */
+    char io[12];  /* write | read | readwrite | "" */
+    int priority; /* 1..10, 0: none */
     job_state_t state;
     double created, updated, begun, ended;
-    uint64_t hs_id;             /* id inside the scheduler */
+    uint64_t hs_id; /* id inside the scheduler */
     bool in_sched;
     alloc_t *alloc;
-    phase_t *phase;             /* the open phase (waiting or granted), at most one */
-    long nphases;               /* finished phases */
-    double bytes;               /* bytes of finished phases */
-    double last_end;            /* end of the previous phase (or begin) */
+    phase_t *phase;  /* the open phase (waiting or granted), at most one */
+    long nphases;    /* finished phases */
+    double bytes;    /* bytes of finished phases */
+    double last_end; /* end of the previous phase (or begin) */
     /* learned from the phases finished under this bbmgrd (not stored: after a
      * restart it learns again): the requests of the first and latest of them,
      * and how many they were (core_job_w_iter) */
@@ -187,9 +187,9 @@ struct job {
     long learn_n;
     xfer_t **xfers;
     int nxfers;
-    char **uses;                /* persistent buffers used */
+    char **uses; /* persistent buffers used */
     int nuses;
-    bb_usage_t usage;           /* measured use of its buffer directories */
+    bb_usage_t usage; /* measured use of its buffer directories */
 };
 
 typedef struct {
@@ -198,7 +198,7 @@ typedef struct {
     gid_t gid;
     alloc_t alloc;
     double created;
-    char **users;               /* job ids using it */
+    char **users; /* job ids using it */
     int nusers;
     bb_usage_t usage;
 } pbuf_t;
@@ -231,12 +231,12 @@ typedef void (*core_notify_f)(uint64_t phase_id, void *arg);
  * source of stage-outs whose durability is pending, or one that could not be made
  * durable (kept).  It stays counted as used on its nodes until its directory goes. */
 struct held {
-    char owner[160];            /* "<job>@<first stage-out>": alloc_nodes kind 'held' */
-    char job[96];               /* the job, or "persistent:<name>" */
-    alloc_t a;                  /* nodes and bytes only */
-    uint64_t *tids;             /* stage-outs whose durability is pending */
+    char owner[160]; /* "<job>@<first stage-out>": alloc_nodes kind 'held' */
+    char job[96];    /* the job, or "persistent:<name>" */
+    alloc_t a;       /* nodes and bytes only */
+    uint64_t *tids;  /* stage-outs whose durability is pending */
     int ntids;
-    bool kept;                  /* one could not be made durable: held until an
+    bool kept; /* one could not be made durable: held until an
                                    administrator removes it */
     char reason[300];
 };
@@ -247,22 +247,22 @@ struct held {
  * bbmgrd (the routes, api.c, bbmgrd.c) goes through the functions of core.h. */
 struct core {
     pthread_mutex_t lock;
-    double spare_idle_from;     /* core_wall() after which spares may be made */
-    double prune_next;          /* core_wall() of the next removal of closed rows */
-    cfg_t *cfg;                 /* owned; replaced by core_reconfigure() */
-    state_t *st;                /* borrowed */
+    double spare_idle_from; /* core_wall() after which spares may be made */
+    double prune_next;      /* core_wall() of the next removal of closed rows */
+    cfg_t *cfg;             /* owned; replaced by core_reconfigure() */
+    state_t *st;            /* borrowed */
     /* clock: scheduler time = monotonic seconds since mono0 + hs_offset */
     double mono0, hs_offset, epoch, hs_last;
     hs_sched_t *sched;
-    hs_policy_t policy;         /* its starvation bound: core_policy_bound() */
+    hs_policy_t policy; /* its starvation bound: core_policy_bound() */
     char policy_id[64];
-    bool policy_override;       /* set through the API, persisted in meta */
+    bool policy_override; /* set through the API, persisted in meta */
     node_t *nodes;
     int nnodes;
-    hmap_t *node_by_name;       /* name -> node index + 1 */
+    hmap_t *node_by_name; /* name -> node index + 1 */
     pool_t *pools;
     int npools;
-    hmap_t *jobs;               /* id -> job_t (not ended) */
+    hmap_t *jobs; /* id -> job_t (not ended) */
     /* last state of the jobs that ended most recently (GET /v1/jobs/ID after the
      * end): a ring, the newest at ended_next - 1; lost when bbmgrd restarts */
 #define CORE_ENDED_KEEP 256
@@ -271,20 +271,20 @@ struct core {
     /* the view kept of a job that ends (core_job_json(): the views are above the
      * jobs, core.c gives it) */
     json_t *(*job_view)(core_t *c, job_t *j, bool detail);
-    hmap_t *jobs_hs;            /* hs_id -> job_t */
-    hmap_t *phases;             /* phase id -> phase_t (open ones) */
-    hmap_t *pbufs;              /* name -> pbuf_t */
-    hmap_t *xfers;              /* id -> xfer_t (not finished) */
+    hmap_t *jobs_hs; /* hs_id -> job_t */
+    hmap_t *phases;  /* phase id -> phase_t (open ones) */
+    hmap_t *pbufs;   /* name -> pbuf_t */
+    hmap_t *xfers;   /* id -> xfer_t (not finished) */
     uint64_t next_phase, next_xfer, next_hs;
     hs_grant_t *grants;
     size_t grants_cap;
-    double started;             /* Unix time of start */
+    double started; /* Unix time of start */
     core_notify_f notify;
     void *notify_arg;
-    mover_t *mover;             /* borrowed (bbmgrd.c owns it); NULL: none */
-    held_t **held;              /* buffers of ended allocations still on disk */
+    mover_t *mover; /* borrowed (bbmgrd.c owns it); NULL: none */
+    held_t **held;  /* buffers of ended allocations still on disk */
     int nheld;
-    bool durability_recovered;  /* stage-outs done but not durable at the start: handed
+    bool durability_recovered; /* stage-outs done but not durable at the start: handed
                                    to the mover (at its first tick) */
     /* the walk measuring the buffers' use (core_usage_tick()): the owners to walk
      * ("j:ID" or "p:NAME"), the one walked, its allocation's slot, its sum */
@@ -292,7 +292,7 @@ struct core {
     char **uw_list;
     int uw_n, uw_i, uw_slot;
     uint64_t uw_sum;
-    bool uw_missing;            /* an agent's node of it has not reported its figure */
+    bool uw_missing; /* an agent's node of it has not reported its figure */
     /* counters for /metrics */
     uint64_t n_granted, n_finished, n_expired, n_requested;
     double bytes_finished, stall_seconds;
@@ -305,9 +305,9 @@ struct core {
     bool sched_dirty;
     int nwaiting;
     uint64_t decisions_deferred;
-    uint64_t budget_hits;       /* decisions cut short by libhsched's budget */
-    uint64_t bound_hits;        /* phases given a share by the starvation bound */
-    uint64_t dec_hist[12];      /* decision latency buckets, see metrics.c */
+    uint64_t budget_hits;  /* decisions cut short by libhsched's budget */
+    uint64_t bound_hits;   /* phases given a share by the starvation bound */
+    uint64_t dec_hist[12]; /* decision latency buckets, see metrics.c */
     double dec_sum;
 };
 
@@ -322,7 +322,7 @@ static inline void core_policy_bound(const cfg_t *cfg, hs_policy_t *pol)
     pol->starve_floor = cfg->policy_starve_floor;
     pol->max_work = (uint64_t)cfg->policy_decision_budget;
 }
-#define HELD_PREFIX "persistent:"     /* held_t.job of a persistent buffer's */
+#define HELD_PREFIX "persistent:" /* held_t.job of a persistent buffer's */
 
 /* ---- the lock, the clocks, the notification of a phase's change */
 void core_lock(core_t *c);
@@ -342,7 +342,7 @@ void core_set_mover(core_t *c, mover_t *m); /* borrowed; NULL: none */
 /* ---- lookups (lock held): NULL or -1 when there is none */
 job_t *core_job(core_t *c, const char *id);
 phase_t *core_phase(core_t *c, uint64_t id);
-xfer_t *core_xfer(core_t *c, uint64_t id);     /* an open one */
+xfer_t *core_xfer(core_t *c, uint64_t id); /* an open one */
 pbuf_t *core_pbuf(core_t *c, const char *name);
 int core_node_index(core_t *c, const char *name);
 

@@ -163,8 +163,7 @@ static int rec_anode(sqlite3_stmt *s, void *arg)
         /* an allocation on a node no longer configured: keep it, drained */
         if ((idx = core_node_add(c, node, NULL, false)) < 0)
             return rec_stop(r);
-        bl_warning("recovery: node %s holds allocations but is not configured: kept drained",
-                   node);
+        bl_warning("recovery: node %s holds allocations but is not configured: kept drained", node);
     }
     node_t *n = &c->nodes[idx];
     if (!n->in_config)
@@ -192,7 +191,7 @@ static int rec_kept_row(sqlite3_stmt *s, void *arg)
 {
     held_t *h = arg;
     if (sqlite3_column_int(s, 3))
-        h->kept = true;     /* recorded kept: whatever the transfers say now */
+        h->kept = true; /* recorded kept: whatever the transfers say now */
     return 0;
 }
 
@@ -244,8 +243,8 @@ static int rec_puse(sqlite3_stmt *s, void *arg)
     job_t *j = hmap_get(r->c->jobs, col_text(s, 1));
     if (!b || !j)
         return rec_skip(r);
-    if (core_strv_add(&b->users, &b->nusers, j->id) < 0 ||
-        core_strv_add(&j->uses, &j->nuses, b->name) < 0)
+    if (core_strv_add(&b->users, &b->nusers, j->id) < 0
+        || core_strv_add(&j->uses, &j->nuses, b->name) < 0)
         return rec_stop(r);
     return 0;
 }
@@ -461,8 +460,8 @@ int core_recover(core_t *c, hu_error_t *err)
     core_reschedule(c, core_hs_now(c));
     bl_info("recovered %d jobs, %d allocations, %d persistent buffers, %d open phases "
             "(%d grants re-established, %d expired), %d transfers; %d orphans closed; "
-            "policy %s", njobs, nalloc, npbuf, nphase, reest, expired, nxfer, skipped,
-            c->policy_id);
+            "policy %s",
+            njobs, nalloc, npbuf, nphase, reest, expired, nxfer, skipped, c->policy_id);
     return 0;
 }
 
@@ -504,10 +503,18 @@ static int rec_syncing(sqlite3_stmt *s, void *arg)
     uid_t uid = (uid_t)sqlite3_column_int64(s, 6);
     gid_t gid = (gid_t)sqlite3_column_int64(s, 7);
     mover_spec_t spec = {
-        .tid = tid, .job = job, .weight = j ? core_job_weight(c, j) : 1.0, .uid = uid,
-        .gid = gid, .user = col_text(s, 8), .stage_out = true,
-        .directory = !strcmp(col_text(s, 4), "directory"), .src = col_text(s, 2),
-        .dst = col_text(s, 3), .resync = true, .done_at = col_real(s, 5),
+        .tid = tid,
+        .job = job,
+        .weight = j ? core_job_weight(c, j) : 1.0,
+        .uid = uid,
+        .gid = gid,
+        .user = col_text(s, 8),
+        .stage_out = true,
+        .directory = !strcmp(col_text(s, 4), "directory"),
+        .src = col_text(s, 2),
+        .dst = col_text(s, 3),
+        .resync = true,
+        .done_at = col_real(s, 5),
     };
     if (!nodes_dispatch(c, &spec, spec.src) && mover_submit(c->mover, &spec) < 0) {
         bl_error("recovery: stage-out %ju: %s (left to the next start)", (uintmax_t)tid,
@@ -515,7 +522,8 @@ static int rec_syncing(sqlite3_stmt *s, void *arg)
         return 0;
     }
     bl_info("recovery: stage-out %ju of job %s was done but not yet durable: made durable "
-            "again from %s", (uintmax_t)tid, job, spec.src);
+            "again from %s",
+            (uintmax_t)tid, job, spec.src);
     r->n++;
     if (!j && strlen(job) < sizeof(r->ended[0].job)) {
         for (int i = 0; i < r->nended; i++)
@@ -568,11 +576,12 @@ static int sweep_one(int tfd, const char *name, const struct stat *st, void *arg
     }
     if (kept) {
         bl_warning("%s is kept: it holds the source of a stage-out that could not be made "
-                   "durable (remove it by hand once the data is safe)", path);
+                   "durable (remove it by hand once the data is safe)",
+                   path);
         return 0;
     }
-    if (mover_rmtree(w->c->mover, NULL, path, NULL, st->st_uid, st->st_gid, st->st_dev,
-                     st->st_ino) < 0)
+    if (mover_rmtree(w->c->mover, NULL, path, NULL, st->st_uid, st->st_gid, st->st_dev, st->st_ino)
+        < 0)
         bl_warning("teardown of %s: %s", path, strerror(errno));
     return 0;
 }
@@ -604,7 +613,7 @@ void core_recover_durability(core_t *c)
             bool seen = false;
             for (int p = 0; p < i && !seen; p++)
                 seen = !strcmp(c->nodes[p].mount, c->nodes[i].mount);
-            if (seen || nodes_is_agent(c, i))      /* an agent's: it removes it */
+            if (seen || nodes_is_agent(c, i)) /* an agent's: it removes it */
                 continue;
             snprintf(path, sizeof(path), "%s/%s", c->nodes[i].mount, e->job);
             core_bufdir_teardown(c, e->job, path, e->uid, e->gid);
@@ -620,4 +629,3 @@ void core_recover_durability(core_t *c)
         bl_info("recovery: %d stage-out(s) to make durable again", r.n);
     free(r.ended);
 }
-

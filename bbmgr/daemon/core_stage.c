@@ -33,7 +33,7 @@ static double stage_start(core_t *c, job_t *j)
     void *v;
     if (!j->alloc || j->alloc->n == 0)
         return start;
-    core_settle(c);         /* the granted phases' bandwidths */
+    core_settle(c); /* the granted phases' bandwidths */
     for (void *it = hmap_first(c->phases, &v); it; it = hmap_next(c->phases, it, &v)) {
         phase_t *p = v;
         if (p->state != PH_GRANTED || p->job == j || !p->job->alloc)
@@ -63,8 +63,8 @@ static double stage_start(core_t *c, job_t *j)
     return start;
 }
 
-static xfer_t *stage_one(core_t *c, job_t *j, const char *kind, const char *src,
-                         const char *dst, const char *type, int64_t size, double start)
+static xfer_t *stage_one(core_t *c, job_t *j, const char *kind, const char *src, const char *dst,
+                         const char *type, int64_t size, double start)
 {
     xfer_t *x = calloc(1, sizeof(*x));
     xfer_t **nv;
@@ -269,7 +269,7 @@ static void xfer_durability(core_t *c, uint64_t tid, const char *job, bool ok, c
     char text[1200];
     snprintf(text, sizeof(text), "not durable: %s", msg ? msg : "fsync failed");
     if (x && x->state != XF_DONE)
-        return;     /* closed through the API meanwhile */
+        return; /* closed through the API meanwhile */
     if (ok)
         bl_debug("transfer %ju of job %s is durable", (uintmax_t)tid, job);
     else
@@ -318,7 +318,7 @@ static void on_mover_report(uint64_t tid, const char *job, mover_state_t st, int
     }
     xfer_t *x = hmap_iget(c->xfers, tid);
     if (!x || !x->in_mover)
-        return;     /* closed meanwhile (job ended, or set through the API) */
+        return; /* closed meanwhile (job ended, or set through the API) */
     x->bytes_done = done;
     if (total >= 0)
         x->bytes_total = total;
@@ -331,8 +331,8 @@ static void on_mover_report(uint64_t tid, const char *job, mover_state_t st, int
         x->relink = false;
         x->run++;
         requeue(c, x);
-        bl_info("stage_in %ju of job %s: run again for the links to a moved part",
-                (uintmax_t)x->id, x->job_id);
+        bl_info("stage_in %ju of job %s: run again for the links to a moved part", (uintmax_t)x->id,
+                x->job_id);
         return;
     }
     /* done with its fsyncs going on: durable (or not) later */
@@ -342,8 +342,7 @@ static void on_mover_report(uint64_t tid, const char *job, mover_state_t st, int
     xfer_close(c, x, st == MV_DONE ? XF_DONE : st == MV_FAILED ? XF_FAILED : XF_CANCELLED, msg);
     if (st == MV_DONE)
         bl_info("%s %ju of job %s done: %jd bytes in %.3f s%s%s", x->kind, (uintmax_t)x->id,
-                x->job_id, (intmax_t)done, x->finished - x->start, msg ? ": " : "",
-                msg ? msg : "");
+                x->job_id, (intmax_t)done, x->finished - x->start, msg ? ": " : "", msg ? msg : "");
     else
         bl_warning("%s %ju of job %s %s: %s", x->kind, (uintmax_t)x->id, x->job_id,
                    core_xfer_state_name(x->state), msg ? msg : "");
@@ -384,7 +383,7 @@ int core_restage_lost(core_t *c, job_t *j, int lost, const char *why)
             if (p0->id != x->id - (uint64_t)x->part || p0->part != 0)
                 continue;
             if (p0->state == XF_RUNNING)
-                p0->relink = true;      /* again once done (on_mover_report) */
+                p0->relink = true; /* again once done (on_mover_report) */
             else if (p0->state == XF_DONE && hmap_iput(c->xfers, p0->id, p0) == 0) {
                 p0->run++;
                 requeue(c, p0);
@@ -393,12 +392,13 @@ int core_restage_lost(core_t *c, job_t *j, int lost, const char *why)
         }
     }
     bl_warning("job %s: buffer node %s %s: its share of the buffer moved to %s, %d stage-in(s) "
-               "run again there", j->id, c->nodes[lost].name, why, c->nodes[dst].name, n);
+               "run again there",
+               j->id, c->nodes[lost].name, why, c->nodes[dst].name, n);
     return n;
 }
 
-void core_mover_report(core_t *c, uint64_t tid, const char *job, mover_state_t st,
-                       int64_t done, int64_t total, const char *msg)
+void core_mover_report(core_t *c, uint64_t tid, const char *job, mover_state_t st, int64_t done,
+                       int64_t total, const char *msg)
 {
     on_mover_report(tid, job, st, done, total, msg, c);
 }
@@ -449,21 +449,29 @@ void core_mover_tick(core_t *c, double wall)
             continue;
         }
         mover_spec_t spec = {
-            .tid = x->id, .job = j->id, .weight = core_job_weight(c, j), .uid = j->uid,
-            .gid = j->gid, .user = j->user, .stage_out = out,
-            .directory = !strcmp(x->type, "directory"), .src = x->source,
-            .dst = x->destination, .max_bytes = out ? 0 : (int64_t)cap,
+            .tid = x->id,
+            .job = j->id,
+            .weight = core_job_weight(c, j),
+            .uid = j->uid,
+            .gid = j->gid,
+            .user = j->user,
+            .stage_out = out,
+            .directory = !strcmp(x->type, "directory"),
+            .src = x->source,
+            .dst = x->destination,
+            .max_bytes = out ? 0 : (int64_t)cap,
         };
         char rootv[MOVER_MAX_PARTS][1200];
         if (x->nparts > 1) {
             if (!j->alloc || j->alloc->n != x->nparts || x->nparts > MOVER_MAX_PARTS) {
-                xfer_close(c, x, XF_FAILED, "the job's allocation no longer has the nodes "
+                xfer_close(c, x, XF_FAILED,
+                           "the job's allocation no longer has the nodes "
                            "this transfer was spread over");
                 continue;
             }
             for (int k = 0; k < x->nparts; k++) {
-                snprintf(rootv[k], sizeof(rootv[k]), "%s/%s",
-                         c->nodes[j->alloc->v[k].node].mount, j->id);
+                snprintf(rootv[k], sizeof(rootv[k]), "%s/%s", c->nodes[j->alloc->v[k].node].mount,
+                         j->id);
                 spec.roots[k] = rootv[k];
             }
             spec.part = x->part;
@@ -480,4 +488,3 @@ void core_mover_tick(core_t *c, double wall)
         core_put_xfer(c, x);
     }
 }
-

@@ -21,8 +21,8 @@ xfer_t *core_xfer_any(core_t *c, uint64_t id);
 
 /* A result of a transfer run elsewhere than bbmgrd's mover (a buffer-node agent,
  * nodes.c), applied as the mover's own results are (lock held). */
-void core_mover_report(core_t *c, uint64_t tid, const char *job, mover_state_t st,
-                       int64_t done, int64_t total, const char *msg);
+void core_mover_report(core_t *c, uint64_t tid, const char *job, mover_state_t st, int64_t done,
+                       int64_t total, const char *msg);
 
 /* Node lost of j's allocation is down (nodes.c) before j runs: its share of the
  * buffer moves to another node that has room (core_alloc_move_share()), and the

@@ -13,20 +13,34 @@
 static const char *status_text(int s)
 {
     switch (s) {
-    case 400: return "bad_request";
-    case 401: return "unauthorized";
-    case 403: return "forbidden";
-    case 404: return "not_found";
-    case 405: return "method_not_allowed";
-    case 409: return "conflict";
-    case 411: return "length_required";
-    case 413: return "payload_too_large";
-    case 415: return "unsupported_media_type";
-    case 422: return "unprocessable";
-    case 500: return "internal_error";
-    case 503: return "unavailable";
-    case 507: return "insufficient_storage";
-    default: return "error";
+    case 400:
+        return "bad_request";
+    case 401:
+        return "unauthorized";
+    case 403:
+        return "forbidden";
+    case 404:
+        return "not_found";
+    case 405:
+        return "method_not_allowed";
+    case 409:
+        return "conflict";
+    case 411:
+        return "length_required";
+    case 413:
+        return "payload_too_large";
+    case 415:
+        return "unsupported_media_type";
+    case 422:
+        return "unprocessable";
+    case 500:
+        return "internal_error";
+    case 503:
+        return "unavailable";
+    case 507:
+        return "insufficient_storage";
+    default:
+        return "error";
     }
 }
 
@@ -44,10 +58,11 @@ int hreq_reply_error(reply_t *r, int status, const char *field, const char *fmt,
     va_start(ap, fmt);
     hu_verrprintf(&msg, fmt, ap);
     va_end(ap);
-    hreq_reply_json(r, status, json_pack("{s:{s:i s:s s:o s:s}}", "error", "code", status,
-                                         "status", status_text(status), "field",
-                                         field && *field ? json_string(field) : json_null(),
-                                         "message", msg.text));
+    hreq_reply_json(r, status,
+                    json_pack("{s:{s:i s:s s:o s:s}}", "error", "code", status, "status",
+                              status_text(status), "field",
+                              field && *field ? json_string(field) : json_null(), "message",
+                              msg.text));
     r->wait_phase = 0;
     return -1;
 }
@@ -59,4 +74,3 @@ const char *hreq_query(hreq_t *rq, const char *key)
         return NULL;
     return MHD_lookup_connection_value(rq->conn, MHD_GET_ARGUMENT_KIND, key);
 }
-

@@ -18,27 +18,27 @@ typedef struct api api_t;
 typedef struct {
     uid_t uid;
     gid_t gid;
-    bool admin;                 /* root or SlurmUser (or auth: none) */
+    bool admin; /* root or SlurmUser (or auth: none) */
 } caller_t;
 
 typedef struct {
     int status;
-    json_t *body;               /* JSON reply */
-    char *text;                 /* or a text reply (malloc'd) */
+    json_t *body; /* JSON reply */
+    char *text;   /* or a text reply (malloc'd) */
     const char *ctype;
-    uint64_t wait_phase;        /* long-poll: wait for this phase to change */
-    double wait;                /* seconds */
-    unsigned items;             /* POST /v1/batch: items run (counted in send_reply) */
+    uint64_t wait_phase; /* long-poll: wait for this phase to change */
+    double wait;         /* seconds */
+    unsigned items;      /* POST /v1/batch: items run (counted in send_reply) */
 } reply_t;
 
 typedef struct {
     api_t *api;
     const caller_t *who;
-    const char *args[4];        /* path segments matched by '*' */
-    json_t *body;               /* parsed JSON object, or NULL when no body */
-    void *conn;                 /* the MHD connection (query arguments); NULL for the
+    const char *args[4]; /* path segments matched by '*' */
+    json_t *body;        /* parsed JSON object, or NULL when no body */
+    void *conn;          /* the MHD connection (query arguments); NULL for the
                                  * items of a batch: hreq_query() then finds nothing */
-    double max_wait;            /* cap of a long-poll; 0 in a batch: never waits */
+    double max_wait;     /* cap of a long-poll; 0 in a batch: never waits */
 } hreq_t;
 
 /* A reply writer, not an error type: r becomes the error body every route answers
@@ -46,8 +46,8 @@ typedef struct {
  * hu_verrprintf() (libhutil/hu_error.h); returns -1. */
 int hreq_reply_error(reply_t *r, int status, const char *field, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
-void hreq_reply_json(reply_t *r, int status, json_t *body);      /* takes body */
+void hreq_reply_json(reply_t *r, int status, json_t *body); /* takes body */
 
-const char *hreq_query(hreq_t *rq, const char *key);   /* NULL if absent or no conn */
+const char *hreq_query(hreq_t *rq, const char *key); /* NULL if absent or no conn */
 
 #endif

@@ -24,12 +24,12 @@
 typedef struct {
     char *p;
     size_t n, cap;
-    bool bad;                   /* out of memory, or json_dumps() must write it */
+    bool bad; /* out of memory, or json_dumps() must write it */
 } jout_t;
 
 static void jout_put(jout_t *b, const char *s, size_t n)
 {
-    size_t need = b->n + n + 2;     /* + the reply's '\n' and NUL */
+    size_t need = b->n + n + 2; /* + the reply's '\n' and NUL */
     if (!b->bad && need > b->cap) {
         size_t cap = b->cap ? b->cap : 512;
         while (cap < need)
@@ -60,19 +60,31 @@ static void jout_str(jout_t *b, const char *s)
         run = s + 1;
         if (!ch)
             break;
-        if (ch >= 0x80) {       /* UTF-8: jansson checks and writes it */
+        if (ch >= 0x80) { /* UTF-8: jansson checks and writes it */
             b->bad = true;
             return;
         }
         char e[6] = { '\\', (char)ch, 0 };
         size_t n = 2;
         switch (ch) {
-        case '"': case '\\': break;
-        case '\b': e[1] = 'b'; break;
-        case '\f': e[1] = 'f'; break;
-        case '\n': e[1] = 'n'; break;
-        case '\r': e[1] = 'r'; break;
-        case '\t': e[1] = 't'; break;
+        case '"':
+        case '\\':
+            break;
+        case '\b':
+            e[1] = 'b';
+            break;
+        case '\f':
+            e[1] = 'f';
+            break;
+        case '\n':
+            e[1] = 'n';
+            break;
+        case '\r':
+            e[1] = 'r';
+            break;
+        case '\t':
+            e[1] = 't';
+            break;
         default:
             memcpy(e + 1, "u00", 3);
             e[4] = hex[ch >> 4];
@@ -105,12 +117,12 @@ static bool g17_digits(double v, char d[17], int *exp)
     if (be == 0 || be == 0x7ff || (bits >> 63))
         return false;
     uint64_t m = (bits & ((1ULL << 52) - 1)) | (1ULL << 52);
-    int q = be - 1075;                              /* v = m * 2^q */
-    int e10 = (int)floor((be - 1023) * 0.30102999566398120);    /* or one less */
+    int q = be - 1075;                                       /* v = m * 2^q */
+    int e10 = (int)floor((be - 1023) * 0.30102999566398120); /* or one less */
     for (int tries = 0; tries < 3; tries++) {
         if (e10 < -4 || e10 > 16)
             return false;
-        int k = 16 - e10, s = q + k;                /* v * 10^k = m * 5^k * 2^s */
+        int k = 16 - e10, s = q + k; /* v * 10^k = m * 5^k * 2^s */
         unsigned __int128 p = (unsigned __int128)m * pow5[k], n, f;
         if (s >= 0) {
             if (s > 60)
@@ -132,7 +144,7 @@ static bool g17_digits(double v, char d[17], int *exp)
             e10++;
             continue;
         }
-        if (n == hi) {          /* rounded up to the next power of ten */
+        if (n == hi) { /* rounded up to the next power of ten */
             n = lo;
             e10++;
             if (e10 > 16)
@@ -152,7 +164,7 @@ static void jout_real(jout_t *b, double v)
     char out[64], d[17];
     size_t n = 0;
     int x;
-    if (v == 0) {               /* "%.17g": "0" or "-0" */
+    if (v == 0) { /* "%.17g": "0" or "-0" */
         if (signbit(v))
             jout_put(b, "-0.0", 4);
         else
@@ -166,7 +178,7 @@ static void jout_real(jout_t *b, double v)
             memcpy(out + n, d, (size_t)x + 1);
             n += (size_t)x + 1;
         } else {
-            memcpy(out + n, "0.0000", (size_t)(1 - x));     /* "0." and -x-1 zeros */
+            memcpy(out + n, "0.0000", (size_t)(1 - x)); /* "0." and -x-1 zeros */
             n += (size_t)(1 - x);
         }
         int first = x >= 0 ? x + 1 : 0, last = 16;
@@ -177,8 +189,8 @@ static void jout_real(jout_t *b, double v)
                 out[n++] = '.';
             memcpy(out + n, d + first, (size_t)(last - first + 1));
             n += (size_t)(last - first + 1);
-        } else {        /* x >= 0 here: d[0] is not '0' */
-            memcpy(out + n, ".0", 2);   /* jansson: a real keeps its point */
+        } else {                      /* x >= 0 here: d[0] is not '0' */
+            memcpy(out + n, ".0", 2); /* jansson: a real keeps its point */
             n += 2;
         }
         jout_put(b, out, n);
@@ -223,7 +235,7 @@ static void jout_value(jout_t *b, json_t *v, int depth)
         json_t *x;
         bool first = true;
         jout_put(b, "{", 1);
-        json_object_foreach(v, k, x) {
+        json_object_foreach (v, k, x) {
             if (!first)
                 jout_put(b, ",", 1);
             first = false;
@@ -245,11 +257,11 @@ static void jout_value(jout_t *b, json_t *v, int depth)
         break;
     case JSON_STRING:
         if (strlen(json_string_value(v)) != json_string_length(v))
-            b->bad = true;      /* a NUL inside: jansson writes it as \u0000 */
+            b->bad = true; /* a NUL inside: jansson writes it as \u0000 */
         else
             jout_str(b, json_string_value(v));
         break;
-    case JSON_INTEGER: {        /* "%" JSON_INTEGER_FORMAT */
+    case JSON_INTEGER: { /* "%" JSON_INTEGER_FORMAT */
         json_int_t i = json_integer_value(v);
         unsigned long long u = i < 0 ? 0ULL - (unsigned long long)i : (unsigned long long)i;
         char *e = num + sizeof(num), *p = e;
@@ -261,10 +273,18 @@ static void jout_value(jout_t *b, json_t *v, int depth)
         jout_put(b, p, (size_t)(e - p));
         break;
     }
-    case JSON_REAL: jout_real(b, json_real_value(v)); break;
-    case JSON_TRUE: jout_put(b, "true", 4); break;
-    case JSON_FALSE: jout_put(b, "false", 5); break;
-    case JSON_NULL: jout_put(b, "null", 4); break;
+    case JSON_REAL:
+        jout_real(b, json_real_value(v));
+        break;
+    case JSON_TRUE:
+        jout_put(b, "true", 4);
+        break;
+    case JSON_FALSE:
+        jout_put(b, "false", 5);
+        break;
+    case JSON_NULL:
+        jout_put(b, "null", 4);
+        break;
     }
 }
 

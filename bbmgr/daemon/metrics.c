@@ -48,8 +48,8 @@ static void head(sb_t *b, const char *name, const char *type, const char *help)
     sb_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
-static void histogram(sb_t *b, const char *name, const char *help, const double *bounds,
-                      int nb, const uint64_t *counts, double sum, uint64_t total)
+static void histogram(sb_t *b, const char *name, const char *help, const double *bounds, int nb,
+                      const uint64_t *counts, double sum, uint64_t total)
 {
     uint64_t cum = 0;
     head(b, name, "histogram", help);
@@ -91,7 +91,7 @@ static void mover_metrics(sb_t *b, core_t *c)
     if (!c->mover)
         return;
     mover_stats_t ms;
-    nodes_moved_t ag;           /* the agents' movers: counted with bbmgrd's own */
+    nodes_moved_t ag; /* the agents' movers: counted with bbmgrd's own */
     mover_get_stats(c->mover, &ms);
     nodes_moved(c, &ag);
     ms.done += ag.done;
@@ -101,21 +101,23 @@ static void mover_metrics(sb_t *b, core_t *c)
     head(b, "harmonia_mover_transfers_total", "counter",
          "Transfers finished by the mover since start (bbmgrd's and the agents'), by outcome.");
     sb_printf(b, "harmonia_mover_transfers_total{outcome=\"done\"} %ju\n", (uintmax_t)ms.done);
-    sb_printf(b, "harmonia_mover_transfers_total{outcome=\"failed\"} %ju\n",
-              (uintmax_t)ms.failed);
+    sb_printf(b, "harmonia_mover_transfers_total{outcome=\"failed\"} %ju\n", (uintmax_t)ms.failed);
     sb_printf(b, "harmonia_mover_transfers_total{outcome=\"cancelled\"} %ju\n",
               (uintmax_t)ms.cancelled);
     head(b, "harmonia_mover_bytes_total", "counter",
          "Bytes copied by the mover (bbmgrd's and the buffer-node agents').");
     sb_printf(b, "harmonia_mover_bytes_total %ju\n", (uintmax_t)ms.bytes);
-    head(b, "harmonia_mover_files_total", "counter", "Files copied, verified and renamed into place.");
+    head(b, "harmonia_mover_files_total", "counter",
+         "Files copied, verified and renamed into place.");
     sb_printf(b, "harmonia_mover_files_total %ju\n", (uintmax_t)ms.files);
-    head(b, "harmonia_mover_requests_total", "counter", "SFQ(D)+ copy requests (chunks) completed.");
+    head(b, "harmonia_mover_requests_total", "counter",
+         "SFQ(D)+ copy requests (chunks) completed.");
     sb_printf(b, "harmonia_mover_requests_total %ju\n", (uintmax_t)ms.chunks);
     head(b, "harmonia_mover_backfills_total", "counter",
          "Chunks dispatched by SFQ(D)+ backfill ahead of a head that did not fit.");
     sb_printf(b, "harmonia_mover_backfills_total %ju\n", (uintmax_t)ms.backfills);
-    head(b, "harmonia_mover_busy_threads", "gauge", "Mover worker threads busy (of mover.threads).");
+    head(b, "harmonia_mover_busy_threads", "gauge",
+         "Mover worker threads busy (of mover.threads).");
     sb_printf(b, "harmonia_mover_busy_threads %d\n", ms.busy);
     head(b, "harmonia_mover_job_bytes_total", "counter",
          "Bytes served to each job by the mover (SFQ(D)+ flow).");
@@ -126,10 +128,11 @@ static void mover_metrics(sb_t *b, core_t *c)
 
 char *metrics_render(const api_counters_t *ac, core_t *c, state_t *st)
 {
-    static const double dec_b[] = { 1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3,
-                                    5e-3, 1e-2, 1e-1 };
-    static const double lat_b[] = { 1e-4, 2.5e-4, 5e-4, 1e-3, 2e-3, 5e-3, 1e-2, 2.5e-2, 0.1,
-                                    1, 10 };
+    static const double dec_b[] = { 1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4,
+                                    1e-3, 2.5e-3, 5e-3, 1e-2, 1e-1 };
+    static const double lat_b[] = {
+        1e-4, 2.5e-4, 5e-4, 1e-3, 2e-3, 5e-3, 1e-2, 2.5e-2, 0.1, 1, 10
+    };
     sb_t b = { 0 };
     state_stats_t ss;
 
@@ -184,14 +187,14 @@ char *metrics_render(const api_counters_t *ac, core_t *c, state_t *st)
     head(&b, "harmonia_node_load_bytes_per_second", "gauge",
          "Bandwidth granted to phases on each buffer node.");
     for (int i = 0; i < c->nnodes; i++)
-        sb_printf(&b, "harmonia_node_load_bytes_per_second{node=\"%s\"} %.0f\n",
-                  c->nodes[i].name, c->nodes[i].load);
+        sb_printf(&b, "harmonia_node_load_bytes_per_second{node=\"%s\"} %.0f\n", c->nodes[i].name,
+                  c->nodes[i].load);
     head(&b, "harmonia_node_drained", "gauge", "1 if the node is drained.");
     for (int i = 0; i < c->nnodes; i++)
         sb_printf(&b, "harmonia_node_drained{node=\"%s\"} %d\n", c->nodes[i].name,
                   c->nodes[i].drained ? 1 : 0);
     mover_metrics(&b, c);
-    char *agents = nodes_metrics(c);    /* buffer-node agents (none: NULL) */
+    char *agents = nodes_metrics(c); /* buffer-node agents (none: NULL) */
     if (agents)
         sb_printf(&b, "%s", agents);
     free(agents);
@@ -199,8 +202,7 @@ char *metrics_render(const api_counters_t *ac, core_t *c, state_t *st)
               c->dec_hist, c->dec_sum, c->decisions);
     head(&b, "harmonia_decisions_deferred_total", "counter",
          "Events whose decision was folded into a later one (nothing could be granted).");
-    sb_printf(&b, "harmonia_decisions_deferred_total %ju\n",
-              (uintmax_t)c->decisions_deferred);
+    sb_printf(&b, "harmonia_decisions_deferred_total %ju\n", (uintmax_t)c->decisions_deferred);
     head(&b, "harmonia_decision_budget_hits_total", "counter",
          "Decisions whose schedule stopped at the decision budget (the policy ran the "
          "best one found).");
@@ -209,12 +211,15 @@ char *metrics_render(const api_counters_t *ac, core_t *c, state_t *st)
          "Phases that waited past the starvation bound (policy.starve_factor, "
          "policy.starve_floor) and were given a share whatever the policy decided.");
     sb_printf(&b, "harmonia_starvation_bound_hits_total %ju\n", (uintmax_t)c->bound_hits);
-    sb_printf(&b, "# HELP harmonia_policy_info Current policy.\n# TYPE harmonia_policy_info gauge\n"
-              "harmonia_policy_info{policy=\"%s\"} 1\n", c->policy_id);
+    sb_printf(&b,
+              "# HELP harmonia_policy_info Current policy.\n# TYPE harmonia_policy_info gauge\n"
+              "harmonia_policy_info{policy=\"%s\"} 1\n",
+              c->policy_id);
     {
         hs_auto_state_t as;
         if (hs_sched_auto_state(c->sched, &as) == 0 && as.active)
-            sb_printf(&b, "# HELP harmonia_policy_auto_info Policy auto runs now.\n"
+            sb_printf(&b,
+                      "# HELP harmonia_policy_auto_info Policy auto runs now.\n"
                       "# TYPE harmonia_policy_auto_info gauge\n"
                       "harmonia_policy_auto_info{current=\"%s\"} 1\n"
                       "# HELP harmonia_policy_auto_epochs_total Decision epochs of auto.\n"
@@ -222,8 +227,8 @@ char *metrics_render(const api_counters_t *ac, core_t *c, state_t *st)
                       "harmonia_policy_auto_epochs_total %ju\n"
                       "# HELP harmonia_policy_auto_switches_total Policy switches of auto.\n"
                       "# TYPE harmonia_policy_auto_switches_total counter\n"
-                      "harmonia_policy_auto_switches_total %ju\n", as.current,
-                      (uintmax_t)as.epochs, (uintmax_t)as.switches);
+                      "harmonia_policy_auto_switches_total %ju\n",
+                      as.current, (uintmax_t)as.epochs, (uintmax_t)as.switches);
     }
     core_unlock(c);
 
@@ -232,14 +237,13 @@ char *metrics_render(const api_counters_t *ac, core_t *c, state_t *st)
         if (ac->by_code[code])
             sb_printf(&b, "harmonia_api_requests_total{code=\"%d\"} %ju\n", code,
                       (uintmax_t)ac->by_code[code]);
-    histogram(&b, "harmonia_api_request_seconds", "API request latency (commit included).",
-              lat_b, 11, ac->lat_hist, ac->lat_sum, ac->lat_count);
+    histogram(&b, "harmonia_api_request_seconds", "API request latency (commit included).", lat_b,
+              11, ac->lat_hist, ac->lat_sum, ac->lat_count);
     head(&b, "harmonia_api_auth_total", "counter",
          "Requests authenticated (or refused), by scheme: a MUNGE credential decoded by "
          "munged, or a connection's session token.");
     sb_printf(&b, "harmonia_api_auth_total{scheme=\"munge\"} %ju\n", (uintmax_t)ac->auth_munge);
-    sb_printf(&b, "harmonia_api_auth_total{scheme=\"session\"} %ju\n",
-              (uintmax_t)ac->auth_session);
+    sb_printf(&b, "harmonia_api_auth_total{scheme=\"session\"} %ju\n", (uintmax_t)ac->auth_session);
     head(&b, "harmonia_api_auth_failures_total", "counter", "Requests refused with 401.");
     sb_printf(&b, "harmonia_api_auth_failures_total %ju\n", (uintmax_t)ac->auth_failures);
     head(&b, "harmonia_api_sessions_opened_total", "counter",

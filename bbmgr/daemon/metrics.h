@@ -17,12 +17,12 @@ typedef struct {
     double lat_sum;
     uint64_t lat_count;
     uint64_t auth_failures;
-    uint64_t auth_munge;        /* requests authenticated by a MUNGE credential (tried) */
-    uint64_t auth_session;      /* ... by a connection's session token (tried) */
+    uint64_t auth_munge;   /* requests authenticated by a MUNGE credential (tried) */
+    uint64_t auth_session; /* ... by a connection's session token (tried) */
     uint64_t sessions_opened;
     uint64_t too_large;
     uint64_t waiters;
-    uint64_t batch_items;       /* requests run as items of POST /v1/batch */
+    uint64_t batch_items; /* requests run as items of POST /v1/batch */
 } api_counters_t;
 
 /* The whole exposition, malloc'd; NULL on ENOMEM.  ac: the HTTP side's counters

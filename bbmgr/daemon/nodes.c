@@ -39,32 +39,32 @@
 
 typedef struct {
     char name[64];
-    bool seen;                  /* reported since bbmgrd's start */
+    bool seen; /* reported since bbmgrd's start */
     bool down;
-    double last_seen;           /* monotonic seconds (start time until a report) */
-    double reported;            /* wall time of the last report */
-    char agent[64];             /* instance id of the agent process */
-    uint64_t gen;               /* generation of its directory set */
-    uint64_t applied;           /* the generation the agent says it applied */
-    bool sent_current;          /* the agent has generation gen */
+    double last_seen;  /* monotonic seconds (start time until a report) */
+    double reported;   /* wall time of the last report */
+    char agent[64];    /* instance id of the agent process */
+    uint64_t gen;      /* generation of its directory set */
+    uint64_t applied;  /* the generation the agent says it applied */
+    bool sent_current; /* the agent has generation gen */
     np_status_t st;
-    double foreign;             /* bytes/s of I/O on its device neither its own nor
+    double foreign;           /* bytes/s of I/O on its device neither its own nor
                                    granted by bbmgrd */
-    double granted;             /* bytes/s bbmgrd granted on the node at the last report */
-    double fhist[BW_REPORTS];   /* foreign I/O of the last reports (a ring) */
-    unsigned nf;                /* reports in it so far */
-    double available;           /* what the scheduler counts on, bytes/s */
-    bool bw_pending;            /* available differs from the scheduler's value */
+    double granted;           /* bytes/s bbmgrd granted on the node at the last report */
+    double fhist[BW_REPORTS]; /* foreign I/O of the last reports (a ring) */
+    unsigned nf;              /* reports in it so far */
+    double available;         /* what the scheduler counts on, bytes/s */
+    bool bw_pending;          /* available differs from the scheduler's value */
     uint64_t polls, results, ignored;
-    uint64_t bytes;             /* copied by its transfers, as their results said */
+    uint64_t bytes; /* copied by its transfers, as their results said */
     char reason[160];
 } agent_t;
 
 typedef struct {
     uint64_t id;
     int agent;
-    bool syncing;               /* done; its fsyncs go on on the agent */
-    bool done;                  /* done (fsync'd before): "durable" follows it in the
+    bool syncing; /* done; its fsyncs go on on the agent */
+    bool done;    /* done (fsync'd before): "durable" follows it in the
                                    outbox; dropped at the second listing after */
     bool done_listed;
     bool resync;
@@ -74,27 +74,27 @@ typedef struct {
     uid_t uid;
     gid_t gid;
     char *user, *src, *dst;
-    int part, nparts;           /* a part of a spread transfer (mover_spec_t) */
+    int part, nparts; /* a part of a spread transfer (mover_spec_t) */
     char **roots;
     unsigned run;
-    int64_t max_bytes;          /* stage-in: the node's share of its buffer (0: none) */
-    int64_t bytes_seen;         /* bytes_done of its last result (counted in G.moved) */
+    int64_t max_bytes;  /* stage-in: the node's share of its buffer (0: none) */
+    int64_t bytes_seen; /* bytes_done of its last result (counted in G.moved) */
 } task_t;
 
 static struct {
     bool init;
     agent_t *v;
     int n;
-    hmap_t *by_name;            /* node name -> agent index + 1 */
-    hmap_t *tasks;              /* tid -> task_t */
-    hmap_t *kept;               /* "<held owner>\t<node>" -> kept_id_t: the identity of
+    hmap_t *by_name; /* node name -> agent index + 1 */
+    hmap_t *tasks;   /* tid -> task_t */
+    hmap_t *kept;    /* "<held owner>\t<node>" -> kept_id_t: the identity of
                                    a held buffer's directory on an agent's node, as
                                    state.db's kept_dirs records it */
     double start_wall;
     uint64_t down_events;
-    double bw_rebuilt;          /* monotonic time the scheduler was last rebuilt */
+    double bw_rebuilt; /* monotonic time the scheduler was last rebuilt */
     nodes_moved_t moved;
-    nodes_core_t cb;            /* how it reports to the core (nodes_set_core()) */
+    nodes_core_t cb; /* how it reports to the core (nodes_set_core()) */
 } G;
 
 void nodes_set_core(const nodes_core_t *cb)
@@ -235,8 +235,8 @@ bool nodes_dispatch(core_t *c, const mover_spec_t *spec, const char *buf)
         task_free(t);
         return false;
     }
-    bl_debug("%s %ju of job %s handed to the agent of %s", spec->stage_out ? "stage_out" :
-             "stage_in", (uintmax_t)t->id, t->job, G.v[a].name);
+    bl_debug("%s %ju of job %s handed to the agent of %s",
+             spec->stage_out ? "stage_out" : "stage_in", (uintmax_t)t->id, t->job, G.v[a].name);
     return true;
 }
 
@@ -272,15 +272,18 @@ static void fail_tasks(core_t *c, int a, const char *why)
             task_t *t = hmap_iget(G.tasks, ids[i]);
             char msg[400];
             if (t->syncing) {
-                snprintf(msg, sizeof(msg), "buffer node %s down (%s): stage-out may not be "
-                         "durable", G.v[a].name, why);
+                snprintf(msg, sizeof(msg),
+                         "buffer node %s down (%s): stage-out may not be "
+                         "durable",
+                         G.v[a].name, why);
                 G.cb.report(c, t->id, t->job, MV_NOT_DURABLE, 0, -1, msg);
             } else if (task_open(c, t)) {
                 /* (the stage-ins of jobs not yet running were moved to another
                  * node when the node went down, move_waiting_jobs(): not open) */
-                snprintf(msg, sizeof(msg), t->stage_out
-                         ? "buffer node %s down (%s): stage-out data lost"
-                         : "buffer node %s down (%s): stage-in not completed", G.v[a].name, why);
+                snprintf(msg, sizeof(msg),
+                         t->stage_out ? "buffer node %s down (%s): stage-out data lost"
+                                      : "buffer node %s down (%s): stage-in not completed",
+                         G.v[a].name, why);
                 G.cb.report(c, t->id, t->job, MV_FAILED, 0, -1, msg);
             }
             task_close(ids[i]);
@@ -324,8 +327,8 @@ void nodes_tick(core_t *c, double wall)
             cerr_t e;
             g->down = true;
             G.down_events++;
-            snprintf(g->reason, sizeof(g->reason), "%s: no report for %.0f s%s",
-                     NODES_DOWN_REASON, now - g->last_seen, g->seen ? "" : " since bbmgrd's start");
+            snprintf(g->reason, sizeof(g->reason), "%s: no report for %.0f s%s", NODES_DOWN_REASON,
+                     now - g->last_seen, g->seen ? "" : " since bbmgrd's start");
             bl_error("buffer node %s: %s", g->name, g->reason);
             if (idx >= 0 && !c->nodes[idx].drained)
                 G.cb.drain(c, idx, true, g->reason, &e);
@@ -345,7 +348,8 @@ static void agent_up(core_t *c, int a)
     cerr_t e;
     if (g->down)
         bl_info("buffer node %s: its agent reports again (down for %.1f s): back in service "
-                "after its directories are checked", g->name, hu_mono() - g->last_seen);
+                "after its directories are checked",
+                g->name, hu_mono() - g->last_seen);
     g->down = false;
     g->reason[0] = '\0';
     if (idx >= 0 && c->nodes[idx].drained && c->nodes[idx].reason
@@ -381,7 +385,7 @@ static bool kept_id(core_t *c, const held_t *h, int a, kept_id_t *out)
     char key[256];
     snprintf(key, sizeof(key), "%s\t%s", h->owner, G.v[a].name);
     kept_id_t *id = G.kept ? hmap_get(G.kept, key) : NULL;
-    if (!id && G.kept) {                /* recorded by an earlier process */
+    if (!id && G.kept) { /* recorded by an earlier process */
         kept_id_t got = { 0, 0 };
         const char *want[2] = { G.v[a].name, (const char *)&got };
         state_read(c->st, SR_KEPT_OF, kept_row, want, "s", h->owner);
@@ -436,7 +440,7 @@ static void kept_reported(core_t *c, int a, const np_dir_t *d)
 static uint64_t dir_capacity(core_t *c, const alloc_t *al, const char *name)
 {
     if (!strcmp(c->cfg->capacity_enforce, "none"))
-        return 0;               /* not said: agents of a release before the key parse it */
+        return 0; /* not said: agents of a release before the key parse it */
     for (int i = 0; i < al->n; i++)
         if (!strcmp(c->nodes[al->v[i].node].name, name)) {
             uint64_t s = core_mount_share(c, al, i);
@@ -452,7 +456,9 @@ static json_t *dirs_json(core_t *c, int a)
     for (void *it = hmap_first(c->jobs, &v); it; it = hmap_next(c->jobs, it, &v)) {
         job_t *j = v;
         if (alloc_has(c, j->alloc, G.v[a].name) && np_dir_name_ok(j->id, false)) {
-            np_dir_t d = { .name = j->id, .uid = j->uid, .gid = j->gid,
+            np_dir_t d = { .name = j->id,
+                           .uid = j->uid,
+                           .gid = j->gid,
                            .inc = j->alloc->created,
                            .capacity = dir_capacity(c, j->alloc, G.v[a].name) };
             json_array_append_new(arr, np_dir_json(&d));
@@ -461,7 +467,10 @@ static json_t *dirs_json(core_t *c, int a)
     for (void *it = hmap_first(c->pbufs, &v); it; it = hmap_next(c->pbufs, it, &v)) {
         pbuf_t *b = v;
         if (alloc_has(c, &b->alloc, G.v[a].name) && np_dir_name_ok(b->name, true)) {
-            np_dir_t d = { .name = b->name, .persistent = true, .uid = b->uid, .gid = b->gid,
+            np_dir_t d = { .name = b->name,
+                           .persistent = true,
+                           .uid = b->uid,
+                           .gid = b->gid,
                            .inc = b->alloc.created,
                            .capacity = dir_capacity(c, &b->alloc, G.v[a].name) };
             json_array_append_new(arr, np_dir_json(&d));
@@ -481,8 +490,9 @@ static json_t *dirs_json(core_t *c, int a)
         if (!alloc_has(c, &h->a, G.v[a].name) || !np_dir_name_ok(name, pers))
             continue;
         kept_id(c, h, a, &id);
-        np_dir_t d = { .name = name, .persistent = pers, .keep = true, .dev = id.dev,
-                       .ino = id.ino };
+        np_dir_t d = {
+            .name = name, .persistent = pers, .keep = true, .dev = id.dev, .ino = id.ino
+        };
         json_array_append_new(arr, np_dir_json(&d));
     }
     return arr;
@@ -500,18 +510,29 @@ static json_t *tasks_json(core_t *c, int a)
             continue;
         if (!task_open(c, t)) {
             if (t->done && !t->done_listed)
-                t->done_listed = true;      /* its "durable" may be in the next report */
+                t->done_listed = true; /* its "durable" may be in the next report */
             else if (ngone < 256)
                 gone[ngone++] = t->id;
             continue;
         }
         job_t *j = core_job(c, t->job);
         np_task_t nt = {
-            .tid = t->id, .job = t->job, .weight = j ? core_job_weight(c, j) : 1.0,
-            .uid = t->uid, .gid = t->gid, .user = t->user, .stage_out = t->stage_out,
-            .directory = t->directory, .resync = t->syncing, .done_at = t->done_at,
-            .src = t->src, .dst = t->dst, .part = t->part, .nparts = t->nparts,
-            .run = t->run, .max_bytes = t->max_bytes,
+            .tid = t->id,
+            .job = t->job,
+            .weight = j ? core_job_weight(c, j) : 1.0,
+            .uid = t->uid,
+            .gid = t->gid,
+            .user = t->user,
+            .stage_out = t->stage_out,
+            .directory = t->directory,
+            .resync = t->syncing,
+            .done_at = t->done_at,
+            .src = t->src,
+            .dst = t->dst,
+            .part = t->part,
+            .nparts = t->nparts,
+            .run = t->run,
+            .max_bytes = t->max_bytes,
         };
         for (int k = 0; k < t->nparts; k++)
             nt.roots[k] = t->roots[k];
@@ -541,7 +562,7 @@ static void apply_result(core_t *c, int a, const np_result_t *r)
     case MV_FAILED:
     case MV_CANCELLED:
     case MV_DONE_SYNCING:
-        if (t->syncing || t->done) {    /* already done: a late copy of that */
+        if (t->syncing || t->done) { /* already done: a late copy of that */
             g->ignored++;
             return;
         }
@@ -563,8 +584,7 @@ static void apply_result(core_t *c, int a, const np_result_t *r)
             G.moved.failed++;
         else if (r->state == MV_CANCELLED)
             G.moved.cancelled++;
-        G.cb.report(c, r->id, t->job, r->state, r->bytes_done, r->bytes_total,
-                          r->message);
+        G.cb.report(c, r->id, t->job, r->state, r->bytes_done, r->bytes_total, r->message);
         if (r->state == MV_DONE_SYNCING)
             t->syncing = true;
         else if (r->state == MV_DONE)
@@ -578,8 +598,7 @@ static void apply_result(core_t *c, int a, const np_result_t *r)
             g->ignored++;
             return;
         }
-        G.cb.report(c, r->id, t->job, r->state, r->bytes_done, r->bytes_total,
-                          r->message);
+        G.cb.report(c, r->id, t->job, r->state, r->bytes_done, r->bytes_total, r->message);
         task_close(r->id);
         break;
     }
@@ -631,7 +650,7 @@ json_t *nodes_report(core_t *c, const char *node, const nodes_report_t *rp)
         g->sent_current = false;
     }
     if (g->down)
-        g->sent_current = false;        /* coming back: its directories are checked */
+        g->sent_current = false; /* coming back: its directories are checked */
     agent_up(c, a);
     g->seen = true;
     g->last_seen = hu_mono();
@@ -680,9 +699,12 @@ void nodes_node_json(core_t *c, int idx, json_t *o)
     if (a < 0 || !o)
         return;
     agent_t *g = &G.v[a];
-    json_t *ag = json_pack("{s:s s:o s:b s:I}", "state", g->down ? "down" : g->seen ? "up"
-                           : "waiting", "reason", *g->reason ? json_string(g->reason)
-                           : json_null(), "busy", g->st.busy, "polls", (json_int_t)g->polls);
+    json_t *ag = json_pack("{s:s s:o s:b s:I}", "state",
+                           g->down   ? "down"
+                           : g->seen ? "up"
+                                     : "waiting",
+                           "reason", *g->reason ? json_string(g->reason) : json_null(), "busy",
+                           g->st.busy, "polls", (json_int_t)g->polls);
     if (g->seen) {
         json_object_set_new(ag, "age", json_real(hu_mono() - g->last_seen));
         json_object_set_new(ag, "status", np_status_json(&g->st));
@@ -702,13 +724,13 @@ void nodes_status_json(core_t *c, json_t *o)
     json_t *down = json_array();
     for (int a = 0; a < G.n; a++) {
         if (G.v[a].down)
-            json_array_append_new(down, json_pack("{s:s s:s}", "node", G.v[a].name, "reason",
-                                                  G.v[a].reason));
+            json_array_append_new(
+                down, json_pack("{s:s s:s}", "node", G.v[a].name, "reason", G.v[a].reason));
         else
             up += G.v[a].seen;
     }
-    json_object_set_new(o, "agents", json_pack("{s:i s:i s:o}", "total", G.n, "up", up,
-                                               "down", down));
+    json_object_set_new(o, "agents",
+                        json_pack("{s:i s:i s:o}", "total", G.n, "up", up, "down", down));
 }
 
 typedef struct {
@@ -754,14 +776,21 @@ char *nodes_metrics(core_t *c)
         { "harmonia_agent_busy", "gauge", "1 if the agent's device is copying." },
         { "harmonia_agent_free_bytes", "gauge", "Free bytes of the agent's device." },
         { "harmonia_agent_used_bytes", "gauge", "Used bytes of the agent's device." },
-        { "harmonia_agent_read_bandwidth", "gauge", "Bytes/s read from the device by stage-outs over the last interval." },
-        { "harmonia_agent_write_bandwidth", "gauge", "Bytes/s written to the device by stage-ins over the last interval." },
+        { "harmonia_agent_read_bandwidth", "gauge",
+          "Bytes/s read from the device by stage-outs over the last interval." },
+        { "harmonia_agent_write_bandwidth", "gauge",
+          "Bytes/s written to the device by stage-ins over the last interval." },
         { "harmonia_agent_queue", "gauge", "Transfers in the agent's mover." },
-        { "harmonia_agent_errors_total", "counter", "Failed transfers and device errors reported by the agent." },
+        { "harmonia_agent_errors_total", "counter",
+          "Failed transfers and device errors reported by the agent." },
         { "harmonia_agent_report_age_seconds", "gauge", "Seconds since the agent's last report." },
-        { "harmonia_agent_foreign_bandwidth", "gauge", "Bytes/s of I/O on the device that is neither the agent's nor granted by bbmgrd (0: unknown)." },
-        { "harmonia_agent_available_bandwidth", "gauge", "Bytes/s the scheduler counts on for the node." },
-        { "harmonia_agent_bytes_total", "counter", "Bytes copied by the agent's transfers (also in harmonia_mover_bytes_total)." },
+        { "harmonia_agent_foreign_bandwidth", "gauge",
+          "Bytes/s of I/O on the device that is neither the agent's nor granted by bbmgrd (0: "
+          "unknown)." },
+        { "harmonia_agent_available_bandwidth", "gauge",
+          "Bytes/s the scheduler counts on for the node." },
+        { "harmonia_agent_bytes_total", "counter",
+          "Bytes copied by the agent's transfers (also in harmonia_mover_bytes_total)." },
     };
     double now = hu_mono();
     for (size_t k = 0; k < sizeof(m) / sizeof(*m); k++) {
@@ -770,23 +799,48 @@ char *nodes_metrics(core_t *c)
             const agent_t *g = &G.v[a];
             double v = 0;
             switch (k) {
-            case 0: v = !g->down && g->seen; break;
-            case 1: v = g->st.busy; break;
-            case 2: v = (double)g->st.free_bytes; break;
-            case 3: v = (double)g->st.used_bytes; break;
-            case 4: v = g->st.read_bw; break;
-            case 5: v = g->st.write_bw; break;
-            case 6: v = g->st.queue; break;
-            case 7: v = (double)g->st.errors; break;
-            case 8: v = now - g->last_seen; break;
-            case 9: v = g->foreign; break;
-            case 10: v = g->available; break;
-            default: v = (double)g->bytes; break;
+            case 0:
+                v = !g->down && g->seen;
+                break;
+            case 1:
+                v = g->st.busy;
+                break;
+            case 2:
+                v = (double)g->st.free_bytes;
+                break;
+            case 3:
+                v = (double)g->st.used_bytes;
+                break;
+            case 4:
+                v = g->st.read_bw;
+                break;
+            case 5:
+                v = g->st.write_bw;
+                break;
+            case 6:
+                v = g->st.queue;
+                break;
+            case 7:
+                v = (double)g->st.errors;
+                break;
+            case 8:
+                v = now - g->last_seen;
+                break;
+            case 9:
+                v = g->foreign;
+                break;
+            case 10:
+                v = g->available;
+                break;
+            default:
+                v = (double)g->bytes;
+                break;
             }
             sb(&b, "%s{node=\"%s\"} %.17g\n", m[k].name, g->name, v);
         }
     }
-    sb(&b, "# HELP harmonia_agent_down_total Times an agent was marked down.\n"
+    sb(&b,
+       "# HELP harmonia_agent_down_total Times an agent was marked down.\n"
        "# TYPE harmonia_agent_down_total counter\nharmonia_agent_down_total %ju\n",
        (uintmax_t)G.down_events);
     return b.buf;
@@ -828,8 +882,9 @@ static void bandwidth_flush(core_t *c)
             continue;
         g->bw_pending = false;
         bl_info("buffer node %s: %.0f MB/s of other I/O on its device: the scheduler counts "
-                "on %.0f MB/s", g->name, g->foreign / 1e6, g->available / 1e6);
-        if (last >= 0)      /* every one but the last: the last one's rebuild takes them */
+                "on %.0f MB/s",
+                g->name, g->foreign / 1e6, g->available / 1e6);
+        if (last >= 0) /* every one but the last: the last one's rebuild takes them */
             c->nodes[core_node_index(c, G.v[last].name)].bandwidth = G.v[last].available;
         last = a;
     }

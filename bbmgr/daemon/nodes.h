@@ -31,8 +31,8 @@
  * called with the core lock held. */
 typedef struct {
     /* a result of a transfer run by an agent, applied as the mover's own are */
-    void (*report)(core_t *c, uint64_t tid, const char *job, mover_state_t st,
-                   int64_t done, int64_t total, const char *msg);
+    void (*report)(core_t *c, uint64_t tid, const char *job, mover_state_t st, int64_t done,
+                   int64_t total, const char *msg);
     /* node lost of j's allocation is down before j runs: its share moves (the
      * number of stage-ins queued again, or -1: it stays) */
     int (*restage_lost)(core_t *c, job_t *j, int lost, const char *why);
@@ -75,15 +75,15 @@ void nodes_tick(core_t *c, double wall);
 /* An agent's report (POST /v1/agents/<node>, checked by its route in
  * routes_admin.c): who sends it, what it did, what its device holds. */
 typedef struct {
-    const char *agent;          /* the agent process's instance id */
-    const char *dirs;           /* the generation of the directory set it applied;
+    const char *agent; /* the agent process's instance id */
+    const char *dirs;  /* the generation of the directory set it applied;
                                    NULL: none said */
     np_status_t status;
     const np_result_t *results;
     size_t nresults;
-    const np_dir_t *kept;       /* identities of directories listed with keep */
+    const np_dir_t *kept; /* identities of directories listed with keep */
     size_t nkept;
-    const np_usage_t *usage;    /* what its buffer directories hold */
+    const np_usage_t *usage; /* what its buffer directories hold */
     size_t nusage;
 } nodes_report_t;
 

@@ -23,11 +23,10 @@
 /* ------------------------------------------------------------------ jobs */
 static void h_jobs_create(core_t *c, hreq_t *rq, reply_t *r)
 {
-    static const field_t spec[] = {
-        { "id", F_STR, true }, { "uid", F_INT, true }, { "gid", F_INT, false },
-        { "user", F_STR, false }, { "name", F_STR, false }, { "nodes", F_INT, false },
-        { "hints", F_OBJ, false }, { NULL, 0, false }
-    };
+    static const field_t spec[] = { { "id", F_STR, true },     { "uid", F_INT, true },
+                                    { "gid", F_INT, false },   { "user", F_STR, false },
+                                    { "name", F_STR, false },  { "nodes", F_INT, false },
+                                    { "hints", F_OBJ, false }, { NULL, 0, false } };
     long uid = 0, gid = -1, nodes = 1;
     bool created;
     cerr_t e;
@@ -44,8 +43,9 @@ static void h_jobs_create(core_t *c, hreq_t *rq, reply_t *r)
         return (void)hreq_reply_error(r, 400, "user", "must be 1 to 255 characters");
     if (name && strlen(name) > 255)
         return (void)hreq_reply_error(r, 400, "name", "must be at most 255 characters");
-    if (core_job_register(c, id, (uid_t)uid, (gid_t)(gid >= 0 ? gid : uid), user, name,
-                          (int)nodes, json_object_get(rq->body, "hints"), &created, &e) < 0)
+    if (core_job_register(c, id, (uid_t)uid, (gid_t)(gid >= 0 ? gid : uid), user, name, (int)nodes,
+                          json_object_get(rq->body, "hints"), &created, &e)
+        < 0)
         return rq_reply_cerr(r, &e);
     hreq_reply_json(r, created ? 201 : 200, core_job_json(c, core_job(c, id), true));
 }
@@ -61,8 +61,8 @@ static void h_job_get(core_t *c, hreq_t *rq, reply_t *r)
     json_t *last;
     if (!core_job(c, rq->args[0]) && (last = core_ended_job(c, rq->args[0]))) {
         /* ended: its last state, to its owner and administrators */
-        if (!rq->who->admin &&
-            (json_int_t)rq->who->uid != json_integer_value(json_object_get(last, "uid")))
+        if (!rq->who->admin
+            && (json_int_t)rq->who->uid != json_integer_value(json_object_get(last, "uid")))
             return (void)hreq_reply_error(r, 403, NULL, "job %s belongs to another user",
                                           rq->args[0]);
         return hreq_reply_json(r, 200, json_incref(last));
@@ -120,10 +120,10 @@ static void h_job_begin(core_t *c, hreq_t *rq, reply_t *r)
 /* ------------------------------------------------------------------ allocations */
 static void h_alloc_create(core_t *c, hreq_t *rq, reply_t *r)
 {
-    static const field_t spec[] = {
-        { "capacity", F_SIZE, true }, { "nodes", F_INT, false }, { "pool", F_STR, false },
-        { NULL, 0, false }
-    };
+    static const field_t spec[] = { { "capacity", F_SIZE, true },
+                                    { "nodes", F_INT, false },
+                                    { "pool", F_STR, false },
+                                    { NULL, 0, false } };
     double cap = 0;
     long nodes = 0;
     bool created;
@@ -166,10 +166,9 @@ static void h_alloc_release(core_t *c, hreq_t *rq, reply_t *r)
 /* ------------------------------------------------------------------ phases */
 static void h_phase_request(core_t *c, hreq_t *rq, reply_t *r)
 {
-    static const field_t spec[] = {
-        { "volume", F_SIZE, true }, { "direction", F_STR, false }, { "w_done", F_DUR, false },
-        { "wait", F_DUR, false }, { "member", F_STR, false }, { NULL, 0, false }
-    };
+    static const field_t spec[] = { { "volume", F_SIZE, true }, { "direction", F_STR, false },
+                                    { "w_done", F_DUR, false }, { "wait", F_DUR, false },
+                                    { "member", F_STR, false }, { NULL, 0, false } };
     double volume = 0, w_done = -1, wait = 0;
     cerr_t e;
     if (!rq_check_body(rq, r, spec, true))
@@ -209,16 +208,23 @@ typedef struct {
 static int row_phase(sqlite3_stmt *s, void *arg)
 {
     dbphase_t *d = arg;
-    const char *cols[] = { "id", "job", "volume", "direction", "state", "requested",
-                           "granted", "finished", "bytes", "bandwidth", "nodes" };
+    const char *cols[] = { "id",      "job",      "volume", "direction", "state", "requested",
+                           "granted", "finished", "bytes",  "bandwidth", "nodes" };
     json_t *o = json_object();
     for (int i = 0; i < 11; i++) {
         json_t *v;
         switch (sqlite3_column_type(s, i)) {
-        case SQLITE_INTEGER: v = json_integer(sqlite3_column_int64(s, i)); break;
-        case SQLITE_FLOAT: v = json_real(sqlite3_column_double(s, i)); break;
-        case SQLITE_TEXT: v = json_string((const char *)sqlite3_column_text(s, i)); break;
-        default: v = json_null();
+        case SQLITE_INTEGER:
+            v = json_integer(sqlite3_column_int64(s, i));
+            break;
+        case SQLITE_FLOAT:
+            v = json_real(sqlite3_column_double(s, i));
+            break;
+        case SQLITE_TEXT:
+            v = json_string((const char *)sqlite3_column_text(s, i));
+            break;
+        default:
+            v = json_null();
         }
         json_object_set_new(o, cols[i], v);
     }
@@ -241,15 +247,19 @@ static int row_phase(sqlite3_stmt *s, void *arg)
     return json_is_array(d->o) ? 0 : 1;
 }
 
-#define PHASE_COLS "p.id,p.job_id,p.volume,p.direction,p.state,p.requested,p.granted," \
-                   "p.finished,p.bytes,p.bandwidth,p.nodes,j.uid"
+#define PHASE_COLS \
+    "p.id,p.job_id,p.volume,p.direction,p.state,p.requested,p.granted," \
+    "p.finished,p.bytes,p.bandwidth,p.nodes,j.uid"
 
 /* A phase that is no longer open: from the database (committed). */
 static void phase_from_db(core_t *c, hreq_t *rq, uint64_t pid, reply_t *r)
 {
     dbphase_t d = { NULL, 0 };
-    if (state_query(core_state(c), row_phase, &d, "SELECT " PHASE_COLS " FROM phases p JOIN jobs j"
-                    " ON j.id=p.job_id WHERE p.id=?", "i", (int64_t)pid) < 0)
+    if (state_query(core_state(c), row_phase, &d,
+                    "SELECT " PHASE_COLS " FROM phases p JOIN jobs j"
+                    " ON j.id=p.job_id WHERE p.id=?",
+                    "i", (int64_t)pid)
+        < 0)
         return (void)hreq_reply_error(r, 500, NULL, "state database read failed");
     if (!d.o)
         return (void)hreq_reply_error(r, 404, NULL, "no phase %ju", (uintmax_t)pid);
@@ -341,9 +351,9 @@ static void h_phase_join(core_t *c, hreq_t *rq, reply_t *r)
 
 static void h_phase_finish(core_t *c, hreq_t *rq, reply_t *r)
 {
-    static const field_t spec[] = {
-        { "bytes", F_SIZE, false }, { "member", F_STR, false }, { NULL, 0, false }
-    };
+    static const field_t spec[] = { { "bytes", F_SIZE, false },
+                                    { "member", F_STR, false },
+                                    { NULL, 0, false } };
     double bytes = -1;
     uint64_t pid;
     bool ended = true;
@@ -361,7 +371,8 @@ static void h_phase_finish(core_t *c, hreq_t *rq, reply_t *r)
     double vol = p->volume, mbytes = p->mbytes;
     bool shared = member && p->nmembers > 0, munknown = p->munknown;
     if ((member ? core_phase_leave(c, p, member, bytes, &ended, &e)
-                : core_phase_finish(c, p, bytes, &e)) < 0) {
+                : core_phase_finish(c, p, bytes, &e))
+        < 0) {
         json_decref(o);
         return rq_reply_cerr(r, &e);
     }
@@ -370,11 +381,12 @@ static void h_phase_finish(core_t *c, hreq_t *rq, reply_t *r)
         json_decref(o);
         return hreq_reply_json(r, 200, core_phase_json(c, p));
     }
-    if (shared) {   /* what the last member's leave recorded */
+    if (shared) { /* what the last member's leave recorded */
         bytes = munknown || bytes < 0 ? -1 : mbytes + bytes;
         json_t *m = json_object_get(o, "members");
-        json_object_set_new(m, "left", json_integer(json_integer_value(json_object_get(m, "in"))
-                                                    + json_integer_value(json_object_get(m, "left"))));
+        json_object_set_new(m, "left",
+                            json_integer(json_integer_value(json_object_get(m, "in"))
+                                         + json_integer_value(json_object_get(m, "left"))));
         json_object_set_new(m, "in", json_integer(0));
         json_object_set_new(m, "bytes", json_real(bytes >= 0 ? bytes : vol));
     }
@@ -410,9 +422,11 @@ static void h_job_phases(core_t *c, hreq_t *rq, reply_t *r)
     if (limit < 1 || limit > 10000)
         return (void)hreq_reply_error(r, 400, "limit", "must be in 1..10000");
     dbphase_t d = { json_array(), 0 };
-    if (state_query(core_state(c), row_phase, &d, "SELECT " PHASE_COLS " FROM phases p JOIN jobs j"
-                    " ON j.id=p.job_id WHERE p.job_id=? ORDER BY p.id DESC LIMIT ?", "si",
-                    j->id, (int64_t)limit) < 0) {
+    if (state_query(core_state(c), row_phase, &d,
+                    "SELECT " PHASE_COLS " FROM phases p JOIN jobs j"
+                    " ON j.id=p.job_id WHERE p.job_id=? ORDER BY p.id DESC LIMIT ?",
+                    "si", j->id, (int64_t)limit)
+        < 0) {
         json_decref(d.o);
         return (void)hreq_reply_error(r, 500, NULL, "state database read failed");
     }
@@ -432,10 +446,9 @@ static void h_job_phases(core_t *c, hreq_t *rq, reply_t *r)
 /* ------------------------------------------------------------------ stage */
 static void stage_create(core_t *c, hreq_t *rq, reply_t *r, const char *kind)
 {
-    static const field_t spec[] = {
-        { "source", F_STR, true }, { "destination", F_STR, true }, { "type", F_STR, false },
-        { "size", F_SIZE, false }, { "spread", F_BOOL, false }, { NULL, 0, false }
-    };
+    static const field_t spec[] = { { "source", F_STR, true },   { "destination", F_STR, true },
+                                    { "type", F_STR, false },    { "size", F_SIZE, false },
+                                    { "spread", F_BOOL, false }, { NULL, 0, false } };
     double size = -1;
     cerr_t e;
     if (!rq_need_admin(rq, r) || !rq_check_body(rq, r, spec, true))
@@ -469,14 +482,27 @@ static void stage_get(core_t *c, hreq_t *rq, reply_t *r, const char *kind)
     for (int i = 0; i < j->nxfers; i++)
         if (!strcmp(j->xfers[i]->kind, kind))
             json_array_append_new(a, core_xfer_json(c, j->xfers[i]));
-    hreq_reply_json(r, 200, json_pack("{s:s s:s s:s s:o}", "job", j->id, "kind", kind, "state",
-                                      core_stage_summary(j, kind), "transfers", a));
+    hreq_reply_json(r, 200,
+                    json_pack("{s:s s:s s:s s:o}", "job", j->id, "kind", kind, "state",
+                              core_stage_summary(j, kind), "transfers", a));
 }
 
-static void h_stage_in(core_t *c, hreq_t *rq, reply_t *r) { stage_create(c, rq, r, "stage_in"); }
-static void h_stage_out(core_t *c, hreq_t *rq, reply_t *r) { stage_create(c, rq, r, "stage_out"); }
-static void h_stage_in_get(core_t *c, hreq_t *rq, reply_t *r) { stage_get(c, rq, r, "stage_in"); }
-static void h_stage_out_get(core_t *c, hreq_t *rq, reply_t *r) { stage_get(c, rq, r, "stage_out"); }
+static void h_stage_in(core_t *c, hreq_t *rq, reply_t *r)
+{
+    stage_create(c, rq, r, "stage_in");
+}
+static void h_stage_out(core_t *c, hreq_t *rq, reply_t *r)
+{
+    stage_create(c, rq, r, "stage_out");
+}
+static void h_stage_in_get(core_t *c, hreq_t *rq, reply_t *r)
+{
+    stage_get(c, rq, r, "stage_in");
+}
+static void h_stage_out_get(core_t *c, hreq_t *rq, reply_t *r)
+{
+    stage_get(c, rq, r, "stage_out");
+}
 
 static xfer_t *xfer_for(core_t *c, hreq_t *rq, reply_t *r)
 {
@@ -502,10 +528,11 @@ static void h_xfer_get(core_t *c, hreq_t *rq, reply_t *r)
 
 static void h_xfer_update(core_t *c, hreq_t *rq, reply_t *r)
 {
-    static const field_t spec[] = {
-        { "state", F_STR, false }, { "bytes_done", F_SIZE, false },
-        { "bytes_total", F_SIZE, false }, { "message", F_STR, false }, { NULL, 0, false }
-    };
+    static const field_t spec[] = { { "state", F_STR, false },
+                                    { "bytes_done", F_SIZE, false },
+                                    { "bytes_total", F_SIZE, false },
+                                    { "message", F_STR, false },
+                                    { NULL, 0, false } };
     double done = -1, total = -1;
     cerr_t e;
     if (!rq_need_admin(rq, r) || !rq_check_body(rq, r, spec, true)
@@ -526,10 +553,9 @@ static void h_xfer_update(core_t *c, hreq_t *rq, reply_t *r)
 /* ------------------------------------------------------------------ persistent */
 static void h_pbuf_create(core_t *c, hreq_t *rq, reply_t *r)
 {
-    static const field_t spec[] = {
-        { "name", F_STR, true }, { "capacity", F_SIZE, true }, { "pool", F_STR, false },
-        { "uid", F_INT, false }, { "gid", F_INT, false }, { NULL, 0, false }
-    };
+    static const field_t spec[] = { { "name", F_STR, true },  { "capacity", F_SIZE, true },
+                                    { "pool", F_STR, false }, { "uid", F_INT, false },
+                                    { "gid", F_INT, false },  { NULL, 0, false } };
     double cap = 0;
     long uid = rq->who->uid, gid = rq->who->gid;
     bool created;
@@ -541,13 +567,14 @@ static void h_pbuf_create(core_t *c, hreq_t *rq, reply_t *r)
         || !rq_get_size(rq, r, "capacity", true, &cap))
         return;
     if ((rq_has(rq, "uid") || rq_has(rq, "gid")) && !rq->who->admin)
-        return (void)hreq_reply_error(r, 403, "uid", "only SlurmUser and root create buffers for "
+        return (void)hreq_reply_error(r, 403, "uid",
+                                      "only SlurmUser and root create buffers for "
                                       "another user");
     if (!rq_get_int(rq, r, "uid", 0, 4294967294L, &uid)
         || !rq_get_int(rq, r, "gid", 0, 4294967294L, &gid))
         return;
-    pbuf_t *b = core_pbuf_create(c, name, (uid_t)uid, (gid_t)gid, (uint64_t)ceil(cap), pool,
-                                 &created, &e);
+    pbuf_t *b =
+        core_pbuf_create(c, name, (uid_t)uid, (gid_t)gid, (uint64_t)ceil(cap), pool, &created, &e);
     if (!b)
         return rq_reply_cerr(r, &e);
     hreq_reply_json(r, created ? 201 : 200, core_pbuf_json(c, b));
@@ -696,7 +723,7 @@ static bool batch_item_ok(json_t *it, int i, reply_t *r)
         batch_error(r, i, NULL, "must be an object");
         return false;
     }
-    json_object_foreach(it, k, v) {
+    json_object_foreach (it, k, v) {
         if (strcmp(k, "method") && strcmp(k, "path") && strcmp(k, "body")) {
             batch_error(r, i, k, "unknown field (known: method, path, body)");
             return false;
@@ -742,7 +769,7 @@ static bool batch_item_ok(json_t *it, int i, reply_t *r)
 static void h_batch(core_t *c, hreq_t *rq, reply_t *r)
 {
     static const field_t spec[] = { { "requests", F_ARR, true }, { NULL, 0, false } };
-    char pcopy[2048];           /* routes_match() refuses longer paths (404) */
+    char pcopy[2048]; /* routes_match() refuses longer paths (404) */
 
     if (!rq_check_body(rq, r, spec, true))
         return;
@@ -780,16 +807,18 @@ static void h_batch(core_t *c, hreq_t *rq, reply_t *r)
                 hreq_reply_error(&ir, 404, NULL, "no such resource: %s", path);
         } else if (body && !rt->body) {
             hreq_reply_error(&ir, 400, NULL, "%s %s takes no body", method, path);
-        } else if (rt->fn == h_batch) {     /* cannot happen: batch_item_ok() */
+        } else if (rt->fn == h_batch) { /* cannot happen: batch_item_ok() */
             hreq_reply_error(&ir, 400, "path", "a batch cannot contain a batch");
-        } else if (!rq->who->admin && (core_wall() - t0 > BATCH_USER_SECONDS
-                                       || bytes > BATCH_USER_REPLY)) {
-            hreq_reply_error(&ir, 503, NULL, "not run: the batch used its share of the daemon "
+        } else if (!rq->who->admin
+                   && (core_wall() - t0 > BATCH_USER_SECONDS || bytes > BATCH_USER_REPLY)) {
+            hreq_reply_error(&ir, 503, NULL,
+                             "not run: the batch used its share of the daemon "
                              "(%.0f ms or %u MiB of replies); send the items from this one again",
                              BATCH_USER_SECONDS * 1e3, BATCH_USER_REPLY >> 20);
         } else {
-            hreq_t sub = { .api = rq->api, .who = rq->who, .body = body, .conn = NULL,
-                           .max_wait = 0 };
+            hreq_t sub = {
+                .api = rq->api, .who = rq->who, .body = body, .conn = NULL, .max_wait = 0
+            };
             memcpy(sub.args, args, sizeof(args));
             rt->fn(c, &sub, &ir);
         }
@@ -824,34 +853,34 @@ static void h_batch(core_t *c, hreq_t *rq, reply_t *r)
 /* ------------------------------------------------------------------ table */
 /* The routes of this file; routes_admin[] has the others. */
 static const route_t routes_jobs[] = {
-    { "GET",    "/v1/jobs",                    h_jobs_list,     false },
-    { "POST",   "/v1/jobs",                    h_jobs_create,   true },
-    { "GET",    "/v1/jobs/*",                  h_job_get,       false },
-    { "DELETE", "/v1/jobs/*",                  h_job_end,       false },
-    { "PUT",    "/v1/jobs/*/hints",            h_job_hints,     true },
-    { "POST",   "/v1/jobs/*/begin",            h_job_begin,     true },
-    { "POST",   "/v1/jobs/*/allocation",       h_alloc_create,  true },
-    { "GET",    "/v1/jobs/*/allocation",       h_alloc_get,     false },
-    { "DELETE", "/v1/jobs/*/allocation",       h_alloc_release, false },
-    { "POST",   "/v1/jobs/*/phases",           h_phase_request, true },
-    { "GET",    "/v1/jobs/*/phases",           h_job_phases,    false },
-    { "POST",   "/v1/jobs/*/stage_in",         h_stage_in,      true },
-    { "GET",    "/v1/jobs/*/stage_in",         h_stage_in_get,  false },
-    { "POST",   "/v1/jobs/*/stage_out",        h_stage_out,     true },
-    { "GET",    "/v1/jobs/*/stage_out",        h_stage_out_get, false },
-    { "GET",    "/v1/phases/*",                h_phase_get,     false },
-    { "POST",   "/v1/phases/*/finish",         h_phase_finish,  true },
-    { "POST",   "/v1/phases/*/join",           h_phase_join,    true },
-    { "POST",   "/v1/phases/*/progress",       h_phase_progress, true },
-    { "GET",    "/v1/transfers/*",             h_xfer_get,      false },
-    { "PUT",    "/v1/transfers/*",             h_xfer_update,   true },
-    { "GET",    "/v1/persistent",              h_pbuf_list,     false },
-    { "POST",   "/v1/persistent",              h_pbuf_create,   true },
-    { "GET",    "/v1/persistent/*",            h_pbuf_get,      false },
-    { "DELETE", "/v1/persistent/*",            h_pbuf_destroy,  false },
-    { "POST",   "/v1/persistent/*/use",        h_pbuf_use,      true },
-    { "DELETE", "/v1/persistent/*/use/*",      h_pbuf_unuse,    false },
-    { "POST",   "/v1/batch",                   h_batch,         true },
+    { "GET", "/v1/jobs", h_jobs_list, false },
+    { "POST", "/v1/jobs", h_jobs_create, true },
+    { "GET", "/v1/jobs/*", h_job_get, false },
+    { "DELETE", "/v1/jobs/*", h_job_end, false },
+    { "PUT", "/v1/jobs/*/hints", h_job_hints, true },
+    { "POST", "/v1/jobs/*/begin", h_job_begin, true },
+    { "POST", "/v1/jobs/*/allocation", h_alloc_create, true },
+    { "GET", "/v1/jobs/*/allocation", h_alloc_get, false },
+    { "DELETE", "/v1/jobs/*/allocation", h_alloc_release, false },
+    { "POST", "/v1/jobs/*/phases", h_phase_request, true },
+    { "GET", "/v1/jobs/*/phases", h_job_phases, false },
+    { "POST", "/v1/jobs/*/stage_in", h_stage_in, true },
+    { "GET", "/v1/jobs/*/stage_in", h_stage_in_get, false },
+    { "POST", "/v1/jobs/*/stage_out", h_stage_out, true },
+    { "GET", "/v1/jobs/*/stage_out", h_stage_out_get, false },
+    { "GET", "/v1/phases/*", h_phase_get, false },
+    { "POST", "/v1/phases/*/finish", h_phase_finish, true },
+    { "POST", "/v1/phases/*/join", h_phase_join, true },
+    { "POST", "/v1/phases/*/progress", h_phase_progress, true },
+    { "GET", "/v1/transfers/*", h_xfer_get, false },
+    { "PUT", "/v1/transfers/*", h_xfer_update, true },
+    { "GET", "/v1/persistent", h_pbuf_list, false },
+    { "POST", "/v1/persistent", h_pbuf_create, true },
+    { "GET", "/v1/persistent/*", h_pbuf_get, false },
+    { "DELETE", "/v1/persistent/*", h_pbuf_destroy, false },
+    { "POST", "/v1/persistent/*/use", h_pbuf_use, true },
+    { "DELETE", "/v1/persistent/*/use/*", h_pbuf_unuse, false },
+    { "POST", "/v1/batch", h_batch, true },
 };
 
 /* The longest path routes_match() takes. */
@@ -911,8 +940,7 @@ const route_t *routes_match(const char *method, char *path, const char **args, i
         return NULL;
     while (n > 1 && path[n - 1] == '/')
         path[--n] = '\0';
-    found = find(routes_jobs, sizeof(routes_jobs) / sizeof(routes_jobs[0]), method, path,
-                 &path_ok);
+    found = find(routes_jobs, sizeof(routes_jobs) / sizeof(routes_jobs[0]), method, path, &path_ok);
     if (!found)
         found = find(routes_admin, routes_admin_n, method, path, &path_ok);
     if (!found) {

@@ -59,8 +59,14 @@ static void node_drain(core_t *c, hreq_t *rq, reply_t *r, bool drain)
     hreq_reply_json(r, 200, core_node_json(c, idx));
 }
 
-static void h_node_drain(core_t *c, hreq_t *rq, reply_t *r) { node_drain(c, rq, r, true); }
-static void h_node_resume(core_t *c, hreq_t *rq, reply_t *r) { node_drain(c, rq, r, false); }
+static void h_node_drain(core_t *c, hreq_t *rq, reply_t *r)
+{
+    node_drain(c, rq, r, true);
+}
+static void h_node_resume(core_t *c, hreq_t *rq, reply_t *r)
+{
+    node_drain(c, rq, r, false);
+}
 
 static void h_pools(core_t *c, hreq_t *rq, reply_t *r)
 {
@@ -113,14 +119,15 @@ static void h_status(core_t *c, hreq_t *rq, reply_t *r)
     json_object_set_new(o, "started", json_real(core_started(c)));
     json_object_set_new(o, "uptime", json_real(core_wall() - core_started(c)));
     json_object_set_new(o, "auth", json_string(core_cfg(c)->auth_type));
-    json_object_set_new(o, "state", json_pack("{s:s s:i s:I s:b}", "dir", core_cfg(c)->state_dir,
-                                              "schema", STATE_SCHEMA_VERSION, "committed",
-                                              (json_int_t)state_committed(core_state(c)), "durable",
-                                              core_cfg(c)->state_durable));
-    json_object_set_new(o, "caller", json_pack("{s:I s:I s:b}", "uid", (json_int_t)rq->who->uid,
-                                               "gid", (json_int_t)rq->who->gid, "admin",
-                                               rq->who->admin));
-    nodes_status_json(c, o);        /* "agents", only when some are configured */
+    json_object_set_new(o, "state",
+                        json_pack("{s:s s:i s:I s:b}", "dir", core_cfg(c)->state_dir, "schema",
+                                  STATE_SCHEMA_VERSION, "committed",
+                                  (json_int_t)state_committed(core_state(c)), "durable",
+                                  core_cfg(c)->state_durable));
+    json_object_set_new(o, "caller",
+                        json_pack("{s:I s:I s:b}", "uid", (json_int_t)rq->who->uid, "gid",
+                                  (json_int_t)rq->who->gid, "admin", rq->who->admin));
+    nodes_status_json(c, o); /* "agents", only when some are configured */
     hreq_reply_json(r, 200, o);
 }
 
@@ -150,8 +157,9 @@ static void h_held_release(core_t *c, hreq_t *rq, reply_t *r)
         return;
     if (core_held_release(c, rq->args[0], &bytes, &e) < 0)
         return rq_reply_cerr(r, &e);
-    hreq_reply_json(r, 200, json_pack("{s:s s:b s:I}", "job", rq->args[0], "released", 1,
-                                      "bytes", (json_int_t)bytes));
+    hreq_reply_json(
+        r, 200,
+        json_pack("{s:s s:b s:I}", "job", rq->args[0], "released", 1, "bytes", (json_int_t)bytes));
 }
 
 static void h_history(core_t *c, hreq_t *rq, reply_t *r)
@@ -169,16 +177,18 @@ static void h_history(core_t *c, hreq_t *rq, reply_t *r)
             || strcmp(res->pw_name, user))
             return (void)hreq_reply_error(r, 403, "user", "you may read only your own history");
     }
-    if (state_query(core_state(c), row_hist, &h, "SELECT count(*),count(w_iter),avg(w_iter),avg(volume)"
+    if (state_query(core_state(c), row_hist, &h,
+                    "SELECT count(*),count(w_iter),avg(w_iter),avg(volume)"
                     " FROM (SELECT w_iter,volume FROM history WHERE user=? AND job_name=?"
-                    " ORDER BY id DESC LIMIT ?)", "ssi", user, name,
-                    (int64_t)core_cfg(c)->limits_history_keep) < 0)
+                    " ORDER BY id DESC LIMIT ?)",
+                    "ssi", user, name, (int64_t)core_cfg(c)->limits_history_keep)
+        < 0)
         return (void)hreq_reply_error(r, 500, NULL, "state database read failed");
-    hreq_reply_json(r, 200, json_pack("{s:s s:s s:i s:o s:o}", "user", user, "name", name, "jobs",
-                                      (int)h.n, "w_iter",
-                                 h.nw > 0 && !isnan(h.w_iter) ? json_real(h.w_iter) : json_null(),
-                                      "io_volume", h.n > 0 && !isnan(h.volume) ? json_real(h.volume)
-                                                                          : json_null()));
+    hreq_reply_json(
+        r, 200,
+        json_pack("{s:s s:s s:i s:o s:o}", "user", user, "name", name, "jobs", (int)h.n, "w_iter",
+                  h.nw > 0 && !isnan(h.w_iter) ? json_real(h.w_iter) : json_null(), "io_volume",
+                  h.n > 0 && !isnan(h.volume) ? json_real(h.volume) : json_null()));
 }
 
 /* ------------------------------------------------------------------ agents */
@@ -186,27 +196,31 @@ static void h_history(core_t *c, hreq_t *rq, reply_t *r)
  * checked whole here, then applied by nodes.c, which answers with its tasks. */
 static void h_agent_poll(core_t *c, hreq_t *rq, reply_t *r)
 {
-    static const char *const keys[] = { "version", "agent", "dirs", "status", "results",
-                                        "kept", "usage", NULL };
+    static const char *const keys[] = { "version", "agent", "dirs",  "status",
+                                        "results", "kept",  "usage", NULL };
     char msg[400];
     const char *k;
     json_t *val, *b = rq->body;
 
     bool served = nodes_serves(c, rq->args[0]);
     if (rq->who->uid != 0 && rq->who->uid != geteuid())
-        return (void)hreq_reply_error(r, 403, NULL, "only the daemon user (root) may act as a "
+        return (void)hreq_reply_error(r, 403, NULL,
+                                      "only the daemon user (root) may act as a "
                                       "buffer-node agent");
     if (!served)
-        return (void)hreq_reply_error(r, 403, NULL, "node %s is not served by an agent in the "
-                                      "configuration (nodes: agent: true)", rq->args[0]);
+        return (void)hreq_reply_error(r, 403, NULL,
+                                      "node %s is not served by an agent in the "
+                                      "configuration (nodes: agent: true)",
+                                      rq->args[0]);
     if (!b)
         return (void)hreq_reply_error(r, 400, NULL, "a JSON body is required");
-    json_object_foreach(b, k, val) {
+    json_object_foreach (b, k, val) {
         const char *const *p = keys;
         while (*p && strcmp(*p, k))
             p++;
         if (!*p)
-            return (void)hreq_reply_error(r, 400, k, "unknown field (known: version, agent, dirs, "
+            return (void)hreq_reply_error(r, 400, k,
+                                          "unknown field (known: version, agent, dirs, "
                                           "status, results, kept, usage)");
     }
     json_t *ver = json_object_get(b, "version"), *id = json_object_get(b, "agent");
@@ -229,8 +243,10 @@ static void h_agent_poll(core_t *c, hreq_t *rq, reply_t *r)
     for (size_t i = 0; i < nkd; i++) {
         int rc = np_dir_parse(json_array_get(kept, i), &kd[i], msg, sizeof(msg));
         if (rc < 0 || !kd[i].keep || !kd[i].ino)
-            return (void)hreq_reply_error(r, 400, "kept", "%s", rc < 0 ? msg : "each directory "
-                                          "has keep, dev and ino");
+            return (void)hreq_reply_error(r, 400, "kept", "%s",
+                                          rc < 0 ? msg
+                                                 : "each directory "
+                                                   "has keep, dev and ino");
     }
     json_t *usage = json_object_get(b, "usage");
     np_usage_t uv[NP_USAGE_MAX];
@@ -258,9 +274,15 @@ static void h_agent_poll(core_t *c, hreq_t *rq, reply_t *r)
 
     /* everything checked: apply */
     nodes_report_t rp = {
-        .agent = json_string_value(id), .dirs = gen ? json_string_value(gen) : NULL,
-        .status = status, .results = rv, .nresults = nres, .kept = kd, .nkept = nkd,
-        .usage = uv, .nusage = nuv,
+        .agent = json_string_value(id),
+        .dirs = gen ? json_string_value(gen) : NULL,
+        .status = status,
+        .results = rv,
+        .nresults = nres,
+        .kept = kd,
+        .nkept = nkd,
+        .usage = uv,
+        .nusage = nuv,
     };
     hreq_reply_json(r, 200, nodes_report(c, rq->args[0], &rp));
     free(rv);
@@ -268,18 +290,18 @@ static void h_agent_poll(core_t *c, hreq_t *rq, reply_t *r)
 
 /* ------------------------------------------------------------------ table */
 const route_t routes_admin[] = {
-    { "GET",    "/v1/status",                  h_status,        false },
-    { "GET",    "/v1/nodes",                   h_nodes,         false },
-    { "GET",    "/v1/nodes/*",                 h_node_get,      false },
-    { "POST",   "/v1/nodes/*/drain",           h_node_drain,    true },
-    { "POST",   "/v1/nodes/*/resume",          h_node_resume,   true },
-    { "GET",    "/v1/pools",                   h_pools,         false },
-    { "GET",    "/v1/pools/*",                 h_pool_get,      false },
-    { "GET",    "/v1/schedule",                h_schedule,      false },
-    { "GET",    "/v1/policy",                  h_policy_get,    false },
-    { "PUT",    "/v1/policy",                  h_policy_set,    true },
-    { "GET",    "/v1/history",                 h_history,       false },
-    { "DELETE", "/v1/held/*",                  h_held_release,  false },
-    { "POST",   "/v1/agents/*",                h_agent_poll,    true },
+    { "GET", "/v1/status", h_status, false },
+    { "GET", "/v1/nodes", h_nodes, false },
+    { "GET", "/v1/nodes/*", h_node_get, false },
+    { "POST", "/v1/nodes/*/drain", h_node_drain, true },
+    { "POST", "/v1/nodes/*/resume", h_node_resume, true },
+    { "GET", "/v1/pools", h_pools, false },
+    { "GET", "/v1/pools/*", h_pool_get, false },
+    { "GET", "/v1/schedule", h_schedule, false },
+    { "GET", "/v1/policy", h_policy_get, false },
+    { "PUT", "/v1/policy", h_policy_set, true },
+    { "GET", "/v1/history", h_history, false },
+    { "DELETE", "/v1/held/*", h_held_release, false },
+    { "POST", "/v1/agents/*", h_agent_poll, true },
 };
 const size_t routes_admin_n = sizeof(routes_admin) / sizeof(routes_admin[0]);

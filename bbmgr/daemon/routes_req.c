@@ -19,15 +19,23 @@
 static int http_status(int code)
 {
     switch (code) {
-    case EINVAL: return 400;
-    case EPERM: return 403;
-    case ENOENT: return 404;
+    case EINVAL:
+        return 400;
+    case EPERM:
+        return 403;
+    case ENOENT:
+        return 404;
     case EEXIST:
-    case EBUSY: return 409;
-    case EDOM: return 422;
-    case EAGAIN: return 503;
-    case ENOSPC: return 507;
-    default: return 500;
+    case EBUSY:
+        return 409;
+    case EDOM:
+        return 422;
+    case EAGAIN:
+        return 503;
+    case ENOSPC:
+        return 507;
+    default:
+        return 500;
     }
 }
 
@@ -40,10 +48,14 @@ void rq_reply_cerr(reply_t *r, const cerr_t *e)
 
 static const char *ftype_name(ftype_t t)
 {
-    static const char *const n[] = { "a string", "an integer", "a number", "a boolean",
+    static const char *const n[] = { "a string",
+                                     "an integer",
+                                     "a number",
+                                     "a boolean",
                                      "a size (bytes, or a string with a unit)",
                                      "a duration (seconds, or a string with a unit)",
-                                     "an object", "an array" };
+                                     "an object",
+                                     "an array" };
     return n[t];
 }
 
@@ -64,7 +76,7 @@ bool rq_check_body(hreq_t *rq, reply_t *r, const field_t *spec, bool body_requir
         }
         return true;
     }
-    json_object_foreach(b, k, v) {
+    json_object_foreach (b, k, v) {
         const field_t *f = spec;
         while (f->name && strcmp(f->name, k))
             f++;
@@ -78,14 +90,30 @@ bool rq_check_body(hreq_t *rq, reply_t *r, const field_t *spec, bool body_requir
         }
         bool ok;
         switch (f->type) {
-        case F_STR: ok = json_is_string(v); break;
-        case F_INT: ok = json_is_integer(v); break;
-        case F_NUM: ok = json_is_number(v); break;
-        case F_BOOL: ok = json_is_boolean(v); break;
-        case F_SIZE: case F_DUR: ok = json_is_number(v) || json_is_string(v); break;
-        case F_OBJ: ok = json_is_object(v); break;
-        case F_ARR: ok = json_is_array(v); break;
-        default: ok = false;
+        case F_STR:
+            ok = json_is_string(v);
+            break;
+        case F_INT:
+            ok = json_is_integer(v);
+            break;
+        case F_NUM:
+            ok = json_is_number(v);
+            break;
+        case F_BOOL:
+            ok = json_is_boolean(v);
+            break;
+        case F_SIZE:
+        case F_DUR:
+            ok = json_is_number(v) || json_is_string(v);
+            break;
+        case F_OBJ:
+            ok = json_is_object(v);
+            break;
+        case F_ARR:
+            ok = json_is_array(v);
+            break;
+        default:
+            ok = false;
         }
         if (!ok) {
             hreq_reply_error(r, 400, k, "must be %s", ftype_name(f->type));
@@ -157,8 +185,8 @@ bool rq_get_size(hreq_t *rq, reply_t *r, const char *k, bool positive, double *o
 
 bool rq_get_dur(hreq_t *rq, reply_t *r, const char *k, double *out)
 {
-    return get_quantity(rq, r, k, hu_parse_duration, HU_DUR_BARE_SECONDS,
-                        "must be a duration >= 0", false, 1e9, out);
+    return get_quantity(rq, r, k, hu_parse_duration, HU_DUR_BARE_SECONDS, "must be a duration >= 0",
+                        false, 1e9, out);
 }
 
 static bool valid_name(const char *s)
@@ -184,8 +212,10 @@ bool rq_check_name(reply_t *r, const char *field, const char *s)
 bool rq_check_bufname(reply_t *r, const char *field, const char *s)
 {
     if (!hu_bb_name_ok(s)) {
-        hreq_reply_error(r, 400, field, "must be a letter, then letters, digits, '_', '-' or '.', "
-                         "at most %d", HU_BB_NAME_MAX);
+        hreq_reply_error(r, 400, field,
+                         "must be a letter, then letters, digits, '_', '-' or '.', "
+                         "at most %d",
+                         HU_BB_NAME_MAX);
         return false;
     }
     return true;
@@ -195,8 +225,10 @@ bool rq_check_path(reply_t *r, const char *field, const char *s)
 {
     /* the rule of the directives and of the agents (libhutil) */
     if (!hu_bb_path_ok(s)) {
-        hreq_reply_error(r, 400, field, "must be an absolute path of at most %d bytes without "
-                         "'.' or '..' components or newlines", HU_BB_PATH_MAX);
+        hreq_reply_error(r, 400, field,
+                         "must be an absolute path of at most %d bytes without "
+                         "'.' or '..' components or newlines",
+                         HU_BB_PATH_MAX);
         return false;
     }
     return true;

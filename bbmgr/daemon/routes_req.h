@@ -18,9 +18,9 @@ typedef void (*route_f)(core_t *c, hreq_t *rq, reply_t *r);
 
 typedef struct {
     const char *method;
-    const char *pattern;        /* '*' matches one path segment */
+    const char *pattern; /* '*' matches one path segment */
     route_f fn;
-    bool body;                  /* takes a JSON body (optional unless noted in docs) */
+    bool body; /* takes a JSON body (optional unless noted in docs) */
 } route_t;
 
 /* ---- errors */

@@ -42,28 +42,28 @@
 #include "log.h"
 #include "quota.h"
 
-#define BATCH 1024          /* subdirectory names kept per level between two reads */
-#define BTRFS_SUBVOL_INO 256    /* the inode of a btrfs subvolume's root */
+#define BATCH 1024           /* subdirectory names kept per level between two reads */
+#define BTRFS_SUBVOL_INO 256 /* the inode of a btrfs subvolume's root */
 
 typedef struct {
     dev_t dev;
     ino_t ino;
-    char *name;             /* its name in the level above (NULL at the top) */
-    char **pend;            /* subdirectories to empty, then remove */
+    char *name;  /* its name in the level above (NULL at the top) */
+    char **pend; /* subdirectories to empty, then remove */
     size_t npend;
-    bool clean;             /* the last read found nothing left */
-    bool failed;            /* something in it could not be removed: not read again */
-    bool subvol;            /* a subvolume made below the top (quota_nested()) */
+    bool clean;  /* the last read found nothing left */
+    bool failed; /* something in it could not be removed: not read again */
+    bool subvol; /* a subvolume made below the top (quota_nested()) */
 } level_t;
 
 typedef struct {
     bufdir_rm_t *o;
     char *why;
     size_t whylen;
-    int err;                /* first error */
-    bool fatal;             /* the walk cannot go on (stopped, lost its way, no memory) */
-    dev_t dev;              /* the file system walked */
-    quota_tree_t qt;        /* to tell the subvolumes made below the top */
+    int err;         /* first error */
+    bool fatal;      /* the walk cannot go on (stopped, lost its way, no memory) */
+    dev_t dev;       /* the file system walked */
+    quota_tree_t qt; /* to tell the subvolumes made below the top */
 } walk_t;
 
 static void note(walk_t *w, int err, size_t depth, const char *name, const char *what)
@@ -143,8 +143,8 @@ static void scan(walk_t *w, int fd, level_t *l, size_t depth)
         if (type == DT_DIR && w->qt.top) {
             /* a subvolume of the user's: out of the buffer's qgroup before it goes */
             struct stat st;
-            if (fstatat(fd, n, &st, AT_SYMLINK_NOFOLLOW) == 0
-                && st.st_ino == BTRFS_SUBVOL_INO && l->npend < BATCH) {
+            if (fstatat(fd, n, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_ino == BTRFS_SUBVOL_INO
+                && l->npend < BATCH) {
                 kept = true;
                 if (!(l->pend[l->npend] = strdup(n))) {
                     note(w, ENOMEM, depth, n, "remove");
@@ -175,7 +175,7 @@ static void scan(walk_t *w, int fd, level_t *l, size_t depth)
         }
         kept = true;
         if (l->npend == BATCH)
-            continue;           /* the next batch: read again once this one is done */
+            continue; /* the next batch: read again once this one is done */
         if (!(l->pend[l->npend] = strdup(n))) {
             note(w, ENOMEM, depth, n, "remove");
             l->failed = true;
@@ -220,7 +220,7 @@ int bufdir_empty(int dfd, bufdir_rm_t *o, char *why, size_t whylen)
     while (n > 0 && !w.fatal) {
         level_t *l = &v[n - 1];
         if (stopping(&w)) {
-            w.err = 0;          /* the reason is that one */
+            w.err = 0; /* the reason is that one */
             note(&w, EINTR, n, ".", "stopped");
             w.fatal = true;
             break;
@@ -231,8 +231,7 @@ int bufdir_empty(int dfd, bufdir_rm_t *o, char *why, size_t whylen)
             scan(&w, cur, l, n);
         if (l->npend > 0) {
             char *name = l->pend[--l->npend];
-            int c = openat(cur, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK
-                           | O_CLOEXEC);
+            int c = openat(cur, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
             if (c < 0) {
                 /* gone, or no longer a directory: removed as what it is now */
                 if (errno == ENOTDIR || errno == ELOOP) {
@@ -252,8 +251,11 @@ int bufdir_empty(int dfd, bufdir_rm_t *o, char *why, size_t whylen)
             int fe = fstat(c, &st) < 0 ? errno : 0;
             bool sub = !fe && st.st_dev != l->dev, other = sub && !quota_nested(&w.qt, c, &st);
             if (fe || other || (sub && quota_nested_rw(c) < 0) || lock_dir(&w, c, &st) < 0) {
-                note(&w, other ? EXDEV : fe ? fe : errno, n, name,
-                     other ? "another file system is mounted at" : "lock");
+                note(&w,
+                     other ? EXDEV
+                     : fe  ? fe
+                           : errno,
+                     n, name, other ? "another file system is mounted at" : "lock");
                 l->failed = true;
                 close(c);
                 free(name);
@@ -271,20 +273,19 @@ int bufdir_empty(int dfd, bufdir_rm_t *o, char *why, size_t whylen)
                 v = nv;
                 cap *= 2;
             }
-            v[n++] = (level_t){ .dev = st.st_dev, .ino = st.st_ino, .name = name,
-                                .subvol = sub };
+            v[n++] = (level_t){ .dev = st.st_dev, .ino = st.st_ino, .name = name, .subvol = sub };
             close(cur);
             cur = c;
             continue;
         }
         if (n == 1)
-            break;          /* the top: empty, or failed */
+            break; /* the top: empty, or failed */
         /* this level is done: up, to the directory it was reached from; a subvolume
          * of the user's leaves the buffer's qgroup once empty (the kernel refuses
          * that while the group is over its limit) */
         if (l->subvol && !l->failed && quota_nested_leave(&w.qt, cur) < 0)
-            bl_warning("teardown: subvolume '%s' out of the buffer's qgroup 1/%ju: %s",
-                       l->name, (uintmax_t)w.qt.top, strerror(errno));
+            bl_warning("teardown: subvolume '%s' out of the buffer's qgroup 1/%ju: %s", l->name,
+                       (uintmax_t)w.qt.top, strerror(errno));
         int up = openat(cur, "..", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (up < 0 || fstat(up, &st) < 0 || st.st_dev != v[n - 2].dev
             || st.st_ino != v[n - 2].ino) {
@@ -309,7 +310,7 @@ int bufdir_empty(int dfd, bufdir_rm_t *o, char *why, size_t whylen)
             note(&w, errno, n, name, "remove");
             v[n - 1].failed = true;
         }
-        v[n - 1].clean = false;     /* read again once its batch is done */
+        v[n - 1].clean = false; /* read again once its batch is done */
         free(name);
     }
     if (!w.err && quota_tree_drop(&w.qt, cur) < 0)
@@ -341,8 +342,9 @@ int bufdir_trash_path(int pfd, const char *parent, ino_t ino, char *out, size_t 
     }
     if (getrandom(&rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
         return -1;
-    if ((size_t)snprintf(out, len, "%s/" BUFDIR_TRASH "/%ju.%016" PRIx64, parent,
-                         (uintmax_t)ino, rnd) >= len) {
+    if ((size_t)snprintf(out, len, "%s/" BUFDIR_TRASH "/%ju.%016" PRIx64, parent, (uintmax_t)ino,
+                         rnd)
+        >= len) {
         errno = ENAMETOOLONG;
         return -1;
     }
@@ -351,8 +353,8 @@ int bufdir_trash_path(int pfd, const char *parent, ino_t ino, char *out, size_t 
 
 int bufdir_trash_each(int pfd, const char *parent, bufdir_trash_f fn, void *arg)
 {
-    int tfd = openat(pfd, BUFDIR_TRASH, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK
-                     | O_CLOEXEC);
+    int tfd =
+        openat(pfd, BUFDIR_TRASH, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     struct stat st;
     struct dirent *e;
     DIR *d;
@@ -360,7 +362,8 @@ int bufdir_trash_each(int pfd, const char *parent, bufdir_trash_f fn, void *arg)
         return 0;
     if (fstat(tfd, &st) < 0 || st.st_uid != geteuid() || (st.st_mode & 0066)) {
         bl_warning("%s/" BUFDIR_TRASH " is not a directory of uid %u that only it can list "
-                   "or write: not used", parent, (unsigned)geteuid());
+                   "or write: not used",
+                   parent, (unsigned)geteuid());
         close(tfd);
         return 0;
     }
@@ -425,8 +428,7 @@ void bufdir_spares_fill(int mfd, const char *mount, bufdir_spares_t s, int budge
     close(fd);
 }
 
-bool bufdir_spare_take(int mfd, const char *mount, bufdir_spares_t s, int pfd,
-                       const char *name)
+bool bufdir_spare_take(int mfd, const char *mount, bufdir_spares_t s, int pfd, const char *name)
 {
     char n[32];
     int fd;
@@ -450,9 +452,8 @@ bool bufdir_spare_take(int mfd, const char *mount, bufdir_spares_t s, int pfd,
     return false;
 }
 
-int bufdir_create(int pfd, const char *name, int mfd, const char *mount,
-                  const bufdir_spares_t *s, uid_t uid, gid_t gid, struct stat *st,
-                  const char **what)
+int bufdir_create(int pfd, const char *name, int mfd, const char *mount, const bufdir_spares_t *s,
+                  uid_t uid, gid_t gid, struct stat *st, const char **what)
 {
     if (!(s && bufdir_spare_take(mfd, mount, *s, pfd, name)) && mkdirat(pfd, name, 0700) < 0) {
         *what = "mkdir";
@@ -461,8 +462,7 @@ int bufdir_create(int pfd, const char *name, int mfd, const char *mount,
     return bufdir_own(pfd, name, uid, gid, st, what);
 }
 
-int bufdir_own(int pfd, const char *name, uid_t uid, gid_t gid, struct stat *st,
-               const char **what)
+int bufdir_own(int pfd, const char *name, uid_t uid, gid_t gid, struct stat *st, const char **what)
 {
     int fd, e;
     fd = openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
@@ -499,29 +499,29 @@ int bufdir_own(int pfd, const char *name, uid_t uid, gid_t gid, struct stat *st,
  * what they hold) does not change what it finds; a directory is walked once. */
 typedef struct {
     char *name;
-    struct file_handle *fh;     /* NULL: none (reached by its name) */
+    struct file_handle *fh; /* NULL: none (reached by its name) */
 } usub_t;
 
 typedef struct {
     dev_t dev;
     ino_t ino;
-    struct file_handle *fh;     /* of this level's directory; NULL: up is ".." */
+    struct file_handle *fh; /* of this level's directory; NULL: up is ".." */
     usub_t *sub;
     size_t nsub, cap;
 } ulevel_t;
 
 struct bufdir_usage {
-    int fd;                 /* the deepest level's directory, -1: no walk going on */
-    DIR *d;                 /* while that directory is read */
+    int fd; /* the deepest level's directory, -1: no walk going on */
+    DIR *d; /* while that directory is read */
     ulevel_t *lv;
     size_t nlv, caplv;
     dev_t dev;
-    quota_tree_t qt;        /* to tell the subvolumes made below the top */
+    quota_tree_t qt; /* to tell the subvolumes made below the top */
     uint64_t bytes;
-    ino_t *seen;            /* inodes of files of several links met (open addressing, 0: free),
+    ino_t *seen; /* inodes of files of several links met (open addressing, 0: free),
                                and of the directories walked by handle */
     size_t nseen, capseen;
-    bool nofh;              /* handles refused (not root, not supported): by names only */
+    bool nofh; /* handles refused (not root, not supported): by names only */
 };
 
 bufdir_usage_t *bufdir_usage_new(void)
@@ -573,7 +573,7 @@ static bool usage_first(bufdir_usage_t *u, ino_t ino)
         size_t cap = u->capseen ? 2 * u->capseen : 64;
         ino_t *t = calloc(cap, sizeof(ino_t));
         if (!t)
-            return true;        /* counted again rather than not at all */
+            return true; /* counted again rather than not at all */
         for (size_t i = 0; i < u->capseen; i++)
             if (u->seen[i])
                 for (size_t h = (size_t)u->seen[i] % cap;; h = (h + 1) % cap)
@@ -714,7 +714,7 @@ int bufdir_usage_step(bufdir_usage_t *u, int dfd, unsigned long *budget, uint64_
                 continue;
             (*budget)--;
             if (fstatat(u->fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-                continue;       /* gone meanwhile */
+                continue; /* gone meanwhile */
             if (S_ISDIR(st.st_mode)) {
                 u->bytes += (uint64_t)st.st_blocks * 512;
                 if ((st.st_dev == top->dev || (u->qt.btrfs && st.st_ino == BTRFS_SUBVOL_INO))
@@ -726,17 +726,17 @@ int bufdir_usage_step(bufdir_usage_t *u, int dfd, unsigned long *budget, uint64_
             continue;
         }
         (*budget)--;
-        if (top->nsub > 0) {    /* down into the next subdirectory */
+        if (top->nsub > 0) { /* down into the next subdirectory */
             usub_t sub = top->sub[--top->nsub];
             /* by its handle, wherever it is now (once), else by its name */
             int fd = sub.fh ? usage_open(u, u->fd, sub.fh) : -1;
             if (fd < 0 && (!sub.fh || u->nofh))
-                fd = openat(u->fd, sub.name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK
-                                                 | O_CLOEXEC);
+                fd = openat(u->fd, sub.name,
+                            O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
             free(sub.name);
             if (fd < 0) {
                 free(sub.fh);
-                continue;       /* gone, or not a directory any more */
+                continue; /* gone, or not a directory any more */
             }
             /* another device: only a subvolume the user made (same file system, same
              * mount) is entered */
@@ -763,7 +763,7 @@ int bufdir_usage_step(bufdir_usage_t *u, int dfd, unsigned long *budget, uint64_
         }
         free(top->sub);
         free(top->fh);
-        if (--u->nlv == 0) {    /* the walk is complete */
+        if (--u->nlv == 0) { /* the walk is complete */
             *bytes = u->bytes;
             usage_reset(u);
             return 1;

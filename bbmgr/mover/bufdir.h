@@ -27,11 +27,11 @@
 #define BUFDIR_TRASH ".harmonia-trash"
 
 typedef struct {
-    const bool *stop;           /* when set (atomically read): stop at the next entry */
-    uid_t uid;                  /* each directory is given to uid:gid, mode 0700, before */
-    gid_t gid;                  /* it is read: nobody else adds to it while it is emptied */
-    unsigned long removed;      /* out: entries removed */
-    size_t depth;               /* out: deepest level reached (1: dfd's entries) */
+    const bool *stop;      /* when set (atomically read): stop at the next entry */
+    uid_t uid;             /* each directory is given to uid:gid, mode 0700, before */
+    gid_t gid;             /* it is read: nobody else adds to it while it is emptied */
+    unsigned long removed; /* out: entries removed */
+    size_t depth;          /* out: deepest level reached (1: dfd's entries) */
 } bufdir_rm_t;
 
 /* Remove everything below the directory open at dfd (not the directory itself),
@@ -63,22 +63,19 @@ typedef struct {
 /* Make up to 'budget' spares in the mount open at mfd (named 'mount' in logs). */
 void bufdir_spares_fill(int mfd, const char *mount, bufdir_spares_t s, int budget);
 /* Rename a spare to <pfd>/name: true when done (the caller gives it its owner). */
-bool bufdir_spare_take(int mfd, const char *mount, bufdir_spares_t s, int pfd,
-                       const char *name);
+bool bufdir_spare_take(int mfd, const char *mount, bufdir_spares_t s, int pfd, const char *name);
 
 /* Make the buffer directory <pfd>/name for uid:gid, mode 0700: a spare of the
  * mount mfd renamed into place when s is given and one is ready, else mkdirat().
  * Never an existing directory (the name must be free: move an earlier one aside
  * first), and given to its owner only once checked to be the daemon's new one.
  * 0 with its fstat in *st, or -1 with errno and in *what the step that failed. */
-int bufdir_create(int pfd, const char *name, int mfd, const char *mount,
-                  const bufdir_spares_t *s, uid_t uid, gid_t gid, struct stat *st,
-                  const char **what);
+int bufdir_create(int pfd, const char *name, int mfd, const char *mount, const bufdir_spares_t *s,
+                  uid_t uid, gid_t gid, struct stat *st, const char **what);
 /* The second half of bufdir_create(): <pfd>/name, a directory this process just
  * made (quota.c: a subvolume, a directory with a project id), checked to be its
  * own, given to uid:gid with mode 0700. */
-int bufdir_own(int pfd, const char *name, uid_t uid, gid_t gid, struct stat *st,
-               const char **what);
+int bufdir_own(int pfd, const char *name, uid_t uid, gid_t gid, struct stat *st, const char **what);
 
 /* Call fn for each directory in <pfd>/.harmonia-trash (entries that are not
  * directories are passed over), with the trash's descriptor, the entry's name and

@@ -191,7 +191,8 @@ static void feed(mover_t *m, mxfer_t *x)
         if (t->len > m->chunk)
             t->len = m->chunk;
         if (hs_sfq_enqueue(m->q, x->job->flow, (uint64_t)(uintptr_t)t,
-                           t->len < META_COST ? META_COST : t->len) < 0) {
+                           t->len < META_COST ? META_COST : t->len)
+            < 0) {
             char *msg = mover_xprintf("%s: scheduler: %s", mover_kind_name(x), strerror(errno));
             mover_task_free(t);
             xfer_abort(m, x, MV_FAILED, msg);
@@ -291,7 +292,7 @@ static void xfer_check(mover_t *m, mxfer_t *x)
                 }
             }
             if (!x->durable_done && !x->durable_failed)
-                return;     /* (stopped: left to the next start) */
+                return; /* (stopped: left to the next start) */
             x->result = x->durable_done ? MV_DONE : MV_FAILED;
         } else {
             x->result = MV_DONE;
@@ -336,7 +337,7 @@ static void file_gone(mover_t *m, mxfer_t *x, mfile_t *f, bool ok)
 static void syncq_flush(mover_t *m, mxfer_t *x, bool force)
 {
     if (!x->syncq || x->aborting)
-        return;     /* aborting: they are in x->live, ABORT removes them */
+        return; /* aborting: they are in x->live, ABORT removes them */
     if (!force && x->nsyncq < SYNC_FILES && x->syncq_bytes < SYNC_BYTES)
         return;
     task_t *t = mover_task_new(T_SYNC, x);
@@ -393,7 +394,7 @@ static void task_done(mover_t *m, task_t *t)
         }
         m->st.chunks++;
         if (t->file_done) {
-            file_ready(m, x, f, t);     /* a one-chunk file, finished in the same task */
+            file_ready(m, x, f, t); /* a one-chunk file, finished in the same task */
         } else if (t->ok && f->done == f->nchunks && !x->aborting) {
             task_t *ft = mover_task_new(T_FILE, x);
             if (!ft) {
@@ -423,7 +424,7 @@ static void task_done(mover_t *m, task_t *t)
         break;
     case T_DURABLE:
         if (t->skipped)
-            break;      /* stopped: the next start makes it durable */
+            break; /* stopped: the next start makes it durable */
         if (t->ok) {
             x->durable_done = true;
         } else {
@@ -452,14 +453,30 @@ static void task_done(mover_t *m, task_t *t)
 static void task_run(mover_t *m, worker_t *w, task_t *t)
 {
     switch (t->kind) {
-    case T_PREPARE: mover_run_prepare(m, t); break;
-    case T_CHUNK: mover_run_chunk(m, w, t); break;
-    case T_FILE: mover_run_file(m, t); break;
-    case T_SYNC: mover_run_sync(m, t); break;     /* (not reached: the syncer runs them) */
-    case T_DURABLE: mover_run_durable(m, t); break;   /* (same) */
-    case T_FINISH: mover_run_finish(m, t); break;
-    case T_ABORT: mover_run_abort(m, t); break;
-    case T_RMTREE: mover_run_rmtree(m, t); break;
+    case T_PREPARE:
+        mover_run_prepare(m, t);
+        break;
+    case T_CHUNK:
+        mover_run_chunk(m, w, t);
+        break;
+    case T_FILE:
+        mover_run_file(m, t);
+        break;
+    case T_SYNC:
+        mover_run_sync(m, t);
+        break; /* (not reached: the syncer runs them) */
+    case T_DURABLE:
+        mover_run_durable(m, t);
+        break; /* (same) */
+    case T_FINISH:
+        mover_run_finish(m, t);
+        break;
+    case T_ABORT:
+        mover_run_abort(m, t);
+        break;
+    case T_RMTREE:
+        mover_run_rmtree(m, t);
+        break;
     }
 }
 
@@ -565,8 +582,7 @@ static void *syncer_main(void *arg)
              * thread that submits them).  Not forever: mq-deadline serves a waiting
              * request after prio_aging_expire (10 s), BFQ the idle class every
              * 200 ms; 'none' ignores classes. */
-            syscall(SYS_ioprio_set, IOPRIO_WHO_PROCESS, 0,
-                    IOPRIO_PRIO_VALUE(IOPRIO_CLASS_IDLE, 0));
+            syscall(SYS_ioprio_set, IOPRIO_WHO_PROCESS, 0, IOPRIO_PRIO_VALUE(IOPRIO_CLASS_IDLE, 0));
             mover_run_durable(m, t);
             syscall(SYS_ioprio_set, IOPRIO_WHO_PROCESS, 0,
                     IOPRIO_PRIO_VALUE(IOPRIO_CLASS_BE, IOPRIO_NORM));
@@ -607,7 +623,8 @@ mover_t *mover_create(const cfg_t *cfg, hu_error_t *err)
     pthread_cond_init(&m->scond, NULL);
     m->chunk = cfg->mover_chunk;
     m->verify = !strcmp(cfg->mover_verify, "checksum") ? V_CHECKSUM
-                : !strcmp(cfg->mover_verify, "size") ? V_SIZE : V_NONE;
+                : !strcmp(cfg->mover_verify, "size")   ? V_SIZE
+                                                       : V_NONE;
     if (cksum_parse(cfg->mover_checksum, &m->alg) < 0) {
         hu_errprintf(err, "mover.checksum: unknown algorithm %s", cfg->mover_checksum);
         goto error;
@@ -619,8 +636,9 @@ mover_t *mover_create(const cfg_t *cfg, hu_error_t *err)
     m->rate = cfg->mover_max_rate;
     m->durable_in = cfg->mover_durable_stage_in;
     m->durable_out = cfg->mover_durable_before_done;
-    m->max_entries = cfg->mover_max_entries > INT_MAX / 2 ? INT_MAX / 2 : (int)cfg->mover_max_entries;
-    const char *dd = getenv("BBMGRD_DEFER_DURABLE");   /* 0: for A/B runs */
+    m->max_entries = cfg->mover_max_entries > INT_MAX / 2 ? INT_MAX / 2
+                                                          : (int)cfg->mover_max_entries;
+    const char *dd = getenv("BBMGRD_DEFER_DURABLE"); /* 0: for A/B runs */
     m->defer_durable = !(dd && *dd == '0');
     {
         struct timespec rt, bt;
@@ -665,8 +683,8 @@ mover_t *mover_create(const cfg_t *cfg, hu_error_t *err)
     prm.bf_limit = prm.depth;
     uint64_t inflight = ((uint64_t)prm.depth * SLOT_BYTES + m->chunk - 1) / m->chunk;
     m->backlog = (int)(inflight * 2 < 4 ? 4 : inflight * 2 > 256 ? 256 : inflight * 2);
-    if (!(m->q = hs_sfq_create(&prm)) || !(m->jobs = hmap_create())
-        || !(m->xfers = hmap_create()) || !(m->lefts = hmap_create())) {
+    if (!(m->q = hs_sfq_create(&prm)) || !(m->jobs = hmap_create()) || !(m->xfers = hmap_create())
+        || !(m->lefts = hmap_create())) {
         hu_errprintf(err, "mover: %s", strerror(errno));
         goto error;
     }
@@ -781,7 +799,8 @@ void mover_destroy(mover_t *m)
         stuck += join_until(m->syncer, until) < 0;
     if (stuck) {
         bl_error("mover: %d thread(s) did not stop within %.0f s (stuck in a system call): "
-                 "not waited for", stuck, STOP_WAIT);
+                 "not waited for",
+                 stuck, STOP_WAIT);
         errno = saved;
         return;
     }
@@ -913,8 +932,7 @@ int mover_submit(mover_t *m, const mover_spec_t *spec)
     x->max_bytes = spec->stage_out ? 0 : spec->max_bytes;
     x->max_entries = m->max_entries;
     if (spec->nparts > 1) {
-        bool bad = spec->nparts > MOVER_MAX_PARTS || spec->part < 0
-                   || spec->part >= spec->nparts;
+        bool bad = spec->nparts > MOVER_MAX_PARTS || spec->part < 0 || spec->part >= spec->nparts;
         if (bad || !(x->roots = calloc((size_t)spec->nparts, sizeof(char *)))) {
             errno = bad ? EINVAL : ENOMEM;
             xfer_free(x);
@@ -965,12 +983,12 @@ int mover_submit(mover_t *m, const mover_spec_t *spec)
     x->pending++;
     mover_fifo_push(m, t);
     pthread_mutex_unlock(&m->lock);
-    bl_debug("mover: transfer %ju of job %s: %s%s %s -> %s (weight %.3g, %s)",
-             (uintmax_t)x->tid, spec->job, x->resync ? "recovery of " : "", mover_kind_name(x),
-             x->src,
-             x->dst, j->weight, x->sync_each    ? "fsync'd before done"
-                                : x->sync_after ? "fsync'd after done"
-                                                : "not fsync'd");
+    bl_debug("mover: transfer %ju of job %s: %s%s %s -> %s (weight %.3g, %s)", (uintmax_t)x->tid,
+             spec->job, x->resync ? "recovery of " : "", mover_kind_name(x), x->src, x->dst,
+             j->weight,
+             x->sync_each    ? "fsync'd before done"
+             : x->sync_after ? "fsync'd after done"
+                             : "not fsync'd");
     return 0;
 nomem:
     xfer_free(x);
@@ -1065,7 +1083,8 @@ void mover_poll(mover_t *m, mover_report_f cb, void *arg)
         char *note = NULL;
         if ((x->copied || (x->final && x->result == MV_DONE)) && x->nspecial)
             note = mover_xprintf("skipped %d file(s) that are neither regular files, directories "
-                                 "nor symlinks (first: %s)", x->nspecial, x->note ? x->note : "?");
+                                 "nor symlinks (first: %s)",
+                                 x->nspecial, x->note ? x->note : "?");
         if (x->copied && !x->done_reported) {
             /* done; its fsyncs go on (a recovery was reported done long ago) */
             x->done_reported = true;
@@ -1091,11 +1110,12 @@ void mover_poll(mover_t *m, mover_report_f cb, void *arg)
         }
         free(note);
         if (x->copied)
-            continue;       /* done: no progress left to report */
+            continue; /* done: no progress left to report */
         bool total_new = x->total >= 0 && !x->rep_total;
-        if (total_new || (x->done != x->rep_done
-                          && (now - x->rep_time >= REPORT_SECONDS
-                              || (uint64_t)(x->done - x->rep_done) >= REPORT_BYTES))) {
+        if (total_new
+            || (x->done != x->rep_done
+                && (now - x->rep_time >= REPORT_SECONDS
+                    || (uint64_t)(x->done - x->rep_done) >= REPORT_BYTES))) {
             cb(x->tid, job, MV_RUNNING, x->done, x->total, NULL, arg);
             x->rep_done = x->done;
             x->rep_time = now;
@@ -1130,7 +1150,7 @@ void mover_foreach_job(mover_t *m, mover_job_f cb, void *arg)
     for (void *it = hmap_first(m->jobs, &v); it; it = hmap_next(m->jobs, it, &v)) {
         mjob_t *j = v;
         if (j->key)
-            continue;   /* an earlier job of the same id */
+            continue; /* an earlier job of the same id */
         cb(j->id, j->weight, j->bytes, j->nactive, arg);
     }
     pthread_mutex_unlock(&m->lock);

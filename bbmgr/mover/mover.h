@@ -35,21 +35,21 @@
 /* A transfer handed to the mover (strings are copied). */
 typedef struct {
     uint64_t tid;
-    const char *job;            /* job id: the SFQ flow */
-    double weight;              /* the policy's weight for the job (> 0) */
-    uid_t uid;                  /* the job's user: every file access is made as it */
+    const char *job; /* job id: the SFQ flow */
+    double weight;   /* the policy's weight for the job (> 0) */
+    uid_t uid;       /* the job's user: every file access is made as it */
     gid_t gid;
-    const char *user;           /* user name (supplementary groups), may be NULL */
-    bool stage_out;             /* false: stage-in (copies belong to uid/gid) */
-    bool directory;             /* type directory (else file) */
+    const char *user; /* user name (supplementary groups), may be NULL */
+    bool stage_out;   /* false: stage-in (copies belong to uid/gid) */
+    bool directory;   /* type directory (else file) */
     const char *src, *dst;
     /* Recovery of a stage-out recorded done whose fsyncs had not finished: copy again
      * what is not known to be intact (files complete at the destination, changed
      * since the boot, are kept), fsync everything, report MV_DURABLE (or
      * MV_NOT_DURABLE), nothing else.  Not cancelled by the end of its job. */
     bool resync;
-    double done_at;             /* resync: wall-clock time the transfer was done */
-    int64_t max_bytes;          /* stage-in: the capacity of the buffer it writes into;
+    double done_at;    /* resync: wall-clock time the transfer was done */
+    int64_t max_bytes; /* stage-in: the capacity of the buffer it writes into;
                                    a source larger than this fails (0: no limit) */
     /* Part `part` of a transfer spread over the nodes of an allocation (nparts >= 2;
      * 0: a transfer of its own); roots[k] is the job's directory on node k, and the
@@ -63,7 +63,7 @@ typedef struct {
      * source is missing (part 0 excepted). */
     int part, nparts;
     const char *roots[MOVER_MAX_PARTS];
-    unsigned run;               /* agents: how many times bbmgrd ran it again (not used
+    unsigned run; /* agents: how many times bbmgrd ran it again (not used
                                    by the mover) */
 } mover_spec_t;
 
@@ -73,7 +73,7 @@ mover_t *mover_create(const cfg_t *cfg, hu_error_t *err);
  * the database and are queued again at the next start).  Accepts NULL. */
 void mover_destroy(mover_t *m);
 
-int mover_submit(mover_t *m, const mover_spec_t *spec);      /* -1 / ENOMEM, EEXIST */
+int mover_submit(mover_t *m, const mover_spec_t *spec); /* -1 / ENOMEM, EEXIST */
 bool mover_has(mover_t *m, uint64_t tid);
 
 /* Stop a transfer (its partial files are removed, then it reports cancelled). */

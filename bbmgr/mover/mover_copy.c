@@ -285,13 +285,15 @@ static int walk_dir(task_t *t, const char *root)
             int c = -1;
             if (ents_add(x, E_DIR, crel, &st) < 0)
                 r = wfail(t, ENOMEM, root, crel, "walk");
-            else if ((c = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK
-                                           | O_CLOEXEC)) < 0)
+            else if ((c = openat(fd, name,
+                                 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC))
+                     < 0)
                 r = wfail(t, errno, root, crel, "open directory");
             else if (fstat(c, &cs) < 0 || cs.st_dev != st.st_dev || cs.st_ino != st.st_ino)
                 r = wfailmsg(t, root, crel, "replaced during the walk");
             else if (one_fs && cs.st_dev != l->dev && !quota_nested(&qt, c, &cs))
-                r = wfailmsg(t, root, crel, "another file system is mounted there, not part "
+                r = wfailmsg(t, root, crel,
+                             "another file system is mounted there, not part "
                              "of the buffer: not copied");
             else if (n == cap) {
                 wlevel_t *nv = realloc(v, 2 * cap * sizeof(*v));
@@ -386,7 +388,7 @@ static int put_link(task_t *t, const entry_t *e, const char *target, const char 
     char *tmp;
 
     if (h >= 0 && (size_t)h == n && !memcmp(have, target, n))
-        return 0;   /* already there */
+        return 0; /* already there */
     if (!(tmp = mover_tmp_name(dst, t->x->tid, -1)))
         return mover_tfail(t, ENOMEM, dst, "symlink");
     unlink(tmp);
@@ -506,8 +508,7 @@ static bool already_there(const mover_t *m, const entry_t *e, const char *dst)
 {
     struct stat st;
     return lstat(dst, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == e->st.st_size
-           && st.st_ctim.tv_sec > m->boot + BOOT_MARGIN
-           && st.st_mtim.tv_sec == e->st.st_mtim.tv_sec
+           && st.st_ctim.tv_sec > m->boot + BOOT_MARGIN && st.st_mtim.tv_sec == e->st.st_mtim.tv_sec
            && st.st_mtim.tv_nsec == e->st.st_mtim.tv_nsec
            && (st.st_mode & 07777) == (e->st.st_mode & 07777);
 }
@@ -521,7 +522,8 @@ static int prepare_dst_only(mover_t *m, task_t *t)
     int64_t total = 0;
 
     bl_warning("mover: transfer %ju: recovery: %s is gone; the destination %s, written in "
-               "this boot, is made durable as it is", (uintmax_t)x->tid, x->src, x->dst);
+               "this boot, is made durable as it is",
+               (uintmax_t)x->tid, x->src, x->dst);
     x->dst_only = true;
     if (stat(x->dst, &st) < 0)
         return mover_tfail(t, errno, x->dst, "stat");
@@ -554,18 +556,19 @@ int mover_run_prepare(mover_t *m, task_t *t)
 
     ident_user(&x->id, x->id.uid, x->id.gid, x->user);
     if (mover_become(m, &x->id) < 0)
-        return tfailmsg(t, x->src, m->root ? "cannot act as the job's user"
-                                           : "bbmgrd is not root: cannot act as the job's user");
+        return tfailmsg(t, x->src,
+                        m->root ? "cannot act as the job's user"
+                                : "bbmgrd is not root: cannot act as the job's user");
     int lrc = x->stage_out && x->nparts > 1 ? lstat(x->src, &st) : 0;
-    bool dup = false;   /* a lower part is on the same node (a share moved there) */
+    bool dup = false; /* a lower part is on the same node (a share moved there) */
     for (int k = 0; x->stage_out && k < x->part; k++)
         dup = dup || !strcmp(x->roots[k], x->roots[x->part]);
     if (x->stage_out && x->nparts > 1
         && (dup || (lrc < 0 && errno == ENOENT && x->part > 0)
             || (lrc == 0 && S_ISLNK(st.st_mode) && link_into_roots(x, x->src)))) {
         /* a part of a spread stage-out with nothing on its node */
-        bl_debug("mover: transfer %ju: part %d of %d: nothing at %s", (uintmax_t)x->tid,
-                 x->part, x->nparts, x->src);
+        bl_debug("mover: transfer %ju: part %d of %d: nothing at %s", (uintmax_t)x->tid, x->part,
+                 x->nparts, x->src);
         if (!(x->files = calloc(1, sizeof(int))))
             return mover_tfail(t, ENOMEM, x->src, "walk");
         pthread_mutex_lock(&m->lock);
@@ -580,8 +583,9 @@ int mover_run_prepare(mover_t *m, task_t *t)
          * what the copy wrote, so the destination as it is can be made durable;
          * after a reboot it may have lost data, and nothing can tell */
         if (!(x->done_at > (double)(m->boot + BOOT_MARGIN)))
-            return tfailmsg(t, x->src, "gone, and the machine restarted since the stage-out "
-                                       "was done: its copy cannot be checked");
+            return tfailmsg(t, x->src,
+                            "gone, and the machine restarted since the stage-out "
+                            "was done: its copy cannot be checked");
         return prepare_dst_only(m, t);
     }
     if (x->directory) {
@@ -594,9 +598,9 @@ int mover_run_prepare(mover_t *m, task_t *t)
     } else {
         struct stat dst;
         if (!S_ISREG(st.st_mode))
-            return tfailmsg(t, x->src, S_ISDIR(st.st_mode)
-                                           ? "is a directory (use type=directory)"
-                                           : "not a regular file");
+            return tfailmsg(t, x->src,
+                            S_ISDIR(st.st_mode) ? "is a directory (use type=directory)"
+                                                : "not a regular file");
         if (faccessat(AT_FDCWD, x->src, R_OK, AT_EACCESS) < 0)
             return mover_tfail(t, errno, x->src, "not readable by the job's user");
         if (stat(x->dst, &dst) == 0 && S_ISDIR(dst.st_mode) && dst_into_dir(t, x) < 0)
@@ -608,8 +612,8 @@ int mover_run_prepare(mover_t *m, task_t *t)
         return 0;
     int *owner = NULL;
     bool spread_in = !x->stage_out && x->nparts > 1 && x->directory;
-    if (spread_in && (!(owner = calloc((size_t)x->nents + 1, sizeof(int)))
-                      || assign_parts(t, owner) < 0)) {
+    if (spread_in
+        && (!(owner = calloc((size_t)x->nents + 1, sizeof(int))) || assign_parts(t, owner) < 0)) {
         free(owner);
         return owner ? -1 : mover_tfail(t, ENOMEM, x->src, "walk");
     }
@@ -624,8 +628,10 @@ int mover_run_prepare(mover_t *m, task_t *t)
                 size += x->ents[i].st.st_size;
         if (size > x->max_bytes) {
             char what[200];
-            snprintf(what, sizeof(what), "%jd bytes, more than the capacity of the buffer on "
-                     "this node (%jd bytes): refused", (intmax_t)size, (intmax_t)x->max_bytes);
+            snprintf(what, sizeof(what),
+                     "%jd bytes, more than the capacity of the buffer on "
+                     "this node (%jd bytes): refused",
+                     (intmax_t)size, (intmax_t)x->max_bytes);
             free(owner);
             return tfailmsg(t, x->src, what);
         }
@@ -649,13 +655,14 @@ int mover_run_prepare(mover_t *m, task_t *t)
             r = make_dir(t, e, d);
         else if (e->foreign)
             r = x->part == 0 && strcmp(x->roots[owner[i]], x->roots[0])
-                    ? link_to_part(t, e, owner[i], d) : 0;
+                    ? link_to_part(t, e, owner[i], d)
+                    : 0;
         else if (e->type == E_LINK && x->stage_out && link_into_roots(x, s))
-            r = 0;      /* the part of the node it names copies that file */
+            r = 0; /* the part of the node it names copies that file */
         else if (e->type == E_LINK)
             r = make_link(t, e, s, d);
         else if (e->type == E_HLINK)
-            r = 0;      /* at FINISH, once its first name is in place */
+            r = 0; /* at FINISH, once its first name is in place */
         else {
             total += e->st.st_size;
             if ((e->skipped = already_there(m, e, d)))
@@ -710,7 +717,7 @@ int mover_open_regular(const char *path, const struct stat *want)
     }
     snprintf(proc, sizeof(proc), "/proc/self/fd/%d", pfd);
     fd = open(proc, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-    if (fd < 0 && errno == ENOENT)      /* no /proc: by the path again, checked below */
+    if (fd < 0 && errno == ENOENT) /* no /proc: by the path again, checked below */
         fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_NOFOLLOW | O_CLOEXEC);
     e = errno;
     close(pfd);
@@ -849,7 +856,7 @@ static int file_complete(mover_t *m, task_t *t);
 static bool chunk_is_hole(const mfile_t *f, const task_t *t)
 {
     if ((uint64_t)f->e->st.st_blocks * 512 >= (uint64_t)f->e->st.st_size)
-        return false;   /* not sparse */
+        return false; /* not sparse */
     off_t data = lseek(f->sfd, (off_t)t->off, SEEK_DATA);
     return (data < 0 && errno == ENXIO) || (data >= 0 && (uint64_t)data >= t->off + t->len);
 }
@@ -873,8 +880,8 @@ static int copy_chunk(mover_t *m, worker_t *w, task_t *t)
         for (uint64_t done = 0; done < t->len; done += VBLOCK) {
             uint64_t off = t->off + done, len = t->len - done < VBLOCK ? t->len - done : VBLOCK;
             if (read_full(f->sfd, w->buf, len, off) < 0)
-                return mover_tfail(t, errno, f->src, errno == ENODATA ? "shrank during the transfer"
-                                                                : "read");
+                return mover_tfail(t, errno, f->src,
+                                   errno == ENODATA ? "shrank during the transfer" : "read");
             uint64_t sum = cksum(m->alg, w->buf, len);
             if (write_full(f->dfd, w->buf, len, off) < 0)
                 return mover_tfail(t, errno, f->dst, "write");
@@ -895,8 +902,8 @@ static int copy_chunk(mover_t *m, worker_t *w, task_t *t)
         uint64_t left = t->len;
         while (left > 0) {
             ssize_t n = copy_file_range(f->sfd, &in, f->dfd, &out, left, 0);
-            if (n < 0 && (errno == EXDEV || errno == EINVAL || errno == ENOSYS
-                          || errno == EOPNOTSUPP)) {
+            if (n < 0
+                && (errno == EXDEV || errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP)) {
                 uint64_t off = (uint64_t)in;
                 if (read_full(f->sfd, w->buf, left, off) < 0)
                     return mover_tfail(t, errno, f->src, "read");
@@ -1078,8 +1085,9 @@ int mover_run_sync(mover_t *m, task_t *t)
     for (f = t->batch; f; f = f->snext)
         sync_file_range(f->dfd, 0, 0, SYNC_FILE_RANGE_WRITE);
     for (f = t->batch; f; f = f->snext)
-        sync_file_range(f->dfd, 0, 0, SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE
-                                          | SYNC_FILE_RANGE_WAIT_AFTER);
+        sync_file_range(f->dfd, 0, 0,
+                        SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE
+                            | SYNC_FILE_RANGE_WAIT_AFTER);
     for (f = t->batch; f; f = f->snext)
         if (fsync(f->dfd) < 0) {
             mover_tfail(t, errno, f->dst, "fsync");

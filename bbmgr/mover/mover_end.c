@@ -156,7 +156,7 @@ int mover_run_finish(mover_t *m, task_t *t)
     if (mover_become(m, &x->id) < 0)
         return mover_tfail(t, errno, x->dst, "act as the job's user");
     if (x->dst_only)
-        return 0;       /* a recovery of the destination alone: nothing to set */
+        return 0; /* a recovery of the destination alone: nothing to set */
     for (int i = 0; i < x->nents; i++)
         if (x->ents[i].type == E_HLINK && !x->ents[i].foreign && make_hlink(t, &x->ents[i]) < 0)
             return -1;
@@ -234,9 +234,10 @@ int mover_run_durable(mover_t *m, task_t *t)
                 /* pass 0 takes no error: the next passes report them */
                 if (pass == 0)
                     sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE);
-                else if (sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WAIT_BEFORE
-                                                       | SYNC_FILE_RANGE_WRITE
-                                                       | SYNC_FILE_RANGE_WAIT_AFTER) < 0)
+                else if (sync_file_range(fd, 0, 0,
+                                         SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE
+                                             | SYNC_FILE_RANGE_WAIT_AFTER)
+                         < 0)
                     rc = mover_tfail(t, errno, f, "write back");
                 close(fd);
             }
@@ -259,8 +260,9 @@ int mover_run_durable(mover_t *m, task_t *t)
     double t1 = hu_mono();
     bl_debug("mover: transfer %ju durable: %d files and %d directories fsync'd in %.3f s "
              "(write-back started %.3f s, data written %.3f s, files fsync'd %.3f s, "
-             "directories %.3f s)", (uintmax_t)x->tid, nfiles, ndirs + 1, t1 - t0,
-             tp[0] - t0, tp[1] - tp[0], tp[2] - tp[1], t1 - tp[2]);
+             "directories %.3f s)",
+             (uintmax_t)x->tid, nfiles, ndirs + 1, t1 - t0, tp[0] - t0, tp[1] - tp[0],
+             tp[2] - tp[1], t1 - tp[2]);
     return 0;
 }
 
@@ -281,7 +283,7 @@ void mover_run_abort(mover_t *m, task_t *t)
  * LEFT_RETRY_MAX), until it is gone or the daemon stops (the trash sweep at the
  * next start tries again).  Each failed try is logged with the reason. */
 #define LEFT_RETRY_MAX 60.0
-#define LEFT_MEASURE_STEP 65536     /* entries per step of a leftover's measure */
+#define LEFT_MEASURE_STEP 65536 /* entries per step of a leftover's measure */
 
 /* The bytes the leftover open at fd holds (bufdir_usage_step(), in steps until
  * complete or the mover stops); 0 when it cannot be measured. */
@@ -360,12 +362,13 @@ static void left_keep(mover_t *m, const task_t *t, const char *dir, const struct
     if (!r || !(r->path = strdup(dir))) {
         mover_task_free(r);
         bl_error("teardown of %s: %s (%lu entries removed, depth %zu): what is left stays "
-                 "in %s until the next start", t->path, why, o->removed, o->depth, dir);
+                 "in %s until the next start",
+                 t->path, why, o->removed, o->depth, dir);
         return;
     }
     bl_error("teardown of %s: %s (%lu entries removed, depth %zu): what is left stays in %s, "
-             "the daemon's alone, and is tried again in %.0f s (try %d)", t->path, why,
-             o->removed, o->depth, dir, delay, tries);
+             "the daemon's alone, and is tried again in %.0f s (try %d)",
+             t->path, why, o->removed, o->depth, dir, delay, tries);
     r->uid = t->uid;
     r->gid = t->gid;
     r->dev = st->st_dev;
@@ -416,7 +419,8 @@ void mover_run_rmtree(mover_t *m, task_t *t)
         ours = !(t->dev || t->ino) || (st.st_dev == t->dev && st.st_ino == t->ino);
         if (!ours)
             bl_warning("teardown: %s is no longer the directory it was for (inode %ju, now "
-                       "%ju): left alone", t->path, (uintmax_t)t->ino, (uintmax_t)st.st_ino);
+                       "%ju): left alone",
+                       t->path, (uintmax_t)t->ino, (uintmax_t)st.st_ino);
         else if (t->trash && strcmp(t->path, t->trash)) {
             if (rename(t->path, t->trash) < 0) {
                 bl_warning("teardown: move %s to %s: %s (removed in place)", t->path, t->trash,
@@ -445,7 +449,7 @@ void mover_run_rmtree(mover_t *m, task_t *t)
         rc = bufdir_empty(fd, &o, why, sizeof(why));
     }
     if (rc < 0 && fd >= 0 && m->root)
-        fchmod(fd, 0);          /* not even a directory the user's process is in is theirs */
+        fchmod(fd, 0); /* not even a directory the user's process is in is theirs */
     if (rc < 0 && fd >= 0 && !__atomic_load_n(&m->stop, __ATOMIC_RELAXED))
         /* counted in its node's use until gone */
         left_count(m, dir, true, left_measure(m, fd));
@@ -453,7 +457,8 @@ void mover_run_rmtree(mover_t *m, task_t *t)
         close(fd);
     if (__atomic_load_n(&m->stop, __ATOMIC_RELAXED)) {
         bl_info("teardown of %s: stopped with the mover; the rest of %s is removed at "
-                "the next start", t->path, dir);
+                "the next start",
+                t->path, dir);
         return;
     }
     if (rc < 0) {
@@ -487,8 +492,8 @@ void mover_rm_release(mover_t *m, task_t *t)
     for (int i = 0; i < m->nkept; i++)
         if (util_path_under(m->kept[i], t->path)) {
             bl_warning("teardown: %s is kept: the stage-out from %s could not be made "
-                       "durable (remove it by hand once the data is safe)", t->path,
-                       m->kept[i]);
+                       "durable (remove it by hand once the data is safe)",
+                       t->path, m->kept[i]);
             mover_task_free(t);
             return;
         }

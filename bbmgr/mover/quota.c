@@ -74,8 +74,10 @@ int quota_project_set(const quota_sys_t *sys, int fd, uint64_t bytes, unsigned *
                 pick = cand;
                 break;
             }
-            return util_fail(errno, why, len, "project quota of id %u: %s (is the file system "
-                             "mounted with project quotas?)", cand, strerror(errno));
+            return util_fail(errno, why, len,
+                             "project quota of id %u: %s (is the file system "
+                             "mounted with project quotas?)",
+                             cand, strerror(errno));
         }
         if (dq.dqb_curspace == 0 && dq.dqb_curinodes == 0)
             pick = cand;
@@ -101,8 +103,7 @@ int quota_project_set(const quota_sys_t *sys, int fd, uint64_t bytes, unsigned *
 
 /* ------------------------------------------------------------------ btrfs */
 
-static int btrfs_limit(quota_mount_t *q, int pfd, int fd, uint64_t bytes, char *why,
-                       size_t len)
+static int btrfs_limit(quota_mount_t *q, int pfd, int fd, uint64_t bytes, char *why, size_t len)
 {
     struct btrfs_ioctl_qgroup_limit_args la;
     if (!q->btrfs_on) {
@@ -112,11 +113,11 @@ static int btrfs_limit(quota_mount_t *q, int pfd, int fd, uint64_t bytes, char *
         q->btrfs_on = true;
     }
     memset(&la, 0, sizeof(la));
-    la.qgroupid = 0;            /* the subvolume of fd */
+    la.qgroupid = 0; /* the subvolume of fd */
     la.lim.flags = BTRFS_QGROUP_LIMIT_MAX_RFER;
     la.lim.max_rfer = bytes;
     if (ioctl(fd, BTRFS_IOC_QGROUP_LIMIT, &la) < 0) {
-        q->btrfs_on = errno != ENOTCONN && errno != EINVAL;     /* quota was turned off */
+        q->btrfs_on = errno != ENOTCONN && errno != EINVAL; /* quota was turned off */
         return util_fail(errno, why, len, "btrfs qgroup limit of %ju bytes: %s", (uintmax_t)bytes,
                          strerror(errno));
     }
@@ -132,15 +133,14 @@ static uint64_t subvol_id(int fd)
     return ioctl(fd, BTRFS_IOC_INO_LOOKUP, &a) < 0 ? 0 : a.treeid;
 }
 
-#define QGROUP_LEVEL_SHIFT 48     /* the level in the top 16 bits of a qgroup id */
+#define QGROUP_LEVEL_SHIFT 48 /* the level in the top 16 bits of a qgroup id */
 #define LEVEL1(id) ((1ull << QGROUP_LEVEL_SHIFT) | (id))
 
 /* 0/src in (assign) or out of 1/dst.  A relation made with bytes the kernel cannot
  * add at once leaves the accounting inconsistent: a rescan mends it. */
 static int btrfs_assign(int fd, uint64_t src, uint64_t dst, bool assign)
 {
-    struct btrfs_ioctl_qgroup_assign_args a = { .assign = assign, .src = src,
-                                                .dst = LEVEL1(dst) };
+    struct btrfs_ioctl_qgroup_assign_args a = { .assign = assign, .src = src, .dst = LEVEL1(dst) };
     int rc = ioctl(fd, BTRFS_IOC_QGROUP_ASSIGN, &a);
     if (rc > 0) {
         struct btrfs_ioctl_quota_rescan_args r;
@@ -168,8 +168,8 @@ static int btrfs_group(int fd, uint64_t bytes, char *why, size_t len)
         return util_fail(errno, why, len, "create qgroup 1/%ju: %s", (uintmax_t)id,
                          strerror(errno));
     if (btrfs_assign(fd, id, id, true) < 0)
-        return util_fail(errno, why, len, "assign 0/%ju to 1/%ju: %s", (uintmax_t)id,
-                         (uintmax_t)id, strerror(errno));
+        return util_fail(errno, why, len, "assign 0/%ju to 1/%ju: %s", (uintmax_t)id, (uintmax_t)id,
+                         strerror(errno));
     memset(&la, 0, sizeof(la));
     la.qgroupid = LEVEL1(id);
     la.lim.flags = BTRFS_QGROUP_LIMIT_MAX_RFER;
@@ -293,14 +293,17 @@ static int kind_of(int pfd, char *why, size_t len)
         return QUOTA_K_BTRFS;
     if ((unsigned long)sf.f_type != EXT4_SUPER_MAGIC
         && (unsigned long)sf.f_type != XFS_SUPER_MAGIC) {
-        util_fail(EOPNOTSUPP, why, len, "its file system (type 0x%lx) is neither btrfs, ext4 nor "
-                  "XFS", (unsigned long)sf.f_type);
+        util_fail(EOPNOTSUPP, why, len,
+                  "its file system (type 0x%lx) is neither btrfs, ext4 nor "
+                  "XFS",
+                  (unsigned long)sf.f_type);
         return QUOTA_K_NONE;
     }
     if (quota_sys.quotactl(pfd, QUOTA_QCMD(Q_GETINFO, PRJQUOTA), 0, &di) < 0) {
-        util_fail(errno, why, len, "%s without project quotas on (%s; mount it with prjquota "
-                  "or pquota)", (unsigned long)sf.f_type == XFS_SUPER_MAGIC ? "XFS" : "ext4",
-                  strerror(errno));
+        util_fail(errno, why, len,
+                  "%s without project quotas on (%s; mount it with prjquota "
+                  "or pquota)",
+                  (unsigned long)sf.f_type == XFS_SUPER_MAGIC ? "XFS" : "ext4", strerror(errno));
         return QUOTA_K_NONE;
     }
     return QUOTA_K_PROJECT;
@@ -323,9 +326,10 @@ static int open_new(int pfd, const char *name, bool subvol, char *why, size_t le
 
 static int wanted(const char *enforce)
 {
-    return !strcmp(enforce, "btrfs") ? QUOTA_K_BTRFS
-         : !strcmp(enforce, "project") ? QUOTA_K_PROJECT
-         : !strcmp(enforce, "none") ? QUOTA_K_NONE : 0;
+    return !strcmp(enforce, "btrfs")     ? QUOTA_K_BTRFS
+           : !strcmp(enforce, "project") ? QUOTA_K_PROJECT
+           : !strcmp(enforce, "none")    ? QUOTA_K_NONE
+                                         : 0;
 }
 
 /* The mount's kind looked at if not yet (r: why it is none); -1: enforce asks for
@@ -337,13 +341,15 @@ static int check(quota_mount_t *q, const char *enforce, int want, int pfd, const
         q->kind = (signed char)kind_of(pfd, r, rlen);
     if (want && want != QUOTA_K_NONE && q->kind != want) {
         if (q->kind != QUOTA_K_NONE)
-            snprintf(r, rlen, "its file system is %s", q->kind == QUOTA_K_BTRFS
-                     ? "btrfs" : "one with project quotas");
+            snprintf(r, rlen, "its file system is %s",
+                     q->kind == QUOTA_K_BTRFS ? "btrfs" : "one with project quotas");
         else if (!r[0])
             kind_of(pfd, r, rlen);
-        q->kind = 0;            /* looked at again next time (the site may mend it) */
-        return util_fail(EOPNOTSUPP, why, len, "capacity.enforce: %s: buffer mount %s cannot "
-                         "enforce it: %s", enforce, mount, r);
+        q->kind = 0; /* looked at again next time (the site may mend it) */
+        return util_fail(EOPNOTSUPP, why, len,
+                         "capacity.enforce: %s: buffer mount %s cannot "
+                         "enforce it: %s",
+                         enforce, mount, r);
     }
     return 0;
 }
@@ -367,19 +373,20 @@ bool quota_spares(quota_mount_t *q, const char *enforce, int mfd)
     return q->kind == QUOTA_K_NONE;
 }
 
-int quota_make(quota_mount_t *q, const char *enforce, int pfd, const char *name,
-               const char *mount, uint64_t bytes, char *why, size_t len)
+int quota_make(quota_mount_t *q, const char *enforce, int pfd, const char *name, const char *mount,
+               uint64_t bytes, char *why, size_t len)
 {
     char r[400] = "";
     int want = wanted(enforce);
-    if (want == QUOTA_K_NONE || bytes == 0)     /* 0: no limit said (never "nothing") */
+    if (want == QUOTA_K_NONE || bytes == 0) /* 0: no limit said (never "nothing") */
         return 0;
     if (check(q, enforce, want, pfd, mount, r, sizeof(r), why, len) < 0)
         return -1;
     if (q->kind == QUOTA_K_NONE) {
         if (!q->said)
             bl_info("buffer mount %s: capacities are measured, not enforced by the file "
-                    "system: %s (said once)", mount, r);
+                    "system: %s (said once)",
+                    mount, r);
         q->said = true;
         return 0;
     }
@@ -390,8 +397,8 @@ int quota_make(quota_mount_t *q, const char *enforce, int pfd, const char *name,
             snprintf(r, sizeof(r), "mkdir: %s", strerror(e));
         if (e != EEXIST && !want) {
             if (!q->said)
-                bl_warning("buffer mount %s: %s: capacities measured instead (said once)",
-                           mount, r);
+                bl_warning("buffer mount %s: %s: capacities measured instead (said once)", mount,
+                           r);
             q->said = true;
             return 0;
         }
@@ -399,36 +406,37 @@ int quota_make(quota_mount_t *q, const char *enforce, int pfd, const char *name,
     }
     int fd = open_new(pfd, name, btrfs, r, sizeof(r));
     unsigned id = 0;
-    int rc = fd < 0 ? -1 : btrfs ? btrfs_limit(q, pfd, fd, bytes, r, sizeof(r))
-                                 : quota_project_set(&quota_sys, fd, bytes, &id, r, sizeof(r));
+    int rc = fd < 0  ? -1
+             : btrfs ? btrfs_limit(q, pfd, fd, bytes, r, sizeof(r))
+                     : quota_project_set(&quota_sys, fd, bytes, &id, r, sizeof(r));
     int e = errno;
     if (rc == 0 && btrfs && btrfs_group(fd, bytes, r, sizeof(r)) < 0) {
         /* the subvolume's own limit holds; its user's subvolumes are measured */
         bl_warning("buffer mount %s: %s: %s: subvolumes made below it are measured, not "
-                   "limited", mount, name, r);
+                   "limited",
+                   mount, name, r);
         errno = e;
     }
     if (fd >= 0 && (rc == 0 || !want) && fchmod(fd, 0700) < 0) {
         e = errno;
         snprintf(r, sizeof(r), "chmod: %s", strerror(errno));
         rc = -1;
-        want = q->kind;         /* not usable at all */
+        want = q->kind; /* not usable at all */
     }
     if (fd >= 0)
         close(fd);
     if (rc == 0) {
-        bl_debug("buffer mount %s: %s limited to %ju bytes (%s%u)", mount, name,
-                 (uintmax_t)bytes, btrfs ? "btrfs subvolume" : "project ", id);
+        bl_debug("buffer mount %s: %s limited to %ju bytes (%s%u)", mount, name, (uintmax_t)bytes,
+                 btrfs ? "btrfs subvolume" : "project ", id);
         return 1;
     }
     if (!want) {
         if (!q->said)
-            bl_warning("buffer mount %s: %s: capacities measured instead (said once)", mount,
-                       r);
+            bl_warning("buffer mount %s: %s: capacities measured instead (said once)", mount, r);
         q->said = true;
         return fd >= 0 ? 1 : 0;
     }
-    if (unlinkat(pfd, name, AT_REMOVEDIR) < 0)       /* empty: a subvolume too */
+    if (unlinkat(pfd, name, AT_REMOVEDIR) < 0) /* empty: a subvolume too */
         bl_warning("buffer mount %s: remove %s after a failed limit: %s", mount, name,
                    strerror(errno));
     return util_fail(e, why, len, "capacity.enforce: %s: buffer mount %s: %s", enforce, mount, r);

@@ -32,16 +32,16 @@
 #include <sys/stat.h>
 
 /* QCMD() of <linux/quota.h> without its signed overflow (Q_GETQUOTA << 8) */
-#define QUOTA_QCMD(cmd, type) ((int)(((unsigned)(cmd) << 8) | ((unsigned)(type) & 0xffu)))
+#define QUOTA_QCMD(cmd, type) ((int)(((unsigned)(cmd) << 8) | ((unsigned)(type)&0xffu)))
 
 #define QUOTA_PROJID_BASE 0x40000000u
 #define QUOTA_PROJID_SPAN 0x00100000u
 
 /* What one mount was found to support (the caller's, one per mount). */
 typedef struct {
-    signed char kind;           /* 0: not looked at yet, else QUOTA_K_* */
-    bool said;                  /* "measured only" logged */
-    bool btrfs_on;              /* quota enabled on the btrfs file system */
+    signed char kind; /* 0: not looked at yet, else QUOTA_K_* */
+    bool said;        /* "measured only" logged */
+    bool btrfs_on;    /* quota enabled on the btrfs file system */
 } quota_mount_t;
 enum { QUOTA_K_NONE = 1, QUOTA_K_BTRFS, QUOTA_K_PROJECT };
 
@@ -49,9 +49,9 @@ enum { QUOTA_K_NONE = 1, QUOTA_K_BTRFS, QUOTA_K_PROJECT };
  * runs where no file system has project quotas). */
 struct if_dqblk;
 typedef struct {
-    int (*getxattr)(int fd, struct fsxattr *fx);         /* FS_IOC_FSGETXATTR */
-    int (*setxattr)(int fd, const struct fsxattr *fx);   /* FS_IOC_FSSETXATTR */
-    int (*quotactl)(int fd, int cmd, unsigned id, void *addr);  /* quotactl_fd() */
+    int (*getxattr)(int fd, struct fsxattr *fx);               /* FS_IOC_FSGETXATTR */
+    int (*setxattr)(int fd, const struct fsxattr *fx);         /* FS_IOC_FSSETXATTR */
+    int (*quotactl)(int fd, int cmd, unsigned id, void *addr); /* quotactl_fd() */
 } quota_sys_t;
 extern const quota_sys_t quota_sys;
 
@@ -79,8 +79,8 @@ bool quota_spares(quota_mount_t *q, const char *enforce, int mfd);
  * enforce (logged once): the caller makes it the usual way; -1: enforce asked for
  * btrfs or project and it cannot be: nothing left at the name, errno and in why
  * the reason naming the mount. */
-int quota_make(quota_mount_t *q, const char *enforce, int pfd, const char *name,
-               const char *mount, uint64_t bytes, char *why, size_t len);
+int quota_make(quota_mount_t *q, const char *enforce, int pfd, const char *name, const char *mount,
+               uint64_t bytes, char *why, size_t len);
 
 /* ------------------------------------------------------------------ nested subvolumes
  * A user may make btrfs subvolumes of their own below a buffer directory: each
@@ -90,10 +90,10 @@ int quota_make(quota_mount_t *q, const char *enforce, int pfd, const char *name,
  * mount; never anything else of another device. */
 #define QUOTA_UUID 16
 typedef struct {
-    bool btrfs;             /* the buffer's file system is btrfs */
-    unsigned char uuid[QUOTA_UUID];     /* its uuid (BTRFS_IOC_FS_INFO) */
-    uint64_t mnt;           /* the mount id of the buffer's top (statx), 0: unknown */
-    uint64_t top;           /* the top's subvolume id (its group 1/top), 0: not a subvolume */
+    bool btrfs;                     /* the buffer's file system is btrfs */
+    unsigned char uuid[QUOTA_UUID]; /* its uuid (BTRFS_IOC_FS_INFO) */
+    uint64_t mnt;                   /* the mount id of the buffer's top (statx), 0: unknown */
+    uint64_t top; /* the top's subvolume id (its group 1/top), 0: not a subvolume */
 } quota_tree_t;
 
 /* What tells the nested subvolumes of the tree whose top is open at fd (st). */

@@ -11,8 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-__attribute__((noreturn, format(printf, 2, 3)))
-static inline void fuzz_fail(const char *name, const char *fmt, ...)
+__attribute__((noreturn, format(printf, 2, 3))) static inline void fuzz_fail(const char *name,
+                                                                             const char *fmt, ...)
 {
     va_list ap;
     fprintf(stderr, "%s: ", name);

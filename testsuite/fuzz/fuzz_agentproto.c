@@ -48,7 +48,7 @@ static void tasks(json_t *arr, np_table_t *tab)
     unsigned *runs = calloc(json_array_size(arr) + 1, sizeof(*runs));
     if (!ids || !runs)
         goto out;
-    json_array_foreach(arr, i, o) {
+    json_array_foreach (arr, i, o) {
         np_task_t t, u;
         if (np_task_parse(o, &t, msg, sizeof(msg)) < 0)
             continue;
@@ -60,11 +60,10 @@ static void tasks(json_t *arr, np_table_t *tab)
         if (t.max_bytes < 0 || (t.stage_out && t.max_bytes))
             FAIL("task %ju taken with a byte limit %jd", (uintmax_t)t.tid, (intmax_t)t.max_bytes);
         if (u.tid != t.tid || u.uid != t.uid || u.gid != t.gid || u.run != t.run
-            || u.max_bytes != t.max_bytes
-            || u.stage_out != t.stage_out || u.directory != t.directory || u.resync != t.resync
-            || u.nparts != t.nparts || u.part != t.part || strcmp(u.src, t.src)
-            || strcmp(u.dst, t.dst) || strcmp(u.job, t.job)
-            || (!u.user) != (!t.user) || (u.user && strcmp(u.user, t.user)))
+            || u.max_bytes != t.max_bytes || u.stage_out != t.stage_out
+            || u.directory != t.directory || u.resync != t.resync || u.nparts != t.nparts
+            || u.part != t.part || strcmp(u.src, t.src) || strcmp(u.dst, t.dst)
+            || strcmp(u.job, t.job) || (!u.user) != (!t.user) || (u.user && strcmp(u.user, t.user)))
             FAIL("task %ju changed through its JSON", (uintmax_t)t.tid);
         for (int k = 0; k < t.nparts; k++)
             if (strcmp(u.roots[k], t.roots[k]))
@@ -93,19 +92,19 @@ static void dirs(json_t *arr)
     char msg[300];
     size_t i;
     json_t *o;
-    json_array_foreach(arr, i, o) {
+    json_array_foreach (arr, i, o) {
         np_dir_t d, e;
         if (np_dir_parse(o, &d, msg, sizeof(msg)) < 0)
             continue;
         if (d.ino && !d.keep)
             FAIL("directory '%s' taken with an identity but without keep", d.name);
-        if (!np_dir_name_ok(d.name, d.persistent)
-            || (d.persistent && !hu_bb_name_ok(d.name)) || !strncmp(d.name, ".harmonia", 9))
+        if (!np_dir_name_ok(d.name, d.persistent) || (d.persistent && !hu_bb_name_ok(d.name))
+            || !strncmp(d.name, ".harmonia", 9))
             FAIL("directory '%s' taken against the name rule", d.name);
         json_t *back = np_dir_json(&d);
         if (!back || np_dir_parse(back, &e, msg, sizeof(msg)) < 0 || strcmp(e.name, d.name)
-            || e.persistent != d.persistent || e.uid != d.uid || e.gid != d.gid
-            || e.keep != d.keep || e.dev != d.dev || e.ino != d.ino)
+            || e.persistent != d.persistent || e.uid != d.uid || e.gid != d.gid || e.keep != d.keep
+            || e.dev != d.dev || e.ino != d.ino)
             FAIL("directory '%s' changed through its JSON", d.name);
         json_decref(back);
     }
@@ -118,7 +117,7 @@ static void usages(json_t *arr)
     char msg[300];
     size_t i;
     json_t *o;
-    json_array_foreach(arr, i, o) {
+    json_array_foreach (arr, i, o) {
         np_usage_t u, v;
         if (np_usage_parse(o, &u, msg, sizeof(msg)) < 0)
             continue;
@@ -128,8 +127,7 @@ static void usages(json_t *arr)
             FAIL("usage of '%s' taken with a figure of 2^63 or more", u.name);
         json_t *back = np_usage_json(&u);
         if (!back || np_usage_parse(back, &v, msg, sizeof(msg)) < 0 || strcmp(v.name, u.name)
-            || v.persistent != u.persistent || v.used != u.used || v.dev != u.dev
-            || v.ino != u.ino)
+            || v.persistent != u.persistent || v.used != u.used || v.dev != u.dev || v.ino != u.ino)
             FAIL("usage of '%s' changed through its JSON", u.name);
         json_decref(back);
     }
@@ -147,7 +145,7 @@ static void results(json_t *arr, size_t budget)
     np_result_t *rv = calloc(json_array_size(arr) + 1, sizeof(*rv));
     if (!tab || !ids || !rv)
         goto out;
-    json_array_foreach(arr, i, o) {
+    json_array_foreach (arr, i, o) {
         np_result_t r;
         if (np_result_parse(o, &r, msg, sizeof(msg)) < 0)
             continue;
@@ -155,16 +153,15 @@ static void results(json_t *arr, size_t budget)
         np_result_t u;
         /* a message that is not UTF-8 cannot be in parsed JSON: it comes back */
         if (!back || np_result_parse(back, &u, msg, sizeof(msg)) < 0 || u.id != r.id
-            || u.state != r.state || u.bytes_done != r.bytes_done
-            || u.bytes_total != r.bytes_total || (!u.message) != (!r.message)
-            || (u.message && strcmp(u.message, r.message)))
+            || u.state != r.state || u.bytes_done != r.bytes_done || u.bytes_total != r.bytes_total
+            || (!u.message) != (!r.message) || (u.message && strcmp(u.message, r.message)))
             FAIL("result %ju changed through its JSON", (uintmax_t)r.id);
         json_decref(back);
         bool seen = false;
         for (size_t k = 0; k < n; k++)
             seen |= ids[k] == r.id;
         if (r.id == 0 || seen || r.state == MV_RUNNING)
-            continue;           /* one final result per listed task */
+            continue; /* one final result per listed task */
         rv[n] = r;
         ids[n++] = r.id;
     }
@@ -230,7 +227,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         np_table_destroy(tab);
     }
     dirs(json_object_get(o, "dirs"));
-    dirs(json_object_get(o, "kept"));      /* a report's identities of kept directories */
+    dirs(json_object_get(o, "kept")); /* a report's identities of kept directories */
     usages(json_object_get(o, "usage"));
     np_status_t st, st2;
     json_t *s = json_object_get(o, "status");

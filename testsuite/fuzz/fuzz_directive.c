@@ -37,8 +37,7 @@
 #define CHECK(cond, ...) \
     do { \
         if (!(cond)) { \
-            fprintf(stderr, "fuzz_directive: %s:%d: %s failed: ", __FILE__, \
-                    __LINE__, #cond); \
+            fprintf(stderr, "fuzz_directive: %s:%d: %s failed: ", __FILE__, __LINE__, #cond); \
             fprintf(stderr, __VA_ARGS__); \
             fputc('\n', stderr); \
             abort(); \
@@ -47,8 +46,7 @@
 
 static void check_message(const hu_error_t *err)
 {
-    CHECK(memchr(err->text, '\0', sizeof(err->text)) != NULL,
-          "error text is not NUL-terminated");
+    CHECK(memchr(err->text, '\0', sizeof(err->text)) != NULL, "error text is not NUL-terminated");
     CHECK(strncmp(err->text, HU_BB_PREFIX, strlen(HU_BB_PREFIX)) == 0,
           "error text '%s' does not start with " HU_BB_PREFIX, err->text);
 }
@@ -67,17 +65,20 @@ static void check_round_trip(const hu_bb_request_t *req, int validate_rc)
 
         memset(&again, 0, sizeof(again));
         CHECK(hu_bb_parse(&again, canon, strlen(canon), srcs[i], &err) == 0,
-              "the canonical text does not parse (source %d): %s\n--- text:\n%s",
-              (int)srcs[i], err.text, canon);
+              "the canonical text does not parse (source %d): %s\n--- text:\n%s", (int)srcs[i],
+              err.text, canon);
         canon2 = hu_bb_format(&again);
         CHECK(canon2 != NULL, "hu_bb_format() failed");
         CHECK(strcmp(canon, canon2) == 0,
               "parse(format(r)) formats differently (source %d)\n--- first:\n%s"
-              "--- second:\n%s", (int)srcs[i], canon, canon2);
+              "--- second:\n%s",
+              (int)srcs[i], canon, canon2);
         if (validate_rc != 1) {
             int rc = hu_bb_validate(&again, &err);
-            CHECK(rc == validate_rc, "hu_bb_validate() gave %d, then %d on the "
-                  "canonical text (%s)\n%s", validate_rc, rc, err.text, canon);
+            CHECK(rc == validate_rc,
+                  "hu_bb_validate() gave %d, then %d on the "
+                  "canonical text (%s)\n%s",
+                  validate_rc, rc, err.text, canon);
         }
         free(canon2);
         hu_bb_request_free(&again);
@@ -100,7 +101,7 @@ static void check_parse(const char *text, size_t len, hu_bb_source_t src)
               "a failed hu_bb_parse() changed the request (%s)", err.text);
         return;
     }
-    check_round_trip(&req, 1);  /* 1: do not compare hu_bb_validate() */
+    check_round_trip(&req, 1); /* 1: do not compare hu_bb_validate() */
     rc = hu_bb_validate(&req, &err);
     if (rc < 0)
         CHECK(err.text[0] != '\0' && memchr(err.text, '\0', sizeof(err.text)),
@@ -121,8 +122,8 @@ static void check_merge(const char *text, size_t len)
     char *before, *after;
 
     memset(&req, 0, sizeof(req));
-    CHECK(hu_bb_parse(&req, base, strlen(base), HU_BB_SRC_CANONICAL, &err) == 0,
-          "base request: %s", err.text);
+    CHECK(hu_bb_parse(&req, base, strlen(base), HU_BB_SRC_CANONICAL, &err) == 0, "base request: %s",
+          err.text);
     memcpy(&saved, &req, sizeof(req));
     before = hu_bb_format(&req);
     CHECK(before != NULL, "hu_bb_format() failed");
@@ -134,8 +135,7 @@ static void check_merge(const char *text, size_t len)
         CHECK(after && strcmp(before, after) == 0, "canonical text changed");
     } else {
         CHECK(req.npersist >= 1 && strcmp(req.persist[0].name, "fuzzbase") == 0
-              && req.nstage_in >= 1
-              && strcmp(req.stage_in[0].source, "/pfs/base") == 0,
+                  && req.nstage_in >= 1 && strcmp(req.stage_in[0].source, "/pfs/base") == 0,
               "merging lost the earlier directives");
         check_round_trip(&req, 1);
         after = NULL;
@@ -184,8 +184,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     {
         hu_error_t ferr = { "" };
         if (hu_bb_check_foreign(text, &ferr) < 0)
-            CHECK(strncmp(ferr.text, "#BB_HARMONIA line ", 18) == 0 &&
-                  memchr(ferr.text, '\0', sizeof(ferr.text)) != NULL,
+            CHECK(strncmp(ferr.text, "#BB_HARMONIA line ", 18) == 0
+                      && memchr(ferr.text, '\0', sizeof(ferr.text)) != NULL,
                   "hu_bb_check_foreign() message: %.80s", ferr.text);
     }
     collected = hu_bb_collect_script(text);

@@ -52,7 +52,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     char *joined = malloc(len + 1);
     if (joined) {
-        char *e = joined;      /* appended at its end: strcat would be quadratic */
+        char *e = joined; /* appended at its end: strcat would be quadratic */
         *e = '\0';
         for (int i = 0; i < n; i++) {
             if (i)

@@ -197,14 +197,14 @@ static void one_request(const char *req, size_t len)
         json_error_t jerr;
         jb = json_loadb(body, bodylen, JSON_REJECT_DUPLICATES, &jerr);
         if (!jb)
-            return;                     /* bbmgrd answers 400 before any handler */
+            return; /* bbmgrd answers 400 before any handler */
         if (!json_is_object(jb)) {
             json_decref(jb);
             return;
         }
         if (!rt->body) {
             json_decref(jb);
-            jb = NULL;                  /* bbmgrd ignores the body of these */
+            jb = NULL; /* bbmgrd ignores the body of these */
         }
     }
     hreq_t rq = { .api = NULL, .who = &who, .body = jb, .conn = NULL, .max_wait = 0 };

@@ -15,13 +15,13 @@
 
 #define GiB (1ULL << 30)
 
-#define VERBS "jobbuffer, iohints, stage_in, stage_out, create_persistent, " \
-              "use_persistent, destroy_persistent"
+#define VERBS \
+    "jobbuffer, iohints, stage_in, stage_out, create_persistent, " \
+    "use_persistent, destroy_persistent"
 #define NAME_RULE "(a letter, then letters, digits, '_', '-' or '.', at most 63)"
 
 void parse_ok(hu_bb_request_t *req, const char *text, hu_bb_source_t src);
-void parse_bad(const char *text, size_t len, hu_bb_source_t src,
-               const char *msg);
+void parse_bad(const char *text, size_t len, hu_bb_source_t src, const char *msg);
 void bad(const char *text, const char *msg);
 void canon_eq(const char *text, hu_bb_source_t src, const char *want);
 void validate_bad(const char *text, hu_bb_source_t src, const char *msg);

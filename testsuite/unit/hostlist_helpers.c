@@ -6,8 +6,8 @@
 
 #include "hostlist_helpers.h"
 
-const char *hl_joined(const char *expr, const hu_hostlist_opts_t *o,
-                      hu_hostlist_fail_t *fail, hu_error_t *err)
+const char *hl_joined(const char *expr, const hu_hostlist_opts_t *o, hu_hostlist_fail_t *fail,
+                      hu_error_t *err)
 {
     static char buf[8192];
     hu_error_t e = { "" };

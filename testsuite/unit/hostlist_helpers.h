@@ -8,7 +8,7 @@
 
 /* expr expanded with o: the names joined by ' ', or "ERR:" and err's text (fail and
  * err, either may be NULL, as hu_hostlist_expand() left them).  A static buffer. */
-const char *hl_joined(const char *expr, const hu_hostlist_opts_t *o,
-                      hu_hostlist_fail_t *fail, hu_error_t *err);
+const char *hl_joined(const char *expr, const hu_hostlist_opts_t *o, hu_hostlist_fail_t *fail,
+                      hu_error_t *err);
 
 #endif

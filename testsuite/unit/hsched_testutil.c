@@ -17,13 +17,12 @@ hs_sched_t *ht_sched(const hs_platform_t *p, const char *policy)
     return s;
 }
 
-void ht_request(hs_sched_t *s, double now, uint64_t id, double vol, hs_dir_t dir,
-                double w_done)
+void ht_request(hs_sched_t *s, double now, uint64_t id, double vol, hs_dir_t dir, double w_done)
 {
     hu_error_t err;
 
-    ck_assert_msg(hs_phase_request(s, now, id, vol, dir, w_done, &err) == 0,
-                  "request %ju: %s", (uintmax_t)id, err.text);
+    ck_assert_msg(hs_phase_request(s, now, id, vol, dir, w_done, &err) == 0, "request %ju: %s",
+                  (uintmax_t)id, err.text);
 }
 
 int ht_close(double a, double b)

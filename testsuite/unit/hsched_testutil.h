@@ -15,8 +15,7 @@
 hs_sched_t *ht_sched(const hs_platform_t *p, const char *policy);
 
 /* hs_phase_request() that must succeed. */
-void ht_request(hs_sched_t *s, double now, uint64_t id, double vol, hs_dir_t dir,
-                double w_done);
+void ht_request(hs_sched_t *s, double now, uint64_t id, double vol, hs_dir_t dir, double w_done);
 
 /* |a - b| within 1e-9 of max(1, |b|). */
 int ht_close(double a, double b);

@@ -37,8 +37,7 @@ struct out {
     bool over;
 };
 
-static void put(struct out *o, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+static void put(struct out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 static void put(struct out *o, const char *fmt, ...)
 {
@@ -93,8 +92,7 @@ int sf_workload(uint64_t seed, char *buf, size_t cap)
         napps = N;
     together = one_in(&r, 3);
     allnodes = one_in(&r, 3);
-    put(&o, "# simfuzz workload, seed %llu\nplatform:\n  nodes: %d\n",
-        (unsigned long long)seed, N);
+    put(&o, "# simfuzz workload, seed %llu\nplatform:\n  nodes: %d\n", (unsigned long long)seed, N);
     put(&o, "  node_bandwidth: %.0f B/s\n", logu(&r, 1e7, 1e10));
     put(&o, "  bandwidth: %.0f B/s\napps:\n", logu(&r, 1e8, 1e11));
     /* nodes: at least one each, at most N together (all of them when allnodes) */
@@ -105,15 +103,14 @@ int sf_workload(uint64_t seed, char *buf, size_t cap)
         if (a == napps - 1)
             nodes = left;
         else {
-            int spare = left - (napps - a);    /* beyond one node each */
+            int spare = left - (napps - a); /* beyond one node each */
             nodes = 1 + (int)rng_below(&r, (uint64_t)spare / 2 + 1);
         }
         left -= nodes;
         it = one_in(&r, 4) ? 1 : 1 + (int)rng_below(&r, 30);
         put(&o, "  - name: a%d\n    nodes: %d\n    iterations: %d\n", a, nodes, it);
         put(&o, "    release: ");
-        put_s(&o, together ? 0. : one_in(&r, 2) ? rng_uniform(&r, 0, 100)
-                                                 : logu(&r, 1e-3, 1e3));
+        put_s(&o, together ? 0. : one_in(&r, 2) ? rng_uniform(&r, 0, 100) : logu(&r, 1e-3, 1e3));
         put(&o, "\n");
         /* compute: constant (a periodic job), per iteration, or none */
         zerow = one_in(&r, 8);
@@ -122,8 +119,7 @@ int sf_workload(uint64_t seed, char *buf, size_t cap)
             double w0 = logu(&r, 1e-3, 100);
             put(&o, "    w: [");
             for (int i = 0; i < it; i++) {
-                double w = zerow ? 0. : constw ? w0
-                           : one_in(&r, 10) ? 0. : logu(&r, 1e-3, 100);
+                double w = zerow ? 0. : constw ? w0 : one_in(&r, 10) ? 0. : logu(&r, 1e-3, 100);
                 put(&o, "%s", i ? ", " : "");
                 put_s(&o, w);
             }
@@ -135,9 +131,10 @@ int sf_workload(uint64_t seed, char *buf, size_t cap)
             double v0 = logu(&r, 1e6, 5e10);
             put(&o, "    io_volume: [");
             for (int i = 0; i < it; i++) {
-                double v = mode == 0 ? logu(&r, 1, 1e3)
+                double v = mode == 0   ? logu(&r, 1, 1e3)
                            : mode == 1 ? logu(&r, 1e12, 1e14)
-                           : constw ? v0 : logu(&r, 1e6, 5e10);
+                           : constw    ? v0
+                                       : logu(&r, 1e6, 5e10);
                 put(&o, "%s%.0f B", i ? ", " : "", fmax(1, round(v)));
             }
             put(&o, "]\n");
@@ -150,8 +147,7 @@ int sf_workload(uint64_t seed, char *buf, size_t cap)
 
 /* ------------------------------------------------------------------ checks */
 
-static int fail(char *why, size_t cap, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+static int fail(char *why, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 static int fail(char *why, size_t cap, const char *fmt, ...)
 {
@@ -166,8 +162,8 @@ static int fail(char *why, size_t cap, const char *fmt, ...)
 uint64_t sf_max_work;
 double sf_starve_factor;
 
-int sf_run(const char *yaml, size_t len, const char *policy, bool record,
-           wl_t **wlp, wl_jobs_t **jobsp, sim_result_t *res, char *why, size_t cap)
+int sf_run(const char *yaml, size_t len, const char *policy, bool record, wl_t **wlp,
+           wl_jobs_t **jobsp, sim_result_t *res, char *why, size_t cap)
 {
     hu_error_t err = { .text = "" };
     hu_error_t herr = { .text = "" };
@@ -214,12 +210,12 @@ static int edge_cmp(const void *a, const void *b)
 
     if (x->t != y->t)
         return (x->t > y->t) - (x->t < y->t);
-    return (x->bw > y->bw) - (x->bw < y->bw);    /* ends (negative) first */
+    return (x->bw > y->bw) - (x->bw < y->bw); /* ends (negative) first */
 }
 
 /* Every I/O segment within its job's cap, and the sum at any instant within B. */
-static int check_shares(const wl_t *wl, const wl_jobs_t *jobs, const sim_result_t *r,
-                        char *why, size_t cap)
+static int check_shares(const wl_t *wl, const wl_jobs_t *jobs, const sim_result_t *r, char *why,
+                        size_t cap)
 {
     double B = wl->plat.bw, tolB = 1e-6 * B;
     struct edge *e;
@@ -238,9 +234,10 @@ static int check_shares(const wl_t *wl, const wl_jobs_t *jobs, const sim_result_
             if (s->kind == SEG_COMPUTE || s->bw <= 0)
                 continue;
             if (!(s->bw <= c * (1 + 1e-9)))
-                rc = fail(why, cap, "job %s got %.17g B/s over [%.9g, %.9g] s, more "
-                          "than its cap %.17g", jobs->jobs[j].name, s->bw, s->t0,
-                          s->t1, c);
+                rc = fail(why, cap,
+                          "job %s got %.17g B/s over [%.9g, %.9g] s, more "
+                          "than its cap %.17g",
+                          jobs->jobs[j].name, s->bw, s->t0, s->t1, c);
             e[ne++] = (struct edge){ s->t0, s->bw };
             e[ne++] = (struct edge){ s->t1, -s->bw };
         }
@@ -251,21 +248,24 @@ static int check_shares(const wl_t *wl, const wl_jobs_t *jobs, const sim_result_
         if (i + 1 < ne && e[i + 1].t == e[i].t)
             continue;
         if (sum > B + tolB)
-            rc = fail(why, cap, "the jobs together got %.17g B/s at t = %.9g s, more "
-                      "than B = %.17g", sum, e[i].t, B);
+            rc = fail(why, cap,
+                      "the jobs together got %.17g B/s at t = %.9g s, more "
+                      "than B = %.17g",
+                      sum, e[i].t, B);
     }
     free(e);
     return rc;
 }
 
-static int check_one(const wl_t *wl, const wl_jobs_t *jobs, const sim_result_t *r,
-                     char *why, size_t cap)
+static int check_one(const wl_t *wl, const wl_jobs_t *jobs, const sim_result_t *r, char *why,
+                     size_t cap)
 {
     const hs_metrics_t *m = &r->m;
-    const double f[] = { m->sys_efficiency, m->upper_limit, m->dilation,
-                         m->stretch_max, m->stretch_mean, m->io_slowdown_mean,
-                         m->utilization, m->fairness, m->stall_time, m->makespan,
-                         m->dilation_mean, m->io_slowdown_max, m->io_wait };
+    const double f[] = { m->sys_efficiency, m->upper_limit,   m->dilation,
+                         m->stretch_max,    m->stretch_mean,  m->io_slowdown_mean,
+                         m->utilization,    m->fairness,      m->stall_time,
+                         m->makespan,       m->dilation_mean, m->io_slowdown_max,
+                         m->io_wait };
 
     for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
         if (!isfinite(f[i]))
@@ -274,8 +274,8 @@ static int check_one(const wl_t *wl, const wl_jobs_t *jobs, const sim_result_t *
     if (m->dilation < 1 - 1e-9)
         return fail(why, cap, "dilation %.17g < 1", m->dilation);
     if (m->sys_efficiency > m->upper_limit * (1 + 1e-9))
-        return fail(why, cap, "SysEff %.17g above its upper limit %.17g",
-                    m->sys_efficiency, m->upper_limit);
+        return fail(why, cap, "SysEff %.17g above its upper limit %.17g", m->sys_efficiency,
+                    m->upper_limit);
     if (m->upper_limit > 1 + 1e-9)
         return fail(why, cap, "upper limit %.17g above 1", m->upper_limit);
     for (int j = 0; j < r->napps; j++) {
@@ -286,22 +286,20 @@ static int check_one(const wl_t *wl, const wl_jobs_t *jobs, const sim_result_t *
         for (int i = 0; i < jb->iterations; i++)
             vol += jb->volume[i];
         if (st->phases != jb->iterations)
-            return fail(why, cap, "job %s completed %d of %d phases", jb->name,
-                        st->phases, jb->iterations);
+            return fail(why, cap, "job %s completed %d of %d phases", jb->name, st->phases,
+                        jb->iterations);
         if (!isfinite(st->end))
             return fail(why, cap, "job %s has no end", jb->name);
         if (fabs(st->bytes - vol) > 1e-6 * vol)
-            return fail(why, cap, "job %s moved %.17g bytes of %.17g", jb->name,
-                        st->bytes, vol);
+            return fail(why, cap, "job %s moved %.17g bytes of %.17g", jb->name, st->bytes, vol);
         if (!(r->app[j].dilation >= 1 - 1e-9) || !isfinite(r->app[j].dilation))
-            return fail(why, cap, "job %s has dilation %.17g", jb->name,
-                        r->app[j].dilation);
+            return fail(why, cap, "job %s has dilation %.17g", jb->name, r->app[j].dilation);
     }
     return check_shares(wl, jobs, r, why, cap);
 }
 
-int sf_check(const char *yaml, size_t len, const char *policy, char *why,
-             size_t cap, double *decide_max)
+int sf_check(const char *yaml, size_t len, const char *policy, char *why, size_t cap,
+             double *decide_max)
 {
     wl_t *wl, *wl2;
     wl_jobs_t *jobs, *jobs2;
@@ -315,9 +313,10 @@ int sf_check(const char *yaml, size_t len, const char *policy, char *why,
     rc = check_one(wl, jobs, &a, why, cap);
     if (rc == 0 && sf_run(yaml, len, policy, false, &wl2, &jobs2, &b, why, cap) == 0) {
         if (memcmp(&a.m, &b.m, sizeof(a.m)) != 0)
-            rc = fail(why, cap, "two runs differ: SysEff %.17g vs %.17g, dilation "
-                      "%.17g vs %.17g", a.m.sys_efficiency, b.m.sys_efficiency,
-                      a.m.dilation, b.m.dilation);
+            rc = fail(why, cap,
+                      "two runs differ: SysEff %.17g vs %.17g, dilation "
+                      "%.17g vs %.17g",
+                      a.m.sys_efficiency, b.m.sys_efficiency, a.m.dilation, b.m.dilation);
         for (int j = 0; j < a.napps && rc == 0; j++) {
             if (a.stats[j].end != b.stats[j].end)
                 rc = fail(why, cap, "two runs differ: job %s ends at %.17g vs %.17g",
@@ -326,8 +325,7 @@ int sf_check(const char *yaml, size_t len, const char *policy, char *why,
         sim_result_clear(&b);
         wl_jobs_destroy(jobs2);
         wl_destroy(wl2);
-    }
-    else if (rc == 0)
+    } else if (rc == 0)
         rc = -1;
     sim_result_clear(&a);
     wl_jobs_destroy(jobs);

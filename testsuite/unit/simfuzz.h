@@ -26,8 +26,8 @@ int sf_workload(uint64_t seed, char *buf, size_t cap);
  * B at any instant, dilation >= 1, SysEff <= the upper limit <= 1, every figure
  * finite, the same result both times.  Returns 0, or -1 with 'why' saying which
  * invariant broke.  *decide_max (if not NULL) gets the longest decision, s. */
-int sf_check(const char *yaml, size_t len, const char *policy, char *why,
-             size_t cap, double *decide_max);
+int sf_check(const char *yaml, size_t len, const char *policy, char *why, size_t cap,
+             double *decide_max);
 
 /* What sf_run() (and so sf_check()) sets in every policy it runs, 0 leaving the
  * policy's default: hs_policy_t.max_work (the decision budget) and
@@ -38,7 +38,7 @@ extern double sf_starve_factor;
 
 /* Load, expand and run once: 0 with *res filled (sim_result_clear() it, then
  * wl_jobs_destroy(*jobs), wl_destroy(*wl)), or -1 with 'why'. */
-int sf_run(const char *yaml, size_t len, const char *policy, bool record,
-           wl_t **wl, wl_jobs_t **jobs, sim_result_t *res, char *why, size_t cap);
+int sf_run(const char *yaml, size_t len, const char *policy, bool record, wl_t **wl,
+           wl_jobs_t **jobs, sim_result_t *res, char *why, size_t cap);
 
 #endif

@@ -68,7 +68,7 @@ static int make_chain(const char *top, int depth)
     int f = openat(cur, "leaf", O_WRONLY | O_CREAT, 0600);
     ck_assert_int_ge(f, 0);
     close(f);
-    fchmod(cur, 0500);          /* read-only at the bottom, as a copy from the PFS may be */
+    fchmod(cur, 0500); /* read-only at the bottom, as a copy from the PFS may be */
     close(cur);
     close(root);
     return fd;
@@ -135,7 +135,7 @@ START_TEST(test_links_not_followed_wide_and_odd)
     ck_assert_int_eq(mkfifoat(fd, "fifo", 0600), 0);
     ck_assert_int_eq(mkdirat(fd, "wide", 0700), 0);
     int w = openat(fd, "wide", O_RDONLY | O_DIRECTORY);
-    for (int i = 0; i < 2500; i++) {        /* more than one batch, each non-empty */
+    for (int i = 0; i < 2500; i++) { /* more than one batch, each non-empty */
         snprintf(p, sizeof(p), "s%d", i);
         ck_assert_int_eq(mkdirat(w, p, 0700), 0);
         snprintf(p, sizeof(p), "s%d/f", i);
@@ -144,7 +144,7 @@ START_TEST(test_links_not_followed_wide_and_odd)
         close(g);
         if (i % 7 == 0) {
             snprintf(p, sizeof(p), "s%d", i);
-            fchmodat(w, p, 0500, 0);        /* read-only: made writable to be emptied */
+            fchmodat(w, p, 0500, 0); /* read-only: made writable to be emptied */
         }
     }
     close(w);
@@ -166,7 +166,7 @@ START_TEST(test_stop_requested)
     char why[200];
     ck_assert_int_eq(bufdir_empty(fd, &o, why, sizeof(why)), -1);
     ck_assert_int_eq(errno, EINTR);
-    ck_assert_int_eq(entries(fd), 1);       /* nothing removed */
+    ck_assert_int_eq(entries(fd), 1); /* nothing removed */
     stop = false;
     ck_assert_int_eq(bufdir_empty(fd, &o, why, sizeof(why)), 0);
     ck_assert_int_eq(entries(fd), 0);
@@ -181,7 +181,7 @@ START_TEST(test_trash_path)
     struct stat st;
     ck_assert_int_eq(bufdir_trash_path(root, base, 42, a, sizeof(a)), 0);
     ck_assert_int_eq(bufdir_trash_path(root, base, 42, b, sizeof(b)), 0);
-    ck_assert_str_ne(a, b);                 /* unguessable: never the same name twice */
+    ck_assert_str_ne(a, b); /* unguessable: never the same name twice */
     ck_assert_int_eq(fstatat(root, BUFDIR_TRASH, &st, AT_SYMLINK_NOFOLLOW), 0);
     ck_assert_uint_eq(st.st_mode & 07777, 0711);
     ck_assert_int_eq(bufdir_trash_path(root, base, 42, tiny, sizeof(tiny)), -1);
@@ -206,21 +206,21 @@ START_TEST(test_spares_and_create)
     ck_assert_int_eq(n, 5);
     ck_assert_int_eq(fstatat(root, BUFDIR_SPARE "/4", &st, AT_SYMLINK_NOFOLLOW), 0);
     /* a spare renamed into place, given to its owner (our own uid here) */
-    ck_assert_int_eq(bufdir_create(root, "job1", root, base, &sp, geteuid(), getegid(), &st,
-                                   &what), 0);
+    ck_assert_int_eq(bufdir_create(root, "job1", root, base, &sp, geteuid(), getegid(), &st, &what),
+                     0);
     ck_assert_int_eq(n, 4);
     ck_assert_uint_eq(st.st_mode & 07777, 0700);
     ck_assert_int_ne(fstatat(root, BUFDIR_SPARE "/4", &st, AT_SYMLINK_NOFOLLOW), 0);
     /* never an existing name, whatever is there */
-    ck_assert_int_eq(bufdir_create(root, "job1", root, base, NULL, geteuid(), getegid(), &st,
-                                   &what), -1);
+    ck_assert_int_eq(
+        bufdir_create(root, "job1", root, base, NULL, geteuid(), getegid(), &st, &what), -1);
     ck_assert_int_eq(errno, EEXIST);
     ck_assert_str_eq(what, "mkdir");
     ck_assert_int_eq(symlinkat("/tmp", root, "job2"), 0);
-    ck_assert_int_eq(bufdir_create(root, "job2", root, base, &sp, geteuid(), getegid(), &st,
-                                   &what), -1);
+    ck_assert_int_eq(bufdir_create(root, "job2", root, base, &sp, geteuid(), getegid(), &st, &what),
+                     -1);
     ck_assert_int_eq(fstatat(root, "job2", &st, AT_SYMLINK_NOFOLLOW), 0);
-    ck_assert(S_ISLNK(st.st_mode));     /* nothing renamed over the link, nothing followed */
+    ck_assert(S_ISLNK(st.st_mode)); /* nothing renamed over the link, nothing followed */
     /* a spare directory others can reach is not used */
     ck_assert_int_eq(fchmodat(root, BUFDIR_SPARE, 0755, 0), 0);
     ck_assert(!bufdir_spare_take(root, base, sp, root, "job3"));

@@ -25,8 +25,8 @@ typedef uint32_t (*crc_fn_t)(uint32_t crc, const void *data, size_t len);
 /* the loop tests run once for each */
 static const crc_fn_t impls[] = { cksum_crc32c_sw, cksum_crc32c_hw, cksum_crc32c };
 
-static unsigned char *rnd; /* BIG + 64 random bytes */
-static unsigned char *pat; /* 262144 + 77 bytes: (i * 131 + (i >> 8)) & 0xff */
+static unsigned char *rnd;      /* BIG + 64 random bytes */
+static unsigned char *pat;      /* 262144 + 77 bytes: (i * 131 + (i >> 8)) & 0xff */
 static unsigned char seq[1027]; /* 0..255 four times, then "xyz" */
 
 static void setup(void)
@@ -121,8 +121,7 @@ START_TEST(test_crc32c_hw_sw)
         fprintf(stderr, "test_crc32c_hw_sw: no SSE4.2 + PCLMUL here, hw is sw\n");
     for (size_t off = 0; off < 16; off++)
         for (size_t len = 0; len <= 1024; len++)
-            ck_assert_msg(cksum_crc32c_hw(0, rnd + off, len)
-                              == cksum_crc32c_sw(0, rnd + off, len),
+            ck_assert_msg(cksum_crc32c_hw(0, rnd + off, len) == cksum_crc32c_sw(0, rnd + off, len),
                           "offset %zu length %zu", off, len);
     for (size_t i = 0; i < sizeof(odd) / sizeof(odd[0]); i++)
         for (size_t off = 0; off < 16; off += (odd[i] > 262144 ? 5 : 1))
@@ -171,15 +170,14 @@ START_TEST(test_cksum)
     ck_assert_uint_eq(cksum(CKSUM_CRC32C, rnd, 262144), cksum_crc32c_sw(0, rnd, 262144));
     ck_assert_int_eq(cksum_selftest(), 0);
     ck_assert_str_eq(cksum_impl(CKSUM_XXH64), "xxh64");
-    ck_assert_str_eq(cksum_impl(CKSUM_CRC32C),
-                     cksum_crc32c_hw_ok() ? "crc32c-sse42" : "crc32c-sw");
+    ck_assert_str_eq(cksum_impl(CKSUM_CRC32C), cksum_crc32c_hw_ok() ? "crc32c-sse42" : "crc32c-sw");
 }
 END_TEST
 
 START_TEST(test_parse)
 {
-    static const char *const bad[] = { "", "XXH64", "xxh", "xxh64 ", "crc32", "crc32c\n",
-                                       "CRC32C", "sha256" };
+    static const char *const bad[] = { "",      "XXH64",    "xxh",    "xxh64 ",
+                                       "crc32", "crc32c\n", "CRC32C", "sha256" };
     cksum_alg_t alg = CKSUM_CRC32C;
 
     ck_assert_int_eq(cksum_parse("xxh64", &alg), 0);
@@ -198,8 +196,7 @@ END_TEST
 int main(void)
 {
     const tu_tcase_t tcases[] = {
-        { "checksum", .timeout = 60 /* sanitizer builds */, .setup = setup,
-          .teardown = teardown,
+        { "checksum", .timeout = 60 /* sanitizer builds */, .setup = setup, .teardown = teardown,
           .tests = { test_xxh64_known, test_crc32c_hw_sw, test_cksum, test_parse, NULL },
           .loops = { { test_crc32c_known, (int)TU_COUNT(impls) },
                      { test_crc32c_chain, (int)TU_COUNT(impls) } } },

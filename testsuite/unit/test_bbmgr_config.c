@@ -62,7 +62,8 @@ START_TEST(test_full)
                       "pools:\n  - name: fast\n    granularity: 1GiB\n"
                       "nodes:\n  - names:\n      - bb[01-03]\n      - bbx\n    capacity: 2TiB\n"
                       "    bandwidth: 3 GB/s\n    device: nvme\n    mount: /bb\n"
-                      "    pool: fast\n", &err);
+                      "    pool: fast\n",
+                      &err);
     ck_assert_msg(cfg != NULL, "%s", err.text);
     ck_assert_int_eq(cfg->slurm_uid, 4242);
     ck_assert(cfg->policy_overprovision == 1.5);
@@ -83,7 +84,7 @@ END_TEST
 
 struct bad {
     const char *text;
-    const char *want;       /* "LINE:COL: substring" prefix match on line:col */
+    const char *want; /* "LINE:COL: substring" prefix match on line:col */
 };
 
 START_TEST(test_errors)
@@ -150,9 +151,7 @@ END_TEST
 
 int main(void)
 {
-    const tu_tcase_t tcases[] = { {
-        "config",
-        .tests = { test_defaults, test_full, test_errors, test_restart_needed,
-                   test_docs, NULL } } };
+    const tu_tcase_t tcases[] = { { "config", .tests = { test_defaults, test_full, test_errors,
+                                                         test_restart_needed, test_docs, NULL } } };
     return tu_main("bbmgr_config", tcases, TU_COUNT(tcases));
 }

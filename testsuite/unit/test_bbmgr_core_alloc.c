@@ -23,7 +23,8 @@ static const char *conf(double overprovision)
              "pools:\n  - name: fast\n    granularity: 1GiB\n"
              "  - name: empty\n    granularity: 1GiB\n"
              "nodes:\n  - names: bb[1-4]\n    capacity: 10GiB\n    bandwidth: 1 GB/s\n"
-             "    mount: @DIR@/nomount\n    pool: fast\n", overprovision);
+             "    mount: @DIR@/nomount\n    pool: fast\n",
+             overprovision);
     return buf;
 }
 
@@ -106,14 +107,14 @@ START_TEST(test_allocate)
     job_t *a = job(c, "100");
     created = alloc_ok(c, a, 15 * GiB, 0);
     ck_assert(created);
-    ck_assert_int_eq(a->alloc->n, 2);           /* 15 GiB: two nodes of 10 */
+    ck_assert_int_eq(a->alloc->n, 2); /* 15 GiB: two nodes of 10 */
     ck_assert_uint_eq(a->alloc->capacity, 15 * GiB);
-    ck_assert_uint_eq(a->alloc->reserved, 16 * GiB);    /* 8 GiB each, rounded up */
+    ck_assert_uint_eq(a->alloc->reserved, 16 * GiB); /* 8 GiB each, rounded up */
     ck_assert(on_node(a->alloc, c, "bb1", 8 * GiB) && on_node(a->alloc, c, "bb2", 8 * GiB));
     ck_assert_uint_eq(used(c, "bb1"), 8 * GiB);
     ck_assert_uint_eq(used(c, "bb3"), 0);
     created = alloc_ok(c, a, 15 * GiB, 0);
-    ck_assert(!created);                        /* idempotent */
+    ck_assert(!created); /* idempotent */
     ck_assert_int_eq(core_alloc_create(c, a, 1 * GiB, 0, "fast", &created, &e), -1);
     ck_assert_int_eq(e.code, EEXIST);
 
@@ -195,15 +196,13 @@ END_TEST
 static const struct {
     double over;
     uint64_t capacity;
-    int nodes;                  /* asked, 0: any */
-    int n;                      /* nodes it gets */
-    uint64_t per;               /* bytes on each */
+    int nodes;    /* asked, 0: any */
+    int n;        /* nodes it gets */
+    uint64_t per; /* bytes on each */
 } over_cases[] = {
-    { 1.0, 5 * GiB, 0, 1, 5 * GiB },
-    { 2.0, 5 * GiB, 0, 2, 3 * GiB },
-    { 1.5, 5 * GiB, 2, 3, 2 * GiB },
-    { 3.0, 5 * GiB, 2, 4, 2 * GiB },        /* 6 wanted, 4 up */
-    { 2.0, 25 * GiB, 0, 4, 7 * GiB },       /* 3 needed, 6 wanted, 4 up */
+    { 1.0, 5 * GiB, 0, 1, 5 * GiB },  { 2.0, 5 * GiB, 0, 2, 3 * GiB },
+    { 1.5, 5 * GiB, 2, 3, 2 * GiB },  { 3.0, 5 * GiB, 2, 4, 2 * GiB }, /* 6 wanted, 4 up */
+    { 2.0, 25 * GiB, 0, 4, 7 * GiB }, /* 3 needed, 6 wanted, 4 up */
 };
 
 /* A node whose agent measures other I/O on its device (core_node_set_bandwidth with
@@ -248,19 +247,19 @@ START_TEST(test_move_share)
     alloc_ok(c, a, 4 * GiB, 2);
     ck_assert(a->alloc->v[0].node == bb[1] && a->alloc->v[1].node == bb[2]);
     ck_assert_int_eq(core_node_drain(c, bb[1], true, "agent down", &e), 0);
-    ck_assert_int_eq(core_alloc_move_share(c, a, bb[1]), bb[3]);      /* outside, in its place */
+    ck_assert_int_eq(core_alloc_move_share(c, a, bb[1]), bb[3]); /* outside, in its place */
     ck_assert(a->alloc->n == 2 && a->alloc->v[0].node == bb[3] && a->alloc->v[1].node == bb[2]);
     ck_assert_uint_eq(used(c, "bb1"), 0);
     ck_assert_uint_eq(used(c, "bb3"), 2 * GiB);
     ck_assert_int_eq(core_node_drain(c, bb[3], true, "agent down", &e), 0);
     ck_assert_int_eq(core_node_drain(c, bb[4], true, "maintenance", &e), 0);
-    ck_assert_int_eq(core_alloc_move_share(c, a, bb[3]), bb[2]);      /* the survivor */
+    ck_assert_int_eq(core_alloc_move_share(c, a, bb[3]), bb[2]); /* the survivor */
     ck_assert(a->alloc->n == 1 && a->alloc->v[0].node == bb[2]);
     ck_assert_uint_eq(a->alloc->v[0].bytes, 4 * GiB);
     ck_assert_uint_eq(used(c, "bb2"), 4 * GiB);
     ck_assert_uint_eq(used(c, "bb3"), 0);
     ck_assert_int_eq(core_node_drain(c, bb[2], true, "agent down", &e), 0);
-    ck_assert_int_eq(core_alloc_move_share(c, a, bb[2]), -1);         /* nowhere: unchanged */
+    ck_assert_int_eq(core_alloc_move_share(c, a, bb[2]), -1); /* nowhere: unchanged */
     ck_assert(a->alloc->n == 1 && a->alloc->v[0].node == bb[2]);
     ck_assert_uint_eq(used(c, "bb2"), 4 * GiB);
     core_unlock(c);
@@ -275,8 +274,10 @@ START_TEST(test_overprovision)
     bool created;
     core_t *c = open_locked(&f, over_cases[_i].over);
     job_t *a = job(c, "300");
-    ck_assert_msg(core_alloc_create(c, a, over_cases[_i].capacity, over_cases[_i].nodes, "fast",
-                                    &created, &e) == 0, "%s", e.err.text);
+    ck_assert_msg(
+        core_alloc_create(c, a, over_cases[_i].capacity, over_cases[_i].nodes, "fast", &created, &e)
+            == 0,
+        "%s", e.err.text);
     ck_assert_int_eq(a->alloc->n, over_cases[_i].n);
     for (int k = 0; k < a->alloc->n; k++)
         ck_assert_uint_eq(a->alloc->v[k].bytes, over_cases[_i].per);
@@ -290,8 +291,8 @@ int main(void)
 {
     const tu_tcase_t tcases[] = {
         { "placement", .timeout = 30,
-          .tests = { test_cerr, test_allocate, test_refuse, test_busy_node_last,
-                     test_move_share, NULL },
+          .tests = { test_cerr, test_allocate, test_refuse, test_busy_node_last, test_move_share,
+                     NULL },
           .loops = { { test_overprovision, (int)TU_COUNT(over_cases) } } },
     };
 

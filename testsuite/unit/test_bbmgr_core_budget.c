@@ -26,7 +26,8 @@ static const char *conf(const char *policy)
              "  pfs_bandwidth: 6482762568 B/s\n"
              "pools:\n  - name: fast\n    granularity: 1GiB\n"
              "nodes:\n  - names: bb[1-2]\n    capacity: 10GiB\n    bandwidth: 1 GB/s\n"
-             "    mount: @DIR@/nomount\n    pool: fast\n", policy);
+             "    mount: @DIR@/nomount\n    pool: fast\n",
+             policy);
     return buf;
 }
 
@@ -45,8 +46,8 @@ START_TEST(test_budget_counted)
     job_t *a = fx_job(f.c, "10", "365645s", "47089372430180B");
     job_t *b = fx_job(f.c, "11", "22s", "15B");
     ck_assert_uint_eq(f.c->budget_hits, 0);
-    ck_assert_msg(core_phase_request(f.c, a, 47089372430180., "write", 0.22, &e) != NULL,
-                  "%s", e.err.text);
+    ck_assert_msg(core_phase_request(f.c, a, 47089372430180., "write", 0.22, &e) != NULL, "%s",
+                  e.err.text);
     ck_assert_msg(core_phase_request(f.c, b, 15, "write", 21.9, &e) != NULL, "%s", e.err.text);
     core_settle(f.c);
     ck_assert_uint_ge(f.c->budget_hits, 1);

@@ -76,8 +76,8 @@ job_t *fx_job(core_t *c, const char *id, const char *w_iter, const char *volume)
     bool created;
     cerr_t e = { 0 };
     json_t *hints = json_pack("{s:s s:s}", "w_iter", w_iter, "io_volume", volume);
-    ck_assert_msg(core_job_register(c, id, 1001, 1001, "user", "name", 1, hints, &created,
-                                    &e) == 0, "%s", e.err.text);
+    ck_assert_msg(core_job_register(c, id, 1001, 1001, "user", "name", 1, hints, &created, &e) == 0,
+                  "%s", e.err.text);
     json_decref(hints);
     job_t *j = core_job(c, id);
     ck_assert_msg(core_job_begin(c, j, 1, &e) == 0, "%s", e.err.text);

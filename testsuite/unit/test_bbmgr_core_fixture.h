@@ -10,11 +10,11 @@
 
 #include <check.h>
 
-#include "core.h"            /* white-box tests of the core: they read its state */
+#include "core.h" /* white-box tests of the core: they read its state */
 
 typedef struct {
-    char dir[64];               /* the temporary directory (removed by fx_done) */
-    char path[128];             /* its bbmgr.yaml */
+    char dir[64];   /* the temporary directory (removed by fx_done) */
+    char path[128]; /* its bbmgr.yaml */
     state_t *st;
     core_t *c;
 } fx_t;

@@ -27,8 +27,8 @@ typedef struct {
     bool final;
 } reports_t;
 
-static void on_report(uint64_t tid, const char *job, mover_state_t st, int64_t done,
-                      int64_t total, const char *msg, void *arg)
+static void on_report(uint64_t tid, const char *job, mover_state_t st, int64_t done, int64_t total,
+                      const char *msg, void *arg)
 {
     reports_t *r = arg;
     ck_assert_uint_eq(tid, 1);
@@ -82,9 +82,9 @@ static mover_t *mover(fx_t *f, const char *keys, cfg_t **cfg)
 /* Each kind of copy, the states it reports in order: running (while it copies, as
  * long as the poll sees it), done, then durable where its fsyncs are promised. */
 static const struct {
-    const char *keys;           /* mover keys */
+    const char *keys; /* mover keys */
     bool stage_out;
-    mover_state_t want[2];      /* after the running ones */
+    mover_state_t want[2]; /* after the running ones */
     int nwant;
 } cases[] = {
     { "", false, { MV_DONE }, 1 },
@@ -104,12 +104,19 @@ START_TEST(test_states)
     const char *from = cases[_i].stage_out ? "bb" : "pfs", *to = cases[_i].stage_out ? "pfs" : "bb";
     fx_sh("cd %s && mkdir -p bb pfs %s/tree/sub && head -c 2000000 /dev/urandom > %s/tree/a"
           " && head -c 1000000 /dev/urandom > %s/tree/sub/b && ln -s b %s/tree/sub/link"
-          " && chown -R %d:%d bb pfs", f.dir, from, from, from, from, UID, UID);
+          " && chown -R %d:%d bb pfs",
+          f.dir, from, from, from, from, UID, UID);
     char src[256], dst[256];
     snprintf(src, sizeof(src), "%s/%s/tree", f.dir, from);
     snprintf(dst, sizeof(dst), "%s/%s/tree", f.dir, to);
-    mover_spec_t spec = { .tid = 1, .job = "7", .weight = 1, .uid = UID, .gid = UID,
-                          .stage_out = cases[_i].stage_out, .directory = true, .src = src,
+    mover_spec_t spec = { .tid = 1,
+                          .job = "7",
+                          .weight = 1,
+                          .uid = UID,
+                          .gid = UID,
+                          .stage_out = cases[_i].stage_out,
+                          .directory = true,
+                          .src = src,
                           .dst = dst };
     reports_t r = { .n = 0 };
     ck_assert_int_eq(mover_submit(m, &spec), 0);
@@ -145,12 +152,14 @@ START_TEST(test_cancel)
     cfg_t *cfg;
     mover_t *m = mover(&f, "  max_rate: 1 MB/s\n", &cfg);
     fx_sh("cd %s && mkdir -p bb pfs && head -c 20000000 /dev/zero > pfs/big"
-          " && chown -R %d:%d bb pfs", f.dir, UID, UID);
+          " && chown -R %d:%d bb pfs",
+          f.dir, UID, UID);
     char src[256], dst[256];
     snprintf(src, sizeof(src), "%s/pfs/big", f.dir);
     snprintf(dst, sizeof(dst), "%s/bb/big", f.dir);
-    mover_spec_t spec = { .tid = 1, .job = "7", .weight = 1, .uid = UID, .gid = UID,
-                          .src = src, .dst = dst };
+    mover_spec_t spec = {
+        .tid = 1, .job = "7", .weight = 1, .uid = UID, .gid = UID, .src = src, .dst = dst
+    };
     reports_t r = { .n = 0 };
     ck_assert_int_eq(mover_submit(m, &spec), 0);
     poll_until(m, &r, is_running);

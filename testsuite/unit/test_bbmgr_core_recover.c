@@ -29,8 +29,8 @@ static const char *const conf =
 /* Everything the core shows, as one JSON object. */
 static json_t *view(core_t *c)
 {
-    json_t *o = json_object(), *jobs = json_object(), *pbufs = json_object(),
-           *nodes = json_array(), *pools = json_array();
+    json_t *o = json_object(), *jobs = json_object(), *pbufs = json_object(), *nodes = json_array(),
+           *pools = json_array();
     void *v;
     for (void *it = hmap_first(c->jobs, &v); it; it = hmap_next(c->jobs, it, &v))
         json_object_set_new(jobs, ((job_t *)v)->id, core_job_json(c, v, true));
@@ -58,14 +58,13 @@ static bool differ(json_t *a, json_t *b, char *path, size_t len)
     if (json_is_object(a) && json_is_object(b)) {
         const char *k;
         json_t *v;
-        json_object_foreach(a, k, v) {
+        json_object_foreach (a, k, v) {
             snprintf(path + n, len - n, ".%s", k);
             if (differ(v, json_object_get(b, k), path, len))
                 return true;
         }
         snprintf(path + n, len - n, " (keys)");
-    } else if (json_is_array(a) && json_is_array(b)
-               && json_array_size(a) == json_array_size(b)) {
+    } else if (json_is_array(a) && json_is_array(b) && json_array_size(a) == json_array_size(b)) {
         for (size_t i = 0; i < json_array_size(a); i++) {
             snprintf(path + n, len - n, "[%zu]", i);
             if (differ(json_array_get(a, i), json_array_get(b, i), path, len))
@@ -80,8 +79,8 @@ static job_t *job(core_t *c, const char *id, uid_t uid)
     bool created;
     cerr_t e = { 0 };
     json_t *hints = json_pack("{s:s s:s}", "w_iter", "2m", "io_volume", "10GiB");
-    ck_assert_msg(core_job_register(c, id, uid, uid, "user", "name", 2, hints, &created, &e)
-                  == 0, "%s", e.err.text);
+    ck_assert_msg(core_job_register(c, id, uid, uid, "user", "name", 2, hints, &created, &e) == 0,
+                  "%s", e.err.text);
     json_decref(hints);
     return core_job(c, id);
 }
@@ -107,8 +106,8 @@ static void make_state(core_t *c)
     ck_assert_msg(core_phase_request(c, a, 2e9, "read", -1, &e) != NULL, "%s", e.err.text);
     xfer_t *x = core_stage(c, b, "stage_in", "/pfs/in", "/bb/11/in", "file", 1000, false, &e);
     ck_assert_msg(x != NULL, "%s", e.err.text);
-    ck_assert_msg(core_node_drain(c, core_node_index(c, "bb4"), true, "bad disk", &e) == 0,
-                  "%s", e.err.text);
+    ck_assert_msg(core_node_drain(c, core_node_index(c, "bb4"), true, "bad disk", &e) == 0, "%s",
+                  e.err.text);
     ck_assert_msg(core_set_policy(c, "mindilation", &e) == 0, "%s", e.err.text);
     core_unlock(c);
 }
@@ -133,8 +132,8 @@ START_TEST(test_recover_same)
     ck_assert(f.c->policy_override);
     core_unlock(f.c);
     char path[512] = "";
-    ck_assert_msg(!differ(before, after, path, sizeof(path)) && !differ(after, before, path,
-                                                                        sizeof(path)),
+    ck_assert_msg(!differ(before, after, path, sizeof(path))
+                      && !differ(after, before, path, sizeof(path)),
                   "recovered differently at %s", path);
     /* not the empty model */
     ck_assert_int_eq(json_object_size(json_object_get(after, "jobs")), 3);

@@ -19,7 +19,8 @@ static const char *conf(const char *extra)
     snprintf(buf, sizeof(buf),
              "policy:\n  id: fcfs\n%s"
              "platform:\n  compute_nodes: 2\n  node_bandwidth: 1 GB/s\n"
-             "  pfs_bandwidth: 1 GB/s\n", extra);
+             "  pfs_bandwidth: 1 GB/s\n",
+             extra);
     return buf;
 }
 
@@ -39,14 +40,13 @@ static uint64_t run(const char *extra, double wait, phase_state_t *st)
     job_t *b = fx_job(f.c, "11", "10s", "1GB");
     ck_assert_msg(core_phase_request(f.c, a, 100e12, "write", 10, &e) != NULL, "%s", e.err.text);
     core_settle(f.c);
-    ck_assert_msg((p = core_phase_request(f.c, b, 1e9, "write", 10, &e)) != NULL, "%s",
-                  e.err.text);
+    ck_assert_msg((p = core_phase_request(f.c, b, 1e9, "write", 10, &e)) != NULL, "%s", e.err.text);
     core_settle(f.c);
     ck_assert_int_eq(p->state, PH_WAITING);
     ck_assert_uint_eq(f.c->bound_hits, 0);
     f.c->hs_offset += wait;
     core_unlock(f.c);
-    core_tick(f.c);             /* decides when the scheduler's next event is due */
+    core_tick(f.c); /* decides when the scheduler's next event is due */
     core_lock(f.c);
     *st = p->state;
     hits = f.c->bound_hits;
@@ -82,8 +82,7 @@ END_TEST
 int main(void)
 {
     const tu_tcase_t tcases[] = {
-        { "starve", .timeout = 120, .tests = { test_default_bound, test_configured_bound,
-                                               NULL } },
+        { "starve", .timeout = 120, .tests = { test_default_bound, test_configured_bound, NULL } },
     };
     return tu_main("bbmgr_core_starve", tcases, TU_COUNT(tcases));
 }

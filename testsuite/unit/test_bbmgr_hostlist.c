@@ -55,8 +55,6 @@ END_TEST
 
 int main(void)
 {
-    const tu_tcase_t tcases[] = { {
-        "hostlist",
-        .tests = { test_expand, test_errors, NULL } } };
+    const tu_tcase_t tcases[] = { { "hostlist", .tests = { test_expand, test_errors, NULL } } };
     return tu_main("bbmgr_hostlist", tcases, TU_COUNT(tcases));
 }

@@ -44,7 +44,8 @@ static const char *const bodies[] = {
     "{\"job\": 12, \"state\": \"running\", \"nodes\": [\"bb01\", \"bb02\"], \"held\": false}",
     "{\"a\": null, \"b\": true, \"c\": [1, -1, 0, 9007199254740993, -9223372036854775808]}",
     "{\"nested\": {\"deeper\": [[], {}, [[[1.5]]], {\"x\": {\"y\": []}}]}}",
-    "{\"quote\": \"a \\\"b\\\" c\", \"slash\": \"/x/y\\\\z\", \"ctl\": \"\\t\\n\\r\\b\\f\\u0001\\u001f\"}",
+    "{\"quote\": \"a \\\"b\\\" c\", \"slash\": \"/x/y\\\\z\", \"ctl\": "
+    "\"\\t\\n\\r\\b\\f\\u0001\\u001f\"}",
     "{\"utf8\": \"caf\\u00e9 \\u2014 \\ud83d\\ude00\"}",
     "{\"key with spaces\": 1, \"\": 2, \"z\": 3, \"a\": 4}",
     "{\"t\": 0.1, \"bw\": 1e9, \"size\": 1073741824.0, \"third\": 0.3333333333333333}",
@@ -105,8 +106,8 @@ START_TEST(test_scalar_refused)
     size_t len = 7;
     char *s = jout_dumps(n, &len);
     char *want = json_dumps(n, JOUT_JSON_FLAGS);
-    ck_assert_msg((s == NULL) == (want == NULL), "jout: %s, jansson: %s",
-                  s ? s : "NULL", want ? want : "NULL");
+    ck_assert_msg((s == NULL) == (want == NULL), "jout: %s, jansson: %s", s ? s : "NULL",
+                  want ? want : "NULL");
     free(s);
     free(want);
     json_decref(n);

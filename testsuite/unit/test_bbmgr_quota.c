@@ -22,11 +22,11 @@
 #include "testutil.h"
 
 static struct {
-    unsigned busy_below;        /* ids below it are charged (curspace > 0) */
-    unsigned unknown_from;      /* ids from it have no record (XFS: ENOENT), if set */
+    unsigned busy_below;   /* ids below it are charged (curspace > 0) */
+    unsigned unknown_from; /* ids from it have no record (XFS: ENOENT), if set */
     int get_errno, set_errno, setq_errno;
     unsigned getq_calls;
-    struct fsxattr fx;          /* what setxattr was given */
+    struct fsxattr fx; /* what setxattr was given */
     bool fx_set;
     unsigned setq_id;
     struct if_dqblk setq;
@@ -36,7 +36,7 @@ static int m_getxattr(int fd, struct fsxattr *fx)
 {
     (void)fd;
     memset(fx, 0, sizeof(*fx));
-    fx->fsx_xflags = FS_XFLAG_NOATIME;      /* kept */
+    fx->fsx_xflags = FS_XFLAG_NOATIME; /* kept */
     return 0;
 }
 
@@ -97,9 +97,8 @@ START_TEST(test_project_id_and_limit)
     char why[200] = "";
     memset(&M, 0, sizeof(M));
     int fd = dir_fd(&first);
-    M.busy_below = first + 3;               /* the first three ids are in use */
-    ck_assert_int_eq(quota_project_set(&mock, fd, 64 * 1024 * 1024 + 1, &id, why,
-                                       sizeof(why)), 0);
+    M.busy_below = first + 3; /* the first three ids are in use */
+    ck_assert_int_eq(quota_project_set(&mock, fd, 64 * 1024 * 1024 + 1, &id, why, sizeof(why)), 0);
     ck_assert_uint_eq(id, first + 3);
     ck_assert(M.fx_set);
     ck_assert_uint_eq(M.fx.fsx_projid, first + 3);
@@ -107,7 +106,7 @@ START_TEST(test_project_id_and_limit)
     ck_assert(M.fx.fsx_xflags & FS_XFLAG_NOATIME);
     ck_assert_uint_eq(M.setq_id, first + 3);
     ck_assert(M.setq.dqb_valid & QIF_BLIMITS);
-    ck_assert_uint_eq(M.setq.dqb_bhardlimit, 64 * 1024 + 1);     /* 1 KiB blocks, up */
+    ck_assert_uint_eq(M.setq.dqb_bhardlimit, 64 * 1024 + 1); /* 1 KiB blocks, up */
     ck_assert_uint_eq(M.setq.dqb_bsoftlimit, 64 * 1024 + 1);
     close(fd);
 }
@@ -184,7 +183,7 @@ START_TEST(test_make_elsewhere)
     ck_assert_ptr_nonnull(strstr(why, path));
     ck_assert_int_eq(quota_make(&q, "project", pfd, "b", path, 1 << 20, why, sizeof(why)), -1);
     ck_assert_ptr_nonnull(strstr(why, "capacity.enforce: project"));
-    ck_assert_int_eq(faccessat(pfd, "b", F_OK, 0), -1);    /* nothing made */
+    ck_assert_int_eq(faccessat(pfd, "b", F_OK, 0), -1); /* nothing made */
     close(pfd);
     rmdir(path);
 }

@@ -70,7 +70,8 @@ START_TEST(test_migrate_from_v1)
     state_close(st0);
     snprintf(path, sizeof(path), "%s/state.db", dir);
     ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
-    ck_assert_int_eq(sqlite3_exec(db, "DROP TABLE history; DROP TABLE persistent_use;"
+    ck_assert_int_eq(sqlite3_exec(db,
+                                  "DROP TABLE history; DROP TABLE persistent_use;"
                                   "DROP TABLE kept_dirs;"
                                   "DROP INDEX transfers_syncing;"
                                   "ALTER TABLE transfers DROP COLUMN durable;"
@@ -85,7 +86,9 @@ START_TEST(test_migrate_from_v1)
                                   "INSERT INTO transfers(id,job_id,kind,source,destination,"
                                   "type,state,requested) VALUES(1,'old','stage_out','/a',"
                                   "'/b','file','done',0);"
-                                  "PRAGMA user_version=1;", NULL, NULL, NULL), SQLITE_OK);
+                                  "PRAGMA user_version=1;",
+                                  NULL, NULL, NULL),
+                     SQLITE_OK);
     sqlite3_close(db);
     hu_error_t err = { "" };
     state_t *st = state_open(dir, true, &err);
@@ -103,7 +106,8 @@ START_TEST(test_migrate_from_v1)
     ck_assert_int_eq(count(st, "SELECT count(*) FROM kept_dirs"), 0);
     /* v5: not spread (NULL part) for the old ones */
     ck_assert_int_eq(count(st, "SELECT count(*) FROM transfers WHERE part IS NULL"
-                               " AND nparts IS NULL"), 1);
+                               " AND nparts IS NULL"),
+                     1);
     state_close(st);
 }
 END_TEST
@@ -141,8 +145,8 @@ START_TEST(test_group_commit)
         char id[32];
         snprintf(id, sizeof(id), "j%d", i);
         seq = state_put(st, ST_JOB_PUT, "siissidddsdsddddid", id, (int64_t)1000, (int64_t)1000,
-                        "alice", NULL, (int64_t)2, 600.0, NAN, NAN, "write", NAN, "registered",
-                        1.0, 1.0, NAN, NAN, (int64_t)0, 0.0);
+                        "alice", NULL, (int64_t)2, 600.0, NAN, NAN, "write", NAN, "registered", 1.0,
+                        1.0, NAN, NAN, (int64_t)0, 0.0);
         ck_assert(seq > 0);
     }
     ck_assert_int_eq(state_start(st, cb, NULL, &err), 0);
@@ -155,7 +159,8 @@ START_TEST(test_group_commit)
     ck_assert(__atomic_load_n(&last_cb, __ATOMIC_SEQ_CST) >= seq);
     ck_assert_int_eq(count(st, "SELECT count(*) FROM jobs"), 500);
     ck_assert_int_eq(count(st, "SELECT count(*) FROM jobs WHERE name IS NULL AND "
-                               "io_volume IS NULL"), 500);
+                               "io_volume IS NULL"),
+                     500);
     state_stats_t ss;
     state_get_stats(st, &ss);
     ck_assert_int_eq(ss.statements, 500);
@@ -173,9 +178,8 @@ END_TEST
 
 int main(void)
 {
-    const tu_tcase_t tcases[] = { {
-        "state", .timeout = 30, .setup = setup, .teardown = teardown,
-        .tests = { test_open_migrate, test_migrate_from_v1, test_newer_refused,
-                   test_group_commit, NULL } } };
+    const tu_tcase_t tcases[] = { { "state", .timeout = 30, .setup = setup, .teardown = teardown,
+                                    .tests = { test_open_migrate, test_migrate_from_v1,
+                                               test_newer_refused, test_group_commit, NULL } } };
     return tu_main("bbmgr_state", tcases, TU_COUNT(tcases));
 }

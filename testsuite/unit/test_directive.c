@@ -24,15 +24,14 @@ START_TEST(test_jobbuffer)
     hu_bb_request_t req;
 
     memset(&req, 0, sizeof(req));
-    parse_ok(&req, "#BB_HARMONIA jobbuffer capacity=200GiB nodes=2 pool=nvme",
-             HU_BB_SRC_SCRIPT);
+    parse_ok(&req, "#BB_HARMONIA jobbuffer capacity=200GiB nodes=2 pool=nvme", HU_BB_SRC_SCRIPT);
     ck_assert(req.has_buffer);
     ck_assert_uint_eq(req.capacity, 200 * GiB);
     ck_assert_uint_eq(req.nodes, 2);
     ck_assert_str_eq(req.pool, "nvme");
     ck_assert(!req.has_hints);
     hu_bb_request_free(&req);
-    ck_assert(!req.has_buffer && !req.pool);     /* zeroed by free */
+    ck_assert(!req.has_buffer && !req.pool); /* zeroed by free */
 
     /* defaults; keys in any order; extra blanks and tabs */
     parse_ok(&req, "#BB_HARMONIA \t jobbuffer   capacity=1.5TB \t", HU_BB_SRC_SCRIPT);
@@ -55,8 +54,10 @@ START_TEST(test_iohints)
     hu_error_t err;
 
     memset(&req, 0, sizeof(req));
-    parse_ok(&req, "#BB_HARMONIA iohints w_iter=10m io_volume=50GiB phases=20 "
-             "io=readwrite priority=10", HU_BB_SRC_SCRIPT);
+    parse_ok(&req,
+             "#BB_HARMONIA iohints w_iter=10m io_volume=50GiB phases=20 "
+             "io=readwrite priority=10",
+             HU_BB_SRC_SCRIPT);
     ck_assert(req.has_hints);
     ck_assert_double_eq(req.w_iter, 600);
     ck_assert_uint_eq(req.io_volume, 50 * GiB);
@@ -67,8 +68,7 @@ START_TEST(test_iohints)
     hu_bb_request_free(&req);
 
     /* defaults: unset until hu_bb_validate() normalises them */
-    parse_ok(&req, "#BB_HARMONIA iohints w_iter=01:30:00 io_volume=1MB",
-             HU_BB_SRC_SCRIPT);
+    parse_ok(&req, "#BB_HARMONIA iohints w_iter=01:30:00 io_volume=1MB", HU_BB_SRC_SCRIPT);
     ck_assert_double_eq(req.w_iter, 5400);
     ck_assert_uint_eq(req.phases, 0);
     ck_assert_int_eq(req.io, HU_BB_IO_UNSET);
@@ -78,8 +78,10 @@ START_TEST(test_iohints)
     ck_assert_int_eq(req.priority, 1);
     hu_bb_request_free(&req);
 
-    parse_ok(&req, "#BB_HARMONIA iohints w_iter=1.5h io_volume=1KiB io=read "
-             "priority=1 phases=100000000", HU_BB_SRC_SCRIPT);
+    parse_ok(&req,
+             "#BB_HARMONIA iohints w_iter=1.5h io_volume=1KiB io=read "
+             "priority=1 phases=100000000",
+             HU_BB_SRC_SCRIPT);
     ck_assert_double_eq(req.w_iter, 5400);
     ck_assert_int_eq(req.io, HU_BB_IO_READ);
     ck_assert_uint_eq(req.phases, 100000000);
@@ -98,21 +100,20 @@ START_TEST(test_iohints)
     ck_assert_int_eq(hu_bb_validate(&req, &err), 0);
     char *canon = hu_bb_format(&req);
     ck_assert_str_eq(canon, "#BB_HARMONIA iohints w_iter=60s io_volume=1GiB io=write "
-                     "priority=1 source=learned\n");
+                            "priority=1 source=learned\n");
     free(canon);
     hu_bb_request_free(&req);
-    parse_ok(&req, "#BB_HARMONIA iohints w_iter=60s io_volume=1GiB source=user",
-             HU_BB_SRC_SCRIPT);
+    parse_ok(&req, "#BB_HARMONIA iohints w_iter=60s io_volume=1GiB source=user", HU_BB_SRC_SCRIPT);
     ck_assert(!req.hints_learned);
     hu_bb_request_free(&req);
     ck_assert_int_eq(hu_bb_parse(&req, "iohints w_iter=1s io_volume=1B source=guess", 43,
-                               HU_BB_SRC_BB_OPTION, &err), -1);
+                                 HU_BB_SRC_BB_OPTION, &err),
+                     -1);
     ck_assert_str_eq(err.text, "#BB_HARMONIA --bb item 1: iohints: source 'guess' is "
-                     "not user or learned");
+                               "not user or learned");
     /* interpose: the job asks for the interposer or refuses it; kept in the
      * canonical text; anything but yes or no refused */
-    parse_ok(&req, "#BB_HARMONIA iohints w_iter=60s io_volume=1GiB interpose=no",
-             HU_BB_SRC_SCRIPT);
+    parse_ok(&req, "#BB_HARMONIA iohints w_iter=60s io_volume=1GiB interpose=no", HU_BB_SRC_SCRIPT);
     ck_assert_int_eq(req.interpose, -1);
     canon = hu_bb_format(&req);
     ck_assert_str_eq(canon, "#BB_HARMONIA iohints interpose=no w_iter=60s io_volume=1GiB\n");
@@ -138,9 +139,10 @@ START_TEST(test_iohints)
     ck_assert_int_eq(req.interpose, 0);
     hu_bb_request_free(&req);
     ck_assert_int_eq(hu_bb_parse(&req, "iohints w_iter=1s io_volume=1B interpose=maybe", 46,
-                               HU_BB_SRC_BB_OPTION, &err), -1);
+                                 HU_BB_SRC_BB_OPTION, &err),
+                     -1);
     ck_assert_str_eq(err.text, "#BB_HARMONIA --bb item 1: iohints: interpose 'maybe' is "
-                     "not yes or no");
+                               "not yes or no");
     /* "iohints interpose=yes" alone: the interposer without hints (it learns them,
      * or job_submit gives the learned ones); its canonical line is itself, and a
      * prefix of the line once learned hints are added */
@@ -155,7 +157,7 @@ START_TEST(test_iohints)
     ck_assert_int_eq(hu_bb_validate(&req, &err), 0);
     norm = hu_bb_format(&req);
     ck_assert_str_eq(norm, "#BB_HARMONIA iohints interpose=yes w_iter=12s io_volume=1MiB "
-                     "io=write priority=1 source=learned\n");
+                           "io=write priority=1 source=learned\n");
     free(canon);
     free(norm);
     hu_bb_request_free(&req);
@@ -166,16 +168,18 @@ START_TEST(test_iohints)
     free(canon);
     hu_bb_request_free(&req);
     /* with any other key the hints are required as before */
-    ck_assert_int_eq(hu_bb_parse(&req, "iohints interpose=yes phases=3", 30,
-                                 HU_BB_SRC_BB_OPTION, &err), -1);
+    ck_assert_int_eq(
+        hu_bb_parse(&req, "iohints interpose=yes phases=3", 30, HU_BB_SRC_BB_OPTION, &err), -1);
     ck_assert_msg(strstr(err.text, "w_iter"), "%s", err.text);
-    ck_assert_int_eq(hu_bb_parse(&req, "iohints interpose=perhaps", 25,
-                                 HU_BB_SRC_BB_OPTION, &err), -1);
+    ck_assert_int_eq(hu_bb_parse(&req, "iohints interpose=perhaps", 25, HU_BB_SRC_BB_OPTION, &err),
+                     -1);
     ck_assert_str_eq(err.text, "#BB_HARMONIA --bb item 1: iohints: interpose 'perhaps' is "
-                     "not yes or no");
-    ck_assert_int_eq(hu_bb_parse(&req, "#BB_HARMONIA iohints interpose=yes\n"
-                                 "#BB_HARMONIA iohints w_iter=1s io_volume=1B", 78,
-                                 HU_BB_SRC_SCRIPT, &err), -1);
+                               "not yes or no");
+    ck_assert_int_eq(hu_bb_parse(&req,
+                                 "#BB_HARMONIA iohints interpose=yes\n"
+                                 "#BB_HARMONIA iohints w_iter=1s io_volume=1B",
+                                 78, HU_BB_SRC_SCRIPT, &err),
+                     -1);
     ck_assert_msg(strstr(err.text, "a second iohints"), "%s", err.text);
 }
 END_TEST
@@ -193,7 +197,8 @@ START_TEST(test_stage)
              "#BB_HARMONIA stage_in source=/pfs/all destination=$HARMONIA_BB\n"
              "#BB_HARMONIA stage_out source=$HARMONIA_BB/out destination=/pfs/out\n"
              "#BB_HARMONIA stage_out destination=/pfs/..x/y.. type=file "
-             "source=${HARMONIA_BB}/a..b\n", HU_BB_SRC_SCRIPT);
+             "source=${HARMONIA_BB}/a..b\n",
+             HU_BB_SRC_SCRIPT);
     ck_assert_int_eq(req.nstage_in, 3);
     ck_assert_int_eq(req.nstage_out, 2);
     ck_assert_str_eq(req.stage_in[0].source, "/pfs/in");
@@ -223,7 +228,8 @@ START_TEST(test_persistent)
              "#BB_HARMONIA create_persistent name=ckpt capacity=1TiB pool=nvme\n"
              "#BB_HARMONIA create_persistent name=b2 capacity=1GB\n"
              "#BB_HARMONIA use_persistent name=ckpt\n"
-             "#BB_HARMONIA destroy_persistent name=old\n", HU_BB_SRC_SCRIPT);
+             "#BB_HARMONIA destroy_persistent name=old\n",
+             HU_BB_SRC_SCRIPT);
     ck_assert_int_eq(req.npersist, 4);
     ck_assert_int_eq(req.persist[0].op, HU_BB_PERSIST_CREATE);
     ck_assert_str_eq(req.persist[0].name, "ckpt");
@@ -239,10 +245,12 @@ START_TEST(test_persistent)
     hu_bb_request_free(&req);
 
     /* use and destroy of one name, and create + use, are allowed */
-    parse_ok(&req, "#BB_HARMONIA use_persistent name=x\n"
+    parse_ok(&req,
+             "#BB_HARMONIA use_persistent name=x\n"
              "#BB_HARMONIA destroy_persistent name=x\n"
              "#BB_HARMONIA create_persistent name=y capacity=1G\n"
-             "#BB_HARMONIA use_persistent name=y", HU_BB_SRC_SCRIPT);
+             "#BB_HARMONIA use_persistent name=y",
+             HU_BB_SRC_SCRIPT);
     ck_assert_int_eq(hu_bb_validate(&req, &err), 0);
     hu_bb_request_free(&req);
 }
@@ -252,8 +260,7 @@ END_TEST
 
 START_TEST(test_canonical)
 {
-    canon_eq("#BB_HARMONIA jobbuffer capacity=200GiB nodes=2 pool=nvme",
-             HU_BB_SRC_SCRIPT,
+    canon_eq("#BB_HARMONIA jobbuffer capacity=200GiB nodes=2 pool=nvme", HU_BB_SRC_SCRIPT,
              "#BB_HARMONIA jobbuffer capacity=200GiB nodes=2 pool=nvme\n");
     canon_eq("jobbuffer capacity=0.5GiB", HU_BB_SRC_BB_OPTION,
              "#BB_HARMONIA jobbuffer capacity=512MiB\n");
@@ -263,8 +270,7 @@ START_TEST(test_canonical)
              "#BB_HARMONIA jobbuffer capacity=1500MB\n");
     canon_eq("jobbuffer capacity=1024000B", HU_BB_SRC_BB_OPTION,
              "#BB_HARMONIA jobbuffer capacity=1000KiB\n");
-    canon_eq("jobbuffer capacity=1B", HU_BB_SRC_BB_OPTION,
-             "#BB_HARMONIA jobbuffer capacity=1B\n");
+    canon_eq("jobbuffer capacity=1B", HU_BB_SRC_BB_OPTION, "#BB_HARMONIA jobbuffer capacity=1B\n");
     canon_eq("jobbuffer capacity=1025B", HU_BB_SRC_BB_OPTION,
              "#BB_HARMONIA jobbuffer capacity=1025B\n");
     canon_eq("jobbuffer capacity=9223372036854775808B", HU_BB_SRC_BB_OPTION,
@@ -275,8 +281,7 @@ START_TEST(test_canonical)
     canon_eq("iohints w_iter=10m io_volume=50GiB", HU_BB_SRC_BB_OPTION,
              "#BB_HARMONIA iohints w_iter=600s io_volume=50GiB io=write "
              "priority=1\n");
-    canon_eq("iohints w_iter=0.1s io_volume=1KB phases=3 io=read priority=7",
-             HU_BB_SRC_BB_OPTION,
+    canon_eq("iohints w_iter=0.1s io_volume=1KB phases=3 io=read priority=7", HU_BB_SRC_BB_OPTION,
              "#BB_HARMONIA iohints w_iter=0.1s io_volume=1KB phases=3 io=read "
              "priority=7\n");
     canon_eq("iohints w_iter=0.25m io_volume=1KB", HU_BB_SRC_BB_OPTION,
@@ -308,7 +313,8 @@ START_TEST(test_canonical_order)
              "#BB_HARMONIA use_persistent name=shared\n"
              "#BB_HARMONIA create_persistent name=ckpt capacity=1TiB pool=nvme\n"
              "#BB_HARMONIA iohints w_iter=10m io_volume=50GiB phases=20\n"
-             "#BB_HARMONIA jobbuffer capacity=200GiB nodes=2\n", HU_BB_SRC_SCRIPT,
+             "#BB_HARMONIA jobbuffer capacity=200GiB nodes=2\n",
+             HU_BB_SRC_SCRIPT,
              "#BB_HARMONIA jobbuffer capacity=200GiB nodes=2\n"
              "#BB_HARMONIA iohints w_iter=600s io_volume=50GiB phases=20 io=write "
              "priority=1\n"
@@ -328,7 +334,8 @@ START_TEST(test_quoted_values)
     hu_bb_request_t req;
 
     memset(&req, 0, sizeof(req));
-    parse_ok(&req, "#BB_HARMONIA stage_in source=\"/pfs/my data\" "
+    parse_ok(&req,
+             "#BB_HARMONIA stage_in source=\"/pfs/my data\" "
              "destination=\"$HARMONIA_BB/a \\\"b\\\" \\\\c\\x\" type=file",
              HU_BB_SRC_SCRIPT);
     ck_assert_str_eq(req.stage_in[0].source, "/pfs/my data");
@@ -340,7 +347,8 @@ START_TEST(test_quoted_values)
              "#BB_HARMONIA stage_in source=\"/pfs/plain\" destination=$HARMONIA_BB/q\"\n"
              "#BB_HARMONIA stage_in source=\"/pfs/tab\there\" destination=$HARMONIA_BB\n"
              "#BB_HARMONIA stage_in source=/pfs/a;b destination=$HARMONIA_BB/c\\d\n"
-             "#BB_HARMONIA jobbuffer capacity=\"1 GiB\"\n", HU_BB_SRC_SCRIPT,
+             "#BB_HARMONIA jobbuffer capacity=\"1 GiB\"\n",
+             HU_BB_SRC_SCRIPT,
              "#BB_HARMONIA jobbuffer capacity=1GiB\n"
              "#BB_HARMONIA stage_in source=\"/pfs/my data\" "
              "destination=\"$HARMONIA_BB/a \\\"b\\\" \\\\c\"\n"
@@ -349,14 +357,16 @@ START_TEST(test_quoted_values)
              "#BB_HARMONIA stage_in source=\"/pfs/a;b\" destination=\"$HARMONIA_BB/c\\\\d\"\n");
 
     /* in --bb, a ';' inside a quoted value does not end the directive */
-    parse_ok(&req, "stage_in source=\"/pfs/a;b\" destination=$HARMONIA_BB;"
-             "jobbuffer capacity=1GiB", HU_BB_SRC_BB_OPTION);
+    parse_ok(&req,
+             "stage_in source=\"/pfs/a;b\" destination=$HARMONIA_BB;"
+             "jobbuffer capacity=1GiB",
+             HU_BB_SRC_BB_OPTION);
     ck_assert_str_eq(req.stage_in[0].source, "/pfs/a;b");
     ck_assert(req.has_buffer);
     hu_bb_request_free(&req);
     /* but one in a bare value does */
-    parse_bad("stage_in source=/pfs/a;b destination=$HARMONIA_BB", 49,
-              HU_BB_SRC_BB_OPTION, "#BB_HARMONIA --bb item 1: stage_in: destination "
+    parse_bad("stage_in source=/pfs/a;b destination=$HARMONIA_BB", 49, HU_BB_SRC_BB_OPTION,
+              "#BB_HARMONIA --bb item 1: stage_in: destination "
               "is missing (write destination=...)");
 }
 END_TEST
@@ -398,8 +408,7 @@ START_TEST(test_round_trip)
 
     for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
         for (int validate = 0; validate < 2; validate++) {
-            static const hu_bb_source_t srcs[] = { HU_BB_SRC_CANONICAL,
-                                                 HU_BB_SRC_BB_OPTION };
+            static const hu_bb_source_t srcs[] = { HU_BB_SRC_CANONICAL, HU_BB_SRC_BB_OPTION };
             hu_bb_request_t r, r2;
             hu_error_t err;
             char *f, *f2;
@@ -413,8 +422,10 @@ START_TEST(test_round_trip)
             for (int s = 0; s < 2; s++) {
                 memset(&r2, 0, sizeof(r2));
                 parse_ok(&r2, f, srcs[s]);
-                ck_assert_msg(req_equal(&r, &r2), "text %zu: parse(format(r)) != r:"
-                              "\n%s", i, f);
+                ck_assert_msg(req_equal(&r, &r2),
+                              "text %zu: parse(format(r)) != r:"
+                              "\n%s",
+                              i, f);
                 f2 = hu_bb_format(&r2);
                 ck_assert_str_eq(f2, f);
                 free(f2);
@@ -433,11 +444,20 @@ START_TEST(test_size_str)
         uint64_t bytes;
         const char *want;
     } t[] = {
-        { 0, "0B" }, { 1, "1B" }, { 999, "999B" }, { 1000, "1KB" }, { 1024, "1KiB" },
-        { 1536, "1536B" }, { 1024000, "1000KiB" }, { 1000000000000ULL, "1TB" },
-        { 1500000000ULL, "1500MB" }, { 200 * GiB, "200GiB" },
-        { 1000000000000000000ULL, "1EB" }, { 1ULL << 63, "8EiB" },
-        { UINT64_MAX, "18446744073709551615B" }, { 15ULL << 60, "15EiB" },
+        { 0, "0B" },
+        { 1, "1B" },
+        { 999, "999B" },
+        { 1000, "1KB" },
+        { 1024, "1KiB" },
+        { 1536, "1536B" },
+        { 1024000, "1000KiB" },
+        { 1000000000000ULL, "1TB" },
+        { 1500000000ULL, "1500MB" },
+        { 200 * GiB, "200GiB" },
+        { 1000000000000000000ULL, "1EB" },
+        { 1ULL << 63, "8EiB" },
+        { UINT64_MAX, "18446744073709551615B" },
+        { 15ULL << 60, "15EiB" },
         { 3ULL << 29, "1536MiB" },
     };
     char buf[32];
@@ -464,22 +484,22 @@ END_TEST
 START_TEST(test_collect_script)
 {
     static const char script[] =
-        "#!/bin/bash\n"                                     /* 1 */
-        "#SBATCH -N 2\n"                                    /* 2 */
-        "#DW jobdw capacity=10GB\n"                         /* 3 */
-        "\n"                                                /* 4 */
-        "   #BB_HARMONIA jobbuffer capacity=1GiB  \r\n"     /* 5 */
-        "#BB_LUA pool=x\n"                                  /* 6 */
-        "# #BB_HARMONIA not at the start\n"                 /* 7 */
-        "#BB_HARMONIAX iohints\n"                           /* 8 */
-        "\t#BB_HARMONIA\tuse_persistent name=a\n"           /* 9 */
-        "srun ./app\n"                                      /* 10 */
-        "#BB_HARMONIA iohints w_iter=1s io_volume=1B\n";    /* 11: after a command */
+        "#!/bin/bash\n"                                  /* 1 */
+        "#SBATCH -N 2\n"                                 /* 2 */
+        "#DW jobdw capacity=10GB\n"                      /* 3 */
+        "\n"                                             /* 4 */
+        "   #BB_HARMONIA jobbuffer capacity=1GiB  \r\n"  /* 5 */
+        "#BB_LUA pool=x\n"                               /* 6 */
+        "# #BB_HARMONIA not at the start\n"              /* 7 */
+        "#BB_HARMONIAX iohints\n"                        /* 8 */
+        "\t#BB_HARMONIA\tuse_persistent name=a\n"        /* 9 */
+        "srun ./app\n"                                   /* 10 */
+        "#BB_HARMONIA iohints w_iter=1s io_volume=1B\n"; /* 11: after a command */
     char *c = hu_bb_collect_script(script);
 
     ck_assert_ptr_nonnull(c);
     ck_assert_str_eq(c, "@5 #BB_HARMONIA jobbuffer capacity=1GiB\n"
-                     "@9 #BB_HARMONIA\tuse_persistent name=a\n");
+                        "@9 #BB_HARMONIA\tuse_persistent name=a\n");
     free(c);
     c = hu_bb_collect_script(NULL);
     ck_assert_str_eq(c, "");
@@ -487,7 +507,7 @@ START_TEST(test_collect_script)
     c = hu_bb_collect_script("echo hi\n#BB_HARMONIA jobbuffer capacity=1GiB\n");
     ck_assert_str_eq(c, "");
     free(c);
-    c = hu_bb_collect_script("#BB_HARMONIA jobbuffer capacity=1GiB");   /* no \n */
+    c = hu_bb_collect_script("#BB_HARMONIA jobbuffer capacity=1GiB"); /* no \n */
     ck_assert_str_eq(c, "@1 #BB_HARMONIA jobbuffer capacity=1GiB\n");
     free(c);
 }
@@ -495,22 +515,21 @@ END_TEST
 
 START_TEST(test_line_numbers)
 {
-    static const char script[] =
-        "#!/bin/bash\n#SBATCH -N1\n\n# comment\n"
-        "#BB_HARMONIA jobbuffer capacity=0GiB\n";
+    static const char script[] = "#!/bin/bash\n#SBATCH -N1\n\n# comment\n"
+                                 "#BB_HARMONIA jobbuffer capacity=0GiB\n";
     char *c = hu_bb_collect_script(script);
 
     parse_bad(c, strlen(c), HU_BB_SRC_SCRIPT,
               "#BB_HARMONIA line 5: jobbuffer: capacity must be greater than zero");
     free(c);
-    parse_bad("jobbuffer capacity=1GiB;iohints w_iter=0s io_volume=1GiB", 56,
-              HU_BB_SRC_BB_OPTION,
+    parse_bad("jobbuffer capacity=1GiB;iohints w_iter=0s io_volume=1GiB", 56, HU_BB_SRC_BB_OPTION,
               "#BB_HARMONIA --bb item 2: iohints: w_iter must be greater than zero");
-    parse_bad("jobbuffer capacity=1GiB;;\n;jobbuffer capacity=1GiB", 50,
-              HU_BB_SRC_BB_OPTION, "#BB_HARMONIA --bb item 5: jobbuffer: a second "
-              "jobbuffer directive (only one per job)");   /* empty items count */
+    parse_bad("jobbuffer capacity=1GiB;;\n;jobbuffer capacity=1GiB", 50, HU_BB_SRC_BB_OPTION,
+              "#BB_HARMONIA --bb item 5: jobbuffer: a second "
+              "jobbuffer directive (only one per job)"); /* empty items count */
     parse_bad("#BB_HARMONIA jobbuffer capacity=1GiB\n"
-              "#BB_HARMONIA jobbuffer capacity=2GiB\n", 74, HU_BB_SRC_CANONICAL,
+              "#BB_HARMONIA jobbuffer capacity=2GiB\n",
+              74, HU_BB_SRC_CANONICAL,
               "#BB_HARMONIA directive 2: jobbuffer: a second jobbuffer directive "
               "(only one per job)");
     bad("@1234 #BB_HARMONIA use_persistent name=",
@@ -532,9 +551,11 @@ START_TEST(test_merge)
     memset(&req, 0, sizeof(req));
     parse_ok(&req, c, HU_BB_SRC_SCRIPT);
     /* --bb: ';' separates, the prefix is optional, others' directives skipped */
-    parse_ok(&req, " iohints w_iter=5m io_volume=10GiB ; #DW jobdw capacity=1GB;"
+    parse_ok(&req,
+             " iohints w_iter=5m io_volume=10GiB ; #DW jobdw capacity=1GB;"
              "#BB_LUA x;#BB_HARMONIA stage_out source=$HARMONIA_BB/out "
-             "destination=/pfs/out\n\n;  ;", HU_BB_SRC_BB_OPTION);
+             "destination=/pfs/out\n\n;  ;",
+             HU_BB_SRC_BB_OPTION);
     ck_assert(req.has_buffer && req.has_hints);
     ck_assert_int_eq(req.nstage_in, 1);
     ck_assert_int_eq(req.nstage_out, 1);
@@ -543,21 +564,23 @@ START_TEST(test_merge)
 
     /* a second jobbuffer or iohints from --bb is an error */
     errno = 0;
-    ck_assert_int_eq(hu_bb_parse(&req, "jobbuffer capacity=1GiB", 23,
-                               HU_BB_SRC_BB_OPTION, &err), -1);
+    ck_assert_int_eq(hu_bb_parse(&req, "jobbuffer capacity=1GiB", 23, HU_BB_SRC_BB_OPTION, &err),
+                     -1);
     ck_assert_str_eq(err.text, "#BB_HARMONIA --bb item 1: jobbuffer: a second "
-                     "jobbuffer directive (only one per job)");
-    ck_assert_int_eq(hu_bb_parse(&req, "iohints w_iter=1s io_volume=1B", 30,
-                               HU_BB_SRC_BB_OPTION, &err), -1);
+                               "jobbuffer directive (only one per job)");
+    ck_assert_int_eq(
+        hu_bb_parse(&req, "iohints w_iter=1s io_volume=1B", 30, HU_BB_SRC_BB_OPTION, &err), -1);
     ck_assert_str_eq(err.text, "#BB_HARMONIA --bb item 1: iohints: a second "
-                     "iohints directive (only one per job)");
+                               "iohints directive (only one per job)");
     hu_bb_request_free(&req);
     free(c);
 
     /* script text read directly: lines without the prefix are not ours */
     memset(&req, 0, sizeof(req));
-    parse_ok(&req, "#!/bin/sh\njobbuffer capacity=0B\n#DW x\necho\n"
-             "#BB_HARMONIA use_persistent name=p\n", HU_BB_SRC_SCRIPT);
+    parse_ok(&req,
+             "#!/bin/sh\njobbuffer capacity=0B\n#DW x\necho\n"
+             "#BB_HARMONIA use_persistent name=p\n",
+             HU_BB_SRC_SCRIPT);
     ck_assert(!req.has_buffer);
     ck_assert_int_eq(req.npersist, 1);
     ck_assert_int_eq(req.persist[0].line, 5);
@@ -591,11 +614,9 @@ END_TEST
 int main(void)
 {
     const tu_tcase_t tcases[] = {
-        { "verbs", .tests = { test_jobbuffer, test_iohints, test_stage, test_persistent,
-                              NULL } },
-        { "canonical", .tests = { test_canonical, test_canonical_order,
-                                  test_quoted_values, test_round_trip, test_size_str,
-                                  NULL } },
+        { "verbs", .tests = { test_jobbuffer, test_iohints, test_stage, test_persistent, NULL } },
+        { "canonical", .tests = { test_canonical, test_canonical_order, test_quoted_values,
+                                  test_round_trip, test_size_str, NULL } },
         { "sources", .tests = { test_collect_script, test_line_numbers, test_merge,
                                 test_has_directives, NULL } },
     };

@@ -21,18 +21,13 @@
 START_TEST(test_errors_verbs_keys)
 {
     bad("#BB_HARMONIA jobbufer capacity=1GiB",
-        "#BB_HARMONIA line 1: unknown directive 'jobbufer' (expected one of "
-        VERBS ")");
+        "#BB_HARMONIA line 1: unknown directive 'jobbufer' (expected one of " VERBS ")");
     bad("#BB_HARMONIA JOBBUFFER capacity=1GiB",
-        "#BB_HARMONIA line 1: unknown directive 'JOBBUFFER' (expected one of "
-        VERBS ")");
-    bad("#BB_HARMONIA", "#BB_HARMONIA line 1: empty directive (expected one of "
-        VERBS ")");
-    bad("#BB_HARMONIA   \t", "#BB_HARMONIA line 1: empty directive (expected one of "
-        VERBS ")");
+        "#BB_HARMONIA line 1: unknown directive 'JOBBUFFER' (expected one of " VERBS ")");
+    bad("#BB_HARMONIA", "#BB_HARMONIA line 1: empty directive (expected one of " VERBS ")");
+    bad("#BB_HARMONIA   \t", "#BB_HARMONIA line 1: empty directive (expected one of " VERBS ")");
     parse_bad("bogus x=1", 9, HU_BB_SRC_BB_OPTION,
-              "#BB_HARMONIA --bb item 1: unknown directive 'bogus' (expected one of "
-              VERBS ")");
+              "#BB_HARMONIA --bb item 1: unknown directive 'bogus' (expected one of " VERBS ")");
     bad("#BB_HARMONIA jobbuffer capacity=1GiB size=2",
         "#BB_HARMONIA line 1: jobbuffer: unknown key 'size' (jobbuffer takes "
         "capacity, nodes, pool)");
@@ -82,8 +77,7 @@ START_TEST(test_errors_verbs_keys)
     bad("#BB_HARMONIA jobbuffer capacity=\"\"",
         "#BB_HARMONIA line 1: jobbuffer: capacity has no value (write "
         "capacity=...)");
-    bad("#BB_HARMONIA jobbuffer 1GiB",
-        "#BB_HARMONIA line 1: jobbuffer: '1GiB' is not key=value");
+    bad("#BB_HARMONIA jobbuffer 1GiB", "#BB_HARMONIA line 1: jobbuffer: '1GiB' is not key=value");
     bad("#BB_HARMONIA jobbuffer capacity=1GiB capacity=2GiB",
         "#BB_HARMONIA line 1: jobbuffer: capacity is given twice");
     bad("#BB_HARMONIA jobbuffer capacity=1GiB\n#BB_HARMONIA jobbuffer capacity=2GiB",
@@ -98,15 +92,19 @@ END_TEST
 
 START_TEST(test_errors_values)
 {
-    static const char *nodes[] = { "0", "-1", "100001", "2x", "+2", " 2", "1.5",
-                                   "99999999999999999999999" };
+    static const char *nodes[] = { "0",  "-1", "100001", "2x",
+                                   "+2", " 2", "1.5",    "99999999999999999999999" };
     char text[128], msg[256];
 
     for (size_t i = 0; i < sizeof(nodes) / sizeof(nodes[0]); i++) {
-        snprintf(text, sizeof(text), "#BB_HARMONIA jobbuffer capacity=1G "
-                 "nodes=\"%s\"", nodes[i]);
-        snprintf(msg, sizeof(msg), "#BB_HARMONIA line 1: jobbuffer: nodes '%s' is "
-                 "not a whole number from 1 to 100000", nodes[i]);
+        snprintf(text, sizeof(text),
+                 "#BB_HARMONIA jobbuffer capacity=1G "
+                 "nodes=\"%s\"",
+                 nodes[i]);
+        snprintf(msg, sizeof(msg),
+                 "#BB_HARMONIA line 1: jobbuffer: nodes '%s' is "
+                 "not a whole number from 1 to 100000",
+                 nodes[i]);
         bad(text, msg);
     }
     bad("#BB_HARMONIA jobbuffer capacity=0B",
@@ -128,14 +126,11 @@ START_TEST(test_errors_values)
         "#BB_HARMONIA line 1: jobbuffer: capacity: unknown size unit 'GiBs' in "
         "'1GiBs' (use B, KB, MB, GB, TB, PB, EB, KiB, MiB, GiB, TiB, PiB, EiB)");
     bad("#BB_HARMONIA jobbuffer capacity=1G pool=1nvme",
-        "#BB_HARMONIA line 1: jobbuffer: pool '1nvme' is not a valid name "
-        NAME_RULE);
+        "#BB_HARMONIA line 1: jobbuffer: pool '1nvme' is not a valid name " NAME_RULE);
     bad("#BB_HARMONIA jobbuffer capacity=1G pool=nv/me",
-        "#BB_HARMONIA line 1: jobbuffer: pool 'nv/me' is not a valid name "
-        NAME_RULE);
+        "#BB_HARMONIA line 1: jobbuffer: pool 'nv/me' is not a valid name " NAME_RULE);
     bad("#BB_HARMONIA create_persistent name=a capacity=1G pool=_x",
-        "#BB_HARMONIA line 1: create_persistent: pool '_x' is not a valid name "
-        NAME_RULE);
+        "#BB_HARMONIA line 1: create_persistent: pool '_x' is not a valid name " NAME_RULE);
     bad("#BB_HARMONIA create_persistent name=a capacity=0KB",
         "#BB_HARMONIA line 1: create_persistent: capacity must be greater than "
         "zero");
@@ -196,8 +191,7 @@ START_TEST(test_errors_names)
     char text[256], name[80];
 
     bad("#BB_HARMONIA use_persistent name=9x",
-        "#BB_HARMONIA line 1: use_persistent: name '9x' is not a valid buffer name "
-        NAME_RULE);
+        "#BB_HARMONIA line 1: use_persistent: name '9x' is not a valid buffer name " NAME_RULE);
     bad("#BB_HARMONIA destroy_persistent name=a/b",
         "#BB_HARMONIA line 1: destroy_persistent: name 'a/b' is not a valid buffer "
         "name " NAME_RULE);
@@ -217,8 +211,10 @@ START_TEST(test_errors_names)
     strcat(name, "n");
     snprintf(text, sizeof(text), "#BB_HARMONIA use_persistent name=%s", name);
     char msg[512];
-    snprintf(msg, sizeof(msg), "#BB_HARMONIA line 1: use_persistent: name '%s' is "
-             "not a valid buffer name " NAME_RULE, name);
+    snprintf(msg, sizeof(msg),
+             "#BB_HARMONIA line 1: use_persistent: name '%s' is "
+             "not a valid buffer name " NAME_RULE,
+             name);
     bad(text, msg);
 }
 END_TEST
@@ -282,7 +278,8 @@ START_TEST(test_errors_quotes)
         "#BB_HARMONIA line 1: stage_in: source: unexpected text after the closing "
         "'\"'");
     parse_bad("stage_in source=\"/a;b destination=$HARMONIA_BB;jobbuffer "
-              "capacity=1G", 60, HU_BB_SRC_BB_OPTION,
+              "capacity=1G",
+              60, HU_BB_SRC_BB_OPTION,
               "#BB_HARMONIA --bb item 1: stage_in: source: the quoted value has no "
               "closing '\"'");
 }
@@ -296,23 +293,23 @@ START_TEST(test_errors_limits)
 
     memset(&req, 0, sizeof(req));
     for (int i = 0; i < HU_BB_MAX_STAGE; i++) {
-        snprintf(line, sizeof(line), "stage_%s source=%s%d destination=%s%d",
-                 i % 2 ? "in" : "out", i % 2 ? "/p" : "$HARMONIA_BB/",
-                 i, i % 2 ? "$HARMONIA_BB/" : "/p", i);
+        snprintf(line, sizeof(line), "stage_%s source=%s%d destination=%s%d", i % 2 ? "in" : "out",
+                 i % 2 ? "/p" : "$HARMONIA_BB/", i, i % 2 ? "$HARMONIA_BB/" : "/p", i);
         parse_ok(&req, line, HU_BB_SRC_BB_OPTION);
     }
-    ck_assert_int_eq(hu_bb_parse(&req, "stage_in source=/x destination=$HARMONIA_BB",
-                               43, HU_BB_SRC_BB_OPTION, &err), -1);
+    ck_assert_int_eq(hu_bb_parse(&req, "stage_in source=/x destination=$HARMONIA_BB", 43,
+                                 HU_BB_SRC_BB_OPTION, &err),
+                     -1);
     ck_assert_str_eq(err.text, "#BB_HARMONIA --bb item 1: stage_in: too many "
-                     "stage_in/stage_out directives (at most 64)");
+                               "stage_in/stage_out directives (at most 64)");
     for (int i = 0; i < HU_BB_MAX_PERSIST; i++) {
         snprintf(line, sizeof(line), "use_persistent name=p%d", i);
         parse_ok(&req, line, HU_BB_SRC_BB_OPTION);
     }
-    ck_assert_int_eq(hu_bb_parse(&req, "destroy_persistent name=z", 25,
-                               HU_BB_SRC_BB_OPTION, &err), -1);
+    ck_assert_int_eq(hu_bb_parse(&req, "destroy_persistent name=z", 25, HU_BB_SRC_BB_OPTION, &err),
+                     -1);
     ck_assert_str_eq(err.text, "#BB_HARMONIA --bb item 1: destroy_persistent: too "
-                     "many persistent-buffer directives (at most 16)");
+                               "many persistent-buffer directives (at most 16)");
     hu_bb_request_free(&req);
 }
 END_TEST
@@ -324,25 +321,28 @@ START_TEST(test_validate)
 
     validate_bad("#BB_HARMONIA iohints w_iter=1s io_volume=1B\n"
                  "#BB_HARMONIA stage_in source=/a destination=$HARMONIA_BB",
-                 HU_BB_SRC_SCRIPT, "#BB_HARMONIA line 2: stage_in needs a buffer: "
+                 HU_BB_SRC_SCRIPT,
+                 "#BB_HARMONIA line 2: stage_in needs a buffer: "
                  "add a jobbuffer or use_persistent directive");
-    validate_bad("@7 #BB_HARMONIA stage_out source=$HARMONIA_BB destination=/a",
-                 HU_BB_SRC_SCRIPT, "#BB_HARMONIA line 7: stage_out needs a buffer: "
+    validate_bad("@7 #BB_HARMONIA stage_out source=$HARMONIA_BB destination=/a", HU_BB_SRC_SCRIPT,
+                 "#BB_HARMONIA line 7: stage_out needs a buffer: "
                  "add a jobbuffer or use_persistent directive");
     validate_bad("create_persistent name=p capacity=1G;"
                  "stage_out source=$HARMONIA_BB destination=/a",
-                 HU_BB_SRC_BB_OPTION, "#BB_HARMONIA --bb item 2: stage_out needs a buffer: "
+                 HU_BB_SRC_BB_OPTION,
+                 "#BB_HARMONIA --bb item 2: stage_out needs a buffer: "
                  "add a jobbuffer or use_persistent directive");
-    validate_bad("jobbuffer capacity=1GiB;iohints w_iter=1s io_volume=2GiB",
-                 HU_BB_SRC_BB_OPTION, "#BB_HARMONIA: iohints: io_volume 2GiB is larger "
+    validate_bad("jobbuffer capacity=1GiB;iohints w_iter=1s io_volume=2GiB", HU_BB_SRC_BB_OPTION,
+                 "#BB_HARMONIA: iohints: io_volume 2GiB is larger "
                  "than the jobbuffer capacity 1GiB: one I/O phase must fit in the "
                  "buffer");
-    validate_bad("jobbuffer capacity=1B;iohints w_iter=1s io_volume=1.5KB",
-                 HU_BB_SRC_BB_OPTION, "#BB_HARMONIA: iohints: io_volume 1500B is "
+    validate_bad("jobbuffer capacity=1B;iohints w_iter=1s io_volume=1.5KB", HU_BB_SRC_BB_OPTION,
+                 "#BB_HARMONIA: iohints: io_volume 1500B is "
                  "larger than the jobbuffer capacity 1B: one I/O phase must fit in "
                  "the buffer");
     validate_bad("create_persistent name=ckpt capacity=1G\n"
-                 "destroy_persistent name=ckpt", HU_BB_SRC_BB_OPTION,
+                 "destroy_persistent name=ckpt",
+                 HU_BB_SRC_BB_OPTION,
                  "#BB_HARMONIA --bb item 2: persistent buffer 'ckpt' is both created and "
                  "destroyed by the job");
 
@@ -352,14 +352,16 @@ START_TEST(test_validate)
              HU_BB_SRC_BB_OPTION);
     ck_assert_int_eq(hu_bb_validate(&req, &err), 0);
     hu_bb_request_free(&req);
-    parse_ok(&req, "use_persistent name=p;stage_in source=/a destination="
-             "$HARMONIA_BB", HU_BB_SRC_BB_OPTION);
+    parse_ok(&req,
+             "use_persistent name=p;stage_in source=/a destination="
+             "$HARMONIA_BB",
+             HU_BB_SRC_BB_OPTION);
     ck_assert_int_eq(hu_bb_validate(&req, &err), 0);
-    ck_assert_int_eq(req.io, HU_BB_IO_UNSET);     /* no hints: nothing normalised */
+    ck_assert_int_eq(req.io, HU_BB_IO_UNSET); /* no hints: nothing normalised */
     ck_assert_int_eq(req.priority, 0);
     hu_bb_request_free(&req);
     parse_ok(&req, "iohints w_iter=1s io_volume=1EiB", HU_BB_SRC_BB_OPTION);
-    ck_assert_int_eq(hu_bb_validate(&req, &err), 0);      /* no buffer to compare */
+    ck_assert_int_eq(hu_bb_validate(&req, &err), 0); /* no buffer to compare */
     hu_bb_request_free(&req);
 }
 END_TEST
@@ -448,8 +450,7 @@ START_TEST(test_long_lines_bb)
     memset(s + strlen(s), 'a', n);
     strcat(s, ";jobbuffer capacity=1G");
     memset(&req, 0, sizeof(req));
-    ck_assert_msg(hu_bb_parse(&req, s, strlen(s), HU_BB_SRC_BB_OPTION, &err) == 0, "%s",
-                  err.text);
+    ck_assert_msg(hu_bb_parse(&req, s, strlen(s), HU_BB_SRC_BB_OPTION, &err) == 0, "%s", err.text);
     ck_assert(req.has_buffer);
     hu_bb_request_free(&req);
     free(s);
@@ -482,8 +483,7 @@ START_TEST(test_nul_and_control)
     ck_assert(req.has_buffer);
     hu_bb_request_free(&req);
     /* a tab is a blank */
-    parse_ok(&req, "#BB_HARMONIA\tjobbuffer\tcapacity=1GiB\tnodes=1",
-             HU_BB_SRC_SCRIPT);
+    parse_ok(&req, "#BB_HARMONIA\tjobbuffer\tcapacity=1GiB\tnodes=1", HU_BB_SRC_SCRIPT);
     ck_assert_uint_eq(req.nodes, 1);
     hu_bb_request_free(&req);
 }
@@ -495,11 +495,12 @@ START_TEST(test_non_ascii)
 
     /* UTF-8 in paths is fine, and is kept byte for byte */
     memset(&req, 0, sizeof(req));
-    parse_ok(&req, "#BB_HARMONIA stage_in source=/pfs/\xc3\xa9t\xc3\xa9 "
-             "destination=$HARMONIA_BB/\xe2\x82\xac\xf0\x9f\x92\xbe", HU_BB_SRC_SCRIPT);
+    parse_ok(&req,
+             "#BB_HARMONIA stage_in source=/pfs/\xc3\xa9t\xc3\xa9 "
+             "destination=$HARMONIA_BB/\xe2\x82\xac\xf0\x9f\x92\xbe",
+             HU_BB_SRC_SCRIPT);
     ck_assert_str_eq(req.stage_in[0].source, "/pfs/\xc3\xa9t\xc3\xa9");
-    ck_assert_str_eq(req.stage_in[0].destination,
-                     "$HARMONIA_BB/\xe2\x82\xac\xf0\x9f\x92\xbe");
+    ck_assert_str_eq(req.stage_in[0].destination, "$HARMONIA_BB/\xe2\x82\xac\xf0\x9f\x92\xbe");
     hu_bb_request_free(&req);
     /* invalid UTF-8 too: paths are bytes */
     parse_ok(&req, "#BB_HARMONIA stage_in source=/\xff\xfe destination=$HARMONIA_BB",
@@ -507,7 +508,8 @@ START_TEST(test_non_ascii)
     hu_bb_request_free(&req);
 
     /* in a verb or a key: refused, the bytes escaped in the message */
-    bad("#BB_HARMONIA j\xc3\xb6" "bbuffer capacity=1G",
+    bad("#BB_HARMONIA j\xc3\xb6"
+        "bbuffer capacity=1G",
         "#BB_HARMONIA line 1: unknown directive 'j\\xc3\\xb6bbuffer' (expected one "
         "of " VERBS ")");
     bad("#BB_HARMONIA jobbuffer capacit\xc3\xa9=1G",
@@ -532,8 +534,10 @@ START_TEST(test_long_token_message)
     strcpy(text, "#BB_HARMONIA ");
     memset(text + 13, 'v', 500);
     text[513] = '\0';
-    snprintf(msg, sizeof(msg), "#BB_HARMONIA line 1: unknown directive '%.72s...' "
-             "(expected one of " VERBS ")", text + 13);
+    snprintf(msg, sizeof(msg),
+             "#BB_HARMONIA line 1: unknown directive '%.72s...' "
+             "(expected one of " VERBS ")",
+             text + 13);
     bad(text, msg);
     /* escapes are not cut in the middle */
     strcpy(text, "#BB_HARMONIA ");
@@ -544,8 +548,7 @@ START_TEST(test_long_token_message)
     hu_error_t err;
     memset(&req, 0, sizeof(req));
     ck_assert_int_eq(hu_bb_parse(&req, text, strlen(text), HU_BB_SRC_SCRIPT, &err), -1);
-    ck_assert_msg(strstr(err.text, "'\\xe9\\xe9") && strstr(err.text, "\\xe9...'"),
-                  "%s", err.text);
+    ck_assert_msg(strstr(err.text, "'\\xe9\\xe9") && strstr(err.text, "\\xe9...'"), "%s", err.text);
 }
 END_TEST
 
@@ -558,7 +561,7 @@ START_TEST(test_failure_leaves_request)
         "iohints w_iter=1s io_volume=1B;create_persistent name=c capacity=1G pool=q;"
         "jobbuffer capacity=1G",
         "stage_out source=$HARMONIA_BB/o destination=/o;bogus",
-        "use_persistent name=first",                /* named twice */
+        "use_persistent name=first", /* named twice */
         "create_persistent name=n capacity=1G pool=p;nul\0",
         "iohints w_iter=1s io_volume=1B;jobbuffer capacity=2G",
     };
@@ -568,16 +571,18 @@ START_TEST(test_failure_leaves_request)
     char *before, *after;
 
     memset(&req, 0, sizeof(req));
-    parse_ok(&req, "jobbuffer capacity=1GiB pool=nvme;use_persistent name=first;"
-             "stage_in source=/p/1 destination=$HARMONIA_BB/1", HU_BB_SRC_BB_OPTION);
+    parse_ok(&req,
+             "jobbuffer capacity=1GiB pool=nvme;use_persistent name=first;"
+             "stage_in source=/p/1 destination=$HARMONIA_BB/1",
+             HU_BB_SRC_BB_OPTION);
     memcpy(&saved, &req, sizeof(req));
     before = hu_bb_format(&req);
     for (size_t i = 0; i < sizeof(bad_texts) / sizeof(bad_texts[0]); i++) {
         size_t len = bad_lens[i] ? bad_lens[i] : strlen(bad_texts[i]);
-        ck_assert_msg(hu_bb_parse(&req, bad_texts[i], len, HU_BB_SRC_BB_OPTION,
-                                &err) == -1, "text %zu accepted", i);
-        ck_assert_msg(memcmp(&req, &saved, sizeof(req)) == 0,
-                      "text %zu changed the request (%s)", i, err.text);
+        ck_assert_msg(hu_bb_parse(&req, bad_texts[i], len, HU_BB_SRC_BB_OPTION, &err) == -1,
+                      "text %zu accepted", i);
+        ck_assert_msg(memcmp(&req, &saved, sizeof(req)) == 0, "text %zu changed the request (%s)",
+                      i, err.text);
         after = hu_bb_format(&req);
         ck_assert_str_eq(after, before);
         free(after);
@@ -648,36 +653,40 @@ START_TEST(test_check_paths)
     make_tmp();
     paths("stage_in source=%s/file destination=$HARMONIA_BB/f type=file", NULL, 0);
     paths("stage_in source=%s/file destination=$HARMONIA_BB/f", NULL, 0);
-    paths("stage_in source=%s/dir destination=$HARMONIA_BB/d type=directory", NULL,
-          0);
+    paths("stage_in source=%s/dir destination=$HARMONIA_BB/d type=directory", NULL, 0);
     paths("stage_in source=%s/dir/ destination=$HARMONIA_BB/d", NULL, 0);
     paths("stage_in source=%s/file destination=$HARMONIA_BB/d type=directory",
           "#BB_HARMONIA --bb item 1: stage_in: source '%s/file' is not a directory "
-          "(type=directory)", EINVAL);
+          "(type=directory)",
+          EINVAL);
     paths("stage_in source=%s/dir destination=$HARMONIA_BB/f type=file",
           "#BB_HARMONIA --bb item 1: stage_in: source '%s/dir' is not a regular file "
-          "(type=file)", EINVAL);
+          "(type=file)",
+          EINVAL);
     paths("jobbuffer capacity=1G;stage_in source=%s/nope destination=$HARMONIA_BB",
           "#BB_HARMONIA --bb item 2: stage_in: source '%s/nope' does not exist (No such "
-          "file or directory)", ENOENT);
+          "file or directory)",
+          ENOENT);
     paths("stage_out source=$HARMONIA_BB/o destination=%s/out", NULL, 0);
-    paths("stage_out source=$HARMONIA_BB/o destination=%s/dir/out type=file", NULL,
-          0);
+    paths("stage_out source=$HARMONIA_BB/o destination=%s/dir/out type=file", NULL, 0);
     paths("stage_out source=$HARMONIA_BB/o destination=%s/newdir/", NULL, 0);
     paths("stage_out source=$HARMONIA_BB/o destination=%s//", NULL, 0);
     paths("stage_out source=$HARMONIA_BB/o destination=/", NULL, 0);
     paths("stage_out source=$HARMONIA_BB/o destination=/out", NULL, 0);
     paths("stage_out source=$HARMONIA_BB/o destination=%s/nodir/out",
           "#BB_HARMONIA --bb item 1: stage_out: the directory of destination "
-          "'%s/nodir/out' does not exist", ENOENT);
+          "'%s/nodir/out' does not exist",
+          ENOENT);
     paths("stage_out source=$HARMONIA_BB/o destination=%s/file/out",
           "#BB_HARMONIA --bb item 1: stage_out: the directory of destination "
-          "'%s/file/out' does not exist", ENOENT);
+          "'%s/file/out' does not exist",
+          ENOENT);
     /* the first failure is reported: stage_in before stage_out */
     paths("stage_out source=$HARMONIA_BB/o destination=%s/nodir/out;"
           "stage_in source=%s/nope destination=$HARMONIA_BB",
           "#BB_HARMONIA --bb item 2: stage_in: source '%s/nope' does not exist (No such "
-          "file or directory)", ENOENT);
+          "file or directory)",
+          ENOENT);
     remove_tmp();
 }
 END_TEST
@@ -744,7 +753,7 @@ START_TEST(test_foreign_lines)
     ck_assert_int_eq(hu_bb_dw_equivalent(t, strlen(t), out, sizeof(out)), 0);
     t = "jobbuffer capacity=1GiB";
     ck_assert_int_eq(hu_bb_dw_equivalent(t, strlen(t), out, sizeof(out)), -1);
-    t = "#DW persistentdw name=a;jobbuffer";       /* only the bytes given */
+    t = "#DW persistentdw name=a;jobbuffer"; /* only the bytes given */
     ck_assert_int_eq(hu_bb_dw_equivalent(t, 23, out, sizeof(out)), 1);
     ck_assert_str_eq(out, "#BB_HARMONIA use_persistent name=a");
     /* a small buffer: cut, terminated */
@@ -764,10 +773,9 @@ END_TEST
 int main(void)
 {
     const tu_tcase_t tcases[] = {
-        { "errors", .tests = { test_errors_verbs_keys, test_errors_values,
-                               test_errors_names, test_errors_paths, test_errors_quotes,
-                               test_errors_limits, test_validate,
-                               test_failure_leaves_request, NULL } },
+        { "errors", .tests = { test_errors_verbs_keys, test_errors_values, test_errors_names,
+                               test_errors_paths, test_errors_quotes, test_errors_limits,
+                               test_validate, test_failure_leaves_request, NULL } },
         { "bytes", .tests = { test_long_lines, test_long_lines_bb, test_nul_and_control,
                               test_non_ascii, test_long_token_message, NULL } },
         { "paths", .tests = { test_check_paths, NULL } },

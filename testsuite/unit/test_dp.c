@@ -54,15 +54,14 @@ static hs_dp_node_t hdd(double cap)
 
 static hs_dp_phase_t phase(double v, int prio, double waited)
 {
-    return (hs_dp_phase_t){ .volume = v, .dir = HS_DIR_WRITE, .priority = prio,
-                            .waited = waited };
+    return (hs_dp_phase_t){ .volume = v, .dir = HS_DIR_WRITE, .priority = prio, .waited = waited };
 }
 
-static hs_dp_problem_t problem(hs_dp_phase_t *ph, int n, hs_dp_node_t *nd, int m,
-                               int S, double dt)
+static hs_dp_problem_t problem(hs_dp_phase_t *ph, int n, hs_dp_node_t *nd, int m, int S, double dt)
 {
-    return (hs_dp_problem_t){ .phases = ph, .nphases = n, .nodes = nd, .nnodes = m,
-                              .nslots = S, .slot = dt };
+    return (hs_dp_problem_t){
+        .phases = ph, .nphases = n, .nodes = nd, .nnodes = m, .nslots = S, .slot = dt
+    };
 }
 
 /* The hand cases' problem: phases x and y on nodes a and b, one slot of 100. */
@@ -73,8 +72,7 @@ typedef struct {
     hs_dp_place_t pl[2];
 } pair_t;
 
-static void pair_init(pair_t *f, hs_dp_node_t a, hs_dp_node_t b, hs_dp_phase_t x,
-                      hs_dp_phase_t y)
+static void pair_init(pair_t *f, hs_dp_node_t a, hs_dp_node_t b, hs_dp_phase_t x, hs_dp_phase_t y)
 {
     f->nd[0] = a;
     f->nd[1] = b;
@@ -83,15 +81,13 @@ static void pair_init(pair_t *f, hs_dp_node_t a, hs_dp_node_t b, hs_dp_phase_t x
     f->p = problem(f->ph, 2, f->nd, 2, 1, 100.);
 }
 
-static double solve(const hs_dp_problem_t *p, hs_dp_cost_t c, hs_dp_place_t *pl,
-                    double *sec)
+static double solve(const hs_dp_problem_t *p, hs_dp_cost_t c, hs_dp_place_t *pl, double *sec)
 {
     hs_dp_solution_t sol = { .place = pl };
     hu_error_t err = { "" };
     double v, s2;
 
-    ck_assert_msg(hs_dp_place(p, c, &sol, &err) == 0, "%s: %s", hs_dp_cost_name(c),
-                  err.text);
+    ck_assert_msg(hs_dp_place(p, c, &sol, &err) == 0, "%s: %s", hs_dp_cost_name(c), err.text);
     ck_assert(sol.exact);
     /* the reported cost is the model's cost of the placement */
     ck_assert_msg(hs_dp_evaluate(p, c, pl, &v, &s2, &err) == 0, "%s", err.text);
@@ -147,8 +143,8 @@ START_TEST(test_hand_buffer_eff)
 
     f.nd[0].capacity = 500.;
     f.nd[1].capacity = 12.;
-    ck_assert(close_rel(solve(&f.p, HS_DP_COST_BUFFER_EFF, f.pl, NULL),
-                        490. * 5. + 2. * 10. / 1.5));
+    ck_assert(
+        close_rel(solve(&f.p, HS_DP_COST_BUFFER_EFF, f.pl, NULL), 490. * 5. + 2. * 10. / 1.5));
     ck_assert_int_ne(f.pl[0].node, f.pl[1].node);
 }
 END_TEST
@@ -226,7 +222,7 @@ START_TEST(test_hand_running)
     ck_assert(close_rel(solve(&p, HS_DP_COST_MAXBW, pl, NULL), 11.));
     ck_assert_int_eq(pl[0].slot, 1);
     ck_assert_int_eq(pl[0].concurrency, 1);
-    end[0] = 50.;               /* still running at slot 1: go now (12 < 5 + 12) */
+    end[0] = 50.; /* still running at slot 1: go now (12 < 5 + 12) */
     ck_assert(close_rel(solve(&p, HS_DP_COST_MAXBW, pl, NULL), 12.));
     ck_assert_int_eq(pl[0].slot, 0);
     ck_assert_int_eq(pl[0].concurrency, 2);
@@ -278,7 +274,7 @@ START_TEST(test_allowed_capacity)
     /* an invalid placement is refused by hs_dp_evaluate */
     f.nd[0].capacity = f.nd[1].capacity = 100.;
     f.p.method = HS_DP_AUTO;
-    f.pl[0].node = 0;           /* not allowed for phase 0 */
+    f.pl[0].node = 0; /* not allowed for phase 0 */
     f.pl[0].slot = 0;
     f.pl[1].node = 1;
     f.pl[1].slot = 0;
@@ -350,7 +346,7 @@ typedef struct {
     uint64_t s;
 } rng_t;
 
-static uint64_t rng_next(rng_t *r)      /* xorshift64* */
+static uint64_t rng_next(rng_t *r) /* xorshift64* */
 {
     r->s ^= r->s >> 12;
     r->s ^= r->s << 25;
@@ -358,7 +354,7 @@ static uint64_t rng_next(rng_t *r)      /* xorshift64* */
     return r->s * 2685821657736338717ULL;
 }
 
-static int rng_int(rng_t *r, int lo, int hi)     /* [lo, hi] */
+static int rng_int(rng_t *r, int lo, int hi) /* [lo, hi] */
 {
     return lo + (int)(rng_next(r) % (uint64_t)(hi - lo + 1));
 }
@@ -383,10 +379,18 @@ static void gen_curve(rng_t *r, double *v, int *k)
     *k = type == 0 ? 0 : rng_int(r, 1, 16);
     for (int c = 1; c <= *k; c++) {
         switch (type) {
-        case 1: v[c - 1] = 0.05 * (c - 1); break;                 /* SSD-like */
-        case 2: v[c - 1] = 0.5 * (c - 1); break;                  /* HDD-like */
-        case 3: v[c - 1] = c == 1 ? 0. : c <= 3 ? -0.25 : 0.1 * c; break; /* queue depth */
-        default: v[c - 1] = (double)rng_int(r, 0, 8) / 4.; break; /* arbitrary */
+        case 1:
+            v[c - 1] = 0.05 * (c - 1);
+            break; /* SSD-like */
+        case 2:
+            v[c - 1] = 0.5 * (c - 1);
+            break; /* HDD-like */
+        case 3:
+            v[c - 1] = c == 1 ? 0. : c <= 3 ? -0.25 : 0.1 * c;
+            break; /* queue depth */
+        default:
+            v[c - 1] = (double)rng_int(r, 0, 8) / 4.;
+            break; /* arbitrary */
         }
     }
 }
@@ -473,8 +477,8 @@ static int or_allowed(const hs_dp_phase_t *ph, int j)
 }
 
 /* Cost (and secondary) of placing phase i on node[i], slot[i]; 0 if valid. */
-static int or_eval(const hs_dp_problem_t *p, hs_dp_cost_t cost, const int *node,
-                   const int *slot, double *val, double *sec)
+static int or_eval(const hs_dp_problem_t *p, hs_dp_cost_t cost, const int *node, const int *slot,
+                   double *val, double *sec)
 {
     int n = p->nphases, m = p->nnodes, S = p->nslots;
     double tau[GMAX_N], used[GMAX_M] = { 0 }, busy[GMAX_M] = { 0 };
@@ -485,10 +489,10 @@ static int or_eval(const hs_dp_problem_t *p, hs_dp_cost_t cost, const int *node,
         const hs_dp_node_t *nd = &p->nodes[node[i]];
         if (!or_allowed(ph, node[i]))
             return -1;
-        int c = 0;                          /* phases of this decision in the cell */
+        int c = 0; /* phases of this decision in the cell */
         for (int k = 0; k < n; k++)
             c += node[k] == node[i] && slot[k] == slot[i];
-        for (int r = 0; r < nd->nrunning; r++)      /* streams still running then */
+        for (int r = 0; r < nd->nrunning; r++) /* streams still running then */
             c += nd->running_end[r] > slot[i] * p->slot;
         double interf = c * (1. + or_msca(nd, ph->dir, c));
         tau[i] = slot[i] * p->slot + ph->volume * interf / nd->bandwidth;
@@ -526,11 +530,20 @@ static int or_eval(const hs_dp_problem_t *p, hs_dp_cost_t cost, const int *node,
                 best = p->nodes[j].bandwidth;
         sum += tau[i];
         switch (cost) {
-        case HS_DP_COST_MAXBW: v = fmax(v, tau[i]); break;
-        case HS_DP_COST_MINSTALL: v += stall; break;
-        case HS_DP_COST_FAIRNESS: v = fmax(v, stall / (ph->volume / best)); break;
-        case HS_DP_COST_PRIORITY: v += (ph->priority ? ph->priority : 1) * stall; break;
-        default: break;
+        case HS_DP_COST_MAXBW:
+            v = fmax(v, tau[i]);
+            break;
+        case HS_DP_COST_MINSTALL:
+            v += stall;
+            break;
+        case HS_DP_COST_FAIRNESS:
+            v = fmax(v, stall / (ph->volume / best));
+            break;
+        case HS_DP_COST_PRIORITY:
+            v += (ph->priority ? ph->priority : 1) * stall;
+            break;
+        default:
+            break;
         }
     }
     if (cost == HS_DP_COST_BUFFER_EFF)
@@ -555,8 +568,7 @@ static int or_best(const hs_dp_problem_t *p, hs_dp_cost_t cost, double *val, dou
             slot[i] = digit[i] % p->nslots;
         }
         if (or_eval(p, cost, node, slot, &v, &s2) == 0
-            && (!found || (v < *val && !close_rel(v, *val))
-                || (close_rel(v, *val) && s2 < *sec))) {
+            && (!found || (v < *val && !close_rel(v, *val)) || (close_rel(v, *val) && s2 < *sec))) {
             if (!found || !close_rel(v, *val))
                 *val = v;
             *sec = s2;
@@ -592,8 +604,8 @@ START_TEST(test_dp_vs_independent_oracle)
                           hs_dp_cost_name((hs_dp_cost_t)k), rc, found ? "found" : "none");
             if (!found)
                 continue;
-            ck_assert_msg(close_rel(sol.cost, ov), "instance %d %s: DP %.17g, oracle %.17g",
-                          t, hs_dp_cost_name((hs_dp_cost_t)k), sol.cost, ov);
+            ck_assert_msg(close_rel(sol.cost, ov), "instance %d %s: DP %.17g, oracle %.17g", t,
+                          hs_dp_cost_name((hs_dp_cost_t)k), sol.cost, ov);
             if (k == HS_DP_COST_MAXBW || k == HS_DP_COST_FAIRNESS)
                 ck_assert_msg(close_rel(sol.secondary, os),
                               "instance %d %s: secondary DP %.17g, oracle %.17g", t,
@@ -631,19 +643,20 @@ static void compare(inst_t *in, int idx)
         hs_dp_solution_t ds = { .place = dp };
         int rd = hs_dp_place(&in->p, (hs_dp_cost_t)k, &ds, &err);
         if (rx < 0) {
-            ck_assert_msg(rd < 0 && errno == ENOSPC, "instance %d %s: DP found a "
-                          "placement, exhaustive none", idx,
-                          hs_dp_cost_name((hs_dp_cost_t)k));
+            ck_assert_msg(rd < 0 && errno == ENOSPC,
+                          "instance %d %s: DP found a "
+                          "placement, exhaustive none",
+                          idx, hs_dp_cost_name((hs_dp_cost_t)k));
             continue;
         }
-        ck_assert_msg(rd == 0, "instance %d %s: %s", idx,
-                      hs_dp_cost_name((hs_dp_cost_t)k), err.text);
+        ck_assert_msg(rd == 0, "instance %d %s: %s", idx, hs_dp_cost_name((hs_dp_cost_t)k),
+                      err.text);
         ck_assert(ds.exact);
         ck_assert_msg(close_rel(ds.cost, xs[k].cost),
                       "instance %d (%d phases, %d nodes, %d slots) %s: DP %.17g, "
-                      "exhaustive %.17g", idx, in->p.nphases, in->p.nnodes,
-                      in->p.nslots, hs_dp_cost_name((hs_dp_cost_t)k), ds.cost,
-                      xs[k].cost);
+                      "exhaustive %.17g",
+                      idx, in->p.nphases, in->p.nnodes, in->p.nslots,
+                      hs_dp_cost_name((hs_dp_cost_t)k), ds.cost, xs[k].cost);
         ck_assert_msg(close_rel(ds.secondary, xs[k].secondary),
                       "instance %d %s: secondary DP %.17g, exhaustive %.17g", idx,
                       hs_dp_cost_name((hs_dp_cost_t)k), ds.secondary, xs[k].secondary);
@@ -677,8 +690,10 @@ START_TEST(test_dp_vs_exhaustive)
         compare(&in, count);
         count++;
     }
-    fprintf(stderr, "test_dp: DP == exhaustive on %d instances (x5 costs), "
-            "%d infeasible in both\n", ncompared, nenospc);
+    fprintf(stderr,
+            "test_dp: DP == exhaustive on %d instances (x5 costs), "
+            "%d infeasible in both\n",
+            ncompared, nenospc);
     ck_assert_int_ge(ncompared, 500);
 }
 END_TEST
@@ -721,7 +736,7 @@ START_TEST(test_fallback_vs_exact)
             }
             in.p.method = HS_DP_HEURISTIC;
             if (hs_dp_place(&in.p, (hs_dp_cost_t)k, &sh, &err) < 0) {
-                ck_assert_int_eq(errno, ENOSPC);    /* packing may fail */
+                ck_assert_int_eq(errno, ENOSPC); /* packing may fail */
                 continue;
             }
             ck_assert(!sh.exact);
@@ -734,8 +749,7 @@ START_TEST(test_fallback_vs_exact)
     }
     for (int k = 0; k < HS_DP_COST__COUNT; k++)
         fprintf(stderr, "test_dp: fallback mean gap %-20s %6.2f%% over %d instances\n",
-                hs_dp_cost_name((hs_dp_cost_t)k),
-                cnt[k] ? 100. * gap[k] / cnt[k] : 0., cnt[k]);
+                hs_dp_cost_name((hs_dp_cost_t)k), cnt[k] ? 100. * gap[k] / cnt[k] : 0., cnt[k]);
 }
 END_TEST
 
@@ -747,7 +761,7 @@ START_TEST(test_large)
     hs_dp_phase_t *ph = calloc(n, sizeof(*ph));
     hs_dp_node_t *nd = calloc(m, sizeof(*nd));
     hs_dp_place_t *pl = calloc(n, sizeof(*pl));
-    int (*al)[8] = calloc(n, sizeof(*al));
+    int(*al)[8] = calloc(n, sizeof(*al));
 
     ck_assert(ph && nd && pl && al);
     for (int j = 0; j < m; j++) {
@@ -762,7 +776,7 @@ START_TEST(test_large)
         ph[i].dir = rng_int(&r, 0, 4) ? HS_DIR_WRITE : HS_DIR_READ;
         ph[i].waited = rng_int(&r, 0, 30);
         ph[i].priority = rng_int(&r, 1, 10);
-        if (i % 2) {            /* a job allocation of 8 nodes */
+        if (i % 2) { /* a job allocation of 8 nodes */
             int base = rng_int(&r, 0, m - 8);
             for (int k = 0; k < 8; k++)
                 al[i][k] = base + k;
@@ -775,8 +789,7 @@ START_TEST(test_large)
         hs_dp_solution_t sol = { .place = pl };
         hu_error_t err;
         double v;
-        ck_assert_msg(hs_dp_place(&p, (hs_dp_cost_t)k, &sol, &err) == 0, "%s",
-                      err.text);
+        ck_assert_msg(hs_dp_place(&p, (hs_dp_cost_t)k, &sol, &err) == 0, "%s", err.text);
         ck_assert(!sol.exact);
         ck_assert(isfinite(sol.cost) && sol.cost > 0.);
         for (int i = 0; i < n; i++) {
@@ -799,10 +812,9 @@ int main(void)
 {
     const tu_tcase_t tcases[] = {
         { "hand", .timeout = 300,
-          .tests = { test_hand_maxbw_minstall_fairness, test_hand_buffer_eff,
-                     test_hand_priority, test_hand_slots, test_hand_running,
-                     test_allowed_capacity, test_errors, test_fallback_vs_exact,
-                     test_large, NULL } },
+          .tests = { test_hand_maxbw_minstall_fairness, test_hand_buffer_eff, test_hand_priority,
+                     test_hand_slots, test_hand_running, test_allowed_capacity, test_errors,
+                     test_fallback_vs_exact, test_large, NULL } },
         { "exhaustive", .timeout = 600,
           .tests = { test_dp_vs_exhaustive, test_dp_vs_exhaustive_full,
                      test_dp_vs_independent_oracle, NULL } },

@@ -31,7 +31,7 @@ START_TEST(test_tb_hand_checked)
     hm_tb_t tb;
     /* 100 B/s, bucket of 10 B, full at t = 0 */
     hm_tb_init(&tb, 100, 10, 0);
-    ck_assert(hm_tb_take(&tb, 10, 0) == 0);             /* the burst */
+    ck_assert(hm_tb_take(&tb, 10, 0) == 0); /* the burst */
     ck_assert(fabs(hm_tb_take(&tb, 10, 0) - 0.1) < 1e-12);
     /* the caller slept 0.1 s: the debt is paid, the next 10 B wait 0.1 s more */
     ck_assert(fabs(hm_tb_take(&tb, 10, 0.1) - 0.1) < 1e-12);
@@ -57,11 +57,11 @@ START_TEST(test_tb_rate_bound)
     for (int i = 0; i < 100000; i++) {
         double n = 1 + rand_r(&seed) % 20000;
         double d = hm_tb_take(&tb, n, t);
-        t += d;                         /* sleep, then move n bytes at once */
+        t += d; /* sleep, then move n bytes at once */
         moved += n;
         ck_assert_msg(moved <= burst + rate * t + 1e-6, "moved %.0f by t=%.6f", moved, t);
         if (rand_r(&seed) % 10 == 0)
-            t += (rand_r(&seed) % 1000) * 1e-6;     /* compute between writes */
+            t += (rand_r(&seed) % 1000) * 1e-6; /* compute between writes */
     }
     ck_assert(moved / t > rate * 0.95 && moved / t <= rate * 1.05);
 }
@@ -109,7 +109,7 @@ START_TEST(test_api_off)
     ck_assert_int_eq(harmonia_write(h, fd, buf, sizeof(buf)), sizeof(buf));
     ck_assert_int_eq(lseek(fd, 0, SEEK_SET), 0);
     ck_assert_int_eq(harmonia_read(h, fd, buf, sizeof(buf)), sizeof(buf));
-    ck_assert_int_eq(harmonia_read(h, fd, buf, sizeof(buf)), 0);      /* EOF */
+    ck_assert_int_eq(harmonia_read(h, fd, buf, sizeof(buf)), 0); /* EOF */
     close(fd);
     unlink(path);
     ck_assert_int_eq(harmonia_phase_end(h, HARMONIA_BYTES_VOLUME), 0);
@@ -141,7 +141,7 @@ START_TEST(test_api_misuse)
     errno = 0;
     ck_assert_int_eq(harmonia_init(NULL, NULL), -1);
     ck_assert_int_eq(errno, EINVAL);
-    ck_assert_int_eq(harmonia_init(&h, &o), -1);        /* not a job id */
+    ck_assert_int_eq(harmonia_init(&h, &o), -1); /* not a job id */
     ck_assert_int_eq(errno, EINVAL);
     ck_assert_int_eq(harmonia_phase_begin(NULL, 1, HARMONIA_WRITE, NULL), -1);
     ck_assert_int_eq(harmonia_phase_end(NULL, 1), -1);
@@ -150,7 +150,7 @@ START_TEST(test_api_misuse)
     ck_assert_int_eq(harmonia_mode(h), HARMONIA_MODE_MANAGED);
     ck_assert_int_eq(harmonia_phase_begin(h, 1, (harmonia_dir_t)7, NULL), -1);
     ck_assert_int_eq(errno, EINVAL);
-    ck_assert_int_eq(harmonia_phase_end(h, 1), -1);     /* no phase */
+    ck_assert_int_eq(harmonia_phase_end(h, 1), -1); /* no phase */
     ck_assert_int_eq(errno, EINVAL);
     ck_assert_str_eq(harmonia_dir_name(HARMONIA_READWRITE), "readwrite");
     ck_assert_str_eq(harmonia_mode_name(HARMONIA_MODE_FALLBACK), "fallback");
@@ -163,8 +163,12 @@ START_TEST(test_api_unreachable)
     /* nothing listens on port 1: the phase proceeds ungated after the fallback wait */
     harmonia_t *h = NULL;
     harmonia_grant_t g;
-    harmonia_opts_t o = { .url = "http://127.0.0.1:1", .jobid = "7", .quiet = 1,
-                          .no_auth = 1, .fallback_wait = 0.3, .retry_interval = 100 };
+    harmonia_opts_t o = { .url = "http://127.0.0.1:1",
+                          .jobid = "7",
+                          .quiet = 1,
+                          .no_auth = 1,
+                          .fallback_wait = 0.3,
+                          .retry_interval = 100 };
     ck_assert_int_eq(harmonia_init(&h, &o), 0);
     ck_assert_int_eq(harmonia_phase_begin(h, 100, HARMONIA_WRITE, &g), 0);
     ck_assert_int_eq(g.gated, 0);
@@ -181,10 +185,9 @@ END_TEST
 
 int main(void)
 {
-    const tu_tcase_t tcases[] = { {
-        "core", .timeout = 30,
-        .tests = { test_tb_unlimited, test_tb_hand_checked, test_tb_rate_bound,
-                   test_tb_set_rate, test_api_off, test_api_misuse,
-                   test_api_unreachable, NULL } } };
+    const tu_tcase_t tcases[] = { { "core", .timeout = 30,
+                                    .tests = { test_tb_unlimited, test_tb_hand_checked,
+                                               test_tb_rate_bound, test_tb_set_rate, test_api_off,
+                                               test_api_misuse, test_api_unreachable, NULL } } };
     return tu_main("harmonia_pace", tcases, TU_COUNT(tcases));
 }

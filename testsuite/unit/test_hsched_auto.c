@@ -97,8 +97,11 @@ static double run(const hs_policy_t *pol, hs_auto_state_t *ast)
 
     ck_assert_msg(s != NULL, "%s", err.text);
     for (int k = 0; k < 4; k++) {
-        hs_job_t j = { .id = (uint64_t)k + 1, .nodes = 16, .release = k,
-                       .w = k < 2 ? 100 : 10, .volume = k < 2 ? 40e9 : 80e9 };
+        hs_job_t j = { .id = (uint64_t)k + 1,
+                       .nodes = 16,
+                       .release = k,
+                       .w = k < 2 ? 100 : 10,
+                       .volume = k < 2 ? 40e9 : 80e9 };
         ck_assert_int_eq(hs_job_arrive(s, k, &j, &err), 0);
         ck_assert_int_eq(hs_phase_request(s, k, j.id, j.volume, HS_DIR_WRITE, 0, &err), 0);
         ck_assert_int_ge(hs_sched_decide(s, k, g, 8), 0);
@@ -118,9 +121,10 @@ static double run(const hs_policy_t *pol, hs_auto_state_t *ast)
             if (++phases[k] == 3) {
                 ck_assert_int_eq(hs_job_leave(s, t, ids[q]), 0);
                 done++;
-            } else       /* no compute gap: the next phase at once (I/O pressure) */
-                ck_assert_int_eq(hs_phase_request(s, t, ids[q], k < 2 ? 40e9 : 80e9,
-                                                  HS_DIR_WRITE, k < 2 ? 100 : 10, &err), 0);
+            } else /* no compute gap: the next phase at once (I/O pressure) */
+                ck_assert_int_eq(hs_phase_request(s, t, ids[q], k < 2 ? 40e9 : 80e9, HS_DIR_WRITE,
+                                                  k < 2 ? 100 : 10, &err),
+                                 0);
         }
         n = hs_sched_decide(s, t, g, 8);
         ck_assert_int_ge(n, 0);
@@ -145,9 +149,9 @@ START_TEST(test_auto_in_scheduler)
     ck_assert_int_eq(pol.kind, HS_POL_AUTO);
     f1 = run(&pol, &a1);
     f2 = run(&pol, &a2);
-    ck_assert(f1 == f2);                        /* deterministic */
+    ck_assert(f1 == f2); /* deterministic */
     ck_assert(a1.active);
-    ck_assert_int_ge((int)a1.epochs, 1);        /* at least the first decision */
+    ck_assert_int_ge((int)a1.epochs, 1); /* at least the first decision */
     ck_assert_int_eq(a1.candidates, 7);
     ck_assert(strstr(HS_AUTO_CANDIDATES, a1.current) != NULL);
     ck_assert(a1.reason[0] != '\0');
@@ -218,11 +222,16 @@ END_TEST
 static void fill_case(double fill, double *sys, double *dil, double *end)
 {
     hs_buffer_t b;
-    hs_platform_t p = { .nodes = 1, .node_bw = 100, .bw = 1, .nbuffers = 1,
-                        .buffers = &b };
+    hs_platform_t p = { .nodes = 1, .node_bw = 100, .bw = 1, .nbuffers = 1, .buffers = &b };
     int a0[1] = { 0 };
-    hs_job_t j = { .id = 1, .nodes = 1, .release = 0, .alloc = a0, .nalloc = 1,
-                   .instances = 1, .w = 50, .volume = 50 };
+    hs_job_t j = { .id = 1,
+                   .nodes = 1,
+                   .release = 0,
+                   .alloc = a0,
+                   .nalloc = 1,
+                   .instances = 1,
+                   .w = 50,
+                   .volume = 50 };
     hs_policy_t pol;
     hs_auto_state_t ast;
     hu_error_t err;
@@ -244,8 +253,7 @@ static void fill_case(double fill, double *sys, double *dil, double *end)
     ck_assert_int_eq(hs_sched_auto_state(s, &ast), 0);
     ck_assert_int_eq((int)ast.epochs, 1);
     r = strstr(ast.reason, "syseff ");
-    ck_assert_msg(r && sscanf(r, "syseff %lf with dilation %lf", sys, dil) == 2,
-                  "%s", ast.reason);
+    ck_assert_msg(r && sscanf(r, "syseff %lf with dilation %lf", sys, dil) == 2, "%s", ast.reason);
     t = 50;
     while (hs_sched_completed(s, NULL, 0) == 0) {
         t = hs_sched_next_event(s);
@@ -262,12 +270,10 @@ START_TEST(test_lookahead_buffer_fill)
     double sys, dil, end;
 
     fill_case(0, &sys, &dil, &end);
-    ck_assert_msg(fabs(sys - 50. / 55.) < 1e-3 && fabs(dil - 1) < 1e-3,
-                  "empty: %g %g", sys, dil);
+    ck_assert_msg(fabs(sys - 50. / 55.) < 1e-3 && fabs(dil - 1) < 1e-3, "empty: %g %g", sys, dil);
     ck_assert(fabs(end - 55) < 1e-6);
     fill_case(100, &sys, &dil, &end);
-    ck_assert_msg(fabs(sys - 0.5) < 1e-3 && fabs(dil - 20. / 11.) < 1e-3,
-                  "full: %g %g", sys, dil);
+    ck_assert_msg(fabs(sys - 0.5) < 1e-3 && fabs(dil - 20. / 11.) < 1e-3, "full: %g %g", sys, dil);
     ck_assert(fabs(end - 100) < 1e-6);
 }
 END_TEST
@@ -303,10 +309,10 @@ END_TEST
 int main(void)
 {
     const tu_tcase_t tcases[] = {
-        { "core", .tests = { test_choose_dilation_bound, test_choose_hysteresis,
-                             test_choose_ties_and_missing, test_auto_in_scheduler,
-                             test_auto_bad_settings, test_copy_history,
-                             test_lookahead_buffer_fill, NULL } },
+        { "core",
+          .tests = { test_choose_dilation_bound, test_choose_hysteresis,
+                     test_choose_ties_and_missing, test_auto_in_scheduler, test_auto_bad_settings,
+                     test_copy_history, test_lookahead_buffer_fill, NULL } },
     };
 
     return tu_main("hsched_auto", tcases, TU_COUNT(tcases));

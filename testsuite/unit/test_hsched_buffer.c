@@ -16,15 +16,12 @@
 #include "testutil.h"
 
 #define EPS 1e-9
-static void arrive(hs_sched_t *s, double now, uint64_t id, int nodes, const int *alloc,
-                   int nalloc)
+static void arrive(hs_sched_t *s, double now, uint64_t id, int nodes, const int *alloc, int nalloc)
 {
-    hs_job_t j = { .id = id, .nodes = nodes, .release = now, .alloc = alloc,
-                   .nalloc = nalloc };
+    hs_job_t j = { .id = id, .nodes = nodes, .release = now, .alloc = alloc, .nalloc = nalloc };
     hu_error_t err;
 
-    ck_assert_msg(hs_job_arrive(s, now, &j, &err) == 0, "arrive %ju: %s",
-                  (uintmax_t)id, err.text);
+    ck_assert_msg(hs_job_arrive(s, now, &j, &err) == 0, "arrive %ju: %s", (uintmax_t)id, err.text);
 }
 
 static void request(hs_sched_t *s, double now, uint64_t id, double vol, hs_dir_t dir)
@@ -72,8 +69,7 @@ static hs_buffer_t node(double cap, double bw, int nmsca, const double *msca)
  * front of a PFS of bandwidth bw. */
 static hs_platform_t one_buffer(hs_buffer_t *b, int nodes, double bw)
 {
-    hs_platform_t p = { .nodes = nodes, .node_bw = 100, .bw = bw, .nbuffers = 1,
-                        .buffers = b };
+    hs_platform_t p = { .nodes = nodes, .node_bw = 100, .bw = bw, .nbuffers = 1, .buffers = b };
     return p;
 }
 
@@ -108,12 +104,12 @@ START_TEST(test_msca_builtin)
             ck_assert(0 < a && a < b && b < h);
             ck_assert(a < 0.15);
         }
-        if (c > 1)      /* spinning disks: reads worse than writes */
+        if (c > 1) /* spinning disks: reads worse than writes */
             ck_assert(hs_msca(&hd, HS_DIR_READ, c) > hs_msca(&hd, HS_DIR_WRITE, c));
     }
     ck_assert(hs_msca(&hd, HS_DIR_WRITE, 2) == 1.0);
     ck_assert(hs_msca(&hd, HS_DIR_WRITE, 16) == 4.0);
-    ck_assert(hs_msca(&hd, HS_DIR_WRITE, 40) == 4.0);     /* held beyond 16 */
+    ck_assert(hs_msca(&hd, HS_DIR_WRITE, 40) == 4.0); /* held beyond 16 */
     hd.bandwidth = 8;
     ck_assert(ht_close(hs_buffer_bw(&hd, HS_DIR_WRITE, 2), 4));
     ck_assert(ht_close(hs_buffer_if(&hd, HS_DIR_WRITE, 2), 4));
@@ -143,12 +139,12 @@ START_TEST(test_msca_rates)
     arrive(s, 0, 2, 1, a0, 1);
     request(s, 0, 1, 100, HS_DIR_WRITE);
     ck_assert_int_eq(decide(s, 0, g, 3), 1);
-    ck_assert(ht_close(g[0].bw, 8));            /* alone: B_j */
+    ck_assert(ht_close(g[0].bw, 8)); /* alone: B_j */
     ck_assert_int_eq(g[0].buffer, 0);
     ck_assert_int_eq(g[0].nbuffers, 1);
     request(s, 0, 2, 100, HS_DIR_WRITE);
     ck_assert_int_eq(decide(s, 0, g, 3), 2);
-    ck_assert(ht_close(g[0].bw, 2) && ht_close(g[1].bw, 2));   /* B_j / 4 */
+    ck_assert(ht_close(g[0].bw, 2) && ht_close(g[1].bw, 2)); /* B_j / 4 */
     ck_assert(ht_close(hs_sched_next_event(s), 50));
     /* a third stream: MSCA held at 1 beyond the curve: 8 / 2 / 3 each */
     arrive(s, 0, 3, 1, a0, 1);
@@ -185,8 +181,7 @@ START_TEST(test_drain_stall)
     hs_job_stats_t st;
     hs_buffer_stats_t bst;
     hs_node_state_t ns;
-    hs_job_t j = { .id = 1, .nodes = 1, .release = 0, .alloc = a0, .nalloc = 1,
-                   .instances = 1 };
+    hs_job_t j = { .id = 1, .nodes = 1, .release = 0, .alloc = a0, .nalloc = 1, .instances = 1 };
     hu_error_t err;
     hs_sched_t *s = ht_sched(&p, "fairshare");
     double t;
@@ -198,12 +193,12 @@ START_TEST(test_drain_stall)
     ck_assert_int_eq(hs_buffer_stats(s, 0, &bst), 0);
     ck_assert(ht_close(bst.inflow, 10) && ht_close(bst.drain, 1));
     t = hs_sched_next_event(s);
-    ck_assert(ht_close(t, 100. / 9.));          /* the node is full */
+    ck_assert(ht_close(t, 100. / 9.)); /* the node is full */
     ck_assert_int_eq(hs_sched_advance(s, t), 0);
     ck_assert_int_eq(hs_core_node_state(s, 0, &ns), 0);
     ck_assert(ht_close(ns.occupancy, 100) && ns.full);
     ck_assert_int_eq(decide(s, t, g, 1), 1);
-    ck_assert(ht_close(g[0].bw, 1) && g[0].buffer_full);        /* stall */
+    ck_assert(ht_close(g[0].bw, 1) && g[0].buffer_full); /* stall */
     t = hs_sched_next_event(s);
     ck_assert(ht_close(t, 50));
     ck_assert_int_eq(hs_sched_advance(s, t), 0);
@@ -213,8 +208,7 @@ START_TEST(test_drain_stall)
     ck_assert(ht_close(st.io_time, 50));
     ck_assert(ht_close(st.io_dedicated, 15));
     ck_assert(ht_close(st.if_sum, 50. / 15.) && ht_close(st.if_max, 50. / 15.));
-    ck_assert_msg(ht_close(st.buffer_full, 350. / 9.), "buffer_full %.17g",
-                  st.buffer_full);
+    ck_assert_msg(ht_close(st.buffer_full, 350. / 9.), "buffer_full %.17g", st.buffer_full);
     ck_assert(ht_close(st.buf_held / st.buf_alloc, 8. / 9.));
     ck_assert(ht_close(st.buf_alloc, 100. * 50.));
     ck_assert_int_eq(hs_job_leave(s, t, 1), 0);
@@ -255,10 +249,10 @@ START_TEST(test_read)
     b.nmsca_read = 2;
     s = ht_sched(&p, "fairshare");
     two_jobs_granted(s, a0, 1, a0, 1, 500, HS_DIR_READ, g, 2);
-    ck_assert(ht_close(g[0].bw, 10. / 4. / 2.));    /* MSCA_read(2) = 3 */
+    ck_assert(ht_close(g[0].bw, 10. / 4. / 2.)); /* MSCA_read(2) = 3 */
     ck_assert_int_eq(hs_buffer_stats(s, 0, &bst), 0);
     ck_assert(bst.inflow == 0 && bst.drain == 0 && bst.streams == 2);
-    ck_assert(ht_close(hs_sched_next_event(s), 400));   /* never full */
+    ck_assert(ht_close(hs_sched_next_event(s), 400)); /* never full */
     hs_sched_destroy(s);
 }
 END_TEST
@@ -280,8 +274,7 @@ static int alloc_refused(const hs_platform_t *p, const double *reserved,
 START_TEST(test_allocator)
 {
     hs_buffer_t bb[4];
-    hs_platform_t p = { .nodes = 4, .node_bw = 1, .bw = 1, .nbuffers = 4,
-                        .buffers = bb };
+    hs_platform_t p = { .nodes = 4, .node_bw = 1, .bw = 1, .nbuffers = 4, .buffers = bb };
     hs_alloc_request_t rq = { .capacity = 200, .overprovision = 1 };
     hs_alloc_result_t r;
     hu_error_t err;
@@ -300,7 +293,7 @@ START_TEST(test_allocator)
     rq.overprovision = 2;
     ck_assert_int_eq(hs_alloc_nodes(&p, NULL, &rq, nodes, 8, &r, &err), 0);
     ck_assert(r.n == 2 && r.nbase == 1 && nodes[0] == 0 && nodes[1] == 1);
-    rq.overprovision = 0;                       /* default factor 2.0 */
+    rq.overprovision = 0; /* default factor 2.0 */
     ck_assert_int_eq(hs_alloc_nodes(&p, NULL, &rq, nodes, 8, &r, &err), 0);
     ck_assert_int_eq(r.n, 2);
     /* without spare: the others are fully reserved */
@@ -359,8 +352,7 @@ START_TEST(test_static_keeps_nodes)
 {
     double m[2] = { 0, 1 };
     hs_buffer_t bb[4];
-    hs_platform_t p = { .nodes = 8, .node_bw = 100, .bw = 100, .nbuffers = 4,
-                        .buffers = bb };
+    hs_platform_t p = { .nodes = 8, .node_bw = 100, .bw = 100, .nbuffers = 4, .buffers = bb };
     int a01[2] = { 0, 1 }, a0[1] = { 0 };
     hs_grant_t g[3];
     hs_sched_t *s;
@@ -396,7 +388,7 @@ START_TEST(test_static_keeps_nodes)
     s = ht_sched(&p, "fairshare");
     two_jobs_granted(s, a01, 2, a01, 2, 100, HS_DIR_WRITE, g, 3);
     ck_assert(g[0].buffer == 0 && g[1].buffer == 1);
-    ck_assert(ht_close(g[0].bw, 8) && ht_close(g[1].bw, 8));   /* no interference */
+    ck_assert(ht_close(g[0].bw, 8) && ht_close(g[1].bw, 8)); /* no interference */
     hs_sched_destroy(s);
 }
 END_TEST
@@ -405,8 +397,7 @@ END_TEST
 START_TEST(test_pfs_shared_by_drains)
 {
     hs_buffer_t bb[2];
-    hs_platform_t p = { .nodes = 8, .node_bw = 100, .bw = 3, .nbuffers = 2,
-                        .buffers = bb };
+    hs_platform_t p = { .nodes = 8, .node_bw = 100, .bw = 3, .nbuffers = 2, .buffers = bb };
     int a0[1] = { 0 }, a1[1] = { 1 };
     hs_grant_t g[2];
     hs_buffer_stats_t b0, b1;
@@ -432,8 +423,7 @@ END_TEST
 START_TEST(test_alloc_node_twice_refused)
 {
     hs_buffer_t bufs[2] = { node(100, 10, 0, NULL), node(100, 10, 0, NULL) };
-    hs_platform_t p = { .nodes = 4, .node_bw = 10, .bw = 100, .buffers = bufs,
-                        .nbuffers = 2 };
+    hs_platform_t p = { .nodes = 4, .node_bw = 10, .bw = 100, .buffers = bufs, .nbuffers = 2 };
     hs_sched_t *s = ht_sched(&p, "static");
     int twice[3] = { 1, 0, 1 }, ok[2] = { 1, 0 };
     hs_job_t j = { .id = 1, .nodes = 1, .release = 0, .alloc = twice, .nalloc = 3 };
@@ -450,11 +440,10 @@ END_TEST
 int main(void)
 {
     const tu_tcase_t tcases[] = {
-        { "buffer", .timeout = 60, .tests = { test_msca_builtin, test_msca_rates,
-                                              test_drain_stall, test_read,
-                                              test_allocator, test_static_keeps_nodes,
-                                              test_pfs_shared_by_drains,
-                                              test_alloc_node_twice_refused, NULL } },
+        { "buffer", .timeout = 60,
+          .tests = { test_msca_builtin, test_msca_rates, test_drain_stall, test_read,
+                     test_allocator, test_static_keeps_nodes, test_pfs_shared_by_drains,
+                     test_alloc_node_twice_refused, NULL } },
     };
 
     return tu_main("hsched_buffer", tcases, TU_COUNT(tcases));

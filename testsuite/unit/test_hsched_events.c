@@ -28,8 +28,8 @@ static void arrive_job(hs_sched_t *s, double now, const hs_job_t *j)
 {
     hu_error_t err;
 
-    ck_assert_msg(hs_job_arrive(s, now, j, &err) == 0, "arrive %ju: %s",
-                  (uintmax_t)j->id, err.text);
+    ck_assert_msg(hs_job_arrive(s, now, j, &err) == 0, "arrive %ju: %s", (uintmax_t)j->id,
+                  err.text);
 }
 
 static void arrive(hs_sched_t *s, double now, uint64_t id, int nodes)
@@ -124,7 +124,7 @@ START_TEST(test_fairshare_progress)
      * bound of the two waiting phases (its floor: each would take 2 s alone) */
     ck_assert_double_eq_tol(hs_sched_next_event(s), HS_STARVE_FLOOR_DEFAULT, EPS);
     ck_assert_int_eq(hs_sched_decide(s, 0, g, 4), 2);
-    ck_assert_uint_eq(g[0].id, 1);              /* stable order by id */
+    ck_assert_uint_eq(g[0].id, 1); /* stable order by id */
     ck_assert_uint_eq(g[1].id, 2);
     ck_assert_double_eq_tol(g[0].bw, 2, EPS);
     ck_assert_double_eq_tol(g[1].bw, 2, EPS);
@@ -158,16 +158,16 @@ START_TEST(test_fairshare_progress)
     st = stats(s, 1);
     ck_assert_int_eq(st.phases, 1);
     ck_assert_double_eq_tol(st.io_time, 2, EPS);
-    ck_assert_double_eq_tol(st.io_dedicated, 2, EPS);   /* 4 / min(2*1, 4) */
+    ck_assert_double_eq_tol(st.io_dedicated, 2, EPS); /* 4 / min(2*1, 4) */
     ck_assert_double_eq_tol(st.bytes, 4, EPS);
     ck_assert_double_eq_tol(st.io_wait, 0, EPS);
-    ck_assert(isnan(st.end));                          /* still running */
+    ck_assert(isnan(st.end)); /* still running */
 
     ck_assert_int_eq(hs_sched_advance(s, 3), 0);
     ck_assert_int_eq(hs_phase_finish(s, 3, 2), 0);
     st = stats(s, 2);
     ck_assert_double_eq_tol(st.io_time, 3, EPS);
-    ck_assert_double_eq_tol(st.io_dedicated, 2, EPS);   /* 8 / 4 */
+    ck_assert_double_eq_tol(st.io_dedicated, 2, EPS); /* 8 / 4 */
     ck_assert(isinf(hs_sched_next_event(s)));
     hs_sched_destroy(s);
 }
@@ -288,7 +288,7 @@ START_TEST(test_leave_in_io)
     ck_assert_int_eq(hs_job_leave(s, 1, 2), 0);
     ck_assert_uint_eq(hs_sched_njobs(s), 1);
     ck_assert_uint_eq(hs_sched_npending(s), 1);
-    ck_assert_double_eq_tol(hs_sched_next_event(s), 4, EPS);   /* still at 2 B/s */
+    ck_assert_double_eq_tol(hs_sched_next_event(s), 4, EPS); /* still at 2 B/s */
     ck_assert_int_eq(hs_sched_decide(s, 1, g, 2), 1);
     ck_assert_double_eq_tol(g[0].bw, 4, EPS);
     ck_assert_double_eq_tol(hs_sched_next_event(s), 2.5, EPS);
@@ -393,8 +393,8 @@ START_TEST(test_w_iter_estimate)
         double want;
     } rows[] = {
         { { .id = 1, .nodes = 2, .w_iter = 50 }, 50 },
-        { { .id = 2, .nodes = 2, .w = 10, .volume = 8 }, 14 },  /* 10 + 8 / min(2, 4) */
-        { { .id = 3, .nodes = 2, .volume = 8 }, 6 },    /* first phase: 5 + 2 / 2 */
+        { { .id = 2, .nodes = 2, .w = 10, .volume = 8 }, 14 }, /* 10 + 8 / min(2, 4) */
+        { { .id = 3, .nodes = 2, .volume = 8 }, 6 },           /* first phase: 5 + 2 / 2 */
     };
     hs_sched_t *s = mk("set10");
 
@@ -445,7 +445,7 @@ START_TEST(test_instances_independent)
 
     two_jobs_ask(a);
     arrive(b, 100, 1, 4);
-    ck_assert_int_eq(hs_sched_decide(a, 0, g, 2), 2);   /* a's time is its own */
+    ck_assert_int_eq(hs_sched_decide(a, 0, g, 2), 2); /* a's time is its own */
     ck_assert_int_eq(hs_sched_decide(b, 100, g, 2), 0);
     ck_assert_uint_eq(hs_sched_njobs(a), 2);
     ck_assert_uint_eq(hs_sched_njobs(b), 1);
@@ -461,9 +461,9 @@ END_TEST
  */
 START_TEST(test_scale)
 {
-    static const char *pols[] = { "fairshare", "fcfs", "roundrobin", "mindilation",
-                                  "maxsyseff-priority", "minmax:0.5", "set10",
-                                  "set-fairshare", "priority-sharing", NULL };
+    static const char *pols[] = { "fairshare",          "fcfs",       "roundrobin", "mindilation",
+                                  "maxsyseff-priority", "minmax:0.5", "set10",      "set-fairshare",
+                                  "priority-sharing",   NULL };
     const size_t n = 10000;
     hs_platform_t p = { .nodes = 100000, .node_bw = 1e6, .bw = 1e9 };
     hs_grant_t *g = calloc(n, sizeof(*g));
@@ -480,16 +480,17 @@ START_TEST(test_scale)
         ck_assert_int_eq(hs_policy_parse(pols[k], &pol, &err), 0);
         ck_assert_ptr_nonnull(s = hs_sched_create(&p, &pol, &err));
         for (i = 0; i < n; i++) {
-            uint64_t id = (i * 7919) % n + 1000;     /* scattered ids */
-            hs_job_t j = { .id = id, .nodes = 1 + (int)(i % 64), .release = 0,
-                           .w_iter = 1 + (double)(i % 5000) };
+            uint64_t id = (i * 7919) % n + 1000; /* scattered ids */
+            hs_job_t j = {
+                .id = id, .nodes = 1 + (int)(i % 64), .release = 0, .w_iter = 1 + (double)(i % 5000)
+            };
             ck_assert_int_eq(hs_job_arrive(s, 0, &j, &err), 0);
         }
         for (i = 0; i < n; i++) {
             uint64_t id = (i * 7919) % n + 1000;
-            ck_assert_int_eq(hs_phase_request(s, (double)i * 1e-3, id,
-                                              1e6 * (1 + i % 13), HS_DIR_WRITE,
-                                              (double)(i % 17), &err), 0);
+            ck_assert_int_eq(hs_phase_request(s, (double)i * 1e-3, id, 1e6 * (1 + i % 13),
+                                              HS_DIR_WRITE, (double)(i % 17), &err),
+                             0);
         }
         ck_assert_int_eq(hs_sched_decide(s, 20, g, n), (int)n);
         for (i = 0; i < n; i++) {
@@ -501,8 +502,7 @@ START_TEST(test_scale)
         ck_assert_msg(sum <= p.bw * (1 + 1e-9), "%s: sum %g", pols[k], sum);
         /* IO-Sets keeps one job per set even when their caps leave B unused */
         if (strncmp(pols[k], "set", 3) != 0)
-            ck_assert_msg(sum >= p.bw * (1 - 1e-9), "%s: not work-conserving (%g)",
-                          pols[k], sum);
+            ck_assert_msg(sum >= p.bw * (1 - 1e-9), "%s: not work-conserving (%g)", pols[k], sum);
         for (i = 0; i < n; i += 3) {
             uint64_t id = (i * 7919) % n + 1000;
             ck_assert_int_eq(hs_job_leave(s, 21, id), 0);
@@ -530,9 +530,9 @@ int main(void)
     const tu_tcase_t tcases[] = {
         { "events", .timeout = 60,
           .tests = { test_create_errors, test_fairshare_progress, test_decide_small_out,
-                     test_event_errors, test_leave_in_io, test_progress_and_wait,
-                     test_zero_volume, test_end_on_last_instance, test_w_iter_estimate,
-                     test_set_policy, test_instances_independent, test_scale, NULL } },
+                     test_event_errors, test_leave_in_io, test_progress_and_wait, test_zero_volume,
+                     test_end_on_last_instance, test_w_iter_estimate, test_set_policy,
+                     test_instances_independent, test_scale, NULL } },
     };
 
     return tu_main("hsched_events", tcases, TU_COUNT(tcases));

@@ -67,7 +67,7 @@ static double run(const char *id, double max_wait, double *first)
 
 START_TEST(test_wait_bounded)
 {
-    static const char *const ids[] = { "fcfs", "maxsyseff", "set10", "mindilation",
+    static const char *const ids[] = { "fcfs",      "maxsyseff",  "set10", "mindilation",
                                        "fairshare", "roundrobin", "auto" };
     double first, end;
 

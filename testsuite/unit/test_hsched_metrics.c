@@ -23,13 +23,13 @@ typedef struct {
     int nodes;
     double release;
     int instances;
-    double w;               /* compute per instance */
-    double vol;             /* bytes per phase */
-    double w_iter;          /* hint (0: none) */
+    double w;      /* compute per instance */
+    double vol;    /* bytes per phase */
+    double w_iter; /* hint (0: none) */
     /* driver state */
-    int state;              /* 0 not arrived, 1 computing, 2 in I/O, 3 gone */
-    int done;               /* instances completed */
-    double t_next;          /* end of the current compute chunk */
+    int state;     /* 0 not arrived, 1 computing, 2 in I/O, 3 gone */
+    int done;      /* instances completed */
+    double t_next; /* end of the current compute chunk */
 } app_t;
 
 /* Run the apps to completion under 'policy'; fill st[] (in app order).
@@ -74,8 +74,7 @@ static int run(const hs_platform_t *plat, const char *policy, app_t *apps, size_
             if (++apps[i].done == apps[i].instances) {
                 ck_assert_int_eq(hs_job_leave(s, t, apps[i].id), 0);
                 apps[i].state = 3;
-            }
-            else {
+            } else {
                 apps[i].state = 1;
                 apps[i].t_next = t + apps[i].w;
             }
@@ -83,8 +82,11 @@ static int run(const hs_platform_t *plat, const char *policy, app_t *apps, size_
         for (i = 0; i < n; i++) {
             app_t *a = &apps[i];
             if (a->state == 0 && a->release <= t) {
-                hs_job_t j = { .id = a->id, .nodes = a->nodes, .release = a->release,
-                               .w_iter = a->w_iter, .instances = a->instances };
+                hs_job_t j = { .id = a->id,
+                               .nodes = a->nodes,
+                               .release = a->release,
+                               .w_iter = a->w_iter,
+                               .instances = a->instances };
                 ck_assert_int_eq(hs_job_arrive(s, t, &j, &err), 0);
                 a->state = 1;
                 a->t_next = t + a->w;
@@ -93,8 +95,8 @@ static int run(const hs_platform_t *plat, const char *policy, app_t *apps, size_
         for (i = 0; i < n; i++) {
             app_t *a = &apps[i];
             if (a->state == 1 && a->t_next <= t) {
-                ck_assert_int_eq(hs_phase_request(s, t, a->id, a->vol, HS_DIR_WRITE,
-                                                  a->w, &err), 0);
+                ck_assert_int_eq(hs_phase_request(s, t, a->id, a->vol, HS_DIR_WRITE, a->w, &err),
+                                 0);
                 a->state = 2;
             }
         }
@@ -118,9 +120,18 @@ typedef struct {
     size_t off;
     double want;
 } field_t;
-#define S(f, v) { #f, offsetof(hs_job_stats_t, f), (v) }
-#define P(f, v) { #f, offsetof(hs_app_metrics_t, f), (v) }
-#define M(f, v) { #f, offsetof(hs_metrics_t, f), (v) }
+#define S(f, v) \
+    { \
+#f, offsetof(hs_job_stats_t, f), (v) \
+    }
+#define P(f, v) \
+    { \
+#f, offsetof(hs_app_metrics_t, f), (v) \
+    }
+#define M(f, v) \
+    { \
+#f, offsetof(hs_metrics_t, f), (v) \
+    }
 #define FIELDS_EQ(obj, ...) \
     do { \
         const field_t t_[] = { __VA_ARGS__ }; \
@@ -132,8 +143,8 @@ static void fields_eq(const char *what, const void *obj, const field_t *t, size_
     for (size_t k = 0; k < n; k++) {
         double got = *(const double *)((const char *)obj + t[k].off);
 
-        ck_assert_msg(fabs(got - t[k].want) < EPS, "%s.%s = %.17g, want %.17g", what,
-                      t[k].name, got, t[k].want);
+        ck_assert_msg(fabs(got - t[k].want) < EPS, "%s.%s = %.17g, want %.17g", what, t[k].name,
+                      got, t[k].want);
     }
 }
 
@@ -176,19 +187,17 @@ START_TEST(test_fcfs_two_identical)
     two_identical(a);
     run(&plat8, "fcfs", a, 2, st);
     ck_assert_int_eq(st[0].phases, 2);
-    FIELDS_EQ(st[0], S(end, 30), S(work, 20), S(io_dedicated, 10), S(io_time, 10),
-              S(io_wait, 0));
+    FIELDS_EQ(st[0], S(end, 30), S(work, 20), S(io_dedicated, 10), S(io_time, 10), S(io_wait, 0));
     FIELDS_EQ(st[1], S(end, 35), S(io_time, 15), S(io_wait, 5), S(bytes, 40));
 
     ck_assert_int_eq(hs_metrics_compute(st, 2, plat8.nodes, &m, pa), 0);
     FIELDS_EQ(pa[0], P(rho, 2.0 / 3), P(dilation, 1));
     FIELDS_EQ(pa[1], P(rho_tilde, 4.0 / 7), P(dilation, 7.0 / 6), P(stretch, 7.0 / 6),
               P(io_slowdown, 1.5), P(stall, 5));
-    FIELDS_EQ(m, M(sys_efficiency, 13.0 / 21), M(upper_limit, 2.0 / 3),
-              M(dilation, 7.0 / 6), M(dilation_mean, 13.0 / 12), M(stretch_max, 7.0 / 6),
-              M(stretch_mean, 13.0 / 12), M(io_slowdown_mean, 1.25),
-              M(io_slowdown_max, 1.5), M(utilization, 4.0 / 7), M(fairness, 169.0 / 170),
-              M(stall_time, 5), M(io_wait, 5), M(makespan, 35));
+    FIELDS_EQ(m, M(sys_efficiency, 13.0 / 21), M(upper_limit, 2.0 / 3), M(dilation, 7.0 / 6),
+              M(dilation_mean, 13.0 / 12), M(stretch_max, 7.0 / 6), M(stretch_mean, 13.0 / 12),
+              M(io_slowdown_mean, 1.25), M(io_slowdown_max, 1.5), M(utilization, 4.0 / 7),
+              M(fairness, 169.0 / 170), M(stall_time, 5), M(io_wait, 5), M(makespan, 35));
 }
 END_TEST
 
@@ -209,8 +218,8 @@ START_TEST(test_fairshare_two_identical)
     FIELDS_EQ(st[0], S(end, 40));
     FIELDS_EQ(st[1], S(end, 40));
     ck_assert_int_eq(hs_metrics_compute(st, 2, plat8.nodes, &m, NULL), 0);
-    FIELDS_EQ(m, M(sys_efficiency, 0.5), M(dilation, 4.0 / 3), M(fairness, 1),
-              M(stall_time, 20), M(makespan, 40));
+    FIELDS_EQ(m, M(sys_efficiency, 0.5), M(dilation, 4.0 / 3), M(fairness, 1), M(stall_time, 20),
+              M(makespan, 40));
 }
 END_TEST
 
@@ -224,10 +233,8 @@ END_TEST
 START_TEST(test_set10_run)
 {
     app_t a[2] = {
-        { .id = 1, .nodes = 4, .release = 0, .instances = 1, .w = 10, .vol = 40,
-          .w_iter = 10 },
-        { .id = 2, .nodes = 4, .release = 0, .instances = 1, .w = 10, .vol = 40,
-          .w_iter = 100 },
+        { .id = 1, .nodes = 4, .release = 0, .instances = 1, .w = 10, .vol = 40, .w_iter = 10 },
+        { .id = 2, .nodes = 4, .release = 0, .instances = 1, .w = 10, .vol = 40, .w_iter = 100 },
     };
     hs_job_stats_t st[2];
 
@@ -240,27 +247,38 @@ END_TEST
 /* Invariants on a small mixed workload, under every online policy. */
 START_TEST(test_invariants_all_policies)
 {
-    static const char *pols[] = { "fairshare", "fcfs", "static", "roundrobin",
-                                  "roundrobin-priority", "mindilation",
-                                  "mindilation-priority", "maxsyseff",
-                                  "maxsyseff-priority", "minmax:0.5",
-                                  "minmax:0.5-priority", "set10", "set:2",
-                                  "set-fairshare", "priority-sharing", NULL };
+    static const char *pols[] = { "fairshare",
+                                  "fcfs",
+                                  "static",
+                                  "roundrobin",
+                                  "roundrobin-priority",
+                                  "mindilation",
+                                  "mindilation-priority",
+                                  "maxsyseff",
+                                  "maxsyseff-priority",
+                                  "minmax:0.5",
+                                  "minmax:0.5-priority",
+                                  "set10",
+                                  "set:2",
+                                  "set-fairshare",
+                                  "priority-sharing",
+                                  NULL };
     const hs_platform_t plat = { .nodes = 64, .node_bw = 1e8, .bw = 1e9 };
     int k;
 
     for (k = 0; pols[k]; k++) {
         app_t a[5] = {
-            { .id = 10, .nodes = 16, .release = 0, .instances = 5, .w = 7,
-              .vol = 3e9 },
-            { .id = 11, .nodes = 4, .release = 1, .instances = 8, .w = 3,
-              .vol = 2e8 },
-            { .id = 12, .nodes = 32, .release = 2.5, .instances = 3, .w = 20,
-              .vol = 9e9 },
-            { .id = 13, .nodes = 1, .release = 0, .instances = 12, .w = 1,
-              .vol = 5e7 },
-            { .id = 14, .nodes = 8, .release = 4, .instances = 4, .w = 11,
-              .vol = 1e9, .w_iter = 13 },
+            { .id = 10, .nodes = 16, .release = 0, .instances = 5, .w = 7, .vol = 3e9 },
+            { .id = 11, .nodes = 4, .release = 1, .instances = 8, .w = 3, .vol = 2e8 },
+            { .id = 12, .nodes = 32, .release = 2.5, .instances = 3, .w = 20, .vol = 9e9 },
+            { .id = 13, .nodes = 1, .release = 0, .instances = 12, .w = 1, .vol = 5e7 },
+            { .id = 14,
+              .nodes = 8,
+              .release = 4,
+              .instances = 4,
+              .w = 11,
+              .vol = 1e9,
+              .w_iter = 13 },
         };
         hs_job_stats_t st[5];
         hs_app_metrics_t pa[5];
@@ -293,8 +311,14 @@ START_TEST(test_metrics_direct)
         /* 2 nodes, 10 s of work, 5 s dedicated I/O, 8 s of actual I/O, released 0,
          * ended 18: rho = 10/15, rho~ = 10/18, dilation 18/15 = 1.2, stretch 1.2,
          * I/O slowdown 1.6, stall 3 */
-        { .id = 1, .nodes = 2, .release = 0, .end = 18, .phases = 1, .work = 10,
-          .io_dedicated = 5, .io_time = 8 },
+        { .id = 1,
+          .nodes = 2,
+          .release = 0,
+          .end = 18,
+          .phases = 1,
+          .work = 10,
+          .io_dedicated = 5,
+          .io_time = 8 },
         /* no I/O at all: rho = rho~ = 1 (work 6 over 6 s) */
         { .id = 2, .nodes = 2, .release = 2, .end = 8, .phases = 0, .work = 6 },
     };
@@ -317,7 +341,7 @@ START_TEST(test_metrics_direct)
     ck_assert_int_eq(hs_metrics_compute(st, 2, 0, &m, NULL), -1);
     ck_assert_int_eq(errno, EINVAL);
     ck_assert_int_eq(hs_metrics_compute(NULL, 2, 4, &m, NULL), -1);
-    st[1].end = NAN;                    /* a job still running */
+    st[1].end = NAN; /* a job still running */
     ck_assert_int_eq(hs_metrics_compute(st, 2, 4, &m, NULL), -1);
     ck_assert_int_eq(errno, EINVAL);
 }
@@ -326,11 +350,9 @@ END_TEST
 int main(void)
 {
     const tu_tcase_t tcases[] = {
-        { "metrics", .timeout = 60, .tests = { test_fcfs_two_identical,
-                                               test_fairshare_two_identical,
-                                               test_set10_run,
-                                               test_invariants_all_policies,
-                                               test_metrics_direct, NULL } },
+        { "metrics", .timeout = 60,
+          .tests = { test_fcfs_two_identical, test_fairshare_two_identical, test_set10_run,
+                     test_invariants_all_policies, test_metrics_direct, NULL } },
     };
 
     return tu_main("hsched_metrics", tcases, TU_COUNT(tcases));

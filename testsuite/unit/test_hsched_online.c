@@ -62,17 +62,30 @@ static double bw_of(const hs_grant_t *g, int n, uint64_t id)
  * order of reqs[], and 'policy' decides once at 'at'.  A want names its grant by job
  * id, or (id 0) by its place in g[].
  */
-typedef struct { uint64_t id; int nodes; double w_iter; } job_spec_t;
-typedef struct { double t; uint64_t id; double vol, w_done; } req_spec_t;
-typedef struct { uint64_t id; int idx; char what; double v; } want_t;   /* what: b w s */
+typedef struct {
+    uint64_t id;
+    int nodes;
+    double w_iter;
+} job_spec_t;
+typedef struct {
+    double t;
+    uint64_t id;
+    double vol, w_done;
+} req_spec_t;
+typedef struct {
+    uint64_t id;
+    int idx;
+    char what;
+    double v;
+} want_t; /* what: b w s */
 
 typedef struct {
     const char *policy;
     job_spec_t jobs[4];
     req_spec_t reqs[4];
     double at;
-    int ng;                 /* room in g[] */
-    int n;                  /* grants expected; -1: not checked */
+    int ng; /* room in g[] */
+    int n;  /* grants expected; -1: not checked */
     want_t want[6];
 } onedecide_t;
 
@@ -86,64 +99,110 @@ static void start(hs_sched_t *s, const job_spec_t *jobs, const req_spec_t *reqs)
         request(s, reqs[i].t, reqs[i].id, reqs[i].vol, reqs[i].w_done);
 }
 
-#define B(i, x) { .id = (i), .what = 'b', .v = (x) }
-#define BAT(k, x) { .idx = (k), .what = 'b', .v = (x) }
-#define W(i, x) { .id = (i), .what = 'w', .v = (x) }
-#define SAT(k, x) { .idx = (k), .what = 's', .v = (x) }
+#define B(i, x) \
+    { \
+        .id = (i), .what = 'b', .v = (x) \
+    }
+#define BAT(k, x) \
+    { \
+        .idx = (k), .what = 'b', .v = (x) \
+    }
+#define W(i, x) \
+    { \
+        .id = (i), .what = 'w', .v = (x) \
+    }
+#define SAT(k, x) \
+    { \
+        .idx = (k), .what = 's', .v = (x) \
+    }
 
 static const onedecide_t onedecide[] = {
-    /*
+/*
      * fairshare (water-filling).  Jobs 1 (1 node, cap 1), 2 (8 nodes, cap 4) and 3
      * (4 nodes, cap 4) all in I/O.  Equal share 4/3 > cap 1 for job 1: it gets 1, the
      * 3 B/s left are split 1.5 / 1.5.  'static' does the same for now.
      */
 #define WATERFILL(pol) \
-    { pol, { { 1, 1, 0 }, { 2, 8, 0 }, { 3, 4, 0 } }, \
-      { { 0, 1, 10, 0 }, { 0, 2, 10, 0 }, { 0, 3, 10, 0 } }, 0, 3, 3, \
-      { B(1, 1.0), B(2, 1.5), B(3, 1.5), W(2, 1.0 / 3) } }
+    { \
+        pol, { { 1, 1, 0 }, { 2, 8, 0 }, { 3, 4, 0 } }, \
+            { { 0, 1, 10, 0 }, { 0, 2, 10, 0 }, { 0, 3, 10, 0 } }, 0, 3, 3, \
+        { \
+            B(1, 1.0), B(2, 1.5), B(3, 1.5), W(2, 1.0 / 3) \
+        } \
+    }
     WATERFILL("fairshare"),
     WATERFILL("static"),
 #undef WATERFILL
     /* fairshare: two jobs with large caps share equally: 2 and 2. */
-    { "fairshare", { { 1, 50, 0 }, { 2, 50, 0 } }, { { 0, 1, 10, 0 }, { 0, 2, 10, 0 } },
-      0, 2, 2, { BAT(0, 2), BAT(1, 2) } },
+    { "fairshare",
+      { { 1, 50, 0 }, { 2, 50, 0 } },
+      { { 0, 1, 10, 0 }, { 0, 2, 10, 0 } },
+      0,
+      2,
+      2,
+      { BAT(0, 2), BAT(1, 2) } },
     /* fcfs with one job able to take all of B: exclusive (id 2 asks first). */
-    { "fcfs", { { 1, 8, 0 }, { 2, 8, 0 } }, { { 0, 2, 100, 0 }, { 1, 1, 100, 1 } },
-      1, 2, 2, { BAT(0, 0) /* job 1 */, BAT(1, 4) /* job 2 */ } },
+    { "fcfs",
+      { { 1, 8, 0 }, { 2, 8, 0 } },
+      { { 0, 2, 100, 0 }, { 1, 1, 100, 1 } },
+      1,
+      2,
+      2,
+      { BAT(0, 0) /* job 1 */, BAT(1, 4) /* job 2 */ } },
     /*
      * set10, work-conserving between sets: job 1 (set 1, 1 node: cap 1) and job 2
      * (set 2, 4 nodes: cap 4).  Weights 0.1 and 0.01 would give 3.64 and 0.36; job 1
      * is capped at 1, the 3 B/s left go to set 2: job 2 gets min(4, 3) = 3.
      * A second job of set 1 (job 3, cap 4, asking later) stays out: exclusive.
      */
-    { "set10", { { 1, 1, 10 }, { 2, 4, 100 }, { 3, 4, 10 } },
-      { { 0, 1, 100, 0 }, { 0, 2, 100, 0 }, { 1, 3, 100, 0 } }, 1, 3, -1,
+    { "set10",
+      { { 1, 1, 10 }, { 2, 4, 100 }, { 3, 4, 10 } },
+      { { 0, 1, 100, 0 }, { 0, 2, 100, 0 }, { 1, 3, 100, 0 } },
+      1,
+      3,
+      -1,
       { B(1, 1), B(2, 3), B(3, 0) } },
     /* set:2: w_iter 2, 4, 8 -> sets 1, 2, 3, p = 1/2, 1/4, 1/8 -> x = 4/7, 2/7, 1/7. */
-    { "set:2", { { 1, 4, 2 }, { 2, 4, 4 }, { 3, 4, 8 } },
-      { { 0, 1, 100, 0 }, { 0, 2, 100, 0 }, { 0, 3, 100, 0 } }, 0, 3, -1,
+    { "set:2",
+      { { 1, 4, 2 }, { 2, 4, 4 }, { 3, 4, 8 } },
+      { { 0, 1, 100, 0 }, { 0, 2, 100, 0 }, { 0, 3, 100, 0 } },
+      0,
+      3,
+      -1,
       { B(1, 16.0 / 7), B(2, 8.0 / 7), B(3, 4.0 / 7) } },
     /*
      * set-fairshare: sets as set10, exclusive inside, equal shares between sets.
      * Jobs 1 (set 1), 2 (set 2), 3 (set 3), 4 (set 1, later): 4/3 each for 1, 2, 3;
      * 0 for 4.
      */
-    { "set-fairshare", { { 1, 4, 10 }, { 2, 4, 100 }, { 3, 4, 1000 }, { 4, 4, 9 } },
-      { { 0, 1, 100, 0 }, { 0, 2, 100, 0 }, { 0, 3, 100, 0 }, { 1, 4, 100, 1 } }, 1, 4,
-      -1, { B(1, 4.0 / 3), B(2, 4.0 / 3), B(3, 4.0 / 3), B(4, 0) } },
+    { "set-fairshare",
+      { { 1, 4, 10 }, { 2, 4, 100 }, { 3, 4, 1000 }, { 4, 4, 9 } },
+      { { 0, 1, 100, 0 }, { 0, 2, 100, 0 }, { 0, 3, 100, 0 }, { 1, 4, 100, 1 } },
+      1,
+      4,
+      -1,
+      { B(1, 4.0 / 3), B(2, 4.0 / 3), B(3, 4.0 / 3), B(4, 0) } },
     /*
      * priority-sharing: no sets.  Jobs 1 and 4 (w_iter 10 and 9: class 1, weight 0.1)
      * and 2 (w_iter 100: class 2, weight 0.01) share B = 4 by weights 0.1 : 0.1 : 0.01:
      * 4 x 0.1/0.21 = 1.9048 each for 1 and 4, 4 x 0.01/0.21 = 0.1905 for 2.
      */
-    { "priority-sharing", { { 1, 4, 10 }, { 2, 4, 100 }, { 4, 4, 9 } },
-      { { 0, 1, 100, 0 }, { 0, 2, 100, 0 }, { 1, 4, 100, 1 } }, 1, 3, -1,
-      { B(1, 4 * 0.1 / 0.21), B(4, 4 * 0.1 / 0.21), B(2, 4 * 0.01 / 0.21),
-        W(2, 0.01 / 0.21) } },
+    { "priority-sharing",
+      { { 1, 4, 10 }, { 2, 4, 100 }, { 4, 4, 9 } },
+      { { 0, 1, 100, 0 }, { 0, 2, 100, 0 }, { 1, 4, 100, 1 } },
+      1,
+      3,
+      -1,
+      { B(1, 4 * 0.1 / 0.21), B(4, 4 * 0.1 / 0.21), B(2, 4 * 0.01 / 0.21), W(2, 0.01 / 0.21) } },
     /* IO-Sets with a learnt w_iter: no hints; the first phase's w_iter is
      * w_done + time_io = 95 + 20/4 = 100 -> set 2; job 2's is 9 + 4/4 = 10 -> set 1. */
-    { "set10", { { 1, 4, 0 }, { 2, 4, 0 } }, { { 95, 1, 20, 95 }, { 95, 2, 4, 9 } }, 95,
-      2, 2, { SAT(0, 0.01 / (0.1 + 0.01)), SAT(1, 0.1 / (0.1 + 0.01)) } },
+    { "set10",
+      { { 1, 4, 0 }, { 2, 4, 0 } },
+      { { 95, 1, 20, 95 }, { 95, 2, 4, 9 } },
+      95,
+      2,
+      2,
+      { SAT(0, 0.01 / (0.1 + 0.01)), SAT(1, 0.1 / (0.1 + 0.01)) } },
 };
 
 START_TEST(test_onedecide)
@@ -161,8 +220,8 @@ START_TEST(test_onedecide)
         const want_t *w = &c->want[k];
         const hs_grant_t *gr = w->id ? grant(g, n, w->id) : &g[w->idx];
         double got = w->what == 'b' ? gr->bw : w->what == 'w' ? gr->weight : gr->share;
-        ck_assert_msg(fabs(got - w->v) < EPS, "%s: job %ju/#%d %c %.17g, want %.17g",
-                      c->policy, (uintmax_t)w->id, w->idx, w->what, got, w->v);
+        ck_assert_msg(fabs(got - w->v) < EPS, "%s: job %ju/#%d %c %.17g, want %.17g", c->policy,
+                      (uintmax_t)w->id, w->idx, w->what, got, w->v);
     }
     hs_sched_destroy(s);
 }
@@ -192,7 +251,7 @@ START_TEST(test_fcfs_favouring)
     ck_assert_int_eq(n, 4);
     ck_assert_double_eq_tol(bw_of(g, n, 4), 0, EPS);
     ck_assert_double_eq_tol(grant(g, n, 4)->weight, 0, EPS);
-    ck_assert_double_eq_tol(grant(g, n, 3)->weight, 0.25, EPS);   /* bw / B */
+    ck_assert_double_eq_tol(grant(g, n, 3)->weight, 0.25, EPS); /* bw / B */
     hs_sched_destroy(s);
 }
 END_TEST
@@ -272,15 +331,13 @@ static void setup_ab(hs_sched_t *s)
 }
 
 /* The decision at 'now' grants both jobs: A (id 1) bw_a, B (id 2) bw_b. */
-static void decide_ab(hs_sched_t *s, double now, const char *policy, double bw_a,
-                      double bw_b)
+static void decide_ab(hs_sched_t *s, double now, const char *policy, double bw_a, double bw_b)
 {
     hs_grant_t g[2];
 
     ck_assert_int_eq(hs_sched_decide(s, now, g, 2), 2);
     ck_assert_msg(fabs(g[0].bw - bw_a) < EPS && fabs(g[1].bw - bw_b) < EPS,
-                  "%s: A %g (want %g), B %g (want %g)", policy, g[0].bw, bw_a,
-                  g[1].bw, bw_b);
+                  "%s: A %g (want %g), B %g (want %g)", policy, g[0].bw, bw_a, g[1].bw, bw_b);
 }
 
 static void check_ab(const char *policy, double bw_a, double bw_b)
@@ -308,8 +365,8 @@ START_TEST(test_minmax)
 {
     check_ab("minmax:0.6", 0, 4);
     check_ab("minmax:0.4", 1, 3);
-    check_ab("minmax:1", 0, 4);         /* = mindilation */
-    check_ab("minmax:0", 1, 3);         /* = maxsyseff */
+    check_ab("minmax:1", 0, 4); /* = mindilation */
+    check_ab("minmax:0", 1, 3); /* = maxsyseff */
 }
 END_TEST
 
@@ -329,7 +386,7 @@ typedef struct {
     const char *policy;
     uint64_t first;
     double first_bw, bw_a, bw_b;
-    bool b_finishes;    /* then B finishes at 12 and asks again (maxsyseff-priority) */
+    bool b_finishes; /* then B finishes at 12 and asks again (maxsyseff-priority) */
 } prio_case_t;
 
 static const prio_case_t prio_cases[] = {
@@ -392,7 +449,7 @@ START_TEST(test_roundrobin_priority)
     request(s, 10, 1, 40, 5);
     ck_assert_int_eq(hs_sched_decide(s, 10, g, 2), 1);
     request(s, 10, 2, 4, 7);
-    decide_ab(s, 10, "roundrobin-priority", 4, 0);  /* job 1 keeps going */
+    decide_ab(s, 10, "roundrobin-priority", 4, 0); /* job 1 keeps going */
     hs_sched_destroy(s);
 }
 END_TEST
@@ -412,8 +469,8 @@ START_TEST(test_set10_shares)
     int n;
 
     start(s, (const job_spec_t[4]){ { 1, 4, 10 }, { 2, 4, 100 }, { 3, 4, 1000 }, { 4, 4, 12 } },
-          (const req_spec_t[4]){ { 0, 1, 1000, 0 }, { 0, 2, 1000, 0 }, { 0, 3, 1000, 0 },
-                                 { 1, 4, 1000, 1 } });
+          (const req_spec_t[4]){
+              { 0, 1, 1000, 0 }, { 0, 2, 1000, 0 }, { 0, 3, 1000, 0 }, { 1, 4, 1000, 1 } });
     n = hs_sched_decide(s, 1, g, 4);
     ck_assert_int_eq(n, 4);
     ck_assert_double_eq_tol(grant(g, n, 1)->share, 0.1 / sum, EPS);
@@ -459,11 +516,12 @@ static void order_run(const char *policy, bool buffers, bool equal_caps, bool sh
     }
     s = ht_sched(&p, policy);
     for (i = 0; i < K; i++) {
-        int k = shuffled ? (i * 7919) % K : i;     /* 7919 is prime to K */
+        int k = shuffled ? (i * 7919) % K : i; /* 7919 is prime to K */
         /* ids differ in several bytes, up to bit 40 */
         uint64_t id = ((uint64_t)(k % 3) << 40) + (uint64_t)k * 65537 + 1;
-        hs_job_t j = { .id = id, .nodes = equal_caps ? 1 : 1 + k % 5, .release = 0,
-                       .w_iter = 1 + k % 7 };
+        hs_job_t j = {
+            .id = id, .nodes = equal_caps ? 1 : 1 + k % 5, .release = 0, .w_iter = 1 + k % 7
+        };
         ck_assert_msg(hs_job_arrive(s, 0, &j, &err) == 0, "%s", err.text);
         ck_assert(hs_phase_request(s, 0, id, 10.0 + k, HS_DIR_WRITE, 1.0, &err) == 0);
     }

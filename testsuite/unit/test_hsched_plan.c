@@ -25,7 +25,7 @@
 typedef struct {
     uint64_t id;
     int nodes;
-    double w, vol;          /* per phase; also the hints */
+    double w, vol; /* per phase; also the hints */
     int iters;
     int prio;
     const int *alloc;
@@ -33,12 +33,11 @@ typedef struct {
     hs_dir_t dir;
     /* run state */
     int done;
-    double cend;            /* compute end (INFINITY: in I/O or over) */
+    double cend; /* compute end (INFINITY: in I/O or over) */
     double end;
 } tjob_t;
 
-typedef void (*check_f)(hs_sched_t *s, double t, const hs_grant_t *g, int n,
-                        void *arg);
+typedef void (*check_f)(hs_sched_t *s, double t, const hs_grant_t *g, int n, void *arg);
 
 /* Run the jobs (all released at 0) to the end; returns the number of steps. */
 static int drive(hs_sched_t *s, tjob_t *jobs, int nj, check_f check, void *arg)
@@ -49,10 +48,15 @@ static int drive(hs_sched_t *s, tjob_t *jobs, int nj, check_f check, void *arg)
     int left = nj, steps = 0, i;
 
     for (i = 0; i < nj; i++) {
-        hs_job_t hj = { .id = jobs[i].id, .nodes = jobs[i].nodes, .release = 0,
-                        .w = jobs[i].w, .volume = jobs[i].vol,
-                        .instances = jobs[i].iters, .priority = jobs[i].prio,
-                        .alloc = jobs[i].alloc, .nalloc = jobs[i].nalloc };
+        hs_job_t hj = { .id = jobs[i].id,
+                        .nodes = jobs[i].nodes,
+                        .release = 0,
+                        .w = jobs[i].w,
+                        .volume = jobs[i].vol,
+                        .instances = jobs[i].iters,
+                        .priority = jobs[i].prio,
+                        .alloc = jobs[i].alloc,
+                        .nalloc = jobs[i].nalloc };
         ck_assert_msg(hs_job_arrive(s, 0, &hj, &err) == 0, "arrive: %s", err.text);
         jobs[i].done = 0;
         jobs[i].cend = jobs[i].w;
@@ -80,16 +84,16 @@ static int drive(hs_sched_t *s, tjob_t *jobs, int nj, check_f check, void *arg)
                 jobs[i].end = t;
                 ck_assert_int_eq(hs_job_leave(s, t, jobs[i].id), 0);
                 left--;
-            }
-            else
+            } else
                 jobs[i].cend = t + jobs[i].w;
         }
         for (i = 0; i < nj; i++) {
             if (jobs[i].cend <= t) {
                 jobs[i].cend = INFINITY;
-                ck_assert_msg(hs_phase_request(s, t, jobs[i].id, jobs[i].vol,
-                                               jobs[i].dir, jobs[i].w, &err) == 0,
-                              "request: %s", err.text);
+                ck_assert_msg(
+                    hs_phase_request(s, t, jobs[i].id, jobs[i].vol, jobs[i].dir, jobs[i].w, &err)
+                        == 0,
+                    "request: %s", err.text);
             }
         }
         n = hs_sched_decide(s, t, g, 16);
@@ -113,8 +117,7 @@ struct replay_arg {
     int checked;
 };
 
-static void replay_check(hs_sched_t *s, double t, const hs_grant_t *g, int n,
-                         void *arg)
+static void replay_check(hs_sched_t *s, double t, const hs_grant_t *g, int n, void *arg)
 {
     struct replay_arg *a = arg;
     int i;
@@ -129,11 +132,11 @@ static void replay_check(hs_sched_t *s, double t, const hs_grant_t *g, int n,
         ck_assert_int_eq(hs_phase_info(s, g[i].id, &pi), 0);
         if (pi.complete || pi.volume - pi.done <= 1e-6 * pi.volume)
             continue;
-        ck_assert_msg(ht_close(g[i].bw, want), "t = %g job %d: bw %g, by hand %g",
-                      t, k + 1, g[i].bw, want);
+        ck_assert_msg(ht_close(g[i].bw, want), "t = %g job %d: bw %g, by hand %g", t, k + 1,
+                      g[i].bw, want);
         ck_assert_msg(ht_close(hs_pattern_bw(a->p, k, u), want),
-                      "t = %g job %d: pattern %g, by hand %g", t, k + 1,
-                      hs_pattern_bw(a->p, k, u), want);
+                      "t = %g job %d: pattern %g, by hand %g", t, k + 1, hs_pattern_bw(a->p, k, u),
+                      want);
         a->checked++;
     }
 }
@@ -165,8 +168,8 @@ START_TEST(test_persched_replay)
         ck_assert(ht_close(hs_pattern_period(a.p), 8));
         drive(s, jobs, 2, replay_check, &a);
         ck_assert_int_gt(a.checked, 6);
-        ck_assert_msg(ht_close(jobs[0].end, 24) && ht_close(jobs[1].end, 26),
-                      "%s: ends %g %g", ids[q], jobs[0].end, jobs[1].end);
+        ck_assert_msg(ht_close(jobs[0].end, 24) && ht_close(jobs[1].end, 26), "%s: ends %g %g",
+                      ids[q], jobs[0].end, jobs[1].end);
         ck_assert_int_eq(hs_sched_policy_stats(s, &st), 0);
         ck_assert(st.plans);
         ck_assert(ht_close(st.period, 8));
@@ -237,8 +240,7 @@ END_TEST
 static void two_phases(const char *policy, int *b0, int *b1, double *bw0, double *bw1)
 {
     hs_buffer_t buf[2];
-    hs_platform_t plat = { .nodes = 4, .node_bw = 1, .bw = 1, .nbuffers = 2,
-                           .buffers = buf };
+    hs_platform_t plat = { .nodes = 4, .node_bw = 1, .bw = 1, .nbuffers = 2, .buffers = buf };
     static const int alloc[2] = { 0, 1 };
     hs_grant_t g[2];
     hu_error_t err;
@@ -254,8 +256,7 @@ static void two_phases(const char *policy, int *b0, int *b1, double *bw0, double
     }
     s = ht_sched(&plat, policy);
     for (uint64_t id = 1; id <= 2; id++) {
-        hs_job_t j = { .id = id, .nodes = 2, .release = 0, .alloc = alloc,
-                       .nalloc = 2 };
+        hs_job_t j = { .id = id, .nodes = 2, .release = 0, .alloc = alloc, .nalloc = 2 };
         ck_assert_int_eq(hs_job_arrive(s, 0, &j, &err), 0);
         ck_assert_int_eq(hs_phase_request(s, 0, id, 10, HS_DIR_WRITE, 0, &err), 0);
     }
@@ -282,8 +283,7 @@ START_TEST(test_harmonia_spread_vs_pack)
     ck_assert(b0 >= 0);
     /* one node, one after the other: (100 - 20) x 20 = 1600, less than together
      * (1656) or spread (1800); the second waits for slot 1 */
-    ck_assert_msg(ht_close(bw0 + bw1, 1) && ht_close(bw0 * bw1, 0), "%g %g", bw0,
-                  bw1);
+    ck_assert_msg(ht_close(bw0 + bw1, 1) && ht_close(bw0 * bw1, 0), "%g %g", bw0, bw1);
 }
 END_TEST
 
@@ -320,7 +320,7 @@ START_TEST(test_harmonia_pfs)
     ck_assert(ht_close(g[1].bw, 4));
     ck_assert_int_eq(g[0].buffer, -1);
     ck_assert_int_eq(g[1].buffer, -1);
-    ck_assert(ht_close(hs_sched_next_event(s), 1));     /* job 2 done first */
+    ck_assert(ht_close(hs_sched_next_event(s), 1)); /* job 2 done first */
     ck_assert_int_eq(hs_sched_policy_stats(s, &st), 0);
     ck_assert(st.plans && st.schedules == 1 && st.exact == 1 && st.max_phases == 2);
     ck_assert(isnan(st.period));
@@ -352,8 +352,7 @@ END_TEST
 START_TEST(test_harmonia_too_big)
 {
     hs_buffer_t buf;
-    hs_platform_t plat = { .nodes = 4, .node_bw = 1, .bw = 0.5, .nbuffers = 1,
-                           .buffers = &buf };
+    hs_platform_t plat = { .nodes = 4, .node_bw = 1, .bw = 0.5, .nbuffers = 1, .buffers = &buf };
     tjob_t jobs[1] = { { .id = 1, .nodes = 2, .w = 1, .vol = 30, .iters = 2 } };
     hs_sched_t *s;
 
@@ -382,7 +381,9 @@ START_TEST(test_every_policy_runs)
         buf[j].bandwidth = 2;
     }
     for (int withbuf = 0; withbuf < 2; withbuf++) {
-        hs_platform_t plat = { .nodes = 8, .node_bw = 1, .bw = 2,
+        hs_platform_t plat = { .nodes = 8,
+                               .node_bw = 1,
+                               .bw = 2,
                                .nbuffers = withbuf ? 3 : 0,
                                .buffers = withbuf ? buf : NULL };
         for (int i = 0; ids[i]; i++) {
@@ -390,20 +391,23 @@ START_TEST(test_every_policy_runs)
             const char *lt = strchr(ids[i], '<');
             tjob_t jobs[4] = {
                 { .id = 1, .nodes = 2, .w = 3, .vol = 8, .iters = 4, .prio = 2 },
-                { .id = 2, .nodes = 2, .w = 5, .vol = 6, .iters = 3, .alloc = a1,
-                  .nalloc = 2 },
-                { .id = 3, .nodes = 4, .w = 2, .vol = 12, .iters = 3, .alloc = a2,
-                  .nalloc = 2, .prio = 9 },
-                { .id = 4, .nodes = 1, .w = 0, .vol = 4, .iters = 5,
-                  .dir = HS_DIR_READ },
+                { .id = 2, .nodes = 2, .w = 5, .vol = 6, .iters = 3, .alloc = a1, .nalloc = 2 },
+                { .id = 3,
+                  .nodes = 4,
+                  .w = 2,
+                  .vol = 12,
+                  .iters = 3,
+                  .alloc = a2,
+                  .nalloc = 2,
+                  .prio = 9 },
+                { .id = 4, .nodes = 1, .w = 0, .vol = 4, .iters = 5, .dir = HS_DIR_READ },
             };
             hs_sched_t *s;
-            if (lt) {                   /* minmax:<gamma>, set:<base> */
+            if (lt) { /* minmax:<gamma>, set:<base> */
                 snprintf(id, sizeof(id), "%.*s%s%s", (int)(lt - ids[i]), ids[i],
                          !strncmp(ids[i], "set", 3) ? "2" : "0.5",
                          strchr(lt, '>')[1] ? strchr(lt, '>') + 1 : "");
-            }
-            else
+            } else
                 snprintf(id, sizeof(id), "%s", ids[i]);
             if (!withbuf) {
                 jobs[1].nalloc = 0;
@@ -438,13 +442,10 @@ END_TEST
 int main(void)
 {
     const tu_tcase_t tcases[] = {
-        { "plan", .timeout = 120, .tests = { test_persched_replay,
-                                             test_periodic_leftovers,
-                                             test_harmonia_spread_vs_pack,
-                                             test_harmonia_pfs, test_harmonia_priority,
-                                             test_harmonia_too_big,
-                                             test_every_policy_runs, test_stats_online,
-                                             NULL } },
+        { "plan", .timeout = 120,
+          .tests = { test_persched_replay, test_periodic_leftovers, test_harmonia_spread_vs_pack,
+                     test_harmonia_pfs, test_harmonia_priority, test_harmonia_too_big,
+                     test_every_policy_runs, test_stats_online, NULL } },
     };
 
     return tu_main("hsched_plan", tcases, TU_COUNT(tcases));

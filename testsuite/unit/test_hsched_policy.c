@@ -110,7 +110,7 @@ static void bad(const char *id, const char *needle)
     ck_assert_int_eq(errno, EINVAL);
     ck_assert_msg(strstr(err.text, needle) != NULL, "'%s': message '%s' lacks '%s'",
                   id ? id : "(null)", err.text, needle);
-    ck_assert_int_eq(p.kind, HS_POL_FCFS);         /* no side effect on failure */
+    ck_assert_int_eq(p.kind, HS_POL_FCFS); /* no side effect on failure */
 }
 
 START_TEST(test_parse_errors)
@@ -156,10 +156,9 @@ END_TEST
  * hs_pol_harmonia.c): they create, on platforms with and without buffers. */
 START_TEST(test_not_available)
 {
-    static const char *ids[] = { "periodic-throu", "periodic-cong", "persched",
-                                 "harmonia-maxbw", "harmonia-minstall",
-                                 "harmonia-fairness", "harmonia-buffer-eff",
-                                 "harmonia-priority", NULL };
+    static const char *ids[] = { "periodic-throu",      "periodic-cong",     "persched",
+                                 "harmonia-maxbw",      "harmonia-minstall", "harmonia-fairness",
+                                 "harmonia-buffer-eff", "harmonia-priority", NULL };
     hs_buffer_t buf = { .capacity = 100, .bandwidth = 1 };
     hs_platform_t bplat = plat;
     int i;
@@ -168,19 +167,29 @@ START_TEST(test_not_available)
     bplat.buffers = &buf;
     for (i = 0; ids[i]; i++) {
         hs_sched_destroy(ht_sched(&plat, ids[i]));
-        hs_sched_destroy(ht_sched(&bplat, ids[i]));     /* with buffers */
+        hs_sched_destroy(ht_sched(&bplat, ids[i])); /* with buffers */
     }
 }
 END_TEST
 
 START_TEST(test_all_online_create)
 {
-    static const char *ids[] = { "fairshare", "fcfs", "static", "roundrobin",
-                                 "roundrobin-priority", "mindilation",
-                                 "mindilation-priority", "maxsyseff",
-                                 "maxsyseff-priority", "minmax:0.3",
-                                 "minmax:0.3-priority", "set10", "set:2",
-                                 "set-fairshare", "priority-sharing", NULL };
+    static const char *ids[] = { "fairshare",
+                                 "fcfs",
+                                 "static",
+                                 "roundrobin",
+                                 "roundrobin-priority",
+                                 "mindilation",
+                                 "mindilation-priority",
+                                 "maxsyseff",
+                                 "maxsyseff-priority",
+                                 "minmax:0.3",
+                                 "minmax:0.3-priority",
+                                 "set10",
+                                 "set:2",
+                                 "set-fairshare",
+                                 "priority-sharing",
+                                 NULL };
     int i;
 
     for (i = 0; ids[i]; i++) {
@@ -219,8 +228,8 @@ START_TEST(test_iosets_class)
 {
     ck_assert_int_eq(hs_iosets_class(1000, 10), 3);
     ck_assert_int_eq(hs_iosets_class(0.01, 10), -2);
-    ck_assert_int_eq(hs_iosets_class(40, 10), 2);       /* log10 40 = 1.6 */
-    ck_assert_int_eq(hs_iosets_class(5, 2), 2);         /* log2 5 = 2.32 */
+    ck_assert_int_eq(hs_iosets_class(40, 10), 2); /* log10 40 = 1.6 */
+    ck_assert_int_eq(hs_iosets_class(5, 2), 2);   /* log2 5 = 2.32 */
     ck_assert_int_eq(hs_iosets_class(1, 10), 0);
     ck_assert_int_eq(hs_iosets_class(0, 10), hs_iosets_class(-1, 10));
     ck_assert_int_lt(hs_iosets_class(0, 10), -300);
@@ -232,9 +241,8 @@ int main(void)
 {
     const tu_tcase_t tcases[] = {
         { "policy", .tests = { test_ids_roundtrip, test_parse_values, test_parse_errors,
-                               test_name_unknown, test_not_available,
-                               test_all_online_create, test_bad_struct,
-                               test_iosets_class, NULL } },
+                               test_name_unknown, test_not_available, test_all_online_create,
+                               test_bad_struct, test_iosets_class, NULL } },
     };
 
     return tu_main("hsched_policy", tcases, TU_COUNT(tcases));

@@ -15,9 +15,9 @@
 #include "simfuzz.h"
 #include "testutil.h"
 
-#define B 1e9                   /* bytes/s: the I/O system, and each job's cap */
-#define LONG 100e12             /* job 1's phase: 100,000 s alone */
-#define SMALL 1e9               /* job 2's phase: 1 s alone */
+#define B 1e9       /* bytes/s: the I/O system, and each job's cap */
+#define LONG 100e12 /* job 1's phase: 100,000 s alone */
+#define SMALL 1e9   /* job 2's phase: 1 s alone */
 
 /* Job 1 (w = 10 s) asks for LONG bytes at t = 10; job 2 arrives at t = 20, computes
  * 1 s and asks for SMALL bytes at t = 21: a late, small, one-iteration job.  Job 2
@@ -41,16 +41,16 @@ static double run(const char *id, double factor, double floor, uint64_t *hits)
     s = hs_sched_create(&plat, &pol, &err);
     ck_assert_msg(s != NULL, "%s: %s", id, err.text);
     {
-        hs_job_t j = { .id = 1, .nodes = 1, .release = 0, .w = 10, .volume = LONG,
-                       .instances = 1 };
+        hs_job_t j = { .id = 1, .nodes = 1, .release = 0, .w = 10, .volume = LONG, .instances = 1 };
         ck_assert_int_eq(hs_job_arrive(s, 0, &j, &err), 0);
     }
     ck_assert_int_ge(hs_sched_decide(s, 0, g, 2), 0);
     ck_assert_int_eq(hs_phase_request(s, 10, 1, LONG, HS_DIR_WRITE, 10, &err), 0);
     ck_assert_int_ge(hs_sched_decide(s, 10, g, 2), 0);
     {
-        hs_job_t j = { .id = 2, .nodes = 1, .release = 20, .w = 1000, .volume = SMALL,
-                       .instances = 1 };
+        hs_job_t j = {
+            .id = 2, .nodes = 1, .release = 20, .w = 1000, .volume = SMALL, .instances = 1
+        };
         ck_assert_int_eq(hs_job_arrive(s, 20, &j, &err), 0);
     }
     ck_assert_int_ge(hs_sched_decide(s, 20, g, 2), 0);
@@ -62,8 +62,7 @@ static double run(const char *id, double factor, double floor, uint64_t *hits)
         int n = hs_sched_decide(s, t, g, 2);
         ck_assert_msg(n >= 0, "%s: decide at %g", id, t);
         t = hs_sched_next_event(s);
-        ck_assert_msg(isfinite(t), "%s: nothing in flight at %g", id,
-                      hs_sched_now(s));
+        ck_assert_msg(isfinite(t), "%s: nothing in flight at %g", id, hs_sched_now(s));
         ck_assert_int_eq(hs_sched_advance(s, t), 0);
         nc = hs_sched_completed(s, done, 2);
         for (size_t q = 0; q < nc; q++) {
@@ -83,15 +82,17 @@ static double run(const char *id, double factor, double floor, uint64_t *hits)
 /* With the bound at 'bound' seconds job 2 gets B / 2 at 21 + bound at the latest
  * and ends 2 s later (every policy); the policies that share end it sooner.  The
  * policies that miss it are listed in 'bad'. */
-static void check_bounded(const char *id, double factor, double floor, double bound,
-                          char *bad, size_t cap)
+static void check_bounded(const char *id, double factor, double floor, double bound, char *bad,
+                          size_t cap)
 {
     uint64_t hits;
     double end = run(id, factor, floor, &hits);
 
     if (!(end <= 21 + bound + 2 * (1 + 1e-9)) || hits > 1)
-        snprintf(bad + strlen(bad), cap - strlen(bad), " %s (job 2 ends at %.6g s, "
-                 "bound %g s, %ju hits)", id, end, bound, (uintmax_t)hits);
+        snprintf(bad + strlen(bad), cap - strlen(bad),
+                 " %s (job 2 ends at %.6g s, "
+                 "bound %g s, %ju hits)",
+                 id, end, bound, (uintmax_t)hits);
 }
 
 START_TEST(test_default_bound)
@@ -102,10 +103,10 @@ START_TEST(test_default_bound)
     char bad[4096] = "";
 
     ck_assert_int_eq(hs_policy_parse("fcfs", &pol, &err), 0);
-    ck_assert(pol.starve_factor == 0 && pol.starve_floor == 0);   /* the default */
+    ck_assert(pol.starve_factor == 0 && pol.starve_floor == 0); /* the default */
     ck_assert(hs_wait_bound(&pol, SMALL, B) == bound);
-    ck_assert(bound < LONG / B / 2);            /* the test means something */
-    for (const char *const *id = sf_policies; *id; id++)      /* every id */
+    ck_assert(bound < LONG / B / 2);                     /* the test means something */
+    for (const char *const *id = sf_policies; *id; id++) /* every id */
         check_bounded(*id, 0, 0, bound, bad, sizeof(bad));
     ck_assert_msg(bad[0] == '\0', "past the default bound:%s", bad);
 }
@@ -138,9 +139,10 @@ START_TEST(test_off_starves)
         ck_assert_int_eq(hits, 0);
     }
     end = run("fcfs", 0, 0, &hits);
-    ck_assert_msg(fabs(end - (21 + fmax(HS_STARVE_FACTOR_DEFAULT * SMALL / B,
-                                        HS_STARVE_FLOOR_DEFAULT) + 2)) < 1e-6,
-                  "end %g", end);
+    ck_assert_msg(
+        fabs(end - (21 + fmax(HS_STARVE_FACTOR_DEFAULT * SMALL / B, HS_STARVE_FLOOR_DEFAULT) + 2))
+            < 1e-6,
+        "end %g", end);
     ck_assert_int_eq(hits, 1);
     /* fairshare never lets it wait: no hit */
     end = run("fairshare", 0, 0, &hits);
@@ -179,8 +181,8 @@ END_TEST
 int main(void)
 {
     const tu_tcase_t tcases[] = {
-        { "core", .tests = { test_default_bound, test_set_bound, test_off_starves,
-                             test_bad_bound, NULL } },
+        { "core",
+          .tests = { test_default_bound, test_set_bound, test_off_starves, test_bad_bound, NULL } },
     };
 
     return tu_main("hsched_starve", tcases, TU_COUNT(tcases));

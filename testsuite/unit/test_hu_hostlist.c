@@ -11,7 +11,9 @@
 #include "testutil.h"
 
 static const hu_hostlist_opts_t strict = {
-    .max_names = 1000, .max_name_len = 63, .max_bound = 999999999,
+    .max_names = 1000,
+    .max_name_len = 63,
+    .max_bound = 999999999,
     .flags = HU_HOSTLIST_STRICT,
 };
 static const hu_hostlist_opts_t plain = { .max_names = 16, .max_name_len = 20 };
@@ -56,7 +58,8 @@ START_TEST(test_padding)
 END_TEST
 
 /* Each refusal: its reason, errno and default wording. */
-#define REFUSED(expr, o, reason, eno, text) do { \
+#define REFUSED(expr, o, reason, eno, text) \
+    do { \
         ck_assert_str_eq(expand((expr), (o)), "ERR:" text); \
         ck_assert_int_eq(fail.why, (reason)); \
         ck_assert_int_eq(errno, (eno)); \
@@ -73,11 +76,9 @@ START_TEST(test_bad)
     REFUSED("a[1-2", &strict, HU_HL_UNBALANCED_OPEN, EINVAL, "unbalanced '[' in host list");
     REFUSED("a]", &strict, HU_HL_UNBALANCED_CLOSE, EINVAL, "unbalanced ']' in host list");
     REFUSED("a[]", &strict, HU_HL_EMPTY_RANGE, EINVAL, "empty range '[]' in host list");
-    REFUSED("a[x]", &strict, HU_HL_RANGE_START, EINVAL,
-            "range must start with a digit, not 'x'");
+    REFUSED("a[x]", &strict, HU_HL_RANGE_START, EINVAL, "range must start with a digit, not 'x'");
     REFUSED("a[1-]", &strict, HU_HL_NO_UPPER, EINVAL, "missing upper bound in range");
-    REFUSED("a[1-1000000000]", &strict, HU_HL_BOUND_TOO_LARGE, ERANGE,
-            "range bound too large");
+    REFUSED("a[1-1000000000]", &strict, HU_HL_BOUND_TOO_LARGE, ERANGE, "range bound too large");
     REFUSED("a[3-1]", &strict, HU_HL_DECREASING, EINVAL, "range 3-1 is decreasing");
     ck_assert_uint_eq(fail.lo, 3);
     ck_assert_uint_eq(fail.hi, 1);
@@ -117,17 +118,14 @@ START_TEST(test_limits)
                      "n000000000000000001 n000000000000000002");
     ck_assert_str_eq(expand("a[0000000000000000001-2]", &plain),
                      "a0000000000000000001 a0000000000000000002");
-    REFUSED("ab[0000000000000000001-2]", &plain, HU_HL_NAME_TOO_LONG, EINVAL,
-            "host name too long");
-    REFUSED("abcdefghijklmnopqrstu", &plain, HU_HL_NAME_TOO_LONG, EINVAL,
-            "host name too long");
+    REFUSED("ab[0000000000000000001-2]", &plain, HU_HL_NAME_TOO_LONG, EINVAL, "host name too long");
+    REFUSED("abcdefghijklmnopqrstu", &plain, HU_HL_NAME_TOO_LONG, EINVAL, "host name too long");
 }
 END_TEST
 
 int main(void)
 {
-    const tu_tcase_t tcases[] = { {
-        "hu_hostlist",
-        .tests = { test_ranges, test_padding, test_bad, test_limits, NULL } } };
+    const tu_tcase_t tcases[] = { { "hu_hostlist", .tests = { test_ranges, test_padding, test_bad,
+                                                              test_limits, NULL } } };
     return tu_main("hu_hostlist", tcases, TU_COUNT(tcases));
 }

@@ -39,14 +39,13 @@ static const hu_yaml_opts_t limited = { .max_depth = 3, .max_nodes = 12, .one_do
 
 START_TEST(test_positions)
 {
-    const char *text =
-        "# comment\n"
-        "platform:\n"
-        "  nodes: 4\n"
-        "  name: 'bb'\n"
-        "apps:\n"
-        "  - {w: 70 s, n: [1, 2]}\n"
-        "  -   x\n";
+    const char *text = "# comment\n"
+                       "platform:\n"
+                       "  nodes: 4\n"
+                       "  name: 'bb'\n"
+                       "apps:\n"
+                       "  - {w: 70 s, n: [1, 2]}\n"
+                       "  -   x\n";
     const hu_yaml_opts_t o = { .one_doc = true };
     hu_ydoc_t *doc = read1(text, &o);
     ck_assert_ptr_nonnull(doc);
@@ -137,7 +136,7 @@ START_TEST(test_errors)
     ck_assert_str_eq(fail.problem, "did not find expected ',' or ']'");
     ck_assert_str_eq(fail.context, "while parsing a flow sequence");
     ck_assert_str_eq(err.text, "3:1: YAML syntax error: did not find expected ',' or ']' "
-                     "while parsing a flow sequence");
+                               "while parsing a flow sequence");
 
     /* libyaml's reader gives an offset: turned into the line and column */
     ck_assert_ptr_null(read1("a: 1\nb: x\xff\n", &limited));
@@ -187,7 +186,7 @@ START_TEST(test_aliases)
     hu_ynode_t *root = hu_ydoc_root(doc);
     ck_assert_ptr_eq(hu_ymap_get(root, "a"), hu_ymap_get(root, "b"));
     ck_assert_int_eq(hu_ymap_get(root, "b")->line, 1);
-    ck_assert_int_eq(hu_ymap_get(root, "b")->col, 4);    /* the anchor's */
+    ck_assert_int_eq(hu_ymap_get(root, "b")->col, 4); /* the anchor's */
     ck_assert_ptr_eq(hu_ymap_get(root, "c")->kids[7], hu_ymap_get(root, "a"));
     hu_ydoc_free(doc);
 
@@ -203,9 +202,8 @@ END_TEST
 
 int main(void)
 {
-    const tu_tcase_t tcases[] = { {
-        "hu_yaml",
-        .tests = { test_positions, test_documents, test_errors, test_limits,
-                   test_aliases, NULL } } };
+    const tu_tcase_t tcases[] = { { "hu_yaml",
+                                    .tests = { test_positions, test_documents, test_errors,
+                                               test_limits, test_aliases, NULL } } };
     return tu_main("hu_yaml", tcases, TU_COUNT(tcases));
 }

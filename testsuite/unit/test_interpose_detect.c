@@ -31,7 +31,7 @@ typedef struct {
 typedef struct {
     call_t *c;
     size_t n, cap;
-    double start[MAXPH];        /* true phase starts */
+    double start[MAXPH]; /* true phase starts */
     double bytes[MAXPH];
     int nph;
 } trace_t;
@@ -57,8 +57,7 @@ static double sym(void)
  * job's w_iter is w * (1 + eta_job * N(0,1)-ish) as IO-Sets draws it (at least 1 s);
  * eta_it: each
  * iteration's compute and I/O times vary by a factor 1 + eta_it * U(-1, 1). */
-static void periodic(trace_t *tr, double w, double io_frac, int nph, double eta_job,
-                     double eta_it)
+static void periodic(trace_t *tr, double w, double io_frac, int nph, double eta_job, double eta_it)
 {
     const double call = 1 << 20;
     double t = 5.0 * tu_urand();
@@ -89,7 +88,7 @@ static void periodic(trace_t *tr, double w, double io_frac, int nph, double eta_
 typedef struct {
     double start[MAXPH], end[MAXPH], bytes[MAXPH];
     int n;
-    double w_at[MAXPH];         /* the w_iter estimate when phase i closed */
+    double w_at[MAXPH]; /* the w_iter estimate when phase i closed */
 } found_t;
 
 static void note(found_t *f, const hm_pd_t *pd, const hm_pd_phase_t *ph)
@@ -131,18 +130,18 @@ static void check_starts(const trace_t *tr, const found_t *f, double w)
     for (int i = 0; i < tr->nph; i++) {
         ck_assert_msg(fabs(f->start[i] - tr->start[i]) <= w / 10,
                       "phase %d found at %.3f, true %.3f", i, f->start[i], tr->start[i]);
-        ck_assert_msg(fabs(f->bytes[i] - tr->bytes[i]) < 1, "phase %d: %.0f bytes, true %.0f",
-                      i, f->bytes[i], tr->bytes[i]);
+        ck_assert_msg(fabs(f->bytes[i] - tr->bytes[i]) < 1, "phase %d: %.0f bytes, true %.0f", i,
+                      f->bytes[i], tr->bytes[i]);
     }
 }
 
 static const struct {
     double w, io_frac, eta_job, eta_it;
 } periodic_rows[] = {
-    { 1, 0.2, 0, 0 },   { 1, 0.5, 0, 0 },   { 2, 0.3, 0, 0 },    { 10, 0.1, 0, 0 },
-    { 60, 0.05, 0, 0 }, { 60, 0.3, 0, 0 },  { 1, 0.2, 0.5, 0 },  { 10, 0.2, 0.5, 0 },
-    { 60, 0.1, 0.5, 0 }, { 1, 0.2, 0, 0.1 }, { 10, 0.2, 0, 0.1 }, { 60, 0.2, 0, 0.1 },
-    { 1, 0.2, 0, 0.5 }, { 5, 0.3, 0, 0.5 }, { 30, 0.2, 0.5, 0.5 }, { 60, 0.4, 0, 0.5 },
+    { 1, 0.2, 0, 0 },    { 1, 0.5, 0, 0 },   { 2, 0.3, 0, 0 },      { 10, 0.1, 0, 0 },
+    { 60, 0.05, 0, 0 },  { 60, 0.3, 0, 0 },  { 1, 0.2, 0.5, 0 },    { 10, 0.2, 0.5, 0 },
+    { 60, 0.1, 0.5, 0 }, { 1, 0.2, 0, 0.1 }, { 10, 0.2, 0, 0.1 },   { 60, 0.2, 0, 0.1 },
+    { 1, 0.2, 0, 0.5 },  { 5, 0.3, 0, 0.5 }, { 30, 0.2, 0.5, 0.5 }, { 60, 0.4, 0, 0.5 },
 };
 
 /* Periodic programs, 20 seeds each: every phase found, its start within w/10; the
@@ -157,8 +156,8 @@ START_TEST(test_periodic)
         hm_pd_t pd;
         found_t f;
         tu_seed(1000 * (_i + 1) + seed);
-        periodic(&tr, periodic_rows[_i].w, periodic_rows[_i].io_frac, 16,
-                 periodic_rows[_i].eta_job, periodic_rows[_i].eta_it);
+        periodic(&tr, periodic_rows[_i].w, periodic_rows[_i].io_frac, 16, periodic_rows[_i].eta_job,
+                 periodic_rows[_i].eta_it);
         double wtrue = (tr.start[tr.nph - 1] - tr.start[0]) / (tr.nph - 1);
         double wnom = periodic_rows[_i].w;
         hm_pd_init(&pd, NULL);
@@ -166,12 +165,16 @@ START_TEST(test_periodic)
         check_starts(&tr, &f, wnom);
         /* after three periods: the fourth phase has closed */
         double w3 = f.w_at[3], seen = (tr.start[3] - tr.start[0]) / 3;
-        double ref = periodic_rows[_i].eta_it <= 0.1 ? (periodic_rows[_i].eta_job > 0
-                                                       ? wtrue : wnom) : seen;
-        ck_assert_msg(fabs(w3 - ref) <= 0.1 * ref, "row %d seed %d: w_iter %.3f after 3 "
-                      "periods, true %.3f", _i, seed, w3, ref);
-        ck_assert_msg(fabs(f.w_at[12] - wtrue) <= 0.1 * wtrue, "row %d seed %d: w_iter %.3f "
-                      "after 12 periods, true %.3f", _i, seed, f.w_at[12], wtrue);
+        double ref =
+            periodic_rows[_i].eta_it <= 0.1 ? (periodic_rows[_i].eta_job > 0 ? wtrue : wnom) : seen;
+        ck_assert_msg(fabs(w3 - ref) <= 0.1 * ref,
+                      "row %d seed %d: w_iter %.3f after 3 "
+                      "periods, true %.3f",
+                      _i, seed, w3, ref);
+        ck_assert_msg(fabs(f.w_at[12] - wtrue) <= 0.1 * wtrue,
+                      "row %d seed %d: w_iter %.3f "
+                      "after 12 periods, true %.3f",
+                      _i, seed, f.w_at[12], wtrue);
         ck_assert(hm_pd_volume(&pd) > 0);
         if (periodic_rows[_i].eta_it <= 0.1)
             ck_assert(hm_pd_periodic(&pd));
@@ -290,8 +293,7 @@ START_TEST(test_merge_processes)
     hm_pd_record(&h, &a, 0.25);
     hm_pd_record(&h, &b, 0.25);
     hm_pd_record(&h, &c, 0.25);
-    ck_assert(h.nphases == 1 && h.last.bytes == 157 && h.last.start == 9.9
-              && h.last.end == 12.2);
+    ck_assert(h.nphases == 1 && h.last.bytes == 157 && h.last.start == 9.9 && h.last.end == 12.2);
     hm_pd_record(&h, &d, 0.25);
     hm_pd_record(&h, &e, 0.25);
     ck_assert(h.nphases == 2 && h.ninterval == 1 && fabs(h.interval[0] - 10.1) < 1e-9);
@@ -314,10 +316,10 @@ START_TEST(test_poll)
     hm_pd_init(&pd, NULL);
     ck_assert_int_eq(hm_pd_poll(&pd, 0, 0, &ph), 0);
     ck_assert_int_eq(hm_pd_start(&pd, 1, 0, &ph), HM_PD_BEGIN);
-    ck_assert_int_eq(hm_pd_poll(&pd, 100, 1, &ph), 0);      /* in flight */
+    ck_assert_int_eq(hm_pd_poll(&pd, 100, 1, &ph), 0); /* in flight */
     hm_pd_done(&pd, 100, 5);
     ck_assert_int_eq(hm_pd_poll(&pd, 100.2, 0, &ph), 0);
-    ck_assert_int_eq(hm_pd_start(&pd, 100.2, 0, &ph), 0);      /* same phase */
+    ck_assert_int_eq(hm_pd_start(&pd, 100.2, 0, &ph), 0); /* same phase */
     hm_pd_done(&pd, 100.3, 5);
     ck_assert_int_eq(hm_pd_poll(&pd, 100.55, 0, &ph), 1);
     ck_assert(ph.start == 1 && ph.end == 100.3 && ph.bytes == 10);

@@ -22,9 +22,18 @@ static json_t *js(const char *text)
 /* ------------------------------------------------------------------ messages */
 START_TEST(test_task_round_trip)
 {
-    np_task_t t = { .tid = 42, .job = "1234", .weight = 2.5, .uid = 1001, .gid = 1002,
-                    .user = "alice", .stage_out = true, .directory = true, .resync = true,
-                    .done_at = 1.7e9, .src = "/bb/bb01/1234/out", .dst = "/pfs/out" };
+    np_task_t t = { .tid = 42,
+                    .job = "1234",
+                    .weight = 2.5,
+                    .uid = 1001,
+                    .gid = 1002,
+                    .user = "alice",
+                    .stage_out = true,
+                    .directory = true,
+                    .resync = true,
+                    .done_at = 1.7e9,
+                    .src = "/bb/bb01/1234/out",
+                    .dst = "/pfs/out" };
     np_task_t u;
     char msg[300];
     json_t *o = np_task_json(&t);
@@ -36,7 +45,7 @@ START_TEST(test_task_round_trip)
     ck_assert(u.stage_out && u.directory && u.resync && u.done_at == 1.7e9);
     ck_assert_str_eq(u.src, t.src);
     ck_assert_str_eq(u.dst, t.dst);
-    ck_assert_int_eq(u.max_bytes, 0);      /* not sent: no limit unless the agent sets one */
+    ck_assert_int_eq(u.max_bytes, 0); /* not sent: no limit unless the agent sets one */
     json_decref(o);
 }
 END_TEST
@@ -44,8 +53,14 @@ END_TEST
 /* A stage-in carries its node's byte limit; a stage-out never has one. */
 START_TEST(test_task_max_bytes)
 {
-    np_task_t t = { .tid = 43, .job = "1234", .weight = 1, .uid = 1001, .gid = 1002,
-                    .src = "/pfs/in", .dst = "/bb/bb01/1234/in", .max_bytes = 1 << 30 };
+    np_task_t t = { .tid = 43,
+                    .job = "1234",
+                    .weight = 1,
+                    .uid = 1001,
+                    .gid = 1002,
+                    .src = "/pfs/in",
+                    .dst = "/bb/bb01/1234/in",
+                    .max_bytes = 1 << 30 };
     np_task_t u;
     char msg[300];
     json_t *o = np_task_json(&t);
@@ -68,25 +83,34 @@ START_TEST(test_task_refused)
         const char *json, *why;
     } bad[] = {
         { "{\"id\":1,\"job\":\"j\",\"weight\":1,\"uid\":1,\"gid\":1,\"source\":\"pfs/x\","
-          "\"destination\":\"/bb/j/x\"}", "absolute" },
+          "\"destination\":\"/bb/j/x\"}",
+          "absolute" },
         { "{\"id\":1,\"job\":\"j\",\"weight\":1,\"uid\":1,\"gid\":1,\"source\":\"/pfs/x\","
-          "\"destination\":\"/bb/j/../../etc\"}", "absolute" },
+          "\"destination\":\"/bb/j/../../etc\"}",
+          "absolute" },
         { "{\"id\":1,\"job\":\"j\",\"weight\":0,\"uid\":1,\"gid\":1,\"source\":\"/pfs/x\","
-          "\"destination\":\"/bb/j/x\"}", "weight" },
+          "\"destination\":\"/bb/j/x\"}",
+          "weight" },
         { "{\"id\":0,\"job\":\"j\",\"weight\":1,\"uid\":1,\"gid\":1,\"source\":\"/pfs/x\","
-          "\"destination\":\"/bb/j/x\"}", "positive" },
+          "\"destination\":\"/bb/j/x\"}",
+          "positive" },
         { "{\"id\":1,\"job\":\"j\",\"weight\":1,\"uid\":1,\"gid\":1,\"source\":\"/pfs/x\"}",
           "'destination' is required" },
         { "{\"id\":1,\"job\":\"j\",\"weight\":1,\"uid\":1,\"gid\":1,\"source\":\"/pfs/x\","
-          "\"destination\":\"/bb/j/x\",\"mode\":1}", "unknown field 'mode'" },
+          "\"destination\":\"/bb/j/x\",\"mode\":1}",
+          "unknown field 'mode'" },
         { "{\"id\":1,\"job\":\"j\",\"weight\":1,\"uid\":-1,\"gid\":1,\"source\":\"/pfs/x\","
-          "\"destination\":\"/bb/j/x\"}", "'uid'" },
+          "\"destination\":\"/bb/j/x\"}",
+          "'uid'" },
         { "{\"id\":1,\"job\":\"j\",\"weight\":1,\"uid\":1,\"gid\":1,\"source\":\"/pfs/x\","
-          "\"destination\":\"/bb/j/x\",\"resync\":true}", "only a stage-out" },
+          "\"destination\":\"/bb/j/x\",\"resync\":true}",
+          "only a stage-out" },
         { "{\"id\":1,\"job\":\"j\",\"weight\":1,\"uid\":1,\"gid\":1,\"source\":\"/pfs/x\","
-          "\"destination\":\"/bb/j/x\",\"max_bytes\":0}", "'max_bytes'" },
+          "\"destination\":\"/bb/j/x\",\"max_bytes\":0}",
+          "'max_bytes'" },
         { "{\"id\":1,\"job\":\"j\",\"weight\":1,\"uid\":1,\"gid\":1,\"source\":\"/pfs/x\","
-          "\"destination\":\"/bb/j/x\",\"max_bytes\":\"1GiB\"}", "'max_bytes'" },
+          "\"destination\":\"/bb/j/x\",\"max_bytes\":\"1GiB\"}",
+          "'max_bytes'" },
         { "[1]", "must be an object" },
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
@@ -103,8 +127,15 @@ END_TEST
 
 START_TEST(test_status_result_dir)
 {
-    np_status_t s = { .free_bytes = 10, .used_bytes = 20, .busy = true, .read_bw = 1e9,
-                      .write_bw = 2e9, .interval = 0.5, .queue = 3, .errors = 4 }, u;
+    np_status_t s = { .free_bytes = 10,
+                      .used_bytes = 20,
+                      .busy = true,
+                      .read_bw = 1e9,
+                      .write_bw = 2e9,
+                      .interval = 0.5,
+                      .queue = 3,
+                      .errors = 4 },
+                u;
     np_result_t r;
     np_dir_t d;
     char msg[300];
@@ -146,22 +177,24 @@ START_TEST(test_status_result_dir)
     ck_assert(d.keep && !d.persistent);
     json_decref(o);
     /* with its identity (device and inode): both go through, together */
-    np_dir_t ident = { .name = "ckpt", .persistent = true, .keep = true, .dev = 2049,
-                       .ino = 10516002 };
+    np_dir_t ident = {
+        .name = "ckpt", .persistent = true, .keep = true, .dev = 2049, .ino = 10516002
+    };
     o = np_dir_json(&ident);
     ck_assert_int_eq(np_dir_parse(o, &d, msg, sizeof(msg)), 0);
     ck_assert(d.keep && d.persistent && d.dev == 2049 && d.ino == 10516002);
     json_decref(o);
     /* refused: a keep that is not a boolean, a negative incarnation, reserved names
      * (why: what the message must say, NULL: not checked) */
-    static const struct { const char *json, *why; } refused[] = {
+    static const struct {
+        const char *json, *why;
+    } refused[] = {
         { "{\"name\":\"1234\",\"uid\":0,\"gid\":0,\"keep\":1}", "'keep' must be a boolean" },
         { "{\"name\":\"1234\",\"uid\":1,\"gid\":1,\"inc\":-1}", NULL },
         { "{\"name\":\"1234\",\"uid\":0,\"gid\":0,\"keep\":true,\"ino\":5}", "go together" },
         { "{\"name\":\"1234\",\"uid\":0,\"gid\":0,\"keep\":true,\"dev\":1}", "go together" },
         { "{\"name\":\"1234\",\"uid\":1,\"gid\":1,\"dev\":1,\"ino\":5}", "with 'keep'" },
-        { "{\"name\":\"1234\",\"uid\":0,\"gid\":0,\"keep\":true,\"dev\":1,\"ino\":0}",
-          "'ino'" },
+        { "{\"name\":\"1234\",\"uid\":0,\"gid\":0,\"keep\":true,\"dev\":1,\"ino\":0}", "'ino'" },
         { "{\"name\":\"persistent\",\"uid\":1,\"gid\":1}", NULL },
         { "{\"name\":\".harmonia-spare\",\"uid\":1,\"gid\":1}", NULL },
         { "{\"name\":\"..\",\"uid\":1,\"gid\":1,\"persistent\":true}", NULL },
@@ -180,8 +213,8 @@ START_TEST(test_status_result_dir)
 END_TEST
 
 /* ------------------------------------------------------------------ task table */
-static void listed(np_table_t *t, const uint64_t *ids, size_t n, size_t want_sub,
-                   size_t want_can, uint64_t *sub0, uint64_t *can0)
+static void listed(np_table_t *t, const uint64_t *ids, size_t n, size_t want_sub, size_t want_can,
+                   uint64_t *sub0, uint64_t *can0)
 {
     uint64_t *sub, *can;
     size_t ns, nc;
@@ -235,10 +268,11 @@ START_TEST(test_usage)
     ck_assert_int_eq(np_usage_parse(o, &v, msg, sizeof(msg)), 0);
     ck_assert(v.persistent && !strcmp(v.name, "persistent") && v.used == 0);
     json_decref(o);
-    static const struct { const char *json, *why; } refused[] = {
+    static const struct {
+        const char *json, *why;
+    } refused[] = {
         { "{\"used\":1,\"dev\":1,\"ino\":1}", "exactly one of" },
-        { "{\"job\":\"1\",\"persistent\":\"1\",\"used\":1,\"dev\":1,\"ino\":1}",
-          "exactly one of" },
+        { "{\"job\":\"1\",\"persistent\":\"1\",\"used\":1,\"dev\":1,\"ino\":1}", "exactly one of" },
         { "{\"job\":\"1\",\"dev\":1,\"ino\":1}", "'used'" },
         { "{\"job\":\"1\",\"used\":-1,\"dev\":1,\"ino\":1}", "'used'" },
         { "{\"job\":\"1\",\"used\":1,\"dev\":1,\"ino\":1,\"x\":1}", "'x'" },
@@ -262,16 +296,16 @@ START_TEST(test_table_listing_is_idempotent)
 {
     np_table_t *t = np_table_create();
     uint64_t ids[] = { 5, 6, 5 }, first = 0;
-    listed(t, ids, 3, 2, 0, &first, NULL);         /* 5 and 6 new, 5 only once */
+    listed(t, ids, 3, 2, 0, &first, NULL); /* 5 and 6 new, 5 only once */
     ck_assert_uint_eq(first, 5);
-    listed(t, ids, 2, 0, 0, NULL, NULL);           /* the same listing: nothing again */
+    listed(t, ids, 2, 0, 0, NULL, NULL); /* the same listing: nothing again */
     ck_assert_int_eq(np_table_state(t, 5), NPT_RUNNING);
     /* 6 is no longer listed while running: cancelled, once */
     uint64_t can = 0;
     listed(t, ids, 1, 0, 1, NULL, &can);
     ck_assert_uint_eq(can, 6);
     listed(t, ids, 1, 0, 0, NULL, NULL);
-    ck_assert_int_eq(np_table_state(t, 6), -1);    /* and forgotten */
+    ck_assert_int_eq(np_table_state(t, 6), -1); /* and forgotten */
     np_table_destroy(t);
 }
 END_TEST
@@ -282,10 +316,10 @@ START_TEST(test_table_results_until_acknowledged)
     uint64_t ids[] = { 9 }, upto;
     listed(t, ids, 1, 1, 0, NULL, NULL);
     result(t, 9, MV_RUNNING, 10);
-    result(t, 9, MV_RUNNING, 20);                   /* replaces the older progress */
+    result(t, 9, MV_RUNNING, 20); /* replaces the older progress */
     ck_assert_uint_eq(np_table_pending(t), 1);
     result(t, 9, MV_DONE, 100);
-    result(t, 77, MV_DONE, 100);                    /* never given: ignored */
+    result(t, 77, MV_DONE, 100); /* never given: ignored */
     ck_assert_uint_eq(np_table_pending(t), 2);
     ck_assert_int_eq(np_table_state(t, 9), NPT_FINISHED);
     json_t *a = np_table_outbox(t, 65536, &upto);
@@ -384,8 +418,9 @@ START_TEST(test_table_outbox_budget)
     for (int i = 0; i < 64; i++)
         ids[i] = (uint64_t)i + 1;
     listed(t, ids, 64, 64, 0, NULL, NULL);
-    np_result_t r = { .id = 1, .state = MV_FAILED, .bytes_done = 0, .bytes_total = -1,
-                      .message = big };
+    np_result_t r = {
+        .id = 1, .state = MV_FAILED, .bytes_done = 0, .bytes_total = -1, .message = big
+    };
     ck_assert_int_eq(np_table_result(t, &r), 0);
     for (int i = 2; i <= 64; i++)
         result(t, (uint64_t)i, MV_DONE, 100);
@@ -402,8 +437,8 @@ START_TEST(test_table_outbox_budget)
     listed(t2, ids, 1, 1, 0, NULL, NULL);
     ck_assert_int_eq(np_table_result(t2, &r), 0);
     a = np_table_outbox(t2, 5000, &upto);
-    ck_assert_uint_eq(strlen(json_string_value(json_object_get(json_array_get(a, 0),
-                                                                "message"))), NP_MESSAGE_MAX);
+    ck_assert_uint_eq(strlen(json_string_value(json_object_get(json_array_get(a, 0), "message"))),
+                      NP_MESSAGE_MAX);
     json_decref(a);
     np_table_destroy(t2);
     /* then by budget, oldest first; only what was sent is acknowledged */
@@ -428,7 +463,7 @@ START_TEST(test_table_outbox_hostile_names)
         { "plain é ü 日本", "plain é ü 日本" },
         { "a\x01\x1f\x7f b", "a??? b" },
         { "\xff\xfe x", "?? x" },
-        { "\xc2\x85 c1", "?? c1" },              /* U+0085, a C1 control */
+        { "\xc2\x85 c1", "?? c1" }, /* U+0085, a C1 control */
         { "\xc0\xaf overlong", "?? overlong" },
         { "\xed\xa0\x80 surrogate", "??? surrogate" },
         { "cut \xe6\x97", "cut ??" },
@@ -454,8 +489,9 @@ START_TEST(test_table_outbox_hostile_names)
         ids[i] = (uint64_t)i + 1;
     listed(t, ids, 200, 200, 0, NULL, NULL);
     for (int i = 1; i <= 200; i++) {
-        np_result_t r = { .id = (uint64_t)i, .state = MV_FAILED, .bytes_total = -1,
-                          .message = evil };
+        np_result_t r = {
+            .id = (uint64_t)i, .state = MV_FAILED, .bytes_total = -1, .message = evil
+        };
         ck_assert_int_eq(np_table_result(t, &r), 0);
     }
     size_t sent = 0;
@@ -478,15 +514,13 @@ END_TEST
 int main(void)
 {
     const tu_tcase_t tcases[] = {
-        { "messages",
-          .tests = { test_task_round_trip, test_task_max_bytes, test_task_refused,
-                     test_status_result_dir, test_usage, NULL } },
+        { "messages", .tests = { test_task_round_trip, test_task_max_bytes, test_task_refused,
+                                 test_status_result_dir, test_usage, NULL } },
         { "table",
-          .tests = { test_table_listing_is_idempotent,
-                     test_table_results_until_acknowledged,
+          .tests = { test_table_listing_is_idempotent, test_table_results_until_acknowledged,
                      test_table_syncing_outlives_its_listing, test_table_restart_reruns,
-                     test_table_new_run_of_a_finished_task,
-                     test_table_outbox_budget, test_table_outbox_hostile_names, NULL } },
+                     test_table_new_run_of_a_finished_task, test_table_outbox_budget,
+                     test_table_outbox_hostile_names, NULL } },
     };
 
     return tu_main("nodeproto", tcases, TU_COUNT(tcases));

@@ -55,8 +55,9 @@ END_TEST
 /* getopt_long itself takes the arrays. */
 START_TEST(test_getopt_parses)
 {
-    char *argv[] = { "prog", "-s", "4MiB", "--no-read", "--a-very-long-option=x", "-q",
-                     "arg", NULL };
+    char *argv[] = {
+        "prog", "-s", "4MiB", "--no-read", "--a-very-long-option=x", "-q", "arg", NULL
+    };
     int argc = 7, opt, seen = 0;
     hu_getopt_t g;
 
@@ -64,11 +65,22 @@ START_TEST(test_getopt_parses)
     optind = 0;
     while ((opt = getopt_long(argc, argv, g.shortopts, g.longopts, NULL)) != -1) {
         switch (opt) {
-        case 's': ck_assert_str_eq(optarg, "4MiB"); seen |= 1; break;
-        case 1: seen |= 2; break;
-        case 2: ck_assert_str_eq(optarg, "x"); seen |= 4; break;
-        case 'q': seen |= 8; break;
-        default: ck_abort_msg("unexpected option %d", opt);
+        case 's':
+            ck_assert_str_eq(optarg, "4MiB");
+            seen |= 1;
+            break;
+        case 1:
+            seen |= 2;
+            break;
+        case 2:
+            ck_assert_str_eq(optarg, "x");
+            seen |= 4;
+            break;
+        case 'q':
+            seen |= 8;
+            break;
+        default:
+            ck_abort_msg("unexpected option %d", opt);
         }
     }
     ck_assert_int_eq(seen, 15);
@@ -83,12 +95,12 @@ START_TEST(test_usage_lines)
     char *s = usage_text(options, 24, "Usage: prog\n\n");
 
     ck_assert_str_eq(s, "Usage: prog\n\n"
-                     "  -s, --size SIZE       largest file\n"
-                     "                        per stream\n"
-                     "      --no-read         writes only\n"
-                     "  -q, --quiet           no messages\n"
-                     "      --a-very-long-option VALUE past the column\n"
-                     "  -h, --help            this help\n");
+                        "  -s, --size SIZE       largest file\n"
+                        "                        per stream\n"
+                        "      --no-read         writes only\n"
+                        "  -q, --quiet           no messages\n"
+                        "      --a-very-long-option VALUE past the column\n"
+                        "  -h, --help            this help\n");
     free(s);
 }
 END_TEST
@@ -159,7 +171,9 @@ static const struct {
 } choices[] = {
     { { "table", "json", "csv", NULL }, "json", 1, "" },
     { { "table", "json", "csv", NULL }, "csv", 2, "" },
-    { { "table", "json", "csv", NULL }, "xml", -1,
+    { { "table", "json", "csv", NULL },
+      "xml",
+      -1,
       "prog: --format must be table, json or csv, not 'xml'\n" },
     { { "read", "write", NULL }, "", -1, "prog: --format must be read or write, not ''\n" },
     { { "only", NULL }, "Only", -1, "prog: --format must be only, not 'Only'\n" },
@@ -172,8 +186,8 @@ START_TEST(test_choice)
     FILE *f = open_memstream(&buf, &len);
 
     ck_assert_ptr_nonnull(f);
-    ck_assert_int_eq(hu_option_choice(f, "prog", "--format", choices[_i].value,
-                                      choices[_i].words), choices[_i].index);
+    ck_assert_int_eq(hu_option_choice(f, "prog", "--format", choices[_i].value, choices[_i].words),
+                     choices[_i].index);
     ck_assert_int_eq(fclose(f), 0);
     ck_assert_str_eq(buf, choices[_i].message);
     free(buf);

@@ -17,7 +17,9 @@
 #define REL 1e-9
 
 static const hs_periodic_heuristic_t heurs[3] = {
-    HS_PERIODIC_THROU, HS_PERIODIC_CONG, HS_PERIODIC_PERSCHED,
+    HS_PERIODIC_THROU,
+    HS_PERIODIC_CONG,
+    HS_PERIODIC_PERSCHED,
 };
 static const char *hname[3] = { "throu", "cong", "persched" };
 
@@ -44,7 +46,7 @@ static double capk(const hs_platform_t *plat, const hs_pjob_t *j)
 struct ev {
     double t;
     int job;
-    double dbw;             /* +bw at a piece start, -bw at its end */
+    double dbw; /* +bw at a piece start, -bw at its end */
 };
 
 static int evcmp(const void *a, const void *b)
@@ -52,11 +54,10 @@ static int evcmp(const void *a, const void *b)
     const struct ev *x = a, *y = b;
     if (x->t != y->t)
         return (x->t > y->t) - (x->t < y->t);
-    return (x->dbw > y->dbw) - (x->dbw < y->dbw);      /* ends first */
+    return (x->dbw > y->dbw) - (x->dbw < y->dbw); /* ends first */
 }
 
-static struct ev *ev_push(struct ev *e, size_t *n, size_t *cap, double t, int job,
-                          double dbw)
+static struct ev *ev_push(struct ev *e, size_t *n, size_t *cap, double t, int job, double dbw)
 {
     if (*n == *cap) {
         *cap = *cap ? 2 * *cap : 64;
@@ -74,8 +75,8 @@ static struct ev *ev_push(struct ev *e, size_t *n, size_t *cap, double t, int jo
  *  - total bandwidth <= B at every instant (sweep over all piece boundaries);
  *  - the replay API returns the planned bandwidths; stats are consistent.
  * Returns the number of elementary intervals checked. */
-static size_t verify(const hs_pattern_t *p, const hs_platform_t *plat,
-                     const hs_pjob_t *jobs, int K, const hs_periodic_params_t *prm)
+static size_t verify(const hs_pattern_t *p, const hs_platform_t *plat, const hs_pjob_t *jobs, int K,
+                     const hs_periodic_params_t *prm)
 {
     hs_pattern_stats_t st;
     double T = hs_pattern_period(p), tmin = 0, W = 0, dil = 0;
@@ -146,8 +147,7 @@ static size_t verify(const hs_pattern_t *p, const hs_platform_t *plat,
                           <= pc->bw * REL);
             }
             ck_assert_msg(fabs(vol - jobs[k].volume) <= jobs[k].volume * 1e-8,
-                          "job %d inst %d moved %.17g of %.17g", k, i, vol,
-                          jobs[k].volume);
+                          "job %d inst %d moved %.17g of %.17g", k, i, vol, jobs[k].volume);
             ck_assert(in.io_start == in.pieces[0].start);
             ck_assert(in.io_end == in.pieces[in.npieces - 1].end);
             /* compute chunk: state COMPUTE and no bandwidth */
@@ -188,8 +188,7 @@ static size_t verify(const hs_pattern_t *p, const hs_platform_t *plat,
         for (int k = 0; k < K; k++) {
             double m = (a + b) / 2, x = cur[k] > plat->bw * REL ? cur[k] : 0;
             ck_assert_msg(fabs(hs_pattern_bw(p, k, m) - x) <= plat->bw * REL,
-                          "replay of job %d at %.17g: %g vs %g", k, m,
-                          hs_pattern_bw(p, k, m), x);
+                          "replay of job %d at %.17g: %g vs %g", k, m, hs_pattern_bw(p, k, m), x);
             tot += x;
         }
         ck_assert_msg(tot <= plat->bw * (1 + REL), "total %.17g > B at %g", tot, a);
@@ -251,7 +250,7 @@ START_TEST(test_one_job)
         ck_assert(fabs(st.tmin - 8) < 1e-12 && fabs(st.tmax - 80) < 1e-9);
         /* 232 periods T_min 1.01^i <= 10 T_min (1.01^231 = 9.96, 1.01^232 = 10.06) */
         ck_assert_int_eq(st.periods_tried - st.refine_steps, 232);
-        ck_assert_int_eq(st.refine_steps, 0);   /* T_opt - delta < T_min at once */
+        ck_assert_int_eq(st.refine_steps, 0); /* T_opt - delta < T_min at once */
         /* the I/O runs at cap = 2 for time_io = 2 right after the compute chunk */
         hs_pattern_instance(p, 0, 0, &in);
         ck_assert_int_eq(in.npieces, 1);
@@ -290,16 +289,16 @@ START_TEST(test_two_jobs_alternate)
         ck_assert(fabs(st.dilation - 1) < 1e-12);
         hs_pattern_instance(p, 0, 0, &a);
         hs_pattern_instance(p, 1, 0, &b);
-        ck_assert(fabs(a.init_w - 2) < 1e-12);      /* compute [2, 8[ */
-        ck_assert(fabs(b.init_w - 4) < 1e-12);      /* compute [4, 10[ */
+        ck_assert(fabs(a.init_w - 2) < 1e-12); /* compute [2, 8[ */
+        ck_assert(fabs(b.init_w - 4) < 1e-12); /* compute [4, 10[ */
         /* they alternate on the I/O system */
         ck_assert(hs_pattern_bw(p, 0, 1.0) == 4 && hs_pattern_bw(p, 1, 1.0) == 0);
         ck_assert(hs_pattern_bw(p, 0, 3.0) == 0 && hs_pattern_bw(p, 1, 3.0) == 4);
         ck_assert(hs_pattern_bw_total(p, 5.0) == 0);
         /* the pieces wholly inside an interval (what a replay's snap steps over) */
         ck_assert(hs_pattern_bw_within(p, 0, 0, 2) == 4);
-        ck_assert(hs_pattern_bw_within(p, 0, 0, 1.9) == 0);     /* ends after it */
-        ck_assert(hs_pattern_bw_within(p, 0, 0.1, 8) == 0);     /* starts before */
+        ck_assert(hs_pattern_bw_within(p, 0, 0, 1.9) == 0); /* ends after it */
+        ck_assert(hs_pattern_bw_within(p, 0, 0.1, 8) == 0); /* starts before */
         ck_assert(hs_pattern_bw_within(p, 1, 0, 8) == 4);
         ck_assert(hs_pattern_bw_within(p, 1, 2, 4) == 4);
         ck_assert(hs_pattern_bw_within(p, 1, 4, 8) == 0);
@@ -312,7 +311,7 @@ START_TEST(test_two_jobs_alternate)
         ck_assert(fabs(hs_pattern_next_change(p, 0) - 2) < 1e-12);
         ck_assert(fabs(hs_pattern_next_change(p, 2.5) - 4) < 1e-12);
         ck_assert(fabs(hs_pattern_next_change(p, 5) - 8) < 1e-12);
-        ck_assert(fabs(hs_pattern_next_change(p, 8 + 0.5) - 2) < 1e-12);   /* mod T */
+        ck_assert(fabs(hs_pattern_next_change(p, 8 + 0.5) - 2) < 1e-12); /* mod T */
         hs_pattern_destroy(p);
     }
 }
@@ -350,7 +349,7 @@ START_TEST(test_two_jobs_io_bound)
         /* each job gets n instances of 12 s of exclusive I/O: T/n >= 12 */
         ck_assert(T / n >= 12 - 1e-9 && T / n <= topt + 1e-9);
         if (heurs[h] == HS_PERIODIC_THROU) {
-            ck_assert(fabs(T - topt) < 1e-9);   /* more T: job 0 takes it all */
+            ck_assert(fabs(T - topt) < 1e-9); /* more T: job 0 takes it all */
             ck_assert_int_eq(n, 1);
         }
         if (heurs[h] == HS_PERIODIC_PERSCHED) {
@@ -358,7 +357,8 @@ START_TEST(test_two_jobs_io_bound)
             ck_assert_msg(T < 12 * n + d, "persched T = %.12g, n = %d", T, n);
         }
         printf("# io-bound %-8s T=%.6g n_per=%d SysEff=%.6f (optimum 1/6) "
-               "Dilation=%.6f\n", hname[h], T, n, st.sys_efficiency, st.dilation);
+               "Dilation=%.6f\n",
+               hname[h], T, n, st.sys_efficiency, st.dilation);
         ck_assert(fabs(st.sys_efficiency - 2 * n / T) < 1e-12);
         ck_assert(fabs(st.dilation - T / (8 * n)) < 1e-12);
         ck_assert_int_eq(st.jobs_unscheduled, 0);
@@ -376,7 +376,10 @@ START_TEST(test_figure4_like)
 {
     hs_platform_t plat = { .nodes = 40, .node_bw = 1, .bw = 10 };
     hs_pjob_t jobs[4] = {
-        { 10, 3.5, 240 }, { 10, 27.5, 288 }, { 10, 90, 350 }, { 10, 75, 524 },
+        { 10, 3.5, 240 },
+        { 10, 27.5, 288 },
+        { 10, 90, 350 },
+        { 10, 75, 524 },
     };
 
     for (int h = 0; h < 3; h++) {
@@ -388,10 +391,10 @@ START_TEST(test_figure4_like)
         verify(p, &plat, jobs, 4, &prm);
         hs_pattern_stats(p, &st);
         printf("# figure4-like %-8s T=%.4g n_per=(%d,%d,%d,%d) SysEff=%.4f "
-               "(upper %.4f) Dilation=%.4f\n", hname[h], st.period,
-               hs_pattern_ninstances(p, 0), hs_pattern_ninstances(p, 1),
-               hs_pattern_ninstances(p, 2), hs_pattern_ninstances(p, 3),
-               st.sys_efficiency, st.upper_limit, st.dilation);
+               "(upper %.4f) Dilation=%.4f\n",
+               hname[h], st.period, hs_pattern_ninstances(p, 0), hs_pattern_ninstances(p, 1),
+               hs_pattern_ninstances(p, 2), hs_pattern_ninstances(p, 3), st.sys_efficiency,
+               st.upper_limit, st.dilation);
         hs_pattern_destroy(p);
     }
 }
@@ -439,7 +442,7 @@ START_TEST(test_random_invariants)
             hs_pattern_stats_t st;
 
             hs_periodic_params_init(&prm, heurs[h]);
-            prm.epsilon = 0.05;         /* fewer periods: faster, same invariants */
+            prm.epsilon = 0.05; /* fewer periods: faster, same invariants */
             p = compute(&plat, jobs, (size_t)K, heurs[h], prm.epsilon);
             verify(p, &plat, jobs, K, &prm);
             hs_pattern_stats(p, &st);
@@ -456,8 +459,8 @@ START_TEST(test_random_invariants)
         ratio_sum += se[2] / se[0];
     }
     printf("# random mixes: persched vs periodic-throu SysEff: better %d, equal %d, "
-           "worse %d of %d; mean ratio %.4f\n", better, equal, worse, mixes,
-           ratio_sum / mixes);
+           "worse %d of %d; mean ratio %.4f\n",
+           better, equal, worse, mixes, ratio_sum / mixes);
 }
 END_TEST
 
@@ -574,11 +577,10 @@ END_TEST
 int main(void)
 {
     const tu_tcase_t tcases[] = {
-        { "core", .timeout = 300, .tests = { test_one_job, test_two_jobs_alternate,
-                                             test_two_jobs_io_bound, test_figure4_like,
-                                             test_random_invariants,
-                                             test_random_default_params, test_errors,
-                                             test_starving_job, NULL } },
+        { "core", .timeout = 300,
+          .tests = { test_one_job, test_two_jobs_alternate, test_two_jobs_io_bound,
+                     test_figure4_like, test_random_invariants, test_random_default_params,
+                     test_errors, test_starving_job, NULL } },
     };
 
     return tu_main("periodic", tcases, TU_COUNT(tcases));

@@ -14,8 +14,7 @@
 #include "testutil.h"
 
 static hs_pattern_t *compute(const hs_platform_t *plat, const hs_pjob_t *jobs, size_t K,
-                             hs_periodic_heuristic_t h, double eps, bool ref,
-                             double tmin)
+                             hs_periodic_heuristic_t h, double eps, bool ref, double tmin)
 {
     hs_periodic_params_t prm;
     hu_error_t err;
@@ -68,9 +67,9 @@ static void same_pattern(const hs_pattern_t *a, const hs_pattern_t *b, const cha
             hs_pinstance_t x, y;
             ck_assert_int_eq(hs_pattern_instance(a, k, i, &x), 0);
             ck_assert_int_eq(hs_pattern_instance(b, k, i, &y), 0);
-            ck_assert_msg(x.init_w == y.init_w && x.end_w == y.end_w
-                          && x.io_start == y.io_start && x.io_end == y.io_end
-                          && x.next_w == y.next_w && x.npieces == y.npieces,
+            ck_assert_msg(x.init_w == y.init_w && x.end_w == y.end_w && x.io_start == y.io_start
+                              && x.io_end == y.io_end && x.next_w == y.next_w
+                              && x.npieces == y.npieces,
                           "%s: job %d instance %d differs", what, k, i);
             for (size_t q = 0; q < x.npieces; q++)
                 ck_assert_msg(memcmp(&x.pieces[q], &y.pieces[q], sizeof(x.pieces[q])) == 0,
@@ -107,7 +106,7 @@ START_TEST(test_fast_equals_reference)
             double cap = fmin(jobs[k].nodes * 50e6, plat.bw);
             double rho = 0.3 + 0.65 * tu_urand();
             double tio;
-            if (m % 4 == 1 && k > 0) {          /* replicas of job 0 */
+            if (m % 4 == 1 && k > 0) { /* replicas of job 0 */
                 jobs[k] = jobs[0];
                 continue;
             }
@@ -117,10 +116,10 @@ START_TEST(test_fast_equals_reference)
         }
         for (int h = 0; h < 3; h++) {
             double eps = m % 2 ? 0.01 : 0.05;
-            hs_pattern_t *a = compute(&plat, jobs, (size_t)K, (hs_periodic_heuristic_t)h,
-                                      eps, false, 0);
-            hs_pattern_t *b = compute(&plat, jobs, (size_t)K, (hs_periodic_heuristic_t)h,
-                                      eps, true, 0);
+            hs_pattern_t *a =
+                compute(&plat, jobs, (size_t)K, (hs_periodic_heuristic_t)h, eps, false, 0);
+            hs_pattern_t *b =
+                compute(&plat, jobs, (size_t)K, (hs_periodic_heuristic_t)h, eps, true, 0);
             snprintf(what, sizeof(what), "mix %d heuristic %d", m, h);
             same_pattern(a, b, what);
             hs_pattern_destroy(a);
@@ -138,15 +137,15 @@ END_TEST
 START_TEST(test_fast_equals_reference_set5)
 {
     const hs_pjob_t jobs[3] = {
-        { 64, 76.8, 23580 }, { 64, 76.8, 23580 }, { 512, 483456, 3430400 },
+        { 64, 76.8, 23580 },
+        { 64, 76.8, 23580 },
+        { 512, 483456, 3430400 },
     };
     const hs_platform_t plat = { 640, 1, 300, 0, NULL };
 
     for (int h = 0; h < 3; h++) {
-        hs_pattern_t *a = compute(&plat, jobs, 3, (hs_periodic_heuristic_t)h, 0.05,
-                                  false, 495000);
-        hs_pattern_t *b = compute(&plat, jobs, 3, (hs_periodic_heuristic_t)h, 0.05,
-                                  true, 495000);
+        hs_pattern_t *a = compute(&plat, jobs, 3, (hs_periodic_heuristic_t)h, 0.05, false, 495000);
+        hs_pattern_t *b = compute(&plat, jobs, 3, (hs_periodic_heuristic_t)h, 0.05, true, 495000);
         same_pattern(a, b, "set 5");
         hs_pattern_destroy(a);
         hs_pattern_destroy(b);
@@ -174,7 +173,7 @@ START_TEST(test_fast_equals_reference_long_gaps)
 
         tu_seed(0xD1B54A32D192ED03ULL * (unsigned long long)(m + 1) + 7);
         for (int k = 0; k < K; k++) {
-            bool lng = k >= K - 2;          /* the last two: long, low I/O share */
+            bool lng = k >= K - 2; /* the last two: long, low I/O share */
             double rho = lng ? 0.85 + 0.1 * tu_urand() : 0.4 + 0.3 * tu_urand();
             double tio;
 
@@ -182,18 +181,18 @@ START_TEST(test_fast_equals_reference_long_gaps)
             N += jobs[k].nodes;
             jobs[k].w = lng ? 2000 * (1 + tu_urand()) : 10 * (1 + tu_urand());
             tio = jobs[k].w * (1 - rho) / rho;
-            jobs[k].volume = tio * jobs[k].nodes;   /* cap_k = beta_k b, b = 1 */
+            jobs[k].volume = tio * jobs[k].nodes; /* cap_k = beta_k b, b = 1 */
         }
         plat.nodes = N;
         plat.node_bw = 1;
         plat.bw = (m % 2 ? 0.25 : 0.4) * N;
-        for (int k = 0; k < K; k++)                 /* vol_k for cap_k = min(beta_k, B) */
+        for (int k = 0; k < K; k++) /* vol_k for cap_k = min(beta_k, B) */
             jobs[k].volume *= fmin(jobs[k].nodes, plat.bw) / jobs[k].nodes;
         for (int h = 0; h < 3; h++) {
-            hs_pattern_t *a = compute(&plat, jobs, (size_t)K, (hs_periodic_heuristic_t)h,
-                                      0.05, false, 0);
-            hs_pattern_t *b = compute(&plat, jobs, (size_t)K, (hs_periodic_heuristic_t)h,
-                                      0.05, true, 0);
+            hs_pattern_t *a =
+                compute(&plat, jobs, (size_t)K, (hs_periodic_heuristic_t)h, 0.05, false, 0);
+            hs_pattern_t *b =
+                compute(&plat, jobs, (size_t)K, (hs_periodic_heuristic_t)h, 0.05, true, 0);
             snprintf(what, sizeof(what), "long gaps %d heuristic %d", m, h);
             same_pattern(a, b, what);
             if (h == HS_PERIODIC_THROU) {
@@ -247,8 +246,7 @@ START_TEST(test_tmin_paper_set2)
         jobs[k] = (hs_pjob_t){ 64, 76.8, 23580 };
     jobs[8] = (hs_pjob_t){ 128, 15360, 42340 };
     st = stats(&plat, jobs, 9, HS_PERIODIC_PERSCHED, 0.01, 16000);
-    ck_assert_msg(fabs(st.sys_efficiency - 0.289837) < 1e-6, "SysEff %.7f",
-                  st.sys_efficiency);
+    ck_assert_msg(fabs(st.sys_efficiency - 0.289837) < 1e-6, "SysEff %.7f", st.sys_efficiency);
     ck_assert_msg(fabs(st.dilation - 1.42833) < 1e-5, "Dilation %.6f", st.dilation);
     ck_assert_msg(fabs(st.period - 15898.6) < 0.1, "T %.2f", st.period);
 }
@@ -276,11 +274,11 @@ END_TEST
  * still returns a pattern in which both jobs have instances. */
 START_TEST(test_budget)
 {
-    const hs_pjob_t jobs[] = { { 45, 0.0016535, 17977429 }, { 13, 1.15874658, 29 },
+    const hs_pjob_t jobs[] = { { 45, 0.0016535, 17977429 },
+                               { 13, 1.15874658, 29 },
                                { 6, 0.01782397, 2320919973843. } };
     const hs_platform_t plat = { 64, 193670267, 14890060487., 0, NULL };
-    hs_periodic_heuristic_t hs[] = { HS_PERIODIC_THROU, HS_PERIODIC_CONG,
-                                     HS_PERIODIC_PERSCHED };
+    hs_periodic_heuristic_t hs[] = { HS_PERIODIC_THROU, HS_PERIODIC_CONG, HS_PERIODIC_PERSCHED };
 
     for (size_t h = 0; h < TU_COUNT(hs); h++) {
         hs_periodic_params_t prm;
@@ -289,7 +287,7 @@ START_TEST(test_budget)
         hs_pattern_t *p;
 
         hs_periodic_params_init(&prm, hs[h]);
-        ck_assert(prm.max_work == 0);           /* the construction: unbounded */
+        ck_assert(prm.max_work == 0); /* the construction: unbounded */
         prm.max_work = 100000;
         p = hs_pattern_compute(&plat, jobs, 3, &prm, &err);
         ck_assert_msg(p != NULL, "%s", err.text);
@@ -315,7 +313,8 @@ int main(void)
         /* a hang guard: set 5 under the reference scans is slow on sanitizer builds */
         { "core", .timeout = 600,
           .tests = { test_fast_equals_reference, test_fast_equals_reference_set5,
-                     test_fast_equals_reference_long_gaps, test_tmin_given, test_tmin_paper_set2, test_tmin_bad, test_budget, NULL } },
+                     test_fast_equals_reference_long_gaps, test_tmin_given, test_tmin_paper_set2,
+                     test_tmin_bad, test_budget, NULL } },
     };
 
     return tu_main("periodic_fast", tcases, TU_COUNT(tcases));

@@ -25,8 +25,8 @@
 
 enum { FA = 1, FB = 2, FC = 3 };
 
-static hs_sfq_t *mk(hs_sfq_mode_t mode, unsigned int depth, uint64_t slot,
-                    unsigned int bf_limit, double window, hs_sfq_vtime_t vt)
+static hs_sfq_t *mk(hs_sfq_mode_t mode, unsigned int depth, uint64_t slot, unsigned int bf_limit,
+                    double window, hs_sfq_vtime_t vt)
 {
     hs_sfq_params_t prm;
     hs_sfq_t *q;
@@ -44,8 +44,8 @@ static hs_sfq_t *mk(hs_sfq_mode_t mode, unsigned int depth, uint64_t slot,
 
 static void enq(hs_sfq_t *q, uint64_t flow, uint64_t id, uint64_t cost)
 {
-    ck_assert_msg(hs_sfq_enqueue(q, flow, id, cost) == 0, "enqueue %ju: %s",
-                  (uintmax_t)id, strerror(errno));
+    ck_assert_msg(hs_sfq_enqueue(q, flow, id, cost) == 0, "enqueue %ju: %s", (uintmax_t)id,
+                  strerror(errno));
 }
 
 static uint64_t disp(hs_sfq_t *q)
@@ -69,8 +69,7 @@ static void expect(hs_sfq_t *q, uint64_t id)
 
 static void done(hs_sfq_t *q, uint64_t id)
 {
-    ck_assert_msg(hs_sfq_complete(q, id) == 0, "complete %ju: %s", (uintmax_t)id,
-                  strerror(errno));
+    ck_assert_msg(hs_sfq_complete(q, id) == 0, "complete %ju: %s", (uintmax_t)id, strerror(errno));
 }
 
 /* Run with depth 1 semantics: dispatch, complete, repeat; write the order. */
@@ -80,7 +79,7 @@ static void drain_serial(hs_sfq_t *q, uint64_t *order, size_t n)
     for (i = 0; i < n; i++) {
         order[i] = disp(q);
         ck_assert_uint_ne(order[i], 0);
-        ck_assert_uint_eq(disp(q), 0);          /* depth 1 is used up */
+        ck_assert_uint_eq(disp(q), 0); /* depth 1 is used up */
         done(q, order[i]);
     }
 }
@@ -92,8 +91,7 @@ static void drain_serial(hs_sfq_t *q, uint64_t *order, size_t n)
 
 /* Flows A and B with weights wa and wb; A queues A1..A<na> of cost ca each, then B
  * queues B1..B<nb> of cost cb each. */
-static void two_flows(hs_sfq_t *q, double wa, int na, uint64_t ca, double wb, int nb,
-                      uint64_t cb)
+static void two_flows(hs_sfq_t *q, double wa, int na, uint64_t ca, double wb, int nb, uint64_t cb)
 {
     int i;
 
@@ -109,8 +107,8 @@ static void two_flows(hs_sfq_t *q, double wa, int na, uint64_t ca, double wb, in
 static void same_order(const uint64_t *got, const uint64_t *want, int n)
 {
     for (int i = 0; i < n; i++)
-        ck_assert_msg(got[i] == want[i], "pos %d: got %ju want %ju", i,
-                      (uintmax_t)got[i], (uintmax_t)want[i]);
+        ck_assert_msg(got[i] == want[i], "pos %d: got %ju want %ju", i, (uintmax_t)got[i],
+                      (uintmax_t)want[i]);
 }
 
 /*
@@ -171,8 +169,8 @@ static void run_d2_trace(unsigned int depth, hs_sfq_vtime_t vt, const uint64_t *
     }
     ck_assert_uint_eq(nout, 8);
     for (i = 0; i < 8; i++)
-        ck_assert_msg(out[i] == want[i], "D=%u vt=%d pos %d: got %ju want %ju", depth,
-                      (int)vt, i, (uintmax_t)out[i], (uintmax_t)want[i]);
+        ck_assert_msg(out[i] == want[i], "D=%u vt=%d pos %d: got %ju want %ju", depth, (int)vt, i,
+                      (uintmax_t)out[i], (uintmax_t)want[i]);
     hs_sfq_destroy(q);
 }
 
@@ -221,7 +219,7 @@ START_TEST(test_plus_depth_units)
             done(q, B(1));
             expect(q, 0);
             done(q, A(1));
-            expect(q, A(2));        /* S1,#2 before B2 S1,#5 */
+            expect(q, A(2)); /* S1,#2 before B2 S1,#5 */
             expect(q, B(2));
             expect(q, 0);
         }
@@ -264,7 +262,7 @@ START_TEST(test_plus_backfill_guard)
     done(q, B(2));
     expect(q, B(6));
     done(q, B(3));
-    expect(q, 0);                       /* A2 is reserved */
+    expect(q, 0); /* A2 is reserved */
     done(q, B(4));
     expect(q, 0);
     done(q, B(5));
@@ -316,19 +314,18 @@ START_TEST(test_plus_backfill_window)
         done(q, A(1));
         for (i = 1; i <= 4; i++)
             expect(q, 100 + i);
-        for (i = 1; i <= 5; i++) {          /* B5..B9 backfill */
+        for (i = 1; i <= 5; i++) { /* B5..B9 backfill */
             done(q, 100 + i);
             expect(q, 100 + 4 + i);
         }
         done(q, 106);
         if (!pass) {
-            expect(q, 0);                   /* B10 S9 > S(A2) + 4 = 8 */
+            expect(q, 0); /* B10 S9 > S(A2) + 4 = 8 */
             for (i = 7; i <= 9; i++)
                 done(q, 100 + i);
             expect(q, A(2));
-        }
-        else {
-            expect(q, 110);                 /* no window */
+        } else {
+            expect(q, 110); /* no window */
         }
         hs_sfq_destroy(q);
     }
@@ -424,7 +421,7 @@ START_TEST(test_flows_mid_trace)
     ck_assert_int_eq(errno, ENOENT);
     ck_assert_int_eq(hs_sfq_enqueue(q, FB, B(2), U), -1);
     ck_assert_int_eq(errno, ENOENT);
-    expect(q, 0);                       /* B1 still holds the depth */
+    expect(q, 0); /* B1 still holds the depth */
     done(q, B(1));
     expect(q, A(2));
     ck_assert_int_eq(hs_sfq_flow_add(q, FC, 1.0), 0);
@@ -470,8 +467,8 @@ END_TEST
 START_TEST(test_weight_change)
 {
     hs_sfq_t *q = mk(HS_SFQ_D, 1, 0, 0, 1.0, HS_SFQ_VT_LAST_START);
-    const uint64_t want[12] = { A(1), B(1), A(2), B(2), A(3), A(4), A(5), A(6),
-                                B(3), B(4), B(5), B(6) };
+    const uint64_t want[12] = { A(1), B(1), A(2), B(2), A(3), A(4),
+                                A(5), A(6), B(3), B(4), B(5), B(6) };
     uint64_t got[12];
     hs_sfq_flow_stats_t fs;
 
@@ -503,13 +500,13 @@ START_TEST(test_cancel)
     expect(q, A(1));
     ck_assert_int_eq(hs_sfq_cancel(q, A(1)), -1);
     ck_assert_int_eq(errno, EBUSY);
-    ck_assert_int_eq(hs_sfq_cancel(q, A(2)), 0);   /* the head (S1) */
+    ck_assert_int_eq(hs_sfq_cancel(q, A(2)), 0); /* the head (S1) */
     ck_assert_int_eq(hs_sfq_cancel(q, A(2)), -1);
     ck_assert_int_eq(errno, ENOENT);
     done(q, A(1));
-    expect(q, B(1));                    /* S0 */
+    expect(q, B(1)); /* S0 */
     done(q, B(1));
-    expect(q, A(3));                    /* S = F_prev = 1 */
+    expect(q, A(3)); /* S = F_prev = 1 */
     done(q, A(3));
     expect(q, 0);
     hs_sfq_destroy(q);
@@ -565,17 +562,17 @@ START_TEST(test_errors)
     enq(q, FA, 1, U);
     ck_assert_int_eq(hs_sfq_enqueue(q, FA, 1, U), -1);
     ck_assert_int_eq(errno, EEXIST);
-    ck_assert_int_eq(hs_sfq_complete(q, 1), -1);    /* only queued */
+    ck_assert_int_eq(hs_sfq_complete(q, 1), -1); /* only queued */
     ck_assert_int_eq(errno, EINVAL);
     ck_assert_int_eq(hs_sfq_complete(q, 2), -1);
     ck_assert_int_eq(errno, ENOENT);
     expect(q, 1);
-    ck_assert_int_eq(hs_sfq_enqueue(q, FA, 1, U), -1);  /* outstanding: still in use */
+    ck_assert_int_eq(hs_sfq_enqueue(q, FA, 1, U), -1); /* outstanding: still in use */
     ck_assert_int_eq(errno, EEXIST);
     done(q, 1);
     ck_assert_int_eq(hs_sfq_complete(q, 1), -1);
     ck_assert_int_eq(errno, ENOENT);
-    enq(q, FA, 1, U);                   /* the id is free again */
+    enq(q, FA, 1, U); /* the id is free again */
     ck_assert_int_eq(hs_sfq_dispatch(NULL, NULL), -1);
     ck_assert_int_eq(hs_sfq_stats(q, NULL), -1);
     ck_assert_uint_eq(hs_sfq_slots(NULL, 1), 0);
@@ -607,7 +604,7 @@ typedef struct {
     int flow;
     double s, f;
     uint64_t seq;
-    int state;              /* 0 free, 1 queued, 2 outstanding */
+    int state; /* 0 free, 1 queued, 2 outstanding */
     unsigned int slots, bypassed;
 } rreq_t;
 
@@ -615,7 +612,7 @@ typedef struct {
     hs_sfq_params_t prm;
     double v, maxf;
     double w[RFLOWS];
-    double flast[RFLOWS];   /* F of the last request enqueued (eager) */
+    double flast[RFLOWS]; /* F of the last request enqueued (eager) */
     rreq_t r[RMAX];
     size_t n;
     uint64_t seq, slot;
@@ -697,7 +694,7 @@ static rreq_t *ref_dispatch(ref_t *m, bool *backfilled)
         if (x)
             heads[nh++] = x;
     }
-    for (i = 1; i < nh; i++)        /* insertion sort by (S, seq) */
+    for (i = 1; i < nh; i++) /* insertion sort by (S, seq) */
         for (j = i; j > 0 && rless(heads[j], heads[j - 1]); j--) {
             rreq_t *t = heads[j];
             heads[j] = heads[j - 1];
@@ -710,8 +707,7 @@ static rreq_t *ref_dispatch(ref_t *m, bool *backfilled)
     *backfilled = false;
     if (ref_slots(m, h->cost) <= free)
         c = h;
-    else if (m->prm.mode == HS_SFQ_D_PLUS && m->prm.bf_limit > 0
-             && h->bypassed < m->prm.bf_limit) {
+    else if (m->prm.mode == HS_SFQ_D_PLUS && m->prm.bf_limit > 0 && h->bypassed < m->prm.bf_limit) {
         if (m->prm.bf_window > 0)
             limit = h->s + m->prm.bf_window * (h->f - h->s);
         for (i = 1; i < nh && examined < m->prm.bf_scan; i++) {
@@ -743,8 +739,8 @@ static void ref_complete(ref_t *m, rreq_t *r)
     r->state = 0;
 }
 
-static void run_reference(hs_sfq_mode_t mode, hs_sfq_vtime_t vt, uint64_t slot,
-                          unsigned int scan, double window, int steps)
+static void run_reference(hs_sfq_mode_t mode, hs_sfq_vtime_t vt, uint64_t slot, unsigned int scan,
+                          double window, int steps)
 {
     static ref_t m;
     hs_sfq_t *q;
@@ -775,15 +771,14 @@ static void run_reference(hs_sfq_mode_t mode, hs_sfq_vtime_t vt, uint64_t slot,
             ref_enqueue(&m, f, nextid, cost);
             enq(q, (uint64_t)f, nextid, cost);
             nextid++;
-        }
-        else if (u < 0.75) {
+        } else if (u < 0.75) {
             bool bf;
             rreq_t *x;
             hs_sfq_req_t got;
             while ((x = ref_dispatch(&m, &bf))) {
                 ck_assert_int_eq(hs_sfq_dispatch(q, &got), 1);
-                ck_assert_msg(got.id == x->id, "step %d: got %ju want %ju", step,
-                              (uintmax_t)got.id, (uintmax_t)x->id);
+                ck_assert_msg(got.id == x->id, "step %d: got %ju want %ju", step, (uintmax_t)got.id,
+                              (uintmax_t)x->id);
                 ck_assert(got.backfilled == bf);
                 ck_assert(fabs(got.start - x->s) <= 1e-9 * fmax(1, x->s));
                 ck_assert(fabs(got.finish - x->f) <= 1e-9 * fmax(1, x->f));
@@ -791,8 +786,7 @@ static void run_reference(hs_sfq_mode_t mode, hs_sfq_vtime_t vt, uint64_t slot,
                 ndisp++;
             }
             ck_assert_int_eq(hs_sfq_dispatch(q, &got), 0);
-        }
-        else {
+        } else {
             size_t i, cand[RMAX], nc = 0;
             for (i = 0; i < m.n; i++)
                 if (m.r[i].state == 2)
@@ -840,11 +834,11 @@ END_TEST
  */
 #define NF 6
 
-static double simulate(const char *label, hs_sfq_mode_t mode, hs_sfq_vtime_t vt,
-                       unsigned int depth, uint64_t slot, bool mixed, double total)
+static double simulate(const char *label, hs_sfq_mode_t mode, hs_sfq_vtime_t vt, unsigned int depth,
+                       uint64_t slot, bool mixed, double total)
 {
     static const uint64_t sizes[4] = { 64 << 10, 256 << 10, 1 << 20, 4 << 20 };
-    const double bw = 1e9;  /* bytes/s; the ratios do not depend on it */
+    const double bw = 1e9; /* bytes/s; the ratios do not depend on it */
     const int backlog = 4;
     hs_sfq_params_t prm;
     hs_sfq_t *q;
@@ -894,8 +888,7 @@ static double simulate(const char *label, hs_sfq_mode_t mode, hs_sfq_vtime_t vt,
             if (out[i].rem <= 0.5) {
                 done(q, out[i].id);
                 out[i] = out[--nout];
-            }
-            else
+            } else
                 i++;
         }
     }
@@ -907,8 +900,8 @@ static double simulate(const char *label, hs_sfq_mode_t mode, hs_sfq_vtime_t vt,
         maxerr = fmax(maxerr, err);
         printf(" %6.2f:1", ratio);
     }
-    printf("  max err %.2f%%  (%.1f GB in %.2f s simulated, %ju backfills)\n",
-           100 * maxerr, sum / 1e9, t, (uintmax_t)st.backfills);
+    printf("  max err %.2f%%  (%.1f GB in %.2f s simulated, %ju backfills)\n", 100 * maxerr,
+           sum / 1e9, t, (uintmax_t)st.backfills);
     hs_sfq_destroy(q);
     return maxerr;
 }
@@ -930,12 +923,10 @@ START_TEST(test_share_simulated)
         { "SFQ(D)  D=1, 1 MiB", HS_SFQ_D, HS_SFQ_VT_LAST_START, 1, 0, false },
         { "Min-SFQ(D) D=8, 1 MiB", HS_SFQ_D, HS_SFQ_VT_MIN_START, 8, 0, false },
         { "SFQ(D)  D=8, mixed sizes", HS_SFQ_D, HS_SFQ_VT_LAST_START, 8, 0, true },
-        { "SFQ(D)+ D=64x64KiB, mixed sizes", HS_SFQ_D_PLUS, HS_SFQ_VT_LAST_START, 64,
-          64 << 10, true },
-        { "SFQ(D)+ D=16 auto slot, mixed", HS_SFQ_D_PLUS, HS_SFQ_VT_LAST_START, 16, 0,
+        { "SFQ(D)+ D=64x64KiB, mixed sizes", HS_SFQ_D_PLUS, HS_SFQ_VT_LAST_START, 64, 64 << 10,
           true },
-        { "Min-SFQ(D)+ D=64x64KiB, mixed", HS_SFQ_D_PLUS, HS_SFQ_VT_MIN_START, 64,
-          64 << 10, true },
+        { "SFQ(D)+ D=16 auto slot, mixed", HS_SFQ_D_PLUS, HS_SFQ_VT_LAST_START, 16, 0, true },
+        { "Min-SFQ(D)+ D=64x64KiB, mixed", HS_SFQ_D_PLUS, HS_SFQ_VT_MIN_START, 64, 64 << 10, true },
     };
 
     printf("targets                             2:1 4:1 8:1 16:1 32:1\n");
@@ -952,9 +943,8 @@ int main(void)
 {
     const tu_tcase_t tcases[] = {
         { "core", .timeout = 120,
-          .tests = { test_sfqd_d1, test_sfqd_d2, test_plus_depth_units,
-                     test_plus_backfill_guard, test_plus_backfill_window,
-                     test_plus_larger_than_depth, test_plus_auto_slot,
+          .tests = { test_sfqd_d1, test_sfqd_d2, test_plus_depth_units, test_plus_backfill_guard,
+                     test_plus_backfill_window, test_plus_larger_than_depth, test_plus_auto_slot,
                      test_flows_mid_trace, test_weight_change, test_cancel, test_errors,
                      test_reference_random, test_share_simulated, NULL } },
     };

@@ -36,7 +36,7 @@
 #include "simfuzz.h"
 #include "testutil.h"
 
-#define SF_COUNT 10             /* workloads of the fixed-seed run */
+#define SF_COUNT 10 /* workloads of the fixed-seed run */
 #define SF_BUF (1 << 16)
 
 static uint64_t env_u64(const char *name, uint64_t dflt)
@@ -91,11 +91,13 @@ static int fuzz_seed(uint64_t seed)
         t0 = now_s();
         int rc = sf_check(yaml, (size_t)len, *p, why, sizeof(why), &dmax);
         if (getenv("SIMFUZZ_VERBOSE"))
-            fprintf(stderr, "simfuzz: seed %llu %-22s %8.3f s, longest decision "
-                    "%.6f s\n", (unsigned long long)seed, *p, now_s() - t0, dmax);
+            fprintf(stderr,
+                    "simfuzz: seed %llu %-22s %8.3f s, longest decision "
+                    "%.6f s\n",
+                    (unsigned long long)seed, *p, now_s() - t0, dmax);
         if (rc < 0) {
-            fprintf(stderr, "simfuzz: seed %llu policy %s: %s\n",
-                    (unsigned long long)seed, *p, why);
+            fprintf(stderr, "simfuzz: seed %llu policy %s: %s\n", (unsigned long long)seed, *p,
+                    why);
             bad++;
         }
     }
@@ -136,8 +138,7 @@ START_TEST(test_long)
     while (sf_policies[np])
         np++;
     fprintf(stderr, "simfuzz: %llu workloads x %zu policies in %llu s, %d finding(s)\n",
-            (unsigned long long)runs, np,
-            (unsigned long long)secs, bad);
+            (unsigned long long)runs, np, (unsigned long long)secs, bad);
     ck_assert_msg(bad == 0, "%d run(s) broke an invariant (seeds above)", bad);
 }
 END_TEST
@@ -164,8 +165,8 @@ START_TEST(test_finding)
     const struct finding *f = &findings[_i];
     char why[1024];
 
-    ck_assert_msg(sf_check(f->yaml, strlen(f->yaml), f->policy, why, sizeof(why),
-                           NULL) == 0, "%s (%s): %s", f->what, f->policy, why);
+    ck_assert_msg(sf_check(f->yaml, strlen(f->yaml), f->policy, why, sizeof(why), NULL) == 0,
+                  "%s (%s): %s", f->what, f->policy, why);
 }
 END_TEST
 
@@ -186,12 +187,9 @@ static const struct seed_finding {
      * How many instances it gets depends on the budget: at 5,000,000 work units
      * each of these runs hit the step bound before the fix (at the default, since
      * the budget counts every loop, none). */
-    { 20261260, "periodic-throu", true, 5000000 },
-    { 20261260, "periodic-cong", true, 20000000 },
-    { 20261276, "periodic-throu", true, 5000000 },
-    { 20261276, "periodic-cong", true, 5000000 },
-    { 20261276, "persched", true, 5000000 },
-    { 20261276, "persched", true, 2000000 },
+    { 20261260, "periodic-throu", true, 5000000 }, { 20261260, "periodic-cong", true, 20000000 },
+    { 20261276, "periodic-throu", true, 5000000 }, { 20261276, "periodic-cong", true, 5000000 },
+    { 20261276, "persched", true, 5000000 },       { 20261276, "persched", true, 2000000 },
 };
 
 START_TEST(test_finding_seed)
@@ -208,8 +206,7 @@ START_TEST(test_finding_seed)
     rc = sf_check(yaml, (size_t)len, f->policy, why, sizeof(why), NULL);
     sf_starve_factor = 0;
     sf_max_work = 0;
-    ck_assert_msg(rc == 0, "seed %llu (%s): %s", (unsigned long long)f->seed, f->policy,
-                  why);
+    ck_assert_msg(rc == 0, "seed %llu (%s): %s", (unsigned long long)f->seed, f->policy, why);
 }
 END_TEST
 
@@ -224,8 +221,7 @@ END_TEST
  * all its phases within the bandwidths). */
 #define SF_BUDGET 20000
 #define SF_BUDGET_SLACK 0
-static const char *const budget_policies[] = { "periodic-throu", "periodic-cong",
-                                               "persched" };
+static const char *const budget_policies[] = { "periodic-throu", "periodic-cong", "persched" };
 
 START_TEST(test_budget_seed)
 {
@@ -242,8 +238,8 @@ START_TEST(test_budget_seed)
     rc = sf_run(yaml, (size_t)len, policy, false, &wl, &jobs, &r, why, sizeof(why));
     ck_assert_msg(rc == 0, "%s: %s", policy, why);
     ck_assert_msg(r.pstats.work_max <= SF_BUDGET + SF_BUDGET_SLACK,
-                  "%s: a pattern took %.0f work units, budget %d", policy,
-                  r.pstats.work_max, SF_BUDGET);
+                  "%s: a pattern took %.0f work units, budget %d", policy, r.pstats.work_max,
+                  SF_BUDGET);
     ck_assert_msg(r.pstats.budget_hits >= 1, "%s: the budget was never hit", policy);
     sim_result_clear(&r);
     wl_jobs_destroy(jobs);
@@ -263,8 +259,8 @@ END_TEST
 #define AUTO_DIL 1.05
 
 /* SysEff and Dilation of 'policy' on workload 'seed'; 0, or -1 with 'why'. */
-static int run_metrics(uint64_t seed, const char *policy, double *sys, double *dil,
-                       double *dmax, char *why, size_t cap)
+static int run_metrics(uint64_t seed, const char *policy, double *sys, double *dil, double *dmax,
+                       char *why, size_t cap)
 {
     static char yaml[SF_BUF];
     int len = sf_workload(seed, yaml, sizeof(yaml));
@@ -293,14 +289,37 @@ static int run_metrics(uint64_t seed, const char *policy, double *sys, double *d
  * 1,049x, 164 at 1.05x and 1.61x) or with the first guard only (116), and three
  * where it did not. */
 static const uint64_t guard_seeds[] = {
-    17, 18, 44, 58, 65, 78, 80, 81, 86, 95, 99, 108, 113, 116, 121, 141, 155,
-    158, 164, 169, 185, 1, 2, 3,
+    17,
+    18,
+    44,
+    58,
+    65,
+    78,
+    80,
+    81,
+    86,
+    95,
+    99,
+    108,
+    113,
+    116,
+    121,
+    141,
+    155,
+    158,
+    164,
+    169,
+    185,
+    1,
+    2,
+    3,
     /* the look ahead requested the pending phases in the order of the jobs, not of
      * their requests: fcfs looked better than it was (Dilation 3.35x) */
     20261683,
     /* a switch let the grants in flight keep their rate, which no candidate was
      * judged on (Dilation 1.85x, 1.42x) */
-    20261615, 20262077,
+    20261615,
+    20262077,
     /* the look ahead chose roundrobin, projected at 0.69x fairshare's SysEff for a
      * lower Dilation (SysEff 0.74x) */
     37,
@@ -311,28 +330,53 @@ static const uint64_t guard_seeds[] = {
      * backlog mindilation left (Dilation 1.11x, 1.15x); 20261211 and 30001493,
      * of the same kind, break the bound again since the guard no longer keeps a
      * policy on projections (doc/fuzzing-sim.md) */
-    30000194, 30001498,
+    30000194,
+    30001498,
     /* seeds never looked at before where the guard kept the policy in force on
      * its projections with a job off its hints, and it ended beyond the bound
      * (40000256: mindilation projected at Dilation 1.87 against fairshare's 2.27
      * ran at 3.50 against 2.93); fairshare from then on keeps it */
-    40000099, 40000256, 40000380, 50000538, 50001238, 60001024, 60001205,
-    60001811, 60001815, 60001848, 70000298, 70000562, 70000750, 70001590,
-    80000208, 80000963, 90001003, 90001560,
+    40000099,
+    40000256,
+    40000380,
+    50000538,
+    50001238,
+    60001024,
+    60001205,
+    60001811,
+    60001815,
+    60001848,
+    70000298,
+    70000562,
+    70000750,
+    70001590,
+    80000208,
+    80000963,
+    90001003,
+    90001560,
     /* auto took a job's last phase to have ended at its next decision, a whole
      * compute later: the look ahead had that job request its next phase late
      * (90001550: mindilation projected at Dilation 1.009 ran at 5.42, a short job
      * behind a phase of 0.2 s the look ahead had not yet requested; Dilation
      * 3.57x), and the guard saw a compute off its hints late (60001197, 60001820:
      * SysEff 0.92x, 0.73x) */
-    60001197, 60001820, 90001550,
+    60001197,
+    60001820,
+    90001550,
     /* a phase 1.5 to 2 times off its job's hints was taken as at them: the look
      * ahead kept its policy on that job's hints (50001562: Dilation 1.95x;
      * 70000419: 1.27x; 90000980: SysEff 0.91x) */
-    50001562, 70000419, 90000980,
+    50001562,
+    70000419,
+    90000980,
     /* seeds never looked at before that broke the bound before the guard ran
      * fairshare whenever a job is off its hints, or dated a job's last phase end */
-    100000223, 100001854, 110000032, 110000082, 110000893, 120001529,
+    100000223,
+    100001854,
+    110000032,
+    110000082,
+    110000893,
+    120001529,
 };
 
 START_TEST(test_auto_guard)
@@ -347,8 +391,8 @@ START_TEST(test_auto_guard)
                   "seed %llu auto: %s", (unsigned long long)seed, why);
     ck_assert_msg(as >= AUTO_SYS * fs && ad <= AUTO_DIL * fd,
                   "seed %llu: auto SysEff %.6g (%.4gx fairshare's %.6g), Dilation "
-                  "%.6g (%.4gx fairshare's %.6g)", (unsigned long long)seed, as,
-                  as / fs, fs, ad, ad / fd, fd);
+                  "%.6g (%.4gx fairshare's %.6g)",
+                  (unsigned long long)seed, as, as / fs, fs, ad, ad / fd, fd);
 }
 END_TEST
 
@@ -375,13 +419,10 @@ static int compare(uint64_t s0, uint64_t k)
 
     while (sf_policies[np])
         np++;
-    double *rs = calloc(np * k + 1, sizeof(double)), *rd = calloc(np * k + 1,
-                                                                    sizeof(double));
-    double *dmax = calloc(np + 1, sizeof(double)), *worst_s = calloc(np + 1,
-                                                                      sizeof(double));
+    double *rs = calloc(np * k + 1, sizeof(double)), *rd = calloc(np * k + 1, sizeof(double));
+    double *dmax = calloc(np + 1, sizeof(double)), *worst_s = calloc(np + 1, sizeof(double));
     double *worst_d = calloc(np + 1, sizeof(double));
-    uint64_t *seed_s = calloc(np + 1, sizeof(uint64_t)), *seed_d = calloc(np + 1,
-                                                                          sizeof(uint64_t));
+    uint64_t *seed_s = calloc(np + 1, sizeof(uint64_t)), *seed_d = calloc(np + 1, sizeof(uint64_t));
     size_t *cnt = calloc(np + 1, sizeof(size_t));
     double t0 = now_s();
 
@@ -398,8 +439,7 @@ static int compare(uint64_t s0, uint64_t k)
         char why[1024];
 
         if (run_metrics(s, "fairshare", &fs, &fd, &dm, why, sizeof(why)) < 0) {
-            fprintf(stderr, "simfuzz: seed %llu fairshare: %s\n", (unsigned long long)s,
-                    why);
+            fprintf(stderr, "simfuzz: seed %llu fairshare: %s\n", (unsigned long long)s, why);
             bad++;
             continue;
         }
@@ -410,8 +450,7 @@ static int compare(uint64_t s0, uint64_t k)
                 continue;
             if (!strcmp(sf_policies[p], "fairshare"))
                 ps = fs, pd = fd;
-            else if (run_metrics(s, sf_policies[p], &ps, &pd, &dm, why,
-                                 sizeof(why)) < 0) {
+            else if (run_metrics(s, sf_policies[p], &ps, &pd, &dm, why, sizeof(why)) < 0) {
                 fprintf(stderr, "simfuzz: seed %llu %s: %s\n", (unsigned long long)s,
                         sf_policies[p], why);
                 bad++;
@@ -429,19 +468,21 @@ static int compare(uint64_t s0, uint64_t k)
             if (y > worst_d[p])
                 worst_d[p] = y, seed_d[p] = s;
             if (!strcmp(sf_policies[p], "auto") && (x < AUTO_SYS || y > AUTO_DIL)) {
-                fprintf(stderr, "simfuzz: seed %llu auto: SysEff %.4gx, Dilation "
-                        "%.4gx fairshare's\n", (unsigned long long)s, x, y);
+                fprintf(stderr,
+                        "simfuzz: seed %llu auto: SysEff %.4gx, Dilation "
+                        "%.4gx fairshare's\n",
+                        (unsigned long long)s, x, y);
                 broke++;
             }
         }
     }
     printf("# %llu workloads, seeds %llu..%llu, %.0f s; each policy's SysEff and "
            "Dilation over fairshare's on the same workload\n",
-           (unsigned long long)k, (unsigned long long)s0,
-           (unsigned long long)(s0 + k - 1), now_s() - t0);
-    printf("%-22s %6s | %7s %7s %7s %7s %12s | %8s %8s %8s %8s %12s | %10s\n",
-           "policy", "runs", "Smin", "S p1", "S p5", "S p50", "worst seed", "Dmax",
-           "D p99", "D p95", "D p50", "worst seed", "decide max");
+           (unsigned long long)k, (unsigned long long)s0, (unsigned long long)(s0 + k - 1),
+           now_s() - t0);
+    printf("%-22s %6s | %7s %7s %7s %7s %12s | %8s %8s %8s %8s %12s | %10s\n", "policy", "runs",
+           "Smin", "S p1", "S p5", "S p50", "worst seed", "Dmax", "D p99", "D p95", "D p50",
+           "worst seed", "decide max");
     for (size_t p = 0; p < np; p++) {
         double *a = rs + p * k, *b = rd + p * k;
         size_t n = cnt[p];
@@ -450,13 +491,14 @@ static int compare(uint64_t s0, uint64_t k)
         qsort(a, n, sizeof(double), cmp_dbl);
         qsort(b, n, sizeof(double), cmp_dbl);
         printf("%-22s %6zu | %7.3f %7.3f %7.3f %7.3f %12llu | %8.3g %8.3f %8.3f %8.3f "
-               "%12llu | %8.2f ms\n", sf_policies[p], n, a[0], quant(a, n, 0.01),
-               quant(a, n, 0.05), quant(a, n, 0.5), (unsigned long long)seed_s[p],
-               b[n - 1], quant(b, n, 0.99), quant(b, n, 0.95), quant(b, n, 0.5),
-               (unsigned long long)seed_d[p], 1e3 * dmax[p]);
+               "%12llu | %8.2f ms\n",
+               sf_policies[p], n, a[0], quant(a, n, 0.01), quant(a, n, 0.05), quant(a, n, 0.5),
+               (unsigned long long)seed_s[p], b[n - 1], quant(b, n, 0.99), quant(b, n, 0.95),
+               quant(b, n, 0.5), (unsigned long long)seed_d[p], 1e3 * dmax[p]);
     }
     printf("# auto below %.2fx fairshare's SysEff or above %.2fx its Dilation on %d "
-           "workload(s); %d run(s) failed\n", AUTO_SYS, AUTO_DIL, broke, bad);
+           "workload(s); %d run(s) failed\n",
+           AUTO_SYS, AUTO_DIL, broke, bad);
     free(rs);
     free(rd);
     free(dmax);
@@ -472,14 +514,12 @@ int main(void)
 {
     const char *dump = getenv("SIMFUZZ_DUMP");
     const tu_tcase_t tcases[] = {
-        { "findings", .timeout = 120, .loops = { { test_finding, TU_COUNT(findings) },
-                                                  { test_finding_seed,
-                                                    TU_COUNT(seed_findings) } } },
-        { "budget", .timeout = 120,
-          .loops = { { test_budget_seed, TU_COUNT(budget_policies) } } },
+        { "findings", .timeout = 120,
+          .loops = { { test_finding, TU_COUNT(findings) },
+                     { test_finding_seed, TU_COUNT(seed_findings) } } },
+        { "budget", .timeout = 120, .loops = { { test_budget_seed, TU_COUNT(budget_policies) } } },
         { "fuzz", .timeout = 100000, .tests = { test_fixed, test_long, NULL } },
-        { "auto_guard", .timeout = 120,
-          .loops = { { test_auto_guard, TU_COUNT(guard_seeds) } } },
+        { "auto_guard", .timeout = 120, .loops = { { test_auto_guard, TU_COUNT(guard_seeds) } } },
     };
     const char *cmp = getenv("SIMFUZZ_COMPARE");
 

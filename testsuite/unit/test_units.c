@@ -23,9 +23,22 @@
 #define EiB (1ULL << 60)
 
 /* The cases of a table: an input, its flags and what it must give. */
-typedef struct { const char *s; int flags; uint64_t want; } size_ok_t;
-typedef struct { const char *s; int flags; double want; } dur_ok_t;
-typedef struct { const char *s; int flags; int eno; const char *msg; } bad_t;
+typedef struct {
+    const char *s;
+    int flags;
+    uint64_t want;
+} size_ok_t;
+typedef struct {
+    const char *s;
+    int flags;
+    double want;
+} dur_ok_t;
+typedef struct {
+    const char *s;
+    int flags;
+    int eno;
+    const char *msg;
+} bad_t;
 
 /* hu_parse_size() must accept each 's' with 'flags' and give 'want' bytes. */
 static void sizes_ok(const size_ok_t *t, size_t n)
@@ -34,8 +47,8 @@ static void sizes_ok(const size_ok_t *t, size_t n)
         uint64_t v = 12345;
         hu_error_t err = { "" };
 
-        ck_assert_msg(hu_parse_size(t[k].s, t[k].flags, &v, &err) == 0,
-                      "'%s' refused: %s", t[k].s, err.text);
+        ck_assert_msg(hu_parse_size(t[k].s, t[k].flags, &v, &err) == 0, "'%s' refused: %s", t[k].s,
+                      err.text);
         ck_assert_msg(v == t[k].want, "'%s' gave %llu, expected %llu", t[k].s,
                       (unsigned long long)v, (unsigned long long)t[k].want);
     }
@@ -48,10 +61,9 @@ static void durs_ok(const dur_ok_t *t, size_t n)
         double d = -1;
         hu_error_t err = { "" };
 
-        ck_assert_msg(hu_parse_duration(t[k].s, t[k].flags, &d, &err) == 0,
-                      "'%s' refused: %s", t[k].s, err.text);
-        ck_assert_msg(d == t[k].want, "'%s' gave %.17g, expected %.17g", t[k].s, d,
-                      t[k].want);
+        ck_assert_msg(hu_parse_duration(t[k].s, t[k].flags, &d, &err) == 0, "'%s' refused: %s",
+                      t[k].s, err.text);
+        ck_assert_msg(d == t[k].want, "'%s' gave %.17g, expected %.17g", t[k].s, d, t[k].want);
     }
 }
 
@@ -88,12 +100,23 @@ START_TEST(test_size_every_unit)
         uint64_t mult;
     } units[] = {
         { "B", 1 },
-        { "KB", 1000ULL }, { "MB", 1000000ULL }, { "GB", 1000000000ULL },
-        { "TB", 1000000000000ULL }, { "PB", 1000000000000000ULL },
+        { "KB", 1000ULL },
+        { "MB", 1000000ULL },
+        { "GB", 1000000000ULL },
+        { "TB", 1000000000000ULL },
+        { "PB", 1000000000000000ULL },
         { "EB", 1000000000000000000ULL },
-        { "KiB", KiB }, { "MiB", MiB }, { "GiB", GiB }, { "TiB", TiB },
-        { "PiB", PiB }, { "EiB", EiB },
-        { "K", KiB }, { "M", MiB }, { "G", GiB }, { "T", TiB }, { "P", PiB },
+        { "KiB", KiB },
+        { "MiB", MiB },
+        { "GiB", GiB },
+        { "TiB", TiB },
+        { "PiB", PiB },
+        { "EiB", EiB },
+        { "K", KiB },
+        { "M", MiB },
+        { "G", GiB },
+        { "T", TiB },
+        { "P", PiB },
         { "E", EiB },
     };
     char buf[64];
@@ -113,15 +136,9 @@ START_TEST(test_size_case)
 {
     /* units are case-insensitive; the 'i' of the binary forms too */
     static const size_ok_t good[] = {
-        { "1kb", 0, 1000 },
-        { "1Kb", 0, 1000 },
-        { "1gb", 0, 1000000000ULL },
-        { "1kib", 0, KiB },
-        { "1KIB", 0, KiB },
-        { "1gIb", 0, GiB },
-        { "1g", 0, GiB },
-        { "1b", 0, 1 },
-        { "2eib", 0, 2 * EiB },
+        { "1kb", 0, 1000 }, { "1Kb", 0, 1000 }, { "1gb", 0, 1000000000ULL },
+        { "1kib", 0, KiB }, { "1KIB", 0, KiB }, { "1gIb", 0, GiB },
+        { "1g", 0, GiB },   { "1b", 0, 1 },     { "2eib", 0, 2 * EiB },
     };
 
     sizes_ok(good, TU_COUNT(good));
@@ -160,12 +177,8 @@ END_TEST
 START_TEST(test_size_blanks)
 {
     static const size_ok_t good[] = {
-        { "1 GiB", 0, GiB },
-        { "1\tGiB", 0, GiB },
-        { "1   GiB", 0, GiB },
-        { "  1GiB", 0, GiB },
-        { "1GiB  ", 0, GiB },
-        { "+3KB", 0, 3000 },
+        { "1 GiB", 0, GiB },  { "1\tGiB", 0, GiB }, { "1   GiB", 0, GiB },
+        { "  1GiB", 0, GiB }, { "1GiB  ", 0, GiB }, { "+3KB", 0, 3000 },
     };
 
     sizes_ok(good, TU_COUNT(good));
@@ -201,12 +214,9 @@ START_TEST(test_size_overflow)
           "size '18446744073709551616B' is too large (sizes must be below 16 EiB)" },
         { "18446744073709551616", HU_SIZE_BARE_BYTES, ERANGE,
           "size '18446744073709551616' is too large (sizes must be below 16 EiB)" },
-        { "16EiB", 0, ERANGE,
-          "size '16EiB' is too large (sizes must be below 16 EiB)" },
-        { "16E", 0, ERANGE,
-          "size '16E' is too large (sizes must be below 16 EiB)" },
-        { "16384PiB", 0, ERANGE,
-          "size '16384PiB' is too large (sizes must be below 16 EiB)" },
+        { "16EiB", 0, ERANGE, "size '16EiB' is too large (sizes must be below 16 EiB)" },
+        { "16E", 0, ERANGE, "size '16E' is too large (sizes must be below 16 EiB)" },
+        { "16384PiB", 0, ERANGE, "size '16384PiB' is too large (sizes must be below 16 EiB)" },
         { "99999999999EiB", 0, ERANGE,
           "size '99999999999EiB' is too large (sizes must be below 16 EiB)" },
         { "  99999999999999999999999 GB", 0, ERANGE,
@@ -234,8 +244,7 @@ START_TEST(test_size_errors)
         { ".GiB", 0, EINVAL, "size '.GiB' does not start with a number" },
         { "+", 0, EINVAL, "size '' does not start with a number" },
         { "10", 0, EINVAL, "size '10' has no unit (write e.g. '10GiB' or '10B')" },
-        { "1.5", 0, EINVAL,
-          "size '1.5' has no unit (write e.g. '1.5GiB' or '1.5B')" },
+        { "1.5", 0, EINVAL, "size '1.5' has no unit (write e.g. '1.5GiB' or '1.5B')" },
         { "10 XB", 0, EINVAL,
           "unknown size unit 'XB' in '10 XB' (use B, KB, MB, GB, TB, PB, EB, KiB, "
           "MiB, GiB, TiB, PiB, EiB)" },
@@ -248,11 +257,11 @@ START_TEST(test_size_errors)
         { "10GiB x", 0, EINVAL, "unexpected 'x' after size" },
         { "10GiB/s", 0, EINVAL, "unexpected '/s' after size" },
         { "10 GiB 5", 0, EINVAL, "unexpected '5' after size" },
-        { "1.5.5GiB", 0, EINVAL,
-          "unexpected '.5GiB' after the number in '1.5.5GiB'" },
+        { "1.5.5GiB", 0, EINVAL, "unexpected '.5GiB' after the number in '1.5.5GiB'" },
         { "1,5GiB", 0, EINVAL, "unexpected ',5GiB' after the number in '1,5GiB'" },
         { "1,5", HU_SIZE_BARE_BYTES, EINVAL, "unexpected ',5' after size" },
-        { "10 ", 0, EINVAL, "size '10 ' has no unit (write e.g. '10GiB' or "
+        { "10 ", 0, EINVAL,
+          "size '10 ' has no unit (write e.g. '10GiB' or "
           "'10B')" },
     };
 
@@ -314,7 +323,7 @@ START_TEST(test_bandwidth)
     ck_assert_str_eq(err.text, "size '-3 GB/s' is negative");
     ck_assert_int_eq(hu_parse_bandwidth("3 XB/s", &bps, &err), -1);
     ck_assert_str_eq(err.text, "unknown size unit 'XB' in '3 XB/s' (use B, KB, MB, "
-                     "GB, TB, PB, EB, KiB, MiB, GiB, TiB, PiB, EiB)");
+                               "GB, TB, PB, EB, KiB, MiB, GiB, TiB, PiB, EiB)");
     ck_assert_int_eq(hu_parse_bandwidth("", &bps, &err), -1);
     ck_assert_str_eq(err.text, "empty size");
     ck_assert_int_eq(hu_parse_bandwidth(NULL, &bps, NULL), -1);
@@ -330,11 +339,10 @@ START_TEST(test_duration_units)
         const char *unit;
         double mult;
     } units[] = {
-        { "s", 1 }, { "sec", 1 }, { "secs", 1 }, { "second", 1 }, { "seconds", 1 },
-        { "m", 60 }, { "min", 60 }, { "mins", 60 }, { "minute", 60 },
-        { "minutes", 60 },
-        { "h", 3600 }, { "hr", 3600 }, { "hour", 3600 }, { "hours", 3600 },
-        { "d", 86400 }, { "day", 86400 }, { "days", 86400 },
+        { "s", 1 },       { "sec", 1 },      { "secs", 1 },    { "second", 1 },   { "seconds", 1 },
+        { "m", 60 },      { "min", 60 },     { "mins", 60 },   { "minute", 60 },  { "minutes", 60 },
+        { "h", 3600 },    { "hr", 3600 },    { "hour", 3600 }, { "hours", 3600 }, { "d", 86400 },
+        { "day", 86400 }, { "days", 86400 },
     };
     char buf[64];
 
@@ -362,23 +370,17 @@ END_TEST
 START_TEST(test_duration_clock)
 {
     static const dur_ok_t good[] = {
-        { "01:30", 0, 90 },
-        { "00:59", 0, 59 },
+        { "01:30", 0, 90 },         { "00:59", 0, 59 },
         { "90:00", 0, 5400 }, /* minutes above 59 in MM:SS: Slurm too */
-        { "1:02:03", 0, 3723 },
-        { "01:02:03", 0, 3723 },
-        { "100:00:00", 0, 360000 },
-        { "2-03:04:05", 0, 2 * 86400 + 3 * 3600 + 4 * 60 + 5 },
-        { "0-00:00:01", 0, 1 },
-        { "00:00", 0, 0 },
+        { "1:02:03", 0, 3723 },     { "01:02:03", 0, 3723 },
+        { "100:00:00", 0, 360000 }, { "2-03:04:05", 0, 2 * 86400 + 3 * 3600 + 4 * 60 + 5 },
+        { "0-00:00:01", 0, 1 },     { "00:00", 0, 0 },
     };
     static const bad_t bad[] = {
         { "00:61", 0, EINVAL, "duration '00:61' has minutes or seconds above 59" },
         { "00:60", 0, EINVAL, "duration '00:60' has minutes or seconds above 59" },
-        { "1:60:00", 0, EINVAL,
-          "duration '1:60:00' has minutes or seconds above 59" },
-        { "1:00:60", 0, EINVAL,
-          "duration '1:00:60' has minutes or seconds above 59" },
+        { "1:60:00", 0, EINVAL, "duration '1:60:00' has minutes or seconds above 59" },
+        { "1:00:60", 0, EINVAL, "duration '1:00:60' has minutes or seconds above 59" },
         { "1-02:03", 0, EINVAL, "duration '1-02:03' is not [[D-]HH:]MM:SS" },
         { "1:2:3:4", 0, EINVAL, "duration '1:2:3:4' is not [[D-]HH:]MM:SS" },
         { ":30", 0, EINVAL, "duration ':30' is not [[D-]HH:]MM:SS" },
@@ -386,8 +388,7 @@ START_TEST(test_duration_clock)
         { "1::2", 0, EINVAL, "duration '1::2' is not [[D-]HH:]MM:SS" },
         { "a-01:00:00", 0, EINVAL, "duration 'a-01:00:00' is not [[D-]HH:]MM:SS" },
         { "01:00-1", 0, EINVAL, "duration '01:00-1' is not [[D-]HH:]MM:SS" },
-        { "100001-00:00:00", 0, EINVAL,
-          "duration '100001-00:00:00' is not [[D-]HH:]MM:SS" },
+        { "100001-00:00:00", 0, EINVAL, "duration '100001-00:00:00' is not [[D-]HH:]MM:SS" },
         { "1.5:00", 0, EINVAL, "duration '1.5:00' is not [[D-]HH:]MM:SS" },
         { "01:00 ", 0, EINVAL, "duration '01:00 ' is not [[D-]HH:]MM:SS" },
         { "99999999:00", 0, EINVAL, "duration '99999999:00' is not [[D-]HH:]MM:SS" },
@@ -401,20 +402,18 @@ END_TEST
 START_TEST(test_duration_errors)
 {
     static const bad_t bad[] = {
-        { "10", 0, EINVAL, "duration '10' has no unit (write e.g. '10s', '10m' "
+        { "10", 0, EINVAL,
+          "duration '10' has no unit (write e.g. '10s', '10m' "
           "or '10h')" },
-        { "10 weeks", 0, EINVAL,
-          "unknown duration unit 'weeks' in '10 weeks' (use s, m, h or d)" },
-        { "10ms", 0, EINVAL,
-          "unknown duration unit 'ms' in '10ms' (use s, m, h or d)" },
+        { "10 weeks", 0, EINVAL, "unknown duration unit 'weeks' in '10 weeks' (use s, m, h or d)" },
+        { "10ms", 0, EINVAL, "unknown duration unit 'ms' in '10ms' (use s, m, h or d)" },
         { "-5s", 0, EINVAL, "duration '-5s' is negative" },
         { " -5", HU_DUR_BARE_SECONDS, EINVAL, "duration '-5' is negative" },
         { "", 0, EINVAL, "empty duration" },
         { NULL, 0, EINVAL, "empty duration" },
         { "s", 0, EINVAL, "duration 's' does not start with a number" },
         { "+5s", 0, EINVAL, "duration '+5s' does not start with a number" },
-        { "99999999999999999999s", 0, ERANGE,
-          "duration '99999999999999999999s' is too large" },
+        { "99999999999999999999s", 0, ERANGE, "duration '99999999999999999999s' is too large" },
     };
 
     refused(false, bad, TU_COUNT(bad));
@@ -424,7 +423,11 @@ END_TEST
 /* ------------------------------------------------------------------ formatters */
 
 /* A formatter's cases: the value, the room given (0: all of buf) and the text. */
-typedef struct { double v; size_t room; const char *want; } fmt_case_t;
+typedef struct {
+    double v;
+    size_t room;
+    const char *want;
+} fmt_case_t;
 typedef const char *(*fmt_f)(double v, char *buf, size_t size);
 
 static const char *size_str_si(double v, char *buf, size_t size)
@@ -438,8 +441,8 @@ static void formats(const char *what, fmt_f f, const fmt_case_t *t, size_t n)
 
     for (size_t k = 0; k < n; k++) {
         const char *got = f(t[k].v, buf, t[k].room ? t[k].room : sizeof(buf));
-        ck_assert_msg(strcmp(got, t[k].want) == 0, "%s(%.17g): '%s', want '%s'", what,
-                      t[k].v, got, t[k].want);
+        ck_assert_msg(strcmp(got, t[k].want) == 0, "%s(%.17g): '%s', want '%s'", what, t[k].v, got,
+                      t[k].want);
     }
 }
 
@@ -447,12 +450,8 @@ START_TEST(test_human_sizes)
 {
     char buf[32];
     static const fmt_case_t si[] = {
-        { 0, 0, "0 B" },
-        { 999, 0, "999 B" },
-        { 1000, 0, "1.00 KB" },
-        { 1.61e9, 0, "1.61 GB" },
-        { 128.2e9, 0, "128.20 GB" },
-        { 1e18, 0, "1.00 EB" },
+        { 0, 0, "0 B" },           { 999, 0, "999 B" },         { 1000, 0, "1.00 KB" },
+        { 1.61e9, 0, "1.61 GB" },  { 128.2e9, 0, "128.20 GB" }, { 1e18, 0, "1.00 EB" },
         { 2e21, 0, "2000.00 EB" },
     };
 
@@ -465,7 +464,7 @@ START_TEST(test_human_sizes)
     ck_assert_str_eq(hu_size_str(200 * GiB, buf, sizeof(buf)), "200.00 GiB");
     ck_assert_str_eq(hu_size_str(1ULL << 63, buf, sizeof(buf)), "8.00 EiB");
     ck_assert_str_eq(hu_size_str(UINT64_MAX, buf, sizeof(buf)), "16.00 EiB");
-    ck_assert_str_eq(hu_size_str(3 * GiB / 2, buf, 5), "1.50");     /* truncated */
+    ck_assert_str_eq(hu_size_str(3 * GiB / 2, buf, 5), "1.50"); /* truncated */
 
     formats("hu_size_str_si", size_str_si, si, TU_COUNT(si));
 }
@@ -502,13 +501,13 @@ START_TEST(test_errprintf)
 
     errno = ERANGE;
     ck_assert_int_eq(hu_errprintf(&err, "x=%d", 42), -1);
-    ck_assert_int_eq(errno, ERANGE);            /* errno kept */
+    ck_assert_int_eq(errno, ERANGE); /* errno kept */
     ck_assert_str_eq(err.text, "x=42");
     ck_assert_int_eq(hu_errprintf(NULL, "x"), -1);
     memset(big, 'a', sizeof(big) - 1);
     big[sizeof(big) - 1] = '\0';
     hu_errprintf(&err, "%s", big);
-    ck_assert_uint_eq(strlen(err.text), sizeof(err.text) - 1);  /* truncated */
+    ck_assert_uint_eq(strlen(err.text), sizeof(err.text) - 1); /* truncated */
 }
 END_TEST
 
@@ -519,10 +518,9 @@ int main(void)
                               test_size_blanks, test_size_boundaries, test_size_overflow,
                               test_size_errors, test_size_double, NULL } },
         { "bandwidths", .tests = { test_bandwidth, NULL } },
-        { "durations", .tests = { test_duration_units, test_duration_clock,
-                                  test_duration_errors, NULL } },
-        { "formatters", .tests = { test_human_sizes, test_human_durations, test_errprintf,
-                                   NULL } },
+        { "durations",
+          .tests = { test_duration_units, test_duration_clock, test_duration_errors, NULL } },
+        { "formatters", .tests = { test_human_sizes, test_human_durations, test_errprintf, NULL } },
     };
 
     return tu_main("libhutil units", tcases, TU_COUNT(tcases));

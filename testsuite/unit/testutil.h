@@ -23,14 +23,14 @@
 #define TU_COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
 typedef struct {
-    const char *name;                   /* the TCase's name */
-    double timeout;                     /* seconds; 0: Check's default */
-    SFun setup, teardown;               /* checked fixture (each test); NULL: none */
-    const TTest *tests[TU_MAX_TESTS];   /* START_TEST names, NULL-terminated */
+    const char *name;                 /* the TCase's name */
+    double timeout;                   /* seconds; 0: Check's default */
+    SFun setup, teardown;             /* checked fixture (each test); NULL: none */
+    const TTest *tests[TU_MAX_TESTS]; /* START_TEST names, NULL-terminated */
     struct {
-        const TTest *test;              /* a loop test, run for _i = 0 .. n - 1 */
-        int n;                          /* (one iteration a row of its table) */
-    } loops[4];                         /* after the tests; NULL test: none more */
+        const TTest *test; /* a loop test, run for _i = 0 .. n - 1 */
+        int n;             /* (one iteration a row of its table) */
+    } loops[4];            /* after the tests; NULL test: none more */
 } tu_tcase_t;
 
 /* A suite named 'name' with the test cases of the table. */

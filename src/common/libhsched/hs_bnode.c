@@ -24,8 +24,8 @@
 void node_at(const struct bnode *b, double dt, struct bnode *o)
 {
     double slope = b->inflow - b->drain;
-    double tl = dt;                     /* linear part */
-    double rest = 0;                    /* clamped part */
+    double tl = dt;  /* linear part */
+    double rest = 0; /* clamped part */
     double occ1;
 
     *o = *b;
@@ -37,8 +37,7 @@ void node_at(const struct bnode *b, double dt, struct bnode *o)
             tl = th > 0 ? th : 0;
             rest = dt - tl;
         }
-    }
-    else if (slope < 0) {
+    } else if (slope < 0) {
         double th = b->occ / -slope;
         if (th < dt) {
             tl = th > 0 ? th : 0;
@@ -54,11 +53,10 @@ void node_at(const struct bnode *b, double dt, struct bnode *o)
         occ1 = b->cap;
     o->occ = occ1;
     o->occ_int = b->occ_int + 0.5 * (b->occ + occ1) * tl + occ1 * rest;
-    if (slope > 0) {                    /* clamped full: inflow limited to drain */
+    if (slope > 0) { /* clamped full: inflow limited to drain */
         o->written = b->written + b->inflow * tl + b->drain * rest;
         o->drained = b->drained + b->drain * dt;
-    }
-    else {                              /* clamped empty: drain limited to inflow */
+    } else { /* clamped empty: drain limited to inflow */
         o->written = b->written + b->inflow * dt;
         o->drained = b->drained + b->drain * tl + b->inflow * rest;
     }
@@ -115,7 +113,7 @@ int job_nodes(const hs_sched_t *s, const struct job *j, const int **list)
         return j->info.nalloc;
     if (s->pol.kind == HS_POL_STATIC)
         return 0;
-    *list = NULL;                       /* all: 0..nbuffers-1 */
+    *list = NULL; /* all: 0..nbuffers-1 */
     return s->plat.nbuffers;
 }
 
@@ -240,7 +238,7 @@ int bscratch_reserve(hs_sched_t *s, size_t n, size_t ns)
 {
     struct bscratch *b = s->bs;
     size_t nb = (size_t)s->plat.nbuffers;
-    size_t nn = n + nb + 1;             /* flows of the PFS water-filling */
+    size_t nn = n + nb + 1; /* flows of the PFS water-filling */
     size_t need = ns > nn ? ns : nn;
 
     if (!b) {
@@ -251,18 +249,37 @@ int bscratch_reserve(hs_sched_t *s, size_t n, size_t ns)
     if (n + 1 > b->ncap) {
         size_t c = n + 1 > 64 ? n + 1 : 64;
         void *p;
-#define RE(f) if (!(p = realloc(b->f, c * sizeof(*b->f)))) return -1; b->f = p
-        RE(off); RE(pgrant); RE(prate); RE(pcap); RE(direct); RE(pthrottled);
+#define RE(f) \
+    if (!(p = realloc(b->f, c * sizeof(*b->f)))) \
+        return -1; \
+    b->f = p
+        RE(off);
+        RE(pgrant);
+        RE(prate);
+        RE(pcap);
+        RE(direct);
+        RE(pthrottled);
 #undef RE
         b->ncap = c;
     }
     if (need > b->scap) {
         size_t c = need > 64 ? need : 64;
         void *p;
-#define RE(f) if (!(p = realloc(b->f, c * sizeof(*b->f)))) return -1; b->f = p
-        RE(gv); RE(gidx); RE(sphase); RE(snode); RE(sflag); RE(sgrant); RE(srate);
+#define RE(f) \
+    if (!(p = realloc(b->f, c * sizeof(*b->f)))) \
+        return -1; \
+    b->f = p
+        RE(gv);
+        RE(gidx);
+        RE(sphase);
+        RE(snode);
+        RE(sflag);
+        RE(sgrant);
+        RE(srate);
         RE(sorder);
-        RE(wcap); RE(wout); RE(wsc);
+        RE(wcap);
+        RE(wout);
+        RE(wsc);
 #undef RE
         b->scap = c;
     }
@@ -291,8 +308,7 @@ static int cmp_wf_key(const void *a, const void *b)
 
 /* Max-min fair sharing of 'total' among n flows with caps: out[i] = min(cap[i],
  * level).  O(n log n). */
-static void waterfill(const double *cap, double *out, size_t n, double total,
-                      hs_wf_item_t *sc)
+static void waterfill(const double *cap, double *out, size_t n, double total, hs_wf_item_t *sc)
 {
     double avail = total;
     size_t i;
@@ -355,8 +371,7 @@ int place_phase(hs_sched_t *s, size_t i, struct job *j)
         for (r = 0; r < na; r++)
             bs->tmp[r] = nodes_at(list, r);
         m = na;
-    }
-    else {
+    } else {
         for (r = 0; r < m; r++) {
             int best = -1;
             for (k = 0; k < na; k++) {
@@ -376,8 +391,7 @@ int place_phase(hs_sched_t *s, size_t i, struct job *j)
                     const struct bnode *bb = &s->nodes[best];
                     double fx = bx->cap - bx->occ, fb = bb->cap - bb->occ;
                     if (bx->placed < bb->placed
-                        || (bx->placed == bb->placed
-                            && (fx > fb || (fx == fb && x < best))))
+                        || (bx->placed == bb->placed && (fx > fb || (fx == fb && x < best))))
                         best = x;
                 }
             }
@@ -404,7 +418,7 @@ void add_stripes(hs_sched_t *s, size_t i, const struct job *j)
     int k;
 
     bs->off[i] = ns;
-    v->cap = j->alone_bw;               /* set_place() computed it */
+    v->cap = j->alone_bw; /* set_place() computed it */
     bs->pcap[i] = v->cap;
     v->nplace = j->nplace;
     v->place = j->place;
@@ -437,7 +451,7 @@ static int apply_policy_places(hs_sched_t *s, size_t n)
         int na = job_nodes(s, j, &list), k;
         bool ok = v->buffer == -1;
         if (j->placed && j->done > 0)
-            continue;                   /* started: its placement is fixed */
+            continue; /* started: its placement is fixed */
         for (k = 0; k < na && !ok; k++)
             ok = nodes_at(list, k) == v->buffer;
         if (!ok) {
@@ -531,10 +545,9 @@ static void device_share(hs_sched_t *s, const double *caps)
  *   drains and the phases sent to it; 5. full nodes limit their writers to their
  *   drain.  Leaves the rates in s->views[i].bw.
  */
-int decide_buffers(hs_sched_t *s, const hs_ctx_t *ctx, size_t n,
-                   hs_group_decide_fn decide_group)
+int decide_buffers(hs_sched_t *s, const hs_ctx_t *ctx, size_t n, hs_group_decide_fn decide_group)
 {
-    struct bscratch *bs = s->bs;        /* reserved by hs_sched_decide() */
+    struct bscratch *bs = s->bs; /* reserved by hs_sched_decide() */
     int nb = s->plat.nbuffers, k;
     size_t i, st, ns, nf;
     double B = s->plat.bw;
@@ -561,7 +574,7 @@ int decide_buffers(hs_sched_t *s, const hs_ctx_t *ctx, size_t n,
     for (k = 0; k < nb; k++)
         bs->nfirst[k + 1] += bs->nfirst[k];
     for (k = 0; k < nb; k++)
-        s->nodes[k].streams = (int)bs->nfirst[k];      /* reused as a cursor */
+        s->nodes[k].streams = (int)bs->nfirst[k]; /* reused as a cursor */
     for (st = 0; st < ns; st++)
         bs->sorder[s->nodes[bs->snode[st]].streams++] = st;
 
@@ -575,12 +588,10 @@ int decide_buffers(hs_sched_t *s, const hs_ctx_t *ctx, size_t n,
             }
             bs->pgrant[i] = v->complete ? 0 : hs_fmin(v->bw, v->cap);
         }
-    }
-    else if (s->pol.kind == HS_POL_STATIC) {
+    } else if (s->pol.kind == HS_POL_STATIC) {
         for (i = 0; i < n; i++)
             bs->pgrant[i] = s->views[i].complete ? 0 : s->views[i].cap;
-    }
-    else {
+    } else {
         size_t g = 0;
         /* the PFS group */
         for (g = 0; g < bs->ndirect; g++)
@@ -647,7 +658,7 @@ int decide_buffers(hs_sched_t *s, const hs_ctx_t *ctx, size_t n,
      * what it leaves goes to the others on its node */
     for (i = 0; i < n; i++) {
         size_t m = bs->off[i + 1] - bs->off[i];
-        if (m == 1) {                   /* pgrant / 1, and no other stripe */
+        if (m == 1) { /* pgrant / 1, and no other stripe */
             bs->sgrant[bs->off[i]] = bs->pgrant[i];
             continue;
         }
@@ -735,7 +746,7 @@ int decide_buffers(hs_sched_t *s, const hs_ctx_t *ctx, size_t n,
         if (c > b->conc_max)
             b->conc_max = c;
         if (node_empty(b))
-            b->drain = hs_fmin(b->drain, in);          /* empty: drains what comes */
+            b->drain = hs_fmin(b->drain, in); /* empty: drains what comes */
     }
     /* the final rates, checked as check_grants(views, n, INFINITY, false) would
      * (in the same pass): each within its cap (complete phases have 0); the
@@ -772,11 +783,21 @@ int hs_buffer_stats(const hs_sched_t *s, int j, hs_buffer_stats_t *st)
     }
     node_at(&s->nodes[j], isfinite(s->bt) ? s->now - s->bt : 0, &o);
     *st = (hs_buffer_stats_t){
-        .capacity = o.cap, .occupancy = o.occ, .inflow = o.inflow, .drain = o.drain,
-        .streams = o.streams, .placed = o.placed, .full = node_full(&o),
-        .busy = o.busy, .concurrency_mean = o.busy > 0 ? o.conc_int / o.busy : 0,
-        .concurrency_max = o.conc_max, .written = o.written, .read = o.read,
-        .drained = o.drained, .occupancy_max = o.occ_max, .full_time = o.full_time,
+        .capacity = o.cap,
+        .occupancy = o.occ,
+        .inflow = o.inflow,
+        .drain = o.drain,
+        .streams = o.streams,
+        .placed = o.placed,
+        .full = node_full(&o),
+        .busy = o.busy,
+        .concurrency_mean = o.busy > 0 ? o.conc_int / o.busy : 0,
+        .concurrency_max = o.conc_max,
+        .written = o.written,
+        .read = o.read,
+        .drained = o.drained,
+        .occupancy_max = o.occ_max,
+        .full_time = o.full_time,
     };
     return 0;
 }
@@ -791,9 +812,15 @@ int hs_core_node_state(const hs_sched_t *s, int j, hs_node_state_t *ns)
         return -1;
     }
     *ns = (hs_node_state_t){
-        .buf = &s->plat.buffers[j], .capacity = st.capacity, .bandwidth = s->nodes[j].bw,
-        .occupancy = st.occupancy, .inflow = st.inflow, .drain = st.drain,
-        .streams = st.streams, .placed = st.placed, .full = st.full,
+        .buf = &s->plat.buffers[j],
+        .capacity = st.capacity,
+        .bandwidth = s->nodes[j].bw,
+        .occupancy = st.occupancy,
+        .inflow = st.inflow,
+        .drain = st.drain,
+        .streams = st.streams,
+        .placed = st.placed,
+        .full = st.full,
     };
     return 0;
 }
@@ -802,8 +829,8 @@ int hs_buffer_set_occupancy(hs_sched_t *s, double now, int j, double bytes)
 {
     struct bnode *b;
 
-    if (!s || j < 0 || j >= s->plat.nbuffers || check_time(s, now) < 0
-        || !(bytes >= 0) || !isfinite(bytes)) {
+    if (!s || j < 0 || j >= s->plat.nbuffers || check_time(s, now) < 0 || !(bytes >= 0)
+        || !isfinite(bytes)) {
         errno = EINVAL;
         return -1;
     }

@@ -20,9 +20,8 @@ void add_stripes(hs_sched_t *s, size_t i, const struct job *j);
 /* One decision on a platform with buffers; 'decide_group' decides one group of
  * phases (hs_decide.c passes its group_decide(): the layer above, reached through
  * a callback). */
-typedef int (*hs_group_decide_fn)(hs_sched_t *s, const hs_ctx_t *ctx, size_t g,
-                                  double B, bool stripes);
-int decide_buffers(hs_sched_t *s, const hs_ctx_t *ctx, size_t n,
-                   hs_group_decide_fn decide_group);
+typedef int (*hs_group_decide_fn)(hs_sched_t *s, const hs_ctx_t *ctx, size_t g, double B,
+                                  bool stripes);
+int decide_buffers(hs_sched_t *s, const hs_ctx_t *ctx, size_t n, hs_group_decide_fn decide_group);
 
 #endif /* HARMONIA_HSCHED_BNODE_H */

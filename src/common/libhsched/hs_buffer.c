@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "hsched.h"
-#include "policy.h"             /* hs_errprintf() */
+#include "policy.h" /* hs_errprintf() */
 
 /* ------------------------------------------------------------------ MSCA */
 
@@ -68,20 +68,20 @@ static const struct {
     double r[16];
 } builtin[] = {
     { "nvme",
-      { 0.000, 0.035, 0.055, 0.069, 0.080, 0.090, 0.097, 0.104,
-        0.110, 0.115, 0.120, 0.124, 0.128, 0.132, 0.135, 0.139 },
-      { 0.000, 0.021, 0.033, 0.042, 0.048, 0.054, 0.058, 0.062,
-        0.066, 0.069, 0.072, 0.075, 0.077, 0.079, 0.081, 0.083 } },
+      { 0.000, 0.035, 0.055, 0.069, 0.080, 0.090, 0.097, 0.104, 0.110, 0.115, 0.120, 0.124, 0.128,
+        0.132, 0.135, 0.139 },
+      { 0.000, 0.021, 0.033, 0.042, 0.048, 0.054, 0.058, 0.062, 0.066, 0.069, 0.072, 0.075, 0.077,
+        0.079, 0.081, 0.083 } },
     { "ssd",
-      { 0.000, 0.243, 0.385, 0.485, 0.563, 0.627, 0.681, 0.728,
-        0.769, 0.806, 0.839, 0.870, 0.898, 0.924, 0.948, 0.970 },
-      { 0.000, 0.139, 0.220, 0.277, 0.322, 0.358, 0.389, 0.416,
-        0.439, 0.461, 0.480, 0.497, 0.513, 0.528, 0.542, 0.555 } },
+      { 0.000, 0.243, 0.385, 0.485, 0.563, 0.627, 0.681, 0.728, 0.769, 0.806, 0.839, 0.870, 0.898,
+        0.924, 0.948, 0.970 },
+      { 0.000, 0.139, 0.220, 0.277, 0.322, 0.358, 0.389, 0.416, 0.439, 0.461, 0.480, 0.497, 0.513,
+        0.528, 0.542, 0.555 } },
     { "hdd",
-      { 0.000, 1.000, 1.585, 2.000, 2.322, 2.585, 2.807, 3.000,
-        3.170, 3.322, 3.459, 3.585, 3.700, 3.807, 3.907, 4.000 },
-      { 0.000, 1.248, 1.978, 2.495, 2.897, 3.225, 3.503, 3.743,
-        3.955, 4.145, 4.316, 4.473, 4.617, 4.750, 4.874, 4.991 } },
+      { 0.000, 1.000, 1.585, 2.000, 2.322, 2.585, 2.807, 3.000, 3.170, 3.322, 3.459, 3.585, 3.700,
+        3.807, 3.907, 4.000 },
+      { 0.000, 1.248, 1.978, 2.495, 2.897, 3.225, 3.503, 3.743, 3.955, 4.145, 4.316, 4.473, 4.617,
+        4.750, 4.874, 4.991 } },
 };
 #define NBUILTIN (sizeof(builtin) / sizeof(builtin[0]))
 
@@ -127,13 +127,12 @@ static int cmp_cand(const void *a, const void *b)
     const cand_t *y = b;
 
     if (x->free != y->free)
-        return x->free > y->free ? -1 : 1;      /* most free first */
+        return x->free > y->free ? -1 : 1; /* most free first */
     return (x->idx > y->idx) - (x->idx < y->idx);
 }
 
-int hs_alloc_nodes(const hs_platform_t *plat, const double *reserved,
-                   const hs_alloc_request_t *req, int *nodes, int cap,
-                   hs_alloc_result_t *res, hu_error_t *err)
+int hs_alloc_nodes(const hs_platform_t *plat, const double *reserved, const hs_alloc_request_t *req,
+                   int *nodes, int cap, hs_alloc_result_t *res, hu_error_t *err)
 {
     cand_t *c = NULL;
     int nc = 0, need, want, nspare = 0, i;
@@ -142,12 +141,10 @@ int hs_alloc_nodes(const hs_platform_t *plat, const double *reserved,
     if (!plat || !req || !res || (cap > 0 && !nodes) || cap < 0)
         return hs_errprintf(err, EINVAL, "allocator: missing argument");
     if (!(req->capacity > 0) || !isfinite(req->capacity) || req->nodes < 0)
-        return hs_errprintf(err, EINVAL,
-                            "allocator: capacity must be > 0 and nodes >= 0");
+        return hs_errprintf(err, EINVAL, "allocator: capacity must be > 0 and nodes >= 0");
     factor = req->overprovision == 0 ? HS_OVERPROVISION_DEFAULT : req->overprovision;
     if (!(factor >= 1) || !isfinite(factor))
-        return hs_errprintf(err, EINVAL,
-                            "allocator: over-provisioning factor %g must be >= 1",
+        return hs_errprintf(err, EINVAL, "allocator: over-provisioning factor %g must be >= 1",
                             factor);
     if (plat->nbuffers <= 0 || !plat->buffers)
         return hs_errprintf(err, ENOSPC, "no buffer nodes");
@@ -173,24 +170,26 @@ int hs_alloc_nodes(const hs_platform_t *plat, const double *reserved,
     {
         double q = req->capacity / cmax;
         double f = floor(q);
-        need = (q - f <= HS_EPS_REL * fmax(q, 1.)) ? (int)fmax(f, 1.)
-                                                    : (int)fmin(f + 1., 1e9);
+        need = (q - f <= HS_EPS_REL * fmax(q, 1.)) ? (int)fmax(f, 1.) : (int)fmin(f + 1., 1e9);
     }
     if (need < req->nodes)
         need = req->nodes;
     if (need > nc) {
         free(c);
-        return hs_errprintf(err, ENOSPC, "%.4g bytes need %d buffer node(s) but only "
-                            "%d are eligible", req->capacity, need, nc);
+        return hs_errprintf(err, ENOSPC,
+                            "%.4g bytes need %d buffer node(s) but only "
+                            "%d are eligible",
+                            req->capacity, need, nc);
     }
     per = req->capacity / need;
     qsort(c, (size_t)nc, sizeof(*c), cmp_cand);
     if (c[need - 1].free < per * (1 - HS_EPS_REL)) {
         double fr = c[need - 1].free;
         free(c);
-        return hs_errprintf(err, ENOSPC, "%d buffer node(s) with %.4g bytes free "
-                            "each are needed; the %d-th most free has %.4g", need,
-                            per, need, fr);
+        return hs_errprintf(err, ENOSPC,
+                            "%d buffer node(s) with %.4g bytes free "
+                            "each are needed; the %d-th most free has %.4g",
+                            need, per, need, fr);
     }
     want = (int)ceil(need * factor * (1 - HS_EPS_REL));
     if (want < need)
@@ -201,8 +200,8 @@ int hs_alloc_nodes(const hs_platform_t *plat, const double *reserved,
     }
     if (need + nspare > cap) {
         free(c);
-        return hs_errprintf(err, ERANGE, "allocator: room for %d nodes, %d needed",
-                            cap, need + nspare);
+        return hs_errprintf(err, ERANGE, "allocator: room for %d nodes, %d needed", cap,
+                            need + nspare);
     }
     for (i = 0; i < need + nspare; i++)
         nodes[i] = c[i].idx;

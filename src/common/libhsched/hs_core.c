@@ -83,7 +83,7 @@ static int hreserve(hs_sched_t *s, size_t count)
     size_t ncap, i;
     size_t *ntab;
 
-    if (s->hcap && count * 2 <= s->hcap)    /* load factor <= 1/2 */
+    if (s->hcap && count * 2 <= s->hcap) /* load factor <= 1/2 */
         return 0;
     ncap = s->hcap ? s->hcap * 2 : 64;
     while (count * 2 > ncap)
@@ -134,8 +134,7 @@ static void hdel(hs_sched_t *s, uint64_t id)
 /* Progress is integrated lazily, per phase: j->done and j->st.io_wait hold the
  * state at j->t_sync, and the rate is constant until the next decision (which syncs
  * every pending phase).  job_at() computes the state at 'now' >= t_sync. */
-static void job_at3(const struct job *j, double now, double *done, double *io_wait,
-                    double *bfull)
+static void job_at3(const struct job *j, double now, double *done, double *io_wait, double *bfull)
 {
     double dt = now - j->t_sync;
 
@@ -148,20 +147,18 @@ static void job_at3(const struct job *j, double now, double *done, double *io_wa
     if (j->rate > 0) {
         /* the same expression as hs_sched_next_event(): advancing exactly to the
          * time it returned completes the phase exactly */
-        double tc = completion_time(j);     /* before *done (may alias j->done) */
+        double tc = completion_time(j); /* before *done (may alias j->done) */
         double t0 = j->t_sync;
         if (now >= tc) {
             *done = j->vol;
             if (bfull && j->throttled)
                 *bfull += tc - t0;
-        }
-        else {
+        } else {
             *done = hs_fmin(j->vol, j->done + j->rate * dt);
             if (bfull && j->throttled)
                 *bfull += dt;
         }
-    }
-    else
+    } else
         *io_wait += dt;
 }
 
@@ -245,29 +242,34 @@ static int check_policy(const hs_policy_t *pol, hs_policy_t *out, hu_error_t *er
     if (!(p.max_wait >= 0) || !isfinite(p.max_wait))
         return hs_errprintf(err, EINVAL, "max_wait must be a duration >= 0 (0: off)");
     if (!isfinite(p.starve_factor))
-        return hs_errprintf(err, EINVAL, "starvation bound: factor %g must be a "
-                            "number (0: the default, < 0: off)", p.starve_factor);
+        return hs_errprintf(err, EINVAL,
+                            "starvation bound: factor %g must be a "
+                            "number (0: the default, < 0: off)",
+                            p.starve_factor);
     if (!(p.starve_floor >= 0) || !isfinite(p.starve_floor))
-        return hs_errprintf(err, EINVAL, "starvation bound: floor %g must be a "
-                            "duration >= 0 (0: the default)", p.starve_floor);
+        return hs_errprintf(err, EINVAL,
+                            "starvation bound: floor %g must be a "
+                            "duration >= 0 (0: the default)",
+                            p.starve_floor);
     if (p.kind == HS_POL_MINMAX && !(p.gamma >= 0 && p.gamma <= 1))
-        return hs_errprintf(err, EINVAL, "minmax: gamma %g is out of range "
-                            "(expected 0 <= gamma <= 1)", p.gamma);
+        return hs_errprintf(err, EINVAL,
+                            "minmax: gamma %g is out of range "
+                            "(expected 0 <= gamma <= 1)",
+                            p.gamma);
     if (p.kind == HS_POL_SET || p.kind == HS_POL_SET_FAIRSHARE
         || p.kind == HS_POL_PRIORITY_SHARING) {
         if (p.set_base == 0)
             p.set_base = 10;
         if (!(p.set_base > 1) || !isfinite(p.set_base))
-            return hs_errprintf(err, EINVAL,
-                                "IO-Sets: base %g is invalid (expected a number > 1)",
+            return hs_errprintf(err, EINVAL, "IO-Sets: base %g is invalid (expected a number > 1)",
                                 p.set_base);
     }
     *out = p;
     return 0;
 }
 
-static int policy_start(hs_sched_t *s, const hs_policy_t *pol,
-                        const hs_policy_ops_t **opsp, void **statep, hu_error_t *err)
+static int policy_start(hs_sched_t *s, const hs_policy_t *pol, const hs_policy_ops_t **opsp,
+                        void **statep, hu_error_t *err)
 {
     const hs_policy_ops_t *ops = s->ops_of(pol->kind);
     void *state = NULL;
@@ -277,8 +279,9 @@ static int policy_start(hs_sched_t *s, const hs_policy_t *pol,
         return hs_errprintf(err, ENOTSUP, "policy %s is not available in this build",
                             hs_policy_name(pol, buf, sizeof(buf)));
     if (ops->create) {
-        hs_ctx_t ctx = { .plat = &s->plat, .pol = pol, .sched = s, .now = s->now,
-                         .ops_of = s->ops_of };
+        hs_ctx_t ctx = {
+            .plat = &s->plat, .pol = pol, .sched = s, .now = s->now, .ops_of = s->ops_of
+        };
         if (ops->create(&ctx, &state, err) < 0)
             return -1;
     }
@@ -301,31 +304,26 @@ hs_sched_t *hs_core_create(const hs_platform_t *plat, const hs_policy_t *pol,
         return NULL;
     }
     if (plat->nodes < 1) {
-        hs_errprintf(err, EINVAL, "platform: nodes must be >= 1 (got %d)",
-                     plat->nodes);
+        hs_errprintf(err, EINVAL, "platform: nodes must be >= 1 (got %d)", plat->nodes);
         return NULL;
     }
     if (!(plat->node_bw > 0) || !isfinite(plat->node_bw)) {
-        hs_errprintf(err, EINVAL, "platform: node bandwidth b must be > 0 (got %g)",
-                     plat->node_bw);
+        hs_errprintf(err, EINVAL, "platform: node bandwidth b must be > 0 (got %g)", plat->node_bw);
         return NULL;
     }
     if (!(plat->bw > 0) || !isfinite(plat->bw)) {
-        hs_errprintf(err, EINVAL, "platform: I/O bandwidth B must be > 0 (got %g)",
-                     plat->bw);
+        hs_errprintf(err, EINVAL, "platform: I/O bandwidth B must be > 0 (got %g)", plat->bw);
         return NULL;
     }
     if (plat->nbuffers < 0 || (plat->nbuffers > 0 && !plat->buffers)) {
-        hs_errprintf(err, EINVAL, "platform: invalid buffer list (%d buffers)",
-                     plat->nbuffers);
+        hs_errprintf(err, EINVAL, "platform: invalid buffer list (%d buffers)", plat->nbuffers);
         return NULL;
     }
     for (i = 0; i < plat->nbuffers; i++) {
         const hs_buffer_t *b = &plat->buffers[i];
         int k;
-        bool ok = !(b->nmsca < 0 || b->nmsca > 16 || b->nmsca_read < 0
-                    || b->nmsca_read > 16 || !(b->capacity >= 0)
-                    || !(b->bandwidth >= 0) || isinf(b->bandwidth));
+        bool ok = !(b->nmsca < 0 || b->nmsca > 16 || b->nmsca_read < 0 || b->nmsca_read > 16
+                    || !(b->capacity >= 0) || !(b->bandwidth >= 0) || isinf(b->bandwidth));
         for (k = 0; ok && k < b->nmsca; k++)
             ok = b->msca[k] > -1 && isfinite(b->msca[k]);
         for (k = 0; ok && k < b->nmsca_read; k++)
@@ -398,8 +396,7 @@ void hs_sched_destroy(hs_sched_t *s)
     errno = saved;
 }
 
-int hs_sched_set_policy(hs_sched_t *s, double now, const hs_policy_t *pol,
-                        hu_error_t *err)
+int hs_sched_set_policy(hs_sched_t *s, double now, const hs_policy_t *pol, hu_error_t *err)
 {
     hs_policy_t p;
     const hs_policy_ops_t *ops;
@@ -408,8 +405,7 @@ int hs_sched_set_policy(hs_sched_t *s, double now, const hs_policy_t *pol,
     if (!s)
         return hs_errprintf(err, EINVAL, "no scheduler");
     if (check_time(s, now) < 0)
-        return hs_errprintf(err, EINVAL, "time %g is before the last event (%g)", now,
-                            s->now);
+        return hs_errprintf(err, EINVAL, "time %g is before the last event (%g)", now, s->now);
     if (check_policy(pol, &p, err) < 0)
         return -1;
     if (policy_start(s, &p, &ops, &state, err) < 0)
@@ -435,31 +431,27 @@ int hs_job_arrive(hs_sched_t *s, double now, const hs_job_t *job, hu_error_t *er
     if (!s || !job)
         return hs_errprintf(err, EINVAL, "no scheduler or job");
     if (check_time(s, now) < 0)
-        return hs_errprintf(err, EINVAL,
-                            "job %ju: time %g is before the last event (%g)",
+        return hs_errprintf(err, EINVAL, "job %ju: time %g is before the last event (%g)",
                             (uintmax_t)job->id, now, s->now);
     if (job->nodes < 1)
-        return hs_errprintf(err, EINVAL, "job %ju: nodes must be >= 1 (got %d)",
-                            (uintmax_t)job->id, job->nodes);
+        return hs_errprintf(err, EINVAL, "job %ju: nodes must be >= 1 (got %d)", (uintmax_t)job->id,
+                            job->nodes);
     if (!isfinite(job->release) || job->release > now)
-        return hs_errprintf(err, EINVAL,
-                            "job %ju: release %g must be a time <= now (%g)",
+        return hs_errprintf(err, EINVAL, "job %ju: release %g must be a time <= now (%g)",
                             (uintmax_t)job->id, job->release, now);
-    if (isnan(job->w) || isnan(job->volume) || isnan(job->w_iter)
-        || isinf(job->w) || isinf(job->volume) || isinf(job->w_iter))
+    if (isnan(job->w) || isnan(job->volume) || isnan(job->w_iter) || isinf(job->w)
+        || isinf(job->volume) || isinf(job->w_iter))
         return hs_errprintf(err, EINVAL, "job %ju: hints must be finite numbers",
                             (uintmax_t)job->id);
     if (job->instances < 0 || job->priority < 0 || job->priority > 10)
-        return hs_errprintf(err, EINVAL,
-                            "job %ju: instances must be >= 0 and priority in 0..10",
+        return hs_errprintf(err, EINVAL, "job %ju: instances must be >= 0 and priority in 0..10",
                             (uintmax_t)job->id);
     if (job->nalloc < 0 || (job->nalloc > 0 && !job->alloc))
         return hs_errprintf(err, EINVAL, "job %ju: invalid buffer allocation list",
                             (uintmax_t)job->id);
     for (i = 0; i < job->nalloc; i++) {
         if (job->alloc[i] < 0 || job->alloc[i] >= s->plat.nbuffers)
-            return hs_errprintf(err, EINVAL,
-                                "job %ju: buffer index %d out of range (%d buffers)",
+            return hs_errprintf(err, EINVAL, "job %ju: buffer index %d out of range (%d buffers)",
                                 (uintmax_t)job->id, job->alloc[i], s->plat.nbuffers);
         /* a node twice would be counted twice in the per-node scratch of a decision
          * (sized by the number of nodes): refuse it (the list is short: <= nbuffers) */
@@ -470,8 +462,7 @@ int hs_job_arrive(hs_sched_t *s, double now, const hs_job_t *job, hu_error_t *er
     }
     old = hfind(s, job->id);
     if (old != NO_SLOT && s->jobs[old].live)
-        return hs_errprintf(err, EEXIST, "job %ju is already known",
-                            (uintmax_t)job->id);
+        return hs_errprintf(err, EEXIST, "job %ju is already known", (uintmax_t)job->id);
 
     if (job->nalloc > 0) {
         if (!(alloc = malloc(job->nalloc * sizeof(*alloc))))
@@ -486,17 +477,14 @@ int hs_job_arrive(hs_sched_t *s, double now, const hs_job_t *job, hu_error_t *er
         slot = old;
         free(s->jobs[slot].alloc);
         free(s->jobs[slot].place);
-    }
-    else {
+    } else {
         if (hreserve(s, s->hcount + 1) < 0)
             goto nomem;
         if (s->free_head != NO_SLOT) {
             slot = s->free_head;
             s->free_head = s->jobs[slot].next_free;
-        }
-        else {
-            if (hs_grow(&s->jobs, &s->jobs_cap, s->jobs_len + 1,
-                        sizeof(*s->jobs)) < 0)
+        } else {
+            if (hs_grow(&s->jobs, &s->jobs_cap, s->jobs_len + 1, sizeof(*s->jobs)) < 0)
                 goto nomem;
             slot = s->jobs_len++;
         }
@@ -597,31 +585,26 @@ static double estimate_w_iter(const struct job *j)
     return j->w_done + j->vol / j->cap;
 }
 
-int hs_phase_request(hs_sched_t *s, double now, uint64_t id, double volume,
-                     hs_dir_t dir, double w_done, hu_error_t *err)
+int hs_phase_request(hs_sched_t *s, double now, uint64_t id, double volume, hs_dir_t dir,
+                     double w_done, hu_error_t *err)
 {
     struct job *j;
 
     if (!s)
         return hs_errprintf(err, EINVAL, "no scheduler");
     if (check_time(s, now) < 0)
-        return hs_errprintf(err, EINVAL,
-                            "job %ju: time %g is before the last event (%g)",
+        return hs_errprintf(err, EINVAL, "job %ju: time %g is before the last event (%g)",
                             (uintmax_t)id, now, s->now);
     if (!(j = live_job(s, id)))
         return hs_errprintf(err, ENOENT, "job %ju is not known", (uintmax_t)id);
     if (j->pending)
-        return hs_errprintf(err, EBUSY, "job %ju already has a phase in progress",
-                            (uintmax_t)id);
+        return hs_errprintf(err, EBUSY, "job %ju already has a phase in progress", (uintmax_t)id);
     if (!(volume >= 0) || !isfinite(volume))
-        return hs_errprintf(err, EINVAL, "job %ju: volume %g must be >= 0",
-                            (uintmax_t)id, volume);
+        return hs_errprintf(err, EINVAL, "job %ju: volume %g must be >= 0", (uintmax_t)id, volume);
     if (!(w_done >= 0) || !isfinite(w_done))
-        return hs_errprintf(err, EINVAL, "job %ju: w_done %g must be >= 0",
-                            (uintmax_t)id, w_done);
+        return hs_errprintf(err, EINVAL, "job %ju: w_done %g must be >= 0", (uintmax_t)id, w_done);
     if (dir != HS_DIR_WRITE && dir != HS_DIR_READ)
-        return hs_errprintf(err, EINVAL, "job %ju: invalid direction %d",
-                            (uintmax_t)id, (int)dir);
+        return hs_errprintf(err, EINVAL, "job %ju: invalid direction %d", (uintmax_t)id, (int)dir);
     integrate(s, now);
     j->pending = true;
     j->pend_pos = s->npend;
@@ -693,7 +676,7 @@ int hs_phase_finish(hs_sched_t *s, double now, uint64_t id)
     if (!(j = pending_job(s, now, id)))
         return -1;
     integrate(s, now);
-    sync_job(s, j);             /* its io_wait up to now */
+    sync_job(s, j); /* its io_wait up to now */
     /* the instance is over: it counts with its requested volume */
     j->st.phases++;
     j->st.work += j->w_done;
@@ -823,8 +806,7 @@ int hs_phase_info(const hs_sched_t *s, uint64_t id, hs_phase_info_t *pi)
 
 /* ------------------------------------------------------------------ policy access */
 
-void hs_core_policy(const hs_sched_t *s, const hs_policy_ops_t **ops,
-                    const void **state)
+void hs_core_policy(const hs_sched_t *s, const hs_policy_ops_t **ops, const void **state)
 {
     *ops = s ? s->ops : NULL;
     *state = s ? s->pstate : NULL;
@@ -876,8 +858,7 @@ int hs_core_phase_backdate(hs_sched_t *s, uint64_t id, double req)
     return 0;
 }
 
-int hs_core_job_copy_history(hs_sched_t *dst, const hs_sched_t *src, size_t i,
-                             double *w_done)
+int hs_core_job_copy_history(hs_sched_t *dst, const hs_sched_t *src, size_t i, double *w_done)
 {
     const struct job *js;
     struct job *jd;

@@ -27,8 +27,7 @@ int check_grants(hs_view_t *v, size_t n, double B, bool clamp)
     size_t i;
 
     for (i = 0; i < n; i++) {
-        if (!isfinite(v[i].bw) || v[i].bw < 0
-            || v[i].bw > v[i].cap * (1 + HS_EPS_REL)) {
+        if (!isfinite(v[i].bw) || v[i].bw < 0 || v[i].bw > v[i].cap * (1 + HS_EPS_REL)) {
             errno = EPROTO;
             return -1;
         }
@@ -79,8 +78,8 @@ bool wait_bound_on(const hs_policy_t *pol)
 static bool reached_bound(const hs_sched_t *s, const hs_view_t *v, double now)
 {
     return !v->complete
-        && excess_wait(now, v->request, v->volume - v->remaining, v->cap)
-           >= hs_wait_bound(&s->pol, v->volume, v->cap) * (1 - HS_EPS_REL);
+           && excess_wait(now, v->request, v->volume - v->remaining, v->cap)
+                  >= hs_wait_bound(&s->pol, v->volume, v->cap) * (1 - HS_EPS_REL);
 }
 
 /* The wait bounds (hs_policy_t.max_wait and the starvation bound, doc/policies.md):
@@ -104,8 +103,7 @@ void guard_waits(hs_sched_t *s, double now, size_t n)
                 s->bound_hits++;
             }
             m++;
-        }
-        else if (v->bw > 0)
+        } else if (v->bw > 0)
             granted++;
     }
     if (m == 0)
@@ -143,8 +141,7 @@ uint64_t hs_sched_bound_hits(const hs_sched_t *s)
 
 /* Call the policy on the views of one group (indices bs->gidx[] into the stripe
  * arrays), with B = 'B'.  Fills bs->sgrant of the members. */
-int group_decide(hs_sched_t *s, const hs_ctx_t *ctx, size_t g, double B,
-                 bool stripes)
+int group_decide(hs_sched_t *s, const hs_ctx_t *ctx, size_t g, double B, bool stripes)
 {
     struct bscratch *bs = s->bs;
     hs_platform_t plat = s->plat;
@@ -156,10 +153,10 @@ int group_decide(hs_sched_t *s, const hs_ctx_t *ctx, size_t g, double B,
     for (q = 0; q < g; q++) {
         size_t st = bs->gidx[q];
         size_t i = stripes ? bs->sphase[st] : st;
-        size_t m = stripes ? bs->off[i + 1] - bs->off[i] : 1;   /* nplace */
+        size_t m = stripes ? bs->off[i + 1] - bs->off[i] : 1; /* nplace */
         hs_view_t *v = &bs->gv[q];
         *v = s->views[i];
-        if (m != 1) {                   /* x / 1 == x: one stripe needs none */
+        if (m != 1) { /* x / 1 == x: one stripe needs none */
             v->cap /= (double)m;
             v->volume /= (double)m;
             v->remaining /= (double)m;
@@ -213,7 +210,7 @@ static void sort_ids(struct idsort *ids, struct idsort *tmp, size_t n)
     for (i = 1; i < n && ids[i - 1].id < ids[i].id; i++)
         ;
     if (i == n)
-        return;                         /* already in order */
+        return; /* already in order */
     if (n < 64 || !tmp) {
         qsort(ids, n, sizeof(*ids), cmp_idsort);
         return;
@@ -226,7 +223,7 @@ static void sort_ids(struct idsort *ids, struct idsort *tmp, size_t n)
         struct idsort *t;
         size_t sum = 0;
         if ((((all_or ^ all_and) >> shift) & 0xff) == 0)
-            continue;                   /* this byte is the same in every id */
+            continue; /* this byte is the same in every id */
         memset(count, 0, sizeof(count));
         for (i = 0; i < n; i++)
             count[(ids[i].id >> shift) & 0xff]++;
@@ -237,7 +234,7 @@ static void sort_ids(struct idsort *ids, struct idsort *tmp, size_t n)
         }
         for (i = 0; i < n; i++)
             tmp[count[(ids[i].id >> shift) & 0xff]++] = ids[i];
-        t = ids;                        /* copy back: ids[] is the caller's */
+        t = ids; /* copy back: ids[] is the caller's */
         memcpy(t, tmp, n * sizeof(*t));
     }
 }
@@ -249,8 +246,7 @@ static void sort_ids(struct idsort *ids, struct idsort *tmp, size_t n)
  * buffers, return the most stripes it may have (to size the scratch) and, when the
  * core places phases ('core_places'), count it on its nodes if it is placed and not
  * complete (place_phase() needs these counts before it places any other). */
-static size_t decide_prepare(hs_sched_t *s, struct job *j, bool buffers,
-                             bool core_places)
+static size_t decide_prepare(hs_sched_t *s, struct job *j, bool buffers, bool core_places)
 {
     const int *list;
     int k;
@@ -272,9 +268,9 @@ static void merge_ids(struct idsort *ids, size_t m, size_t n, struct idsort *tmp
     size_t a = m, b = n - m, k = n;
 
     if (a == 0 || b == 0 || ids[m - 1].id < ids[m].id)
-        return;                         /* one run, or already in order */
+        return; /* one run, or already in order */
     memcpy(tmp, ids + m, b * sizeof(*tmp));
-    while (b > 0) {                     /* from the end: ids[k..n) is final */
+    while (b > 0) { /* from the end: ids[k..n) is final */
         if (a > 0 && ids[a - 1].id > tmp[b - 1].id)
             ids[--k] = ids[--a];
         else
@@ -282,8 +278,7 @@ static void merge_ids(struct idsort *ids, size_t m, size_t n, struct idsort *tmp
     }
 }
 
-static void fill_view(const hs_sched_t *s, const struct job *j, hs_view_t *v,
-                      bool buffers)
+static void fill_view(const hs_sched_t *s, const struct job *j, hs_view_t *v, bool buffers)
 {
     double life = s->now - j->info.release;
 
@@ -370,8 +365,8 @@ int hs_sched_decide(hs_sched_t *s, double now, hs_grant_t *out, size_t cap)
         s->ids[nnew].slot = s->pend[i];
         s->ids[nnew++].id = j->info.id;
     }
-    s->nids = n;                        /* nnew == n: each pending phase once */
-    if (n > nold)                       /* s->ids is NULL until a phase is pending */
+    s->nids = n;  /* nnew == n: each pending phase once */
+    if (n > nold) /* s->ids is NULL until a phase is pending */
         sort_ids(s->ids + nold, s->ids_tmp, n - nold);
     merge_ids(s->ids, nold, n, s->ids_tmp);
     if (buffers) {
@@ -391,8 +386,7 @@ int hs_sched_decide(hs_sched_t *s, double now, hs_grant_t *out, size_t cap)
             if (!j->placed && place_phase(s, i, j) < 0)
                 return -1;
             add_stripes(s, i, j);
-        }
-        else if (buffers)       /* a policy that places sees the placement so far */
+        } else if (buffers) /* a policy that places sees the placement so far */
             v->buffer = j->placed && j->nplace > 0 ? j->place0 : -1;
     }
 

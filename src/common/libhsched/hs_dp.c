@@ -16,10 +16,10 @@
 
 #include "hs_dp.h"
 #include "hs_dp_greedy.h"
-#include "policy.h"             /* hs_errprintf() */
+#include "policy.h" /* hs_errprintf() */
 
 static const char *cost_names[HS_DP_COST__COUNT] = {
-    "harmonia-maxbw", "harmonia-minstall", "harmonia-fairness",
+    "harmonia-maxbw",      "harmonia-minstall", "harmonia-fairness",
     "harmonia-buffer-eff", "harmonia-priority",
 };
 
@@ -33,11 +33,21 @@ const char *hs_dp_cost_name(hs_dp_cost_t cost)
 int hs_dp_cost_from_policy(hs_policy_kind_t kind, hs_dp_cost_t *cost)
 {
     switch (kind) {
-    case HS_POL_HARMONIA_MAXBW:      *cost = HS_DP_COST_MAXBW; return 0;
-    case HS_POL_HARMONIA_MINSTALL:   *cost = HS_DP_COST_MINSTALL; return 0;
-    case HS_POL_HARMONIA_FAIRNESS:   *cost = HS_DP_COST_FAIRNESS; return 0;
-    case HS_POL_HARMONIA_BUFFER_EFF: *cost = HS_DP_COST_BUFFER_EFF; return 0;
-    case HS_POL_HARMONIA_PRIORITY:   *cost = HS_DP_COST_PRIORITY; return 0;
+    case HS_POL_HARMONIA_MAXBW:
+        *cost = HS_DP_COST_MAXBW;
+        return 0;
+    case HS_POL_HARMONIA_MINSTALL:
+        *cost = HS_DP_COST_MINSTALL;
+        return 0;
+    case HS_POL_HARMONIA_FAIRNESS:
+        *cost = HS_DP_COST_FAIRNESS;
+        return 0;
+    case HS_POL_HARMONIA_BUFFER_EFF:
+        *cost = HS_DP_COST_BUFFER_EFF;
+        return 0;
+    case HS_POL_HARMONIA_PRIORITY:
+        *cost = HS_DP_COST_PRIORITY;
+        return 0;
     default:
         errno = EINVAL;
         return -1;
@@ -76,23 +86,19 @@ static void dpx_fini(struct dpx *x)
     errno = saved;
 }
 
-static int check_curve(const double *v, int k, int j, const char *what,
-                       hu_error_t *err)
+static int check_curve(const double *v, int k, int j, const char *what, hu_error_t *err)
 {
     if (k < 0 || k > 16)
-        return hs_errprintf(err, EINVAL, "node %d: %s curve has %d points (0..16)",
-                            j, what, k);
+        return hs_errprintf(err, EINVAL, "node %d: %s curve has %d points (0..16)", j, what, k);
     for (int c = 0; c < k; c++)
         if (!isfinite(v[c]) || v[c] <= -1.)
-            return hs_errprintf(err, EINVAL,
-                                "node %d: %s MSCA(%d) = %g (must be > -1)", j, what,
+            return hs_errprintf(err, EINVAL, "node %d: %s MSCA(%d) = %g (must be > -1)", j, what,
                                 c + 1, v[c]);
     return 0;
 }
 
 /* Check the problem and derive the context.  Side-effect free on failure. */
-static int dpx_init(struct dpx *x, const hs_dp_problem_t *p, hs_dp_cost_t cost,
-                    hu_error_t *err)
+static int dpx_init(struct dpx *x, const hs_dp_problem_t *p, hs_dp_cost_t cost, hu_error_t *err)
 {
     memset(x, 0, sizeof(*x));
     if (!p)
@@ -104,8 +110,7 @@ static int dpx_init(struct dpx *x, const hs_dp_problem_t *p, hs_dp_cost_t cost,
     if (p->nnodes < 1 || !p->nodes)
         return hs_errprintf(err, EINVAL, "at least one buffer node is needed");
     if (p->nslots < 1 || p->nslots > HS_DP_MAX_SLOTS)
-        return hs_errprintf(err, EINVAL, "slots = %d (1..%d)", p->nslots,
-                            HS_DP_MAX_SLOTS);
+        return hs_errprintf(err, EINVAL, "slots = %d (1..%d)", p->nslots, HS_DP_MAX_SLOTS);
     if (!isfinite(p->slot) || p->slot <= 0.)
         return hs_errprintf(err, EINVAL, "slot length %g (must be > 0)", p->slot);
     if (p->method < HS_DP_AUTO || p->method > HS_DP_HEURISTIC)
@@ -114,13 +119,14 @@ static int dpx_init(struct dpx *x, const hs_dp_problem_t *p, hs_dp_cost_t cost,
     for (int j = 0; j < p->nnodes; j++) {
         const hs_dp_node_t *nd = &p->nodes[j];
         if (!isfinite(nd->bandwidth) || nd->bandwidth <= 0.)
-            return hs_errprintf(err, EINVAL, "node %d: bandwidth %g", j,
-                                nd->bandwidth);
+            return hs_errprintf(err, EINVAL, "node %d: bandwidth %g", j, nd->bandwidth);
         if (isnan(nd->capacity) || nd->capacity < 0.)
             return hs_errprintf(err, EINVAL, "node %d: capacity %g", j, nd->capacity);
         if (cost == HS_DP_COST_BUFFER_EFF && !isfinite(nd->capacity))
-            return hs_errprintf(err, EINVAL, "node %d: harmonia-buffer-eff needs a "
-                                "finite capacity", j);
+            return hs_errprintf(err, EINVAL,
+                                "node %d: harmonia-buffer-eff needs a "
+                                "finite capacity",
+                                j);
         if (check_curve(nd->msca, nd->nmsca, j, "write", err) < 0
             || check_curve(nd->msca_read, nd->nmsca_read, j, "read", err) < 0)
             return -1;
@@ -128,8 +134,7 @@ static int dpx_init(struct dpx *x, const hs_dp_problem_t *p, hs_dp_cost_t cost,
             return hs_errprintf(err, EINVAL, "node %d: bad running streams", j);
         for (int r = 0; r < nd->nrunning; r++)
             if (isnan(nd->running_end[r]))
-                return hs_errprintf(err, EINVAL,
-                                    "node %d: running stream %d ends at NaN", j, r);
+                return hs_errprintf(err, EINVAL, "node %d: running stream %d ends at NaN", j, r);
     }
     for (int i = 0; i < p->nphases; i++) {
         const hs_dp_phase_t *ph = &p->phases[i];
@@ -142,14 +147,12 @@ static int dpx_init(struct dpx *x, const hs_dp_problem_t *p, hs_dp_cost_t cost,
         if (!isfinite(ph->stall) || ph->stall < 0.)
             return hs_errprintf(err, EINVAL, "phase %d: stall %g", i, ph->stall);
         if (ph->priority < 0 || ph->priority > 10)
-            return hs_errprintf(err, EINVAL, "phase %d: priority %d (1..10)", i,
-                                ph->priority);
+            return hs_errprintf(err, EINVAL, "phase %d: priority %d (1..10)", i, ph->priority);
         if (ph->nallowed < 0 || (ph->nallowed > 0 && !ph->allowed))
             return hs_errprintf(err, EINVAL, "phase %d: bad allowed list", i);
         for (int k = 0; k < ph->nallowed; k++)
             if (ph->allowed[k] < 0 || ph->allowed[k] >= p->nnodes)
-                return hs_errprintf(err, EINVAL,
-                                    "phase %d: allowed node %d out of range", i,
+                return hs_errprintf(err, EINVAL, "phase %d: allowed node %d out of range", i,
                                     ph->allowed[k]);
     }
 
@@ -161,8 +164,7 @@ static int dpx_init(struct dpx *x, const hs_dp_problem_t *p, hs_dp_cost_t cost,
     x->dt = p->slot;
     x->budget = p->budget > 0. ? p->budget : HS_DP_BUDGET_DEFAULT;
     size_t n = (size_t)x->n, m = (size_t)x->m;
-    if (!(x->alone = calloc(n + 1, sizeof(double)))
-        || !(x->elig = calloc(n * m + 1, 1))
+    if (!(x->alone = calloc(n + 1, sizeof(double))) || !(x->elig = calloc(n * m + 1, 1))
         || !(x->bg = calloc(m * (size_t)x->S, sizeof(int)))
         || !(x->wvol = calloc(n + 1, sizeof(double)))) {
         dpx_fini(x);
@@ -197,8 +199,8 @@ static int dpx_init(struct dpx *x, const hs_dp_problem_t *p, hs_dp_cost_t cost,
 
 /* dpx_init() and an assignment of its size (*an, *as: a node and a slot per phase),
  * released by dpx_fini_assign().  On failure, -1 and nothing to release. */
-static int dpx_init_assign(struct dpx *x, const hs_dp_problem_t *p, hs_dp_cost_t cost,
-                           int **an, int **as, hu_error_t *err)
+static int dpx_init_assign(struct dpx *x, const hs_dp_problem_t *p, hs_dp_cost_t cost, int **an,
+                           int **as, hu_error_t *err)
 {
     *an = *as = NULL;
     if (dpx_init(x, p, cost, err) < 0)
@@ -223,9 +225,8 @@ static void dpx_fini_assign(struct dpx *x, int *an, int *as)
 
 /* Evaluate the placement (anode, aslot) under 'cost'.  Returns 0 and the value, or
  * -1 (EINVAL) if the placement breaks a rule of doc §1.1. */
-static int dpx_eval(const struct dpx *x, hs_dp_cost_t cost, const int *anode,
-                    const int *aslot, hs_dp_place_t *out, double *val, double *sec,
-                    double *bw, hu_error_t *err)
+static int dpx_eval(const struct dpx *x, hs_dp_cost_t cost, const int *anode, const int *aslot,
+                    hs_dp_place_t *out, double *val, double *sec, double *bw, hu_error_t *err)
 {
     int n = x->n, m = x->m, S = x->S;
     int *cnt = calloc((size_t)m * (size_t)S, sizeof(int));
@@ -246,8 +247,7 @@ static int dpx_eval(const struct dpx *x, hs_dp_cost_t cost, const int *anode,
             goto done;
         }
         if (!x->elig[(size_t)i * (size_t)m + (size_t)j]) {
-            hs_errprintf(err, EINVAL, "phase %d: node %d is not in its allocation",
-                         i, j);
+            hs_errprintf(err, EINVAL, "phase %d: node %d is not in its allocation", i, j);
             goto done;
         }
         cnt[j * S + s]++;
@@ -290,8 +290,10 @@ static int dpx_eval(const struct dpx *x, hs_dp_cost_t cost, const int *anode,
             if (cnt[j * S + s] == 0)
                 continue;
             if (s < busy) {
-                hs_errprintf(err, EINVAL, "node %d: the wave at slot %d starts before "
-                             "the previous one ends (slot %d)", j, s, busy);
+                hs_errprintf(err, EINVAL,
+                             "node %d: the wave at slot %d starts before "
+                             "the previous one ends (slot %d)",
+                             j, s, busy);
                 goto done;
             }
             busy = s + dpx_wave_len(maxT[j * S + s], x->dt, S - s);
@@ -317,8 +319,8 @@ done:
     return rc;
 }
 
-int hs_dp_evaluate(const hs_dp_problem_t *p, hs_dp_cost_t cost, hs_dp_place_t *place,
-                   double *value, double *secondary, hu_error_t *err)
+int hs_dp_evaluate(const hs_dp_problem_t *p, hs_dp_cost_t cost, hs_dp_place_t *place, double *value,
+                   double *secondary, hu_error_t *err)
 {
     struct dpx x;
     int *an, *as;
@@ -346,9 +348,8 @@ done:
 
 /* Fill the solution from an assignment (evaluates it: the reported values are the
  * model's, whatever algorithm produced the assignment). */
-static int fill_solution(const struct dpx *x, const int *an, const int *as,
-                         hs_dp_solution_t *sol, bool exact, double steps,
-                         hu_error_t *err)
+static int fill_solution(const struct dpx *x, const int *an, const int *as, hs_dp_solution_t *sol,
+                         bool exact, double steps, hu_error_t *err)
 {
     double v, sec, bw;
 
@@ -382,16 +383,16 @@ static double exact_steps(const struct dpx *x)
     return dpx_has_secondary(x->cost) ? 2. * w : w;
 }
 
-struct dpw {                    /* work arrays of the exact DP */
+struct dpw { /* work arrays of the exact DP */
     uint32_t N;
-    double *cv;                 /* cv[s*N + Y]: value of the wave Y at slot s */
-    uint8_t *nx;                /* nx[s*N + Y]: first free slot after it */
-    double *f;                  /* f[s*N + T], s = 0..S */
-    uint32_t *ch;               /* ch[s*N + T]: chosen wave at s (0: none) */
-    double *W;                  /* W[T]: write volume */
-    double *node;               /* node value of T */
+    double *cv;   /* cv[s*N + Y]: value of the wave Y at slot s */
+    uint8_t *nx;  /* nx[s*N + Y]: first free slot after it */
+    double *f;    /* f[s*N + T], s = 0..S */
+    uint32_t *ch; /* ch[s*N + T]: chosen wave at s (0: none) */
+    double *W;    /* W[T]: write volume */
+    double *node; /* node value of T */
     double *gprev, *gcur;
-    uint32_t *gch;              /* gch[j*N + X]: T chosen for node j */
+    uint32_t *gch; /* gch[j*N + X]: T chosen for node j */
 };
 
 static void dpw_free(struct dpw *w)
@@ -415,8 +416,8 @@ static inline double comb(int sum, double a, double b)
 /* Tabulate the waves of node j and run its inner DP (doc §3.1): w->f[0*N + T] is the
  * best value of placing exactly T on j.  'pass2': value = sum of finishes, waves with a
  * key above theta forbidden (doc §3.3). */
-static void node_inner(const struct dpx *x, struct dpw *w, int j, uint32_t E,
-                       int pass2, double theta, double *steps)
+static void node_inner(const struct dpx *x, struct dpw *w, int j, uint32_t E, int pass2,
+                       double theta, double *steps)
 {
     const uint32_t N = w->N;
     const int S = x->S;
@@ -486,8 +487,8 @@ static void node_inner(const struct dpx *x, struct dpw *w, int j, uint32_t E,
 }
 
 /* One pass of the exact DP; fills an/as and *val.  Returns 0, -1 (ENOSPC/ENOMEM). */
-static int dp_exact_pass(const struct dpx *x, int pass2, double theta, int *an,
-                         int *as, double *val, double *steps, hu_error_t *err)
+static int dp_exact_pass(const struct dpx *x, int pass2, double theta, int *an, int *as,
+                         double *val, double *steps, hu_error_t *err)
 {
     const int n = x->n, m = x->m, S = x->S;
     const uint32_t N = 1u << n, full = N - 1;
@@ -497,14 +498,10 @@ static int dp_exact_pass(const struct dpx *x, int pass2, double theta, int *an,
     uint32_t *E = calloc((size_t)m, sizeof(uint32_t));
     int rc = -1;
 
-    if (!E
-        || !(w.cv = malloc((size_t)S * N * sizeof(double)))
-        || !(w.nx = malloc((size_t)S * N))
+    if (!E || !(w.cv = malloc((size_t)S * N * sizeof(double))) || !(w.nx = malloc((size_t)S * N))
         || !(w.f = malloc((size_t)(S + 1) * N * sizeof(double)))
-        || !(w.W = malloc(N * sizeof(double)))
-        || !(w.node = malloc(N * sizeof(double)))
-        || !(w.gprev = malloc(N * sizeof(double)))
-        || !(w.gcur = malloc(N * sizeof(double)))
+        || !(w.W = malloc(N * sizeof(double))) || !(w.node = malloc(N * sizeof(double)))
+        || !(w.gprev = malloc(N * sizeof(double))) || !(w.gcur = malloc(N * sizeof(double)))
         || !(w.gch = malloc((size_t)m * N * sizeof(uint32_t)))) {
         hs_errprintf(err, ENOMEM, "out of memory (exact DP, %d phases)", n);
         goto done;
@@ -576,8 +573,7 @@ static int dp_exact_pass(const struct dpx *x, int pass2, double theta, int *an,
         }
     }
     if (w.gprev[full] == INFINITY) {
-        hs_errprintf(err, ENOSPC,
-                     "the buffer nodes' free capacity cannot hold the writes");
+        hs_errprintf(err, ENOSPC, "the buffer nodes' free capacity cannot hold the writes");
         goto done;
     }
     *val = w.gprev[full];
@@ -599,7 +595,7 @@ static int dp_exact_pass(const struct dpx *x, int pass2, double theta, int *an,
         while (T) {
             uint32_t Y = s < S ? w.ch[(size_t)s * N + T] : 0;
             if (s >= S)
-                break;          /* cannot happen: f(S, T != 0) is infinite */
+                break; /* cannot happen: f(S, T != 0) is infinite */
             if (!Y) {
                 s++;
                 continue;
@@ -619,8 +615,7 @@ done:
     return rc;
 }
 
-static int dp_exact(const struct dpx *x, int *an, int *as, double *steps,
-                    hu_error_t *err)
+static int dp_exact(const struct dpx *x, int *an, int *as, double *steps, hu_error_t *err)
 {
     double v;
 
@@ -636,8 +631,7 @@ static int dp_exact(const struct dpx *x, int *an, int *as, double *steps,
 
 /* ------------------------------------------------------------ entry point */
 
-int hs_dp_place(const hs_dp_problem_t *p, hs_dp_cost_t cost, hs_dp_solution_t *sol,
-                hu_error_t *err)
+int hs_dp_place(const hs_dp_problem_t *p, hs_dp_cost_t cost, hs_dp_solution_t *sol, hu_error_t *err)
 {
     struct dpx x;
     int *an, *as;
@@ -670,9 +664,9 @@ int hs_dp_place(const hs_dp_problem_t *p, hs_dp_cost_t cost, hs_dp_solution_t *s
         if (x.n > 0 && dp_exact(&x, an, as, &steps, err) < 0)
             goto done;
     } else if (hs_dp_greedy(&x, an, as, &steps) < 0) {
-        hs_errprintf(err, errno, errno == ENOSPC
-                     ? "the fallback could not fit the writes in the free capacity"
-                     : "out of memory");
+        hs_errprintf(err, errno,
+                     errno == ENOSPC ? "the fallback could not fit the writes in the free capacity"
+                                     : "out of memory");
         goto done;
     }
     if (fill_solution(&x, an, as, sol, exact, steps, err) < 0)
@@ -688,7 +682,7 @@ done:
 struct exh {
     const struct dpx *x;
     int cmax;
-    double *Ttab;               /* Ttab[(i*m + j)*(cmax+1) + c] */
+    double *Ttab; /* Ttab[(i*m + j)*(cmax+1) + c] */
     int *an, *as, *cnt;
     double *W, *maxT, *D;
     double best[HS_DP_COST__COUNT], bsec[HS_DP_COST__COUNT];
@@ -709,8 +703,7 @@ static void exh_leaf(struct exh *e)
     for (int i = 0; i < n; i++) {
         int j = e->an[i], s = e->as[i], k = j * S + s;
         int c = e->cnt[k] + x->bg[k];
-        double T = e->Ttab[((size_t)i * (size_t)m + (size_t)j) * (size_t)(e->cmax + 1)
-                           + (size_t)c];
+        double T = e->Ttab[((size_t)i * (size_t)m + (size_t)j) * (size_t)(e->cmax + 1) + (size_t)c];
         double tau = dpx_start(x, s) + T;
         double kf;
         if (T > e->maxT[k])
@@ -732,7 +725,7 @@ static void exh_leaf(struct exh *e)
             if (e->cnt[j * S + s] == 0)
                 continue;
             if (s < busy)
-                return;         /* overlapping waves: not a valid placement */
+                return; /* overlapping waves: not a valid placement */
             busy = s + dpx_wave_len(e->maxT[j * S + s], x->dt, S - s);
         }
     }
@@ -784,8 +777,8 @@ static void exh_rec(struct exh *e, int i)
     }
 }
 
-int hs_dp_exhaustive_all(const hs_dp_problem_t *p,
-                         hs_dp_solution_t sols[HS_DP_COST__COUNT], hu_error_t *err)
+int hs_dp_exhaustive_all(const hs_dp_problem_t *p, hs_dp_solution_t sols[HS_DP_COST__COUNT],
+                         hu_error_t *err)
 {
     struct dpx x[HS_DP_COST__COUNT];
     bool ok[HS_DP_COST__COUNT] = { false };
@@ -818,19 +811,16 @@ int hs_dp_exhaustive_all(const hs_dp_problem_t *p,
         if (x[0].bg[k] > 0 && e.cmax < x[0].n + x[0].bg[k])
             e.cmax = x[0].n + x[0].bg[k];
     cm = (size_t)e.cmax + 1;
-    if (!(e.Ttab = calloc(n * m * cm + 1, sizeof(double)))
-        || !(e.an = calloc(n + 1, sizeof(int)))
+    if (!(e.Ttab = calloc(n * m * cm + 1, sizeof(double))) || !(e.an = calloc(n + 1, sizeof(int)))
         || !(e.as = calloc(n + 1, sizeof(int)))
-        || !(e.cnt = calloc(m * (size_t)x[0].S, sizeof(int)))
-        || !(e.W = calloc(m, sizeof(double)))
+        || !(e.cnt = calloc(m * (size_t)x[0].S, sizeof(int))) || !(e.W = calloc(m, sizeof(double)))
         || !(e.maxT = calloc(m * (size_t)x[0].S, sizeof(double)))
         || !(e.D = calloc(m, sizeof(double)))) {
         hs_errprintf(err, ENOMEM, "out of memory");
         goto done;
     }
     for (int k = 0; k < HS_DP_COST__COUNT; k++)
-        if (!(e.ban[k] = calloc(n + 1, sizeof(int)))
-            || !(e.bas[k] = calloc(n + 1, sizeof(int)))) {
+        if (!(e.ban[k] = calloc(n + 1, sizeof(int))) || !(e.bas[k] = calloc(n + 1, sizeof(int)))) {
             hs_errprintf(err, ENOMEM, "out of memory");
             goto done;
         }
@@ -840,8 +830,7 @@ int hs_dp_exhaustive_all(const hs_dp_problem_t *p,
                 e.Ttab[(i * m + j) * cm + c] = dpx_time(&x[0], (int)i, (int)j, (int)c);
     exh_rec(&e, 0);
     if (!e.found) {
-        hs_errprintf(err, ENOSPC,
-                     "the buffer nodes' free capacity cannot hold the writes");
+        hs_errprintf(err, ENOSPC, "the buffer nodes' free capacity cannot hold the writes");
         goto done;
     }
     for (int k = 0; k < HS_DP_COST__COUNT; k++) {
@@ -871,8 +860,8 @@ done:
     return rc;
 }
 
-int hs_dp_exhaustive(const hs_dp_problem_t *p, hs_dp_cost_t cost,
-                     hs_dp_solution_t *sol, hu_error_t *err)
+int hs_dp_exhaustive(const hs_dp_problem_t *p, hs_dp_cost_t cost, hs_dp_solution_t *sol,
+                     hu_error_t *err)
 {
     hs_dp_solution_t sols[HS_DP_COST__COUNT];
     hs_dp_place_t *tmp = NULL;

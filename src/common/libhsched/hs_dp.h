@@ -30,18 +30,18 @@ int hs_dp_place(const hs_dp_problem_t *p, hs_dp_cost_t cost, hs_dp_solution_t *s
                 hu_error_t *err);
 
 /* Enumerate every placement (for tests; exponential).  Same contract. */
-int hs_dp_exhaustive(const hs_dp_problem_t *p, hs_dp_cost_t cost,
-                     hs_dp_solution_t *sol, hu_error_t *err);
+int hs_dp_exhaustive(const hs_dp_problem_t *p, hs_dp_cost_t cost, hs_dp_solution_t *sol,
+                     hu_error_t *err);
 
 /* The five costs at once in one enumeration: sols[k] for cost k. */
-int hs_dp_exhaustive_all(const hs_dp_problem_t *p,
-                         hs_dp_solution_t sols[HS_DP_COST__COUNT], hu_error_t *err);
+int hs_dp_exhaustive_all(const hs_dp_problem_t *p, hs_dp_solution_t sols[HS_DP_COST__COUNT],
+                         hu_error_t *err);
 
 /* Check a placement (place[i].node and .slot given) and compute its cost; fills the
  * other fields of 'place'.  -1 with EINVAL if it is invalid (node not allowed, waves
  * overlapping on a node, capacity exceeded, bad slot). */
-int hs_dp_evaluate(const hs_dp_problem_t *p, hs_dp_cost_t cost, hs_dp_place_t *place,
-                   double *value, double *secondary, hu_error_t *err);
+int hs_dp_evaluate(const hs_dp_problem_t *p, hs_dp_cost_t cost, hs_dp_place_t *place, double *value,
+                   double *secondary, hu_error_t *err);
 
 /* Interference factor If(c) = c * (1 + MSCA(c)) of a node for 'dir'. */
 double hs_dp_if(const hs_dp_node_t *node, hs_dir_t dir, int c);

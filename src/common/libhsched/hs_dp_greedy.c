@@ -20,52 +20,52 @@
 struct gs {
     const struct dpx *x;
     int n, m, S;
-    int *head, *nxt, *prv;      /* members of each cell: doubly linked phases */
-    int *cnt;                   /* per cell */
-    double *val;                /* per cell: sum or max of keys (buffer-eff: max tau) */
-    double *sumtau, *maxtau;    /* per cell */
-    int *len;                   /* per cell: wave length, 0 if empty */
-    double *W;                  /* per node: write bytes */
-    int *ncnt;                  /* per node: phases */
-    struct agg *ag;             /* per cell: aggregates of its members */
-    int cmax;                   /* If tables cover c = 0..cmax */
-    int cheap;                  /* budget spent: cheap mode */
-    double *ift;                /* ift[(j*2 + d)*(cmax+1) + c] = If_{j,d}(c) */
-    double *ifb;                /* the same divided by B_j */
-    struct cbase *cb;           /* per cell: its members' values if one more joins */
-    struct nbase *nb;           /* per node: wave structure, largest finishes */
+    int *head, *nxt, *prv;   /* members of each cell: doubly linked phases */
+    int *cnt;                /* per cell */
+    double *val;             /* per cell: sum or max of keys (buffer-eff: max tau) */
+    double *sumtau, *maxtau; /* per cell */
+    int *len;                /* per cell: wave length, 0 if empty */
+    double *W;               /* per node: write bytes */
+    int *ncnt;               /* per node: phases */
+    struct agg *ag;          /* per cell: aggregates of its members */
+    int cmax;                /* If tables cover c = 0..cmax */
+    int cheap;               /* budget spent: cheap mode */
+    double *ift;             /* ift[(j*2 + d)*(cmax+1) + c] = If_{j,d}(c) */
+    double *ifb;             /* the same divided by B_j */
+    struct cbase *cb;        /* per cell: its members' values if one more joins */
+    struct nbase *nb;        /* per node: wave structure, largest finishes */
     int *an, *as;
-    double total;               /* sum policies: sum of val; buffer-eff: node costs */
-    double totsec;              /* sum of tau */
+    double total;  /* sum policies: sum of val; buffer-eff: node costs */
+    double totsec; /* sum of tau */
     double steps;
 };
 
 /* Aggregates of a cell's members, so that a cell is evaluated in O(1) (fairness
  * excepted: its key is a max of per-phase affine functions, scanned). */
 struct agg {
-    double sw, spw, sp;         /* sum of waited, prio*waited, prio */
-    double v[2], pv[2];         /* sum of volume, prio*volume, by direction */
-    int imax[2];                /* member of largest volume, by direction (-1) */
+    double sw, spw, sp; /* sum of waited, prio*waited, prio */
+    double v[2], pv[2]; /* sum of volume, prio*volume, by direction */
+    int imax[2];        /* member of largest volume, by direction (-1) */
 };
 
 /* A cell's members valued at count + 1 (the count a candidate would make): a
  * candidate is then valued in O(1) by adding its own key (doc §4). */
 struct cbase {
     int valid;
-    int worst;                  /* fairness, cheap mode: the member of largest key */
-    double xf[2];               /* If_d(c+1) / B_j */
-    double If[2];               /* If_d(c+1) */
-    double val;                 /* sum or max of the members' keys */
+    int worst;    /* fairness, cheap mode: the member of largest key */
+    double xf[2]; /* If_d(c+1) / B_j */
+    double If[2]; /* If_d(c+1) */
+    double val;   /* sum or max of the members' keys */
     double sumtau, maxtau;
-    double maxT;                /* exact (dpx_time bits) max transfer time */
+    double maxT; /* exact (dpx_time bits) max transfer time */
 };
 
 struct nbase {
     int valid;
-    double D1, D2;              /* two largest cell maxtau */
+    double D1, D2; /* two largest cell maxtau */
     int iD1;
     int covered[HS_DP_MAX_SLOTS];
-    int next[HS_DP_MAX_SLOTS];  /* next wave start after s, or S */
+    int next[HS_DP_MAX_SLOTS]; /* next wave start after s, or S */
 };
 
 struct cellv {
@@ -101,8 +101,7 @@ static int vol_gt(const struct dpx *x, int a, int b)
 
 /* Value of cell (j,s) if 'add' joins it and 'skip' leaves it (-1: none).  The wave
  * length is computed only if 'want_len' (it costs a division and a floor). */
-static void cell_calc2(struct gs *g, int j, int s, int add, int skip, int want_len,
-                       struct cellv *o)
+static void cell_calc2(struct gs *g, int j, int s, int add, int skip, int want_len, struct cellv *o)
 {
     const struct dpx *x = g->x;
     const hs_dp_node_t *nd = &x->p->nodes[j];
@@ -125,11 +124,10 @@ static void cell_calc2(struct gs *g, int j, int s, int add, int skip, int want_l
     if (skip >= 0) {
         int d = x->p->phases[skip].dir;
         agg_add(x, &a, skip, -1.);
-        if (a.imax[d] == skip) {            /* rescan */
+        if (a.imax[d] == skip) { /* rescan */
             a.imax[d] = -1;
             for (int i = g->head[k]; i >= 0; i = g->nxt[i])
-                if (i != skip && x->p->phases[i].dir == (hs_dir_t)d
-                    && vol_gt(x, i, a.imax[d]))
+                if (i != skip && x->p->phases[i].dir == (hs_dir_t)d && vol_gt(x, i, a.imax[d]))
                     a.imax[d] = i;
             g->steps += (double)nm;
         }
@@ -163,7 +161,7 @@ static void cell_calc2(struct gs *g, int j, int s, int add, int skip, int want_l
         o->val = a.spw + a.sp * t0 + a.pv[0] * xf[0] + a.pv[1] * xf[1];
         break;
     case HS_DP_COST_FAIRNESS:
-        if (g->cheap) {         /* only the length is wanted then */
+        if (g->cheap) { /* only the length is wanted then */
             o->val = o->maxtau;
             break;
         }
@@ -171,8 +169,7 @@ static void cell_calc2(struct gs *g, int j, int s, int add, int skip, int want_l
             int ii = i < 0 ? add : i;
             if (ii >= 0 && ii != skip) {
                 const hs_dp_phase_t *ph = &x->p->phases[ii];
-                double key = (ph->waited + t0 + ph->volume * xf[ph->dir])
-                             / x->alone[ii];
+                double key = (ph->waited + t0 + ph->volume * xf[ph->dir]) / x->alone[ii];
                 if (key > o->val)
                     o->val = key;
             }
@@ -259,7 +256,7 @@ static void link_out(struct gs *g, int i, int k)
             if (g->x->p->phases[r].dir == (hs_dir_t)d && vol_gt(g->x, r, g->ag[k].imax[d]))
                 g->ag[k].imax[d] = r;
     }
-    if (g->head[k] < 0) {           /* no drift on empty cells */
+    if (g->head[k] < 0) { /* no drift on empty cells */
         memset(&g->ag[k], 0, sizeof(g->ag[k]));
         g->ag[k].imax[0] = g->ag[k].imax[1] = -1;
     }
@@ -273,8 +270,8 @@ static void apply_insert(struct gs *g, int i, int j, int s, const struct cellv *
 
     if (x->cost == HS_DP_COST_BUFFER_EFF) {
         double oldc = node_cost(g, j, g->W[j], node_D(g, j, -1, 0.), g->ncnt[j]);
-        double newc = node_cost(g, j, g->W[j] + x->wvol[i],
-                                node_D(g, j, s, cv->maxtau), g->ncnt[j] + 1);
+        double newc =
+            node_cost(g, j, g->W[j] + x->wvol[i], node_D(g, j, s, cv->maxtau), g->ncnt[j] + 1);
         g->total += newc - oldc;
     } else if (dpx_is_sum(x->cost))
         g->total += cv->val - g->val[k];
@@ -325,8 +322,8 @@ static int apply_remove(struct gs *g, int i)
         return -1;
     if (x->cost == HS_DP_COST_BUFFER_EFF) {
         double oldc = node_cost(g, j, g->W[j], node_D(g, j, -1, 0.), g->ncnt[j]);
-        double newc = node_cost(g, j, g->W[j] - x->wvol[i],
-                                node_D(g, j, s, cv.maxtau), g->ncnt[j] - 1);
+        double newc =
+            node_cost(g, j, g->W[j] - x->wvol[i], node_D(g, j, s, cv.maxtau), g->ncnt[j] - 1);
         g->total += newc - oldc;
     } else if (dpx_is_sum(x->cost))
         g->total += cv.val - g->val[k];
@@ -336,7 +333,7 @@ static int apply_remove(struct gs *g, int i)
     g->ncnt[j]--;
     g->W[j] -= x->wvol[i];
     if (g->ncnt[j] == 0)
-        g->W[j] = 0.;           /* no drift */
+        g->W[j] = 0.; /* no drift */
     g->val[k] = cv.val;
     g->sumtau[k] = cv.sumtau;
     g->maxtau[k] = cv.maxtau;
@@ -368,8 +365,7 @@ static void cbase_build(struct gs *g, int j, int s)
         b->If[d] = c <= g->cmax ? g->ift[t] : dpx_if(&x->p->nodes[j], (hs_dir_t)d, c);
         b->xf[d] = c <= g->cmax ? g->ifb[t] : b->If[d] / x->p->nodes[j].bandwidth;
         if (a->imax[d] >= 0) {
-            double T = x->p->phases[a->imax[d]].volume * b->If[d]
-                       / x->p->nodes[j].bandwidth;
+            double T = x->p->phases[a->imax[d]].volume * b->If[d] / x->p->nodes[j].bandwidth;
             if (T > b->maxT)
                 b->maxT = T;
         }
@@ -389,14 +385,12 @@ static void cbase_build(struct gs *g, int j, int s)
             if (g->cheap && b->worst >= 0) {
                 /* cheap mode: the member that was the worst stays the worst */
                 const hs_dp_phase_t *ph = &x->p->phases[b->worst];
-                b->val = (ph->waited + t0 + ph->volume * b->xf[ph->dir])
-                         / x->alone[b->worst];
+                b->val = (ph->waited + t0 + ph->volume * b->xf[ph->dir]) / x->alone[b->worst];
                 break;
             }
             for (int i = g->head[k]; i >= 0; i = g->nxt[i]) {
                 const hs_dp_phase_t *ph = &x->p->phases[i];
-                double key = (ph->waited + t0 + ph->volume * b->xf[ph->dir])
-                             / x->alone[i];
+                double key = (ph->waited + t0 + ph->volume * b->xf[ph->dir]) / x->alone[i];
                 if (key > b->val) {
                     b->val = key;
                     b->worst = i;
@@ -533,13 +527,11 @@ static int best_cell(struct gs *g, int i, struct cand *best)
             } else if (bufeff) {
                 double Do = s == nb->iD1 ? nb->D2 : nb->D1;
                 double newc = node_cost(g, j, g->W[j] + x->wvol[i],
-                                        c.cv.maxtau > Do ? c.cv.maxtau : Do,
-                                        g->ncnt[j] + 1);
+                                        c.cv.maxtau > Do ? c.cv.maxtau : Do, g->ncnt[j] + 1);
                 c.prim = g->total - oldc + newc;
             } else
                 c.prim = g->total - g->val[k] + c.cv.val;
-            if (!found || c.prim < best->prim
-                || (c.prim == best->prim && c.sec < best->sec)) {
+            if (!found || c.prim < best->prim || (c.prim == best->prim && c.sec < best->sec)) {
                 c.j = j;
                 c.s = s;
                 *best = c;
@@ -583,18 +575,17 @@ static int cheap_insert(struct gs *g, int i)
             struct cand c = { .j = j, .s = s };
             cand_eval(g, j, s, i, 0, &c.cv);
             c.sec = g->totsec - g->sumtau[k] + c.cv.sumtau;
-            if (ismax)          /* the node's own max, a proxy for the global */
+            if (ismax) /* the node's own max, a proxy for the global */
                 c.prim = c.cv.val;
             else if (x->cost == HS_DP_COST_BUFFER_EFF) {
                 double D = node_D(g, j, -1, 0.);
                 double oldc = node_cost(g, j, g->W[j], D, g->ncnt[j]);
-                c.prim = node_cost(g, j, g->W[j] + x->wvol[i],
-                                   c.cv.maxtau > D ? c.cv.maxtau : D, g->ncnt[j] + 1)
+                c.prim = node_cost(g, j, g->W[j] + x->wvol[i], c.cv.maxtau > D ? c.cv.maxtau : D,
+                                   g->ncnt[j] + 1)
                          - oldc;
             } else
                 c.prim = c.cv.val - g->val[k];
-            if (!found || c.prim < best.prim
-                || (c.prim == best.prim && c.sec < best.sec)) {
+            if (!found || c.prim < best.prim || (c.prim == best.prim && c.sec < best.sec)) {
                 best = c;
                 found = 1;
             }
@@ -629,14 +620,10 @@ int hs_dp_greedy(const struct dpx *x, int *anode, int *aslot, double *steps)
     struct okey *ord = NULL;
     int rc = -1, e = ENOMEM;
 
-    if (!(g.head = malloc(cells * sizeof(int)))
-        || !(g.nxt = malloc((n + 1) * sizeof(int)))
-        || !(g.prv = malloc((n + 1) * sizeof(int)))
-        || !(g.cnt = calloc(cells, sizeof(int)))
-        || !(g.val = calloc(cells, sizeof(double)))
-        || !(g.sumtau = calloc(cells, sizeof(double)))
-        || !(g.maxtau = calloc(cells, sizeof(double)))
-        || !(g.len = calloc(cells, sizeof(int)))
+    if (!(g.head = malloc(cells * sizeof(int))) || !(g.nxt = malloc((n + 1) * sizeof(int)))
+        || !(g.prv = malloc((n + 1) * sizeof(int))) || !(g.cnt = calloc(cells, sizeof(int)))
+        || !(g.val = calloc(cells, sizeof(double))) || !(g.sumtau = calloc(cells, sizeof(double)))
+        || !(g.maxtau = calloc(cells, sizeof(double))) || !(g.len = calloc(cells, sizeof(int)))
         || !(g.W = calloc((size_t)x->m, sizeof(double)))
         || !(g.ncnt = calloc((size_t)x->m, sizeof(int)))
         || !(g.ag = calloc(cells, sizeof(struct agg)))
@@ -651,7 +638,7 @@ int hs_dp_greedy(const struct dpx *x, int *anode, int *aslot, double *steps)
         if (x->n + x->bg[k] > g.cmax)
             g.cmax = x->n + x->bg[k];
     if (g.cmax > 4096)
-        g.cmax = 4096;          /* beyond: computed on the fly */
+        g.cmax = 4096; /* beyond: computed on the fly */
     if (!(g.ift = malloc((size_t)x->m * 2 * (size_t)(g.cmax + 1) * sizeof(double)))
         || !(g.ifb = malloc((size_t)x->m * 2 * (size_t)(g.cmax + 1) * sizeof(double))))
         goto done;
@@ -674,21 +661,21 @@ int hs_dp_greedy(const struct dpx *x, int *anode, int *aslot, double *steps)
         ord[i].i = i;
         ord[i].k2 = ph->stall;
         switch (x->cost) {
-        case HS_DP_COST_MAXBW:          /* LPT: longest alone time first */
+        case HS_DP_COST_MAXBW: /* LPT: longest alone time first */
             ord[i].k1 = x->alone[i];
             break;
-        case HS_DP_COST_FAIRNESS:       /* most delay-sensitive first: the largest
+        case HS_DP_COST_FAIRNESS: /* most delay-sensitive first: the largest
                                            slowdown if started now alone */
             ord[i].k1 = (ph->waited + x->alone[i]) / x->alone[i];
             break;
-        case HS_DP_COST_MINSTALL:       /* SPT: smallest volume first */
+        case HS_DP_COST_MINSTALL: /* SPT: smallest volume first */
             ord[i].k1 = -ph->volume;
             break;
-        case HS_DP_COST_PRIORITY:       /* largest prio * alone first (measured
+        case HS_DP_COST_PRIORITY: /* largest prio * alone first (measured
                                            better here than Smith's prio/alone) */
             ord[i].k1 = (double)dpx_prio(ph) * x->alone[i];
             break;
-        case HS_DP_COST_BUFFER_EFF:     /* first-fit decreasing */
+        case HS_DP_COST_BUFFER_EFF: /* first-fit decreasing */
         default:
             ord[i].k1 = x->wvol[i] + 1e-300 * ph->volume;
             break;
@@ -747,8 +734,7 @@ int hs_dp_greedy(const struct dpx *x, int *anode, int *aslot, double *steps)
                  * cell would need the same top-2 scan; compare by re-evaluating */
                 tmp.prim = NAN;
                 {
-                    const int ismax = !dpx_is_sum(x->cost)
-                                      && x->cost != HS_DP_COST_BUFFER_EFF;
+                    const int ismax = !dpx_is_sum(x->cost) && x->cost != HS_DP_COST_BUFFER_EFF;
                     if (ismax) {
                         double other = -INFINITY;
                         for (size_t k = 0; k < cells; k++)
@@ -757,11 +743,10 @@ int hs_dp_greedy(const struct dpx *x, int *anode, int *aslot, double *steps)
                         tmp.prim = tmp.cv.val > other ? tmp.cv.val : other;
                         g.steps += (double)cells;
                     } else if (x->cost == HS_DP_COST_BUFFER_EFF) {
-                        double oldc = node_cost(&g, j0, g.W[j0],
-                                                node_D(&g, j0, -1, 0.), g.ncnt[j0]);
+                        double oldc =
+                            node_cost(&g, j0, g.W[j0], node_D(&g, j0, -1, 0.), g.ncnt[j0]);
                         double newc = node_cost(&g, j0, g.W[j0] + x->wvol[i],
-                                                node_D(&g, j0, s0, tmp.cv.maxtau),
-                                                g.ncnt[j0] + 1);
+                                                node_D(&g, j0, s0, tmp.cv.maxtau), g.ncnt[j0] + 1);
                         tmp.prim = g.total - oldc + newc;
                     } else
                         tmp.prim = g.total - g.val[k0] + tmp.cv.val;
@@ -769,8 +754,7 @@ int hs_dp_greedy(const struct dpx *x, int *anode, int *aslot, double *steps)
                 tol = 1e-12 * (fabs(tmp.prim) > 1. ? fabs(tmp.prim) : 1.);
                 if (c.prim < tmp.prim - tol
                     || (c.prim <= tmp.prim + tol
-                        && c.sec < tmp.sec - 1e-12 * (fabs(tmp.sec) > 1. ? fabs(tmp.sec)
-                                                                         : 1.)))
+                        && c.sec < tmp.sec - 1e-12 * (fabs(tmp.sec) > 1. ? fabs(tmp.sec) : 1.)))
                     changed = 1;
                 else {
                     c0.j = j0;

@@ -21,10 +21,10 @@ struct dpx {
     int n, m, S;
     double dt;
     double budget;
-    double *alone;              /* a_i = v_i / max_{j allowed} B_j */
-    unsigned char *elig;        /* elig[i * m + j] */
-    int *bg;                    /* bg[j * S + s]: running streams at slot s */
-    double *wvol;               /* write volume of phase i (0 for reads) */
+    double *alone;       /* a_i = v_i / max_{j allowed} B_j */
+    unsigned char *elig; /* elig[i * m + j] */
+    int *bg;             /* bg[j * S + s]: running streams at slot s */
+    double *wvol;        /* write volume of phase i (0 for reads) */
 };
 
 /* Is the cost a sum of per-phase keys (true) or a max (false)?  buffer-eff: its

@@ -34,8 +34,8 @@ static void app_metrics(const hs_job_stats_t *a, hs_app_metrics_t *m)
     m->stall = fmax(0.0, a->io_time - a->io_dedicated);
 }
 
-int hs_metrics_compute(const hs_job_stats_t *apps, size_t n, int N,
-                       hs_metrics_t *m, hs_app_metrics_t *per_app)
+int hs_metrics_compute(const hs_job_stats_t *apps, size_t n, int N, hs_metrics_t *m,
+                       hs_app_metrics_t *per_app)
 {
     hs_metrics_t r;
     double rmin = INFINITY, dmax = -INFINITY;
@@ -48,9 +48,8 @@ int hs_metrics_compute(const hs_job_stats_t *apps, size_t n, int N,
     }
     for (i = 0; i < n; i++) {
         const hs_job_stats_t *a = &apps[i];
-        if (!isfinite(a->end) || !isfinite(a->release) || a->end < a->release
-            || a->nodes < 1 || !(a->work >= 0) || !(a->io_dedicated >= 0)
-            || !(a->io_time >= 0)) {
+        if (!isfinite(a->end) || !isfinite(a->release) || a->end < a->release || a->nodes < 1
+            || !(a->work >= 0) || !(a->io_dedicated >= 0) || !(a->io_time >= 0)) {
             errno = EINVAL;
             return -1;
         }

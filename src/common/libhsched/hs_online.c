@@ -152,8 +152,8 @@ double hs_alloc_favour(hs_view_t *v, const size_t *order, size_t n, double B)
  * the entries below the current level are capped and their leftover is shared by
  * the others in proportion to their weights.  O(n log n).
  */
-double hs_alloc_waterfill(hs_view_t *v, const size_t *idx, const double *w, size_t n,
-                          double B, hs_wf_item_t *sc)
+double hs_alloc_waterfill(hs_view_t *v, const size_t *idx, const double *w, size_t n, double B,
+                          hs_wf_item_t *sc)
 {
     double avail = B;
     double level;
@@ -183,7 +183,7 @@ double hs_alloc_waterfill(hs_view_t *v, const size_t *idx, const double *w, size
     }
     for (i = 0; i < n; i++) {
         hs_view_t *x = &v[sc[i].idx];
-        level = avail / sc[i].key;              /* avail / sum of remaining weights */
+        level = avail / sc[i].key; /* avail / sum of remaining weights */
         if (x->cap <= level * sc[i].w) {
             x->bw = x->cap;
             avail -= x->cap;
@@ -264,8 +264,8 @@ const hs_policy_ops_t hs_ops_fairshare = {
 /* Sort the active phases by key (filled by 'keyf') and favour them in that order. */
 typedef void (*keyf_t)(const hs_ctx_t *ctx, const hs_view_t *x, double k[3], void *arg);
 
-static int favour_by(scratch_t *sc, const hs_ctx_t *ctx, hs_view_t *v, size_t n,
-                     keyf_t keyf, void *arg)
+static int favour_by(scratch_t *sc, const hs_ctx_t *ctx, hs_view_t *v, size_t n, keyf_t keyf,
+                     void *arg)
 {
     size_t m, i;
 
@@ -327,15 +327,15 @@ static void gainaru_key(const hs_ctx_t *ctx, const hs_view_t *x, double k[3], vo
     /* -priority: phases that had bw > 0 at the previous decision go first */
     k[0] = (ctx->pol->priority && x->active) ? 0 : 1;
     switch (order) {
-        case ORDER_RR:
-            k[1] = x->last_io_end;                  /* longest ago first */
-            break;
-        case ORDER_MINDIL:
-            k[1] = ratio(x);                        /* lowest rho~/rho first */
-            break;
-        default:
-            k[1] = x->job->nodes * x->rho_tilde;    /* lowest beta rho~ first */
-            break;
+    case ORDER_RR:
+        k[1] = x->last_io_end; /* longest ago first */
+        break;
+    case ORDER_MINDIL:
+        k[1] = ratio(x); /* lowest rho~/rho first */
+        break;
+    default:
+        k[1] = x->job->nodes * x->rho_tilde; /* lowest beta rho~ first */
+        break;
     }
     k[2] = x->request;
 }
@@ -364,27 +364,27 @@ static int gainaru_decide(void *state, const hs_ctx_t *ctx, hs_view_t *v, size_t
     size_t i;
 
     switch (ctx->pol->kind) {
-        case HS_POL_ROUNDROBIN:
-            order = ORDER_RR;
-            break;
-        case HS_POL_MINDILATION:
-            order = ORDER_MINDIL;
-            break;
-        case HS_POL_MAXSYSEFF:
-            order = ORDER_MAXSYS;
-            break;
-        case HS_POL_MINMAX:
-            order = ORDER_MAXSYS;
-            for (i = 0; i < n; i++) {
-                if (!v[i].complete && ratio(&v[i]) < ctx->pol->gamma) {
-                    order = ORDER_MINDIL;
-                    break;
-                }
+    case HS_POL_ROUNDROBIN:
+        order = ORDER_RR;
+        break;
+    case HS_POL_MINDILATION:
+        order = ORDER_MINDIL;
+        break;
+    case HS_POL_MAXSYSEFF:
+        order = ORDER_MAXSYS;
+        break;
+    case HS_POL_MINMAX:
+        order = ORDER_MAXSYS;
+        for (i = 0; i < n; i++) {
+            if (!v[i].complete && ratio(&v[i]) < ctx->pol->gamma) {
+                order = ORDER_MINDIL;
+                break;
             }
-            break;
-        default:
-            errno = EINVAL;
-            return -1;
+        }
+        break;
+    default:
+        errno = EINVAL;
+        return -1;
     }
     return favour_by(state, ctx, v, n, gainaru_key, &order);
 }
@@ -445,13 +445,12 @@ static int iosets_decide(void *state, const hs_ctx_t *ctx, hs_view_t *v, size_t 
             sumw += sc->w[i];
         }
         nh = m;
-    }
-    else {
+    } else {
         if (m > 1)
             qsort(sc->keys, m, sizeof(*sc->keys), cmp_sortkey);
         for (i = 0; i < m; i++) {
             if (i > 0 && sc->keys[i].k[0] == sc->keys[i - 1].k[0])
-                continue;                       /* not the head of its set */
+                continue; /* not the head of its set */
             sc->order[nh] = sc->keys[i].idx;
             if (pol->kind == HS_POL_SET)
                 sc->w[nh] = fmax(pow(base, -(sc->keys[i].k[0] - cmin)), 1e-300);

@@ -192,8 +192,7 @@ double hs_pattern_next_change(const hs_pattern_t *p, double t_in_period)
 /* Instance i owns [initW_i, initW_{i+1}[ (Gainaru §3.2.1): computing on
  * [initW_i, endW_i[, then in its I/O window: IO where the bandwidth is > 0, WAIT
  * elsewhere. */
-hs_pstate_t hs_pattern_state(const hs_pattern_t *p, int job, double t_in_period,
-                             int *instance)
+hs_pstate_t hs_pattern_state(const hs_pattern_t *p, int job, double t_in_period, int *instance)
 {
     const hs_pinstance_t *in;
     size_t lo = 0, hi;

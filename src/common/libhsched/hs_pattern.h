@@ -13,7 +13,7 @@
 extern "C" {
 #endif
 
-void hs_pattern_destroy(hs_pattern_t *p);     /* accepts NULL, keeps errno */
+void hs_pattern_destroy(hs_pattern_t *p); /* accepts NULL, keeps errno */
 
 double hs_pattern_period(const hs_pattern_t *p);
 int hs_pattern_njobs(const hs_pattern_t *p);
@@ -48,8 +48,7 @@ double hs_pattern_next_change(const hs_pattern_t *p, double t_in_period);
 /* State of 'job' at 't_in_period'; if 'instance' is not NULL it receives the index of
  * the instance whose [init_w, next_w[ contains t (-1 for NONE).  HS_PSTATE_NONE with
  * errno = EINVAL for a bad job index. */
-hs_pstate_t hs_pattern_state(const hs_pattern_t *p, int job, double t_in_period,
-                             int *instance);
+hs_pstate_t hs_pattern_state(const hs_pattern_t *p, int job, double t_in_period, int *instance);
 
 #ifdef __cplusplus
 }

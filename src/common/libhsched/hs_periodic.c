@@ -38,7 +38,7 @@
 #include "hs_periodic.h"
 #include "hs_periodic_ff.h"
 #include "hs_periodic_profile.h"
-#include "policy.h"             /* hs_errprintf(), hs_grow() */
+#include "policy.h" /* hs_errprintf(), hs_grow() */
 
 /* ------------------------------------------------------------------ work */
 
@@ -69,8 +69,7 @@ static int work_init(struct work *wk, size_t K)
     wk->K = K;
     wk->bmstale = true;
     wk->capseg = 64;
-    if (!(wk->job = calloc(K, sizeof(*wk->job)))
-        || !(wk->t = malloc(64 * sizeof(double)))
+    if (!(wk->job = calloc(K, sizeof(*wk->job))) || !(wk->t = malloc(64 * sizeof(double)))
         || !(wk->used = malloc(64 * sizeof(double)))) {
         work_free(wk);
         errno = ENOMEM;
@@ -107,7 +106,7 @@ static int ss_cmp(const void *a, const void *b)
     const struct segsort *x = a, *y = b;
 
     if (x->a != y->a)
-        return x->a < y->a ? 1 : -1;    /* most available bandwidth first */
+        return x->a < y->a ? 1 : -1; /* most available bandwidth first */
     return (x->idx > y->idx) - (x->idx < y->idx);
 }
 
@@ -116,8 +115,8 @@ static int ss_cmp(const void *a, const void *b)
  * covered.  Returns the I/O time D = sum of durations taken (-1 if vol_k does not
  * fit or D exceeds 'dbound', -3 if the budget refused a step); *span = furthest end, as a distance from x.  With
  * 'emit', the pieces go to wk->tmp. */
-static double wf_window(struct work *wk, const struct ctx *c, size_t k, size_t nss,
-                        double x, double L, double dbound, double *span, bool emit)
+static double wf_window(struct work *wk, const struct ctx *c, size_t k, size_t nss, double x,
+                        double L, double dbound, double *span, bool emit)
 {
     double rem = c->jobs[k].volume, D = 0., far = 0.;
 
@@ -207,7 +206,7 @@ static int ps_first(struct work *wk, const struct ctx *c, size_t k)
     if (D == -2)
         return -1;
     if (D < 0)
-        return 0;               /* not enough bandwidth in the whole period */
+        return 0; /* not enough bandwidth in the whole period */
     if (wk->ntmp > 0) {
         double maxhole = -1, start = 0;
         tmp_sort_from(wk, 0.);
@@ -233,8 +232,7 @@ static int ps_first(struct work *wk, const struct ctx *c, size_t k)
                 return 0;
             if (D < 0)
                 continue;
-            if (D < bestD * (1 - 1e-12)
-                || (D <= bestD * (1 + 1e-12) && span < bestspan)) {
+            if (D < bestD * (1 - 1e-12) || (D <= bestD * (1 + 1e-12) && span < bestspan)) {
                 bestD = D;
                 bestspan = span;
                 bestx = x;
@@ -254,8 +252,7 @@ static int ps_first(struct work *wk, const struct ctx *c, size_t k)
     tmp_sort_from(wk, bestx);
     span = dist_t(bestx, wk->tmp[wk->ntmp - 1].a, T)
            + (wk->tmp[wk->ntmp - 1].b - wk->tmp[wk->ntmp - 1].a);
-    if ((rc = hs_pp_commit_instance(wk, k, norm_t(bestx - w, T), w + span, false,
-                                    &pos)) != 0)
+    if ((rc = hs_pp_commit_instance(wk, k, norm_t(bestx - w, T), w + span, false, &pos)) != 0)
         return rc < 0 ? -1 : 0;
     wk->job[k].last = pos;
     return 1;
@@ -342,8 +339,7 @@ static size_t pick_worst(const struct work *wk, const struct ctx *c, bool persch
             best = k;
             bv = v;
         } else if (v <= bv * (1 + 1e-12)) {
-            bool better = persched ? c->ratio[k] > c->ratio[best]
-                                   : c->ratio[k] < c->ratio[best];
+            bool better = persched ? c->ratio[k] > c->ratio[best] : c->ratio[k] < c->ratio[best];
             if (better) {
                 best = k;
                 bv = v;
@@ -469,8 +465,7 @@ static int dbl_cmp(const void *a, const void *b)
 /* Unwrapped pieces of instance i of job k into 'out' (touching pieces with the same
  * bandwidth merged): start = init_w + distance(init_w, a) (Gainaru §3.2.1: the I/O of
  * instance i lies in [endW_i, initW_{i+1}[).  Returns the count. */
-static size_t export_pieces(const struct work *wk, const struct winst *in,
-                            hs_ppiece_t *out)
+static size_t export_pieces(const struct work *wk, const struct winst *in, hs_ppiece_t *out)
 {
     size_t np = 0;
 
@@ -526,10 +521,8 @@ static hs_pattern_t *export_pattern(const struct work *wk, const struct ctx *c)
         for (size_t i = 0; i < wk->job[k].n; i++)
             npc += wk->job[k].in[i].np;
     }
-    if (!(p->w = calloc(c->K, sizeof(*p->w)))
-        || !(p->n = calloc(c->K, sizeof(*p->n)))
-        || !(p->inst = calloc(c->K, sizeof(*p->inst)))
-        || !(p->rep = calloc(c->K, sizeof(*p->rep)))
+    if (!(p->w = calloc(c->K, sizeof(*p->w))) || !(p->n = calloc(c->K, sizeof(*p->n)))
+        || !(p->inst = calloc(c->K, sizeof(*p->inst))) || !(p->rep = calloc(c->K, sizeof(*p->rep)))
         || !(p->nrep = calloc(c->K, sizeof(*p->nrep)))
         || !(p->pieces = calloc(npc + 1, sizeof(*p->pieces)))
         || !(p->repstore = calloc(npc + 1, sizeof(*p->repstore)))
@@ -591,16 +584,15 @@ error:
 
 int hs_periodic_params_init(hs_periodic_params_t *prm, hs_periodic_heuristic_t h)
 {
-    if (!prm || (h != HS_PERIODIC_THROU && h != HS_PERIODIC_CONG
-                 && h != HS_PERIODIC_PERSCHED)) {
+    if (!prm || (h != HS_PERIODIC_THROU && h != HS_PERIODIC_CONG && h != HS_PERIODIC_PERSCHED)) {
         errno = EINVAL;
         return -1;
     }
     prm->heuristic = h;
-    prm->epsilon = 0.01;        /* PMBS 2017: epsilon = 1/100 */
-    prm->tmax_factor = 10.;     /* PMBS 2017: T_max = 10 T_min */
+    prm->epsilon = 0.01;    /* PMBS 2017: epsilon = 1/100 */
+    prm->tmax_factor = 10.; /* PMBS 2017: T_max = 10 T_min */
     prm->refine = h == HS_PERIODIC_PERSCHED;
-    prm->tmin = 0.;             /* computed: max_k (w_k + time_io_k) */
+    prm->tmin = 0.; /* computed: max_k (w_k + time_io_k) */
     prm->reference = false;
     prm->max_work = 0;
     return 0;
@@ -647,24 +639,22 @@ static int check_input(const hs_platform_t *plat, const hs_pjob_t *jobs, size_t 
         return hs_errprintf(err, EINVAL, "periodic: need 1..%d jobs", 1 << 24);
     if (prm->heuristic != HS_PERIODIC_THROU && prm->heuristic != HS_PERIODIC_CONG
         && prm->heuristic != HS_PERIODIC_PERSCHED)
-        return hs_errprintf(err, EINVAL, "periodic: unknown heuristic %d",
-                            (int)prm->heuristic);
+        return hs_errprintf(err, EINVAL, "periodic: unknown heuristic %d", (int)prm->heuristic);
     if (!(prm->epsilon > 0) || prm->epsilon > 1)
         return hs_errprintf(err, EINVAL, "periodic: epsilon must be in ]0, 1]");
     if (!(prm->tmax_factor >= 1) || prm->tmax_factor > 1e6)
         return hs_errprintf(err, EINVAL, "periodic: Tmax factor must be in [1, 1e6]");
     if (!(prm->tmin >= 0) || !isfinite(prm->tmin))
-        return hs_errprintf(err, EINVAL, "periodic: T_min must be a finite number >= 0 "
+        return hs_errprintf(err, EINVAL,
+                            "periodic: T_min must be a finite number >= 0 "
                             "(0: computed)");
     for (size_t k = 0; k < njobs; k++) {
         if (jobs[k].nodes < 1)
-            return hs_errprintf(err, EINVAL, "periodic: job %zu: nodes must be >= 1",
-                                k);
+            return hs_errprintf(err, EINVAL, "periodic: job %zu: nodes must be >= 1", k);
         if (!(jobs[k].w > 0) || !isfinite(jobs[k].w))
             return hs_errprintf(err, EINVAL, "periodic: job %zu: w must be > 0", k);
         if (!(jobs[k].volume > 0) || !isfinite(jobs[k].volume))
-            return hs_errprintf(err, EINVAL, "periodic: job %zu: volume must be > 0",
-                                k);
+            return hs_errprintf(err, EINVAL, "periodic: job %zu: volume must be > 0", k);
     }
     return 0;
 }
@@ -690,8 +680,7 @@ static int ratio_cmp_ctx_less(const struct ctx *c, size_t a, size_t b)
  * sum_k n_per(k) insertions; see doc/periodic.md. */
 /* What is left of the budget for the next build (sets its limit); 0 when spent,
  * UINT64_MAX when unbounded. */
-static uint64_t budget_left(const hs_periodic_params_t *prm, uint64_t visits,
-                            struct work *wk)
+static uint64_t budget_left(const hs_periodic_params_t *prm, uint64_t visits, struct work *wk)
 {
     if (prm->max_work == 0) {
         wk->budget = 0;
@@ -701,9 +690,8 @@ static uint64_t budget_left(const hs_periodic_params_t *prm, uint64_t visits,
     return wk->budget;
 }
 
-hs_pattern_t *hs_pattern_compute(const hs_platform_t *plat, const hs_pjob_t *jobs,
-                                 size_t njobs, const hs_periodic_params_t *prm,
-                                 hu_error_t *err)
+hs_pattern_t *hs_pattern_compute(const hs_platform_t *plat, const hs_pjob_t *jobs, size_t njobs,
+                                 const hs_periodic_params_t *prm, hu_error_t *err)
 {
     struct ctx c = { 0 };
     struct work wa = { 0 }, wb = { 0 };
@@ -721,15 +709,13 @@ hs_pattern_t *hs_pattern_compute(const hs_platform_t *plat, const hs_pjob_t *job
     c.N = plat->nodes;
     c.B = plat->bw;
     c.prm = *prm;
-    if (!(c.cap = calloc(njobs, sizeof(double)))
-        || !(c.tio = calloc(njobs, sizeof(double)))
-        || !(c.ratio = calloc(njobs, sizeof(double)))
-        || !(c.order = calloc(njobs, sizeof(size_t))))
+    if (!(c.cap = calloc(njobs, sizeof(double))) || !(c.tio = calloc(njobs, sizeof(double)))
+        || !(c.ratio = calloc(njobs, sizeof(double))) || !(c.order = calloc(njobs, sizeof(size_t))))
         goto nomem;
     for (size_t k = 0; k < njobs; k++) {
         double bk = (double)jobs[k].nodes * plat->node_bw;
-        c.cap[k] = bk < c.B ? bk : c.B;                 /* min(beta_k b, B) */
-        c.tio[k] = jobs[k].volume / c.cap[k];           /* time_io_k */
+        c.cap[k] = bk < c.B ? bk : c.B;       /* min(beta_k b, B) */
+        c.tio[k] = jobs[k].volume / c.cap[k]; /* time_io_k */
         c.ratio[k] = jobs[k].w / c.tio[k];
         if (jobs[k].w + c.tio[k] > tmin)
             tmin = jobs[k].w + c.tio[k];
@@ -742,9 +728,9 @@ hs_pattern_t *hs_pattern_compute(const hs_platform_t *plat, const hs_pjob_t *job
         }
         c.order[pos] = k;
     }
-    tfloor = tmin;                  /* the refinement never goes below this */
+    tfloor = tmin; /* the refinement never goes below this */
     if (prm->tmin > 0)
-        tmin = prm->tmin;           /* the search starts where the caller says */
+        tmin = prm->tmin; /* the search starts where the caller says */
     if (!isfinite(tmin))
         goto toolarge;
     tmax = prm->tmax_factor * tmin;
@@ -757,7 +743,7 @@ hs_pattern_t *hs_pattern_compute(const hs_platform_t *plat, const hs_pjob_t *job
             break;
         if (have && (budget_left(prm, visits, cur) == 0 || hit)) {
             hit = true;
-            break;              /* the best so far is the answer */
+            break; /* the best so far is the answer */
         }
         if (!have)
             (void)budget_left(prm, visits, cur);
@@ -793,7 +779,7 @@ hs_pattern_t *hs_pattern_compute(const hs_platform_t *plat, const hs_pjob_t *job
                 visits += cur->visits;
                 cur->visits = 0;
                 hit = true;
-                break;          /* a partial pattern never replaces the best */
+                break; /* a partial pattern never replaces the best */
             }
             tried++;
             refined++;
@@ -822,7 +808,7 @@ toolarge:
     goto out;
 nomem:
     hs_errprintf(err, ENOMEM, "periodic: out of memory");
-out:                                /* p is NULL unless it succeeded */
+out: /* p is NULL unless it succeeded */
     work_free(&wa);
     work_free(&wb);
     free(c.cap);

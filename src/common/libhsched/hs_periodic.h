@@ -54,9 +54,8 @@ int hs_periodic_from_policy(hs_policy_kind_t kind, hs_periodic_heuristic_t *h);
  * the buffer tier is ignored).  Returns the pattern, or NULL with errno set (EINVAL:
  * bad input, err says which; ENOMEM).  A pattern in which some job could not get any
  * instance is still returned (stats: jobs_unscheduled > 0, dilation = INFINITY). */
-hs_pattern_t *hs_pattern_compute(const hs_platform_t *plat, const hs_pjob_t *jobs,
-                                 size_t njobs, const hs_periodic_params_t *prm,
-                                 hu_error_t *err);
+hs_pattern_t *hs_pattern_compute(const hs_platform_t *plat, const hs_pjob_t *jobs, size_t njobs,
+                                 const hs_periodic_params_t *prm, hu_error_t *err);
 
 #ifdef __cplusplus
 }

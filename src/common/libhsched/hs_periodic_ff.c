@@ -13,14 +13,16 @@
 
 #include "hs_periodic_ff.h"
 #include "hs_periodic_profile.h"
-#include "policy.h"             /* hs_grow() */
+#include "policy.h" /* hs_grow() */
 
 /* ------------------------------------------------------------------ first fit */
 
-#define FF_WALK_SHORT 96     /* steps of a walk before ff_jump() is tried */
-#define FF_JUMP_MARGIN 1e-6  /* relative: a distance summed along the walk vs the
+#define FF_WALK_SHORT 96 /* steps of a walk before ff_jump() is tried */
+#define FF_JUMP_MARGIN \
+    1e-6 /* relative: a distance summed along the walk vs the
                                 same distance as a difference of instants */
-#define FF_BM_COST 32        /* work units of one hs_pp_bm_below(): a block of 64
+#define FF_BM_COST \
+    32 /* work units of one hs_pp_bm_below(): a block of 64
                                 entries and a climb of the tree */
 
 /* The rest of a walk of ff_gamma() from the start of segment idx, m the running
@@ -45,7 +47,7 @@ static int ff_jump(struct work *wk, const struct ctx *c, size_t k, size_t idx, d
     if (wk->bmstale && !wk_charge(wk, 1 + wk->capseg / WK_MOVE))
         return -2;
     if (hs_pp_bm_refresh(wk) < 0)
-        return 0;               /* no memory for the tree: the walk goes on */
+        return 0; /* no memory for the tree: the walk goes on */
     for (;;) {
         size_t nxt, n;
         double a, d;
@@ -56,18 +58,18 @@ static int ff_jump(struct work *wk, const struct ctx *c, size_t k, size_t idx, d
         if (nxt < wk->nseg) {
             n = nxt - idx;
             d = dist + (TL_T(wk, nxt) - t0);
-        } else {                /* wrap: from segment 0 on, before idx */
+        } else { /* wrap: from segment 0 on, before idx */
             if (!wk_charge(wk, FF_BM_COST))
                 return -2;
             if ((nxt = hs_pp_bm_below(wk, c->B, 0, m)) >= idx)
-                return 0;       /* round the circle */
+                return 0; /* round the circle */
             n = wk->nseg - idx + nxt;
             d = dist + (wk->T - t0) + TL_T(wk, nxt);
         }
         if ((steps += n + 1) >= budget)
-            return 0;           /* the walk's step limit: left to it */
+            return 0; /* the walk's step limit: left to it */
         if (need <= d * (1 + FF_JUMP_MARGIN))
-            return 0;           /* may fit before nxt */
+            return 0; /* may fit before nxt */
         if (!wk_charge(wk, 1))
             return -2;
         a = seg_avail(wk, c, k, nxt);
@@ -95,8 +97,8 @@ static int ff_jump(struct work *wk, const struct ctx *c, size_t k, size_t idx, d
  * segment without bandwidth, or more than the room needed), -2 if the walk went
  * round the whole circle without deciding (which the room, shorter than T, does not
  * let happen; ff_skip() does not build on it), -3 if the budget refused a step. */
-static double ff_gamma(struct work *wk, const struct ctx *c, size_t k, double x,
-                       double lmax, double *gamma)
+static double ff_gamma(struct work *wk, const struct ctx *c, size_t k, double x, double lmax,
+                       double *gamma)
 {
     double vol = c->jobs[k].volume;
     double m = INFINITY, dist = 0., cur = x;
@@ -116,7 +118,7 @@ static double ff_gamma(struct work *wk, const struct ctx *c, size_t k, double x,
             m = a;
         need = vol / m;
         if (need > lmax + wk->teps)
-            return -1;          /* m only decreases: no later end can fit */
+            return -1; /* m only decreases: no later end can fit */
         if (need <= dist + len) {
             *gamma = m;
             return need;
@@ -161,7 +163,7 @@ static size_t cand_of(const struct work *wk, const struct ctx *c, size_t k, size
     double g0 = j->in[i].io_end, xs, len, own = j->in[i].init_w;
 
     if (gap + wk->teps < w + tio)
-        return 0;               /* not even with the full bandwidth cap_k */
+        return 0; /* not even with the full bandwidth cap_k */
     xs = norm_t(g0 + w, T);
     len = gap - w - tio + wk->teps;
     if (len < 0)
@@ -289,7 +291,7 @@ static int ff_try(struct work *wk, const struct ctx *c, size_t k, double x, doub
     if (wk->ntmp == 0)
         return 0;
     init_w = norm_t(x - w, wk->T);
-    if (j->n > 0 && !wk->reference) {   /* the gap the new instance goes into */
+    if (j->n > 0 && !wk->reference) { /* the gap the new instance goes into */
         size_t ip = hs_pp_inst_upper(j, init_w);
         nold = cand_of(wk, c, k, (ip + j->n - 1) % j->n, old);
     }
@@ -309,7 +311,7 @@ static int ff_try(struct work *wk, const struct ctx *c, size_t k, double x, doub
 /* The last start tried (or skipped) in a gap, when it does not fit: the bandwidth
  * job k may get on the segment it starts in, and its room. */
 struct ffprev {
-    bool nofit;             /* it does not fit (ff_try()'s *nofit, or skipped) */
+    bool nofit; /* it does not fit (ff_try()'s *nofit, or skipped) */
     double a, lmax;
 };
 
@@ -426,7 +428,7 @@ int hs_pp_ff_insert(struct work *wk, const struct ctx *c, size_t k)
                 return 0;
             if (!wk->reference && ff_skip(&prev, seg_avail(wk, c, k, idx), lmax))
                 continue;
-            wk->hint = idx;     /* where tl_find() finds x */
+            wk->hint = idx; /* where tl_find() finds x */
             if ((rc = ff_try(wk, c, k, x, lmax, &prev.nofit)) != 0) {
                 if (rc > 0)
                     j->xmin = x;

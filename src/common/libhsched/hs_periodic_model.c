@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "hs_periodic_model.h"
-#include "policy.h"             /* hs_grow() */
+#include "policy.h" /* hs_grow() */
 
 int hs_pp_tmp_push(struct work *wk, double a, double b, double bw)
 {

@@ -16,9 +16,9 @@
 
 #include "hs_periodic_types.h"
 
-#define AVAIL_EPS 1e-12     /* bandwidth below B * AVAIL_EPS counts as none */
-#define TIME_EPS 1e-12      /* tolerance on instants, relative to T */
-#define CMP_EPS 1e-9        /* relative tolerance when comparing objectives */
+#define AVAIL_EPS 1e-12 /* bandwidth below B * AVAIL_EPS counts as none */
+#define TIME_EPS 1e-12  /* tolerance on instants, relative to T */
+#define CMP_EPS 1e-9    /* relative tolerance when comparing objectives */
 
 struct ctx {
     size_t K;
@@ -26,90 +26,90 @@ struct ctx {
     int N;
     double B;
     hs_periodic_params_t prm;
-    double *cap;            /* cap_k = min(beta_k b, B) */
-    double *tio;            /* time_io_k = vol_k / cap_k */
-    double *ratio;          /* w_k / time_io_k */
-    size_t *order;          /* Insert-In-Schedule-Throu order */
+    double *cap;   /* cap_k = min(beta_k b, B) */
+    double *tio;   /* time_io_k = vol_k / cap_k */
+    double *ratio; /* w_k / time_io_k */
+    size_t *order; /* Insert-In-Schedule-Throu order */
 };
 
-struct piece {              /* normalised, inside one segment: 0 <= a < b <= T */
+struct piece { /* normalised, inside one segment: 0 <= a < b <= T */
     double a, b, bw;
 };
 
 struct winst {
-    double init_w;          /* in [0, T[ */
-    double span;            /* w_k + distance from end_w to the end of the I/O */
-    double io_end;          /* normalised end of the last piece */
-    size_t p0, np;          /* pieces in work.pool, in time order */
+    double init_w; /* in [0, T[ */
+    double span;   /* w_k + distance from end_w to the end of the I/O */
+    double io_end; /* normalised end of the last piece */
+    size_t p0, np; /* pieces in work.pool, in time order */
 };
 
 struct wjob {
-    struct winst *in;       /* sorted by init_w */
+    struct winst *in; /* sorted by init_w */
     size_t n, cap;
-    struct cand *cd;        /* first fit: I/O start ranges of the gaps that can hold
+    struct cand *cd; /* first fit: I/O start ranges of the gaps that can hold
                                an instance, sorted by (xs, owner); kept up to date
                                by ff_try() as instances are added */
     size_t ncd, capcd;
-    size_t last;            /* index of the instance inserted last (PerSched) */
-    double xmin;            /* first fit: every I/O start below it was tried and
+    size_t last; /* index of the instance inserted last (PerSched) */
+    double xmin; /* first fit: every I/O start below it was tried and
                                does not fit (ff_insert()) */
     bool active;
 };
 
-struct cand {               /* a range of I/O starts of job k (first fit) */
-    double xs, xe;          /* [xs, xe], normalised, xs <= xe */
-    double g0, gap;         /* the gap of job k it lies in */
-    double owner;           /* init_w of the instance the gap follows */
-    bool first;             /* xs is the gap's earliest start g0 + w_k */
+struct cand {       /* a range of I/O starts of job k (first fit) */
+    double xs, xe;  /* [xs, xe], normalised, xs <= xe */
+    double g0, gap; /* the gap of job k it lies in */
+    double owner;   /* init_w of the instance the gap follows */
+    bool first;     /* xs is the gap's earliest start g0 + w_k */
 };
 
 struct segsort {
-    double a;               /* available bandwidth */
+    double a; /* available bandwidth */
     size_t idx;
 };
 
-#define BM_SHIFT 6          /* the block maxima: blocks of 64 entries of the arrays */
+#define BM_SHIFT 6 /* the block maxima: blocks of 64 entries of the arrays */
 
 struct work {
     double T, teps;
     size_t nseg, capseg;
-    double *t, *used;       /* the profile: breakpoints and the bandwidth granted
+    double *t, *used;   /* the profile: breakpoints and the bandwidth granted
                                from each, in a gap buffer (TL_T(), TL_U()) */
-    size_t gap, gaplen;     /* the hole: entries [gap, gap + gaplen[ of the arrays */
-    size_t hint;            /* the segment tl_find() found last */
+    size_t gap, gaplen; /* the hole: entries [gap, gap + gaplen[ of the arrays */
+    size_t hint;        /* the segment tl_find() found last */
     /* a bound on the used[] of each block of 1 << BM_SHIFT entries of the arrays
      * (the hole left out), in a tree, for the first fit's long walks
      * (hs_pp_bm_below()); kept by the profile's changes (hs_periodic_profile.c) */
-    double *bm;             /* node 1 the root, block b at bmleaves + b */
-    size_t bmleaves;        /* a power of two >= the blocks */
-    bool bmstale;           /* no tree, or the arrays moved: build it all
+    double *bm;      /* node 1 the root, block b at bmleaves + b */
+    size_t bmleaves; /* a power of two >= the blocks */
+    bool bmstale;    /* no tree, or the arrays moved: build it all
                                (hs_pp_bm_refresh()) */
-    bool jump;              /* long walks use the tree (ff_jump()): the fast
+    bool jump;       /* long walks use the tree (ff_jump()): the fast
                                construction of periodic-throu, whose insertions
                                go in time order; those of periodic-cong alternate
                                jobs, so the gap's moves, far apart, would mark
                                most blocks between two long walks */
     size_t K;
     struct wjob *job;
-    struct piece *pool;     /* pieces of every instance */
+    struct piece *pool; /* pieces of every instance */
     size_t npool, cappool;
-    struct piece *tmp;      /* pieces of the instance being built */
+    struct piece *tmp; /* pieces of the instance being built */
     size_t ntmp, captmp;
     struct segsort *ss;
     size_t capss;
-    uint64_t visits;        /* work units spent by this build (wk_charge()) */
-    uint64_t moved;         /* positions of the profile's gap buffer shifted (two
+    uint64_t visits;    /* work units spent by this build (wk_charge()) */
+    uint64_t moved;     /* positions of the profile's gap buffer shifted (two
                                words each; charged by hs_pp_commit_instance()) */
-    uint64_t budget;        /* > 0: the build may spend this many work units
+    uint64_t budget;    /* > 0: the build may spend this many work units
                                (what is left of max_work); wk_charge() refuses a
                                step that would pass it */
-    bool truncated;         /* the budget refused a step: the build stops with
+    bool truncated;     /* the budget refused a step: the build stops with
                                the instances it has */
-    bool reference;         /* hs_periodic_params_t.reference */
-    struct cand *rcand;     /* reference first fit: every candidate, rebuilt */
+    bool reference;     /* hs_periodic_params_t.reference */
+    struct cand *rcand; /* reference first fit: every candidate, rebuilt */
     size_t caprcand;
     /* evaluation (see work_eval()) */
-    double W;               /* sum_k beta_k n_per(k) w_k */
+    double W; /* sum_k beta_k n_per(k) w_k */
     double sys, dil;
     int nsched, ninst;
 };
@@ -118,14 +118,14 @@ struct hs_pattern {
     double T;
     int K;
     hs_pattern_stats_t st;
-    double *w;              /* w_k */
-    int *n;                 /* n_per(k) */
-    hs_pinstance_t **inst;  /* per job, sorted by init_w */
-    hs_ppiece_t *pieces;    /* storage of every instance's pieces (unwrapped) */
-    hs_ppiece_t **rep;      /* per job, normalised pieces sorted by start */
+    double *w;             /* w_k */
+    int *n;                /* n_per(k) */
+    hs_pinstance_t **inst; /* per job, sorted by init_w */
+    hs_ppiece_t *pieces;   /* storage of every instance's pieces (unwrapped) */
+    hs_ppiece_t **rep;     /* per job, normalised pieces sorted by start */
     size_t *nrep;
     hs_ppiece_t *repstore;
-    double *chg;            /* sorted change instants in [0, T[ */
+    double *chg; /* sorted change instants in [0, T[ */
     size_t nchg;
 };
 
@@ -155,9 +155,10 @@ static inline double dist_t(double x, double y, double T)
  * candidate a loop visits; the other loops of a build are charged in the same
  * unit: a sort of n items n log2 n, a memmove of n words n / WK_MOVE, a scan
  * of K jobs K / WK_JOBS, WK_PIECE per piece committed. */
-#define WK_MOVE 16          /* words (8 bytes) a memmove shifts per work unit */
-#define WK_JOBS 4           /* jobs a scan of the jobs goes through per work unit */
-#define WK_PIECE 2          /* work units per piece of an instance committed: its
+#define WK_MOVE 16 /* words (8 bytes) a memmove shifts per work unit */
+#define WK_JOBS 4  /* jobs a scan of the jobs goes through per work unit */
+#define WK_PIECE \
+    2 /* work units per piece of an instance committed: its
                                copy, its place in the profile, its export */
 
 /* Charge n work units to the build.  Within its budget (or unbounded): true.
@@ -244,8 +245,7 @@ static inline size_t tl_find(struct work *wk, double x)
 /* Bandwidth job k may still get on segment i:
  *   avail_k(i) = min(cap_k, B - used[i])        (Gainaru §3.2.1 (i) and (ii))
  * values below B * AVAIL_EPS count as 0. */
-static inline double seg_avail(const struct work *wk, const struct ctx *c, size_t k,
-                               size_t i)
+static inline double seg_avail(const struct work *wk, const struct ctx *c, size_t k, size_t i)
 {
     double a = c->B - TL_U(wk, i);
 

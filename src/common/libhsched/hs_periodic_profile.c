@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "hs_periodic_profile.h"
-#include "policy.h"             /* hs_grow() */
+#include "policy.h" /* hs_grow() */
 
 /* ------------------------------------------------------------------ block maxima */
 
@@ -31,7 +31,7 @@
 
 static inline double bm_max(double a, double b)
 {
-    return a > b ? a : b;   /* no NaN here; fmax() is a call */
+    return a > b ? a : b; /* no NaN here; fmax() is a call */
 }
 
 /* Leaf b now bounds its block with v (maybe lower than before): its ancestors
@@ -119,7 +119,7 @@ static void bm_moved(struct work *wk, size_t d0, size_t d1, ptrdiff_t off)
 
     if (wk->bmstale)
         return;
-    if (off > 0) {              /* to lower positions: blocks in increasing order */
+    if (off > 0) { /* to lower positions: blocks in increasing order */
         for (size_t b = b0; b <= b1; b++) {
             size_t p = b << BM_SHIFT, e = p + B1;
             changed |= bm_carry(wk, b, p < d0 ? d0 : p, e > d1 ? d1 : e, off);
@@ -274,7 +274,7 @@ static int tl_room(struct work *wk)
         return -1;
     wk->used = u;
     tail = wk->nseg - wk->gap;
-    wk->moved += wk->nseg;      /* realloc() may copy the arrays */
+    wk->moved += wk->nseg; /* realloc() may copy the arrays */
     memmove(t + ncap - tail, t + wk->gap, tail * sizeof(double));
     memmove(u + ncap - tail, u + wk->gap, tail * sizeof(double));
     wk->capseg = ncap;
@@ -356,7 +356,7 @@ static int tl_add_run(struct work *wk, const struct piece *p, size_t n)
     if (p[n - 1].b < wk->T && tl_split(wk, p[n - 1].b, &s) < 0)
         return -1;
     if (wk->nseg > ns && s <= s0)
-        s0++;                   /* the end, after a wrap, split a segment before */
+        s0++; /* the end, after a wrap, split a segment before */
     for (q = 0, s = s0; q < n; q++, s++) {
         if (s == wk->nseg) {
             if (wrap < n)
@@ -399,8 +399,8 @@ static int tl_add_run(struct work *wk, const struct piece *p, size_t n)
  * compute at init_w, whose I/O ends 'span' after init_w; 'run': they follow one
  * another along the profile (tl_add_run()).  Its index goes to *index; returns 0,
  * 1 when the budget cannot pay for it (nothing changed, wk->truncated), -1 ENOMEM. */
-int hs_pp_commit_instance(struct work *wk, size_t k, double init_w, double span,
-                          bool run, size_t *index)
+int hs_pp_commit_instance(struct work *wk, size_t k, double init_w, double span, bool run,
+                          size_t *index)
 {
     struct wjob *j = &wk->job[k];
     size_t pos;
@@ -412,7 +412,8 @@ int hs_pp_commit_instance(struct work *wk, size_t k, double init_w, double span,
      * later visits each piece and instance a few times */
     uint64_t most = WK_PIECE * (uint64_t)(wk->ntmp + 1)
                     + (8 * ((uint64_t)wk->nseg + 2 * wk->ntmp + 2) + 7 * (uint64_t)j->n
-                       + 2 * (uint64_t)wk->capseg) / WK_MOVE;
+                       + 2 * (uint64_t)wk->capseg)
+                          / WK_MOVE;
 
     if (wk->budget > 0 && (wk->truncated || wk->visits + most > wk->budget)) {
         wk->truncated = true;
@@ -420,8 +421,7 @@ int hs_pp_commit_instance(struct work *wk, size_t k, double init_w, double span,
     }
     wk->moved = 0;
     if (hs_grow(&j->in, &j->cap, j->n + 1, sizeof(*j->in)) < 0
-        || hs_grow(&wk->pool, &wk->cappool, wk->npool + wk->ntmp,
-                   sizeof(*wk->pool)) < 0
+        || hs_grow(&wk->pool, &wk->cappool, wk->npool + wk->ntmp, sizeof(*wk->pool)) < 0
         || (run && (rc = tl_add_run(wk, wk->tmp, wk->ntmp)) < 0))
         return -1;
     for (size_t i = 0; rc == 0 && i < wk->ntmp; i++) {
@@ -446,7 +446,8 @@ int hs_pp_commit_instance(struct work *wk, size_t k, double init_w, double span,
     j->n++;
     *index = pos;
     /* what it cost: the entries shifted, the pieces (and their export) */
-    wk->visits += WK_PIECE * (uint64_t)(wk->ntmp + 1) + (2 * wk->moved + 7 * (j->n - pos)) / WK_MOVE;
+    wk->visits +=
+        WK_PIECE * (uint64_t)(wk->ntmp + 1) + (2 * wk->moved + 7 * (j->n - pos)) / WK_MOVE;
     return 0;
 }
 

@@ -20,25 +20,25 @@ extern "C" {
 #endif
 
 typedef enum {
-    HS_PERIODIC_THROU = 0,      /* periodic-throu */
-    HS_PERIODIC_CONG = 1,       /* periodic-cong */
-    HS_PERIODIC_PERSCHED = 2,   /* persched */
+    HS_PERIODIC_THROU = 0,    /* periodic-throu */
+    HS_PERIODIC_CONG = 1,     /* periodic-cong */
+    HS_PERIODIC_PERSCHED = 2, /* persched */
 } hs_periodic_heuristic_t;
 
 typedef struct {
     hs_periodic_heuristic_t heuristic;
-    double epsilon;         /* T grows by (1 + epsilon) per step; in ]0, 1] */
-    double tmax_factor;     /* K': T_max = K' * T_min; >= 1 */
-    bool refine;            /* PerSched's final refinement below T_opt (any heuristic) */
-    double tmin;            /* > 0: start the period search at this T_min instead of
+    double epsilon;     /* T grows by (1 + epsilon) per step; in ]0, 1] */
+    double tmax_factor; /* K': T_max = K' * T_min; >= 1 */
+    bool refine;        /* PerSched's final refinement below T_opt (any heuristic) */
+    double tmin;        /* > 0: start the period search at this T_min instead of
                                max_k (w_k + time_io_k) (PMBS 2017's runs used
                                hand-chosen values); 0: computed */
-    bool reference;         /* build with the plain quadratic scans (every gap of
+    bool reference;     /* build with the plain quadratic scans (every gap of
                                the job rebuilt and sorted per first-fit insertion,
                                a linear search per instance inserted): the same
                                patterns, slower; for tests and benchmarks */
     /* appended: the decision budget (doc/periodic.md, "Budget") */
-    uint64_t max_work;      /* > 0: the computation spends at most this many
+    uint64_t max_work; /* > 0: the computation spends at most this many
                                work units (every loop of it counts: segments and
                                candidates visited, sorts, moves, scans of the jobs;
                                doc/performance.md, "Decision budget") and returns
@@ -48,9 +48,9 @@ typedef struct {
 
 /* One periodic job (Gainaru §2.1: w(k,i) = w_k, vol(k,i) = vol_k for every i). */
 typedef struct {
-    int nodes;              /* beta_k >= 1 */
-    double w;               /* w_k > 0, seconds of compute per instance */
-    double volume;          /* vol_k > 0, bytes moved per instance */
+    int nodes;     /* beta_k >= 1 */
+    double w;      /* w_k > 0, seconds of compute per instance */
+    double volume; /* vol_k > 0, bytes moved per instance */
 } hs_pjob_t;
 
 /* A piece of I/O: job k moves at 'bw' bytes/s (the whole job, i.e. beta_k * gamma)
@@ -74,34 +74,34 @@ typedef struct {
     double io_end;
     double next_w;
     size_t npieces;
-    const hs_ppiece_t *pieces;  /* borrowed from the pattern, sorted by start */
+    const hs_ppiece_t *pieces; /* borrowed from the pattern, sorted by start */
 } hs_pinstance_t;
 
 typedef struct {
-    double period;          /* T of the pattern */
-    double tmin;            /* T_min = max_k (w_k + time_io_k), or the one given */
-    double tmax;            /* T_max = K' * T_min */
-    double t_search;        /* best T of the geometric search (before refinement) */
-    double sys_efficiency;  /* (1/N) sum_k beta_k n_per(k) w_k / T */
-    double upper_limit;     /* (1/N) sum_k beta_k rho_k */
-    double dilation;        /* max_k rho_k / rho~_k; INFINITY if a job has no instance */
-    int jobs_unscheduled;   /* jobs with n_per = 0 (they would never get bandwidth) */
-    int instances;          /* sum_k n_per(k) */
-    int periods_tried;      /* patterns built: search + refinement */
-    int refine_steps;       /* of which in the refinement */
-    uint64_t segments_visited;  /* clock-free cost of the computation, in work
+    double period;             /* T of the pattern */
+    double tmin;               /* T_min = max_k (w_k + time_io_k), or the one given */
+    double tmax;               /* T_max = K' * T_min */
+    double t_search;           /* best T of the geometric search (before refinement) */
+    double sys_efficiency;     /* (1/N) sum_k beta_k n_per(k) w_k / T */
+    double upper_limit;        /* (1/N) sum_k beta_k rho_k */
+    double dilation;           /* max_k rho_k / rho~_k; INFINITY if a job has no instance */
+    int jobs_unscheduled;      /* jobs with n_per = 0 (they would never get bandwidth) */
+    int instances;             /* sum_k n_per(k) */
+    int periods_tried;         /* patterns built: search + refinement */
+    int refine_steps;          /* of which in the refinement */
+    uint64_t segments_visited; /* clock-free cost of the computation, in work
                                    units (never above max_work when it is set) */
     /* appended */
-    bool budget_hit;        /* max_work was reached: the search stopped early */
+    bool budget_hit; /* max_work was reached: the search stopped early */
 } hs_pattern_stats_t;
 
 typedef struct hs_pattern hs_pattern_t;
 
 typedef enum {
-    HS_PSTATE_NONE = 0,     /* the job has no instance in the pattern */
-    HS_PSTATE_COMPUTE,      /* computing: [init_w, end_w[ */
-    HS_PSTATE_IO,           /* in its I/O window with bandwidth > 0 */
-    HS_PSTATE_WAIT,         /* in its I/O window with no bandwidth */
+    HS_PSTATE_NONE = 0, /* the job has no instance in the pattern */
+    HS_PSTATE_COMPUTE,  /* computing: [init_w, end_w[ */
+    HS_PSTATE_IO,       /* in its I/O window with bandwidth > 0 */
+    HS_PSTATE_WAIT,     /* in its I/O window with no bandwidth */
 } hs_pstate_t;
 
 #ifdef __cplusplus

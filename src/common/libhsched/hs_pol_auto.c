@@ -73,46 +73,46 @@
 struct cand {
     hs_policy_t pol;
     char name[64];
-    hs_auto_fig_t fig;      /* figures of the last epoch */
+    hs_auto_fig_t fig; /* figures of the last epoch */
 };
 
 /* A live job as the simulation sees it. */
 struct sjob {
     hs_job_t job;
-    double cap, w, vol;     /* hints (w, vol <= 0: none) */
-    double W;               /* compute done before the window (s) */
-    size_t core;            /* its index among the scheduler's live jobs */
-    double bytes0;          /* bytes moved before the window */
-    double next_req;        /* next phase request in the simulation (INFINITY: none) */
-    double comp_start;      /* start of the compute in progress (NAN: none) */
-    double comp;            /* compute done in the window (s) */
-    int left;               /* phases left to request (-1: unknown) */
-    double end;             /* its last phase ended in the simulation (NAN: not) */
-    bool pending;           /* a phase is pending in the simulation */
+    double cap, w, vol; /* hints (w, vol <= 0: none) */
+    double W;           /* compute done before the window (s) */
+    size_t core;        /* its index among the scheduler's live jobs */
+    double bytes0;      /* bytes moved before the window */
+    double next_req;    /* next phase request in the simulation (INFINITY: none) */
+    double comp_start;  /* start of the compute in progress (NAN: none) */
+    double comp;        /* compute done in the window (s) */
+    int left;           /* phases left to request (-1: unknown) */
+    double end;         /* its last phase ended in the simulation (NAN: not) */
+    bool pending;       /* a phase is pending in the simulation */
 };
 
-struct seen {               /* when a job's last phase ended (for its next request) */
+struct seen { /* when a job's last phase ended (for its next request) */
     uint64_t id;
     double end;
     bool pending;
     /* the guard: what the job did against its hints */
-    double last_req;        /* request of the last phase checked */
-    bool erratic;           /* a phase's compute or volume was off its hints by more
+    double last_req; /* request of the last phase checked */
+    bool erratic;    /* a phase's compute or volume was off its hints by more
                                than GUARD_OFF */
 };
 
 struct astate {
-    hs_policy_t pol;        /* auto's own settings */
-    hs_platform_t plat;     /* N, b, B and the buffer nodes (each simulation starts
+    hs_policy_t pol;    /* auto's own settings */
+    hs_platform_t plat; /* N, b, B and the buffer nodes (each simulation starts
                                them at their live fill) */
     const hs_sched_t *sched;
     struct cand cand[MAXCAND];
     int ncand, cur;
-    const hs_policy_ops_t *ops;     /* the policy in force */
-    hs_policy_ops_f *ops_of;        /* the policies' table (ctx->ops_of) */
+    const hs_policy_ops_t *ops; /* the policy in force */
+    hs_policy_ops_f *ops_of;    /* the policies' table (ctx->ops_of) */
     void *inner;
     double factor, hyst, interval, horizon;
-    double every;           /* interval in force: 'interval', else half the last
+    double every; /* interval in force: 'interval', else half the last
                                horizon */
     /* epochs */
     bool have;
@@ -123,17 +123,17 @@ struct astate {
     struct seen *seen;
     size_t nseen, capseen;
     /* scratch */
-    struct sjob *sj0;       /* the live state (gather()) */
-    struct sjob *sj;        /* a copy each simulation runs on */
+    struct sjob *sj0; /* the live state (gather()) */
+    struct sjob *sj;  /* a copy each simulation runs on */
     size_t capsj0, capsj;
     uint64_t *ids;
     size_t capids;
     /* the guard: fairshare, run while the look ahead's premise does not hold */
-    int guard;              /* index of fairshare among cand (it may be appended,
+    int guard;    /* index of fairshare among cand (it may be appended,
                                never chosen then); -1: none */
-    int nchoose;            /* the candidates the look ahead chooses among */
-    bool guarded;           /* the guard is in force */
-    bool off;               /* a phase went off its hints since the last epoch */
+    int nchoose;  /* the candidates the look ahead chooses among */
+    bool guarded; /* the guard is in force */
+    bool off;     /* a phase went off its hints since the last epoch */
     /* figures */
     hs_auto_state_t st;
 };
@@ -174,15 +174,18 @@ static int parse_candidates(struct astate *as, const char *list, hu_error_t *err
         const hs_policy_ops_t *ops;
 
         if (len == 0 || len >= sizeof(id))
-            return hs_errprintf(err, EINVAL, "auto: bad candidate list '%s' "
-                                "(expected comma-separated policy ids)", list);
+            return hs_errprintf(err, EINVAL,
+                                "auto: bad candidate list '%s' "
+                                "(expected comma-separated policy ids)",
+                                list);
         memcpy(id, p, len);
         id[len] = '\0';
         if (hs_policy_parse(id, &pol, err) < 0)
             return -1;
         ops = as->ops_of(pol.kind);
         if (pol.kind == HS_POL_AUTO || pol.kind == HS_POL_STATIC || !ops || ops->places)
-            return hs_errprintf(err, EINVAL, "auto: '%s' cannot be a candidate "
+            return hs_errprintf(err, EINVAL,
+                                "auto: '%s' cannot be a candidate "
                                 "(only policies that share the PFS phase by phase)",
                                 id);
         if (as->ncand == MAXCAND)
@@ -205,8 +208,10 @@ static int parse_candidates(struct astate *as, const char *list, hu_error_t *err
     if (as->guard < 0) {
         /* the guard's policy, not a candidate of the look ahead */
         if (as->ncand == MAXCAND)
-            return hs_errprintf(err, EINVAL, "auto: at most %d candidates (%d "
-                                "without fairshare)", MAXCAND, MAXCAND - 1);
+            return hs_errprintf(err, EINVAL,
+                                "auto: at most %d candidates (%d "
+                                "without fairshare)",
+                                MAXCAND, MAXCAND - 1);
         hs_policy_t pol;
         if (hs_policy_parse("fairshare", &pol, err) < 0)
             return -1;
@@ -259,24 +264,24 @@ static int a_create(const hs_ctx_t *ctx, void **state, hu_error_t *err)
     as->horizon = pol->auto_horizon;
     as->last_epoch = -INFINITY;
     as->eval_now = -INFINITY;
-    if (!(as->factor >= 1) || !isfinite(as->factor) || !(as->hyst < 1)
-        || !(as->interval >= 0) || !(as->horizon >= 0) || !isfinite(as->interval)
-        || !isfinite(as->horizon) || pol->auto_objective < 0
-        || pol->auto_objective > 2) {
+    if (!(as->factor >= 1) || !isfinite(as->factor) || !(as->hyst < 1) || !(as->interval >= 0)
+        || !(as->horizon >= 0) || !isfinite(as->interval) || !isfinite(as->horizon)
+        || pol->auto_objective < 0 || pol->auto_objective > 2) {
         free(as);
-        return hs_errprintf(err, EINVAL, "auto: bad settings (factor >= 1, "
+        return hs_errprintf(err, EINVAL,
+                            "auto: bad settings (factor >= 1, "
                             "0 <= hysteresis < 1, interval and horizon >= 0, "
                             "objective syseff|stretch|ioslowdown)");
     }
-    if (parse_candidates(as, pol->auto_candidates, err) < 0
-        || start_inner(as, ctx, 0, err) < 0) {
+    if (parse_candidates(as, pol->auto_candidates, err) < 0 || start_inner(as, ctx, 0, err) < 0) {
         free(as);
         return -1;
     }
     as->st.active = true;
     as->st.candidates = as->ncand;
     as->st.last_epoch = -INFINITY;
-    snprintf(as->st.reason, sizeof(as->st.reason), "first candidate, before any "
+    snprintf(as->st.reason, sizeof(as->st.reason),
+             "first candidate, before any "
              "epoch");
     *state = as;
     return 0;
@@ -328,8 +333,9 @@ static bool off_hints(const hs_job_t *j, double wk, double vol)
         return true;
     if (vol > GUARD_OFF * v || v > GUARD_OFF * vol)
         return true;
-    return isfinite(wk) && (wk + GUARD_EPS_W > GUARD_OFF * (w + GUARD_EPS_W)
-           || w + GUARD_EPS_W > GUARD_OFF * (wk + GUARD_EPS_W));
+    return isfinite(wk)
+           && (wk + GUARD_EPS_W > GUARD_OFF * (w + GUARD_EPS_W)
+               || w + GUARD_EPS_W > GUARD_OFF * (wk + GUARD_EPS_W));
 }
 
 /* Keep, for every live job, whether it has a pending phase and when its last one
@@ -405,8 +411,8 @@ static const char *epoch_trigger(struct astate *as, double now)
         const hs_job_t *j = hs_core_job(s, i);
         /* order-independent: the core's order of live jobs is its own */
         mh += hs_hash64(j->id + 1);
-        hh += hs_hash64(mix64(mix64(mix64(j->id, dbits(j->w)), dbits(j->volume)),
-                              dbits(j->w_iter)));
+        hh +=
+            hs_hash64(mix64(mix64(mix64(j->id, dbits(j->w)), dbits(j->volume)), dbits(j->w_iter)));
     }
     if (!as->have) {
         as->have = true;
@@ -473,8 +479,9 @@ static int gather(struct astate *as, double now, size_t *nout)
         (void)hs_core_job_stats(s, i, &st, &pending);
         x->cap = fmin(j->nodes * as->plat.node_bw, as->plat.bw);
         x->vol = j->volume > 0 && isfinite(j->volume) ? j->volume : 0;
-        x->w = j->w > 0 && isfinite(j->w) ? j->w
-               : (j->w_iter > 0 && x->vol > 0 ? j->w_iter - x->vol / x->cap : 0);
+        x->w = j->w > 0 && isfinite(j->w)
+                   ? j->w
+                   : (j->w_iter > 0 && x->vol > 0 ? j->w_iter - x->vol / x->cap : 0);
         if (!(x->w > 0))
             x->w = 0;
         sn = seen_find(as, j->id);
@@ -596,7 +603,7 @@ static long simulate(struct astate *as, int c, double now, double H, size_t n)
                 if (hs_phase_finish(cl, t, x->job.id) < 0)
                     goto error;
                 if (x->left == 0)
-                    x->end = t;             /* done: judged at its end */
+                    x->end = t; /* done: judged at its end */
                 else if (x->w > 0 && x->vol > 0) {
                     x->comp_start = t;
                     x->next_req = t + x->w;
@@ -620,7 +627,7 @@ static long simulate(struct astate *as, int c, double now, double H, size_t n)
         }
     }
     if (events > budget || !isfinite(tend))
-        tend = t;                       /* the figures stop where the budget or the
+        tend = t; /* the figures stop where the budget or the
                                            known phases did */
     /* figures at tend */
     {
@@ -642,8 +649,8 @@ static long simulate(struct astate *as, int c, double now, double H, size_t n)
                 /* a job that ended is judged as the run judges it: on its own
                  * work and dedicated I/O time; the others on their hints */
                 double rho = !isnan(x->end) && js.io_dedicated > 0
-                             ? (x->W + comp) / (x->W + comp + js.io_dedicated)
-                             : x->w / (x->w + x->vol / x->cap);
+                                 ? (x->W + comp) / (x->W + comp + js.io_dedicated)
+                                 : x->w / (x->w + x->vol / x->cap);
                 if (rho / rt > dil)
                     dil = rho / rt;
             }
@@ -715,8 +722,8 @@ static double value(int objective, const hs_auto_fig_t *f)
 }
 
 /* The choice, given the candidates' figures (policy.h). */
-int hs_auto_choose(const hs_auto_fig_t *f, int n, int cur, int objective,
-                   double factor, double hyst, int *best_out)
+int hs_auto_choose(const hs_auto_fig_t *f, int n, int cur, int objective, double factor,
+                   double hyst, int *best_out)
 {
     int best = -1;
     double mindil = INFINITY;
@@ -728,8 +735,9 @@ int hs_auto_choose(const hs_auto_fig_t *f, int n, int cur, int objective,
     for (int c = 0; c < n; c++) {
         if (!f[c].ok || (maxi && f[c].dilation > factor * mindil * (1 + 1e-12)))
             continue;
-        if (best < 0 || (maxi ? value(objective, &f[c]) > value(objective, &f[best])
-                              : value(objective, &f[c]) < value(objective, &f[best])))
+        if (best < 0
+            || (maxi ? value(objective, &f[c]) > value(objective, &f[best])
+                     : value(objective, &f[c]) < value(objective, &f[best])))
             best = c;
     }
     if (best_out)
@@ -777,15 +785,15 @@ static int choose(struct astate *as, const char *trigger, double now)
     if (pick == cur && best != cur)
         snprintf(as->st.reason, sizeof(as->st.reason),
                  "t=%.6g (%s): kept %s (%s %.4g, dilation %.4g); %s (%.4g) gains "
-                 "less than the hysteresis %.3g", now, trigger, as->cand[cur].name, on,
-                 value(obj, &f[cur]), f[cur].dilation, as->cand[best].name,
-                 value(obj, &f[best]), as->hyst);
+                 "less than the hysteresis %.3g",
+                 now, trigger, as->cand[cur].name, on, value(obj, &f[cur]), f[cur].dilation,
+                 as->cand[best].name, value(obj, &f[best]), as->hyst);
     else
         snprintf(as->st.reason, sizeof(as->st.reason),
                  "t=%.6g (%s): %s has the %s %s %.4g with dilation %.4g (lowest "
-                 "%.4g, bound x%.3g; %d beyond fairshare's)%s%s", now, trigger,
-                 as->cand[pick].name, obj == HS_AUTO_SYSEFF ? "highest" : "lowest", on,
-                 value(obj, &f[pick]), f[pick].dilation, mindil, as->factor, out,
+                 "%.4g, bound x%.3g; %d beyond fairshare's)%s%s",
+                 now, trigger, as->cand[pick].name, obj == HS_AUTO_SYSEFF ? "highest" : "lowest",
+                 on, value(obj, &f[pick]), f[pick].dilation, mindil, as->factor, out,
                  pick != cur ? "; was " : "", pick != cur ? as->cand[cur].name : "");
     return pick;
 }
@@ -798,8 +806,8 @@ static bool grants_in_flight(const struct astate *as)
 
     for (size_t i = 0; i < n; i++) {
         hs_phase_info_t pi;
-        if (hs_phase_info(s, hs_core_job(s, i)->id, &pi) == 0 && pi.pending
-            && !pi.complete && pi.bw > 0)
+        if (hs_phase_info(s, hs_core_job(s, i)->id, &pi) == 0 && pi.pending && !pi.complete
+            && pi.bw > 0)
             return true;
     }
     return false;
@@ -863,8 +871,10 @@ static int epoch(struct astate *as, const hs_ctx_t *ctx, const char *trigger)
         as->last_epoch = ctx->now;
         as->st.guarded++;
         as->st.last_work = 0;
-        snprintf(as->st.reason, sizeof(as->st.reason), "t=%.6g (%s): guard, %s: "
-                 "%s%s%s", ctx->now, trigger, why, as->cand[as->guard].name,
+        snprintf(as->st.reason, sizeof(as->st.reason),
+                 "t=%.6g (%s): guard, %s: "
+                 "%s%s%s",
+                 ctx->now, trigger, why, as->cand[as->guard].name,
                  as->cur != as->guard ? "; was " : "",
                  as->cur != as->guard ? as->cand[as->cur].name : "");
         as->guarded = true;
@@ -901,13 +911,14 @@ static int epoch(struct astate *as, const hs_ctx_t *ctx, const char *trigger)
  * release) goes off its hints: more than GUARD_OFF x the w the look ahead gives it
  * (gather(); the bound of off_hints()), INFINITY if it has no phase to come or no
  * w to exceed. */
-static double overdue_at(const struct astate *as, const hs_job_t *j,
-                         const hs_job_stats_t *st, double start)
+static double overdue_at(const struct astate *as, const hs_job_t *j, const hs_job_stats_t *st,
+                         double start)
 {
     double cap = fmin(j->nodes * as->plat.node_bw, as->plat.bw);
     double vol = j->volume > 0 && isfinite(j->volume) ? j->volume : 0;
-    double w = j->w > 0 && isfinite(j->w) ? j->w
-               : (j->w_iter > 0 && vol > 0 && cap > 0 ? j->w_iter - vol / cap : 0);
+    double w = j->w > 0 && isfinite(j->w)
+                   ? j->w
+                   : (j->w_iter > 0 && vol > 0 && cap > 0 ? j->w_iter - vol / cap : 0);
 
     if ((j->instances > 0 && st->phases >= j->instances) || !(w > 0))
         return INFINITY;
@@ -1002,7 +1013,7 @@ const hs_policy_ops_t hs_ops_auto = {
     .decide = a_decide,
     .next_event = a_next_event,
     .places = false,
-    .stats = NULL,          /* hs_sched_auto_state() */
+    .stats = NULL, /* hs_sched_auto_state() */
 };
 
 int hs_sched_auto_state(const hs_sched_t *s, hs_auto_state_t *st)

@@ -46,24 +46,24 @@
 struct hstate {
     hs_dp_cost_t cost;
     const hs_sched_t *sched;
-    double next;            /* absolute time of the next planned start */
+    double next; /* absolute time of the next planned start */
     /* scratch, grown */
     size_t capv;
     hs_dp_phase_t *ph;
     hs_dp_place_t *pl;
-    size_t *vi;             /* DP phase -> view index */
-    size_t *cand;           /* candidate view indices */
-    bool *held;             /* per view: held back */
+    size_t *vi;   /* DP phase -> view index */
+    size_t *cand; /* candidate view indices */
+    bool *held;   /* per view: held back */
     double *alone;
     size_t *idx;
     double *w;
     hs_wf_item_t *wsc;
     int capn;
     hs_dp_node_t *nodes;
-    double *run_end;        /* per node, nrun[j] entries at run_off[j] */
+    double *run_end; /* per node, nrun[j] entries at run_off[j] */
     int *run_off;
     int *nrun;
-    double *drain;          /* per node, bytes/s at the last decision */
+    double *drain; /* per node, bytes/s at the last decision */
     hs_policy_stats_t st;
 };
 
@@ -113,23 +113,34 @@ static void h_destroy(void *state)
 static int reserve(struct hstate *hs, size_t n, int m)
 {
     /* array f of hs to c elements (its content kept) */
-#define RE(f, c)                                                    \
-    do {                                                            \
-        void *p_ = realloc(hs->f, (size_t)(c) * sizeof(*hs->f));    \
-        if (!p_)                                                    \
-            return -1;                                              \
-        hs->f = p_;                                                 \
+#define RE(f, c) \
+    do { \
+        void *p_ = realloc(hs->f, (size_t)(c) * sizeof(*hs->f)); \
+        if (!p_) \
+            return -1; \
+        hs->f = p_; \
     } while (0)
     if (n + 1 > hs->capv) {
         size_t c = hs->capv ? hs->capv : 16;
         while (c < n + 1)
             c *= 2;
-        RE(ph, c); RE(pl, c); RE(vi, c); RE(cand, c); RE(held, c); RE(alone, c); RE(idx, c);
-        RE(w, c); RE(wsc, c); RE(run_end, c);
+        RE(ph, c);
+        RE(pl, c);
+        RE(vi, c);
+        RE(cand, c);
+        RE(held, c);
+        RE(alone, c);
+        RE(idx, c);
+        RE(w, c);
+        RE(wsc, c);
+        RE(run_end, c);
         hs->capv = c;
     }
     if (m + 1 > hs->capn) {
-        RE(nodes, m + 1); RE(run_off, m + 1); RE(nrun, m + 1); RE(drain, m + 1);
+        RE(nodes, m + 1);
+        RE(run_off, m + 1);
+        RE(nrun, m + 1);
+        RE(drain, m + 1);
         hs->capn = m + 1;
     }
 #undef RE
@@ -224,11 +235,9 @@ static int h_decide(void *state, const hs_ctx_t *ctx, hs_view_t *v, size_t n)
                 return -1;
             hs_dp_node_from_buffer(d, ns.buf);
             d->bandwidth = ns.bandwidth;
-            d->capacity = isfinite(ns.capacity) ? fmax(0, ns.capacity - ns.occupancy)
-                                                : INFINITY;
+            d->capacity = isfinite(ns.capacity) ? fmax(0, ns.capacity - ns.occupancy) : INFINITY;
             hs->drain[j] = ns.drain > 0 ? ns.drain : 0;
-        }
-        else {
+        } else {
             memset(d, 0, sizeof(*d));
             d->capacity = INFINITY;
             d->bandwidth = ctx->plat->bw;
@@ -245,7 +254,7 @@ static int h_decide(void *state, const hs_ctx_t *ctx, hs_view_t *v, size_t n)
         hs->run_off[j] = (int)nrun_tot;
         nrun_tot += (size_t)hs->nrun[j];
         hs->nodes[j].nrunning = hs->nrun[j];
-        hs->nrun[j] = 0;                    /* now a cursor */
+        hs->nrun[j] = 0; /* now a cursor */
     }
     for (i = 0; i < n; i++) {
         hs_phase_info_t pi;
@@ -254,8 +263,8 @@ static int h_decide(void *state, const hs_ctx_t *ctx, hs_view_t *v, size_t n)
             continue;
         rate = hs_phase_info(s, v[i].id, &pi) == 0 ? pi.bw : 0;
         if (!(rate > 0))
-            rate = hs->nodes[j].bandwidth
-                   / hs_dp_if(&hs->nodes[j], v[i].dir, hs->nodes[j].nrunning);
+            rate =
+                hs->nodes[j].bandwidth / hs_dp_if(&hs->nodes[j], v[i].dir, hs->nodes[j].nrunning);
         end = v[i].remaining / rate;
         hs->run_end[hs->run_off[j] + hs->nrun[j]++] = end;
         if (v[i].dir == HS_DIR_WRITE && isfinite(hs->nodes[j].capacity))
@@ -377,7 +386,7 @@ static int h_decide(void *state, const hs_ctx_t *ctx, hs_view_t *v, size_t n)
         {
             size_t bq = next_hold(hs, v, nc);
             if (bq == nc)
-                return -1;                  /* ENOSPC without a write: cannot be */
+                return -1; /* ENOSPC without a write: cannot be */
             hs->held[hs->cand[bq]] = true;
             nheld++;
         }
@@ -400,8 +409,7 @@ static int h_decide(void *state, const hs_ctx_t *ctx, hs_view_t *v, size_t n)
         if (pl->slot == 0) {
             y->bw = nb > 0 ? y->cap : fmin(y->cap, pl->bw);
             y->start = now;
-        }
-        else {
+        } else {
             y->bw = 0;
             y->start = now + pl->start;
             earliest = fmin(earliest, pl->start);
@@ -438,9 +446,10 @@ static int h_decide(void *state, const hs_ctx_t *ctx, hs_view_t *v, size_t n)
             /* insertion sort by planned start, then id (m is small) */
             for (q = 1; q < m; q++) {
                 size_t x = hs->idx[q], r = q;
-                while (r > 0 && (v[hs->idx[r - 1]].start > v[x].start
-                                 || (v[hs->idx[r - 1]].start == v[x].start
-                                     && v[hs->idx[r - 1]].id > v[x].id))) {
+                while (r > 0
+                       && (v[hs->idx[r - 1]].start > v[x].start
+                           || (v[hs->idx[r - 1]].start == v[x].start
+                               && v[hs->idx[r - 1]].id > v[x].id))) {
                     hs->idx[r] = hs->idx[r - 1];
                     r--;
                 }

@@ -32,26 +32,26 @@
 #include "policy.h"
 #include "hs_periodic.h"
 
-#define CRUMB 1e-6          /* a phase this close to done finishes on leftovers */
-#define SNAP 1e-9           /* instants this close (relative to T) are one */
+#define CRUMB 1e-6 /* a phase this close to done finishes on leftovers */
+#define SNAP 1e-9  /* instants this close (relative to T) are one */
 
 struct pjob {
     uint64_t id;
-    int index;              /* in the pattern, -1: not in it (no usable hints) */
+    int index; /* in the pattern, -1: not in it (no usable hints) */
 };
 
 struct pstate {
     hs_periodic_params_t prm;
-    hs_platform_t plat;     /* N, b, B of the scheduler; no buffers */
+    hs_platform_t plat; /* N, b, B of the scheduler; no buffers */
     const hs_sched_t *sched;
     hs_pattern_t *p;
-    double t0;              /* absolute time of the pattern's origin */
+    double t0; /* absolute time of the pattern's origin */
     double T;
-    struct pjob *jobs;      /* the mix the pattern was computed for, by id */
+    struct pjob *jobs; /* the mix the pattern was computed for, by id */
     size_t njobs, capjobs;
     hs_pjob_t *pj;
     size_t cappj;
-    bool have;              /* jobs[] describes a computed mix */
+    bool have; /* jobs[] describes a computed mix */
     /* decision scratch */
     size_t *idx;
     double *w;
@@ -93,7 +93,8 @@ static int p_create(const hs_ctx_t *ctx, void **state, hu_error_t *err)
         ps->prm.tmin = ctx->pol->period_min;
     /* every decision is bounded: UINT64_MAX is "no bound" (reproductions) */
     ps->prm.max_work = ctx->pol->max_work == UINT64_MAX ? 0
-                       : ctx->pol->max_work ? ctx->pol->max_work : HS_PERIODIC_MAX_WORK;
+                       : ctx->pol->max_work             ? ctx->pol->max_work
+                                                        : HS_PERIODIC_MAX_WORK;
     ps->plat.nodes = ctx->plat->nodes;
     ps->plat.node_bw = ctx->plat->node_bw;
     ps->plat.bw = ctx->plat->bw;
@@ -162,13 +163,13 @@ static int rebuild(struct pstate *ps, const hs_sched_t *s, double now)
     hs_pattern_t *p = NULL;
     hu_error_t err;
 
-    ps->have = false;                       /* until this succeeds */
+    ps->have = false; /* until this succeeds */
     if (hs_grow(&ps->jobs, &ps->capjobs, n + 1, sizeof(*ps->jobs)) < 0
         || hs_grow(&ps->pj, &ps->cappj, n + 1, sizeof(*ps->pj)) < 0)
         return -1;
     for (i = 0; i < n; i++) {
         ps->jobs[i].id = hs_core_job(s, i)->id;
-        ps->jobs[i].index = (int)i;         /* the core's index, for now */
+        ps->jobs[i].index = (int)i; /* the core's index, for now */
     }
     if (n > 1)
         qsort(ps->jobs, n, sizeof(*ps->jobs), cmp_pjob);
@@ -200,8 +201,7 @@ static int rebuild(struct pstate *ps, const hs_sched_t *s, double now)
             ps->st.period_sys_efficiency = pst.sys_efficiency;
             ps->st.period_dilation = pst.dilation;
         }
-    }
-    else
+    } else
         ps->st.period_last = NAN;
     hs_pattern_destroy(ps->p);
     ps->p = p;
@@ -231,8 +231,7 @@ static double period_pos(const struct pstate *ps, double now, double *raw)
     if (u >= T - tol)
         return 0;
     /* change instants closer than tol to each other count as one */
-    for (c = hs_pattern_next_change(ps->p, u); c - u <= tol;
-         c = hs_pattern_next_change(ps->p, u)) {
+    for (c = hs_pattern_next_change(ps->p, u); c - u <= tol; c = hs_pattern_next_change(ps->p, u)) {
         if (c >= T - tol)
             return 0;
         u = c;
@@ -247,8 +246,7 @@ static double period_pos(const struct pstate *ps, double now, double *raw)
  * instants.  Granted at the decision that skips it, the phase moves its bytes at
  * that rate (its completion is an event of the core).  0 when the snap moved
  * nothing or skipped no piece of k. */
-static double skipped_bw(const struct pstate *ps, int k, double now, double u0,
-                         double u)
+static double skipped_bw(const struct pstate *ps, int k, double now, double u0, double u)
 {
     double T = ps->T, a, b = u;
     /* the rounding of the raw position: the piece may start just before it */
@@ -257,7 +255,7 @@ static double skipped_bw(const struct pstate *ps, int k, double now, double u0,
     if (u == u0)
         return 0;
     if (u < u0)
-        b = T;                              /* snapped onto the period's end */
+        b = T; /* snapped onto the period's end */
     a = u0 - r > 0 ? u0 - r : 0;
     return hs_pattern_bw_within(ps->p, k, a, b);
 }
@@ -295,9 +293,8 @@ static int p_decide(void *state, const hs_ctx_t *ctx, hs_view_t *v, size_t n)
         if (v[i].complete)
             continue;
         pj = find_job(ps, v[i].id);
-        if (!pj || pj->index < 0 || !ps->p
-            || hs_pattern_ninstances(ps->p, pj->index) <= 0) {
-            ps->idx[nf++] = i;              /* not in the pattern: leftovers */
+        if (!pj || pj->index < 0 || !ps->p || hs_pattern_ninstances(ps->p, pj->index) <= 0) {
+            ps->idx[nf++] = i; /* not in the pattern: leftovers */
             continue;
         }
         m = v[i].nplace > 0 ? (double)v[i].nplace : 1.;
@@ -306,13 +303,13 @@ static int p_decide(void *state, const hs_ctx_t *ctx, hs_view_t *v, size_t n)
             bw = skipped_bw(ps, pj->index, ctx->now, u0, u) / m;
         if (!(bw > 0)) {
             if (v[i].remaining <= CRUMB * v[i].volume)
-                ps->idx[nf++] = i;          /* a crumb: leftovers too */
+                ps->idx[nf++] = i; /* a crumb: leftovers too */
             continue;
         }
         v[i].bw = fmin(v[i].cap, bw);
         sum += v[i].bw;
     }
-    if (sum > B) {                          /* a node slower than the plan */
+    if (sum > B) { /* a node slower than the plan */
         double f = B / sum;
         sum = 0;
         for (i = 0; i < n; i++) {

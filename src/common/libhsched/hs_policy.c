@@ -83,11 +83,15 @@ static int parse_gamma(const char *id, const char *arg, hs_policy_t *p, hu_error
     double g;
 
     if (parse_number(arg, &g) < 0)
-        return perr(err, "policy '%s': gamma '%s' is not a number "
-                    "(expected minmax:<gamma> with 0 <= gamma <= 1)", id, arg);
+        return perr(err,
+                    "policy '%s': gamma '%s' is not a number "
+                    "(expected minmax:<gamma> with 0 <= gamma <= 1)",
+                    id, arg);
     if (g < 0 || g > 1)
-        return perr(err, "policy '%s': gamma %g is out of range "
-                    "(expected 0 <= gamma <= 1)", id, g);
+        return perr(err,
+                    "policy '%s': gamma %g is out of range "
+                    "(expected 0 <= gamma <= 1)",
+                    id, g);
     p->kind = HS_POL_MINMAX;
     p->gamma = g;
     return 0;
@@ -110,8 +114,7 @@ int hs_policy_parse(const char *id, hs_policy_t *pol, hu_error_t *err)
 {
     static const char suffix[] = "-priority";
     const size_t slen = sizeof(suffix) - 1;
-    hs_policy_t p = { .kind = HS_POL_FAIRSHARE, .priority = false, .gamma = 0,
-                      .set_base = 10 };
+    hs_policy_t p = { .kind = HS_POL_FAIRSHARE, .priority = false, .gamma = 0, .set_base = 10 };
     hs_policy_kind_t kind;
     size_t len;
     char base[128];
@@ -124,7 +127,7 @@ int hs_policy_parse(const char *id, hs_policy_t *pol, hu_error_t *err)
     if (len >= sizeof(base))
         return perr(err, "policy id is too long (%zu characters)", len);
 
-    if (lookup_simple(id, len, &kind)) {        /* includes harmonia-priority */
+    if (lookup_simple(id, len, &kind)) { /* includes harmonia-priority */
         p.kind = kind;
         goto done;
     }
@@ -133,11 +136,12 @@ int hs_policy_parse(const char *id, hs_policy_t *pol, hu_error_t *err)
         memcpy(base, id, len - slen);
         base[len - slen] = '\0';
         if (lookup_simple(base, len - slen, &kind)) {
-            if (kind != HS_POL_ROUNDROBIN && kind != HS_POL_MINDILATION
-                && kind != HS_POL_MAXSYSEFF)
-                return perr(err, "policy '%s' has no -priority variant (only "
+            if (kind != HS_POL_ROUNDROBIN && kind != HS_POL_MINDILATION && kind != HS_POL_MAXSYSEFF)
+                return perr(err,
+                            "policy '%s' has no -priority variant (only "
                             "roundrobin, mindilation, maxsyseff and minmax:<gamma> "
-                            "have one)", base);
+                            "have one)",
+                            base);
             p.kind = kind;
             p.priority = true;
             goto done;
@@ -149,8 +153,10 @@ int hs_policy_parse(const char *id, hs_policy_t *pol, hu_error_t *err)
             goto done;
         }
         if (!strcmp(base, "minmax"))
-            return perr(err, "policy '%s': minmax needs a threshold: "
-                        "minmax:<gamma>-priority with 0 <= gamma <= 1", id);
+            return perr(err,
+                        "policy '%s': minmax needs a threshold: "
+                        "minmax:<gamma>-priority with 0 <= gamma <= 1",
+                        id);
     }
     if (!strncmp(id, "minmax-priority:", 16)) {
         if (parse_gamma(id, id + 16, &p, err) < 0)
@@ -165,20 +171,24 @@ int hs_policy_parse(const char *id, hs_policy_t *pol, hu_error_t *err)
     }
     if (!strcmp(id, "minmax"))
         return perr(err, "policy 'minmax' needs a threshold: minmax:<gamma> "
-                    "with 0 <= gamma <= 1 (e.g. minmax:0.5)");
+                         "with 0 <= gamma <= 1 (e.g. minmax:0.5)");
     if (!strncmp(id, "set:", 4)) {
         double b;
         if (parse_number(id + 4, &b) < 0 || !(b > 1))
-            return perr(err, "policy '%s': the base must be a number > 1 "
-                        "(e.g. set:10, set:2)", id);
+            return perr(err,
+                        "policy '%s': the base must be a number > 1 "
+                        "(e.g. set:10, set:2)",
+                        id);
         p.kind = HS_POL_SET;
         p.set_base = b;
         goto done;
     }
-    return perr(err, "unknown policy '%s' (known: fairshare fcfs static roundrobin "
+    return perr(err,
+                "unknown policy '%s' (known: fairshare fcfs static roundrobin "
                 "mindilation maxsyseff minmax:<g> set10 set:<b> set-fairshare "
                 "priority-sharing periodic-throu periodic-cong persched harmonia-* auto; "
-                "-priority variants of roundrobin mindilation maxsyseff minmax)", id);
+                "-priority variants of roundrobin mindilation maxsyseff minmax)",
+                id);
 done:
     *pol = p;
     return 0;
@@ -196,18 +206,17 @@ const char *hs_policy_name(const hs_policy_t *pol, char *buf, size_t len)
         return buf;
     }
     switch (pol->kind) {
-        case HS_POL_MINMAX:
-            snprintf(buf, len, "minmax:%g%s", pol->gamma,
-                     pol->priority ? "-priority" : "");
-            return buf;
-        case HS_POL_SET:
-            if (pol->set_base == 10 || pol->set_base == 0)
-                snprintf(buf, len, "set10");
-            else
-                snprintf(buf, len, "set:%g", pol->set_base);
-            return buf;
-        default:
-            break;
+    case HS_POL_MINMAX:
+        snprintf(buf, len, "minmax:%g%s", pol->gamma, pol->priority ? "-priority" : "");
+        return buf;
+    case HS_POL_SET:
+        if (pol->set_base == 10 || pol->set_base == 0)
+            snprintf(buf, len, "set10");
+        else
+            snprintf(buf, len, "set:%g", pol->set_base);
+        return buf;
+    default:
+        break;
     }
     for (i = 0; i < NSIMPLE; i++) {
         if (simple_ids[i].kind == pol->kind) {

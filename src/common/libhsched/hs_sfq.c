@@ -30,7 +30,7 @@
 #include <string.h>
 
 #include "hs_sfq.h"
-#include "policy.h"             /* hs_grow(), hs_hash64() */
+#include "policy.h" /* hs_grow(), hs_hash64() */
 
 #define NOIDX ((size_t)-1)
 
@@ -41,7 +41,7 @@
 struct hnode {
     double key;
     uint64_t seq;
-    size_t idx;             /* position in the heap, NOIDX when not in it */
+    size_t idx; /* position in the heap, NOIDX when not in it */
 };
 
 struct heap {
@@ -137,7 +137,7 @@ static void heap_update(struct heap *h, struct hnode *x)
 struct map {
     uint64_t *keys;
     void **vals;
-    size_t cap;             /* power of two, or 0 */
+    size_t cap; /* power of two, or 0 */
     size_t n;
 };
 
@@ -243,49 +243,49 @@ struct flow;
 struct req {
     uint64_t id;
     uint64_t cost;
-    struct flow *flow;      /* NULL once an outstanding request's flow was removed */
-    struct req *prev;       /* in the flow's queue, or in its outstanding list */
+    struct flow *flow; /* NULL once an outstanding request's flow was removed */
+    struct req *prev;  /* in the flow's queue, or in its outstanding list */
     struct req *next;
-    struct hnode on;        /* outstanding heap (Min-SFQ(D)); on.seq = arrival seq */
-    double start;           /* S: valid once head of its flow, or outstanding */
-    double finish;          /* F */
-    unsigned int slots;     /* held while outstanding */
-    unsigned int bypassed;  /* times backfilled past while head [vPFS+ guard] */
+    struct hnode on;       /* outstanding heap (Min-SFQ(D)); on.seq = arrival seq */
+    double start;          /* S: valid once head of its flow, or outstanding */
+    double finish;         /* F */
+    unsigned int slots;    /* held while outstanding */
+    unsigned int bypassed; /* times backfilled past while head [vPFS+ guard] */
     bool outstanding;
 };
 
 struct flow {
     uint64_t id;
-    double weight;          /* phi_f */
-    double last_finish;     /* F_prev(f) [JCK04] */
-    struct req *qhead;      /* queued requests, FIFO */
+    double weight;      /* phi_f */
+    double last_finish; /* F_prev(f) [JCK04] */
+    struct req *qhead;  /* queued requests, FIFO */
     struct req *qtail;
-    struct req *out;        /* outstanding requests (unordered list) */
-    struct hnode hn;        /* flow heap: key = S(qhead), seq = qhead's arrival seq */
+    struct req *out; /* outstanding requests (unordered list) */
+    struct hnode hn; /* flow heap: key = S(qhead), seq = qhead's arrival seq */
     hs_sfq_flow_stats_t st;
 };
 
 struct hs_sfq {
     hs_sfq_params_t prm;
-    uint64_t slot_bytes;    /* effective slot size (auto: smallest cost so far) */
-    double v;               /* virtual time */
-    double max_finish;      /* largest finish tag dispatched (idle rule) */
-    unsigned int used;      /* slots (or requests) outstanding */
-    uint64_t seq;           /* arrival counter */
-    struct heap flows;      /* backlogged flows by head start tag */
-    struct heap outq;       /* outstanding requests by start tag (Min-SFQ(D) only) */
-    struct map reqs;        /* id -> struct req (queued and outstanding) */
-    struct map fmap;        /* id -> struct flow */
+    uint64_t slot_bytes; /* effective slot size (auto: smallest cost so far) */
+    double v;            /* virtual time */
+    double max_finish;   /* largest finish tag dispatched (idle rule) */
+    unsigned int used;   /* slots (or requests) outstanding */
+    uint64_t seq;        /* arrival counter */
+    struct heap flows;   /* backlogged flows by head start tag */
+    struct heap outq;    /* outstanding requests by start tag (Min-SFQ(D) only) */
+    struct map reqs;     /* id -> struct req (queued and outstanding) */
+    struct map fmap;     /* id -> struct flow */
     size_t nqueued;
     size_t noutstanding;
-    size_t *aux;            /* backfill scan: a small heap of flow-heap indices */
+    size_t *aux; /* backfill scan: a small heap of flow-heap indices */
     uint64_t dispatched;
     uint64_t backfills;
     uint64_t reserved_waits;
 };
 
-#define FLOW_OF(node) ((struct flow *)((char *)(node) - offsetof(struct flow, hn)))
-#define REQ_OF(node) ((struct req *)((char *)(node) - offsetof(struct req, on)))
+#define FLOW_OF(node) ((struct flow *)((char *)(node)-offsetof(struct flow, hn)))
+#define REQ_OF(node) ((struct req *)((char *)(node)-offsetof(struct req, on)))
 
 /* Flow 'id' of q (flow: true), or its request 'id' (queued or outstanding); NULL
  * with errno = EINVAL (no q) or ENOENT (no such flow or request). */
@@ -421,8 +421,7 @@ static double vtime_now(hs_sfq_t *q)
     if (q->nqueued == 0 && q->noutstanding == 0) {
         if (q->max_finish > q->v)
             q->v = q->max_finish;
-    }
-    else if (q->prm.vtime == HS_SFQ_VT_MIN_START) {
+    } else if (q->prm.vtime == HS_SFQ_VT_MIN_START) {
         double m = INFINITY;
         if (q->outq.n > 0)
             m = q->outq.a[0]->key;
@@ -464,8 +463,7 @@ int hs_sfq_flow_add(hs_sfq_t *q, uint64_t flow, double weight)
         errno = EEXIST;
         return -1;
     }
-    if (map_reserve(&q->fmap, q->fmap.n + 1) < 0
-        || heap_reserve(&q->flows, q->fmap.n + 1) < 0)
+    if (map_reserve(&q->fmap, q->fmap.n + 1) < 0 || heap_reserve(&q->flows, q->fmap.n + 1) < 0)
         return -1;
     if (!(f = calloc(1, sizeof(*f))))
         return -1;
@@ -538,8 +536,7 @@ int hs_sfq_enqueue(hs_sfq_t *q, uint64_t flow, uint64_t id, uint64_t cost)
     }
     if (map_reserve(&q->reqs, q->reqs.n + 1) < 0)
         return -1;
-    if (q->prm.vtime == HS_SFQ_VT_MIN_START
-        && heap_reserve(&q->outq, q->reqs.n + 1) < 0)
+    if (q->prm.vtime == HS_SFQ_VT_MIN_START && heap_reserve(&q->outq, q->reqs.n + 1) < 0)
         return -1;
     if (!(r = calloc(1, sizeof(*r))))
         return -1;
@@ -563,7 +560,7 @@ int hs_sfq_enqueue(hs_sfq_t *q, uint64_t flow, uint64_t id, uint64_t cost)
     f->st.queued++;
     f->st.queued_bytes += cost;
     if (f->qhead == r) {
-        tag_head(q, f);             /* before counting r: v of the system without it */
+        tag_head(q, f); /* before counting r: v of the system without it */
         heap_push(&q->flows, &f->hn);
     }
     q->nqueued++;
@@ -599,8 +596,7 @@ static void unqueue(hs_sfq_t *q, struct req *r)
         if (f->qhead) {
             tag_head(q, f);
             heap_update(&q->flows, &f->hn);
-        }
-        else
+        } else
             heap_remove(&q->flows, &f->hn);
     }
 }
@@ -625,8 +621,7 @@ int hs_sfq_cancel(hs_sfq_t *q, uint64_t id)
 
 /* The backfill scan's heap q->aux[0..*na[: a binary min-heap of indices into the flow
  * heap's array a[0..n[, by a[idx] order.  Push the children of a[top] onto it. */
-static void aux_push_children(hs_sfq_t *q, struct hnode **a, size_t n, size_t *na,
-                              size_t top)
+static void aux_push_children(hs_sfq_t *q, struct hnode **a, size_t n, size_t *na, size_t top)
 {
     size_t c;
 
@@ -654,7 +649,7 @@ static struct req *backfill_find(hs_sfq_t *q, const struct req *head, unsigned i
         limit = head->start + q->prm.bf_window * (head->finish - head->start);
         limit += 1e-12 * fabs(limit);
     }
-    aux_push_children(q, a, n, &na, 0);         /* the root's children */
+    aux_push_children(q, a, n, &na, 0); /* the root's children */
     while (na > 0 && examined < q->prm.bf_scan) {
         size_t top = q->aux[0], k;
         struct req *r = FLOW_OF(a[top])->qhead;
@@ -676,7 +671,7 @@ static struct req *backfill_find(hs_sfq_t *q, const struct req *head, unsigned i
         }
         examined++;
         if (r->start > limit)
-            break;                  /* every later head starts later still */
+            break; /* every later head starts later still */
         if (slots_of(q, r->cost) <= free)
             return r;
         aux_push_children(q, a, n, &na, top);
@@ -698,7 +693,7 @@ static void go(hs_sfq_t *q, struct req *r, const struct req *head, unsigned int 
         q->max_finish = r->finish;
     f->last_finish = r->finish;
 
-    unqueue(q, r);                  /* tags f's next head, if any */
+    unqueue(q, r); /* tags f's next head, if any */
     r->outstanding = true;
     r->slots = slots;
     r->next = f->out;
@@ -755,7 +750,7 @@ int hs_sfq_dispatch(hs_sfq_t *q, hs_sfq_req_t *out)
     if (q->prm.mode != HS_SFQ_D_PLUS || q->prm.bf_limit == 0)
         return 0;
     if (h->bypassed >= q->prm.bf_limit) {
-        q->reserved_waits++;        /* starvation guard: H is reserved */
+        q->reserved_waits++; /* starvation guard: H is reserved */
         return 0;
     }
     if (!(c = backfill_find(q, h, free)))

@@ -57,26 +57,26 @@ extern "C" {
 #endif
 
 typedef enum {
-    HS_SFQ_D = 0,           /* depth = number of outstanding requests */
-    HS_SFQ_D_PLUS = 1,      /* depth = cost slots, with backfill (vPFS+) */
+    HS_SFQ_D = 0,      /* depth = number of outstanding requests */
+    HS_SFQ_D_PLUS = 1, /* depth = cost slots, with backfill (vPFS+) */
 } hs_sfq_mode_t;
 
 typedef enum {
-    HS_SFQ_VT_LAST_START = 0,   /* SFQ(D): start tag of the last dispatched request */
-    HS_SFQ_VT_MIN_START = 1,    /* Min-SFQ(D): min start tag of requests in system */
+    HS_SFQ_VT_LAST_START = 0, /* SFQ(D): start tag of the last dispatched request */
+    HS_SFQ_VT_MIN_START = 1,  /* Min-SFQ(D): min start tag of requests in system */
 } hs_sfq_vtime_t;
 
 typedef struct {
     hs_sfq_mode_t mode;
     hs_sfq_vtime_t vtime;
-    unsigned int depth;     /* D >= 1: requests (SFQ(D)) or slots (SFQ(D)+) */
-    uint64_t slot_bytes;    /* SFQ(D)+: bytes per slot; 0 = the smallest cost enqueued
+    unsigned int depth;    /* D >= 1: requests (SFQ(D)) or slots (SFQ(D)+) */
+    uint64_t slot_bytes;   /* SFQ(D)+: bytes per slot; 0 = the smallest cost enqueued
                              * so far (vPFS+: "each slot represents the cost of the
                              * smallest I/Os"); ignored by SFQ(D) */
-    unsigned int bf_limit;  /* SFQ(D)+: bypasses of one head before it is reserved;
+    unsigned int bf_limit; /* SFQ(D)+: bypasses of one head before it is reserved;
                              * 0 disables backfill */
-    unsigned int bf_scan;   /* SFQ(D)+: heads examined per backfill attempt, >= 1 */
-    double bf_window;       /* SFQ(D)+: > 0: a backfilled request must have
+    unsigned int bf_scan;  /* SFQ(D)+: heads examined per backfill attempt, >= 1 */
+    double bf_window;      /* SFQ(D)+: > 0: a backfilled request must have
                              * S <= S(H) + bf_window * (F(H) - S(H)); 0: no window */
 } hs_sfq_params_t;
 
@@ -84,39 +84,39 @@ typedef struct hs_sfq hs_sfq_t;
 
 /* One dispatched request, as returned by hs_sfq_dispatch(). */
 typedef struct {
-    uint64_t id;            /* the caller's request id */
-    uint64_t flow;          /* its flow (job) */
-    uint64_t cost;          /* bytes */
-    unsigned int slots;     /* depth it holds until hs_sfq_complete() (1 in SFQ(D)) */
-    double start;           /* S */
-    double finish;          /* F */
-    bool backfilled;        /* went ahead of a head that did not fit (SFQ(D)+) */
+    uint64_t id;        /* the caller's request id */
+    uint64_t flow;      /* its flow (job) */
+    uint64_t cost;      /* bytes */
+    unsigned int slots; /* depth it holds until hs_sfq_complete() (1 in SFQ(D)) */
+    double start;       /* S */
+    double finish;      /* F */
+    bool backfilled;    /* went ahead of a head that did not fit (SFQ(D)+) */
 } hs_sfq_req_t;
 
 typedef struct {
-    double vtime;           /* v */
-    unsigned int depth;     /* D */
-    unsigned int used;      /* slots (SFQ(D)+) or requests (SFQ(D)) outstanding */
-    uint64_t slot_bytes;    /* current slot size (0 before any enqueue in auto mode) */
+    double vtime;        /* v */
+    unsigned int depth;  /* D */
+    unsigned int used;   /* slots (SFQ(D)+) or requests (SFQ(D)) outstanding */
+    uint64_t slot_bytes; /* current slot size (0 before any enqueue in auto mode) */
     size_t flows;
-    size_t queued;          /* requests waiting */
-    size_t outstanding;     /* requests dispatched, not completed */
-    uint64_t dispatched;    /* requests dispatched so far */
-    uint64_t backfills;     /* of which backfilled */
-    uint64_t reserved_waits;/* dispatch calls that returned nothing because the head
+    size_t queued;           /* requests waiting */
+    size_t outstanding;      /* requests dispatched, not completed */
+    uint64_t dispatched;     /* requests dispatched so far */
+    uint64_t backfills;      /* of which backfilled */
+    uint64_t reserved_waits; /* dispatch calls that returned nothing because the head
                              * was reserved by the starvation guard */
 } hs_sfq_stats_t;
 
 typedef struct {
     double weight;
-    double last_finish;     /* F_prev(f) */
+    double last_finish; /* F_prev(f) */
     size_t queued;
     size_t outstanding;
     uint64_t queued_bytes;
     uint64_t dispatched_bytes;
     uint64_t completed_bytes;
-    uint64_t dispatched;    /* requests */
-    uint64_t backfilled;    /* requests of this flow that were backfilled */
+    uint64_t dispatched; /* requests */
+    uint64_t backfilled; /* requests of this flow that were backfilled */
 } hs_sfq_flow_stats_t;
 
 /* Called by hs_sfq_flow_remove() for each queued request it drops. */
@@ -129,7 +129,7 @@ int hs_sfq_params_init(hs_sfq_params_t *prm, hs_sfq_mode_t mode);
 /* -1 / EINVAL on invalid parameters (depth 0, bf_scan 0, bf_window < 0 or not finite,
  * unknown mode or vtime); ENOMEM. */
 hs_sfq_t *hs_sfq_create(const hs_sfq_params_t *prm);
-void hs_sfq_destroy(hs_sfq_t *q);      /* NULL ok; keeps errno */
+void hs_sfq_destroy(hs_sfq_t *q); /* NULL ok; keeps errno */
 
 /* Flows.  weight > 0 and finite (EINVAL); add: EEXIST if present; others: ENOENT.
  * set_weight: applies to the service not yet tagged: the current head keeps its start

@@ -41,7 +41,7 @@
 extern "C" {
 #endif
 
-#define HS_EPS_REL 1e-9     /* relative tolerance on volumes and times */
+#define HS_EPS_REL 1e-9 /* relative tolerance on volumes and times */
 
 /* ---------------------------------------------------------------- platform */
 
@@ -49,22 +49,22 @@ extern "C" {
  * a platform with nbuffers == 0 behaves exactly as the plain model). */
 typedef struct {
     char name[64];
-    double capacity;        /* bytes */
-    double bandwidth;       /* bytes/s, one stream alone */
-    double msca[16];        /* MSCA(c) for c = 1..16 (msca[0] = MSCA(1) = 0) */
-    int nmsca;              /* number of valid entries in msca (0: insensitive) */
+    double capacity;  /* bytes */
+    double bandwidth; /* bytes/s, one stream alone */
+    double msca[16];  /* MSCA(c) for c = 1..16 (msca[0] = MSCA(1) = 0) */
+    int nmsca;        /* number of valid entries in msca (0: insensitive) */
     /* appended (buffer tier, doc/buffer-tier.md) */
-    double msca_read[16];   /* read curve, same convention as msca */
-    int nmsca_read;         /* 0: reads use the write curve 'msca' */
-    char device[32];        /* device type ("nvme", "ssd", "hdd", ...), for filters */
+    double msca_read[16]; /* read curve, same convention as msca */
+    int nmsca_read;       /* 0: reads use the write curve 'msca' */
+    char device[32];      /* device type ("nvme", "ssd", "hdd", ...), for filters */
 } hs_buffer_t;
 
 typedef struct {
-    int nodes;              /* N */
-    double node_bw;         /* b, bytes/s per compute node */
-    double bw;              /* B, bytes/s of the shared I/O system (PFS) */
+    int nodes;      /* N */
+    double node_bw; /* b, bytes/s per compute node */
+    double bw;      /* B, bytes/s of the shared I/O system (PFS) */
     int nbuffers;
-    const hs_buffer_t *buffers;   /* borrowed: copied by hs_sched_create() */
+    const hs_buffer_t *buffers; /* borrowed: copied by hs_sched_create() */
 } hs_platform_t;
 
 /* ---------------------------------------------------------------- policies */
@@ -77,7 +77,7 @@ typedef enum {
     HS_POL_MINDILATION,
     HS_POL_MAXSYSEFF,
     HS_POL_MINMAX,
-    HS_POL_SET,                 /* set10 and set:<base> */
+    HS_POL_SET, /* set10 and set:<base> */
     HS_POL_SET_FAIRSHARE,
     HS_POL_PRIORITY_SHARING,
     HS_POL_PERIODIC_THROU,
@@ -88,31 +88,31 @@ typedef enum {
     HS_POL_HARMONIA_FAIRNESS,
     HS_POL_HARMONIA_BUFFER_EFF,
     HS_POL_HARMONIA_PRIORITY,
-    HS_POL_AUTO,                /* model-predictive choice among candidates */
+    HS_POL_AUTO, /* model-predictive choice among candidates */
     HS_POL__COUNT
 } hs_policy_kind_t;
 
 typedef struct {
     hs_policy_kind_t kind;
-    bool priority;          /* the "-priority" variant (Gainaru §3.1) */
-    double gamma;           /* minmax:<gamma>, in [0,1] */
-    double set_base;        /* set:<base>; 10 for set10 */
+    bool priority;   /* the "-priority" variant (Gainaru §3.1) */
+    double gamma;    /* minmax:<gamma>, in [0,1] */
+    double set_base; /* set:<base>; 10 for set10 */
     /* appended: periodic policies (doc/periodic.md §2) */
-    double period_min;      /* > 0: T_min the period search starts from (s);
+    double period_min; /* > 0: T_min the period search starts from (s);
                                0: max_k (w_k + time_io_k) */
     /* appended: auto (doc/policies.md, "auto"); zero means the default */
-    int auto_objective;     /* hs_auto_objective_t */
-    double auto_factor;     /* dilation bound: factor x the lowest (1.05) */
-    double auto_hysteresis; /* relative gain needed to switch (0.01) */
-    double auto_interval;   /* s between periodic epochs (0: half the horizon) */
-    double auto_horizon;    /* s simulated ahead (0: 2 x the longest w + time_io) */
-    char auto_candidates[256];  /* comma-separated policy ids ("": the default) */
+    int auto_objective;        /* hs_auto_objective_t */
+    double auto_factor;        /* dilation bound: factor x the lowest (1.05) */
+    double auto_hysteresis;    /* relative gain needed to switch (0.01) */
+    double auto_interval;      /* s between periodic epochs (0: half the horizon) */
+    double auto_horizon;       /* s simulated ahead (0: 2 x the longest w + time_io) */
+    char auto_candidates[256]; /* comma-separated policy ids ("": the default) */
     /* appended: the max-wait guard of every policy (doc/policies.md); 0: off */
-    double max_wait;        /* s: a phase whose excess wait (time since its request
+    double max_wait; /* s: a phase whose excess wait (time since its request
                                beyond moving its done bytes at its cap) reaches it
                                gets min(cap, B / m) whatever the policy says */
     /* appended: the decision budget (doc/performance.md, "Decision budget") */
-    uint64_t max_work;      /* work units one decision of a policy that computes
+    uint64_t max_work; /* work units one decision of a policy that computes
                                schedules may spend (periodic: segments visited and
                                instances added), past which it answers with the
                                best schedule so far; 0: the policy's default,
@@ -121,8 +121,8 @@ typedef struct {
      * bound"), on by default: a phase whose excess wait (as for max_wait) reaches
      * max(starve_factor x its exclusive duration vol / cap, starve_floor) gets a
      * share as under max_wait (both on: whichever comes first) */
-    double starve_factor;   /* k; 0: HS_STARVE_FACTOR_DEFAULT, < 0: off */
-    double starve_floor;    /* s; 0: HS_STARVE_FLOOR_DEFAULT */
+    double starve_factor; /* k; 0: HS_STARVE_FACTOR_DEFAULT, < 0: off */
+    double starve_floor;  /* s; 0: HS_STARVE_FLOOR_DEFAULT */
 } hs_policy_t;
 
 /* Defaults of the starvation bound (doc/policies.md says why these values). */
@@ -136,8 +136,9 @@ typedef enum {
 } hs_auto_objective_t;
 
 /* Candidates of 'auto' when none are given. */
-#define HS_AUTO_CANDIDATES "mindilation,fcfs,roundrobin,maxsyseff,minmax:0.5," \
-                           "set10,fairshare"
+#define HS_AUTO_CANDIDATES \
+    "mindilation,fcfs,roundrobin,maxsyseff,minmax:0.5," \
+    "set10,fairshare"
 
 /* Parse a policy id of doc/design.md §3 ("fairshare", "minmax:0.5", "mindilation-priority",
  * "set10", "set:2", ...).  Returns 0, or -1 with errno = EINVAL and err filled. */
@@ -158,21 +159,21 @@ int hs_iosets_class(double w_iter, double base);
 typedef enum { HS_DIR_WRITE = 0, HS_DIR_READ = 1 } hs_dir_t;
 
 typedef struct {
-    uint64_t id;            /* driver's job id, unique within an instance */
-    int nodes;              /* beta_k >= 1 */
-    double release;         /* r_k */
+    uint64_t id;    /* driver's job id, unique within an instance */
+    int nodes;      /* beta_k >= 1 */
+    double release; /* r_k */
     /* What is known ahead of time (hints; from the workload in bbsim, from the
      * #BB_HARMONIA iohints in bbmgrd).  <= 0 means unknown. */
-    double w;               /* typical compute time between phases, s */
-    double volume;          /* typical volume of one phase, bytes */
-    double w_iter;          /* IO-Sets w_iter, s (if <= 0: w + volume/min(beta b, B),
+    double w;      /* typical compute time between phases, s */
+    double volume; /* typical volume of one phase, bytes */
+    double w_iter; /* IO-Sets w_iter, s (if <= 0: w + volume/min(beta b, B),
                                then learnt online from phase starts) */
-    int instances;          /* n_tot (0: unknown) */
-    int priority;           /* 1..10, for harmonia-priority (0: default 1) */
+    int instances; /* n_tot (0: unknown) */
+    int priority;  /* 1..10, for harmonia-priority (0: default 1) */
     /* Buffer nodes this job may use (indices into platform.buffers); empty means
      * "all" for the online policies and none for static. */
     int nalloc;
-    const int *alloc;       /* borrowed: copied */
+    const int *alloc; /* borrowed: copied */
     /* appended (buffer tier): number of nodes of 'alloc' a phase is striped over
      * (0: 1).  'static' ignores it and stripes over the whole allocation. */
     int stripe;
@@ -182,25 +183,23 @@ typedef struct {
 
 typedef struct hs_sched hs_sched_t;
 
-hs_sched_t *hs_sched_create(const hs_platform_t *plat, const hs_policy_t *pol,
-                            hu_error_t *err);
-void hs_sched_destroy(hs_sched_t *s);         /* accepts NULL, keeps errno */
+hs_sched_t *hs_sched_create(const hs_platform_t *plat, const hs_policy_t *pol, hu_error_t *err);
+void hs_sched_destroy(hs_sched_t *s); /* accepts NULL, keeps errno */
 
 /* Change the policy of a live scheduler: takes effect at the next decision; jobs and
  * phases are kept (bbmgrd's "policy change without dropping jobs"). */
-int hs_sched_set_policy(hs_sched_t *s, double now, const hs_policy_t *pol,
-                        hu_error_t *err);
+int hs_sched_set_policy(hs_sched_t *s, double now, const hs_policy_t *pol, hu_error_t *err);
 
 /* Events.  'now' must never decrease between calls (EINVAL otherwise). Every event
  * first integrates the progress of active transfers from the last event to 'now'
  * at the rates of the last decision. */
 int hs_job_arrive(hs_sched_t *s, double now, const hs_job_t *job, hu_error_t *err);
-int hs_job_leave(hs_sched_t *s, double now, uint64_t id);    /* drops its phase too */
+int hs_job_leave(hs_sched_t *s, double now, uint64_t id); /* drops its phase too */
 
 /* Job 'id' finished a compute chunk of 'w_done' seconds (its w(k,i)) and asks to move
  * 'volume' bytes.  One phase per job at a time (EBUSY otherwise). */
-int hs_phase_request(hs_sched_t *s, double now, uint64_t id, double volume,
-                     hs_dir_t dir, double w_done, hu_error_t *err);
+int hs_phase_request(hs_sched_t *s, double now, uint64_t id, double volume, hs_dir_t dir,
+                     double w_done, hu_error_t *err);
 
 /* External progress report (bbmgrd: the client says how much it moved). Sets the
  * bytes done so far; the model otherwise integrates rate x time itself. */
@@ -215,17 +214,17 @@ int hs_sched_advance(hs_sched_t *s, double now);
 /* ---------------------------------------------------------------- decisions */
 
 typedef struct {
-    uint64_t id;            /* job id */
-    double bw;              /* bytes/s granted until the next event (0: waiting) */
-    double share;           /* bw / B */
-    int buffer;             /* buffer node index the phase goes to, -1: the PFS */
-    double start;           /* planned start (>= now) for schedules computed ahead;
+    uint64_t id;      /* job id */
+    double bw;        /* bytes/s granted until the next event (0: waiting) */
+    double share;     /* bw / B */
+    int buffer;       /* buffer node index the phase goes to, -1: the PFS */
+    double start;     /* planned start (>= now) for schedules computed ahead;
                                == now for online policies when bw > 0 */
-    double remaining;       /* bytes left in the phase */
-    double weight;          /* the policy's weight for this job (SFQ(D)+ weights) */
+    double remaining; /* bytes left in the phase */
+    double weight;    /* the policy's weight for this job (SFQ(D)+ weights) */
     /* appended (buffer tier) */
-    bool buffer_full;       /* the rate is limited by a full buffer node (a stall) */
-    int nbuffers;           /* buffer nodes the phase is striped over (0: the PFS;
+    bool buffer_full; /* the rate is limited by a full buffer node (a stall) */
+    int nbuffers;     /* buffer nodes the phase is striped over (0: the PFS;
                                'buffer' is the first of them) */
 } hs_grant_t;
 
@@ -250,24 +249,24 @@ size_t hs_sched_npending(const hs_sched_t *s);
 typedef struct {
     uint64_t id;
     int nodes;
-    double release;         /* r_k */
-    double end;             /* d_k: time of the last phase finish or job leave (NAN if still running) */
-    int phases;             /* instances completed */
-    double work;            /* sum of w(k,i) reported with phase requests */
-    double io_dedicated;    /* sum of time_io(k,i) = vol / min(beta b, B) */
-    double io_time;         /* sum of (finish - request) over completed phases */
-    double io_wait;         /* time phases spent with bw == 0 (not granted) */
-    double bytes;           /* bytes moved */
-    double w_iter_est;      /* w_iter used by the policy */
+    double release; /* r_k */
+    double end;     /* d_k: time of the last phase finish or job leave (NAN if still running) */
+    int phases;     /* instances completed */
+    double work;    /* sum of w(k,i) reported with phase requests */
+    double io_dedicated; /* sum of time_io(k,i) = vol / min(beta b, B) */
+    double io_time;      /* sum of (finish - request) over completed phases */
+    double io_wait;      /* time phases spent with bw == 0 (not granted) */
+    double bytes;        /* bytes moved */
+    double w_iter_est;   /* w_iter used by the policy */
     /* appended (buffer tier).  If is computed on every platform (alone = the
      * dedicated time); the buffer figures are 0 on a platform without buffers. */
-    double if_sum;          /* sum over completed phases of If = io time / alone time */
-    double if_max;          /* largest If of a completed phase */
-    double buffer_full;     /* time phases were slowed by a full buffer node, s */
-    double buf_held;        /* integral over the job's life of the bytes held by its
+    double if_sum;      /* sum over completed phases of If = io time / alone time */
+    double if_max;      /* largest If of a completed phase */
+    double buffer_full; /* time phases were slowed by a full buffer node, s */
+    double buf_held;    /* integral over the job's life of the bytes held by its
                                allocated buffer nodes, byte.s */
-    double buf_alloc;       /* integral of the capacity of its allocated nodes, byte.s */
-    double alloc_wait;      /* not set by the core: a driver's allocation wait, s */
+    double buf_alloc;   /* integral of the capacity of its allocated nodes, byte.s */
+    double alloc_wait;  /* not set by the core: a driver's allocation wait, s */
 } hs_job_stats_t;
 
 int hs_job_stats(const hs_sched_t *s, uint64_t id, hs_job_stats_t *st);
@@ -276,16 +275,16 @@ int hs_job_stats(const hs_sched_t *s, uint64_t id, hs_job_stats_t *st);
 
 /* Metrics of a finished run (doc/design.md §2).  Input: one record per application. */
 typedef struct {
-    double sys_efficiency;  /* (1/N) sum beta_k rho~_k(d_k) */
-    double upper_limit;     /* (1/N) sum beta_k rho_k */
-    double dilation;        /* max_k rho_k / rho~_k(d_k) */
-    double stretch_max;     /* max_k (d_k - r_k) / (work_k + io_dedicated_k) */
+    double sys_efficiency; /* (1/N) sum beta_k rho~_k(d_k) */
+    double upper_limit;    /* (1/N) sum beta_k rho_k */
+    double dilation;       /* max_k rho_k / rho~_k(d_k) */
+    double stretch_max;    /* max_k (d_k - r_k) / (work_k + io_dedicated_k) */
     double stretch_mean;
-    double io_slowdown_mean;/* mean_k io_time_k / io_dedicated_k */
-    double utilization;     /* sum beta_k work_k / (N * makespan) */
-    double fairness;        /* Jain's index over per-job dilations */
-    double stall_time;      /* sum_k (io_time_k - io_dedicated_k), s (>= 0 each) */
-    double makespan;        /* max d_k - min r_k */
+    double io_slowdown_mean; /* mean_k io_time_k / io_dedicated_k */
+    double utilization;      /* sum beta_k work_k / (N * makespan) */
+    double fairness;         /* Jain's index over per-job dilations */
+    double stall_time;       /* sum_k (io_time_k - io_dedicated_k), s (>= 0 each) */
+    double makespan;         /* max d_k - min r_k */
     /* appended */
     double dilation_mean;   /* mean_k rho_k / rho~_k(d_k) */
     double io_slowdown_max; /* max_k io_time_k / io_dedicated_k */
@@ -294,9 +293,9 @@ typedef struct {
 
 /* Per-app derived figures, filled by hs_metrics_compute() when 'per_app' != NULL. */
 typedef struct {
-    double rho;             /* work / (work + io_dedicated) */
-    double rho_tilde;       /* work / (end - release) */
-    double dilation;        /* rho / rho_tilde */
+    double rho;       /* work / (work + io_dedicated) */
+    double rho_tilde; /* work / (end - release) */
+    double dilation;  /* rho / rho_tilde */
     double stretch;
     double io_slowdown;
     double stall;
@@ -304,8 +303,8 @@ typedef struct {
 
 /* 'N' is the platform's node count (the paper's N = sum beta_k when all nodes are
  * used; pass plat.nodes).  Returns 0, or -1 with errno = EINVAL (n == 0, N <= 0). */
-int hs_metrics_compute(const hs_job_stats_t *apps, size_t n, int N,
-                       hs_metrics_t *m, hs_app_metrics_t *per_app);
+int hs_metrics_compute(const hs_job_stats_t *apps, size_t n, int N, hs_metrics_t *m,
+                       hs_app_metrics_t *per_app);
 
 /* ---------------------------------------------------------------- additions
  * (appended after the first version of this interface; see doc/policies.md) */
@@ -326,14 +325,14 @@ double hs_sched_now(const hs_sched_t *s);
 /* The current phase of a live job, as the model sees it. */
 typedef struct {
     uint64_t id;
-    bool pending;           /* false: the job is computing (other fields 0) */
-    bool complete;          /* volume done in the model, waiting for hs_phase_finish */
-    double volume;          /* bytes requested */
-    double done;            /* bytes moved so far */
-    double request;         /* time of the request */
-    double bw;              /* rate of the last decision */
-    double weight;          /* weight of the last decision */
-    double w_iter;          /* w_iter used for this phase */
+    bool pending;   /* false: the job is computing (other fields 0) */
+    bool complete;  /* volume done in the model, waiting for hs_phase_finish */
+    double volume;  /* bytes requested */
+    double done;    /* bytes moved so far */
+    double request; /* time of the request */
+    double bw;      /* rate of the last decision */
+    double weight;  /* weight of the last decision */
+    double w_iter;  /* w_iter used for this phase */
 } hs_phase_info_t;
 
 /* 0, or -1 with errno = ENOENT (no such live job) or EINVAL. */
@@ -374,16 +373,16 @@ const char *const *hs_device_names(void);
 
 /* Buffer-node allocation (pure; bbsim and bbmgrd). */
 typedef struct {
-    double capacity;        /* bytes requested, > 0 */
-    int nodes;              /* at least this many nodes (0: from the capacity alone) */
-    const char *device;     /* only nodes of this device type (NULL or "": any) */
-    double overprovision;   /* factor >= 1 (0: HS_OVERPROVISION_DEFAULT) */
+    double capacity;      /* bytes requested, > 0 */
+    int nodes;            /* at least this many nodes (0: from the capacity alone) */
+    const char *device;   /* only nodes of this device type (NULL or "": any) */
+    double overprovision; /* factor >= 1 (0: HS_OVERPROVISION_DEFAULT) */
 } hs_alloc_request_t;
 
 typedef struct {
-    int n;                  /* nodes returned */
-    int nbase;              /* the first nbase hold the reservation */
-    double per_node;        /* bytes reserved on each of them: capacity / nbase */
+    int n;           /* nodes returned */
+    int nbase;       /* the first nbase hold the reservation */
+    double per_node; /* bytes reserved on each of them: capacity / nbase */
 } hs_alloc_result_t;
 
 /* Choose buffer nodes for a request, given 'reserved[j]' (bytes already reserved
@@ -396,28 +395,27 @@ typedef struct {
  * for 'cap'), the base nodes first.  Returns 0, or -1 with errno EINVAL (bad
  * request), ENOSPC (does not fit now; err says why) or ERANGE ('cap' too small).
  * The caller adds res->per_node to reserved[] of the base nodes. */
-int hs_alloc_nodes(const hs_platform_t *plat, const double *reserved,
-                   const hs_alloc_request_t *req, int *nodes, int cap,
-                   hs_alloc_result_t *res, hu_error_t *err);
+int hs_alloc_nodes(const hs_platform_t *plat, const double *reserved, const hs_alloc_request_t *req,
+                   int *nodes, int cap, hs_alloc_result_t *res, hu_error_t *err);
 
 /* State and figures of buffer node j (0 <= j < nbuffers) at the last event. */
 typedef struct {
-    double capacity;        /* bytes */
-    double occupancy;       /* bytes held now */
-    double inflow;          /* bytes/s written into it (last decision) */
-    double drain;           /* bytes/s drained to the PFS (last decision) */
-    int streams;            /* phases moving data on it (last decision) */
-    int placed;             /* pending phases placed on it */
+    double capacity;  /* bytes */
+    double occupancy; /* bytes held now */
+    double inflow;    /* bytes/s written into it (last decision) */
+    double drain;     /* bytes/s drained to the PFS (last decision) */
+    int streams;      /* phases moving data on it (last decision) */
+    int placed;       /* pending phases placed on it */
     bool full;
     /* accumulated since hs_sched_create() */
-    double busy;            /* time with at least one stream, s */
-    double concurrency_mean;/* time-weighted mean of streams while busy */
+    double busy;             /* time with at least one stream, s */
+    double concurrency_mean; /* time-weighted mean of streams while busy */
     int concurrency_max;
-    double written;         /* bytes written into the node */
-    double read;            /* bytes read from it */
-    double drained;         /* bytes drained to the PFS */
+    double written; /* bytes written into the node */
+    double read;    /* bytes read from it */
+    double drained; /* bytes drained to the PFS */
     double occupancy_max;
-    double full_time;       /* time full with writers waiting, s */
+    double full_time; /* time full with writers waiting, s */
 } hs_buffer_stats_t;
 
 /* 0, or -1 with errno = EINVAL (no scheduler or j out of range). */
@@ -434,25 +432,25 @@ int hs_buffer_set_occupancy(hs_sched_t *s, double now, int j, double bytes);
  * decisions during which 'schedules' grew). */
 
 typedef struct {
-    bool plans;             /* the policy computes schedules (periodic, harmonia-*);
+    bool plans;         /* the policy computes schedules (periodic, harmonia-*);
                                false: every other field is 0 */
-    uint64_t schedules;     /* schedules computed: periodic patterns, DP placements */
-    double work;            /* clock-free cost, summed: periodic segments visited,
+    uint64_t schedules; /* schedules computed: periodic patterns, DP placements */
+    double work;        /* clock-free cost, summed: periodic segments visited,
                                DP steps (hs_dp_solution_t.steps) */
     /* periodic policies (NAN/0 for the others) */
-    double period;          /* T of the pattern computed for the largest job mix
+    double period;                /* T of the pattern computed for the largest job mix
                                (the first of them) */
-    double period_tmin;     /* its T_min = max_k (w_k + time_io_k) */
-    int period_jobs;        /* jobs in that pattern */
-    int period_unscheduled; /* of which with no instance in it (they get leftovers) */
-    double period_sys_efficiency;   /* that pattern's own SysEfficiency and */
-    double period_dilation;         /* Dilation (steady state, Gainaru eq. (1)) */
-    double period_last;     /* T of the pattern in force now */
-    int jobs_fallback;      /* live jobs without usable hints (w, volume), now */
+    double period_tmin;           /* its T_min = max_k (w_k + time_io_k) */
+    int period_jobs;              /* jobs in that pattern */
+    int period_unscheduled;       /* of which with no instance in it (they get leftovers) */
+    double period_sys_efficiency; /* that pattern's own SysEfficiency and */
+    double period_dilation;       /* Dilation (steady state, Gainaru eq. (1)) */
+    double period_last;           /* T of the pattern in force now */
+    int jobs_fallback;            /* live jobs without usable hints (w, volume), now */
     /* Harmonia DP policies */
-    uint64_t exact;         /* placements that are the DP's optimum */
-    uint64_t held_back;     /* phases held back because the free capacity was short */
-    int max_phases;         /* largest batch placed at once */
+    uint64_t exact;     /* placements that are the DP's optimum */
+    uint64_t held_back; /* phases held back because the free capacity was short */
+    int max_phases;     /* largest batch placed at once */
     /* appended: schedules cut short by the decision budget (hs_policy_t.max_work):
      * the policy answered with the best one found within it */
     uint64_t budget_hits;
@@ -474,21 +472,21 @@ int hs_auto_objective_parse(const char *name, int *objective);
 const char *hs_auto_objective_name(int objective);
 
 typedef struct {
-    bool active;            /* the scheduler runs 'auto' (every other field 0) */
-    char current[64];       /* id of the policy applied now */
-    char reason[256];       /* why it was chosen (the last epoch) */
-    uint64_t epochs;        /* decision epochs evaluated */
-    uint64_t switches;      /* changes of the policy applied */
-    double last_epoch;      /* time of the last epoch (-INFINITY before) */
-    uint64_t work;          /* clock-free cost: simulated events, summed */
-    uint64_t last_work;     /* of the last epoch */
+    bool active;        /* the scheduler runs 'auto' (every other field 0) */
+    char current[64];   /* id of the policy applied now */
+    char reason[256];   /* why it was chosen (the last epoch) */
+    uint64_t epochs;    /* decision epochs evaluated */
+    uint64_t switches;  /* changes of the policy applied */
+    double last_epoch;  /* time of the last epoch (-INFINITY before) */
+    uint64_t work;      /* clock-free cost: simulated events, summed */
+    uint64_t last_work; /* of the last epoch */
     int candidates;
-    bool pending_keep;      /* always false: a switch hands the grants in flight to
+    bool pending_keep; /* always false: a switch hands the grants in flight to
                                the new policy (kept for the layout) */
     /* appended */
-    uint64_t guarded;       /* epochs that ran fairshare by the guard (the look
+    uint64_t guarded; /* epochs that ran fairshare by the guard (the look
                                ahead's premise did not hold) */
-    uint64_t cut;           /* switches made while phases were granted (the new
+    uint64_t cut;     /* switches made while phases were granted (the new
                                policy decided their rates again) */
 } hs_auto_state_t;
 

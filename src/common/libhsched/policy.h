@@ -27,31 +27,31 @@
 typedef struct {
     /* inputs */
     uint64_t id;
-    const hs_job_t *job;    /* the job's description and hints (core-owned copy) */
-    double cap;             /* min(beta_k b, B): the most this phase can use */
-    double volume;          /* bytes of the phase */
-    double remaining;       /* bytes left (0 when complete in the model) */
-    double request;         /* time of the phase request */
-    double w_done;          /* w(k,i) reported with this request */
-    double last_io_end;     /* finish time of the job's previous phase, r_k if none */
-    double rho;             /* dedicated efficiency, instances 1..i (see hs_core.c) */
-    double rho_tilde;       /* achieved efficiency at 'now', instances 1..i */
-    double w_iter;          /* IO-Sets w_iter used for this phase (> 0) */
-    int phase;              /* instance number i (1-based) */
-    bool active;            /* bw > 0 at the previous decision (-priority variants) */
-    bool complete;          /* remaining == 0 within HS_EPS_REL: needs no bandwidth */
+    const hs_job_t *job; /* the job's description and hints (core-owned copy) */
+    double cap;          /* min(beta_k b, B): the most this phase can use */
+    double volume;       /* bytes of the phase */
+    double remaining;    /* bytes left (0 when complete in the model) */
+    double request;      /* time of the phase request */
+    double w_done;       /* w(k,i) reported with this request */
+    double last_io_end;  /* finish time of the job's previous phase, r_k if none */
+    double rho;          /* dedicated efficiency, instances 1..i (see hs_core.c) */
+    double rho_tilde;    /* achieved efficiency at 'now', instances 1..i */
+    double w_iter;       /* IO-Sets w_iter used for this phase (> 0) */
+    int phase;           /* instance number i (1-based) */
+    bool active;         /* bw > 0 at the previous decision (-priority variants) */
+    bool complete;       /* remaining == 0 within HS_EPS_REL: needs no bandwidth */
     /* outputs (the core presets bw = 0, weight = 0, start = INFINITY, buffer = -1) */
-    double bw;              /* bytes/s granted until the next decision */
-    double weight;          /* the policy's weight (SFQ(D)+); 0 when not granted */
-    double start;           /* planned start; 'now' when bw > 0 for online policies */
-    int buffer;             /* buffer node index, -1: the PFS */
+    double bw;     /* bytes/s granted until the next decision */
+    double weight; /* the policy's weight (SFQ(D)+); 0 when not granted */
+    double start;  /* planned start; 'now' when bw > 0 for online policies */
+    int buffer;    /* buffer node index, -1: the PFS */
     /* appended: buffer tier (doc/buffer-tier.md); unused without buffers */
-    hs_dir_t dir;           /* input */
-    bool started;           /* input: bytes already moved (placement is fixed) */
-    int nplace;             /* input: nodes the phase is placed on (0: none yet or
+    hs_dir_t dir;     /* input */
+    bool started;     /* input: bytes already moved (placement is fixed) */
+    int nplace;       /* input: nodes the phase is placed on (0: none yet or
                                the PFS); for a policy with 'places', the current
                                placement before its decide() */
-    const int *place;       /* input: those nodes (core-owned) */
+    const int *place; /* input: those nodes (core-owned) */
 } hs_view_t;
 
 /* The ops for a policy kind, or NULL when not available in this build: the table
@@ -62,11 +62,11 @@ typedef const struct hs_policy_ops *hs_policy_ops_f(hs_policy_kind_t kind);
 
 /* What a decide() call may read besides the views. */
 typedef struct {
-    const hs_platform_t *plat;  /* platform (buffers copied, owned by the core) */
-    const hs_policy_t *pol;     /* the parsed policy */
-    const hs_sched_t *sched;    /* for hs_core_* accessors below */
+    const hs_platform_t *plat; /* platform (buffers copied, owned by the core) */
+    const hs_policy_t *pol;    /* the parsed policy */
+    const hs_sched_t *sched;   /* for hs_core_* accessors below */
     double now;
-    hs_policy_ops_f *ops_of;    /* the policies' table (for auto's candidates) */
+    hs_policy_ops_f *ops_of; /* the policies' table (for auto's candidates) */
 } hs_ctx_t;
 
 typedef struct hs_policy_ops {
@@ -104,11 +104,11 @@ hs_sched_t *hs_core_create(const hs_platform_t *plat, const hs_policy_t *pol,
                            hs_policy_ops_f *ops_of, hu_error_t *err);
 
 /* hs_online.c: the online policies of this file set. */
-extern const hs_policy_ops_t hs_ops_fairshare;   /* fairshare, static */
+extern const hs_policy_ops_t hs_ops_fairshare; /* fairshare, static */
 extern const hs_policy_ops_t hs_ops_fcfs;
-extern const hs_policy_ops_t hs_ops_gainaru;     /* roundrobin, mindilation, maxsyseff,
+extern const hs_policy_ops_t hs_ops_gainaru; /* roundrobin, mindilation, maxsyseff,
                                                     minmax (and -priority) */
-extern const hs_policy_ops_t hs_ops_iosets;      /* set10/set:<b>, set-fairshare,
+extern const hs_policy_ops_t hs_ops_iosets;  /* set10/set:<b>, set-fairshare,
                                                     priority-sharing */
 /* hs_pol_periodic.c: periodic-throu, periodic-cong, persched (doc/periodic.md §8). */
 extern const hs_policy_ops_t hs_ops_periodic;
@@ -129,8 +129,8 @@ typedef struct {
     bool ok;
     double sys_efficiency, dilation, stretch, ioslowdown;
 } hs_auto_fig_t;
-int hs_auto_choose(const hs_auto_fig_t *f, int n, int cur, int objective,
-                   double factor, double hyst, int *best);
+int hs_auto_choose(const hs_auto_fig_t *f, int n, int cur, int objective, double factor,
+                   double hyst, int *best);
 
 /* ---- helpers shared by libhsched's files (hs_core.c) ---- */
 
@@ -186,14 +186,13 @@ typedef struct {
     double w;
     size_t idx;
 } hs_wf_item_t;
-double hs_alloc_waterfill(hs_view_t *v, const size_t *idx, const double *w, size_t n,
-                          double B, hs_wf_item_t *scratch);
+double hs_alloc_waterfill(hs_view_t *v, const size_t *idx, const double *w, size_t n, double B,
+                          hs_wf_item_t *scratch);
 
 /* ---- read access to the scheduler's jobs, for policies that plan ahead ---- */
 
 /* The policy running in s and its state (for hs_sched_auto_state()). */
-void hs_core_policy(const hs_sched_t *s, const hs_policy_ops_t **ops,
-                    const void **state);
+void hs_core_policy(const hs_sched_t *s, const hs_policy_ops_t **ops, const void **state);
 size_t hs_core_njobs(const hs_sched_t *s);                  /* live jobs */
 const hs_job_t *hs_core_job(const hs_sched_t *s, size_t i); /* i < hs_core_njobs() */
 /* Live job i's accounting so far (end = NAN) and whether it has a pending phase. */
@@ -206,8 +205,7 @@ double hs_core_job_last_io_end(const hs_sched_t *s, size_t i);
  * job of that id in dst, which must have arrived and not requested a phase yet.
  * *w_done (if not NULL) gets the compute reported with src's pending phase (0: none).
  * 0, or -1 with errno = EINVAL (no such job) or EBUSY (dst's job has requested). */
-int hs_core_job_copy_history(hs_sched_t *dst, const hs_sched_t *src, size_t i,
-                             double *w_done);
+int hs_core_job_copy_history(hs_sched_t *dst, const hs_sched_t *src, size_t i, double *w_done);
 
 /* The pending phase of job id takes the request time req, at most the time it was
  * requested at: the look ahead requests a copy of a live pending phase now, and

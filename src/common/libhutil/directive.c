@@ -20,9 +20,9 @@
 /* ------------------------------------------------------------------ helpers */
 
 typedef struct {
-    const char *where;      /* "line 3", "--bb item 2" */
+    const char *where; /* "line 3", "--bb item 2" */
     const char *verb;
-    bool bb_item;           /* the line number is a --bb item's */
+    bool bb_item; /* the line number is a --bb item's */
 } ctx_t;
 
 /* Fill err with "#BB_HARMONIA <where>: <verb>: <message>"; returns -1. */
@@ -38,14 +38,14 @@ static int fail(hu_error_t *err, const ctx_t *c, const char *fmt, ...)
     vsnprintf(m, sizeof(m), fmt, ap);
     va_end(ap);
     errno = EINVAL;
-    return hu_errprintf(err, "#BB_HARMONIA %s: %s%s%s", c->where,
-                        c->verb ? c->verb : "", c->verb ? ": " : "", m);
+    return hu_errprintf(err, "#BB_HARMONIA %s: %s%s%s", c->where, c->verb ? c->verb : "",
+                        c->verb ? ": " : "", m);
 }
 
 #define FAIL(err, c, ...) return fail((err), (c), __VA_ARGS__)
 
 static const char *verbs[] = {
-    "jobbuffer", "iohints", "stage_in", "stage_out",
+    "jobbuffer",         "iohints",        "stage_in",           "stage_out",
     "create_persistent", "use_persistent", "destroy_persistent", NULL,
 };
 
@@ -62,8 +62,8 @@ static int verb_index(const char *s, size_t n)
 /* Keys each verb takes; "!" marks a required key. */
 static const char *const verb_keys[][8] = {
     [V_JOBBUFFER] = { "!capacity", "nodes", "pool", NULL },
-    [V_IOHINTS] = { "!w_iter", "!io_volume", "phases", "io", "priority", "source",
-                    "interpose", NULL },
+    [V_IOHINTS] = { "!w_iter", "!io_volume", "phases", "io", "priority", "source", "interpose",
+                    NULL },
     [V_STAGE_IN] = { "!source", "!destination", "type", NULL },
     [V_STAGE_OUT] = { "!source", "!destination", "type", NULL },
     [V_CREATE] = { "!name", "!capacity", "pool", NULL },
@@ -75,7 +75,7 @@ static const char *const verb_keys[][8] = {
 
 typedef struct {
     char key[32];
-    char *val;              /* malloc'd, unquoted */
+    char *val; /* malloc'd, unquoted */
 } kv_t;
 
 static void kv_clear(kv_t *kv, int n)
@@ -135,8 +135,7 @@ static bool name_rule(const char *s, bool symbols)
     size_t n = s ? strlen(s) : 0;
     if (n == 0 || n > HU_BB_NAME_MAX)
         return false;
-    if (!isalpha((unsigned char)s[0])
-        && !(symbols && s[0] == '%' && s[1] && strchr("Aajux", s[1])))
+    if (!isalpha((unsigned char)s[0]) && !(symbols && s[0] == '%' && s[1] && strchr("Aajux", s[1])))
         return false;
     for (size_t i = 0; i < n; i++) {
         if (symbols && s[i] == '%' && s[i + 1] && strchr("Aajux", s[i + 1])) {
@@ -215,11 +214,12 @@ static int check_bb_path(const char *key, const char *val, ctx_t *c, hu_error_t 
     const char *why;
     const char *rest = bb_var_rest(val);
     if (!rest)
-        FAIL(err, c, "%s '%s' must be inside the job buffer: start it with "
-             "$HARMONIA_BB/", key, val);
-    if (*rest != '\0' && *rest != '/')
-        FAIL(err, c, "%s '%s' must be $HARMONIA_BB or start with $HARMONIA_BB/",
+        FAIL(err, c,
+             "%s '%s' must be inside the job buffer: start it with "
+             "$HARMONIA_BB/",
              key, val);
+    if (*rest != '\0' && *rest != '/')
+        FAIL(err, c, "%s '%s' must be $HARMONIA_BB or start with $HARMONIA_BB/", key, val);
     if ((why = path_bad_part(rest)))
         FAIL(err, c, "%s '%s' may not contain %s", key, val, why);
     return 0;
@@ -247,8 +247,7 @@ static double w_iter_from_us(uint64_t us)
     return (double)(us / 1000000) + (double)(us % 1000000) / 1e6;
 }
 
-static int size_value(const char *key, const char *val, uint64_t *out, ctx_t *c,
-                      hu_error_t *err)
+static int size_value(const char *key, const char *val, uint64_t *out, ctx_t *c, hu_error_t *err)
 {
     hu_error_t e;
     if (hu_parse_size(val, 0, out, &e) < 0)
@@ -295,19 +294,19 @@ static int apply(hu_bb_request_t *req, int v, kv_t *kv, int nkv, int line, ctx_t
     case V_JOBBUFFER:
         if (req->has_buffer)
             FAIL(err, c, "a second jobbuffer directive (only one per job)");
-        if (size_value("capacity", kv_get(kv, nkv, "capacity"), &req->capacity,
-                       c, err) < 0)
+        if (size_value("capacity", kv_get(kv, nkv, "capacity"), &req->capacity, c, err) < 0)
             return -1;
         if ((val = kv_get(kv, nkv, "nodes"))) {
             if (parse_uint(val, HU_BB_MAX_NODES, &u) < 0 || u == 0)
-                FAIL(err, c, "nodes '%s' is not a whole number from 1 to %d", val,
-                     HU_BB_MAX_NODES);
+                FAIL(err, c, "nodes '%s' is not a whole number from 1 to %d", val, HU_BB_MAX_NODES);
             req->nodes = (uint32_t)u;
         }
         if ((val = kv_get(kv, nkv, "pool"))) {
             if (!valid_name(val))
-                FAIL(err, c, "pool '%s' is not a valid name (a letter, then letters, "
-                     "digits, '_', '-' or '.', at most %d)", val, HU_BB_NAME_MAX);
+                FAIL(err, c,
+                     "pool '%s' is not a valid name (a letter, then letters, "
+                     "digits, '_', '-' or '.', at most %d)",
+                     val, HU_BB_NAME_MAX);
             if (!(req->pool = strdup(val)))
                 return -1;
         }
@@ -332,8 +331,10 @@ static int apply(hu_bb_request_t *req, int v, kv_t *kv, int nkv, int line, ctx_t
             if (!(req->w_iter > 0))
                 FAIL(err, c, "w_iter must be greater than zero");
             if (!(req->w_iter <= HU_BB_MAX_W_ITER))
-                FAIL(err, c, "w_iter '%s' is too long (at most %.0fs, about 31 "
-                     "years)", val, HU_BB_MAX_W_ITER);
+                FAIL(err, c,
+                     "w_iter '%s' is too long (at most %.0fs, about 31 "
+                     "years)",
+                     val, HU_BB_MAX_W_ITER);
             /* Kept to the microsecond, so that hu_bb_format() writes it exactly
              * in a form hu_bb_parse() reads back to the same double. */
             uint64_t us = (uint64_t)(req->w_iter * 1e6 + 0.5);
@@ -341,13 +342,11 @@ static int apply(hu_bb_request_t *req, int v, kv_t *kv, int nkv, int line, ctx_t
                 FAIL(err, c, "w_iter '%s' is shorter than 0.000001s", val);
             req->w_iter = w_iter_from_us(us);
         }
-        if (size_value("io_volume", kv_get(kv, nkv, "io_volume"), &req->io_volume,
-                       c, err) < 0)
+        if (size_value("io_volume", kv_get(kv, nkv, "io_volume"), &req->io_volume, c, err) < 0)
             return -1;
         if ((val = kv_get(kv, nkv, "phases"))) {
             if (parse_uint(val, 100000000UL, &u) < 0 || u == 0)
-                FAIL(err, c, "phases '%s' is not a whole number from 1 to 100000000",
-                     val);
+                FAIL(err, c, "phases '%s' is not a whole number from 1 to 100000000", val);
             req->phases = (uint32_t)u;
         }
         if ((val = kv_get(kv, nkv, "io"))) {
@@ -383,8 +382,7 @@ static int apply(hu_bb_request_t *req, int v, kv_t *kv, int nkv, int line, ctx_t
         const char *dst = kv_get(kv, nkv, "destination");
         hu_bb_type_t t = HU_BB_TYPE_UNSET;
         if (req->nstage_in + req->nstage_out >= HU_BB_MAX_STAGE)
-            FAIL(err, c, "too many stage_in/stage_out directives (at most %d)",
-                 HU_BB_MAX_STAGE);
+            FAIL(err, c, "too many stage_in/stage_out directives (at most %d)", HU_BB_MAX_STAGE);
         if (in) {
             if (check_pfs_path("source", src, c, err) < 0
                 || check_bb_path("destination", dst, c, err) < 0)
@@ -396,8 +394,7 @@ static int apply(hu_bb_request_t *req, int v, kv_t *kv, int nkv, int line, ctx_t
         }
         if (type_value(kv_get(kv, nkv, "type"), &t, c, err) < 0)
             return -1;
-        hu_bb_stage_t *s = in ? &req->stage_in[req->nstage_in]
-                            : &req->stage_out[req->nstage_out];
+        hu_bb_stage_t *s = in ? &req->stage_in[req->nstage_in] : &req->stage_out[req->nstage_out];
         if (!(s->source = strdup(src)) || !(s->destination = strdup(dst))) {
             free(s->source);
             s->source = NULL;
@@ -418,11 +415,12 @@ static int apply(hu_bb_request_t *req, int v, kv_t *kv, int nkv, int line, ctx_t
         const char *name = kv_get(kv, nkv, "name");
         hu_bb_persist_t *p;
         if (req->npersist >= HU_BB_MAX_PERSIST)
-            FAIL(err, c, "too many persistent-buffer directives (at most %d)",
-                 HU_BB_MAX_PERSIST);
+            FAIL(err, c, "too many persistent-buffer directives (at most %d)", HU_BB_MAX_PERSIST);
         if (!valid_name(name))
-            FAIL(err, c, "name '%s' is not a valid buffer name (a letter, then "
-                 "letters, digits, '_', '-' or '.', at most %d)", name, HU_BB_NAME_MAX);
+            FAIL(err, c,
+                 "name '%s' is not a valid buffer name (a letter, then "
+                 "letters, digits, '_', '-' or '.', at most %d)",
+                 name, HU_BB_NAME_MAX);
         for (int i = 0; i < req->npersist; i++) {
             if (strcmp(req->persist[i].name, name) == 0
                 && req->persist[i].op == (hu_bb_persist_op_t)(v - V_CREATE))
@@ -434,14 +432,14 @@ static int apply(hu_bb_request_t *req, int v, kv_t *kv, int nkv, int line, ctx_t
         p->line = line;
         p->bb_item = c->bb_item;
         if (v == V_CREATE) {
-            if (size_value("capacity", kv_get(kv, nkv, "capacity"), &p->capacity,
-                           c, err) < 0)
+            if (size_value("capacity", kv_get(kv, nkv, "capacity"), &p->capacity, c, err) < 0)
                 return -1;
             if ((val = kv_get(kv, nkv, "pool"))) {
                 if (!valid_name(val))
-                    FAIL(err, c, "pool '%s' is not a valid name (a letter, then "
-                         "letters, digits, '_', '-' or '.', at most %d)", val,
-                         HU_BB_NAME_MAX);
+                    FAIL(err, c,
+                         "pool '%s' is not a valid name (a letter, then "
+                         "letters, digits, '_', '-' or '.', at most %d)",
+                         val, HU_BB_NAME_MAX);
                 if (!(p->pool = strdup(val)))
                     return -1;
             }
@@ -458,8 +456,8 @@ static int apply(hu_bb_request_t *req, int v, kv_t *kv, int nkv, int line, ctx_t
 }
 
 /* Read a value starting at *pp (after '='): bare up to blank, or double-quoted. */
-static int read_value(const char **pp, const char *end, char **out, const char *key,
-                      ctx_t *c, hu_error_t *err)
+static int read_value(const char **pp, const char *end, char **out, const char *key, ctx_t *c,
+                      hu_error_t *err)
 {
     const char *p = *pp;
     char *buf = malloc((size_t)(end - p) + 1);
@@ -498,8 +496,8 @@ static int read_value(const char **pp, const char *end, char **out, const char *
 }
 
 /* Parse one directive line [s, end) (prefix already removed). */
-static int parse_one(hu_bb_request_t *req, const char *s, const char *end, int line,
-                     ctx_t *c, hu_error_t *err)
+static int parse_one(hu_bb_request_t *req, const char *s, const char *end, int line, ctx_t *c,
+                     hu_error_t *err)
 {
     const char *p = s;
     kv_t kv[MAX_KV];
@@ -513,12 +511,15 @@ static int parse_one(hu_bb_request_t *req, const char *s, const char *end, int l
     while (p < end && *p != ' ' && *p != '\t')
         p++;
     if (p == vs)
-        FAIL(err, c, "empty directive (expected one of jobbuffer, iohints, stage_in, "
+        FAIL(err, c,
+             "empty directive (expected one of jobbuffer, iohints, stage_in, "
              "stage_out, create_persistent, use_persistent, destroy_persistent)");
     if ((v = verb_index(vs, (size_t)(p - vs))) < 0)
-        FAIL(err, c, "unknown directive '%s' (expected one of jobbuffer, iohints, "
+        FAIL(err, c,
+             "unknown directive '%s' (expected one of jobbuffer, iohints, "
              "stage_in, stage_out, create_persistent, use_persistent, "
-             "destroy_persistent)", printable(vs, (size_t)(p - vs), pb, sizeof(pb)));
+             "destroy_persistent)",
+             printable(vs, (size_t)(p - vs), pb, sizeof(pb)));
     c->verb = verbs[v];
 
     while (1) {
@@ -541,12 +542,12 @@ static int parse_one(hu_bb_request_t *req, const char *s, const char *end, int l
             }
             if (known) {
                 errno = EINVAL;
-                hu_errprintf(err, "#BB_HARMONIA %s: %s: %s has no value (write %s=...)",
-                             c->where, c->verb, pb, pb);
+                hu_errprintf(err, "#BB_HARMONIA %s: %s: %s has no value (write %s=...)", c->where,
+                             c->verb, pb, pb);
             } else {
                 errno = EINVAL;
-                hu_errprintf(err, "#BB_HARMONIA %s: %s: '%s' is not key=value",
-                             c->where, c->verb, pb);
+                hu_errprintf(err, "#BB_HARMONIA %s: %s: '%s' is not key=value", c->where, c->verb,
+                             pb);
             }
             goto out;
         }
@@ -560,19 +561,18 @@ static int parse_one(hu_bb_request_t *req, const char *s, const char *end, int l
             char keys[128];
             list_keys(v, keys, sizeof(keys));
             errno = EINVAL;
-            hu_errprintf(err, "#BB_HARMONIA %s: %s: unknown key '%s' (%s takes %s)",
-                         c->where, c->verb, pb, c->verb, keys);
+            hu_errprintf(err, "#BB_HARMONIA %s: %s: unknown key '%s' (%s takes %s)", c->where,
+                         c->verb, pb, c->verb, keys);
             goto out;
         }
         memcpy(key, ks, klen);
         key[klen] = '\0';
         if (kv_get(kv, nkv, key)) {
             errno = EINVAL;
-            hu_errprintf(err, "#BB_HARMONIA %s: %s: %s is given twice", c->where,
-                         c->verb, key);
+            hu_errprintf(err, "#BB_HARMONIA %s: %s: %s is given twice", c->where, c->verb, key);
             goto out;
         }
-        p++;    /* '=' */
+        p++; /* '=' */
         if (nkv >= MAX_KV)
             goto out;
         strcpy(kv[nkv].key, key);
@@ -586,8 +586,8 @@ static int parse_one(hu_bb_request_t *req, const char *s, const char *end, int l
         const char *k = verb_keys[v][i];
         if (k[0] == '!' && !kv_get(kv, nkv, k + 1)) {
             errno = EINVAL;
-            hu_errprintf(err, "#BB_HARMONIA %s: %s: %s is missing (write %s=...)",
-                         c->where, c->verb, k + 1, k + 1);
+            hu_errprintf(err, "#BB_HARMONIA %s: %s: %s is missing (write %s=...)", c->where,
+                         c->verb, k + 1, k + 1);
             goto out;
         }
     }
@@ -622,7 +622,7 @@ char *hu_bb_collect_script(const char *script)
         const char *eol = strchr(p, '\n');
         const char *end = eol ? eol : p + strlen(p);
         const char *q = p;
-        if (lineno < 99999999)  /* hu_bb_parse() reads at most 8 digits */
+        if (lineno < 99999999) /* hu_bb_parse() reads at most 8 digits */
             lineno++;
         while (q < end && (*q == ' ' || *q == '\t' || *q == '\r'))
             q++;
@@ -631,7 +631,7 @@ char *hu_bb_collect_script(const char *script)
         } else if (q == end) {
             /* blank */
         } else if (*q != '#') {
-            break;  /* first command: directives end here, as for #SBATCH */
+            break; /* first command: directives end here, as for #SBATCH */
         } else if (starts_with_prefix(q, end)) {
             const char *e = end;
             while (e > q && (e[-1] == '\r' || e[-1] == ' ' || e[-1] == '\t'))
@@ -662,8 +662,7 @@ char *hu_bb_collect_script(const char *script)
 
 /* One token of a DataWarp line, as its #BB_HARMONIA equivalent: key=value with
  * $DW_JOB_STRIPED and $DW_JOB_PRIVATE written $HARMONIA_BB; false to drop it. */
-static bool dw_token(const char *verb, const char *t, size_t n, char *out, size_t *len,
-                     size_t cap)
+static bool dw_token(const char *verb, const char *t, size_t n, char *out, size_t *len, size_t cap)
 {
     static const char *const dw_vars[] = { "$DW_JOB_STRIPED", "$DW_JOB_PRIVATE",
                                            "${DW_JOB_STRIPED}", "${DW_JOB_PRIVATE}" };
@@ -672,7 +671,7 @@ static bool dw_token(const char *verb, const char *t, size_t n, char *out, size_
     if ((jobdw || create) && (n < 9 || strncmp(t, "capacity=", 9) != 0)
         && !(create && n > 5 && strncmp(t, "name=", 5) == 0)
         && !(create && n > 5 && strncmp(t, "pool=", 5) == 0))
-        return false;       /* type=, access_mode=: no equivalent, not needed */
+        return false; /* type=, access_mode=: no equivalent, not needed */
     if (strcmp(verb, "persistentdw") == 0 && (n < 5 || strncmp(t, "name=", 5) != 0))
         return false;
     if (*len + 1 < cap)
@@ -700,8 +699,7 @@ static bool dw_token(const char *verb, const char *t, size_t n, char *out, size_
 /* A DataWarp line [q, end) ("#DW verb ..." or "#BB verb ..."): -1 when it is not
  * one, else its verb in verb[] and 1 with its #BB_HARMONIA equivalent in sugg[],
  * or 0 when it has none. */
-static int dw_line(const char *q, const char *end, char *verb, size_t vlen, char *sugg,
-                   size_t slen)
+static int dw_line(const char *q, const char *end, char *verb, size_t vlen, char *sugg, size_t slen)
 {
     static const struct {
         const char *dw, *ours, *fallback;
@@ -732,7 +730,7 @@ static int dw_line(const char *q, const char *end, char *verb, size_t vlen, char
         return 0;
     len = (size_t)snprintf(sugg, slen, "#BB_HARMONIA %s", verbs[i].ours);
     if (len >= slen)
-        len = slen - 1;     /* cut: dw_token() and the fallback append nothing */
+        len = slen - 1; /* cut: dw_token() and the fallback append nothing */
     for (const char *t = ve; t < end;) {
         const char *te;
         while (t < end && (*t == ' ' || *t == '\t' || *t == '\r'))
@@ -774,11 +772,12 @@ int hu_bb_check_foreign(const char *script, hu_error_t *err)
         while (q < end && (*q == ' ' || *q == '\t' || *q == '\r'))
             q++;
         if (q < end && *q != '#')
-            break;      /* first command: directives end here */
+            break; /* first command: directives end here */
         r = dw_line(q, end, verb, sizeof(verb), sugg, sizeof(sugg));
         if (r == 0) {
             errno = EINVAL;
-            return hu_errprintf(err, "#BB_HARMONIA line %d: '%.3s %s' is a directive of "
+            return hu_errprintf(err,
+                                "#BB_HARMONIA line %d: '%.3s %s' is a directive of "
                                 "another burst buffer plugin (DataWarp), which "
                                 "burst_buffer/harmonia does not read and has no "
                                 "equivalent of: remove it (see harmonia-directives(5))",
@@ -786,10 +785,12 @@ int hu_bb_check_foreign(const char *script, hu_error_t *err)
         }
         if (r > 0) {
             errno = EINVAL;
-            return hu_errprintf(err, "#BB_HARMONIA line %d: '%.3s %s' is DataWarp's syntax, "
+            return hu_errprintf(err,
+                                "#BB_HARMONIA line %d: '%.3s %s' is DataWarp's syntax, "
                                 "which burst_buffer/harmonia does not read (the job would "
                                 "run without it): write '%s' instead (see "
-                                "harmonia-directives(5))", lineno, q, verb, sugg);
+                                "harmonia-directives(5))",
+                                lineno, q, verb, sugg);
         }
         if (!eol)
             break;
@@ -862,7 +863,7 @@ static const char *bb_item_end(const char *p, const char *end)
  */
 static int check_canonical_length(const hu_bb_request_t *r, hu_error_t *err)
 {
-    hu_bb_request_t tmp = *r;     /* shallow: hu_bb_format() only reads */
+    hu_bb_request_t tmp = *r; /* shallow: hu_bb_format() only reads */
     char *canon, *line, *nl;
     int rc = 0;
 
@@ -881,7 +882,8 @@ static int check_canonical_length(const hu_bb_request_t *r, hu_error_t *err)
         if (n > HU_BB_MAX_LINE) {
             const char *verb = line + strlen(HU_BB_PREFIX) + 1;
             errno = EINVAL;
-            rc = hu_errprintf(err, "#BB_HARMONIA: %.*s: the directive is %zu bytes "
+            rc = hu_errprintf(err,
+                              "#BB_HARMONIA: %.*s: the directive is %zu bytes "
                               "long once normalised (at most %d)",
                               (int)strcspn(verb, " "), verb, n, HU_BB_MAX_LINE);
             break;
@@ -892,7 +894,7 @@ static int check_canonical_length(const hu_bb_request_t *r, hu_error_t *err)
 }
 
 int hu_bb_parse(hu_bb_request_t *req, const char *text, size_t len, hu_bb_source_t src,
-              hu_error_t *err)
+                hu_error_t *err)
 {
     hu_bb_request_t work;
     const char *p = text, *end;
@@ -914,8 +916,10 @@ int hu_bb_parse(hu_bb_request_t *req, const char *text, size_t len, hu_bb_source
     if (memchr(text, '\0', len)) {
         size_t at = (size_t)((const char *)memchr(text, '\0', len) - text);
         errno = EINVAL;
-        return hu_errprintf(err, "#BB_HARMONIA: the directives contain a NUL byte "
-                            "(at byte %zu)", at);
+        return hu_errprintf(err,
+                            "#BB_HARMONIA: the directives contain a NUL byte "
+                            "(at byte %zu)",
+                            at);
     }
     while (p < end) {
         const char *eol = p;
@@ -956,28 +960,32 @@ int hu_bb_parse(hu_bb_request_t *req, const char *text, size_t len, hu_bb_source
         c.verb = NULL;
         if (s == e)
             continue;
-        const char *ds = s;     /* the directive, prefix included */
+        const char *ds = s; /* the directive, prefix included */
         if (starts_with_prefix(s, e)) {
             s += strlen(HU_BB_PREFIX);
         } else if (src != HU_BB_SRC_BB_OPTION) {
             /* only --bb may omit the prefix; any other line is not ours */
             continue;
         } else if (*s == '#') {
-            continue;   /* another plugin's directive (#DW, #BB_LUA) */
+            continue; /* another plugin's directive (#DW, #BB_LUA) */
         }
         /* (other plugins' lines are not ours to limit) */
         if ((size_t)(e - ds) > HU_BB_MAX_LINE) {
             errno = EINVAL;
-            hu_errprintf(err, "#BB_HARMONIA %s: the directive is %zu bytes long "
-                         "(at most %d)", where, (size_t)(e - ds), HU_BB_MAX_LINE);
+            hu_errprintf(err,
+                         "#BB_HARMONIA %s: the directive is %zu bytes long "
+                         "(at most %d)",
+                         where, (size_t)(e - ds), HU_BB_MAX_LINE);
             goto fail;
         }
         for (const char *q = s; q < e; q++) {
             unsigned char ch = (unsigned char)*q;
             if (ch < 0x20 && ch != '\t') {
                 errno = EINVAL;
-                hu_errprintf(err, "#BB_HARMONIA %s: control character 0x%02x in the "
-                             "directive", where, ch);
+                hu_errprintf(err,
+                             "#BB_HARMONIA %s: control character 0x%02x in the "
+                             "directive",
+                             where, ch);
                 goto fail;
             }
         }
@@ -1018,7 +1026,8 @@ int hu_bb_validate(hu_bb_request_t *req, hu_error_t *err)
         const hu_bb_stage_t *s = req->nstage_in ? &req->stage_in[0] : &req->stage_out[0];
         char w[48];
         errno = EINVAL;
-        return hu_errprintf(err, "#BB_HARMONIA %s: %s needs a buffer: add a "
+        return hu_errprintf(err,
+                            "#BB_HARMONIA %s: %s needs a buffer: add a "
                             "jobbuffer or use_persistent directive",
                             hu_bb_where(s->line, s->bb_item, w, sizeof(w)),
                             req->nstage_in ? "stage_in" : "stage_out");
@@ -1026,9 +1035,11 @@ int hu_bb_validate(hu_bb_request_t *req, hu_error_t *err)
     if (req->has_hints && req->has_buffer && req->io_volume > req->capacity) {
         char a[32], b[32];
         errno = EINVAL;
-        return hu_errprintf(err, "#BB_HARMONIA: iohints: io_volume %s is larger than "
+        return hu_errprintf(err,
+                            "#BB_HARMONIA: iohints: io_volume %s is larger than "
                             "the jobbuffer capacity %s: one I/O phase must fit in "
-                            "the buffer", hu_bb_size_str(req->io_volume, a, sizeof(a)),
+                            "the buffer",
+                            hu_bb_size_str(req->io_volume, a, sizeof(a)),
                             hu_bb_size_str(req->capacity, b, sizeof(b)));
     }
     for (int i = 0; i < req->npersist; i++) {
@@ -1038,11 +1049,12 @@ int hu_bb_validate(hu_bb_request_t *req, hu_error_t *err)
                 && strcmp(req->persist[i].name, req->persist[j].name) == 0) {
                 char w[48];
                 errno = EINVAL;
-                return hu_errprintf(err, "#BB_HARMONIA %s: persistent buffer "
-                                    "'%s' is both created and destroyed by the job",
-                                    hu_bb_where(req->persist[j].line,
-                                                req->persist[j].bb_item, w, sizeof(w)),
-                                    req->persist[j].name);
+                return hu_errprintf(
+                    err,
+                    "#BB_HARMONIA %s: persistent buffer "
+                    "'%s' is both created and destroyed by the job",
+                    hu_bb_where(req->persist[j].line, req->persist[j].bb_item, w, sizeof(w)),
+                    req->persist[j].name);
             }
         }
     }
@@ -1069,19 +1081,22 @@ int hu_bb_check_paths(const hu_bb_request_t *req, hu_error_t *err)
     for (int i = 0; i < req->nstage_in; i++) {
         const hu_bb_stage_t *s = &req->stage_in[i];
         if (stat(s->source, &st) < 0)
-            return hu_errprintf(err, "#BB_HARMONIA %s: stage_in: source '%s' "
+            return hu_errprintf(err,
+                                "#BB_HARMONIA %s: stage_in: source '%s' "
                                 "does not exist (%s)",
                                 hu_bb_where(s->line, s->bb_item, w, sizeof(w)), s->source,
                                 strerror(errno));
         if (s->type == HU_BB_TYPE_FILE && !S_ISREG(st.st_mode)) {
             errno = EINVAL;
-            return hu_errprintf(err, "#BB_HARMONIA %s: stage_in: source '%s' is "
+            return hu_errprintf(err,
+                                "#BB_HARMONIA %s: stage_in: source '%s' is "
                                 "not a regular file (type=file)",
                                 hu_bb_where(s->line, s->bb_item, w, sizeof(w)), s->source);
         }
         if (s->type == HU_BB_TYPE_DIRECTORY && !S_ISDIR(st.st_mode)) {
             errno = EINVAL;
-            return hu_errprintf(err, "#BB_HARMONIA %s: stage_in: source '%s' is "
+            return hu_errprintf(err,
+                                "#BB_HARMONIA %s: stage_in: source '%s' is "
                                 "not a directory (type=directory)",
                                 hu_bb_where(s->line, s->bb_item, w, sizeof(w)), s->source);
         }
@@ -1103,7 +1118,8 @@ int hu_bb_check_paths(const hu_bb_request_t *req, hu_error_t *err)
             *slash = '\0';
         rc = stat(parent, &st);
         if (rc < 0 || !S_ISDIR(st.st_mode)) {
-            hu_errprintf(err, "#BB_HARMONIA %s: stage_out: the directory of "
+            hu_errprintf(err,
+                         "#BB_HARMONIA %s: stage_out: the directory of "
                          "destination '%s' does not exist",
                          hu_bb_where(s->line, s->bb_item, w, sizeof(w)), s->destination);
             free(parent);
@@ -1121,10 +1137,17 @@ const char *hu_bb_size_str(uint64_t bytes, char *buf, size_t len)
         const char *u;
         uint64_t m;
     } units[] = {
-        { "EiB", 1ULL << 60 }, { "PiB", 1ULL << 50 }, { "TiB", 1ULL << 40 },
-        { "GiB", 1ULL << 30 }, { "MiB", 1ULL << 20 }, { "KiB", 1ULL << 10 },
-        { "EB", 1000000000000000000ULL }, { "PB", 1000000000000000ULL },
-        { "TB", 1000000000000ULL }, { "GB", 1000000000ULL }, { "MB", 1000000ULL },
+        { "EiB", 1ULL << 60 },
+        { "PiB", 1ULL << 50 },
+        { "TiB", 1ULL << 40 },
+        { "GiB", 1ULL << 30 },
+        { "MiB", 1ULL << 20 },
+        { "KiB", 1ULL << 10 },
+        { "EB", 1000000000000000000ULL },
+        { "PB", 1000000000000000ULL },
+        { "TB", 1000000000000ULL },
+        { "GB", 1000000000ULL },
+        { "MB", 1000000ULL },
         { "KB", 1000ULL },
     };
     /* the largest unit that divides exactly, binary or decimal: the smallest
@@ -1144,19 +1167,26 @@ const char *hu_bb_size_str(uint64_t bytes, char *buf, size_t len)
 const char *hu_bb_io_str(hu_bb_io_t io)
 {
     switch (io) {
-    case HU_BB_IO_WRITE: return "write";
-    case HU_BB_IO_READ: return "read";
-    case HU_BB_IO_READWRITE: return "readwrite";
-    default: return "unset";
+    case HU_BB_IO_WRITE:
+        return "write";
+    case HU_BB_IO_READ:
+        return "read";
+    case HU_BB_IO_READWRITE:
+        return "readwrite";
+    default:
+        return "unset";
     }
 }
 
 const char *hu_bb_type_str(hu_bb_type_t t)
 {
     switch (t) {
-    case HU_BB_TYPE_FILE: return "file";
-    case HU_BB_TYPE_DIRECTORY: return "directory";
-    default: return "unset";
+    case HU_BB_TYPE_FILE:
+        return "file";
+    case HU_BB_TYPE_DIRECTORY:
+        return "directory";
+    default:
+        return "unset";
     }
 }
 
@@ -1215,11 +1245,18 @@ char *hu_bb_format(const hu_bb_request_t *req)
     if (!buf)
         return NULL;
     buf[0] = '\0';
-#define AP(...) do { if (appendf(&buf, &len, &cap, __VA_ARGS__) < 0) goto error; } while (0)
-#define PV(v) do { if (put_value(&buf, &len, &cap, (v)) < 0) goto error; } while (0)
+#define AP(...) \
+    do { \
+        if (appendf(&buf, &len, &cap, __VA_ARGS__) < 0) \
+            goto error; \
+    } while (0)
+#define PV(v) \
+    do { \
+        if (put_value(&buf, &len, &cap, (v)) < 0) \
+            goto error; \
+    } while (0)
     if (req->has_buffer) {
-        AP("%s jobbuffer capacity=%s", HU_BB_PREFIX,
-           hu_bb_size_str(req->capacity, sz, sizeof(sz)));
+        AP("%s jobbuffer capacity=%s", HU_BB_PREFIX, hu_bb_size_str(req->capacity, sz, sizeof(sz)));
         if (req->nodes)
             AP(" nodes=%u", req->nodes);
         if (req->pool)
@@ -1231,8 +1268,9 @@ char *hu_bb_format(const hu_bb_request_t *req)
          * prefix of its normalised line (io= and priority= are added after
          * io_volume), which is how the plugin finds the script's directives in
          * the job's canonical text (bbh_script_merged) */
-        const char *ip = req->interpose > 0 ? " interpose=yes"
-                         : req->interpose < 0 ? " interpose=no" : "";
+        const char *ip = req->interpose > 0   ? " interpose=yes"
+                         : req->interpose < 0 ? " interpose=no"
+                                              : "";
         if (req->w_iter > 0 && req->w_iter <= HU_BB_MAX_W_ITER) {
             /* microseconds, written exactly (see apply()): "600s", "0.25s" */
             uint64_t us = (uint64_t)(req->w_iter * 1e6 + 0.5);
@@ -1242,8 +1280,8 @@ char *hu_bb_format(const hu_bb_request_t *req)
                 for (size_t n = strlen(frac); frac[n - 1] == '0'; n--)
                     frac[n - 1] = '\0';
             }
-            AP("%s iohints%s w_iter=%llu%ss", HU_BB_PREFIX, ip,
-               (unsigned long long)(us / 1000000), frac);
+            AP("%s iohints%s w_iter=%llu%ss", HU_BB_PREFIX, ip, (unsigned long long)(us / 1000000),
+               frac);
         } else {
             AP("%s iohints%s w_iter=%.17gs", HU_BB_PREFIX, ip, req->w_iter);
         }

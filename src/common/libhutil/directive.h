@@ -31,14 +31,14 @@
 extern "C" {
 #endif
 
-#define HU_BB_PREFIX        "#BB_HARMONIA"
-#define HU_BB_MAX_LINE      4096      /* longest directive line accepted */
-#define HU_BB_MAX_STAGE     64        /* stage_in + stage_out directives per job */
-#define HU_BB_MAX_PERSIST   16        /* persistent-buffer directives per job */
-#define HU_BB_MAX_NODES     100000
-#define HU_BB_NAME_MAX      63        /* pool and persistent buffer names */
-#define HU_BB_PATH_MAX      4000      /* longest stage path */
-#define HU_BB_MAX_W_ITER    1e9       /* longest w_iter, seconds (about 31 years) */
+#define HU_BB_PREFIX "#BB_HARMONIA"
+#define HU_BB_MAX_LINE 4096  /* longest directive line accepted */
+#define HU_BB_MAX_STAGE 64   /* stage_in + stage_out directives per job */
+#define HU_BB_MAX_PERSIST 16 /* persistent-buffer directives per job */
+#define HU_BB_MAX_NODES 100000
+#define HU_BB_NAME_MAX 63    /* pool and persistent buffer names */
+#define HU_BB_PATH_MAX 4000  /* longest stage path */
+#define HU_BB_MAX_W_ITER 1e9 /* longest w_iter, seconds (about 31 years) */
 
 typedef enum {
     HU_BB_IO_UNSET = 0,
@@ -63,35 +63,35 @@ typedef struct {
     char *source;
     char *destination;
     hu_bb_type_t type;
-    int line;               /* where it came from (for messages): script line or */
-    bool bb_item;           /* (true) --bb item number; see hu_bb_where() */
+    int line;     /* where it came from (for messages): script line or */
+    bool bb_item; /* (true) --bb item number; see hu_bb_where() */
 } hu_bb_stage_t;
 
 typedef struct {
     hu_bb_persist_op_t op;
     char *name;
-    uint64_t capacity;      /* create only */
-    char *pool;             /* create only, may be NULL */
+    uint64_t capacity; /* create only */
+    char *pool;        /* create only, may be NULL */
     int line;
-    bool bb_item;           /* line is a --bb item number */
+    bool bb_item; /* line is a --bb item number */
 } hu_bb_persist_t;
 
 typedef struct {
     bool has_buffer;
-    uint64_t capacity;      /* bytes, > 0 */
-    uint32_t nodes;         /* 0: let bbmgrd choose */
-    char *pool;             /* NULL: default pool */
+    uint64_t capacity; /* bytes, > 0 */
+    uint32_t nodes;    /* 0: let bbmgrd choose */
+    char *pool;        /* NULL: default pool */
 
     bool has_hints;
-    double w_iter;          /* seconds, > 0, whole microseconds */
-    uint64_t io_volume;     /* bytes per I/O phase, > 0 */
-    uint32_t phases;        /* 0: unknown */
-    hu_bb_io_t io;            /* HU_BB_IO_UNSET: not given (normalised to write) */
-    int priority;           /* 0: not given (normalised to 1) */
-    bool hints_learned;     /* filled from history rather than given */
-    int interpose;          /* the interposer: 1 yes, -1 no, 0 not given (the site's
+    double w_iter;       /* seconds, > 0, whole microseconds */
+    uint64_t io_volume;  /* bytes per I/O phase, > 0 */
+    uint32_t phases;     /* 0: unknown */
+    hu_bb_io_t io;       /* HU_BB_IO_UNSET: not given (normalised to write) */
+    int priority;        /* 0: not given (normalised to 1) */
+    bool hints_learned;  /* filled from history rather than given */
+    int interpose;       /* the interposer: 1 yes, -1 no, 0 not given (the site's
                                default, harmonia.conf Interpose) */
-    bool interpose_only;    /* "iohints interpose=yes|no" alone: the interposer asked
+    bool interpose_only; /* "iohints interpose=yes|no" alone: the interposer asked
                                for or refused, no hints given (has_hints false) */
 
     int nstage_in, nstage_out;
@@ -105,9 +105,9 @@ typedef struct {
 /* Where the text comes from, for messages: the script's line numbers, or the
  * position of the item in sbatch --bb. */
 typedef enum {
-    HU_BB_SRC_SCRIPT = 0,     /* lines of a batch script: "line N" */
-    HU_BB_SRC_BB_OPTION,      /* sbatch --bb: "--bb item N" */
-    HU_BB_SRC_CANONICAL,      /* text written by hu_bb_format(): "directive N" */
+    HU_BB_SRC_SCRIPT = 0, /* lines of a batch script: "line N" */
+    HU_BB_SRC_BB_OPTION,  /* sbatch --bb: "--bb item N" */
+    HU_BB_SRC_CANONICAL,  /* text written by hu_bb_format(): "directive N" */
 } hu_bb_source_t;
 
 /*
@@ -131,7 +131,7 @@ bool hu_bb_has_directives(const char *text, bool bare_ok);
  * Returns 0, or -1 with err naming the line, the verb, the key and the problem.
  */
 int hu_bb_parse(hu_bb_request_t *req, const char *text, size_t len, hu_bb_source_t src,
-              hu_error_t *err);
+                hu_error_t *err);
 
 /*
  * Whole-request checks after parsing: stage directives need a buffer (jobbuffer or
@@ -169,7 +169,7 @@ int hu_bb_dw_equivalent(const char *text, size_t n, char *out, size_t outlen);
  * Returns a malloc'd string, or NULL with errno set. */
 char *hu_bb_format(const hu_bb_request_t *req);
 
-void hu_bb_request_free(hu_bb_request_t *req);   /* frees contents; accepts NULL */
+void hu_bb_request_free(hu_bb_request_t *req); /* frees contents; accepts NULL */
 
 /* The one name rule of persistent buffers and pools, the same in the directives,
  * the plugin, bbmgrd's API and bbnoded: a letter, then letters, digits, '_', '-'

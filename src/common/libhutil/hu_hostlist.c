@@ -118,7 +118,7 @@ static int expand_item(hl_t *h, const char *item, size_t len, char *pre, size_t 
     if (i == len) {
         if (plen == 0)
             return hl_fail(h, HU_HL_EMPTY_NAME, EINVAL, "empty host name");
-        if (memchr(pre, ']', plen))     /* only without HU_HOSTLIST_STRICT */
+        if (memchr(pre, ']', plen)) /* only without HU_HOSTLIST_STRICT */
             return hl_fail(h, HU_HL_UNBALANCED_CLOSE, EINVAL, "unbalanced ']' in host list");
         return names_add(h, pre, plen);
     }
@@ -131,8 +131,8 @@ static int expand_item(hl_t *h, const char *item, size_t len, char *pre, size_t 
         return hl_fail(h, HU_HL_EMPTY_RANGE, EINVAL, "empty range '[]' in host list");
     while (p < close) {
         if (!isdigit((unsigned char)*p))
-            return hl_fail(h, HU_HL_RANGE_START, EINVAL,
-                           "range must start with a digit, not '%c'", with_c(h, *p));
+            return hl_fail(h, HU_HL_RANGE_START, EINVAL, "range must start with a digit, not '%c'",
+                           with_c(h, *p));
         const char *start = p;
         unsigned long lo, hi;
         if (bound(h, &p, &lo) < 0)
@@ -149,8 +149,7 @@ static int expand_item(hl_t *h, const char *item, size_t len, char *pre, size_t 
         /* strict: the numbers' order before what follows them; else the reverse */
         bool strict = h->o->flags & HU_HOSTLIST_STRICT;
         if (!strict && p != close && *p != ',')
-            return hl_fail(h, HU_HL_UNEXPECTED, EINVAL, "unexpected '%c' in range",
-                           with_c(h, *p));
+            return hl_fail(h, HU_HL_UNEXPECTED, EINVAL, "unexpected '%c' in range", with_c(h, *p));
         if (hi < lo) {
             if (h->fail) {
                 h->fail->lo = lo;
@@ -161,13 +160,12 @@ static int expand_item(hl_t *h, const char *item, size_t len, char *pre, size_t 
         if (hi - lo >= (unsigned long)h->o->max_names)
             return too_many(h);
         if (p != close && *p != ',')
-            return hl_fail(h, HU_HL_UNEXPECTED, EINVAL, "unexpected '%c' in range",
-                           with_c(h, *p));
+            return hl_fail(h, HU_HL_UNEXPECTED, EINVAL, "unexpected '%c' in range", with_c(h, *p));
         /* strict: "[1,]" is refused; else it is "[1]" */
         if (*p == ',' && ++p == close && strict)
             return hl_fail(h, HU_HL_EMPTY_AFTER_COMMA, EINVAL, "empty range after ','");
         for (unsigned long k = lo; k <= hi; k++) {
-            char num[256];  /* a bound's digits, zero padding included */
+            char num[256]; /* a bound's digits, zero padding included */
             int nl = snprintf(num, sizeof(num), "%0*lu", width, k);
             if (nl < 0 || (size_t)nl >= sizeof(num) || plen + (size_t)nl > h->o->max_name_len)
                 return too_long(h);
@@ -185,8 +183,8 @@ static int is_blank(const hl_t *h, int c)
     return (h->o->flags & HU_HOSTLIST_STRICT) && isspace(c);
 }
 
-int hu_hostlist_expand(const char *expr, const hu_hostlist_opts_t *opts, char ***names,
-                       int *count, hu_hostlist_fail_t *fail, hu_error_t *err)
+int hu_hostlist_expand(const char *expr, const hu_hostlist_opts_t *opts, char ***names, int *count,
+                       hu_hostlist_fail_t *fail, hu_error_t *err)
 {
     hl_t h = { .o = opts, .fail = fail, .err = err };
     char pre[256];
@@ -194,8 +192,8 @@ int hu_hostlist_expand(const char *expr, const hu_hostlist_opts_t *opts, char **
 
     if (fail)
         memset(fail, 0, sizeof(*fail));
-    if (!expr || !opts || !names || !count || opts->max_names <= 0
-        || opts->max_name_len == 0 || opts->max_name_len >= sizeof(pre)) {
+    if (!expr || !opts || !names || !count || opts->max_names <= 0 || opts->max_name_len == 0
+        || opts->max_name_len >= sizeof(pre)) {
         errno = EINVAL;
         return hu_errprintf(err, "invalid argument");
     }

@@ -19,7 +19,7 @@ typedef struct {
 } anchor_t;
 
 struct hu_ydoc {
-    hu_ynode_t **nodes;     /* every node, owned */
+    hu_ynode_t **nodes; /* every node, owned */
     size_t n, cap;
     hu_ynode_t *root;
     anchor_t *anchors;
@@ -34,8 +34,8 @@ struct hu_yaml {
     size_t nnodes;
     int ndocs;
     bool done;
-    hu_yaml_fail_t failed;  /* why != HU_YAML_OK: the reader only fails */
-    hu_ynode_t **stack;     /* open collections of the document being read */
+    hu_yaml_fail_t failed; /* why != HU_YAML_OK: the reader only fails */
+    hu_ynode_t **stack;    /* open collections of the document being read */
     size_t depth, capstack;
 };
 
@@ -61,12 +61,10 @@ static int yfail(hu_yaml_t *y, hu_yaml_why_t why, int line, int col, const char 
         hu_errprintf(err, "%d:%d: anchors and aliases are not supported", line, col);
         break;
     case HU_YAML_DEPTH:
-        hu_errprintf(err, "%d:%d: nesting deeper than %d levels", line, col,
-                     y->o.max_depth);
+        hu_errprintf(err, "%d:%d: nesting deeper than %d levels", line, col, y->o.max_depth);
         break;
     case HU_YAML_NODES:
-        hu_errprintf(err, "%d:%d: too many YAML nodes (more than %zu)", line, col,
-                     y->o.max_nodes);
+        hu_errprintf(err, "%d:%d: too many YAML nodes (more than %zu)", line, col, y->o.max_nodes);
         break;
     case HU_YAML_DOCS:
         hu_errprintf(err, "%d:%d: only one YAML document is allowed", line, col);
@@ -78,8 +76,7 @@ static int yfail(hu_yaml_t *y, hu_yaml_why_t why, int line, int col, const char 
     return -1;
 }
 
-hu_yaml_t *hu_yaml_open(const char *buf, size_t len, const hu_yaml_opts_t *opts,
-                        hu_error_t *err)
+hu_yaml_t *hu_yaml_open(const char *buf, size_t len, const hu_yaml_opts_t *opts, hu_error_t *err)
 {
     hu_yaml_t *y = calloc(1, sizeof(*y));
 
@@ -186,24 +183,29 @@ static int parser_fail(hu_yaml_t *y, hu_yaml_fail_t *fail, hu_error_t *err)
         offset_mark(y, p->problem_offset, &line, &col);
         return yfail(y, HU_YAML_ENCODING, line, col, p->problem, NULL, fail, err);
     }
-    return yfail(y, HU_YAML_SYNTAX, (int)p->problem_mark.line + 1,
-                 (int)p->problem_mark.column + 1, p->problem, p->context, fail, err);
+    return yfail(y, HU_YAML_SYNTAX, (int)p->problem_mark.line + 1, (int)p->problem_mark.column + 1,
+                 p->problem, p->context, fail, err);
 }
 
 static const char *event_anchor(const yaml_event_t *ev)
 {
     switch (ev->type) {
-    case YAML_SCALAR_EVENT: return (const char *)ev->data.scalar.anchor;
-    case YAML_SEQUENCE_START_EVENT: return (const char *)ev->data.sequence_start.anchor;
-    case YAML_MAPPING_START_EVENT: return (const char *)ev->data.mapping_start.anchor;
-    case YAML_ALIAS_EVENT: return (const char *)ev->data.alias.anchor;
-    default: return NULL;
+    case YAML_SCALAR_EVENT:
+        return (const char *)ev->data.scalar.anchor;
+    case YAML_SEQUENCE_START_EVENT:
+        return (const char *)ev->data.sequence_start.anchor;
+    case YAML_MAPPING_START_EVENT:
+        return (const char *)ev->data.mapping_start.anchor;
+    case YAML_ALIAS_EVENT:
+        return (const char *)ev->data.alias.anchor;
+    default:
+        return NULL;
     }
 }
 
 /* The node of one event (NULL with *rc = 0: the event makes none). */
-static hu_ynode_t *event_node(hu_yaml_t *y, hu_ydoc_t *doc, const yaml_event_t *ev,
-                              int *rc, hu_yaml_fail_t *fail, hu_error_t *err)
+static hu_ynode_t *event_node(hu_yaml_t *y, hu_ydoc_t *doc, const yaml_event_t *ev, int *rc,
+                              hu_yaml_fail_t *fail, hu_error_t *err)
 {
     int line = (int)ev->start_mark.line + 1, col = (int)ev->start_mark.column + 1;
     const char *anchor = event_anchor(ev);
@@ -212,9 +214,15 @@ static hu_ynode_t *event_node(hu_yaml_t *y, hu_ydoc_t *doc, const yaml_event_t *
 
     *rc = 0;
     switch (ev->type) {
-    case YAML_SCALAR_EVENT: type = HU_YAML_SCALAR; break;
-    case YAML_SEQUENCE_START_EVENT: type = HU_YAML_SEQ; break;
-    case YAML_MAPPING_START_EVENT: type = HU_YAML_MAP; break;
+    case YAML_SCALAR_EVENT:
+        type = HU_YAML_SCALAR;
+        break;
+    case YAML_SEQUENCE_START_EVENT:
+        type = HU_YAML_SEQ;
+        break;
+    case YAML_MAPPING_START_EVENT:
+        type = HU_YAML_MAP;
+        break;
     case YAML_ALIAS_EVENT:
         if (!y->o.aliases) {
             *rc = yfail(y, HU_YAML_ALIAS, line, col, NULL, NULL, fail, err);
@@ -291,7 +299,7 @@ int hu_yaml_next(hu_yaml_t *y, hu_ydoc_t **doc, hu_yaml_fail_t *fail, hu_error_t
         case YAML_STREAM_END_EVENT:
             yaml_event_delete(&ev);
             y->done = true;
-            return 0;   /* a document always ends before the stream */
+            return 0; /* a document always ends before the stream */
         case YAML_DOCUMENT_START_EVENT:
             if (y->o.one_doc && y->ndocs > 0) {
                 yfail(y, HU_YAML_DOCS, line, col, NULL, NULL, fail, err);
@@ -342,7 +350,7 @@ int hu_yaml_next(hu_yaml_t *y, hu_ydoc_t **doc, hu_yaml_fail_t *fail, hu_error_t
         }
         yaml_event_delete(&ev);
         continue;
-error_ev:
+    error_ev:
         yaml_event_delete(&ev);
         goto error;
     }

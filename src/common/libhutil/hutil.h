@@ -23,8 +23,7 @@ typedef struct {
 double hu_mono(void);
 
 /* printf into err (if not NULL); always returns -1 so it can be returned. */
-int hu_errprintf(hu_error_t *err, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+int hu_errprintf(hu_error_t *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /*
  * Sizes: "<number>[ ]<unit>" where number is a non-negative decimal (fractions

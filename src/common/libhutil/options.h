@@ -30,18 +30,21 @@
 #define HU_XSTR(x) HU_STR(x)
 
 typedef struct {
-    const char *name;   /* long name, without "--"; NULL ends the table */
-    int has_arg;        /* no_argument or required_argument */
-    int val;            /* what getopt_long returns: the short option's letter,
+    const char *name; /* long name, without "--"; NULL ends the table */
+    int has_arg;      /* no_argument or required_argument */
+    int val;          /* what getopt_long returns: the short option's letter,
                          * or a number below ' ' for a long option alone */
-    const char *arg;    /* name of the argument in the help; NULL: none */
-    const char *help;   /* '\n' starts a continuation line; NULL: not listed
+    const char *arg;  /* name of the argument in the help; NULL: none */
+    const char *help; /* '\n' starts a continuation line; NULL: not listed
                          * in --help (an option kept for compatibility) */
 } hu_option_t;
 
-#define HU_OPTIONS_END { NULL, 0, 0, NULL, NULL }
+#define HU_OPTIONS_END \
+    { \
+        NULL, 0, 0, NULL, NULL \
+    }
 
-#define HU_OPTIONS_MAX 32     /* in a table, --help not counted */
+#define HU_OPTIONS_MAX 32 /* in a table, --help not counted */
 
 typedef struct {
     struct option longopts[HU_OPTIONS_MAX + 2];

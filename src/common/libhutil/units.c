@@ -34,7 +34,7 @@ int hu_errprintf(hu_error_t *err, const char *fmt, ...)
 typedef struct {
     uint64_t ip;
     uint64_t frac_num;
-    uint64_t frac_den;      /* 1 when no fraction */
+    uint64_t frac_den; /* 1 when no fraction */
     double value;
 } number_t;
 
@@ -78,14 +78,25 @@ typedef struct {
 
 /* Longest names first within a family so that "KiB" is not read as "K". */
 static const unit_t size_units[] = {
-    { "KiB", 1ULL << 10 }, { "MiB", 1ULL << 20 }, { "GiB", 1ULL << 30 },
-    { "TiB", 1ULL << 40 }, { "PiB", 1ULL << 50 }, { "EiB", 1ULL << 60 },
-    { "KB", 1000ULL }, { "MB", 1000000ULL }, { "GB", 1000000000ULL },
-    { "TB", 1000000000000ULL }, { "PB", 1000000000000000ULL },
+    { "KiB", 1ULL << 10 },
+    { "MiB", 1ULL << 20 },
+    { "GiB", 1ULL << 30 },
+    { "TiB", 1ULL << 40 },
+    { "PiB", 1ULL << 50 },
+    { "EiB", 1ULL << 60 },
+    { "KB", 1000ULL },
+    { "MB", 1000000ULL },
+    { "GB", 1000000000ULL },
+    { "TB", 1000000000000ULL },
+    { "PB", 1000000000000000ULL },
     { "EB", 1000000000000000000ULL },
     /* Slurm's own short forms are binary ("--mem=4G") */
-    { "K", 1ULL << 10 }, { "M", 1ULL << 20 }, { "G", 1ULL << 30 },
-    { "T", 1ULL << 40 }, { "P", 1ULL << 50 }, { "E", 1ULL << 60 },
+    { "K", 1ULL << 10 },
+    { "M", 1ULL << 20 },
+    { "G", 1ULL << 30 },
+    { "T", 1ULL << 40 },
+    { "P", 1ULL << 50 },
+    { "E", 1ULL << 60 },
     { "B", 1ULL },
     { NULL, 0 },
 };
@@ -125,9 +136,8 @@ static const char *quantity_start(const char *s, const char *what, hu_error_t *e
 
 /* Common front half of the size parsers: number then optional unit.  'rest' gets
  * what follows the unit (for the bandwidth parser). */
-static int parse_size_common(const char *s, int flags, number_t *num,
-                             const unit_t **unit, const char **rest,
-                             hu_error_t *err)
+static int parse_size_common(const char *s, int flags, number_t *num, const unit_t **unit,
+                             const char **rest, hu_error_t *err)
 {
     const char *p;
     int n;
@@ -139,8 +149,10 @@ static int parse_size_common(const char *s, int flags, number_t *num,
     n = parse_number(s, num);
     if (n < 0) {
         errno = ERANGE;
-        return hu_errprintf(err, "size '%s' is too large (sizes must be below "
-                            "16 EiB)", s);
+        return hu_errprintf(err,
+                            "size '%s' is too large (sizes must be below "
+                            "16 EiB)",
+                            s);
     }
     if (n == 0) {
         errno = EINVAL;
@@ -153,18 +165,20 @@ static int parse_size_common(const char *s, int flags, number_t *num,
     if (ulen == 0) {
         if (!(flags & HU_SIZE_BARE_BYTES) && *p != '\0' && *p != '/') {
             errno = EINVAL;
-            return hu_errprintf(err, "unexpected '%s' after the number in '%s'",
-                                p, s);
+            return hu_errprintf(err, "unexpected '%s' after the number in '%s'", p, s);
         }
         if (!(flags & HU_SIZE_BARE_BYTES)) {
             errno = EINVAL;
-            return hu_errprintf(err, "size '%s' has no unit (write e.g. '%.*sGiB' "
-                                "or '%.*sB')", s, n, s, n, s);
+            return hu_errprintf(err,
+                                "size '%s' has no unit (write e.g. '%.*sGiB' "
+                                "or '%.*sB')",
+                                s, n, s, n, s);
         }
         *unit = &size_units[sizeof(size_units) / sizeof(size_units[0]) - 2];
     } else if (!(*unit = find_unit(size_units, p, ulen))) {
         errno = EINVAL;
-        return hu_errprintf(err, "unknown size unit '%.*s' in '%s' (use B, KB, "
+        return hu_errprintf(err,
+                            "unknown size unit '%.*s' in '%s' (use B, KB, "
                             "MB, GB, TB, PB, EB, KiB, MiB, GiB, TiB, PiB, EiB)",
                             (int)ulen, p, s);
     }
@@ -187,8 +201,7 @@ static int scale_exact(const number_t *num, uint64_t mult, uint64_t *out)
 #ifdef __SIZEOF_INT128__
         f = (uint64_t)(((unsigned __int128)num->frac_num * mult) / num->frac_den);
 #else
-        f = (uint64_t)((long double)num->frac_num * (long double)mult
-                       / (long double)num->frac_den);
+        f = (uint64_t)((long double)num->frac_num * (long double)mult / (long double)num->frac_den);
 #endif
         if (UINT64_MAX - v < f)
             return -1;
@@ -213,8 +226,10 @@ int hu_parse_size(const char *s, int flags, uint64_t *out, hu_error_t *err)
     }
     if (scale_exact(&num, unit->mult, &v) < 0) {
         errno = ERANGE;
-        return hu_errprintf(err, "size '%s' is too large (sizes must be below "
-                            "16 EiB)", skip_space(s));
+        return hu_errprintf(err,
+                            "size '%s' is too large (sizes must be below "
+                            "16 EiB)",
+                            skip_space(s));
     }
     *out = v;
     return 0;
@@ -244,15 +259,12 @@ int hu_parse_bandwidth(const char *s, double *bps, hu_error_t *err)
 
     if (parse_size_common(s, 0, &num, &unit, &rest, err) < 0) {
         if (err && strstr(err->text, "has no unit"))
-            hu_errprintf(err, "bandwidth '%s' has no unit (write e.g. '3 GB/s')",
-                         skip_space(s));
+            hu_errprintf(err, "bandwidth '%s' has no unit (write e.g. '3 GB/s')", skip_space(s));
         return -1;
     }
-    if (strcmp(rest, "/s") != 0 && strcasecmp(rest, "/sec") != 0
-        && strcasecmp(rest, "ps") != 0) {
+    if (strcmp(rest, "/s") != 0 && strcasecmp(rest, "/sec") != 0 && strcasecmp(rest, "ps") != 0) {
         errno = EINVAL;
-        return hu_errprintf(err, "bandwidth '%s' must end in '/s' (e.g. '3 GB/s')",
-                            skip_space(s));
+        return hu_errprintf(err, "bandwidth '%s' must end in '/s' (e.g. '3 GB/s')", skip_space(s));
     }
     *bps = num.value * (double)unit->mult;
     return 0;
@@ -262,11 +274,10 @@ static const struct {
     const char *name;
     double mult;
 } dur_units[] = {
-    { "s", 1 }, { "sec", 1 }, { "secs", 1 }, { "second", 1 }, { "seconds", 1 },
-    { "m", 60 }, { "min", 60 }, { "mins", 60 }, { "minute", 60 }, { "minutes", 60 },
-    { "h", 3600 }, { "hr", 3600 }, { "hour", 3600 }, { "hours", 3600 },
-    { "d", 86400 }, { "day", 86400 }, { "days", 86400 },
-    { NULL, 0 },
+    { "s", 1 },       { "sec", 1 },      { "secs", 1 },    { "second", 1 },   { "seconds", 1 },
+    { "m", 60 },      { "min", 60 },     { "mins", 60 },   { "minute", 60 },  { "minutes", 60 },
+    { "h", 3600 },    { "hr", 3600 },    { "hour", 3600 }, { "hours", 3600 }, { "d", 86400 },
+    { "day", 86400 }, { "days", 86400 }, { NULL, 0 },
 };
 
 /* "[[D-]HH:]MM:SS" (Slurm's time format). */
@@ -311,11 +322,11 @@ static int parse_clock(const char *s, double *seconds, hu_error_t *err)
     /* "D-" goes with HH:MM:SS only: "1-02:03" is not read as 1 day + 2m03s */
     if (nf < 2 || (dash && nf < 3))
         goto bad;
-    if (nf == 2) {              /* MM:SS */
+    if (nf == 2) { /* MM:SS */
         if (f[1] >= 60)
             goto range;
         *seconds = (double)days * 86400 + f[0] * 60.0 + f[1];
-    } else {                    /* HH:MM:SS */
+    } else { /* HH:MM:SS */
         if (f[1] >= 60 || f[2] >= 60)
             goto range;
         *seconds = (double)days * 86400 + f[0] * 3600.0 + f[1] * 60.0 + f[2];
@@ -352,8 +363,10 @@ int hu_parse_duration(const char *s, int flags, double *seconds, hu_error_t *err
     if (*p == '\0') {
         if (!(flags & HU_DUR_BARE_SECONDS)) {
             errno = EINVAL;
-            return hu_errprintf(err, "duration '%s' has no unit (write e.g. '%ss', "
-                                "'%sm' or '%sh')", s, s, s, s);
+            return hu_errprintf(err,
+                                "duration '%s' has no unit (write e.g. '%ss', "
+                                "'%sm' or '%sh')",
+                                s, s, s, s);
         }
         *seconds = num.value;
         return 0;
@@ -369,8 +382,7 @@ int hu_parse_duration(const char *s, int flags, double *seconds, hu_error_t *err
         }
     }
     errno = EINVAL;
-    return hu_errprintf(err, "unknown duration unit '%s' in '%s' (use s, m, h or d)",
-                        p, s);
+    return hu_errprintf(err, "unknown duration unit '%s' in '%s' (use s, m, h or d)", p, s);
 }
 
 const char *hu_size_str(uint64_t bytes, char *buf, size_t len)
@@ -410,7 +422,7 @@ const char *hu_duration_str(double seconds, char *buf, size_t len)
         snprintf(buf, len, "-");
         return buf;
     }
-    if (seconds >= 1e15) {     /* beyond 30 million years: no exact h/m/s */
+    if (seconds >= 1e15) { /* beyond 30 million years: no exact h/m/s */
         snprintf(buf, len, "%.3gs", seconds);
         return buf;
     }

@@ -44,15 +44,15 @@ typedef struct {
     const char *url;
     /* munged's socket; NULL: $HARMONIA_MUNGE_SOCKET, then libmunge's default. */
     const char *munge_socket;
-    bool no_auth;               /* send no credential (bbmgrd in 'auth: none') */
-    long connect_timeout_ms;    /* 0: 2000 */
-    long timeout_ms;            /* whole request; 0: 10000 (long-polls add their wait) */
+    bool no_auth;            /* send no credential (bbmgrd in 'auth: none') */
+    long connect_timeout_ms; /* 0: 2000 */
+    long timeout_ms;         /* whole request; 0: 10000 (long-polls add their wait) */
 } hm_client_opts_t;
 
 #define HM_DEFAULT_URL "unix:/run/harmonia/bbmgrd.sock"
 
 HM_EXPORT hm_client_t *hm_client_create(const hm_client_opts_t *opts, hm_error_t *err);
-HM_EXPORT void hm_client_destroy(hm_client_t *c);     /* accepts NULL, keeps errno */
+HM_EXPORT void hm_client_destroy(hm_client_t *c); /* accepts NULL, keeps errno */
 HM_EXPORT const char *hm_client_url(const hm_client_t *c);
 
 /*
@@ -63,8 +63,8 @@ HM_EXPORT const char *hm_client_url(const hm_client_t *c);
  * 4xx/5xx are not errors of this function: the caller reads the status and the
  * body's {"error": {"code","field","message"}}.
  */
-HM_EXPORT int hm_request(hm_client_t *c, const char *method, const char *path,
-                         json_t *body, json_t **resp, hm_error_t *err);
+HM_EXPORT int hm_request(hm_client_t *c, const char *method, const char *path, json_t *body,
+                         json_t **resp, hm_error_t *err);
 
 /* Same, returning the raw body text (malloc'd, NUL-terminated) in *text. */
 HM_EXPORT int hm_request_text(hm_client_t *c, const char *method, const char *path,
@@ -87,21 +87,19 @@ HM_EXPORT int hm_client_prepare(hm_client_t *c, const char *method, const char *
 typedef struct {
     uint64_t phase_id;
     bool granted;
-    double start;               /* Unix time the grant took effect */
-    double bandwidth;           /* bytes/s share at grant time (0 if unknown) */
+    double start;     /* Unix time the grant took effect */
+    double bandwidth; /* bytes/s share at grant time (0 if unknown) */
     int nnodes;
-    char nodes[16][64];         /* first 16 buffer nodes of the grant */
-    char path[1024];            /* the job's buffer directory on the first node */
+    char nodes[16][64]; /* first 16 buffer nodes of the grant */
+    char path[1024];    /* the job's buffer directory on the first node */
 } hm_grant_t;
 
 /* POST /v1/jobs/{job}/phases then long-poll until granted or wait_s elapsed.
  * dir: "write", "read" or "readwrite".  Returns 0 (grant->granted tells), -1 on
  * error (errno EACCES for 401/403, ENOENT for 404, EINVAL for 400, EIO otherwise). */
-HM_EXPORT int hm_phase_begin(hm_client_t *c, const char *job, double volume,
-                             const char *dir, double wait_s, hm_grant_t *grant,
-                             hm_error_t *err);
-HM_EXPORT int hm_phase_end(hm_client_t *c, uint64_t phase_id, double bytes,
-                           hm_error_t *err);
+HM_EXPORT int hm_phase_begin(hm_client_t *c, const char *job, double volume, const char *dir,
+                             double wait_s, hm_grant_t *grant, hm_error_t *err);
+HM_EXPORT int hm_phase_end(hm_client_t *c, uint64_t phase_id, double bytes, hm_error_t *err);
 
 /* Text of the error object of a response ("field: message"), or "" if none. */
 HM_EXPORT const char *hm_error_text(json_t *resp, char *buf, size_t len);

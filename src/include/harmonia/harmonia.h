@@ -68,35 +68,35 @@ typedef enum {
 #define HARMONIA_BYTES_VOLUME UINT64_MAX
 
 typedef struct {
-    uint64_t phase_id;      /* bbmgrd's phase id; 0 when the phase is ungated */
-    int gated;              /* 1: granted by bbmgrd; 0: proceeds ungated (off/fallback) */
-    int joined;             /* 1: joined a phase another process (or thread) opened */
-    double requested;       /* Unix time of the request */
-    double start;           /* Unix time the grant took effect (or the phase proceeded) */
-    double wait;            /* seconds this call waited */
-    double bandwidth;       /* bytes/s granted to the job's phase (0: unknown, not paced) */
-    double share;           /* bandwidth over the I/O system's bandwidth (0: unknown) */
-    double rate;            /* this process's pacing rate: bandwidth / ntasks (0: none) */
-    int nnodes;             /* buffer nodes of the grant (first 16 in nodes[]) */
+    uint64_t phase_id; /* bbmgrd's phase id; 0 when the phase is ungated */
+    int gated;         /* 1: granted by bbmgrd; 0: proceeds ungated (off/fallback) */
+    int joined;        /* 1: joined a phase another process (or thread) opened */
+    double requested;  /* Unix time of the request */
+    double start;      /* Unix time the grant took effect (or the phase proceeded) */
+    double wait;       /* seconds this call waited */
+    double bandwidth;  /* bytes/s granted to the job's phase (0: unknown, not paced) */
+    double share;      /* bandwidth over the I/O system's bandwidth (0: unknown) */
+    double rate;       /* this process's pacing rate: bandwidth / ntasks (0: none) */
+    int nnodes;        /* buffer nodes of the grant (first 16 in nodes[]) */
     char nodes[16][64];
-    char path[1024];        /* the job's buffer directory ("" if none) */
-    char target[16];        /* "buffer", "pfs" or "" */
+    char path[1024]; /* the job's buffer directory ("" if none) */
+    char target[16]; /* "buffer", "pfs" or "" */
 } harmonia_grant_t;
 
 typedef struct {
-    const char *url;            /* NULL: $HARMONIA_URL ("http://H:P" or "unix:/path") */
-    const char *jobid;          /* NULL: $HARMONIA_JOBID */
-    const char *munge_socket;   /* NULL: $HARMONIA_MUNGE_SOCKET, then munge's default */
-    int no_auth;                /* send no MUNGE credential (bbmgrd 'auth: none') */
-    double connect_timeout;     /* s; 0: $HARMONIA_CONNECT_TIMEOUT or 2 */
-    double fallback_wait;       /* s; 0: $HARMONIA_FALLBACK_WAIT or 5 */
-    double max_wait;            /* s; 0: $HARMONIA_MAX_WAIT or 600; < 0: no limit */
-    double retry_interval;      /* s; 0: $HARMONIA_RETRY_INTERVAL or 10 */
-    const char *coord_dir;      /* NULL: $HARMONIA_COORD_DIR, then /dev/shm, /tmp */
-    int ntasks;                 /* processes sharing a grant; 0: $HARMONIA_NTASKS,
+    const char *url;          /* NULL: $HARMONIA_URL ("http://H:P" or "unix:/path") */
+    const char *jobid;        /* NULL: $HARMONIA_JOBID */
+    const char *munge_socket; /* NULL: $HARMONIA_MUNGE_SOCKET, then munge's default */
+    int no_auth;              /* send no MUNGE credential (bbmgrd 'auth: none') */
+    double connect_timeout;   /* s; 0: $HARMONIA_CONNECT_TIMEOUT or 2 */
+    double fallback_wait;     /* s; 0: $HARMONIA_FALLBACK_WAIT or 5 */
+    double max_wait;          /* s; 0: $HARMONIA_MAX_WAIT or 600; < 0: no limit */
+    double retry_interval;    /* s; 0: $HARMONIA_RETRY_INTERVAL or 10 */
+    const char *coord_dir;    /* NULL: $HARMONIA_COORD_DIR, then /dev/shm, /tmp */
+    int ntasks;               /* processes sharing a grant; 0: $HARMONIA_NTASKS,
                                    $SLURM_NTASKS, then 1 */
-    int quiet;                  /* no message on stderr (the fallback still happens) */
-    int force_off;              /* ignore the environment: no-op mode */
+    int quiet;                /* no message on stderr (the fallback still happens) */
+    int force_off;            /* ignore the environment: no-op mode */
 } harmonia_opts_t;
 
 /* Make a handle (opts NULL: everything from the environment).  Does not contact
@@ -108,14 +108,14 @@ HARMONIA_EXPORT int harmonia_init(harmonia_t **h, const harmonia_opts_t *opts);
  * A thread calling it while another thread of the process has the phase open joins
  * that phase (each begin is paired with one end).  Returns 0, or -1 with errno
  * EINVAL (bad arguments). */
-HARMONIA_EXPORT int harmonia_phase_begin(harmonia_t *h, uint64_t volume,
-                                         harmonia_dir_t dir, harmonia_grant_t *grant);
+HARMONIA_EXPORT int harmonia_phase_begin(harmonia_t *h, uint64_t volume, harmonia_dir_t dir,
+                                         harmonia_grant_t *grant);
 
 /* Non-blocking variant: 0 when the phase may start (grant filled), HARMONIA_WAIT
  * when it is queued (call again with the same arguments, or harmonia_phase_begin()
  * to block, or harmonia_phase_end() to cancel), -1 on misuse. */
-HARMONIA_EXPORT int harmonia_phase_try_begin(harmonia_t *h, uint64_t volume,
-                                             harmonia_dir_t dir, harmonia_grant_t *grant);
+HARMONIA_EXPORT int harmonia_phase_try_begin(harmonia_t *h, uint64_t volume, harmonia_dir_t dir,
+                                             harmonia_grant_t *grant);
 
 /* End the phase: bytes actually moved by this process (HARMONIA_BYTES_VOLUME: the
  * volume asked for).  A queued phase is cancelled.  0, or -1 (EINVAL: no phase).

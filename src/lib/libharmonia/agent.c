@@ -37,12 +37,9 @@ static void *tramp_main(void *p)
     return t.fn(t.arg);
 }
 
-int __real_pthread_create(pthread_t *th, const pthread_attr_t *a, void *(*fn)(void *),
-                          void *arg);
-int __wrap_pthread_create(pthread_t *th, const pthread_attr_t *a, void *(*fn)(void *),
-                          void *arg);
-int __wrap_pthread_create(pthread_t *th, const pthread_attr_t *a, void *(*fn)(void *),
-                          void *arg)
+int __real_pthread_create(pthread_t *th, const pthread_attr_t *a, void *(*fn)(void *), void *arg);
+int __wrap_pthread_create(pthread_t *th, const pthread_attr_t *a, void *(*fn)(void *), void *arg);
+int __wrap_pthread_create(pthread_t *th, const pthread_attr_t *a, void *(*fn)(void *), void *arg)
 {
     tramp_t *t = malloc(sizeof(*t));
     if (!t)

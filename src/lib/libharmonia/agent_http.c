@@ -42,9 +42,9 @@
 #undef curl_easy_setopt
 #undef curl_easy_getinfo
 
-#define AH_HEADER_MAX       (64 * 1024)
-#define AH_BODY_MAX         (16 * 1024 * 1024)
-#define AH_DEFAULT_TIMEOUT  300.0   /* s */
+#define AH_HEADER_MAX (64 * 1024)
+#define AH_BODY_MAX (16 * 1024 * 1024)
+#define AH_DEFAULT_TIMEOUT 300.0 /* s */
 
 typedef struct easy {
     /* options (curl_easy_reset() clears them) */
@@ -66,7 +66,7 @@ typedef struct easy {
     /* the current response: its header's and body's bytes so far */
     size_t header_bytes;
     unsigned long long body_total;
-    const char *too_large;          /* "header" or "body" when over its bound */
+    const char *too_large; /* "header" or "body" when over its bound */
 } easy_t;
 
 CURLcode curl_global_init(long flags)
@@ -78,20 +78,34 @@ CURLcode curl_global_init(long flags)
 const char *curl_easy_strerror(CURLcode rc)
 {
     switch (rc) {
-    case CURLE_OK: return "No error";
-    case CURLE_URL_MALFORMAT: return "URL using bad/illegal format or missing URL";
-    case CURLE_COULDNT_RESOLVE_HOST: return "Couldn't resolve host name";
-    case CURLE_COULDNT_CONNECT: return "Couldn't connect to server";
-    case CURLE_OUT_OF_MEMORY: return "Out of memory";
-    case CURLE_OPERATION_TIMEDOUT: return "Timeout was reached";
-    case CURLE_SEND_ERROR: return "Failed sending data to the peer";
-    case CURLE_RECV_ERROR: return "Failure when receiving data from the peer";
-    case CURLE_GOT_NOTHING: return "Server returned nothing (no headers, no data)";
-    case CURLE_WEIRD_SERVER_REPLY: return "Weird server reply";
-    case CURLE_WRITE_ERROR: return "Failed writing received data to disk/application";
-    case CURLE_FILESIZE_EXCEEDED: return "Maximum file size exceeded";
-    case CURLE_UNKNOWN_OPTION: return "An unknown option was passed in to libcurl";
-    default: return "Error";
+    case CURLE_OK:
+        return "No error";
+    case CURLE_URL_MALFORMAT:
+        return "URL using bad/illegal format or missing URL";
+    case CURLE_COULDNT_RESOLVE_HOST:
+        return "Couldn't resolve host name";
+    case CURLE_COULDNT_CONNECT:
+        return "Couldn't connect to server";
+    case CURLE_OUT_OF_MEMORY:
+        return "Out of memory";
+    case CURLE_OPERATION_TIMEDOUT:
+        return "Timeout was reached";
+    case CURLE_SEND_ERROR:
+        return "Failed sending data to the peer";
+    case CURLE_RECV_ERROR:
+        return "Failure when receiving data from the peer";
+    case CURLE_GOT_NOTHING:
+        return "Server returned nothing (no headers, no data)";
+    case CURLE_WEIRD_SERVER_REPLY:
+        return "Weird server reply";
+    case CURLE_WRITE_ERROR:
+        return "Failed writing received data to disk/application";
+    case CURLE_FILESIZE_EXCEEDED:
+        return "Maximum file size exceeded";
+    case CURLE_UNKNOWN_OPTION:
+        return "An unknown option was passed in to libcurl";
+    default:
+        return "Error";
     }
 }
 
@@ -201,22 +215,44 @@ CURLcode(curl_easy_setopt)(CURL *hc, CURLoption opt, ...)
     case CURLOPT_UNIX_SOCKET_PATH:
         rc = set_str(&h->unix_path, va_arg(ap, const char *)) ? CURLE_OUT_OF_MEMORY : CURLE_OK;
         break;
-    case CURLOPT_NOBODY: h->nobody = va_arg(ap, long) != 0; break;
-    case CURLOPT_HTTPHEADER: h->headers = va_arg(ap, struct curl_slist *); break;
-    case CURLOPT_CONNECTTIMEOUT_MS: h->connect_ms = va_arg(ap, long); break;
-    case CURLOPT_TIMEOUT_MS: h->timeout_ms = va_arg(ap, long); break;
-    case CURLOPT_WRITEFUNCTION: h->write_cb = va_arg(ap, curl_write_callback); break;
-    case CURLOPT_WRITEDATA: h->write_data = va_arg(ap, void *); break;
-    case CURLOPT_HEADERFUNCTION: h->header_cb = va_arg(ap, curl_write_callback); break;
-    case CURLOPT_HEADERDATA: h->header_data = va_arg(ap, void *); break;
-    case CURLOPT_ERRORBUFFER: h->errbuf = va_arg(ap, char *); break;
-    case CURLOPT_POSTFIELDS: h->body = va_arg(ap, const char *); break;
-    case CURLOPT_POSTFIELDSIZE: h->body_len = va_arg(ap, long); break;
-    case CURLOPT_NOSIGNAL:          /* no signal is ever used */
-    case CURLOPT_TCP_NODELAY:       /* always set */
+    case CURLOPT_NOBODY:
+        h->nobody = va_arg(ap, long) != 0;
+        break;
+    case CURLOPT_HTTPHEADER:
+        h->headers = va_arg(ap, struct curl_slist *);
+        break;
+    case CURLOPT_CONNECTTIMEOUT_MS:
+        h->connect_ms = va_arg(ap, long);
+        break;
+    case CURLOPT_TIMEOUT_MS:
+        h->timeout_ms = va_arg(ap, long);
+        break;
+    case CURLOPT_WRITEFUNCTION:
+        h->write_cb = va_arg(ap, curl_write_callback);
+        break;
+    case CURLOPT_WRITEDATA:
+        h->write_data = va_arg(ap, void *);
+        break;
+    case CURLOPT_HEADERFUNCTION:
+        h->header_cb = va_arg(ap, curl_write_callback);
+        break;
+    case CURLOPT_HEADERDATA:
+        h->header_data = va_arg(ap, void *);
+        break;
+    case CURLOPT_ERRORBUFFER:
+        h->errbuf = va_arg(ap, char *);
+        break;
+    case CURLOPT_POSTFIELDS:
+        h->body = va_arg(ap, const char *);
+        break;
+    case CURLOPT_POSTFIELDSIZE:
+        h->body_len = va_arg(ap, long);
+        break;
+    case CURLOPT_NOSIGNAL:    /* no signal is ever used */
+    case CURLOPT_TCP_NODELAY: /* always set */
         (void)va_arg(ap, long);
         break;
-    case CURLOPT_PROTOCOLS_STR: {   /* plain HTTP is all this client speaks */
+    case CURLOPT_PROTOCOLS_STR: { /* plain HTTP is all this client speaks */
         const char *p = va_arg(ap, const char *);
         rc = p && !strcasecmp(p, "http") ? CURLE_OK : CURLE_UNSUPPORTED_PROTOCOL;
         break;
@@ -282,8 +318,8 @@ static int wait_fd(int fd, short ev, double deadline)
 }
 
 /* A non-blocking connect, bounded; the socket or -1 (rc set). */
-static int connect_one(int family, int type, int proto, const struct sockaddr *sa,
-                       socklen_t len, double deadline, CURLcode *rc)
+static int connect_one(int family, int type, int proto, const struct sockaddr *sa, socklen_t len,
+                       double deadline, CURLcode *rc)
 {
     int fd = socket(family, type | SOCK_CLOEXEC | SOCK_NONBLOCK, proto);
     if (fd < 0) {
@@ -346,8 +382,7 @@ static int parse_url(const char *url, char *host, size_t hostsz, char *port, siz
     return 0;
 }
 
-static int open_conn(easy_t *h, const char *host, const char *port, double deadline,
-                     CURLcode *rc)
+static int open_conn(easy_t *h, const char *host, const char *port, double deadline, CURLcode *rc)
 {
     double cd = deadline;
     if (h->connect_ms > 0 && hu_mono() + h->connect_ms / 1000.0 < cd)
@@ -545,7 +580,7 @@ static int chunked(easy_t *h, double deadline, CURLcode *rc)
                 *rc = CURLE_WEIRD_SERVER_REPLY;
             return -1;
         }
-        e = line_end(h, deadline, rc);         /* the CRLF after the data */
+        e = line_end(h, deadline, rc); /* the CRLF after the data */
         if (e <= 0) {
             if (e == 0)
                 *rc = CURLE_RECV_ERROR;
@@ -609,10 +644,10 @@ static int exchange(easy_t *h, const char *req, size_t reqlen, double deadline, 
             consume(h, n);
             continue;
         }
-        if (n <= 2) {                   /* the empty line */
+        if (n <= 2) { /* the empty line */
             consume(h, n);
             if (status >= 100 && status < 200) {
-                first = true;           /* an interim answer: the real one follows */
+                first = true; /* an interim answer: the real one follows */
                 continue;
             }
             break;
@@ -663,8 +698,7 @@ CURLcode curl_easy_perform(CURL *hc)
         h->errbuf[0] = '\0';
     if (!h->url || parse_url(h->url, host, sizeof(host), port, sizeof(port), &path) < 0)
         return fail(h, CURLE_URL_MALFORMAT, "%s: not an http:// URL", h->url ? h->url : "");
-    double deadline = hu_mono() + (h->timeout_ms > 0 ? h->timeout_ms / 1000.0
-                                                     : AH_DEFAULT_TIMEOUT);
+    double deadline = hu_mono() + (h->timeout_ms > 0 ? h->timeout_ms / 1000.0 : AH_DEFAULT_TIMEOUT);
     const char *method = h->method ? h->method : h->body ? "POST" : h->nobody ? "HEAD" : "GET";
 
     if (asprintf(&key, "%s|%s|%s", h->unix_path ? h->unix_path : "", host, port) < 0)
@@ -679,7 +713,7 @@ CURLcode curl_easy_perform(CURL *hc)
     for (struct curl_slist *s = h->headers; s; s = s->next) {
         const char *c = strchr(s->data, ':');
         if (c && c[1 + strspn(c + 1, " ")] == '\0')
-            continue;                   /* "Name:": no such header (curl's rule) */
+            continue; /* "Name:": no such header (curl's rule) */
         fprintf(f, "%s\r\n", s->data);
     }
     if (h->body) {

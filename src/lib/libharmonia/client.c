@@ -28,25 +28,24 @@
 
 struct hm_client {
     CURL *curl;
-    char *url;              /* base for requests: "http://host:port" */
-    char *unix_path;        /* when talking over a unix socket */
+    char *url;       /* base for requests: "http://host:port" */
+    char *unix_path; /* when talking over a unix socket */
     munge_ctx_t munge;
     bool no_auth;
     long connect_timeout_ms;
     long timeout_ms;
     long extra_wait_ms;
-    char *pre_payload;      /* hm_client_prepare(): "METHOD /path" */
-    char *pre_cred;         /* its credential */
-    double pre_time;        /* CLOCK_MONOTONIC when encoded */
-    bool sessions;          /* ask for connection sessions (not $HARMONIA_NO_SESSION=1) */
-    char session[48];       /* token of the connection's session, or "" */
-    double session_until;   /* CLOCK_MONOTONIC: use it until then */
-    pid_t session_pid;      /* a forked child must not use its parent's session */
-    char new_session[48];   /* Harmonia-Session header of the reply being read */
+    char *pre_payload;    /* hm_client_prepare(): "METHOD /path" */
+    char *pre_cred;       /* its credential */
+    double pre_time;      /* CLOCK_MONOTONIC when encoded */
+    bool sessions;        /* ask for connection sessions (not $HARMONIA_NO_SESSION=1) */
+    char session[48];     /* token of the connection's session, or "" */
+    double session_until; /* CLOCK_MONOTONIC: use it until then */
+    pid_t session_pid;    /* a forked child must not use its parent's session */
+    char new_session[48]; /* Harmonia-Session header of the reply being read */
     double new_ttl;
     char errbuf[CURL_ERROR_SIZE];
 };
-
 
 
 /* The session may authenticate the next request. */
@@ -78,7 +77,8 @@ static size_t header_cb(char *line, size_t size, size_t nmemb, void *arg)
                 char num[32];
                 size_t k = 0;
                 for (ttl += 4; ttl < end && k < sizeof(num) - 1
-                               && (isdigit((unsigned char)*ttl) || *ttl == '.'); ttl++)
+                               && (isdigit((unsigned char)*ttl) || *ttl == '.');
+                     ttl++)
                     num[k++] = *ttl;
                 num[k] = '\0';
                 c->new_ttl = k ? strtod(num, NULL) : 0;
@@ -100,8 +100,7 @@ typedef struct {
     size_t len, cap;
 } buf_t;
 
-static int errprintf(hm_error_t *err, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+static int errprintf(hm_error_t *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 static int errprintf(hm_error_t *err, const char *fmt, ...)
 {
@@ -241,7 +240,7 @@ int hm_client_prepare(hm_client_t *c, const char *method, const char *path)
         return -1;
     }
     if (c->no_auth || session_ok(c))
-        return 0;                       /* the session will authenticate it */
+        return 0; /* the session will authenticate it */
     prepared_drop(c);
     if (asprintf(&payload, "%s %.*s", method, (int)strcspn(path, "?"), path) < 0) {
         errno = ENOMEM;
@@ -265,8 +264,8 @@ void hm_client_set_extra_wait(hm_client_t *c, long ms)
         c->extra_wait_ms = ms > 0 ? ms : 0;
 }
 
-static int request_once(hm_client_t *c, const char *method, const char *path,
-                        const char *body, char **text, bool *by_session, hm_error_t *err)
+static int request_once(hm_client_t *c, const char *method, const char *path, const char *body,
+                        char **text, bool *by_session, hm_error_t *err)
 {
     struct curl_slist *hdrs = NULL;
     buf_t out = { 0 };
@@ -296,7 +295,7 @@ static int request_once(hm_client_t *c, const char *method, const char *path,
         munge_err_t e = EMUNGE_SUCCESS;
         bool fresh = c->pre_cred && hu_mono() - c->pre_time < HM_PREPARED_MAX_AGE;
         if (fresh && !strcmp(c->pre_payload, payload)) {
-            cred = c->pre_cred;         /* encoded ahead of time, used once */
+            cred = c->pre_cred; /* encoded ahead of time, used once */
             c->pre_cred = NULL;
             prepared_drop(c);
         } else {
@@ -352,10 +351,18 @@ static int request_once(hm_client_t *c, const char *method, const char *path,
     c->extra_wait_ms = 0;
     if (rc != CURLE_OK) {
         switch (rc) {
-        case CURLE_COULDNT_CONNECT: errno = ECONNREFUSED; break;
-        case CURLE_OPERATION_TIMEDOUT: errno = ETIMEDOUT; break;
-        case CURLE_OUT_OF_MEMORY: errno = ENOMEM; break;
-        default: errno = EPROTO; break;
+        case CURLE_COULDNT_CONNECT:
+            errno = ECONNREFUSED;
+            break;
+        case CURLE_OPERATION_TIMEDOUT:
+            errno = ETIMEDOUT;
+            break;
+        case CURLE_OUT_OF_MEMORY:
+            errno = ENOMEM;
+            break;
+        default:
+            errno = EPROTO;
+            break;
         }
         errprintf(err, "%s%s: %s", c->unix_path ? "unix:" : "",
                   c->unix_path ? c->unix_path : c->url,
@@ -392,8 +399,8 @@ out:
     return ret;
 }
 
-int hm_request_text(hm_client_t *c, const char *method, const char *path,
-                    const char *body, char **text, hm_error_t *err)
+int hm_request_text(hm_client_t *c, const char *method, const char *path, const char *body,
+                    char **text, hm_error_t *err)
 {
     bool by_session = false;
     int status = request_once(c, method, path, body, text, &by_session, err);
@@ -408,8 +415,8 @@ int hm_request_text(hm_client_t *c, const char *method, const char *path,
     return status;
 }
 
-int hm_request(hm_client_t *c, const char *method, const char *path, json_t *body,
-               json_t **resp, hm_error_t *err)
+int hm_request(hm_client_t *c, const char *method, const char *path, json_t *body, json_t **resp,
+               hm_error_t *err)
 {
     char *btext = NULL, *text = NULL;
     int status;
@@ -436,8 +443,8 @@ const char *hm_error_text(json_t *resp, char *buf, size_t len)
     if (len == 0)
         return buf;
     buf[0] = '\0';
-    if (resp && json_unpack(resp, "{s:{s?s s?s}}", "error", "field", &field,
-                            "message", &msg) == 0) {
+    if (resp
+        && json_unpack(resp, "{s:{s?s s?s}}", "error", "field", &field, "message", &msg) == 0) {
         if (field && *field)
             snprintf(buf, len, "%s: %s", field, msg ? msg : "invalid");
         else
@@ -449,12 +456,21 @@ const char *hm_error_text(json_t *resp, char *buf, size_t len)
 static int status_errno(int status)
 {
     switch (status) {
-    case 400: case 413: case 422: return EINVAL;
-    case 401: case 403: return EACCES;
-    case 404: return ENOENT;
-    case 409: return EEXIST;
-    case 507: return ENOSPC;
-    default: return EIO;
+    case 400:
+    case 413:
+    case 422:
+        return EINVAL;
+    case 401:
+    case 403:
+        return EACCES;
+    case 404:
+        return ENOENT;
+    case 409:
+        return EEXIST;
+    case 507:
+        return ENOSPC;
+    default:
+        return EIO;
     }
 }
 
@@ -470,12 +486,12 @@ static void grant_fill(json_t *ph, hm_grant_t *g)
     g->granted = state && (!strcmp(state, "granted") || !strcmp(state, "finished"));
     if (grant && json_is_object(grant)) {
         const char *path = NULL;
-        json_unpack(grant, "{s?F s?F s?o s?s}", "start", &g->start, "bandwidth",
-                    &g->bandwidth, "nodes", &nodes, "path", &path);
+        json_unpack(grant, "{s?F s?F s?o s?s}", "start", &g->start, "bandwidth", &g->bandwidth,
+                    "nodes", &nodes, "path", &path);
         if (path)
             snprintf(g->path, sizeof(g->path), "%s", path);
         g->nnodes = 0;
-        json_array_foreach(nodes, i, v) {
+        json_array_foreach (nodes, i, v) {
             const char *n = json_string_value(v);
             if (!n)
                 continue;
@@ -486,8 +502,8 @@ static void grant_fill(json_t *ph, hm_grant_t *g)
     }
 }
 
-int hm_phase_begin(hm_client_t *c, const char *job, double volume, const char *dir,
-                   double wait_s, hm_grant_t *grant, hm_error_t *err)
+int hm_phase_begin(hm_client_t *c, const char *job, double volume, const char *dir, double wait_s,
+                   hm_grant_t *grant, hm_error_t *err)
 {
     char path[256], ebuf[200];
     json_t *body, *resp = NULL;
@@ -499,8 +515,8 @@ int hm_phase_begin(hm_client_t *c, const char *job, double volume, const char *d
     }
     memset(grant, 0, sizeof(*grant));
     snprintf(path, sizeof(path), "/v1/jobs/%s/phases", job);
-    if (!(body = json_pack("{s:f s:s s:f}", "volume", volume, "direction",
-                           dir ? dir : "write", "wait", wait_s > 0 ? wait_s : 0.0))) {
+    if (!(body = json_pack("{s:f s:s s:f}", "volume", volume, "direction", dir ? dir : "write",
+                           "wait", wait_s > 0 ? wait_s : 0.0))) {
         errno = ENOMEM;
         return errprintf(err, "out of memory");
     }

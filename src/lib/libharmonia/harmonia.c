@@ -56,12 +56,12 @@
 #include "pace.h"
 
 #define DEFAULT_CONNECT_TIMEOUT 2.0
-#define DEFAULT_FALLBACK_WAIT   5.0
-#define DEFAULT_MAX_WAIT        600.0
-#define DEFAULT_RETRY_INTERVAL  10.0
-#define POLL_CHUNK              10.0    /* seconds per long-poll request */
-#define REFRESH_INTERVAL        1.0     /* grant refresh while pacing */
-#define RETRY_SLEEP             0.2     /* between attempts while unreachable */
+#define DEFAULT_FALLBACK_WAIT 5.0
+#define DEFAULT_MAX_WAIT 600.0
+#define DEFAULT_RETRY_INTERVAL 10.0
+#define POLL_CHUNK 10.0      /* seconds per long-poll request */
+#define REFRESH_INTERVAL 1.0 /* grant refresh while pacing */
+#define RETRY_SLEEP 0.2      /* between attempts while unreachable */
 
 typedef enum { ST_NONE, ST_BUSY, ST_PENDING, ST_OPEN, ST_CLOSING } pstate_t;
 
@@ -70,13 +70,13 @@ enum { ACQ_GRANTED, ACQ_WAITING, ACQ_UNGATED };
 /* The process's phase at bbmgrd: what an acquisition starts from (a pending one
  * goes on where the last call left it) and leaves to the handle. */
 struct phase_ref {
-    uint64_t pid;                   /* phase at bbmgrd (0: none) */
+    uint64_t pid; /* phase at bbmgrd (0: none) */
     bool owner, counted;
-    bool member;                    /* owner: created with the node as a member */
-    bool outside;                   /* the node left it already: wait for its close */
+    bool member;  /* owner: created with the node as a member */
+    bool outside; /* the node left it already: wait for its close */
     uint64_t volume;
     harmonia_dir_t dir;
-    double t0, wall0;               /* when the phase was first asked for */
+    double t0, wall0; /* when the phase was first asked for */
 };
 
 struct harmonia {
@@ -91,17 +91,17 @@ struct harmonia {
     int ntasks;
     bool quiet;
     char *coord_path;
-    char member[64];                /* the node's name at bbmgrd, "": no members */
-    bool no_members;                /* bbmgrd takes no members (an older one) */
+    char member[64]; /* the node's name at bbmgrd, "": no members */
+    bool no_members; /* bbmgrd takes no members (an older one) */
     /* reachability of bbmgrd */
     bool degraded;
-    double last_attempt;            /* monotonic */
+    double last_attempt; /* monotonic */
     bool told_unreachable, told_refused, told_max_wait;
     /* the process's phase */
     pstate_t st;
     int users;
     struct phase_ref ph;
-    uint64_t left_pid;              /* the phase this process left last */
+    uint64_t left_pid; /* the phase this process left last */
     double bytes_sum;
     bool bytes_unknown;
     harmonia_grant_t grant;
@@ -112,7 +112,7 @@ struct harmonia {
     /* the closer thread (asynchronous harmonia_phase_end) */
     bool sync_end;
     bool closer_up, closer_stop, close_queued;
-    pid_t closer_proc;              /* getpid() when it was started */
+    pid_t closer_proc; /* getpid() when it was started */
     pthread_t closer;
     struct close_req {
         uint64_t pid;
@@ -125,10 +125,10 @@ struct harmonia {
 
 /* What one acquisition (run by the BUSY thread, without the lock) works on. */
 typedef struct {
-    struct phase_ref ph;            /* in and out */
+    struct phase_ref ph; /* in and out */
     bool block;
-    bool degraded;                  /* in: manager was unreachable; out: it is */
-    json_t *phase;                  /* out: the phase object when granted */
+    bool degraded; /* in: manager was unreachable; out: it is */
+    json_t *phase; /* out: the phase object when granted */
 } acq_t;
 
 /* ------------------------------------------------------------------ helpers */
@@ -172,9 +172,12 @@ const char *harmonia_dir_name(harmonia_dir_t d)
 const char *harmonia_mode_name(harmonia_mode_t m)
 {
     switch (m) {
-    case HARMONIA_MODE_OFF: return "off";
-    case HARMONIA_MODE_MANAGED: return "managed";
-    case HARMONIA_MODE_FALLBACK: return "fallback";
+    case HARMONIA_MODE_OFF:
+        return "off";
+    case HARMONIA_MODE_MANAGED:
+        return "managed";
+    case HARMONIA_MODE_FALLBACK:
+        return "fallback";
     }
     return "?";
 }
@@ -248,7 +251,7 @@ static void node_name(harmonia_t *h)
     }
     if (gethostname(host, sizeof(host)) == 0) {
         host[sizeof(host) - 1] = '\0';
-        if (name_ok(host))      /* at most 63 characters */
+        if (name_ok(host)) /* at most 63 characters */
             memcpy(h->member, host, strlen(host) + 1);
     }
 }
@@ -274,17 +277,16 @@ int harmonia_init(harmonia_t **hp, const harmonia_opts_t *opts)
     url = opts->url ? opts->url : getenv("HARMONIA_URL");
     job = opts->jobid ? opts->jobid : getenv("HARMONIA_JOBID");
     off = getenv("HARMONIA_DISABLE");
-    h->quiet = opts->quiet || (getenv("HARMONIA_QUIET") && *getenv("HARMONIA_QUIET")
-                               && strcmp(getenv("HARMONIA_QUIET"), "0"));
-    if (opts->force_off || !url || !*url || !job || !*job
-        || (off && *off && strcmp(off, "0"))) {
+    h->quiet = opts->quiet
+               || (getenv("HARMONIA_QUIET") && *getenv("HARMONIA_QUIET")
+                   && strcmp(getenv("HARMONIA_QUIET"), "0"));
+    if (opts->force_off || !url || !*url || !job || !*job || (off && *off && strcmp(off, "0"))) {
         h->off = true;
         *hp = h;
         return 0;
     }
     for (const char *p = job; *p; p++) {
-        if (!(isalnum((unsigned char)*p) || *p == '_' || *p == '-' || *p == '.')
-            || p - job >= 63) {
+        if (!(isalnum((unsigned char)*p) || *p == '_' || *p == '-' || *p == '.') || p - job >= 63) {
             errno = EINVAL;
             goto error;
         }
@@ -296,22 +298,26 @@ int harmonia_init(harmonia_t **hp, const harmonia_opts_t *opts)
         h->sync_end = se && *se && strcmp(se, "0");
     }
 
-    double ct = opts->connect_timeout > 0 ? opts->connect_timeout
-                : env_double("HARMONIA_CONNECT_TIMEOUT", DEFAULT_CONNECT_TIMEOUT);
-    h->fallback_wait = opts->fallback_wait > 0 ? opts->fallback_wait
-                       : env_double("HARMONIA_FALLBACK_WAIT", DEFAULT_FALLBACK_WAIT);
+    double ct = opts->connect_timeout > 0
+                    ? opts->connect_timeout
+                    : env_double("HARMONIA_CONNECT_TIMEOUT", DEFAULT_CONNECT_TIMEOUT);
+    h->fallback_wait = opts->fallback_wait > 0
+                           ? opts->fallback_wait
+                           : env_double("HARMONIA_FALLBACK_WAIT", DEFAULT_FALLBACK_WAIT);
     h->max_wait = opts->max_wait != 0 ? opts->max_wait
-                  : env_double("HARMONIA_MAX_WAIT", DEFAULT_MAX_WAIT);
-    h->retry_interval = opts->retry_interval > 0 ? opts->retry_interval
-                        : env_double("HARMONIA_RETRY_INTERVAL", DEFAULT_RETRY_INTERVAL);
+                                      : env_double("HARMONIA_MAX_WAIT", DEFAULT_MAX_WAIT);
+    h->retry_interval = opts->retry_interval > 0
+                            ? opts->retry_interval
+                            : env_double("HARMONIA_RETRY_INTERVAL", DEFAULT_RETRY_INTERVAL);
     if (ct <= 0)
         ct = DEFAULT_CONNECT_TIMEOUT;
     if (h->fallback_wait < 0)
         h->fallback_wait = 0;
     if (h->max_wait == 0)
         h->max_wait = DEFAULT_MAX_WAIT;
-    h->ntasks = opts->ntasks > 0 ? opts->ntasks
-                : (int)env_double("HARMONIA_NTASKS", env_double("SLURM_STEP_NUM_TASKS", 1));
+    h->ntasks = opts->ntasks > 0
+                    ? opts->ntasks
+                    : (int)env_double("HARMONIA_NTASKS", env_double("SLURM_STEP_NUM_TASKS", 1));
     if (h->ntasks < 1)
         h->ntasks = 1;
 
@@ -320,8 +326,9 @@ int harmonia_init(harmonia_t **hp, const harmonia_opts_t *opts)
     if (!cdir || !*cdir)
         cdir = stat("/dev/shm", &sb) == 0 && S_ISDIR(sb.st_mode) ? "/dev/shm" : "/tmp";
     const char *inc = hmi_job_start();
-    if (asprintf(&h->coord_path, "%s/harmonia-%u-%s%s%s.phase", cdir, (unsigned)getuid(),
-                 job, *inc ? "." : "", inc) < 0) {
+    if (asprintf(&h->coord_path, "%s/harmonia-%u-%s%s%s.phase", cdir, (unsigned)getuid(), job,
+                 *inc ? "." : "", inc)
+        < 0) {
         h->coord_path = NULL;
         goto error;
     }
@@ -363,7 +370,7 @@ harmonia_mode_t harmonia_mode(harmonia_t *h)
         return HARMONIA_MODE_OFF;
     pthread_mutex_lock(&h->lock);
     m = h->degraded || (h->st == ST_OPEN && !h->grant.gated) ? HARMONIA_MODE_FALLBACK
-        : HARMONIA_MODE_MANAGED;
+                                                             : HARMONIA_MODE_MANAGED;
     pthread_mutex_unlock(&h->lock);
     return m;
 }
@@ -374,7 +381,7 @@ typedef struct {
     int count;
     double bytes;
     int unknown;
-    char member[64];                /* the node is this member at bbmgrd, "": none */
+    char member[64]; /* the node is this member at bbmgrd, "": none */
 } crec_t;
 
 static int coord_open(harmonia_t *h)
@@ -401,8 +408,7 @@ static void coord_read(int fd, crec_t *r)
     if (n <= 0)
         return;
     buf[n] = '\0';
-    nf = sscanf(buf, "%ju %d %lf %d %63s", &pid, &r->count, &r->bytes, &r->unknown,
-                r->member);
+    nf = sscanf(buf, "%ju %d %lf %d %63s", &pid, &r->count, &r->bytes, &r->unknown, r->member);
     if (nf < 4 || (nf == 5 && strcmp(r->member, "-") && !name_ok(r->member))) {
         memset(r, 0, sizeof(*r));
         return;
@@ -415,8 +421,8 @@ static void coord_read(int fd, crec_t *r)
 static void coord_write(int fd, const crec_t *r)
 {
     char buf[200];
-    int n = snprintf(buf, sizeof(buf), "%ju %d %.0f %d %s\n", (uintmax_t)r->pid, r->count,
-                     r->bytes, r->unknown, r->member[0] ? r->member : "-");
+    int n = snprintf(buf, sizeof(buf), "%ju %d %.0f %d %s\n", (uintmax_t)r->pid, r->count, r->bytes,
+                     r->unknown, r->member[0] ? r->member : "-");
     if (pwrite(fd, buf, n, 0) == n)
         (void)ftruncate(fd, n);
 }
@@ -525,7 +531,7 @@ static void grant_from_phase(harmonia_t *h, json_t *ph, harmonia_grant_t *g)
         snprintf(g->target, sizeof(g->target), "%s", s);
     nodes = json_object_get(gr, "nodes");
     g->nnodes = 0;
-    json_array_foreach(nodes, i, v) {
+    json_array_foreach (nodes, i, v) {
         if (!(s = json_string_value(v)))
             continue;
         if (g->nnodes < 16)
@@ -542,8 +548,8 @@ static int post_phase(harmonia_t *h, acq_t *a, double wait, json_t **resp, hm_er
 
     snprintf(path, sizeof(path), "/v1/jobs/%s/phases", h->jobid);
     body = json_pack("{s:I s:s}", "volume",
-                     (json_int_t)(a->ph.volume > INT64_MAX ? INT64_MAX : a->ph.volume),
-                     "direction", harmonia_dir_name(a->ph.dir));
+                     (json_int_t)(a->ph.volume > INT64_MAX ? INT64_MAX : a->ph.volume), "direction",
+                     harmonia_dir_name(a->ph.dir));
     if (!body) {
         errno = ENOMEM;
         return -1;
@@ -562,8 +568,8 @@ static int post_phase(harmonia_t *h, acq_t *a, double wait, json_t **resp, hm_er
 
 /* The phase's view; with wait, long-polled while it waits (and, until_closed,
  * while it is granted: bbmgrd answers when it closes). */
-static int get_phase(harmonia_t *h, uint64_t pid, double wait, bool until_closed,
-                     json_t **resp, hm_error_t *err)
+static int get_phase(harmonia_t *h, uint64_t pid, double wait, bool until_closed, json_t **resp,
+                     hm_error_t *err)
 {
     char path[128];
     if (wait > 0) {
@@ -608,7 +614,7 @@ static int join_phase(harmonia_t *h, uint64_t pid)
     json_decref(body);
     json_decref(resp);
     if (st == 404 || st == 405)
-        h->no_members = true;   /* an older bbmgrd: as before, no members */
+        h->no_members = true; /* an older bbmgrd: as before, no members */
     return st;
 }
 
@@ -638,17 +644,17 @@ static int finish_phase(harmonia_t *h, uint64_t pid, double bytes, const char *m
 /* Whether an error reply names that field. */
 static bool error_field_is(json_t *resp, const char *field)
 {
-    const char *f = json_string_value(json_object_get(json_object_get(resp, "error"),
-                                                      "field"));
+    const char *f = json_string_value(json_object_get(json_object_get(resp, "error"), "field"));
     return f && !strcmp(f, field);
 }
 
 static void refused(harmonia_t *h, int st, json_t *resp)
 {
     char ebuf[300];
-    say(h, &h->told_refused, "bbmgrd at %s refused the phase of job %s (HTTP %d%s%s); "
-        "I/O phases proceed ungated", h->url, h->jobid, st,
-        *hm_error_text(resp, ebuf, sizeof(ebuf)) ? ": " : "", ebuf);
+    say(h, &h->told_refused,
+        "bbmgrd at %s refused the phase of job %s (HTTP %d%s%s); "
+        "I/O phases proceed ungated",
+        h->url, h->jobid, st, *hm_error_text(resp, ebuf, sizeof(ebuf)) ? ": " : "", ebuf);
 }
 
 /* Leave a phase this process gave up on (closed under it, or max wait passed). */
@@ -696,8 +702,10 @@ static int acquire(harmonia_t *h, acq_t *a)
         json_decref(resp);
         resp = NULL;
         if (a->block && h->max_wait > 0 && left <= 0) {
-            say(h, &h->told_max_wait, "phase of job %s not granted after %.0f s "
-                "(HARMONIA_MAX_WAIT); it proceeds ungated", h->jobid, h->max_wait);
+            say(h, &h->told_max_wait,
+                "phase of job %s not granted after %.0f s "
+                "(HARMONIA_MAX_WAIT); it proceeds ungated",
+                h->jobid, h->max_wait);
             if (a->ph.pid)
                 drop_phase(h, a, true);
             a->degraded = false;
@@ -714,7 +722,7 @@ static int acquire(harmonia_t *h, acq_t *a)
                 a->ph.owner = true;
                 a->ph.counted = coord_join(h, a) > 0;
             } else if (st == 400 && a->ph.member && error_field_is(resp, "member")) {
-                h->no_members = true;   /* an older bbmgrd: as before, no members */
+                h->no_members = true; /* an older bbmgrd: as before, no members */
                 continue;
             } else if (st == 409 && ++conflicts <= 100) {
                 uint64_t pid;
@@ -726,7 +734,7 @@ static int acquire(harmonia_t *h, acq_t *a)
                     goto ungated;
                 }
                 if (pid == 0)
-                    continue;           /* closed meanwhile: ask again */
+                    continue; /* closed meanwhile: ask again */
                 a->ph.pid = pid;
                 a->ph.owner = false;
                 /* never the phase this process left: its next phase is the next */
@@ -737,7 +745,7 @@ static int acquire(harmonia_t *h, acq_t *a)
                 /* count first, then look: a phase closed before we were counted
                  * shows as closed below, and we ask again; a phase the node left
                  * already is waited for until it closes */
-                json_decref(resp);      /* the 409 body */
+                json_decref(resp); /* the 409 body */
                 resp = NULL;
                 st = get_phase(h, pid, a->ph.outside ? chunk : 0, a->ph.outside, &resp, &err);
                 if (st < 0)
@@ -779,12 +787,12 @@ static int acquire(harmonia_t *h, acq_t *a)
             return ACQ_WAITING;
         }
         if (a->ph.outside)
-            sleep_s(RETRY_SLEEP);       /* the long poll came back open: not at once */
+            sleep_s(RETRY_SLEEP); /* the long poll came back open: not at once */
         continue;
-busy:
+    busy:
         /* bbmgrd stopping or munged down at its end: as unreachable */
         snprintf(err.text, sizeof(err.text), "HTTP 503");
-unreachable:
+    unreachable:
         if (was_degraded || hu_mono() - last_ok >= h->fallback_wait) {
             tell_unreachable(h, &err);
             a->degraded = true;
@@ -1014,9 +1022,12 @@ int harmonia_phase_end(harmonia_t *h, uint64_t bytes)
             return 0;
         }
     }
-    r = (struct close_req){ .pid = h->ph.pid, .counted = h->ph.counted, .owner = h->ph.owner,
+    r = (struct close_req){ .pid = h->ph.pid,
+                            .counted = h->ph.counted,
+                            .owner = h->ph.owner,
                             .member = h->ph.member,
-                            .degraded = h->degraded, .total = cancel ? 0 : h->bytes_sum };
+                            .degraded = h->degraded,
+                            .total = cancel ? 0 : h->bytes_sum };
     if (r.pid && !cancel && closer_ready(h)) {
         /* the closer reports it; the next begin or end waits for that */
         h->st = ST_CLOSING;
@@ -1060,7 +1071,7 @@ static void refresh(harmonia_t *h)
         tell_unreachable(h, &err);
         h->degraded = true;
         h->last_attempt = hu_mono();
-        h->grant.rate = 0;      /* the manager is gone: ungated */
+        h->grant.rate = 0; /* the manager is gone: ungated */
         hm_tb_set_rate(&h->tb, 0, 0, hu_mono());
     } else if (st == 200 && !strcmp(phase_state(resp), "granted")) {
         harmonia_grant_t g = h->grant;

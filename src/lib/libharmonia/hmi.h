@@ -21,11 +21,11 @@ double hmi_rate(harmonia_t *h, double moved);
 int hmi_hints(harmonia_t *h, double *w_iter, double *volume);
 
 typedef struct {
-    int (*init)(harmonia_t **h);                    /* harmonia_init(h, NULL) */
+    int (*init)(harmonia_t **h); /* harmonia_init(h, NULL) */
     harmonia_mode_t (*mode)(harmonia_t *h);
     int (*begin)(harmonia_t *h, uint64_t volume, harmonia_dir_t dir, harmonia_grant_t *g);
     int (*end)(harmonia_t *h, uint64_t bytes);
-    double (*rate)(harmonia_t *h, double moved);    /* hmi_rate */
+    double (*rate)(harmonia_t *h, double moved); /* hmi_rate */
     int (*hints)(harmonia_t *h, double *w_iter, double *volume);
     void (*finalize)(harmonia_t *h);
     /* fn runs first in every thread the module starts (libharmonia's closer):

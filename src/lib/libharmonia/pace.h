@@ -12,10 +12,10 @@
 #define HARMONIA_PACE_H
 
 typedef struct {
-    double rate;        /* bytes/s; <= 0: unlimited */
-    double burst;       /* bucket size, bytes */
-    double tokens;      /* balance, bytes (negative: debt) */
-    double last;        /* time of the last refill, s */
+    double rate;   /* bytes/s; <= 0: unlimited */
+    double burst;  /* bucket size, bytes */
+    double tokens; /* balance, bytes (negative: debt) */
+    double last;   /* time of the last refill, s */
 } hm_tb_t;
 
 /* A full bucket at time now. */

@@ -57,7 +57,7 @@ int hm_pd_hist_valid(const hm_pd_hist_t *h)
         return 0;
     for (int i = 0; i < HM_PD_NHIST; i++)
         if (!(h->interval[i] >= 0) || !(h->idle[i] >= 0) || !(h->volume[i] >= 0))
-            return 0;       /* negative or NaN */
+            return 0; /* negative or NaN */
     return h->pause >= 0 && h->last.bytes >= 0;
 }
 
@@ -71,7 +71,7 @@ static double median(const double *ring, uint32_t n)
 {
     double v[HM_PD_NHIST];
     int k = n < HM_PD_NHIST ? (int)n : HM_PD_NHIST;
-    for (int i = 0; i < k; i++) {           /* insertion sort, 16 values at most */
+    for (int i = 0; i < k; i++) { /* insertion sort, 16 values at most */
         double x = ring[i];
         int j = i;
         while (j > 0 && v[j - 1] > x) {
@@ -121,7 +121,7 @@ double hm_pd_gap(const hm_pd_t *pd)
         if (gap > shortest / 2)
             gap = shortest / 2;
     } else if (p->hint_w_iter > 0) {
-        shortest = p->hint_w_iter / 2;      /* no phase length known yet */
+        shortest = p->hint_w_iter / 2; /* no phase length known yet */
         gap = p->gap_frac * shortest;
     } else {
         shortest = INFINITY;

@@ -28,48 +28,48 @@
 #define HM_PD_NHIST 16
 
 typedef struct {
-    double gap_init;        /* s; the gap before anything is known (0.25) */
-    double gap_min;         /* s; never shorter (0.1) */
-    double gap_max;         /* s; never longer (1) */
-    double gap_frac;        /* of the median idle time between phases (0.25) */
-    double hint_w_iter;     /* s; the job's iohints (0: none) */
-    double hint_volume;     /* bytes; the job's iohints (0: none) */
+    double gap_init;    /* s; the gap before anything is known (0.25) */
+    double gap_min;     /* s; never shorter (0.1) */
+    double gap_max;     /* s; never longer (1) */
+    double gap_frac;    /* of the median idle time between phases (0.25) */
+    double hint_w_iter; /* s; the job's iohints (0: none) */
+    double hint_volume; /* bytes; the job's iohints (0: none) */
 } hm_pd_params_t;
 
 typedef struct {
-    double start, end;      /* first call's start, last call's end */
+    double start, end; /* first call's start, last call's end */
     double bytes;
-    double pause;           /* longest time between two calls inside the phase */
+    double pause; /* longest time between two calls inside the phase */
 } hm_pd_phase_t;
 
 /* What was learned about the job (plain data; merged across its processes). */
 typedef struct {
-    uint32_t magic;         /* HM_PD_MAGIC when valid */
-    uint32_t size;          /* sizeof(hm_pd_hist_t) */
-    uint64_t nphases;       /* phases recorded */
-    hm_pd_phase_t last;     /* the last one (nphases > 0) */
+    uint32_t magic;     /* HM_PD_MAGIC when valid */
+    uint32_t size;      /* sizeof(hm_pd_hist_t) */
+    uint64_t nphases;   /* phases recorded */
+    hm_pd_phase_t last; /* the last one (nphases > 0) */
     double first_start;
-    double interval[HM_PD_NHIST];   /* between consecutive starts (ring) */
-    double idle[HM_PD_NHIST];       /* from one end to the next start (ring) */
-    double volume[HM_PD_NHIST];     /* bytes of the phases (ring) */
+    double interval[HM_PD_NHIST]; /* between consecutive starts (ring) */
+    double idle[HM_PD_NHIST];     /* from one end to the next start (ring) */
+    double volume[HM_PD_NHIST];   /* bytes of the phases (ring) */
     uint32_t ninterval, nidle, nvolume;
-    double pause;           /* longest pause inside a phase, recent phases */
+    double pause; /* longest pause inside a phase, recent phases */
 } hm_pd_hist_t;
 
-#define HM_PD_MAGIC 0x48504431u     /* "HPD1" */
+#define HM_PD_MAGIC 0x48504431u /* "HPD1" */
 
 typedef struct {
     hm_pd_params_t p;
     hm_pd_hist_t h;
-    int open;               /* a phase is open */
-    hm_pd_phase_t cur;      /* the open phase */
-    double last_end;        /* end of the last call (open phase) */
-    double gap;             /* hm_pd_gap(), kept up to date (every call reads it) */
+    int open;          /* a phase is open */
+    hm_pd_phase_t cur; /* the open phase */
+    double last_end;   /* end of the last call (open phase) */
+    double gap;        /* hm_pd_gap(), kept up to date (every call reads it) */
 } hm_pd_t;
 
 /* Flags of hm_pd_start() */
-#define HM_PD_BEGIN 1       /* this call opens a phase */
-#define HM_PD_ENDED 2       /* the previous phase ended (in *closed) */
+#define HM_PD_BEGIN 1 /* this call opens a phase */
+#define HM_PD_ENDED 2 /* the previous phase ended (in *closed) */
 
 void hm_pd_params_default(hm_pd_params_t *p);
 void hm_pd_init(hm_pd_t *pd, const hm_pd_params_t *p);

@@ -63,9 +63,9 @@
 
 #define EXPORT __attribute__((visibility("default")))
 
-#define FDMAX       65536
-#define MAXPREFIX   16
-#define TICK        0.01        /* the agent's poll period inside a phase, s */
+#define FDMAX 65536
+#define MAXPREFIX 16
+#define TICK 0.01 /* the agent's poll period inside a phase, s */
 #define DEFAULT_VOLUME (1024.0 * 1024 * 1024)
 
 enum { FD_UNKNOWN = 0, FD_IGNORED = 1, FD_TRACKED = 2 };
@@ -74,13 +74,13 @@ enum { G_IDLE, G_ASKING, G_OPEN };
 static __thread int tl_in __attribute__((tls_model("initial-exec")));
 
 static struct {
-    bool on;                        /* interposing in this process */
+    bool on; /* interposing in this process */
     int nprefix;
     char prefix[MAXPREFIX][PATH_MAX];
     size_t plen[MAXPREFIX];
-    double wait_bound;              /* longest wait of a wrapper for the grant, s */
-    double volume;                  /* first phase's volume when nothing is known */
-    char log[PATH_MAX];             /* HARMONIA_INTERPOSE_LOG, or "" */
+    double wait_bound;  /* longest wait of a wrapper for the grant, s */
+    double volume;      /* first phase's volume when nothing is known */
+    char log[PATH_MAX]; /* HARMONIA_INTERPOSE_LOG, or "" */
 } conf;
 
 static unsigned char fdstate[FDMAX];
@@ -92,15 +92,15 @@ static hm_pd_t pd;
 static int inflight;
 static int gstate = G_IDLE;
 static harmonia_dir_t gdir;
-static bool end_queued;             /* a phase closed by a wrapper, for the agent */
+static bool end_queued; /* a phase closed by a wrapper, for the agent */
 static hm_pd_phase_t end_ph;
-static double phase_bytes;          /* this process's bytes in the open phase */
+static double phase_bytes; /* this process's bytes in the open phase */
 static hm_tb_t tb;
 static bool agent_up, agent_stop;
 static pid_t agent_pid;
-static pid_t my_pid;                /* getpid(), kept (a system call each time) */
+static pid_t my_pid; /* getpid(), kept (a system call each time) */
 static pthread_t agent;
-static uint64_t nbegun;             /* phases begun at bbmgrd by this process */
+static uint64_t nbegun; /* phases begun at bbmgrd by this process */
 
 /*
  * The counted calls' fast path: no shared write per call.  While a phase is open
@@ -126,16 +126,16 @@ static uint64_t nbegun;             /* phases begun at bbmgrd by this process */
  */
 #define NSLOT 64
 typedef struct {
-    int inflight;                   /* the owner's fast calls in flight */
-    bool used;                      /* (mu) */
-    uint64_t bytes;                 /* moved by fast calls, ever */
-    double last_end;                /* the owner's last fast call's end */
-    uint64_t folded;                /* (mu) bytes already folded */
+    int inflight;    /* the owner's fast calls in flight */
+    bool used;       /* (mu) */
+    uint64_t bytes;  /* moved by fast calls, ever */
+    double last_end; /* the owner's last fast call's end */
+    uint64_t folded; /* (mu) bytes already folded */
 } __attribute__((aligned(64))) slot_t;
 static slot_t slots[NSLOT];
-static uint32_t fast_gen;           /* 0: slow path only */
-static uint32_t gen_next = 1;       /* (mu) */
-static double pause_pub, gap_pub;   /* pd.cur.pause and pd.gap for the fast path */
+static uint32_t fast_gen;         /* 0: slow path only */
+static uint32_t gen_next = 1;     /* (mu) */
+static double pause_pub, gap_pub; /* pd.cur.pause and pd.gap for the fast path */
 static pthread_key_t slot_key;
 static bool slot_key_ok;
 static __thread slot_t *tl_slot __attribute__((tls_model("initial-exec")));
@@ -149,11 +149,11 @@ static __thread double tl_last_end __attribute__((tls_model("initial-exec")));
 static bool use_membarrier;
 
 /* ------------------------------------------------------------------ real calls */
-#define REAL_DECL(ret, name, args) \
-    static ret (*real_##name) args;
-#define REAL(name) ((__typeof__(real_##name))( \
-        __atomic_load_n(&real_##name, __ATOMIC_RELAXED) ? (void *)real_##name \
-        : resolve((void **)&real_##name, #name)))
+#define REAL_DECL(ret, name, args) static ret(*real_##name) args;
+#define REAL(name) \
+    ((__typeof__(real_##name))(__atomic_load_n(&real_##name, __ATOMIC_RELAXED) \
+                                   ? (void *)real_##name \
+                                   : resolve((void **)&real_##name, #name)))
 
 static void *resolve(void **slot, const char *name)
 {
@@ -213,8 +213,7 @@ static clockid_t mono_clock = CLOCK_MONOTONIC;
 static void mono_choose(void)
 {
     struct timespec r;
-    if (clock_getres(CLOCK_MONOTONIC_COARSE, &r) == 0 && r.tv_sec == 0
-        && r.tv_nsec <= 4000000)
+    if (clock_getres(CLOCK_MONOTONIC_COARSE, &r) == 0 && r.tv_sec == 0 && r.tv_nsec <= 4000000)
         mono_clock = CLOCK_MONOTONIC_COARSE;
 }
 
@@ -282,7 +281,7 @@ static int classify(int fd)
         if (target[0] == '/' && path_matters(target))
             st = FD_TRACKED;
     } else if (r < 0 && errno == ENOENT)
-        return FD_IGNORED;      /* not open (EBADF comes from the real call) */
+        return FD_IGNORED; /* not open (EBADF comes from the real call) */
     __atomic_store_n(&fdstate[fd], (unsigned char)st, __ATOMIC_RELAXED);
     return st;
 }
@@ -355,10 +354,9 @@ static int fold(void)
 static int fast_stop_fold(void)
 {
     if (__atomic_load_n(&fast_gen, __ATOMIC_RELAXED) == 0)
-        return fold();              /* stopped already, with its fence */
+        return fold(); /* stopped already, with its fence */
     __atomic_store_n(&fast_gen, 0, __ATOMIC_RELAXED);
-    if (!(use_membarrier
-          && syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0))
+    if (!(use_membarrier && syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0))
         __atomic_thread_fence(__ATOMIC_SEQ_CST);
     return fold();
 }
@@ -520,7 +518,7 @@ static void fast_done(ssize_t moved)
             if (d <= 0)
                 credit_take();
             pthread_mutex_unlock(&mu);
-            sleep_s(d);                 /* the call is in flight: the phase stays open */
+            sleep_s(d); /* the call is in flight: the phase stays open */
             tl_in = 0;
         }
         __atomic_store_n(&s->bytes, s->bytes + (uint64_t)moved, __ATOMIC_RELAXED);
@@ -535,7 +533,7 @@ static void fast_done(ssize_t moved)
 
 /* ------------------------------------------------------------------ the agent */
 static harmonia_t *hh;
-static const hmi_api_t *api;        /* the agent module's, once opened */
+static const hmi_api_t *api; /* the agent module's, once opened */
 
 static const char *dir_name(harmonia_dir_t d)
 {
@@ -626,8 +624,8 @@ static void agent_end(const hm_pd_phase_t *ph, double bytes, double gap)
     api->end(hh, (uint64_t)bytes);
     learn_record(ph, gap);
     pthread_mutex_lock(&mu);
-    logf_("end %.6f %.6f %.0f w_iter %.3f volume %.0f gap %.3f\n", ph->start, ph->end,
-          ph->bytes, hm_pd_w_iter(&pd), hm_pd_volume(&pd), pd.gap);
+    logf_("end %.6f %.6f %.0f w_iter %.3f volume %.0f gap %.3f\n", ph->start, ph->end, ph->bytes,
+          hm_pd_w_iter(&pd), hm_pd_volume(&pd), pd.gap);
     pthread_mutex_unlock(&mu);
 }
 
@@ -654,8 +652,7 @@ static void agent_own_fds(void)
     (void)syscall(SYS_close_range, 0U, 1U, 0U);
     (void)syscall(SYS_close_range, 3U, ~0U, 0U);
     for (int i = 0; i < 3; i++)
-        if (fcntl(i, F_GETFD) < 0
-            && REAL(open)("/dev/null", O_RDWR) < 0)
+        if (fcntl(i, F_GETFD) < 0 && REAL(open)("/dev/null", O_RDWR) < 0)
             break;
 #endif
 }
@@ -675,8 +672,8 @@ static void *agent_main(void *arg)
     bool ok = api->init(&hh) == 0 && api->mode(hh) != HARMONIA_MODE_OFF;
     pthread_mutex_lock(&mu);
     if (!ok) {
-        conf.on = false;            /* nothing counted from now on */
-        gstate = G_IDLE;            /* a wrapper waiting for a grant goes on */
+        conf.on = false; /* nothing counted from now on */
+        gstate = G_IDLE; /* a wrapper waiting for a grant goes on */
         pthread_cond_broadcast(&cv);
         pthread_mutex_unlock(&mu);
         if (hh)
@@ -702,8 +699,9 @@ static void *agent_main(void *arg)
             ph = end_ph;
             end_queued = false;
             ending = true;
-        } else if (gstate == G_OPEN && (hm_pd_poll(&pd, now, inflight + fin, &ph)
-                                        || (agent_stop && hm_pd_flush(&pd, &ph))))
+        } else if (gstate == G_OPEN
+                   && (hm_pd_poll(&pd, now, inflight + fin, &ph)
+                       || (agent_stop && hm_pd_flush(&pd, &ph))))
             ending = true;
         else if (agent_stop && gstate == G_OPEN && !pd.open) {
             ph = (hm_pd_phase_t){ 0 };
@@ -735,8 +733,8 @@ static void *agent_main(void *arg)
             last_refresh = now;
             gstate = G_OPEN;
             nbegun++;
-            logf_("begin %.6f volume %.0f %s gated %d rate %.0f wait %.3f\n", pd.cur.start,
-                  volume, dir_name(dir), g.gated, g.rate, g.wait);
+            logf_("begin %.6f volume %.0f %s gated %d rate %.0f wait %.3f\n", pd.cur.start, volume,
+                  dir_name(dir), g.gated, g.rate, g.wait);
             pthread_cond_broadcast(&cv);
             if (g.gated && !hints_asked) {
                 /* the job's iohints, once, while the phase runs */
@@ -875,7 +873,7 @@ static int io_start(harmonia_dir_t dir, bool data)
         while (gstate == G_OPEN && end_queued && mono() < deadline)
             cv_wait(deadline - mono());
         if (gstate == G_OPEN)
-            gstate = G_IDLE;            /* the agent did not answer: carry on */
+            gstate = G_IDLE; /* the agent did not answer: carry on */
         gdir = dir;
         gstate = G_ASKING;
         pthread_cond_broadcast(&cv);
@@ -914,7 +912,7 @@ static void io_done(int counted, ssize_t moved)
     }
     if (d > 0) {
         pthread_mutex_unlock(&mu);
-        sleep_s(d);                     /* the phase stays open: the call is in flight */
+        sleep_s(d); /* the phase stays open: the call is in flight */
         pthread_mutex_lock(&mu);
         now = mono();
     }
@@ -931,7 +929,8 @@ static void io_done(int counted, ssize_t moved)
     errno = e;
 }
 
-#define WRAP_IO(fd, dir, call) do { \
+#define WRAP_IO(fd, dir, call) \
+    do { \
         if (!tracked(fd)) \
             return call; \
         int c_ = io_start(dir, true); \
@@ -983,7 +982,10 @@ int __open_2(const char *path, int flags);
 int __open64_2(const char *path, int flags);
 int __openat_2(int dirfd, const char *path, int flags);
 int __openat64_2(int dirfd, const char *path, int flags);
-EXPORT int __open_2(const char *path, int flags) { return opened(REAL(__open_2)(path, flags)); }
+EXPORT int __open_2(const char *path, int flags)
+{
+    return opened(REAL(__open_2)(path, flags));
+}
 EXPORT int __open64_2(const char *path, int flags)
 {
     return opened(REAL(__open64_2)(path, flags));
@@ -996,8 +998,14 @@ EXPORT int __openat64_2(int dirfd, const char *path, int flags)
 {
     return opened(REAL(__openat64_2)(dirfd, path, flags));
 }
-EXPORT int creat(const char *path, mode_t mode) { return opened(REAL(creat)(path, mode)); }
-EXPORT int creat64(const char *path, mode_t mode) { return opened(REAL(creat64)(path, mode)); }
+EXPORT int creat(const char *path, mode_t mode)
+{
+    return opened(REAL(creat)(path, mode));
+}
+EXPORT int creat64(const char *path, mode_t mode)
+{
+    return opened(REAL(creat64)(path, mode));
+}
 
 EXPORT int dup2(int oldfd, int newfd)
 {
@@ -1251,7 +1259,7 @@ static void add_prefix(const char *p, size_t n)
     while (len > 1 && use[len - 1] == '/')
         len--;
     if (len <= 1)
-        return;                 /* "/": every file; not a prefix that matters */
+        return; /* "/": every file; not a prefix that matters */
     memcpy(conf.prefix[conf.nprefix], use, len);
     conf.prefix[conf.nprefix][len] = '\0';
     conf.plen[conf.nprefix++] = len;
@@ -1339,8 +1347,7 @@ __attribute__((constructor)) static void preload_init(void)
     conf.volume = env_num("HARMONIA_INTERPOSE_VOLUME", DEFAULT_VOLUME);
     if (!(conf.volume >= 1))
         conf.volume = DEFAULT_VOLUME;
-    conf.wait_bound = env_num("HARMONIA_MAX_WAIT", 600) + env_num("HARMONIA_FALLBACK_WAIT", 5)
-                      + 30;
+    conf.wait_bound = env_num("HARMONIA_MAX_WAIT", 600) + env_num("HARMONIA_FALLBACK_WAIT", 5) + 30;
 
     struct stat sb;
     const char *cdir = getenv("HARMONIA_COORD_DIR");
@@ -1352,9 +1359,10 @@ __attribute__((constructor)) static void preload_init(void)
         if (*p == '/' || (p == job && *p == '.'))
             job_ok = false;
     const char *inc = hmi_job_start();
-    if (job_ok && snprintf(learn_path, sizeof(learn_path), "%s/harmonia-%u-%s%s%s.learn",
-                           cdir, (unsigned)getuid(), job, *inc ? "." : "", inc)
-                  >= (int)sizeof(learn_path))
+    if (job_ok
+        && snprintf(learn_path, sizeof(learn_path), "%s/harmonia-%u-%s%s%s.learn", cdir,
+                    (unsigned)getuid(), job, *inc ? "." : "", inc)
+               >= (int)sizeof(learn_path))
         learn_path[0] = '\0';
     if ((v = getenv("HARMONIA_INTERPOSE_LOG")) && *v)
         snprintf(conf.log, sizeof(conf.log), "%s", v);
@@ -1375,14 +1383,14 @@ __attribute__((destructor)) static void preload_fini(void)
     int e = errno;
     tl_in = 1;
     pthread_mutex_lock(&mu);
-    bool mine = agent_up && agent_pid == getpid();      /* vfork()ed? checked for real */
+    bool mine = agent_up && agent_pid == getpid(); /* vfork()ed? checked for real */
     if (mine) {
         agent_stop = true;
         pthread_cond_broadcast(&cv);
     }
     pthread_mutex_unlock(&mu);
     if (mine) {
-        pthread_join(agent, NULL);      /* it finalizes the handle */
+        pthread_join(agent, NULL); /* it finalizes the handle */
         agent_up = false;
     }
     conf.on = false;

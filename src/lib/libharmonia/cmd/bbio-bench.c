@@ -33,10 +33,10 @@
 
 typedef struct {
     const char *profile;
-    double ratio;               /* compute / dedicated I/O time */
-    double compute;             /* seconds per phase, < 0: from the profile */
-    double w_iter;              /* seconds, < 0: unused */
-    double bandwidth;           /* reference, bytes/s */
+    double ratio;     /* compute / dedicated I/O time */
+    double compute;   /* seconds per phase, < 0: from the profile */
+    double w_iter;    /* seconds, < 0: unused */
+    double bandwidth; /* reference, bytes/s */
     uint64_t volume;
     uint64_t block;
     int phases;
@@ -113,7 +113,7 @@ static int io_open(io_t *io, const opts_t *o, int flags)
     if (io->direct) {
         fd = open(io->path, flags | O_DIRECT | O_CLOEXEC, 0600);
         if (fd < 0 && errno == EINVAL)
-            io->direct = false;     /* tmpfs and friends */
+            io->direct = false; /* tmpfs and friends */
         else if (fd < 0)
             return -1;
     }
@@ -124,8 +124,7 @@ static int io_open(io_t *io, const opts_t *o, int flags)
 
 /* Move n bytes with fd (O_DIRECT when io->direct): whole aligned blocks direct, the
  * tail buffered.  Returns bytes moved or -1. */
-static int64_t io_move(harmonia_t *h, io_t *io, int fd, uint64_t n, uint64_t block,
-                       bool reading)
+static int64_t io_move(harmonia_t *h, io_t *io, int fd, uint64_t n, uint64_t block, bool reading)
 {
     uint64_t done = 0;
     while (done < n) {
@@ -147,7 +146,7 @@ static int64_t io_move(harmonia_t *h, io_t *io, int fd, uint64_t n, uint64_t blo
             return -1;
         done += (uint64_t)r;
         if ((uint64_t)r < len)
-            break;          /* end of file */
+            break; /* end of file */
     }
     return (int64_t)done;
 }
@@ -242,8 +241,10 @@ static int parse_args(int argc, char **argv, opts_t *o)
             else if (!strcmp(optarg, "only-io"))
                 o->ratio = 0;
             else {
-                fprintf(stderr, "bbio-bench: --profile must be compute, balanced, io or "
-                        "only-io, not '%s'\n", optarg);
+                fprintf(stderr,
+                        "bbio-bench: --profile must be compute, balanced, io or "
+                        "only-io, not '%s'\n",
+                        optarg);
                 return -1;
             }
             break;
@@ -293,7 +294,9 @@ static int parse_args(int argc, char **argv, opts_t *o)
                 return -1;
             }
             break;
-        case 'D': o->dir = optarg; break;
+        case 'D':
+            o->dir = optarg;
+            break;
         case 'd':
             if (!strcmp(optarg, "write"))
                 o->direction = HARMONIA_WRITE;
@@ -304,13 +307,27 @@ static int parse_args(int argc, char **argv, opts_t *o)
                 return -1;
             }
             break;
-        case 'f': o->fsync_always = true; break;
-        case 1: o->no_direct = true; break;
-        case 2: o->no_harmonia = true; break;
-        case 3: o->keep = true; break;
-        case 'q': o->quiet = true; break;
-        case 'h': usage(stdout); exit(0);
-        default: usage(stderr); return -1;
+        case 'f':
+            o->fsync_always = true;
+            break;
+        case 1:
+            o->no_direct = true;
+            break;
+        case 2:
+            o->no_harmonia = true;
+            break;
+        case 3:
+            o->keep = true;
+            break;
+        case 'q':
+            o->quiet = true;
+            break;
+        case 'h':
+            usage(stdout);
+            exit(0);
+        default:
+            usage(stderr);
+            return -1;
         }
     }
     if (optind < argc) {
@@ -323,8 +340,14 @@ static int parse_args(int argc, char **argv, opts_t *o)
 int main(int argc, char **argv)
 {
     opts_t o = {
-        .profile = "balanced", .ratio = 1, .compute = -1, .w_iter = -1,
-        .bandwidth = 1e9, .volume = 64ULL << 20, .block = 1ULL << 20, .phases = 8,
+        .profile = "balanced",
+        .ratio = 1,
+        .compute = -1,
+        .w_iter = -1,
+        .bandwidth = 1e9,
+        .volume = 64ULL << 20,
+        .block = 1ULL << 20,
+        .phases = 8,
         .direction = HARMONIA_WRITE,
     };
     harmonia_opts_t hopts = { 0 };
@@ -336,9 +359,9 @@ int main(int argc, char **argv)
     if (parse_args(argc, argv, &o) < 0)
         return 2;
     double dedicated = (double)o.volume / o.bandwidth;
-    double compute = o.compute >= 0 ? o.compute
+    double compute = o.compute >= 0  ? o.compute
                      : o.w_iter >= 0 ? fmax(0, o.w_iter - dedicated)
-                     : o.ratio * dedicated;
+                                     : o.ratio * dedicated;
     const char *profile = o.compute >= 0 ? "custom" : o.w_iter >= 0 ? "w_iter" : o.profile;
 
     if (io_setup(&io, &o) < 0) {
@@ -397,12 +420,12 @@ int main(int argc, char **argv)
         sum_end += t3 - t2;
         bytes += n;
         gated += g.gated;
-        json_array_append_new(phases, json_pack(
-            "{s:i s:f s:f s:f s:f s:f s:I s:f s:b s:b s:I s:f}",
-            "phase", i + 1, "compute", c, "wait", t1 - t0, "io", t2 - t1, "end", t3 - t2,
-            "total", c + (t3 - t0), "bytes", (json_int_t)n, "bandwidth", bw,
-            "gated", g.gated != 0, "joined", g.joined != 0,
-            "phase_id", (json_int_t)g.phase_id, "granted_bandwidth", g.bandwidth));
+        json_array_append_new(
+            phases, json_pack("{s:i s:f s:f s:f s:f s:f s:I s:f s:b s:b s:I s:f}", "phase", i + 1,
+                              "compute", c, "wait", t1 - t0, "io", t2 - t1, "end", t3 - t2, "total",
+                              c + (t3 - t0), "bytes", (json_int_t)n, "bandwidth", bw, "gated",
+                              g.gated != 0, "joined", g.joined != 0, "phase_id",
+                              (json_int_t)g.phase_id, "granted_bandwidth", g.bandwidth));
     }
     double run = hu_mono() - t_start;
     /* stall: time the compute waits on I/O beyond its dedicated time, the dedicated
@@ -417,30 +440,32 @@ int main(int argc, char **argv)
         json_object_set_new(p, "stall", json_real(s));
         stall += s;
     }
-    out = json_pack("{s:s s:s s:s s:i s:I s:I s:f s:f s:f s:s s:b s:b}",
-                    "program", "bbio-bench", "version", PACKAGE_VERSION,
-                    "profile", profile, "phases", o.phases, "volume", (json_int_t)o.volume,
-                    "block", (json_int_t)o.block, "compute_per_phase", compute,
-                    "reference_bandwidth", o.bandwidth, "dedicated_io_time", dedicated,
-                    "direction", harmonia_dir_name(o.direction), "direct", io.direct,
-                    "fsync", o.fsync_always || !io.direct);
-    json_object_set_new(out, "dir", json_string(o.dir ? o.dir : getenv("HARMONIA_BB")
-                                                ? getenv("HARMONIA_BB") : io.tmpdir));
-    json_object_set_new(out, "harmonia", json_pack(
-        "{s:s s:s? s:s? s:i}",
-        "mode", o.no_harmonia ? "disabled" : harmonia_mode_name(harmonia_mode(h)),
-        "jobid", o.no_harmonia ? NULL : getenv("HARMONIA_JOBID"),
-        "url", o.no_harmonia ? NULL : getenv("HARMONIA_URL"), "gated_phases", gated));
+    out = json_pack("{s:s s:s s:s s:i s:I s:I s:f s:f s:f s:s s:b s:b}", "program", "bbio-bench",
+                    "version", PACKAGE_VERSION, "profile", profile, "phases", o.phases, "volume",
+                    (json_int_t)o.volume, "block", (json_int_t)o.block, "compute_per_phase",
+                    compute, "reference_bandwidth", o.bandwidth, "dedicated_io_time", dedicated,
+                    "direction", harmonia_dir_name(o.direction), "direct", io.direct, "fsync",
+                    o.fsync_always || !io.direct);
+    json_object_set_new(out, "dir",
+                        json_string(o.dir                   ? o.dir
+                                    : getenv("HARMONIA_BB") ? getenv("HARMONIA_BB")
+                                                            : io.tmpdir));
+    json_object_set_new(out, "harmonia",
+                        json_pack("{s:s s:s? s:s? s:i}", "mode",
+                                  o.no_harmonia ? "disabled" : harmonia_mode_name(harmonia_mode(h)),
+                                  "jobid", o.no_harmonia ? NULL : getenv("HARMONIA_JOBID"), "url",
+                                  o.no_harmonia ? NULL : getenv("HARMONIA_URL"), "gated_phases",
+                                  gated));
     json_object_set_new(out, "phase", phases);
     phases = NULL;
-    json_object_set_new(out, "totals", json_pack(
-        "{s:f s:f s:f s:f s:f s:f s:f s:f s:f s:f}",
-        "run_time", run, "compute_time", sum_c, "wait_time", sum_w, "io_time", sum_io,
-        "end_time", sum_end, "stall_time", stall, "bytes", bytes,
-        "bandwidth", sum_io > 0 ? bytes / sum_io : 0.0,
-        "effective_bandwidth", sum_w + sum_io + sum_end > 0
-                               ? bytes / (sum_w + sum_io + sum_end) : 0.0,
-        "rho", run > 0 ? sum_c / run : 0.0));
+    json_object_set_new(
+        out, "totals",
+        json_pack("{s:f s:f s:f s:f s:f s:f s:f s:f s:f s:f}", "run_time", run, "compute_time",
+                  sum_c, "wait_time", sum_w, "io_time", sum_io, "end_time", sum_end, "stall_time",
+                  stall, "bytes", bytes, "bandwidth", sum_io > 0 ? bytes / sum_io : 0.0,
+                  "effective_bandwidth",
+                  sum_w + sum_io + sum_end > 0 ? bytes / (sum_w + sum_io + sum_end) : 0.0, "rho",
+                  run > 0 ? sum_c / run : 0.0));
     if (json_dumpf(out, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(9)) < 0
         || fputc('\n', stdout) == EOF || fflush(stdout) == EOF) {
         fprintf(stderr, "bbio-bench: writing the result: %s\n", strerror(errno));

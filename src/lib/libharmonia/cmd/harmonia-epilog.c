@@ -91,15 +91,17 @@ static const char *job_start(void)
         return NULL;
     size_t n = strspn(s, "0123456789");
     if (n == 0 || n > 20 || s[n]) {
-        fprintf(stderr, "%s: SPANK_HARMONIA_JOB_START='%.40s' is not a start time: "
-                "the job's files of any start are removed\n", prog, s);
+        fprintf(stderr,
+                "%s: SPANK_HARMONIA_JOB_START='%.40s' is not a start time: "
+                "the job's files of any start are removed\n",
+                prog, s);
         return NULL;
     }
     return s;
 }
 
-#define NAME_LEN 96         /* longer than any of the job's names */
-#define MAX_LISTED 4096     /* names of the job kept from one listing */
+#define NAME_LEN 96     /* longer than any of the job's names */
+#define MAX_LISTED 4096 /* names of the job kept from one listing */
 
 /* Remove dir/name (dfd) if it is a regular file owned by uid: never a symlink (not
  * followed: fstatat without following, unlinkat removes the name itself), a
@@ -118,8 +120,7 @@ static void remove_one(int dfd, const char *dir, const char *name, uint32_t uid)
 /* The job's run is not known: list the directory (dfd) for the job's names of any
  * start, then remove them (the directory is not changed while it is read).
  * 1 when it cannot be read. */
-static int remove_listed(int dfd, const char *dir, const char *prefix, size_t plen,
-                         uint32_t uid)
+static int remove_listed(int dfd, const char *dir, const char *prefix, size_t plen, uint32_t uid)
 {
     int lfd = dup(dfd);
     DIR *d = lfd >= 0 ? fdopendir(lfd) : NULL;
@@ -129,7 +130,7 @@ static int remove_listed(int dfd, const char *dir, const char *prefix, size_t pl
             close(lfd);
         return 1;
     }
-    char (*names)[NAME_LEN] = NULL;
+    char(*names)[NAME_LEN] = NULL;
     size_t n = 0, cap = 0;
     bool more = false;
     struct dirent *e;
@@ -153,8 +154,8 @@ static int remove_listed(int dfd, const char *dir, const char *prefix, size_t pl
         remove_one(dfd, dir, names[i], uid);
     free(names);
     if (more)
-        fprintf(stderr, "%s: more than %d names of job %s in %s: the others are left\n",
-                prog, MAX_LISTED, prefix, dir);
+        fprintf(stderr, "%s: more than %d names of job %s in %s: the others are left\n", prog,
+                MAX_LISTED, prefix, dir);
     return 0;
 }
 
@@ -167,7 +168,8 @@ int main(int argc, char **argv)
         fprintf(help ? stdout : stderr,
                 "Usage: %s   (slurm.conf's Epilog, run by slurmd as root)\n"
                 "Removes /dev/shm/harmonia-$SLURM_JOB_UID-$SLURM_JOB_ID[.START].{phase,learn}:\n"
-                "regular files of that user only; never follows a symlink.\n", prog);
+                "regular files of that user only; never follows a symlink.\n",
+                prog);
         return help ? 0 : 2;
     }
     uint32_t uid, job;
@@ -189,8 +191,8 @@ int main(int argc, char **argv)
     }
     const char *start = job_start();
     char prefix[64];
-    size_t plen = (size_t)snprintf(prefix, sizeof(prefix), "harmonia-%" PRIu32 "-%" PRIu32,
-                                   uid, job);
+    size_t plen =
+        (size_t)snprintf(prefix, sizeof(prefix), "harmonia-%" PRIu32 "-%" PRIu32, uid, job);
     int rc = 0;
     if (start) {
         /* the job's run is known: its four names, no listing */

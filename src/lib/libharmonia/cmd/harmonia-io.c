@@ -48,10 +48,9 @@ static const hu_option_t options[] = {
 static void usage(FILE *f)
 {
     hu_options_usage(f, options, 27, usage_text);
-    fprintf(f,
-            "\nEnvironment: HARMONIA_URL, HARMONIA_JOBID (unset: the command runs ungated),\n"
-            "HARMONIA_FALLBACK_WAIT, HARMONIA_MAX_WAIT, HARMONIA_MUNGE_SOCKET; see\n"
-            "harmonia-io(1) and doc/libharmonia.md.\n");
+    fprintf(f, "\nEnvironment: HARMONIA_URL, HARMONIA_JOBID (unset: the command runs ungated),\n"
+               "HARMONIA_FALLBACK_WAIT, HARMONIA_MAX_WAIT, HARMONIA_MUNGE_SOCKET; see\n"
+               "harmonia-io(1) and doc/libharmonia.md.\n");
 }
 
 int main(int argc, char **argv)
@@ -88,18 +87,26 @@ int main(int argc, char **argv)
             int k = hu_option_choice(stderr, "harmonia-io", "--direction", optarg, dirs);
             if (k < 0)
                 return 2;
-            dir = (harmonia_dir_t)k;            /* dirs[] is in its order */
+            dir = (harmonia_dir_t)k; /* dirs[] is in its order */
             break;
         }
-        case 'v': verbose = true; break;
-        case 'q': hopts.quiet = 1; break;
-        case 'h': usage(stdout); return 0;
-        default: usage(stderr); return 2;
+        case 'v':
+            verbose = true;
+            break;
+        case 'q':
+            hopts.quiet = 1;
+            break;
+        case 'h':
+            usage(stdout);
+            return 0;
+        default:
+            usage(stderr);
+            return 2;
         }
     }
     if (!have_volume || optind >= argc) {
-        fprintf(stderr, "harmonia-io: %s\n", !have_volume ? "--volume is required"
-                : "no command given");
+        fprintf(stderr, "harmonia-io: %s\n",
+                !have_volume ? "--volume is required" : "no command given");
         usage(stderr);
         return 2;
     }
@@ -115,8 +122,10 @@ int main(int argc, char **argv)
     }
     if (verbose) {
         if (g.gated) {
-            fprintf(stderr, "harmonia-io: phase %ju (%s, %s) granted after %.3f s: "
-                    "bandwidth %s/s", (uintmax_t)g.phase_id, harmonia_dir_name(dir),
+            fprintf(stderr,
+                    "harmonia-io: phase %ju (%s, %s) granted after %.3f s: "
+                    "bandwidth %s/s",
+                    (uintmax_t)g.phase_id, harmonia_dir_name(dir),
                     hu_size_str(volume, buf, sizeof(buf)), g.wait,
                     g.bandwidth > 0 ? hu_size_str_si(g.bandwidth, bwbuf, sizeof(bwbuf)) : "?");
             if (g.share > 0)
@@ -140,7 +149,7 @@ int main(int argc, char **argv)
     sigemptyset(&term.sa_mask);
     sigaction(SIGINT, &ign, &old_int);
     sigaction(SIGQUIT, &ign, &old_quit);
-    sigaction(SIGTERM, &term, &old_term);   /* no SA_RESTART: waitpid returns */
+    sigaction(SIGTERM, &term, &old_term); /* no SA_RESTART: waitpid returns */
 
     double t1 = hu_mono();
     fflush(NULL);
@@ -181,8 +190,8 @@ end:;
     double t2 = hu_mono();
     harmonia_phase_end(h, bytes);
     if (verbose)
-        fprintf(stderr, "harmonia-io: phase ended: wait %.3f s, command %.3f s, exit %d\n",
-                t1 - t0, t2 - t1, rc);
+        fprintf(stderr, "harmonia-io: phase ended: wait %.3f s, command %.3f s, exit %d\n", t1 - t0,
+                t2 - t1, rc);
     harmonia_finalize(h);
     return rc;
 }

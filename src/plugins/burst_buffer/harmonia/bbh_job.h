@@ -17,12 +17,12 @@
  * known yet (at submission), %j, %A and %a are left as they are.
  */
 typedef struct {
-	uint32_t job_id;
-	uint32_t array_job_id;		/* 0: not an array task */
-	uint32_t array_task_id;		/* NO_VAL: not an array task */
-	const char *user;
-	const char *name;
-	const char *work_dir;
+    uint32_t job_id;
+    uint32_t array_job_id;  /* 0: not an array task */
+    uint32_t array_task_id; /* NO_VAL: not an array task */
+    const char *user;
+    const char *name;
+    const char *work_dir;
 } bbh_sym_t;
 
 /* True if 's' holds a symbol. */
@@ -40,8 +40,7 @@ extern char *bbh_subst(const char *s, const bbh_sym_t *sym, size_t *unresolved);
  * 'req' (all known), then check the result as a directive again.  0, or -1
  * with *err (xmalloc'd) saying what the replaced text breaks.
  */
-extern int bbh_subst_request(hu_bb_request_t *req, const bbh_sym_t *sym,
-			     char **err);
+extern int bbh_subst_request(hu_bb_request_t *req, const bbh_sym_t *sym, char **err);
 
 /*
  * Check the stage paths of 'req' as the user (uid, gid and the user's
@@ -53,7 +52,7 @@ extern int bbh_subst_request(hu_bb_request_t *req, const bbh_sym_t *sym,
  * check cannot be made: stage-in tells), or -1 with *err (xmalloc'd).
  */
 extern int bbh_check_paths_as(const hu_bb_request_t *req, uid_t uid, gid_t gid,
-			      const bbh_sym_t *sym, char **err);
+                              const bbh_sym_t *sym, char **err);
 
 /*
  * The #BB_HARMONIA lines of one component of a heterogeneous job

@@ -17,29 +17,26 @@
  */
 static bool _array_throttled(job_record_t *job_ptr)
 {
-	job_record_t *meta;
-	uint32_t busy;
+    job_record_t *meta;
+    uint32_t busy;
 
-	if (!job_ptr->array_job_id)
-		return false;
-	/* not from the job's reason: this plugin sets it too (bbh_set_reason) */
-	meta = job_ptr->array_recs ? job_ptr :
-	       find_job_record(job_ptr->array_job_id);
-	if (!meta || !meta->array_recs || !meta->array_recs->max_run_tasks)
-		return false;
-	busy = meta->array_recs->tot_run_tasks;
-	for (int i = 0; i < HJOB_HASH; i++)
-		for (hjob_t *h = hjobs[i]; h; h = h->next) {
-			bb_job_t *b;
-			if (h->array_job_id != job_ptr->array_job_id ||
-			    h->job_id == job_ptr->job_id ||
-			    !(b = bb_job_find(&bb_state, h->job_id)))
-				continue;
-			if (b->state == BB_STATE_STAGING_IN ||
-			    b->state == BB_STATE_STAGED_IN)
-				busy++;
-		}
-	return busy >= meta->array_recs->max_run_tasks;
+    if (!job_ptr->array_job_id)
+        return false;
+    /* not from the job's reason: this plugin sets it too (bbh_set_reason) */
+    meta = job_ptr->array_recs ? job_ptr : find_job_record(job_ptr->array_job_id);
+    if (!meta || !meta->array_recs || !meta->array_recs->max_run_tasks)
+        return false;
+    busy = meta->array_recs->tot_run_tasks;
+    for (int i = 0; i < HJOB_HASH; i++)
+        for (hjob_t *h = hjobs[i]; h; h = h->next) {
+            bb_job_t *b;
+            if (h->array_job_id != job_ptr->array_job_id || h->job_id == job_ptr->job_id
+                || !(b = bb_job_find(&bb_state, h->job_id)))
+                continue;
+            if (b->state == BB_STATE_STAGING_IN || b->state == BB_STATE_STAGED_IN)
+                busy++;
+        }
+    return busy >= meta->array_recs->max_run_tasks;
 }
 
 /*
@@ -57,42 +54,41 @@ static uint64_t held_cpus_sig = 0;
 
 static int _add_held_cpus(void *x, void *arg)
 {
-	job_record_t *job_ptr = x;
-	job_resources_t *r = job_ptr->job_resrcs;
-	int i, k = 0, n;
+    job_record_t *job_ptr = x;
+    job_resources_t *r = job_ptr->job_resrcs;
+    int i, k = 0, n;
 
-	if ((!IS_JOB_RUNNING(job_ptr) && !IS_JOB_SUSPENDED(job_ptr)) || !r ||
-	    !r->node_bitmap || !r->cpus)
-		return 0;
-	n = MIN(bit_size(r->node_bitmap), held_cpus_cnt);
-	for (i = 0; (i < n) && (k < r->nhosts); i++)
-		if (bit_test(r->node_bitmap, i))
-			held_cpus[i] += r->cpus[k++];
-	return 0;
+    if ((!IS_JOB_RUNNING(job_ptr) && !IS_JOB_SUSPENDED(job_ptr)) || !r || !r->node_bitmap
+        || !r->cpus)
+        return 0;
+    n = MIN(bit_size(r->node_bitmap), held_cpus_cnt);
+    for (i = 0; (i < n) && (k < r->nhosts); i++)
+        if (bit_test(r->node_bitmap, i))
+            held_cpus[i] += r->cpus[k++];
+    return 0;
 }
 
 static void _held_cpus_update(void)
 {
-	node_record_t *node_ptr;
-	uint64_t sig = 0;
-	time_t now = time(NULL);
+    node_record_t *node_ptr;
+    uint64_t sig = 0;
+    time_t now = time(NULL);
 
-	for (int i = 0; (node_ptr = next_node(&i)); i++)
-		sig = sig * 31 + node_ptr->run_job_cnt * 7 +
-		      node_ptr->sus_job_cnt;
-	if (held_cpus && (held_cpus_cnt == node_record_count) &&
-	    (sig == held_cpus_sig) && (now == held_cpus_time))
-		return;
-	if (held_cpus_cnt != node_record_count) {
-		xfree(held_cpus);
-		held_cpus = xcalloc(node_record_count, sizeof(*held_cpus));
-		held_cpus_cnt = node_record_count;
-	} else {
-		memset(held_cpus, 0, held_cpus_cnt * sizeof(*held_cpus));
-	}
-	list_for_each(job_list, _add_held_cpus, NULL);
-	held_cpus_sig = sig;
-	held_cpus_time = now;
+    for (int i = 0; (node_ptr = next_node(&i)); i++)
+        sig = sig * 31 + node_ptr->run_job_cnt * 7 + node_ptr->sus_job_cnt;
+    if (held_cpus && (held_cpus_cnt == node_record_count) && (sig == held_cpus_sig)
+        && (now == held_cpus_time))
+        return;
+    if (held_cpus_cnt != node_record_count) {
+        xfree(held_cpus);
+        held_cpus = xcalloc(node_record_count, sizeof(*held_cpus));
+        held_cpus_cnt = node_record_count;
+    } else {
+        memset(held_cpus, 0, held_cpus_cnt * sizeof(*held_cpus));
+    }
+    list_for_each(job_list, _add_held_cpus, NULL);
+    held_cpus_sig = sig;
+    held_cpus_time = now;
 }
 
 /*
@@ -101,13 +97,13 @@ static void _held_cpus_update(void)
  */
 static uint16_t _share_rows(part_record_t *part, job_details_t *d)
 {
-	uint16_t n = part->max_share & ~SHARED_FORCE;
+    uint16_t n = part->max_share & ~SHARED_FORCE;
 
-	if ((part->max_share & SHARED_FORCE) && (n > 1))
-		return n;
-	if ((n > 1) && (d->share_res == 1))
-		return n;
-	return 1;
+    if ((part->max_share & SHARED_FORCE) && (n > 1))
+        return n;
+    if ((n > 1) && (d->share_res == 1))
+        return n;
+    return 1;
 }
 
 /*
@@ -121,48 +117,45 @@ static uint16_t _share_rows(part_record_t *part, job_details_t *d)
  */
 static bool _cpus_free(job_record_t *job_ptr)
 {
-	part_record_t *part = job_ptr->part_ptr;
-	job_details_t *d = job_ptr->details;
-	uint32_t need, per_node, found = 0;
-	uint16_t rows;
-	bool whole;
-	node_record_t *node_ptr;
+    part_record_t *part = job_ptr->part_ptr;
+    job_details_t *d = job_ptr->details;
+    uint32_t need, per_node, found = 0;
+    uint16_t rows;
+    bool whole;
+    node_record_t *node_ptr;
 
-	if (!part || !part->node_bitmap || !d || !avail_node_bitmap)
-		return true;
-	if (slurm_conf.preempt_type &&
-	    xstrcmp(slurm_conf.preempt_type, "preempt/none"))
-		return true;
-	rows = _share_rows(part, d);
-	whole = slurm_job_whole_node(d) ||
-		((rows == 1) && ((part->max_share == 0) || (d->share_res == 0)));
-	need = d->min_nodes ? d->min_nodes : 1;
-	per_node = MAX((d->min_cpus + need - 1) / need, 1);
-	if (rows > 1)
-		_held_cpus_update();
-	else
-		(void) select_g_select_nodeinfo_set_all(); /* cheap if unchanged */
-	for (int i = 0; (node_ptr = next_node(&i)); i++) {
-		uint32_t used = 0, cpus;
+    if (!part || !part->node_bitmap || !d || !avail_node_bitmap)
+        return true;
+    if (slurm_conf.preempt_type && xstrcmp(slurm_conf.preempt_type, "preempt/none"))
+        return true;
+    rows = _share_rows(part, d);
+    whole = slurm_job_whole_node(d)
+            || ((rows == 1) && ((part->max_share == 0) || (d->share_res == 0)));
+    need = d->min_nodes ? d->min_nodes : 1;
+    per_node = MAX((d->min_cpus + need - 1) / need, 1);
+    if (rows > 1)
+        _held_cpus_update();
+    else
+        (void)select_g_select_nodeinfo_set_all(); /* cheap if unchanged */
+    for (int i = 0; (node_ptr = next_node(&i)); i++) {
+        uint32_t used = 0, cpus;
 
-		if (!bit_test(part->node_bitmap, node_ptr->index) ||
-		    !bit_test(avail_node_bitmap, node_ptr->index))
-			continue;
-		cpus = node_ptr->config_ptr ? node_ptr->config_ptr->cpus :
-					      node_ptr->cpus;
-		if (rows > 1) {
-			cpus *= rows;
-			used = whole ? (node_ptr->run_job_cnt +
-					node_ptr->sus_job_cnt) :
-				       held_cpus[node_ptr->index];
-		} else if (!IS_NODE_IDLE(node_ptr)) {
-			used = slurm_node_alloc_cpus(node_ptr);
-		}
-		if (whole ? (used == 0) : (cpus > used && cpus - used >= per_node))
-			if (++found >= need)
-				return true;
-	}
-	return false;
+        if (!bit_test(part->node_bitmap, node_ptr->index)
+            || !bit_test(avail_node_bitmap, node_ptr->index))
+            continue;
+        cpus = node_ptr->config_ptr ? node_ptr->config_ptr->cpus : node_ptr->cpus;
+        if (rows > 1) {
+            cpus *= rows;
+            used = whole ? (node_ptr->run_job_cnt + node_ptr->sus_job_cnt)
+                         : held_cpus[node_ptr->index];
+        } else if (!IS_NODE_IDLE(node_ptr)) {
+            used = slurm_node_alloc_cpus(node_ptr);
+        }
+        if (whole ? (used == 0) : (cpus > used && cpus - used >= per_node))
+            if (++found >= need)
+                return true;
+    }
+    return false;
 }
 
 /*
@@ -177,12 +170,11 @@ static bool _cpus_free(job_record_t *job_ptr)
 #define STAGE_LEAD 300
 static bool _about_to_run(job_record_t *job_ptr)
 {
-	time_t now = time(NULL);
+    time_t now = time(NULL);
 
-	if (_cpus_free(job_ptr))
-		return true;
-	return (job_ptr->start_time > now) &&
-	       (job_ptr->start_time <= now + STAGE_LEAD);
+    if (_cpus_free(job_ptr))
+        return true;
+    return (job_ptr->start_time > now) && (job_ptr->start_time <= now + STAGE_LEAD);
 }
 
 /*
@@ -192,23 +184,23 @@ static bool _about_to_run(job_record_t *job_ptr)
  */
 extern enum job_state_reason bbh_waits_for(job_record_t *job_ptr)
 {
-	if (_array_throttled(job_ptr))
-		return WAIT_ARRAY_TASK_LIMIT;
-	if (!_about_to_run(job_ptr))
-		return WAIT_RESOURCES;
-	return WAIT_NO_REASON;
+    if (_array_throttled(job_ptr))
+        return WAIT_ARRAY_TASK_LIMIT;
+    if (!_about_to_run(job_ptr))
+        return WAIT_RESOURCES;
+    return WAIT_NO_REASON;
 }
 
 /* Give a job that waits for something else than its buffer that reason, where
  * slurmctld said BurstBufferResources.  Call as bbh_waits_for. */
 extern void bbh_set_reason(job_record_t *job_ptr, enum job_state_reason why)
 {
-	if ((why == WAIT_NO_REASON) || !IS_JOB_PENDING(job_ptr) ||
-	    (job_ptr->state_reason != WAIT_BURST_BUFFER_RESOURCE))
-		return;
-	job_ptr->state_reason = why;
-	xfree(job_ptr->state_desc);
-	last_job_update = time(NULL);
+    if ((why == WAIT_NO_REASON) || !IS_JOB_PENDING(job_ptr)
+        || (job_ptr->state_reason != WAIT_BURST_BUFFER_RESOURCE))
+        return;
+    job_ptr->state_reason = why;
+    xfree(job_ptr->state_desc);
+    last_job_update = time(NULL);
 }
 
 /*
@@ -221,59 +213,59 @@ extern void bbh_set_reason(job_record_t *job_ptr, enum job_state_reason why)
  * reason (bbh_not_bb_apply).
  */
 typedef struct {
-	uint32_t job_id;
-	time_t start_time;
-	enum job_state_reason why;
+    uint32_t job_id;
+    time_t start_time;
+    enum job_state_reason why;
 } not_bb_t;
 static not_bb_t *not_bb = NULL;
 static int not_bb_cnt = 0, not_bb_cap = 0;
 
 extern void bbh_not_bb_add(job_record_t *job_ptr, enum job_state_reason why)
 {
-	int i;
+    int i;
 
-	for (i = 0; i < not_bb_cnt; i++)
-		if (not_bb[i].job_id == job_ptr->job_id)
-			break;
-	if (i == not_bb_cnt) {
-		if (not_bb_cnt == not_bb_cap) {
-			not_bb_cap = MAX(16, 2 * not_bb_cap);
-			xrecalloc(not_bb, not_bb_cap, sizeof(*not_bb));
-		}
-		not_bb[i].job_id = job_ptr->job_id;
-		not_bb[i].start_time = job_ptr->start_time;
-		not_bb_cnt++;
-	}
-	not_bb[i].why = why;
-	job_ptr->start_time = 0;
+    for (i = 0; i < not_bb_cnt; i++)
+        if (not_bb[i].job_id == job_ptr->job_id)
+            break;
+    if (i == not_bb_cnt) {
+        if (not_bb_cnt == not_bb_cap) {
+            not_bb_cap = MAX(16, 2 * not_bb_cap);
+            xrecalloc(not_bb, not_bb_cap, sizeof(*not_bb));
+        }
+        not_bb[i].job_id = job_ptr->job_id;
+        not_bb[i].start_time = job_ptr->start_time;
+        not_bb_cnt++;
+    }
+    not_bb[i].why = why;
+    job_ptr->start_time = 0;
 }
 
 extern void bbh_not_bb_apply(void)
 {
-	time_t now = time(NULL);
+    time_t now = time(NULL);
 
-	for (int i = 0; i < not_bb_cnt; i++) {
-		job_record_t *job_ptr = find_job_record(not_bb[i].job_id);
-		bb_job_t *bb_job;
+    for (int i = 0; i < not_bb_cnt; i++) {
+        job_record_t *job_ptr = find_job_record(not_bb[i].job_id);
+        bb_job_t *bb_job;
 
-		if (!job_ptr || !IS_JOB_PENDING(job_ptr) ||
-		    !(bb_job = bb_job_find(&bb_state, job_ptr->job_id)) ||
-		    (bb_job->state >= BB_STATE_STAGING_IN))
-			continue;
-		if (not_bb[i].start_time > now)	/* backfill's estimate */
-			job_ptr->start_time = not_bb[i].start_time;
-		bbh_set_reason(job_ptr, not_bb[i].why);
-	}
-	not_bb_cnt = 0;
+        if (!job_ptr || !IS_JOB_PENDING(job_ptr)
+            || !(bb_job = bb_job_find(&bb_state, job_ptr->job_id))
+            || (bb_job->state >= BB_STATE_STAGING_IN))
+            continue;
+        if (not_bb[i].start_time > now) /* backfill's estimate */
+            job_ptr->start_time = not_bb[i].start_time;
+        bbh_set_reason(job_ptr, not_bb[i].why);
+    }
+    not_bb_cnt = 0;
 }
 
 /* Free what the tests above keep (fini). */
 extern void bbh_sched_fini(void)
 {
-	xfree(not_bb);
-	not_bb_cnt = not_bb_cap = 0;
-	xfree(held_cpus);
-	held_cpus_cnt = 0;
+    xfree(not_bb);
+    not_bb_cnt = not_bb_cap = 0;
+    xfree(held_cpus);
+    held_cpus_cnt = 0;
 }
 
 /*
@@ -287,38 +279,36 @@ extern void bbh_sched_fini(void)
  */
 static bool _eager_ok(job_record_t *job_ptr)
 {
-	job_details_t *d = job_ptr->details;
+    job_details_t *d = job_ptr->details;
 
-	if (!IS_JOB_PENDING(job_ptr) || (job_ptr->priority == 0) || !d ||
-	    !job_ptr->burst_buffer || !job_ptr->burst_buffer[0])
-		return false;
-	if (job_ptr->array_recs && ((job_ptr->array_task_id == NO_VAL) ||
-				    (job_ptr->array_task_id == INFINITE)))
-		return false;
-	if ((d->begin_time > time(NULL)) ||
-	    (d->depend_list && list_count(d->depend_list)))
-		return false;
-	if (job_ptr->resv_name || job_ptr->fed_details || job_ptr->het_job_id)
-		return false;
-	switch (job_ptr->state_reason) {
-	case WAIT_HELD:
-	case WAIT_HELD_USER:
-	case WAIT_MAX_REQUEUE:
-	case WAIT_DEPENDENCY:
-	case WAIT_DEP_INVALID:
-	case WAIT_TIME:
-	case FAIL_BURST_BUFFER_OP:
-	case FAIL_ACCOUNT:
-	case FAIL_QOS:
-	case FAIL_BAD_CONSTRAINTS:
-		return false;
-	default:
-		break;
-	}
-	if (!job_ptr->part_ptr ||
-	    !(job_ptr->part_ptr->state_up & PARTITION_SCHED))
-		return false;
-	return acct_policy_job_runnable_pre_select(job_ptr, false);
+    if (!IS_JOB_PENDING(job_ptr) || (job_ptr->priority == 0) || !d || !job_ptr->burst_buffer
+        || !job_ptr->burst_buffer[0])
+        return false;
+    if (job_ptr->array_recs
+        && ((job_ptr->array_task_id == NO_VAL) || (job_ptr->array_task_id == INFINITE)))
+        return false;
+    if ((d->begin_time > time(NULL)) || (d->depend_list && list_count(d->depend_list)))
+        return false;
+    if (job_ptr->resv_name || job_ptr->fed_details || job_ptr->het_job_id)
+        return false;
+    switch (job_ptr->state_reason) {
+    case WAIT_HELD:
+    case WAIT_HELD_USER:
+    case WAIT_MAX_REQUEUE:
+    case WAIT_DEPENDENCY:
+    case WAIT_DEP_INVALID:
+    case WAIT_TIME:
+    case FAIL_BURST_BUFFER_OP:
+    case FAIL_ACCOUNT:
+    case FAIL_QOS:
+    case FAIL_BAD_CONSTRAINTS:
+        return false;
+    default:
+        break;
+    }
+    if (!job_ptr->part_ptr || !(job_ptr->part_ptr->state_up & PARTITION_SCHED))
+        return false;
+    return acct_policy_job_runnable_pre_select(job_ptr, false);
 }
 
 /* Start the stage-in of the jobs submitted since the last round that may start
@@ -326,46 +316,43 @@ static bool _eager_ok(job_record_t *job_ptr)
  * scheduler pass looks at them, which starts them at once. */
 extern void bbh_eager_stage_in(void)
 {
-	slurmctld_lock_t job_write_lock = { .job = WRITE_LOCK, .node = READ_LOCK,
-					    .part = READ_LOCK };
-	uint32_t *ids;
-	int cnt;
+    slurmctld_lock_t job_write_lock = { .job = WRITE_LOCK, .node = READ_LOCK, .part = READ_LOCK };
+    uint32_t *ids;
+    int cnt;
 
-	slurm_mutex_lock(&bb_state.bb_mutex);
-	ids = eager_ids;
-	cnt = eager_cnt;
-	eager_ids = NULL;
-	eager_cnt = eager_cap = 0;
-	slurm_mutex_unlock(&bb_state.bb_mutex);
-	if (!cnt) {
-		xfree(ids);
-		return;
-	}
-	lock_slurmctld(job_write_lock);
-	for (int i = 0; i < cnt; i++) {
-		job_record_t *job_ptr = find_job_record(ids[i]);
-		bb_job_t *bb_job;
+    slurm_mutex_lock(&bb_state.bb_mutex);
+    ids = eager_ids;
+    cnt = eager_cnt;
+    eager_ids = NULL;
+    eager_cnt = eager_cap = 0;
+    slurm_mutex_unlock(&bb_state.bb_mutex);
+    if (!cnt) {
+        xfree(ids);
+        return;
+    }
+    lock_slurmctld(job_write_lock);
+    for (int i = 0; i < cnt; i++) {
+        job_record_t *job_ptr = find_job_record(ids[i]);
+        bb_job_t *bb_job;
 
-		if (!job_ptr || !_eager_ok(job_ptr))
-			continue;
-		slurm_mutex_lock(&bb_state.bb_mutex);
-		if ((bb_job = bbh_get_bb_job(job_ptr)) &&
-		    (bb_job->state == BB_STATE_PENDING)) {
-			enum job_state_reason why = bbh_waits_for(job_ptr);
+        if (!job_ptr || !_eager_ok(job_ptr))
+            continue;
+        slurm_mutex_lock(&bb_state.bb_mutex);
+        if ((bb_job = bbh_get_bb_job(job_ptr)) && (bb_job->state == BB_STATE_PENDING)) {
+            enum job_state_reason why = bbh_waits_for(job_ptr);
 
-			if (why == WAIT_NO_REASON) {
-				log_flag(BURST_BUF, "%pJ: stage-in starts at submission",
-					 job_ptr);
-				bbh_start_stage_in(job_ptr, bb_job);
-			}
-			/* waits for CPUs or its array's throttle: stage-in
+            if (why == WAIT_NO_REASON) {
+                log_flag(BURST_BUF, "%pJ: stage-in starts at submission", job_ptr);
+                bbh_start_stage_in(job_ptr, bb_job);
+            }
+            /* waits for CPUs or its array's throttle: stage-in
 			 * when they are free (bb_p_job_try_stage_in) */
-			bbh_set_reason(job_ptr, why);
-		}
-		slurm_mutex_unlock(&bb_state.bb_mutex);
-	}
-	unlock_slurmctld(job_write_lock);
-	xfree(ids);
+            bbh_set_reason(job_ptr, why);
+        }
+        slurm_mutex_unlock(&bb_state.bb_mutex);
+    }
+    unlock_slurmctld(job_write_lock);
+    xfree(ids);
 }
 
 /*
@@ -374,24 +361,23 @@ extern void bbh_eager_stage_in(void)
  */
 extern bool bbh_waits_for_space(job_record_t *job_ptr)
 {
-	hjob_t *h = bbh_hjob_find(job_ptr->job_id);
+    hjob_t *h = bbh_hjob_find(job_ptr->job_id);
 
-	return h && h->want == WANT_STAGE_IN && h->note &&
-	       !xstrncmp(h->note, "waiting for ", 12) &&
-	       !bb_find_alloc_rec(&bb_state, job_ptr);
+    return h && h->want == WANT_STAGE_IN && h->note && !xstrncmp(h->note, "waiting for ", 12)
+           && !bb_find_alloc_rec(&bb_state, job_ptr);
 }
 
 struct alloc_end {
-	time_t end;
-	uint64_t size;
+    time_t end;
+    uint64_t size;
 };
 
 static int _end_cmp(const void *a, const void *b)
 {
-	time_t x = ((const struct alloc_end *) a)->end;
-	time_t y = ((const struct alloc_end *) b)->end;
+    time_t x = ((const struct alloc_end *)a)->end;
+    time_t y = ((const struct alloc_end *)b)->end;
 
-	return (x > y) - (x < y);
+    return (x > y) - (x < y);
 }
 
 /*
@@ -407,70 +393,68 @@ static int _end_cmp(const void *a, const void *b)
  */
 extern time_t bb_p_job_get_est_start(job_record_t *job_ptr)
 {
-	time_t now = time(NULL), est = now;
-	struct alloc_end *ends = NULL;
-	int nends = 0;
-	bb_job_t *bb_job;
-	uint64_t free_space = 0, need;
-	const char *pool;
-	bool waiting;
-	hjob_t *h;
+    time_t now = time(NULL), est = now;
+    struct alloc_end *ends = NULL;
+    int nends = 0;
+    bb_job_t *bb_job;
+    uint64_t free_space = 0, need;
+    const char *pool;
+    bool waiting;
+    hjob_t *h;
 
-	if (!job_ptr->burst_buffer || !job_ptr->burst_buffer[0])
-		return now;
-	slurm_mutex_lock(&bb_state.bb_mutex);
-	bb_job = bbh_get_bb_job(job_ptr);
-	if (!bb_job || !bb_job->total_size || !conf.configured)
-		goto out;
-	waiting = bbh_waits_for_space(job_ptr);
-	if (bb_job->state >= BB_STATE_STAGING_IN && !waiting)
-		goto out;
-	pool = bb_job->job_pool;
-	need = bb_job->total_size;
-	for (uint32_t i = 0; i < bb_state.bb_config.pool_cnt; i++) {
-		burst_buffer_pool_t *p = &bb_state.bb_config.pool_ptr[i];
-		if (!pool || !xstrcmp(p->name, pool) || i == 0) {
-			free_space = p->total_space > p->unfree_space ?
-				     p->total_space - p->unfree_space : 0;
-			if (!pool || !xstrcmp(p->name, pool))
-				break;
-		}
-	}
-	if (waiting && free_space >= need)
-		free_space = need - 1;	/* room on enough nodes: a job must end */
-	if (free_space >= need)
-		goto out;
-	/* the allocations of that pool by end time, soonest first; no time
+    if (!job_ptr->burst_buffer || !job_ptr->burst_buffer[0])
+        return now;
+    slurm_mutex_lock(&bb_state.bb_mutex);
+    bb_job = bbh_get_bb_job(job_ptr);
+    if (!bb_job || !bb_job->total_size || !conf.configured)
+        goto out;
+    waiting = bbh_waits_for_space(job_ptr);
+    if (bb_job->state >= BB_STATE_STAGING_IN && !waiting)
+        goto out;
+    pool = bb_job->job_pool;
+    need = bb_job->total_size;
+    for (uint32_t i = 0; i < bb_state.bb_config.pool_cnt; i++) {
+        burst_buffer_pool_t *p = &bb_state.bb_config.pool_ptr[i];
+        if (!pool || !xstrcmp(p->name, pool) || i == 0) {
+            free_space = p->total_space > p->unfree_space ? p->total_space - p->unfree_space : 0;
+            if (!pool || !xstrcmp(p->name, pool))
+                break;
+        }
+    }
+    if (waiting && free_space >= need)
+        free_space = need - 1; /* room on enough nodes: a job must end */
+    if (free_space >= need)
+        goto out;
+    /* the allocations of that pool by end time, soonest first; no time
 	 * limit: an end not known (sorted last) */
-	est = 0;
-	for (int i = 0; i < BB_HASH_SIZE; i++)
-		for (bb_alloc_t *a = bb_state.bb_ahash[i]; a; a = a->next) {
-			job_record_t *j = a->job_id ?
-				find_job_record(a->job_id) : NULL;
-			if (!j || j == job_ptr || (pool && xstrcmp(a->pool, pool)))
-				continue;
-			xrecalloc(ends, nends + 1, sizeof(*ends));
-			ends[nends].end = (j->time_limit == INFINITE ||
-					   j->time_limit == NO_VAL) ?
-				(time_t) INT32_MAX : MAX(j->end_time, now + 1);
-			ends[nends++].size = a->size;
-		}
-	if (nends)
-		qsort(ends, nends, sizeof(*ends), _end_cmp);
-	for (int i = 0; i < nends; i++) {
-		free_space += ends[i].size;
-		if (free_space >= need) {
-			est = (ends[i].end == (time_t) INT32_MAX) ? 0 : ends[i].end;
-			break;
-		}
-	}
-	xfree(ends);
-	if ((h = bbh_hjob_find(job_ptr->job_id)))
-		h->start_unknown = waiting && !est;
-	log_flag(BURST_BUF, "%pJ: expected start %s%ld s (%s buffer space)",
-		 job_ptr, est ? "in " : "not known, ", est ? (long) (est - now) : 0L,
-		 waiting ? "waits for" : "no");
+    est = 0;
+    for (int i = 0; i < BB_HASH_SIZE; i++)
+        for (bb_alloc_t *a = bb_state.bb_ahash[i]; a; a = a->next) {
+            job_record_t *j = a->job_id ? find_job_record(a->job_id) : NULL;
+            if (!j || j == job_ptr || (pool && xstrcmp(a->pool, pool)))
+                continue;
+            xrecalloc(ends, nends + 1, sizeof(*ends));
+            ends[nends].end = (j->time_limit == INFINITE || j->time_limit == NO_VAL)
+                                  ? (time_t)INT32_MAX
+                                  : MAX(j->end_time, now + 1);
+            ends[nends++].size = a->size;
+        }
+    if (nends)
+        qsort(ends, nends, sizeof(*ends), _end_cmp);
+    for (int i = 0; i < nends; i++) {
+        free_space += ends[i].size;
+        if (free_space >= need) {
+            est = (ends[i].end == (time_t)INT32_MAX) ? 0 : ends[i].end;
+            break;
+        }
+    }
+    xfree(ends);
+    if ((h = bbh_hjob_find(job_ptr->job_id)))
+        h->start_unknown = waiting && !est;
+    log_flag(BURST_BUF, "%pJ: expected start %s%ld s (%s buffer space)", job_ptr,
+             est ? "in " : "not known, ", est ? (long)(est - now) : 0L,
+             waiting ? "waits for" : "no");
 out:
-	slurm_mutex_unlock(&bb_state.bb_mutex);
-	return est;
+    slurm_mutex_unlock(&bb_state.bb_mutex);
+    return est;
 }

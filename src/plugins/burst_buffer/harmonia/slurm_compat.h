@@ -25,18 +25,17 @@
 #include "slurm/slurm_version.h"
 
 #if SLURM_VERSION_NUMBER < SLURM_VERSION_NUM(22, 5, 0)
-#  error "Harmonia's plugins need Slurm 22.05 or later"
+#error "Harmonia's plugins need Slurm 22.05 or later"
 #endif
 
-#define SLURM_AT_LEAST(maj, min) \
-	(SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(maj, min, 0))
+#define SLURM_AT_LEAST(maj, min) (SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(maj, min, 0))
 
 #include "src/common/list.h"
 #include "src/common/node_conf.h"
 #if SLURM_AT_LEAST(23, 2)
-#  include "src/interfaces/select.h"	/* 23.02 moved plugin interfaces */
+#include "src/interfaces/select.h" /* 23.02 moved plugin interfaces */
 #else
-#  include "src/common/select.h"
+#include "src/common/select.h"
 #endif
 #include "src/slurmctld/slurmctld.h"
 
@@ -53,12 +52,12 @@ typedef struct job_details job_details_t;
 #if SLURM_VERSION_NUMBER < SLURM_VERSION_NUM(23, 11, 5)
 static inline void job_state_set_flag(job_record_t *job_ptr, uint32_t flag)
 {
-	job_ptr->job_state |= flag;
+    job_ptr->job_state |= flag;
 }
 
 static inline void job_state_unset_flag(job_record_t *job_ptr, uint32_t flag)
 {
-	job_ptr->job_state &= ~flag;
+    job_ptr->job_state &= ~flag;
 }
 #endif
 
@@ -71,9 +70,9 @@ static inline void job_state_unset_flag(job_record_t *job_ptr, uint32_t flag)
 static inline bool slurm_job_whole_node(const job_details_t *details)
 {
 #if SLURM_AT_LEAST(24, 5)
-	return details->whole_node & (WHOLE_NODE_REQUIRED | WHOLE_TOPO);
+    return details->whole_node & (WHOLE_NODE_REQUIRED | WHOLE_TOPO);
 #else
-	return details->whole_node == WHOLE_NODE_REQUIRED;
+    return details->whole_node == WHOLE_NODE_REQUIRED;
 #endif
 }
 
@@ -85,14 +84,13 @@ static inline bool slurm_job_whole_node(const job_details_t *details)
 static inline uint16_t slurm_node_alloc_cpus(node_record_t *node_ptr)
 {
 #if SLURM_AT_LEAST(25, 5)
-	return node_ptr->alloc_cpus;
+    return node_ptr->alloc_cpus;
 #else
-	uint16_t alloc = 0;
+    uint16_t alloc = 0;
 
-	(void) select_g_select_nodeinfo_get(node_ptr->select_nodeinfo,
-					    SELECT_NODEDATA_SUBCNT,
-					    NODE_STATE_ALLOCATED, &alloc);
-	return alloc;
+    (void)select_g_select_nodeinfo_get(node_ptr->select_nodeinfo, SELECT_NODEDATA_SUBCNT,
+                                       NODE_STATE_ALLOCATED, &alloc);
+    return alloc;
 #endif
 }
 
@@ -110,12 +108,12 @@ static inline uint16_t slurm_node_alloc_cpus(node_record_t *node_ptr)
  * the same rule, in bb_g_build_het_job_script().
  */
 #if !SLURM_AT_LEAST(23, 2)
-#  define bb_p_get_status	harmonia_bb_p_get_status
-#  define bb_p_run_script	harmonia_bb_p_run_script
-#  define job_modify		harmonia_job_modify
+#define bb_p_get_status harmonia_bb_p_get_status
+#define bb_p_run_script harmonia_bb_p_run_script
+#define job_modify harmonia_job_modify
 extern char *bb_g_build_het_job_script(char *script, uint32_t het_job_offset);
-#  define bb_common_build_het_job_script(script, offset, is_directive) \
-	((void) (is_directive), bb_g_build_het_job_script((script), (offset)))
+#define bb_common_build_het_job_script(script, offset, is_directive) \
+    ((void)(is_directive), bb_g_build_het_job_script((script), (offset)))
 #endif
 
 #endif /* _HARMONIA_SLURM_COMPAT_H */
@@ -130,46 +128,38 @@ extern char *bb_g_build_het_job_script(char *script, uint32_t het_job_offset);
 #define _HARMONIA_SLURM_COMPAT_BB_API
 #undef bb_p_get_status
 #undef bb_p_run_script
-extern char *harmonia_bb_p_get_status(uint32_t argc, char **argv,
-				      uint32_t uid, uint32_t gid);
-extern int harmonia_bb_p_run_script(char *func, uint32_t job_id,
-				    uint32_t argc, char **argv,
-				    job_info_msg_t *job_info, char **resp_msg);
+extern char *harmonia_bb_p_get_status(uint32_t argc, char **argv, uint32_t uid, uint32_t gid);
+extern int harmonia_bb_p_run_script(char *func, uint32_t job_id, uint32_t argc, char **argv,
+                                    job_info_msg_t *job_info, char **resp_msg);
 
 /* 22.05: the caller is not known (scontrol show bbstat shows all) */
 extern char *bb_p_get_status(uint32_t argc, char **argv)
 {
-	return harmonia_bb_p_get_status(argc, argv, NO_VAL, NO_VAL);
+    return harmonia_bb_p_get_status(argc, argv, NO_VAL, NO_VAL);
 }
 
-extern int bb_p_run_script(char *func, uint32_t job_id, uint32_t argc,
-			   char **argv, char **resp_msg)
+extern int bb_p_run_script(char *func, uint32_t job_id, uint32_t argc, char **argv, char **resp_msg)
 {
-	return harmonia_bb_p_run_script(func, job_id, argc, argv, NULL,
-					resp_msg);
+    return harmonia_bb_p_run_script(func, job_id, argc, argv, NULL, resp_msg);
 }
 #endif
 
-#if defined(SLURM_COMPAT_JOB_SUBMIT_API) && \
-    !defined(_HARMONIA_SLURM_COMPAT_JOB_SUBMIT_API)
+#if defined(SLURM_COMPAT_JOB_SUBMIT_API) && !defined(_HARMONIA_SLURM_COMPAT_JOB_SUBMIT_API)
 #define _HARMONIA_SLURM_COMPAT_JOB_SUBMIT_API
 #undef job_modify
-extern int harmonia_job_modify(job_desc_msg_t *job_desc,
-			       job_record_t *job_ptr, uint32_t submit_uid,
-			       char **err_msg);
+extern int harmonia_job_modify(job_desc_msg_t *job_desc, job_record_t *job_ptr, uint32_t submit_uid,
+                               char **err_msg);
 
 /* 22.05 has no message for the user of scontrol update: log it */
-extern int job_modify(job_desc_msg_t *job_desc, job_record_t *job_ptr,
-		      uint32_t submit_uid)
+extern int job_modify(job_desc_msg_t *job_desc, job_record_t *job_ptr, uint32_t submit_uid)
 {
-	char *err_msg = NULL;
-	int rc = harmonia_job_modify(job_desc, job_ptr, submit_uid, &err_msg);
+    char *err_msg = NULL;
+    int rc = harmonia_job_modify(job_desc, job_ptr, submit_uid, &err_msg);
 
-	if (err_msg)
-		info("job_submit/harmonia: %pJ: update refused: %s", job_ptr,
-		     err_msg);
-	xfree(err_msg);
-	return rc;
+    if (err_msg)
+        info("job_submit/harmonia: %pJ: update refused: %s", job_ptr, err_msg);
+    xfree(err_msg);
+    return rc;
 }
 #endif
 
