@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "libhsched/hsched.h"
+#include "libhutil/hu_error.h"
 #include "libhutil/hu_hostlist.h"
 #include "libhutil/hu_yaml.h"
 #include "libhutil/hutil.h"
@@ -24,15 +25,18 @@
 /* ---------------------------------------------------------------- YAML tree */
 
 
+/* The message cut at 399 bytes as it always was, after its position. */
+#define WL_MSG_MAX 399
+
 int wl_fail_at(ctx_t *c, int line, int col, const char *fmt, ...)
 {
     if (c->err) {
-        char msg[400];
+        hu_error_t m;
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(msg, sizeof(msg), fmt, ap);
+        hu_verrprintf(&m, fmt, ap);
         va_end(ap);
-        snprintf(c->err->text, sizeof(c->err->text), "%s:%d:%d: %s", c->file, line, col, msg);
+        hu_errprintf(c->err, "%s:%d:%d: %.*s", c->file, line, col, WL_MSG_MAX, m.text);
     }
     errno = EINVAL;
     return -1;

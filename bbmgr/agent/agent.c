@@ -698,15 +698,15 @@ static void dir_make(agent_t *a, const np_dir_t *d, bool again)
     a->spare_idle_from = hu_mono() + SPARE_IDLE;
     bufdir_spares_t sp = spares_of(a);
     const char *what;
-    char qwhy[600];
+    hu_error_t qwhy;
     /* capacity.enforce: limited by the file system where it can (quota.c); a
      * bbmgrd that does not say the capacity leaves it measured only */
     int q = d->capacity ? quota_make(&a->quota, a->cfg->capacity_enforce, pfd, d->name, a->mount,
-                                     d->capacity, qwhy, sizeof(qwhy))
+                                     d->capacity, &qwhy)
                         : 0;
     if (q < 0) {
         bl_error("buffer directory %s/%s%s (owner %u:%u) not made: %s", a->mount, where, d->name,
-                 (unsigned)d->uid, (unsigned)d->gid, qwhy);
+                 (unsigned)d->uid, (unsigned)d->gid, qwhy.text);
         a->errors++;
     } else if ((q > 0 ? bufdir_own(pfd, d->name, d->uid, d->gid, &st, &what)
                       : bufdir_create(pfd, d->name, a->mfd, a->mount, d->persistent ? NULL : &sp,
@@ -970,12 +970,12 @@ static uint64_t task_id(json_t *o)
 }
 
 /* A listed task this agent will not run: failed with the reason, once (the table
- * knows it from then on). */
+ * knows it from then on); why is cut at 299 bytes, as it always was. */
 static void refuse(agent_t *a, uint64_t id, const char *job, const char *why)
 {
     char msg[400];
-    snprintf(msg, sizeof(msg), "bbnoded %s refused the transfer: %s", a->node, why);
-    bl_error("transfer %ju refused: %s", (uintmax_t)id, why);
+    snprintf(msg, sizeof(msg), "bbnoded %s refused the transfer: %.299s", a->node, why);
+    bl_error("transfer %ju refused: %.299s", (uintmax_t)id, why);
     on_result(id, job, MV_FAILED, 0, -1, msg, a);
 }
 
@@ -984,13 +984,14 @@ static void submit(agent_t *a, json_t *tasks, uint64_t id)
     np_task_t t;
     mover_spec_t spec;
     char msg[300];
+    hu_error_t err;
     size_t i;
     json_t *o;
     json_array_foreach (tasks, i, o) {
         if (task_id(o) != id)
             continue;
-        if (np_task_parse(o, &t, msg, sizeof(msg)) < 0) {
-            refuse(a, id, "?", msg); /* its job field is not known to be sane */
+        if (np_task_parse(o, &t, &err) < 0) {
+            refuse(a, id, "?", err.text); /* its job field is not known to be sane */
             return;
         }
         spec = t;
@@ -1154,7 +1155,7 @@ static void apply(agent_t *a, json_t *rep)
     np_dir_t *dv = NULL;
     size_t nd = 0, i;
     bool dirs_ok = json_is_array(dirs) && json_is_string(gen);
-    char msg[300];
+    hu_error_t err;
     json_t *o;
 
     if (json_is_number(iv) && json_number_value(iv) >= 0.05 && json_number_value(iv) <= 1)
@@ -1165,8 +1166,8 @@ static void apply(agent_t *a, json_t *rep)
     bool all_ids = true;
     if (dirs_ok && (dv = calloc(json_array_size(dirs) + 1, sizeof(*dv)))) {
         json_array_foreach (dirs, i, o) {
-            if (np_dir_parse(o, &dv[nd], msg, sizeof(msg)) < 0) {
-                bl_error("bbmgrd sent a bad directory: %s (no directory removed)", msg);
+            if (np_dir_parse(o, &dv[nd], &err) < 0) {
+                bl_error("bbmgrd sent a bad directory: %.299s (no directory removed)", err.text);
                 dirs_ok = false;
                 continue;
             }
@@ -1203,7 +1204,7 @@ static void apply(agent_t *a, json_t *rep)
             if (!id)
                 bl_debug("bbmgrd sent a task without an id (ignored)");
             else if (ids && runs) {
-                runs[n] = np_task_parse(o, &t, msg, sizeof(msg)) == 0 ? t.run : 0;
+                runs[n] = np_task_parse(o, &t, NULL) == 0 ? t.run : 0;
                 ids[n++] = id;
             }
         }

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "libhsched/hsched.h"
+#include "libhutil/hu_error.h"
 #include "libhutil/hu_yaml.h"
 #include "config.h"
 
@@ -536,20 +537,23 @@ typedef struct {
     hu_error_t *err;
 } walk_t;
 
+/* The message of a refusal, cut at 399 bytes as it always was, after its position. */
+#define ERR_MSG_MAX 399
+
 static int errat(walk_t *w, const hu_ynode_t *n, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 static int errat(walk_t *w, const hu_ynode_t *n, const char *fmt, ...)
 {
-    char msg[400];
+    hu_error_t m;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
+    hu_verrprintf(&m, fmt, ap);
     va_end(ap);
     if (n)
-        hu_errprintf(w->err, "%s:%d:%d: %s", w->path, n->line, n->col, msg);
+        hu_errprintf(w->err, "%s:%d:%d: %.*s", w->path, n->line, n->col, ERR_MSG_MAX, m.text);
     else
-        hu_errprintf(w->err, "%s: %s", w->path, msg);
+        hu_errprintf(w->err, "%s: %.*s", w->path, ERR_MSG_MAX, m.text);
     errno = EINVAL;
     return -1;
 }
@@ -693,12 +697,12 @@ static int errline(walk_t *w, int line, int col, const char *fmt, ...)
 
 static int errline(walk_t *w, int line, int col, const char *fmt, ...)
 {
-    char msg[400];
+    hu_error_t m;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
+    hu_verrprintf(&m, fmt, ap);
     va_end(ap);
-    hu_errprintf(w->err, "%s:%d:%d: %s", w->path, line, col, msg);
+    hu_errprintf(w->err, "%s:%d:%d: %.*s", w->path, line, col, ERR_MSG_MAX, m.text);
     errno = EINVAL;
     return -1;
 }

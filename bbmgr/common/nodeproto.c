@@ -14,33 +14,33 @@
 #include "libhutil/directive.h"
 
 /* a message of the protocol is refused: EINVAL with the reason */
-#define bad(msg, len, ...) util_fail(EINVAL, (msg), (len), __VA_ARGS__)
+#define bad(err, ...) util_fail(EINVAL, (err), __VA_ARGS__)
 
 /* Every key of o must be in known (NULL-terminated). */
-static int only_keys(json_t *o, const char *what, const char *const *known, char *msg, size_t len)
+static int only_keys(json_t *o, const char *what, const char *const *known, hu_error_t *err)
 {
     const char *k;
     json_t *v;
     if (!json_is_object(o))
-        return bad(msg, len, "%s: must be an object", what);
+        return bad(err, "%s: must be an object", what);
     json_object_foreach (o, k, v) {
         const char *const *p = known;
         while (*p && strcmp(*p, k))
             p++;
         if (!*p)
-            return bad(msg, len, "%s: unknown field '%s'", what, k);
+            return bad(err, "%s: unknown field '%s'", what, k);
     }
     return 0;
 }
 
 /* o's member k; NULL when absent (then *rc is -1 if it is required, else 0). */
-static json_t *member(json_t *o, const char *what, const char *k, bool required, int *rc, char *msg,
-                      size_t len)
+static json_t *member(json_t *o, const char *what, const char *k, bool required, int *rc,
+                      hu_error_t *err)
 {
     json_t *v = json_object_get(o, k);
     *rc = 0;
     if ((!v || json_is_null(v)) && required)
-        *rc = bad(msg, len, "%s: '%s' is required", what, k);
+        *rc = bad(err, "%s: '%s' is required", what, k);
     return v && !json_is_null(v) ? v : NULL;
 }
 
@@ -56,18 +56,18 @@ enum field_kind {
 /* o's member k, a value of that kind into *out; absent (or null): 0 with out
  * unchanged, or -1 if it is required; of another kind: -1, msg says why. */
 static int get_field(json_t *o, const char *what, const char *k, bool required,
-                     enum field_kind kind, int64_t lo, void *out, char *msg, size_t len)
+                     enum field_kind kind, int64_t lo, void *out, hu_error_t *err)
 {
     int rc;
-    json_t *v = member(o, what, k, required, &rc, msg, len);
+    json_t *v = member(o, what, k, required, &rc, err);
     if (!v)
         return rc;
     switch (kind) {
     case F_U64:
     case F_I64:
         if (!json_is_integer(v) || json_integer_value(v) < lo)
-            return lo ? bad(msg, len, "%s: '%s' must be an integer >= %jd", what, k, (intmax_t)lo)
-                      : bad(msg, len, "%s: '%s' must be a non-negative integer", what, k);
+            return lo ? bad(err, "%s: '%s' must be an integer >= %jd", what, k, (intmax_t)lo)
+                      : bad(err, "%s: '%s' must be a non-negative integer", what, k);
         if (kind == F_U64)
             *(uint64_t *)out = (uint64_t)json_integer_value(v);
         else
@@ -76,21 +76,21 @@ static int get_field(json_t *o, const char *what, const char *k, bool required,
     case F_DOUBLE:
         if (!json_is_number(v) || !isfinite(json_number_value(v))
             || json_number_value(v) < (double)lo)
-            return bad(msg, len, "%s: '%s' must be a non-negative number", what, k);
+            return bad(err, "%s: '%s' must be a non-negative number", what, k);
         *(double *)out = json_number_value(v);
         return 0;
     case F_BOOL:
         if (!json_is_boolean(v))
-            return bad(msg, len, "%s: '%s' must be a boolean", what, k);
+            return bad(err, "%s: '%s' must be a boolean", what, k);
         *(bool *)out = json_is_true(v);
         return 0;
     case F_STR:
         if (!json_is_string(v))
-            return bad(msg, len, "%s: '%s' must be a string", what, k);
+            return bad(err, "%s: '%s' must be a string", what, k);
         *(const char **)out = json_string_value(v);
         return 0;
     }
-    return bad(msg, len, "%s: '%s': unknown kind", what, k);
+    return bad(err, "%s: '%s': unknown kind", what, k);
 }
 
 /* ------------------------------------------------------------------ status */
@@ -117,7 +117,7 @@ double np_status_foreign(const np_status_t *s)
     return f > 0 ? f : 0;
 }
 
-int np_status_parse(json_t *o, np_status_t *s, char *msg, size_t len)
+int np_status_parse(json_t *o, np_status_t *s, hu_error_t *err)
 {
     static const char *const keys[] = { "free_bytes",      "used_bytes",     "busy",
                                         "read_bw",         "write_bw",       "interval",
@@ -126,28 +126,24 @@ int np_status_parse(json_t *o, np_status_t *s, char *msg, size_t len)
     uint64_t q = 0;
     memset(s, 0, sizeof(*s));
     s->device_read_bw = s->device_write_bw = -1;
-    if (only_keys(o, "status", keys, msg, len) < 0
-        || get_field(o, "status", "free_bytes", true, F_U64, 0, &s->free_bytes, msg, len) < 0
-        || get_field(o, "status", "used_bytes", true, F_U64, 0, &s->used_bytes, msg, len) < 0
-        || get_field(o, "status", "busy", false, F_BOOL, 0, &s->busy, msg, len) < 0
-        || get_field(o, "status", "read_bw", true, F_DOUBLE, 0, &s->read_bw, msg, len) < 0
-        || get_field(o, "status", "write_bw", true, F_DOUBLE, 0, &s->write_bw, msg, len) < 0
-        || get_field(o, "status", "interval", false, F_DOUBLE, 0, &s->interval, msg, len) < 0
-        || get_field(o, "status", "queue", false, F_U64, 0, &q, msg, len) < 0
-        || get_field(o, "status", "errors", false, F_U64, 0, &s->errors, msg, len) < 0
-        || get_field(o, "status", "device_read_bw", false, F_DOUBLE, 0, &s->device_read_bw, msg,
-                     len)
+    if (only_keys(o, "status", keys, err) < 0
+        || get_field(o, "status", "free_bytes", true, F_U64, 0, &s->free_bytes, err) < 0
+        || get_field(o, "status", "used_bytes", true, F_U64, 0, &s->used_bytes, err) < 0
+        || get_field(o, "status", "busy", false, F_BOOL, 0, &s->busy, err) < 0
+        || get_field(o, "status", "read_bw", true, F_DOUBLE, 0, &s->read_bw, err) < 0
+        || get_field(o, "status", "write_bw", true, F_DOUBLE, 0, &s->write_bw, err) < 0
+        || get_field(o, "status", "interval", false, F_DOUBLE, 0, &s->interval, err) < 0
+        || get_field(o, "status", "queue", false, F_U64, 0, &q, err) < 0
+        || get_field(o, "status", "errors", false, F_U64, 0, &s->errors, err) < 0
+        || get_field(o, "status", "device_read_bw", false, F_DOUBLE, 0, &s->device_read_bw, err) < 0
+        || get_field(o, "status", "device_write_bw", false, F_DOUBLE, 0, &s->device_write_bw, err)
                < 0
-        || get_field(o, "status", "device_write_bw", false, F_DOUBLE, 0, &s->device_write_bw, msg,
-                     len)
-               < 0
-        || get_field(o, "status", "leftover_bytes", false, F_U64, 0, &s->leftover_bytes, msg, len)
-               < 0)
+        || get_field(o, "status", "leftover_bytes", false, F_U64, 0, &s->leftover_bytes, err) < 0)
         return -1;
     if ((s->device_read_bw < 0) != (s->device_write_bw < 0))
-        return bad(msg, len, "status: 'device_read_bw' and 'device_write_bw' go together");
+        return bad(err, "status: 'device_read_bw' and 'device_write_bw' go together");
     if (q > 1000000)
-        return bad(msg, len, "status: 'queue' is out of range");
+        return bad(err, "status: 'queue' is out of range");
     s->queue = (int)q;
     return 0;
 }
@@ -181,7 +177,7 @@ json_t *np_task_json(const np_task_t *t)
 
 /* "part" and "roots" of a spread transfer: both or neither, 2 to MOVER_MAX_PARTS
  * roots, each an absolute path. */
-static int parse_parts(json_t *o, np_task_t *t, char *msg, size_t len)
+static int parse_parts(json_t *o, np_task_t *t, hu_error_t *err)
 {
     json_t *p = json_object_get(o, "part"), *r = json_object_get(o, "roots");
     if (!p && !r)
@@ -189,16 +185,15 @@ static int parse_parts(json_t *o, np_task_t *t, char *msg, size_t len)
     size_t n = json_array_size(r);
     if (!json_is_integer(p) || !json_is_array(r) || n < 2 || n > MOVER_MAX_PARTS
         || json_integer_value(p) < 0 || (size_t)json_integer_value(p) >= n)
-        return bad(msg, len,
+        return bad(err,
                    "task: 'part' and 'roots' go together: a part number below "
                    "the count of 2 to %d roots",
                    MOVER_MAX_PARTS);
     for (size_t k = 0; k < n; k++) {
         const char *s = json_string_value(json_array_get(r, k));
         if (!s || !hu_bb_path_ok(s))
-            return bad(msg, len,
-                       "task: 'roots' must be absolute paths without '.' or '..' "
-                       "components or newlines");
+            return bad(err, "task: 'roots' must be absolute paths without '.' or '..' "
+                            "components or newlines");
         t->roots[k] = s;
     }
     t->part = (int)json_integer_value(p);
@@ -206,7 +201,7 @@ static int parse_parts(json_t *o, np_task_t *t, char *msg, size_t len)
     return 0;
 }
 
-int np_task_parse(json_t *o, np_task_t *t, char *msg, size_t len)
+int np_task_parse(json_t *o, np_task_t *t, hu_error_t *err)
 {
     static const char *const keys[] = { "id",     "job",         "weight",    "uid",
                                         "gid",    "user",        "stage_out", "directory",
@@ -215,48 +210,48 @@ int np_task_parse(json_t *o, np_task_t *t, char *msg, size_t len)
                                         NULL };
     uint64_t uid = 0, gid = 0;
     memset(t, 0, sizeof(*t));
-    if (only_keys(o, "task", keys, msg, len) < 0
-        || get_field(o, "task", "id", true, F_U64, 0, &t->tid, msg, len) < 0
-        || get_field(o, "task", "job", true, F_STR, 0, &t->job, msg, len) < 0
-        || get_field(o, "task", "weight", true, F_DOUBLE, 0, &t->weight, msg, len) < 0
-        || get_field(o, "task", "uid", true, F_U64, 0, &uid, msg, len) < 0
-        || get_field(o, "task", "gid", true, F_U64, 0, &gid, msg, len) < 0
-        || get_field(o, "task", "user", false, F_STR, 0, &t->user, msg, len) < 0
-        || get_field(o, "task", "stage_out", false, F_BOOL, 0, &t->stage_out, msg, len) < 0
-        || get_field(o, "task", "directory", false, F_BOOL, 0, &t->directory, msg, len) < 0
-        || get_field(o, "task", "source", true, F_STR, 0, &t->src, msg, len) < 0
-        || get_field(o, "task", "destination", true, F_STR, 0, &t->dst, msg, len) < 0
-        || get_field(o, "task", "resync", false, F_BOOL, 0, &t->resync, msg, len) < 0
-        || get_field(o, "task", "done_at", false, F_DOUBLE, 0, &t->done_at, msg, len) < 0
-        || parse_parts(o, t, msg, len) < 0)
+    if (only_keys(o, "task", keys, err) < 0
+        || get_field(o, "task", "id", true, F_U64, 0, &t->tid, err) < 0
+        || get_field(o, "task", "job", true, F_STR, 0, &t->job, err) < 0
+        || get_field(o, "task", "weight", true, F_DOUBLE, 0, &t->weight, err) < 0
+        || get_field(o, "task", "uid", true, F_U64, 0, &uid, err) < 0
+        || get_field(o, "task", "gid", true, F_U64, 0, &gid, err) < 0
+        || get_field(o, "task", "user", false, F_STR, 0, &t->user, err) < 0
+        || get_field(o, "task", "stage_out", false, F_BOOL, 0, &t->stage_out, err) < 0
+        || get_field(o, "task", "directory", false, F_BOOL, 0, &t->directory, err) < 0
+        || get_field(o, "task", "source", true, F_STR, 0, &t->src, err) < 0
+        || get_field(o, "task", "destination", true, F_STR, 0, &t->dst, err) < 0
+        || get_field(o, "task", "resync", false, F_BOOL, 0, &t->resync, err) < 0
+        || get_field(o, "task", "done_at", false, F_DOUBLE, 0, &t->done_at, err) < 0
+        || parse_parts(o, t, err) < 0)
         return -1;
     json_t *run = json_object_get(o, "run");
     if (run
         && (!json_is_integer(run) || json_integer_value(run) < 0
             || json_integer_value(run) > 1000000))
-        return bad(msg, len, "task %ju: 'run' must be an integer in 0..1000000", (uintmax_t)t->tid);
+        return bad(err, "task %ju: 'run' must be an integer in 0..1000000", (uintmax_t)t->tid);
     t->run = run ? (unsigned)json_integer_value(run) : 0;
     /* a stage-in's byte limit on this node (its share of the allocation or
      * persistent buffer); absent: none (a bbmgrd older than the key) */
     json_t *mb = json_object_get(o, "max_bytes");
     if (mb && (!json_is_integer(mb) || json_integer_value(mb) <= 0))
-        return bad(msg, len, "task %ju: 'max_bytes' must be a positive integer", (uintmax_t)t->tid);
+        return bad(err, "task %ju: 'max_bytes' must be a positive integer", (uintmax_t)t->tid);
     t->max_bytes = mb && !t->stage_out ? (int64_t)json_integer_value(mb) : 0;
     if (t->tid == 0)
-        return bad(msg, len, "task: 'id' must be positive");
+        return bad(err, "task: 'id' must be positive");
     if (!(t->weight > 0))
-        return bad(msg, len, "task %ju: 'weight' must be positive", (uintmax_t)t->tid);
+        return bad(err, "task %ju: 'weight' must be positive", (uintmax_t)t->tid);
     if (uid >= (uint64_t)(uid_t)-1 || gid >= (uint64_t)(gid_t)-1)
-        return bad(msg, len, "task %ju: uid or gid out of range", (uintmax_t)t->tid);
+        return bad(err, "task %ju: uid or gid out of range", (uintmax_t)t->tid);
     if (!*t->job || strlen(t->job) >= 64)
-        return bad(msg, len, "task %ju: 'job' must have 1 to 63 characters", (uintmax_t)t->tid);
+        return bad(err, "task %ju: 'job' must have 1 to 63 characters", (uintmax_t)t->tid);
     if (!hu_bb_path_ok(t->src) || !hu_bb_path_ok(t->dst)) /* bbmgrd's own rule */
-        return bad(msg, len,
+        return bad(err,
                    "task %ju: source and destination must be absolute paths "
                    "without '.' or '..' components or newlines",
                    (uintmax_t)t->tid);
     if (t->resync && !t->stage_out)
-        return bad(msg, len, "task %ju: only a stage-out is resynced", (uintmax_t)t->tid);
+        return bad(err, "task %ju: only a stage-out is resynced", (uintmax_t)t->tid);
     t->uid = (uid_t)uid;
     t->gid = (gid_t)gid;
     return 0;
@@ -339,23 +334,23 @@ json_t *np_result_json(const np_result_t *r)
     return o;
 }
 
-int np_result_parse(json_t *o, np_result_t *r, char *msg, size_t len)
+int np_result_parse(json_t *o, np_result_t *r, hu_error_t *err)
 {
     static const char *const keys[] = {
         "id", "state", "bytes_done", "bytes_total", "message", NULL
     };
     const char *st = NULL;
     memset(r, 0, sizeof(*r));
-    if (only_keys(o, "result", keys, msg, len) < 0
-        || get_field(o, "result", "id", true, F_U64, 0, &r->id, msg, len) < 0
-        || get_field(o, "result", "state", true, F_STR, 0, &st, msg, len) < 0
-        || get_field(o, "result", "bytes_done", true, F_I64, 0, &r->bytes_done, msg, len) < 0
-        || get_field(o, "result", "bytes_total", true, F_I64, -1, &r->bytes_total, msg, len) < 0
-        || get_field(o, "result", "message", false, F_STR, 0, &r->message, msg, len) < 0)
+    if (only_keys(o, "result", keys, err) < 0
+        || get_field(o, "result", "id", true, F_U64, 0, &r->id, err) < 0
+        || get_field(o, "result", "state", true, F_STR, 0, &st, err) < 0
+        || get_field(o, "result", "bytes_done", true, F_I64, 0, &r->bytes_done, err) < 0
+        || get_field(o, "result", "bytes_total", true, F_I64, -1, &r->bytes_total, err) < 0
+        || get_field(o, "result", "message", false, F_STR, 0, &r->message, err) < 0)
         return -1;
     int s = np_state_parse(st);
     if (s < 0)
-        return bad(msg, len, "result %ju: unknown state '%s'", (uintmax_t)r->id, st);
+        return bad(err, "result %ju: unknown state '%s'", (uintmax_t)r->id, st);
     r->state = (mover_state_t)s;
     return 0;
 }
@@ -389,33 +384,33 @@ json_t *np_dir_json(const np_dir_t *d)
     return o;
 }
 
-int np_dir_parse(json_t *o, np_dir_t *d, char *msg, size_t len)
+int np_dir_parse(json_t *o, np_dir_t *d, hu_error_t *err)
 {
     static const char *const keys[] = { "name", "persistent", "uid", "gid",      "inc",
                                         "keep", "dev",        "ino", "capacity", NULL };
     uint64_t uid = 0, gid = 0;
     memset(d, 0, sizeof(*d));
-    if (only_keys(o, "directory", keys, msg, len) < 0
-        || get_field(o, "directory", "name", true, F_STR, 0, &d->name, msg, len) < 0
-        || get_field(o, "directory", "persistent", false, F_BOOL, 0, &d->persistent, msg, len) < 0
-        || get_field(o, "directory", "uid", true, F_U64, 0, &uid, msg, len) < 0
-        || get_field(o, "directory", "gid", true, F_U64, 0, &gid, msg, len) < 0
-        || get_field(o, "directory", "inc", false, F_DOUBLE, 0, &d->inc, msg, len) < 0
-        || get_field(o, "directory", "keep", false, F_BOOL, 0, &d->keep, msg, len) < 0
-        || get_field(o, "directory", "dev", false, F_U64, 0, &d->dev, msg, len) < 0
-        || get_field(o, "directory", "ino", false, F_U64, 1, &d->ino, msg, len) < 0
-        || get_field(o, "directory", "capacity", false, F_U64, 1, &d->capacity, msg, len) < 0)
+    if (only_keys(o, "directory", keys, err) < 0
+        || get_field(o, "directory", "name", true, F_STR, 0, &d->name, err) < 0
+        || get_field(o, "directory", "persistent", false, F_BOOL, 0, &d->persistent, err) < 0
+        || get_field(o, "directory", "uid", true, F_U64, 0, &uid, err) < 0
+        || get_field(o, "directory", "gid", true, F_U64, 0, &gid, err) < 0
+        || get_field(o, "directory", "inc", false, F_DOUBLE, 0, &d->inc, err) < 0
+        || get_field(o, "directory", "keep", false, F_BOOL, 0, &d->keep, err) < 0
+        || get_field(o, "directory", "dev", false, F_U64, 0, &d->dev, err) < 0
+        || get_field(o, "directory", "ino", false, F_U64, 1, &d->ino, err) < 0
+        || get_field(o, "directory", "capacity", false, F_U64, 1, &d->capacity, err) < 0)
         return -1;
     if ((json_object_get(o, "dev") != NULL) != (d->ino != 0) || (d->ino && !d->keep)
         || d->dev > INT64_MAX || d->ino > INT64_MAX)
-        return bad(msg, len,
+        return bad(err,
                    "directory '%s': 'dev' and 'ino' go together, with 'keep', "
                    "each below 2^63",
                    d->name);
     if (!np_dir_name_ok(d->name, d->persistent))
-        return bad(msg, len, "directory '%s': not usable as a directory name", d->name);
+        return bad(err, "directory '%s': not usable as a directory name", d->name);
     if (uid >= (uint64_t)(uid_t)-1 || gid >= (uint64_t)(gid_t)-1)
-        return bad(msg, len, "directory '%s': uid or gid out of range", d->name);
+        return bad(err, "directory '%s': uid or gid out of range", d->name);
     d->uid = (uid_t)uid;
     d->gid = (gid_t)gid;
     return 0;
@@ -428,26 +423,25 @@ json_t *np_usage_json(const np_usage_t *u)
                      (json_int_t)u->used, "dev", (json_int_t)u->dev, "ino", (json_int_t)u->ino);
 }
 
-int np_usage_parse(json_t *o, np_usage_t *u, char *msg, size_t len)
+int np_usage_parse(json_t *o, np_usage_t *u, hu_error_t *err)
 {
     static const char *const keys[] = { "job", "persistent", "used", "dev", "ino", NULL };
     memset(u, 0, sizeof(*u));
-    if (only_keys(o, "usage", keys, msg, len) < 0)
+    if (only_keys(o, "usage", keys, err) < 0)
         return -1;
     u->persistent = json_object_get(o, "persistent") != NULL;
     if (u->persistent == (json_object_get(o, "job") != NULL))
-        return bad(msg, len, "usage: exactly one of 'job' and 'persistent' names the buffer");
-    if (get_field(o, "usage", u->persistent ? "persistent" : "job", true, F_STR, 0, &u->name, msg,
-                  len)
+        return bad(err, "usage: exactly one of 'job' and 'persistent' names the buffer");
+    if (get_field(o, "usage", u->persistent ? "persistent" : "job", true, F_STR, 0, &u->name, err)
             < 0
-        || get_field(o, "usage", "used", true, F_U64, 0, &u->used, msg, len) < 0
-        || get_field(o, "usage", "dev", true, F_U64, 0, &u->dev, msg, len) < 0
-        || get_field(o, "usage", "ino", true, F_U64, 0, &u->ino, msg, len) < 0)
+        || get_field(o, "usage", "used", true, F_U64, 0, &u->used, err) < 0
+        || get_field(o, "usage", "dev", true, F_U64, 0, &u->dev, err) < 0
+        || get_field(o, "usage", "ino", true, F_U64, 0, &u->ino, err) < 0)
         return -1;
     if (u->used > INT64_MAX || u->dev > INT64_MAX || u->ino > INT64_MAX)
-        return bad(msg, len, "usage of '%s': 'used', 'dev' and 'ino' are each below 2^63", u->name);
+        return bad(err, "usage of '%s': 'used', 'dev' and 'ino' are each below 2^63", u->name);
     if (!np_dir_name_ok(u->name, u->persistent))
-        return bad(msg, len, "usage of '%s': not usable as a directory name", u->name);
+        return bad(err, "usage of '%s': not usable as a directory name", u->name);
     return 0;
 }
 

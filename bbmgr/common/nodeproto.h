@@ -21,6 +21,7 @@
 #include <sys/types.h>
 #include <jansson.h>
 
+#include "libhutil/hutil.h"
 #include "mover.h"
 
 #define NP_VERSION 1
@@ -45,7 +46,7 @@ double np_status_foreign(const np_status_t *s);
 
 json_t *np_status_json(const np_status_t *s);
 /* 0, or -1 with a reason naming the field in msg. */
-int np_status_parse(json_t *o, np_status_t *s, char *msg, size_t len);
+int np_status_parse(json_t *o, np_status_t *s, hu_error_t *err);
 
 /* A transfer given to an agent: what its mover is handed.  A stage-in carries
  * max_bytes ("max_bytes", the node's share of the buffer it writes into) and the
@@ -54,7 +55,7 @@ int np_status_parse(json_t *o, np_status_t *s, char *msg, size_t len);
 typedef mover_spec_t np_task_t;
 
 json_t *np_task_json(const np_task_t *t);
-int np_task_parse(json_t *o, np_task_t *t, char *msg, size_t len);
+int np_task_parse(json_t *o, np_task_t *t, hu_error_t *err);
 
 /* A result of a transfer, as mover_poll() gave it. */
 typedef struct {
@@ -65,7 +66,7 @@ typedef struct {
 } np_result_t;
 
 json_t *np_result_json(const np_result_t *r);
-int np_result_parse(json_t *o, np_result_t *r, char *msg, size_t len);
+int np_result_parse(json_t *o, np_result_t *r, hu_error_t *err);
 
 /* A message made safe to log and to send, whatever bytes users put in the file
  * names it quotes: control characters and bytes that are not UTF-8 become '?', cut
@@ -101,7 +102,7 @@ typedef struct {
 } np_dir_t;
 
 json_t *np_dir_json(const np_dir_t *d);
-int np_dir_parse(json_t *o, np_dir_t *d, char *msg, size_t len);
+int np_dir_parse(json_t *o, np_dir_t *d, hu_error_t *err);
 /* A name usable as one directory (not ".", "..", no '/', not a reserved name). */
 bool np_dir_name_ok(const char *name, bool persistent);
 
@@ -119,7 +120,7 @@ typedef struct {
 } np_usage_t;
 
 json_t *np_usage_json(const np_usage_t *u);
-int np_usage_parse(json_t *o, np_usage_t *u, char *msg, size_t len);
+int np_usage_parse(json_t *o, np_usage_t *u, hu_error_t *err);
 
 /*
  * The agent's table of tasks.

@@ -10,13 +10,14 @@
 #include <systemd/sd-daemon.h>
 #endif
 
+#include "libhutil/hu_error.h"
 #include "util.h"
 
-int util_fail(int err, char *msg, size_t len, const char *fmt, ...)
+int util_fail(int err, hu_error_t *e, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, len, fmt, ap);
+    hu_verrprintf(e, fmt, ap);
     va_end(ap);
     errno = err;
     return -1;

@@ -18,10 +18,9 @@
  * reaching here have no "." or ".." components (checked where they come in). */
 bool util_path_under(const char *path, const char *root);
 
-/* Write the message (printf-style) into msg[len], set errno to err, return -1:
- * the one way a checker of bbmgr fails with a reason. */
-int util_fail(int err, char *msg, size_t len, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
+/* Write the message (printf-style) into e (hu_verrprintf(); e may be NULL), set
+ * errno to err, return -1: the one way a checker of bbmgr fails with a reason. */
+int util_fail(int err, hu_error_t *e, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* Free the n strings of the list v, then v (NULL with n = 0 is fine). */
 void util_strv_free(char **v, int n);

@@ -386,7 +386,7 @@ static conn_t *conn_of(struct MHD_Connection *conn)
 static int authenticate(req_t *q)
 {
     api_t *a = q->api;
-    char msg[300];
+    hu_error_t why; /* cut at 299 bytes in the answer, as it always was */
     conn_t *cc = conn_of(q->conn);
     const char *hdr =
         MHD_lookup_connection_value(q->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
@@ -398,15 +398,13 @@ static int authenticate(req_t *q)
     pthread_mutex_unlock(&a->wlock);
     if (auth_is_session(hdr)) {
         st = ttl > 0 ? auth_session_check(cc ? &cc->session : NULL, hdr, now, &q->who.uid,
-                                          &q->who.gid, msg, sizeof(msg))
-                     : (snprintf(msg, sizeof(msg),
-                                 "sessions are disabled (auth.session_ttl "
-                                 "is 0): send a MUNGE credential"),
+                                          &q->who.gid, &why)
+                     : (hu_errprintf(&why, "sessions are disabled (auth.session_ttl "
+                                           "is 0): send a MUNGE credential"),
                         401);
         q->scheme = 's';
     } else {
-        st = auth_munge(a->munge_socket, hdr, q->method, q->path, &q->who.uid, &q->who.gid, msg,
-                        sizeof(msg));
+        st = auth_munge(a->munge_socket, hdr, q->method, q->path, &q->who.uid, &q->who.gid, &why);
         q->scheme = 'm';
         const char *want =
             MHD_lookup_connection_value(q->conn, MHD_HEADER_KIND, "Harmonia-Session");
@@ -419,7 +417,7 @@ static int authenticate(req_t *q)
         }
     }
     if (st) {
-        hreq_reply_error(&q->r, st, "Authorization", "%s", msg);
+        hreq_reply_error(&q->r, st, "Authorization", "%.299s", why.text);
         return st;
     }
     q->who.admin = q->who.uid == 0 || q->who.uid == a->slurm_uid;

@@ -13,7 +13,7 @@
 #include "auth.h"
 
 int auth_munge(const char *socket, const char *header, const char *method, const char *path,
-               uid_t *uid, gid_t *gid, char *msg, size_t len)
+               uid_t *uid, gid_t *gid, hu_error_t *err)
 {
     munge_ctx_t ctx = NULL;
     void *payload = NULL;
@@ -22,22 +22,22 @@ int auth_munge(const char *socket, const char *header, const char *method, const
     char want[512];
 
     if (!header || !*header) {
-        snprintf(msg, len, "missing credential: send 'Authorization: MUNGE <credential>'");
+        hu_errprintf(err, "missing credential: send 'Authorization: MUNGE <credential>'");
         return 401;
     }
     if (strncasecmp(header, "MUNGE ", 6) != 0) {
-        snprintf(msg, len, "unsupported authorization scheme (expected MUNGE)");
+        hu_errprintf(err, "unsupported authorization scheme (expected MUNGE)");
         return 401;
     }
     const char *cred = header + 6;
     while (*cred == ' ')
         cred++;
     if (!(ctx = munge_ctx_create())) {
-        snprintf(msg, len, "out of memory");
+        hu_errprintf(err, "out of memory");
         return 500;
     }
     if (socket && *socket && munge_ctx_set(ctx, MUNGE_OPT_SOCKET, socket) != EMUNGE_SUCCESS) {
-        snprintf(msg, len, "bad munge socket");
+        hu_errprintf(err, "bad munge socket");
         munge_ctx_destroy(ctx);
         return 500;
     }
@@ -47,30 +47,30 @@ int auth_munge(const char *socket, const char *header, const char *method, const
         status = 0;
         break;
     case EMUNGE_CRED_REPLAYED:
-        snprintf(msg, len, "credential replayed");
+        hu_errprintf(err, "credential replayed");
         break;
     case EMUNGE_CRED_EXPIRED:
-        snprintf(msg, len, "credential expired");
+        hu_errprintf(err, "credential expired");
         break;
     case EMUNGE_CRED_REWOUND:
-        snprintf(msg, len, "credential from the future (clock skew)");
+        hu_errprintf(err, "credential from the future (clock skew)");
         break;
     case EMUNGE_SOCKET:
     case EMUNGE_TIMEOUT:
-        snprintf(msg, len, "munged unavailable: %s", munge_ctx_strerror(ctx));
+        hu_errprintf(err, "munged unavailable: %s", munge_ctx_strerror(ctx));
         status = 503;
         break;
     default:
-        snprintf(msg, len, "invalid credential: %s", munge_strerror(e));
+        hu_errprintf(err, "invalid credential: %s", munge_strerror(e));
         break;
     }
     if (status == 0) {
         snprintf(want, sizeof(want), "%s %.*s", method, (int)strcspn(path, "?"), path);
         if (!payload || (size_t)plen != strlen(want) || memcmp(payload, want, (size_t)plen)) {
-            snprintf(msg, len,
-                     "credential was made for another request (payload must be "
-                     "'%s')",
-                     want);
+            hu_errprintf(err,
+                         "credential was made for another request (payload must be "
+                         "'%s')",
+                         want);
             status = 401;
         }
     }
@@ -105,31 +105,30 @@ int auth_session_open(auth_session_t *s, uid_t uid, gid_t gid, double now, doubl
 }
 
 int auth_session_check(const auth_session_t *s, const char *header, double now, uid_t *uid,
-                       gid_t *gid, char *msg, size_t len)
+                       gid_t *gid, hu_error_t *err)
 {
     const char *tok = header + 8;
     unsigned char diff = 0;
     while (*tok == ' ')
         tok++;
     if (strlen(tok) != AUTH_TOKEN_HEX) {
-        snprintf(msg, len, "malformed session token (expected %d hex digits)", AUTH_TOKEN_HEX);
+        hu_errprintf(err, "malformed session token (expected %d hex digits)", AUTH_TOKEN_HEX);
         return 401;
     }
     if (!s || !s->token[0]) {
-        snprintf(msg, len,
-                 "no session on this connection: authenticate with "
-                 "'Authorization: MUNGE <credential>' (and 'Harmonia-Session: open')");
+        hu_errprintf(err, "no session on this connection: authenticate with "
+                          "'Authorization: MUNGE <credential>' (and 'Harmonia-Session: open')");
         return 401;
     }
     /* constant time: how many leading digits match must not show in the timing */
     for (int i = 0; i < AUTH_TOKEN_HEX; i++)
         diff |= (unsigned char)(tok[i] ^ s->token[i]);
     if (diff) {
-        snprintf(msg, len, "session token does not match this connection's session");
+        hu_errprintf(err, "session token does not match this connection's session");
         return 401;
     }
     if (now >= s->expires) {
-        snprintf(msg, len, "session expired (auth.session_ttl): authenticate again with MUNGE");
+        hu_errprintf(err, "session expired (auth.session_ttl): authenticate again with MUNGE");
         return 401;
     }
     *uid = s->uid;

@@ -12,12 +12,13 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
+#include "libhutil/hutil.h"
 
 /* Decode header (the Authorization value) with munged at socket ("" or NULL:
  * libmunge's default).  Returns 0 with uid/gid, or an HTTP status (401, 503) and
  * a reason in msg. */
 int auth_munge(const char *socket, const char *header, const char *method, const char *path,
-               uid_t *uid, gid_t *gid, char *msg, size_t len);
+               uid_t *uid, gid_t *gid, hu_error_t *err);
 
 /*
  * Connection-bound sessions (doc/api.md, "Sessions").  A request authenticated
@@ -46,7 +47,7 @@ int auth_session_open(auth_session_t *s, uid_t uid, gid_t gid, double now, doubl
 /* Check "Session <token>" (header) against the connection's session s (NULL: the
  * connection has none).  Returns 0 with uid/gid, or 401 with a reason in msg. */
 int auth_session_check(const auth_session_t *s, const char *header, double now, uid_t *uid,
-                       gid_t *gid, char *msg, size_t len);
+                       gid_t *gid, hu_error_t *err);
 
 /* True if header uses the Session scheme. */
 bool auth_is_session(const char *header);

@@ -216,7 +216,7 @@ bool core_mount_ok(core_t *c, int idx)
  * directories on can enforce it, or the buffer is refused with the reason. */
 int core_bufdirs_check(core_t *c, const alloc_t *a, cerr_t *e)
 {
-    char why[600];
+    hu_error_t why;
     for (int i = 0; i < a->n; i++) {
         if (nodes_dir_hook(c, a->v[i].node) || core_mount_seen(c, a, i)
             || !core_mount_ok(c, a->v[i].node))
@@ -225,12 +225,11 @@ int core_bufdirs_check(core_t *c, const alloc_t *a, cerr_t *e)
         int mfd = open(sn->mount, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (mfd < 0)
             continue; /* said by core_bufdirs_make() */
-        int rc =
-            quota_check(&sn->quota, c->cfg->capacity_enforce, mfd, sn->mount, why, sizeof(why));
+        int rc = quota_check(&sn->quota, c->cfg->capacity_enforce, mfd, sn->mount, &why);
         close(mfd);
         if (rc < 0)
             return core_cerr_set(e, EDOM, "capacity", "node %s: %s", c->nodes[a->v[i].node].name,
-                                 why);
+                                 why.text);
     }
     return 0;
 }
@@ -277,15 +276,14 @@ void core_bufdirs_make(core_t *c, alloc_t *a, bool persistent, const char *name,
                       ? openat(mfd, "persistent", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
                       : dup(mfd);
         /* capacity.enforce: limited by the file system where it can (quota.c) */
-        char qwhy[600];
+        hu_error_t qwhy;
         uint64_t cap = core_mount_share(c, a, i);
         int q = pfd < 0 ? 0
                         : quota_make(&sn->quota, c->cfg->capacity_enforce, pfd, name, sn->mount,
-                                     a->capacity && a->capacity < cap ? a->capacity : cap, qwhy,
-                                     sizeof(qwhy));
+                                     a->capacity && a->capacity < cap ? a->capacity : cap, &qwhy);
         if (q < 0) {
             bl_error("buffer directory %s (owner %u:%u) not made: %s", path, (unsigned)uid,
-                     (unsigned)gid, qwhy);
+                     (unsigned)gid, qwhy.text);
             close(pfd);
             close(mfd);
             continue;

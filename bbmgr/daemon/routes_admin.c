@@ -192,13 +192,17 @@ static void h_history(core_t *c, hreq_t *rq, reply_t *r)
 }
 
 /* ------------------------------------------------------------------ agents */
+/* The reasons a report is refused for, cut where they always were (a 400-byte
+ * text): the answer is the same whatever the longer names in it. */
+#define REFUSAL_MAX 399
+
 /* POST /v1/agents/<node>: a buffer-node agent's poll (doc/bbnoded.md): its report is
  * checked whole here, then applied by nodes.c, which answers with its tasks. */
 static void h_agent_poll(core_t *c, hreq_t *rq, reply_t *r)
 {
     static const char *const keys[] = { "version", "agent", "dirs",  "status",
                                         "results", "kept",  "usage", NULL };
-    char msg[400];
+    hu_error_t why; /* a refusal, cut at REFUSAL_MAX in the answer */
     const char *k;
     json_t *val, *b = rq->body;
 
@@ -241,10 +245,10 @@ static void h_agent_poll(core_t *c, hreq_t *rq, reply_t *r)
         return (void)hreq_reply_error(r, 400, "kept", "must be an array of at most %d directories",
                                       NODES_KEPT_MAX);
     for (size_t i = 0; i < nkd; i++) {
-        int rc = np_dir_parse(json_array_get(kept, i), &kd[i], msg, sizeof(msg));
+        int rc = np_dir_parse(json_array_get(kept, i), &kd[i], &why);
         if (rc < 0 || !kd[i].keep || !kd[i].ino)
-            return (void)hreq_reply_error(r, 400, "kept", "%s",
-                                          rc < 0 ? msg
+            return (void)hreq_reply_error(r, 400, "kept", "%.*s", REFUSAL_MAX,
+                                          rc < 0 ? why.text
                                                  : "each directory "
                                                    "has keep, dev and ino");
     }
@@ -255,21 +259,21 @@ static void h_agent_poll(core_t *c, hreq_t *rq, reply_t *r)
         return (void)hreq_reply_error(r, 400, "usage", "must be an array of at most %d entries",
                                       NP_USAGE_MAX);
     for (size_t i = 0; i < nuv; i++)
-        if (np_usage_parse(json_array_get(usage, i), &uv[i], msg, sizeof(msg)) < 0)
-            return (void)hreq_reply_error(r, 400, "usage", "%s", msg);
+        if (np_usage_parse(json_array_get(usage, i), &uv[i], &why) < 0)
+            return (void)hreq_reply_error(r, 400, "usage", "%.*s", REFUSAL_MAX, why.text);
     np_status_t status;
     if (!st)
         return (void)hreq_reply_error(r, 400, "status", "is required");
-    if (np_status_parse(st, &status, msg, sizeof(msg)) < 0)
-        return (void)hreq_reply_error(r, 400, "status", "%s", msg);
+    if (np_status_parse(st, &status, &why) < 0)
+        return (void)hreq_reply_error(r, 400, "status", "%.*s", REFUSAL_MAX, why.text);
     size_t nres = json_array_size(res);
     np_result_t *rv = calloc(nres ? nres : 1, sizeof(*rv));
     if (!rv)
         return (void)hreq_reply_error(r, 500, NULL, "out of memory");
     for (size_t i = 0; i < nres; i++)
-        if (np_result_parse(json_array_get(res, i), &rv[i], msg, sizeof(msg)) < 0) {
+        if (np_result_parse(json_array_get(res, i), &rv[i], &why) < 0) {
             free(rv);
-            return (void)hreq_reply_error(r, 400, "results", "%s", msg);
+            return (void)hreq_reply_error(r, 400, "results", "%.*s", REFUSAL_MAX, why.text);
         }
 
     /* everything checked: apply */

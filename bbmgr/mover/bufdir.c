@@ -58,8 +58,7 @@ typedef struct {
 
 typedef struct {
     bufdir_rm_t *o;
-    char *why;
-    size_t whylen;
+    hu_error_t *why; /* may be NULL */
     int err;         /* first error */
     bool fatal;      /* the walk cannot go on (stopped, lost its way, no memory) */
     dev_t dev;       /* the file system walked */
@@ -71,9 +70,7 @@ static void note(walk_t *w, int err, size_t depth, const char *name, const char 
     if (w->err)
         return;
     w->err = err;
-    if (w->why && w->whylen)
-        snprintf(w->why, w->whylen, "%s '%.200s' at depth %zu: %s", what, name, depth,
-                 strerror(err));
+    hu_errprintf(w->why, "%s '%.200s' at depth %zu: %s", what, name, depth, strerror(err));
 }
 
 static bool stopping(const walk_t *w)
@@ -187,9 +184,9 @@ static void scan(walk_t *w, int fd, level_t *l, size_t depth)
     l->clean = !kept && !l->failed;
 }
 
-int bufdir_empty(int dfd, bufdir_rm_t *o, char *why, size_t whylen)
+int bufdir_empty(int dfd, bufdir_rm_t *o, hu_error_t *why)
 {
-    walk_t w = { .o = o, .why = why, .whylen = whylen };
+    walk_t w = { .o = o, .why = why };
     level_t *v = NULL;
     size_t n = 0, cap = 0;
     struct stat st;
@@ -197,8 +194,8 @@ int bufdir_empty(int dfd, bufdir_rm_t *o, char *why, size_t whylen)
 
     o->removed = 0;
     o->depth = 0;
-    if (why && whylen)
-        *why = '\0';
+    if (why)
+        why->text[0] = '\0';
     if (cur < 0 || fstat(cur, &st) < 0 || !S_ISDIR(st.st_mode)) {
         note(&w, cur < 0 ? errno : S_ISDIR(st.st_mode) ? errno : ENOTDIR, 0, ".", "open");
         goto out;

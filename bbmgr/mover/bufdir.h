@@ -19,6 +19,7 @@
 #include <stdint.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include "libhutil/hutil.h"
 
 /* The trash of a directory of buffers: <parent>/.harmonia-trash (the daemon's,
  * mode 0711: nobody else can list it).  A buffer directory is moved there before
@@ -39,7 +40,7 @@ typedef struct {
  * 0: it is empty.  -1 with errno (EINTR: *o->stop was set) and a sentence in why:
  * what could not be removed, at which depth, and why (a file system mounted inside,
  * an I/O error, a parent that is no longer the one walked down from). */
-int bufdir_empty(int dfd, bufdir_rm_t *o, char *why, size_t whylen);
+int bufdir_empty(int dfd, bufdir_rm_t *o, hu_error_t *why);
 
 /* out = "<parent>/.harmonia-trash/<ino>.<random>", pfd the open parent; the trash
  * is made (0711) if missing.  -1: it could not be made (errno), or it is not a

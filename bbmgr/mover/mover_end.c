@@ -441,12 +441,12 @@ void mover_run_rmtree(mover_t *m, task_t *t)
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     struct stat now;
     bufdir_rm_t o = { .stop = &m->stop, .uid = m->self.uid, .gid = m->self.gid };
-    char why[512] = "";
+    hu_error_t why = { "" };
     int rc = -1;
     if (fd < 0 || fstat(fd, &now) < 0 || now.st_dev != st.st_dev || now.st_ino != st.st_ino) {
-        snprintf(why, sizeof(why), "open: %s", fd < 0 ? strerror(errno) : "replaced meanwhile");
+        hu_errprintf(&why, "open: %s", fd < 0 ? strerror(errno) : "replaced meanwhile");
     } else {
-        rc = bufdir_empty(fd, &o, why, sizeof(why));
+        rc = bufdir_empty(fd, &o, &why);
     }
     if (rc < 0 && fd >= 0 && m->root)
         fchmod(fd, 0); /* not even a directory the user's process is in is theirs */
@@ -462,7 +462,7 @@ void mover_run_rmtree(mover_t *m, task_t *t)
         return;
     }
     if (rc < 0) {
-        left_keep(m, t, dir, &st, why, &o);
+        left_keep(m, t, dir, &st, why.text, &o);
         return;
     }
     if (t->tries > 0)

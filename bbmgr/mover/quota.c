@@ -54,15 +54,14 @@ const quota_sys_t quota_sys = { sys_getxattr, sys_setxattr, sys_quotactl };
 
 /* ------------------------------------------------------------------ project */
 
-int quota_project_set(const quota_sys_t *sys, int fd, uint64_t bytes, unsigned *id, char *why,
-                      size_t len)
+int quota_project_set(const quota_sys_t *sys, int fd, uint64_t bytes, unsigned *id, hu_error_t *err)
 {
     struct stat st;
     struct fsxattr fx;
     struct if_dqblk dq;
     unsigned pick = 0;
     if (fstat(fd, &st) < 0)
-        return util_fail(errno, why, len, "fstat: %s", strerror(errno));
+        return util_fail(errno, err, "fstat: %s", strerror(errno));
     /* a free id: nothing charged to it (a limit left by an earlier buffer is
      * replaced); starting from the inode, so that two mounts rarely probe alike.
      * XFS answers ENOENT for an id it has no record of (ext4 gives zeros): free */
@@ -74,7 +73,7 @@ int quota_project_set(const quota_sys_t *sys, int fd, uint64_t bytes, unsigned *
                 pick = cand;
                 break;
             }
-            return util_fail(errno, why, len,
+            return util_fail(errno, err,
                              "project quota of id %u: %s (is the file system "
                              "mounted with project quotas?)",
                              cand, strerror(errno));
@@ -83,33 +82,33 @@ int quota_project_set(const quota_sys_t *sys, int fd, uint64_t bytes, unsigned *
             pick = cand;
     }
     if (!pick)
-        return util_fail(EBUSY, why, len, "no free project id among 64 tried from %u",
+        return util_fail(EBUSY, err, "no free project id among 64 tried from %u",
                          QUOTA_PROJID_BASE);
     if (sys->getxattr(fd, &fx) < 0)
-        return util_fail(errno, why, len, "FS_IOC_FSGETXATTR: %s", strerror(errno));
+        return util_fail(errno, err, "FS_IOC_FSGETXATTR: %s", strerror(errno));
     fx.fsx_projid = pick;
     fx.fsx_xflags |= FS_XFLAG_PROJINHERIT;
     if (sys->setxattr(fd, &fx) < 0)
-        return util_fail(errno, why, len, "set project id %u: %s", pick, strerror(errno));
+        return util_fail(errno, err, "set project id %u: %s", pick, strerror(errno));
     memset(&dq, 0, sizeof(dq));
     dq.dqb_bhardlimit = dq.dqb_bsoftlimit = (bytes + QIF_DQBLKSIZE - 1) / QIF_DQBLKSIZE;
     dq.dqb_valid = QIF_BLIMITS;
     if (sys->quotactl(fd, QUOTA_QCMD(Q_SETQUOTA, PRJQUOTA), pick, &dq) < 0)
-        return util_fail(errno, why, len, "limit of project %u to %ju bytes: %s", pick,
-                         (uintmax_t)bytes, strerror(errno));
+        return util_fail(errno, err, "limit of project %u to %ju bytes: %s", pick, (uintmax_t)bytes,
+                         strerror(errno));
     *id = pick;
     return 0;
 }
 
 /* ------------------------------------------------------------------ btrfs */
 
-static int btrfs_limit(quota_mount_t *q, int pfd, int fd, uint64_t bytes, char *why, size_t len)
+static int btrfs_limit(quota_mount_t *q, int pfd, int fd, uint64_t bytes, hu_error_t *err)
 {
     struct btrfs_ioctl_qgroup_limit_args la;
     if (!q->btrfs_on) {
         struct btrfs_ioctl_quota_ctl_args qa = { .cmd = BTRFS_QUOTA_CTL_ENABLE };
         if (ioctl(pfd, BTRFS_IOC_QUOTA_CTL, &qa) < 0)
-            return util_fail(errno, why, len, "enable btrfs quota: %s", strerror(errno));
+            return util_fail(errno, err, "enable btrfs quota: %s", strerror(errno));
         q->btrfs_on = true;
     }
     memset(&la, 0, sizeof(la));
@@ -118,7 +117,7 @@ static int btrfs_limit(quota_mount_t *q, int pfd, int fd, uint64_t bytes, char *
     la.lim.max_rfer = bytes;
     if (ioctl(fd, BTRFS_IOC_QGROUP_LIMIT, &la) < 0) {
         q->btrfs_on = errno != ENOTCONN && errno != EINVAL; /* quota was turned off */
-        return util_fail(errno, why, len, "btrfs qgroup limit of %ju bytes: %s", (uintmax_t)bytes,
+        return util_fail(errno, err, "btrfs qgroup limit of %ju bytes: %s", (uintmax_t)bytes,
                          strerror(errno));
     }
     return 0;
@@ -155,28 +154,26 @@ static int btrfs_assign(int fd, uint64_t src, uint64_t dst, bool assign)
 
 /* The level-1 qgroup 1/ID of the new buffer subvolume fd (ID its id), holding
  * its 0/ID, limited to bytes: what its user's own subvolumes below it count in. */
-static int btrfs_group(int fd, uint64_t bytes, char *why, size_t len)
+static int btrfs_group(int fd, uint64_t bytes, hu_error_t *err)
 {
     uint64_t id = subvol_id(fd);
     struct btrfs_ioctl_qgroup_create_args ca = { .create = 1 };
     struct btrfs_ioctl_qgroup_limit_args la;
     if (!id)
-        return util_fail(errno, why, len, "subvolume id: %s", strerror(errno));
+        return util_fail(errno, err, "subvolume id: %s", strerror(errno));
     ca.qgroupid = LEVEL1(id);
     /* EEXIST: one the site made, not ours to use nor to destroy */
     if (ioctl(fd, BTRFS_IOC_QGROUP_CREATE, &ca) < 0)
-        return util_fail(errno, why, len, "create qgroup 1/%ju: %s", (uintmax_t)id,
-                         strerror(errno));
+        return util_fail(errno, err, "create qgroup 1/%ju: %s", (uintmax_t)id, strerror(errno));
     if (btrfs_assign(fd, id, id, true) < 0)
-        return util_fail(errno, why, len, "assign 0/%ju to 1/%ju: %s", (uintmax_t)id, (uintmax_t)id,
+        return util_fail(errno, err, "assign 0/%ju to 1/%ju: %s", (uintmax_t)id, (uintmax_t)id,
                          strerror(errno));
     memset(&la, 0, sizeof(la));
     la.qgroupid = LEVEL1(id);
     la.lim.flags = BTRFS_QGROUP_LIMIT_MAX_RFER;
     la.lim.max_rfer = bytes;
     if (ioctl(fd, BTRFS_IOC_QGROUP_LIMIT, &la) < 0)
-        return util_fail(errno, why, len, "limit of qgroup 1/%ju: %s", (uintmax_t)id,
-                         strerror(errno));
+        return util_fail(errno, err, "limit of qgroup 1/%ju: %s", (uintmax_t)id, strerror(errno));
     return 0;
 }
 
@@ -267,40 +264,40 @@ int quota_tree_drop(const quota_tree_t *t, int fd)
     return ioctl(fd, BTRFS_IOC_QGROUP_CREATE, &ca) < 0 && errno != ENOENT ? -1 : 0;
 }
 
-static int btrfs_subvol(int pfd, const char *name, char *why, size_t len)
+static int btrfs_subvol(int pfd, const char *name, hu_error_t *err)
 {
     struct btrfs_ioctl_vol_args va;
     memset(&va, 0, sizeof(va));
     if (strlen(name) >= sizeof(va.name))
-        return util_fail(ENAMETOOLONG, why, len, "name too long for a subvolume");
+        return util_fail(ENAMETOOLONG, err, "name too long for a subvolume");
     memcpy(va.name, name, strlen(name));
     if (ioctl(pfd, BTRFS_IOC_SUBVOL_CREATE, &va) < 0)
-        return util_fail(errno, why, len, "create subvolume: %s", strerror(errno));
+        return util_fail(errno, err, "create subvolume: %s", strerror(errno));
     return 0;
 }
 
 /* ------------------------------------------------------------------ the mount */
 
-static int kind_of(int pfd, char *why, size_t len)
+static int kind_of(int pfd, hu_error_t *err)
 {
     struct statfs sf;
     struct if_dqinfo di;
     if (fstatfs(pfd, &sf) < 0) {
-        util_fail(errno, why, len, "statfs: %s", strerror(errno));
+        util_fail(errno, err, "statfs: %s", strerror(errno));
         return QUOTA_K_NONE;
     }
     if ((unsigned long)sf.f_type == BTRFS_SUPER_MAGIC)
         return QUOTA_K_BTRFS;
     if ((unsigned long)sf.f_type != EXT4_SUPER_MAGIC
         && (unsigned long)sf.f_type != XFS_SUPER_MAGIC) {
-        util_fail(EOPNOTSUPP, why, len,
+        util_fail(EOPNOTSUPP, err,
                   "its file system (type 0x%lx) is neither btrfs, ext4 nor "
                   "XFS",
                   (unsigned long)sf.f_type);
         return QUOTA_K_NONE;
     }
     if (quota_sys.quotactl(pfd, QUOTA_QCMD(Q_GETINFO, PRJQUOTA), 0, &di) < 0) {
-        util_fail(errno, why, len,
+        util_fail(errno, err,
                   "%s without project quotas on (%s; mount it with prjquota "
                   "or pquota)",
                   (unsigned long)sf.f_type == XFS_SUPER_MAGIC ? "XFS" : "ext4", strerror(errno));
@@ -310,16 +307,16 @@ static int kind_of(int pfd, char *why, size_t len)
 }
 
 /* The directory just made at <pfd>/name, checked to be the daemon's new one. */
-static int open_new(int pfd, const char *name, bool subvol, char *why, size_t len)
+static int open_new(int pfd, const char *name, bool subvol, hu_error_t *err)
 {
     struct stat st;
     int fd = openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0)
-        return util_fail(errno, why, len, "open: %s", strerror(errno));
+        return util_fail(errno, err, "open: %s", strerror(errno));
     if (fstat(fd, &st) < 0 || st.st_uid != geteuid()
         || (subvol && st.st_ino != BTRFS_FIRST_FREE_OBJECTID)) {
         close(fd);
-        return util_fail(EEXIST, why, len, "not the directory made for it");
+        return util_fail(EEXIST, err, "not the directory made for it");
     }
     return fd;
 }
@@ -335,91 +332,90 @@ static int wanted(const char *enforce)
 /* The mount's kind looked at if not yet (r: why it is none); -1: enforce asks for
  * another one (why names the mount). */
 static int check(quota_mount_t *q, const char *enforce, int want, int pfd, const char *mount,
-                 char *r, size_t rlen, char *why, size_t len)
+                 hu_error_t *r, hu_error_t *err)
 {
     if (!q->kind)
-        q->kind = (signed char)kind_of(pfd, r, rlen);
+        q->kind = (signed char)kind_of(pfd, r);
     if (want && want != QUOTA_K_NONE && q->kind != want) {
         if (q->kind != QUOTA_K_NONE)
-            snprintf(r, rlen, "its file system is %s",
-                     q->kind == QUOTA_K_BTRFS ? "btrfs" : "one with project quotas");
-        else if (!r[0])
-            kind_of(pfd, r, rlen);
+            hu_errprintf(r, "its file system is %s",
+                         q->kind == QUOTA_K_BTRFS ? "btrfs" : "one with project quotas");
+        else if (!r->text[0])
+            kind_of(pfd, r);
         q->kind = 0; /* looked at again next time (the site may mend it) */
-        return util_fail(EOPNOTSUPP, why, len,
+        return util_fail(EOPNOTSUPP, err,
                          "capacity.enforce: %s: buffer mount %s cannot "
                          "enforce it: %s",
-                         enforce, mount, r);
+                         enforce, mount, r->text);
     }
     return 0;
 }
 
-int quota_check(quota_mount_t *q, const char *enforce, int pfd, const char *mount, char *why,
-                size_t len)
+int quota_check(quota_mount_t *q, const char *enforce, int pfd, const char *mount, hu_error_t *err)
 {
-    char r[400] = "";
+    hu_error_t r = { "" };
     int want = wanted(enforce);
-    return want == QUOTA_K_NONE ? 0 : check(q, enforce, want, pfd, mount, r, sizeof(r), why, len);
+    return want == QUOTA_K_NONE ? 0 : check(q, enforce, want, pfd, mount, &r, err);
 }
 
 bool quota_spares(quota_mount_t *q, const char *enforce, int mfd)
 {
-    char r[400] = "";
+    hu_error_t r = { "" };
     int want = wanted(enforce);
     if (want == QUOTA_K_NONE)
         return true;
     if (!q->kind)
-        q->kind = (signed char)kind_of(mfd, r, sizeof(r));
+        q->kind = (signed char)kind_of(mfd, &r);
     return q->kind == QUOTA_K_NONE;
 }
 
 int quota_make(quota_mount_t *q, const char *enforce, int pfd, const char *name, const char *mount,
-               uint64_t bytes, char *why, size_t len)
+               uint64_t bytes, hu_error_t *err)
 {
-    char r[400] = "";
+    hu_error_t r = { "" };
     int want = wanted(enforce);
     if (want == QUOTA_K_NONE || bytes == 0) /* 0: no limit said (never "nothing") */
         return 0;
-    if (check(q, enforce, want, pfd, mount, r, sizeof(r), why, len) < 0)
+    if (check(q, enforce, want, pfd, mount, &r, err) < 0)
         return -1;
     if (q->kind == QUOTA_K_NONE) {
         if (!q->said)
             bl_info("buffer mount %s: capacities are measured, not enforced by the file "
                     "system: %s (said once)",
-                    mount, r);
+                    mount, r.text);
         q->said = true;
         return 0;
     }
     bool btrfs = q->kind == QUOTA_K_BTRFS;
-    if (btrfs ? btrfs_subvol(pfd, name, r, sizeof(r)) < 0 : mkdirat(pfd, name, 0700) < 0) {
+    if (btrfs ? btrfs_subvol(pfd, name, &r) < 0 : mkdirat(pfd, name, 0700) < 0) {
         int e = errno;
         if (!btrfs)
-            snprintf(r, sizeof(r), "mkdir: %s", strerror(e));
+            hu_errprintf(&r, "mkdir: %s", strerror(e));
         if (e != EEXIST && !want) {
             if (!q->said)
                 bl_warning("buffer mount %s: %s: capacities measured instead (said once)", mount,
-                           r);
+                           r.text);
             q->said = true;
             return 0;
         }
-        return util_fail(e, why, len, "buffer mount %s: %s", mount, r);
+        return util_fail(e, err, "buffer mount %s: %s", mount, r.text);
     }
-    int fd = open_new(pfd, name, btrfs, r, sizeof(r));
+    int fd = open_new(pfd, name, btrfs, &r);
     unsigned id = 0;
     int rc = fd < 0  ? -1
-             : btrfs ? btrfs_limit(q, pfd, fd, bytes, r, sizeof(r))
-                     : quota_project_set(&quota_sys, fd, bytes, &id, r, sizeof(r));
+             : btrfs ? btrfs_limit(q, pfd, fd, bytes, &r)
+                     : quota_project_set(&quota_sys, fd, bytes, &id, &r);
     int e = errno;
-    if (rc == 0 && btrfs && btrfs_group(fd, bytes, r, sizeof(r)) < 0) {
+    if (rc == 0 && btrfs && btrfs_group(fd, bytes, &r) < 0) {
         /* the subvolume's own limit holds; its user's subvolumes are measured */
         bl_warning("buffer mount %s: %s: %s: subvolumes made below it are measured, not "
                    "limited",
-                   mount, name, r);
+                   mount, name, r.text);
         errno = e;
     }
     if (fd >= 0 && (rc == 0 || !want) && fchmod(fd, 0700) < 0) {
         e = errno;
-        snprintf(r, sizeof(r), "chmod: %s", strerror(errno));
+        hu_errprintf(&r, "chmod: %s", strerror(errno));
         rc = -1;
         want = q->kind; /* not usable at all */
     }
@@ -432,12 +428,13 @@ int quota_make(quota_mount_t *q, const char *enforce, int pfd, const char *name,
     }
     if (!want) {
         if (!q->said)
-            bl_warning("buffer mount %s: %s: capacities measured instead (said once)", mount, r);
+            bl_warning("buffer mount %s: %s: capacities measured instead (said once)", mount,
+                       r.text);
         q->said = true;
         return fd >= 0 ? 1 : 0;
     }
     if (unlinkat(pfd, name, AT_REMOVEDIR) < 0) /* empty: a subvolume too */
         bl_warning("buffer mount %s: remove %s after a failed limit: %s", mount, name,
                    strerror(errno));
-    return util_fail(e, why, len, "capacity.enforce: %s: buffer mount %s: %s", enforce, mount, r);
+    return util_fail(e, err, "capacity.enforce: %s: buffer mount %s: %s", enforce, mount, r.text);
 }

@@ -30,6 +30,7 @@
 #include <stdint.h>
 #include <linux/fs.h>
 #include <sys/stat.h>
+#include "libhutil/hutil.h"
 
 /* QCMD() of <linux/quota.h> without its signed overflow (Q_GETQUOTA << 8) */
 #define QUOTA_QCMD(cmd, type) ((int)(((unsigned)(cmd) << 8) | ((unsigned)(type)&0xffu)))
@@ -58,14 +59,13 @@ extern const quota_sys_t quota_sys;
 /* Give the directory open at fd (the daemon's, new) a project id of its own and a
  * limit of bytes (rounded up to 1 KiB blocks), inherited below it.  0 with the id
  * in *id; -1 with errno and the reason in why. */
-int quota_project_set(const quota_sys_t *sys, int fd, uint64_t bytes, unsigned *id, char *why,
-                      size_t len);
+int quota_project_set(const quota_sys_t *sys, int fd, uint64_t bytes, unsigned *id,
+                      hu_error_t *err);
 
 /* Can the mount (its directory open at pfd) honour enforce?  0: yes, or enforce
  * does not require it ("auto", "none"); -1 with errno and in why the reason,
  * naming the mount.  What the mount is, is kept in q. */
-int quota_check(quota_mount_t *q, const char *enforce, int pfd, const char *mount, char *why,
-                size_t len);
+int quota_check(quota_mount_t *q, const char *enforce, int pfd, const char *mount, hu_error_t *err);
 
 /* Are spare directories (bufdir.h) of use on the mount open at mfd?  Not where
  * its buffer directories are made limited (a subvolume, a project id of their
@@ -80,7 +80,7 @@ bool quota_spares(quota_mount_t *q, const char *enforce, int mfd);
  * btrfs or project and it cannot be: nothing left at the name, errno and in why
  * the reason naming the mount. */
 int quota_make(quota_mount_t *q, const char *enforce, int pfd, const char *name, const char *mount,
-               uint64_t bytes, char *why, size_t len);
+               uint64_t bytes, hu_error_t *err);
 
 /* ------------------------------------------------------------------ nested subvolumes
  * A user may make btrfs subvolumes of their own below a buffer directory: each

@@ -41,7 +41,7 @@ static void check_message(const char *m)
 
 static void tasks(json_t *arr, np_table_t *tab)
 {
-    char msg[300];
+    hu_error_t msg;
     size_t i, n = 0;
     json_t *o;
     uint64_t *ids = calloc(json_array_size(arr) + 1, sizeof(*ids));
@@ -50,13 +50,13 @@ static void tasks(json_t *arr, np_table_t *tab)
         goto out;
     json_array_foreach (arr, i, o) {
         np_task_t t, u;
-        if (np_task_parse(o, &t, msg, sizeof(msg)) < 0)
+        if (np_task_parse(o, &t, &msg) < 0)
             continue;
         if (!hu_bb_path_ok(t.src) || !hu_bb_path_ok(t.dst) || t.tid == 0)
             FAIL("task %ju taken against the path rule", (uintmax_t)t.tid);
         json_t *back = np_task_json(&t);
-        if (!back || np_task_parse(back, &u, msg, sizeof(msg)) < 0)
-            FAIL("task %ju does not parse back: %s", (uintmax_t)t.tid, msg);
+        if (!back || np_task_parse(back, &u, &msg) < 0)
+            FAIL("task %ju does not parse back: %s", (uintmax_t)t.tid, msg.text);
         if (t.max_bytes < 0 || (t.stage_out && t.max_bytes))
             FAIL("task %ju taken with a byte limit %jd", (uintmax_t)t.tid, (intmax_t)t.max_bytes);
         if (u.tid != t.tid || u.uid != t.uid || u.gid != t.gid || u.run != t.run
@@ -89,12 +89,12 @@ out:
 
 static void dirs(json_t *arr)
 {
-    char msg[300];
+    hu_error_t msg;
     size_t i;
     json_t *o;
     json_array_foreach (arr, i, o) {
         np_dir_t d, e;
-        if (np_dir_parse(o, &d, msg, sizeof(msg)) < 0)
+        if (np_dir_parse(o, &d, &msg) < 0)
             continue;
         if (d.ino && !d.keep)
             FAIL("directory '%s' taken with an identity but without keep", d.name);
@@ -102,7 +102,7 @@ static void dirs(json_t *arr)
             || !strncmp(d.name, ".harmonia", 9))
             FAIL("directory '%s' taken against the name rule", d.name);
         json_t *back = np_dir_json(&d);
-        if (!back || np_dir_parse(back, &e, msg, sizeof(msg)) < 0 || strcmp(e.name, d.name)
+        if (!back || np_dir_parse(back, &e, &msg) < 0 || strcmp(e.name, d.name)
             || e.persistent != d.persistent || e.uid != d.uid || e.gid != d.gid || e.keep != d.keep
             || e.dev != d.dev || e.ino != d.ino)
             FAIL("directory '%s' changed through its JSON", d.name);
@@ -114,19 +114,19 @@ static void dirs(json_t *arr)
  * names a directory by the rule of directory names. */
 static void usages(json_t *arr)
 {
-    char msg[300];
+    hu_error_t msg;
     size_t i;
     json_t *o;
     json_array_foreach (arr, i, o) {
         np_usage_t u, v;
-        if (np_usage_parse(o, &u, msg, sizeof(msg)) < 0)
+        if (np_usage_parse(o, &u, &msg) < 0)
             continue;
         if (!np_dir_name_ok(u.name, u.persistent) || !strncmp(u.name, ".harmonia", 9))
             FAIL("usage of '%s' taken against the name rule", u.name);
         if (u.used > INT64_MAX || u.dev > INT64_MAX || u.ino > INT64_MAX)
             FAIL("usage of '%s' taken with a figure of 2^63 or more", u.name);
         json_t *back = np_usage_json(&u);
-        if (!back || np_usage_parse(back, &v, msg, sizeof(msg)) < 0 || strcmp(v.name, u.name)
+        if (!back || np_usage_parse(back, &v, &msg) < 0 || strcmp(v.name, u.name)
             || v.persistent != u.persistent || v.used != u.used || v.dev != u.dev || v.ino != u.ino)
             FAIL("usage of '%s' changed through its JSON", u.name);
         json_decref(back);
@@ -136,7 +136,7 @@ static void usages(json_t *arr)
 /* The agent's side of a report: results into the outbox, out in reports. */
 static void results(json_t *arr, size_t budget)
 {
-    char msg[300];
+    hu_error_t msg;
     size_t i, n = 0;
     json_t *o;
     np_table_t *tab = np_table_create();
@@ -147,13 +147,13 @@ static void results(json_t *arr, size_t budget)
         goto out;
     json_array_foreach (arr, i, o) {
         np_result_t r;
-        if (np_result_parse(o, &r, msg, sizeof(msg)) < 0)
+        if (np_result_parse(o, &r, &msg) < 0)
             continue;
         json_t *back = np_result_json(&r);
         np_result_t u;
         /* a message that is not UTF-8 cannot be in parsed JSON: it comes back */
-        if (!back || np_result_parse(back, &u, msg, sizeof(msg)) < 0 || u.id != r.id
-            || u.state != r.state || u.bytes_done != r.bytes_done || u.bytes_total != r.bytes_total
+        if (!back || np_result_parse(back, &u, &msg) < 0 || u.id != r.id || u.state != r.state
+            || u.bytes_done != r.bytes_done || u.bytes_total != r.bytes_total
             || (!u.message) != (!r.message) || (u.message && strcmp(u.message, r.message)))
             FAIL("result %ju changed through its JSON", (uintmax_t)r.id);
         json_decref(back);
@@ -204,7 +204,8 @@ out:
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    char clean[NP_MESSAGE_MAX + 1], msg[300];
+    char clean[NP_MESSAGE_MAX + 1];
+    hu_error_t msg;
     if (size < 1 || size > 1 << 20)
         return 0;
     size_t budget = 128 + (size_t)data[0] * 64;
@@ -231,12 +232,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     usages(json_object_get(o, "usage"));
     np_status_t st, st2;
     json_t *s = json_object_get(o, "status");
-    if (s && np_status_parse(s, &st, msg, sizeof(msg)) == 0) {
+    if (s && np_status_parse(s, &st, &msg) == 0) {
         json_t *back = np_status_json(&st);
-        if (!back || np_status_parse(back, &st2, msg, sizeof(msg)) < 0
-            || st2.free_bytes != st.free_bytes || st2.used_bytes != st.used_bytes
-            || st2.queue != st.queue || st2.errors != st.errors || st2.busy != st.busy)
-            FAIL("status changed through its JSON: %s", msg);
+        if (!back || np_status_parse(back, &st2, &msg) < 0 || st2.free_bytes != st.free_bytes
+            || st2.used_bytes != st.used_bytes || st2.queue != st.queue || st2.errors != st.errors
+            || st2.busy != st.busy)
+            FAIL("status changed through its JSON: %s", msg.text);
         if (!(np_status_foreign(&st) >= 0))
             FAIL("negative foreign bandwidth");
         json_decref(back);

@@ -34,7 +34,7 @@ static void teardown(void)
     int fd = open(base, O_RDONLY | O_DIRECTORY);
     if (fd >= 0) {
         bufdir_rm_t o = { .uid = geteuid(), .gid = getegid() };
-        bufdir_empty(fd, &o, NULL, 0);
+        bufdir_empty(fd, &o, NULL);
         close(fd);
     }
     rmdir(base);
@@ -78,13 +78,13 @@ typedef struct {
     int fd;
     bufdir_rm_t o;
     int rc;
-    char why[300];
+    hu_error_t why;
 } job_t;
 
 static void *run(void *arg)
 {
     job_t *j = arg;
-    j->rc = bufdir_empty(j->fd, &j->o, j->why, sizeof(j->why));
+    j->rc = bufdir_empty(j->fd, &j->o, &j->why);
     return NULL;
 }
 
@@ -111,7 +111,7 @@ START_TEST(test_deep_chain_small_stack)
      * stack, on which a recursive walk dies at a few hundred levels */
     int fd = make_chain("top", 2500);
     job_t j;
-    ck_assert_msg(empty_on(fd, 65536, &j) == 0, "%s", j.why);
+    ck_assert_msg(empty_on(fd, 65536, &j) == 0, "%s", j.why.text);
     ck_assert_int_eq(entries(fd), 0);
     ck_assert_uint_eq(j.o.removed, 2501);
     ck_assert_uint_eq(j.o.depth, 2501);
@@ -149,7 +149,7 @@ START_TEST(test_links_not_followed_wide_and_odd)
     }
     close(w);
     job_t j;
-    ck_assert_msg(empty_on(fd, 65536, &j) == 0, "%s", j.why);
+    ck_assert_msg(empty_on(fd, 65536, &j) == 0, "%s", j.why.text);
     ck_assert_int_eq(entries(fd), 0);
     struct stat st;
     ck_assert_int_eq(fstatat(root, "outside/precious", &st, 0), 0);
@@ -163,12 +163,12 @@ START_TEST(test_stop_requested)
     int fd = make_chain("s", 50);
     bool stop = true;
     bufdir_rm_t o = { .stop = &stop, .uid = geteuid(), .gid = getegid() };
-    char why[200];
-    ck_assert_int_eq(bufdir_empty(fd, &o, why, sizeof(why)), -1);
+    hu_error_t why;
+    ck_assert_int_eq(bufdir_empty(fd, &o, &why), -1);
     ck_assert_int_eq(errno, EINTR);
     ck_assert_int_eq(entries(fd), 1); /* nothing removed */
     stop = false;
-    ck_assert_int_eq(bufdir_empty(fd, &o, why, sizeof(why)), 0);
+    ck_assert_int_eq(bufdir_empty(fd, &o, &why), 0);
     ck_assert_int_eq(entries(fd), 0);
     close(fd);
 }

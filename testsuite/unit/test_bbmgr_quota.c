@@ -94,11 +94,11 @@ static int dir_fd(unsigned *first)
 START_TEST(test_project_id_and_limit)
 {
     unsigned first, id = 0;
-    char why[200] = "";
+    hu_error_t why = { "" };
     memset(&M, 0, sizeof(M));
     int fd = dir_fd(&first);
     M.busy_below = first + 3; /* the first three ids are in use */
-    ck_assert_int_eq(quota_project_set(&mock, fd, 64 * 1024 * 1024 + 1, &id, why, sizeof(why)), 0);
+    ck_assert_int_eq(quota_project_set(&mock, fd, 64 * 1024 * 1024 + 1, &id, &why), 0);
     ck_assert_uint_eq(id, first + 3);
     ck_assert(M.fx_set);
     ck_assert_uint_eq(M.fx.fsx_projid, first + 3);
@@ -117,12 +117,12 @@ END_TEST
 START_TEST(test_project_id_unknown_to_xfs)
 {
     unsigned first, id = 0;
-    char why[200] = "";
+    hu_error_t why = { "" };
     memset(&M, 0, sizeof(M));
     int fd = dir_fd(&first);
     M.busy_below = first + 1;
     M.unknown_from = first + 1;
-    ck_assert_int_eq(quota_project_set(&mock, fd, 1 << 20, &id, why, sizeof(why)), 0);
+    ck_assert_int_eq(quota_project_set(&mock, fd, 1 << 20, &id, &why), 0);
     ck_assert_uint_eq(id, first + 1);
     ck_assert_uint_eq(M.fx.fsx_projid, first + 1);
     ck_assert_uint_eq(M.setq_id, first + 1);
@@ -134,34 +134,34 @@ END_TEST
 START_TEST(test_project_failures_said)
 {
     unsigned first, id = 0;
-    char why[300] = "";
+    hu_error_t why = { "" };
     memset(&M, 0, sizeof(M));
     int fd = dir_fd(&first);
     /* no project quota on the mount: the probe fails, nothing is set */
     M.get_errno = ESRCH;
-    ck_assert_int_eq(quota_project_set(&mock, fd, 1 << 20, &id, why, sizeof(why)), -1);
+    ck_assert_int_eq(quota_project_set(&mock, fd, 1 << 20, &id, &why), -1);
     ck_assert_int_eq(errno, ESRCH);
-    ck_assert_ptr_nonnull(strstr(why, "mounted with project quotas"));
+    ck_assert_ptr_nonnull(strstr(why.text, "mounted with project quotas"));
     ck_assert(!M.fx_set);
     /* every id tried is in use */
     memset(&M, 0, sizeof(M));
     M.busy_below = UINT32_MAX;
-    ck_assert_int_eq(quota_project_set(&mock, fd, 1 << 20, &id, why, sizeof(why)), -1);
+    ck_assert_int_eq(quota_project_set(&mock, fd, 1 << 20, &id, &why), -1);
     ck_assert_int_eq(errno, EBUSY);
-    ck_assert_ptr_nonnull(strstr(why, "no free project id"));
+    ck_assert_ptr_nonnull(strstr(why.text, "no free project id"));
     ck_assert_uint_eq(M.getq_calls, 64);
     /* the id cannot be set */
     memset(&M, 0, sizeof(M));
     M.set_errno = EPERM;
-    ck_assert_int_eq(quota_project_set(&mock, fd, 1 << 20, &id, why, sizeof(why)), -1);
-    ck_assert_ptr_nonnull(strstr(why, "set project id"));
+    ck_assert_int_eq(quota_project_set(&mock, fd, 1 << 20, &id, &why), -1);
+    ck_assert_ptr_nonnull(strstr(why.text, "set project id"));
     /* the limit cannot be set */
     memset(&M, 0, sizeof(M));
     M.setq_errno = EINVAL;
-    ck_assert_int_eq(quota_project_set(&mock, fd, 1 << 20, &id, why, sizeof(why)), -1);
+    ck_assert_int_eq(quota_project_set(&mock, fd, 1 << 20, &id, &why), -1);
     ck_assert_int_eq(errno, EINVAL);
-    ck_assert_ptr_nonnull(strstr(why, "limit of project"));
-    ck_assert_ptr_nonnull(strstr(why, "1048576 bytes"));
+    ck_assert_ptr_nonnull(strstr(why.text, "limit of project"));
+    ck_assert_ptr_nonnull(strstr(why.text, "1048576 bytes"));
     close(fd);
 }
 END_TEST
@@ -170,19 +170,20 @@ END_TEST
  * makes the directory as before), "project" and "btrfs" refuse naming the mount. */
 START_TEST(test_make_elsewhere)
 {
-    char path[] = "/tmp/quota-unit-XXXXXX", why[600] = "";
+    char path[] = "/tmp/quota-unit-XXXXXX";
+    hu_error_t why = { "" };
     quota_mount_t q = { 0 };
     ck_assert_ptr_nonnull(mkdtemp(path));
     int pfd = open(path, O_RDONLY | O_DIRECTORY);
-    ck_assert_int_eq(quota_make(&q, "none", pfd, "b", path, 1 << 20, why, sizeof(why)), 0);
-    ck_assert_int_eq(quota_make(&q, "auto", pfd, "b", path, 1 << 20, why, sizeof(why)), 0);
+    ck_assert_int_eq(quota_make(&q, "none", pfd, "b", path, 1 << 20, &why), 0);
+    ck_assert_int_eq(quota_make(&q, "auto", pfd, "b", path, 1 << 20, &why), 0);
     ck_assert(q.said);
-    ck_assert_int_eq(quota_make(&q, "auto", pfd, "b", path, 1 << 20, why, sizeof(why)), 0);
-    ck_assert_int_eq(quota_make(&q, "btrfs", pfd, "b", path, 1 << 20, why, sizeof(why)), -1);
-    ck_assert_ptr_nonnull(strstr(why, "capacity.enforce: btrfs"));
-    ck_assert_ptr_nonnull(strstr(why, path));
-    ck_assert_int_eq(quota_make(&q, "project", pfd, "b", path, 1 << 20, why, sizeof(why)), -1);
-    ck_assert_ptr_nonnull(strstr(why, "capacity.enforce: project"));
+    ck_assert_int_eq(quota_make(&q, "auto", pfd, "b", path, 1 << 20, &why), 0);
+    ck_assert_int_eq(quota_make(&q, "btrfs", pfd, "b", path, 1 << 20, &why), -1);
+    ck_assert_ptr_nonnull(strstr(why.text, "capacity.enforce: btrfs"));
+    ck_assert_ptr_nonnull(strstr(why.text, path));
+    ck_assert_int_eq(quota_make(&q, "project", pfd, "b", path, 1 << 20, &why), -1);
+    ck_assert_ptr_nonnull(strstr(why.text, "capacity.enforce: project"));
     ck_assert_int_eq(faccessat(pfd, "b", F_OK, 0), -1); /* nothing made */
     close(pfd);
     rmdir(path);

@@ -5,6 +5,7 @@
  * or crossed message change nothing.
  */
 #include <check.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,9 +36,9 @@ START_TEST(test_task_round_trip)
                     .src = "/bb/bb01/1234/out",
                     .dst = "/pfs/out" };
     np_task_t u;
-    char msg[300];
+    hu_error_t msg;
     json_t *o = np_task_json(&t);
-    ck_assert_int_eq(np_task_parse(o, &u, msg, sizeof(msg)), 0);
+    ck_assert_int_eq(np_task_parse(o, &u, &msg), 0);
     ck_assert_uint_eq(u.tid, 42);
     ck_assert_str_eq(u.job, "1234");
     ck_assert(u.weight == 2.5 && u.uid == 1001 && u.gid == 1002);
@@ -62,10 +63,10 @@ START_TEST(test_task_max_bytes)
                     .dst = "/bb/bb01/1234/in",
                     .max_bytes = 1 << 30 };
     np_task_t u;
-    char msg[300];
+    hu_error_t msg;
     json_t *o = np_task_json(&t);
     ck_assert_int_eq(json_integer_value(json_object_get(o, "max_bytes")), 1 << 30);
-    ck_assert_int_eq(np_task_parse(o, &u, msg, sizeof(msg)), 0);
+    ck_assert_int_eq(np_task_parse(o, &u, &msg), 0);
     ck_assert_int_eq(u.max_bytes, 1 << 30);
     json_decref(o);
     t.stage_out = true;
@@ -115,10 +116,10 @@ START_TEST(test_task_refused)
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
         np_task_t t;
-        char msg[300] = "";
+        hu_error_t msg = { "" };
         json_t *o = js(bad[i].json);
-        ck_assert_int_eq(np_task_parse(o, &t, msg, sizeof(msg)), -1);
-        ck_assert_msg(strstr(msg, bad[i].why), "case %zu: '%s' does not say '%s'", i, msg,
+        ck_assert_int_eq(np_task_parse(o, &t, &msg), -1);
+        ck_assert_msg(strstr(msg.text, bad[i].why), "case %zu: '%s' does not say '%s'", i, msg.text,
                       bad[i].why);
         json_decref(o);
     }
@@ -138,42 +139,45 @@ START_TEST(test_status_result_dir)
                 u;
     np_result_t r;
     np_dir_t d;
-    char msg[300];
+    hu_error_t msg;
     json_t *o = np_status_json(&s);
-    ck_assert_int_eq(np_status_parse(o, &u, msg, sizeof(msg)), 0);
+    ck_assert_int_eq(np_status_parse(o, &u, &msg), 0);
     ck_assert(u.free_bytes == 10 && u.used_bytes == 20 && u.busy && u.read_bw == 1e9
               && u.write_bw == 2e9 && u.queue == 3 && u.errors == 4);
     json_decref(o);
     o = js("{\"free_bytes\":1,\"used_bytes\":1,\"read_bw\":0}");
-    ck_assert_int_eq(np_status_parse(o, &u, msg, sizeof(msg)), -1);
-    ck_assert_ptr_nonnull(strstr(msg, "write_bw"));
+    errno = 0;
+    ck_assert_int_eq(np_status_parse(o, &u, &msg), -1);
+    ck_assert_int_eq(errno, EINVAL);
+    ck_assert_str_eq(msg.text, "status: 'write_bw' is required"); /* the text as it always was */
+    ck_assert_int_eq(np_status_parse(o, &u, NULL), -1);           /* the reason is optional */
     json_decref(o);
 
     o = js("{\"id\":7,\"state\":\"done_syncing\",\"bytes_done\":5,\"bytes_total\":5}");
-    ck_assert_int_eq(np_result_parse(o, &r, msg, sizeof(msg)), 0);
+    ck_assert_int_eq(np_result_parse(o, &r, &msg), 0);
     ck_assert(r.id == 7 && r.state == MV_DONE_SYNCING && r.bytes_done == 5);
     json_decref(o);
     o = js("{\"id\":7,\"state\":\"finished\",\"bytes_done\":5,\"bytes_total\":5}");
-    ck_assert_int_eq(np_result_parse(o, &r, msg, sizeof(msg)), -1);
-    ck_assert_ptr_nonnull(strstr(msg, "unknown state 'finished'"));
+    ck_assert_int_eq(np_result_parse(o, &r, &msg), -1);
+    ck_assert_str_eq(msg.text, "result 7: unknown state 'finished'");
     json_decref(o);
     for (int st = MV_RUNNING; st <= MV_NOT_DURABLE; st++)
         ck_assert_int_eq(np_state_parse(np_state_name((mover_state_t)st)), st);
 
     o = js("{\"name\":\"1234\",\"uid\":1001,\"gid\":1001}");
-    ck_assert_int_eq(np_dir_parse(o, &d, msg, sizeof(msg)), 0);
+    ck_assert_int_eq(np_dir_parse(o, &d, &msg), 0);
     ck_assert(!d.persistent && d.uid == 1001 && d.inc == 0);
     json_decref(o);
     /* the incarnation goes through a round trip exactly; a negative one is refused */
     np_dir_t in = { .name = "1234", .uid = 1001, .gid = 1001, .inc = 1764097212.123456 };
     o = np_dir_json(&in);
-    ck_assert_int_eq(np_dir_parse(o, &d, msg, sizeof(msg)), 0);
+    ck_assert_int_eq(np_dir_parse(o, &d, &msg), 0);
     ck_assert(d.inc == in.inc && !d.keep);
     json_decref(o);
     /* a held buffer's directory: keep goes through, and must be a boolean */
     np_dir_t kept = { .name = "1234", .keep = true };
     o = np_dir_json(&kept);
-    ck_assert_int_eq(np_dir_parse(o, &d, msg, sizeof(msg)), 0);
+    ck_assert_int_eq(np_dir_parse(o, &d, &msg), 0);
     ck_assert(d.keep && !d.persistent);
     json_decref(o);
     /* with its identity (device and inode): both go through, together */
@@ -181,7 +185,7 @@ START_TEST(test_status_result_dir)
         .name = "ckpt", .persistent = true, .keep = true, .dev = 2049, .ino = 10516002
     };
     o = np_dir_json(&ident);
-    ck_assert_int_eq(np_dir_parse(o, &d, msg, sizeof(msg)), 0);
+    ck_assert_int_eq(np_dir_parse(o, &d, &msg), 0);
     ck_assert(d.keep && d.persistent && d.dev == 2049 && d.ino == 10516002);
     json_decref(o);
     /* refused: a keep that is not a boolean, a negative incarnation, reserved names
@@ -202,9 +206,9 @@ START_TEST(test_status_result_dir)
     };
     for (size_t i = 0; i < sizeof(refused) / sizeof(*refused); i++) {
         o = js(refused[i].json);
-        ck_assert_int_eq(np_dir_parse(o, &d, msg, sizeof(msg)), -1);
+        ck_assert_int_eq(np_dir_parse(o, &d, &msg), -1);
         if (refused[i].why)
-            ck_assert_ptr_nonnull(strstr(msg, refused[i].why));
+            ck_assert_ptr_nonnull(strstr(msg.text, refused[i].why));
         json_decref(o);
     }
     /* a persistent buffer may be named "persistent" (it lives under persistent/) */
@@ -256,16 +260,16 @@ static void all_sent_and_acked(np_table_t *t)
 START_TEST(test_usage)
 {
     np_usage_t u = { .name = "4711", .used = (uint64_t)3 << 30, .dev = 2049, .ino = 77 }, v;
-    char msg[300];
+    hu_error_t msg;
     json_t *o = np_usage_json(&u);
     ck_assert_ptr_nonnull(json_object_get(o, "job"));
-    ck_assert_int_eq(np_usage_parse(o, &v, msg, sizeof(msg)), 0);
+    ck_assert_int_eq(np_usage_parse(o, &v, &msg), 0);
     ck_assert(!v.persistent && !strcmp(v.name, "4711") && v.used == u.used && v.dev == 2049
               && v.ino == 77);
     json_decref(o);
     np_usage_t p = { .name = "persistent", .persistent = true, .used = 0, .dev = 1, .ino = 2 };
     o = np_usage_json(&p);
-    ck_assert_int_eq(np_usage_parse(o, &v, msg, sizeof(msg)), 0);
+    ck_assert_int_eq(np_usage_parse(o, &v, &msg), 0);
     ck_assert(v.persistent && !strcmp(v.name, "persistent") && v.used == 0);
     json_decref(o);
     static const struct {
@@ -284,9 +288,9 @@ START_TEST(test_usage)
     };
     for (size_t i = 0; i < sizeof(refused) / sizeof(*refused); i++) {
         o = js(refused[i].json);
-        ck_assert_int_eq(np_usage_parse(o, &v, msg, sizeof(msg)), -1);
-        if (refused[i].why && !strstr(msg, refused[i].why))
-            ck_abort_msg("%s: %s", refused[i].json, msg);
+        ck_assert_int_eq(np_usage_parse(o, &v, &msg), -1);
+        if (refused[i].why && !strstr(msg.text, refused[i].why))
+            ck_abort_msg("%s: %s", refused[i].json, msg.text);
         json_decref(o);
     }
 }

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 
 #include "directive.h"
+#include "hu_error.h"
 
 /* ------------------------------------------------------------------ helpers */
 
@@ -31,15 +32,15 @@ static int fail(hu_error_t *err, const ctx_t *c, const char *fmt, ...)
 
 static int fail(hu_error_t *err, const ctx_t *c, const char *fmt, ...)
 {
-    char m[sizeof(err->text)];
+    hu_error_t m;
     va_list ap;
 
     va_start(ap, fmt);
-    vsnprintf(m, sizeof(m), fmt, ap);
+    hu_verrprintf(&m, fmt, ap);
     va_end(ap);
     errno = EINVAL;
     return hu_errprintf(err, "#BB_HARMONIA %s: %s%s%s", c->where, c->verb ? c->verb : "",
-                        c->verb ? ": " : "", m);
+                        c->verb ? ": " : "", m.text);
 }
 
 #define FAIL(err, c, ...) return fail((err), (c), __VA_ARGS__)

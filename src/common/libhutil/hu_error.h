@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * hu_error.h — the one formatting function under every error setter of the
- * project: hu_errprintf(), libhsched's hs_errprintf(), bbmgrd's core_cerr_set()
- * and hreq_reply_error(), bbmgr's util_fail(), bbsim's engine.  It formats into a
+ * project: libhutil's hu_errprintf() and the refusals of its hostlist and directive
+ * parsers, libhsched's hs_errprintf(), bbmgrd's core_cerr_set() and
+ * hreq_reply_error(), bbmgr's util_fail() (under every function of bbmgr that can
+ * refuse: the agent protocol's parsers, quota, bufdir_empty(), auth) and the
+ * configuration's refusals, bbsim's engine and workload parser.  It formats into a
  * hu_error_t (hutil.h) and is inline, so that libhsched, which links nothing but
  * the C library, uses it too.
  */

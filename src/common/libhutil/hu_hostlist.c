@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hu_error.h"
 #include "hu_hostlist.h"
 
 typedef struct {
@@ -32,12 +33,10 @@ static int hl_fail(hl_t *h, hu_hostlist_why_t why, int eno, const char *fmt, ...
 {
     if (h->fail)
         h->fail->why = why;
-    if (h->err) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(h->err->text, sizeof(h->err->text), fmt, ap);
-        va_end(ap);
-    }
+    va_list ap;
+    va_start(ap, fmt);
+    hu_verrprintf(h->err, fmt, ap);
+    va_end(ap);
     errno = eno;
     return -1;
 }

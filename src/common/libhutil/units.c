@@ -13,18 +13,15 @@
 #include <string.h>
 #include <strings.h>
 
+#include "hu_error.h"
 #include "hutil.h"
 
 int hu_errprintf(hu_error_t *err, const char *fmt, ...)
 {
-    if (err) {
-        int saved = errno;
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err->text, sizeof(err->text), fmt, ap);
-        va_end(ap);
-        errno = saved;
-    }
+    va_list ap;
+    va_start(ap, fmt);
+    hu_verrprintf(err, fmt, ap);
+    va_end(ap);
     return -1;
 }
 
