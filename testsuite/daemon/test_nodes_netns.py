@@ -96,7 +96,7 @@ class Cluster:
 
 
 @pytest.fixture(scope="module")
-def cl():
+def cl(users):
     base = tempfile.mkdtemp(prefix="harmonia-netns-")
     os.chmod(base, 0o755)
     c = Cluster(base)

@@ -8,9 +8,7 @@ they were given.
 Runs as root (the daemon acts as the users with setfsuid); skipped otherwise.
 """
 import os
-import pwd
 import signal
-import shutil
 import stat
 import subprocess
 import time
@@ -25,30 +23,6 @@ from test_mover import (GID1, GID2, MiB, build_shim, compare_trees, mkdirs, move
 from test_mover_sync import wait_db_durable
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the security tests need root")
-
-
-@pytest.fixture(scope="module")
-def users():
-    """Accounts for uids 1001 and 1002 (made for this module when missing)."""
-    made = []
-    for uid, gid, name in ((USER1, GID1, "hmsec1"), (USER2, GID2, "hmsec2")):
-        try:
-            pwd.getpwuid(uid)
-            continue
-        except KeyError:
-            pass
-        if not shutil.which("useradd") or not shutil.which("groupadd"):
-            pytest.skip("no account for uid %d and no useradd to make one" % uid)
-        if subprocess.run(["getent", "group", str(gid)], capture_output=True).returncode:
-            subprocess.run(["groupadd", "-g", str(gid), name], check=True)
-            made.append(("group", name))
-        subprocess.run(["useradd", "-M", "-N", "-u", str(uid), "-g", str(gid),
-                        "-s", "/usr/sbin/nologin", name], check=True)
-        made.append(("user", name))
-    yield
-    for kind, name in reversed(made):
-        subprocess.run(["userdel" if kind == "user" else "groupdel", name],
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 def as_user(uid, gid, fn, *args):

@@ -8,6 +8,7 @@ and state directory; everything started is stopped by PID in teardown.
 import http.client
 import json
 import os
+import pwd
 import shutil
 import signal
 import socket
@@ -26,6 +27,33 @@ BBMGR = os.path.join(BUILDDIR, "bbmgr", "bbmgr")
 SLURM_UID = 4242        # the configured SlurmUser (a uid: no account needed)
 USER1 = 1001
 USER2 = 1002
+
+
+@pytest.fixture(scope="module")
+def users():
+    """Accounts for uids 1001 and 1002 (made for this module when missing, removed after
+    it): a test that runs a real program as USER1 or USER2 needs a passwd entry for
+    it, e.g. slurmctld makes a job's credential from it.  Their groups are gids 1001
+    and 1002, the groups of the test files of USER1 and USER2."""
+    made = []
+    for uid, gid, name in ((USER1, USER1, "hmsec1"), (USER2, USER2, "hmsec2")):
+        try:
+            pwd.getpwuid(uid)
+            continue
+        except KeyError:
+            pass
+        if not shutil.which("useradd") or not shutil.which("groupadd"):
+            pytest.skip("no account for uid %d and no useradd to make one" % uid)
+        if subprocess.run(["getent", "group", str(gid)], capture_output=True).returncode:
+            subprocess.run(["groupadd", "-g", str(gid), name], check=True)
+            made.append(("group", name))
+        subprocess.run(["useradd", "-M", "-N", "-u", str(uid), "-g", str(gid),
+                        "-s", "/usr/sbin/nologin", name], check=True)
+        made.append(("user", name))
+    yield
+    for kind, name in reversed(made):
+        subprocess.run(["userdel" if kind == "user" else "groupdel", name],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 def free_port():
