@@ -31,7 +31,7 @@ from test_mover import (GID1, GID2, MiB, build_shim, mkdirs, mover_daemon,
 from test_nodes import NODES, agent_cluster, agents  # noqa: F401 (a fixture)
 from test_nodes import new_job as agent_job
 from test_nodes_agent import BBNODED, agent, result_of, task  # noqa: F401 (a fixture)
-from test_security import as_user, held, users  # noqa: F401 (a fixture)
+from test_security import as_user, held
 from test_capacity import bbmgr_cli
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the attack tests need root")

@@ -19,7 +19,7 @@ from harmonia_test.wait import scaled, wait_for
 from conftest import SLURM_UID, USER1, USER2, register
 from test_mover import GID1, GID2, MiB, mkdirs, stage, write, xfer
 from test_nodes import agent_cluster, agents, node, new_job  # noqa: F401 (fixture)
-from test_security import as_user, spawn, users  # noqa: F401 (fixture)
+from test_security import as_user, spawn
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the agent tests need root")
 
