@@ -377,6 +377,38 @@ static const uint64_t guard_seeds[] = {
     110000082,
     110000893,
     120001529,
+    /* fairshare from a switch midway (a job off its hints) ended worse than
+     * fairshare from the start: the jobs the policy before it held back stayed
+     * behind (30001462: Dilation 1.18x), and the look ahead asked
+     * for a pending phase's remaining bytes only (100000707: a 2 MB phase held
+     * 43 s, SysEff 0.13x); the jobs ahead of fairshare now give back to those
+     * behind, and the look ahead asks for the whole phase */
+    30001462,
+    30001493,
+    30001693,
+    30001954,
+    40000764,
+    50000440,
+    50000630,
+    70001535,
+    80000938,
+    90001832,
+    100000707,
+    110001731,
+    120000009,
+    120000202,
+    /* the same, on seeds never looked at before (200000001-, 210000001-,
+     * 220000001-, 230000001-, 5,000 each: 17 broke the bound, 7 do now) */
+    200002754,
+    200003401,
+    200004198,
+    210000291,
+    210004684,
+    210004750,
+    220004649,
+    230001950,
+    230003565,
+    230003568,
 };
 
 START_TEST(test_auto_guard)
