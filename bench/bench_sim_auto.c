@@ -6,9 +6,13 @@
  *
  * For each K: a platform of 16 K compute nodes (b = 1 GB/s, B = 1.6 K GB/s), K
  * jobs of 16 nodes with IO-Sets-like hints (w = 10, 100 or 1000 s, I/O 20 % of the
- * compute at the full rate), released over the first 100 s, half of them with a
- * phase open.  Then 20 epochs: one job leaves, a new one arrives and asks for a
- * phase (a mix change, so every decision is an epoch), one decision.  The same
+ * compute at the full rate): half of them released over the first 1000 s, each
+ * asking for its first phase at once, the other half half-way through their first
+ * compute at T = 2000 s (so that every job keeps to its hints, and auto's guard,
+ * which runs fairshare while a compute has gone on longer than 1.5x its hint, lets
+ * the look ahead decide).  Then 20 epochs from T: one job leaves, a new one arrives
+ * and asks for a phase (a mix change, so every decision is an epoch), one
+ * decision.  The same
  * steps are timed under fcfs.  Prints the median and longest time per epoch and the
  * targets (5 ms at 100 jobs, 50 ms at 1000); nothing is asserted.
  *
@@ -32,6 +36,7 @@ static double now_s(void)
 }
 
 static int instances; /* phases of each job (0: unknown) */
+#define T0 2000.0     /* the first timed epoch */
 
 static hs_job_t job(uint64_t id, double t)
 {
@@ -67,24 +72,35 @@ static int bench(const char *policy, int K, double *mean, double *max, hs_auto_s
         fprintf(stderr, "bench_sim_auto: %s\n", err.text);
         return -1;
     }
-    for (int k = 0; k < K; k++) {
-        hs_job_t j = job((uint64_t)k + 1, 100.0 * k / K);
-        t = j.release;
-        if (hs_job_arrive(s, t, &j, &err) < 0
-            || (k % 2 == 0
-                && hs_phase_request(s, t, j.id, j.volume, HS_DIR_WRITE, j.w, &err) < 0)) {
-            fprintf(stderr, "bench_sim_auto: %s\n", err.text);
-            return -1;
+    /* the jobs in the order of their release: those asking at once first */
+    for (int pass = 0; pass < 2; pass++) {
+        for (int d = 0; d < 3; d++) {
+            for (int k = 0; k < K; k++) {
+                double w = pow(10, 1 + (double)((k + 1) % 3));
+                hs_job_t j;
+                if (k % 2 != pass || (pass == 1 && (int)((k + 1) % 3) != 2 - d))
+                    continue;
+                if (pass == 0 && d > 0)
+                    continue;
+                j = job((uint64_t)k + 1, pass == 0 ? 1000.0 * k / K : T0 - 0.5 * w);
+                t = j.release;
+                if (hs_job_arrive(s, t, &j, &err) < 0
+                    || (pass == 0
+                        && hs_phase_request(s, t, j.id, j.volume, HS_DIR_WRITE, j.w, &err) < 0)) {
+                    fprintf(stderr, "bench_sim_auto: %s\n", err.text);
+                    return -1;
+                }
+            }
         }
     }
-    t = 100;
+    t = T0;
     if (hs_sched_decide(s, t, g, (size_t)K + 1) < 0)
         return -1;
     *max = 0;
     for (int e = 0; e < steps; e++) {
-        hs_job_t j = job((uint64_t)(K + e + 1), t + 1);
+        hs_job_t j = job((uint64_t)(K + e + 1), t + 0.1);
         double t0, dt;
-        t += 1;
+        t += 0.1;
         if (hs_job_leave(s, t, (uint64_t)e + 1) < 0 || hs_job_arrive(s, t, &j, &err) < 0
             || hs_phase_request(s, t, j.id, j.volume, HS_DIR_WRITE, j.w, &err) < 0)
             return -1;
