@@ -703,6 +703,17 @@ static int acquire(harmonia_t *h, acq_t *a)
     if (was_degraded && now - h->last_attempt < h->retry_interval)
         return ACQ_UNGATED;
     h->last_attempt = now;
+    if (a->rejoin && a->ph.pid == 0 && h->left_pid && !h->no_members && h->member[0]) {
+        /* the phase the node left, first: one join (and the phase's view below)
+         * rather than a request refused with 409, the job's view, then the join */
+        a->ph.pid = h->left_pid;
+        a->ph.owner = false;
+        if (coord_join(h, a) > 0)
+            a->ph.counted = true;
+        else
+            a->ph.pid = 0; /* closed, refused or superseded: as any phase */
+        a->ph.outside = false;
+    }
     for (;;) {
         int st;
         double left = h->max_wait > 0 ? a->ph.t0 + h->max_wait - hu_mono() : POLL_CHUNK;
