@@ -880,12 +880,19 @@ int core_phase_finish(core_t *c, phase_t *p, double bytes, cerr_t *e)
     return 0;
 }
 
-int core_phase_join(core_t *c, phase_t *p, const char *member, cerr_t *e)
+int core_phase_join(core_t *c, phase_t *p, const char *member, bool rejoin, cerr_t *e)
 {
     (void)c;
     for (int i = 0; i < p->nmembers; i++) {
         if (strcmp(p->members[i].name, member))
             continue;
+        if (p->members[i].left && rejoin) {
+            /* it left too soon (its bytes so far are counted): a member again,
+             * its next leave adds the bytes it moves from now on */
+            p->members[i].left = false;
+            p->nleft--;
+            return 0;
+        }
         if (p->members[i].left)
             return core_cerr_set(e, EBUSY, "member",
                                  "member %s left phase %ju already: it joins "

@@ -30,11 +30,12 @@ int core_phase_finish(core_t *c, phase_t *p, double bytes, cerr_t *e);
 int core_phase_progress(core_t *c, phase_t *p, double bytes, cerr_t *e);
 /* Members of a phase (doc/api.md, Phases of a job on several nodes).  Join: 0 (a
  * member already: nothing changes); -1 EBUSY when it left already or the phase
- * has PHASE_MEMBERS_MAX members.  Leave with its bytes (< 0: unknown): *ended
+ * has PHASE_MEMBERS_MAX members; with rejoin, a member that left is one again
+ * (what it reported stays counted: each leave adds its bytes).  Leave with its bytes (< 0: unknown): *ended
  * when it was the last and the phase finished with the members' bytes (p is
  * freed); a member that left already changes nothing (a retry), a name that never
  * joined adds its bytes; a phase with no member ends as core_phase_finish(). */
-int core_phase_join(core_t *c, phase_t *p, const char *member, cerr_t *e);
+int core_phase_join(core_t *c, phase_t *p, const char *member, bool rejoin, cerr_t *e);
 int core_phase_leave(core_t *c, phase_t *p, const char *member, double bytes, bool *ended,
                      cerr_t *e);
 

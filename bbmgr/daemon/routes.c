@@ -188,7 +188,7 @@ static void h_phase_request(core_t *c, hreq_t *rq, reply_t *r)
     phase_t *p = core_phase_request(c, j, volume, dir, w_done, &e);
     if (!p)
         return rq_reply_cerr(r, &e);
-    if (member && core_phase_join(c, p, member, &e) < 0) {
+    if (member && core_phase_join(c, p, member, false, &e) < 0) {
         cerr_t e2;
         core_phase_finish(c, p, 0, &e2);
         return rq_reply_cerr(r, &e);
@@ -333,7 +333,9 @@ static void phase_closed(reply_t *r, uint64_t pid)
 
 static void h_phase_join(core_t *c, hreq_t *rq, reply_t *r)
 {
-    static const field_t spec[] = { { "member", F_STR, true }, { NULL, 0, false } };
+    static const field_t spec[] = { { "member", F_STR, true },
+                                    { "rejoin", F_BOOL, false },
+                                    { NULL, 0, false } };
     uint64_t pid;
     cerr_t e;
     if (!rq_check_body(rq, r, spec, true))
@@ -344,7 +346,7 @@ static void h_phase_join(core_t *c, hreq_t *rq, reply_t *r)
     phase_t *p = phase_for(c, rq, r, &pid);
     if (!p)
         return phase_closed(r, pid);
-    if (core_phase_join(c, p, member, &e) < 0)
+    if (core_phase_join(c, p, member, json_is_true(json_object_get(rq->body, "rejoin")), &e) < 0)
         return rq_reply_cerr(r, &e);
     hreq_reply_json(r, 200, core_phase_json(c, p));
 }

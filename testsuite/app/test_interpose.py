@@ -572,6 +572,83 @@ def test_dd_on_two_nodes_share_one_phase(make_daemon, bb, tmp_path):
         assert os.path.getsize(bb / ("nb.%d" % i)) == 16 << 20
 
 
+COLLECTIVE_PROG = r"""
+import json, os, sys, time
+bb, sync, me, other, slow = sys.argv[1:6]
+slow = slow == "1"
+block = b"c" * (128 << 10)
+
+
+def barrier(tag):
+    # a rank entering a collective call: it waits there for the other node
+    open(os.path.join(sync, "%s.%s" % (me, tag)), "w").close()
+    while not os.path.exists(os.path.join(sync, "%s.%s" % (other, tag))):
+        time.sleep(0.005)
+
+
+def chunk(fd):
+    # 12 blocks of 128 KiB; the slow node's take 0.05 s each (under the gap)
+    for k in range(12):
+        if os.write(fd, block) != len(block):
+            sys.exit(9)
+        if slow:
+            time.sleep(0.05)
+
+
+took = []
+for i in range(3):
+    time.sleep(1.5)                      # compute
+    barrier("go%d" % i)
+    fd = os.open(os.path.join(bb, "%s.%d" % (me, i)), os.O_WRONLY | os.O_CREAT, 0o600)
+    chunk(fd)
+    barrier("mid%d" % i)                 # the fast node waits longer than the gap
+    t = time.monotonic()
+    chunk(fd)
+    took.append(time.monotonic() - t)
+    os.close(fd)
+print(json.dumps(took))
+"""
+
+
+def test_collective_on_two_nodes_one_phase_per_iteration(make_daemon, bb, tmp_path):
+    """An unmodified program on two nodes that writes as ranks in a collective call
+    do: each iteration, both nodes write a chunk, meet at a barrier, and write a
+    second chunk; node b writes slowly, so node a waits at the barrier longer than
+    the detector's gap (its phase ends there) while the job's phase is still open.
+    bbmgrd sees one phase per iteration with the bytes of both nodes (none with no
+    bytes), and node a's second chunk does not wait for a phase to close."""
+    d = make_daemon(**one_node())
+    register(d, "coll", uid=os.getuid(), nodes=2)
+    sync = tmp_path / "sync"
+    sync.mkdir()
+    logs, procs = {}, {}
+    for node, other, slow in (("na", "nb", "0"), ("nb", "na", "1")):
+        cdir = tmp_path / ("coord-" + node)
+        cdir.mkdir()
+        logs[node] = tmp_path / ("interpose-%s.log" % node)
+        env = preload_env(d, "coll", bb, HARMONIA_NTASKS=2, HARMONIA_NODE=node,
+                          HARMONIA_COORD_DIR=cdir, HARMONIA_INTERPOSE_GAP="0.2",
+                          HARMONIA_INTERPOSE_LOG=logs[node])
+        procs[node] = subprocess.Popen([PYTHON, "-c", COLLECTIVE_PROG, str(bb), str(sync), node,
+                                        other, slow], env=env, stdout=subprocess.PIPE,
+                                       stderr=subprocess.PIPE, text=True)
+    took = {}
+    for node, p in procs.items():
+        out, err = p.communicate(timeout=120)
+        assert p.returncode == 0 and err == "", err
+        took[node] = json.loads(out)
+    ph = wait_for(lambda: (lambda x: x if all(y["state"] == "finished" for y in x) else None)(
+        phases_of(d, "coll")), "the phases to finish")
+    # 2 chunks of 1.5 MiB per node and iteration
+    assert [x["bytes"] for x in ph] == [6 << 20] * 3, ph
+    # node b's second chunk takes 0.6 s: had node a waited for the phase to close
+    # (and for a new grant), its second chunk would take longer than that
+    assert all(t < 0.4 for t in took["na"]), took
+    for i in range(3):
+        assert os.path.getsize(bb / ("na.%d" % i)) == 3 << 20
+        assert os.path.getsize(bb / ("nb.%d" % i)) == 3 << 20
+
+
 SIGNAL_PROG = r"""
 /* The main loop writes 4 KiB blocks into the buffer (over one block) while a 100 us interval timer's
  * handler writes one byte to another buffer file: handlers land inside the

@@ -157,6 +157,35 @@ def test_phase_members_of_several_nodes(daemon):
     assert f["state"] == "finished" and f["bytes"] == 1
 
 
+def test_phase_member_rejoins_the_phase_it_left(daemon):
+    """A member that left a phase still open joins it again with rejoin (a node whose
+    detected phase ended too soon): it is in again, what it reported stays counted
+    and its next leave adds its new bytes; without rejoin it is refused as ever,
+    and a closed phase is refused either way."""
+    register(daemon, "9", nodes=2)
+    p = daemon.ok("POST", "/v1/jobs/9/phases", {"volume": "4GiB", "member": "n1"},
+                  uid=USER1, expect=(201,))
+    join, fin = "/v1/phases/%d/join" % p["id"], "/v1/phases/%d/finish" % p["id"]
+    daemon.ok("POST", join, {"member": "n2"}, uid=USER1)
+    daemon.ok("POST", fin, {"bytes": GiB, "member": "n1"}, uid=USER1)
+    st, e = daemon.request("POST", join, {"member": "n1", "rejoin": False}, uid=USER1)
+    assert st == 409 and "member n1 left phase" in e["error"]["message"], e
+    st, e = daemon.request("POST", join, {"member": "n1", "rejoin": "yes"}, uid=USER1)
+    assert st == 400 and e["error"]["field"] == "rejoin", e
+    r = daemon.ok("POST", join, {"member": "n1", "rejoin": True}, uid=USER1)
+    assert r["state"] == "granted" and r["members"] == {"in": 2, "left": 0, "bytes": GiB}, r
+    assert r["grant"]["bandwidth"] > 0, r
+    # a member in it already: rejoin changes nothing
+    r = daemon.ok("POST", join, {"member": "n2", "rejoin": True}, uid=USER1)
+    assert r["members"] == {"in": 2, "left": 0, "bytes": GiB}, r
+    f = daemon.ok("POST", fin, {"bytes": GiB, "member": "n1"}, uid=USER1)
+    assert f["state"] == "granted" and f["members"] == {"in": 1, "left": 1, "bytes": 2 * GiB}
+    f = daemon.ok("POST", fin, {"bytes": 2 * GiB, "member": "n2"}, uid=USER1)
+    assert f["state"] == "finished" and f["bytes"] == 4 * GiB, f
+    st, e = daemon.request("POST", join, {"member": "n1", "rejoin": True}, uid=USER1)
+    assert st == 409 and "closed" in e["error"]["message"], e
+
+
 def test_fcfs_wait_and_long_poll(make_daemon):
     # no buffer tier and B = b: one job saturates the I/O system, fcfs serialises
     d, pa = fcfs_one_job_holds_the_io(make_daemon)

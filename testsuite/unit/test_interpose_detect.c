@@ -332,6 +332,48 @@ START_TEST(test_poll)
 }
 END_TEST
 
+/* A phase ended too soon (a rank waiting for another node): the next call
+ * continues it when its idle time is under four gaps before anything is learned,
+ * then under half the median idle time between phases; rejoined, it starts at the
+ * last phase's start, its idle time is a pause inside it (the gap grows to cover
+ * it), and recorded it merges into that phase with its new bytes only. */
+START_TEST(test_rejoin)
+{
+    hm_pd_t pd;
+    hm_pd_phase_t ph;
+    hm_pd_init(&pd, NULL);
+    ck_assert(hm_pd_rejoin_idle(&pd) == 1.0); /* 4 x 0.25 */
+    ck_assert_int_eq(hm_pd_start(&pd, 10, 0, &ph), HM_PD_BEGIN);
+    ck_assert(!hm_pd_may_rejoin(&pd)); /* nothing closed yet */
+    hm_pd_done(&pd, 10.5, 100);
+    ck_assert_int_eq(hm_pd_poll(&pd, 10.8, 0, &ph), 1);
+    ck_assert_int_eq(hm_pd_start(&pd, 11.6, 0, &ph), HM_PD_BEGIN); /* idle 1.1 */
+    ck_assert(!hm_pd_may_rejoin(&pd));
+    hm_pd_init(&pd, NULL);
+    hm_pd_start(&pd, 10, 0, &ph);
+    hm_pd_done(&pd, 10.5, 100);
+    ck_assert_int_eq(hm_pd_poll(&pd, 10.8, 0, &ph), 1);
+    ck_assert_int_eq(hm_pd_start(&pd, 11.2, 0, &ph), HM_PD_BEGIN); /* idle 0.7 */
+    ck_assert(hm_pd_may_rejoin(&pd));
+    hm_pd_rejoin(&pd);
+    hm_pd_done(&pd, 11.5, 40);
+    ck_assert_int_eq(hm_pd_poll(&pd, 12, 0, &ph), 1);
+    ck_assert(ph.start == 10 && ph.end == 11.5 && ph.bytes == 40);
+    ck_assert(pd.h.nphases == 1 && pd.h.last.bytes == 140 && pd.h.nidle == 0);
+    ck_assert(pd.h.volume[0] == 140 && pd.h.pause >= 0.7 - 1e-9);
+    ck_assert(hm_pd_gap(&pd) == 1.0); /* 2 x 0.7, within gap_max */
+    /* phases 10 s apart, 8 s idle: half of it qualifies, no more */
+    for (int i = 1; i <= 3; i++) {
+        hm_pd_start(&pd, 10 + 10 * i, 0, &ph);
+        hm_pd_done(&pd, 11.5 + 10 * i, 140);
+        ck_assert_int_eq(hm_pd_poll(&pd, 13 + 10 * i, 0, &ph), 1);
+    }
+    ck_assert(fabs(hm_pd_rejoin_idle(&pd) - 4.25) < 1e-9);
+    hm_pd_start(&pd, 41.5 + 4.5, 0, &ph);
+    ck_assert(!hm_pd_may_rejoin(&pd));
+}
+END_TEST
+
 /* The recorded trace: sh -c 'for i in 1..8; do sleep 2; dd bs=1M count=64 of=F;
  * done' under strace (the writes to F).  Every dd is found as one phase, w_iter
  * within 10% of the measured interval. */
@@ -369,7 +411,7 @@ int main(void)
           .tests = { test_aperiodic, test_single_final_write, test_pauses_inside_a_phase,
                      test_recorded_dd_loop, NULL },
           .loops = { { test_periodic, TU_COUNT(periodic_rows) } } },
-        { "rules", .tests = { test_hints, test_merge_processes, test_poll, NULL } },
+        { "rules", .tests = { test_hints, test_merge_processes, test_poll, test_rejoin, NULL } },
     };
     return tu_main("interpose_detect", tcases, TU_COUNT(tcases));
 }

@@ -66,6 +66,7 @@ static const hmi_api_t api = {
     .hints = hmi_hints,
     .finalize = harmonia_finalize,
     .thread_hook = thread_hook,
+    .begin_rejoin = hmi_begin,
 };
 
 __attribute__((visibility("default"))) const hmi_api_t *hmi_agent_api(void)

@@ -128,6 +128,7 @@ typedef struct {
     struct phase_ref ph; /* in and out */
     bool block;
     bool degraded; /* in: manager was unreachable; out: it is */
+    bool rejoin;   /* in: the phase the node left may be rejoined (hmi_begin) */
     json_t *phase; /* out: the phase object when granted */
 } acq_t;
 
@@ -427,7 +428,7 @@ static void coord_write(int fd, const crec_t *r)
         (void)ftruncate(fd, n);
 }
 
-static int join_phase(harmonia_t *h, uint64_t pid);
+static int join_phase(harmonia_t *h, uint64_t pid, bool rejoin);
 
 /* Count this process in phase pid (a->ph.pid); the node's first process in it
  * makes the node a member at bbmgrd.  1: counted; 0: not counted (a newer phase is
@@ -452,7 +453,7 @@ static int coord_join(harmonia_t *h, acq_t *a)
         snprintf(r.member, sizeof(r.member), "%s", h->member);
     else if (!r.member[0] && !a->ph.owner && r.count == 0) {
         /* the node's first process in it (under the lock: the others wait) */
-        int st = join_phase(h, pid);
+        int st = join_phase(h, pid, a->rejoin);
         if (st == 409) {
             close(fd);
             a->ph.outside = true;
@@ -599,8 +600,10 @@ static int get_open_phase(harmonia_t *h, uint64_t *pid, hm_error_t *err)
 }
 
 /* Make the node a member of phase pid: the HTTP status (409: it left it already,
- * or the phase closed), or -1 (unreachable, or no member name: the node is none). */
-static int join_phase(harmonia_t *h, uint64_t pid)
+ * or the phase closed), or -1 (unreachable, or no member name: the node is none).
+ * With rejoin, a node that left the phase is a member again (the interposer's
+ * node whose detector ended its phase too soon: hmi_begin()). */
+static int join_phase(harmonia_t *h, uint64_t pid, bool rejoin)
 {
     char path[128];
     hm_error_t err;
@@ -610,11 +613,17 @@ static int join_phase(harmonia_t *h, uint64_t pid)
     snprintf(path, sizeof(path), "/v1/phases/%ju/join", (uintmax_t)pid);
     if (!(body = json_pack("{s:s}", "member", h->member)))
         return -1;
+    if (rejoin && json_object_set_new(body, "rejoin", json_true()) < 0) {
+        json_decref(body);
+        return -1;
+    }
     int st = hm_request(h->client, "POST", path, body, &resp, &err);
     json_decref(body);
     json_decref(resp);
     if (st == 404 || st == 405)
         h->no_members = true; /* an older bbmgrd: as before, no members */
+    if (rejoin && st == 400)
+        st = 409; /* a bbmgrd without rejoin: the node left it, as before */
     return st;
 }
 
@@ -694,6 +703,17 @@ static int acquire(harmonia_t *h, acq_t *a)
     if (was_degraded && now - h->last_attempt < h->retry_interval)
         return ACQ_UNGATED;
     h->last_attempt = now;
+    if (a->rejoin && a->ph.pid == 0 && h->left_pid && !h->no_members && h->member[0]) {
+        /* the phase the node left, first: one join (and the phase's view below)
+         * rather than a request refused with 409, the job's view, then the join */
+        a->ph.pid = h->left_pid;
+        a->ph.owner = false;
+        if (coord_join(h, a) > 0)
+            a->ph.counted = true;
+        else
+            a->ph.pid = 0; /* closed, refused or superseded: as any phase */
+        a->ph.outside = false;
+    }
     for (;;) {
         int st;
         double left = h->max_wait > 0 ? a->ph.t0 + h->max_wait - hu_mono() : POLL_CHUNK;
@@ -737,8 +757,9 @@ static int acquire(harmonia_t *h, acq_t *a)
                     continue; /* closed meanwhile: ask again */
                 a->ph.pid = pid;
                 a->ph.owner = false;
-                /* never the phase this process left: its next phase is the next */
-                if (pid == h->left_pid && !h->no_members)
+                /* never the phase this process left: its next phase is the next
+                 * (unless the interposer's detector ended it too soon) */
+                if (pid == h->left_pid && !h->no_members && !a->rejoin)
                     a->ph.outside = true;
                 else
                     a->ph.counted = coord_join(h, a) > 0;
@@ -815,7 +836,7 @@ static void fill_ungated(harmonia_grant_t *g, double wall0, double t0)
 }
 
 static int begin(harmonia_t *h, uint64_t volume, harmonia_dir_t dir, harmonia_grant_t *g,
-                 bool block)
+                 bool block, bool rejoin)
 {
     harmonia_grant_t dummy;
     acq_t a = { 0 };
@@ -848,6 +869,7 @@ static int begin(harmonia_t *h, uint64_t volume, harmonia_dir_t dir, harmonia_gr
     else
         a.ph = (struct phase_ref){ .volume = volume, .dir = dir, .t0 = t0, .wall0 = wall0 };
     a.block = block;
+    a.rejoin = rejoin;
     a.degraded = h->degraded;
     h->st = ST_BUSY;
     pthread_mutex_unlock(&h->lock);
@@ -886,13 +908,19 @@ static int begin(harmonia_t *h, uint64_t volume, harmonia_dir_t dir, harmonia_gr
 int harmonia_phase_begin(harmonia_t *h, uint64_t volume, harmonia_dir_t dir,
                          harmonia_grant_t *grant)
 {
-    return begin(h, volume, dir, grant, true);
+    return begin(h, volume, dir, grant, true, false);
 }
 
 int harmonia_phase_try_begin(harmonia_t *h, uint64_t volume, harmonia_dir_t dir,
                              harmonia_grant_t *grant)
 {
-    return begin(h, volume, dir, grant, false);
+    return begin(h, volume, dir, grant, false, false);
+}
+
+int hmi_begin(harmonia_t *h, uint64_t volume, harmonia_dir_t dir, harmonia_grant_t *grant,
+              int rejoin)
+{
+    return begin(h, volume, dir, grant, true, rejoin != 0);
 }
 
 /* Report the end of phase pid to bbmgrd (as the node's last process in it, with

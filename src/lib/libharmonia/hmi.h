@@ -18,6 +18,12 @@
 #include "harmonia/harmonia.h"
 
 double hmi_rate(harmonia_t *h, double moved);
+/* harmonia_phase_begin(); with rejoin, when the job's open phase is one this node
+ * left, the node joins it again (POST /v1/phases/{id}/join "rejoin") instead of
+ * waiting for its close: for the interposer's detected phases only, whose end
+ * may come too soon (a rank waiting inside a collective call).  The grant's
+ * phase_id says which phase it is in. */
+int hmi_begin(harmonia_t *h, uint64_t volume, harmonia_dir_t dir, harmonia_grant_t *g, int rejoin);
 int hmi_hints(harmonia_t *h, double *w_iter, double *volume);
 
 typedef struct {
@@ -31,6 +37,9 @@ typedef struct {
     /* fn runs first in every thread the module starts (libharmonia's closer):
      * the interposer marks it as its own, as the agent thread is */
     void (*thread_hook)(void (*fn)(void));
+    /* hmi_begin */
+    int (*begin_rejoin)(harmonia_t *h, uint64_t volume, harmonia_dir_t dir, harmonia_grant_t *g,
+                        int rejoin);
 } hmi_api_t;
 
 #define HMI_AGENT_MODULE "libharmonia-preload-agent.so"

@@ -146,6 +146,8 @@ void hm_pd_record(hm_pd_hist_t *h, const hm_pd_phase_t *ph, double gap)
             h->last.end = ph->end;
         if (ph->pause > h->last.pause)
             h->last.pause = ph->pause;
+        if (ph->pause > h->pause)
+            h->pause = ph->pause; /* a pause inside the phase (a rejoined one's wait) */
         h->last.bytes += ph->bytes;
         if (h->nvolume > 0)
             h->volume[(h->nvolume - 1) % HM_PD_NHIST] = h->last.bytes;
@@ -217,6 +219,34 @@ int hm_pd_flush(hm_pd_t *pd, hm_pd_phase_t *closed)
         return 0;
     close_phase(pd, closed);
     return 1;
+}
+
+double hm_pd_rejoin_idle(const hm_pd_t *pd)
+{
+    if (pd->h.nidle > 0)
+        return 0.5 * median(pd->h.idle, pd->h.nidle);
+    return 4 * pd->gap;
+}
+
+int hm_pd_may_rejoin(const hm_pd_t *pd)
+{
+    if (!pd->open || pd->h.nphases == 0)
+        return 0;
+    double idle = pd->cur.start - pd->h.last.end;
+    return idle >= 0 && idle < hm_pd_rejoin_idle(pd);
+}
+
+void hm_pd_rejoin(hm_pd_t *pd)
+{
+    if (!pd->open || pd->h.nphases == 0)
+        return;
+    double idle = pd->cur.start - pd->h.last.end;
+    /* the open phase is the last one's continuation: recorded, it merges into it
+     * (its bytes are the new ones only), and its idle time is a pause inside it */
+    if (pd->h.last.start < pd->cur.start)
+        pd->cur.start = pd->h.last.start;
+    if (idle > pd->cur.pause)
+        pd->cur.pause = idle;
 }
 
 double hm_pd_w_iter(const hm_pd_t *pd)

@@ -102,6 +102,23 @@ void hm_pd_set_hist(hm_pd_t *pd, const hm_pd_hist_t *h);
  * recorded (another process's view of the same phase) is merged into it. */
 void hm_pd_record(hm_pd_hist_t *h, const hm_pd_phase_t *ph, double gap);
 
+/*
+ * A job on several nodes: a node's phase may end too soon, while its process
+ * waits for another node (a rank inside a collective call) and the job's phase
+ * is still open at bbmgrd.  Its next I/O then continues that phase (the node
+ * rejoins it) when its idle time since the last phase recorded is short against
+ * the job's idle time between phases: under hm_pd_rejoin_idle(), half the median
+ * idle time learned (a real idle time is never under half the typical one but in
+ * an irregular job), or, before any is learned, four gaps (the gap is a quarter of
+ * the typical idle time).  hm_pd_may_rejoin(): 1 when the open phase (just
+ * begun) qualifies; hm_pd_rejoin(): it continues the last phase recorded: it
+ * starts at that one's start, its idle time is a pause inside it (which the gap
+ * learns), and recorded it merges into it with its new bytes only.
+ */
+double hm_pd_rejoin_idle(const hm_pd_t *pd);
+int hm_pd_may_rejoin(const hm_pd_t *pd);
+void hm_pd_rejoin(hm_pd_t *pd);
+
 /* Estimates from a history (falling back on the hints; 0: unknown). */
 double hm_pd_w_iter(const hm_pd_t *pd);
 double hm_pd_volume(const hm_pd_t *pd);

@@ -100,7 +100,8 @@ static bool agent_up, agent_stop;
 static pid_t agent_pid;
 static pid_t my_pid; /* getpid(), kept (a system call each time) */
 static pthread_t agent;
-static uint64_t nbegun; /* phases begun at bbmgrd by this process */
+static uint64_t nbegun;   /* phases begun at bbmgrd by this process */
+static uint64_t last_pid; /* the bbmgrd phase this process was in last (agent) */
 
 /*
  * The counted calls' fast path: no shared write per call.  While a phase is open
@@ -722,19 +723,28 @@ static void *agent_main(void *arg)
             double volume = hm_pd_volume(&pd);
             harmonia_dir_t dir = gdir;
             harmonia_grant_t g;
+            /* the node's phase ended too soon (phasedet.h): the job's phase it
+             * left, if still open, is rejoined rather than waited for */
+            int rejoin = last_pid != 0 && api->begin_rejoin && hm_pd_may_rejoin(&pd);
             if (!(volume > 0))
                 volume = conf.volume;
             pthread_mutex_unlock(&mu);
-            if (api->begin(hh, (uint64_t)volume, dir, &g) < 0)
+            if ((rejoin ? api->begin_rejoin(hh, (uint64_t)volume, dir, &g, 1)
+                        : api->begin(hh, (uint64_t)volume, dir, &g))
+                < 0)
                 memset(&g, 0, sizeof(g));
             pthread_mutex_lock(&mu);
             now = mono();
+            rejoin = rejoin && g.gated && g.phase_id == last_pid;
+            if (rejoin)
+                hm_pd_rejoin(&pd);
+            last_pid = g.gated ? g.phase_id : 0;
             hm_tb_init(&tb, g.gated ? g.rate : 0, hm_tb_burst_for(g.rate), now);
             last_refresh = now;
             gstate = G_OPEN;
             nbegun++;
-            logf_("begin %.6f volume %.0f %s gated %d rate %.0f wait %.3f\n", pd.cur.start, volume,
-                  dir_name(dir), g.gated, g.rate, g.wait);
+            logf_("begin %.6f volume %.0f %s gated %d rate %.0f wait %.3f rejoin %d\n",
+                  pd.cur.start, volume, dir_name(dir), g.gated, g.rate, g.wait, rejoin);
             pthread_cond_broadcast(&cv);
             if (g.gated && !hints_asked) {
                 /* the job's iohints, once, while the phase runs */
@@ -1303,6 +1313,7 @@ static void atfork_child(void)
     end_queued = false;
     agent_stop = false;
     phase_bytes = 0;
+    last_pid = 0; /* the parent's phases are the parent's */
 }
 
 __attribute__((constructor)) static void preload_init(void)
