@@ -409,6 +409,43 @@ static const uint64_t guard_seeds[] = {
     230001950,
     230003565,
     230003568,
+    /* the look ahead chose candidates projected at 0.9x to 0.95x fairshare's
+     * SysEff for a lower Dilation, which ran below 0.95x (90000343: 0.907x;
+     * 200001046: 0.928x; 210002063: 0.889x, Dilation 1.75x; 230004910: 0.928x);
+     * the choice is bounded at 0.95x now */
+    90000343,
+    200001046,
+    210002063,
+    230004910,
+    /* seeds never run before the guard's lag repayment and the 0.95x bound were
+     * fixed (400000001-, 410000001-, 420000001-, 430000001-, 5,000 each: 30 broke
+     * the bound on main, 4 do now) */
+    400000436,
+    400000576,
+    400001419,
+    400002467,
+    410001288,
+    410001685,
+    410002296,
+    410002573,
+    410003361,
+    410003902,
+    410003978,
+    410004329,
+    410004521,
+    420000479,
+    420000714,
+    420001011,
+    420002635,
+    420002746,
+    420002979,
+    430000632,
+    430001236,
+    430001674,
+    430002150,
+    430003733,
+    430003967,
+    430004434,
 };
 
 START_TEST(test_auto_guard)
