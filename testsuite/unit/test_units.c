@@ -456,6 +456,13 @@ START_TEST(test_human_sizes)
     };
 
     /* the binary sizes are whole uint64_t: some are not exact as a double */
+    /* the exact form reads back as the same bytes, with the smallest number */
+    ck_assert_str_eq(hu_size_str_exact(0, buf, sizeof(buf)), "0B");
+    ck_assert_str_eq(hu_size_str_exact(1000, buf, sizeof(buf)), "1KB");
+    ck_assert_str_eq(hu_size_str_exact(1024, buf, sizeof(buf)), "1KiB");
+    ck_assert_str_eq(hu_size_str_exact(1024000, buf, sizeof(buf)), "1000KiB");
+    ck_assert_str_eq(hu_size_str_exact(3ULL << 29, buf, sizeof(buf)), "1536MiB");
+    ck_assert_str_eq(hu_size_str_exact(UINT64_MAX, buf, sizeof(buf)), "18446744073709551615B");
     ck_assert_str_eq(hu_size_str(0, buf, sizeof(buf)), "0 B");
     ck_assert_str_eq(hu_size_str(1, buf, sizeof(buf)), "1 B");
     ck_assert_str_eq(hu_size_str(1023, buf, sizeof(buf)), "1023 B");

@@ -1134,35 +1134,7 @@ int hu_bb_check_paths(const hu_bb_request_t *req, hu_error_t *err)
 
 const char *hu_bb_size_str(uint64_t bytes, char *buf, size_t len)
 {
-    static const struct {
-        const char *u;
-        uint64_t m;
-    } units[] = {
-        { "EiB", 1ULL << 60 },
-        { "PiB", 1ULL << 50 },
-        { "TiB", 1ULL << 40 },
-        { "GiB", 1ULL << 30 },
-        { "MiB", 1ULL << 20 },
-        { "KiB", 1ULL << 10 },
-        { "EB", 1000000000000000000ULL },
-        { "PB", 1000000000000000ULL },
-        { "TB", 1000000000000ULL },
-        { "GB", 1000000000ULL },
-        { "MB", 1000000ULL },
-        { "KB", 1000ULL },
-    };
-    /* the largest unit that divides exactly, binary or decimal: the smallest
-     * number ("1TB", not "976562500KiB"; "1000KiB", not "1024KB") */
-    const char *unit = "B";
-    uint64_t best = bytes;
-    for (size_t i = 0; bytes && i < sizeof(units) / sizeof(units[0]); i++) {
-        if (bytes % units[i].m == 0 && bytes / units[i].m < best) {
-            best = bytes / units[i].m;
-            unit = units[i].u;
-        }
-    }
-    snprintf(buf, len, "%llu%s", (unsigned long long)best, unit);
-    return buf;
+    return hu_size_str_exact(bytes, buf, len);
 }
 
 const char *hu_bb_io_str(hu_bb_io_t io)

@@ -184,7 +184,7 @@ bool hu_bb_path_ok(const char *path);
 const char *hu_bb_io_str(hu_bb_io_t io);
 const char *hu_bb_type_str(hu_bb_type_t t);
 
-/* Size formatted for a directive: "200GiB", "1500MB", "123B". */
+/* Size formatted for a directive: "200GiB", "1500MB", "123B" (hu_size_str_exact()). */
 const char *hu_bb_size_str(uint64_t bytes, char *buf, size_t len);
 
 #ifdef __cplusplus

@@ -57,6 +57,10 @@ int hu_parse_duration(const char *s, int flags, double *seconds, hu_error_t *err
 /* Human forms: "1.50 GiB" (binary), "1.61 GB" (decimal) and "1h02m03s". Return buf. */
 const char *hu_size_str(uint64_t bytes, char *buf, size_t len);
 const char *hu_size_str_si(double bytes, char *buf, size_t len);
+/* The exact form, with the units hu_parse_size() reads: the largest unit, binary or
+ * decimal, that divides 'bytes' ("1TB", not "976562500KiB"; "1000KiB", not
+ * "1024KB"; "1536B"), no space; hu_parse_size() gives 'bytes' back.  Returns buf. */
+const char *hu_size_str_exact(uint64_t bytes, char *buf, size_t len);
 const char *hu_duration_str(double seconds, char *buf, size_t len);
 
 #ifdef __cplusplus

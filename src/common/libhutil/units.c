@@ -399,6 +399,23 @@ const char *hu_size_str(uint64_t bytes, char *buf, size_t len)
     return buf;
 }
 
+const char *hu_size_str_exact(uint64_t bytes, char *buf, size_t len)
+{
+    const char *unit = "B";
+    uint64_t best = bytes;
+
+    /* the table's units of two letters or more: not Slurm's short forms, not B
+     * (a binary and a decimal unit never give the same number) */
+    for (const unit_t *u = size_units; bytes && u->name; u++) {
+        if (strlen(u->name) >= 2 && bytes % u->mult == 0 && bytes / u->mult < best) {
+            best = bytes / u->mult;
+            unit = u->name;
+        }
+    }
+    snprintf(buf, len, "%llu%s", (unsigned long long)best, unit);
+    return buf;
+}
+
 const char *hu_size_str_si(double bytes, char *buf, size_t len)
 {
     static const char *u[] = { "B", "KB", "MB", "GB", "TB", "PB", "EB" };
