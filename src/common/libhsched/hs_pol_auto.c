@@ -1067,7 +1067,10 @@ static int lag_decide(struct astate *as, const hs_ctx_t *ctx, hs_view_t *v, size
 {
     size_t m = 0;
 
-    if (n == 0)
+    /* on a buffer tier the core calls decide() once per buffer node, a phase
+     * striped over several in each of their calls: one call's rates are not the
+     * job's, and the lag is not kept there */
+    if (n == 0 || as->plat.nbuffers > 0)
         return 0;
     if (hs_grow(&as->fv, &as->capfv, n, sizeof(*as->fv)) < 0
         || hs_grow(&as->idx, &as->capidx, n, sizeof(*as->idx)) < 0
