@@ -557,9 +557,25 @@ static uint64_t job_volume(harmonia_t *h, uint64_t volume)
     hm_error_t err = { "" };
     json_t *resp = NULL, *l;
     snprintf(path, sizeof(path), "/v1/jobs/%s", h->jobid);
-    if (hm_request(h->client, "GET", path, NULL, &resp, &err) == 200
-        && (h->job_nodes = (int)json_integer_value(json_object_get(resp, "nodes"))) > 1
-        && json_is_object(l = json_object_get(resp, "learned"))) {
+    /* the job's nodes: the most of what Slurm's environment says (a rank that
+     * mpirun started through a step on one node sees a step of 1 there, its
+     * job's count in SLURM_JOB_NUM_NODES) and bbmgrd's count (which can be 1
+     * when the node count was not known at the job's registration) */
+    static const char *const vars[] = { "SLURM_JOB_NUM_NODES", "SLURM_NNODES",
+                                        "SLURM_STEP_NUM_NODES" };
+    int nodes = 0;
+    for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+        const char *env = getenv(vars[i]);
+        int n = env ? atoi(env) : 0;
+        if (n > nodes)
+            nodes = n;
+    }
+    h->job_nodes = nodes;
+    if (hm_request(h->client, "GET", path, NULL, &resp, &err) == 200) {
+        int n = (int)json_integer_value(json_object_get(resp, "nodes"));
+        h->job_nodes = nodes > n ? nodes : n;
+    }
+    if (h->job_nodes > 1 && json_is_object(l = json_object_get(resp, "learned"))) {
         double v = json_number_value(json_object_get(l, "io_volume"));
         if (v > (double)volume && v < 9e18)
             volume = (uint64_t)v;
