@@ -572,6 +572,48 @@ def test_dd_on_two_nodes_share_one_phase(make_daemon, bb, tmp_path):
         assert os.path.getsize(bb / ("nb.%d" % i)) == 16 << 20
 
 
+def test_two_nodes_phase_asks_the_jobs_volume(make_daemon, bb, tmp_path):
+    """A job's dd loops on two nodes, 8 MiB each per iteration: once a phase is
+    learned, the job's phase is asked for with the job's bytes (both nodes', 16
+    MiB), not the first node's, and each node is paced at a granted rate (bbmgrd
+    does not count the phase done when the first node's bytes are moved)."""
+    d = make_daemon(**one_node("20 MB/s"))
+    register(d, "vol2", uid=os.getuid(), nodes=2)
+    sync = tmp_path / "sync"
+    sync.mkdir()
+    procs, logs = [], {}
+    for node, other in (("na", "nb"), ("nb", "na")):
+        cdir = tmp_path / ("coord-" + node)
+        cdir.mkdir()
+        logs[node] = str(tmp_path / ("log-" + node))
+        env = preload_env(d, "vol2", bb, HARMONIA_NTASKS=2, HARMONIA_NODE=node,
+                          HARMONIA_COORD_DIR=cdir, HARMONIA_INTERPOSE_LOG=logs[node])
+        script = ('for i in 1 2 3; do sleep 0.5; touch %(s)s/%(me)s.$i; '
+                  'while [ ! -e %(s)s/%(other)s.$i ]; do sleep 0.01; done; '
+                  'dd if=/dev/zero of="$HARMONIA_BB/%(me)s.$i" bs=1M count=8 '
+                  'status=none || exit 9; done' % dict(s=sync, me=node, other=other))
+        procs.append(subprocess.Popen(["sh", "-c", script], env=env, stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, text=True))
+    for p in procs:
+        out, err = p.communicate(timeout=120)
+        assert p.returncode == 0 and err == "", err
+    ph = wait_for(lambda: (lambda x: x if all(y["state"] == "finished" for y in x) else None)(
+        phases_of(d, "vol2")), "the phases to finish")
+    assert len(ph) == 3, ph
+    assert [x["bytes"] for x in ph] == [16 << 20] * 3, ph
+    # the first phase is asked for before anything is learned; the next ones
+    # with the job's learned volume, both nodes' bytes
+    for x in ph[1:]:
+        v = d.ok("GET", "/v1/phases/%d" % x["id"])
+        assert v["volume"] == 16 << 20, v
+    for node in ("na", "nb"):
+        begins = log_lines(logs[node], "begin")
+        assert len(begins) == 3, (node, begins)
+        for b in begins[1:]:
+            # begin START volume V DIR gated G rate R wait W rejoin J
+            assert b[6] == "1" and float(b[8]) > 0, (node, b)
+
+
 COLLECTIVE_PROG = r"""
 import json, os, sys, time
 bb, sync, me, other, slow = sys.argv[1:6]

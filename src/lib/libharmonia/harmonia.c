@@ -105,6 +105,8 @@ struct harmonia {
     double bytes_sum;
     bool bytes_unknown;
     harmonia_grant_t grant;
+    double hmi_last_rate; /* the interposer's last granted rate > 0 (hmi_rate) */
+    int job_nodes;        /* the job's nodes as bbmgrd last said (job_volume) */
     /* pacing */
     hm_tb_t tb;
     double paced;
@@ -129,6 +131,9 @@ typedef struct {
     bool block;
     bool degraded; /* in: manager was unreachable; out: it is */
     bool rejoin;   /* in: the phase the node left may be rejoined (hmi_begin) */
+    bool hmi;      /* in: the interposer's phase (hmi_begin): asked for with the
+                    * job's learned volume when larger (post_phase) */
+    uint64_t ask;  /* the volume asked for (hmi: looked up once), 0: ph.volume */
     json_t *phase; /* out: the phase object when granted */
 } acq_t;
 
@@ -541,16 +546,56 @@ static void grant_from_phase(harmonia_t *h, json_t *ph, harmonia_grant_t *g)
     }
 }
 
+/* The volume the interposer asks for: a job over several nodes asks for its
+ * phase with the bytes bbmgrd recorded per phase of the job so far (learned
+ * io_volume of GET /v1/jobs/{id}: all its nodes' bytes) when larger than what
+ * this node learned of its own: bbmgrd's model then does not count the job's
+ * phase done when the first node's bytes are moved (doc/interposer.md). */
+static uint64_t job_volume(harmonia_t *h, uint64_t volume)
+{
+    char path[128];
+    hm_error_t err = { "" };
+    json_t *resp = NULL, *l;
+    snprintf(path, sizeof(path), "/v1/jobs/%s", h->jobid);
+    /* the job's nodes: the most of what Slurm's environment says (a rank that
+     * mpirun started through a step on one node sees a step of 1 there, its
+     * job's count in SLURM_JOB_NUM_NODES) and bbmgrd's count (which can be 1
+     * when the node count was not known at the job's registration) */
+    static const char *const vars[] = { "SLURM_JOB_NUM_NODES", "SLURM_NNODES",
+                                        "SLURM_STEP_NUM_NODES" };
+    int nodes = 0;
+    for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+        const char *env = getenv(vars[i]);
+        int n = env ? atoi(env) : 0;
+        if (n > nodes)
+            nodes = n;
+    }
+    h->job_nodes = nodes;
+    if (hm_request(h->client, "GET", path, NULL, &resp, &err) == 200) {
+        int n = (int)json_integer_value(json_object_get(resp, "nodes"));
+        h->job_nodes = nodes > n ? nodes : n;
+    }
+    if (h->job_nodes > 1 && json_is_object(l = json_object_get(resp, "learned"))) {
+        double v = json_number_value(json_object_get(l, "io_volume"));
+        if (v > (double)volume && v < 9e18)
+            volume = (uint64_t)v;
+    }
+    json_decref(resp);
+    return volume;
+}
+
 static int post_phase(harmonia_t *h, acq_t *a, double wait, json_t **resp, hm_error_t *err)
 {
     char path[128];
     json_t *body;
     int st;
+    if (a->hmi && !a->ask)
+        a->ask = job_volume(h, a->ph.volume);
+    uint64_t volume = a->ask ? a->ask : a->ph.volume;
 
     snprintf(path, sizeof(path), "/v1/jobs/%s/phases", h->jobid);
-    body = json_pack("{s:I s:s}", "volume",
-                     (json_int_t)(a->ph.volume > INT64_MAX ? INT64_MAX : a->ph.volume), "direction",
-                     harmonia_dir_name(a->ph.dir));
+    body = json_pack("{s:I s:s}", "volume", (json_int_t)(volume > INT64_MAX ? INT64_MAX : volume),
+                     "direction", harmonia_dir_name(a->ph.dir));
     if (!body) {
         errno = ENOMEM;
         return -1;
@@ -836,7 +881,7 @@ static void fill_ungated(harmonia_grant_t *g, double wall0, double t0)
 }
 
 static int begin(harmonia_t *h, uint64_t volume, harmonia_dir_t dir, harmonia_grant_t *g,
-                 bool block, bool rejoin)
+                 bool block, bool rejoin, bool hmi)
 {
     harmonia_grant_t dummy;
     acq_t a = { 0 };
@@ -870,6 +915,7 @@ static int begin(harmonia_t *h, uint64_t volume, harmonia_dir_t dir, harmonia_gr
         a.ph = (struct phase_ref){ .volume = volume, .dir = dir, .t0 = t0, .wall0 = wall0 };
     a.block = block;
     a.rejoin = rejoin;
+    a.hmi = hmi;
     a.degraded = h->degraded;
     h->st = ST_BUSY;
     pthread_mutex_unlock(&h->lock);
@@ -899,6 +945,10 @@ static int begin(harmonia_t *h, uint64_t volume, harmonia_dir_t dir, harmonia_gr
         hm_tb_init(&h->tb, h->grant.rate, hm_tb_burst_for(h->grant.rate), hu_mono());
         *g = h->grant;
         g->wait = hu_mono() - t0;
+        if (hmi && g->gated && g->rate > 0)
+            h->hmi_last_rate = g->rate;
+        else if (hmi && g->gated && !h->degraded && h->job_nodes > 1 && h->hmi_last_rate > 0)
+            g->rate = h->hmi_last_rate; /* as hmi_rate() */
     }
     pthread_cond_broadcast(&h->cond);
     pthread_mutex_unlock(&h->lock);
@@ -908,19 +958,19 @@ static int begin(harmonia_t *h, uint64_t volume, harmonia_dir_t dir, harmonia_gr
 int harmonia_phase_begin(harmonia_t *h, uint64_t volume, harmonia_dir_t dir,
                          harmonia_grant_t *grant)
 {
-    return begin(h, volume, dir, grant, true, false);
+    return begin(h, volume, dir, grant, true, false, false);
 }
 
 int harmonia_phase_try_begin(harmonia_t *h, uint64_t volume, harmonia_dir_t dir,
                              harmonia_grant_t *grant)
 {
-    return begin(h, volume, dir, grant, false, false);
+    return begin(h, volume, dir, grant, false, false, false);
 }
 
 int hmi_begin(harmonia_t *h, uint64_t volume, harmonia_dir_t dir, harmonia_grant_t *grant,
               int rejoin)
 {
-    return begin(h, volume, dir, grant, true, rejoin != 0);
+    return begin(h, volume, dir, grant, true, rejoin != 0, true);
 }
 
 /* Report the end of phase pid to bbmgrd (as the node's last process in it, with
@@ -1154,6 +1204,16 @@ double hmi_rate(harmonia_t *h, double moved)
             refresh(h);
         }
         r = h->grant.rate;
+        /* a job over several nodes: a granted phase bbmgrd shows with no
+         * bandwidth while this node still moves bytes (its model counts the
+         * phase's volume moved by the nodes' progress so far): paced at the last
+         * rate the node was granted, in this phase or its previous one, rather
+         * than unpaced; unpaced before any grant with a rate, and ungated as
+         * before when bbmgrd is away (doc/interposer.md) */
+        if (r > 0)
+            h->hmi_last_rate = r;
+        else if (!h->degraded && h->ph.pid && h->job_nodes > 1 && h->hmi_last_rate > 0)
+            r = h->hmi_last_rate;
     }
     pthread_mutex_unlock(&h->lock);
     return r;

@@ -729,8 +729,8 @@ static void *agent_main(void *arg)
             if (!(volume > 0))
                 volume = conf.volume;
             pthread_mutex_unlock(&mu);
-            if ((rejoin ? api->begin_rejoin(hh, (uint64_t)volume, dir, &g, 1)
-                        : api->begin(hh, (uint64_t)volume, dir, &g))
+            if ((api->begin_rejoin ? api->begin_rejoin(hh, (uint64_t)volume, dir, &g, rejoin)
+                                   : api->begin(hh, (uint64_t)volume, dir, &g))
                 < 0)
                 memset(&g, 0, sizeof(g));
             pthread_mutex_lock(&mu);
