@@ -535,6 +535,36 @@ def test_mpiio_two_ranks_share_phases(make_daemon, bb, tmp_path):
         assert data == b"a" * (4 << 20) + b"b" * (4 << 20)
 
 
+def dd_on_two_nodes(d, job, bb, tmp_path, mib, pause=0, logs=None):
+    """Run a dd loop of 3 iterations on two "nodes" of job (two count files and node
+    names, as two nodes' /dev/shm), started together at each iteration as MPI ranks
+    are (a barrier on files after 'pause' s): node na writes mib["na"] MiB, nb
+    mib["nb"].  With logs (a dict), each node's interposer log path is put in it.
+    Returns when both loops have ended, each without an error."""
+    sync = tmp_path / "sync"
+    sync.mkdir()
+    procs = []
+    for node, other in (("na", "nb"), ("nb", "na")):
+        cdir = tmp_path / ("coord-" + node)
+        cdir.mkdir()
+        extra = {}
+        if logs is not None:
+            logs[node] = extra["HARMONIA_INTERPOSE_LOG"] = str(tmp_path / ("log-" + node))
+        env = preload_env(d, job, bb, HARMONIA_NTASKS=2, HARMONIA_NODE=node,
+                          HARMONIA_COORD_DIR=cdir, **extra)
+        script = ('for i in 1 2 3; do %(pause)s touch %(s)s/%(me)s.$i; '
+                  'while [ ! -e %(s)s/%(other)s.$i ]; do sleep 0.01; done; '
+                  'dd if=/dev/zero of="$HARMONIA_BB/%(me)s.$i" bs=1M count=%(mib)d '
+                  'status=none || exit 9; done'
+                  % dict(s=sync, me=node, other=other, mib=mib[node],
+                         pause="sleep %g;" % pause if pause else ""))
+        procs.append(subprocess.Popen(["sh", "-c", script], env=env, stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, text=True))
+    for p in procs:
+        out, err = p.communicate(timeout=120)
+        assert p.returncode == 0 and err == "", err
+
+
 def test_dd_on_two_nodes_share_one_phase(make_daemon, bb, tmp_path):
     """A job's dd loops on two nodes (two count files and node names, as two nodes'
     /dev/shm), started together at each iteration as MPI ranks are: one bbmgrd phase
@@ -542,25 +572,7 @@ def test_dd_on_two_nodes_share_one_phase(make_daemon, bb, tmp_path):
     times node a's bytes, at the same pace) is done."""
     d = make_daemon(**one_node("20 MB/s"))
     register(d, "two", uid=os.getuid(), nodes=2)
-    sync = tmp_path / "sync"
-    sync.mkdir()
-    procs = []
-    for node, mib, other in (("na", 4, "nb"), ("nb", 16, "na")):
-        cdir = tmp_path / ("coord-" + node)
-        cdir.mkdir()
-        env = preload_env(d, "two", bb, HARMONIA_NTASKS=2, HARMONIA_NODE=node,
-                          HARMONIA_COORD_DIR=cdir)
-        # each iteration: wait for the other node (a barrier on files), then dd
-        script = ('for i in 1 2 3; do touch %(s)s/%(me)s.$i; '
-                  'while [ ! -e %(s)s/%(other)s.$i ]; do sleep 0.01; done; '
-                  'dd if=/dev/zero of="$HARMONIA_BB/%(me)s.$i" bs=1M count=%(mib)d '
-                  'status=none || exit 9; done'
-                  % dict(s=sync, me=node, other=other, mib=mib))
-        procs.append(subprocess.Popen(["sh", "-c", script], env=env, stdout=subprocess.PIPE,
-                                      stderr=subprocess.PIPE, text=True))
-    for p in procs:
-        out, err = p.communicate(timeout=120)
-        assert p.returncode == 0 and err == "", err
+    dd_on_two_nodes(d, "two", bb, tmp_path, {"na": 4, "nb": 16})
     ph = wait_for(lambda: (lambda x: x if all(y["state"] == "finished" for y in x) else None)(
         phases_of(d, "two")), "the phases to finish")
     assert len(ph) == 3, ph
@@ -579,24 +591,8 @@ def test_two_nodes_phase_asks_the_jobs_volume(make_daemon, bb, tmp_path):
     does not count the phase done when the first node's bytes are moved)."""
     d = make_daemon(**one_node("20 MB/s"))
     register(d, "vol2", uid=os.getuid(), nodes=2)
-    sync = tmp_path / "sync"
-    sync.mkdir()
-    procs, logs = [], {}
-    for node, other in (("na", "nb"), ("nb", "na")):
-        cdir = tmp_path / ("coord-" + node)
-        cdir.mkdir()
-        logs[node] = str(tmp_path / ("log-" + node))
-        env = preload_env(d, "vol2", bb, HARMONIA_NTASKS=2, HARMONIA_NODE=node,
-                          HARMONIA_COORD_DIR=cdir, HARMONIA_INTERPOSE_LOG=logs[node])
-        script = ('for i in 1 2 3; do sleep 0.5; touch %(s)s/%(me)s.$i; '
-                  'while [ ! -e %(s)s/%(other)s.$i ]; do sleep 0.01; done; '
-                  'dd if=/dev/zero of="$HARMONIA_BB/%(me)s.$i" bs=1M count=8 '
-                  'status=none || exit 9; done' % dict(s=sync, me=node, other=other))
-        procs.append(subprocess.Popen(["sh", "-c", script], env=env, stdout=subprocess.PIPE,
-                                      stderr=subprocess.PIPE, text=True))
-    for p in procs:
-        out, err = p.communicate(timeout=120)
-        assert p.returncode == 0 and err == "", err
+    logs = {}
+    dd_on_two_nodes(d, "vol2", bb, tmp_path, {"na": 8, "nb": 8}, pause=0.5, logs=logs)
     ph = wait_for(lambda: (lambda x: x if all(y["state"] == "finished" for y in x) else None)(
         phases_of(d, "vol2")), "the phases to finish")
     assert len(ph) == 3, ph
