@@ -50,6 +50,21 @@ static hs_job_t job(uint64_t id, double t)
     return j;
 }
 
+/* A job's release: half of them ask for a phase at once (released over the first
+ * 1000 s), the others are half-way through their first compute at T0. */
+struct arrival {
+    double release;
+    int k;
+};
+
+static int arrival_cmp(const void *a, const void *b)
+{
+    const struct arrival *x = a, *y = b;
+    if (x->release != y->release)
+        return x->release < y->release ? -1 : 1;
+    return (x->k > y->k) - (x->k < y->k);
+}
+
 static int dcmp(const void *a, const void *b)
 {
     const double *x = a, *y = b;
@@ -72,27 +87,28 @@ static int bench(const char *policy, int K, double *mean, double *max, hs_auto_s
         fprintf(stderr, "bench_sim_auto: %s\n", err.text);
         return -1;
     }
-    /* the jobs in the order of their release: those asking at once first */
-    for (int pass = 0; pass < 2; pass++) {
-        for (int d = 0; d < 3; d++) {
-            for (int k = 0; k < K; k++) {
-                double w = pow(10, 1 + (double)((k + 1) % 3));
-                hs_job_t j;
-                if (k % 2 != pass || (pass == 1 && (int)((k + 1) % 3) != 2 - d))
-                    continue;
-                if (pass == 0 && d > 0)
-                    continue;
-                j = job((uint64_t)k + 1, pass == 0 ? 1000.0 * k / K : T0 - 0.5 * w);
-                t = j.release;
-                if (hs_job_arrive(s, t, &j, &err) < 0
-                    || (pass == 0
-                        && hs_phase_request(s, t, j.id, j.volume, HS_DIR_WRITE, j.w, &err) < 0)) {
-                    fprintf(stderr, "bench_sim_auto: %s\n", err.text);
-                    return -1;
-                }
-            }
+    /* the jobs in the order of their release */
+    struct arrival *arr = calloc((size_t)K, sizeof(*arr));
+    if (!arr)
+        return -1;
+    for (int k = 0; k < K; k++) {
+        double w = pow(10, 1 + (double)((k + 1) % 3));
+        arr[k] = (struct arrival){ k % 2 == 0 ? 1000.0 * k / K : T0 - 0.5 * w, k };
+    }
+    qsort(arr, (size_t)K, sizeof(*arr), arrival_cmp);
+    for (int i = 0; i < K; i++) {
+        int k = arr[i].k;
+        hs_job_t j = job((uint64_t)k + 1, arr[i].release);
+        t = j.release;
+        if (hs_job_arrive(s, t, &j, &err) < 0
+            || (k % 2 == 0
+                && hs_phase_request(s, t, j.id, j.volume, HS_DIR_WRITE, j.w, &err) < 0)) {
+            fprintf(stderr, "bench_sim_auto: %s\n", err.text);
+            free(arr);
+            return -1;
         }
     }
+    free(arr);
     t = T0;
     if (hs_sched_decide(s, t, g, (size_t)K + 1) < 0)
         return -1;
