@@ -147,13 +147,14 @@ struct astate {
     int nchoose;  /* the candidates the look ahead chooses among */
     bool guarded; /* the guard is in force */
     bool off;     /* a phase went off its hints since the last epoch */
-    /* the lag's scratch (lag_decide()) */
+    /* the lag's scratch (lag_decide()), per view: its job, fairshare's rate */
     hs_view_t *fv;
     size_t capfv;
     size_t *idx;
-    double *wts;
+    double *wts, *fair;
+    struct seen **sns;
     hs_wf_item_t *wf;
-    size_t capidx, capwts, capwf;
+    size_t capidx, capwts, capwf, capfair, capsns;
     /* figures */
     hs_auto_state_t st;
 };
@@ -322,6 +323,8 @@ static void a_destroy(void *state)
         free(as->fv);
         free(as->idx);
         free(as->wts);
+        free(as->fair);
+        free(as->sns);
         free(as->wf);
         free(as);
     }
@@ -1022,7 +1025,7 @@ static void lag_repay(struct astate *as, hs_view_t *v, size_t m)
     bool ahead = false;
 
     for (size_t j = 0; j < m; j++) {
-        sg[j] = lag_sign(seen_find(as, v[idx[j]].id), &v[idx[j]]);
+        sg[j] = lag_sign(as->sns[idx[j]], &v[idx[j]]);
         ahead = ahead || sg[j] < 0;
         behind += sg[j] > 0;
     }
@@ -1072,27 +1075,40 @@ static int lag_decide(struct astate *as, const hs_ctx_t *ctx, hs_view_t *v, size
      * job's, and the lag is not kept there */
     if (n == 0 || as->plat.nbuffers > 0)
         return 0;
-    if (hs_grow(&as->fv, &as->capfv, n, sizeof(*as->fv)) < 0
-        || hs_grow(&as->idx, &as->capidx, n, sizeof(*as->idx)) < 0
+    if (hs_grow(&as->idx, &as->capidx, n, sizeof(*as->idx)) < 0
         || hs_grow(&as->wts, &as->capwts, n, sizeof(*as->wts)) < 0
-        || hs_grow(&as->wf, &as->capwf, n, sizeof(*as->wf)) < 0)
+        || hs_grow(&as->fair, &as->capfair, n, sizeof(*as->fair)) < 0
+        || hs_grow(&as->sns, &as->capsns, n, sizeof(*as->sns)) < 0)
         return -1;
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
+        as->sns[i] = seen_find(as, v[i].id);
         if (!v[i].complete)
             as->idx[m++] = i;
-    memcpy(as->fv, v, n * sizeof(*v));
-    for (size_t j = 0; j < m; j++) {
-        as->fv[as->idx[j]].bw = 0;
-        as->wts[j] = 1;
     }
-    hs_alloc_waterfill(as->fv, as->idx, as->wts, m, ctx->plat->bw, as->wf);
+    if (as->ops == &hs_ops_fairshare) {
+        /* fairshare in force: its rates are fairshare's */
+        for (size_t i = 0; i < n; i++)
+            as->fair[i] = v[i].complete ? 0 : v[i].bw;
+    } else {
+        if (hs_grow(&as->fv, &as->capfv, n, sizeof(*as->fv)) < 0
+            || hs_grow(&as->wf, &as->capwf, n, sizeof(*as->wf)) < 0)
+            return -1;
+        memcpy(as->fv, v, n * sizeof(*v));
+        for (size_t j = 0; j < m; j++) {
+            as->fv[as->idx[j]].bw = 0;
+            as->wts[j] = 1;
+        }
+        hs_alloc_waterfill(as->fv, as->idx, as->wts, m, ctx->plat->bw, as->wf);
+        for (size_t i = 0; i < n; i++)
+            as->fair[i] = v[i].complete ? 0 : as->fv[i].bw;
+    }
     if (as->guarded && as->cur == as->guard)
         lag_repay(as, v, m);
     for (size_t i = 0; i < n; i++) {
-        struct seen *sn = seen_find(as, v[i].id);
+        struct seen *sn = as->sns[i];
         if (!sn)
             continue;
-        sn->fair = v[i].complete ? 0 : as->fv[i].bw;
+        sn->fair = as->fair[i];
         sn->rate = v[i].complete ? 0 : v[i].bw;
     }
     return 0;
