@@ -174,3 +174,19 @@ def test_bbstat_and_bbmgr_add_free_used_and_drained_up_to_total(cluster, need_bb
     wait_for(lambda: "\n  pool %s: 1TiB total = 1TiB free + 0B used + 0B drained\n"
              % pool["name"] in cluster.run("scontrol", "show", "bbstat").stdout,
              timeout=60, what="the space back in bbstat")
+
+
+def test_job_on_two_nodes_is_two_nodes_at_bbmgrd(cluster, need_bbmgrd):
+    """sbatch -N 2: bbmgrd counts the job on its two compute nodes (bbmgr jobs),
+    the count its phases' volume is shared over, not one node."""
+    rc, jobid, _, err = cluster.sbatch(script("jobbuffer capacity=1GiB", body="sleep 60"),
+                                       "-N", "2")
+    assert rc == 0, err
+    try:
+        cluster.wait_state(jobid, {"RUNNING"})
+        job = wait_for(lambda: [j for j in cluster.bbmgr("jobs")["jobs"]
+                                if j["id"] == jobid and j["state"] == "running"],
+                       timeout=60, what="the job running at bbmgrd")[0]
+        assert job["nodes"] == 2, job
+    finally:
+        cancel(cluster, [jobid])

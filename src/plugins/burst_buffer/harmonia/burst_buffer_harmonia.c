@@ -726,7 +726,12 @@ extern int bb_p_job_begin(job_record_t *job_ptr)
         xfree(copy);
     }
     _het_env(job_ptr, h, id);
+    /* slurmctld calls this before it counts the job's nodes (node_cnt is not
+	 * the selected count yet, in 22.05 and 24.11): the nodes it selected are
+	 * in node_bitmap already */
     h->ncompute = job_ptr->node_cnt;
+    if (job_ptr->node_bitmap && bit_set_count(job_ptr->node_bitmap) > (int)h->ncompute)
+        h->ncompute = bit_set_count(job_ptr->node_bitmap);
     bbh_want(job_ptr, WANT_BEGIN);
 out:
     slurm_mutex_unlock(&bb_state.bb_mutex);
