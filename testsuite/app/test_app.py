@@ -215,6 +215,46 @@ def test_fallback_bbmgrd_killed_mid_job(job, tmp_path):
     assert elapsed < 2.0 + 1.0 + 3.0, elapsed
 
 
+def test_phase_end_reaches_bbmgrd_after_it_stalled(make_daemon, tmp_path):
+    """bbmgrd stops answering in the middle of a paced phase for longer than the
+    client's request timeout (SIGSTOP, as a daemon stuck on a slow disk): the job
+    goes on ungated with one line on stderr, and once bbmgrd answers again the
+    phase it granted is finished with the job's bytes, not left open holding its
+    share until limits.grant_timeout."""
+    import select
+    d = make_daemon(platform={"node_bandwidth": "20 MB/s", "pfs_bandwidth": "20 MB/s"})
+    register(d, "stall", uid=os.getuid(), nodes=1)
+    env = job_env(d, "stall", HARMONIA_FALLBACK_WAIT=1)
+    p = subprocess.Popen([BBIO_BENCH, "--phases", "1", "--volume", "64MiB", "--compute", "0",
+                          "--dir", str(tmp_path)], env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    err = ""
+    try:
+        assert first_phase_granted(d, "stall"), phases_of(d, "stall")
+        d.proc.send_signal(signal.SIGSTOP)
+        try:
+            # the paced write's grant refresh times out: the phase goes on ungated
+            deadline = time.monotonic() + 60
+            while "unreachable" not in err and time.monotonic() < deadline:
+                if select.select([p.stderr], [], [], 1)[0]:
+                    line = p.stderr.readline()
+                    if not line:
+                        break
+                    err += line
+        finally:
+            d.proc.send_signal(signal.SIGCONT)
+        out, rest = p.communicate(timeout=60)
+        err += rest
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == 0, err
+    assert len(unreachable_lines(err)) == 1, err
+    ph = settled_phases(d, "stall")
+    assert [(x["state"], x["bytes"]) for x in ph] == [("finished", 64 << 20)], ph
+
+
 def test_fallback_unreachable_from_start(tmp_path, munge):
     from harmonia_test import daemon as daemon_fixtures
     port = daemon_fixtures.free_port()

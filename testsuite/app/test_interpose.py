@@ -759,7 +759,7 @@ def test_signal_handlers_doing_io(make_daemon, bb, tmp_path):
     assert os.path.getsize(bb / "sig") == handled
     ph = phases_of(d, "sig")
     counted = sum(x["bytes"] for x in ph)
-    assert 200001 * 4096 <= counted <= 200001 * 4096 + handled, (ph, handled)
+    assert 200001 * 4096 <= counted <= 200001 * 4096 + handled, (ph, handled, p.stderr)
 
 
 def test_o_direct(make_daemon, bb, tmp_path):

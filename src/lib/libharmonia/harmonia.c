@@ -994,13 +994,18 @@ static void close_phase(harmonia_t *h, const struct close_req *r, bool *degraded
     snprintf(member, sizeof(member), "%s", r->owner && r->member ? h->member : "");
     if (r->counted)
         fd = coord_leave(h, r->pid, total, &last, &total, member);
-    if (last && h->client && !r->degraded) {
+    /* a phase bbmgrd granted is reported ended even when a refresh of its grant
+     * failed since (the handle degraded: bbmgrd slow or gone): one attempt, or
+     * bbmgrd would keep its share until limits.grant_timeout; an answer means
+     * bbmgrd is back */
+    if (last && h->client) {
         int st = finish_phase(h, r->pid, total, member, &err);
         if (st < 0) {
             tell_unreachable(h, &err);
             *degraded = true;
             h->last_attempt = hu_mono();
-        }
+        } else
+            *degraded = false;
     }
     if (fd >= 0)
         close(fd);
