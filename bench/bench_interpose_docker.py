@@ -79,8 +79,9 @@ def job_body(a):
     n, c, v = a.iters, a.compute, a.volume
     if a.mode == "libharmonia":
         if a.kind == "mpiio":
-            return ('srun -N2 -n2 %s -q --no-direct -n %d -s %dMiB -c %gs -D "$HARMONIA_BB"'
-                    ' >/dev/null' % (BBIO, n, v // 2, c))
+            # each process moves half of the job's phase and asks for all of it
+            return ('srun -N2 -n2 %s -q --no-direct -n %d -s %dMiB --phase-volume %dMiB -c %gs'
+                    ' -D "$HARMONIA_BB" >/dev/null' % (BBIO, n, v // 2, v, c))
         return '%s -q --no-direct -n %d -s %dMiB -c %gs -D "$HARMONIA_BB" >/dev/null' % (
             BBIO, n, v, c)
     if a.kind == "dd":

@@ -392,6 +392,33 @@ def test_node_done_early_waits_for_the_next_phase(make_daemon, tmp_path):
     assert sum(1 for x in ph if x["bytes"] >= 12e6) == 3, ph
 
 
+def test_nodes_ask_for_the_whole_phase(make_daemon, tmp_path):
+    """bbio-bench on two nodes, each moving its 3 MB of every phase, with
+    --phase-volume 6MB: bbmgrd schedules phases of the job's 6 MB (whichever
+    node asks first), and each ends with the 6 MB of both nodes."""
+    import json
+    d = make_daemon(platform={"node_bandwidth": "60 MB/s", "pfs_bandwidth": "60 MB/s"})
+    register(d, "whole", uid=os.getuid(), nodes=2)
+    procs = []
+    for node in ("na", "nb"):
+        cdir, ddir = tmp_path / ("coord-" + node), tmp_path / ("data-" + node)
+        cdir.mkdir()
+        ddir.mkdir()
+        env = job_env(d, "whole", HARMONIA_NTASKS=2, HARMONIA_NODE=node,
+                      HARMONIA_COORD_DIR=str(cdir))
+        procs.append(subprocess.Popen(
+            [BBIO_BENCH, "--phases", "2", "--volume", "3MB", "--phase-volume", "6MB",
+             "--compute", "0.02", "--dir", str(ddir)], env=env,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    for p in procs:
+        out, err = p.communicate(timeout=120)
+        assert p.returncode == 0 and err == "", err
+        assert json.loads(out)["phase_volume"] == 6e6
+    ph = settled_phases(d, "whole")
+    assert all(x["state"] == "finished" and x["volume"] == 6e6 for x in ph), ph
+    assert sum(x["bytes"] for x in ph) == 2 * 6e6, ph
+
+
 # ---------------------------------------------------------------- the C API itself
 def libharmonia():
     """libharmonia.so through ctypes (the calls release the GIL: threads are real)."""

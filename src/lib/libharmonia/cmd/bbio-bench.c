@@ -38,6 +38,7 @@ typedef struct {
     double w_iter;    /* seconds, < 0: unused */
     double bandwidth; /* reference, bytes/s */
     uint64_t volume;
+    uint64_t phase_volume; /* asked of bbmgrd; 0: volume */
     uint64_t block;
     int phases;
     const char *dir;
@@ -64,6 +65,10 @@ static const hu_option_t options[] = {
       "time = 4, 1, 1/4 or 0 x volume/bandwidth" },
     { "phases", required_argument, 'n', "N", "I/O phases (default 8)" },
     { "volume", required_argument, 's', "SIZE", "bytes per I/O phase (default 64MiB)" },
+    { "phase-volume", required_argument, 4, "SIZE",
+      "the phase's volume asked of bbmgrd, when several\n"
+      "processes each move their --volume in one phase of\n"
+      "the job (default: --volume)" },
     { "compute", required_argument, 'c', "DUR", "compute time per phase (overrides the profile)" },
     { "w-iter", required_argument, 'w', "DUR",
       "iteration length: compute = w_iter - volume/bandwidth" },
@@ -257,15 +262,21 @@ static int parse_args(int argc, char **argv, opts_t *o)
             }
             break;
         case 's':
-        case 'b': {
-            uint64_t v;
+        case 'b':
+        case 4: {
+            uint64_t v = 1;
             if (hu_parse_size(optarg, HU_SIZE_BARE_BYTES, &v, &err) < 0 || v == 0) {
-                fprintf(stderr, "bbio-bench: --%s: %s\n", opt == 's' ? "volume" : "block",
+                fprintf(stderr, "bbio-bench: --%s: %s\n",
+                        opt == 's'   ? "volume"
+                        : opt == 'b' ? "block"
+                                     : "phase-volume",
                         v == 0 ? "must be > 0" : err.text);
                 return -1;
             }
             if (opt == 's')
                 o->volume = v;
+            else if (opt == 4)
+                o->phase_volume = v;
             else if (v > (1ULL << 30)) {
                 fprintf(stderr, "bbio-bench: --block: at most 1GiB\n");
                 return -1;
@@ -393,7 +404,9 @@ int main(int argc, char **argv)
         harmonia_grant_t g = { 0 };
         double c = busy(compute);
         double t0 = hu_mono();
-        if (h && harmonia_phase_begin(h, o.volume, o.direction, &g) < 0) {
+        if (h
+            && harmonia_phase_begin(h, o.phase_volume ? o.phase_volume : o.volume, o.direction, &g)
+                   < 0) {
             fprintf(stderr, "bbio-bench: harmonia_phase_begin: %s\n", strerror(errno));
             goto free_done;
         }
@@ -446,6 +459,8 @@ int main(int argc, char **argv)
                     compute, "reference_bandwidth", o.bandwidth, "dedicated_io_time", dedicated,
                     "direction", harmonia_dir_name(o.direction), "direct", io.direct, "fsync",
                     o.fsync_always || !io.direct);
+    json_object_set_new(out, "phase_volume",
+                        json_integer((json_int_t)(o.phase_volume ? o.phase_volume : o.volume)));
     json_object_set_new(out, "dir",
                         json_string(o.dir                   ? o.dir
                                     : getenv("HARMONIA_BB") ? getenv("HARMONIA_BB")
