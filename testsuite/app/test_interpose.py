@@ -15,7 +15,7 @@ import time
 import pytest
 
 from conftest import BBIO_BENCH, LIBDIR, SLURM_UID, job_env, register
-from harmonia_test.daemon import BUILDDIR
+from harmonia_test.daemon import BUILDDIR, USER1
 from harmonia_test.wait import wait_for
 
 PRELOAD = os.path.join(LIBDIR, ".libs", "libharmonia-preload.so")
@@ -236,6 +236,44 @@ def test_small_writes_paced_at_the_grant(make_daemon, bb, tmp_path):
     assert len(ph) == 1 and ph[0]["state"] == "finished", ph
     assert ph[0]["bytes"] == (24 * 1000 * 1000 // 4096) * 4096, ph
     assert t >= 24e6 / 12e6 - 0.3, t
+
+
+def test_one_large_write_follows_a_raised_grant(make_daemon, bb, tmp_path):
+    """HDF5 writes a dataset in one pwrite(): a 40 MB write paced at a 5 MB/s share
+    (another job's phase holds the other half of 10 MB/s) must speed up when that
+    phase ends and the grant rises to 10 MB/s, as a stream of small writes does:
+    about 2 s at 5 MB/s then 3 s at 10 MB/s, not 8 s at the first rate."""
+    d = make_daemon(policy={"id": "fairshare"}, nodes=[], **one_node("10 MB/s"))
+    register(d, "other", uid=USER1, nodes=1)
+    register(d, "big", uid=os.getuid(), nodes=1)
+    held = d.ok("POST", "/v1/jobs/other/phases", {"volume": "1GiB"}, uid=USER1)
+    assert held["state"] == "granted", held
+    log = tmp_path / "log"
+    prog = ("import os\n"
+            "fd = os.open(os.environ['HARMONIA_BB'] + '/big', os.O_WRONLY | os.O_CREAT)\n"
+            "assert os.write(fd, bytes(40 * 1000 * 1000)) == 40 * 1000 * 1000\n"
+            "os.close(fd)\n")
+    t0 = time.monotonic()
+    p = subprocess.Popen([PYTHON, "-c", prog], env=preload_env(d, "big", bb,
+                         HARMONIA_INTERPOSE_LOG=log), stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for(lambda: any(x["state"] == "granted" for x in phases_of(d, "big")),
+                 timeout=30, what="the large write's phase granted")
+        begins = log_lines(log, "begin")
+        assert float(begins[0][begins[0].index("rate") + 1]) == 5e6, begins
+        time.sleep(1.0)
+        d.ok("POST", "/v1/phases/%d/finish" % held["id"], uid=USER1)
+        _, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    t = time.monotonic() - t0
+    assert p.returncode == 0, err
+    ph = phases_of(d, "big")
+    assert len(ph) == 1 and ph[0]["state"] == "finished", ph
+    assert ph[0]["bytes"] == 40 * 1000 * 1000, ph
+    # paced all along (40 MB at 10 MB/s is 4 s), and faster once the grant rose
+    assert 4.0 - 0.3 <= t <= 6.5, t
 
 
 def test_short_lived_threads_all_counted(make_daemon, bb, tmp_path):

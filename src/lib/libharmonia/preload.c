@@ -452,6 +452,32 @@ static void slot_release(void *v)
     errno = e;
 }
 
+/* The wait of a call's bytes at the granted rate r0 (the call in flight, mu not
+ * held), in slices: a change of the grant meanwhile (the agent refreshes it every
+ * second) rescales what is left, so that one large call (HDF5 writes a dataset
+ * with one pwrite()) follows its grant as a stream of small calls does; the
+ * phase unpaced or over, the wait ends. */
+#define PACE_SLICE 0.1
+static void pace_wait(double d, double r0)
+{
+    while (d > 0) {
+        double s = d < PACE_SLICE ? d : PACE_SLICE;
+        sleep_s(s);
+        d -= s;
+        if (!(d > 0))
+            break;
+        pthread_mutex_lock(&mu);
+        double r = gstate == G_OPEN ? tb.rate : 0;
+        pthread_mutex_unlock(&mu);
+        if (!(r > 0))
+            break;
+        if (r != r0 && r0 > 0) {
+            d *= r0 / r;
+            r0 = r;
+        }
+    }
+}
+
 /* After a counted call's bucket debit (mu held, no wait due): a share of the
  * bucket for this thread's next calls. */
 static void credit_take(void)
@@ -510,16 +536,18 @@ static void fast_done(ssize_t moved)
             tl_credit -= (double)moved;
         } else {
             /* the share is spent or void: the bucket itself, under mu */
-            double d = 0;
+            double d = 0, r0 = 0;
             tl_in = 1;
             pthread_mutex_lock(&mu);
-            if (gstate == G_OPEN)
+            if (gstate == G_OPEN) {
                 d = hm_tb_take(&tb, (double)moved, mono());
+                r0 = tb.rate;
+            }
             tl_credit = 0;
             if (d <= 0)
                 credit_take();
             pthread_mutex_unlock(&mu);
-            sleep_s(d); /* the call is in flight: the phase stays open */
+            pace_wait(d, r0); /* the call is in flight: the phase stays open */
             tl_in = 0;
         }
         __atomic_store_n(&s->bytes, s->bytes + (uint64_t)moved, __ATOMIC_RELAXED);
@@ -911,18 +939,20 @@ static void io_done(int counted, ssize_t moved)
     if (!counted)
         return;
     int e = errno;
-    double d = 0, now;
+    double d = 0, r0 = 0, now;
     tl_in = 1;
     pthread_mutex_lock(&mu);
     now = mono();
     if (moved > 0) {
         phase_bytes += (double)moved;
-        if (gstate == G_OPEN)
+        if (gstate == G_OPEN) {
             d = hm_tb_take(&tb, (double)moved, now);
+            r0 = tb.rate;
+        }
     }
     if (d > 0) {
         pthread_mutex_unlock(&mu);
-        sleep_s(d); /* the phase stays open: the call is in flight */
+        pace_wait(d, r0); /* the phase stays open: the call is in flight */
         pthread_mutex_lock(&mu);
         now = mono();
     }
