@@ -116,6 +116,10 @@ def cmd_run(a):
             # new checkpoint each time (a full buffer refuses the next phase: 507)
             "#BB_HARMONIA jobbuffer capacity=%dMiB" % ((a.iters + 1) * a.volume),
             "#BB_HARMONIA " + hints,
+            # the interposer's own record of each phase (begin: wait, rate; end:
+            # bytes, w_iter), read back into the results
+            ("export HARMONIA_INTERPOSE_LOG=%s/ip.$SLURM_JOB_ID.log" % wdir
+             if a.mode == "interposer" else ""),
             "while [ ! -e %s ]; do sleep 0.05; done" % go,
             "date +%%s.%%N > %s/start.$SLURM_JOB_ID" % wdir,
             job_body(a),
@@ -196,13 +200,19 @@ def cmd_run(a):
                 times[k] = None
         code, job = get("/v1/jobs/%s" % i)
         try:
+            with open("%s/ip.%s.log" % (wdir, i)) as f:
+                iplog = f.read()[-8000:]
+        except OSError:
+            iplog = ""
+        try:
             with open("%s/slurm-%s.out" % (wdir, i)) as f:
                 log = f.read()[-2000:]
         except OSError:
             log = ""
         res.append({"id": i, "user": u, "start": times["start"], "end": times["end"],
                     "slurm": acct.get(i, {}), "phases_done": (job or {}).get("phases_done"),
-                    "phases": sorted(recs[i], key=lambda r: r["id"]), "log": log})
+                    "phases": sorted(recs[i], key=lambda r: r["id"]), "log": log,
+                    "interposer_log": iplog})
     json.dump({"kind": a.kind, "policy": a.policy, "mode": a.mode, "tag": tag,
                "jobs_n": a.jobs, "iters": a.iters, "compute": a.compute,
                "volume_mib": a.volume, "node_mbs": a.node_mbs, "t_sub": t_sub,
@@ -294,6 +304,61 @@ def cmd_report(a):
             print("%-6s chart: %s" % (k, svg))
 
 
+def cmd_median(a):
+    """Several runs of the bench (one BENCH_IP_OUT each): per kind and policy, each
+    run's ratio of the gains, and the median over the runs of each program's mean
+    and max completion, with the gains and ratios those medians give."""
+    kinds, policies = a.kinds.split(), a.policies.split()
+    modes, base = ("interposer", "libharmonia"), policies[0]
+
+    def med(xs):
+        xs = sorted(xs)
+        n = len(xs)
+        return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
+
+    print("%-6s %-10s %5s  %-29s %-29s %s" % (
+        "kind", "policy", "runs", "median mean/max, interposer", "libharmonia",
+        "ratio mean, max (of medians; each run's)"))
+    for k in kinds:
+        comp = {}                       # (policy, mode) -> [(mean, max) per run]
+        per_run = {p: [] for p in policies[1:]}
+        for d in a.dirs:
+            got = {}
+            for p in policies:
+                for m in modes:
+                    f = os.path.join(d, "%s-%s-%s.json" % (k, p, m))
+                    try:
+                        with open(f) as fh:
+                            c = completion(json.load(fh))
+                    except (OSError, ValueError):
+                        c = None
+                    if c:
+                        got[(p, m)] = c
+            if not all((p, m) in got for p in policies for m in modes):
+                continue                # a run with every configuration, or none
+            for key, c in got.items():
+                comp.setdefault(key, []).append(c)
+            for p in policies[1:]:
+                g = {m: [x / y for x, y in zip(got[(base, m)], got[(p, m)])] for m in modes}
+                per_run[p].append((g["interposer"][0] / g["libharmonia"][0],
+                                   g["interposer"][1] / g["libharmonia"][1]))
+        if not comp:
+            continue
+        md = {key: (med([c[0] for c in v]), med([c[1] for c in v])) for key, v in comp.items()}
+        for p in policies:
+            ratio = ""
+            if p != base:
+                g = {m: [x / y for x, y in zip(md[(base, m)], md[(p, m)])] for m in modes}
+                ratio = "%.3f, %.3f; %s" % (
+                    g["interposer"][0] / g["libharmonia"][0],
+                    g["interposer"][1] / g["libharmonia"][1],
+                    " ".join("%.3f/%.3f" % r for r in per_run[p]))
+            print("%-6s %-10s %5d  %-29s %-29s %s" % (
+                k, p, len(comp[(p, modes[0])]),
+                "%.2f / %.2f" % md[(p, "interposer")], "%.2f / %.2f" % md[(p, "libharmonia")],
+                ratio))
+
+
 def cmd_platform(a):
     dc = demo_compare()
     if a.mbs:
@@ -320,11 +385,16 @@ def main():
     p.add_argument("--kinds", default="dd mpiio h5py")
     p.add_argument("--policies", default="fairshare set10 auto")
     p.add_argument("--node-bw", default="100MB/s")
+    p = sub.add_parser("median")
+    p.add_argument("dirs", nargs="+", help="the BENCH_IP_OUT of each run")
+    p.add_argument("--kinds", default="dd mpiio h5py")
+    p.add_argument("--policies", default="fairshare set10 auto")
     p = sub.add_parser("platform")
     p.add_argument("bw")
     p.add_argument("--mbs", action="store_true", help="print BW in MB/s, nothing else")
     a = ap.parse_args()
-    {"run": cmd_run, "report": cmd_report, "platform": cmd_platform}[a.cmd](a)
+    {"run": cmd_run, "report": cmd_report, "median": cmd_median,
+     "platform": cmd_platform}[a.cmd](a)
 
 
 if __name__ == "__main__":
