@@ -89,9 +89,16 @@ def job_body(a):
                 'bs=1M count=%d conv=fsync status=none || exit 9; done' % (n, c, v))
     if a.kind == "h5py":
         return 'python3 %s/bench_interpose_h5.py %d %g %d "$HARMONIA_BB"' % (HERE, n, c, v)
-    # one rank per node; shared memory between containers is not there to find
-    return ('mpirun -np 2 --map-by node --mca btl self,tcp %s/mpiio %d %g %d "$HARMONIA_BB"'
-            % (HERE, n, c, v))
+    # one rank per node; shared memory between containers is not there to find.
+    # The containers share the machine's cores (8 jobs: 16 ranks on 2 cores): a
+    # rank waiting in a collective for its peer (gated, or paced) yields the core
+    # rather than spin on it, as Open MPI does by itself on an oversubscribed node
+    # Each job its own session directory: two jobs of one user starting mpirun on
+    # one node race on /tmp/ompi.NODE.UID (one removes it as the other creates
+    # its pid.N in it: "orte_init failed", seen in a run)
+    return ('OMPI_MCA_orte_tmpdir_base=/tmp/ompi-job$SLURM_JOB_ID '
+            'mpirun -np 2 --map-by node --mca btl self,tcp --mca mpi_yield_when_idle 1'
+            ' %s/mpiio %d %g %d "$HARMONIA_BB"' % (HERE, n, c, v))
 
 
 def cmd_run(a):
@@ -222,7 +229,10 @@ def cmd_run(a):
 
 # ------------------------------------------------------------------ on the host
 def completion(d):
-    ts = [j["end"] - d["t_go"] for j in d["jobs"] if j["end"] is not None]
+    """(mean, max) completion of a run's jobs; None when one did not complete (a
+    failed job's early end would count as a fast one)."""
+    ts = [j["end"] - d["t_go"] for j in d["jobs"]
+          if j["end"] is not None and j["slurm"].get("state", "COMPLETED") == "COMPLETED"]
     if len(ts) != len(d["jobs"]):
         return None
     return sum(ts) / len(ts), max(ts)

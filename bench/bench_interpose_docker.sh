@@ -32,6 +32,8 @@
 #                                       (with what they need beyond the node image)
 #                                       into DIR, through the base image (network)
 #   bench_interpose_docker.sh install DIR   dpkg -i DIR/*.deb on ctl and c1..c4
+#   python3 bench/bench_interpose_docker.py median OUT1 OUT2 ...
+#                                       several runs' medians (one BENCH_IP_OUT each)
 #
 #   HARMONIA_DOCKER_PROJECT  the cluster's project name (default harmonia)
 #   BENCH_IP_JOBS     concurrent jobs (default 4)

@@ -273,7 +273,9 @@ def test_one_large_write_follows_a_raised_grant(make_daemon, bb, tmp_path):
     assert len(ph) == 1 and ph[0]["state"] == "finished", ph
     assert ph[0]["bytes"] == 40 * 1000 * 1000, ph
     # paced all along (40 MB at 10 MB/s is 4 s), and faster once the grant rose
-    assert 4.0 - 0.3 <= t <= 6.5, t
+    # (the grant is re-read every second: about 5 s)
+    print("40 MB in one write, the grant raised after 1 s: %.2f s" % t)
+    assert 4.0 - 0.3 <= t <= 6.8, t
 
 
 def test_short_lived_threads_all_counted(make_daemon, bb, tmp_path):
