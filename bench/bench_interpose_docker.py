@@ -92,7 +92,7 @@ def job_body(a):
     # one rank per node; shared memory between containers is not there to find.
     # The containers share the machine's cores (8 jobs: 16 ranks on 2 cores): a
     # rank waiting in a collective for its peer (gated, or paced) yields the core
-    # rather than spin on it, as Open MPI does by itself on an oversubscribed node
+    # rather than spin on it, as Open MPI does by itself on an oversubscribed node.
     # Each job its own session directory: two jobs of one user starting mpirun on
     # one node race on /tmp/ompi.NODE.UID (one removes it as the other creates
     # its pid.N in it: "orte_init failed", seen in a run)
