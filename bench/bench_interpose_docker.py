@@ -238,6 +238,13 @@ def completion(d):
     return sum(ts) / len(ts), max(ts)
 
 
+def gain_ratios(base, pol):
+    """The interposer's gain of 'pol' over 'base' over libharmonia's, in the mean
+    and the max; each argument maps a program to its (mean, max) completion."""
+    g = {m: [x / y for x, y in zip(base[m], pol[m])] for m in base}
+    return tuple(i / l for i, l in zip(g["interposer"], g["libharmonia"]))
+
+
 def chart_result(d, label):
     """One panel of demo-compare's chart from bbmgrd's phase records: compute up to
     the request, waiting for the grant, I/O until bbmgrd saw the phase finish."""
@@ -349,20 +356,18 @@ def cmd_median(a):
             for key, c in got.items():
                 comp.setdefault(key, []).append(c)
             for p in policies[1:]:
-                g = {m: [x / y for x, y in zip(got[(base, m)], got[(p, m)])] for m in modes}
-                per_run[p].append((g["interposer"][0] / g["libharmonia"][0],
-                                   g["interposer"][1] / g["libharmonia"][1]))
+                per_run[p].append(gain_ratios({m: got[(base, m)] for m in modes},
+                                              {m: got[(p, m)] for m in modes}))
         if not comp:
             continue
         md = {key: (med([c[0] for c in v]), med([c[1] for c in v])) for key, v in comp.items()}
         for p in policies:
             ratio = ""
             if p != base:
-                g = {m: [x / y for x, y in zip(md[(base, m)], md[(p, m)])] for m in modes}
                 ratio = "%.3f, %.3f; %s" % (
-                    g["interposer"][0] / g["libharmonia"][0],
-                    g["interposer"][1] / g["libharmonia"][1],
-                    " ".join("%.3f/%.3f" % r for r in per_run[p]))
+                    gain_ratios({m: md[(base, m)] for m in modes},
+                                {m: md[(p, m)] for m in modes})
+                    + (" ".join("%.3f/%.3f" % r for r in per_run[p]),))
             print("%-6s %-10s %5d  %-29s %-29s %s" % (
                 k, p, len(comp[(p, modes[0])]),
                 "%.2f / %.2f" % md[(p, "interposer")], "%.2f / %.2f" % md[(p, "libharmonia")],

@@ -452,8 +452,8 @@ static void slot_release(void *v)
     errno = e;
 }
 
-/* The wait of a call's bytes at the granted rate r0 (the call in flight, mu not
- * held), in slices: a change of the grant meanwhile (the agent refreshes it every
+/* The wait d > 0 of a call's bytes at the granted rate r0 > 0 (the call in
+ * flight, mu not held), in slices: a change of the grant meanwhile (the agent refreshes it every
  * second) rescales what is left, so that one large call (HDF5 writes a dataset
  * with one pwrite()) follows its grant as a stream of small calls does; the
  * phase unpaced or over, the wait ends. */
@@ -471,7 +471,7 @@ static void pace_wait(double d, double r0)
         pthread_mutex_unlock(&mu);
         if (!(r > 0))
             break;
-        if (r != r0 && r0 > 0) {
+        if (r != r0) {
             d *= r0 / r;
             r0 = r;
         }
