@@ -278,6 +278,56 @@ def test_one_large_write_follows_a_raised_grant(make_daemon, bb, tmp_path):
     assert 4.0 - 0.3 <= t <= 6.8, t
 
 
+SYNC_PROG = r"""
+import json, os, sys, time
+bb = sys.argv[1]
+block = b"s" * (1 << 20)
+synced = []
+for i in range(3):
+    time.sleep(1.5)                      # compute
+    fd = os.open(os.path.join(bb, "ck%d" % i), os.O_WRONLY | os.O_CREAT, 0o600)
+    for k in range(4):
+        if k:
+            time.sleep(0.3)              # a pause inside the phase
+        assert os.write(fd, block) == len(block)
+        if k == 0:
+            os.fsync(fd)                 # a sync inside the phase
+    os.fsync(fd)                         # the checkpoint made durable
+    synced.append(time.time())
+    os.close(fd)
+time.sleep(1.5)                          # compute: the process's exit ends no phase
+print(json.dumps(synced))
+"""
+
+
+def test_synced_phase_ends_sooner(make_daemon, bb, tmp_path):
+    """A checkpoint loop that fsyncs each file at its end, with pauses inside its
+    phases that hold the detector's gap at 1 s (HARMONIA_INTERPOSE_GAP, as an MPI
+    program's collective waits do): once a phase is learned, bbmgrd sees each
+    phase finished well before the gap after the fsync, so the grant goes back
+    sooner; the fsync after the first write of a phase does not cut it (one phase
+    per file, with its 4 MiB); the first phase (nothing learned) keeps the gap."""
+    d = make_daemon(**one_node())
+    register(d, "sync", uid=os.getuid(), nodes=1)
+    log = tmp_path / "log"
+    p = subprocess.run([PYTHON, "-c", SYNC_PROG, str(bb)],
+                       env=preload_env(d, "sync", bb, HARMONIA_INTERPOSE_GAP="1",
+                                       HARMONIA_INTERPOSE_LOG=log),
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    synced = json.loads(p.stdout)
+    ph = wait_for(lambda: (lambda x: x if len(x) == 3 and all(
+        y["state"] == "finished" for y in x) else None)(phases_of(d, "sync")),
+        "the phases to finish")
+    assert [x["bytes"] for x in ph] == [4 << 20] * 3, ph
+    after = [x["finished"] - t for x, t in zip(ph, synced)]
+    print("phase finished at bbmgrd, s after the fsync: %s" % ["%.3f" % a for a in after])
+    assert after[0] >= 0.9, after
+    assert all(-0.05 <= a <= 0.5 for a in after[1:]), after
+    for i in range(3):
+        assert os.path.getsize(bb / ("ck%d" % i)) == 4 << 20
+
+
 def test_short_lived_threads_all_counted(make_daemon, bb, tmp_path):
     """100 threads one after the other (more than the interposer keeps counters
     for at once: an exited thread's are folded and reused), each making 256 small

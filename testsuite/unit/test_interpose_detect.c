@@ -374,6 +374,78 @@ START_TEST(test_rejoin)
 }
 END_TEST
 
+/* A sync of the phase's data (fsync at a checkpoint's end) ends the phase after
+ * sync_gap (0.1 s) rather than the gap the pauses inside phases have grown to; a sync
+ * before half the learned volume, or more bytes after the sync, keep the gap. */
+START_TEST(test_sync_ends_the_phase)
+{
+    hm_pd_params_t p;
+    hm_pd_t pd;
+    hm_pd_phase_t ph;
+    hm_pd_params_default(&p);
+    p.gap_init = 1.0;
+    hm_pd_init(&pd, &p);
+    /* phases of 4 calls with 0.6 s pauses (a rank waiting inside a collective
+     * call), 20 s apart: the gap grows to gap_max */
+    for (int i = 0; i < 4; i++) {
+        double t = 20.0 * i;
+        for (int k = 0; k < 4; k++) {
+            hm_pd_start(&pd, t + 0.7 * k, 0, &ph);
+            hm_pd_done(&pd, t + 0.7 * k + 0.1, 100);
+        }
+        ck_assert_int_eq(hm_pd_poll(&pd, t + 5, 0, &ph), 1);
+    }
+    ck_assert(pd.gap == 1.0 && hm_pd_volume(&pd) == 400);
+    /* this phase: 400 bytes, then its fsync ends at 82.5 */
+    for (int k = 0; k < 4; k++) {
+        hm_pd_start(&pd, 80 + 0.7 * k, 0, &ph);
+        hm_pd_done(&pd, 80 + 0.7 * k + 0.1, 100);
+    }
+    hm_pd_start(&pd, 82.3, 0, &ph);
+    hm_pd_sync(&pd, 82.5);
+    hm_pd_done(&pd, 82.5, 0);
+    ck_assert(pd.gap == 0.1);
+    ck_assert_int_eq(hm_pd_poll(&pd, 82.55, 0, &ph), 0);
+    ck_assert_int_eq(hm_pd_poll(&pd, 82.61, 0, &ph), 1);
+    ck_assert(ph.start == 80 && ph.end == 82.5 && ph.bytes == 400);
+    ck_assert(pd.gap == 1.0 && pd.h.nphases == 5);
+    /* a sync at a quarter of the volume: the phase goes on through a pause */
+    hm_pd_start(&pd, 100, 0, &ph);
+    hm_pd_done(&pd, 100.1, 100);
+    hm_pd_sync(&pd, 100.2);
+    ck_assert(pd.gap == 1.0);
+    ck_assert_int_eq(hm_pd_poll(&pd, 100.6, 0, &ph), 0);
+    ck_assert_int_eq(hm_pd_start(&pd, 100.8, 0, &ph), 0); /* the same phase */
+    hm_pd_done(&pd, 100.9, 300);
+    /* synced at the end, then more bytes: the gap is back */
+    hm_pd_sync(&pd, 101.0);
+    ck_assert(pd.gap == 0.1);
+    ck_assert_int_eq(hm_pd_start(&pd, 101.05, 0, &ph), 0);
+    hm_pd_done(&pd, 101.1, 100);
+    ck_assert(pd.gap == 1.0);
+    ck_assert_int_eq(hm_pd_poll(&pd, 101.5, 0, &ph), 0);
+    ck_assert_int_eq(hm_pd_poll(&pd, 102.2, 0, &ph), 1);
+    ck_assert(ph.start == 100 && ph.bytes == 500);
+    /* a new history (another process's phase) keeps the synced gap */
+    hm_pd_start(&pd, 120, 0, &ph);
+    hm_pd_done(&pd, 120.1, 400);
+    hm_pd_sync(&pd, 120.2);
+    hm_pd_hist_t h = pd.h;
+    hm_pd_set_hist(&pd, &h);
+    ck_assert(pd.gap == 0.1);
+    ck_assert_int_eq(hm_pd_poll(&pd, 120.31, 0, &ph), 1);
+    ck_assert(!pd.synced);
+    hm_pd_sync(&pd, 130); /* no phase open */
+    ck_assert(!pd.synced);
+    /* nothing learned yet: the first phase keeps its gap */
+    hm_pd_init(&pd, NULL);
+    hm_pd_start(&pd, 1, 0, &ph);
+    hm_pd_done(&pd, 1.2, 10);
+    hm_pd_sync(&pd, 1.3);
+    ck_assert(pd.gap == 0.25 && !pd.synced);
+}
+END_TEST
+
 /* The recorded trace: sh -c 'for i in 1..8; do sleep 2; dd bs=1M count=64 of=F;
  * done' under strace (the writes to F).  Every dd is found as one phase, w_iter
  * within 10% of the measured interval. */
@@ -411,7 +483,8 @@ int main(void)
           .tests = { test_aperiodic, test_single_final_write, test_pauses_inside_a_phase,
                      test_recorded_dd_loop, NULL },
           .loops = { { test_periodic, TU_COUNT(periodic_rows) } } },
-        { "rules", .tests = { test_hints, test_merge_processes, test_poll, test_rejoin, NULL } },
+        { "rules", .tests = { test_hints, test_merge_processes, test_poll, test_rejoin,
+                              test_sync_ends_the_phase, NULL } },
     };
     return tu_main("interpose_detect", tcases, TU_COUNT(tcases));
 }

@@ -14,6 +14,7 @@ void hm_pd_params_default(hm_pd_params_t *p)
     p->gap_min = 0.1;
     p->gap_max = 1.0;
     p->gap_frac = 0.25;
+    p->sync_gap = 0.1;
 }
 
 void hm_pd_init(hm_pd_t *pd, const hm_pd_params_t *p)
@@ -31,22 +32,31 @@ void hm_pd_init(hm_pd_t *pd, const hm_pd_params_t *p)
         pd->p.gap_init = pd->p.gap_min;
     if (pd->p.gap_frac <= 0)
         pd->p.gap_frac = 0.25;
+    if (!(pd->p.sync_gap > 0))
+        pd->p.sync_gap = 0.1;
     pd->h.magic = HM_PD_MAGIC;
     pd->h.size = sizeof(pd->h);
     pd->gap = hm_pd_gap(pd);
+}
+
+/* The gap in force: at most sync_gap once the open phase's data is synced. */
+static void gap_update(hm_pd_t *pd)
+{
+    double g = hm_pd_gap(pd);
+    pd->gap = pd->synced && g > pd->p.sync_gap ? pd->p.sync_gap : g;
 }
 
 void hm_pd_set_hints(hm_pd_t *pd, double w_iter, double volume)
 {
     pd->p.hint_w_iter = w_iter > 0 ? w_iter : 0;
     pd->p.hint_volume = volume > 0 ? volume : 0;
-    pd->gap = hm_pd_gap(pd);
+    gap_update(pd);
 }
 
 void hm_pd_set_hist(hm_pd_t *pd, const hm_pd_hist_t *h)
 {
     pd->h = *h;
-    pd->gap = hm_pd_gap(pd);
+    gap_update(pd);
 }
 
 int hm_pd_hist_valid(const hm_pd_hist_t *h)
@@ -170,7 +180,9 @@ void hm_pd_record(hm_pd_hist_t *h, const hm_pd_phase_t *ph, double gap)
 static void close_phase(hm_pd_t *pd, hm_pd_phase_t *closed)
 {
     pd->cur.end = pd->last_end > pd->cur.start ? pd->last_end : pd->cur.start;
-    hm_pd_record(&pd->h, &pd->cur, pd->gap);
+    pd->synced = 0;
+    /* the views of other processes merge within the gap, not a synced one */
+    hm_pd_record(&pd->h, &pd->cur, hm_pd_gap(pd));
     pd->gap = hm_pd_gap(pd);
     if (closed)
         *closed = pd->cur;
@@ -201,8 +213,27 @@ void hm_pd_done(hm_pd_t *pd, double t, double bytes)
         return;
     if (t > pd->last_end)
         pd->last_end = t;
-    if (bytes > 0)
+    if (bytes > 0) {
         pd->cur.bytes += bytes;
+        if (pd->synced) {
+            pd->synced = 0; /* the phase goes on after its sync */
+            gap_update(pd);
+        }
+    }
+}
+
+void hm_pd_sync(hm_pd_t *pd, double t)
+{
+    if (!pd->open)
+        return;
+    if (t > pd->last_end)
+        pd->last_end = t;
+    /* a sync before half the bytes of a phase (or in the first phase, when
+     * nothing says how many to expect) is one inside a phase: it goes on */
+    if (pd->h.nvolume == 0 || pd->cur.bytes < 0.5 * mean(pd->h.volume, pd->h.nvolume))
+        return;
+    pd->synced = 1;
+    gap_update(pd);
 }
 
 int hm_pd_poll(hm_pd_t *pd, double now, int inflight, hm_pd_phase_t *closed)

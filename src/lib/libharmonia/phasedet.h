@@ -32,6 +32,7 @@ typedef struct {
     double gap_min;     /* s; never shorter (0.1) */
     double gap_max;     /* s; never longer (1) */
     double gap_frac;    /* of the median idle time between phases (0.25) */
+    double sync_gap;    /* s; the gap once the phase's data is synced (0.1) */
     double hint_w_iter; /* s; the job's iohints (0: none) */
     double hint_volume; /* bytes; the job's iohints (0: none) */
 } hm_pd_params_t;
@@ -65,6 +66,7 @@ typedef struct {
     hm_pd_phase_t cur; /* the open phase */
     double last_end;   /* end of the last call (open phase) */
     double gap;        /* hm_pd_gap(), kept up to date (every call reads it) */
+    int synced;        /* the open phase's data made durable since its last byte */
 } hm_pd_t;
 
 /* Flags of hm_pd_start() */
@@ -86,6 +88,17 @@ void hm_pd_done(hm_pd_t *pd, double t, double bytes);
 /* At time now, with inflight calls not yet done: 1 when the open phase has
  * been idle for the gap and is closed now (copied to *closed), else 0. */
 int hm_pd_poll(hm_pd_t *pd, double now, int inflight, hm_pd_phase_t *closed);
+
+/*
+ * A call that makes the phase's data durable (fsync, fdatasync) ended at t.  A
+ * program syncs what it wrote at the end of a checkpoint: when the open phase has
+ * moved at least half the volume learned per phase, it ends after sync_gap of
+ * idle time instead of the gap, which the pauses inside a phase (a rank waiting
+ * for another inside a collective call) may have pushed to gap_max.  The next
+ * call that moves bytes gives the phase its gap back.  A sync in the first phase
+ * (nothing learned) changes nothing.
+ */
+void hm_pd_sync(hm_pd_t *pd, double t);
 
 /* Close the open phase now (the process exits); 1 when there was one. */
 int hm_pd_flush(hm_pd_t *pd, hm_pd_phase_t *closed);

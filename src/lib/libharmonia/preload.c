@@ -1154,6 +1154,24 @@ EXPORT ssize_t copy_file_range(int in, off_t *offin, int out, off_t *offout, siz
     return r;
 }
 
+/* A sync of the phase's data succeeded: the phase may end sooner (hm_pd_sync()). */
+static void io_synced(void)
+{
+    int e = errno;
+    tl_in = 1;
+    pthread_mutex_lock(&mu);
+    if (pd.open && gstate == G_OPEN) {
+        double now = mono();
+        fold();
+        hm_pd_sync(&pd, now);
+        logf_("sync %.6f bytes %.0f gap %.3f\n", now, pd.cur.bytes, pd.gap);
+        fast_publish();
+    }
+    pthread_mutex_unlock(&mu);
+    tl_in = 0;
+    errno = e;
+}
+
 /* fsync and close move no data of their own: they keep an open phase open
  * while they run (an fsync can take long), never open one. */
 #define WRAP_SYNC(name) \
@@ -1164,6 +1182,8 @@ EXPORT ssize_t copy_file_range(int in, off_t *offin, int out, off_t *offout, siz
         int c_ = io_start(HARMONIA_WRITE, false); \
         int r_ = REAL(name)(fd); \
         io_done(c_, 0); \
+        if (c_ && r_ == 0) \
+            io_synced(); \
         return r_; \
     }
 WRAP_SYNC(fsync)
