@@ -189,12 +189,21 @@ def cmd_run(a):
             code, r = get("/v1/phases/%d" % pid)
             if code == 200 and r and str(r.get("job")) in recs:
                 recs[str(r["job"])].append(r)
-    acct = {}
-    for line in sh("sacct", "-X", "-n", "-P", "-j", ",".join(ids), "-o",
-                   "JobID,State,ExitCode,NodeList", check=False).splitlines():
-        p = line.split("|")
-        if len(p) == 4:
-            acct[p[0]] = {"state": p[1], "exit": p[2], "nodes": p[3]}
+    # slurmdbd may record a job's end after squeue has dropped it: a job sacct
+    # still shows running is asked again, for up to 30 s
+    deadline = time.time() + 30
+    while True:
+        acct = {}
+        for line in sh("sacct", "-X", "-n", "-P", "-j", ",".join(ids), "-o",
+                       "JobID,State,ExitCode,NodeList", check=False).splitlines():
+            p = line.split("|")
+            if len(p) == 4:
+                acct[p[0]] = {"state": p[1], "exit": p[2], "nodes": p[3]}
+        if time.time() > deadline or not any(
+                acct.get(i, {}).get("state") in (None, "RUNNING", "COMPLETING", "PENDING")
+                for i in ids):
+            break
+        time.sleep(1.0)
     res = []
     for i in ids:
         u, wdir = wdirs[i]

@@ -625,11 +625,12 @@ def test_mpiio_two_ranks_share_phases(make_daemon, bb, tmp_path):
         assert data == b"a" * (4 << 20) + b"b" * (4 << 20)
 
 
-def dd_on_two_nodes(d, job, bb, tmp_path, mib, pause=0, logs=None):
+def dd_on_two_nodes(d, job, bb, tmp_path, mib, pause=0, logs=None, ntasks=2):
     """Run a dd loop of 3 iterations on two "nodes" of job (two count files and node
     names, as two nodes' /dev/shm), started together at each iteration as MPI ranks
     are (a barrier on files after 'pause' s): node na writes mib["na"] MiB, nb
     mib["nb"].  With logs (a dict), each node's interposer log path is put in it.
+    ntasks None: no task count in the environment (mpirun's ranks have none).
     Returns when both loops have ended, each without an error."""
     sync = tmp_path / "sync"
     sync.mkdir()
@@ -640,8 +641,9 @@ def dd_on_two_nodes(d, job, bb, tmp_path, mib, pause=0, logs=None):
         extra = {}
         if logs is not None:
             logs[node] = extra["HARMONIA_INTERPOSE_LOG"] = str(tmp_path / ("log-" + node))
-        env = preload_env(d, job, bb, HARMONIA_NTASKS=2, HARMONIA_NODE=node,
-                          HARMONIA_COORD_DIR=cdir, **extra)
+        if ntasks:
+            extra["HARMONIA_NTASKS"] = ntasks
+        env = preload_env(d, job, bb, HARMONIA_NODE=node, HARMONIA_COORD_DIR=cdir, **extra)
         script = ('for i in 1 2 3; do %(pause)s touch %(s)s/%(me)s.$i; '
                   'while [ ! -e %(s)s/%(other)s.$i ]; do sleep 0.01; done; '
                   'dd if=/dev/zero of="$HARMONIA_BB/%(me)s.$i" bs=1M count=%(mib)d '
@@ -672,6 +674,29 @@ def test_dd_on_two_nodes_share_one_phase(make_daemon, bb, tmp_path):
     assert all(x["finished"] - x["granted"] >= 0.7 for x in ph), ph
     for i in range(1, 4):
         assert os.path.getsize(bb / ("nb.%d" % i)) == 16 << 20
+
+
+def test_two_nodes_without_a_task_count_share_the_grant(make_daemon, bb, tmp_path):
+    """mpirun starts its ranks with no task count of the job in their environment
+    (each rank would take the job's whole grant, the job twice its share): the
+    interposer divides the grant by the nodes in the job's phase at bbmgrd.  Two
+    nodes, 16 MiB each per iteration, the job granted 40 MB/s (2 nodes at 20 MB/s):
+    each phase lasts as 32 MiB at 40 MB/s does (0.84 s), not at twice that."""
+    d = make_daemon(**one_node("20 MB/s"))
+    register(d, "nnt", uid=os.getuid(), nodes=2)
+    logs = {}
+    dd_on_two_nodes(d, "nnt", bb, tmp_path, {"na": 16, "nb": 16}, logs=logs, ntasks=None)
+    ph = wait_for(lambda: (lambda x: x if all(y["state"] == "finished" for y in x) else None)(
+        phases_of(d, "nnt")), "the phases to finish")
+    assert len(ph) == 3, ph
+    assert [x["bytes"] for x in ph] == [32 << 20] * 3, ph
+    took = [x["finished"] - x["granted"] for x in ph]
+    print("32 MiB on two nodes granted 40 MB/s: %s s" % ["%.2f" % t for t in took])
+    assert all(t >= 0.7 for t in took), took
+    for node in ("na", "nb"):
+        for b in log_lines(logs[node], "begin"):
+            # begin START volume V DIR gated G rate R ...: each node half the grant
+            assert b[6] == "1" and float(b[8]) == 20e6, (node, b)
 
 
 def test_two_nodes_phase_asks_the_jobs_volume(make_daemon, bb, tmp_path):

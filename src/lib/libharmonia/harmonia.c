@@ -106,6 +106,8 @@ struct harmonia {
     bool bytes_unknown;
     harmonia_grant_t grant;
     double hmi_last_rate; /* the interposer's last granted rate > 0 (hmi_rate) */
+    bool hmi_phase;       /* the open phase is the interposer's (hmi_begin) */
+    int members_in;       /* the nodes in the open phase as bbmgrd last said (0: none) */
     int job_nodes;        /* the job's nodes as bbmgrd last said (job_volume) */
     /* pacing */
     hm_tb_t tb;
@@ -531,6 +533,7 @@ static void grant_from_phase(harmonia_t *h, json_t *ph, harmonia_grant_t *g)
     g->bandwidth = json_number_value(json_object_get(gr, "bandwidth"));
     g->share = json_number_value(json_object_get(gr, "share"));
     g->rate = g->bandwidth > 0 ? g->bandwidth / h->ntasks : 0;
+    h->members_in = (int)json_integer_value(json_object_get(json_object_get(ph, "members"), "in"));
     if ((s = json_string_value(json_object_get(gr, "path"))))
         snprintf(g->path, sizeof(g->path), "%s", s);
     if ((s = json_string_value(json_object_get(gr, "target"))))
@@ -544,6 +547,36 @@ static void grant_from_phase(harmonia_t *h, json_t *ph, harmonia_grant_t *g)
             snprintf(g->nodes[g->nnodes], sizeof(g->nodes[0]), "%s", s);
         g->nnodes++;
     }
+}
+
+/*
+ * The interposer's processes sharing the job's grant.  A program started
+ * without srun's task count (mpirun's ranks: SLURM_STEP_NUM_TASKS is the
+ * batch step's or orted's, not the job's) would take the whole grant in every
+ * process: the processes of this node in the phase (the coordination file's
+ * count) times the nodes in it at bbmgrd (members.in), when more than ntasks.
+ * At the phase's begin the other nodes may not have joined yet: until the
+ * first refresh (a second) the job's node count stands for them, so that the
+ * first node does not take the whole grant meanwhile; a node alone in its
+ * job's phase gets it all from then on.
+ */
+static int hmi_sharers(harmonia_t *h, bool at_begin)
+{
+    int local = 1, nodes = h->members_in > 1 ? h->members_in : 1;
+    if (at_begin && h->job_nodes > nodes)
+        nodes = h->job_nodes;
+    int fd = coord_open(h);
+    if (fd >= 0) {
+        crec_t r;
+        coord_read(fd, &r);
+        close(fd);
+        if (r.pid == h->ph.pid && r.count > 1)
+            local = r.count;
+    }
+    long n = (long)local * nodes;
+    if (n > 1 << 20)
+        n = 1 << 20;
+    return n > h->ntasks ? (int)n : h->ntasks;
 }
 
 /* The volume the interposer asks for: a job over several nodes asks for its
@@ -939,10 +972,14 @@ static int begin(harmonia_t *h, uint64_t volume, harmonia_dir_t dir, harmonia_gr
         h->bytes_unknown = false;
         h->paced = 0;
         fill_ungated(&h->grant, a.ph.wall0, a.ph.t0);
+        h->hmi_phase = hmi;
+        h->members_in = 0;
         if (rc == ACQ_GRANTED) {
             grant_from_phase(h, a.phase, &h->grant);
             h->grant.joined = !a.ph.owner;
             json_decref(a.phase);
+            if (hmi && h->grant.bandwidth > 0)
+                h->grant.rate = h->grant.bandwidth / hmi_sharers(h, true);
         }
         h->grant.wait = hu_mono() - a.ph.t0;
         h->last_refresh = hu_mono();
@@ -1163,6 +1200,8 @@ static void refresh(harmonia_t *h)
     } else if (st == 200 && !strcmp(phase_state(resp), "granted")) {
         harmonia_grant_t g = h->grant;
         grant_from_phase(h, resp, &g);
+        if (h->hmi_phase && g.bandwidth > 0)
+            g.rate = g.bandwidth / hmi_sharers(h, false);
         if (g.rate != h->grant.rate)
             hm_tb_set_rate(&h->tb, g.rate, hm_tb_burst_for(g.rate), hu_mono());
         h->grant.bandwidth = g.bandwidth;
