@@ -328,6 +328,56 @@ def test_synced_phase_ends_sooner(make_daemon, bb, tmp_path):
         assert os.path.getsize(bb / ("ck%d" % i)) == 4 << 20
 
 
+FIFO_READER = r"""
+import os, sys, time
+fd = os.open(sys.argv[1], os.O_RDONLY)
+n = 0
+while True:
+    b = os.read(fd, 65536)
+    if not b:
+        break
+    n += len(b)
+    time.sleep(65536 / 6e6)              # drains at about 6 MB/s
+print(n)
+"""
+
+
+def test_a_slow_call_counts_toward_its_pacing(make_daemon, bb, tmp_path):
+    """Writes that take time of their own (4 MiB into a FIFO in the buffer that a
+    reader drains at about 6 MB/s: 0.7 s each, as a large MPI-IO or HDF5 call on a
+    busy file system) at a 5 MB/s grant: the time a call took counts toward its
+    pacing, so 16 MiB take about 16 MiB at 5 MB/s (3.4 s), not the calls' time
+    plus the pacing's (6 s)."""
+    d = make_daemon(**one_node("5 MB/s"))
+    register(d, "slow", uid=os.getuid(), nodes=1)
+    fifo = bb / "fifo"
+    os.mkfifo(fifo)
+    reader = subprocess.Popen([PYTHON, "-c", FIFO_READER, str(fifo)], stdout=subprocess.PIPE,
+                              text=True)
+    prog = ("import os, sys, time\n"
+            "fd = os.open(sys.argv[1], os.O_WRONLY)\n"
+            "t = time.monotonic()\n"
+            "for i in range(4):\n"
+            "    assert os.write(fd, bytes(4 << 20)) == 4 << 20\n"
+            "print(time.monotonic() - t)\n")
+    try:
+        p = subprocess.run([PYTHON, "-c", prog, str(fifo)], env=preload_env(d, "slow", bb, HARMONIA_INTERPOSE_LOG=tmp_path / "log"),
+                           capture_output=True, text=True, timeout=60)
+        out, _ = reader.communicate(timeout=30)
+    finally:
+        if reader.poll() is None:
+            reader.kill()
+    assert p.returncode == 0, p.stderr
+    assert int(out) == 16 << 20
+    t = float(p.stdout)
+    ph = phases_of(d, "slow")
+    assert len(ph) == 1 and ph[0]["state"] == "finished" and ph[0]["bytes"] == 16 << 20, ph
+    print("16 MiB in 4 calls of 0.7 s each at a 5 MB/s grant: %.2f s" % t, open(tmp_path / "log").read())
+    # well under the calls' time plus the pacing's (the grant's bound, 16 MiB at
+    # 5 MB/s less the first call's burst, is 3.3 s: test_paced_at_the_grant)
+    assert t <= 4.8, t
+
+
 def test_short_lived_threads_all_counted(make_daemon, bb, tmp_path):
     """100 threads one after the other (more than the interposer keeps counters
     for at once: an exited thread's are folded and reused), each making 256 small
