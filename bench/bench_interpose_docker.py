@@ -66,6 +66,31 @@ def get(path):
         return r.status, None
 
 
+def quiet_devices(timeout=60):
+    """Before the jobs are submitted: the previous run's writeback done and its
+    buffers torn down.  bbmgrd places a job on the buffer nodes whose devices have
+    the most bandwidth left (their agents measure the other I/O on the device), and
+    the Docker cluster's four buffer nodes share the machine's one disk: jobs
+    started while the last run's data were still being written back went all to
+    the nodes measured idlest (a run put its 8 jobs on 2 of the 4 nodes, halving
+    the bandwidth its policy had), and two runs compared were not on one platform."""
+    subprocess.run(["sync"], check=False)
+    deadline = time.time() + timeout
+    while True:
+        code, d = get("/v1/nodes")
+        nodes = (d or {}).get("nodes", [])
+        busy = [n["name"] for n in nodes
+                if n.get("allocations") or n.get("active_phases")
+                or ((n.get("agent") or {}).get("foreign_bw") or 0) > 0.02 * (n.get("bandwidth") or 1)]
+        if code == 200 and nodes and not busy:
+            return
+        if time.time() > deadline:
+            print("bench_interpose_docker: buffer nodes still busy after %d s: %s"
+                  % (timeout, " ".join(busy)), file=sys.stderr)
+            return
+        time.sleep(1.0)
+
+
 def sh(*cmd, user=None, check=True):
     if user:
         cmd = ("runuser", "-u", user, "--") + cmd
@@ -111,6 +136,7 @@ def cmd_run(a):
         w_iter = a.compute + a.volume * 1.048576 / a.node_mbs
         hints = "iohints w_iter=%.2fs io_volume=%dMiB interpose=no" % (w_iter, a.volume)
     ids, wdirs = [], {}
+    quiet_devices()
     t_sub = time.time()
     for j in range(a.jobs):
         u = USERS[j % 2]
