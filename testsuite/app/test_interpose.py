@@ -328,6 +328,46 @@ def test_synced_phase_ends_sooner(make_daemon, bb, tmp_path):
         assert os.path.getsize(bb / ("ck%d" % i)) == 4 << 20
 
 
+CLOSE_LATE_PROG = r"""
+import os, sys, time
+bb, gap = sys.argv[1], float(sys.argv[2])
+for i in range(8):
+    time.sleep(0.4)                      # compute
+    fd = os.open(os.path.join(bb, "c%d" % i), os.O_WRONLY | os.O_CREAT, 0o600)
+    assert os.write(fd, bytes(1 << 20)) == 1 << 20
+    t = time.monotonic()
+    while time.monotonic() - t < gap + 0.001:
+        pass                             # just past the gap, before the agent's next tick
+    os.fsync(fd) if i % 2 else os.close(fd)
+    if i % 2:
+        os.close(fd)
+"""
+
+
+def test_a_call_without_data_opens_no_phase(make_daemon, bb, tmp_path):
+    """fsync() or close() made just after the open phase went idle for the gap,
+    before the interposer's agent saw it end (its tick is 10 ms; an MPI rank
+    closes its file as soon as the collective sync returns): the phase ends
+    there, and no phase of 0 bytes is opened, asked of bbmgrd and granted.
+    bbmgrd sees one phase of 1 MiB per file, 8 in all."""
+    d = make_daemon(**one_node())
+    register(d, "late", uid=os.getuid(), nodes=1)
+    log = tmp_path / "log"
+    p = subprocess.run([PYTHON, "-c", CLOSE_LATE_PROG, str(bb), "0.2"],
+                       env=preload_env(d, "late", bb, HARMONIA_INTERPOSE_GAP="0.2",
+                                       HARMONIA_INTERPOSE_LOG=log),
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    ph = wait_for(lambda: (lambda x: x if x and all(
+        y["state"] == "finished" for y in x) else None)(phases_of(d, "late")),
+        "the phases to finish")
+    print(open(log).read())
+    assert [x["bytes"] for x in ph] == [1 << 20] * 8, ph
+    assert [int(e[3]) for e in log_lines(log, "end")] == [1 << 20] * 8
+    for i in range(8):
+        assert os.path.getsize(bb / ("c%d" % i)) == 1 << 20
+
+
 FIFO_READER = r"""
 import os, sys, time
 fd = os.open(sys.argv[1], os.O_RDONLY)

@@ -919,8 +919,18 @@ static int io_start(harmonia_dir_t dir, bool data)
         goto out;
     double now = mono();
     int fin = fold_for(now);
-    slot_get();
     hm_pd_phase_t closed;
+    if (!data && hm_pd_poll(&pd, now, inflight + fin, &closed)) {
+        /* a call that moves no data never opens a phase, not even one that the
+         * agent's next tick would have closed: it ends here (an MPI rank's
+         * close() just after its synced phase ended opened a phase of 0 bytes
+         * that bbmgrd granted) */
+        end_ph = closed;
+        end_queued = true;
+        pthread_cond_broadcast(&cv);
+        goto out;
+    }
+    slot_get();
     int f = hm_pd_start(&pd, now, inflight + fin, &closed);
     if (f & HM_PD_ENDED) {
         end_ph = closed;
