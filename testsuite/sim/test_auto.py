@@ -29,6 +29,16 @@ def assert_goal(results):
     return a
 
 
+def assert_fairshare_bound(results):
+    """auto's SysEff at least 0.95 x fairshare's, its Dilation at most 1.05 x."""
+    res = {r["policy"]: r for r in results}
+    a, f = res["auto"], res["fairshare"]
+    assert a["dilation"] <= 1.05 * f["dilation"], (a["dilation"], f["dilation"],
+                                                   a["auto_reason"])
+    assert a["sys_efficiency"] >= 0.95 * f["sys_efficiency"], (
+        a["sys_efficiency"], f["sys_efficiency"], a["auto_reason"])
+
+
 @pytest.mark.parametrize("ratio,seed", [("0.2", 4), ("0.2", 8), ("0.35", 7),
                                         ("0.35", 10)])
 def test_auto_meets_the_goal_on_gainaru(bbsim, tmp_path, ratio, seed):
@@ -73,6 +83,25 @@ def test_auto_meets_the_goal_on_the_buffer_tier_at_the_hints(bbsim, tmp_path,
     assert_goal(bbsim.json(w, HARMONIA)["results"])
 
 
+@pytest.mark.parametrize("seed", [16, 28, 74, 98])
+def test_auto_keeps_fairshares_bound_on_the_buffer_tier_at_the_hints(
+        bbsim, tmp_path, seed):
+    """The Harmonia benchmark at 8 instances, every job at its hints: the look
+    ahead's copy of a pending phase stays on the buffer nodes the run placed it
+    on.  Placed again on the copy's state, the copies of a later epoch wrote to
+    other nodes than the run: at t = 263 of seed 16 the copy of fairshare in
+    force ended inst7 at 461 s where the run ends it at 421, so auto left
+    fairshare for mindilation, and ended at 1.084 x fairshare's Dilation (seeds
+    28, 74, 98: 1.059, 1.084, 1.104)."""
+    w = bbsim.gen(tmp_path, "harmonia", "--instances", "8", "--seed", seed)
+    text = re.sub(r"w: \{dist: uniform, min: ([0-9.]+) s, max: ([0-9.]+) s\}",
+                  lambda m: f"w: {(float(m[1]) + float(m[2])) / 2:.6f} s",
+                  w.read_text())
+    assert "dist:" not in text
+    w.write_text(text)
+    assert_fairshare_bound(bbsim.json(w, ["fairshare", "auto"])["results"])
+
+
 # Seed 164 of the core's fuzzer (testsuite/unit/test_sim_fuzz, SIMFUZZ_DUMP=164),
 # every job at constant hints: at a3's arrival auto switched from mindilation to
 # set10, whose look ahead had a0 first, but the switch kept a3's 44 GB grant at its
@@ -99,9 +128,4 @@ def test_auto_is_never_far_worse_than_fairshare(bbsim, tmp_path):
     at least 0.95 x fairshare's and its Dilation at most 1.05 x."""
     w = tmp_path / "fuzz164.yaml"
     w.write_text(FUZZ_164)
-    res = {r["policy"]: r for r in bbsim.json(w, ["fairshare", "auto"])["results"]}
-    a, f = res["auto"], res["fairshare"]
-    assert a["dilation"] <= 1.05 * f["dilation"], (a["dilation"], f["dilation"],
-                                                   a["auto_reason"])
-    assert a["sys_efficiency"] >= 0.95 * f["sys_efficiency"], (
-        a["sys_efficiency"], f["sys_efficiency"], a["auto_reason"])
+    assert_fairshare_bound(bbsim.json(w, ["fairshare", "auto"])["results"])

@@ -278,6 +278,79 @@ START_TEST(test_lookahead_buffer_fill)
 }
 END_TEST
 
+/* The look ahead's copy of a pending phase stays on the buffer nodes the run placed
+ * it on (hs_core_phase_copy_place()).  Four buffer nodes, two jobs allowed on all of
+ * them, a phase on one node each: in the run job 1 asks first and goes to node 0,
+ * job 2 to node 1, the least loaded.  In a copy where job 2 asks alone it would be
+ * placed on node 0; copied, it is on node 1.  A job computing in the run (no phase
+ * to copy) keeps the copy's own placement. */
+static int granted_node(hs_sched_t *s, double now, uint64_t id)
+{
+    hs_grant_t g[4];
+    int n = hs_sched_decide(s, now, g, 4);
+
+    ck_assert_int_ge(n, 1);
+    for (int i = 0; i < n; i++)
+        if (g[i].id == id)
+            return g[i].buffer;
+    ck_abort_msg("no grant for job %llu", (unsigned long long)id);
+    return -2;
+}
+
+START_TEST(test_copy_place)
+{
+    hs_buffer_t b[4];
+    hs_platform_t p = { .nodes = 4, .node_bw = 10e9, .bw = 4e9, .nbuffers = 4, .buffers = b };
+    int all[4] = { 0, 1, 2, 3 };
+    hs_job_t j1 = {
+        .id = 1, .nodes = 2, .alloc = all, .nalloc = 4, .stripe = 1, .w = 10, .volume = 8e9
+    };
+    hs_job_t j2 = j1;
+    hs_policy_t fs;
+    hu_error_t err;
+    hs_sched_t *src, *dst;
+
+    memset(b, 0, sizeof(b));
+    for (int k = 0; k < 4; k++) {
+        snprintf(b[k].name, sizeof(b[k].name), "bb%d", k);
+        b[k].capacity = 100e9;
+        b[k].bandwidth = 1e9;
+    }
+    j2.id = 2;
+    ck_assert_int_eq(hs_policy_parse("fairshare", &fs, &err), 0);
+    ck_assert_ptr_nonnull(src = hs_sched_create(&p, &fs, &err));
+    ck_assert_ptr_nonnull(dst = hs_sched_create(&p, &fs, &err));
+    ck_assert_int_eq(hs_job_arrive(src, 0, &j1, &err), 0);
+    ck_assert_int_eq(hs_job_arrive(src, 0, &j2, &err), 0);
+    ck_assert_int_eq(hs_phase_request(src, 10, 1, 8e9, HS_DIR_WRITE, 10, &err), 0);
+    ck_assert_int_eq(granted_node(src, 10, 1), 0);
+    ck_assert_int_eq(hs_phase_request(src, 11, 2, 8e9, HS_DIR_WRITE, 11, &err), 0);
+    ck_assert_int_eq(granted_node(src, 11, 2), 1);
+
+    /* job 2 alone in the copy: its own placement is node 0, the run's is 1 */
+    ck_assert_int_eq(hs_job_arrive(dst, 11, &j2, &err), 0);
+    ck_assert_int_eq(hs_core_phase_copy_place(dst, src, 2), -1); /* no phase yet */
+    ck_assert_int_eq(errno, EINVAL);
+    ck_assert_int_eq(hs_phase_request(dst, 11, 2, 8e9, HS_DIR_WRITE, 11, &err), 0);
+    ck_assert_int_eq(hs_core_phase_copy_place(dst, src, 2), 0);
+    ck_assert_int_eq(granted_node(dst, 11, 2), 1);
+    ck_assert_int_eq(hs_core_phase_copy_place(dst, src, 3), -1); /* no such job */
+    ck_assert_int_eq(errno, EINVAL);
+    hs_sched_destroy(dst);
+
+    /* job 2 computing in the run: nothing to copy, the copy places it itself */
+    ck_assert_int_eq(hs_sched_advance(src, 19), 0);
+    ck_assert_int_eq(hs_phase_finish(src, 19, 2), 0);
+    ck_assert_ptr_nonnull(dst = hs_sched_create(&p, &fs, &err));
+    ck_assert_int_eq(hs_job_arrive(dst, 19, &j2, &err), 0);
+    ck_assert_int_eq(hs_phase_request(dst, 19, 2, 8e9, HS_DIR_WRITE, 0, &err), 0);
+    ck_assert_int_eq(hs_core_phase_copy_place(dst, src, 2), 0);
+    ck_assert_int_eq(granted_node(dst, 19, 2), 0);
+    hs_sched_destroy(src);
+    hs_sched_destroy(dst);
+}
+END_TEST
+
 START_TEST(test_auto_bad_settings)
 {
     hs_policy_t pol;
@@ -312,7 +385,7 @@ int main(void)
         { "core",
           .tests = { test_choose_dilation_bound, test_choose_hysteresis,
                      test_choose_ties_and_missing, test_auto_in_scheduler, test_auto_bad_settings,
-                     test_copy_history, test_lookahead_buffer_fill, NULL } },
+                     test_copy_history, test_copy_place, test_lookahead_buffer_fill, NULL } },
     };
 
     return tu_main("hsched_auto", tcases, TU_COUNT(tcases));

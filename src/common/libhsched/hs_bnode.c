@@ -407,6 +407,18 @@ int place_phase(hs_sched_t *s, size_t i, struct job *j)
     return 0;
 }
 
+/* Job j's pending phase takes the placement 'nodes' (n of them) as it is, with no
+ * choice of its own (a look-ahead copy of a live phase, hs_core_phase_copy_place()). */
+int bnode_set_place(const hs_sched_t *s, struct job *j, const int *nodes, int n)
+{
+    for (int k = 0; k < n; k++)
+        if (nodes[k] < 0 || nodes[k] >= s->plat.nbuffers) {
+            errno = EINVAL;
+            return -1;
+        }
+    return set_place(s, j, nodes, n);
+}
+
 /* The stripes of phase i (job j, placed), appended to bs's stripe arrays; its
  * view takes the placement and its cap there. */
 void add_stripes(hs_sched_t *s, size_t i, const struct job *j)

@@ -16,6 +16,7 @@ double job_cap_buffers(const hs_sched_t *s, const struct job *j);
 void bscratch_free(struct bscratch *b);
 int bscratch_reserve(hs_sched_t *s, size_t n, size_t ns);
 int place_phase(hs_sched_t *s, size_t i, struct job *j);
+int bnode_set_place(const hs_sched_t *s, struct job *j, const int *nodes, int n);
 void add_stripes(hs_sched_t *s, size_t i, const struct job *j);
 /* One decision on a platform with buffers; 'decide_group' decides one group of
  * phases (hs_decide.c passes its group_decide(): the layer above, reached through

@@ -858,6 +858,20 @@ int hs_core_phase_backdate(hs_sched_t *s, uint64_t id, double req)
     return 0;
 }
 
+int hs_core_phase_copy_place(hs_sched_t *dst, const hs_sched_t *src, uint64_t id)
+{
+    const struct job *js = src ? live_job((hs_sched_t *)src, id) : NULL;
+    struct job *jd = dst ? live_job(dst, id) : NULL;
+
+    if (!js || !jd || !jd->pending || dst->plat.nbuffers != src->plat.nbuffers) {
+        errno = EINVAL;
+        return -1;
+    }
+    if (!js->pending || !js->placed)
+        return 0;
+    return bnode_set_place(dst, jd, js->place, js->nplace);
+}
+
 int hs_core_job_copy_history(hs_sched_t *dst, const hs_sched_t *src, size_t i, double *w_done)
 {
     const struct job *js;

@@ -621,6 +621,13 @@ static long simulate(struct astate *as, int c, double now, double H, size_t n)
          * that order, not in the order of the jobs */
         if (pi.request < now && hs_core_phase_backdate(cl, x->job.id, pi.request) < 0)
             goto error;
+        /* on the buffer nodes the run placed it on: placed again on the copy's
+         * state it may go to others (Harmonia's benchmark at its hints, 8
+         * instances, seed 16: at t = 263 the copy of fairshare in force ended a
+         * job 40 s after the run, and auto left fairshare for a policy that ended
+         * at 1.08x its Dilation) */
+        if (as->plat.nbuffers > 0 && hs_core_phase_copy_place(cl, as->sched, x->job.id) < 0)
+            goto error;
     }
     for (;;) {
         double tn;

@@ -213,6 +213,13 @@ int hs_core_job_copy_history(hs_sched_t *dst, const hs_sched_t *src, size_t i, d
  * phases by (fcfs, the excess wait).  0, or -1 with errno = EINVAL. */
 int hs_core_phase_backdate(hs_sched_t *s, uint64_t id, double req);
 
+/* The pending phase of job id in 'dst' (a look-ahead copy, auto) takes the buffer
+ * nodes its live phase in 'src' was placed on, rather than a placement of its own
+ * on the copy's state: the live phase stays on the nodes it writes to.  Nothing is
+ * done when src's phase is not placed.  0, or -1 with errno = EINVAL (no such job,
+ * no pending phase in dst, or the two platforms differ in buffer nodes). */
+int hs_core_phase_copy_place(hs_sched_t *dst, const hs_sched_t *src, uint64_t id);
+
 /* ---- buffer tier: node state, for policies that place phases (DP) ---- */
 
 typedef struct {
