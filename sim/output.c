@@ -124,6 +124,14 @@ static json_t *result_json(const sim_result_t *r)
         json_object_set_new(o, "auto_epoch_s_mean",
                             num(a->epochs ? r->auto_wall / (double)a->epochs : 0.));
         json_object_set_new(o, "auto_epoch_s_max", num(r->auto_wall_max));
+        json_object_set_new(o, "auto_lookahead_checked",
+                            json_integer((json_int_t)a->lookahead_checked));
+        json_object_set_new(o, "auto_lookahead_error_max",
+                            a->lookahead_checked ? num(a->lookahead_err_max) : json_null());
+        json_object_set_new(o, "auto_lookahead_error_mean",
+                            a->lookahead_checked
+                                ? num(a->lookahead_err_sum / (double)a->lookahead_checked)
+                                : json_null());
     }
     if (r->pstats.plans) {
         const hs_policy_stats_t *ps = &r->pstats;
@@ -302,6 +310,12 @@ static int out_table(FILE *f, const wl_t *wl, uint64_t seed, const sim_result_t 
                     r->policy, (unsigned long long)a->epochs, (unsigned long long)a->switches,
                     a->current, a->epochs ? 1e3 * r->auto_wall / (double)a->epochs : 0.,
                     1e3 * r->auto_wall_max, a->reason);
+        if (a->active && a->lookahead_checked)
+            fprintf(f,
+                    "%s: look ahead against the run: %llu job ends checked, error max "
+                    "%.3g, mean %.3g (|end - projected| / time left at the projection)\n",
+                    r->policy, (unsigned long long)a->lookahead_checked, a->lookahead_err_max,
+                    a->lookahead_err_sum / (double)a->lookahead_checked);
     }
     for (int i = 0; i < nres; i++) {
         const sim_result_t *r = &res[i];

@@ -450,11 +450,20 @@ json_t *core_policy_json(core_t *c)
     json_t *o = json_pack("{s:s s:b s:s s:o}", "id", c->policy_id, "override", c->policy_override,
                           "configured", c->cfg->policy_id, "known", ids);
     hs_auto_state_t as;
-    if (o && hs_sched_auto_state(c->sched, &as) == 0 && as.active)
+    if (o && hs_sched_auto_state(c->sched, &as) == 0 && as.active) {
+        /* the look ahead against the run (doc/policies.md, "auto") */
+        bool chk = as.lookahead_checked > 0;
+        json_t *la = json_pack(
+            "{s:I s:o s:o}", "checked", (json_int_t)as.lookahead_checked, "error_max",
+            chk ? json_real(as.lookahead_err_max) : json_null(), "error_mean",
+            chk ? json_real(as.lookahead_err_sum / (double)as.lookahead_checked) : json_null());
         json_object_set_new(
             o, "auto",
-            json_pack("{s:s s:s s:I s:I s:o}", "current", as.current, "reason", as.reason, "epochs",
-                      (json_int_t)as.epochs, "switches", (json_int_t)as.switches, "last_epoch",
-                      isfinite(as.last_epoch) ? json_real(as.last_epoch) : json_null()));
+            json_pack("{s:s s:s s:I s:I s:o s:o}", "current", as.current, "reason", as.reason,
+                      "epochs", (json_int_t)as.epochs, "switches", (json_int_t)as.switches,
+                      "last_epoch",
+                      isfinite(as.last_epoch) ? json_real(as.last_epoch) : json_null(), "lookahead",
+                      la ? la : json_null()));
+    }
     return o;
 }

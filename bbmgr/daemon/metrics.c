@@ -217,7 +217,8 @@ char *metrics_render(const api_counters_t *ac, core_t *c, state_t *st)
               c->policy_id);
     {
         hs_auto_state_t as;
-        if (hs_sched_auto_state(c->sched, &as) == 0 && as.active)
+        bool on = hs_sched_auto_state(c->sched, &as) == 0 && as.active;
+        if (on)
             sb_printf(&b,
                       "# HELP harmonia_policy_auto_info Policy auto runs now.\n"
                       "# TYPE harmonia_policy_auto_info gauge\n"
@@ -229,6 +230,17 @@ char *metrics_render(const api_counters_t *ac, core_t *c, state_t *st)
                       "# TYPE harmonia_policy_auto_switches_total counter\n"
                       "harmonia_policy_auto_switches_total %ju\n",
                       as.current, (uintmax_t)as.epochs, (uintmax_t)as.switches);
+        if (on) {
+            head(&b, "harmonia_policy_auto_lookahead_checked_total", "counter",
+                 "Jobs that ended as auto's look ahead projected them under the policy it "
+                 "ran (doc/policies.md, \"auto\").");
+            sb_printf(&b, "harmonia_policy_auto_lookahead_checked_total %ju\n",
+                      (uintmax_t)as.lookahead_checked);
+            head(&b, "harmonia_policy_auto_lookahead_error_max", "gauge",
+                 "Largest error of those projections: |end - projected end| / the time "
+                 "left at the projection.");
+            sb_printf(&b, "harmonia_policy_auto_lookahead_error_max %.9g\n", as.lookahead_err_max);
+        }
     }
     core_unlock(c);
 

@@ -24,6 +24,10 @@ def test_auto_runs_and_is_exposed(make_daemon):
     assert a["reason"].startswith("t=") and a["current"] in a["reason"]
     assert d.metric('harmonia_policy_auto_info{current="%s"}' % a["current"]) == 1
     assert d.metric("harmonia_policy_auto_epochs_total") == a["epochs"]
+    # the look ahead against the run: no job has ended yet, nothing checked
+    assert a["lookahead"] == {"checked": 0, "error_max": None, "error_mean": None}
+    assert d.metric("harmonia_policy_auto_lookahead_checked_total") == 0
+    assert d.metric("harmonia_policy_auto_lookahead_error_max") == 0
     for p in (pa, pb):
         d.ok("POST", "/v1/phases/%d/finish" % p["id"], {"bytes": GiB}, uid=USER1)
     # a live change away from auto and back keeps the jobs

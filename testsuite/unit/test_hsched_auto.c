@@ -279,7 +279,7 @@ START_TEST(test_lookahead_buffer_fill)
 END_TEST
 
 /* The look ahead's copy of a pending phase stays on the buffer nodes the run placed
- * it on (hs_core_phase_copy_place()).  Four buffer nodes, two jobs allowed on all of
+ * it on (hs_core_phase_copy()).  Four buffer nodes, two jobs allowed on all of
  * them, a phase on one node each: in the run job 1 asks first and goes to node 0,
  * job 2 to node 1, the least loaded.  In a copy where job 2 asks alone it would be
  * placed on node 0; copied, it is on node 1.  A job computing in the run (no phase
@@ -329,12 +329,12 @@ START_TEST(test_copy_place)
 
     /* job 2 alone in the copy: its own placement is node 0, the run's is 1 */
     ck_assert_int_eq(hs_job_arrive(dst, 11, &j2, &err), 0);
-    ck_assert_int_eq(hs_core_phase_copy_place(dst, src, 2), -1); /* no phase yet */
+    ck_assert_int_eq(hs_core_phase_copy(dst, src, 2), -1); /* no phase yet */
     ck_assert_int_eq(errno, EINVAL);
     ck_assert_int_eq(hs_phase_request(dst, 11, 2, 8e9, HS_DIR_WRITE, 11, &err), 0);
-    ck_assert_int_eq(hs_core_phase_copy_place(dst, src, 2), 0);
+    ck_assert_int_eq(hs_core_phase_copy(dst, src, 2), 0);
     ck_assert_int_eq(granted_node(dst, 11, 2), 1);
-    ck_assert_int_eq(hs_core_phase_copy_place(dst, src, 3), -1); /* no such job */
+    ck_assert_int_eq(hs_core_phase_copy(dst, src, 3), -1); /* no such job */
     ck_assert_int_eq(errno, EINVAL);
     hs_sched_destroy(dst);
 
@@ -344,7 +344,7 @@ START_TEST(test_copy_place)
     ck_assert_ptr_nonnull(dst = hs_sched_create(&p, &fs, &err));
     ck_assert_int_eq(hs_job_arrive(dst, 19, &j2, &err), 0);
     ck_assert_int_eq(hs_phase_request(dst, 19, 2, 8e9, HS_DIR_WRITE, 0, &err), 0);
-    ck_assert_int_eq(hs_core_phase_copy_place(dst, src, 2), 0);
+    ck_assert_int_eq(hs_core_phase_copy(dst, src, 2), 0);
     ck_assert_int_eq(granted_node(dst, 19, 2), 0);
     hs_sched_destroy(src);
     hs_sched_destroy(dst);

@@ -408,7 +408,7 @@ int place_phase(hs_sched_t *s, size_t i, struct job *j)
 }
 
 /* Job j's pending phase takes the placement 'nodes' (n of them) as it is, with no
- * choice of its own (a look-ahead copy of a live phase, hs_core_phase_copy_place()). */
+ * choice of its own (a look-ahead copy of a live phase, hs_core_phase_copy()). */
 int bnode_set_place(const hs_sched_t *s, struct job *j, const int *nodes, int n)
 {
     for (int k = 0; k < n; k++)

@@ -858,7 +858,7 @@ int hs_core_phase_backdate(hs_sched_t *s, uint64_t id, double req)
     return 0;
 }
 
-int hs_core_phase_copy_place(hs_sched_t *dst, const hs_sched_t *src, uint64_t id)
+int hs_core_phase_copy(hs_sched_t *dst, const hs_sched_t *src, uint64_t id)
 {
     const struct job *js = src ? live_job((hs_sched_t *)src, id) : NULL;
     struct job *jd = dst ? live_job(dst, id) : NULL;
@@ -867,7 +867,13 @@ int hs_core_phase_copy_place(hs_sched_t *dst, const hs_sched_t *src, uint64_t id
         errno = EINVAL;
         return -1;
     }
-    if (!js->pending || !js->placed)
+    if (!js->pending)
+        return 0;
+    jd->w_iter = js->w_iter;
+    jd->st.w_iter_est = js->w_iter;
+    jd->first_req = js->first_req;
+    jd->last_req = js->last_req;
+    if (!js->placed || dst->plat.nbuffers == 0)
         return 0;
     return bnode_set_place(dst, jd, js->place, js->nplace);
 }
@@ -901,6 +907,11 @@ int hs_core_job_copy_history(hs_sched_t *dst, const hs_sched_t *src, size_t i, d
     jd->st.if_sum = js->st.if_sum;
     jd->st.if_max = js->st.if_max;
     jd->last_io_end = js->last_io_end;
+    /* the requests so far: a job without w and volume hints has its w_iter
+     * estimated from them (estimate_w_iter()) */
+    jd->nreq = js->nreq - (js->pending ? 1 : 0);
+    jd->first_req = js->first_req;
+    jd->last_req = js->last_req;
     if (w_done)
         *w_done = js->pending ? js->w_done : 0;
     return 0;

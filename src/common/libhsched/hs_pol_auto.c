@@ -83,6 +83,12 @@ struct cand {
     hs_policy_t pol;
     char name[64];
     hs_auto_fig_t fig; /* figures of the last epoch */
+    /* its simulation of the last epoch: when each live job (in as->sj0's
+     * order) ended (NAN: not in it), and whether it ran every job to the end of
+     * its known phases (neither the horizon nor the budget stopped it) */
+    double *ends;
+    size_t capends;
+    bool whole;
 };
 
 /* A live job as the simulation sees it. */
@@ -94,6 +100,10 @@ struct sjob {
     double bytes0;      /* bytes moved before the window */
     double next_req;    /* next phase request in the simulation (INFINITY: none) */
     double comp_start;  /* start of the compute in progress (NAN: none) */
+    double comp_len;    /* its length, reported with the request (the hint w
+                               itself, not next_req - comp_start: the run's driver
+                               reports w, and a rounding off it reorders the ties
+                               of identical jobs) */
     double comp;        /* compute done in the window (s) */
     int left;           /* phases left to request (-1: unknown) */
     double end;         /* its last phase ended in the simulation (NAN: not) */
@@ -112,6 +122,8 @@ struct seen { /* when a job's last phase ended (for its next request) */
      * job's pending phases since its arrival minus what they were given, at
      * the rates of the last decision (fair, rate, from t) */
     double lag, fair, rate, t;
+    /* the end the last epoch projected for it (NAN: none) and that epoch's time */
+    double proj, proj_t;
 };
 
 struct astate {
@@ -147,6 +159,7 @@ struct astate {
     int nchoose;  /* the candidates the look ahead chooses among */
     bool guarded; /* the guard is in force */
     bool off;     /* a phase went off its hints since the last epoch */
+    bool arrived; /* a job arrived since the last epoch */
     /* the lag's scratch (lag_decide()), per view: its job, fairshare's rate */
     hs_view_t *fv;
     size_t capfv;
@@ -316,6 +329,8 @@ static void a_destroy(void *state)
     if (as) {
         if (as->ops && as->ops->destroy)
             as->ops->destroy(as->inner);
+        for (int c = 0; c < as->ncand; c++)
+            free(as->cand[c].ends);
         free(as->seen);
         free(as->sj0);
         free(as->sj);
@@ -365,6 +380,25 @@ static bool off_hints(const hs_job_t *j, double wk, double vol)
                || w + GUARD_EPS_W > GUARD_OFF * (wk + GUARD_EPS_W));
 }
 
+/* Job sn has left: how far its end was from the end the last epoch projected
+ * (hs_auto_state_t.lookahead_*).  A record the driver has forgotten is not
+ * checked. */
+static void check_projection(struct astate *as, const struct seen *sn)
+{
+    hs_job_stats_t st;
+    double err;
+
+    if (hs_job_stats(as->sched, sn->id, &st) < 0 || !isfinite(st.end))
+        return;
+    /* below the rounding of the two runs' sums of times */
+    err = fmax(0, fabs(st.end - sn->proj) - 1e-9 * fmax(1, fabs(st.end)));
+    err /= fmax(st.end - sn->proj_t, 1e-9);
+    as->st.lookahead_checked++;
+    as->st.lookahead_err_sum += err;
+    if (err > as->st.lookahead_err_max)
+        as->st.lookahead_err_max = err;
+}
+
 /* Keep, for every live job, whether it has a pending phase and when its last one
  * ended (the core's time of that finish: the first decision at which the job was
  * no longer pending may come a whole compute later, and the look ahead then had
@@ -393,15 +427,18 @@ static int seen_update(struct astate *as, double now)
         o = nold ? bsearch(&key, old, nold, sizeof(*old), cmp_seen) : NULL;
         nw[k].id = j->id;
         nw[k].pending = pending;
-        if (!o)
+        if (!o) {
             nw[k].end = j->release;
-        else if (o->pending && !pending)
+            as->arrived = true;
+        } else if (o->pending && !pending)
             nw[k].end = now;
         else
             nw[k].end = o->end;
         if (!pending && isfinite(le) && le <= now)
             nw[k].end = le;
         nw[k].erratic = o && o->erratic;
+        nw[k].proj = o ? o->proj : NAN;
+        nw[k].proj_t = o ? o->proj_t : NAN;
         nw[k].last_req = o ? o->last_req : -INFINITY;
         nw[k].t = now;
         if (o) {
@@ -415,6 +452,9 @@ static int seen_update(struct astate *as, double now)
         k++;
     }
     qsort(nw, k, sizeof(*nw), cmp_seen);
+    for (size_t q = 0; q < nold; q++)
+        if (isfinite(old[q].proj) && !bsearch(&old[q], nw, k, sizeof(*nw), cmp_seen))
+            check_projection(as, &old[q]);
     free(old);
     as->seen = nw;
     as->nseen = k;
@@ -532,6 +572,7 @@ static int gather(struct astate *as, double now, size_t *nout)
             double end = sn ? sn->end : j->release;
             double rem = x->w - (now - end);
             x->next_req = now + (rem > 0 ? rem : 0);
+            x->comp_len = rem > 0 ? x->w : now - end;
             /* the compute since its last phase is work done, not yet in W */
             x->comp_start = end < now ? end : now;
         }
@@ -621,12 +662,14 @@ static long simulate(struct astate *as, int c, double now, double H, size_t n)
          * that order, not in the order of the jobs */
         if (pi.request < now && hs_core_phase_backdate(cl, x->job.id, pi.request) < 0)
             goto error;
-        /* on the buffer nodes the run placed it on: placed again on the copy's
-         * state it may go to others (Harmonia's benchmark at its hints, 8
-         * instances, seed 16: at t = 263 the copy of fairshare in force ended a
-         * job 40 s after the run, and auto left fairshare for a policy that ended
-         * at 1.08x its Dilation) */
-        if (as->plat.nbuffers > 0 && hs_core_phase_copy_place(cl, as->sched, x->job.id) < 0)
+        /* with the w_iter and on the buffer nodes the run gave it: placed again
+         * on the copy's state it may go to other nodes (Harmonia's benchmark at
+         * its hints, 8 instances, seed 16: at t = 263 the copy of fairshare in
+         * force ended a job 40 s after the run, and auto left fairshare for a
+         * policy that ended at 1.08x its Dilation); a job without hints has its
+         * w_iter from its requests, which set10 classes it by (fuzzer seed
+         * 320003173: a job's last phase ended 0.15 s later than projected) */
+        if (hs_core_phase_copy(cl, as->sched, x->job.id) < 0)
             goto error;
     }
     for (;;) {
@@ -658,6 +701,7 @@ static long simulate(struct astate *as, int c, double now, double H, size_t n)
                 else if (x->w > 0 && x->vol > 0) {
                     x->comp_start = t;
                     x->next_req = t + x->w;
+                    x->comp_len = x->w;
                 }
                 break;
             }
@@ -667,7 +711,7 @@ static long simulate(struct astate *as, int c, double now, double H, size_t n)
             double wd;
             if (!(x->next_req <= t))
                 continue;
-            wd = x->next_req - x->comp_start;
+            wd = x->comp_len;
             x->comp += wd;
             x->comp_start = NAN;
             x->next_req = INFINITY;
@@ -677,6 +721,11 @@ static long simulate(struct astate *as, int c, double now, double H, size_t n)
                 goto error;
         }
     }
+    cd->whole = !isfinite(tend) && events <= budget;
+    if (hs_grow(&cd->ends, &cd->capends, n + 1, sizeof(*cd->ends)) < 0)
+        goto error;
+    for (size_t i = 0; i < n; i++)
+        cd->ends[i] = as->sj[i].end;
     if (events > budget || !isfinite(tend))
         tend = t; /* the figures stop where the budget or the
                                            known phases did */
@@ -899,6 +948,25 @@ static const char *premise_broken(struct astate *as, size_t n)
     return off ? WHY_OFF : NULL;
 }
 
+/* The ends candidate 'pick' projected for the live jobs (as->sj0's order), kept to
+ * be checked against the run when each job leaves (check_projection()).  Once a
+ * job arrived, the policy changed or the hints did, the projections made before
+ * no longer describe the run: 'fresh' replaces every one (with NAN when 'pick' is
+ * -1, the guard, or its simulation stopped before the jobs' ends).  Otherwise the
+ * earliest projection is kept, over the whole time the run followed it. */
+static void project(struct astate *as, int pick, size_t n, bool fresh, double now)
+{
+    bool whole = pick >= 0 && as->cand[pick].fig.ok && as->cand[pick].whole;
+
+    for (size_t i = 0; i < n; i++) {
+        struct seen *sn = seen_find(as, as->sj0[i].job.id);
+        if (!sn || (!fresh && isfinite(sn->proj)))
+            continue;
+        sn->proj = whole ? as->cand[pick].ends[i] : NAN;
+        sn->proj_t = now;
+    }
+}
+
 static int epoch(struct astate *as, const hs_ctx_t *ctx, const char *trigger)
 {
     size_t n;
@@ -913,6 +981,7 @@ static int epoch(struct astate *as, const hs_ctx_t *ctx, const char *trigger)
     as->every = as->interval > 0 ? as->interval : every;
     as->off = false;
     if (n > 0 && (why = premise_broken(as, n))) {
+        project(as, -1, n, true, ctx->now);
         /* the guard: the look ahead cannot be trusted, do what fairshare does
          * (keeping the policy in force on projections that held the jobs off
          * their hints at what they were measured doing broke the bound more
@@ -951,6 +1020,9 @@ static int epoch(struct astate *as, const hs_ctx_t *ctx, const char *trigger)
     if (n == 0)
         return 0;
     pick = choose(as, trigger, ctx->now);
+    project(as, pick, n, as->arrived || pick != as->cur || !strcmp(trigger, "hint change"),
+            ctx->now);
+    as->arrived = false;
     if (pick != as->cur)
         return switch_to(as, ctx, pick);
     return 0;

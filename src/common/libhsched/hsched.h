@@ -488,6 +488,15 @@ typedef struct {
                                ahead's premise did not hold) */
     uint64_t cut;     /* switches made while phases were granted (the new
                                policy decided their rates again) */
+    /* appended: the look ahead against the run.  At an epoch whose simulations
+     * ran every live job to the end of its known phases, the policy chosen (or
+     * kept) projected when each job would end; a job that then ended without
+     * another epoch projecting it again is checked: its error is |end -
+     * projected end| / (end - time of the projection).  0 when the jobs kept to
+     * their hints and no job arrived (doc/policies.md, "auto"). */
+    uint64_t lookahead_checked; /* jobs checked */
+    double lookahead_err_max;   /* their largest error */
+    double lookahead_err_sum;   /* the sum of their errors (mean: / checked) */
 } hs_auto_state_t;
 
 /* State of 'auto' in scheduler s.  0 (st->active false for another policy), or -1

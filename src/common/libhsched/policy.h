@@ -201,7 +201,8 @@ int hs_core_job_stats(const hs_sched_t *s, size_t i, hs_job_stats_t *st, bool *p
  * out of range. */
 double hs_core_job_last_io_end(const hs_sched_t *s, size_t i);
 /* Give live job i of 'src' the same history in 'dst' (a look-ahead copy, auto):
- * its accounting (work, I/O, phases) and the end of its last I/O, copied into the
+ * its accounting (work, I/O, phases), its requests before the pending phase and
+ * the end of its last I/O, copied into the
  * job of that id in dst, which must have arrived and not requested a phase yet.
  * *w_done (if not NULL) gets the compute reported with src's pending phase (0: none).
  * 0, or -1 with errno = EINVAL (no such job) or EBUSY (dst's job has requested). */
@@ -213,12 +214,13 @@ int hs_core_job_copy_history(hs_sched_t *dst, const hs_sched_t *src, size_t i, d
  * phases by (fcfs, the excess wait).  0, or -1 with errno = EINVAL. */
 int hs_core_phase_backdate(hs_sched_t *s, uint64_t id, double req);
 
-/* The pending phase of job id in 'dst' (a look-ahead copy, auto) takes the buffer
- * nodes its live phase in 'src' was placed on, rather than a placement of its own
- * on the copy's state: the live phase stays on the nodes it writes to.  Nothing is
- * done when src's phase is not placed.  0, or -1 with errno = EINVAL (no such job,
- * no pending phase in dst, or the two platforms differ in buffer nodes). */
-int hs_core_phase_copy_place(hs_sched_t *dst, const hs_sched_t *src, uint64_t id);
+/* The pending phase of job id in 'dst' (a look-ahead copy, auto) takes what the
+ * live phase in 'src' was given at its request, rather than what the copy's state
+ * gives it now: its w_iter (IO-Sets' class) and the buffer nodes it was placed on
+ * (it stays on the nodes it writes to).  Nothing is done when src's job has no
+ * pending phase.  0, or -1 with errno = EINVAL (no such job, no pending phase in
+ * dst, or the two platforms differ in buffer nodes). */
+int hs_core_phase_copy(hs_sched_t *dst, const hs_sched_t *src, uint64_t id);
 
 /* ---- buffer tier: node state, for policies that place phases (DP) ---- */
 
