@@ -351,6 +351,93 @@ START_TEST(test_copy_place)
 }
 END_TEST
 
+/* The look ahead against the run (hs_auto_state_t.lookahead_*).  Two jobs keep to
+ * their hints (16 nodes each, cap 4 GB/s = B; 3 phases of 8 GB after 10 s of
+ * compute each, the second released 5 s later) and leave 100 s after their last
+ * phase, as bbmgrd's jobs leave when Slurm ends them: every projected end is the
+ * end of the job's last phase, 0 error (checked when a third job's phase has the
+ * policy decide again).  A job whose phases are off its hints, within what the
+ * guard lets through (11 GB, not 8), ends elsewhere than projected. */
+static void la_run(double vol2, hs_auto_state_t *ast)
+{
+    hs_policy_t pol;
+    hu_error_t err;
+    hs_sched_t *s;
+    double next[2] = { 10, 15 }, left_at[2] = { INFINITY, INFINITY }, t = 0;
+    int phases[2] = { 0 }, gone = 0;
+
+    ck_assert_int_eq(hs_policy_parse("auto", &pol, &err), 0);
+    ck_assert_ptr_nonnull(s = hs_sched_create(&plat, &pol, &err));
+    for (int k = 0; k < 2; k++) {
+        hs_job_t j = { .id = (uint64_t)k + 1,
+                       .nodes = 16,
+                       .release = 5.0 * k,
+                       .instances = 3,
+                       .w = 10,
+                       .volume = 8e9 };
+        ck_assert_int_eq(hs_job_arrive(s, j.release, &j, &err), 0);
+        ck_assert_int_ge(hs_sched_decide(s, j.release, NULL, 0), 0);
+    }
+    while (gone < 2) {
+        double tn = hs_sched_next_event(s);
+        uint64_t ids[2];
+        size_t nc;
+        for (int k = 0; k < 2; k++)
+            tn = fmin(tn, fmin(next[k], left_at[k]));
+        ck_assert(isfinite(tn) && tn < 1e4);
+        t = tn;
+        ck_assert_int_eq(hs_sched_advance(s, t), 0);
+        nc = hs_sched_completed(s, ids, 2);
+        for (size_t q = 0; q < nc; q++) {
+            int k = (int)ids[q] - 1;
+            ck_assert_int_eq(hs_phase_finish(s, t, ids[q]), 0);
+            if (++phases[k] == 3)
+                left_at[k] = t + 100;
+            else
+                next[k] = t + 10;
+        }
+        for (int k = 0; k < 2; k++) {
+            if (next[k] <= t) {
+                next[k] = INFINITY;
+                ck_assert_int_eq(
+                    hs_phase_request(s, t, (uint64_t)k + 1, k ? vol2 : 8e9, HS_DIR_WRITE, 10, &err),
+                    0);
+            }
+            if (left_at[k] <= t) {
+                left_at[k] = INFINITY;
+                ck_assert_int_eq(hs_job_leave(s, t, (uint64_t)k + 1), 0);
+                gone++;
+            }
+        }
+        ck_assert_int_ge(hs_sched_decide(s, t, NULL, 0), 0);
+    }
+    {
+        /* the policy is asked (and auto checks the jobs gone) once a phase is
+         * pending again */
+        hs_job_t j3 = { .id = 3, .nodes = 16, .release = t + 1, .w = 10, .volume = 8e9 };
+        ck_assert_int_eq(hs_job_arrive(s, t + 1, &j3, &err), 0);
+        ck_assert_int_eq(hs_phase_request(s, t + 1, 3, 8e9, HS_DIR_WRITE, 0, &err), 0);
+        ck_assert_int_ge(hs_sched_decide(s, t + 1, NULL, 0), 0);
+    }
+    ck_assert_int_eq(hs_sched_auto_state(s, ast), 0);
+    hs_sched_destroy(s);
+}
+
+START_TEST(test_lookahead_check)
+{
+    hs_auto_state_t a;
+
+    la_run(8e9, &a);
+    ck_assert_msg(a.lookahead_checked == 2 && a.lookahead_err_max == 0,
+                  "at the hints: %llu checked, error %g", (unsigned long long)a.lookahead_checked,
+                  a.lookahead_err_max);
+    la_run(11e9, &a);
+    ck_assert_msg(a.lookahead_checked >= 1 && a.lookahead_err_max > 0.01,
+                  "off the hints: %llu checked, error %g", (unsigned long long)a.lookahead_checked,
+                  a.lookahead_err_max);
+}
+END_TEST
+
 START_TEST(test_auto_bad_settings)
 {
     hs_policy_t pol;
@@ -382,10 +469,10 @@ END_TEST
 int main(void)
 {
     const tu_tcase_t tcases[] = {
-        { "core",
-          .tests = { test_choose_dilation_bound, test_choose_hysteresis,
-                     test_choose_ties_and_missing, test_auto_in_scheduler, test_auto_bad_settings,
-                     test_copy_history, test_copy_place, test_lookahead_buffer_fill, NULL } },
+        { "core", .tests = { test_choose_dilation_bound, test_choose_hysteresis,
+                             test_choose_ties_and_missing, test_auto_in_scheduler,
+                             test_auto_bad_settings, test_copy_history, test_copy_place,
+                             test_lookahead_buffer_fill, test_lookahead_check, NULL } },
     };
 
     return tu_main("hsched_auto", tcases, TU_COUNT(tcases));

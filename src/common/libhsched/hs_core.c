@@ -847,6 +847,13 @@ double hs_core_job_last_io_end(const hs_sched_t *s, size_t i)
     return s->jobs[s->live[i]].last_io_end;
 }
 
+double hs_core_last_io_end(const hs_sched_t *s, uint64_t id)
+{
+    size_t slot = s ? hfind(s, id) : NO_SLOT;
+
+    return slot == NO_SLOT ? NAN : s->jobs[slot].last_io_end;
+}
+
 int hs_core_phase_backdate(hs_sched_t *s, uint64_t id, double req)
 {
     struct job *j = s ? live_job(s, id) : NULL;

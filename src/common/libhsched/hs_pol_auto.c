@@ -380,19 +380,19 @@ static bool off_hints(const hs_job_t *j, double wk, double vol)
                || w + GUARD_EPS_W > GUARD_OFF * (wk + GUARD_EPS_W));
 }
 
-/* Job sn has left: how far its end was from the end the last epoch projected
- * (hs_auto_state_t.lookahead_*).  A record the driver has forgotten is not
- * checked. */
+/* Job sn has left: how far the end of its last phase was from the end projected
+ * (hs_auto_state_t.lookahead_*).  The look ahead ends a job with its last phase,
+ * not when it leaves (bbmgrd's jobs leave when Slurm ends them, later).  A record
+ * the driver has forgotten is not checked. */
 static void check_projection(struct astate *as, const struct seen *sn)
 {
-    hs_job_stats_t st;
-    double err;
+    double end = hs_core_last_io_end(as->sched, sn->id), err;
 
-    if (hs_job_stats(as->sched, sn->id, &st) < 0 || !isfinite(st.end))
+    if (!isfinite(end))
         return;
     /* below the rounding of the two runs' sums of times */
-    err = fmax(0, fabs(st.end - sn->proj) - 1e-9 * fmax(1, fabs(st.end)));
-    err /= fmax(st.end - sn->proj_t, 1e-9);
+    err = fmax(0, fabs(end - sn->proj) - 1e-9 * fmax(1, fabs(end)));
+    err /= fmax(end - sn->proj_t, 1e-9);
     as->st.lookahead_checked++;
     as->st.lookahead_err_sum += err;
     if (err > as->st.lookahead_err_max)
@@ -960,7 +960,10 @@ static void project(struct astate *as, int pick, size_t n, bool fresh, double no
 
     for (size_t i = 0; i < n; i++) {
         struct seen *sn = seen_find(as, as->sj0[i].job.id);
-        if (!sn || (!fresh && isfinite(sn->proj)))
+        /* a job past its last phase (bbmgrd's, until Slurm ends it) keeps the
+         * projection of that phase: the look ahead has no end for it */
+        bool over = as->sj0[i].left == 0 && !as->sj0[i].pending;
+        if (!sn || ((!fresh || over) && isfinite(sn->proj)))
             continue;
         sn->proj = whole ? as->cand[pick].ends[i] : NAN;
         sn->proj_t = now;

@@ -200,6 +200,9 @@ int hs_core_job_stats(const hs_sched_t *s, size_t i, hs_job_stats_t *st, bool *p
 /* When live job i's last I/O phase finished (its release if none has), NAN if i is
  * out of range. */
 double hs_core_job_last_io_end(const hs_sched_t *s, size_t i);
+/* The same for the job of that id, live or gone (until hs_job_forget()); NAN if
+ * there is none. */
+double hs_core_last_io_end(const hs_sched_t *s, uint64_t id);
 /* Give live job i of 'src' the same history in 'dst' (a look-ahead copy, auto):
  * its accounting (work, I/O, phases), its requests before the pending phase and
  * the end of its last I/O, copied into the
