@@ -42,6 +42,12 @@
  *    before it favoured give back to those they held back (lag_repay()):
  *    fairshare from a switch midway is then closer to fairshare from the start.
  *
+ * The look ahead against the run: the end each job was projected to reach under
+ * the policy auto runs is kept and compared with its end once it has left
+ * (project(), check_projection(); hs_auto_state_t.lookahead_*): 0 when every job
+ * keeps to its hints and none arrives, so an error says the copy is not the run
+ * or the jobs are not their hints.
+ *
  * Cost: one simulation per candidate per epoch, bounded by an event budget
  * (event_budget()); reported clock-free (events simulated).
  *
@@ -122,7 +128,8 @@ struct seen { /* when a job's last phase ended (for its next request) */
      * job's pending phases since its arrival minus what they were given, at
      * the rates of the last decision (fair, rate, from t) */
     double lag, fair, rate, t;
-    /* the end the last epoch projected for it (NAN: none) and that epoch's time */
+    /* the end projected for it (NAN: none) and when (project()), checked
+     * against its last phase's end once it has left (check_projection()) */
     double proj, proj_t;
 };
 
