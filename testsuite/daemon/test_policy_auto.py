@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """bbmgrd with policy.id auto (doc/policies.md, "auto"): it grants phases, and the
 policy route and /metrics say which policy auto runs and why."""
+import pytest
+
 from conftest import SLURM_UID, USER1, register
 
 GiB = 1 << 30
@@ -34,3 +36,24 @@ def test_auto_runs_and_is_exposed(make_daemon):
     assert d.ok("PUT", "/v1/policy", {"id": "fcfs"}, uid=SLURM_UID)["id"] == "fcfs"
     assert "auto" not in d.ok("GET", "/v1/policy", uid=USER1)
     assert d.ok("PUT", "/v1/policy", {"id": "auto"}, uid=SLURM_UID)["id"] == "auto"
+
+
+def test_auto_checks_a_gone_job_against_its_look_ahead(make_daemon):
+    """A job whose phases the hints give (phases: 1) is projected to end by auto's
+    look ahead; once it is torn down and another job asks for a phase, auto
+    checks that end against the end of the job's last phase (doc/policies.md,
+    "The look ahead against the run"): GET /v1/policy and /metrics count it."""
+    d = make_daemon(policy={"id": "auto"}, platform={"pfs_bandwidth": "1 GB/s"},
+                    nodes=[])
+    register(d, "a", hints={"w_iter": "1s", "io_volume": "1MiB", "phases": 1})
+    register(d, "b", hints={"w_iter": "1s", "io_volume": "1MiB", "phases": 4})
+    pa = d.ok("POST", "/v1/jobs/a/phases", {"volume": "1MiB"}, uid=USER1)
+    d.ok("POST", "/v1/phases/%d/finish" % pa["id"], {"bytes": 1 << 20}, uid=USER1)
+    d.ok("DELETE", "/v1/jobs/a", uid=SLURM_UID)
+    d.ok("POST", "/v1/jobs/b/phases", {"volume": "1MiB"}, uid=USER1)
+    la = d.ok("GET", "/v1/policy", uid=USER1)["auto"]["lookahead"]
+    assert la["checked"] == 1, la
+    assert la["error_max"] >= 0 and la["error_mean"] == la["error_max"], la
+    assert d.metric("harmonia_policy_auto_lookahead_checked_total") == 1
+    assert d.metric("harmonia_policy_auto_lookahead_error_max") == \
+        pytest.approx(la["error_max"])
