@@ -104,7 +104,7 @@ typedef struct {
     int auto_objective;        /* hs_auto_objective_t */
     double auto_factor;        /* dilation bound: factor x the lowest (1.05) */
     double auto_hysteresis;    /* relative gain needed to switch (0.01) */
-    double auto_interval;      /* s between periodic epochs (0: half the horizon) */
+    double auto_interval;      /* s between periodic epochs (0: a fifth of the horizon) */
     double auto_horizon;       /* s simulated ahead (0: 2 x the longest w + time_io) */
     char auto_candidates[256]; /* comma-separated policy ids ("": the default) */
     /* appended: the max-wait guard of every policy (doc/policies.md); 0: off */
